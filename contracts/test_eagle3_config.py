@@ -1,0 +1,60 @@
+"""Config and format contracts: readable files, a parseable config, a known producer layout,
+tensor shapes that agree with the config, and (with --eagle3-target) agreement with the target."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_eagle3.checkpoint import Checkpoint
+from pytest_eagle3.contract import RecordProperty, passed, readability_findings, require_config, require_tensors
+from pytest_eagle3.findings import check
+from pytest_eagle3.structure import config_findings, format_findings, shape_findings, target_findings
+from pytest_eagle3.target import TargetModel
+
+
+class TestEagle3Checkpoint:
+    @pytest.mark.eagle3_contract("checkpoint.readable")
+    def test_files_readable(self, eagle3_checkpoint: Checkpoint, record_property: RecordProperty) -> None:
+        """Every weight file parses, every tensor's bytes are where its header says."""
+        ckpt = eagle3_checkpoint
+        record_property("tensor_count", len(ckpt.tensors))
+        record_property("weight_bytes", ckpt.nbytes)
+        check("checkpoint.readable", readability_findings(ckpt))
+        passed(record_property, f"{len(ckpt.tensors)} tensors in {len(ckpt.files)} files, {ckpt.nbytes} bytes")
+
+    @pytest.mark.eagle3_contract("config.parseable")
+    def test_config_parseable(self, eagle3_checkpoint: Checkpoint, record_property: RecordProperty) -> None:
+        """config.json is a JSON object with the fields every engine needs."""
+        check("config.parseable", config_findings(eagle3_checkpoint))
+        cfg = eagle3_checkpoint.config
+        passed(record_property, f"hidden {cfg.hidden_size}, vocab {cfg.vocab_size}, draft vocab {cfg.draft_vocab_size}")
+
+    @pytest.mark.eagle3_contract("format.detected")
+    def test_format_detected(self, eagle3_checkpoint: Checkpoint, record_property: RecordProperty) -> None:
+        """The producer is recognised, so its aux-layer convention and defaults are known."""
+        require_config(eagle3_checkpoint)
+        fmt = eagle3_checkpoint.format
+        aux = eagle3_checkpoint.config.aux
+        record_property("format", fmt.label)
+        record_property("aux_layer_ids", list(aux.ids) if aux.ids else "unset")
+        record_property("aux_convention", aux.convention or "unknown")
+        check("format.detected", format_findings(eagle3_checkpoint))
+        passed(record_property, f"{fmt.label}: {'; '.join(fmt.evidence)}")
+
+    @pytest.mark.eagle3_contract("config.shapes")
+    def test_tensor_shapes_match_config(self, eagle3_checkpoint: Checkpoint, record_property: RecordProperty) -> None:
+        """lm_head rows = draft vocab, fc = aux count x target hidden, q/k/v take 2 x hidden, norms present."""
+        require_tensors(eagle3_checkpoint)
+        require_config(eagle3_checkpoint)
+        check("config.shapes", shape_findings(eagle3_checkpoint))
+        cfg = eagle3_checkpoint.config
+        passed(record_property, f"{cfg.layer_count} draft layer(s), first at {cfg.first_layer_prefix}*, shapes agree")
+
+    @pytest.mark.eagle3_contract("target.consistent")
+    def test_consistent_with_target(
+        self, eagle3_checkpoint: Checkpoint, eagle3_target: TargetModel, record_property: RecordProperty
+    ) -> None:
+        """Vocab, hidden size and aux layer ids fit the target model."""
+        require_config(eagle3_checkpoint)
+        check("target.consistent", target_findings(eagle3_checkpoint, eagle3_target))
+        passed(record_property, f"fits target {eagle3_target.path} ({eagle3_target.num_hidden_layers} layers)")

@@ -1,0 +1,40 @@
+"""Weight contracts: no NaN/Inf, no all-zero or constant (never-initialised) tensors.
+
+Weights are scanned in bounded chunks, once per checkpoint, never loaded whole."""
+
+from __future__ import annotations
+
+
+import pytest
+
+from pytest_eagle3.checkpoint import Checkpoint
+from pytest_eagle3.contract import RecordProperty, passed, require_tensors
+from pytest_eagle3.findings import check
+from pytest_eagle3.weights import TensorHealth, diagnose_finite, diagnose_initialised, scan_weights
+
+
+
+@pytest.fixture(scope="session")
+def eagle3_weight_health(eagle3_checkpoint: Checkpoint) -> list[TensorHealth]:
+    """One chunked scan of every floating-point tensor, shared by the weight contracts."""
+    require_tensors(eagle3_checkpoint)
+    return scan_weights(eagle3_checkpoint, chunk_bytes=16 * 1024 * 1024)
+
+
+class TestEagle3Weights:
+    @pytest.mark.eagle3_contract("weights.finite")
+    def test_weights_finite(
+        self, eagle3_checkpoint: Checkpoint, eagle3_weight_health: list[TensorHealth], record_property: RecordProperty
+    ) -> None:
+        """No NaN or Inf anywhere (speculators saves NaN lm_head/embed before verifier weights load)."""
+        record_property("nonfinite_values", sum(h.nan + h.inf for h in eagle3_weight_health))
+        check("weights.finite", diagnose_finite(eagle3_weight_health, eagle3_checkpoint.format.producer))
+        passed(record_property, f"{len(eagle3_weight_health)} float tensors finite")
+
+    @pytest.mark.eagle3_contract("weights.initialised")
+    def test_weights_initialised(
+        self, eagle3_weight_health: list[TensorHealth], record_property: RecordProperty
+    ) -> None:
+        """No tensor all zero, no weight matrix holding one repeated value."""
+        check("weights.initialised", diagnose_initialised(eagle3_weight_health))
+        passed(record_property, f"{len(eagle3_weight_health)} float tensors hold varied values")

@@ -1,0 +1,213 @@
+"""The checkpoint view: files found, a tensor index from headers, config, read on demand.
+
+``Checkpoint.open`` never raises for a bad checkpoint: every problem is recorded and turned
+into a failed contract. Files are only ever opened for reading.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_eagle3.tensorfiles import (
+    CheckpointReadError,
+    FileIndex,
+    TensorEntry,
+    index_safetensors,
+    index_torch_bin,
+    iter_safetensors_chunks,
+    read_safetensors_tensor,
+)
+
+if TYPE_CHECKING:
+    import torch
+
+    from pytest_eagle3.formats import DetectedFormat, DraftConfig
+
+SAFETENSORS_INDEX = "model.safetensors.index.json"
+BIN_INDEX = "pytorch_model.bin.index.json"
+#: Files that hold weights but are not the draft (LoRA adapters, optimizer state, trainer state).
+NOT_DRAFT_WEIGHTS = ("adapter_model", "optimizer", "scheduler", "training_state", "rng_state")
+DEFAULT_CHUNK_BYTES = 16 * 1024 * 1024
+
+
+@dataclass
+class Checkpoint:
+    """One draft checkpoint on disk, as pytest-eagle3 sees it."""
+
+    path: str
+    root: Path
+    files: tuple[Path, ...] = ()
+    tensors: dict[str, TensorEntry] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    config_raw: dict[str, Any] | None = None
+    config_problem: str | None = None
+    notes: list[str] = field(default_factory=list)
+    _bin_tensors: dict[str, torch.Tensor] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def open(cls, path: str | Path) -> Checkpoint:
+        """Index the checkpoint at ``path`` (a directory, or a file inside one)."""
+        given = str(path)
+        root = Path(path)
+        if root.is_file():
+            root = root.parent
+        ckpt = cls(path=given, root=root)
+        if not Path(path).exists():
+            ckpt.problems.append(f"{given}: no such file or directory")
+            ckpt.config_problem = "no config.json: the checkpoint path does not exist"
+            return ckpt
+        ckpt._read_config()
+        ckpt._index_weights()
+        return ckpt
+
+    # -- config -------------------------------------------------------------------------
+    def _read_config(self) -> None:
+        config_path = self.root / "config.json"
+        if not config_path.is_file():
+            self.config_problem = f"no config.json in {self.path}"
+            return
+        try:
+            data = json.loads(config_path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            self.config_problem = f"config.json is not valid JSON: {exc}"
+            return
+        if not isinstance(data, dict):
+            self.config_problem = f"config.json holds a JSON {type(data).__name__}, not an object"
+            return
+        self.config_raw = data
+
+    # -- weights ------------------------------------------------------------------------
+    def _index_weights(self) -> None:
+        for index_name, kind in ((SAFETENSORS_INDEX, "safetensors"), (BIN_INDEX, "bin")):
+            if (self.root / index_name).is_file():
+                self._index_sharded(self.root / index_name, kind)
+                return
+        candidates = sorted(p for p in self.root.glob("*.safetensors") if _is_draft_file(p))
+        if not candidates:
+            candidates = sorted(p for p in self.root.glob("pytorch_model*.bin") if _is_draft_file(p))
+        if (self.root / "training_state.pt").is_file() and not candidates:
+            self.notes.append(
+                "training_state.pt is a SpecForge 0.2.0 training checkpoint, not a servable draft: "
+                "run `specforge export --to sglang` (or `--to hf`) on it"
+            )
+        if not candidates:
+            self.problems.append(
+                f"{self.path}: no weight files (expected model.safetensors, a sharded "
+                f"{SAFETENSORS_INDEX}, or pytorch_model.bin)"
+            )
+            return
+        for file in candidates:
+            self._add_file(file)
+
+    def _index_sharded(self, index_path: Path, kind: str) -> None:
+        try:
+            index = json.loads(index_path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            self.problems.append(f"{index_path.name}: not valid JSON ({exc})")
+            return
+        weight_map = index.get("weight_map") if isinstance(index, dict) else None
+        if not isinstance(weight_map, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()
+        ):
+            self.problems.append(f"{index_path.name}: no weight_map of tensor name -> file name")
+            return
+        root = self.root.resolve()
+        shards: dict[Path, set[str]] = {}
+        for name, filename in weight_map.items():
+            shard = (self.root / filename).resolve()
+            if not shard.is_relative_to(root):
+                self.problems.append(
+                    f"{index_path.name}: tensor {name!r} points outside the checkpoint "
+                    f"directory ({filename!r}); refusing to read it"
+                )
+                continue
+            shards.setdefault(shard, set()).add(name)
+        for shard, names in sorted(shards.items()):
+            if not shard.is_file():
+                self.problems.append(f"{index_path.name}: shard {shard.name} is missing ({len(names)} tensors)")
+                continue
+            found = self._add_file(shard, kind)
+            missing = sorted(names - found)
+            if missing:
+                self.problems.append(
+                    f"{index_path.name}: {len(missing)} tensors listed for {shard.name} are not in it: "
+                    + ", ".join(missing[:5])
+                )
+
+    def _add_file(self, file: Path, kind: str | None = None) -> set[str]:
+        kind = kind or ("safetensors" if file.suffix == ".safetensors" else "bin")
+        if kind == "safetensors":
+            index = index_safetensors(file)
+        else:
+            index, tensors = index_torch_bin(file)
+            self._bin_tensors.update(tensors)
+        self.files += (file,)
+        return self._merge(index)
+
+    def _merge(self, index: FileIndex) -> set[str]:
+        self.problems.extend(index.problems)
+        added = set()
+        for entry in index.entries:
+            if entry.name in self.tensors:
+                self.problems.append(
+                    f"tensor {entry.name!r} appears twice ({self.tensors[entry.name].file.name}, {entry.file.name})"
+                )
+                continue
+            self.tensors[entry.name] = entry
+            added.add(entry.name)
+        return added
+
+    # -- tensors ------------------------------------------------------------------------
+    def read(self, name: str) -> torch.Tensor:
+        """Read one (small) tensor fully. Raises ``CheckpointReadError`` if the bytes are not there."""
+        entry = self.tensors[name]
+        if entry.start < 0:
+            return self._bin_tensors[name]
+        return read_safetensors_tensor(entry)
+
+    def chunks(self, name: str, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[torch.Tensor]:
+        """Iterate over a tensor as flat chunks of bounded size."""
+        entry = self.tensors[name]
+        if entry.start >= 0:
+            yield from iter_safetensors_chunks(entry, chunk_bytes)
+            return
+        flat = self._bin_tensors[name].reshape(-1)
+        step = max(1, chunk_bytes // max(1, flat.element_size()))
+        yield from flat.split(step)
+
+    def shape(self, name: str) -> tuple[int, ...] | None:
+        entry = self.tensors.get(name)
+        return entry.shape if entry else None
+
+    @property
+    def readable(self) -> bool:
+        return not self.problems and bool(self.tensors)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(e.nbytes for e in self.tensors.values())
+
+    # -- interpretation ---------------------------------------------------------------------
+    @cached_property
+    def format(self) -> DetectedFormat:
+        from pytest_eagle3.formats import detect_format
+
+        return detect_format(self.config_raw or {}, set(self.tensors), self.files)
+
+    @cached_property
+    def config(self) -> DraftConfig:
+        from pytest_eagle3.formats import normalise_config
+
+        return normalise_config(self.config_raw or {}, self.format, self)
+
+
+def _is_draft_file(path: Path) -> bool:
+    return not path.name.startswith(NOT_DRAFT_WEIGHTS)
+
+
+__all__ = ["Checkpoint", "CheckpointReadError", "TensorEntry"]

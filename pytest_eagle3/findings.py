@@ -1,0 +1,77 @@
+"""Findings and contract violations: what goes wrong, the evidence, and the fix."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One observed value next to the value a working draft needs."""
+
+    key: str
+    obtained: str
+    expected: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A named diagnosis: ``code`` is stable and machine-readable, ``summary`` is one line."""
+
+    code: str
+    summary: str
+    evidence: tuple[Evidence, ...] = ()
+    fix: str = ""
+    details: tuple[str, ...] = field(default=())
+
+    def render(self, headline: str | None = None) -> str:
+        lines = [headline or f"[{self.code}] {self.summary}"]
+        for item in self.evidence:
+            lines.append(f"  {item.key}")
+            lines.append(f"    Obtained: {item.obtained}")
+            lines.append(f"    Expected: {item.expected}")
+        lines.extend(f"  {detail}" for detail in self.details)
+        if self.fix:
+            lines.append(f"  fix: {self.fix}")
+        return "\n".join(lines)
+
+
+class ContractViolation(AssertionError):
+    """Raised by a contract; pytest shows its message without a traceback."""
+
+    def __init__(self, contract_id: str, findings: list[Finding] | tuple[Finding, ...]) -> None:
+        self.contract_id = contract_id
+        self.findings = tuple(findings)
+        super().__init__(self.render())
+
+    @property
+    def headline(self) -> str:
+        first = self.findings[0].summary if self.findings else "contract failed"
+        more = len(self.findings) - 1
+        return f"{first} (+{more} more)" if more > 0 else first
+
+    def render(self) -> str:
+        """First line: contract, diagnosis and what goes wrong; then evidence and fix per finding."""
+        if not self.findings:
+            return f"{self.contract_id}: contract failed"
+        first, rest = self.findings[0], self.findings[1:]
+        more = f" (+{len(rest)} more)" if rest else ""
+        lines = [first.render(f"{self.contract_id} [{first.code}]: {first.summary}{more}")]
+        lines.extend(f.render() for f in rest)
+        return "\n".join(lines)
+
+
+def check(contract_id: str, findings: list[Finding] | tuple[Finding, ...]) -> None:
+    """Fail ``contract_id`` with every finding, or return when there is none."""
+    __tracebackhide__ = True
+    if findings:
+        raise ContractViolation(contract_id, findings)
+
+
+def short(values: object, limit: int = 8) -> str:
+    """A bounded rendering of a sequence for evidence lines."""
+    items = list(values) if not isinstance(values, str) else [values]  # type: ignore[call-overload]
+    if len(items) <= limit:
+        return "[" + ", ".join(str(v) for v in items) + "]"
+    head = ", ".join(str(v) for v in items[:limit])
+    return f"[{head}, ...] ({len(items)} in all)"

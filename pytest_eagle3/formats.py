@@ -1,0 +1,325 @@
+"""Producer formats: which trainer wrote a checkpoint, and its config in one normalised shape.
+
+Every rule below is data with a source line; ``../reference/producers.md`` §5 summarises them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_eagle3.checkpoint import Checkpoint
+
+SPECULATORS = "speculators"
+SPECFORGE = "specforge"
+EAGLE = "eagle"
+MODELOPT = "modelopt"
+ANGELSLIM = "angelslim"
+UNKNOWN = "unknown"
+
+INPUT_OF = "input-of"
+OUTPUT_OF = "output-of"
+
+FIRST_LAYER_PREFIXES = ("midlayer.", "layers.0.", "model.midlayer.", "model.layers.0.")
+LAYER_KEY = re.compile(r"^(?:model\.)?layers\.(\d+)\.")
+LEFTOVER_PREFIXES = ("draft_model.", "eagle_module.", "module.")
+
+Config = Mapping[str, Any]
+Signal = Callable[[Config, set[str], tuple[Path, ...]], bool]
+
+
+@dataclass(frozen=True)
+class FormatSignal:
+    """One observation that points at a producer, with its weight and where the rule comes from."""
+
+    producer: str
+    weight: int
+    evidence: str
+    test: Signal
+    source: str
+
+
+def _arch(config: Config) -> tuple[str, ...]:
+    value = config.get("architectures")
+    return tuple(str(a) for a in value) if isinstance(value, list) else ()
+
+
+def _eagle_config(config: Config) -> Mapping[str, Any]:
+    value = config.get("eagle_config")
+    return value if isinstance(value, dict) else {}
+
+
+def _has_prefix(keys: set[str], prefix: str) -> bool:
+    return any(k.startswith(prefix) or k.startswith("model." + prefix) for k in keys)
+
+
+MODELOPT_EAGLE_CONFIG_KEYS = frozenset(
+    {
+        "use_input_layernorm_in_first_layer",
+        "use_last_layernorm",
+        "use_mtp_layernorm",
+        "next_layer_regular",
+        "parallel_draft_step",
+        "parallel_draft_heads_num_layers",
+    }
+)
+
+FORMAT_SIGNALS: tuple[FormatSignal, ...] = (
+    FormatSignal(SPECULATORS, 10, "config has speculators_model_type / speculators_config",
+                 lambda c, k, f: "speculators_model_type" in c or "speculators_config" in c,
+                 "speculators 0.9.0 models/eagle3/config.py Eagle3SpeculatorConfig"),
+    FormatSignal(SPECULATORS, 5, "config nests the layer config in transformer_layer_config",
+                 lambda c, k, f: isinstance(c.get("transformer_layer_config"), dict),
+                 "speculators 0.9.0 Eagle3SpeculatorConfig.transformer_layer_config"),
+    FormatSignal(MODELOPT, 10, "eagle_config carries ModelOpt's layer-norm switches",
+                 lambda c, k, f: bool(MODELOPT_EAGLE_CONFIG_KEYS & set(_eagle_config(c))),
+                 "ModelOpt export/plugins/hf_spec_configs.py llama_eagle_template_config"),
+    FormatSignal(MODELOPT, 3, "layers.0.* keys with d2t and no t2d",
+                 lambda c, k, f: _has_prefix(k, "layers.0.") and "d2t" in k and "t2d" not in k,
+                 "ModelOpt export/plugins/hf_spec_export.py EagleExporter (no t2d)"),
+    FormatSignal(ANGELSLIM, 10, "architectures Eagle3LlamaForCausalLM or target_model_type in config",
+                 lambda c, k, f: "Eagle3LlamaForCausalLM" in _arch(c) or "target_model_type" in c,
+                 "AngelSlim train/configs/*-eagle3.json"),
+    FormatSignal(EAGLE, 8, "plain LlamaForCausalLM architecture with draft_vocab_size and midlayer.* keys",
+                 lambda c, k, f: _arch(c) == ("LlamaForCausalLM",) and "draft_vocab_size" in c
+                 and _has_prefix(k, "midlayer."),
+                 "SafeAILab/EAGLE eagle/traineagle3/config.json, cnets.py Model"),
+    FormatSignal(EAGLE, 2, "weights in pytorch_model.bin",
+                 lambda c, k, f: any(p.suffix == ".bin" for p in f),
+                 "SafeAILab/EAGLE traineagle3/main.py save_16bit_model"),
+    FormatSignal(SPECFORGE, 8, "architectures LlamaForCausalLMEagle3 with midlayer.* keys",
+                 lambda c, k, f: "LlamaForCausalLMEagle3" in _arch(c) and _has_prefix(k, "midlayer."),
+                 "specforge 0.2.0 modeling/draft/llama3_eagle.py, export/to_sglang.py"),
+    FormatSignal(SPECFORGE, 2, "midlayer.* keys with both d2t and t2d",
+                 lambda c, k, f: _has_prefix(k, "midlayer.") and {"d2t", "t2d"} <= k,
+                 "specforge 0.2.0 export/to_sglang.py required keys"),
+    FormatSignal(MODELOPT, 4, "architectures LlamaForCausalLMEagle3/Eagle3DeepseekV2ForCausalLM with layers.0.* keys",
+                 lambda c, k, f: bool({"LlamaForCausalLMEagle3", "Eagle3DeepseekV2ForCausalLM"} & set(_arch(c)))
+                 and _has_prefix(k, "layers.0."),
+                 "ModelOpt export/plugins/hf_spec_export.py LLAMA_EAGLE_SINGLE_LAYER"),
+)
+
+#: The aux-layer id convention each producer writes. Source: reference/producers.md §5.3.
+PRODUCER_AUX_CONVENTION: dict[str, tuple[str, str]] = {
+    SPECULATORS: (INPUT_OF, "speculators >= 0.5 captures through vLLM: id k = input of decoder layer k"),
+    EAGLE: (INPUT_OF, "EAGLE traineagle3 modeling_llama_kv.py appends the state before layers 2, N//2, N-3"),
+    SPECFORGE: (OUTPUT_OF, "SpecForge captures through SGLang set_eagle3_layers_to_capture (output of layer id)"),
+    MODELOPT: (OUTPUT_OF, "ModelOpt plugins/hf_eagle.py forward hook on layers[id] (output of layer id)"),
+    ANGELSLIM: (OUTPUT_OF, "AngelSlim target_model_wrapper.py reads hidden_states[id + 1] (output of layer id)"),
+}
+
+#: Norm flags and their defaults when a config omits them, per producer (what the producer's
+#: own forward does). Source lines name the code that sets each default.
+NORM_FLAG_DEFAULTS: dict[str, dict[str, tuple[bool, str]]] = {
+    SPECULATORS: {
+        "norm_before_residual": (False, "speculators 0.9.0 Eagle3SpeculatorConfig default"),
+        "norm_before_fc": (False, "speculators 0.9.0 Eagle3SpeculatorConfig default"),
+        "fc_norm": (False, "speculators 0.9.0 Eagle3SpeculatorConfig default"),
+        "norm_output": (False, "speculators 0.9.0 Eagle3SpeculatorConfig default"),
+    },
+    SPECFORGE: {
+        "norm_before_residual": (False, "specforge 0.2.0 llama3_eagle.py: residual is the raw hidden"),
+        "norm_before_fc": (False, "specforge 0.2.0 llama3_eagle.py: no input_norm"),
+        "fc_norm": (False, "specforge 0.2.0 llama3_eagle.py getattr(config, 'fc_norm', False)"),
+        "norm_output": (True, "specforge 0.2.0 llama3_eagle.py getattr(config, 'norm_output', True)"),
+    },
+}
+GENERIC_NORM_DEFAULTS: dict[str, tuple[bool, str]] = {
+    "norm_before_residual": (False, "EAGLE-3 reference forward: residual is the raw hidden state"),
+    "norm_before_fc": (False, "EAGLE-3 reference forward: fc takes the raw concatenation"),
+    "fc_norm": (False, "EAGLE-3 reference forward: no per-chunk norm"),
+    "norm_output": (False, "EAGLE-3 reference forward: raw hidden fed back"),
+}
+
+
+@dataclass(frozen=True)
+class DetectedFormat:
+    """The producer that most likely wrote the checkpoint, with the evidence for it."""
+
+    producer: str
+    evidence: tuple[str, ...]
+    variant: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.producer} ({self.variant})" if self.variant else self.producer
+
+
+def detect_format(config: Config, keys: set[str], files: tuple[Path, ...]) -> DetectedFormat:
+    """Score every producer by the signals that fire and keep the strongest."""
+    scores: dict[str, int] = {}
+    evidence: dict[str, list[str]] = {}
+    for signal in FORMAT_SIGNALS:
+        if signal.test(config, keys, files):
+            scores[signal.producer] = scores.get(signal.producer, 0) + signal.weight
+            evidence.setdefault(signal.producer, []).append(signal.evidence)
+    if not scores:
+        return DetectedFormat(UNKNOWN, ())
+    producer = max(scores, key=lambda p: scores[p])
+    variant = ""
+    if producer == SPECFORGE:
+        has_embed = any(k.endswith("embed_tokens.weight") for k in keys)
+        variant = "export --to hf, embed_tokens included" if has_embed else "SGLang export, no embed_tokens"
+    return DetectedFormat(producer, tuple(evidence[producer]), variant)
+
+
+@dataclass(frozen=True)
+class AuxLayers:
+    """Aux hidden-state layer ids, the config field they came from, and what they mean."""
+
+    ids: tuple[int, ...] | None
+    field: str | None
+    convention: str | None
+    convention_source: str
+    all_fields: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DraftConfig:
+    """The config of any producer format, normalised; ``sources`` says where each value came from."""
+
+    architectures: tuple[str, ...]
+    model_type: str | None
+    hidden_size: int | None
+    target_hidden_size: int | None
+    vocab_size: int | None
+    draft_vocab_size: int | None
+    num_hidden_layers: int | None
+    num_attention_heads: int | None
+    num_key_value_heads: int | None
+    head_dim: int | None
+    intermediate_size: int | None
+    aux: AuxLayers
+    norm_flags: dict[str, bool]
+    first_layer_prefix: str | None
+    layer_count: int
+    sources: dict[str, str]
+    problems: tuple[str, ...]
+
+
+def _layer_config(config: Config) -> tuple[Mapping[str, Any], str]:
+    inner = config.get("transformer_layer_config")
+    if isinstance(inner, dict):
+        return inner, "transformer_layer_config."
+    return config, ""
+
+
+def _int_field(
+    scopes: Iterable[tuple[Mapping[str, Any], str]], name: str, sources: dict[str, str],
+    problems: list[str], alias: str | None = None,
+) -> int | None:
+    for scope, prefix in scopes:
+        for key in (name, alias) if alias else (name,):
+            if key is None or key not in scope or scope[key] is None:
+                continue
+            value = scope[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                problems.append(f"config.json {prefix}{key} = {value!r} is not a non-negative integer")
+                return None
+            sources[name] = f"config.json {prefix}{key}"
+            return value
+    return None
+
+
+def _aux_layers(config: Config, producer: str, problems: list[str]) -> AuxLayers:
+    candidates = {
+        "eagle_aux_hidden_state_layer_ids": config.get("eagle_aux_hidden_state_layer_ids"),
+        "eagle_config.eagle_aux_hidden_state_layer_ids": _eagle_config(config).get(
+            "eagle_aux_hidden_state_layer_ids"
+        ),
+    }
+    present = {k: v for k, v in candidates.items() if v is not None}
+    convention, convention_source = PRODUCER_AUX_CONVENTION.get(producer, (None, "producer unknown"))
+    for name, value in present.items():
+        if not isinstance(value, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        ):
+            problems.append(f"config.json {name} = {value!r} is not a list of integers")
+            return AuxLayers(None, name, convention, convention_source, present)
+    if not present:
+        return AuxLayers(None, None, convention, convention_source, present)
+    name, value = next(iter(present.items()))
+    return AuxLayers(tuple(value), name, convention, convention_source, present)
+
+
+def _norm_flags(config: Config, producer: str, sources: dict[str, str]) -> dict[str, bool]:
+    defaults = NORM_FLAG_DEFAULTS.get(producer, GENERIC_NORM_DEFAULTS)
+    flags = {}
+    for name, (default, source) in defaults.items():
+        value = config.get(name)
+        if isinstance(value, bool):
+            flags[name] = value
+            sources[name] = f"config.json {name}"
+        else:
+            flags[name] = default
+            sources[name] = f"default: {source}"
+    return flags
+
+
+def first_layer_prefix(keys: Iterable[str]) -> str | None:
+    """The key prefix of the draft's first decoder layer (``midlayer.`` or ``layers.0.``)."""
+    names = set(keys)
+    for prefix in FIRST_LAYER_PREFIXES:
+        if any(k.startswith(prefix) for k in names):
+            return prefix
+    return None
+
+
+def layer_count(keys: Iterable[str]) -> int:
+    """How many decoder layers the tensors describe."""
+    names = list(keys)
+    indices = {int(m.group(1)) for k in names if (m := LAYER_KEY.match(k))}
+    has_mid = any(k.startswith(("midlayer.", "model.midlayer.")) for k in names)
+    return max(indices, default=-1) + 1 + (1 if has_mid and 0 not in indices else 0)
+
+
+def normalise_config(config: Config, detected: DetectedFormat, ckpt: Checkpoint) -> DraftConfig:
+    """Read the fields every contract needs from whichever place this producer puts them."""
+    sources: dict[str, str] = {}
+    problems: list[str] = []
+    layer, prefix = _layer_config(config)
+    scopes = [(layer, prefix), (config, "")] if prefix else [(config, "")]
+    ints = {
+        name: _int_field(scopes, name, sources, problems)
+        for name in (
+            "hidden_size", "vocab_size", "num_hidden_layers", "num_attention_heads",
+            "num_key_value_heads", "head_dim", "intermediate_size",
+        )
+    }
+    draft_vocab = _int_field([(config, "")], "draft_vocab_size", sources, problems, alias="truncated_vocab_size")
+    if draft_vocab is None and ints["vocab_size"] is not None:
+        draft_vocab = ints["vocab_size"]
+        sources["draft_vocab_size"] = (
+            "config.json draft_vocab_size is null: engines use the full vocab"
+            if "draft_vocab_size" in config
+            else "not in config.json: defaults to vocab_size"
+        )
+    target_hidden = _int_field([(config, "")], "target_hidden_size", sources, problems)
+    if target_hidden is None and ints["hidden_size"] is not None:
+        target_hidden = ints["hidden_size"]
+        sources["target_hidden_size"] = "not in config.json: defaults to hidden_size"
+    model_type = layer.get("model_type", config.get("model_type"))
+    keys = set(ckpt.tensors)
+    return DraftConfig(
+        architectures=_arch(config),
+        model_type=str(model_type) if model_type is not None else None,
+        hidden_size=ints["hidden_size"],
+        target_hidden_size=target_hidden,
+        vocab_size=ints["vocab_size"],
+        draft_vocab_size=draft_vocab,
+        num_hidden_layers=ints["num_hidden_layers"],
+        num_attention_heads=ints["num_attention_heads"],
+        num_key_value_heads=ints["num_key_value_heads"],
+        head_dim=ints["head_dim"],
+        intermediate_size=ints["intermediate_size"],
+        aux=_aux_layers(config, detected.producer, problems),
+        norm_flags=_norm_flags(config, detected.producer, sources),
+        first_layer_prefix=first_layer_prefix(keys),
+        layer_count=layer_count(keys),
+        sources=sources,
+        problems=tuple(problems),
+    )

@@ -1,0 +1,92 @@
+"""Options, each with an ini key and an env variable, resolved option -> env -> ini.
+
+Values stay plain strings (pytest-xdist serialises options); objects are built later.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One user setting and the three places it can come from."""
+
+    dest: str
+    flag: str
+    env: str
+    ini: str
+    help: str
+    repeatable: bool = False
+
+
+OPTIONS: tuple[OptionSpec, ...] = (
+    OptionSpec("eagle3_ckpt", "--eagle3-ckpt", "EAGLE3_CKPT", "eagle3_ckpt",
+               "EAGLE-3 draft checkpoint directory to check; repeat for several "
+               f"(env: {os.pathsep}-separated list)", repeatable=True),
+    OptionSpec("eagle3_target", "--eagle3-target", "EAGLE3_TARGET", "eagle3_target",
+               "target model directory or its config.json: unlocks target-consistency checks"),
+    OptionSpec("eagle3_report", "--eagle3-report", "EAGLE3_REPORT", "eagle3_report",
+               "write the verdict per checkpoint and contract as JSON to this path"),
+)
+BY_DEST = {spec.dest: spec for spec in OPTIONS}
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A setting's value and where it came from, for the report header."""
+
+    values: tuple[str, ...]
+    source: str
+
+    @property
+    def value(self) -> str | None:
+        return self.values[0] if self.values else None
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("eagle3", "EAGLE-3 draft checkpoint contracts")
+    for spec in OPTIONS:
+        if spec.repeatable:
+            group.addoption(spec.flag, dest=spec.dest, action="append", default=None, metavar="PATH", help=spec.help)
+        else:
+            group.addoption(spec.flag, dest=spec.dest, default=None, metavar="PATH", help=spec.help)
+        parser.addini(spec.ini, f"{spec.help} (ini; {spec.flag} and ${spec.env} take precedence)",
+                      type="linelist" if spec.repeatable else "string", default=[] if spec.repeatable else "")
+
+
+def resolve(config: pytest.Config, dest: str) -> Resolved:
+    """Option first, then the environment, then the ini file."""
+    spec = BY_DEST[dest]
+    given = config.getoption(dest, default=None)
+    if given:
+        return Resolved(tuple(given) if isinstance(given, list) else (str(given),), "option")
+    env = os.environ.get(spec.env, "").strip()
+    if env:
+        parts = env.split(os.pathsep) if spec.repeatable else [env]
+        return Resolved(tuple(p for p in parts if p), f"env {spec.env}")
+    ini = config.getini(spec.ini)
+    values = [str(v) for v in ini] if isinstance(ini, list) else ([str(ini)] if ini else [])
+    if values:
+        base = config.inipath.parent if config.inipath else Path.cwd()
+        return Resolved(tuple(_from_ini(v, base) for v in values), f"ini {spec.ini}")
+    return Resolved((), "unset")
+
+
+def _from_ini(value: str, base: Path) -> str:
+    path = Path(value)
+    return value if path.is_absolute() else str(base / path)
+
+
+def early_checkpoints(config: pytest.Config, namespace: object) -> bool:
+    """Whether any checkpoint is configured, before pytest has fully parsed its args."""
+    if getattr(namespace, "eagle3_ckpt", None) or os.environ.get("EAGLE3_CKPT", "").strip():
+        return True
+    try:
+        return bool(config.getini("eagle3_ckpt"))
+    except ValueError:
+        return False

@@ -1,0 +1,154 @@
+"""pytest hooks only: options, markers, collection, parametrisation, header, report, summary.
+
+Nothing heavy is imported here: an installed pytest-eagle3 costs an unrelated pytest run
+nothing but this module and ``options``/``fixtures``/``report`` (stdlib + pytest).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_eagle3.fixtures import checkpoint_ids, clear_cache, eagle3_checkpoint, eagle3_target
+from pytest_eagle3.options import OPTIONS, add_options, early_checkpoints, resolve
+from pytest_eagle3.report import MESSAGE_PROPERTY, Collector, one_line
+
+__all__ = ["eagle3_checkpoint", "eagle3_target"]
+
+MARKERS = (
+    "eagle3_contract(id): an EAGLE-3 contract; the id names it in the verdict table and JSON report",
+    "gpu: needs a CUDA device (select with -m gpu, skipped with a reason when none is visible)",
+    "engine(name): runs a real serving engine (sglang or vllm) in its own interpreter",
+)
+HYPOTHESIS_PROFILE_PREFIX = "eagle3-"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    """With a checkpoint and no test paths, collect the installed contracts."""
+    namespace = early_config.known_args_namespace
+    if not early_checkpoints(early_config, namespace):
+        return
+    if getattr(namespace, "file_or_dir", None):
+        return
+    args.append(contracts_dir())
+
+
+def contracts_dir() -> str:
+    spec = importlib.util.find_spec("pytest_eagle3.contracts")
+    assert spec is not None and spec.submodule_search_locations
+    return str(list(spec.submodule_search_locations)[0])
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    for marker in MARKERS:
+        config.addinivalue_line("markers", marker)
+    profile = config.getoption("hypothesis_profile", default=None)
+    if isinstance(profile, str) and profile.startswith(HYPOTHESIS_PROFILE_PREFIX):
+        from pytest_eagle3.strategies import register_profiles
+
+        register_profiles()
+    checkpoints = resolve(config, "eagle3_ckpt")
+    if checkpoints.values:
+        collector = Collector()
+        collector.expect(checkpoints.values)
+        config.pluginmanager.register(Eagle3Session(config, collector), "eagle3-session")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "eagle3_checkpoint" not in metafunc.fixturenames:
+        return
+    paths = resolve(metafunc.config, "eagle3_ckpt").values
+    if paths:
+        metafunc.parametrize("eagle3_checkpoint", paths, ids=checkpoint_ids(paths), indirect=True, scope="session")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    marker = item.get_closest_marker("eagle3_contract")
+    callspec = getattr(item, "callspec", None)
+    if marker is None or callspec is None or "eagle3_checkpoint" not in callspec.params:
+        return
+    from pytest_eagle3.findings import ContractViolation
+
+    excinfo = call.excinfo
+    if excinfo is not None and isinstance(excinfo.value, ContractViolation) and report.failed:
+        report.longrepr = excinfo.value.render()
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        report.eagle3 = _contract_data(item, report, str(marker.args[0]), str(callspec.params["eagle3_checkpoint"]))  # type: ignore[attr-defined]
+
+
+def _contract_data(item: pytest.Item, report: pytest.TestReport, contract: str, path: str) -> dict[str, Any]:
+    ckpt = getattr(item, "funcargs", {}).get("eagle3_checkpoint")
+    fmt = ckpt.format.label if ckpt is not None and getattr(ckpt, "tensors", None) else ""
+    props = dict(report.user_properties)
+    if report.failed:
+        message = one_line(str(report.longrepr))
+    elif report.skipped and isinstance(report.longrepr, tuple):
+        message = one_line(str(report.longrepr[2]).removeprefix("Skipped: "))
+    else:
+        message = str(props.pop(MESSAGE_PROPERTY, "ok"))
+    props.pop(MESSAGE_PROPERTY, None)
+    return {
+        "checkpoint": path,
+        "contract": contract,
+        "outcome": report.outcome,
+        "message": message,
+        "format": fmt,
+        "properties": {k: v for k, v in props.items() if isinstance(v, (int, float, str, bool, list))},
+    }
+
+
+class Eagle3Session:
+    """Per-run hooks, registered only when a checkpoint is configured."""
+
+    def __init__(self, config: pytest.Config, collector: Collector) -> None:
+        self.config = config
+        self.collector = collector
+
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        lines = []
+        for spec in OPTIONS:
+            resolved = resolve(config, spec.dest)
+            if resolved.values:
+                name = spec.flag.removeprefix("--eagle3-")
+                lines.append(f"eagle3: {name}={', '.join(resolved.values)} (from {resolved.source})")
+        return lines
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        data = getattr(report, "eagle3", None)
+        if isinstance(data, dict):
+            self.collector.add(data)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        target = resolve(self.config, "eagle3_report").value
+        if target and not _is_xdist_worker(self.config):
+            self.collector.write(Path(target))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if _is_xdist_worker(self.config) or not any(c.contracts for c in self.collector.checkpoints.values()):
+            return
+        terminalreporter.write_sep("=", "EAGLE-3 verdict")
+        for line in self.collector.table():
+            terminalreporter.write_line(line)
+        target = resolve(self.config, "eagle3_report").value
+        if target:
+            terminalreporter.write_line(f"JSON report: {target}")
+
+    def pytest_unconfigure(self) -> None:
+        clear_cache()
+
+
+def _is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")

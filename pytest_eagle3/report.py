@@ -1,0 +1,115 @@
+"""Verdicts per (checkpoint, engine, contract): collected from test reports, written as JSON and a table.
+
+Works under pytest-xdist: workers attach ``report.eagle3`` (a plain dict, serialised with the
+report) and the controller aggregates.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCHEMA = "pytest-eagle3/report/1"
+ANY_ENGINE = "any"
+#: user_properties key a passing contract uses for its one-line report message.
+MESSAGE_PROPERTY = "eagle3.message"
+#: When one contract has several test items for a checkpoint, the worst outcome wins.
+SEVERITY = {"skipped": 0, "passed": 1, "failed": 2}
+
+
+@dataclass
+class ContractResult:
+    """The aggregated outcome of one contract on one checkpoint."""
+
+    id: str
+    outcome: str
+    message: str
+
+    def merge(self, outcome: str, message: str) -> None:
+        if SEVERITY[outcome] > SEVERITY[self.outcome]:
+            self.outcome, self.message = outcome, message
+
+
+@dataclass
+class CheckpointResult:
+    """Everything reported about one checkpoint."""
+
+    path: str
+    format: str = "unreadable"
+    contracts: dict[str, ContractResult] = field(default_factory=dict)
+    properties: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str:
+        return "fail" if any(c.outcome == "failed" for c in self.contracts.values()) else "pass"
+
+    @property
+    def failing(self) -> list[str]:
+        return [c.id for c in self.contracts.values() if c.outcome == "failed"]
+
+
+@dataclass
+class Collector:
+    """Aggregates contract reports, in the order checkpoints were given."""
+
+    checkpoints: dict[str, CheckpointResult] = field(default_factory=dict)
+
+    def expect(self, paths: tuple[str, ...]) -> None:
+        for path in paths:
+            self.checkpoints.setdefault(path, CheckpointResult(path))
+
+    def add(self, data: dict[str, Any]) -> None:
+        path = str(data["checkpoint"])
+        result = self.checkpoints.setdefault(path, CheckpointResult(path))
+        if data.get("format"):
+            result.format = str(data["format"])
+        result.properties.update(data.get("properties", {}))
+        outcome, message, contract = str(data["outcome"]), str(data["message"]), str(data["contract"])
+        if contract in result.contracts:
+            result.contracts[contract].merge(outcome, message)
+        else:
+            result.contracts[contract] = ContractResult(contract, outcome, message)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "checkpoints": [
+                {
+                    "path": ckpt.path,
+                    "format": ckpt.format,
+                    "properties": ckpt.properties,
+                    "engines": [
+                        {
+                            "engine": ANY_ENGINE,
+                            "version": None,
+                            "verdict": ckpt.verdict,
+                            "contracts": [
+                                {"id": c.id, "outcome": c.outcome, "message": c.message}
+                                for c in ckpt.contracts.values()
+                            ],
+                        }
+                    ],
+                }
+                for ckpt in self.checkpoints.values()
+            ],
+        }
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
+
+    def table(self) -> list[str]:
+        rows = [("checkpoint", "format", "engine", "verdict", "failing contracts")]
+        for ckpt in self.checkpoints.values():
+            failing = ", ".join(ckpt.failing) or "-"
+            rows.append((ckpt.path, ckpt.format, ANY_ENGINE, ckpt.verdict.upper(), failing))
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        return ["  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths)) + "  " + row[4] for row in rows]
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """The first line of a message, bounded, for the JSON report."""
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first if len(first) <= limit else first[: limit - 3] + "..."

@@ -1,0 +1,258 @@
+"""Config and tensor-shape consistency, and consistency with the target model.
+
+Shape rules (producers.md §5.2): lm_head rows = draft vocab; fc.weight = [H, A * Th] with A the
+number of aux ids (3 when unset) and Th the target hidden size; first-layer q/k/v take 2H
+(embedding and hidden state concatenated); hidden_norm, input_layernorm, norm present.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pytest_eagle3.checkpoint import Checkpoint
+from pytest_eagle3.findings import Evidence, Finding, short
+from pytest_eagle3.formats import INPUT_OF, LEFTOVER_PREFIXES, OUTPUT_OF, UNKNOWN, DraftConfig
+from pytest_eagle3.target import TargetModel
+
+DEFAULT_AUX_COUNT = 3
+REQUIRED_CONFIG_FIELDS = ("hidden_size", "vocab_size")
+FIRST_LAYER_TENSORS = (
+    "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+    "self_attn.o_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight",
+    "hidden_norm.weight", "input_layernorm.weight", "post_attention_layernorm.weight",
+)
+
+
+def config_findings(ckpt: Checkpoint) -> list[Finding]:
+    """config.json parseable, fields of the right type, the fields every engine needs present."""
+    if ckpt.config_problem:
+        return [Finding("config-unreadable", ckpt.config_problem,
+                        (Evidence("config.json", ckpt.config_problem, "a JSON object"),),
+                        "write the draft's config.json next to its weights (a JSON object)")]
+    cfg = ckpt.config
+    findings = [Finding("config-field", p, fix="correct the field in config.json") for p in cfg.problems]
+    missing = [name for name in REQUIRED_CONFIG_FIELDS if getattr(cfg, name) is None]
+    if missing:
+        where = "transformer_layer_config" if ckpt.format.producer == "speculators" else "config.json"
+        findings.append(Finding(
+            "config-missing-field",
+            f"config.json has no {', '.join(missing)}: engines cannot build the draft",
+            tuple(Evidence(name, "absent", f"an integer in {where}") for name in missing),
+            f"add {', '.join(missing)} to {where}",
+        ))
+    return findings
+
+
+def format_findings(ckpt: Checkpoint) -> list[Finding]:
+    """The producer must be recognisable, or its aux-layer convention is a guess."""
+    if ckpt.format.producer != UNKNOWN:
+        return []
+    return [Finding(
+        "format-unknown",
+        "no producer's layout matches this checkpoint, so the meaning of its aux layer ids "
+        "(input-of vs output-of) cannot be inferred",
+        (Evidence("architectures", str(list(ckpt.config.architectures)),
+                  "Eagle3DraftModel / LlamaForCausalLMEagle3 / Eagle3LlamaForCausalLM / LlamaForCausalLM+draft_vocab_size"),
+         Evidence("first-layer keys", ckpt.config.first_layer_prefix or "none", "midlayer.* or layers.0.*")),
+        "export with a known producer (speculators, SpecForge, ModelOpt, AngelSlim, EAGLE)",
+    )]
+
+
+@dataclass(frozen=True)
+class ShapeRule:
+    """One expected tensor shape, derived from the config."""
+
+    tensor: str
+    expected: tuple[int, ...]
+    why: str
+
+
+def expected_fc_width(cfg: DraftConfig) -> int | None:
+    count = len(cfg.aux.ids) if cfg.aux.ids else DEFAULT_AUX_COUNT
+    return count * cfg.target_hidden_size if cfg.target_hidden_size else None
+
+
+def shape_findings(ckpt: Checkpoint) -> list[Finding]:
+    """Tensors present and shaped as the config says."""
+    cfg = ckpt.config
+    findings: list[Finding] = []
+    findings += _leftover_prefixes(ckpt)
+    prefix = cfg.first_layer_prefix
+    if prefix is None:
+        findings.append(Finding(
+            "no-draft-layer", "no first decoder layer (midlayer.* or layers.0.*) in the checkpoint",
+            (Evidence("tensor names", short(sorted(ckpt.tensors), 6), "midlayer.* or layers.0.*"),),
+            "export the draft's decoder layer",
+        ))
+        prefix = "layers.0."
+    required = [prefix + t for t in FIRST_LAYER_TENSORS] + ["fc.weight", "norm.weight"]
+    missing = [name for name in required if name not in ckpt.tensors]
+    if missing and cfg.first_layer_prefix:
+        findings.append(Finding(
+            "missing-tensors",
+            f"{len(missing)} tensors every EAGLE-3 draft needs are absent: engines leave them randomly initialised",
+            (Evidence("missing", short(missing), "present"),),
+            "export the full draft state dict (norms included)",
+        ))
+    findings += _lm_head(ckpt, cfg)
+    findings += _mismatched_shapes(ckpt, _shape_rules(cfg, prefix))
+    findings += _layer_count(cfg)
+    findings += _optional_norms(ckpt, cfg)
+    return findings
+
+
+def _leftover_prefixes(ckpt: Checkpoint) -> list[Finding]:
+    hits = sorted(k for k in ckpt.tensors if k.startswith(LEFTOVER_PREFIXES))
+    if not hits:
+        return []
+    return [Finding(
+        "leftover-prefix",
+        f"{len(hits)} tensor names keep a trainer wrapper prefix: engines match none of them",
+        (Evidence("names", short(hits, 4), "no draft_model./eagle_module./module. prefix"),),
+        "strip the prefix when exporting (SpecForge export_to_sglang rejects draft_model.)",
+    )]
+
+
+def _lm_head(ckpt: Checkpoint, cfg: DraftConfig) -> list[Finding]:
+    if "lm_head.weight" in ckpt.tensors or cfg.draft_vocab_size is None or cfg.vocab_size is None:
+        return []
+    if cfg.draft_vocab_size < cfg.vocab_size:
+        return [Finding(
+            "missing-lm-head",
+            f"no lm_head.weight, but the draft vocab ({cfg.draft_vocab_size}) is smaller than the "
+            f"target's ({cfg.vocab_size}): no head can produce draft-vocab logits",
+            (Evidence("lm_head.weight", "absent", f"[{cfg.draft_vocab_size}, {cfg.hidden_size}]"),),
+            "export the draft's lm_head",
+        )]
+    return []
+
+
+def _shape_rules(cfg: DraftConfig, prefix: str) -> list[ShapeRule]:
+    rules = []
+    h, dv, v = cfg.hidden_size, cfg.draft_vocab_size, cfg.vocab_size
+    if h and dv:
+        rules.append(ShapeRule("lm_head.weight", (dv, h), "lm_head rows = draft_vocab_size"))
+    width = expected_fc_width(cfg)
+    if h and width:
+        aux = f"{len(cfg.aux.ids)} aux ids" if cfg.aux.ids else "3 aux states (default)"
+        rules.append(ShapeRule("fc.weight", (h, width),
+                               f"fc input = {aux} x target hidden {cfg.target_hidden_size}"))
+    if h:
+        for proj in ("q_proj", "k_proj", "v_proj"):
+            rules.append(ShapeRule(f"{prefix}self_attn.{proj}.weight", (-1, 2 * h),
+                                   "first-layer attention takes cat(embeds, hidden) = 2 x hidden"))
+        for norm in ("hidden_norm", "input_layernorm", "post_attention_layernorm"):
+            rules.append(ShapeRule(f"{prefix}{norm}.weight", (h,), "norm over the hidden size"))
+        rules.append(ShapeRule("norm.weight", (h,), "final norm over the hidden size"))
+    if h and v:
+        rules.append(ShapeRule("embed_tokens.weight", (v, h), "embedding = [target vocab, hidden]"))
+    return rules
+
+
+def _mismatched_shapes(ckpt: Checkpoint, rules: list[ShapeRule]) -> list[Finding]:
+    evidence = []
+    for rule in rules:
+        shape = ckpt.shape(rule.tensor)
+        if shape is None:
+            continue
+        fits = len(shape) == len(rule.expected) and all(
+            e in (-1, s) for e, s in zip(rule.expected, shape)
+        )
+        if not fits:
+            expected = "[" + ", ".join("*" if e == -1 else str(e) for e in rule.expected) + "]"
+            evidence.append(Evidence(f"{rule.tensor} ({rule.why})", str(list(shape)), expected))
+    if not evidence:
+        return []
+    return [Finding(
+        "shape-mismatch",
+        f"{len(evidence)} tensors disagree with config.json: engines raise on load or read the wrong widths",
+        tuple(evidence),
+        "make config.json describe the saved tensors (hidden_size, draft_vocab_size, "
+        "eagle_aux_hidden_state_layer_ids, target_hidden_size)",
+    )]
+
+
+def _layer_count(cfg: DraftConfig) -> list[Finding]:
+    if cfg.num_hidden_layers is None or cfg.layer_count == 0 or cfg.num_hidden_layers == cfg.layer_count:
+        return []
+    return [Finding(
+        "layer-count",
+        f"config.json says {cfg.num_hidden_layers} draft layers but the checkpoint holds {cfg.layer_count}: "
+        f"engines build {cfg.num_hidden_layers} and leave the rest random, or refuse",
+        (Evidence("num_hidden_layers", str(cfg.num_hidden_layers), f"{cfg.layer_count} (from tensor names)"),),
+        f"set num_hidden_layers to {cfg.layer_count} in the draft config (yuhuili/EAGLE3-Vicuna1.3-13B ships 40)",
+    )]
+
+
+def _optional_norms(ckpt: Checkpoint, cfg: DraftConfig) -> list[Finding]:
+    findings = []
+    if cfg.norm_flags.get("norm_before_fc") and "input_norm.weight" not in ckpt.tensors:
+        findings.append(Finding(
+            "missing-input-norm", "norm_before_fc is set but input_norm.weight is absent",
+            (Evidence("input_norm.weight", "absent", f"[{expected_fc_width(cfg)}]"),),
+            "export input_norm.weight or clear norm_before_fc",
+        ))
+    if not cfg.norm_flags.get("norm_before_fc") and "input_norm.weight" in ckpt.tensors:
+        findings.append(Finding(
+            "unused-input-norm",
+            "input_norm.weight is saved but norm_before_fc is off: engines skip the norm the draft "
+            "was trained with (sglang#32334)",
+            (Evidence("norm_before_fc", "false/absent", "true"),),
+            "set norm_before_fc: true in config.json",
+        ))
+    fc_norms = sorted(k for k in ckpt.tensors if k.startswith("fc_norm."))
+    if cfg.norm_flags.get("fc_norm") and not fc_norms:
+        findings.append(Finding("missing-fc-norm", "fc_norm is set but no fc_norm.* tensors are saved",
+                                (Evidence("fc_norm.*", "absent", "one per aux state"),),
+                                "export fc_norm.* or clear fc_norm"))
+    if not cfg.norm_flags.get("fc_norm") and fc_norms:
+        findings.append(Finding("unused-fc-norm", "fc_norm.* tensors are saved but fc_norm is off",
+                                (Evidence("fc_norm", "false/absent", "true"),), "set fc_norm: true in config.json"))
+    return findings
+
+
+def target_findings(ckpt: Checkpoint, target: TargetModel) -> list[Finding]:
+    """Vocab, hidden size and aux ids agree with the target model."""
+    if target.problem:
+        return [Finding("target-unreadable", target.problem, fix="point --eagle3-target at the target's dir or config.json")]
+    cfg = ckpt.config
+    evidence = []
+    if target.vocab_size is not None and cfg.vocab_size is not None and target.vocab_size != cfg.vocab_size:
+        evidence.append(Evidence("vocab_size (draft config vs target)", str(cfg.vocab_size), str(target.vocab_size)))
+    if target.hidden_size is not None and cfg.target_hidden_size is not None and target.hidden_size != cfg.target_hidden_size:
+        evidence.append(Evidence(f"target hidden size ({cfg.sources.get('target_hidden_size', '')})",
+                                 str(cfg.target_hidden_size), str(target.hidden_size)))
+    findings = []
+    if evidence:
+        findings.append(Finding(
+            "target-mismatch",
+            "the draft was not built for this target: token ids or hidden states will not line up",
+            tuple(evidence),
+            "train the draft against this target, or pass the right --eagle3-target",
+        ))
+    findings += _aux_range(cfg, target)
+    return findings
+
+
+def aux_id_range(convention: str | None, layers: int) -> tuple[int, int]:
+    """Inclusive id range that names a real hidden state: input-of may name L (the last output)."""
+    return (0, layers) if convention == INPUT_OF else (0, layers - 1)
+
+
+def _aux_range(cfg: DraftConfig, target: TargetModel) -> list[Finding]:
+    layers = target.num_hidden_layers
+    if layers is None or not cfg.aux.ids:
+        return []
+    lo, hi = aux_id_range(cfg.aux.convention, layers)
+    outside = [i for i in cfg.aux.ids if not lo <= i <= hi]
+    if not outside:
+        return []
+    meaning = {INPUT_OF: "inputs of decoder layers", OUTPUT_OF: "outputs of decoder layers"}.get(
+        cfg.aux.convention or "", "layer ids")
+    return [Finding(
+        "aux-ids-out-of-range",
+        f"aux layer ids {outside} name no layer of the {layers}-layer target ({meaning}, "
+        f"{cfg.aux.field}): that hidden state is never captured",
+        (Evidence(cfg.aux.field or "aux ids", str(list(cfg.aux.ids)), f"ids in [{lo}, {hi}]"),),
+        "use the ids the draft was trained on, for this target",
+    )]

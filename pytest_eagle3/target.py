@@ -1,0 +1,73 @@
+"""The target (verifier) model as far as contracts need it: its config, read from a dir or file."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: Multimodal configs nest the language model's fields. Source: transformers configs of
+#: Qwen2.5-VL / Llama-4 / Gemma-3 (``text_config``) and Kimi-VL (``text_config``).
+NESTED_TEXT_CONFIGS = ("text_config", "language_config", "llm_config")
+
+
+@dataclass(frozen=True)
+class TargetModel:
+    """A target's config fields; ``problem`` is set when it cannot be read."""
+
+    path: str
+    config: dict[str, Any]
+    problem: str | None = None
+
+    @classmethod
+    def open(cls, path: str | Path) -> TargetModel:
+        given = str(path)
+        config_path = Path(path)
+        if config_path.is_dir():
+            config_path = config_path / "config.json"
+        if not config_path.is_file():
+            return cls(given, {}, f"target {given}: no config.json found")
+        try:
+            data = json.loads(config_path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            return cls(given, {}, f"target {config_path}: not valid JSON ({exc})")
+        if not isinstance(data, dict):
+            return cls(given, {}, f"target {config_path}: a JSON {type(data).__name__}, not an object")
+        return cls(given, data)
+
+    @property
+    def text_config(self) -> dict[str, Any]:
+        for key in NESTED_TEXT_CONFIGS:
+            nested = self.config.get(key)
+            if isinstance(nested, dict) and "num_hidden_layers" in nested:
+                return nested
+        return self.config
+
+    def _int(self, name: str) -> int | None:
+        value = self.text_config.get(name, self.config.get(name))
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    @property
+    def num_hidden_layers(self) -> int | None:
+        return self._int("num_hidden_layers")
+
+    @property
+    def hidden_size(self) -> int | None:
+        return self._int("hidden_size")
+
+    @property
+    def vocab_size(self) -> int | None:
+        return self._int("vocab_size")
+
+    @property
+    def architectures(self) -> tuple[str, ...]:
+        value = self.config.get("architectures")
+        return tuple(str(a) for a in value) if isinstance(value, list) else ()
+
+    @property
+    def weights_dir(self) -> Path | None:
+        root = Path(self.path)
+        root = root if root.is_dir() else root.parent
+        has_weights = any(root.glob("*.safetensors")) or any(root.glob("pytorch_model*.bin"))
+        return root if has_weights else None

@@ -1,0 +1,242 @@
+"""Tensor files read lazily: safetensors headers parsed by hand, ``.bin`` through ``weights_only``.
+
+Nothing here maps a whole weight file into memory: the index comes from headers alone and
+tensor bytes are read with plain ``readinto`` calls, in bounded chunks when scanning.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
+#: safetensors dtype code -> (torch dtype attribute, bytes per element).
+#: Source: safetensors format spec (huggingface/safetensors README, "Format").
+SAFETENSORS_DTYPES: dict[str, tuple[str, int]] = {
+    "F64": ("float64", 8),
+    "F32": ("float32", 4),
+    "F16": ("float16", 2),
+    "BF16": ("bfloat16", 2),
+    "F8_E4M3": ("float8_e4m3fn", 1),
+    "F8_E5M2": ("float8_e5m2", 1),
+    "I64": ("int64", 8),
+    "I32": ("int32", 4),
+    "I16": ("int16", 2),
+    "I8": ("int8", 1),
+    "U8": ("uint8", 1),
+    "U16": ("uint16", 2),
+    "U32": ("uint32", 4),
+    "U64": ("uint64", 8),
+    "BOOL": ("bool", 1),
+}
+TORCH_TO_CODE: dict[str, str] = {name: code for code, (name, _) in SAFETENSORS_DTYPES.items()}
+FLOAT_CODES = frozenset({"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2"})
+
+#: The safetensors library refuses headers above 100 MB (safetensors/src/tensor.rs, MAX_HEADER_SIZE).
+MAX_HEADER_BYTES = 100_000_000
+
+
+class CheckpointReadError(Exception):
+    """A file of the checkpoint cannot be read as it claims to be."""
+
+
+@dataclass(frozen=True)
+class TensorEntry:
+    """Where one tensor lives: enough to read it without loading anything else."""
+
+    name: str
+    dtype: str  # safetensors code, e.g. "BF16"
+    shape: tuple[int, ...]
+    file: Path
+    start: int  # absolute byte offset (safetensors); -1 for .bin entries
+    nbytes: int
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def is_float(self) -> bool:
+        return self.dtype in FLOAT_CODES
+
+
+@dataclass(frozen=True)
+class FileIndex:
+    """The tensors one file declares, plus what is wrong with the file."""
+
+    entries: tuple[TensorEntry, ...]
+    problems: tuple[str, ...]
+    metadata: dict[str, str]
+
+
+def index_safetensors(path: Path) -> FileIndex:
+    """Parse a safetensors header and validate every entry against the file's real size."""
+    problems: list[str] = []
+    size = path.stat().st_size
+    with path.open("rb") as handle:
+        prefix = handle.read(8)
+        if len(prefix) < 8:
+            return FileIndex((), (f"{path.name}: {size} bytes, too short for a safetensors header",), {})
+        (header_len,) = struct.unpack("<Q", prefix)
+        if header_len > MAX_HEADER_BYTES or 8 + header_len > size:
+            return FileIndex(
+                (),
+                (
+                    f"{path.name}: header claims {header_len} bytes but the file has {size} bytes "
+                    "(truncated file or corrupt length prefix)",
+                ),
+                {},
+            )
+        raw = handle.read(header_len)
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return FileIndex((), (f"{path.name}: header is not valid JSON ({exc})",), {})
+    if not isinstance(header, dict):
+        return FileIndex((), (f"{path.name}: header is a JSON {type(header).__name__}, not an object",), {})
+    metadata_raw = header.pop("__metadata__", {})
+    metadata = {str(k): str(v) for k, v in metadata_raw.items()} if isinstance(metadata_raw, dict) else {}
+    data_start = 8 + header_len
+    data_size = size - data_start
+    entries: list[TensorEntry] = []
+    for name, info in header.items():
+        entry, problem = _parse_entry(path, name, info, data_start, data_size)
+        if problem:
+            problems.append(problem)
+        if entry is not None:
+            entries.append(entry)
+    problems.extend(_overlaps(path, entries))
+    return FileIndex(tuple(entries), tuple(problems), metadata)
+
+
+def _parse_entry(
+    path: Path, name: str, info: Any, data_start: int, data_size: int
+) -> tuple[TensorEntry | None, str | None]:
+    where = f"{path.name}: tensor {name!r}"
+    if not isinstance(info, dict):
+        return None, f"{where}: header entry is not an object"
+    dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+    if dtype not in SAFETENSORS_DTYPES:
+        return None, f"{where}: unknown dtype {dtype!r}"
+    if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        return None, f"{where}: shape {shape!r} is not a list of non-negative integers"
+    if (
+        not isinstance(offsets, list)
+        or len(offsets) != 2
+        or not all(isinstance(o, int) and o >= 0 for o in offsets)
+        or offsets[0] > offsets[1]
+    ):
+        return None, f"{where}: data_offsets {offsets!r} are not [begin, end] with begin <= end"
+    begin, end = offsets
+    expected = math.prod(shape) * SAFETENSORS_DTYPES[dtype][1]
+    if end - begin != expected:
+        return None, (
+            f"{where}: data_offsets span {end - begin} bytes but {dtype}{shape} needs {expected}"
+        )
+    if end > data_size:
+        return None, (
+            f"{where}: data ends at byte {end} of the data section but the file holds only "
+            f"{data_size} bytes there (truncated file or offsets that lie)"
+        )
+    return TensorEntry(name, dtype, tuple(shape), path, data_start + begin, expected), None
+
+
+def _overlaps(path: Path, entries: list[TensorEntry]) -> list[str]:
+    problems = []
+    ordered = sorted((e for e in entries if e.nbytes), key=lambda e: e.start)
+    for before, after in zip(ordered, ordered[1:]):
+        if after.start < before.start + before.nbytes:
+            problems.append(f"{path.name}: tensors {before.name!r} and {after.name!r} overlap")
+    return problems
+
+
+def index_torch_bin(path: Path) -> tuple[FileIndex, dict[str, torch.Tensor]]:
+    """Index a ``pytorch_model.bin``; the pickle is loaded with ``weights_only=True`` (never executed)."""
+    import torch
+
+    try:
+        try:
+            loaded = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        except RuntimeError as exc:
+            if "mmap" not in str(exc):
+                raise
+            loaded = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # any failure of a hostile or broken pickle is a verdict, not a crash
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        refused = "weights_only" in str(exc) or "Unsupported global" in str(exc)
+        why = "refused to unpickle it (it holds code or objects, not only tensors)" if refused else "could not read it"
+        return FileIndex((), (f"{path.name}: torch.load(weights_only=True) {why}: {message}",), {}), {}
+    if not isinstance(loaded, dict):
+        return FileIndex((), (f"{path.name}: holds a {type(loaded).__name__}, not a dict of tensors",), {}), {}
+    tensors: dict[str, torch.Tensor] = {}
+    entries: list[TensorEntry] = []
+    problems: list[str] = []
+    for name, value in loaded.items():
+        if not isinstance(value, torch.Tensor):
+            problems.append(f"{path.name}: entry {name!r} is a {type(value).__name__}, not a tensor")
+            continue
+        code = TORCH_TO_CODE.get(str(value.dtype).removeprefix("torch."))
+        if code is None:
+            problems.append(f"{path.name}: tensor {name!r} has unsupported dtype {value.dtype}")
+            continue
+        tensors[str(name)] = value
+        nbytes = value.numel() * value.element_size()
+        entries.append(TensorEntry(str(name), code, tuple(value.shape), path, -1, nbytes))
+    return FileIndex(tuple(entries), tuple(problems), {}), tensors
+
+
+def torch_dtype(code: str) -> torch.dtype:
+    import torch
+
+    dtype: torch.dtype = getattr(torch, SAFETENSORS_DTYPES[code][0])
+    return dtype
+
+
+def read_safetensors_tensor(entry: TensorEntry) -> torch.Tensor:
+    """Read one tensor's bytes into fresh memory (no mmap)."""
+    import torch
+
+    buffer = _read_bytes(entry.file, entry.start, entry.nbytes)
+    if entry.nbytes == 0:
+        return torch.empty(entry.shape, dtype=torch_dtype(entry.dtype))
+    return torch.frombuffer(buffer, dtype=torch_dtype(entry.dtype)).reshape(entry.shape)
+
+
+def iter_safetensors_chunks(entry: TensorEntry, chunk_bytes: int) -> Iterator[torch.Tensor]:
+    """Yield the tensor as flat chunks of at most ``chunk_bytes``, reusing one buffer."""
+    import torch
+
+    itemsize = SAFETENSORS_DTYPES[entry.dtype][1]
+    step = max(itemsize, chunk_bytes - chunk_bytes % itemsize)
+    buffer = bytearray(min(step, entry.nbytes))
+    view = memoryview(buffer)
+    dtype = torch_dtype(entry.dtype)
+    with entry.file.open("rb") as handle:
+        handle.seek(entry.start)
+        done = 0
+        while done < entry.nbytes:
+            want = min(step, entry.nbytes - done)
+            got = handle.readinto(view[:want])
+            if got != want:
+                raise CheckpointReadError(
+                    f"{entry.file.name}: tensor {entry.name!r} ends early ({done + (got or 0)} of {entry.nbytes} bytes)"
+                )
+            yield torch.frombuffer(buffer, dtype=dtype, count=want // itemsize)
+            done += want
+
+
+def _read_bytes(path: Path, start: int, nbytes: int) -> bytearray:
+    buffer = bytearray(nbytes)
+    with path.open("rb") as handle:
+        handle.seek(start)
+        got = handle.readinto(buffer)
+    if got != nbytes:
+        raise CheckpointReadError(f"{path.name}: expected {nbytes} bytes at offset {start}, read {got}")
+    return buffer
