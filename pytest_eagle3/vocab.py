@@ -55,19 +55,20 @@ def diagnose_vocab_map(
     offsets = d2t.to(torch.int64)
     if dv == v:
         return findings + _full_vocab(offsets)
-    t2d_ok = t2d is not None and t2d.dtype == torch.bool and tuple(t2d.shape) == (v,)
+    t2d_ok = t2d is not None and t2d.dtype == torch.bool and tuple(t2d.shape) == (v,) and int(t2d.sum()) == dv
     selected = torch.nonzero(t2d).squeeze(1) if t2d_ok and t2d is not None else None
-    primary = (
-        _absolute_ids(offsets, selected, v, dv)
-        or _defaults_never_replaced(offsets, t2d, v, dv)
-        or _all_zero(offsets, selected, v, dv)
-    )
+    primary = _absolute_ids(offsets, selected, v, dv) or _defaults_never_replaced(offsets, t2d, v, dv)
     if primary:
         return findings + [primary]
+    if t2d is not None:
+        findings += _t2d_structure(t2d, v, dv)
+    zero = _all_zero(offsets, selected, v, dv)
+    if zero:
+        return findings + [zero]
     targets = torch.arange(dv, dtype=torch.int64) + offsets
     findings += _range_and_uniqueness(offsets, targets, v)
-    if t2d is not None:
-        findings += _t2d_consistency(t2d, selected, targets, v, dv)
+    if selected is not None:
+        findings += _t2d_agreement(selected, targets, dv)
     return findings
 
 
@@ -116,9 +117,8 @@ def _absolute_ids(offsets: torch.Tensor, selected: torch.Tensor | None, v: int, 
 
     arange = torch.arange(dv, dtype=torch.int64)
     if selected is not None:
-        is_absolute = (
-            selected.numel() == dv and bool(torch.equal(offsets, selected)) and not bool(torch.equal(selected, arange))
-        )
+        # with one draft token the two readings coincide (d2t[0] = target id = offset)
+        is_absolute = dv > 1 and bool(torch.equal(offsets, selected)) and not bool(torch.equal(selected, arange))
     else:
         targets = arange + offsets
         offsets_bad = bool(((targets < 0) | (targets >= v)).any()) or torch.unique(targets).numel() != dv
@@ -165,7 +165,8 @@ def _all_zero(offsets: torch.Tensor, selected: torch.Tensor | None, v: int, dv: 
     return Finding(
         "all-zero",
         f"d2t is all zero with draft vocab {dv} < target vocab {v}: every draft token i is served "
-        f"as target token i (the first {dv} ids); {ACCEPTANCE_NOTE}",
+        f"as target token i (the first {dv} ids); {ACCEPTANCE_NOTE}"
+        + ("" if selected is not None else " (unless the draft vocab really is ids 0..draft_vocab_size-1: save t2d to say so)"),
         (Evidence("d2t", f"zeros({dv})",
                   "nonzero(t2d) - arange" if selected is not None else "offsets to the kept target ids"),),
         "save the d2t built from token frequencies (NeMo Automodel#2447, verl-SpeCo#66)",
@@ -199,9 +200,7 @@ def _range_and_uniqueness(offsets: torch.Tensor, targets: torch.Tensor, v: int) 
     return findings
 
 
-def _t2d_consistency(
-    t2d: torch.Tensor, selected: torch.Tensor | None, targets: torch.Tensor, v: int, dv: int
-) -> list[Finding]:
+def _t2d_structure(t2d: torch.Tensor, v: int, dv: int) -> list[Finding]:
     import torch
 
     if t2d.dtype != torch.bool:
@@ -211,11 +210,17 @@ def _t2d_consistency(
         return [Finding("t2d-length", f"t2d has shape {list(t2d.shape)}, not [{v}] (the target vocab)",
                         (Evidence("t2d.shape", str(list(t2d.shape)), f"[{v}]"),),
                         "rebuild t2d for this target vocab")]
-    assert selected is not None
-    if selected.numel() != dv:
-        return [Finding("t2d-count", f"t2d marks {selected.numel()} target ids but the draft vocab is {dv}",
-                        (Evidence("sum(t2d)", str(selected.numel()), str(dv)),),
+    marked = int(t2d.sum())
+    if marked != dv:
+        return [Finding("t2d-count", f"t2d marks {marked} target ids but the draft vocab is {dv}",
+                        (Evidence("sum(t2d)", str(marked), str(dv)),),
                         "rebuild t2d and d2t together from one selection of target ids")]
+    return []
+
+
+def _t2d_agreement(selected: torch.Tensor, targets: torch.Tensor, dv: int) -> list[Finding]:
+    import torch
+
     mapped = torch.unique(targets)
     if torch.equal(mapped, selected):
         return []
@@ -224,6 +229,7 @@ def _t2d_consistency(
         "t2d-mismatch",
         f"d2t and t2d disagree on {missing.numel()} of {dv} target ids: they were built from different "
         f"vocab selections (the data-prep bug), so lm_head rows and the map do not match",
-        (Evidence("sorted(i + d2t[i])[:6]", short(mapped[:6].tolist()), short(selected[:6].tolist()) + " = nonzero(t2d)"),),
+        (Evidence("sorted(i + d2t[i])[:6]", short(mapped[:6].tolist()),
+                  short(selected[:6].tolist()) + " = nonzero(t2d)"),),
         "rebuild both from the same selection: d2t = nonzero(t2d) - arange(draft_vocab_size)",
     )]

@@ -1,0 +1,144 @@
+"""Every producer's good checkpoint passes; every synthetic fault is caught by its contract.
+
+One pytester run per producer checks all of that producer's fault checkpoints at once (the
+plugin takes many ``--eagle3-ckpt``); mismatches are collected and reported together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import hypothesis.internal.observability  # noqa: F401  (see below)
+import pytest
+import safetensors.torch  # noqa: F401
+import torch  # noqa: F401  (see below)
+
+from pytest_eagle3.formats import EAGLE, SPECFORGE, SPECULATORS
+from pytest_eagle3.synth import FAULTS, PRODUCERS, SPECFORGE_HF, SynthSpec
+
+# torch is imported at collection on purpose: pytester restores sys.modules at teardown, and a torch
+# first imported inside a test body would be re-imported by the next test and crash. hypothesis too:
+# its pytest plugin imports it in every inner run's terminal summary (~2 s each if not yet loaded).
+
+ALL_CONTRACTS = (
+    "checkpoint.readable", "config.parseable", "format.detected", "config.shapes",
+    "target.consistent", "vocab.map", "weights.finite", "weights.initialised",
+)
+
+#: (fault, producer) pairs listed in FAULTS that cannot be synthesised, and why.
+#: synth.write_checkpoint silently ignores the first three for EAGLE, so without this list the
+#: "faulty" checkpoint would be a good one.
+NOT_APPLICABLE: dict[tuple[str, str], str] = {
+    # EAGLE saves pytorch_model.bin; these faults damage a safetensors header.
+    ("header-length-lie", EAGLE): "EAGLE writes pytorch_model.bin: there is no safetensors header to damage",
+    ("header-offsets-lie", EAGLE): "EAGLE writes pytorch_model.bin: there are no safetensors data_offsets",
+    # EAGLE's writer saves one .bin and no shard index.
+    ("shard-outside", EAGLE): "EAGLE writes a single pytorch_model.bin, never a shard index",
+    # A pytorch_model.bin is itself an EAGLE format signal (formats.FORMAT_SIGNALS, weight 2), so a
+    # .bin checkpoint is always attributed to EAGLE. The fault is still caught, by config.shapes
+    # [no-draft-layer]; format.detected cannot fire.
+    ("unknown-format", EAGLE): "pytorch_model.bin is an EAGLE format signal: the format is never unknown",
+}
+
+#: Contracts that must stay green when a fault targets another contract (no over-reporting).
+#: Applies to every vocab.map and weights.* fault.
+QUIET_FOR = {
+    "vocab.map": ("checkpoint.readable", "config.parseable", "format.detected", "config.shapes",
+                  "target.consistent", "weights.finite", "weights.initialised"),
+    "weights.finite": ("checkpoint.readable", "config.parseable", "format.detected", "config.shapes",
+                       "target.consistent", "vocab.map", "weights.initialised"),
+    "weights.initialised": ("checkpoint.readable", "config.parseable", "format.detected", "config.shapes",
+                            "target.consistent", "vocab.map", "weights.finite"),
+}
+
+
+def expected_label_ok(producer: str, label: str) -> bool:
+    if producer in (SPECFORGE, SPECFORGE_HF):
+        return label.startswith("specforge (")
+    return label == producer
+
+
+def faults_for(producer: str) -> list[str]:
+    return [
+        name for name, fault in FAULTS.items()
+        if producer in fault.producers and (name, producer) not in NOT_APPLICABLE
+    ]
+
+
+def test_not_applicable_pairs_are_listed_in_faults() -> None:
+    """The skip list only names real (fault, producer) pairs, so it cannot hide a typo."""
+    for fault, producer in NOT_APPLICABLE:
+        assert fault in FAULTS and producer in FAULTS[fault].producers, (fault, producer)
+
+
+def test_good_checkpoints_pass(
+    run_contracts: Callable[..., Any], make_checkpoint: Callable[..., Path], synth_target: Path
+) -> None:
+    """Every producer's good checkpoint (plain, sharded, 2-layer) passes every contract."""
+    cases: dict[Path, str] = {}
+    for producer in PRODUCERS:
+        cases[make_checkpoint(SynthSpec(producer=producer))] = producer
+        if producer != EAGLE:  # EAGLE writes one pytorch_model.bin; sharded=True does not apply
+            cases[make_checkpoint(SynthSpec(producer=producer, sharded=True))] = producer
+    cases[make_checkpoint(SynthSpec(producer=SPECULATORS, draft_layers=2))] = SPECULATORS
+
+    run = run_contracts(list(cases), target=synth_target)
+    assert run.result.ret == 0, run.output[-3000:]
+
+    problems: list[str] = []
+    labels: dict[str, str] = {}
+    for path, producer in cases.items():
+        name = path.name
+        verdict = run.verdict(path)
+        if verdict != "pass":
+            problems.append(f"{name}: verdict {verdict!r}")
+        outcomes = run.outcomes(path)
+        for contract in ALL_CONTRACTS:
+            outcome, message = outcomes.get(contract, ("absent", ""))
+            if outcome != "passed":
+                problems.append(f"{name}: {contract} {outcome}: {message}")
+        entry = next(c for c in run.report["checkpoints"] if c["path"] == str(path))
+        label = entry["format"]
+        labels[name] = label
+        if not expected_label_ok(producer, label):
+            problems.append(f"{name}: format {label!r}, expected producer {producer!r}")
+        if producer in (SPECFORGE, SPECFORGE_HF):
+            labels.setdefault(producer, label)
+    # the two SpecForge exports are told apart (SGLang export vs --to hf with embed_tokens)
+    if labels.get(SPECFORGE) == labels.get(SPECFORGE_HF):
+        problems.append(f"specforge and specforge-hf share the label {labels.get(SPECFORGE)!r}")
+    assert not problems, "good checkpoints misjudged:\n  " + "\n  ".join(problems)
+
+
+@pytest.mark.parametrize("producer", PRODUCERS)
+def test_faults_caught(
+    producer: str,
+    run_contracts: Callable[..., Any],
+    make_checkpoint: Callable[..., Path],
+    synth_target: Path,
+) -> None:
+    """Each fault fails its contract with its diagnosis code; vocab/weight faults fire nothing else."""
+    cases = {name: make_checkpoint(SynthSpec(producer=producer).with_faults(name)) for name in faults_for(producer)}
+    assert cases, producer
+    run = run_contracts(list(cases.values()), target=synth_target)
+    assert run.result.ret == 1, run.output[-3000:]
+    assert "INTERNALERROR" not in run.output
+
+    problems: list[str] = []
+    for name, path in cases.items():
+        fault = FAULTS[name]
+        verdict = run.verdict(path)
+        if verdict != "fail":
+            problems.append(f"{name}: verdict {verdict!r}, expected 'fail'")
+        outcomes = run.outcomes(path)
+        outcome, message = outcomes.get(fault.contract, ("absent", ""))
+        prefix = f"{fault.contract} [{fault.diagnosis}]"
+        if outcome != "failed" or not message.startswith(prefix):
+            problems.append(f"{name}: {fault.contract} {outcome}: {message!r}, expected it to start with {prefix!r}")
+        for quiet in QUIET_FOR.get(fault.contract, ()):
+            q_outcome, q_message = outcomes.get(quiet, ("absent", ""))
+            if q_outcome != "passed":
+                problems.append(f"{name}: over-reporting, {quiet} {q_outcome}: {q_message!r}")
+    assert not problems, f"{producer}: {len(problems)} fault checks went wrong:\n  " + "\n  ".join(problems)

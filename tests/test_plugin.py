@@ -1,0 +1,192 @@
+"""The plugin as users meet it: options and their sources, collection, ids, report, cost when idle."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ContractRun
+
+CONTRACTS = {"checkpoint.readable", "config.parseable", "format.detected", "config.shapes",
+             "target.consistent", "vocab.map", "weights.finite", "weights.initialised"}
+
+
+def test_report_has_the_documented_shape(
+    run_contracts: Callable[..., ContractRun], make_checkpoint: Callable[..., Path], synth_target: Path
+) -> None:
+    good = make_checkpoint(producer="speculators")
+    run = run_contracts([good], target=synth_target)
+    run.result.assert_outcomes(passed=len(CONTRACTS))
+    report = run.report
+    assert report["schema"] == "pytest-eagle3/report/1"
+    (ckpt,) = report["checkpoints"]
+    assert ckpt["path"] == str(good) and ckpt["format"] == "speculators"
+    (engine,) = ckpt["engines"]
+    assert engine["engine"] == "any" and engine["verdict"] == "pass"
+    assert {c["id"] for c in engine["contracts"]} == CONTRACTS
+    assert all(c["outcome"] == "passed" and c["message"] for c in engine["contracts"])
+
+
+def test_failure_counts_against_the_checkpoint_and_prints_the_table(
+    run_contracts: Callable[..., ContractRun], make_checkpoint: Callable[..., Path]
+) -> None:
+    good = make_checkpoint(producer="specforge")
+    bad = make_checkpoint(producer="specforge", faults=frozenset({"d2t-all-zero"}))
+    run = run_contracts([good, bad])
+    assert run.result.ret == pytest.ExitCode.TESTS_FAILED
+    assert run.verdict(good) == "pass" and run.verdict(bad) == "fail"
+    outcome, message = run.outcomes(bad)["vocab.map"]
+    assert outcome == "failed" and message.startswith("vocab.map [all-zero]: d2t is all zero")
+    run.result.stdout.fnmatch_lines(["*EAGLE-3 verdict*", f"*{good}*PASS*", f"*{bad}*FAIL*vocab.map*"])
+    assert "Traceback" not in run.output
+
+
+def test_without_target_the_target_contract_skips_naming_the_option(
+    run_contracts: Callable[..., ContractRun], make_checkpoint: Callable[..., Path]
+) -> None:
+    run = run_contracts([make_checkpoint(producer="eagle")])
+    outcome, message = run.outcomes(make_checkpoint(producer="eagle"))["target.consistent"]
+    assert outcome == "skipped" and "--eagle3-target" in message
+
+
+def test_target_mismatch_is_reported(
+    run_contracts: Callable[..., ContractRun], make_checkpoint: Callable[..., Path], synth_dir: Path
+) -> None:
+    from pytest_eagle3.synth import SynthSpec, write_target
+
+    other = write_target(SynthSpec(vocab_size=2048, target_layers=4), synth_dir / "other-target", with_weights=False)
+    ckpt = make_checkpoint(producer="specforge")
+    outcome, message = run_contracts([ckpt], target=other).outcomes(ckpt)["target.consistent"]
+    assert outcome == "failed" and message.startswith("target.consistent [target-mismatch]")
+    target_only_config = other / "config.json"
+    outcome, _ = run_contracts([ckpt], target=target_only_config).outcomes(ckpt)["target.consistent"]
+    assert outcome == "failed"
+
+
+def test_same_folder_names_get_distinct_readable_ids(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    from pytest_eagle3.synth import SynthSpec, write_checkpoint
+
+    a = write_checkpoint(SynthSpec(), tmp_path / "run-a" / "epoch0")
+    b = write_checkpoint(SynthSpec(seed=1), tmp_path / "run-b" / "epoch0")
+    result = pytester.runpytest(f"--eagle3-ckpt={a}", f"--eagle3-ckpt={b}", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*test_vocab_map[[]run-a/epoch0[]]*", "*test_vocab_map[[]run-b/epoch0[]]*"])
+
+
+def test_env_variable_and_ini_supply_checkpoints_with_their_source(
+    pytester: pytest.Pytester, make_checkpoint: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one, two = make_checkpoint(producer="speculators"), make_checkpoint(producer="specforge")
+    monkeypatch.setenv("EAGLE3_CKPT", f"{one}{os.pathsep}{two}")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=14, skipped=2)
+    result.stdout.fnmatch_lines([f"eagle3: ckpt={one}, {two} (from env EAGLE3_CKPT)"])
+    monkeypatch.delenv("EAGLE3_CKPT")
+    pytester.makeini(f"[pytest]\neagle3_ckpt =\n    {one}\neagle3_target = {one}\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines([f"eagle3: ckpt={one} (from ini eagle3_ckpt)", "eagle3: target=* (from ini eagle3_target)"])
+    monkeypatch.setenv("EAGLE3_CKPT", str(two))
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--eagle3-ckpt={one}")
+    result.stdout.fnmatch_lines([f"eagle3: ckpt={one} (from option)"])
+
+
+def test_pyargs_runs_contracts_next_to_the_users_own_tests(
+    pytester: pytest.Pytester, make_checkpoint: Callable[..., Path]
+) -> None:
+    pytester.makepyfile(test_mine="""
+        def test_my_draft_has_a_d2t(eagle3_checkpoint):
+            assert "d2t" in eagle3_checkpoint.tensors
+    """)
+    ckpt = make_checkpoint(producer="speculators")
+    result = pytester.runpytest(f"--eagle3-ckpt={ckpt}", "--pyargs", "pytest_eagle3.contracts", "test_mine.py")
+    result.assert_outcomes(passed=8, skipped=1)
+    result.stdout.fnmatch_lines(["*test_mine.py*", "*EAGLE-3 verdict*"])
+
+
+def test_fixture_skips_with_a_reason_when_no_checkpoint_is_given(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_mine="""
+        def test_uses_checkpoint(eagle3_checkpoint):
+            pass
+    """)
+    result = pytester.runpytest("-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*pass --eagle3-ckpt=PATH*"])
+
+
+def test_markers_are_registered_even_when_inactive(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_marked="""
+        import pytest
+        @pytest.mark.gpu
+        @pytest.mark.engine("vllm")
+        @pytest.mark.eagle3_contract("x")
+        def test_x():
+            pass
+    """)
+    pytester.runpytest("--strict-markers").assert_outcomes(passed=1)
+
+
+def test_idle_plugin_imports_nothing_heavy(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_plain="""
+        import sys
+        def test_plain():
+            heavy = [m for m in ("torch", "safetensors", "hypothesis", "pytest_eagle3.checkpoint") if m in sys.modules]
+            assert heavy == []
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly")
+    result.assert_outcomes(passed=1)
+
+
+def test_junit_xml_carries_measured_values(
+    run_contracts: Callable[..., ContractRun], make_checkpoint: Callable[..., Path], pytester: pytest.Pytester
+) -> None:
+    xml = pytester.path / "junit.xml"
+    run_contracts([make_checkpoint(producer="modelopt")], f"--junitxml={xml}")
+    text = xml.read_text()
+    assert 'name="draft_vocab_size" value="256"' in text
+    assert 'name="format" value="modelopt"' in text
+
+
+def test_eagle3_hypothesis_profiles_are_selectable(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_prop="""
+        from hypothesis import given, settings
+        from pytest_eagle3.strategies import vocab_maps
+        from pytest_eagle3.vocab import diagnose_vocab_map
+
+        @given(vocab_maps())
+        def test_maps(m):
+            assert settings().max_examples == 200 and settings().derandomize
+            assert diagnose_vocab_map(m.d2t, m.t2d, m.vocab_size, m.draft_vocab_size) == []
+    """)
+    pytester.runpytest("--hypothesis-profile=eagle3-ci").assert_outcomes(passed=1)
+
+
+def test_xdist_workers_report_to_the_controller(
+    pytester: pytest.Pytester, make_checkpoint: Callable[..., Path]
+) -> None:
+    pytest.importorskip("xdist", reason="pytest-xdist is not installed (pip install -e '.[test]')")
+    good, bad = make_checkpoint(producer="angelslim"), make_checkpoint(producer="angelslim", faults=frozenset({"inf-weight"}))
+    report = pytester.path / "r.json"
+    result = pytester.runpytest_subprocess(f"--eagle3-ckpt={good}", f"--eagle3-ckpt={bad}", "-n", "2",
+                                           f"--eagle3-report={report}", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=13, failed=1, skipped=2)
+    data = json.loads(report.read_text())
+    verdicts = {c["path"]: c["engines"][0]["verdict"] for c in data["checkpoints"]}
+    assert verdicts == {str(good): "pass", str(bad): "fail"}
+    result.stdout.fnmatch_lines(["*EAGLE-3 verdict*"])
+
+
+def test_command_line_entry_point(make_checkpoint: Callable[..., Path], tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "pytest_eagle3", "synth", "--list-faults"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "d2t-absolute" in out and "vocab.map" in out
+    report = tmp_path / "verdict.json"
+    command = [sys.executable, "-m", "pytest_eagle3", "check", str(make_checkpoint(producer="eagle")),
+               "--report", str(report)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert json.loads(report.read_text())["checkpoints"][0]["format"] == "eagle"
