@@ -6,9 +6,20 @@ from __future__ import annotations
 import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint
-from pytest_eagle3.contract import RecordProperty, passed, readability_findings, require_config, require_tensors
+from pytest_eagle3.contract import (
+    RecordProperty,
+    passed,
+    readability_findings,
+    require_config,
+    require_tensors,
+)
 from pytest_eagle3.findings import check
-from pytest_eagle3.structure import config_findings, format_findings, shape_findings, target_findings
+from pytest_eagle3.structure import (
+    config_findings,
+    format_findings,
+    shape_findings,
+    target_findings,
+)
 from pytest_eagle3.target import TargetModel
 
 

@@ -4,14 +4,12 @@ Weights are scanned in bounded chunks, once per checkpoint, never loaded whole."
 
 from __future__ import annotations
 
-
 import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.contract import RecordProperty, passed, require_tensors
 from pytest_eagle3.findings import check
 from pytest_eagle3.weights import TensorHealth, diagnose_finite, diagnose_initialised, scan_weights
-
 
 
 @pytest.fixture(scope="session")

@@ -176,9 +176,11 @@ class Checkpoint:
         if entry.start >= 0:
             yield from iter_safetensors_chunks(entry, chunk_bytes)
             return
+        import torch
+
         flat = self._bin_tensors[name].reshape(-1)
         step = max(1, chunk_bytes // max(1, flat.element_size()))
-        yield from flat.split(step)
+        yield from torch.split(flat, step)
 
     def shape(self, name: str) -> tuple[int, ...] | None:
         entry = self.tensors.get(name)

@@ -8,8 +8,8 @@ import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.findings import Evidence, Finding
-
 from pytest_eagle3.report import MESSAGE_PROPERTY
+
 RecordProperty = Callable[[str, object], None]
 
 

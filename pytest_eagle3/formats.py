@@ -5,9 +5,10 @@ Every rule below is data with a source line; ``../reference/producers.md`` §5 s
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,7 +55,7 @@ def _eagle_config(config: Config) -> Mapping[str, Any]:
 
 
 def _has_prefix(keys: set[str], prefix: str) -> bool:
-    return any(k.startswith(prefix) or k.startswith("model." + prefix) for k in keys)
+    return any(k.startswith((prefix, "model." + prefix)) for k in keys)
 
 
 MODELOPT_EAGLE_CONFIG_KEYS = frozenset(
@@ -175,7 +176,7 @@ class AuxLayers:
     field: str | None
     convention: str | None
     convention_source: str
-    all_fields: dict[str, Any] = field(default_factory=dict)
+    all_fields: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -55,8 +55,11 @@ def add_options(parser: pytest.Parser) -> None:
             group.addoption(spec.flag, dest=spec.dest, action="append", default=None, metavar="PATH", help=spec.help)
         else:
             group.addoption(spec.flag, dest=spec.dest, default=None, metavar="PATH", help=spec.help)
-        parser.addini(spec.ini, f"{spec.help} (ini; {spec.flag} and ${spec.env} take precedence)",
-                      type="linelist" if spec.repeatable else "string", default=[] if spec.repeatable else "")
+        ini_help = f"{spec.help} (ini; {spec.flag} and ${spec.env} take precedence)"
+        if spec.repeatable:
+            parser.addini(spec.ini, ini_help, type="linelist", default=[])
+        else:
+            parser.addini(spec.ini, ini_help, type="string", default="")
 
 
 def resolve(config: pytest.Config, dest: str) -> Resolved:

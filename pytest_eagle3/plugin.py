@@ -45,7 +45,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
 def contracts_dir() -> str:
     spec = importlib.util.find_spec("pytest_eagle3.contracts")
     assert spec is not None and spec.submodule_search_locations
-    return str(list(spec.submodule_search_locations)[0])
+    return str(next(iter(spec.submodule_search_locations)))
 
 
 @pytest.hookimpl(tryfirst=True)

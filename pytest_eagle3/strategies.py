@@ -145,7 +145,7 @@ def _duplicate(draw: st.DrawFn, m: VocabMap) -> tuple[torch.Tensor | None, torch
     d2t = m.d2t.clone()
     d2t[k] = (j + m.d2t[j]) - k
     if m.t2d is None:  # without t2d, a map whose values are distinct valid ids reads as absolute ids
-        assume(d2t.unique().numel() < d2t.numel() or bool(((d2t < 0) | (d2t >= m.vocab_size)).any()))
+        assume(torch.unique(d2t).numel() < d2t.numel() or bool(((d2t < 0) | (d2t >= m.vocab_size)).any()))
     else:
         assume(not torch.equal(d2t, m.selected))
     return d2t, m.t2d

@@ -11,6 +11,7 @@ import math
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -89,8 +90,10 @@ def index_safetensors(path: Path) -> FileIndex:
             return FileIndex(
                 (),
                 (
-                    f"{path.name}: header claims {header_len} bytes but the file has {size} bytes "
-                    "(truncated file or corrupt length prefix)",
+                    (
+                        f"{path.name}: header claims {header_len} bytes but the file has {size} bytes "
+                        "(truncated file or corrupt length prefix)"
+                    ),
                 ),
                 {},
             )
@@ -151,7 +154,7 @@ def _parse_entry(
 def _overlaps(path: Path, entries: list[TensorEntry]) -> list[str]:
     problems = []
     ordered = sorted((e for e in entries if e.nbytes), key=lambda e: e.start)
-    for before, after in zip(ordered, ordered[1:]):
+    for before, after in pairwise(ordered):
         if after.start < before.start + before.nbytes:
             problems.append(f"{path.name}: tensors {before.name!r} and {after.name!r} overlap")
     return problems
@@ -168,7 +171,7 @@ def index_torch_bin(path: Path) -> tuple[FileIndex, dict[str, torch.Tensor]]:
             if "mmap" not in str(exc):
                 raise
             loaded = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # any failure of a hostile or broken pickle is a verdict, not a crash
+    except Exception as exc:  # noqa: BLE001 -- any failure of a hostile or broken pickle is a verdict
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         refused = "weights_only" in str(exc) or "Unsupported global" in str(exc)
         why = "refused to unpickle it (it holds code or objects, not only tensors)" if refused else "could not read it"
