@@ -168,23 +168,24 @@ def run_once(case: Case) -> tuple[Sample, str]:
     return Sample(wall, usage.ru_maxrss / 1024, proc.returncode), tail
 
 
-def measure(case: Case, repeats: int) -> Result:
-    """Repeat ``case``; keep the median wall time, the largest peak RSS and the worst exit code."""
-    samples: list[Sample] = []
-    tail = ""
-    for _ in range(repeats):
-        sample, tail = run_once(case)
-        samples.append(sample)
-        print(f"  {case.name:8} wall {sample.wall_s:6.2f} s  rss {sample.rss_mb:7.1f} MB  rc {sample.returncode}",
-              flush=True)
+def summarise(name: str, runs: list[tuple[Sample, str]]) -> Result:
+    """Median wall time, largest peak RSS and worst exit code of one case's runs."""
+    samples = [sample for sample, _ in runs]
     worst = max((s.returncode for s in samples), key=abs)
-    return Result(
-        case.name,
-        statistics.median(s.wall_s for s in samples),
-        max(s.rss_mb for s in samples),
-        worst,
-        tail,
-    )
+    rss = max(s.rss_mb for s in samples)
+    return Result(name, statistics.median(s.wall_s for s in samples), rss, worst, runs[-1][1])
+
+
+def measure_all(all_cases: Sequence[Case], repeats: int) -> dict[str, Result]:
+    """Run the cases round-robin, ``repeats`` rounds, so slow drift of the machine hits every case alike."""
+    runs: dict[str, list[tuple[Sample, str]]] = {case.name: [] for case in all_cases}
+    for round_no in range(1, repeats + 1):
+        for case in all_cases:
+            sample, tail = run_once(case)
+            runs[case.name].append((sample, tail))
+            print(f"  round {round_no}  {case.name:8} wall {sample.wall_s:6.2f} s  "
+                  f"rss {sample.rss_mb:7.1f} MB  rc {sample.returncode}", flush=True)
+    return {name: summarise(name, case_runs) for name, case_runs in runs.items()}
 
 
 def cases(workdir: Path, tiny: Path, large: Path) -> list[Case]:
@@ -251,7 +252,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="where the drafts live; reused when already built (default: a temp dir)")
     parser.add_argument("--keep", action="store_true",
                         help="keep the drafts afterwards (default: delete what this run built or used)")
-    parser.add_argument("--repeats", type=int, default=3, help="runs per case (default 3)")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds of runs, each case once per round (default 3)")
     return parser.parse_args(argv)
 
 
@@ -272,9 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         tiny, large = build_drafts(workdir)
         warm_page_cache([tiny, large])
-        results: dict[str, Result] = {}
-        for case in cases(workdir, tiny, large):
-            results[case.name] = measure(case, args.repeats)
+        results = measure_all(cases(workdir, tiny, large), args.repeats)
         check_harness(results)
         print_table(results)
         goals_ok = check_goals(results)

@@ -43,6 +43,7 @@ class TestEagle3Checkpoint:
     @pytest.mark.eagle3_contract("format.detected")
     def test_format_detected(self, eagle3_checkpoint: Checkpoint, record_property: RecordProperty) -> None:
         """The producer is recognised, so its aux-layer convention and defaults are known."""
+        require_tensors(eagle3_checkpoint)
         require_config(eagle3_checkpoint)
         fmt = eagle3_checkpoint.format
         aux = eagle3_checkpoint.config.aux

@@ -7,6 +7,7 @@ into a failed contract. Files are only ever opened for reading.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -73,7 +74,7 @@ class Checkpoint:
             return
         try:
             data = json.loads(config_path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             self.config_problem = f"config.json is not valid JSON: {exc}"
             return
         if not isinstance(data, dict):
@@ -90,6 +91,9 @@ class Checkpoint:
         candidates = sorted(p for p in self.root.glob("*.safetensors") if _is_draft_file(p))
         if not candidates:
             candidates = sorted(p for p in self.root.glob("pytorch_model*.bin") if _is_draft_file(p))
+        for odd in [p for p in candidates if not p.is_file()]:
+            self.problems.append(f"{odd.name}: not a readable file (a directory or a broken link)")
+        candidates = [p for p in candidates if p.is_file()]
         if (self.root / "training_state.pt").is_file() and not candidates:
             self.notes.append(
                 "training_state.pt is a SpecForge 0.2.0 training checkpoint, not a servable draft: "
@@ -107,7 +111,7 @@ class Checkpoint:
     def _index_sharded(self, index_path: Path, kind: str) -> None:
         try:
             index = json.loads(index_path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             self.problems.append(f"{index_path.name}: not valid JSON ({exc})")
             return
         weight_map = index.get("weight_map") if isinstance(index, dict) else None
@@ -116,11 +120,12 @@ class Checkpoint:
         ):
             self.problems.append(f"{index_path.name}: no weight_map of tensor name -> file name")
             return
-        root = self.root.resolve()
+        root = Path(os.path.normpath(self.root.absolute()))
         shards: dict[Path, set[str]] = {}
         for name, filename in weight_map.items():
-            shard = (self.root / filename).resolve()
-            if not shard.is_relative_to(root):
+            # judged on the path as written (hub caches link shards into ../blobs, which is fine)
+            shard = Path(os.path.normpath(root / filename))
+            if Path(filename).is_absolute() or not shard.is_relative_to(root):
                 self.problems.append(
                     f"{index_path.name}: tensor {name!r} points outside the checkpoint "
                     f"directory ({filename!r}); refusing to read it"
@@ -141,11 +146,15 @@ class Checkpoint:
 
     def _add_file(self, file: Path, kind: str | None = None) -> set[str]:
         kind = kind or ("safetensors" if file.suffix == ".safetensors" else "bin")
-        if kind == "safetensors":
-            index = index_safetensors(file)
-        else:
-            index, tensors = index_torch_bin(file)
-            self._bin_tensors.update(tensors)
+        try:
+            if kind == "safetensors":
+                index = index_safetensors(file)
+            else:
+                index, tensors = index_torch_bin(file)
+                self._bin_tensors.update(tensors)
+        except OSError as exc:
+            self.problems.append(f"{file.name}: cannot read ({exc})")
+            return set()
         self.files += (file,)
         return self._merge(index)
 

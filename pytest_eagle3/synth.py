@@ -33,6 +33,7 @@ class Fault:
 
 
 _WITH_T2D = (SPECULATORS, SPECFORGE, SPECFORGE_HF, EAGLE, ANGELSLIM)
+_SAFETENSORS = (SPECULATORS, SPECFORGE, SPECFORGE_HF, MODELOPT, ANGELSLIM)
 FAULTS: dict[str, Fault] = {
     "d2t-absolute": Fault("d2t stores absolute target ids (verl-SpeCo#67)", "vocab.map", "absolute-ids"),
     "d2t-all-zero": Fault("d2t all zero with a reduced vocab (NeMo Automodel#2447)", "vocab.map", "all-zero"),
@@ -59,11 +60,11 @@ FAULTS: dict[str, Fault] = {
     "leftover-prefix": Fault("draft_model. prefix left on every key", "config.shapes", "leftover-prefix"),
     "layer-count": Fault("config says 2 draft layers, checkpoint holds 1", "config.shapes", "layer-count"),
     "config-missing-hidden": Fault("config.json without hidden_size", "config.parseable", "config-missing-field"),
-    "unknown-format": Fault("architectures and keys of no known producer", "format.detected", "format-unknown"),
+    "unknown-format": Fault("architectures and keys of no known producer", "format.detected", "format-unknown", _SAFETENSORS),
     "truncated": Fault("weight file cut short", "checkpoint.readable", "unreadable"),
-    "header-length-lie": Fault("safetensors length prefix larger than the file", "checkpoint.readable", "unreadable"),
-    "header-offsets-lie": Fault("a tensor's data_offsets run past the file", "checkpoint.readable", "unreadable"),
-    "shard-outside": Fault("shard index points outside the checkpoint directory", "checkpoint.readable", "unreadable"),
+    "header-length-lie": Fault("safetensors length prefix larger than the file", "checkpoint.readable", "unreadable", _SAFETENSORS),
+    "header-offsets-lie": Fault("a tensor's data_offsets run past the file", "checkpoint.readable", "unreadable", _SAFETENSORS),
+    "shard-outside": Fault("shard index points outside the checkpoint directory", "checkpoint.readable", "unreadable", _SAFETENSORS),
     "pickle-code": Fault("pytorch_model.bin whose pickle runs code", "checkpoint.readable", "unreadable", (EAGLE,)),
     "config-not-json": Fault("config.json is not JSON", "config.parseable", "config-unreadable"),
     "config-not-object": Fault("config.json is a JSON list", "config.parseable", "config-unreadable"),
@@ -96,6 +97,9 @@ class SynthSpec:
         unknown = set(names) - set(FAULTS)
         if unknown:
             raise ValueError(f"unknown faults {sorted(unknown)}; known: {sorted(FAULTS)}")
+        unfit = [n for n in names if self.producer not in FAULTS[n].producers]
+        if unfit:
+            raise ValueError(f"faults {unfit} do not apply to the {self.producer} layout")
         return replace(self, faults=self.faults | frozenset(names))
 
     @property
@@ -445,6 +449,8 @@ def _write_safetensors(spec: SynthSpec, tensors: dict[str, torch.Tensor], out: P
 
 
 def _damage_file(spec: SynthSpec, path: Path) -> None:
+    if not spec.faults & {"truncated", "header-length-lie", "header-offsets-lie"}:
+        return
     data = path.read_bytes()
     if "truncated" in spec.faults:
         path.write_bytes(data[: len(data) - max(16, len(data) // 5)])

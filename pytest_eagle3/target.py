@@ -30,7 +30,7 @@ class TargetModel:
             return cls(given, {}, f"target {given}: no config.json found")
         try:
             data = json.loads(config_path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             return cls(given, {}, f"target {config_path}: not valid JSON ({exc})")
         if not isinstance(data, dict):
             return cls(given, {}, f"target {config_path}: a JSON {type(data).__name__}, not an object")

@@ -1,4 +1,9 @@
-"""Shared fixtures for the plugin's own tests: synthetic checkpoints and contract runs."""
+"""Shared fixtures for the plugin's own tests: synthetic checkpoints and contract runs.
+
+torch, safetensors and hypothesis are imported here, before any test: pytester restores
+``sys.modules`` after each in-process run, and a torch first imported inside one would be imported
+a second time by the next and crash; hypothesis would be re-imported by every inner run (~2 s).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import hypothesis.internal.observability  # noqa: F401  (hypothesis' plugin imports it in every inner run)
 import pytest
+import safetensors.torch  # noqa: F401
+import torch  # noqa: F401
 
 from pytest_eagle3.synth import SynthSpec, write_checkpoint, write_target
 

@@ -10,37 +10,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import hypothesis.internal.observability  # noqa: F401  (see below)
 import pytest
-import safetensors.torch  # noqa: F401
-import torch  # noqa: F401  (see below)
 
 from pytest_eagle3.formats import EAGLE, SPECFORGE, SPECULATORS
 from pytest_eagle3.synth import FAULTS, PRODUCERS, SPECFORGE_HF, SynthSpec
-
-# torch is imported at collection on purpose: pytester restores sys.modules at teardown, and a torch
-# first imported inside a test body would be re-imported by the next test and crash. hypothesis too:
-# its pytest plugin imports it in every inner run's terminal summary (~2 s each if not yet loaded).
 
 ALL_CONTRACTS = (
     "checkpoint.readable", "config.parseable", "format.detected", "config.shapes",
     "target.consistent", "vocab.map", "weights.finite", "weights.initialised",
 )
-
-#: (fault, producer) pairs listed in FAULTS that cannot be synthesised, and why.
-#: synth.write_checkpoint silently ignores the first three for EAGLE, so without this list the
-#: "faulty" checkpoint would be a good one.
-NOT_APPLICABLE: dict[tuple[str, str], str] = {
-    # EAGLE saves pytorch_model.bin; these faults damage a safetensors header.
-    ("header-length-lie", EAGLE): "EAGLE writes pytorch_model.bin: there is no safetensors header to damage",
-    ("header-offsets-lie", EAGLE): "EAGLE writes pytorch_model.bin: there are no safetensors data_offsets",
-    # EAGLE's writer saves one .bin and no shard index.
-    ("shard-outside", EAGLE): "EAGLE writes a single pytorch_model.bin, never a shard index",
-    # A pytorch_model.bin is itself an EAGLE format signal (formats.FORMAT_SIGNALS, weight 2), so a
-    # .bin checkpoint is always attributed to EAGLE. The fault is still caught, by config.shapes
-    # [no-draft-layer]; format.detected cannot fire.
-    ("unknown-format", EAGLE): "pytorch_model.bin is an EAGLE format signal: the format is never unknown",
-}
 
 #: Contracts that must stay green when a fault targets another contract (no over-reporting).
 #: Applies to every vocab.map and weights.* fault.
@@ -61,16 +39,13 @@ def expected_label_ok(producer: str, label: str) -> bool:
 
 
 def faults_for(producer: str) -> list[str]:
-    return [
-        name for name, fault in FAULTS.items()
-        if producer in fault.producers and (name, producer) not in NOT_APPLICABLE
-    ]
+    return [name for name, fault in FAULTS.items() if producer in fault.producers]
 
 
-def test_not_applicable_pairs_are_listed_in_faults() -> None:
-    """The skip list only names real (fault, producer) pairs, so it cannot hide a typo."""
-    for fault, producer in NOT_APPLICABLE:
-        assert fault in FAULTS and producer in FAULTS[fault].producers, (fault, producer)
+def test_a_fault_that_does_not_fit_the_layout_is_refused() -> None:
+    """EAGLE writes pytorch_model.bin: a safetensors-header fault cannot silently yield a good file."""
+    with pytest.raises(ValueError, match="do not apply to the eagle layout"):
+        SynthSpec(producer=EAGLE).with_faults("header-length-lie")
 
 
 def test_good_checkpoints_pass(

@@ -17,22 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import hypothesis.internal.observability  # noqa: F401  (see below)
 import pytest
-import safetensors.torch  # noqa: F401
-import torch  # noqa: F401  (see below)
+import torch
 
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.formats import EAGLE, SPECFORGE, SPECULATORS
 from pytest_eagle3.synth import SynthSpec, pickle_marker, write_checkpoint
 from pytest_eagle3.tensorfiles import CheckpointReadError
-
-
-# torch, safetensors.torch and hypothesis are imported at collection on purpose: pytester snapshots sys.modules
-# when its fixture is set up and restores that snapshot at teardown, so a torch first imported
-# inside a test body is dropped from sys.modules and re-imported by the next test, which crashes
-# ("SystemError: bad call flags", then a segfault at garbage collection); hypothesis's pytest plugin
-# imports hypothesis in every inner run's terminal summary, ~2 s each when it is not already loaded.
 
 
 @dataclass(frozen=True)
@@ -52,7 +43,6 @@ def _fault(fault: str, producer: str = SPECULATORS) -> Callable[[Callable[..., P
 
 def _nan_in_fc(make: Callable[..., Path], tmp: Path) -> Path:
     """A SpecForge draft whose fc.weight holds NaN (not the speculators init pattern)."""
-    import torch
     from safetensors.torch import load_file, save_file
 
     out = write_checkpoint(SynthSpec(producer=SPECFORGE), tmp / "nan-fc")
@@ -172,3 +162,73 @@ def test_open_never_raises(
         assert outside not in opened_files, "the shard outside the checkpoint directory was opened"
     assert snapshot(ckpt_dir) == before
     assert not pickle_marker(ckpt_dir).exists()
+
+
+# -- odd files and layouts ------------------------------------------------------------------
+def test_sharded_hub_cache_snapshot_is_readable(make_checkpoint: Callable[..., Path], tmp_path: Path) -> None:
+    """Shards that are symlinks into a sibling blobs/ folder (the HF cache layout) are not 'outside'."""
+    source = make_checkpoint(SynthSpec(producer=SPECFORGE, sharded=True))
+    snapshot_dir = tmp_path / "hub" / "snapshots" / "rev"
+    blobs = tmp_path / "hub" / "blobs"
+    snapshot_dir.mkdir(parents=True)
+    blobs.mkdir()
+    for file in source.iterdir():
+        if file.suffix == ".safetensors":
+            blob = blobs / hashlib.sha256(file.read_bytes()).hexdigest()
+            blob.write_bytes(file.read_bytes())
+            (snapshot_dir / file.name).symlink_to(Path("../../blobs") / blob.name)
+        else:
+            (snapshot_dir / file.name).write_bytes(file.read_bytes())
+    ckpt = Checkpoint.open(snapshot_dir)
+    assert ckpt.problems == []
+    assert set(ckpt.tensors) == set(Checkpoint.open(source).tensors)
+
+
+def _dir_named_like_weights(make: Callable[..., Path], tmp: Path) -> Path:
+    out = write_checkpoint(SynthSpec(), tmp / "dir-weights")
+    (out / "model.safetensors").unlink()
+    (out / "model.safetensors").mkdir()
+    return out
+
+
+def _dangling_symlink(make: Callable[..., Path], tmp: Path) -> Path:
+    out = write_checkpoint(SynthSpec(), tmp / "dangling")
+    (out / "model.safetensors").unlink()
+    (out / "model.safetensors").symlink_to(tmp / "gone.safetensors")
+    return out
+
+
+def _deeply_nested_config(make: Callable[..., Path], tmp: Path) -> Path:
+    out = write_checkpoint(SynthSpec(), tmp / "deep-config")
+    (out / "config.json").write_text("[" * 100_000 + "]" * 100_000)
+    return out
+
+
+@pytest.mark.parametrize("build", [
+    pytest.param(_dir_named_like_weights, id="directory-named-model.safetensors"),
+    pytest.param(_dangling_symlink, id="dangling-symlink"),
+    pytest.param(_deeply_nested_config, id="deeply-nested-config"),
+])
+def test_open_never_raises_on_odd_files(build: Callable[..., Path], make_checkpoint: Callable[..., Path],
+                                         tmp_path: Path) -> None:
+    ckpt = Checkpoint.open(build(make_checkpoint, tmp_path))
+    assert ckpt.problems or ckpt.config_problem
+
+
+@pytest.mark.parametrize("fault, producer, contract, wrong", [
+    pytest.param("header-offsets-lie", SPECULATORS, "vocab.map", "vocab.map [missing-map]", id="offsets-lie-missing-map"),
+    pytest.param("truncated", SPECULATORS, "config.shapes", "config.shapes [missing-tensors]",
+                 id="truncated-missing-tensors"),
+    pytest.param("header-length-lie", SPECFORGE, "format.detected", "format.detected [format-unknown]",
+                 id="unreadable-format-unknown"),
+])
+def test_unreadable_tensors_are_not_reported_as_absent(
+    fault: str, producer: str, contract: str, wrong: str,
+    run_contracts: Callable[..., Any], make_checkpoint: Callable[..., Path],
+) -> None:
+    ckpt = make_checkpoint(SynthSpec(producer=producer).with_faults(fault))
+    run = run_contracts([ckpt])
+    assert run.outcomes(ckpt)["checkpoint.readable"][0] == "failed"
+    outcome, message = run.outcomes(ckpt)[contract]
+    assert not message.startswith(wrong), message
+    assert outcome == "skipped" and "see checkpoint.readable" in message
