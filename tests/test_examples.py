@@ -1,0 +1,32 @@
+"""The bundled examples give the verdicts the README promises."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.conftest import ContractRun
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def test_bundled_examples_verdicts(run_contracts: Callable[..., ContractRun]) -> None:
+    good = [EXAMPLES / "speculators-draft", EXAMPLES / "sglang-draft"]
+    broken = EXAMPLES / "broken-d2t-draft"
+    run = run_contracts([*good, broken], target=EXAMPLES / "tiny-target")
+    assert [run.verdict(p) for p in good] == ["pass", "pass"]
+    assert all(outcome == "passed" for outcome, _ in run.outcomes(good[0]).values())
+    assert run.verdict(broken) == "fail"
+    failed = {cid: msg for cid, (outcome, msg) in run.outcomes(broken).items() if outcome == "failed"}
+    assert list(failed) == ["vocab.map"]
+    assert failed["vocab.map"].startswith("vocab.map [absolute-ids]: d2t holds absolute target ids")
+
+
+def test_examples_are_what_the_build_script_writes(tmp_path: Path) -> None:
+    from examples.build_examples import EXAMPLES as SPECS
+    from pytest_eagle3.synth import write_checkpoint
+
+    for name, spec in SPECS.items():
+        rebuilt = write_checkpoint(spec, tmp_path / name)
+        for file in ("config.json", "model.safetensors"):
+            assert (rebuilt / file).read_bytes() == (EXAMPLES / name / file).read_bytes(), f"{name}/{file}"
