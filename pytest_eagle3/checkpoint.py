@@ -197,6 +197,7 @@ class Checkpoint:
 
     @property
     def readable(self) -> bool:
+        """True when every file parsed cleanly and at least one tensor was indexed."""
         return not self.problems and bool(self.tensors)
 
     @property

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pytest_eagle3.findings import Evidence, Finding, short
+from pytest_eagle3.formats import SPECULATORS
 from pytest_eagle3.tensorfiles import CheckpointReadError
 
 if TYPE_CHECKING:
@@ -92,7 +93,8 @@ def diagnose_finite(health: list[TensorHealth], producer: str) -> list[Finding]:
     bad = [h for h in health if h.nan or h.inf]
     if not bad:
         return findings
-    nan_init = [h.name for h in bad if h.name in SPECULATORS_NAN_INIT and h.nan == h.numel]
+    trap = producer == SPECULATORS
+    nan_init = [h.name for h in bad if trap and h.name in SPECULATORS_NAN_INIT and h.nan == h.numel]
     if nan_init:
         findings.append(Finding(
             "speculators-nan-init",
