@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 
@@ -68,9 +69,9 @@ def check(contract_id: str, findings: list[Finding] | tuple[Finding, ...]) -> No
         raise ContractViolation(contract_id, findings)
 
 
-def short(values: object, limit: int = 8) -> str:
+def short(values: Iterable[object], limit: int = 8) -> str:
     """A bounded rendering of a sequence for evidence lines."""
-    items = list(values) if not isinstance(values, str) else [values]  # type: ignore[call-overload]
+    items = list(values)
     if len(items) <= limit:
         return "[" + ", ".join(str(v) for v in items) + "]"
     head = ", ".join(str(v) for v in items[:limit])

@@ -116,6 +116,7 @@ class Eagle3Session:
     def __init__(self, config: pytest.Config, collector: Collector) -> None:
         self.config = config
         self.collector = collector
+        self.report_path = resolve(config, "eagle3_report").value
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         lines = []
@@ -132,9 +133,8 @@ class Eagle3Session:
             self.collector.add(data)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        target = resolve(self.config, "eagle3_report").value
-        if target and not _is_xdist_worker(self.config):
-            self.collector.write(Path(target))
+        if self.report_path and not _is_xdist_worker(self.config):
+            self.collector.write(Path(self.report_path))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if _is_xdist_worker(self.config) or not any(c.contracts for c in self.collector.checkpoints.values()):
@@ -142,9 +142,8 @@ class Eagle3Session:
         terminalreporter.write_sep("=", "EAGLE-3 verdict")
         for line in self.collector.table():
             terminalreporter.write_line(line)
-        target = resolve(self.config, "eagle3_report").value
-        if target:
-            terminalreporter.write_line(f"JSON report: {target}")
+        if self.report_path:
+            terminalreporter.write_line(f"JSON report: {self.report_path}")
 
     def pytest_unconfigure(self) -> None:
         clear_cache()
