@@ -10,10 +10,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_eagle3.options import resolve
+from pytest_eagle3.options import aux_convention, resolve
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
+    from pytest_eagle3.engines.plan import LoadPlan
+    from pytest_eagle3.engines.versions import EngineVersion
     from pytest_eagle3.target import TargetModel
 
 _OPENED: dict[str, Checkpoint] = {}
@@ -28,9 +30,13 @@ def open_cached(path: str) -> Checkpoint:
     return _OPENED[path]
 
 
+_PLANS: dict[tuple[str, str, str | None, str | None], LoadPlan] = {}
+
+
 def clear_cache() -> None:
-    """Forget opened checkpoints (end of a pytest run; in-process pytester runs reuse the module)."""
+    """Forget opened checkpoints and plans (end of a run; in-process pytester runs reuse the module)."""
     _OPENED.clear()
+    _PLANS.clear()
 
 
 def checkpoint_ids(paths: tuple[str, ...]) -> list[str]:
@@ -68,3 +74,36 @@ def eagle3_target(request: pytest.FixtureRequest) -> TargetModel:
     if resolved.value is None:
         pytest.skip("needs the target model: pass --eagle3-target=DIR (or its config.json)")
     return TargetModel.open(resolved.value)
+
+
+@pytest.fixture(scope="session")
+def eagle3_engine(request: pytest.FixtureRequest) -> EngineVersion:
+    """The engine version a contract judges against (one per ``--eagle3-engine`` entry)."""
+    from pytest_eagle3.engines.versions import EngineVersion, parse_selection
+
+    spec = getattr(request, "param", None)
+    if spec is None:
+        return parse_selection("all")[0]
+    if isinstance(spec, EngineVersion):
+        return spec
+    return parse_selection(str(spec))[0]
+
+
+@pytest.fixture(scope="session")
+def eagle3_load_plan(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoint,
+                     eagle3_engine: EngineVersion) -> LoadPlan:
+    """What ``eagle3_engine`` will do with ``eagle3_checkpoint`` (and the target, when given)."""
+    from pytest_eagle3.contract import require_config, require_tensors
+    from pytest_eagle3.engines.plan import load_plan
+    from pytest_eagle3.target import TargetModel
+
+    require_tensors(eagle3_checkpoint)
+    require_config(eagle3_checkpoint)
+    target_path = resolve(request.config, "eagle3_target").value
+    convention = aux_convention(request.config)
+    key = (str(eagle3_checkpoint.path), eagle3_engine.spec, target_path, convention)
+    if key not in _PLANS:
+        target = TargetModel.open(target_path) if target_path else None
+        usable = target if target is not None and target.problem is None else None
+        _PLANS[key] = load_plan(eagle3_checkpoint, eagle3_engine, usable, convention)
+    return _PLANS[key]

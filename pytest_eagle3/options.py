@@ -22,6 +22,8 @@ class OptionSpec:
     ini: str
     help: str
     repeatable: bool = False
+    metavar: str = "PATH"
+    is_path: bool = True
 
 
 OPTIONS: tuple[OptionSpec, ...] = (
@@ -32,6 +34,14 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "target model directory or its config.json: unlocks target-consistency checks"),
     OptionSpec("eagle3_report", "--eagle3-report", "EAGLE3_REPORT", "eagle3_report",
                "write the verdict per checkpoint and contract as JSON to this path"),
+    OptionSpec("eagle3_engines", "--eagle3-engine", "EAGLE3_ENGINES", "eagle3_engines",
+               "engine versions to judge against: comma list of sglang, vllm, all, NAME==VERSION or NAME==* "
+               "(every profile segment); a bare name is the newest known version (default: all)",
+               metavar="LIST", is_path=False),
+    OptionSpec("eagle3_aux_convention", "--eagle3-aux-convention", "EAGLE3_AUX_CONVENTION", "eagle3_aux_convention",
+               "how the draft's aux ids were meant in training: input-of (id k = input of layer k) or output-of "
+               "(id k = output of layer k); default: the detected producer's convention",
+               metavar="input-of|output-of", is_path=False),
 )
 BY_DEST = {spec.dest: spec for spec in OPTIONS}
 
@@ -52,9 +62,10 @@ def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("eagle3", "EAGLE-3 draft checkpoint contracts")
     for spec in OPTIONS:
         if spec.repeatable:
-            group.addoption(spec.flag, dest=spec.dest, action="append", default=None, metavar="PATH", help=spec.help)
+            group.addoption(spec.flag, dest=spec.dest, action="append", default=None, metavar=spec.metavar,
+                            help=spec.help)
         else:
-            group.addoption(spec.flag, dest=spec.dest, default=None, metavar="PATH", help=spec.help)
+            group.addoption(spec.flag, dest=spec.dest, default=None, metavar=spec.metavar, help=spec.help)
         ini_help = f"{spec.help} (ini; {spec.flag} and ${spec.env} take precedence)"
         if spec.repeatable:
             parser.addini(spec.ini, ini_help, type="linelist", default=[])
@@ -76,7 +87,7 @@ def resolve(config: pytest.Config, dest: str) -> Resolved:
     values = [str(v) for v in ini] if isinstance(ini, list) else ([str(ini)] if ini else [])
     if values:
         base = config.inipath.parent if config.inipath else Path.cwd()
-        return Resolved(tuple(_from_ini(v, base) for v in values), f"ini {spec.ini}")
+        return Resolved(tuple(_from_ini(v, base) if spec.is_path else v for v in values), f"ini {spec.ini}")
     return Resolved((), "unset")
 
 
@@ -93,3 +104,19 @@ def early_checkpoints(config: pytest.Config, namespace: object) -> bool:
         return bool(config.getini("eagle3_ckpt"))
     except ValueError:
         return False
+
+
+def engine_selection(config: pytest.Config) -> str:
+    """The ``--eagle3-engine`` text, ``all`` when unset."""
+    return resolve(config, "eagle3_engines").value or "all"
+
+
+def aux_convention(config: pytest.Config) -> str | None:
+    """``--eagle3-aux-convention``, validated; None when unset."""
+    value = resolve(config, "eagle3_aux_convention").value
+    if value is None:
+        return None
+    value = value.strip().lower()
+    if value not in ("input-of", "output-of"):
+        raise pytest.UsageError(f"--eagle3-aux-convention: {value!r} is not input-of or output-of")
+    return value

@@ -13,11 +13,18 @@ from typing import Any
 
 import pytest
 
-from pytest_eagle3.fixtures import checkpoint_ids, clear_cache, eagle3_checkpoint, eagle3_target
-from pytest_eagle3.options import OPTIONS, add_options, early_checkpoints, resolve
-from pytest_eagle3.report import MESSAGE_PROPERTY, Collector, one_line
+from pytest_eagle3.fixtures import (
+    checkpoint_ids,
+    clear_cache,
+    eagle3_checkpoint,
+    eagle3_engine,
+    eagle3_load_plan,
+    eagle3_target,
+)
+from pytest_eagle3.options import OPTIONS, add_options, aux_convention, early_checkpoints, engine_selection, resolve
+from pytest_eagle3.report import ANY_ENGINE, MESSAGE_PROPERTY, Collector, one_line
 
-__all__ = ["eagle3_checkpoint", "eagle3_target"]
+__all__ = ["eagle3_checkpoint", "eagle3_engine", "eagle3_load_plan", "eagle3_target"]
 
 MARKERS = (
     "eagle3_contract(id): an EAGLE-3 contract; the id names it in the verdict table and JSON report",
@@ -59,12 +66,28 @@ def pytest_configure(config: pytest.Config) -> None:
         register_profiles()
     checkpoints = resolve(config, "eagle3_ckpt")
     if checkpoints.values:
+        selected_engines(config)
+        aux_convention(config)
         collector = Collector()
         collector.expect(checkpoints.values)
         config.pluginmanager.register(Eagle3Session(config, collector), "eagle3-session")
 
 
+def selected_engines(config: pytest.Config) -> list[str]:
+    """The ``--eagle3-engine`` selection as ``NAME==VERSION`` strings; a bad value is a usage error."""
+    from pytest_eagle3.engines.versions import EngineSelectionError, parse_selection
+
+    try:
+        return [e.spec for e in parse_selection(engine_selection(config))]
+    except EngineSelectionError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "eagle3_engine" in metafunc.fixturenames:
+        engines = selected_engines(metafunc.config)
+        metafunc.parametrize("eagle3_engine", engines, ids=[e.replace("==", "-") for e in engines],
+                             indirect=True, scope="session")
     if "eagle3_checkpoint" not in metafunc.fixturenames:
         return
     paths = resolve(metafunc.config, "eagle3_ckpt").values
@@ -86,7 +109,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if excinfo is not None and isinstance(excinfo.value, ContractViolation) and report.failed:
         report.longrepr = excinfo.value.render()
     if report.when == "call" or (report.when == "setup" and not report.passed):
-        report.eagle3 = _contract_data(item, report, str(marker.args[0]), str(callspec.params["eagle3_checkpoint"]))  # type: ignore[attr-defined]
+        engine = str(callspec.params.get("eagle3_engine", ANY_ENGINE))
+        data = _contract_data(item, report, str(marker.args[0]), str(callspec.params["eagle3_checkpoint"]))
+        report.eagle3 = {**data, "engine": engine}  # type: ignore[attr-defined]
 
 
 def _contract_data(item: pytest.Item, report: pytest.TestReport, contract: str, path: str) -> dict[str, Any]:

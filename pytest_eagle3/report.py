@@ -34,20 +34,45 @@ class ContractResult:
 
 @dataclass
 class CheckpointResult:
-    """Everything reported about one checkpoint."""
+    """Everything reported about one checkpoint: contracts per engine (``any`` = engine-independent)."""
 
     path: str
     format: str = "unreadable"
     contracts: dict[str, ContractResult] = field(default_factory=dict)
+    engines: dict[str, dict[str, ContractResult]] = field(default_factory=dict)
     properties: dict[str, Any] = field(default_factory=dict)
 
     @property
     def verdict(self) -> str:
-        return "fail" if any(c.outcome == "failed" for c in self.contracts.values()) else "pass"
+        return "fail" if self.failing else "pass"
 
     @property
     def failing(self) -> list[str]:
         return [c.id for c in self.contracts.values() if c.outcome == "failed"]
+
+    def engine_failing(self, engine: str) -> list[str]:
+        """Engine-independent failures count against every engine, then the engine's own."""
+        own = [c.id for c in self.engines.get(engine, {}).values() if c.outcome == "failed"]
+        return self.failing + own
+
+    def engine_verdict(self, engine: str) -> str:
+        return "fail" if self.engine_failing(engine) else "pass"
+
+
+def _merge_into(table: dict[str, ContractResult], contract: str, outcome: str, message: str) -> None:
+    if contract in table:
+        table[contract].merge(outcome, message)
+    else:
+        table[contract] = ContractResult(contract, outcome, message)
+
+
+def _contracts_json(table: dict[str, ContractResult]) -> list[dict[str, str]]:
+    return [{"id": c.id, "outcome": c.outcome, "message": c.message} for c in table.values()]
+
+
+def _split_engine(spec: str) -> tuple[str, str | None]:
+    name, _, version = spec.partition("==")
+    return name, version or None
 
 
 @dataclass
@@ -67,34 +92,26 @@ class Collector:
             result.format = str(data["format"])
         result.properties.update(data.get("properties", {}))
         outcome, message, contract = str(data["outcome"]), str(data["message"]), str(data["contract"])
-        if contract in result.contracts:
-            result.contracts[contract].merge(outcome, message)
-        else:
-            result.contracts[contract] = ContractResult(contract, outcome, message)
+        engine = str(data.get("engine") or ANY_ENGINE)
+        table = result.contracts if engine == ANY_ENGINE else result.engines.setdefault(engine, {})
+        _merge_into(table, contract, outcome, message)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA,
-            "checkpoints": [
-                {
-                    "path": ckpt.path,
-                    "format": ckpt.format,
-                    "properties": ckpt.properties,
-                    "engines": [
-                        {
-                            "engine": ANY_ENGINE,
-                            "version": None,
-                            "verdict": ckpt.verdict,
-                            "contracts": [
-                                {"id": c.id, "outcome": c.outcome, "message": c.message}
-                                for c in ckpt.contracts.values()
-                            ],
-                        }
-                    ],
-                }
-                for ckpt in self.checkpoints.values()
-            ],
-        }
+        checkpoints = []
+        for ckpt in self.checkpoints.values():
+            entries: list[dict[str, Any]] = [{
+                "engine": ANY_ENGINE, "version": None, "verdict": ckpt.verdict,
+                "failing": ckpt.failing, "contracts": _contracts_json(ckpt.contracts),
+            }]
+            for spec, table in ckpt.engines.items():
+                name, version = _split_engine(spec)
+                entries.append({
+                    "engine": name, "version": version, "verdict": ckpt.engine_verdict(spec),
+                    "failing": ckpt.engine_failing(spec), "contracts": _contracts_json(table),
+                })
+            checkpoints.append({"path": ckpt.path, "format": ckpt.format, "properties": ckpt.properties,
+                                "engines": entries})
+        return {"schema": SCHEMA, "checkpoints": checkpoints}
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -103,8 +120,10 @@ class Collector:
     def table(self) -> list[str]:
         rows = [("checkpoint", "format", "engine", "verdict", "failing contracts")]
         for ckpt in self.checkpoints.values():
-            failing = ", ".join(ckpt.failing) or "-"
-            rows.append((ckpt.path, ckpt.format, ANY_ENGINE, ckpt.verdict.upper(), failing))
+            rows.append((ckpt.path, ckpt.format, ANY_ENGINE, ckpt.verdict.upper(), ", ".join(ckpt.failing) or "-"))
+            for spec in ckpt.engines:
+                failing = ", ".join(ckpt.engine_failing(spec)) or "-"
+                rows.append(("", "", spec, ckpt.engine_verdict(spec).upper(), failing))
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
         return ["  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths)) + "  " + row[4] for row in rows]
 

@@ -214,7 +214,7 @@ def draft_tensors(spec: SynthSpec) -> dict[str, torch.Tensor]:
     tensors["norm.weight"] = _norm(gen, h, dt)
     tensors["lm_head.weight"] = _matrix(gen, dv, h, dt)
     if spec.producer in (SPECULATORS, SPECFORGE_HF):
-        tensors["embed_tokens.weight"] = _matrix(gen, v, h, dt)
+        tensors["embed_tokens.weight"] = target_embedding(spec).to(dt)  # copied from the verifier, frozen
     reduced = dv < v
     if reduced or spec.producer in (SPECFORGE, SPECFORGE_HF, EAGLE, ANGELSLIM):
         d2t, t2d = vocab_maps(spec) if reduced else _identity_maps(spec)
@@ -330,6 +330,13 @@ def write_target(spec: SynthSpec, out: str | Path, with_weights: bool = True) ->
         state["lm_head.weight"] = _matrix(gen, spec.vocab_size, spec.hidden_size, torch.float32)
         save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
     return out
+
+
+def target_embedding(spec: SynthSpec) -> torch.Tensor:
+    """The synthetic target's embed_tokens (fp32): producers copy it into the draft and freeze it."""
+    import torch
+
+    return _matrix(_generator(spec.seed + 100), spec.vocab_size, spec.hidden_size, torch.float32)
 
 
 # -- faults --------------------------------------------------------------------------------

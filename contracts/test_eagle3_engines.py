@@ -1,0 +1,90 @@
+"""Engine contracts: what each selected engine version will do with the draft (``--eagle3-engine``).
+
+Each contract reads one area of the load plan (``pytest_eagle3.engines.plan``) and fails with what
+the engine will do, the evidence, the fix, and the plan itself.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_eagle3.contract import RecordProperty, passed
+from pytest_eagle3.engines.aux import describe_inputs
+from pytest_eagle3.engines.plan import LoadPlan
+from pytest_eagle3.engines.verdicts import check_area
+
+
+class TestEagle3Engine:
+    @pytest.mark.eagle3_contract("engine.architecture")
+    def test_architecture(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty) -> None:
+        """The engine builds an EAGLE-3 draft class from this config format and architecture."""
+        plan = eagle3_load_plan
+        check_area(plan, "architecture", "engine.architecture", with_plan=False)
+        passed(record_property, f"{plan.engine.label} builds {plan.draft_class}")
+
+    @pytest.mark.eagle3_contract("engine.keys")
+    def test_keys(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty) -> None:
+        """No checkpoint tensor dropped or refused, no engine parameter left uninitialised."""
+        plan = eagle3_load_plan
+        check_area(plan, "keys", "engine.keys", needs_class=True)
+        loaded = sum(len(v) for v in plan.parameters.values())
+        record_property(f"{plan.engine.test_id}.tensors_loaded", loaded)
+        passed(record_property, f"{plan.engine.label}: {loaded} tensors into {len(plan.parameters)} parameters, "
+                                "none dropped, none uninitialised")
+
+    @pytest.mark.eagle3_contract("engine.vocab")
+    def test_vocab(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty) -> None:
+        """The engine reads the draft->target map the way it was written."""
+        plan = eagle3_load_plan
+        check_area(plan, "vocab", "engine.vocab")
+        passed(record_property, f"{plan.engine.label}: {plan.map_reading}")
+
+    @pytest.mark.eagle3_contract("engine.aux_layers")
+    def test_aux_layers(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty) -> None:
+        """The target layers the engine feeds are the layers the draft was trained on."""
+        plan = eagle3_load_plan
+        check_area(plan, "aux", "engine.aux_layers")
+        aux = plan.aux
+        if aux.captured is None:
+            pytest.skip(f"{plan.engine.label} uses its default aux layers [2, L//2, L-3] or a rule that needs the "
+                        "target's layer count: pass --eagle3-target=DIR")
+        if aux.trained is None:
+            pytest.skip(f"cannot tell which layers the draft was trained on ({aux.trained_from}); pass "
+                        "--eagle3-aux-convention=input-of|output-of")
+        record_property(f"{plan.engine.test_id}.captured_inputs_of", list(aux.captured))
+        other = ""
+        if aux.other_mode is not None and aux.other_mode != aux.captured:
+            other = f"; the other runtime mode would feed {describe_inputs(aux.other_mode)}"
+        passed(record_property, f"{plan.engine.label} feeds {describe_inputs(aux.captured)} = training{other}")
+
+    @pytest.mark.eagle3_contract("engine.fc")
+    def test_fc(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty) -> None:
+        """The concatenation the target sends matches what fc was trained on; fc is not bypassed."""
+        plan = eagle3_load_plan
+        check_area(plan, "fc", "engine.fc")
+        fc = plan.fc
+        if fc.action == "unknown":
+            pytest.skip("how many states the target captures depends on its layer count and architecture: "
+                        "pass --eagle3-target=DIR")
+        passed(record_property, f"{plan.engine.label}: {fc.states_sent} states, {fc.width_sent} wide -> fc ({fc.action})")
+
+    @pytest.mark.eagle3_contract("engine.norms")
+    def test_norms(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty) -> None:
+        """The engine applies the norms the draft was trained with."""
+        plan = eagle3_load_plan
+        check_area(plan, "norms", "engine.norms")
+        passed(record_property, f"{plan.engine.label}: " + ", ".join(f"{k}={v}" for k, v in plan.norms.items()))
+
+    @pytest.mark.eagle3_contract("engine.embeddings")
+    def test_embeddings(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty) -> None:
+        """embed_tokens and lm_head come from where the draft was trained with them."""
+        plan = eagle3_load_plan
+        check_area(plan, "embeddings", "engine.embeddings")
+        passed(record_property, f"{plan.engine.label}: embed_tokens from {plan.embed_tokens}, lm_head from {plan.lm_head}")
+
+    @pytest.mark.eagle3_contract("engine.layers")
+    def test_layers(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty) -> None:
+        """The engine builds as many draft layers as the checkpoint has."""
+        plan = eagle3_load_plan
+        check_area(plan, "layers", "engine.layers")
+        passed(record_property, f"{plan.engine.label}: {plan.draft_layers} draft layer(s)")

@@ -1,0 +1,251 @@
+"""Aux hidden-state layers: config ids -> the physical layer inputs a target captures.
+
+Everything is stated as *layer-input indices*: index j is the residual stream entering decoder
+layer j (HF ``output_hidden_states[j]``, the output of layer j-1); 0 is the embeddings and L the
+output of the last layer before the final norm. Both engines capture ``hidden_states + residual``
+before layer j, in layer order, so duplicates collapse and the order is ascending.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from pytest_eagle3.engines.profiles import Profile
+from pytest_eagle3.engines.targets import CAPTURES, REFUSED, SILENT, capture_support
+from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.formats import INPUT_OF, MODELOPT, OUTPUT_OF
+
+if TYPE_CHECKING:
+    from pytest_eagle3.checkpoint import Checkpoint
+    from pytest_eagle3.engines.plan import LoadPlan
+    from pytest_eagle3.engines.view import EngineView
+    from pytest_eagle3.target import TargetModel
+
+CONVENTIONS = (INPUT_OF, OUTPUT_OF)
+
+
+def default_inputs(layers: int) -> tuple[int, ...]:
+    """Both engines' default: inputs of layers 2, L//2, L-3 (no +1). Source: sglang llama.py
+    set_eagle3_layers_to_capture, vllm interfaces.py get_eagle3_default_aux_hidden_state_layers."""
+    return (2, layers // 2, layers - 3)
+
+
+def transform(rule: str, ids: Sequence[int], layers: int | None) -> tuple[int, ...] | None:
+    """Requested layer-input indices for configured ``ids`` under a profile's transform rule."""
+    if rule == "+1":
+        return tuple(i + 1 for i in ids)
+    if rule == "as-is":
+        return tuple(ids)
+    if rule == "+1-if-first-is-1":
+        return tuple(i + 1 for i in ids) if ids and ids[0] == 1 else tuple(ids)
+    if rule == "+1-unless-max-is-L":
+        if layers is None:
+            return None
+        return tuple(ids) if ids and max(ids) == layers else tuple(i + 1 for i in ids)
+    raise ValueError(f"unknown aux transform {rule!r}")
+
+
+def firing(requested: Sequence[int], layers: int | None, capture_range: str) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
+    """(captured ascending and unique, indices that never fire, whether index 0 crashes)."""
+    crash = 0 in requested and capture_range == "inner"
+    if layers is None:
+        kept = sorted({j for j in requested if j >= (0 if capture_range == "all" else 1)})
+        return tuple(kept), (), crash
+    low, high = (0, layers) if capture_range == "all" else (1, layers - 1)
+    captured = tuple(sorted({j for j in requested if low <= j <= high}))
+    never = tuple(sorted({j for j in requested if j > high or j < 0}))
+    return captured, never, crash
+
+
+def trained_inputs(ids: Sequence[int], convention: str) -> tuple[int, ...]:
+    """The layer inputs a draft was trained on: input-of ids as-is, output-of ids + 1."""
+    shift = 1 if convention == OUTPUT_OF else 0
+    return tuple(sorted({i + shift for i in ids}))
+
+
+def describe_inputs(indices: Sequence[int] | None) -> str:
+    """Layer-input indices as the outputs they are: 'outputs of layers [1, 3, 4]'."""
+    if indices is None:
+        return "unknown"
+    parts = []
+    outputs = [j - 1 for j in indices if j > 0]
+    if 0 in indices:
+        parts.append("the embeddings")
+    if outputs:
+        parts.append(f"outputs of layers {outputs}")
+    return " and ".join(parts) or "nothing"
+
+
+def _ids(value: Any) -> tuple[int, ...] | None:
+    if isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return tuple(value)
+    return None
+
+
+def read_ids(config: dict[str, Any], fields: Sequence[str]) -> tuple[str | None, tuple[int, ...] | None]:
+    """The first field in ``fields`` that holds ids, as the engine's resolver reads it."""
+    from pytest_eagle3.engines.view import lookup
+
+    for name in fields:
+        ids = _ids(lookup(config, name))
+        if ids:
+            return name, ids
+    return None, None
+
+
+def resolve_capture(prof: Profile, fields: Sequence[str], config: dict[str, Any], family: str,
+                    layers: int | None) -> tuple[str | None, tuple[int, ...] | None, str, tuple[int, ...] | None]:
+    """(field, ids read, transform used, requested layer inputs) for one resolver."""
+    name, ids = read_ids(config, fields)
+    if ids is None:
+        return None, None, "default", default_inputs(layers) if layers is not None else None
+    rule = str(prof.value(f"aux_transform_{family}"))
+    return name, ids, rule, transform(rule, ids, layers)
+
+
+def plan_aux(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, target: TargetModel | None,
+             convention: str | None) -> None:
+    """Fill ``plan.aux`` and file the aux issues."""
+    aux = plan.aux
+    layers = target.num_hidden_layers if target is not None else None
+    aux.target_layers = layers
+    arch = target.architectures[0] if target is not None and target.architectures else None
+    support = capture_support(prof.engine, prof.version, arch) if arch else None
+    aux.support = support
+    family = support.family if support else "llama"
+    capture_range = str(prof.value("capture_range"))
+    if family == "gpt_oss" and prof.value("aux_transform_gpt_oss") == "+1-unless-max-is-L":
+        capture_range = "all"
+    aux.field, aux.configured, aux.transform, aux.requested = resolve_capture(
+        prof, prof.value("aux_id_fields"), view.config, family, layers)
+    if aux.requested is not None:
+        aux.captured, aux.never_fire, crash = firing(aux.requested, layers, capture_range)
+    else:
+        crash = False
+    other_fields = prof.value("aux_id_fields_other_mode")
+    if other_fields is not None:
+        aux.other_mode_field, _, _, other = resolve_capture(prof, other_fields, view.config, family, layers)
+        aux.other_mode = firing(other, layers, capture_range)[0] if other is not None else None
+    if prof.value("graph_mode_default_layers") and aux.configured and layers is not None:
+        aux.graph_mode = firing(default_inputs(layers), layers, capture_range)[0]
+    _trained(aux, ckpt, convention)
+    _support_issues(plan, prof, support, arch)
+    if crash:
+        plan.refuse("aux", Finding(
+            "aux-index-zero",
+            f"{prof.label} would capture the input of layer 0 (residual is None there): the first forward fails",
+            (Evidence("aux ids", str(list(aux.configured or ())), "ids whose captured layer input is >= 1"),),
+            "drop the id that maps to layer input 0", (f"rule: {prof.source('capture_range')}",),
+        ))
+    _compare(plan, prof, ckpt)
+
+
+def _trained(aux: Any, ckpt: Checkpoint, convention: str | None) -> None:
+    cfg = ckpt.config
+    given = convention or cfg.aux.convention
+    how = "--eagle3-aux-convention" if convention else cfg.aux.convention_source
+    if cfg.aux.ids and given in CONVENTIONS:
+        aux.trained = trained_inputs(cfg.aux.ids, given)
+        aux.trained_from = f"{cfg.aux.field} = {list(cfg.aux.ids)}, {given} ({how})"
+    elif cfg.aux.ids:
+        aux.trained_from = (f"{cfg.aux.field} = {list(cfg.aux.ids)}, convention unknown: "
+                            "state it with --eagle3-aux-convention=input-of|output-of")
+    elif aux.target_layers is not None:
+        aux.trained = default_inputs(aux.target_layers)
+        aux.trained_from = "no ids in config.json: the producer's default, inputs of layers 2, L//2, L-3"
+
+
+def _support_issues(plan: LoadPlan, prof: Profile, support: Any, arch: str | None) -> None:
+    if support is None:
+        return
+    if support.support == REFUSED:
+        plan.refuse("aux", Finding(
+            "target-no-capture",
+            f"{prof.label} cannot capture aux hidden states from target {arch}: startup fails",
+            (Evidence("target architecture", str(arch), "a target class that captures EAGLE-3 aux states"),),
+            "serve this target with an engine version whose target class captures aux states",
+            (f"rule: {support.source}",),
+        ))
+    elif support.support == SILENT:
+        plan.lose("aux", Finding(
+            "target-silent-no-capture",
+            f"{prof.label}'s {arch} never captures the configured aux layers: the draft gets one hidden state",
+            (Evidence("target architecture", str(arch), "a target class that captures EAGLE-3 aux states"),),
+            "serve this target with a newer engine version", (f"rule: {support.source}",),
+        ))
+    elif support.support != CAPTURES:
+        plan.notes.append(f"capture support of {arch} in {prof.label} is not in the table")
+
+
+def _compare(plan: LoadPlan, prof: Profile, ckpt: Checkpoint) -> None:
+    aux = plan.aux
+    cfg = ckpt.config
+    if not cfg.aux.ids and cfg.aux.field is None and ckpt.format.producer == MODELOPT:
+        plan.lose("aux", Finding(
+            "aux-ids-missing",
+            f"config.json names no aux layer ids: {prof.label} captures its defaults "
+            f"({describe_inputs(aux.captured)}), not necessarily the layers this ModelOpt draft was trained on",
+            (Evidence("eagle_config.eagle_aux_hidden_state_layer_ids", "absent", "the ids used in training"),),
+            "write the training ids into eagle_config.eagle_aux_hidden_state_layer_ids (vllm#50170: acceptance 1.036)",
+            (f"rule: {prof.source('aux_id_fields')}",),
+        ))
+        return
+    if aux.trained is None or aux.captured is None:
+        return
+    fed = aux.graph_mode if aux.graph_mode is not None else aux.captured
+    if tuple(fed) == tuple(aux.trained):
+        return
+    plan.lose("aux", Finding("aux-layers", _aux_headline(plan, prof, fed), _aux_evidence(plan), _aux_fix(plan, prof),
+                             _aux_details(plan, prof)))
+
+
+def _how_read(plan: LoadPlan, prof: Profile) -> str:
+    aux = plan.aux
+    if aux.configured is None:
+        fields = prof.value("aux_id_fields")
+        where = " or ".join(fields) if fields else "nowhere (configured ids are ignored)"
+        return f"{prof.label} reads aux ids from {where}; none there, so it uses its defaults [2, L//2, L-3]"
+    if aux.transform == "+1" or (aux.transform != "as-is" and tuple(aux.requested or ()) != aux.configured):
+        return f"{prof.label} adds +1 to {list(aux.configured)} -> captures inputs of layers {list(aux.requested or ())}"
+    return f"{prof.label} uses {list(aux.configured)} as-is -> captures inputs of layers {list(aux.requested or ())}"
+
+
+def _aux_headline(plan: LoadPlan, prof: Profile, fed: Sequence[int]) -> str:
+    aux = plan.aux
+    mode = " in CUDA-graph decode" if aux.graph_mode is not None else ""
+    return (f"{_how_read(plan, prof)} = {describe_inputs(fed)}{mode}; the draft was trained on "
+            f"{describe_inputs(aux.trained)}: the draft sees the wrong layers, acceptance drops")
+
+
+def _aux_evidence(plan: LoadPlan) -> tuple[Evidence, ...]:
+    aux = plan.aux
+    return (Evidence("layer inputs fed", str(list(aux.captured or ())) + (f" (from {aux.field})" if aux.field else " (defaults)"),
+                     f"{list(aux.trained or ())} ({aux.trained_from})"),)
+
+
+def _aux_fix(plan: LoadPlan, prof: Profile) -> str:
+    aux = plan.aux
+    trained = list(aux.trained or ())
+    if aux.graph_mode is not None and aux.captured == aux.trained:
+        return "serve with SGLang >= 0.5.11 (or --disable-cuda-graph, slow)"
+    fields = prof.value("aux_id_fields")
+    if not fields:
+        return f"serve with a version that reads configured aux ids ({prof.label} ignores them)"
+    rule = aux.transform if aux.configured else str(prof.value("aux_transform_llama"))
+    ids = [j - 1 for j in trained] if rule.startswith("+1") else trained
+    return f"write {ids} into {fields[0]} (for {prof.label}: layer inputs {trained})"
+
+
+def _aux_details(plan: LoadPlan, prof: Profile) -> tuple[str, ...]:
+    aux = plan.aux
+    details = [f"rule: {prof.source('aux_id_fields')}"]
+    if aux.configured is not None:
+        details.append(f"rule: {prof.source('aux_transform_llama')}")
+    if aux.other_mode is not None and aux.other_mode != aux.captured:
+        details.append(f"in the other runtime mode ({prof.source('aux_id_fields_other_mode')}) the target captures "
+                       f"{describe_inputs(aux.other_mode)}")
+    if aux.graph_mode is not None:
+        details.append(f"eager prefill captures {describe_inputs(aux.captured)}; "
+                       f"rule: {prof.source('graph_mode_default_layers')}")
+    return tuple(details)

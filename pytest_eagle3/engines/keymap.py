@@ -1,0 +1,198 @@
+"""Key resolution: which engine parameter each checkpoint tensor lands in, as the engine's loader does it.
+
+The parameter set and the name rules follow the Llama EAGLE-3 draft class of each engine
+(``LlamaForCausalLMEagle3`` in SGLang, ``Eagle3LlamaForCausalLM`` in vLLM); which rule applies
+comes from the profile (behaviours ``key_prefix``, ``first_layer``, ``renames``, ``unknown_key``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pytest_eagle3.engines.profiles import Profile
+from pytest_eagle3.engines.versions import SGLANG
+
+#: Checkpoint sub-names stacked into one engine parameter, with the shard they fill.
+#: Source: sglang llama_eagle3.py / vllm llama_eagle3.py stacked_params_mapping.
+STACKED = (
+    (".q_proj", ".qkv_proj", "q"),
+    (".k_proj", ".qkv_proj", "k"),
+    (".v_proj", ".qkv_proj", "v"),
+    (".gate_proj", ".gate_up_proj", "gate"),
+    (".up_proj", ".gate_up_proj", "up"),
+)
+LAYER_PARAMS = (
+    "self_attn.qkv_proj.weight",
+    "self_attn.o_proj.weight",
+    "mlp.gate_up_proj.weight",
+    "mlp.down_proj.weight",
+    "input_layernorm.weight",
+    "post_attention_layernorm.weight",
+)
+#: Shards a fused parameter needs before it counts as loaded.
+SHARDS = {".qkv_proj.": ("q", "k", "v"), ".gate_up_proj.": ("gate", "up")}
+D2T_PARAM = "draft_id_to_target_id"
+ALWAYS_DROPPED = ("rotary_emb.inv_freq", "rotary_emb.cos_cached", "rotary_emb.sin_cached", "mask_hidden")
+
+
+@dataclass(frozen=True)
+class DraftShape:
+    """What the engine builds, from the config as the engine reads it."""
+
+    layers: int
+    norm_before_fc: bool
+    fc_norm_count: int
+    fc_bias: bool
+    has_fc: bool
+    has_lm_head: bool
+    has_embed: bool
+    has_d2t: bool
+
+
+@dataclass
+class KeyResolution:
+    """Where every checkpoint tensor went."""
+
+    loaded: dict[str, list[str]] = field(default_factory=dict)  # engine parameter -> checkpoint names
+    shards: dict[str, set[str]] = field(default_factory=dict)
+    dropped: list[tuple[str, str]] = field(default_factory=list)  # (checkpoint name, why)
+    ignored: list[tuple[str, str]] = field(default_factory=list)  # read and ignored by design (t2d)
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (checkpoint name, the engine's error)
+    d2t_name: str | None = None
+
+
+def engine_parameters(profile: Profile, shape: DraftShape) -> set[str]:
+    """The parameter names the engine's draft module has."""
+    first_layer = profile.value("first_layer")
+    params = {"model.norm.weight"}
+    if shape.has_embed:
+        params.add("model.embed_tokens.weight")
+    if shape.has_fc:
+        params.add("model.fc.weight")
+        if shape.fc_bias:
+            params.add("model.fc.bias")
+    if shape.norm_before_fc:
+        params.add("model.input_norm.weight")
+    params |= {f"model.fc_norm.{i}.weight" for i in range(shape.fc_norm_count)}
+    if shape.has_lm_head:
+        params.add("lm_head.weight")
+    if shape.has_d2t and profile.engine != SGLANG:
+        params.add(D2T_PARAM)
+    for index in range(shape.layers):
+        prefix = "model.midlayer." if first_layer == "midlayer" else f"model.layers.{index}."
+        params |= {prefix + name for name in LAYER_PARAMS}
+        if index == 0 or profile.value("later_layer_norm") == "hidden_norm":
+            params.add(prefix + "hidden_norm.weight")
+    return params
+
+
+def resolve_keys(profile: Profile, names: list[str], params: set[str]) -> KeyResolution:
+    """Send each checkpoint name through the engine's loader rules."""
+    out = KeyResolution()
+    resolver = _sglang_name if profile.engine == SGLANG else _vllm_name
+    for name in sorted(names):
+        resolver(profile, name, params, out)
+    return out
+
+
+def _stack(name: str) -> tuple[str, str | None]:
+    for weight, param, shard in STACKED:
+        if weight + "." in name:
+            return name.replace(weight + ".", param + "."), shard
+    return name, None
+
+
+def _load(out: KeyResolution, param: str, source: str, shard: str | None) -> None:
+    out.loaded.setdefault(param, []).append(source)
+    if shard:
+        out.shards.setdefault(param, set()).add(shard)
+
+
+def _sglang_name(profile: Profile, name: str, params: set[str], out: KeyResolution) -> None:
+    if profile.value("key_prefix") == "add-model":
+        _sglang_legacy_name(name, params, out)
+        return
+    renamed = name
+    for old, new in profile.value("renames"):
+        renamed = renamed.replace(old, new)
+    if "d2t" in renamed:
+        out.d2t_name = name
+        return
+    if "t2d" in renamed:
+        out.ignored.append((name, "t2d is skipped by the loader (never used)"))
+        return
+    stacked, shard = _stack(renamed)
+    for candidate in (stacked, "model." + stacked):
+        if candidate in params:
+            _load(out, candidate, name, shard)
+            return
+    out.dropped.append((name, _why_dropped(renamed, params, profile)))
+
+
+def _sglang_legacy_name(name: str, params: set[str], out: KeyResolution) -> None:
+    if "d2t" in name:
+        out.d2t_name = name
+        return
+    if "t2d" in name:
+        out.ignored.append((name, "t2d is skipped by the loader (never used)"))
+        return
+    prefixed = name if "lm_head" in name else "model." + name
+    stacked, shard = _stack(prefixed)
+    if stacked in params:
+        _load(out, stacked, name, shard)
+    elif shard:
+        out.refused.append((name, f"KeyError: '{stacked}'"))
+    else:
+        out.dropped.append((name, f"no parameter {prefixed} (logged 'Parameter {prefixed} not found in params_dict')"))
+
+
+def _vllm_name(profile: Profile, name: str, params: set[str], out: KeyResolution) -> None:
+    if "t2d" in name:
+        out.ignored.append((name, "t2d is skipped by the loader (never used)"))
+        return
+    if "d2t" in name:
+        out.d2t_name = name
+        param = name.replace("d2t", D2T_PARAM)
+        if param in params:
+            _load(out, param, name, None)
+        else:
+            out.refused.append((name, f"ValueError: There is no module or parameter named '{param}' "
+                                      "in Eagle3LlamaForCausalLM"))
+        return
+    prefixed = name if "lm_head" in name else "model." + name
+    if any(part in prefixed for part in ALWAYS_DROPPED):
+        out.dropped.append((name, "rotary caches and mask_hidden are always skipped"))
+        return
+    if prefixed.startswith("model.fc.") and "model.fc.weight" not in params:
+        out.dropped.append((name, "fc is skipped when eagle_config.use_aux_hidden_state is false"))
+        return
+    if prefixed.startswith("model.input_norm.") and "model.input_norm.weight" not in params and profile.at_least("0.18.0"):
+        out.dropped.append((name, "input_norm is skipped when norm_before_fc is false"))
+        return
+    renamed = prefixed
+    for old, new in profile.value("renames"):
+        renamed = renamed.replace(old, new)
+    stacked, shard = _stack(renamed)
+    if stacked in params:
+        _load(out, stacked, name, shard)
+        return
+    if profile.value("unknown_key") == "raise-except-bias" and name.endswith(".bias"):
+        out.dropped.append((name, "unexpected *.bias tensors are ignored (debug log only)"))
+        return
+    error = "ValueError: There is no module or parameter named" if profile.at_least("0.25.0") else "KeyError:"
+    out.refused.append((name, f"{error} '{stacked}'"))
+
+
+def _why_dropped(renamed: str, params: set[str], profile: Profile) -> str:
+    if renamed.startswith(("layers.", "model.layers.")) and profile.value("first_layer") == "midlayer":
+        return "the first draft layer is model.midlayer.* in this version; layers.* names match nothing"
+    if renamed.startswith("model.model."):
+        return "a doubled model. prefix matches nothing"
+    return "no parameter has this name; the loader skips it without a log"
+
+
+def fused_complete(param: str, shards: set[str]) -> bool:
+    for marker, needed in SHARDS.items():
+        if marker in param:
+            return set(needed) <= shards
+    return True

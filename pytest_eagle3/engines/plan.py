@@ -1,0 +1,578 @@
+"""Load plans: what one engine version will do with a checkpoint, computed from its profile.
+
+``load_plan(ckpt, engine_version, target=None)`` returns a :class:`LoadPlan`: tensor -> parameter,
+dropped tensors, parameters left uninitialised, the effective draft -> target map, the physical
+target layers fed to the draft, the width reaching ``fc`` and whether ``fc`` runs, the norms
+applied, where embed_tokens and lm_head come from; plus :class:`Issue` s, each a finding filed
+under the contract area that judges it, marked ``refused`` (the engine will not start) or ``loss``
+(it starts and acceptance suffers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pytest_eagle3.engines import aux as aux_rules
+from pytest_eagle3.engines.keymap import DraftShape, KeyResolution, engine_parameters, fused_complete, resolve_keys
+from pytest_eagle3.engines.profiles import Profile, profile
+from pytest_eagle3.engines.targets import CaptureSupport, capture_support
+from pytest_eagle3.engines.versions import SGLANG, VLLM, EngineVersion
+from pytest_eagle3.engines.view import EngineView, engine_view, lookup
+from pytest_eagle3.findings import Evidence, Finding, short
+
+if TYPE_CHECKING:
+    from pytest_eagle3.checkpoint import Checkpoint
+    from pytest_eagle3.target import TargetModel
+
+REFUSED = "refused"
+LOSS = "loss"
+LOADS = "loads"
+LOADS_WITH_LOSS = "loads with loss"
+AREAS = ("architecture", "keys", "vocab", "aux", "fc", "norms", "embeddings", "layers")
+ACCEPTANCE = "acceptance length will be ~1.0"
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One thing the engine will do wrong, under the contract area that reports it."""
+
+    area: str
+    kind: str
+    finding: Finding
+
+
+@dataclass
+class AuxPlan:
+    """Aux hidden states: what the target captures versus what the draft was trained on."""
+
+    field: str | None = None
+    configured: tuple[int, ...] | None = None
+    transform: str = "default"
+    requested: tuple[int, ...] | None = None
+    captured: tuple[int, ...] | None = None
+    never_fire: tuple[int, ...] = ()
+    trained: tuple[int, ...] | None = None
+    trained_from: str = ""
+    other_mode: tuple[int, ...] | None = None
+    other_mode_field: str | None = None
+    graph_mode: tuple[int, ...] | None = None
+    target_layers: int | None = None
+    support: CaptureSupport | None = None
+    explanation: str = ""
+
+
+@dataclass
+class FcPlan:
+    """The concatenation that reaches fc, and what fc does with it."""
+
+    expects_states: int | None = None
+    expects_width: int | None = None
+    checkpoint_width: int | None = None
+    states_sent: int | None = None
+    width_sent: int | None = None
+    action: str = "unknown"
+
+
+@dataclass
+class LoadPlan:
+    """What one engine version will do with one checkpoint."""
+
+    engine: EngineVersion
+    draft_class: str | None
+    parameters: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    dropped: dict[str, str] = field(default_factory=dict)
+    ignored: dict[str, str] = field(default_factory=dict)
+    uninitialised: tuple[str, ...] = ()
+    draft_to_target: tuple[int, ...] | None = None
+    map_reading: str = ""
+    aux: AuxPlan = field(default_factory=AuxPlan)
+    fc: FcPlan = field(default_factory=FcPlan)
+    norms: dict[str, bool] = field(default_factory=dict)
+    norm_notes: dict[str, str] = field(default_factory=dict)
+    embed_tokens: str = "unknown"
+    lm_head: str = "unknown"
+    draft_layers: int | None = None
+    issues: list[Issue] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def outcome(self) -> str:
+        kinds = {i.kind for i in self.issues}
+        return REFUSED if REFUSED in kinds else LOADS_WITH_LOSS if LOSS in kinds else LOADS
+
+    def issues_for(self, area: str) -> list[Finding]:
+        return [i.finding for i in self.issues if i.area == area]
+
+    def refuse(self, area: str, finding: Finding) -> None:
+        self.issues.append(Issue(area, REFUSED, finding))
+
+    def lose(self, area: str, finding: Finding) -> None:
+        self.issues.append(Issue(area, LOSS, finding))
+
+    def describe(self) -> list[str]:
+        """The plan in a few lines, for failure messages."""
+        lines = [f"load plan, {self.engine.label} ({self.draft_class or 'no draft class'}): {self.outcome}"]
+        loaded = sum(len(v) for v in self.parameters.values())
+        lines.append(f"  tensors -> parameters: {loaded} loaded into {len(self.parameters)} parameters; "
+                     f"dropped {len(self.dropped)}; uninitialised {len(self.uninitialised)}")
+        if self.aux.captured is not None or self.aux.requested is not None:
+            lines.append(f"  target feeds: {aux_rules.describe_inputs(self.aux.captured)}; "
+                         f"draft trained on: {aux_rules.describe_inputs(self.aux.trained)}")
+        if self.fc.action != "unknown":
+            lines.append(f"  fc: {self.fc.action} (width sent {self.fc.width_sent}, fc expects {self.fc.expects_width})")
+        if self.norms:
+            lines.append("  norms applied: " + ", ".join(f"{k}={v}" for k, v in self.norms.items()))
+        lines.append(f"  embed_tokens: {self.embed_tokens}; lm_head: {self.lm_head}; map: {self.map_reading}")
+        return lines
+
+    def as_probe_dict(self) -> dict[str, Any]:
+        """The plan in the probes' JSON shape (``pytest-eagle3/probe/1``), for comparison."""
+        return {
+            "engine": self.engine.engine,
+            "version": str(self.engine.version),
+            "draft_class": self.draft_class,
+            "outcome": "refused" if self.outcome == REFUSED else "loaded",
+            "parameters": {k: {"sources": list(v)} for k, v in self.parameters.items()},
+            "uninitialised": list(self.uninitialised),
+            "dropped": sorted(self.dropped),
+            "draft_to_target": list(self.draft_to_target) if self.draft_to_target is not None else None,
+            "aux_layer_ids": list(self.aux.requested) if self.aux.requested is not None else None,
+            "captured_inputs_of": list(self.aux.captured) if self.aux.captured is not None else None,
+            "aux_layer_ids_other_mode": list(self.aux.other_mode) if self.aux.other_mode is not None else None,
+            "fc_input_width": self.fc.width_sent,
+            "fc_applied": {"fc": True, "bypassed": False}.get(self.fc.action),
+            "norms": dict(self.norms),
+            "embed_tokens": self.embed_tokens if self.embed_tokens in ("draft", "target") else None,
+            "lm_head": self.lm_head if self.lm_head in ("draft", "target") else None,
+            "draft_layers": self.draft_layers,
+        }
+
+
+def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | None = None,
+              convention: str | None = None) -> LoadPlan:
+    """Compute what ``engine`` will do with ``ckpt`` (and the target, when known)."""
+    prof = profile(engine)
+    raw = ckpt.config_raw or {}
+    plan = LoadPlan(engine, None)
+    view = engine_view(raw, prof)
+    if not _architecture(plan, prof, view, raw):
+        return plan
+    shape = _draft_shape(plan, prof, view, ckpt)
+    params = engine_parameters(prof, shape)
+    resolution = resolve_keys(prof, list(ckpt.tensors), params)
+    _keys(plan, prof, ckpt, resolution, params, shape)
+    _shapes(plan, prof, view, ckpt)
+    _vocab(plan, prof, view, ckpt, resolution)
+    from pytest_eagle3.engines.aux import plan_aux
+
+    plan_aux(plan, prof, view, ckpt, target, convention)
+    _fc(plan, prof, view, ckpt, target)
+    _norms(plan, prof, view, ckpt)
+    _embeddings(plan, prof, view, ckpt, target, resolution)
+    return plan
+
+
+# ---------------------------------------------------------------- architecture and config format
+
+def _architecture(plan: LoadPlan, prof: Profile, view: EngineView, raw: dict[str, Any]) -> bool:
+    if view.speculators:
+        if not prof.value("speculators_format"):
+            plan.refuse("architecture", Finding(
+                "speculators-format",
+                f"{prof.label} cannot read a speculators-format config: startup fails "
+                "('Unrecognized model ... Should have a model_type key')",
+                (Evidence("config.json", "speculators_model_type / transformer_layer_config",
+                          "a flat HF config with architectures ['LlamaForCausalLMEagle3']"),),
+                "convert the config for SGLang: flatten transformer_layer_config, set architectures "
+                "['LlamaForCausalLMEagle3'], put the aux ids in eagle_config.eagle_aux_hidden_state_layer_ids",
+                (f"rule: {prof.source('speculators_format')}",),
+            ))
+            return False
+        allowed = prof.value("speculators_model_types")
+        model_type = str(view.config.get("model_type", ""))
+        if "*" not in allowed and model_type not in allowed:
+            plan.refuse("architecture", Finding(
+                "speculators-model-type",
+                f"{prof.label} maps speculators model_type {model_type!r} to no draft class: ValueError at startup",
+                (Evidence("transformer_layer_config.model_type", repr(model_type), " or ".join(allowed)),),
+                "use a supported layer config (llama or qwen3)", (f"rule: {prof.source('speculators_model_types')}",),
+            ))
+            return False
+        plan.draft_class = "Eagle3Qwen3ForCausalLM" if model_type == "qwen3" else "Eagle3LlamaForCausalLM"
+        return True
+    archs = raw.get("architectures")
+    arch = str(archs[0]) if isinstance(archs, list) and archs else ""
+    accepted = prof.value("architectures")
+    resolved = _rewrite(arch, prof.value("arch_rewrite"))
+    if accepted == "*":
+        plan.draft_class = "Eagle3LlamaForCausalLM"
+        return True
+    if resolved in accepted:
+        plan.draft_class = resolved
+        if resolved.startswith("Eagle3Deepseek"):
+            plan.notes.append("MLA draft: key map and layers are not simulated for this class")
+        return True
+    if prof.engine == SGLANG and arch in ("LlamaForCausalLM", "Qwen3ForCausalLM", "Qwen2ForCausalLM"):
+        consequence = "SGLang builds the plain target class instead: startup fails (vocab-row assert / KeyError)"
+    else:
+        consequence = f"{prof.label} has no draft class named {resolved or '(none)'}: startup fails"
+    plan.refuse("architecture", Finding(
+        "architecture",
+        f"{prof.label} does not build an EAGLE-3 draft for architectures {archs!r}: {consequence}",
+        (Evidence("config.json architectures[0]", repr(arch), " or ".join(accepted)),),
+        f"set architectures to [\"{'LlamaForCausalLMEagle3' if prof.engine == SGLANG else 'LlamaForCausalLMEagle3'}\"]",
+        (f"rule: {prof.source('architectures')}", f"rule: {prof.source('arch_rewrite')}"),
+    ))
+    return False
+
+
+def _rewrite(arch: str, rule: str) -> str:
+    if rule == "prefix-unless-starts" and arch and not arch.startswith("Eagle3"):
+        return "Eagle3" + arch
+    if rule == "prefix-unless-starts-or-ends" and arch and not (arch.startswith("Eagle3") or arch.endswith("Eagle3")):
+        return "Eagle3" + arch
+    return arch
+
+
+def _int(config: dict[str, Any], name: str) -> int | None:
+    value = config.get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _draft_shape(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint) -> DraftShape:
+    config = view.config
+    layers = _int(config, "num_hidden_layers") or 1
+    rule = prof.value("multi_layer")
+    if layers != 1 and rule == "refused":
+        plan.refuse("layers", Finding(
+            "multi-layer",
+            f"{prof.label} builds one-layer EAGLE-3 drafts only: num_hidden_layers={layers} raises "
+            "ValueError('EAGLE3 currently only supports 1 layer')",
+            (Evidence("config.json num_hidden_layers", str(layers), "1"),),
+            "serve with SGLang >= 0.5.12, or train a one-layer draft", (f"rule: {prof.source('multi_layer')}",),
+        ))
+    in_checkpoint = ckpt.config.layer_count if ckpt.config_raw is not None else 1
+    if rule == "one-layer" and in_checkpoint > 1:
+        plan.refuse("layers", Finding(
+            "multi-layer",
+            f"{prof.label} builds one draft layer whatever num_hidden_layers says; the checkpoint has "
+            f"{in_checkpoint}: loading layers.1.* raises KeyError",
+            (Evidence("draft layers", str(in_checkpoint), "1"),),
+            "serve with vLLM >= 0.11.2, or train a one-layer draft", (f"rule: {prof.source('multi_layer')}",),
+        ))
+    built = 1 if rule in ("refused", "one-layer") else layers
+    plan.draft_layers = built
+    use_aux = lookup(config, "eagle_config.use_aux_hidden_state")
+    has_fc = not (use_aux is False and prof.value("use_aux_hidden_state") == "honoured" and prof.engine == VLLM)
+    count = _fc_state_count(prof, config)
+    fc_bias_rule = prof.value("fc_bias")
+    draft_vocab = config.get("draft_vocab_size", "missing")
+    tie = bool(config.get("tie_word_embeddings", False))
+    has_lm_head = not (prof.engine == SGLANG and tie)
+    has_embed = not (prof.engine == VLLM and prof.value("embed_source") == "target-always-key-raises")
+    vocab = _int(config, "vocab_size")
+    full_vocab = draft_vocab in (None, "missing") or draft_vocab == vocab
+    has_d2t = not (prof.value("d2t_full_vocab") == "refused" and full_vocab)
+    return DraftShape(
+        layers=built,
+        norm_before_fc=view.flags["norm_before_fc"],
+        fc_norm_count=count if view.flags["fc_norm"] else 0,
+        fc_bias=fc_bias_rule == "always" or (fc_bias_rule == "config.bias" and bool(config.get("bias", False))),
+        has_fc=has_fc,
+        has_lm_head=has_lm_head,
+        has_embed=has_embed,
+        has_d2t=has_d2t,
+    )
+
+
+def _fc_state_count(prof: Profile, config: dict[str, Any]) -> int:
+    if prof.value("fc_aux_count") == "3":
+        return 3
+    explicit = _int(config, "num_aux_hidden_states")
+    if explicit:
+        return explicit
+    ids = lookup(config, "eagle_config.eagle_aux_hidden_state_layer_ids")
+    return len(ids) if isinstance(ids, list) and ids else 3
+
+
+# ---------------------------------------------------------------- keys and shapes
+
+def _keys(plan: LoadPlan, prof: Profile, ckpt: Checkpoint, res: KeyResolution, params: set[str],
+          shape: DraftShape) -> None:
+    plan.parameters = {k: tuple(v) for k, v in sorted(res.loaded.items())}
+    plan.dropped = dict(res.dropped)
+    plan.ignored = dict(res.ignored)
+    shared = {"model.embed_tokens.weight", "lm_head.weight"}
+    missing = [p for p in sorted(params) if p not in res.loaded and p not in shared and p != "draft_id_to_target_id"]
+    partial = [p for p, shards in res.shards.items() if not fused_complete(p, shards)]
+    plan.uninitialised = tuple(missing + partial)
+    for name, error in res.refused:
+        plan.refuse("keys", Finding(
+            "key-refused",
+            f"{prof.label} refuses tensor {name} at load: {error}",
+            (Evidence(name, "no matching draft parameter", "names the loader maps to a parameter"),),
+            _key_fix(prof),
+            (f"rule: {prof.source('unknown_key')}", f"rule: {prof.source('key_prefix')}"),
+        ))
+    lost = {n: why for n, why in res.dropped if not _harmless_drop(n, why)}
+    if lost:
+        names = sorted(lost)
+        plan.lose("keys", Finding(
+            "dropped",
+            f"{prof.label} will silently drop {len(names)} tensors: {names[0]}"
+            + (f" ... ({len(names)})" if len(names) > 1 else "") + f" ({lost[names[0]]})",
+            (Evidence("dropped", short(names), "every tensor loaded into a parameter"),),
+            _key_fix(prof, names),
+            (f"rule: {prof.source('unknown_key')}", f"rule: {prof.source('first_layer')}"),
+        ))
+    if plan.uninitialised:
+        plan.lose("keys", Finding(
+            "uninitialised",
+            f"{prof.label} leaves {len(plan.uninitialised)} draft parameters at their initial values "
+            f"({plan.uninitialised[0]}, ...): {ACCEPTANCE}",
+            (Evidence("uninitialised", short(plan.uninitialised), "every parameter loaded from the checkpoint"),),
+            _key_fix(prof, sorted(lost)) if lost else "ship the missing tensors under the names the engine expects",
+            (f"rule: {prof.source('first_layer')}",),
+        ))
+
+
+def _harmless_drop(name: str, why: str) -> bool:
+    return "rotary" in why or "mask_hidden" in why or "use_aux_hidden_state is false" in why
+
+
+def _key_fix(prof: Profile, names: list[str] | None = None) -> str:
+    names = names or []
+    if prof.engine == SGLANG and prof.value("first_layer") == "midlayer" and any(
+        n.startswith(("layers.", "model.layers.")) for n in names
+    ):
+        return "rename layers.0.* -> midlayer.* in a copy of the checkpoint, or serve with SGLang >= 0.5.12"
+    if prof.engine == VLLM and any(n.startswith("model.") for n in names):
+        return "strip the model. prefix from the draft's tensor names (vLLM adds it)"
+    return "rename the tensors to the engine's names: midlayer.* or layers.N.*, fc.weight, norm.weight, lm_head.weight, d2t"
+
+
+def _shapes(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint) -> None:
+    config = view.config
+    hidden = _int(config, "hidden_size")
+    fc_shape = ckpt.shape("fc.weight") or ckpt.shape("model.fc.weight")
+    target_hidden = _int(config, "target_hidden_size") or hidden
+    count = _fc_state_count(prof, config)
+    plan.fc.expects_states = count
+    plan.fc.expects_width = count * target_hidden if target_hidden else None
+    plan.fc.checkpoint_width = fc_shape[1] if fc_shape and len(fc_shape) == 2 else None
+    if "model.fc.weight" in plan.parameters and plan.fc.checkpoint_width and plan.fc.expects_width \
+            and plan.fc.checkpoint_width != plan.fc.expects_width:
+        fields = "num_aux_hidden_states, else len(eagle_config.eagle_aux_hidden_state_layer_ids), else 3"
+        plan.refuse("fc", Finding(
+            "fc-shape",
+            f"{prof.label} builds fc for {count} aux states ({plan.fc.expects_width} wide) but the checkpoint's fc "
+            f"takes {plan.fc.checkpoint_width}: the weight loader's shape assert stops startup",
+            (Evidence("fc.weight.shape[1]", str(plan.fc.checkpoint_width),
+                      f"{count} x target_hidden_size {target_hidden} = {plan.fc.expects_width}"),),
+            f"state the aux count where {prof.label} reads it ({fields if count != 3 or prof.value('fc_aux_count') != '3' else 'it is fixed at 3 in this version'})",
+            (f"rule: {prof.source('fc_aux_count')}",),
+        ))
+
+
+# ---------------------------------------------------------------- vocab map
+
+def _vocab(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, res: KeyResolution) -> None:
+    config = view.config
+    vocab = _int(config, "vocab_size")
+    present = "draft_vocab_size" in config
+    draft_vocab = config.get("draft_vocab_size")
+    if not present or draft_vocab is None:
+        rule = prof.value("draft_vocab_size_missing" if not present else "draft_vocab_size_null")
+        state = "absent" if not present else "null"
+        if rule == "refused":
+            plan.refuse("vocab", Finding(
+                "draft-vocab-size",
+                f"{prof.label} needs draft_vocab_size in the draft config; it is {state}: startup fails",
+                (Evidence("config.json draft_vocab_size", state, "the lm_head row count"),),
+                "write draft_vocab_size (the lm_head rows) into config.json",
+                (f"rule: {prof.source('draft_vocab_size_missing' if not present else 'draft_vocab_size_null')}",),
+            ))
+            return
+        if rule == "target-lm_head":
+            plan.notes.append("draft_vocab_size: null -> the target's lm_head and embed are used")
+        draft_vocab = vocab
+    lm_head = ckpt.shape("lm_head.weight")
+    if lm_head and isinstance(draft_vocab, int) and lm_head[0] != draft_vocab and "lm_head.weight" in plan.parameters:
+        plan.refuse("vocab", Finding(
+            "lm-head-rows",
+            f"{prof.label} builds lm_head with {draft_vocab} rows; the checkpoint's has {lm_head[0]}: startup fails",
+            (Evidence("lm_head.weight.shape[0]", str(lm_head[0]), f"draft_vocab_size {draft_vocab}"),),
+            "make draft_vocab_size equal lm_head rows",
+        ))
+    d2t = _read_d2t(ckpt, res.d2t_name)
+    full = isinstance(draft_vocab, int) and draft_vocab == vocab
+    if res.d2t_name is None:
+        plan.map_reading = "no d2t: draft ids are used as target ids"
+        plan.draft_to_target = None
+        if not full and prof.value("d2t_absent") == "crash":
+            plan.refuse("vocab", Finding(
+                "d2t-missing-crash",
+                f"{prof.label} needs d2t for a reduced draft vocab: startup fails (hot_token_id is None)",
+                (Evidence("d2t", "absent", f"{draft_vocab} offsets"),), "save d2t (offsets) with the draft",
+                (f"rule: {prof.source('d2t_absent')}",),
+            ))
+        elif not full and plan.notes.count("draft_vocab_size: null -> the target's lm_head and embed are used") == 0:
+            plan.lose("vocab", Finding(
+                "d2t-missing",
+                f"{prof.label} will use draft ids 0..{draft_vocab - 1 if isinstance(draft_vocab, int) else '?'} as "
+                f"target ids: the draft vocab is reduced ({draft_vocab} of {vocab}) and no d2t is shipped: {ACCEPTANCE}",
+                (Evidence("d2t", "absent", f"{draft_vocab} offsets (target = i + d2t[i])"),),
+                "save d2t with the draft (build it from t2d: d2t = nonzero(t2d) - arange(draft_vocab_size))",
+                (f"rule: {prof.source('d2t_absent')}",),
+            ))
+        return
+    if full and prof.value("d2t_full_vocab") == "refused":
+        plan.map_reading = "refused"
+        plan.refuse("vocab", Finding(
+            "d2t-full-vocab",
+            f"{prof.label} has no d2t parameter when draft_vocab_size == vocab_size ({vocab}): loading the shipped "
+            "d2t raises 'There is no module or parameter named draft_id_to_target_id'",
+            (Evidence("d2t", f"present, {draft_vocab} entries", "absent (full vocab needs no map)"),),
+            "drop d2t (and t2d) from the checkpoint: a full-vocab draft needs no map",
+            (f"rule: {prof.source('d2t_full_vocab')}",),
+        ))
+        return
+    if prof.value("d2t_present") == "discarded":
+        plan.map_reading = "d2t loaded then discarded: draft ids used as target ids"
+        if not full:
+            plan.lose("vocab", Finding(
+                "d2t-discarded",
+                f"{prof.label} discards d2t after loading (the renamed key is never found): draft ids become target "
+                f"ids: {ACCEPTANCE}",
+                (Evidence("d2t", "shipped", "applied as offsets"),),
+                "serve with vLLM >= 0.9.1", (f"rule: {prof.source('d2t_present')}",),
+            ))
+        return
+    plan.map_reading = "offsets: target = i + d2t[i]"
+    if d2t is not None:
+        plan.draft_to_target = tuple(int(i + v) for i, v in enumerate(d2t))
+
+
+def _read_d2t(ckpt: Checkpoint, name: str | None) -> list[int] | None:
+    if name is None:
+        return None
+    from pytest_eagle3.tensorfiles import CheckpointReadError
+
+    try:
+        tensor = ckpt.read(name)
+    except CheckpointReadError:
+        return None
+    if tensor.ndim != 1 or tensor.numel() > 1 << 20:
+        return None
+    return [int(v) for v in tensor.to(dtype=__import__("torch").int64).tolist()]
+
+
+# ---------------------------------------------------------------- fc
+
+def _fc(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, target: TargetModel | None) -> None:
+    config = view.config
+    hidden = _int(config, "hidden_size")
+    target_hidden = _int(config, "target_hidden_size") or hidden
+    use_aux = lookup(config, "eagle_config.use_aux_hidden_state")
+    honoured = prof.value("use_aux_hidden_state") == "honoured"
+    fc = plan.fc
+    support = plan.aux.support
+    if use_aux is False and honoured:
+        fc.states_sent, fc.width_sent = 1, target_hidden
+        fc.action = "disabled"
+        if prof.engine == VLLM:
+            plan.notes.append("use_aux_hidden_state false: vLLM drops fc and feeds the final hidden state")
+        return
+    if support is not None and support.support == "silent-no-capture":
+        fc.states_sent = 1
+    elif plan.aux.captured is not None:
+        fc.states_sent = len(plan.aux.captured)
+    if fc.states_sent is None or target_hidden is None or hidden is None:
+        return
+    fc.width_sent = fc.states_sent * target_hidden
+    if fc.width_sent == fc.expects_width:
+        fc.action = "fc"
+        return
+    if prof.value("fc_applied") == "when-width-differs" and fc.width_sent == hidden:
+        fc.action = "bypassed"
+        plan.lose("fc", Finding(
+            "fc-bypassed",
+            f"{prof.label} receives {fc.states_sent} hidden state ({fc.width_sent} wide = the draft's hidden size) "
+            f"and skips fc silently: the draft runs on unfused features, {ACCEPTANCE}",
+            (Evidence("width reaching fc", str(fc.width_sent), f"{fc.expects_states} x {target_hidden} = {fc.expects_width}"),),
+            _capture_fix(plan),
+            (f"rule: {prof.source('fc_applied')}",),
+        ))
+        return
+    fc.action = "crash"
+    plan.refuse("fc", Finding(
+        "fc-width",
+        f"{prof.label} concatenates {fc.states_sent} captured states ({fc.width_sent} wide) but fc expects "
+        f"{fc.expects_states} ({fc.expects_width}): the first draft step fails with a shape error",
+        (Evidence("states captured", str(fc.states_sent), str(fc.expects_states)),),
+        _capture_fix(plan),
+        (f"rule: {prof.source('fc_applied')}", f"rule: {prof.source('fc_aux_count')}"),
+    ))
+
+
+def _capture_fix(plan: LoadPlan) -> str:
+    if plan.aux.never_fire:
+        return (f"use aux ids the target can capture (ids whose captured layer input {list(plan.aux.never_fire)} "
+                "lies past the last layer never fire)")
+    return "make the target capture as many aux states as fc was trained on (aux ids in the field the engine reads)"
+
+
+# ---------------------------------------------------------------- norms
+
+NORM_FIX = {
+    "norm_before_residual": "the engine feeds the raw fc output as residual",
+    "norm_before_fc": "the engine skips input_norm before fc",
+    "fc_norm": "the engine skips the per-chunk fc_norm",
+    "norm_output": "the engine feeds back the pre-norm state",
+}
+
+
+def _norms(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint) -> None:
+    plan.norms = dict(view.flags)
+    plan.norm_notes = dict(view.flag_notes)
+    trained = ckpt.config.norm_flags if ckpt.config_raw is not None else {}
+    raw = ckpt.config_raw or {}
+    for name, applied in view.flags.items():
+        want = trained.get(name)
+        if want is None or want == applied:
+            continue
+        explicit = _explicit_flag(raw, name)
+        if name in ("fc_norm", "norm_output", "norm_before_fc") and explicit is None:
+            continue
+        source = ckpt.config.sources.get(name, "")
+        plan.lose("norms", Finding(
+            "norm-flag",
+            f"{prof.label} applies {name}={applied}, the draft was trained with {name}={want}: "
+            f"{NORM_FIX[name] if not applied else 'the engine adds a norm the draft never saw'}; acceptance drops",
+            (Evidence(name, f"{applied} ({view.flag_notes[name]})", f"{want} ({source})"),),
+            _norm_fix(prof, name, want),
+            (f"rule: {prof.source(name)}",),
+        ))
+
+
+def _explicit_flag(raw: dict[str, Any], name: str) -> bool | None:
+    for value in (raw.get(name), lookup(raw, f"eagle_config.{name}")):
+        if isinstance(value, bool):
+            return value
+    return None
+
+
+def _norm_fix(prof: Profile, name: str, want: bool) -> str:
+    if prof.value(name) in ("not-read", "eagle-format-only"):
+        return f"serve with an engine version that honours {name}, or retrain with {name}={not want}"
+    return f"write {name}: {str(want).lower()} into config.json explicitly"
+
+
+# ---------------------------------------------------------------- embed_tokens and lm_head
+
+def _embeddings(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, target: TargetModel | None,
+                res: KeyResolution) -> None:
+    from pytest_eagle3.engines.sharing import plan_sharing
+
+    plan_sharing(plan, prof, view, ckpt, target, res)

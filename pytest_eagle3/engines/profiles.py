@@ -1,0 +1,397 @@
+"""Engine profiles as data: every behaviour that decides whether a draft works, per version range.
+
+Each :class:`Rule` says what one engine does for one behaviour over a closed version range, with
+a one-line source (file, function, release). ``profile(engine, version)`` picks the rule covering
+the version for every behaviour. ``tests/test_profiles.py`` checks that each behaviour covers the
+engine's whole known range exactly once.
+
+Values are small strings or tuples, named in :data:`BEHAVIOURS`; :mod:`pytest_eagle3.engines.plan`
+gives them meaning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from packaging.version import Version
+
+from pytest_eagle3.engines.versions import DISPLAY, KNOWN_RANGES, SGLANG, VLLM, EngineVersion
+
+#: What each behaviour means and which values it takes.
+BEHAVIOURS: dict[str, str] = {
+    "architectures": "draft architectures the engine builds an EAGLE-3 draft for ('*' = field ignored)",
+    "arch_rewrite": "how the engine rewrites the config's architecture name before lookup",
+    "wrong_arch": "what a registered non-EAGLE-3 architecture (e.g. LlamaForCausalLM) leads to",
+    "speculators_format": "whether a speculators-format config (speculators_model_type) is understood",
+    "speculators_model_types": "transformer_layer_config.model_type values a speculators config may have",
+    "key_prefix": "how checkpoint names get the draft module prefix ('model.')",
+    "first_layer": "the module the first draft layer lives in: midlayer or layers.0",
+    "renames": "substring renames applied to checkpoint names before lookup",
+    "unknown_key": "what happens to a checkpoint tensor with no matching parameter",
+    "multi_layer": "whether drafts with num_hidden_layers > 1 are built",
+    "later_layer_norm": "the norm layers >= 1 apply to their input",
+    "d2t_present": "how a shipped d2t is used",
+    "d2t_absent": "what an absent d2t means",
+    "d2t_full_vocab": "what a d2t does when draft_vocab_size == vocab_size",
+    "draft_vocab_size_missing": "what a config without draft_vocab_size leads to",
+    "draft_vocab_size_null": "what draft_vocab_size: null leads to",
+    "aux_id_fields": "draft-config fields the target side reads aux layer ids from, in order",
+    "aux_id_fields_other_mode": "the same for the engine's other runtime mode, when it differs",
+    "aux_transform_llama": "how Llama/Qwen-family targets turn ids into captured layer inputs",
+    "aux_transform_deepseek": "how DeepSeek-family targets turn ids into captured layer inputs",
+    "aux_transform_gpt_oss": "how gpt-oss targets turn ids into captured layer inputs",
+    "capture_range": "which captured layer-input indices fire: 'inner' = 1..L-1, 'all' = 0..L",
+    "graph_mode_default_layers": "whether CUDA-graph decode captures the default layers instead",
+    "fc_applied": "when fc runs on what the target sends",
+    "fc_aux_count": "how the draft sizes fc: the number of aux states it expects",
+    "fc_bias": "whether fc has a bias parameter: always / config.bias / none",
+    "use_aux_hidden_state": "whether eagle_config.use_aux_hidden_state: false is honoured",
+    "norm_before_residual": "whether the flag is read ('read') or the behaviour fixed at False",
+    "norm_before_fc": "whether norm_before_fc (input_norm) is honoured",
+    "fc_norm": "whether fc_norm (per-chunk norms) is honoured: read / eagle-format-only / not-read",
+    "norm_output": "whether norm_output is honoured: read / eagle-format-only / not-read",
+    "embed_source": "whose embed_tokens the draft uses",
+    "lm_head_source": "whose lm_head the draft uses",
+}
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What ``engine`` does for ``behaviour`` from release ``since`` on.
+
+    A rule holds until the next rule of the same behaviour starts; ``until`` is the last release
+    read with this behaviour (documentation: releases between it and the next rule were not read).
+    """
+
+    engine: str
+    behaviour: str
+    since: str
+    until: str | None
+    value: Any
+    source: str
+
+    @property
+    def range_text(self) -> str:
+        last = self.until or KNOWN_RANGES[self.engine][1]
+        return f"{self.since}" if self.since == last else f"{self.since}-{last}"
+
+
+def _rules(engine: str, behaviour: str, *spans: tuple[str, str | None, Any, str]) -> list[Rule]:
+    return [Rule(engine, behaviour, since, until, value, source) for since, until, value, source in spans]
+
+
+SG_EAGLE3 = "models/llama_eagle3.py"
+VL_EAGLE3 = "model_executor/models/llama_eagle3.py"
+MIDLAYER_RENAMES = (("midlayer.", "layers.0."),)
+SGLANG_LEGACY_RENAMES = (
+    ("midlayer", "layers.0"),
+    ("aux_norm_low", "fc_norm.0"),
+    ("aux_norm_mid", "fc_norm.1"),
+    ("aux_norm_high", "fc_norm.2"),
+)
+ALL_FIELDS = ("eagle_aux_hidden_state_layer_ids", "eagle_config.eagle_aux_hidden_state_layer_ids")
+V2_FIELDS = ("eagle_aux_hidden_state_layer_ids", "eagle_config.layer_ids")
+SPEC_N = "num_aux_hidden_states|eagle_config.eagle_aux_hidden_state_layer_ids|3"
+
+RULES: tuple[Rule, ...] = tuple(
+    # ---------------------------------------------------------------- SGLang
+    _rules(SGLANG, "architectures",
+           ("0.4.4.post2", "0.5.11", ("LlamaForCausalLMEagle3",),
+            f"sglang {SG_EAGLE3} EntryClass (v0.4.4.post2 9e0186f352)"),
+           ("0.5.12", None, ("LlamaForCausalLMEagle3", "Eagle3DeepseekV2ForCausalLM"),
+            "sglang models/kimi_k25_eagle3.py EntryClass (v0.5.12 a87fb399de)"))
+    + _rules(SGLANG, "arch_rewrite",
+             ("0.4.4.post2", None, "none", "sglang configs/model_config.py rewrites only MTP/NextN architectures"))
+    + _rules(SGLANG, "wrong_arch",
+             ("0.4.4.post2", None, "refused",
+              "sglang loads the plain class: AssertionError on vocab rows / KeyError midlayer (sglang#9135; CPU run 0.5.11, 0.5.23)"))
+    + _rules(SGLANG, "speculators_format",
+             ("0.4.4.post2", None, False,
+              "sglang: no speculators_model_type handling in any release; config loading raises "
+              "'Unrecognized model' (CPU run 0.5.11, 0.5.23)"))
+    + _rules(SGLANG, "speculators_model_types", ("0.4.4.post2", None, (), "sglang: speculators format unsupported"))
+    + _rules(SGLANG, "key_prefix",
+             ("0.4.4.post2", "0.4.8", "add-model",
+              "sglang v0.4.5 llama_eagle3.py load_weights prefixes model. and delegates to LlamaForCausalLM"),
+             ("0.4.9", None, "optional-model",
+              f"sglang {SG_EAGLE3} load_weights: name as-is if a parameter, else model.+name (v0.4.9 886d344964)"))
+    + _rules(SGLANG, "first_layer",
+             ("0.4.4.post2", "0.5.11", "midlayer", f"sglang {SG_EAGLE3} module attribute self.midlayer"),
+             ("0.5.12", None, "layers", f"sglang {SG_EAGLE3} self.layers ModuleList (v0.5.12 a75b79e03b)"))
+    + _rules(SGLANG, "renames",
+             ("0.4.4.post2", "0.5.11", (), f"sglang {SG_EAGLE3} load_weights: no rename before v0.5.12"),
+             ("0.5.12", None, SGLANG_LEGACY_RENAMES,
+              f"sglang {SG_EAGLE3} load_weights legacy_name_map (str.replace anywhere in the name)"))
+    + _rules(SGLANG, "unknown_key",
+             ("0.4.4.post2", "0.4.8", "warn-or-raise-stacked",
+              "sglang v0.4.5 models/llama.py load_weights: warning for unknown names, KeyError for stacked ones"),
+             ("0.4.9", None, "drop",
+              f"sglang {SG_EAGLE3} load_weights: a name not in params_dict is skipped, no log (L352-367)"))
+    + _rules(SGLANG, "multi_layer",
+             ("0.4.4.post2", "0.5.11", "refused",
+              f"sglang {SG_EAGLE3} __init__: ValueError('EAGLE3 currently only supports 1 layer') (CPU run 0.5.11)"),
+             ("0.5.12", None, "supported", f"sglang {SG_EAGLE3} num_hidden_layers layers (v0.5.12 a75b79e03b)"))
+    + _rules(SGLANG, "later_layer_norm",
+             ("0.4.4.post2", None, "hidden_norm",
+              f"sglang {SG_EAGLE3} LlamaDecoderLayer: layers >= 1 use hidden_norm (CPU run 0.5.23)"))
+    + _rules(SGLANG, "d2t_present",
+             ("0.4.4.post2", None, "offsets",
+              f"sglang {SG_EAGLE3} load_weights: hot_token_id = d2t + arange (substring 'd2t')"))
+    + _rules(SGLANG, "d2t_absent",
+             ("0.4.4.post2", "0.4.8", "crash", "sglang v0.4.5 eagle_worker.py get_hot_token_id().to() on None"),
+             ("0.4.9", None, "identity", "sglang eagle_worker_v2.py init_lm_head keeps hot_token_id None"))
+    + _rules(SGLANG, "d2t_full_vocab",
+             ("0.4.4.post2", None, "offsets", f"sglang {SG_EAGLE3} load_weights: d2t always read"))
+    + _rules(SGLANG, "draft_vocab_size_missing",
+             ("0.4.4.post2", None, "refused",
+              f"sglang {SG_EAGLE3} __init__ reads config.draft_vocab_size without a default"))
+    + _rules(SGLANG, "draft_vocab_size_null",
+             ("0.4.4.post2", "0.5.1", "refused", f"sglang {SG_EAGLE3} __init__: lm_head rows = None"),
+             ("0.5.2", None, "target-lm_head",
+              f"sglang {SG_EAGLE3} __init__: load_lm_head_from_target (v0.5.2 aee094e430)"))
+    + _rules(SGLANG, "aux_id_fields",
+             ("0.4.4.post2", "0.4.8", (), "sglang v0.4.5 set_eagle3_layers_to_capture() takes no ids"),
+             ("0.4.9", None, ("eagle_config.eagle_aux_hidden_state_layer_ids",),
+              "sglang model_runner_components/spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state"))
+    + _rules(SGLANG, "aux_id_fields_other_mode", ("0.4.4.post2", None, None, "sglang: one resolver"))
+    + _rules(SGLANG, "aux_transform_llama",
+             ("0.4.4.post2", None, "+1", "sglang models/llama.py LlamaForCausalLM.set_eagle3_layers_to_capture"))
+    + _rules(SGLANG, "aux_transform_deepseek",
+             ("0.4.4.post2", "0.5.12", "+1", "sglang models/deepseek_v2.py set_eagle3_layers_to_capture"),
+             ("0.5.13", None, "+1-if-first-is-1",
+              "sglang models/deepseek_v2.py set_eagle3_layers_to_capture (v0.5.13 f5049709b3, #25454)"))
+    + _rules(SGLANG, "aux_transform_gpt_oss",
+             ("0.4.4.post2", "0.5.16", "+1", "sglang models/gpt_oss.py set_eagle3_layers_to_capture"),
+             ("0.5.17", None, "+1-unless-max-is-L",
+              "sglang models/gpt_oss.py set_eagle3_layers_to_capture boundary rule (v0.5.17 5df193b4ac, #32334)"))
+    + _rules(SGLANG, "capture_range",
+             ("0.4.4.post2", None, "inner",
+              "sglang models/llama.py LlamaModel.forward: captures before layer i for i in range(L)"))
+    + _rules(SGLANG, "graph_mode_default_layers",
+             ("0.4.4.post2", "0.4.8", False, "sglang v0.4.5: configured ids not read at all"),
+             ("0.4.9", "0.5.10", True,
+              "sglang model_executor/cuda_graph_runner.py set_eagle3_layers_to_capture() before the configured ids "
+              "(fixed v0.5.11 43925d179d, #22836)"),
+             ("0.5.11", None, False, "sglang v0.5.11 43925d179d (#22836)"))
+    + _rules(SGLANG, "fc_applied",
+             ("0.4.4.post2", None, "when-width-differs",
+              f"sglang {SG_EAGLE3} LlamaModel.forward: if hidden_states.shape[-1] != embeds.shape[-1]"))
+    + _rules(SGLANG, "fc_aux_count",
+             ("0.4.4.post2", "0.5.11", "3", f"sglang {SG_EAGLE3} LlamaModel.__init__ fc = Linear(target_hidden * 3)"),
+             ("0.5.12", None, SPEC_N, f"sglang {SG_EAGLE3} LlamaModel.__init__ num_aux_hidden_states (v0.5.12)"))
+    + _rules(SGLANG, "fc_bias",
+             ("0.4.4.post2", "0.4.8", "always", f"sglang v0.4.4.post2 {SG_EAGLE3} fc = nn.Linear(...) (bias=True default)"),
+             ("0.4.9", None, "config.bias", f"sglang v0.4.9 {SG_EAGLE3} fc bias=getattr(config, 'bias', False)"))
+    + _rules(SGLANG, "use_aux_hidden_state",
+             ("0.4.4.post2", "0.5.7", "ignored", "sglang: eagle_config.use_aux_hidden_state read from v0.5.8"),
+             ("0.5.8", None, "honoured", "sglang spec_aux_hidden_state.py eagle_use_aux_hidden_state (v0.5.8 3dfff6ae3c)"))
+    + _rules(SGLANG, "norm_before_residual",
+             ("0.4.4.post2", None, "not-read", f"sglang {SG_EAGLE3} LlamaDecoderLayer.forward: residual = hidden_states"))
+    + _rules(SGLANG, "norm_before_fc",
+             ("0.4.4.post2", "0.5.16", "not-read", f"sglang {SG_EAGLE3}: no input_norm before v0.5.17"),
+             ("0.5.17", None, "read", f"sglang {SG_EAGLE3} LlamaModel.__init__ input_norm (v0.5.17)"))
+    + _rules(SGLANG, "fc_norm",
+             ("0.4.4.post2", "0.5.11", "not-read", f"sglang {SG_EAGLE3}: no fc_norm before v0.5.12"),
+             ("0.5.12", None, "read", f"sglang {SG_EAGLE3} LlamaModel.__init__ fc_norm / use_aux_norm (v0.5.12)"))
+    + _rules(SGLANG, "norm_output",
+             ("0.4.4.post2", "0.5.11", "not-read", f"sglang {SG_EAGLE3}: pre-norm state fed back before v0.5.12"),
+             ("0.5.12", None, "read", f"sglang {SG_EAGLE3} LlamaModel.forward norm_output (v0.5.12)"))
+    + _rules(SGLANG, "embed_source",
+             ("0.4.4.post2", None, "target-unless-hidden-differs",
+              "sglang speculative/eagle_worker_v2.py init_lm_head set_embed; models/llama.py set_embed skips when "
+              "target_hidden_size != hidden_size"))
+    + _rules(SGLANG, "lm_head_source",
+             ("0.4.4.post2", None, "draft", f"sglang {SG_EAGLE3}: own lm_head [draft_vocab_size, hidden]"))
+    # ---------------------------------------------------------------- vLLM
+    + _rules(VLLM, "architectures",
+             ("0.8.5", "0.8.5", "*", "vllm 0.8.5 v1/spec_decode/eagle.py load_model: method eagle3 -> Eagle3LlamaForCausalLM"),
+             ("0.9.0", "0.10.0", ("Eagle3LlamaForCausalLM",), "vllm 0.9.0 model_executor/models/registry.py"),
+             ("0.10.1", "0.18.0", ("Eagle3LlamaForCausalLM", "LlamaForCausalLMEagle3"),
+              "vllm 0.10.1 registry.py adds LlamaForCausalLMEagle3"),
+             ("0.19.0", "0.23.0", ("Eagle3LlamaForCausalLM", "LlamaForCausalLMEagle3", "Eagle3DeepseekV2ForCausalLM",
+                                   "Eagle3DeepseekV3ForCausalLM"),
+              "vllm 0.19.0 registry.py deepseek_eagle3.py"),
+             ("0.24.0", None, ("Eagle3LlamaForCausalLM", "LlamaForCausalLMEagle3", "Eagle3DeepseekV2ForCausalLM",
+                               "Eagle3DeepseekV3ForCausalLM", "Eagle3Qwen3ForCausalLM"),
+              "vllm 0.24.0 registry.py qwen3_eagle3.py"))
+    + _rules(VLLM, "arch_rewrite",
+             ("0.8.5", "0.8.5", "none", "vllm 0.8.5: the architecture field is not read for eagle3"),
+             ("0.9.0", "0.10.0", "prefix-unless-starts",
+              "vllm 0.9.0 transformers_utils/configs/eagle.py: names not starting with Eagle3 become Eagle3X"),
+             ("0.10.1", None, "prefix-unless-starts-or-ends",
+              "vllm 0.10.1 transformers_utils/configs/eagle.py: keeps names starting or ending with Eagle3"))
+    + _rules(VLLM, "wrong_arch",
+             ("0.8.5", "0.8.5", "ignored", "vllm 0.8.5: architecture ignored"),
+             ("0.9.0", None, "rewritten", "vllm transformers_utils/configs/eagle.py: LlamaForCausalLM -> Eagle3LlamaForCausalLM"))
+    + _rules(VLLM, "speculators_format",
+             ("0.8.5", "0.10.0", False, "vllm 0.10.0: no transformers_utils/configs/speculators"),
+             ("0.10.1", None, True, "vllm 0.10.1 transformers_utils/configs/speculators/algos.py update_eagle3"))
+    + _rules(VLLM, "speculators_model_types",
+             ("0.8.5", "0.10.0", (), "vllm 0.10.0: speculators format unsupported"),
+             ("0.10.1", "0.23.0", ("*",), "vllm 0.10.1 speculators/algos.py: always Eagle3LlamaForCausalLM"),
+             ("0.24.0", None, ("llama", "qwen3"), "vllm 0.24.0 speculators/algos.py update_eagle3: else ValueError"))
+    + _rules(VLLM, "key_prefix",
+             ("0.8.5", None, "add-model-except-lm_head",
+              f"vllm {VL_EAGLE3} Eagle3LlamaForCausalLM.load_weights: 'model.' + name unless 'lm_head' in name"))
+    + _rules(VLLM, "first_layer", ("0.8.5", None, "layers", f"vllm {VL_EAGLE3} LlamaModel.layers ModuleList"))
+    + _rules(VLLM, "renames",
+             ("0.8.5", None, MIDLAYER_RENAMES, f"vllm {VL_EAGLE3} LlamaModel.load_weights: 'midlayer.' -> 'layers.0.'"))
+    + _rules(VLLM, "unknown_key",
+             ("0.8.5", "0.24.0", "raise", f"vllm {VL_EAGLE3} LlamaModel.load_weights params_dict[name]: KeyError"),
+             ("0.25.0", None, "raise-except-bias",
+              "vllm 0.25.0 model_executor/models/utils.py AutoWeightsLoader: ValueError; *.bias ignored"))
+    + _rules(VLLM, "multi_layer",
+             ("0.8.5", "0.11.0", "one-layer",
+              f"vllm 0.11.0 {VL_EAGLE3}: one layer built; layers.1.* raises KeyError (CPU run 0.11.0)"),
+             ("0.11.2", None, "supported", f"vllm 0.11.2 {VL_EAGLE3}: config.num_hidden_layers layers"))
+    + _rules(VLLM, "later_layer_norm",
+             ("0.8.5", None, "input_layernorm", f"vllm {VL_EAGLE3}: layers >= 1 are standard decoder layers"))
+    + _rules(VLLM, "d2t_present",
+             ("0.8.5", "0.8.5", "offsets", f"vllm 0.8.5 {VL_EAGLE3} compute_logits: arange + draft_id_to_target_id"),
+             ("0.9.0", "0.9.0", "discarded",
+              f"vllm 0.9.0 {VL_EAGLE3} load_weights: 'd2t' not in loaded_weights (renamed) -> map set to None"),
+             ("0.9.1", None, "offsets", f"vllm {VL_EAGLE3} compute_logits: arange + draft_id_to_target_id"))
+    + _rules(VLLM, "d2t_absent",
+             ("0.8.5", None, "identity", f"vllm {VL_EAGLE3}: draft_id_to_target_id stays zeros (target = draft id)"))
+    + _rules(VLLM, "d2t_full_vocab",
+             ("0.8.5", "0.29.0", "offsets", f"vllm 0.29.0 {VL_EAGLE3}: map always a parameter"),
+             ("0.30.0", None, "refused",
+              f"vllm 0.30.0 {VL_EAGLE3}: draft_id_to_target_id = None when draft vocab == vocab; a shipped d2t "
+              "raises 'There is no module or parameter named draft_id_to_target_id' (CPU run 0.32.0)"))
+    + _rules(VLLM, "draft_vocab_size_missing",
+             ("0.8.5", "0.10.2", "refused", f"vllm 0.10.1 {VL_EAGLE3} __init__: self.config.draft_vocab_size"),
+             ("0.11.0", None, "vocab_size",
+              f"vllm 0.11.0 {VL_EAGLE3} __init__: draft_vocab_size defaults to vocab_size"))
+    + _rules(VLLM, "draft_vocab_size_null",
+             ("0.8.5", "0.10.2", "refused", f"vllm 0.10.1 {VL_EAGLE3} __init__: ParallelLMHead(None)"),
+             ("0.11.0", None, "vocab_size", f"vllm 0.11.0 {VL_EAGLE3}: getattr(config, 'draft_vocab_size', None) is None"))
+    + _rules(VLLM, "aux_id_fields",
+             ("0.8.5", "0.11.0", (), "vllm 0.11.0: no code reads eagle_aux_hidden_state_layer_ids (CPU run 0.11.0)"),
+             ("0.11.2", "0.18.0", ("eagle_aux_hidden_state_layer_ids",),
+              "vllm 0.11.2 v1/worker/gpu_model_runner.py _get_eagle3_aux_layers_from_config"),
+             ("0.22.0", "0.25.0", ALL_FIELDS,
+              "vllm 0.22.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config (model runner V1): eagle_config fallback"),
+             ("0.30.0", None, V2_FIELDS,
+              "vllm 0.30.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py get_eagle3_aux_layers_from_config "
+              "(model runner V2, the GPU default when Triton is present: config/vllm.py use_v2_model_runner)"))
+    + _rules(VLLM, "aux_id_fields_other_mode",
+             ("0.8.5", "0.18.0", None, "vllm < 0.22: one model runner reads aux ids"),
+             ("0.22.0", "0.25.0", ("eagle_aux_hidden_state_layer_ids",),
+              "vllm 0.22.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py (model runner V2, opt-in): top level only"),
+             ("0.30.0", None, ALL_FIELDS,
+              "vllm 0.30.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config (model runner V1: CPU, or "
+              "VLLM_USE_V2_MODEL_RUNNER=0) (CPU run 0.32.0)"))
+    + _rules(VLLM, "aux_transform_llama",
+             ("0.8.5", None, "as-is", "vllm model_executor/models/interfaces.py SupportsEagle3: id k = input of layer k"))
+    + _rules(VLLM, "aux_transform_deepseek", ("0.8.5", None, "as-is", "vllm: the same rule for every target"))
+    + _rules(VLLM, "aux_transform_gpt_oss", ("0.8.5", None, "as-is", "vllm: the same rule for every target"))
+    + _rules(VLLM, "capture_range",
+             ("0.8.5", "0.17.0", "inner",
+              "vllm 0.17.0 models/llama.py LlamaModel.forward: capture before layer idx in range(L)"),
+             ("0.18.0", None, "all",
+              "vllm 0.18.0 EagleModelMixin._maybe_add_hidden_state: id 0 = embeddings, id L = final pre-norm"))
+    + _rules(VLLM, "graph_mode_default_layers", ("0.8.5", None, False, "vllm: one capture set for every mode"))
+    + _rules(VLLM, "fc_applied",
+             ("0.8.5", "0.8.5", "when-width-differs",
+              f"vllm 0.8.5 {VL_EAGLE3} LlamaModel.forward: if hidden_states.shape[-1] != input_embeds.shape[-1]"),
+             ("0.9.0", None, "always", f"vllm 0.9.0 {VL_EAGLE3} combine_hidden_states; forward asserts the width"))
+    + _rules(VLLM, "fc_aux_count",
+             ("0.8.5", "0.21.0", "3", f"vllm 0.11.0 {VL_EAGLE3} fc = Linear(target_hidden_size * 3)"),
+             ("0.22.0", None, SPEC_N,
+              f"vllm 0.22.0 {VL_EAGLE3} num_aux_hidden_states, else len(eagle_config ids), else 3 (vllm#54598)"))
+    + _rules(VLLM, "fc_bias",
+             ("0.8.5", None, "none", f"vllm 0.8.5 {VL_EAGLE3} fc = nn.Linear(..., bias=False); ReplicatedLinear later"))
+    + _rules(VLLM, "use_aux_hidden_state",
+             ("0.8.5", "0.11.2", "ignored", "vllm < 0.12: use_aux_hidden_state not read"),
+             ("0.12.0", None, "honoured",
+              f"vllm 0.12.0 {VL_EAGLE3}: fc dropped at load, combine_hidden_states returns its input (CPU run 0.32.0)"))
+    + _rules(VLLM, "norm_before_residual",
+             ("0.8.5", "0.10.0", "not-read", f"vllm 0.8.5 {VL_EAGLE3} LlamaDecoderLayer.forward: residual = hidden_states"),
+             ("0.10.1", None, "read", f"vllm 0.10.1 {VL_EAGLE3} getattr(config, 'norm_before_residual', False)"))
+    + _rules(VLLM, "norm_before_fc",
+             ("0.8.5", "0.17.0", "not-read", "vllm < 0.18: no input_norm (vllm#38111)"),
+             ("0.18.0", None, "read", f"vllm 0.18.0 {VL_EAGLE3} input_norm; speculators/algos.py propagates it"))
+    + _rules(VLLM, "fc_norm",
+             ("0.8.5", "0.21.0", "not-read", "vllm < 0.22: no fc_norm"),
+             ("0.22.0", "0.24.0", "eagle-format-only", f"vllm 0.22.0 {VL_EAGLE3} fc_norm; speculators/algos.py drops it"),
+             ("0.25.0", None, "read", "vllm 0.25.0 speculators/algos.py update_eagle3 propagates fc_norm"))
+    + _rules(VLLM, "norm_output",
+             ("0.8.5", "0.21.0", "not-read", "vllm < 0.22: pre-norm state fed back"),
+             ("0.22.0", "0.24.0", "eagle-format-only", f"vllm 0.22.0 {VL_EAGLE3} norm_output; speculators/algos.py drops it"),
+             ("0.25.0", None, "read", "vllm 0.25.0 speculators/algos.py update_eagle3 propagates norm_output"))
+    + _rules(VLLM, "embed_source",
+             ("0.8.5", "0.8.5", "target-if-absent", "vllm 0.8.5 v1/spec_decode/eagle.py load_model"),
+             ("0.9.0", "0.9.0", "target-always-key-raises",
+              "vllm 0.9.0 llama_eagle3.py: no embed_tokens module when PP == 1 (vllm#18906 KeyError)"),
+             ("0.9.1", "0.11.0", "target-if-same-shape",
+              "vllm 0.9.1-0.11.0 v1/spec_decode/eagle.py load_model: shared when the shapes match"),
+             ("0.11.2", None, "target-if-absent-or-equal",
+              "vllm 0.11.2 v1/spec_decode/eagle.py has_own_embed_tokens (vllm#28549); 0.33 _maybe_share_embeddings"))
+    + _rules(VLLM, "lm_head_source",
+             ("0.8.5", "0.10.2", "draft", "vllm 0.10.1 v1/spec_decode/eagle.py load_model: lm_head not shared for eagle3"),
+             ("0.11.0", "0.11.0", "target-if-same-shape",
+              "vllm 0.11.0 v1/spec_decode/eagle.py load_model: target lm_head when the shapes match"),
+             ("0.11.2", None, "target-if-absent-or-equal",
+              "vllm 0.11.2 has_own_lm_head (vllm#28549); 0.33 llm_base_proposer._maybe_share_lm_head"))
+)
+
+_BY_KEY: dict[tuple[str, str], tuple[Rule, ...]] = {}
+for _rule in RULES:
+    _BY_KEY[(_rule.engine, _rule.behaviour)] = (*_BY_KEY.get((_rule.engine, _rule.behaviour), ()), _rule)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One engine version's behaviours, each with the rule (and source) it came from."""
+
+    target: EngineVersion
+    rules: dict[str, Rule]
+
+    @property
+    def engine(self) -> str:
+        return self.target.engine
+
+    @property
+    def version(self) -> Version:
+        return self.target.version
+
+    @property
+    def label(self) -> str:
+        return self.target.label
+
+    def value(self, behaviour: str) -> Any:
+        return self.rules[behaviour].value
+
+    def source(self, behaviour: str) -> str:
+        rule = self.rules[behaviour]
+        return f"{rule.source} [{DISPLAY[rule.engine]} {rule.range_text}]"
+
+    def at_least(self, version: str) -> bool:
+        return self.version >= Version(version)
+
+
+def rule_for(engine: str, behaviour: str, version: Version) -> Rule:
+    """The rule in force at ``version``: the one with the latest ``since`` not after it."""
+    candidates = [r for r in _BY_KEY.get((engine, behaviour), ()) if Version(r.since) <= version]
+    if not candidates:
+        raise LookupError(f"no {engine} rule for {behaviour} at {version}")
+    return max(candidates, key=lambda r: Version(r.since))
+
+
+@cache
+def profile(target: EngineVersion) -> Profile:
+    """The profile of one engine version."""
+    return Profile(target, {b: rule_for(target.engine, b, target.version) for b in BEHAVIOURS})
+
+
+def segment_starts(engine: str) -> tuple[Version, ...]:
+    """The first version of every range over which all of an engine's behaviours stay constant."""
+    return tuple(sorted({Version(r.since) for r in RULES if r.engine == engine}))
+
+
+def rules_of(engine: str, behaviours: Iterable[str] | None = None) -> tuple[Rule, ...]:
+    wanted = set(behaviours) if behaviours is not None else None
+    return tuple(r for r in RULES if r.engine == engine and (wanted is None or r.behaviour in wanted))

@@ -1,0 +1,169 @@
+"""embed_tokens and lm_head: whether the engine uses the draft's own or borrows the target's.
+
+Rules per version are the profile behaviours ``embed_source`` and ``lm_head_source``; equality
+with the target's weights is decided only when ``--eagle3-target`` holds weights.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pytest_eagle3.engines.keymap import KeyResolution
+from pytest_eagle3.engines.profiles import Profile
+from pytest_eagle3.engines.view import EngineView
+from pytest_eagle3.findings import Evidence, Finding
+
+if TYPE_CHECKING:
+    from pytest_eagle3.checkpoint import Checkpoint
+    from pytest_eagle3.engines.plan import LoadPlan
+    from pytest_eagle3.target import TargetModel
+
+TARGET_EMBED = ("model.embed_tokens.weight", "model.language_model.embed_tokens.weight", "embed_tokens.weight")
+TARGET_LM_HEAD = ("lm_head.weight", "language_model.lm_head.weight")
+ACCEPTANCE = "acceptance length will be ~1.0"
+
+
+def same_as_target(ckpt: Checkpoint, draft_name: str | None, target: TargetModel | None,
+                   target_names: tuple[str, ...]) -> bool | None:
+    """Whether the draft tensor equals the target's; None when either side is unavailable."""
+    if draft_name is None or target is None or target.weights_dir is None:
+        return None
+    from pytest_eagle3.fixtures import open_cached
+
+    weights = open_cached(str(target.weights_dir))
+    name = next((n for n in target_names if n in weights.tensors), None)
+    if name is None or weights.shape(name) != ckpt.shape(draft_name):
+        return None if name is None else False
+    import torch
+
+    for mine, theirs in zip(ckpt.chunks(draft_name), weights.chunks(name)):
+        # Engines compare after loading both into the served dtype: compare in the draft's dtype.
+        if mine.shape != theirs.shape or not torch.equal(mine, theirs.to(mine.dtype)):
+            return False
+    return True
+
+
+def _draft_name(ckpt: Checkpoint, *names: str) -> str | None:
+    return next((n for n in names if n in ckpt.tensors), None)
+
+
+def plan_sharing(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, target: TargetModel | None,
+                 res: KeyResolution) -> None:
+    embed = _draft_name(ckpt, "embed_tokens.weight", "model.embed_tokens.weight")
+    head = _draft_name(ckpt, "lm_head.weight")
+    _embed(plan, prof, view, ckpt, target, embed)
+    _lm_head(plan, prof, view, ckpt, target, head)
+
+
+def _embed(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, target: TargetModel | None,
+           embed: str | None) -> None:
+    rule = prof.value("embed_source")
+    config = view.config
+    hidden, target_hidden = config.get("hidden_size"), config.get("target_hidden_size")
+    if rule == "target-unless-hidden-differs":
+        differs = target_hidden is not None and target_hidden != hidden
+        plan.embed_tokens = "draft" if differs else "target"
+        if differs and embed is None:
+            plan.lose("embeddings", Finding(
+                "embed-missing",
+                f"{prof.label} keeps the draft's own embed_tokens when target_hidden_size ({target_hidden}) != "
+                f"hidden_size ({hidden}); the checkpoint has none, so it stays random: {ACCEPTANCE}",
+                (Evidence("embed_tokens.weight", "absent", f"[vocab, {hidden}]"),),
+                "ship the trained embed_tokens.weight", (f"rule: {prof.source('embed_source')}",),
+            ))
+        return
+    if rule == "target-always-key-raises":
+        plan.embed_tokens = "target"
+        if embed is not None:
+            plan.refuse("embeddings", Finding(
+                "embed-key",
+                f"{prof.label} has no embed_tokens module in the draft: loading {embed} raises KeyError",
+                (Evidence(embed, "present", "absent"),), "drop embed_tokens.weight from the checkpoint",
+                (f"rule: {prof.source('embed_source')}",),
+            ))
+        return
+    if embed is None:
+        plan.embed_tokens = "target"
+        return
+    if rule == "target-if-absent":
+        plan.embed_tokens = "draft"
+        return
+    if rule == "target-if-same-shape":
+        vocab = config.get("vocab_size")
+        target_vocab = target.vocab_size if target is not None else vocab
+        target_width = target.hidden_size if target is not None else target_hidden or hidden
+        plan.embed_tokens = "target" if (target_vocab, target_width) == (vocab, hidden) else "draft"
+        return
+    equal = same_as_target(ckpt, embed, target, TARGET_EMBED)
+    if equal is None:
+        plan.embed_tokens = "draft unless identical to the target's (give --eagle3-target with weights to decide)"
+        return
+    plan.embed_tokens = "target" if equal else "draft"
+    if not equal:
+        plan.lose("embeddings", Finding(
+            "embed-kept",
+            f"{prof.label} keeps the draft's own embed_tokens because it differs from the target's; producers train "
+            f"with the target's frozen embedding, so this one is untrained or stale (TorchSpec#38): acceptance drops",
+            (Evidence(embed, "differs from the target's embed_tokens", "identical to the target's, or absent"),),
+            "drop embed_tokens.weight from the checkpoint (the engine then shares the target's)",
+            (f"rule: {prof.source('embed_source')}", "SGLang replaces it with the target's instead"),
+        ))
+
+
+def _lm_head(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, target: TargetModel | None,
+             head: str | None) -> None:
+    rule = prof.value("lm_head_source")
+    config = view.config
+    draft_vocab = config.get("draft_vocab_size") or config.get("vocab_size")
+    vocab = config.get("vocab_size")
+    if "draft_vocab_size" in config and config.get("draft_vocab_size") is None \
+            and prof.value("draft_vocab_size_null") == "target-lm_head":
+        plan.lm_head = "target"
+        return
+    if prof.engine == "sglang" and config.get("tie_word_embeddings"):
+        plan.lm_head = "target (tied to the target's embed_tokens)"
+        return
+    if rule == "draft":
+        plan.lm_head = "draft"
+        if head is None:
+            _missing_head(plan, prof, draft_vocab)
+        return
+    if rule == "target-if-same-shape":
+        same = draft_vocab == (target.vocab_size if target is not None and target.vocab_size else vocab)
+        plan.lm_head = "target" if same else "draft"
+        if same and head is not None:
+            plan.lose("embeddings", Finding(
+                "lm-head-replaced",
+                f"{prof.label} replaces the draft's trained lm_head with the target's whenever their shapes match "
+                f"(draft vocab = vocab = {vocab}): the draft's predictions go through the wrong head",
+                (Evidence("lm_head.weight", f"[{draft_vocab}, hidden], trained", "kept"),),
+                "serve with vLLM >= 0.11.2, or train with a reduced draft vocab",
+                (f"rule: {prof.source('lm_head_source')}",),
+            ))
+        elif not same and head is None:
+            _missing_head(plan, prof, draft_vocab)
+        return
+    if head is None:
+        plan.lm_head = "target"
+        if draft_vocab != vocab:
+            plan.lose("embeddings", Finding(
+                "lm-head-missing",
+                f"{prof.label} shares the target's full-vocab lm_head with a reduced-vocab draft ({draft_vocab} of "
+                f"{vocab}): draft logits are indexed through d2t against the wrong rows: silently wrong tokens",
+                (Evidence("lm_head.weight", "absent", f"[{draft_vocab}, hidden]"),), "ship the draft's trained lm_head",
+                (f"rule: {prof.source('lm_head_source')}",),
+            ))
+        return
+    equal = same_as_target(ckpt, head, target, TARGET_LM_HEAD)
+    plan.lm_head = "target" if equal else "draft"
+
+
+def _missing_head(plan: LoadPlan, prof: Profile, draft_vocab: object) -> None:
+    plan.lose("embeddings", Finding(
+        "lm-head-missing",
+        f"{prof.label} uses the draft's own lm_head, and the checkpoint has none: it stays randomly initialised "
+        f"(sglang#27829: accept len 1.00)",
+        (Evidence("lm_head.weight", "absent", f"[{draft_vocab}, hidden]"),),
+        "ship lm_head.weight, or set draft_vocab_size: null to borrow the target's (SGLang >= 0.5.2)",
+        (f"rule: {prof.source('lm_head_source')}",),
+    ))
