@@ -36,6 +36,20 @@ class ContractRun:
                 return {c["id"]: (c["outcome"], c["message"]) for c in engine["contracts"]}
         raise KeyError(f"{checkpoint} not in report: {[c['path'] for c in self.report['checkpoints']]}")
 
+    def engine_entry(self, checkpoint: str | Path, engine: str) -> dict[str, Any]:
+        """The report entry of one engine (``sglang==0.5.23``) for one checkpoint."""
+        name, _, version = engine.partition("==")
+        for ckpt in self.report["checkpoints"]:
+            if ckpt["path"] == str(checkpoint):
+                for entry in ckpt["engines"]:
+                    if entry["engine"] == name and entry["version"] == (version or None):
+                        return dict(entry)
+        raise KeyError(f"{engine} for {checkpoint} not in report")
+
+    def engine_outcomes(self, checkpoint: str | Path, engine: str) -> dict[str, tuple[str, str]]:
+        entry = self.engine_entry(checkpoint, engine)
+        return {c["id"]: (c["outcome"], c["message"]) for c in entry["contracts"]}
+
     def verdict(self, checkpoint: str | Path) -> str:
         for ckpt in self.report["checkpoints"]:
             if ckpt["path"] == str(checkpoint):
@@ -87,3 +101,51 @@ def make_checkpoint(synth_dir: Path) -> Callable[..., Path]:
 def synth_target(synth_dir: Path) -> Path:
     """The target model every default SynthSpec draft belongs to."""
     return write_target(SynthSpec(), synth_dir / "target")
+
+
+@pytest.fixture(scope="session")
+def make_variant(make_checkpoint: Callable[..., Path], synth_dir: Path) -> Callable[..., Path]:
+    """A copy of a synthetic checkpoint with config edits, tensors dropped, renamed or replaced."""
+    from safetensors.torch import load_file, save_file
+
+    counter = iter(range(10_000))
+
+    def make(spec: SynthSpec, *, config: Callable[[dict[str, Any]], None] | None = None,
+             drop: Sequence[str] = (), rename: Callable[[str], str] | None = None,
+             replace: dict[str, torch.Tensor] | None = None, name: str = "variant") -> Path:
+        source = make_checkpoint(spec)
+        out = synth_dir / f"{name}-{next(counter)}"
+        out.mkdir()
+        data = json.loads((source / "config.json").read_text())
+        if config is not None:
+            config(data)
+        (out / "config.json").write_text(json.dumps(data, indent=2))
+        binary = not (source / "model.safetensors").exists()
+        if binary:
+            tensors = torch.load(source / "pytorch_model.bin", weights_only=True)
+        else:
+            tensors = load_file(str(source / "model.safetensors"))
+        tensors = {(rename(k) if rename else k): v for k, v in tensors.items() if k not in drop}
+        tensors.update(replace or {})
+        if binary:
+            torch.save(tensors, out / "pytorch_model.bin")
+        else:
+            save_file(tensors, str(out / "model.safetensors"))
+        return out
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def make_target(synth_dir: Path) -> Callable[..., Path]:
+    """A target config (and weights for the default spec) with a given layer count and architecture."""
+    counter = iter(range(10_000))
+
+    def make(layers: int = 8, architecture: str = "LlamaForCausalLM", with_weights: bool = False) -> Path:
+        out = write_target(SynthSpec(target_layers=layers), synth_dir / f"target-{next(counter)}", with_weights)
+        data = json.loads((out / "config.json").read_text())
+        data["architectures"] = [architecture]
+        (out / "config.json").write_text(json.dumps(data, indent=2))
+        return out
+
+    return make

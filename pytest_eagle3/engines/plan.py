@@ -480,9 +480,19 @@ def _fc(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, targe
     support = plan.aux.support
     if use_aux is False and honoured:
         fc.states_sent, fc.width_sent = 1, target_hidden
-        fc.action = "disabled"
-        if prof.engine == VLLM:
-            plan.notes.append("use_aux_hidden_state false: vLLM drops fc and feeds the final hidden state")
+        fc.action = "bypassed" if prof.engine == SGLANG else "disabled"
+        if fc.checkpoint_width and fc.checkpoint_width != target_hidden:
+            plan.lose("fc", Finding(
+                "fc-unused",
+                f"eagle_config.use_aux_hidden_state is false, so {prof.label} sends one {target_hidden}-wide hidden "
+                f"state and {'skips fc silently' if prof.engine == SGLANG else 'drops fc at load'}; the checkpoint's "
+                f"fc was trained on {fc.checkpoint_width // target_hidden if target_hidden else '?'} concatenated "
+                f"states: {ACCEPTANCE}",
+                (Evidence("eagle_config.use_aux_hidden_state", "false", "true (fc.weight is "
+                          f"{fc.checkpoint_width} wide)"),),
+                "set eagle_config.use_aux_hidden_state: true (or remove it)",
+                (f"rule: {prof.source('use_aux_hidden_state')}", f"rule: {prof.source('fc_applied')}"),
+            ))
         return
     if support is not None and support.support == "silent-no-capture":
         fc.states_sent = 1

@@ -1,0 +1,182 @@
+"""Every profile boundary, exercised by a synthetic checkpoint on both sides of it.
+
+Each case names the behaviour, a checkpoint that makes it visible, the last version before the
+boundary and the first after it, and the issue codes the load plan must file on each side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from pytest_eagle3.checkpoint import Checkpoint
+from pytest_eagle3.engines.plan import LOADS, REFUSED, load_plan
+from pytest_eagle3.engines.profiles import BEHAVIOURS, RULES
+from pytest_eagle3.engines.versions import parse_selection
+from pytest_eagle3.synth import EAGLE, MODELOPT, SPECFORGE, SPECULATORS, SynthSpec
+from pytest_eagle3.target import TargetModel
+
+
+def _set(**values: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(config: dict[str, Any]) -> None:
+        for key, value in values.items():
+            if key.startswith("eagle_config."):
+                config.setdefault("eagle_config", {})[key.removeprefix("eagle_config.")] = value
+            else:
+                config[key] = value
+    return edit
+
+
+@dataclass(frozen=True)
+class Case:
+    behaviour: str
+    engine: str
+    before: str
+    after: str
+    spec: SynthSpec
+    expect_before: frozenset[str]
+    expect_after: frozenset[str]
+    variant: dict[str, Any] = field(default_factory=dict, hash=False)
+    target_layers: int = 8
+    target_arch: str = "LlamaForCausalLM"
+    convention: str | None = None
+    target_weights: bool = False
+
+
+def case(behaviour: str, engine: str, before: str, after: str, spec: SynthSpec, before_codes: set[str],
+         after_codes: set[str], **extra: Any) -> Case:
+    variant = extra.pop("variant", {})
+    return Case(behaviour, engine, before, after, spec, frozenset(before_codes), frozenset(after_codes),
+                variant, **extra)
+
+
+SF = SynthSpec(producer=SPECFORGE)
+SP = SynthSpec(producer=SPECULATORS)
+EA = SynthSpec(producer=EAGLE)
+MO = SynthSpec(producer=MODELOPT)
+SGL, VLL = "sglang", "vllm"
+
+CASES = [
+    case("first_layer", SGL, "0.5.11", "0.5.12", MO, {"dropped", "uninitialised"}, set()),
+    case("multi_layer", SGL, "0.5.11", "0.5.12", SynthSpec(producer=SPECFORGE, draft_layers=2),
+         {"multi-layer", "dropped"}, {"uninitialised"}),
+    case("key_prefix", SGL, "0.4.8", "0.4.9", SF, {"key-refused", "dropped", "uninitialised"}, set(),
+         variant={"rename": lambda k: k if k in ("lm_head.weight", "d2t", "t2d") else "model." + k}),
+    case("d2t_absent", SGL, "0.4.8", "0.4.9", SF.with_faults("d2t-missing"), {"d2t-missing-crash", "uninitialised"},
+         {"d2t-missing"}),
+    case("draft_vocab_size_null", SGL, "0.5.1", "0.5.2", SF, {"draft-vocab-size", "lm-head-missing"}, set(),
+         variant={"config": _set(draft_vocab_size=None), "drop": ("lm_head.weight", "d2t", "t2d")}),
+    case("use_aux_hidden_state", SGL, "0.5.7", "0.5.8", SF, set(), {"fc-unused"},
+         variant={"config": _set(**{"eagle_config.use_aux_hidden_state": False})}),
+    case("graph_mode_default_layers", SGL, "0.5.10", "0.5.11", SynthSpec(producer=SPECFORGE, aux_layer_ids=(2, 3, 4)),
+         {"aux-layers"}, set()),
+    case("aux_transform_deepseek", SGL, "0.5.12", "0.5.13", SynthSpec(producer=SPECFORGE, aux_layer_ids=(2, 4, 5)),
+         {"aux-layers"}, set(), target_arch="DeepseekV3ForCausalLM", convention="input-of"),
+    case("aux_transform_gpt_oss", SGL, "0.5.16", "0.5.17", SynthSpec(producer=SPECFORGE, aux_layer_ids=(2, 4, 8)),
+         {"fc-width", "aux-layers"}, set(), target_arch="GptOssForCausalLM", convention="input-of"),
+    case("norm_before_fc", SGL, "0.5.16", "0.5.17", SF, {"norm-flag", "dropped"}, set(),
+         variant={"config": _set(norm_before_fc=True), "replace": {"input_norm.weight": torch.ones(192)}}),
+    case("norm_output", SGL, "0.5.11", "0.5.12", SF, {"norm-flag"}, set(), variant={"config": _set(norm_output=True)}),
+    case("fc_aux_count", SGL, "0.5.11", "0.5.12", SynthSpec(producer=SPECFORGE, aux_layer_ids=(1, 2, 3, 4)),
+         {"fc-shape", "fc-width"}, set()),
+    case("fc_bias", SGL, "0.4.8", "0.4.9", SF, {"uninitialised"}, set()),
+    case("architectures", VLL, "0.10.0", "0.10.1", SF, {"architecture"}, set()),
+    case("speculators_format", VLL, "0.10.0", "0.10.1", SP, {"speculators-format"}, set()),
+    case("d2t_present", VLL, "0.9.0", "0.9.1", EA, {"d2t-discarded"}, set()),
+    case("d2t_full_vocab", VLL, "0.29.0", "0.30.0", SynthSpec(producer=SPECFORGE, draft_vocab_size=1024,
+                                                                 write_aux_ids=False),
+         set(), {"d2t-full-vocab"}),
+    case("aux_id_fields", VLL, "0.11.0", "0.11.2", SynthSpec(producer=SPECULATORS, aux_layer_ids=(1, 3, 4)),
+         {"aux-layers"}, set()),
+    case("aux_id_fields_eagle_config", VLL, "0.21.0", "0.22.0",
+         SynthSpec(producer=SPECFORGE, aux_layer_ids=(1, 3, 4)), {"aux-layers"}, set(), convention="input-of"),
+    case("aux_id_fields_runner_v2", VLL, "0.25.0", "0.30.0",
+         SynthSpec(producer=SPECFORGE, aux_layer_ids=(1, 3, 4)), set(), {"aux-layers"}, convention="input-of"),
+    case("multi_layer", VLL, "0.11.0", "0.11.2", SynthSpec(producer=SPECULATORS, draft_layers=2),
+         {"multi-layer", "key-refused"}, set()),
+    case("use_aux_hidden_state", VLL, "0.11.2", "0.12.0", SF, set(), {"fc-unused"},
+         variant={"config": _set(**{"eagle_config.use_aux_hidden_state": False})}),
+    case("norm_before_residual", VLL, "0.10.0", "0.10.1", EA, {"norm-flag"}, set(),
+         variant={"config": _set(norm_before_residual=True)}),
+    case("norm_before_fc", VLL, "0.17.0", "0.18.0", SF, {"norm-flag", "key-refused"}, set(),
+         variant={"config": _set(norm_before_fc=True), "replace": {"input_norm.weight": torch.ones(192)}}),
+    case("norm_output", VLL, "0.24.0", "0.25.0", SP, {"norm-flag"}, set(), variant={"config": _set(norm_output=True)}),
+    case("fc_aux_count", VLL, "0.21.0", "0.22.0", SynthSpec(producer=SPECFORGE, aux_layer_ids=(1, 2, 3, 4)),
+         {"fc-shape", "aux-layers"}, set(), convention="input-of"),
+    case("embed_source", VLL, "0.11.0", "0.11.2", SP, set(), {"embed-kept"}, target_weights=True,
+         variant={"replace": {"embed_tokens.weight": torch.full((1024, 64), 0.5, dtype=torch.bfloat16)}}),
+    case("lm_head_source", VLL, "0.10.1", "0.11.0", SynthSpec(producer=SPECULATORS, draft_vocab_size=1024),
+         set(), {"lm-head-replaced"}, target_weights=True),
+    case("unknown_key", VLL, "0.24.0", "0.25.0", SP, {"key-refused"}, {"dropped"},
+         variant={"replace": {"fc.bias": torch.zeros(64)}}),
+    case("capture_range", VLL, "0.17.0", "0.18.0", SynthSpec(producer=SPECULATORS, aux_layer_ids=(2, 4, 8)),
+         {"fc-width", "aux-layers"}, set()),
+]
+
+
+@pytest.fixture(scope="module")
+def plan_codes(make_variant: Callable[..., Path], make_checkpoint: Callable[..., Path],
+               make_target: Callable[..., Path]) -> Callable[[Case, str], tuple[str, set[str]]]:
+    def run(c: Case, version: str) -> tuple[str, set[str]]:
+        path = make_variant(c.spec, name=c.behaviour, **c.variant) if c.variant else make_checkpoint(c.spec)
+        target = TargetModel.open(make_target(c.target_layers, c.target_arch, c.target_weights))
+        engine = parse_selection(f"{c.engine}=={version}")[0]
+        plan = load_plan(Checkpoint.open(path), engine, target, c.convention)
+        return plan.outcome, {i.finding.code for i in plan.issues}
+
+    return run
+
+
+@pytest.mark.parametrize("c", CASES, ids=[f"{c.engine}-{c.behaviour}-{c.after}" for c in CASES])
+def test_boundary(c: Case, plan_codes: Callable[[Case, str], tuple[str, set[str]]]) -> None:
+    before_outcome, before = plan_codes(c, c.before)
+    after_outcome, after = plan_codes(c, c.after)
+    assert before == c.expect_before, f"{c.engine} {c.before}: {before}"
+    assert after == c.expect_after, f"{c.engine} {c.after}: {after}"
+    assert before != after, "a boundary case must change the verdict"
+    for outcome, codes in ((before_outcome, before), (after_outcome, after)):
+        assert (outcome == LOADS) == (not codes)
+
+
+def test_every_versioned_behaviour_has_a_boundary_case() -> None:
+    """Each behaviour whose value changes between versions is exercised on both sides."""
+    changing = {(r.engine, r.behaviour) for r in RULES if r.since not in ("0.4.4.post2", "0.8.5")}
+    covered = {(c.engine, c.behaviour.split("_eagle_config")[0].split("_runner_v2")[0]) for c in CASES}
+    untestable = {
+        ("vllm", "fc_applied"): "0.8.5 ignores configured ids and allows only Llama targets: one state never arrives",
+        ("vllm", "embed_source"): "covered by the 0.11.2 case; 0.9.0/0.9.1 reject speculators configs",
+        ("vllm", "lm_head_source"): "covered by the 0.11.0 case",
+        ("vllm", "architectures"): "0.19/0.24 add MLA and Qwen3 draft classes the plan does not simulate",
+        ("vllm", "speculators_model_types"): "covered in tests/test_engine_contracts.py (qwen2 layer config)",
+        ("vllm", "arch_rewrite"): "covered by the architectures case",
+        ("vllm", "wrong_arch"): "covered in tests/test_engine_contracts.py",
+        ("vllm", "d2t_present"): "", ("vllm", "draft_vocab_size_missing"): "covered in tests/test_engine_contracts.py",
+        ("vllm", "draft_vocab_size_null"): "covered in tests/test_engine_contracts.py",
+        ("vllm", "aux_id_fields_other_mode"): "covered by aux_id_fields_runner_v2",
+        ("vllm", "fc_norm"): "same rule as norm_output",
+        ("vllm", "unknown_key"): "",
+        ("sglang", "architectures"): "the 0.5.12 MLA draft class is not simulated",
+        ("sglang", "renames"): "covered by first_layer",
+        ("sglang", "unknown_key"): "covered by key_prefix",
+        ("sglang", "aux_id_fields"): "covered by key_prefix's version pair (0.4.8 captures defaults only)",
+        ("sglang", "fc_norm"): "same rule as norm_output",
+        ("sglang", "graph_mode_default_layers"): "",
+    }
+    missing = sorted(changing - covered - set(untestable))
+    assert not missing, f"behaviours with a version boundary and no case: {missing}"
+    assert set(BEHAVIOURS) >= {b for _, b in changing}
+
+
+def test_plan_is_reported_in_probe_shape(make_checkpoint: Callable[..., Path], synth_target: Path) -> None:
+    plan = load_plan(Checkpoint.open(make_checkpoint(SP)), parse_selection("vllm")[0], TargetModel.open(synth_target))
+    data = plan.as_probe_dict()
+    assert data["outcome"] == "loaded" and data["captured_inputs_of"] == [2, 4, 5]
+    assert data["parameters"]["model.layers.0.self_attn.qkv_proj.weight"]["sources"] == [
+        "layers.0.self_attn.k_proj.weight", "layers.0.self_attn.q_proj.weight", "layers.0.self_attn.v_proj.weight"]
+    assert data["draft_to_target"] is not None and len(data["draft_to_target"]) == 256
+    assert plan.outcome != REFUSED
