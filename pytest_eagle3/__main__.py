@@ -1,4 +1,4 @@
-"""Command line: ``python -m pytest_eagle3 check PATH...`` and ``python -m pytest_eagle3 synth``."""
+"""Command line: ``python -m pytest_eagle3 check PATH...``, ``synth`` and ``matrix``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     check.add_argument("checkpoints", nargs="+", metavar="PATH")
     check.add_argument("--target", help="target model dir or config.json")
     check.add_argument("--report", help="write the JSON verdict here")
+    check.add_argument("--engine", help="engine versions (as --eagle3-engine): sglang, vllm, all, NAME==VERSION")
+    sub.add_parser("matrix", help="print the engine x version support matrix (markdown) from the profiles")
     synth = sub.add_parser("synth", help="write a synthetic draft checkpoint (optionally with faults)")
     synth.add_argument("out", nargs="?", help="output directory")
     synth.add_argument("--producer", default="speculators", help="speculators, specforge, specforge-hf, eagle, modelopt, angelslim")
@@ -27,7 +29,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         pytest_args = [f"--eagle3-ckpt={p}" for p in args.checkpoints]
         pytest_args += [f"--eagle3-target={args.target}"] if args.target else []
         pytest_args += [f"--eagle3-report={args.report}"] if args.report else []
+        pytest_args += [f"--eagle3-engine={args.engine}"] if args.engine else []
         return int(pytest.main(pytest_args))
+    if args.command == "matrix":
+        from pytest_eagle3.engines.matrix import render_matrix
+
+        print(render_matrix())
+        return 0
     from pytest_eagle3 import synth as synthetic
 
     if args.list_faults:

@@ -84,15 +84,13 @@ def selected_engines(config: pytest.Config) -> list[str]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    paths = resolve(metafunc.config, "eagle3_ckpt").values
+    if "eagle3_checkpoint" in metafunc.fixturenames and paths:
+        metafunc.parametrize("eagle3_checkpoint", paths, ids=checkpoint_ids(paths), indirect=True, scope="session")
     if "eagle3_engine" in metafunc.fixturenames:
         engines = selected_engines(metafunc.config)
         metafunc.parametrize("eagle3_engine", engines, ids=[e.replace("==", "-") for e in engines],
                              indirect=True, scope="session")
-    if "eagle3_checkpoint" not in metafunc.fixturenames:
-        return
-    paths = resolve(metafunc.config, "eagle3_ckpt").values
-    if paths:
-        metafunc.parametrize("eagle3_checkpoint", paths, ids=checkpoint_ids(paths), indirect=True, scope="session")
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -58,6 +58,13 @@ def firing(requested: Sequence[int], layers: int | None, capture_range: str) -> 
     return captured, never, crash
 
 
+def capture_range_for(prof: Profile, family: str) -> str:
+    """gpt-oss from SGLang 0.5.17 captures at every block boundary 0..L (models/gpt_oss.py forward)."""
+    if family == "gpt_oss" and prof.value("aux_transform_gpt_oss") == "+1-unless-max-is-L":
+        return "all"
+    return str(prof.value("capture_range"))
+
+
 def trained_inputs(ids: Sequence[int], convention: str) -> tuple[int, ...]:
     """The layer inputs a draft was trained on: input-of ids as-is, output-of ids + 1."""
     shift = 1 if convention == OUTPUT_OF else 0
@@ -114,9 +121,7 @@ def plan_aux(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, 
     support = capture_support(prof.engine, prof.version, arch) if arch else None
     aux.support = support
     family = support.family if support else "llama"
-    capture_range = str(prof.value("capture_range"))
-    if family == "gpt_oss" and prof.value("aux_transform_gpt_oss") == "+1-unless-max-is-L":
-        capture_range = "all"
+    capture_range = capture_range_for(prof, family)
     aux.field, aux.configured, aux.transform, aux.requested = resolve_capture(
         prof, prof.value("aux_id_fields"), view.config, family, layers)
     if aux.requested is not None:

@@ -156,7 +156,7 @@ RULES: tuple[Rule, ...] = tuple(
              ("0.4.4.post2", "0.4.8", (), "sglang v0.4.5 set_eagle3_layers_to_capture() takes no ids"),
              ("0.4.9", None, ("eagle_config.eagle_aux_hidden_state_layer_ids",),
               "sglang model_runner_components/spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state"))
-    + _rules(SGLANG, "aux_id_fields_other_mode", ("0.4.4.post2", None, None, "sglang: one resolver"))
+    + _rules(SGLANG, "aux_id_fields_other_mode", ("0.4.4.post2", None, None, "sglang spec_aux_hidden_state.py: one aux-id resolver for every runtime mode"))
     + _rules(SGLANG, "aux_transform_llama",
              ("0.4.4.post2", None, "+1", "sglang models/llama.py LlamaForCausalLM.set_eagle3_layers_to_capture"))
     + _rules(SGLANG, "aux_transform_deepseek",

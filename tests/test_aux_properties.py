@@ -1,0 +1,139 @@
+"""Aux-layer arithmetic against an independent statement of each engine's rule.
+
+The independent statement replays the engines' own capture loops literally (``for i in
+range(L): if i in layers_to_capture: ...``) on the ids each engine's resolver reads; the profile
+side is the set arithmetic in ``pytest_eagle3.engines.aux``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+from packaging.version import Version
+
+from pytest_eagle3.engines import aux
+from pytest_eagle3.engines.profiles import profile, segment_starts
+from pytest_eagle3.engines.versions import EngineVersion
+
+FIELDS = ("eagle_aux_hidden_state_layer_ids", "eagle_config.eagle_aux_hidden_state_layer_ids",
+          "eagle_config.layer_ids")
+
+
+def _config(field: str | None, ids: list[int]) -> dict[str, Any]:
+    if field is None:
+        return {}
+    if field.startswith("eagle_config."):
+        return {"eagle_config": {field.removeprefix("eagle_config."): ids}}
+    return {field: ids}
+
+
+def sglang_reference(version: Version, family: str, config: dict[str, Any], layers: int) -> tuple[list[int], bool]:
+    """SGLang: spec_aux_hidden_state reads eagle_config ids (from 0.4.9); the target's
+    set_eagle3_layers_to_capture transforms them; LlamaModel.forward captures before layer i."""
+    ids = None
+    if version >= Version("0.4.9"):
+        ids = (config.get("eagle_config") or {}).get("eagle_aux_hidden_state_layer_ids") or None
+    if ids is None:
+        to_capture = [2, layers // 2, layers - 3]
+    elif family == "deepseek" and version >= Version("0.5.13") and ids[0] != 1:
+        to_capture = list(ids)
+    elif family == "gpt_oss" and version >= Version("0.5.17"):
+        # boundary 0 = embeddings, boundary i + 1 = after block i (models/gpt_oss.py forward)
+        boundaries = list(ids) if max(ids) == layers else [v + 1 for v in ids]
+        return [b for b in range(layers + 1) if b in boundaries], False
+    else:
+        to_capture = [v + 1 for v in ids]
+    captured: list[int] = []
+    for i in range(layers):
+        if i in to_capture:
+            if i == 0:
+                return captured, True  # hidden_states + None
+            captured.append(i)
+    return captured, False
+
+
+def vllm_reference(version: Version, config: dict[str, Any], layers: int) -> tuple[list[int], bool]:
+    """vLLM: the runner's resolver (V2 on GPU from 0.30), ids as-is; the loop captures before
+    layer idx (to 0.17), or the embeddings plus after each layer idx the id idx + 1 (0.18+)."""
+    eagle = config.get("eagle_config") or {}
+    ids = None
+    if version >= Version("0.30.0"):
+        ids = config.get("eagle_aux_hidden_state_layer_ids") or eagle.get("layer_ids")
+    elif version >= Version("0.22.0"):
+        ids = config.get("eagle_aux_hidden_state_layer_ids") or eagle.get("eagle_aux_hidden_state_layer_ids")
+    elif version >= Version("0.11.2"):
+        ids = config.get("eagle_aux_hidden_state_layer_ids")
+    chosen = tuple(sorted(set(ids))) if ids else (2, layers // 2, layers - 3)
+    captured: list[int] = []
+    if version >= Version("0.18.0"):
+        if 0 in chosen:
+            captured.append(0)
+        for idx in range(layers):
+            if idx + 1 in chosen:
+                captured.append(idx + 1)
+        return captured, False
+    for idx in range(layers):
+        if idx in chosen:
+            if idx == 0:
+                return captured, True
+            captured.append(idx)
+    return captured, False
+
+
+RELEASES = {
+    "sglang": [Version(f"0.4.{p}") for p in range(5, 11)] + [Version(f"0.5.{p}") for p in range(24)],
+    "vllm": [Version(f"0.{m}.{p}") for m in range(9, 34) for p in range(3)],
+}
+
+
+def _versions(engine: str) -> st.SearchStrategy[Version]:
+    """Every segment start, and releases in between (which take the earlier segment's rules)."""
+    return st.sampled_from(sorted(set(segment_starts(engine)) | set(RELEASES[engine])))
+
+
+@given(
+    version=_versions("sglang"),
+    family=st.sampled_from(["llama", "deepseek", "gpt_oss"]),
+    layers=st.integers(4, 80),
+    field=st.sampled_from([None, *FIELDS]),
+    data=st.data(),
+)
+def test_sglang_capture_matches_the_engine_loop(version: Version, family: str, layers: int, field: str | None,
+                                                data: st.DataObject) -> None:
+    ids = data.draw(st.lists(st.integers(0, layers + 2), min_size=1, max_size=5))
+    config = _config(field, ids)
+    prof = profile(EngineVersion("sglang", version))
+    fields = prof.value("aux_id_fields")
+    _, _, _, requested = aux.resolve_capture(prof, fields, config, family, layers)
+    assert requested is not None
+    captured, _, crash = aux.firing(requested, layers, aux.capture_range_for(prof, family))
+    expected, expected_crash = sglang_reference(version, family, config, layers)
+    assert crash == expected_crash
+    if not crash:
+        assert list(captured) == expected
+
+
+@given(version=_versions("vllm"), layers=st.integers(4, 80), field=st.sampled_from([None, *FIELDS]),
+       data=st.data())
+def test_vllm_capture_matches_the_engine_loop(version: Version, layers: int, field: str | None,
+                                              data: st.DataObject) -> None:
+    ids = data.draw(st.lists(st.integers(0, layers + 2), min_size=1, max_size=5))
+    config = _config(field, ids)
+    prof = profile(EngineVersion("vllm", version))
+    _, _, _, requested = aux.resolve_capture(prof, prof.value("aux_id_fields"), config, "llama", layers)
+    assert requested is not None
+    captured, _, crash = aux.firing(requested, layers, str(prof.value("capture_range")))
+    expected, expected_crash = vllm_reference(version, config, layers)
+    assert crash == expected_crash
+    if not crash:
+        assert list(captured) == expected
+
+
+@given(ids=st.lists(st.integers(0, 60), min_size=1, max_size=4), convention=st.sampled_from(aux.CONVENTIONS))
+def test_output_of_ids_are_the_inputs_of_the_next_layer(ids: list[int], convention: str) -> None:
+    trained = aux.trained_inputs(ids, convention)
+    shift = 1 if convention == "output-of" else 0
+    assert trained == tuple(sorted({i + shift for i in ids}))
+    assert "outputs of layers" in aux.describe_inputs([j for j in trained if j > 0] or [1])

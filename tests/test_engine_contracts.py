@@ -1,0 +1,193 @@
+"""The engine contracts as a user meets them: each real incident from the reference notes,
+reproduced with a synthetic checkpoint, judged per engine version, with the message checked."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from pytest_eagle3.synth import MODELOPT, SPECFORGE, SPECULATORS, SynthSpec
+from tests.conftest import ContractRun
+
+Run = Callable[..., ContractRun]
+
+
+def _eagle_config(**values: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(config: dict[str, Any]) -> None:
+        config.setdefault("eagle_config", {}).update(values)
+    return edit
+
+
+def test_kimi_seed_layers0_keys_dropped_by_sglang_before_0_5_12(run_contracts: Run,
+                                                                make_checkpoint: Callable[..., Path]) -> None:
+    """The seed incident: a draft saved with layers.0.* keys served by SGLang 0.5.11 runs with a random layer."""
+    draft = make_checkpoint(SynthSpec(producer=MODELOPT))
+    run = run_contracts([draft], "--eagle3-engine=sglang==0.5.11,sglang==0.5.12")
+    old = run.engine_outcomes(draft, "sglang==0.5.11")["engine.keys"]
+    assert old[0] == "failed"
+    assert re.match(r"engine\.keys \[dropped\]: SGLang 0\.5\.11 will silently drop 10 tensors: layers\.0\.", old[1])
+    assert "rename layers.0.* -> midlayer.*" in run.output and "SGLang >= 0.5.12" in run.output
+    assert "load plan, SGLang 0.5.11" in run.output
+    assert run.engine_outcomes(draft, "sglang==0.5.12")["engine.keys"][0] == "passed"
+
+
+def test_d2t_corruption_fails_every_engine(run_contracts: Run, make_checkpoint: Callable[..., Path],
+                                           synth_target: Path) -> None:
+    draft = make_checkpoint(SynthSpec(producer=SPECULATORS).with_faults("d2t-absolute"))
+    run = run_contracts([draft], "--eagle3-engine=vllm==0.11.0,vllm", target=synth_target)
+    assert run.verdict(draft) == "fail"
+    for engine in ("vllm==0.11.0", "vllm==0.33.0"):
+        entry = run.engine_entry(draft, engine)
+        assert entry["verdict"] == "fail" and "vocab.map" in entry["failing"]
+        assert entry["contracts"] and all(c["id"].startswith("engine.") for c in entry["contracts"])
+    assert re.search(r"vllm==0\.33\.0\s+FAIL\s+vocab\.map", run.output)
+
+
+def test_kimi_aux_ids_shifted_by_sglang_plus_one(run_contracts: Run, make_checkpoint: Callable[..., Path],
+                                                 make_target: Callable[..., Path]) -> None:
+    """[2, 30, 58] trained as layer inputs; SGLang before #25454 adds +1 -> [3, 31, 59] (sglang#25454)."""
+    draft = make_checkpoint(SynthSpec(producer=SPECFORGE, aux_layer_ids=(2, 30, 58), target_layers=61))
+    target = make_target(61, "KimiK25ForConditionalGeneration")
+    run = run_contracts([draft], "--eagle3-engine=sglang==0.5.12,sglang==0.5.13", "--eagle3-aux-convention=input-of",
+                        target=target)
+    outcome, message = run.engine_outcomes(draft, "sglang==0.5.12")["engine.aux_layers"]
+    assert outcome == "failed"
+    assert ("SGLang 0.5.12 adds +1 to [2, 30, 58] -> captures inputs of layers [3, 31, 59] = outputs of layers "
+            "[2, 30, 58]") in message
+    assert "trained on outputs of layers [1, 29, 57]" in message
+    assert run.engine_outcomes(draft, "sglang==0.5.13")["engine.aux_layers"][0] == "passed"
+
+
+def test_single_hidden_state_bypasses_fc_silently(run_contracts: Run, make_variant: Callable[..., Path],
+                                                  synth_target: Path) -> None:
+    """use_aux_hidden_state: false sends one hidden-size state: SGLang skips fc without an error."""
+    draft = make_variant(SynthSpec(producer=SPECFORGE), config=_eagle_config(use_aux_hidden_state=False))
+    run = run_contracts([draft], "--eagle3-engine=sglang,vllm", target=synth_target)
+    sglang = run.engine_outcomes(draft, "sglang==0.5.23")["engine.fc"]
+    assert sglang[0] == "failed"
+    assert "SGLang 0.5.23 sends one 64-wide hidden state and skips fc silently" in sglang[1]
+    assert "drops fc at load" in run.engine_outcomes(draft, "vllm==0.33.0")["engine.fc"][1]
+
+
+def test_missing_aux_ids_default_silently_vllm_50170(run_contracts: Run, make_checkpoint: Callable[..., Path],
+                                                     synth_target: Path) -> None:
+    draft = make_checkpoint(SynthSpec(producer=MODELOPT, write_aux_ids=False))
+    run = run_contracts([draft], "--eagle3-engine=vllm", target=synth_target)
+    outcome, message = run.engine_outcomes(draft, "vllm==0.33.0")["engine.aux_layers"]
+    assert outcome == "failed" and "[aux-ids-missing]" in message and "captures its defaults" in message
+
+
+def test_sglang_trained_draft_on_vllm_is_one_layer_off_vllm_43671(run_contracts: Run,
+                                                                  make_checkpoint: Callable[..., Path],
+                                                                  synth_target: Path) -> None:
+    draft = make_checkpoint(SynthSpec(producer=SPECFORGE, aux_layer_ids=(2, 4, 5)))
+    run = run_contracts([draft], "--eagle3-engine=vllm==0.25.0,sglang", target=synth_target)
+    outcome, message = run.engine_outcomes(draft, "vllm==0.25.0")["engine.aux_layers"]
+    assert outcome == "failed"
+    assert "vLLM 0.25.0 uses [2, 4, 5] as-is -> captures inputs of layers [2, 4, 5]" in message
+    assert "fix: write [3, 5, 6] into eagle_aux_hidden_state_layer_ids" in run.output
+    assert run.engine_outcomes(draft, "sglang==0.5.23")["engine.aux_layers"][0] == "passed"
+
+
+def test_gpt_oss_boundary_ids_sglang_32334(run_contracts: Run, make_checkpoint: Callable[..., Path],
+                                           make_target: Callable[..., Path]) -> None:
+    """gpt-oss [24, 30, 36] (36 layers): +1 makes 37, which never fires; fc gets 2 states, not 3."""
+    draft = make_checkpoint(SynthSpec(producer=SPECFORGE, aux_layer_ids=(24, 30, 36), target_layers=36))
+    target = make_target(36, "GptOssForCausalLM")
+    run = run_contracts([draft], "--eagle3-engine=sglang==0.5.16,sglang==0.5.17", "--eagle3-aux-convention=input-of",
+                        target=target)
+    outcome, message = run.engine_outcomes(draft, "sglang==0.5.16")["engine.fc"]
+    assert outcome == "failed"
+    assert "SGLang 0.5.16 concatenates 2 captured states (128 wide) but fc expects 3 (192)" in message
+    assert run.engine_outcomes(draft, "sglang==0.5.17")["engine.fc"][0] == "passed"
+    assert run.engine_outcomes(draft, "sglang==0.5.17")["engine.aux_layers"][0] == "passed"
+
+
+def test_four_top_level_aux_ids_vllm_54598(run_contracts: Run, make_checkpoint: Callable[..., Path],
+                                           synth_target: Path) -> None:
+    draft = make_checkpoint(SynthSpec(producer=SPECULATORS, aux_layer_ids=(1, 2, 4, 5)))
+    run = run_contracts([draft], "--eagle3-engine=vllm", target=synth_target)
+    outcome, message = run.engine_outcomes(draft, "vllm==0.33.0")["engine.fc"]
+    assert outcome == "failed"
+    assert "vLLM 0.33.0 builds fc for 3 aux states (192 wide) but the checkpoint's fc takes 256" in message
+
+
+def test_missing_lm_head_stays_random_sglang_27829(run_contracts: Run, make_variant: Callable[..., Path],
+                                                   synth_target: Path) -> None:
+    draft = make_variant(SynthSpec(producer=SPECFORGE), drop=("lm_head.weight",))
+    run = run_contracts([draft], "--eagle3-engine=sglang", target=synth_target)
+    outcome, message = run.engine_outcomes(draft, "sglang==0.5.23")["engine.embeddings"]
+    assert outcome == "failed" and "it stays randomly initialised (sglang#27829" in message
+    assert "draft_vocab_size: null" in run.output
+
+
+def test_random_embed_kept_by_vllm_torchspec_38(run_contracts: Run, make_variant: Callable[..., Path],
+                                                synth_target: Path) -> None:
+    noise = torch.randn(1024, 64, generator=torch.Generator().manual_seed(7)).to(torch.bfloat16)
+    draft = make_variant(SynthSpec(producer=SPECULATORS), replace={"embed_tokens.weight": noise})
+    run = run_contracts([draft], "--eagle3-engine=vllm==0.11.0,vllm", target=synth_target)
+    outcome, message = run.engine_outcomes(draft, "vllm==0.33.0")["engine.embeddings"]
+    assert outcome == "failed" and "keeps the draft's own embed_tokens" in message and "TorchSpec#38" in message
+    assert run.engine_outcomes(draft, "vllm==0.11.0")["engine.embeddings"][0] == "passed"
+
+
+def test_good_drafts_pass_and_report_per_engine(run_contracts: Run, make_checkpoint: Callable[..., Path],
+                                                synth_target: Path, tmp_path: Path) -> None:
+    draft = make_checkpoint(SynthSpec(producer=SPECFORGE))
+    run = run_contracts([draft], target=synth_target)
+    assert run.result.ret == 0
+    engines = [(e["engine"], e["version"], e["verdict"]) for e in run.report["checkpoints"][0]["engines"]]
+    assert engines == [("any", None, "pass"), ("sglang", "0.5.23", "pass"), ("vllm", "0.33.0", "pass")]
+    passed = run.engine_outcomes(draft, "vllm==0.33.0")["engine.aux_layers"]
+    assert passed == ("passed", "vLLM 0.33.0 feeds outputs of layers [1, 3, 4] = training; the other runtime mode "
+                                "would feed outputs of layers [0, 2, 3]")
+
+
+def test_without_target_layer_dependent_contracts_skip(run_contracts: Run,
+                                                       make_checkpoint: Callable[..., Path]) -> None:
+    draft = make_checkpoint(SynthSpec(producer=SPECULATORS))
+    run = run_contracts([draft], "--eagle3-engine=vllm==0.11.0")
+    outcome, message = run.engine_outcomes(draft, "vllm==0.11.0")["engine.aux_layers"]
+    assert outcome == "skipped" and "--eagle3-target" in message
+
+
+def test_aux_convention_option_overrides_the_producer(run_contracts: Run, make_checkpoint: Callable[..., Path],
+                                                      synth_target: Path) -> None:
+    draft = make_checkpoint(SynthSpec(producer=SPECFORGE, aux_layer_ids=(2, 4, 5)))
+    run = run_contracts([draft], "--eagle3-engine=sglang", "--eagle3-aux-convention=input-of", target=synth_target)
+    outcome, message = run.engine_outcomes(draft, "sglang==0.5.23")["engine.aux_layers"]
+    assert outcome == "failed" and "input-of (--eagle3-aux-convention)" in run.output
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    ("--eagle3-engine=vllm==0.7.0", "vLLM 0.7.0 is outside the known range 0.8.5 to 0.33.0"),
+    ("--eagle3-engine=tgi", "unknown engine 'tgi'"),
+    ("--eagle3-aux-convention=sideways", "'sideways' is not input-of or output-of"),
+])
+def test_bad_engine_options_are_usage_errors(pytester: pytest.Pytester, make_checkpoint: Callable[..., Path],
+                                             option: str, message: str) -> None:
+    result = pytester.runpytest(f"--eagle3-ckpt={make_checkpoint(SynthSpec())}", option, "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stderr.str()
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_engine_selection_from_env_and_ini(pytester: pytest.Pytester, make_checkpoint: Callable[..., Path],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    draft = make_checkpoint(SynthSpec(producer=SPECFORGE))
+    report = pytester.path / "r.json"
+    pytester.makeini("[pytest]\neagle3_engines = sglang==0.5.11\n")
+    pytester.runpytest(f"--eagle3-ckpt={draft}", f"--eagle3-report={report}", "-p", "no:cacheprovider")
+    engines = {e["engine"] + str(e["version"]) for e in json.loads(report.read_text())["checkpoints"][0]["engines"]}
+    assert engines == {"anyNone", "sglang0.5.11"}
+    monkeypatch.setenv("EAGLE3_ENGINES", "vllm==0.12.0")
+    result = pytester.runpytest(f"--eagle3-ckpt={draft}", f"--eagle3-report={report}", "-p", "no:cacheprovider")
+    engines = {e["engine"] + str(e["version"]) for e in json.loads(report.read_text())["checkpoints"][0]["engines"]}
+    assert engines == {"anyNone", "vllm0.12.0"}
+    assert "eagle3: engine=vllm==0.12.0 (from env EAGLE3_ENGINES)" in result.stdout.str()

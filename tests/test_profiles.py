@@ -1,0 +1,103 @@
+"""The profile tables themselves, and how ``--eagle3-engine`` selects from them."""
+
+from __future__ import annotations
+
+import pytest
+from packaging.version import Version
+
+from pytest_eagle3.engines.profiles import BEHAVIOURS, RULES, profile, rule_for, segment_starts
+from pytest_eagle3.engines.targets import CAPTURE_RULES, capture_support
+from pytest_eagle3.engines.versions import (
+    KNOWN_RANGES,
+    EngineSelectionError,
+    EngineVersion,
+    parse_selection,
+)
+
+
+@pytest.mark.parametrize("engine", sorted(KNOWN_RANGES))
+def test_every_behaviour_starts_at_the_first_known_release(engine: str) -> None:
+    first = KNOWN_RANGES[engine][0]
+    for behaviour in BEHAVIOURS:
+        starts = sorted(Version(r.since) for r in RULES if r.engine == engine and r.behaviour == behaviour)
+        assert starts, f"{engine} has no rule for {behaviour}"
+        assert starts[0] == Version(first), f"{engine} {behaviour} starts at {starts[0]}, not {first}"
+        assert len(starts) == len(set(starts)), f"{engine} {behaviour}: two rules start at the same release"
+
+
+def test_rules_are_documented_and_ordered() -> None:
+    for rule in RULES:
+        assert rule.behaviour in BEHAVIOURS
+        assert len(rule.source) > 20, f"{rule} needs a source line"
+        if rule.until:
+            assert Version(rule.since) <= Version(rule.until)
+            later = [r for r in RULES if (r.engine, r.behaviour) == (rule.engine, rule.behaviour)
+                     and Version(r.since) > Version(rule.since)]
+            if later:
+                assert Version(rule.until) < min(Version(r.since) for r in later), f"{rule} overlaps the next rule"
+
+
+def test_capture_rules_have_sources() -> None:
+    for row in CAPTURE_RULES:
+        assert row.source and row.architectures
+        assert Version(KNOWN_RANGES[row.engine][0]) <= Version(row.since) <= Version(KNOWN_RANGES[row.engine][1])
+
+
+def test_an_unread_patch_release_takes_the_earlier_rule() -> None:
+    """vLLM 0.11.1 was not read: it resolves to the rule of 0.11.0 (aux ids ignored)."""
+    assert rule_for("vllm", "aux_id_fields", Version("0.11.1")).since == "0.8.5"
+    assert rule_for("vllm", "aux_id_fields", Version("0.11.2")).since == "0.11.2"
+
+
+def test_selection_bare_names_and_all() -> None:
+    assert [e.spec for e in parse_selection("all")] == ["sglang==0.5.23", "vllm==0.33.0"]
+    assert [e.spec for e in parse_selection("sglang==0.5.11,sglang,vllm==0.11.0,vllm")] == [
+        "sglang==0.5.11", "sglang==0.5.23", "vllm==0.11.0", "vllm==0.33.0"]
+    assert [e.spec for e in parse_selection(" vllm , vllm==0.33.0 ")] == ["vllm==0.33.0"]
+
+
+def test_selection_every_segment() -> None:
+    segments = parse_selection("sglang==*")
+    assert segments[0].spec == "sglang==0.4.4.post2"
+    assert {"sglang==0.5.12", "sglang==0.5.13", "sglang==0.5.17"} <= {e.spec for e in segments}
+    assert len(segments) == len(segment_starts("sglang"))
+
+
+def test_selection_unknown_version_inside_a_range_resolves_to_its_profile() -> None:
+    (engine,) = parse_selection("sglang==0.5.15")
+    assert engine.version == Version("0.5.15")
+    assert profile(engine).value("aux_transform_deepseek") == "+1-if-first-is-1"
+    assert profile(engine).rules["aux_transform_gpt_oss"].since == "0.4.4.post2"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("vllm==0.7.0", "vLLM 0.7.0 is outside the known range 0.8.5 to 0.33.0"),
+    ("sglang==0.6.0", "SGLang 0.6.0 is outside the known range 0.4.4.post2 to 0.5.23"),
+    ("trtllm", "unknown engine 'trtllm'"),
+    ("vllm==latest", "'vllm==latest' is not a version number"),
+])
+def test_selection_errors_name_the_known_range(text: str, message: str) -> None:
+    with pytest.raises(EngineSelectionError, match=message.replace(".", r"\.").replace("(", r"\(")):
+        parse_selection(text)
+
+
+def test_profile_source_names_the_range() -> None:
+    prof = profile(EngineVersion("sglang", Version("0.5.11")))
+    assert prof.source("first_layer").endswith("[SGLang 0.4.4.post2-0.5.11]")
+    assert prof.value("first_layer") == "midlayer"
+
+
+@pytest.mark.parametrize(("engine", "version", "arch", "support", "family"), [
+    ("sglang", "0.5.23", "LlamaForCausalLM", "captures", "llama"),
+    ("sglang", "0.5.3", "DeepseekV3ForCausalLM", "refused", "deepseek"),
+    ("sglang", "0.5.5", "DeepseekV3ForCausalLM", "captures", "deepseek"),
+    ("sglang", "0.5.21", "Qwen3_5ForConditionalGeneration", "silent-no-capture", "llama"),
+    ("sglang", "0.5.22", "Qwen3_5ForConditionalGeneration", "captures", "llama"),
+    ("sglang", "0.5.23", "KimiVLForConditionalGeneration", "refused", "llama"),
+    ("vllm", "0.10.0", "Qwen3ForCausalLM", "refused", "llama"),
+    ("vllm", "0.10.1", "Qwen3ForCausalLM", "captures", "llama"),
+    ("vllm", "0.33.0", "SomeNewForCausalLM", None, "llama"),
+])
+def test_capture_support(engine: str, version: str, arch: str, support: str | None, family: str) -> None:
+    found = capture_support(engine, Version(version), arch)
+    assert (found.support, found.family) == (support, family)
