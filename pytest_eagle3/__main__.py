@@ -15,7 +15,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     check.add_argument("--target", help="target model dir or config.json")
     check.add_argument("--report", help="write the JSON verdict here")
     check.add_argument("--engine", help="engine versions (as --eagle3-engine): sglang, vllm, all, NAME==VERSION")
-    sub.add_parser("matrix", help="print the engine x version support matrix (markdown) from the profiles")
+    matrix = sub.add_parser("matrix", help="print the engine x version support matrix (markdown) from the profiles")
+    matrix.add_argument("--readme", help="rewrite the matrix block of this README in place instead of printing")
     synth = sub.add_parser("synth", help="write a synthetic draft checkpoint (optionally with faults)")
     synth.add_argument("out", nargs="?", help="output directory")
     synth.add_argument("--producer", default="speculators", help="speculators, specforge, specforge-hf, eagle, modelopt, angelslim")
@@ -32,9 +33,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         pytest_args += [f"--eagle3-engine={args.engine}"] if args.engine else []
         return int(pytest.main(pytest_args))
     if args.command == "matrix":
-        from pytest_eagle3.engines.matrix import render_matrix
+        from pathlib import Path
 
-        print(render_matrix())
+        from pytest_eagle3.engines.matrix import render_matrix, splice
+
+        table = render_matrix()
+        if args.readme:
+            readme = Path(args.readme)
+            readme.write_text(splice(readme.read_text(encoding="utf-8"), table), encoding="utf-8")
+        else:
+            print(table, end="")
         return 0
     from pytest_eagle3 import synth as synthetic
 

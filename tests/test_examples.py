@@ -15,6 +15,10 @@ def test_bundled_examples_verdicts(run_contracts: Callable[..., ContractRun]) ->
     broken = EXAMPLES / "broken-d2t-draft"
     run = run_contracts([*good, broken], target=EXAMPLES / "tiny-target")
     assert [run.verdict(p) for p in good] == ["pass", "pass"]
+    speculators, specforge = good
+    assert run.engine_entry(speculators, "sglang==0.5.23")["failing"] == ["engine.architecture"]
+    assert run.engine_entry(speculators, "vllm==0.33.0")["verdict"] == "pass"
+    assert [run.engine_entry(specforge, e)["verdict"] for e in ("sglang==0.5.23", "vllm==0.33.0")] == ["pass", "pass"]
     assert all(outcome == "passed" for outcome, _ in run.outcomes(good[0]).values())
     assert run.verdict(broken) == "fail"
     failed = {cid: msg for cid, (outcome, msg) in run.outcomes(broken).items() if outcome == "failed"}
@@ -30,3 +34,12 @@ def test_examples_are_what_the_build_script_writes(tmp_path: Path) -> None:
         rebuilt = write_checkpoint(spec, tmp_path / name)
         for file in ("config.json", "model.safetensors"):
             assert (rebuilt / file).read_bytes() == (EXAMPLES / name / file).read_bytes(), f"{name}/{file}"
+
+
+def test_readme_support_matrix_is_generated_from_the_profiles() -> None:
+    """The README's matrix is the one the profiles produce now (regenerate: python -m pytest_eagle3
+    matrix --readme README.md)."""
+    from pytest_eagle3.engines.matrix import readme_block, render_matrix
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert readme_block(readme) == render_matrix()

@@ -47,3 +47,19 @@ def render_matrix() -> str:
                 lines.append(f"| {version} | " + " | ".join(cells) + " |")
             lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+START = "<!-- matrix:start -->\n"
+END = "<!-- matrix:end -->"
+
+
+def splice(text: str, matrix: str) -> str:
+    """``text`` with the block between the matrix markers replaced by ``matrix``."""
+    begin = text.index(START) + len(START)
+    return text[:begin] + matrix + text[text.index(END, begin):]
+
+
+def readme_block(text: str) -> str:
+    """The matrix block currently in ``text``."""
+    begin = text.index(START) + len(START)
+    return text[begin:text.index(END, begin)]
