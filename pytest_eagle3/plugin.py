@@ -21,7 +21,14 @@ from pytest_eagle3.fixtures import (
     eagle3_load_plan,
     eagle3_target,
 )
-from pytest_eagle3.options import OPTIONS, add_options, aux_convention, early_checkpoints, engine_selection, resolve
+from pytest_eagle3.options import (
+    OPTIONS,
+    add_options,
+    aux_convention,
+    early_checkpoints,
+    engine_selection,
+    resolve,
+)
 from pytest_eagle3.report import ANY_ENGINE, MESSAGE_PROPERTY, Collector, one_line
 
 __all__ = ["eagle3_checkpoint", "eagle3_engine", "eagle3_load_plan", "eagle3_target"]

@@ -16,7 +16,7 @@ from typing import Any
 import hypothesis.internal.observability  # noqa: F401  (hypothesis' plugin imports it in every inner run)
 import pytest
 import safetensors.torch  # noqa: F401
-import torch  # noqa: F401
+import torch
 
 from pytest_eagle3.synth import SynthSpec, write_checkpoint, write_target
 

@@ -14,9 +14,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_eagle3.engines import aux as aux_rules
-from pytest_eagle3.engines.keymap import DraftShape, KeyResolution, engine_parameters, fused_complete, resolve_keys
+from pytest_eagle3.engines.keymap import (
+    DraftShape,
+    KeyResolution,
+    engine_parameters,
+    fused_complete,
+    resolve_keys,
+)
 from pytest_eagle3.engines.profiles import Profile, profile
-from pytest_eagle3.engines.targets import CaptureSupport, capture_support
+from pytest_eagle3.engines.targets import CaptureSupport
 from pytest_eagle3.engines.versions import SGLANG, VLLM, EngineVersion
 from pytest_eagle3.engines.view import EngineView, engine_view, lookup
 from pytest_eagle3.findings import Evidence, Finding, short
@@ -221,7 +227,7 @@ def _architecture(plan: LoadPlan, prof: Profile, view: EngineView, raw: dict[str
         "architecture",
         f"{prof.label} does not build an EAGLE-3 draft for architectures {archs!r}: {consequence}",
         (Evidence("config.json architectures[0]", repr(arch), " or ".join(accepted)),),
-        f"set architectures to [\"{'LlamaForCausalLMEagle3' if prof.engine == SGLANG else 'LlamaForCausalLMEagle3'}\"]",
+        'set architectures to ["LlamaForCausalLMEagle3"]',
         (f"rule: {prof.source('architectures')}", f"rule: {prof.source('arch_rewrite')}"),
     ))
     return False

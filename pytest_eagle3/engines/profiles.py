@@ -110,8 +110,8 @@ RULES: tuple[Rule, ...] = tuple(
               "sglang loads the plain class: AssertionError on vocab rows / KeyError midlayer (sglang#9135; CPU run 0.5.11, 0.5.23)"))
     + _rules(SGLANG, "speculators_format",
              ("0.4.4.post2", None, False,
-              "sglang: no speculators_model_type handling in any release; config loading raises "
-              "'Unrecognized model' (CPU run 0.5.11, 0.5.23)"))
+              ("sglang: no speculators_model_type handling in any release; config loading raises "
+               "'Unrecognized model' (CPU run 0.5.11, 0.5.23)")))
     + _rules(SGLANG, "speculators_model_types", ("0.4.4.post2", None, (), "sglang: speculators format unsupported"))
     + _rules(SGLANG, "key_prefix",
              ("0.4.4.post2", "0.4.8", "add-model",
@@ -173,8 +173,8 @@ RULES: tuple[Rule, ...] = tuple(
     + _rules(SGLANG, "graph_mode_default_layers",
              ("0.4.4.post2", "0.4.8", False, "sglang v0.4.5: configured ids not read at all"),
              ("0.4.9", "0.5.10", True,
-              "sglang model_executor/cuda_graph_runner.py set_eagle3_layers_to_capture() before the configured ids "
-              "(fixed v0.5.11 43925d179d, #22836)"),
+              ("sglang model_executor/cuda_graph_runner.py set_eagle3_layers_to_capture() before the configured ids "
+               "(fixed v0.5.11 43925d179d, #22836)")),
              ("0.5.11", None, False, "sglang v0.5.11 43925d179d (#22836)"))
     + _rules(SGLANG, "fc_applied",
              ("0.4.4.post2", None, "when-width-differs",
@@ -201,8 +201,8 @@ RULES: tuple[Rule, ...] = tuple(
              ("0.5.12", None, "read", f"sglang {SG_EAGLE3} LlamaModel.forward norm_output (v0.5.12)"))
     + _rules(SGLANG, "embed_source",
              ("0.4.4.post2", None, "target-unless-hidden-differs",
-              "sglang speculative/eagle_worker_v2.py init_lm_head set_embed; models/llama.py set_embed skips when "
-              "target_hidden_size != hidden_size"))
+              ("sglang speculative/eagle_worker_v2.py init_lm_head set_embed; models/llama.py set_embed skips when "
+               "target_hidden_size != hidden_size")))
     + _rules(SGLANG, "lm_head_source",
              ("0.4.4.post2", None, "draft", f"sglang {SG_EAGLE3}: own lm_head [draft_vocab_size, hidden]"))
     # ---------------------------------------------------------------- vLLM
@@ -259,8 +259,8 @@ RULES: tuple[Rule, ...] = tuple(
     + _rules(VLLM, "d2t_full_vocab",
              ("0.8.5", "0.29.0", "offsets", f"vllm 0.29.0 {VL_EAGLE3}: map always a parameter"),
              ("0.30.0", None, "refused",
-              f"vllm 0.30.0 {VL_EAGLE3}: draft_id_to_target_id = None when draft vocab == vocab; a shipped d2t "
-              "raises 'There is no module or parameter named draft_id_to_target_id' (CPU run 0.32.0)"))
+              (f"vllm 0.30.0 {VL_EAGLE3}: draft_id_to_target_id = None when draft vocab == vocab; a shipped d2t "
+               "raises 'There is no module or parameter named draft_id_to_target_id' (CPU run 0.32.0)")))
     + _rules(VLLM, "draft_vocab_size_missing",
              ("0.8.5", "0.10.2", "refused", f"vllm 0.10.1 {VL_EAGLE3} __init__: self.config.draft_vocab_size"),
              ("0.11.0", None, "vocab_size",
@@ -275,15 +275,15 @@ RULES: tuple[Rule, ...] = tuple(
              ("0.22.0", "0.25.0", ALL_FIELDS,
               "vllm 0.22.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config (model runner V1): eagle_config fallback"),
              ("0.30.0", None, V2_FIELDS,
-              "vllm 0.30.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py get_eagle3_aux_layers_from_config "
-              "(model runner V2, the GPU default when Triton is present: config/vllm.py use_v2_model_runner)"))
+              ("vllm 0.30.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py get_eagle3_aux_layers_from_config "
+               "(model runner V2, the GPU default when Triton is present: config/vllm.py use_v2_model_runner)")))
     + _rules(VLLM, "aux_id_fields_other_mode",
              ("0.8.5", "0.18.0", None, "vllm < 0.22: one model runner reads aux ids"),
              ("0.22.0", "0.25.0", ("eagle_aux_hidden_state_layer_ids",),
               "vllm 0.22.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py (model runner V2, opt-in): top level only"),
              ("0.30.0", None, ALL_FIELDS,
-              "vllm 0.30.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config (model runner V1: CPU, or "
-              "VLLM_USE_V2_MODEL_RUNNER=0) (CPU run 0.32.0)"))
+              ("vllm 0.30.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config (model runner V1: CPU, or "
+               "VLLM_USE_V2_MODEL_RUNNER=0) (CPU run 0.32.0)")))
     + _rules(VLLM, "aux_transform_llama",
              ("0.8.5", None, "as-is", "vllm model_executor/models/interfaces.py SupportsEagle3: id k = input of layer k"))
     + _rules(VLLM, "aux_transform_deepseek", ("0.8.5", None, "as-is", "vllm: the same rule for every target"))
