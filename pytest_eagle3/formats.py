@@ -251,10 +251,12 @@ def _norm_flags(config: Config, producer: str, sources: dict[str, str]) -> dict[
     defaults = NORM_FLAG_DEFAULTS.get(producer, GENERIC_NORM_DEFAULTS)
     flags = {}
     for name, (default, source) in defaults.items():
-        value = config.get(name)
+        value, field = config.get(name), name
+        if not isinstance(value, bool):
+            value, field = _eagle_config(config).get(name), f"eagle_config.{name}"
         if isinstance(value, bool):
             flags[name] = value
-            sources[name] = f"config.json {name}"
+            sources[name] = f"config.json {field}"
         else:
             flags[name] = default
             sources[name] = f"default: {source}"

@@ -55,12 +55,14 @@ def sglang_reference(version: Version, family: str, config: dict[str, Any], laye
 
 
 def vllm_reference(version: Version, config: dict[str, Any], layers: int) -> tuple[list[int], bool]:
-    """vLLM: the runner's resolver (V2 on GPU from 0.30), ids as-is; the loop captures before
+    """vLLM: the GPU-default runner's resolver (V2 for Llama from 0.23), ids as-is; the loop captures before
     layer idx (to 0.17), or the embeddings plus after each layer idx the id idx + 1 (0.18+)."""
     eagle = config.get("eagle_config") or {}
     ids = None
-    if version >= Version("0.30.0"):
+    if version >= Version("0.27.0"):  # model runner V2 (GPU default for Llama from 0.23)
         ids = config.get("eagle_aux_hidden_state_layer_ids") or eagle.get("layer_ids")
+    elif version >= Version("0.23.0"):
+        ids = config.get("eagle_aux_hidden_state_layer_ids")
     elif version >= Version("0.22.0"):
         ids = config.get("eagle_aux_hidden_state_layer_ids") or eagle.get("eagle_aux_hidden_state_layer_ids")
     elif version >= Version("0.11.2"):

@@ -87,10 +87,13 @@ def test_sglang_trained_draft_on_vllm_is_one_layer_off_vllm_43671(run_contracts:
                                                                   make_checkpoint: Callable[..., Path],
                                                                   synth_target: Path) -> None:
     draft = make_checkpoint(SynthSpec(producer=SPECFORGE, aux_layer_ids=(2, 4, 5)))
-    run = run_contracts([draft], "--eagle3-engine=vllm==0.25.0,sglang", target=synth_target)
-    outcome, message = run.engine_outcomes(draft, "vllm==0.25.0")["engine.aux_layers"]
+    run = run_contracts([draft], "--eagle3-engine=vllm==0.22.0,vllm,sglang", target=synth_target)
+    outcome, message = run.engine_outcomes(draft, "vllm==0.22.0")["engine.aux_layers"]
     assert outcome == "failed"
-    assert "vLLM 0.25.0 uses [2, 4, 5] as-is -> captures inputs of layers [2, 4, 5]" in message
+    assert "vLLM 0.22.0 uses [2, 4, 5] as-is -> captures inputs of layers [2, 4, 5]" in message
+    outcome, message = run.engine_outcomes(draft, "vllm==0.33.0")["engine.aux_layers"]
+    assert outcome == "failed" and "vLLM 0.33.0 reads aux ids from eagle_aux_hidden_state_layer_ids or " \
+        "eagle_config.layer_ids; none there, so it uses its defaults" in message
     assert "fix: write [3, 5, 6] into eagle_aux_hidden_state_layer_ids" in run.output
     assert run.engine_outcomes(draft, "sglang==0.5.23")["engine.aux_layers"][0] == "passed"
 

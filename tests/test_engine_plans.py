@@ -95,7 +95,7 @@ CASES = [
          {"aux-layers"}, set()),
     case("aux_id_fields_eagle_config", VLL, "0.21.0", "0.22.0",
          SynthSpec(producer=SPECFORGE, aux_layer_ids=(1, 3, 4)), {"aux-layers"}, set(), convention="input-of"),
-    case("aux_id_fields_runner_v2", VLL, "0.25.0", "0.30.0",
+    case("aux_id_fields_runner_v2", VLL, "0.22.0", "0.23.0",
          SynthSpec(producer=SPECFORGE, aux_layer_ids=(1, 3, 4)), set(), {"aux-layers"}, convention="input-of"),
     case("multi_layer", VLL, "0.11.0", "0.11.2", SynthSpec(producer=SPECULATORS, draft_layers=2),
          {"multi-layer", "key-refused"}, set()),
@@ -105,6 +105,12 @@ CASES = [
          variant={"config": _set(norm_before_residual=True)}),
     case("norm_before_fc", VLL, "0.17.0", "0.18.0", SF, {"norm-flag", "key-refused"}, set(),
          variant={"config": _set(norm_before_fc=True), "replace": {"input_norm.weight": torch.ones(192)}}),
+    case("norm_before_fc_speculators", VLL, "0.18.0", "0.19.0", SP, {"norm-flag", "dropped"}, set(),
+         variant={"config": _set(norm_before_fc=True), "replace": {"input_norm.weight": torch.ones(192)}}),
+    case("norm_before_fc_eagle_config", VLL, "0.21.0", "0.22.0", SynthSpec(producer=SPECFORGE, write_aux_ids=False),
+         {"norm-flag", "dropped"}, set(),
+         variant={"config": _set(**{"eagle_config.norm_before_fc": True}),
+                  "replace": {"input_norm.weight": torch.ones(192)}}),
     case("norm_output", VLL, "0.24.0", "0.25.0", SP, {"norm-flag"}, set(), variant={"config": _set(norm_output=True)}),
     case("fc_aux_count", VLL, "0.21.0", "0.22.0", SynthSpec(producer=SPECFORGE, aux_layer_ids=(1, 2, 3, 4)),
          {"fc-shape", "aux-layers"}, set(), convention="input-of"),
@@ -146,7 +152,8 @@ def test_boundary(c: Case, plan_codes: Callable[[Case, str], tuple[str, set[str]
 def test_every_versioned_behaviour_has_a_boundary_case() -> None:
     """Each behaviour whose value changes between versions is exercised on both sides."""
     changing = {(r.engine, r.behaviour) for r in RULES if r.since not in ("0.4.4.post2", "0.8.5")}
-    covered = {(c.engine, c.behaviour.split("_eagle_config")[0].split("_runner_v2")[0]) for c in CASES}
+    covered = {(c.engine, c.behaviour.removesuffix("_eagle_config").removesuffix("_runner_v2")
+                .removesuffix("_speculators")) for c in CASES}
     untestable = {
         ("vllm", "fc_applied"): "0.8.5 ignores configured ids and allows only Llama targets: one state never arrives",
         ("vllm", "embed_source"): "covered by the 0.11.2 case; 0.9.0/0.9.1 reject speculators configs",

@@ -164,12 +164,12 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
     view = engine_view(raw, prof)
     if not _architecture(plan, prof, view, raw):
         return plan
-    shape = _draft_shape(plan, prof, view, ckpt)
+    shape = _draft_shape(plan, prof, view, ckpt, target)
     params = engine_parameters(prof, shape)
     resolution = resolve_keys(prof, list(ckpt.tensors), params)
     _keys(plan, prof, ckpt, resolution, params, shape)
     _shapes(plan, prof, view, ckpt)
-    _vocab(plan, prof, view, ckpt, resolution)
+    _vocab(plan, prof, view, ckpt, resolution, target)
     from pytest_eagle3.engines.aux import plan_aux
 
     plan_aux(plan, prof, view, ckpt, target, convention)
@@ -246,7 +246,8 @@ def _int(config: dict[str, Any], name: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _draft_shape(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint) -> DraftShape:
+def _draft_shape(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint,
+                 target: TargetModel | None) -> DraftShape:
     config = view.config
     layers = _int(config, "num_hidden_layers") or 1
     rule = prof.value("multi_layer")
@@ -277,8 +278,7 @@ def _draft_shape(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoi
     tie = bool(config.get("tie_word_embeddings", False))
     has_lm_head = not (prof.engine == SGLANG and tie)
     has_embed = not (prof.engine == VLLM and prof.value("embed_source") == "target-always-key-raises")
-    vocab = _int(config, "vocab_size")
-    full_vocab = draft_vocab in (None, "missing") or draft_vocab == vocab
+    full_vocab = draft_vocab in (None, "missing") or draft_vocab == _target_vocab(config, target)
     has_d2t = not (prof.value("d2t_full_vocab") == "refused" and full_vocab)
     return DraftShape(
         layers=built,
@@ -383,7 +383,14 @@ def _shapes(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint) -
 
 # ---------------------------------------------------------------- vocab map
 
-def _vocab(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, res: KeyResolution) -> None:
+def _target_vocab(config: dict[str, Any], target: TargetModel | None) -> int | None:
+    """vLLM >= 0.30 compares draft_vocab_size with the target's vocab (model_config.get_vocab_size())."""
+    known = target.vocab_size if target is not None else None
+    return known if known is not None else _int(config, "vocab_size")
+
+
+def _vocab(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, res: KeyResolution,
+           target: TargetModel | None) -> None:
     config = view.config
     vocab = _int(config, "vocab_size")
     present = "draft_vocab_size" in config
@@ -412,7 +419,7 @@ def _vocab(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, re
             "make draft_vocab_size equal lm_head rows",
         ))
     d2t = _read_d2t(ckpt, res.d2t_name)
-    full = isinstance(draft_vocab, int) and draft_vocab == vocab
+    full = isinstance(draft_vocab, int) and draft_vocab == _target_vocab(config, target)
     if res.d2t_name is None:
         plan.map_reading = "no d2t: draft ids are used as target ids"
         plan.draft_to_target = None

@@ -50,7 +50,8 @@ BEHAVIOURS: dict[str, str] = {
     "fc_bias": "whether fc has a bias parameter: always / config.bias / none",
     "use_aux_hidden_state": "whether eagle_config.use_aux_hidden_state: false is honoured",
     "norm_before_residual": "whether the flag is read ('read') or the behaviour fixed at False",
-    "norm_before_fc": "whether norm_before_fc (input_norm) is honoured",
+    "norm_before_fc": ("where norm_before_fc (input_norm) is read: read (top level or eagle_config) / top-level / "
+                       "eagle-format-only (top level, not from a speculators config) / not-read"),
     "fc_norm": "whether fc_norm (per-chunk norms) is honoured: read / eagle-format-only / not-read",
     "norm_output": "whether norm_output is honoured: read / eagle-format-only / not-read",
     "embed_source": "whose embed_tokens the draft uses",
@@ -92,6 +93,8 @@ SGLANG_LEGACY_RENAMES = (
     ("aux_norm_mid", "fc_norm.1"),
     ("aux_norm_high", "fc_norm.2"),
 )
+LLAMA_DRAFTS = ("Eagle3LlamaForCausalLM", "LlamaForCausalLMEagle3")
+DEEPSEEK_DRAFTS = ("Eagle3DeepseekV2ForCausalLM", "Eagle3DeepseekV3ForCausalLM")
 ALL_FIELDS = ("eagle_aux_hidden_state_layer_ids", "eagle_config.eagle_aux_hidden_state_layer_ids")
 V2_FIELDS = ("eagle_aux_hidden_state_layer_ids", "eagle_config.layer_ids")
 SPEC_N = "num_aux_hidden_states|eagle_config.eagle_aux_hidden_state_layer_ids|3"
@@ -141,13 +144,15 @@ RULES: tuple[Rule, ...] = tuple(
              ("0.4.4.post2", None, "offsets",
               f"sglang {SG_EAGLE3} load_weights: hot_token_id = d2t + arange (substring 'd2t')"))
     + _rules(SGLANG, "d2t_absent",
-             ("0.4.4.post2", "0.4.8", "crash", "sglang v0.4.5 eagle_worker.py get_hot_token_id().to() on None"),
-             ("0.4.9", None, "identity", "sglang eagle_worker_v2.py init_lm_head keeps hot_token_id None"))
+             ("0.4.4.post2", "0.4.8", "crash",
+              f"sglang 0.4.8 {SG_EAGLE3} never sets hot_token_id without d2t: AttributeError in eagle_worker.py"),
+             ("0.4.9", None, "identity",
+              f"sglang 0.4.9 {SG_EAGLE3} hot_token_id = None; speculative/eagle_worker.py checks 'is not None'"))
     + _rules(SGLANG, "d2t_full_vocab",
              ("0.4.4.post2", None, "offsets", f"sglang {SG_EAGLE3} load_weights: d2t always read"))
     + _rules(SGLANG, "draft_vocab_size_missing",
              ("0.4.4.post2", None, "refused",
-              f"sglang {SG_EAGLE3} __init__ reads config.draft_vocab_size without a default"))
+              f"sglang {SG_EAGLE3} __init__ reads config.draft_vocab_size without a default (static reading)"))
     + _rules(SGLANG, "draft_vocab_size_null",
              ("0.4.4.post2", "0.5.1", "refused", f"sglang {SG_EAGLE3} __init__: lm_head rows = None"),
              ("0.5.2", None, "target-lm_head",
@@ -155,7 +160,8 @@ RULES: tuple[Rule, ...] = tuple(
     + _rules(SGLANG, "aux_id_fields",
              ("0.4.4.post2", "0.4.8", (), "sglang v0.4.5 set_eagle3_layers_to_capture() takes no ids"),
              ("0.4.9", None, ("eagle_config.eagle_aux_hidden_state_layer_ids",),
-              "sglang model_runner_components/spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state"))
+              ("sglang 0.4.9 model_executor/model_runner.py ModelRunner.initialize (from 0.5.16 "
+               "model_runner_components/spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state)")))
     + _rules(SGLANG, "aux_id_fields_other_mode", ("0.4.4.post2", None, None, "sglang spec_aux_hidden_state.py: one aux-id resolver for every runtime mode"))
     + _rules(SGLANG, "aux_transform_llama",
              ("0.4.4.post2", None, "+1", "sglang models/llama.py LlamaForCausalLM.set_eagle3_layers_to_capture"))
@@ -187,7 +193,8 @@ RULES: tuple[Rule, ...] = tuple(
              ("0.4.9", None, "config.bias", f"sglang v0.4.9 {SG_EAGLE3} fc bias=getattr(config, 'bias', False)"))
     + _rules(SGLANG, "use_aux_hidden_state",
              ("0.4.4.post2", "0.5.7", "ignored", "sglang: eagle_config.use_aux_hidden_state read from v0.5.8"),
-             ("0.5.8", None, "honoured", "sglang spec_aux_hidden_state.py eagle_use_aux_hidden_state (v0.5.8 3dfff6ae3c)"))
+             ("0.5.8", None, "honoured",
+              "sglang 0.5.8 model_executor/model_runner.py eagle_use_aux_hidden_state (3dfff6ae3c)"))
     + _rules(SGLANG, "norm_before_residual",
              ("0.4.4.post2", None, "not-read", f"sglang {SG_EAGLE3} LlamaDecoderLayer.forward: residual = hidden_states"))
     + _rules(SGLANG, "norm_before_fc",
@@ -201,22 +208,25 @@ RULES: tuple[Rule, ...] = tuple(
              ("0.5.12", None, "read", f"sglang {SG_EAGLE3} LlamaModel.forward norm_output (v0.5.12)"))
     + _rules(SGLANG, "embed_source",
              ("0.4.4.post2", None, "target-unless-hidden-differs",
-              ("sglang speculative/eagle_worker_v2.py init_lm_head set_embed; models/llama.py set_embed skips when "
-               "target_hidden_size != hidden_size")))
+              ("sglang speculative/eagle_worker.py __init__ (eagle_worker_v2.py init_lm_head from 0.5.8) set_embed; "
+               "models/llama.py set_embed skips when target_hidden_size != hidden_size")))
     + _rules(SGLANG, "lm_head_source",
              ("0.4.4.post2", None, "draft", f"sglang {SG_EAGLE3}: own lm_head [draft_vocab_size, hidden]"))
     # ---------------------------------------------------------------- vLLM
     + _rules(VLLM, "architectures",
              ("0.8.5", "0.8.5", "*", "vllm 0.8.5 v1/spec_decode/eagle.py load_model: method eagle3 -> Eagle3LlamaForCausalLM"),
              ("0.9.0", "0.10.0", ("Eagle3LlamaForCausalLM",), "vllm 0.9.0 model_executor/models/registry.py"),
-             ("0.10.1", "0.18.0", ("Eagle3LlamaForCausalLM", "LlamaForCausalLMEagle3"),
-              "vllm 0.10.1 registry.py adds LlamaForCausalLMEagle3"),
-             ("0.19.0", "0.23.0", ("Eagle3LlamaForCausalLM", "LlamaForCausalLMEagle3", "Eagle3DeepseekV2ForCausalLM",
-                                   "Eagle3DeepseekV3ForCausalLM"),
-              "vllm 0.19.0 registry.py deepseek_eagle3.py"),
-             ("0.24.0", None, ("Eagle3LlamaForCausalLM", "LlamaForCausalLMEagle3", "Eagle3DeepseekV2ForCausalLM",
-                               "Eagle3DeepseekV3ForCausalLM", "Eagle3Qwen3ForCausalLM"),
-              "vllm 0.24.0 registry.py qwen3_eagle3.py"))
+             ("0.10.1", "0.11.2", LLAMA_DRAFTS, "vllm 0.10.1 registry.py adds LlamaForCausalLMEagle3"),
+             ("0.12.0", "0.17.0", (*LLAMA_DRAFTS, "Eagle3Qwen3vlForCausalLM"),
+              "vllm 0.12.0 registry.py adds Eagle3Qwen3vlForCausalLM (llama_eagle3.py)"),
+             ("0.18.0", "0.22.0", (*LLAMA_DRAFTS, "Eagle3Qwen3vlForCausalLM", *DEEPSEEK_DRAFTS),
+              "vllm 0.18.0 registry.py maps Eagle3DeepseekV2/V3ForCausalLM to deepseek_eagle3.py"),
+             ("0.23.0", "0.23.0", (*LLAMA_DRAFTS, "Eagle3Qwen3vlForCausalLM", *DEEPSEEK_DRAFTS,
+                                   "Eagle3MiniMaxM2ForCausalLM"),
+              "vllm 0.23.0 registry.py adds Eagle3MiniMaxM2ForCausalLM"),
+             ("0.24.0", None, (*LLAMA_DRAFTS, "Eagle3Qwen3vlForCausalLM", *DEEPSEEK_DRAFTS, "Eagle3MiniMaxM2ForCausalLM",
+                               "Eagle3Qwen3ForCausalLM", "Eagle3Qwen2_5vlForCausalLM", "PeagleLlamaForCausalLM"),
+              "vllm 0.24.0 registry.py adds qwen3_eagle3.py, Eagle3Qwen2_5vlForCausalLM, PeagleLlamaForCausalLM"))
     + _rules(VLLM, "arch_rewrite",
              ("0.8.5", "0.8.5", "none", "vllm 0.8.5: the architecture field is not read for eagle3"),
              ("0.9.0", "0.10.0", "prefix-unless-starts",
@@ -270,22 +280,29 @@ RULES: tuple[Rule, ...] = tuple(
              ("0.11.0", None, "vocab_size", f"vllm 0.11.0 {VL_EAGLE3}: getattr(config, 'draft_vocab_size', None) is None"))
     + _rules(VLLM, "aux_id_fields",
              ("0.8.5", "0.11.0", (), "vllm 0.11.0: no code reads eagle_aux_hidden_state_layer_ids (CPU run 0.11.0)"),
-             ("0.11.2", "0.18.0", ("eagle_aux_hidden_state_layer_ids",),
+             ("0.11.2", "0.21.0", ("eagle_aux_hidden_state_layer_ids",),
               "vllm 0.11.2 v1/worker/gpu_model_runner.py _get_eagle3_aux_layers_from_config"),
-             ("0.22.0", "0.25.0", ALL_FIELDS,
-              "vllm 0.22.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config (model runner V1): eagle_config fallback"),
-             ("0.30.0", None, V2_FIELDS,
-              ("vllm 0.30.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py get_eagle3_aux_layers_from_config "
-               "(model runner V2, the GPU default when Triton is present: config/vllm.py use_v2_model_runner)")))
+             ("0.22.0", "0.22.0", ALL_FIELDS,
+              ("vllm 0.22.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config (model runner V1, still the "
+               "default for Llama targets): eagle_config fallback")),
+             ("0.23.0", "0.26.0", ("eagle_aux_hidden_state_layer_ids",),
+              ("vllm 0.23.0 config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES adds LlamaForCausalLM; model runner "
+               "V2 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py get_eagle3_aux_layers_from_config reads the top "
+               "level only")),
+             ("0.27.0", None, V2_FIELDS,
+              ("vllm 0.27.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py get_eagle3_aux_layers_from_config adds "
+               "eagle_config.layer_ids (model runner V2: the GPU default when Triton is present)")))
     + _rules(VLLM, "aux_id_fields_other_mode",
-             ("0.8.5", "0.18.0", None, "vllm < 0.22: one model runner reads aux ids"),
-             ("0.22.0", "0.25.0", ("eagle_aux_hidden_state_layer_ids",),
+             ("0.8.5", "0.21.0", None, "vllm < 0.22: one model runner reads aux ids"),
+             ("0.22.0", "0.22.0", ("eagle_aux_hidden_state_layer_ids",),
               "vllm 0.22.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py (model runner V2, opt-in): top level only"),
-             ("0.30.0", None, ALL_FIELDS,
-              ("vllm 0.30.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config (model runner V1: CPU, or "
-               "VLLM_USE_V2_MODEL_RUNNER=0) (CPU run 0.32.0)")))
+             ("0.23.0", None, ALL_FIELDS,
+              ("vllm 0.23.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config (model runner V1: the CPU "
+               "backend, no Triton, or VLLM_USE_V2_MODEL_RUNNER=0) (CPU run 0.32.0)")))
     + _rules(VLLM, "aux_transform_llama",
-             ("0.8.5", None, "as-is", "vllm model_executor/models/interfaces.py SupportsEagle3: id k = input of layer k"))
+             ("0.8.5", None, "as-is",
+              ("vllm models/llama.py set_aux_hidden_state_layers (interfaces.py SupportsEagle3 from 0.10.1): "
+               "id k = input of layer k")))
     + _rules(VLLM, "aux_transform_deepseek", ("0.8.5", None, "as-is", "vllm: the same rule for every target"))
     + _rules(VLLM, "aux_transform_gpt_oss", ("0.8.5", None, "as-is", "vllm: the same rule for every target"))
     + _rules(VLLM, "capture_range",
@@ -313,7 +330,10 @@ RULES: tuple[Rule, ...] = tuple(
              ("0.10.1", None, "read", f"vllm 0.10.1 {VL_EAGLE3} getattr(config, 'norm_before_residual', False)"))
     + _rules(VLLM, "norm_before_fc",
              ("0.8.5", "0.17.0", "not-read", "vllm < 0.18: no input_norm (vllm#38111)"),
-             ("0.18.0", None, "read", f"vllm 0.18.0 {VL_EAGLE3} input_norm; speculators/algos.py propagates it"))
+             ("0.18.0", "0.18.0", "eagle-format-only",
+              f"vllm 0.18.0 {VL_EAGLE3} input_norm (top-level norm_before_fc); speculators/algos.py drops it"),
+             ("0.19.0", "0.21.0", "top-level", "vllm 0.19.0 speculators/algos.py update_eagle3 copies norm_before_fc"),
+             ("0.22.0", None, "read", f"vllm 0.22.0 {VL_EAGLE3} also reads eagle_config.norm_before_fc"))
     + _rules(VLLM, "fc_norm",
              ("0.8.5", "0.21.0", "not-read", "vllm < 0.22: no fc_norm"),
              ("0.22.0", "0.24.0", "eagle-format-only", f"vllm 0.22.0 {VL_EAGLE3} fc_norm; speculators/algos.py drops it"),

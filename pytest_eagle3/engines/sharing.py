@@ -121,7 +121,9 @@ def _lm_head(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, 
         plan.lm_head = "target"
         return
     if prof.engine == "sglang" and config.get("tie_word_embeddings"):
-        plan.lm_head = "target (tied to the target's embed_tokens)"
+        # lm_head is the draft's embed_tokens module, which set_embed swaps for the target's only
+        # when the hidden sizes agree (models/llama.py set_embed).
+        plan.lm_head = "target (tied to embed_tokens)" if plan.embed_tokens == "target" else "draft (tied to its embed_tokens)"
         return
     if rule == "draft":
         plan.lm_head = "draft"

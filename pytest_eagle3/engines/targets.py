@@ -43,7 +43,9 @@ VLL = "vllm model_executor/models/{}.py SupportsEagle3"
 CAPTURE_RULES: tuple[CaptureRule, ...] = (
     _row(SGLANG, "0.4.4.post2", LLAMA, SGL.format("llama") + " (9e0186f352)", "LlamaForCausalLM"),
     _row(SGLANG, "0.4.4.post2", LLAMA, SGL.format("llama") + ", inherited (v0.5.18 scan)",
-         "Phi3ForCausalLM", "MistralForCausalLM", "InternLM3ForCausalLM", "Llama4ForCausalLM"),
+         "Phi3ForCausalLM", "MistralForCausalLM", "InternLM3ForCausalLM"),
+    _row(SGLANG, "0.4.8", LLAMA, SGL.format("llama4") + ", inherited (first release read with llama4.py)",
+         "Llama4ForCausalLM"),
     _row(SGLANG, "0.4.9", LLAMA, SGL.format("mllama4") + " delegates to the language model",
          "Llama4ForConditionalGeneration"),
     _row(SGLANG, "0.4.9", LLAMA, SGL.format("qwen3") + " (1964c325de)", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM"),
@@ -69,8 +71,10 @@ CAPTURE_RULES: tuple[CaptureRule, ...] = (
          "AttributeError (ValueError from 0.5.23)", "KimiVLForConditionalGeneration",
          "LlavaForConditionalGeneration", support=REFUSED),
     _row(VLLM, "0.8.5", LLAMA, "vllm 0.8.5 models/llama.py set_aux_hidden_state_layers", "LlamaForCausalLM"),
-    _row(VLLM, "0.10.1", LLAMA, VLL.format("qwen2/qwen3") + " (0.10.1, allowlist llama/qwen)",
-         "Qwen2ForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM"),
+    _row(VLLM, "0.10.1", LLAMA, VLL.format("qwen3") + " (0.10.1, allowlist llama/qwen)", "Qwen3ForCausalLM"),
+    _row(VLLM, "0.10.2", LLAMA, VLL.format("qwen2") + " (0.10.1's Qwen2 lacks it: 'Model does not support EAGLE3')",
+         "Qwen2ForCausalLM"),
+    _row(VLLM, "0.11.2", LLAMA, VLL.format("qwen3_moe") + " (absent in 0.10.1-0.11.0)", "Qwen3MoeForCausalLM"),
     _row(VLLM, "0.11.0", LLAMA, VLL.format("gpt_oss/minicpm") + " (0.11.0 allowlist adds gpt_oss, minicpm)",
          "GptOssForCausalLM", "MiniCPMForCausalLM"),
     _row(VLLM, "0.8.5", LLAMA, "vllm config/speculative.py: 'Eagle3 is only supported for ... models' "

@@ -60,7 +60,7 @@ def _speculators_to_eagle(raw: Mapping[str, Any], profile: Profile) -> dict[str,
         if name in raw:
             config[name] = raw[name]
     config["norm_before_residual"] = raw.get("norm_before_residual", True)
-    if profile.at_least("0.18.0"):
+    if profile.at_least("0.19.0"):
         config["norm_before_fc"] = raw.get("norm_before_fc", False)
     if profile.at_least("0.25.0"):
         config["fc_norm"] = raw.get("fc_norm", False)
@@ -88,9 +88,13 @@ def _flags(raw: Mapping[str, Any], config: Mapping[str, Any], speculators: bool,
         "read from the config" + (" (speculators format: default True)" if speculators else " (default False)")
         if rule == "read" else "not read: the residual is always the raw fc output"
     )
-    honoured = profile.value("norm_before_fc") == "read"
-    flags["norm_before_fc"] = honoured and _flag(config, "eagle_config.norm_before_fc", "norm_before_fc")
-    notes["norm_before_fc"] = "read" if honoured else "not read: no input_norm"
+    rule = profile.value("norm_before_fc")
+    fields = {"read": ("eagle_config.norm_before_fc", "norm_before_fc"), "top-level": ("norm_before_fc",),
+              "eagle-format-only": () if speculators else ("norm_before_fc",)}.get(rule, ())
+    flags["norm_before_fc"] = bool(fields) and _flag(config, *fields)
+    notes["norm_before_fc"] = (f"read from {' or '.join(fields)}" if fields else
+                               "not propagated from a speculators config" if rule == "eagle-format-only"
+                               else "not read: no input_norm")
     for name in ("fc_norm", "norm_output"):
         rule = profile.value(name)
         reads = rule == "read" or (rule == "eagle-format-only" and not speculators)
