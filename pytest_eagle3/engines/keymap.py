@@ -81,9 +81,16 @@ def engine_parameters(profile: Profile, shape: DraftShape) -> set[str]:
     for index in range(shape.layers):
         prefix = "model.midlayer." if first_layer == "midlayer" else f"model.layers.{index}."
         params |= {prefix + name for name in LAYER_PARAMS}
-        if index == 0 or profile.value("later_layer_norm") == "hidden_norm":
-            params.add(prefix + "hidden_norm.weight")
+        params.add(prefix + "hidden_norm.weight")  # every layer has one; see unused_parameters
     return params
+
+
+def unused_parameters(profile: Profile, shape: DraftShape) -> set[str]:
+    """Parameters the engine builds but never uses: vLLM's hidden_norm on layers >= 1
+    (llama_eagle3.py LlamaDecoderLayer.forward: layers >= 1 apply input_layernorm only)."""
+    if profile.value("later_layer_norm") != "input_layernorm" or profile.value("first_layer") == "midlayer":
+        return set()
+    return {f"model.layers.{i}.hidden_norm.weight" for i in range(1, shape.layers)}
 
 
 def resolve_keys(profile: Profile, names: list[str], params: set[str]) -> KeyResolution:

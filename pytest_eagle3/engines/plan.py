@@ -20,6 +20,7 @@ from pytest_eagle3.engines.keymap import (
     engine_parameters,
     fused_complete,
     resolve_keys,
+    unused_parameters,
 )
 from pytest_eagle3.engines.profiles import Profile, profile
 from pytest_eagle3.engines.targets import CaptureSupport
@@ -167,7 +168,7 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
     shape = _draft_shape(plan, prof, view, ckpt, target)
     params = engine_parameters(prof, shape)
     resolution = resolve_keys(prof, list(ckpt.tensors), params)
-    _keys(plan, prof, ckpt, resolution, params, shape)
+    _keys(plan, prof, ckpt, resolution, params - unused_parameters(prof, shape), shape)
     _shapes(plan, prof, view, ckpt)
     _vocab(plan, prof, view, ckpt, resolution, target)
     from pytest_eagle3.engines.aux import plan_aux
