@@ -22,6 +22,8 @@ class OptionSpec:
     ini: str
     help: str
     repeatable: bool = False
+    metavar: str = "PATH"
+    is_path: bool = True
 
 
 OPTIONS: tuple[OptionSpec, ...] = (
@@ -32,6 +34,14 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "target model directory or its config.json: unlocks target-consistency checks"),
     OptionSpec("eagle3_report", "--eagle3-report", "EAGLE3_REPORT", "eagle3_report",
                "write the verdict per checkpoint and contract as JSON to this path"),
+    OptionSpec("eagle3_min_acceptance", "--eagle3-min-acceptance", "EAGLE3_MIN_ACCEPTANCE", "eagle3_min_acceptance",
+               "reference.acceptance fails below this mean acceptance length (default 1.3)",
+               metavar="X", is_path=False),
+    OptionSpec("eagle3_device", "--eagle3-device", "EAGLE3_DEVICE", "eagle3_device",
+               "device for the reference acceptance run: cpu (default) or cuda", metavar="DEVICE", is_path=False),
+    OptionSpec("eagle3_prompts", "--eagle3-prompts", "EAGLE3_PROMPTS", "eagle3_prompts",
+               "prompts for reference acceptance, one per line: a JSON list of token ids, or text "
+               "(needs the target's tokenizer); default: a built-in set", metavar="FILE"),
 )
 BY_DEST = {spec.dest: spec for spec in OPTIONS}
 
@@ -54,7 +64,7 @@ def add_options(parser: pytest.Parser) -> None:
         if spec.repeatable:
             group.addoption(spec.flag, dest=spec.dest, action="append", default=None, metavar="PATH", help=spec.help)
         else:
-            group.addoption(spec.flag, dest=spec.dest, default=None, metavar="PATH", help=spec.help)
+            group.addoption(spec.flag, dest=spec.dest, default=None, metavar=spec.metavar, help=spec.help)
         ini_help = f"{spec.help} (ini; {spec.flag} and ${spec.env} take precedence)"
         if spec.repeatable:
             parser.addini(spec.ini, ini_help, type="linelist", default=[])
@@ -76,7 +86,8 @@ def resolve(config: pytest.Config, dest: str) -> Resolved:
     values = [str(v) for v in ini] if isinstance(ini, list) else ([str(ini)] if ini else [])
     if values:
         base = config.inipath.parent if config.inipath else Path.cwd()
-        return Resolved(tuple(_from_ini(v, base) for v in values), f"ini {spec.ini}")
+        resolved = tuple(_from_ini(v, base) if spec.is_path else v for v in values)
+        return Resolved(resolved, f"ini {spec.ini}")
     return Resolved((), "unset")
 
 
