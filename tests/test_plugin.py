@@ -15,22 +15,23 @@ from tests.conftest import ContractRun
 
 CONTRACTS = {"checkpoint.readable", "config.parseable", "format.detected", "config.shapes",
              "target.consistent", "vocab.map", "weights.finite", "weights.initialised"}
+REFERENCE_CONTRACTS = {"reference.acceptance", "reference.convention"}
 
 
 def test_report_has_the_documented_shape(
     run_contracts: Callable[..., ContractRun], make_checkpoint: Callable[..., Path], synth_target: Path
 ) -> None:
     good = make_checkpoint(producer="speculators")
-    run = run_contracts([good], target=synth_target)
-    run.result.assert_outcomes(passed=len(CONTRACTS))
+    run = run_contracts([good], target=synth_target / "config.json")
+    run.result.assert_outcomes(passed=len(CONTRACTS), skipped=len(REFERENCE_CONTRACTS))
     report = run.report
     assert report["schema"] == "pytest-eagle3/report/1"
     (ckpt,) = report["checkpoints"]
     assert ckpt["path"] == str(good) and ckpt["format"] == "speculators"
     (engine,) = ckpt["engines"]
     assert engine["engine"] == "any" and engine["verdict"] == "pass"
-    assert {c["id"] for c in engine["contracts"]} == CONTRACTS
-    assert all(c["outcome"] == "passed" and c["message"] for c in engine["contracts"])
+    assert {c["id"] for c in engine["contracts"]} == CONTRACTS | REFERENCE_CONTRACTS
+    assert all(c["outcome"] == "passed" and c["message"] for c in engine["contracts"] if c["id"] in CONTRACTS)
 
 
 def test_failure_counts_against_the_checkpoint_and_prints_the_table(
@@ -84,7 +85,7 @@ def test_env_variable_and_ini_supply_checkpoints_with_their_source(
     one, two = make_checkpoint(producer="speculators"), make_checkpoint(producer="specforge")
     monkeypatch.setenv("EAGLE3_CKPT", f"{one}{os.pathsep}{two}")
     result = pytester.runpytest("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=14, skipped=2)
+    result.assert_outcomes(passed=14, skipped=6)
     result.stdout.fnmatch_lines([f"eagle3: ckpt={one}, {two} (from env EAGLE3_CKPT)"])
     monkeypatch.delenv("EAGLE3_CKPT")
     pytester.makeini(f"[pytest]\neagle3_ckpt =\n    {one}\neagle3_target = {one}\n")
@@ -104,7 +105,7 @@ def test_pyargs_runs_contracts_next_to_the_users_own_tests(
     """)
     ckpt = make_checkpoint(producer="speculators")
     result = pytester.runpytest(f"--eagle3-ckpt={ckpt}", "--pyargs", "pytest_eagle3.contracts", "test_mine.py")
-    result.assert_outcomes(passed=8, skipped=1)
+    result.assert_outcomes(passed=8, skipped=3)
     result.stdout.fnmatch_lines(["*test_mine.py*", "*EAGLE-3 verdict*"])
 
 
@@ -173,7 +174,7 @@ def test_xdist_workers_report_to_the_controller(
     report = pytester.path / "r.json"
     result = pytester.runpytest_subprocess(f"--eagle3-ckpt={good}", f"--eagle3-ckpt={bad}", "-n", "2",
                                            f"--eagle3-report={report}", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=13, failed=1, skipped=2)
+    result.assert_outcomes(passed=13, failed=1, skipped=6)
     data = json.loads(report.read_text())
     verdicts = {c["path"]: c["engines"][0]["verdict"] for c in data["checkpoints"]}
     assert verdicts == {str(good): "pass", str(bad): "fail"}
