@@ -73,7 +73,7 @@ def test_absolute_id_d2t_is_never_accepted_and_is_named(constant_pair: dict[str,
     assert low.code == "low-acceptance" and "1.00 < 1.3" in low.summary
     (finding,) = convention_findings(result)
     assert finding.code == "d2t-absolute"
-    assert "acceptance 1.00 as declared vs 4.00" in finding.summary and "drop 3.00" in finding.summary
+    assert "acceptance 1.00 as declared vs 4.00 (drop 3.00) when read as absolute ids" in finding.summary
 
 
 def test_the_walk_matches_a_token_by_token_replay(constant_pair: dict[str, Path]) -> None:
@@ -122,7 +122,7 @@ def test_demo_pair_as_users_run_it(run_contracts: Callable[..., ContractRun], de
     assert (good["convention"], good["inferred"]["convention"]) == ("input-of", "input-of")
     assert (sglang["convention"], sglang["inferred"]["convention"]) == ("output-of", "output-of")
     for figures in (good, sglang):
-        assert figures["mean_acceptance_length"] > 2.5 and figures["inferred"]["margin"] > 1.0
+        assert figures["mean_acceptance_length"] > 3.0 and figures["inferred"]["margin"] > 0.5
         assert figures["mean_acceptance_length"] == pytest.approx(1 + sum(figures["per_position"]), abs=1e-3)
     for path in (DEMO_DRAFT, DEMO_SGLANG):
         assert run.verdict(path) == "pass"
@@ -138,18 +138,19 @@ def test_demo_pair_as_users_run_it(run_contracts: Callable[..., ContractRun], de
     declared = shifted["mean_acceptance_length"]
     best = shifted["inferred"]["mean_acceptance_length"]
     assert outcome == "failed" and declared < 1.5 and best > 2.5
-    assert message.startswith(
-        "reference.convention [aux-convention]: trained on hidden_states[2,4,5] (inputs of layers [2,4,5] = outputs "
-        "of layers [1,3,4]); config declares input-of [3, 5, 6]")
-    assert f"acceptance {declared:.2f} as declared vs {best:.2f}" in message
-    assert f"(drop {best - declared:.2f})" in message
+    assert message == (
+        "reference.convention [aux-convention]: trained on outputs of layers [1,3,4] = hidden_states[2,4,5]; "
+        "config declares input-of [3, 5, 6] -> engines would feed the wrong layers: "
+        f"acceptance {declared:.2f} as declared vs {best:.2f} (drop {best - declared:.2f})")
     outcome, message = run.outcomes(demo_variants["shifted"])["reference.acceptance"]
     assert outcome == "failed" and f"reference mean acceptance length {declared:.2f} < 1.3" in message
 
     repackaged = ref[str(demo_variants["repackaged"])]
     outcome, message = run.outcomes(demo_variants["repackaged"])["reference.convention"]
-    assert outcome == "failed" and "trained on hidden_states[3,5,6] (inputs of layers [3,5,6] = outputs of layers " \
-        "[2,4,5]); config declares input-of [2, 4, 5] (not in config.json" in message
+    assert outcome == "failed" and message.startswith("reference.convention [aux-convention]: trained on outputs of "
+                                                      "layers [2,4,5] = hidden_states[3,5,6]; config declares input-of "
+                                                      "[2, 4, 5] -> engines would feed the wrong layers")
+    run.result.stdout.fnmatch_lines(["*aux ids from not in config.json: the engines' default (2, N//2, N-3)*"])
     assert repackaged["inferred"]["convention"] == "output-of"
 
     absolute = ref[str(demo_variants["absolute"])]

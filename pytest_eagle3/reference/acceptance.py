@@ -99,7 +99,7 @@ def load_prompts(target: Target, path: str | None) -> tuple[list[list[int]], str
     if path is None:
         if target.tokenizer is not None:
             return [list(target.tokenizer(t)["input_ids"]) for t in BUILTIN_TEXTS], "built-in texts"
-        step = max(1, target.vocab_size // BUILTIN_TOKEN_PROMPTS)
+        step = target.vocab_size // BUILTIN_TOKEN_PROMPTS + 1  # +1: not a multiple of small periods
         return [[(3 + i * step) % target.vocab_size] for i in range(BUILTIN_TOKEN_PROMPTS)], "built-in token ids"
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pytest_eagle3.checkpoint import Checkpoint
@@ -13,6 +14,7 @@ from pytest_eagle3.reference.acceptance import (
     Acceptance,
     Inference,
     Reading,
+    TargetRun,
     default_aux_ids,
     infer,
     load_prompts,
@@ -63,7 +65,9 @@ class ReferenceResult:
         }
 
 
+#: Loaded targets and their runs, per process: several drafts checked against one target share them.
 _TARGETS: dict[tuple[str, str], Any] = {}
+_RUNS: dict[tuple[object, ...], tuple[list[TargetRun], str]] = {}
 
 
 def measure_reference(ckpt: Checkpoint, target_path: str, device: str = "cpu", prompts_path: str | None = None,
@@ -85,8 +89,12 @@ def measure_reference(ckpt: Checkpoint, target_path: str, device: str = "cpu", p
             f"this target give {len(ids) * hidden} (see target.consistent)")
     if draft.draft_vocab > target.vocab_size:
         raise ReferenceUnavailable(f"the draft vocab ({draft.draft_vocab}) is larger than the target's ({target.vocab_size})")
-    prompts, prompt_source = load_prompts(target, prompts_path)
-    runs = run_target(target, prompts)
+    stamp = Path(prompts_path).stat().st_mtime_ns if prompts_path and Path(prompts_path).is_file() else None
+    runs_key = (*key, prompts_path, stamp)
+    if runs_key not in _RUNS:
+        prompts, prompt_source = load_prompts(target, prompts_path)
+        _RUNS[runs_key] = (run_target(target, prompts), prompt_source)
+    runs, prompt_source = _RUNS[runs_key]
     embed = draft.weights.get("embed_tokens.weight", target.embed)
     convention = ckpt.config.aux.convention if ckpt.config.aux.ids is not None else INPUT_OF
     inference = infer(draft, embed, runs, ids, convention, target.layers, target.vocab_size, steps)
@@ -105,7 +113,7 @@ def describe(reading: Reading) -> str:
     """Which physical target states a reading feeds, in words."""
     indices = ",".join(str(i) for i in reading.indices)
     outputs = ",".join(str(i - 1) for i in reading.indices)
-    return f"hidden_states[{indices}] (inputs of layers [{indices}] = outputs of layers [{outputs}])"
+    return f"outputs of layers [{outputs}] = hidden_states[{indices}]"
 
 
 def acceptance_findings(result: ReferenceResult, minimum: float) -> list[Finding]:
@@ -138,24 +146,24 @@ def convention_findings(result: ReferenceResult) -> list[Finding]:
     if drop < CLEAR_LOSS:
         return []
     figures = (f"acceptance {declared.mean_acceptance_length:.2f} as declared vs "
-               f"{best.mean_acceptance_length:.2f} as {best.reading.label} (drop {drop:.2f})")
+               f"{best.mean_acceptance_length:.2f} (drop {drop:.2f})")
     evidence = tuple(Evidence(a.reading.label, f"mean acceptance length {a.mean_acceptance_length:.2f}",
                               "the declared reading leads") for a in result.inference.results[:4])
     if best.reading.d2t != declared.reading.d2t:
         return [Finding(
-            "d2t-absolute", f"d2t holds absolute target ids, engines read offsets (target = i + d2t[i]): {figures}",
-            evidence, "store offsets: d2t = target_ids - torch.arange(draft_vocab_size)")]
+            "d2t-absolute", f"d2t holds absolute target ids, engines read offsets (target = i + d2t[i]): {figures} "
+            "when read as absolute ids", evidence, "store offsets: d2t = target_ids - torch.arange(draft_vocab_size)")]
     ids = list(declared.reading.ids)
-    trained = describe(best.reading)
     input_ids = list(best.reading.indices)
     output_ids = [i - 1 for i in input_ids]
     return [Finding(
         "aux-convention",
-        f"trained on {trained}; config declares {result.declared_convention} {ids} ({result.ids_source}) "
+        f"trained on {describe(best.reading)}; config declares {result.declared_convention} {ids} "
         f"-> engines would feed the wrong layers: {figures}",
         evidence,
         f"declare the layers it was trained on: {input_ids} as {INPUT_OF} ids (speculators / vLLM reading) "
         f"or {output_ids} as {OUTPUT_OF} ids (SpecForge / SGLang reading)",
+        (f"aux ids from {result.ids_source}",),
     )]
 
 
