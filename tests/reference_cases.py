@@ -58,7 +58,9 @@ def write_constant_draft(out: Path, d2t_reading: str = "offsets") -> Path:
         "norm.weight": torch.ones(h),
         "embed_tokens.weight": c + 0.01 * torch.randn(VOCAB, h, generator=gen),
         "lm_head.weight": 0.01 * torch.randn(DRAFT_VOCAB, h, generator=gen),
-        "d2t": DRAFT_IDS - torch.arange(DRAFT_VOCAB) if d2t_reading == "offsets" else DRAFT_IDS.clone(),
+        "d2t": {"offsets": DRAFT_IDS - torch.arange(DRAFT_VOCAB), "absolute": DRAFT_IDS.clone(),
+                # every draft id served as its neighbour's target token
+                "shuffled": DRAFT_IDS.roll(1) - torch.arange(DRAFT_VOCAB)}[d2t_reading],
     }
     draft_id = int((DRAFT_IDS == TOKEN).nonzero())
     tensors["lm_head.weight"][draft_id] = 5 * c / c.norm()

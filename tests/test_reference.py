@@ -29,6 +29,7 @@ def constant_pair(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "target": write_constant_target(root / "target"),
         "draft": write_constant_draft(root / "draft"),
         "absolute": write_constant_draft(root / "absolute", d2t_reading="absolute"),
+        "shuffled": write_constant_draft(root / "shuffled", d2t_reading="shuffled"),
     }
 
 
@@ -74,6 +75,21 @@ def test_absolute_id_d2t_is_never_accepted_and_is_named(constant_pair: dict[str,
     (finding,) = convention_findings(result)
     assert finding.code == "d2t-absolute"
     assert "acceptance 1.00 as declared vs 4.00 (drop 3.00) when read as absolute ids" in finding.summary
+
+
+def test_a_shuffled_d2t_is_never_accepted_and_no_reading_rescues_it(constant_pair: dict[str, Path]) -> None:
+    from pytest_eagle3.reference.verdict import (
+        ReferenceResult,
+        acceptance_findings,
+        convention_findings,
+    )
+
+    result = _measure(constant_pair["shuffled"], constant_pair["target"])
+    assert isinstance(result, ReferenceResult)
+    assert all(a.mean_acceptance_length == 1.0 for a in result.inference.results)
+    (low,) = acceptance_findings(result, 1.3)
+    assert "1.00 < 1.3" in low.summary and "retrain" in low.fix
+    assert convention_findings(result) == []
 
 
 def test_the_walk_matches_a_token_by_token_replay(constant_pair: dict[str, Path]) -> None:
