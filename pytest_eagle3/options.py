@@ -42,6 +42,14 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "how the draft's aux ids were meant in training: input-of (id k = input of layer k) or output-of "
                "(id k = output of layer k); default: the detected producer's convention",
                metavar="input-of|output-of", is_path=False),
+    OptionSpec("eagle3_min_acceptance", "--eagle3-min-acceptance", "EAGLE3_MIN_ACCEPTANCE", "eagle3_min_acceptance",
+               "reference.acceptance fails below this mean acceptance length (default 1.3)",
+               metavar="X", is_path=False),
+    OptionSpec("eagle3_device", "--eagle3-device", "EAGLE3_DEVICE", "eagle3_device",
+               "device for the reference acceptance run: cpu (default) or cuda", metavar="DEVICE", is_path=False),
+    OptionSpec("eagle3_prompts", "--eagle3-prompts", "EAGLE3_PROMPTS", "eagle3_prompts",
+               "prompts for reference acceptance, one per line: a JSON list of token ids, or text "
+               "(needs the target's tokenizer); default: a built-in set", metavar="FILE"),
 )
 BY_DEST = {spec.dest: spec for spec in OPTIONS}
 

@@ -29,7 +29,7 @@ from pytest_eagle3.options import (
     engine_selection,
     resolve,
 )
-from pytest_eagle3.report import ANY_ENGINE, MESSAGE_PROPERTY, Collector, one_line
+from pytest_eagle3.report import ANY_ENGINE, MESSAGE_PROPERTY, REFERENCE_PROPERTY, Collector, one_line
 
 __all__ = ["eagle3_checkpoint", "eagle3_engine", "eagle3_load_plan", "eagle3_target"]
 
@@ -130,7 +130,9 @@ def _contract_data(item: pytest.Item, report: pytest.TestReport, contract: str, 
     else:
         message = str(props.pop(MESSAGE_PROPERTY, "ok"))
     props.pop(MESSAGE_PROPERTY, None)
-    return {
+    reference = props.pop(REFERENCE_PROPERTY, None)
+    extra = {"reference": reference} if isinstance(reference, dict) else {}
+    return extra | {
         "checkpoint": path,
         "contract": contract,
         "outcome": report.outcome,
@@ -171,6 +173,8 @@ class Eagle3Session:
             return
         terminalreporter.write_sep("=", "EAGLE-3 verdict")
         for line in self.collector.table():
+            terminalreporter.write_line(line)
+        for line in self.collector.reference_lines():
             terminalreporter.write_line(line)
         if self.report_path:
             terminalreporter.write_line(f"JSON report: {self.report_path}")

@@ -15,6 +15,8 @@ SCHEMA = "pytest-eagle3/report/1"
 ANY_ENGINE = "any"
 #: user_properties key a passing contract uses for its one-line report message.
 MESSAGE_PROPERTY = "eagle3.message"
+#: user_properties key the reference-acceptance contract uses for its figures (a dict).
+REFERENCE_PROPERTY = "eagle3.reference"
 #: When one contract has several test items for a checkpoint, the worst outcome wins.
 SEVERITY = {"skipped": 0, "passed": 1, "failed": 2}
 
@@ -41,6 +43,7 @@ class CheckpointResult:
     contracts: dict[str, ContractResult] = field(default_factory=dict)
     engines: dict[str, dict[str, ContractResult]] = field(default_factory=dict)
     properties: dict[str, Any] = field(default_factory=dict)
+    reference: dict[str, Any] | None = None
 
     @property
     def verdict(self) -> str:
@@ -91,6 +94,8 @@ class Collector:
         if data.get("format"):
             result.format = str(data["format"])
         result.properties.update(data.get("properties", {}))
+        if isinstance(data.get("reference"), dict):
+            result.reference = data["reference"]
         outcome, message, contract = str(data["outcome"]), str(data["message"]), str(data["contract"])
         engine = str(data.get("engine") or ANY_ENGINE)
         table = result.contracts if engine == ANY_ENGINE else result.engines.setdefault(engine, {})
@@ -109,8 +114,9 @@ class Collector:
                     "engine": name, "version": version, "verdict": ckpt.engine_verdict(spec),
                     "failing": ckpt.engine_failing(spec), "contracts": _contracts_json(table),
                 })
+            reference = {"reference": ckpt.reference} if ckpt.reference is not None else {}
             checkpoints.append({"path": ckpt.path, "format": ckpt.format, "properties": ckpt.properties,
-                                "engines": entries})
+                                **reference, "engines": entries})
         return {"schema": SCHEMA, "checkpoints": checkpoints}
 
     def write(self, path: Path) -> None:
@@ -126,6 +132,22 @@ class Collector:
                 rows.append(("", "", spec, ckpt.engine_verdict(spec).upper(), failing))
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
         return ["  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths)) + "  " + row[4] for row in rows]
+
+
+    def reference_lines(self) -> list[str]:
+        """One line per checkpoint with a measured reference acceptance."""
+        lines = []
+        for ckpt in self.checkpoints.values():
+            ref = ckpt.reference
+            if ref is None:
+                continue
+            inferred = ref["inferred"]
+            lines.append(
+                f"reference acceptance {ckpt.path}: {ref['mean_acceptance_length']:.2f} at k={ref['draft_steps']} "
+                f"(per position {ref['per_position']}) with aux ids read as {ref['convention']}; inferred "
+                f"convention {inferred['convention']}, d2t as {inferred['d2t']} "
+                f"({inferred['mean_acceptance_length']:.2f}, leads by {inferred['margin']:.2f})")
+        return lines
 
 
 def one_line(text: str, limit: int = 300) -> str:

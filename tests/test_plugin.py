@@ -17,25 +17,27 @@ CONTRACTS = {"checkpoint.readable", "config.parseable", "format.detected", "conf
              "target.consistent", "vocab.map", "weights.finite", "weights.initialised"}
 ENGINE_CONTRACTS = {"engine.architecture", "engine.keys", "engine.vocab", "engine.aux_layers", "engine.fc",
                     "engine.norms", "engine.embeddings", "engine.layers"}
+REFERENCE_CONTRACTS = {"reference.acceptance", "reference.convention"}
 
 
 def test_report_has_the_documented_shape(
     run_contracts: Callable[..., ContractRun], make_checkpoint: Callable[..., Path], synth_target: Path
 ) -> None:
     good = make_checkpoint(producer="speculators")
-    run = run_contracts([good], "--eagle3-engine=vllm==0.12.0,vllm", target=synth_target)
-    run.result.assert_outcomes(passed=len(CONTRACTS) + 2 * len(ENGINE_CONTRACTS))
+    run = run_contracts([good], "--eagle3-engine=vllm==0.12.0,vllm", target=synth_target / "config.json")
+    run.result.assert_outcomes(passed=len(CONTRACTS) + 2 * len(ENGINE_CONTRACTS), skipped=len(REFERENCE_CONTRACTS))
     report = run.report
     assert report["schema"] == "pytest-eagle3/report/1"
     (ckpt,) = report["checkpoints"]
     assert ckpt["path"] == str(good) and ckpt["format"] == "speculators"
     independent, *engines = ckpt["engines"]
     assert independent["engine"] == "any" and independent["verdict"] == "pass" and independent["failing"] == []
-    assert {c["id"] for c in independent["contracts"]} == CONTRACTS
+    assert {c["id"] for c in independent["contracts"]} == CONTRACTS | REFERENCE_CONTRACTS
     assert [(e["engine"], e["version"], e["verdict"]) for e in engines] == [
         ("vllm", "0.12.0", "pass"), ("vllm", "0.33.0", "pass")]
     for entry in (independent, *engines):
-        assert all(c["outcome"] == "passed" and c["message"] for c in entry["contracts"])
+        assert all(c["outcome"] == "passed" and c["message"] for c in entry["contracts"] if c["id"] in CONTRACTS
+                   or c["id"] in ENGINE_CONTRACTS)
     assert {c["id"] for c in engines[0]["contracts"]} == ENGINE_CONTRACTS
 
 
@@ -93,10 +95,11 @@ def test_env_variable_and_ini_supply_checkpoints_with_their_source(
     monkeypatch.setenv("EAGLE3_CKPT", f"{one}{os.pathsep}{two}")
     monkeypatch.setenv("EAGLE3_ENGINES", "vllm")
     result = pytester.runpytest("-p", "no:cacheprovider")
-    # target.consistent skips for both (no target); vLLM reads the speculators draft's top-level ids, so
-    # its aux layers are decidable without the target, while SpecForge's ids sit where vLLM 0.33's GPU
-    # runner does not look: the defaults need the target's layer count (engine.aux_layers, engine.fc skip)
-    result.assert_outcomes(passed=28, skipped=4)
+    # target.consistent and the two reference contracts skip for both (no target); vLLM reads the
+    # speculators draft's top-level ids, so its aux layers are decidable without the target, while
+    # SpecForge's ids sit where vLLM 0.33's GPU runner does not look: the defaults need the target's
+    # layer count (engine.aux_layers, engine.fc skip)
+    result.assert_outcomes(passed=28, skipped=8)
     result.stdout.fnmatch_lines([f"eagle3: ckpt={one}, {two} (from env EAGLE3_CKPT)"])
     monkeypatch.delenv("EAGLE3_CKPT")
     pytester.makeini(f"[pytest]\neagle3_ckpt =\n    {one}\neagle3_target = {one}\n")
@@ -117,7 +120,7 @@ def test_pyargs_runs_contracts_next_to_the_users_own_tests(
     ckpt = make_checkpoint(producer="speculators")
     result = pytester.runpytest(f"--eagle3-ckpt={ckpt}", "--eagle3-engine=vllm", "--pyargs", "pytest_eagle3.contracts",
                                 "test_mine.py")
-    result.assert_outcomes(passed=16, skipped=1)
+    result.assert_outcomes(passed=16, skipped=3)
     result.stdout.fnmatch_lines(["*test_mine.py*", "*EAGLE-3 verdict*"])
 
 
@@ -186,7 +189,7 @@ def test_xdist_workers_report_to_the_controller(
     report = pytester.path / "r.json"
     result = pytester.runpytest_subprocess(f"--eagle3-ckpt={good}", f"--eagle3-ckpt={bad}", "-n", "2",
                                            "--eagle3-engine=vllm", f"--eagle3-report={report}", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=25, failed=1, skipped=6)
+    result.assert_outcomes(passed=25, failed=1, skipped=10)
     data = json.loads(report.read_text())
     verdicts = {c["path"]: c["engines"][0]["verdict"] for c in data["checkpoints"]}
     assert verdicts == {str(good): "pass", str(bad): "fail"}

@@ -1,0 +1,114 @@
+"""Reference acceptance (with --eagle3-target): run the real target, feed the draft what its config
+declares, count the draft tokens a greedy engine would accept, and try the other readings of the
+aux ids and of d2t to tell which one the draft was trained with."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from pytest_eagle3.checkpoint import Checkpoint
+from pytest_eagle3.contract import RecordProperty, passed, require_config, require_tensors
+from pytest_eagle3.findings import Evidence, Finding, check
+from pytest_eagle3.options import resolve
+from pytest_eagle3.target import TargetModel
+
+if TYPE_CHECKING:
+    from pytest_eagle3.reference.verdict import ReferenceResult
+
+REFERENCE_PROPERTY = "eagle3.reference"
+
+
+def _setting(config: pytest.Config, dest: str) -> str | None:
+    return resolve(config, dest).value
+
+
+@pytest.fixture(scope="session")
+def eagle3_reference(
+    request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoint, eagle3_target: TargetModel
+) -> ReferenceResult | Finding:
+    """The measured reference for this checkpoint, or the finding that says why it could not run."""
+    require_tensors(eagle3_checkpoint)
+    require_config(eagle3_checkpoint)
+    if eagle3_target.weights_dir is None or Path(eagle3_target.path).is_file():
+        pytest.skip(f"reference acceptance needs the target's weights: --eagle3-target={eagle3_target.path} "
+                    "names only a config (give the model directory)")
+    pytest.importorskip("transformers", reason="reference acceptance needs transformers "
+                        "(pip install 'pytest-eagle3[target]')")
+    import torch
+
+    from pytest_eagle3.reference.acceptance import ReferenceInputError
+    from pytest_eagle3.reference.verdict import ReferenceUnavailable, measure_reference
+
+    device = _setting(request.config, "eagle3_device") or "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        pytest.skip(f"--eagle3-device={device}, but torch sees no CUDA device")
+    try:
+        return measure_reference(eagle3_checkpoint, str(eagle3_target.weights_dir), device,
+                                 _setting(request.config, "eagle3_prompts"))
+    except ReferenceUnavailable as exc:
+        pytest.skip(str(exc))
+    except ReferenceInputError as exc:
+        return Finding("reference-input", str(exc), (Evidence("--eagle3-target / --eagle3-prompts", str(exc),
+                                                              "a loadable target and valid prompts"),),
+                       "give a local transformers model directory; prompts one per line (JSON ids or text)")
+
+
+class TestEagle3ReferenceAcceptance:
+    @pytest.mark.eagle3_contract("reference.acceptance")
+    def test_reference_acceptance(
+        self, eagle3_reference: ReferenceResult | Finding, record_property: RecordProperty, request: pytest.FixtureRequest
+    ) -> None:
+        """Mean acceptance length (greedy, k draft steps, bonus token counted) reaches the minimum."""
+        from pytest_eagle3.reference.verdict import (
+            DEFAULT_MIN_ACCEPTANCE,
+            acceptance_findings,
+            summary,
+        )
+
+        if isinstance(eagle3_reference, Finding):
+            check("reference.acceptance", [eagle3_reference])
+            return
+        text = _setting(request.config, "eagle3_min_acceptance")
+        try:
+            minimum = float(text) if text else DEFAULT_MIN_ACCEPTANCE
+        except ValueError:
+            check("reference.acceptance", [Finding("bad-option", f"--eagle3-min-acceptance={text!r} is not a number",
+                                                   fix="give a number such as 1.3")])
+            return
+        data = eagle3_reference.to_json()
+        record_property(REFERENCE_PROPERTY, data)
+        record_property("reference_mean_acceptance_length", data["mean_acceptance_length"])
+        record_property("reference_per_position", data["per_position"])
+        record_property("reference_convention", data["convention"])
+        check("reference.acceptance", acceptance_findings(eagle3_reference, minimum))
+        passed(record_property, summary(eagle3_reference))
+
+    @pytest.mark.eagle3_contract("reference.convention")
+    def test_reference_convention(
+        self, eagle3_reference: ReferenceResult | Finding, record_property: RecordProperty
+    ) -> None:
+        """The aux-id convention and d2t reading the config declares are the ones the draft was trained with."""
+        from pytest_eagle3.reference.verdict import convention_findings
+
+        if isinstance(eagle3_reference, Finding):
+            pytest.skip(f"no reference measured: {eagle3_reference.summary}")
+        best = eagle3_reference.inference.best
+        record_property("reference_inferred", best.reading.label)
+        record_property("reference_margin", round(eagle3_reference.inference.margin, 4))
+        check("reference.convention", convention_findings(eagle3_reference))
+        declared = eagle3_reference.inference.declared
+        if declared is None:
+            passed(record_property, f"nothing declared; inferred {best.reading.label} "
+                   f"(leads by {eagle3_reference.inference.margin:.2f})")
+        else:
+            passed(record_property, f"declared {declared.reading.label} confirmed: "
+                   f"{declared.mean_acceptance_length:.2f}, best alternative "
+                   f"{_runner_up(eagle3_reference):.2f}")
+
+
+def _runner_up(result: ReferenceResult) -> float:
+    others = [a.mean_acceptance_length for a in result.inference.results if a is not result.inference.declared]
+    return max(others, default=1.0)

@@ -1,0 +1,349 @@
+"""A plain-torch EAGLE-3 draft forward for any checkpoint the reader understands.
+
+Written from the producers' own forwards (speculators 0.9.0 ``models/eagle3/core.py`` and
+``model_definitions.py``; specforge 0.2.0 ``modeling/draft/llama3_eagle.py``):
+
+    x   = fc(fc_norm_i(chunk_i) | input_norm(cat aux))               (target hidden -> draft hidden)
+    h   = layer_0(cat(input_layernorm(embed(token)), hidden_norm(x)))  residual: x, or hidden_norm(x)
+    h   = layer_l(h) for further layers (multi-layer drafts)
+    out = lm_head(norm(h)) over the draft vocab; target id = i + d2t[i]
+
+``propose`` runs ``k`` chained steps for every position at once (training-time-test layout): step
+``j`` at position ``i`` attends to step-1 keys at positions ``<= i`` and to its own earlier steps at
+``i`` only, which is what an engine's KV cache holds when it drafts from position ``i``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from pytest_eagle3.checkpoint import Checkpoint
+from pytest_eagle3.formats import SPECFORGE
+from pytest_eagle3.tensorfiles import CheckpointReadError
+
+#: How ``norm_output`` is read, per producer: (logits through the final norm?, normed state fed
+#: back to the next step?) for norm_output False and True.
+NORM_OUTPUT_SEMANTICS: dict[str, tuple[tuple[bool, bool], tuple[bool, bool], str]] = {
+    SPECFORGE: ((False, False), (True, False),
+                ("specforge 0.2.0 llama3_eagle.py compute_logits: lm_head(norm(h)) only if norm_output; "
+                 "the pre-norm state is fed back")),
+}
+DEFAULT_NORM_OUTPUT = ((True, False), (True, True),
+                       "speculators 0.9.0 core.py forward: lm_head(norm(h)); norm_output also feeds norm(h) back")
+#: Activation names in config.json ``hidden_act``. Source: transformers ACT2FN.
+ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "silu": F.silu, "swish": F.silu, "gelu": F.gelu, "relu": F.relu,
+    "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),
+}
+#: Draft-layer key layouts, first layer first. Source: formats.FIRST_LAYER_PREFIXES.
+LAYER_KEY = re.compile(r"^(?:model\.)?(?:layers\.(\d+)|(midlayer))\.(.+)$")
+TOP_LEVEL = ("fc.weight", "fc.bias", "input_norm.weight", "norm.weight", "lm_head.weight",
+             "embed_tokens.weight", "d2t")
+
+
+class DraftLoadError(Exception):
+    """The checkpoint cannot be run by the reference forward; the message says why."""
+
+
+@dataclass(frozen=True)
+class DraftSpec:
+    """What the forward needs from the config, after the producer's defaults are applied."""
+
+    hidden_size: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    rms_norm_eps: float
+    rope_theta: float
+    rope_scaling: tuple[tuple[str, Any], ...]
+    act: str
+    layers: int
+    aux_count: int
+    norm_before_residual: bool
+    norm_before_fc: bool
+    fc_norm: bool
+    norm_logits: bool
+    feed_normed: bool
+
+
+@dataclass
+class ReferenceDraft:
+    """Weights under canonical names (``layers.{l}.*``, ``fc.weight``, ...) and the spec."""
+
+    spec: DraftSpec
+    weights: dict[str, torch.Tensor]
+
+    # -- loading ---------------------------------------------------------------------------
+    @classmethod
+    def from_checkpoint(cls, ckpt: Checkpoint, dtype: torch.dtype = torch.float32,
+                        device: str = "cpu") -> ReferenceDraft:
+        """Load a draft; raises ``DraftLoadError`` with a readable reason when it cannot run."""
+        if ckpt.config_raw is None or not ckpt.tensors or ckpt.problems:
+            raise DraftLoadError("the checkpoint is not readable (see checkpoint.readable / config.parseable)")
+        weights: dict[str, torch.Tensor] = {}
+        try:
+            for name in ckpt.tensors:
+                canonical = canonical_name(name)
+                if canonical is None:
+                    continue
+                tensor = ckpt.read(name)
+                if canonical != "d2t":
+                    tensor = tensor.to(dtype)
+                weights[canonical] = tensor.to(device)
+        except CheckpointReadError as exc:
+            raise DraftLoadError(f"cannot read the weights: {exc}") from exc
+        spec = spec_from_config(ckpt, weights)
+        draft = cls(spec, weights)
+        draft.check()
+        return draft
+
+    def check(self) -> None:
+        """Every tensor the forward uses is there, with the width it needs."""
+        s, w = self.spec, self.weights
+        needed = ["fc.weight", "norm.weight", "lm_head.weight"]
+        for layer in range(s.layers):
+            needed += [f"layers.{layer}.{n}" for n in (
+                "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+                "self_attn.o_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight",
+                "mlp.down_proj.weight", "input_layernorm.weight", "post_attention_layernorm.weight")]
+        needed.append("layers.0.hidden_norm.weight")
+        if s.norm_before_fc:
+            needed.append("input_norm.weight")
+        if s.fc_norm:
+            needed += [f"fc_norm.{i}.weight" for i in range(s.aux_count)]
+        missing = [n for n in needed if n not in w]
+        if missing:
+            raise DraftLoadError(f"missing tensors: {', '.join(missing[:4])}" + (" ..." if len(missing) > 4 else ""))
+        q_in = w["layers.0.self_attn.q_proj.weight"].shape[1]
+        if q_in != 2 * s.hidden_size:
+            raise DraftLoadError(f"first-layer q_proj takes {q_in} inputs, not 2 x hidden ({2 * s.hidden_size})")
+        if w["fc.weight"].shape[0] != s.hidden_size:
+            raise DraftLoadError(f"fc.weight has {w['fc.weight'].shape[0]} rows, hidden size is {s.hidden_size}")
+
+    @property
+    def fc_in(self) -> int:
+        return int(self.weights["fc.weight"].shape[1])
+
+    @property
+    def draft_vocab(self) -> int:
+        return int(self.weights["lm_head.weight"].shape[0])
+
+    def target_ids(self, d2t_reading: str = "offsets") -> torch.Tensor | None:
+        """Draft id -> target id, as engines read ``d2t`` (offsets) or as absolute ids; None = identity."""
+        d2t = self.weights.get("d2t")
+        if d2t is None:
+            return None
+        d2t = d2t.long()
+        return d2t if d2t_reading == "absolute" else torch.arange(d2t.shape[0], device=d2t.device) + d2t
+
+    # -- forward ---------------------------------------------------------------------------
+    def project(self, aux: torch.Tensor) -> torch.Tensor:
+        """fc over the concatenated aux states, with ``input_norm`` / per-chunk ``fc_norm``."""
+        w = self.weights
+        x = aux.to(w["fc.weight"].dtype)
+        if "input_norm.weight" in w:
+            x = rms_norm(x, w["input_norm.weight"], self.spec.rms_norm_eps)
+        norms = [w[f"fc_norm.{i}.weight"] for i in range(self.spec.aux_count) if f"fc_norm.{i}.weight" in w]
+        if norms:
+            chunks = x.chunk(len(norms), dim=-1)
+            x = torch.cat([rms_norm(c, n, self.spec.rms_norm_eps) for c, n in zip(chunks, norms)], dim=-1)
+        return F.linear(x, w["fc.weight"], w.get("fc.bias"))
+
+    def propose(
+        self, aux: torch.Tensor, next_ids: torch.Tensor, steps: int, embed: torch.Tensor,
+        d2t_reading: str = "offsets", teacher: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Draft ``steps`` tokens from every position at once.
+
+        aux [B, T, A*Th]: the target's aux states at position i; next_ids [B, T]: the token at
+        i + 1 (what the engine samples from the target); embed: the embedding matrix to use
+        (the draft's own, or the target's). ``teacher`` [B, T, steps-1] feeds given tokens to
+        steps 2.. instead of the draft's own proposals (training). Returns target ids
+        [B, T, steps] and the draft-vocab logits of each step.
+        """
+        s, w = self.spec, self.weights
+        to_target = self.target_ids(d2t_reading)
+        hidden = self.project(aux)
+        length = next_ids.shape[1]
+        positions = torch.arange(length, device=next_ids.device)
+        caches: list[list[tuple[torch.Tensor, torch.Tensor]]] = [[] for _ in range(s.layers)]
+        tokens = next_ids
+        proposals, all_logits = [], []
+        for step in range(steps):
+            cos, sin = self.rotary(positions + step, hidden.dtype)
+            emb = F.embedding(tokens.clamp(0, embed.shape[0] - 1), embed).to(hidden.dtype)
+            h = self._first_layer(emb, hidden, caches[0], cos, sin)
+            for layer in range(1, s.layers):
+                h = self._layer(layer, h, caches[layer], cos, sin)
+            normed = rms_norm(h, w["norm.weight"], s.rms_norm_eps)
+            logits = F.linear(normed if s.norm_logits else h, w["lm_head.weight"])
+            hidden = normed if s.feed_normed else h
+            draft_ids = logits.argmax(-1)
+            proposed = to_target[draft_ids] if to_target is not None else draft_ids
+            proposals.append(proposed)
+            all_logits.append(logits)
+            tokens = teacher[..., step] if teacher is not None and step < teacher.shape[-1] else proposed
+        return torch.stack(proposals, dim=-1), all_logits
+
+    def _first_layer(self, emb: torch.Tensor, hidden: torch.Tensor,
+                     cache: list[tuple[torch.Tensor, torch.Tensor]], cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        s, w = self.spec, self.weights
+        normed_hidden = rms_norm(hidden, w["layers.0.hidden_norm.weight"], s.rms_norm_eps)
+        x = torch.cat([rms_norm(emb, w["layers.0.input_layernorm.weight"], s.rms_norm_eps), normed_hidden], dim=-1)
+        residual = normed_hidden if s.norm_before_residual else hidden
+        return self._attention_mlp(0, x, residual, cache, cos, sin)
+
+    def _layer(self, layer: int, h: torch.Tensor, cache: list[tuple[torch.Tensor, torch.Tensor]],
+               cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        x = rms_norm(h, self.weights[f"layers.{layer}.input_layernorm.weight"], self.spec.rms_norm_eps)
+        return self._attention_mlp(layer, x, h, cache, cos, sin)
+
+    def _attention_mlp(self, layer: int, x: torch.Tensor, residual: torch.Tensor,
+                       cache: list[tuple[torch.Tensor, torch.Tensor]], cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        s, w, p = self.spec, self.weights, f"layers.{layer}."
+        batch, length, _ = x.shape
+        q = F.linear(x, w[p + "self_attn.q_proj.weight"], w.get(p + "self_attn.q_proj.bias"))
+        k = F.linear(x, w[p + "self_attn.k_proj.weight"], w.get(p + "self_attn.k_proj.bias"))
+        v = F.linear(x, w[p + "self_attn.v_proj.weight"], w.get(p + "self_attn.v_proj.bias"))
+        q = q.view(batch, length, s.num_heads, s.head_dim).transpose(1, 2)
+        k = k.view(batch, length, s.num_kv_heads, s.head_dim).transpose(1, 2)
+        v = v.view(batch, length, s.num_kv_heads, s.head_dim).transpose(1, 2)
+        if p + "self_attn.q_norm.weight" in w:  # Qwen3 layers
+            q = rms_norm(q, w[p + "self_attn.q_norm.weight"], s.rms_norm_eps)
+            k = rms_norm(k, w[p + "self_attn.k_norm.weight"], s.rms_norm_eps)
+        q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
+        groups = s.num_heads // s.num_kv_heads
+        cache.append((k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)))
+        attn = ttt_attention(q, cache, 1.0 / math.sqrt(s.head_dim))
+        attn = attn.transpose(1, 2).reshape(batch, length, s.num_heads * s.head_dim)
+        h = residual + F.linear(attn, w[p + "self_attn.o_proj.weight"], w.get(p + "self_attn.o_proj.bias"))
+        y = rms_norm(h, w[p + "post_attention_layernorm.weight"], s.rms_norm_eps)
+        act = ACTIVATIONS[s.act]
+        mlp = F.linear(act(F.linear(y, w[p + "mlp.gate_proj.weight"])) * F.linear(y, w[p + "mlp.up_proj.weight"]),
+                       w[p + "mlp.down_proj.weight"])
+        return h + mlp
+
+    def rotary(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        inv_freq = rope_inv_freq(self.spec.head_dim, self.spec.rope_theta, dict(self.spec.rope_scaling))
+        freqs = positions.double()[:, None] * inv_freq.double().to(positions.device)[None, :]
+        emb = torch.cat([freqs, freqs], dim=-1)
+        factor = float(dict(self.spec.rope_scaling).get("attention_factor", 1.0))
+        return (emb.cos() * factor).to(dtype), (emb.sin() * factor).to(dtype)
+
+
+def ttt_attention(q: torch.Tensor, cache: list[tuple[torch.Tensor, torch.Tensor]], scale: float) -> torch.Tensor:
+    """Step-j attention: causal over step-1 keys, plus each later step's key at the same position."""
+    k1, v1 = cache[0]
+    length = q.shape[2]
+    scores = torch.matmul(q, k1.transpose(-1, -2)) * scale
+    causal = torch.ones(length, length, dtype=torch.bool, device=q.device).tril()
+    scores = scores.masked_fill(~causal, float("-inf"))
+    diag = [(q * k).sum(-1, keepdim=True) * scale for k, _ in cache[1:]]
+    probs = torch.softmax(torch.cat([scores, *diag], dim=-1).float(), dim=-1).to(q.dtype)
+    out = torch.matmul(probs[..., :length], v1)
+    for m, (_, v) in enumerate(cache[1:]):
+        out = out + probs[..., length + m: length + m + 1] * v
+    return out
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """Llama/Qwen3 RMSNorm: normalise in fp32, cast back, then scale."""
+    dtype = x.dtype
+    y = x.float()
+    y = y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * y.to(dtype)
+
+
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+    return x * cos + rotated * sin
+
+
+def rope_inv_freq(head_dim: int, theta: float, scaling: Mapping[str, Any]) -> torch.Tensor:
+    """Inverse frequencies for rope types default, linear and llama3 (transformers' formulas)."""
+    inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
+    kind = str(scaling.get("rope_type", scaling.get("type", "default")))
+    if kind == "default":
+        return inv
+    if kind == "linear":
+        return inv / float(scaling["factor"])
+    if kind == "llama3":
+        factor, low, high = float(scaling["factor"]), float(scaling["low_freq_factor"]), float(scaling["high_freq_factor"])
+        old_len = float(scaling["original_max_position_embeddings"])
+        wavelen = 2 * math.pi / inv
+        scaled = torch.where(wavelen > old_len / low, inv / factor, inv)
+        smooth = (old_len / wavelen - low) / (high - low)
+        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = (wavelen >= old_len / high) & (wavelen <= old_len / low)
+        return torch.where(medium, smoothed, scaled)
+    raise DraftLoadError(f"rope type {kind!r} is not supported by the reference forward (default, linear, llama3)")
+
+
+def canonical_name(name: str) -> str | None:
+    """``midlayer.x`` -> ``layers.0.x``; drops a leading ``model.``; None for tensors not used."""
+    match = LAYER_KEY.match(name)
+    if match:
+        layer = "0" if match.group(2) else match.group(1)
+        return f"layers.{layer}.{match.group(3)}"
+    bare = name.removeprefix("model.")
+    if bare in TOP_LEVEL or re.fullmatch(r"fc_norm\.\d+\.weight", bare):
+        return bare
+    return None
+
+
+def _layer_scope(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    inner = config.get("transformer_layer_config")
+    return inner if isinstance(inner, dict) else config
+
+
+def _rope(scope: Mapping[str, Any], config: Mapping[str, Any]) -> tuple[float, dict[str, Any]]:
+    for source in (scope, config):
+        params = source.get("rope_parameters")
+        if isinstance(params, dict) and "rope_theta" in params:
+            return float(params["rope_theta"]), {k: v for k, v in params.items() if k != "rope_theta"}
+    theta = scope.get("rope_theta", config.get("rope_theta", 10000.0))
+    scaling = scope.get("rope_scaling", config.get("rope_scaling"))
+    return float(theta), dict(scaling) if isinstance(scaling, dict) else {}
+
+
+def spec_from_config(ckpt: Checkpoint, weights: Mapping[str, torch.Tensor]) -> DraftSpec:
+    """The spec from the normalised config, with shapes filling what the config leaves out."""
+    cfg = ckpt.config
+    raw = ckpt.config_raw or {}
+    scope = _layer_scope(raw)
+    if cfg.hidden_size is None:
+        raise DraftLoadError("config.json gives no hidden_size")
+    heads = cfg.num_attention_heads
+    if heads is None:
+        raise DraftLoadError("config.json gives no num_attention_heads")
+    head_dim = cfg.head_dim or cfg.hidden_size // heads
+    q = weights.get("layers.0.self_attn.q_proj.weight")
+    k = weights.get("layers.0.self_attn.k_proj.weight")
+    if q is not None and q.shape[0] != heads * head_dim:
+        raise DraftLoadError(f"q_proj has {q.shape[0]} rows, config says {heads} heads x {head_dim}")
+    kv_heads = cfg.num_key_value_heads or (k.shape[0] // head_dim if k is not None else heads)
+    act = str(scope.get("hidden_act", raw.get("hidden_act", "silu")))
+    if act not in ACTIVATIONS:
+        raise DraftLoadError(f"hidden_act {act!r} is not supported by the reference forward")
+    theta, scaling = _rope(scope, raw)
+    rope_inv_freq(head_dim, theta, scaling)  # raises for an unsupported rope type
+    eps = scope.get("rms_norm_eps", raw.get("rms_norm_eps", 1e-6))
+    layers = max(1, len({n.split(".")[1] for n in weights if n.startswith("layers.")}))
+    aux_count = len(cfg.aux.ids) if cfg.aux.ids else 3
+    off, on, _ = NORM_OUTPUT_SEMANTICS.get(ckpt.format.producer, DEFAULT_NORM_OUTPUT)
+    norm_logits, feed_normed = on if cfg.norm_flags.get("norm_output") else off
+    return DraftSpec(
+        hidden_size=cfg.hidden_size, num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
+        rms_norm_eps=float(eps), rope_theta=theta, rope_scaling=tuple(sorted(scaling.items())), act=act,
+        layers=layers, aux_count=aux_count, norm_before_residual=cfg.norm_flags.get("norm_before_residual", False),
+        norm_before_fc=cfg.norm_flags.get("norm_before_fc", False), fc_norm=cfg.norm_flags.get("fc_norm", False),
+        norm_logits=norm_logits, feed_normed=feed_normed,
+    )
