@@ -29,7 +29,13 @@ from pytest_eagle3.options import (
     engine_selection,
     resolve,
 )
-from pytest_eagle3.report import ANY_ENGINE, MESSAGE_PROPERTY, REFERENCE_PROPERTY, Collector, one_line
+from pytest_eagle3.report import (
+    ANY_ENGINE,
+    MESSAGE_PROPERTY,
+    REFERENCE_PROPERTY,
+    Collector,
+    one_line,
+)
 
 __all__ = ["eagle3_checkpoint", "eagle3_engine", "eagle3_load_plan", "eagle3_target"]
 

@@ -67,7 +67,9 @@ class TargetModel:
 
     @property
     def weights_dir(self) -> Path | None:
+        """The folder holding the target's weights; None when only a config.json was given."""
         root = Path(self.path)
-        root = root if root.is_dir() else root.parent
+        if not root.is_dir():
+            return None
         has_weights = any(root.glob("*.safetensors")) or any(root.glob("pytorch_model*.bin"))
         return root if has_weights else None

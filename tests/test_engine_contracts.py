@@ -40,7 +40,7 @@ def test_kimi_seed_layers0_keys_dropped_by_sglang_before_0_5_12(run_contracts: R
 def test_d2t_corruption_fails_every_engine(run_contracts: Run, make_checkpoint: Callable[..., Path],
                                            synth_target: Path) -> None:
     draft = make_checkpoint(SynthSpec(producer=SPECULATORS).with_faults("d2t-absolute"))
-    run = run_contracts([draft], "--eagle3-engine=vllm==0.11.0,vllm", target=synth_target)
+    run = run_contracts([draft], "--eagle3-engine=vllm==0.11.0,vllm", target=synth_target / "config.json")
     assert run.verdict(draft) == "fail"
     for engine in ("vllm==0.11.0", "vllm==0.33.0"):
         entry = run.engine_entry(draft, engine)
@@ -143,7 +143,7 @@ def test_random_embed_kept_by_vllm_torchspec_38(run_contracts: Run, make_variant
 def test_good_drafts_pass_and_report_per_engine(run_contracts: Run, make_checkpoint: Callable[..., Path],
                                                 synth_target: Path, tmp_path: Path) -> None:
     draft = make_checkpoint(SynthSpec(producer=SPECFORGE))
-    run = run_contracts([draft], target=synth_target)
+    run = run_contracts([draft], target=synth_target / "config.json")
     assert run.result.ret == 0
     engines = [(e["engine"], e["version"], e["verdict"]) for e in run.report["checkpoints"][0]["engines"]]
     assert engines == [("any", None, "pass"), ("sglang", "0.5.23", "pass"), ("vllm", "0.33.0", "pass")]
