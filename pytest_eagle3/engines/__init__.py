@@ -1,0 +1,1 @@
+"""Engines: probes that run SGLang / vLLM loaders in their own interpreters."""
