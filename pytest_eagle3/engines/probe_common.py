@@ -6,12 +6,13 @@ interpreter, where this package may not be installed, and load this file from th
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
 import sys
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -236,6 +237,37 @@ def quiet_stdout() -> Iterator[None]:
 
 def write_result(result: dict[str, Any], out: str | Path) -> None:
     Path(out).write_text(json.dumps(result) + "\n")
+
+
+def main(engine: str, probe: Callable[[str, str], dict[str, Any]], argv: list[str] | None,
+         doc: str | None) -> int:
+    """Command line of both probes: one draft (``--draft --target --out``) or a batch (``--jobs``).
+
+    A batch file is a JSON list of ``{"draft", "target", "out"}``; the jobs run one after the
+    other in this process (the engine is imported once). A probe bug in one job is written as
+    that job's ``probe-error`` result and the batch goes on.
+    """
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0] if doc else None)
+    parser.add_argument("--draft")
+    parser.add_argument("--target")
+    parser.add_argument("--out")
+    parser.add_argument("--jobs", help="JSON list of {draft, target, out}")
+    args = parser.parse_args(argv)
+    if args.jobs:
+        jobs = json.loads(Path(args.jobs).read_text())
+    elif args.draft and args.target and args.out:
+        jobs = [{"draft": args.draft, "target": args.target, "out": args.out}]
+    else:
+        parser.error("give --draft, --target and --out, or --jobs")
+    for job in jobs:
+        with quiet_stdout():
+            try:
+                result = probe(str(Path(job["draft"]).resolve()), str(Path(job["target"]).resolve()))
+            except Exception as exc:  # noqa: BLE001 (a bug of the probe, not an engine outcome)
+                result = empty_result(engine)
+                result.update(outcome="probe-error", error=error_text(exc), stderr_tail=crash_note(exc))
+        write_result(result, job["out"])
+    return 0
 
 
 def crash_note(exc: BaseException) -> str:

@@ -15,7 +15,6 @@ The output follows ``probe_common.SCHEMA``.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import sys
 from pathlib import Path
@@ -43,26 +42,34 @@ class _State:
         self.checkpoint: dict[str, Any] = {}
 
 
-def _install_load_hook(state: _State) -> None:
+_CURRENT: list[_State] = []
+
+
+def _install_load_hook() -> None:
     """Wrap the default loader's ``load_weights``: sentinel before, audit after (draft only)."""
     from vllm.model_executor.model_loader.default_loader import (  # type: ignore[import-not-found]
         DefaultModelLoader,
     )
 
     original = DefaultModelLoader.load_weights
+    if getattr(original, "eagle3_probe_hook", False):
+        return
 
     def load_weights(self: Any, model: Any, model_config: Any) -> Any:
-        if str(getattr(model_config, "model", "")) != state.draft_path:
+        state = _CURRENT[-1] if _CURRENT else None
+        if state is None or str(getattr(model_config, "model", "")) != state.draft_path:
             return original(self, model, model_config)
         state.stage = "load"
         state.draft = model
         state.audit.fill(model)
         try:
-            return original(self, model, model_config)
+            loaded = original(self, model, model_config)
         finally:
             state.report = state.audit.report(model, state.checkpoint)
-            state.stage = "share"
+        state.stage = "share"
+        return loaded
 
+    load_weights.eagle3_probe_hook = True  # type: ignore[attr-defined]
     DefaultModelLoader.load_weights = load_weights
 
 
@@ -81,10 +88,15 @@ def _engine_config(draft: str, target: str) -> Any:
 
 
 def _init_distributed() -> None:
+    """A gloo process group of one (once per process: jobs of a batch share it)."""
     from vllm.distributed import (  # type: ignore[import-not-found]
         ensure_model_parallel_initialized,
         init_distributed_environment,
     )
+    from vllm.distributed.parallel_state import model_parallel_is_initialized  # type: ignore[import-not-found]
+
+    if model_parallel_is_initialized():
+        return
 
     init_distributed_environment(
         world_size=1, rank=0, local_rank=0, backend="gloo",
@@ -158,10 +170,8 @@ def _gpu_runner_aux_setup(stub: _RunnerStub, runner_cls: Any, notes: list[str]) 
     else:
         layers = None
     if layers is None:
-        getter = getattr(target, "get_eagle3_aux_hidden_state_layers", None) or getattr(
-            target, "get_eagle3_default_aux_hidden_state_layers"
-        )
-        layers = getter()
+        old_name = getattr(target, "get_eagle3_aux_hidden_state_layers", None)
+        layers = old_name() if old_name is not None else target.get_eagle3_default_aux_hidden_state_layers()
     target.set_aux_hidden_state_layers(layers)
     notes.append("path: get_model + EagleProposer.load_model + GPUModelRunner.load_model's aux-layer lines")
 
@@ -256,12 +266,24 @@ def probe(draft: str, target: str) -> dict[str, Any]:
 
     result["version"] = str(vllm.__version__)
     state.checkpoint = common.read_checkpoint(draft)
-    _install_load_hook(state)
+    _install_load_hook()
+    _CURRENT.append(state)
+    try:
+        _probe(draft, target, state, result)
+    finally:
+        _CURRENT.remove(state)
+    if result["outcome"] != "loaded" and state.report is not None:
+        notes.append("load aborted: parameters, uninitialised and dropped describe the draft when the error was raised")
+    return result
+
+
+def _probe(draft: str, target: str, state: _State, result: dict[str, Any]) -> None:
+    notes: list[str] = result["notes"]
     try:
         config = _engine_config(draft, target)
     except Exception as exc:  # noqa: BLE001 (any refusal is the engine's answer)
         result.update(stage="config", error=common.error_text(exc))
-        return result
+        return
     from vllm.config import set_current_vllm_config  # type: ignore[import-not-found]
 
     result["draft_class"] = _draft_class_name(config)
@@ -281,7 +303,6 @@ def probe(draft: str, target: str) -> dict[str, Any]:
         else:
             result.update(outcome="loaded", stage=None)
         _fill_from_models(result, state, target_model, proposer, config)
-    return result
 
 
 def _fill_from_models(result: dict[str, Any], state: _State, target: Any, proposer: Any, config: Any) -> None:
@@ -313,15 +334,7 @@ def _fill_from_models(result: dict[str, Any], state: _State, target: Any, propos
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--draft", required=True)
-    parser.add_argument("--target", required=True)
-    parser.add_argument("--out", required=True)
-    args = parser.parse_args(argv)
-    with common.quiet_stdout():
-        result = probe(str(Path(args.draft).resolve()), str(Path(args.target).resolve()))
-    common.write_result(result, args.out)
-    return 0
+    return common.main(ENGINE, probe, argv, __doc__)
 
 
 if __name__ == "__main__":
