@@ -122,13 +122,25 @@ def test_missing_lm_head_loads_silently(engine: str, engine_results: Callable[[s
     assert "lm_head.weight" in result["uninitialised"]
 
 
+#: First release that builds fc_norm / norm_output from the config (earlier: fc_norm.* unknown keys).
+FC_NORM_SINCE = {"vllm": Version("0.22"), "sglang": Version("0.5.12")}
+
+
 def test_norm_flags_resolved(engine: str, engine_results: Callable[[str], Results]) -> None:
     results = engine_results(engine)
-    norms = results["specforge-norm-flags"]["norms"]
-    assert norms["fc_norm"] is True and norms["norm_output"] is True and norms["norm_before_fc"] is False
-    assert all(results["specforge-norm-flags"]["parameters"][f"model.fc_norm.{i}.weight"]["equal"] for i in range(3))
     plain = results["specforge"]["norms"]
     assert plain["fc_norm"] is False and plain["norm_output"] is False and plain["norm_before_fc"] is False
+    result = results["specforge-norm-flags"]
+    if _version(results) >= FC_NORM_SINCE[engine]:
+        _loaded(result)
+        assert result["norms"]["fc_norm"] is True and result["norms"]["norm_output"] is True
+        assert all(result["parameters"][f"model.fc_norm.{i}.weight"]["equal"] for i in range(3))
+    elif engine == "vllm":
+        assert result["outcome"] == "refused" and "fc_norm.0.weight" in result["error"], "unknown key"
+    else:
+        _loaded(result)
+        assert result["norms"]["fc_norm"] is False
+        assert {f"fc_norm.{i}.weight" for i in range(3)} <= set(result["dropped"]), "dropped silently"
 
 
 # -- vLLM ----------------------------------------------------------------------------------------
@@ -198,15 +210,16 @@ def test_vllm_full_vocab_d2t(engine_results: Callable[[str], Results]) -> None:
 def test_vllm_embed_and_lm_head_sharing(engine_results: Callable[[str], Results]) -> None:
     """0.11.2+: the draft's own tensors are kept when they differ; before, shared whenever shapes match."""
     results = engine_results("vllm")
-    own, full = results["speculators"], results["speculators-full-vocab"]
-    assert results["specforge-no-lm-head"]["lm_head"] == "target"
+    own, full, headless = results["speculators"], results["speculators-full-vocab"], results["specforge-no-lm-head"]
     if _version(results) >= Version("0.11.2"):
         assert (own["embed_tokens"], own["lm_head"]) == ("draft", "draft")
         assert full["lm_head"] == "draft"
+        assert headless["lm_head"] == "target", "no lm_head in the checkpoint: the target's is shared"
     else:
         assert own["embed_tokens"] == "target", "same shape: the trained embedding is replaced"
         assert full["lm_head"] == "target", "full vocab: the trained lm_head is replaced by the target's"
         assert own["lm_head"] == "draft", "reduced vocab: shapes differ, kept"
+        assert headless["lm_head"] == "draft", "reduced vocab, no lm_head: the random one is kept"
 
 
 def test_vllm_llama_draft_sizes_fc_without_top_level_ids(engine_results: Callable[[str], Results]) -> None:
@@ -231,19 +244,27 @@ def test_vllm_multi_layer(engine_results: Callable[[str], Results]) -> None:
 
 
 def test_vllm_use_aux_hidden_state_false(engine_results: Callable[[str], Results]) -> None:
-    result = engine_results("vllm")["specforge-no-aux"]
+    results = engine_results("vllm")
+    result = results["specforge-no-aux"]
     _loaded(result)
-    assert "fc.weight" in result["dropped"]
-    assert result["fc_applied"] is False and result["aux_layer_ids"] == []
+    if _version(results) >= Version("0.12"):
+        assert "fc.weight" in result["dropped"]
+        assert result["fc_applied"] is False and result["aux_layer_ids"] == []
+    else:
+        assert result["parameters"]["model.fc.weight"]["equal"] is True, "flag not read before 0.12"
+        assert result["fc_applied"] is True and result["aux_layer_ids"] == [2, 4, 5]
 
 
 def test_vllm_norm_before_fc(engine_results: Callable[[str], Results]) -> None:
-    result = engine_results("vllm")["speculators-norm-before-fc"]
+    results = engine_results("vllm")
+    result = results["speculators-norm-before-fc"]
+    if _version(results) < Version("0.18"):
+        assert result["outcome"] == "refused" and "input_norm.weight" in result["error"], "unknown key"
+        return
     _loaded(result)
     assert result["norms"]["norm_before_fc"] is True
     assert result["parameters"]["model.input_norm.weight"] == {"sources": ["input_norm.weight"], "equal": True}
-    flags = engine_results("vllm")["specforge-norm-flags"]["norms"]
-    assert flags["norm_before_residual"] is True
+    assert results["specforge-norm-flags"]["norms"]["norm_before_residual"] is True
 
 
 # -- SGLang --------------------------------------------------------------------------------------

@@ -79,7 +79,7 @@ def install_placeholders() -> list[str]:
     transformers decides at import whether torchvision is present; it is imported first, so it
     keeps seeing none and never uses the placeholder.
     """
-    import transformers.utils.import_utils  # noqa: F401
+    import transformers.utils.import_utils  # type: ignore[import-not-found]  # noqa: F401
 
     missing = tuple(r for r in PLACEHOLDER_ROOTS if importlib.util.find_spec(r) is None)
     if missing:
