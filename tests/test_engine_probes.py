@@ -84,9 +84,10 @@ def test_specforge_layout_loads_every_tensor_exactly(engine: str, engine_results
     _loaded(result)
     assert result["draft_class"] in ("Eagle3LlamaForCausalLM", "LlamaForCausalLMEagle3")
     assert all(p["equal"] for p in result["parameters"].values()), result["parameters"]
-    qkv = result["parameters"]["model.layers.0.self_attn.qkv_proj.weight"]["sources"]
+    params = result["parameters"]  # model.layers.0.* (SGLang before 0.5.12: model.midlayer.*)
+    qkv = next(p["sources"] for n, p in params.items() if n.endswith(("layers.0.self_attn.qkv_proj.weight", "midlayer.self_attn.qkv_proj.weight")))
     assert qkv == [f"midlayer.self_attn.{x}_proj.weight" for x in "qkv"]
-    gate_up = result["parameters"]["model.layers.0.mlp.gate_up_proj.weight"]["sources"]
+    gate_up = next(p["sources"] for n, p in params.items() if n.endswith(("layers.0.mlp.gate_up_proj.weight", "midlayer.mlp.gate_up_proj.weight")))
     assert gate_up == ["midlayer.mlp.gate_proj.weight", "midlayer.mlp.up_proj.weight"]
     assert result["dropped"] == ["t2d"], "t2d is never used by either engine"
     assert result["uninitialised"] == ["model.embed_tokens.weight"], "a SpecForge SGLang export has no embed_tokens"

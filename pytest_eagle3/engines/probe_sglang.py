@@ -73,18 +73,43 @@ class _PlaceholderFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         module.__path__ = []
 
 
+_INSTALLED: list[str] = []
+
+
 def install_placeholders() -> list[str]:
     """Placeholders for the missing ones of ``PLACEHOLDER_ROOTS``; returns their names.
 
-    transformers decides at import whether torchvision is present; it is imported first, so it
-    keeps seeing none and never uses the placeholder.
+    transformers decides at import whether torchvision is present. Where its image-processor
+    registry needs torchvision to exist at all (transformers < 5.19, SGLang 0.5.11 registers image
+    processors at import), the placeholder also gets a distribution record, written to a
+    temporary folder put on ``sys.path``; otherwise transformers is imported first and keeps
+    seeing no torchvision.
     """
-    import transformers.utils.import_utils  # type: ignore[import-not-found]  # noqa: F401
-
+    if _INSTALLED:
+        return _INSTALLED
     missing = tuple(r for r in PLACEHOLDER_ROOTS if importlib.util.find_spec(r) is None)
-    if missing:
-        sys.meta_path.insert(0, _PlaceholderFinder(missing))
-    return list(missing)
+    if not missing:
+        return []
+    from importlib.metadata import version
+
+    tf_version = tuple(int(p) for p in version("transformers").split(".")[:2] if p.isdigit())
+    if "torchvision" in missing and tf_version < (5, 19):
+        _torchvision_record()
+    else:
+        importlib.import_module("transformers.utils.import_utils")
+    sys.meta_path.insert(0, _PlaceholderFinder(missing))
+    _INSTALLED.extend(missing)
+    return _INSTALLED
+
+
+def _torchvision_record() -> None:
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="eagle3-placeholders-"))
+    record = folder / "torchvision-0.26.0.dist-info"
+    record.mkdir()
+    (record / "METADATA").write_text("Metadata-Version: 2.1\nName: torchvision\nVersion: 0.26.0\n")
+    sys.path.append(str(folder))
 
 
 class _State:
@@ -142,6 +167,25 @@ def _init_distributed() -> None:
         parallel_state.initialize_model_parallel(backend="gloo")
     else:
         init_single_process_dist(master_port=port, backend="gloo")
+
+
+def _global_server_args(notes: list[str]) -> None:
+    """Versions whose layers read process-wide server args (0.5.11): set them as SGLang's own tests do."""
+    from sglang.srt import server_args  # type: ignore[import-not-found]
+
+    setter = getattr(server_args, "set_global_server_args_for_scheduler", None)
+    if setter is None:
+        return
+    try:
+        server_args.get_global_server_args()
+    except ValueError:  # "not set yet": set below
+        pass
+    except Exception:  # noqa: BLE001 (0.5.23: the getter is retired and raises; nothing to set)
+        return
+    else:
+        return
+    setter(server_args.ServerArgs(model_path="dummy"))
+    notes.append("global server args set to ServerArgs(model_path='dummy'), as SGLang's layer tests do")
 
 
 def _model_config(path: str, draft: bool) -> Any:
@@ -226,6 +270,7 @@ def _probe(draft: str, target: str, state: _State, result: dict[str, Any]) -> No
 
         result["draft_class"] = get_model_architecture(draft_config)[0].__name__
     _init_distributed()
+    _global_server_args(notes)
     target_model = None
     try:
         target_model = _get_model(_model_config(target, draft=False))
@@ -246,11 +291,29 @@ def _probe(draft: str, target: str, state: _State, result: dict[str, Any]) -> No
 def _share(draft: Any, target: Any, notes: list[str]) -> None:
     """What the EAGLE worker's init_lm_head does for EAGLE-3 after both models are loaded."""
     embed, head = target.get_embed_and_head()
-    if getattr(draft, "load_lm_head_from_target", False):
-        draft.set_embed_and_head(embed, head)
-        notes.append("draft_vocab_size null: worker calls set_embed_and_head (lm_head from the target)")
-    else:
-        draft.set_embed(embed)
+    with _no_cuda_housekeeping(notes):
+        if getattr(draft, "load_lm_head_from_target", False):
+            draft.set_embed_and_head(embed, head)
+            notes.append("draft_vocab_size null: worker calls set_embed_and_head (lm_head from the target)")
+        else:
+            draft.set_embed(embed)
+
+
+@contextlib.contextmanager
+def _no_cuda_housekeeping(notes: list[str]) -> Any:
+    """set_embed ends with torch.cuda.empty_cache()/synchronize() (0.5.11: unconditionally); on a
+    CPU-only torch they raise, so they are no-ops here (as vLLM's CPU runner does for its own)."""
+    import torch
+
+    if torch.cuda.is_available():
+        yield
+        return
+    saved = torch.cuda.empty_cache, torch.cuda.synchronize
+    torch.cuda.empty_cache = torch.cuda.synchronize = lambda *a, **k: None
+    try:
+        yield
+    finally:
+        torch.cuda.empty_cache, torch.cuda.synchronize = saved
 
 
 def _fill(result: dict[str, Any], state: _State, target: Any, draft_config: Any) -> None:
