@@ -86,6 +86,18 @@ def probe_all(python: str, root: Path) -> tuple[str, str, dict[str, Any]]:
     }
 
 
+def markdown(data: dict[str, Any]) -> str:
+    """The support matrix (case x engine version -> verdict) as a Markdown table."""
+    runs = data["runs"]
+    dates = sorted({run["date"] for run in runs.values()})
+    lines = [f"| case | {' | '.join(runs)} |", "|---" * (len(runs) + 1) + "|"]
+    for name in data["cases"]:
+        lines.append(f"| `{name}` | " + " | ".join(run["results"][name]["verdict"] for run in runs.values()) + " |")
+    torch_versions = ", ".join(f"{k}: torch {run['torch']}" for k, run in runs.items())
+    lines.append(f"\nProbed {', '.join(dates)} ({torch_versions}).")
+    return "\n".join(lines)
+
+
 def _torch_version(python: str) -> str:
     code = "import importlib.metadata as m; print(m.version('torch'))"
     done = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60, check=False)
@@ -96,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--python", action="append", help="an engine interpreter (repeatable)")
     parser.add_argument("--rejudge", action="store_true", help="recompute the verdicts of the stored runs")
+    parser.add_argument("--markdown", action="store_true", help="print the support matrix table")
     parser.add_argument("--out", default=str(DEFAULT_OUT))
     args = parser.parse_args(argv)
     out = Path(args.out)
@@ -119,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{engine}=={version}: " + ", ".join(f"{v} {verdicts.count(v)}" for v in sorted(set(verdicts))))
     data["runs"] = dict(sorted(runs.items()))
     out.write_text(json.dumps(data, indent=1) + "\n")
+    if args.markdown:
+        print(markdown(data))
     return 0
 
 
