@@ -315,3 +315,14 @@ def test_sglang_layers_0_keys_and_multi_layer(engine_results: Callable[[str], Re
         assert any(n.startswith("layers.0.") for n in modelopt["dropped"])
         assert any(".midlayer." in n or n.startswith("model.midlayer.") for n in modelopt["uninitialised"])
         assert multi["outcome"] == "refused" and "1 layer" in multi["error"]
+
+
+def test_unexpected_bias_key(engine: str, engine_results: Callable[[str], Results]) -> None:
+    """An fc.bias no parameter takes: SGLang and vLLM 0.25+ drop it silently, older vLLM refuses."""
+    results = engine_results(engine)
+    result = results["specforge-extra-bias"]
+    if engine == "vllm" and _version(results) < Version("0.25"):
+        assert result["outcome"] == "refused" and result["stage"] == "load" and "fc.bias" in result["error"]
+        return
+    _loaded(result)
+    assert result["dropped"] == ["fc.bias", "t2d"]

@@ -35,7 +35,8 @@ class ProbeCase:
     remove: tuple[str, ...] = ()
     #: Move the aux ids to this place (``TOP_LEVEL`` or ``EAGLE_CONFIG``); None keeps the producer's.
     aux_placement: str | None = None
-    #: Extra tensors: "input_norm" ([aux x H], norm_before_fc) and/or "fc_norm" (one [H] per aux state).
+    #: Extra tensors: "input_norm" ([aux x H], norm_before_fc), "fc_norm" (one [H] per aux state),
+    #: "fc_bias" ([H], a key no engine parameter takes).
     extra_tensors: tuple[str, ...] = ()
 
     @property
@@ -81,6 +82,8 @@ CASES: tuple[ProbeCase, ...] = (
     ProbeCase("speculators-norm-before-fc", "speculators config with norm_before_fc, input_norm saved, "
               "norm_before_residual key absent", SynthSpec(producer=SPECULATORS),
               config={"norm_before_fc": True}, remove=("norm_before_residual",), extra_tensors=("input_norm",)),
+    ProbeCase("specforge-extra-bias", "an fc.bias the architecture does not have (config has no bias)",
+              SynthSpec(producer=SPECFORGE), extra_tensors=("fc_bias",)),
     ProbeCase("speculators-4-aux", "4 top-level aux ids, fc 4H wide", SynthSpec(producer=SPECULATORS,
               aux_layer_ids=(1, 2, 4, 6))),
 )
@@ -124,6 +127,8 @@ def _add_tensors(case: ProbeCase, out: Path) -> None:
     gen = torch.Generator().manual_seed(case.spec.seed + 11)
     if "input_norm" in case.extra_tensors:
         tensors["input_norm.weight"] = (1.0 + 0.01 * torch.randn(aux * h, generator=gen)).to(dtype)
+    if "fc_bias" in case.extra_tensors:
+        tensors["fc.bias"] = (0.01 * torch.randn(h, generator=gen)).to(dtype)
     if "fc_norm" in case.extra_tensors:
         for i in range(aux):
             tensors[f"fc_norm.{i}.weight"] = (1.0 + 0.01 * torch.randn(h, generator=gen)).to(dtype)

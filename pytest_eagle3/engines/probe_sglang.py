@@ -231,6 +231,8 @@ def probe(draft: str, target: str) -> dict[str, Any]:
     common.offline_environment()
     result = common.empty_result(ENGINE)
     notes: list[str] = result["notes"]
+    if importlib.util.find_spec("sglang") is None:
+        raise ModuleNotFoundError("No module named 'sglang' in this interpreter")
     placeholders = install_placeholders()
     if placeholders:
         notes.append(f"import placeholders: {', '.join(placeholders)}")
