@@ -9,6 +9,8 @@ package, elsewhere. Each draft is built and saved with the producer's code only:
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
 from collections import Counter
 from collections.abc import Callable
@@ -18,8 +20,17 @@ from typing import Any
 import pytest
 import torch
 
+from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.engines.probes import find_engine_python, run_probe
 from pytest_eagle3.synth import SynthSpec, write_target
+
+# Imported before any test: pytester restores sys.modules after each in-process contract run, and
+# datasets / pyarrow cannot be imported twice in one process (conftest.py has the same reason).
+for _module in ("transformers", "datasets", "speculators.models.eagle3", "speculators.train.vocab_mapping",
+                "specforge.modeling.auto", "specforge.data.preprocessing", "specforge.export.to_sglang",
+                "specforge.export.to_hf"):
+    with contextlib.suppress(ImportError):
+        importlib.import_module(_module)
 
 VOCAB, DRAFT_VOCAB, HIDDEN = 1024, 256, 64
 #: Token frequencies: every third id seen, the lower ids more often (a reduced-vocab selection).
@@ -95,51 +106,71 @@ def _specforge_config(folder: Path) -> Path:
     return path
 
 
-def _specforge_export(folder: Path, target: Path, to: str, with_vocab_map: bool) -> Path:
+#: Where the vocab map enters: loaded into the model before training (as the trainer does), only
+#: handed to the exporter (``vocab_mapping_path``), or nowhere.
+TRAINED, AT_EXPORT, NO_MAP = "trained", "at-export", "none"
+
+
+def _specforge_export(folder: Path, target: Path, to: str, vocab_map: str) -> Path:
     pytest.importorskip("specforge", reason="specforge not installed (tox -e producers)")
     from specforge.data.preprocessing import process_token_dict_to_mappings
     from specforge.modeling.auto import AutoDraftModel, AutoDraftModelConfig
 
     folder.mkdir(parents=True, exist_ok=True)
     config_path = _specforge_config(folder)
+    d2t, t2d = process_token_dict_to_mappings(Counter(FREQUENCIES), DRAFT_VOCAB, VOCAB)
+    mapping = folder / "vocab_mapping.pt"
+    torch.save({"d2t": torch.as_tensor(d2t), "t2d": torch.as_tensor(t2d)}, mapping)
     torch.manual_seed(0)
     model = AutoDraftModel.from_config(AutoDraftModelConfig.from_file(str(config_path)), torch_dtype=torch.bfloat16)
+    if vocab_map == TRAINED:
+        model.load_vocab_mapping(str(mapping))
     state = {k: v for k, v in model.state_dict().items() if "embed" not in k}
     training_state = folder / "training_state.pt"
     torch.save({"strategy": "eagle3", "draft_state_dict": state}, training_state)  # the trainer's layout
-    mapping: str | None = None
-    if with_vocab_map:
-        d2t, t2d = process_token_dict_to_mappings(Counter(FREQUENCIES), DRAFT_VOCAB, VOCAB)
-        mapping = str(folder / "vocab_mapping.pt")
-        torch.save({"d2t": torch.as_tensor(d2t), "t2d": torch.as_tensor(t2d)}, mapping)
+    at_export = str(mapping) if vocab_map == AT_EXPORT else None
     out = folder / f"export-{to}"
     if to == "sglang":
         from specforge.export.to_sglang import export_to_sglang
 
-        export_to_sglang(str(training_state), str(config_path), str(out), vocab_mapping_path=mapping)
+        export_to_sglang(str(training_state), str(config_path), str(out), vocab_mapping_path=at_export)
     else:
         from specforge.export.to_hf import export_to_hf
 
-        export_to_hf(str(training_state), str(config_path), str(out), vocab_mapping_path=mapping,
+        export_to_hf(str(training_state), str(config_path), str(out), vocab_mapping_path=at_export,
                      embedding_source=str(target))
     return out
 
 
 @pytest.mark.parametrize("to", ["sglang", "hf"])
-def test_specforge_export_with_vocab_map_passes(tmp_path: Path, target: Path, to: str,
-                                                run_contracts: Callable[..., Any]) -> None:
-    draft = _specforge_export(tmp_path / "specforge", target, to, with_vocab_map=True)
+def test_specforge_export_of_a_trained_map_passes(tmp_path: Path, target: Path, to: str,
+                                                  run_contracts: Callable[..., Any]) -> None:
+    draft = _specforge_export(tmp_path / "specforge", target, to, TRAINED)
     run = run_contracts([draft], target=target)
-    failing = {c: m for c, (o, m) in run.outcomes(draft).items() if o == "failed"}
-    # the untrained draft's weights are random but finite; only the vocab map is at stake here
-    assert "vocab.map" not in failing, failing
-    assert run.outcomes(draft)["vocab.map"][0] == "passed"
+    assert run.outcomes(draft)["vocab.map"][0] == "passed", run.output
+    assert run.verdict(draft) == "pass", run.output
+    names = set(Checkpoint.open(draft).tensors)
+    assert ("embed_tokens.weight" in names) == (to == "hf"), "the SGLang export drops embed_tokens, HF keeps it"
+
+
+@pytest.mark.parametrize(("to", "diagnosis"), [("sglang", None), ("hf", "defaults-never-replaced")])
+def test_specforge_map_given_only_at_export(tmp_path: Path, target: Path, to: str, diagnosis: str | None,
+                                            run_contracts: Callable[..., Any]) -> None:
+    """Training state with the default buffers, map passed to the exporter: export_to_sglang saves
+    the refreshed buffers; export_to_hf lets the training state's keys win (to_hf.py
+    ``full_state.update(state["draft_state_dict"])``) and ships t2d all True, d2t zeros."""
+    draft = _specforge_export(tmp_path / "specforge-late-map", target, to, AT_EXPORT)
+    outcome, message = run_contracts([draft], target=target).outcomes(draft)["vocab.map"]
+    if diagnosis is None:
+        assert outcome == "passed", message
+    else:
+        assert outcome == "failed" and diagnosis in message, message
 
 
 def test_specforge_default_t2d_without_vocab_map(tmp_path: Path, target: Path,
                                                  run_contracts: Callable[..., Any]) -> None:
     """No vocab map loaded: SpecForge's default buffers (t2d all True, d2t zeros) are exported."""
-    draft = _specforge_export(tmp_path / "specforge-default", target, "sglang", with_vocab_map=False)
+    draft = _specforge_export(tmp_path / "specforge-default", target, "sglang", NO_MAP)
     outcome, message = run_contracts([draft], target=target).outcomes(draft)["vocab.map"]
     assert outcome == "failed" and "defaults-never-replaced" in message, message
 
@@ -158,7 +189,7 @@ def test_producer_drafts_in_engines(engine: str, tmp_path: Path, target: Path) -
     else:
         assert result["outcome"] == "loaded", result["error"]
         assert result["dropped"] == ["t2d"] and result["uninitialised"] == []
-    specforge = _specforge_export(tmp_path / "specforge", target, "sglang", with_vocab_map=True)
+    specforge = _specforge_export(tmp_path / "specforge", target, "sglang", TRAINED)
     result = run_probe(engine, python, specforge, target)
     assert result["outcome"] == "loaded", result["error"]
     assert result["dropped"] == ["t2d"] and result["embed_tokens"] == "target"
