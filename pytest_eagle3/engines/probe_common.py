@@ -2,6 +2,25 @@
 
 Imports only the standard library, torch and safetensors: the probes run in an engine's own
 interpreter, where this package may not be installed, and load this file from their folder.
+
+Schema ``pytest-eagle3/probe/1`` (``empty_result`` has every key), as the probes fill it:
+
+- ``outcome``: "loaded" (config, construction, ``load_weights`` and the post-load steps all ran)
+  or "refused"; ``stage`` says where it stopped: "config" (the engine's config loading),
+  "construct" (model class lookup / constructor), "load" (inside ``load_weights``), "share"
+  (embedding / lm_head sharing, aux-layer setup). ``probes.run_probe`` adds "probe-error".
+- ``parameters``: engine parameter -> the checkpoint tensors whose values are in it (found by
+  value, slice by slice) and whether they cover it exactly. On a refused load, ``parameters``,
+  ``uninitialised`` and ``dropped`` describe the draft at the moment of the error (a note says so).
+- ``dropped``: checkpoint tensors found in no parameter. SGLang's ``d2t`` becomes
+  ``hot_token_id`` (not a parameter) and is not counted as dropped when that happened.
+- ``draft_to_target``: the map the engine will apply (vLLM ``i + draft_id_to_target_id``, SGLang
+  ``hot_token_id``); null when it is the identity or there is none.
+- ``aux_layer_ids``: what the engine stores on the target (vLLM ``aux_hidden_state_layers``,
+  sorted and de-duplicated; SGLang ``layers_to_capture``, after its +1); ``captured_inputs_of``:
+  those that name a decoder layer whose input is captured. [] when aux capture is off.
+- ``embed_tokens`` / ``lm_head``: "target" when the engine put the target's module or weight
+  into the draft after loading, else "draft"; null when loading did not get that far.
 """
 
 from __future__ import annotations
