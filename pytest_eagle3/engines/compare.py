@@ -1,0 +1,84 @@
+"""Compare a load plan (what the profile predicts) with a probe (what the real engine did).
+
+``differences(plan, probe)`` lists every fact on which they disagree, each naming the rule to
+look at. A probe runs on CPU, where vLLM uses model runner V1; from 0.23 the profile judges the
+GPU default (runner V2), so the probe's primary aux resolution is compared with the plan's
+"other mode" there, and the other way round.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from packaging.version import Version
+
+from pytest_eagle3.engines.plan import REFUSED, LoadPlan
+from pytest_eagle3.engines.versions import VLLM
+
+#: Names each side reports in its own way: embed_tokens / lm_head are judged by their source
+#: (draft / target), d2t by the map, and vLLM's unused hidden_norm of layers >= 1 by neither.
+SHARED = ("model.embed_tokens.weight", "lm_head.weight", "draft_id_to_target_id")
+#: vLLM's CPU backend runs model runner V1; from 0.23 the GPU default is V2 (config/vllm.py).
+V2_DEFAULT = Version("0.23.0")
+
+
+def map_summary(mapping: list[int] | tuple[int, ...] | str | None) -> str | None:
+    """The probe results' short form of a draft -> target map."""
+    if mapping is None or isinstance(mapping, str):
+        return mapping
+    return f"{len(mapping)} ids, first {list(mapping[:4])}"
+
+
+def _unused(name: str) -> bool:
+    return ".hidden_norm." in name and not name.startswith(("model.layers.0.", "model.midlayer."))
+
+
+def differences(plan: LoadPlan, probe: dict[str, Any]) -> list[str]:
+    """Every disagreement between the plan and the probe, as readable lines (empty: they agree)."""
+    rule = f"{plan.engine.label}"
+    out: list[str] = []
+    predicted_refused = plan.outcome == REFUSED
+    if predicted_refused != (probe["outcome"] == "refused"):
+        why = "; ".join(f"{i.area}: {i.finding.code}" for i in plan.issues) or "no issue"
+        out.append(f"{rule}: plan says {plan.outcome} ({why}), engine {probe['outcome']} "
+                   f"({probe.get('error') or 'no error'})")
+        return out
+    if predicted_refused:
+        return out
+    out += _set_diff(rule, "dropped", set(plan.dropped), {n for n in probe["dropped"] if n != "t2d"})
+    mine = {n for n in plan.uninitialised if n not in SHARED}
+    theirs = {n for n in probe["uninitialised"] if n not in SHARED and not (plan.engine.engine == VLLM and _unused(n))}
+    out += _set_diff(rule, "uninitialised", mine, theirs)
+    primary, other = plan.aux.captured, plan.aux.other_mode
+    if plan.engine.engine == VLLM and plan.engine.version >= V2_DEFAULT:
+        primary, other = other, primary
+    fc_off = probe.get("fc_applied") is False and probe.get("captured_inputs_of") == []
+    if probe.get("captured_inputs_of") is not None and not fc_off:
+        out += _equal(rule, "captured layer inputs (CPU runner)", _list(primary), probe["captured_inputs_of"])
+    if probe.get("aux_layer_ids_other_mode") is not None and other is not None:
+        out += _equal(rule, "captured layer inputs (other runner)", _list(other), probe["aux_layer_ids_other_mode"])
+    for name, value in (probe.get("norms") or {}).items():
+        if value is not None:
+            out += _equal(rule, f"norm flag {name}", plan.norms.get(name), value)
+    for part in ("embed_tokens", "lm_head"):
+        seen = probe.get(part)
+        if seen is not None:
+            out += _equal(rule, f"{part} source", str(getattr(plan, part)).split(" ")[0], seen)
+    if probe.get("draft_layers") is not None:
+        out += _equal(rule, "draft layers", plan.draft_layers, probe["draft_layers"])
+    out += _equal(rule, "draft -> target map", map_summary(plan.draft_to_target), map_summary(probe["draft_to_target"]))
+    return out
+
+
+def _list(values: tuple[int, ...] | None) -> list[int] | None:
+    return list(values) if values is not None else None
+
+
+def _equal(rule: str, what: str, predicted: Any, seen: Any) -> list[str]:
+    return [] if predicted == seen else [f"{rule}: {what}: plan {predicted!r}, engine {seen!r}"]
+
+
+def _set_diff(rule: str, what: str, predicted: set[str], seen: set[str]) -> list[str]:
+    if predicted == seen:
+        return []
+    return [f"{rule}: {what}: only in the plan {sorted(predicted - seen)}, only in the engine {sorted(seen - predicted)}"]

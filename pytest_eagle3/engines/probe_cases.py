@@ -1,0 +1,143 @@
+"""The synthetic checkpoint families the probes run on: every producer layout and the variants
+whose engine outcome depends on the version (key names, maps, aux-id placement, flags).
+
+Each case is a ``SynthSpec`` plus config edits and extra tensors, written by ``synth`` into a
+folder of its own; all cases belong to the one default target (``SynthSpec()``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_eagle3.formats import ANGELSLIM, EAGLE, MODELOPT, SPECFORGE, SPECULATORS
+from pytest_eagle3.synth import SPECFORGE_HF, SynthSpec, write_checkpoint, write_target
+
+TOP_LEVEL = "top-level"
+EAGLE_CONFIG = "eagle_config"
+
+
+@dataclass(frozen=True)
+class ProbeCase:
+    """A named synthetic draft: what it varies, and how it is written."""
+
+    name: str
+    description: str
+    spec: SynthSpec = field(default_factory=SynthSpec)
+    #: Merged into config.json (speculators: into the top level, next to the speculators fields).
+    config: Mapping[str, Any] = field(default_factory=dict)
+    #: Merged into (or creating) config.json's ``eagle_config``.
+    eagle_config: Mapping[str, Any] = field(default_factory=dict)
+    #: Config keys removed after the edits.
+    remove: tuple[str, ...] = ()
+    #: Move the aux ids to this place (``TOP_LEVEL`` or ``EAGLE_CONFIG``); None keeps the producer's.
+    aux_placement: str | None = None
+    #: Extra tensors: "input_norm" ([aux x H], norm_before_fc), "fc_norm" (one [H] per aux state),
+    #: "fc_bias" ([H], a key no engine parameter takes).
+    extra_tensors: tuple[str, ...] = ()
+
+    @property
+    def producer(self) -> str:
+        return self.spec.producer
+
+
+CASES: tuple[ProbeCase, ...] = (
+    ProbeCase("speculators", "speculators 0.9.0 layout: layers.0.*, top-level aux ids, embed_tokens, d2t+t2d",
+              SynthSpec(producer=SPECULATORS)),
+    ProbeCase("specforge", "SpecForge SGLang export: midlayer.*, eagle_config aux ids, no embed_tokens",
+              SynthSpec(producer=SPECFORGE)),
+    ProbeCase("specforge-hf", "SpecForge HF export: midlayer.* with embed_tokens", SynthSpec(producer=SPECFORGE_HF)),
+    ProbeCase("eagle", "SafeAILab EAGLE: LlamaForCausalLM arch, pytorch_model.bin, no aux ids",
+              SynthSpec(producer=EAGLE)),
+    ProbeCase("modelopt", "ModelOpt: layers.0.* under LlamaForCausalLMEagle3, d2t without t2d",
+              SynthSpec(producer=MODELOPT)),
+    ProbeCase("angelslim", "AngelSlim: Eagle3LlamaForCausalLM arch, no aux ids", SynthSpec(producer=ANGELSLIM)),
+    ProbeCase("speculators-2-layers", "speculators multi-layer draft (layers.0, layers.1)",
+              SynthSpec(producer=SPECULATORS, draft_layers=2)),
+    ProbeCase("specforge-2-layers", "SGLang-arch multi-layer draft (midlayer, layers.1)",
+              SynthSpec(producer=SPECFORGE, draft_layers=2)),
+    ProbeCase("speculators-full-vocab", "draft vocab = target vocab, no d2t/t2d (speculators)",
+              SynthSpec(producer=SPECULATORS, draft_vocab_size=1024)),
+    ProbeCase("specforge-full-vocab-d2t", "draft vocab = target vocab with an all-zero d2t (SpecForge)",
+              SynthSpec(producer=SPECFORGE, draft_vocab_size=1024)),
+    ProbeCase("specforge-d2t-absolute", "d2t holds absolute target ids",
+              SynthSpec(producer=SPECFORGE).with_faults("d2t-absolute")),
+    ProbeCase("specforge-d2t-missing", "reduced vocab, no d2t/t2d",
+              SynthSpec(producer=SPECFORGE).with_faults("d2t-missing")),
+    ProbeCase("specforge-no-lm-head", "reduced vocab, no lm_head (and no embed_tokens)",
+              SynthSpec(producer=SPECFORGE).with_faults("missing-lm-head")),
+    ProbeCase("specforge-ids-top-level", "SGLang-arch draft with aux ids (1, 2, 6) at the top level only",
+              SynthSpec(producer=SPECFORGE, aux_layer_ids=(1, 2, 6)), aux_placement=TOP_LEVEL),
+    ProbeCase("specforge-ids-126", "SGLang-arch draft with aux ids (1, 2, 6) in eagle_config (not the defaults)",
+              SynthSpec(producer=SPECFORGE, aux_layer_ids=(1, 2, 6))),
+    ProbeCase("specforge-no-aux", "eagle_config.use_aux_hidden_state = false",
+              SynthSpec(producer=SPECFORGE), eagle_config={"use_aux_hidden_state": False}),
+    ProbeCase("specforge-norm-flags", "norm_before_residual, norm_output and fc_norm set, fc_norm.* saved",
+              SynthSpec(producer=SPECFORGE),
+              config={"norm_before_residual": True, "norm_output": True, "fc_norm": True},
+              extra_tensors=("fc_norm",)),
+    ProbeCase("speculators-norm-before-fc", "speculators config with norm_before_fc, input_norm saved, "
+              "norm_before_residual key absent", SynthSpec(producer=SPECULATORS),
+              config={"norm_before_fc": True}, remove=("norm_before_residual",), extra_tensors=("input_norm",)),
+    ProbeCase("specforge-extra-bias", "an fc.bias the architecture does not have (config has no bias)",
+              SynthSpec(producer=SPECFORGE), extra_tensors=("fc_bias",)),
+    ProbeCase("speculators-4-aux", "4 top-level aux ids, fc 4H wide", SynthSpec(producer=SPECULATORS,
+              aux_layer_ids=(1, 2, 4, 6))),
+)
+CASES_BY_NAME = {case.name: case for case in CASES}
+
+
+def write_case(case: ProbeCase, out: str | Path) -> Path:
+    """Write the case's draft into ``out`` (created) and return it."""
+    out = write_checkpoint(case.spec, out)
+    path = out / "config.json"
+    config = json.loads(path.read_text())
+    ids = config.get("eagle_aux_hidden_state_layer_ids") or (config.get("eagle_config") or {}).get(
+        "eagle_aux_hidden_state_layer_ids"
+    )
+    config.update(case.config)
+    if case.eagle_config:
+        config["eagle_config"] = {**(config.get("eagle_config") or {}), **case.eagle_config}
+    if case.aux_placement is not None:
+        config.pop("eagle_aux_hidden_state_layer_ids", None)
+        (config.get("eagle_config") or {}).pop("eagle_aux_hidden_state_layer_ids", None)
+        if case.aux_placement == TOP_LEVEL:
+            config["eagle_aux_hidden_state_layer_ids"] = ids
+        else:
+            config.setdefault("eagle_config", {})["eagle_aux_hidden_state_layer_ids"] = ids
+    for key in case.remove:
+        config.pop(key, None)
+    path.write_text(json.dumps(config, indent=2) + "\n")
+    if case.extra_tensors:
+        _add_tensors(case, out)
+    return out
+
+
+def _add_tensors(case: ProbeCase, out: Path) -> None:
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    path = out / "model.safetensors"
+    tensors = load_file(str(path))
+    h, aux = case.spec.hidden_size, len(case.spec.aux_ids)
+    dtype = tensors["fc.weight"].dtype
+    gen = torch.Generator().manual_seed(case.spec.seed + 11)
+    if "input_norm" in case.extra_tensors:
+        tensors["input_norm.weight"] = (1.0 + 0.01 * torch.randn(aux * h, generator=gen)).to(dtype)
+    if "fc_bias" in case.extra_tensors:
+        tensors["fc.bias"] = (0.01 * torch.randn(h, generator=gen)).to(dtype)
+    if "fc_norm" in case.extra_tensors:
+        for i in range(aux):
+            tensors[f"fc_norm.{i}.weight"] = (1.0 + 0.01 * torch.randn(h, generator=gen)).to(dtype)
+    save_file({n: tensors[n].contiguous() for n in sorted(tensors)}, str(path), metadata={"format": "pt"})
+
+
+def write_all(root: str | Path, names: tuple[str, ...] | None = None) -> tuple[Path, dict[str, Path]]:
+    """The target and every case (or the named ones) under ``root``: (target dir, name -> dir)."""
+    root = Path(root)
+    target = write_target(SynthSpec(), root / "target")
+    chosen = [CASES_BY_NAME[n] for n in names] if names else list(CASES)
+    return target, {case.name: write_case(case, root / case.name) for case in chosen}

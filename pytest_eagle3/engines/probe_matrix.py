@@ -1,0 +1,144 @@
+"""Probe every case in real engine interpreters and record the outcomes (``probe_results.json``).
+
+    python -m pytest_eagle3.engines.probe_matrix --python /venv-vllm/bin/python --python /venv-sglang/bin/python \\
+        --out pytest_eagle3/engines/probe_results.json
+
+Results are merged into ``--out`` per (engine, version), so envs can be added one at a time. Each
+case gets a verdict, ``loads``, ``loads with loss`` or ``refused``; the raw facts it came from are
+kept. Loss: a checkpoint tensor dropped (``t2d`` never counts, nor ``fc.weight`` when the config
+turns fc off); a parameter the draft keeps left at its initial values; a reduced vocab served with
+the identity map; a trained ``lm_head`` replaced by the target's, or the target's full-vocab
+``lm_head`` given to a reduced-vocab draft. Replacing ``embed_tokens`` is not
+counted: every producer saves a frozen copy of the target's embedding.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pytest_eagle3.engines.probe_cases import CASES_BY_NAME, write_all
+from pytest_eagle3.engines.probes import ENGINES, engine_version, run_probes
+
+SCHEMA = "pytest-eagle3/probe-results/1"
+DEFAULT_OUT = Path(__file__).with_name("probe_results.json")
+#: Parameters a draft keeps that its forward never reads: vLLM builds hidden_norm in every layer,
+#: but layers >= 1 use input_layernorm (llama_eagle3.py LlamaDecoderLayer.forward, 0.11.2-0.32.0).
+UNUSED = {"vllm": ("model.layers.1.hidden_norm.weight", "model.layers.2.hidden_norm.weight")}
+HARMLESS_DROPS = ("t2d",)
+
+
+def verdict(engine: str, result: dict[str, Any], reduced_vocab: bool) -> str:
+    if result["outcome"] != "loaded":
+        return str(result["outcome"])
+    replaced = {"model.embed_tokens.weight": result["embed_tokens"], "lm_head.weight": result["lm_head"]}
+    kept_uninitialised = [
+        n for n in result["uninitialised"]
+        if replaced.get(n) != "target" and n not in UNUSED.get(engine, ()) and n != "draft_id_to_target_id"
+    ]
+    harmless = HARMLESS_DROPS + (("fc.weight",) if result["fc_applied"] is False else ())
+    dropped = [n for n in result["dropped"] if n not in harmless]
+    identity = reduced_vocab and result["draft_to_target"] is None
+    trained_head_replaced = result["lm_head"] == "target" and "lm_head.weight" not in result["uninitialised"]
+    full_head_for_reduced_vocab = reduced_vocab and result["lm_head"] == "target"
+    lost = kept_uninitialised or dropped or identity or trained_head_replaced or full_head_for_reduced_vocab
+    return "loads with loss" if lost else "loads"
+
+
+def summary(engine: str, result: dict[str, Any], reduced_vocab: bool) -> dict[str, Any]:
+    """The facts of one probe, without the long lists (the map is summarised)."""
+    mapping = result["draft_to_target"]
+    return {
+        "verdict": verdict(engine, result, reduced_vocab),
+        "outcome": result["outcome"],
+        "stage": result["stage"],
+        "error": (result["error"] or "")[:300] or None,
+        "draft_class": result["draft_class"],
+        "uninitialised": result["uninitialised"],
+        "dropped": result["dropped"],
+        "draft_to_target": None if mapping is None else f"{len(mapping)} ids, first {mapping[:4]}",
+        "aux_layer_ids": result["aux_layer_ids"],
+        "captured_inputs_of": result["captured_inputs_of"],
+        "aux_layer_ids_other_mode": result["aux_layer_ids_other_mode"],
+        "fc_input_width": result["fc_input_width"],
+        "fc_applied": result["fc_applied"],
+        "norms": result["norms"],
+        "embed_tokens": result["embed_tokens"],
+        "lm_head": result["lm_head"],
+        "draft_layers": result["draft_layers"],
+    }
+
+
+def probe_all(python: str, root: Path) -> tuple[str, str, dict[str, Any]]:
+    """(engine, version, {case: summary}) for one interpreter."""
+    engine = next(e for e in ENGINES if engine_version(e, python))
+    target, drafts = write_all(root)
+    results = run_probes(engine, python, [(d, target) for d in drafts.values()], timeout=240)
+    version = next((r["version"] for r in results if r["version"]), engine_version(engine, python) or "?")
+    for result in results:  # no machine paths in the record
+        if result["error"]:
+            result["error"] = result["error"].replace(str(root.resolve()), "<cases>").replace(str(root), "<cases>")
+    return engine, version, {
+        name: summary(engine, r, CASES_BY_NAME[name].spec.draft_vocab_size < CASES_BY_NAME[name].spec.vocab_size)
+        for name, r in zip(drafts, results)
+    }
+
+
+def markdown(data: dict[str, Any]) -> str:
+    """The support matrix (case x engine version -> verdict) as a Markdown table."""
+    runs = data["runs"]
+    dates = sorted({run["date"] for run in runs.values()})
+    lines = [f"| case | {' | '.join(runs)} |", "|---" * (len(runs) + 1) + "|"]
+    for name in data["cases"]:
+        lines.append(f"| `{name}` | " + " | ".join(run["results"][name]["verdict"] for run in runs.values()) + " |")
+    torch_versions = ", ".join(f"{k}: torch {run['torch']}" for k, run in runs.items())
+    lines.append(f"\nProbed {', '.join(dates)} ({torch_versions}).")
+    return "\n".join(lines)
+
+
+def _torch_version(python: str) -> str:
+    code = "import importlib.metadata as m; print(m.version('torch'))"
+    done = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    return done.stdout.strip()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--python", action="append", help="an engine interpreter (repeatable)")
+    parser.add_argument("--rejudge", action="store_true", help="recompute the verdicts of the stored runs")
+    parser.add_argument("--markdown", action="store_true", help="print the support matrix table")
+    parser.add_argument("--out", default=str(DEFAULT_OUT))
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    data: dict[str, Any] = json.loads(out.read_text()) if out.is_file() else {}
+    data.setdefault("schema", SCHEMA)
+    data["cases"] = {name: case.description for name, case in CASES_BY_NAME.items()}
+    runs = data.setdefault("runs", {})
+    if args.rejudge:
+        for run in runs.values():
+            for name, result in run["results"].items():
+                spec = CASES_BY_NAME[name].spec
+                result["verdict"] = verdict(run["engine"], result, spec.draft_vocab_size < spec.vocab_size)
+    for python in args.python or ():
+        with tempfile.TemporaryDirectory(prefix="eagle3-matrix-") as tmp:
+            engine, version, results = probe_all(python, Path(tmp))
+        runs[f"{engine}=={version}"] = {
+            "engine": engine, "version": version, "torch": _torch_version(python),
+            "date": datetime.date.today().isoformat(), "results": results,
+        }
+        verdicts = [r["verdict"] for r in results.values()]
+        print(f"{engine}=={version}: " + ", ".join(f"{v} {verdicts.count(v)}" for v in sorted(set(verdicts))))
+    data["runs"] = dict(sorted(runs.items()))
+    out.write_text(json.dumps(data, indent=1) + "\n")
+    if args.markdown:
+        print(markdown(data))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

