@@ -16,7 +16,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     check.add_argument("--report", help="write the JSON verdict here")
     check.add_argument("--engine", help="engine versions (as --eagle3-engine): sglang, vllm, all, NAME==VERSION")
     matrix = sub.add_parser("matrix", help="print the engine x version support matrix (markdown) from the profiles")
-    matrix.add_argument("--readme", help="rewrite the matrix block of this README in place instead of printing")
+    matrix.add_argument("--readme", help="rewrite the matrix blocks (profiles and recorded probes) of this README in place")
     synth = sub.add_parser("synth", help="write a synthetic draft checkpoint (optionally with faults)")
     synth.add_argument("out", nargs="?", help="output directory")
     synth.add_argument("--producer", default="speculators", help="speculators, specforge, specforge-hf, eagle, modelopt, angelslim")
@@ -35,12 +35,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "matrix":
         from pathlib import Path
 
-        from pytest_eagle3.engines.matrix import render_matrix, splice
+        from pytest_eagle3.engines.matrix import PROBES_END, PROBES_START, render_matrix, splice
+        from pytest_eagle3.engines.probe_matrix import probes_markdown
 
         table = render_matrix()
         if args.readme:
             readme = Path(args.readme)
-            readme.write_text(splice(readme.read_text(encoding="utf-8"), table), encoding="utf-8")
+            text = splice(readme.read_text(encoding="utf-8"), table)
+            text = splice(text, probes_markdown(), PROBES_START, PROBES_END)
+            readme.write_text(text, encoding="utf-8")
         else:
             print(table, end="")
         return 0

@@ -18,6 +18,8 @@ import pytest
 import safetensors.torch  # noqa: F401
 import torch
 
+from pytest_eagle3.engines.probe_cases import write_all
+from pytest_eagle3.engines.probes import env_variable, find_engine_python, run_probes
 from pytest_eagle3.synth import SynthSpec, write_checkpoint, write_target
 
 try:  # the same for transformers, and the reference module keeps its loaded targets across runs
@@ -157,3 +159,31 @@ def make_target(synth_dir: Path) -> Callable[..., Path]:
         return out
 
     return make
+
+
+# -- probes of the real engines (shared by the probe tests and the plan-vs-engine tests) --------
+ProbeResults = dict[str, dict[str, Any]]
+HOW_TO = {"vllm": "tox -e vllm0320", "sglang": "tox -e sglang0523"}
+
+
+@pytest.fixture(scope="session")
+def probe_cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Path]]:
+    return write_all(tmp_path_factory.mktemp("probe-cases"))
+
+
+@pytest.fixture(scope="session")
+def engine_results(probe_cases: tuple[Path, dict[str, Path]]) -> Callable[[str], ProbeResults]:
+    """engine -> {case name: probe result}; one probe process per engine and session."""
+    cache: dict[str, ProbeResults] = {}
+    target, drafts = probe_cases
+
+    def get(engine: str) -> ProbeResults:
+        if engine not in cache:
+            python = find_engine_python(engine)
+            if python is None:
+                pytest.skip(f"no {engine} interpreter: set {env_variable(engine)} or run {HOW_TO[engine]}")
+            results = run_probes(engine, python, [(d, target) for d in drafts.values()], timeout=240)
+            cache[engine] = dict(zip(drafts, results))
+        return cache[engine]
+
+    return get

@@ -46,3 +46,11 @@ def test_readme_support_matrix_is_generated_from_the_profiles() -> None:
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     assert readme_block(readme) == render_matrix()
+
+
+def test_readme_probe_matrix_is_the_recorded_one() -> None:
+    from pytest_eagle3.engines.matrix import PROBES_END, PROBES_START, readme_block
+    from pytest_eagle3.engines.probe_matrix import probes_markdown
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert readme_block(readme, PROBES_START, PROBES_END) == probes_markdown()

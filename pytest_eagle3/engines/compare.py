@@ -23,9 +23,11 @@ V2_DEFAULT = Version("0.23.0")
 
 
 def map_summary(mapping: list[int] | tuple[int, ...] | str | None) -> str | None:
-    """The probe results' short form of a draft -> target map."""
+    """The probe results' short form of a draft -> target map (None for no map or the identity)."""
     if mapping is None or isinstance(mapping, str):
         return mapping
+    if list(mapping) == list(range(len(mapping))):
+        return None  # the identity: probes report no map
     return f"{len(mapping)} ids, first {list(mapping[:4])}"
 
 

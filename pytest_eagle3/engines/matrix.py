@@ -51,15 +51,17 @@ def render_matrix() -> str:
 
 START = "<!-- matrix:start -->\n"
 END = "<!-- matrix:end -->"
+PROBES_START = "<!-- probes:start -->\n"
+PROBES_END = "<!-- probes:end -->"
 
 
-def splice(text: str, matrix: str) -> str:
-    """``text`` with the block between the matrix markers replaced by ``matrix``."""
-    begin = text.index(START) + len(START)
-    return text[:begin] + matrix + text[text.index(END, begin):]
+def splice(text: str, block: str, start: str = START, end: str = END) -> str:
+    """``text`` with the block between the markers replaced by ``block``."""
+    begin = text.index(start) + len(start)
+    return text[:begin] + block + text[text.index(end, begin):]
 
 
-def readme_block(text: str) -> str:
-    """The matrix block currently in ``text``."""
-    begin = text.index(START) + len(START)
-    return text[begin:text.index(END, begin)]
+def readme_block(text: str, start: str = START, end: str = END) -> str:
+    """The block currently between the markers in ``text``."""
+    begin = text.index(start) + len(start)
+    return text[begin:text.index(end, begin)]

@@ -36,7 +36,8 @@ class ProbeCase:
     #: Move the aux ids to this place (``TOP_LEVEL`` or ``EAGLE_CONFIG``); None keeps the producer's.
     aux_placement: str | None = None
     #: Extra tensors: "input_norm" ([aux x H], norm_before_fc), "fc_norm" (one [H] per aux state),
-    #: "fc_bias" ([H], a key no engine parameter takes).
+    #: "fc_bias" ([H], a key no engine parameter takes), "random_embed" (an embed_tokens unlike the
+    #: target's: untrained, TorchSpec#38).
     extra_tensors: tuple[str, ...] = ()
 
     @property
@@ -86,6 +87,8 @@ CASES: tuple[ProbeCase, ...] = (
               SynthSpec(producer=SPECFORGE), extra_tensors=("fc_bias",)),
     ProbeCase("speculators-4-aux", "4 top-level aux ids, fc 4H wide", SynthSpec(producer=SPECULATORS,
               aux_layer_ids=(1, 2, 4, 6))),
+    ProbeCase("speculators-random-embed", "embed_tokens unlike the target's (untrained; TorchSpec#38)",
+              SynthSpec(producer=SPECULATORS), extra_tensors=("random_embed",)),
 )
 CASES_BY_NAME = {case.name: case for case in CASES}
 
@@ -129,6 +132,8 @@ def _add_tensors(case: ProbeCase, out: Path) -> None:
         tensors["input_norm.weight"] = (1.0 + 0.01 * torch.randn(aux * h, generator=gen)).to(dtype)
     if "fc_bias" in case.extra_tensors:
         tensors["fc.bias"] = (0.01 * torch.randn(h, generator=gen)).to(dtype)
+    if "random_embed" in case.extra_tensors:
+        tensors["embed_tokens.weight"] = (0.02 * torch.randn(tensors["embed_tokens.weight"].shape, generator=gen)).to(dtype)
     if "fc_norm" in case.extra_tensors:
         for i in range(aux):
             tensors[f"fc_norm.{i}.weight"] = (1.0 + 0.01 * torch.randn(h, generator=gen)).to(dtype)

@@ -101,6 +101,11 @@ def markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def probes_markdown(path: Path = DEFAULT_OUT) -> str:
+    """The README's table of recorded probe outcomes."""
+    return markdown(json.loads(path.read_text(encoding="utf-8"))).rstrip() + "\n"
+
+
 def _torch_version(python: str) -> str:
     code = "import importlib.metadata as m; print(m.version('torch'))"
     done = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60, check=False)

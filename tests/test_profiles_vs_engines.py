@@ -1,0 +1,67 @@
+"""Our load plans against what the real engines' loaders did with the same checkpoints.
+
+Recorded: ``pytest_eagle3/engines/probe_results.json`` holds, per engine version probed (vLLM
+0.11.0 / 0.29.0 / 0.32.0 and SGLang 0.5.11 / 0.5.23, written by ``python -m
+pytest_eagle3.engines.probe_matrix``), what the engine really did with each probe case; the load
+plan of the same case must agree on every fact. This runs in every environment, engine or not.
+
+Live (marker ``engine``): in an env where an engine is installed, the cases are probed now and
+compared the same way; a mismatch names the version and the fact (fix the profile, or record the
+new range).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from packaging.version import Version
+
+from pytest_eagle3.checkpoint import Checkpoint
+from pytest_eagle3.engines.compare import differences
+from pytest_eagle3.engines.plan import load_plan
+from pytest_eagle3.engines.probe_cases import CASES
+from pytest_eagle3.engines.probe_matrix import DEFAULT_OUT
+from pytest_eagle3.engines.versions import EngineVersion
+from pytest_eagle3.target import TargetModel
+
+RECORDED = json.loads(DEFAULT_OUT.read_text(encoding="utf-8"))
+RUNS = sorted(RECORDED["runs"])
+
+
+def _plan_differences(engine: str, version: str, case: str, probe_cases: tuple[Path, dict[str, Path]],
+                      probe: dict[str, Any]) -> list[str]:
+    target, drafts = probe_cases
+    plan = load_plan(Checkpoint.open(drafts[case]), EngineVersion(engine, Version(version)), TargetModel.open(target))
+    return [f"[{case}] {line}" for line in differences(plan, probe)]
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_recorded_engine_outcomes_match_the_plans(run: str, probe_cases: tuple[Path, dict[str, Path]]) -> None:
+    record = RECORDED["runs"][run]
+    problems: list[str] = []
+    for case in CASES:
+        problems += _plan_differences(record["engine"], record["version"], case.name, probe_cases,
+                                      record["results"][case.name])
+    assert not problems, f"{run} (probed {record['date']}) disagrees with the profile:\n  " + "\n  ".join(problems)
+
+
+def test_every_probe_case_was_recorded_in_every_run() -> None:
+    for run in RUNS:
+        assert set(RECORDED["runs"][run]["results"]) == {c.name for c in CASES}, run
+    assert {RECORDED["runs"][r]["engine"] for r in RUNS} == {"vllm", "sglang"}
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_live_engine_matches_the_plans(engine: str, engine_results: Callable[[str], dict[str, dict[str, Any]]],
+                                       probe_cases: tuple[Path, dict[str, Path]]) -> None:
+    results = engine_results(engine)
+    problems: list[str] = []
+    for case, probe in results.items():
+        assert probe["outcome"] != "probe-error", f"{case}: {probe.get('error')}"
+        problems += _plan_differences(engine, probe["version"], case, probe_cases, probe)
+    assert not problems, f"{engine} {next(iter(results.values()))['version']} disagrees:\n  " + "\n  ".join(problems)
