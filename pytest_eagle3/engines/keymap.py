@@ -122,11 +122,7 @@ def _sglang_name(profile: Profile, name: str, params: set[str], out: KeyResoluti
     renamed = name
     for old, new in profile.value("renames"):
         renamed = renamed.replace(old, new)
-    if "d2t" in renamed:
-        out.d2t_name = name
-        return
-    if "t2d" in renamed:
-        out.ignored.append((name, "t2d is skipped by the loader (never used)"))
+    if _vocab_map_tensor(name, renamed, out):
         return
     stacked, shard = _stack(renamed)
     for candidate in (stacked, "model." + stacked):
@@ -136,12 +132,19 @@ def _sglang_name(profile: Profile, name: str, params: set[str], out: KeyResoluti
     out.dropped.append((name, _why_dropped(renamed, params, profile)))
 
 
-def _sglang_legacy_name(name: str, params: set[str], out: KeyResolution) -> None:
-    if "d2t" in name:
+def _vocab_map_tensor(name: str, matched: str, out: KeyResolution) -> bool:
+    """SGLang matches d2t / t2d as substrings: d2t becomes hot_token_id, t2d is skipped."""
+    if "d2t" in matched:
         out.d2t_name = name
-        return
-    if "t2d" in name:
+        return True
+    if "t2d" in matched:
         out.ignored.append((name, "t2d is skipped by the loader (never used)"))
+        return True
+    return False
+
+
+def _sglang_legacy_name(name: str, params: set[str], out: KeyResolution) -> None:
+    if _vocab_map_tensor(name, name, out):
         return
     prefixed = name if "lm_head" in name else "model." + name
     stacked, shard = _stack(prefixed)

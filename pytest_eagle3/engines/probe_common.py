@@ -254,6 +254,19 @@ def quiet_stdout() -> Iterator[None]:
         sys.stdout = saved
 
 
+def fill_draft_basics(result: dict[str, Any], draft: Any, report: dict[str, Any] | None) -> bool:
+    """Merge the sentinel audit and record the draft's class and layer count; False when no draft was built."""
+    if report is not None:
+        result["notes"].extend(report.pop("notes"))
+        result.update(report)
+    if draft is None:
+        return False
+    result["draft_class"] = type(draft).__name__
+    layers = getattr(getattr(draft, "model", None), "layers", None)
+    result["draft_layers"] = len(layers) if layers is not None else 1
+    return True
+
+
 def write_result(result: dict[str, Any], out: str | Path) -> None:
     Path(out).write_text(json.dumps(result) + "\n")
 

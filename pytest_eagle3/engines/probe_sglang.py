@@ -321,17 +321,11 @@ def _no_cuda_housekeeping(notes: list[str]) -> Any:
 def _fill(result: dict[str, Any], state: _State, target: Any, draft_config: Any) -> None:
     notes: list[str] = result["notes"]
     draft = state.draft
-    if state.report is not None:
-        notes.extend(state.report.pop("notes"))
-        result.update(state.report)
-    if draft is None:
+    if not common.fill_draft_basics(result, draft, state.report):
         return
     import torch
 
-    result["draft_class"] = type(draft).__name__
     inner = getattr(draft, "model", None)
-    layers = getattr(inner, "layers", None)
-    result["draft_layers"] = len(layers) if layers is not None else 1
     hot = getattr(draft, "hot_token_id", None)
     if hot is not None:
         hot = hot.detach().cpu().to(torch.long)

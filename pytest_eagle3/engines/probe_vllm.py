@@ -308,15 +308,8 @@ def _probe(draft: str, target: str, state: _State, result: dict[str, Any]) -> No
 def _fill_from_models(result: dict[str, Any], state: _State, target: Any, proposer: Any, config: Any) -> None:
     notes: list[str] = result["notes"]
     draft = state.draft
-    if state.report is not None:
-        notes.extend(state.report.pop("notes"))
-        result.update(state.report)
-    if draft is None:
+    if not common.fill_draft_basics(result, draft, state.report):
         return
-    result["draft_class"] = type(draft).__name__
-    inner = getattr(draft, "model", None)
-    layers = getattr(inner, "layers", None)
-    result["draft_layers"] = len(layers) if layers is not None else 1
     result["fc_input_width"], result["fc_applied"] = _fc(draft)
     if proposer is not None and hasattr(proposer, "eagle3_use_aux_hidden_state"):
         result["fc_applied"] = bool(result["fc_applied"]) and bool(proposer.eagle3_use_aux_hidden_state)
@@ -324,7 +317,7 @@ def _fill_from_models(result: dict[str, Any], state: _State, target: Any, propos
     result["draft_to_target"] = _draft_to_target(draft)
     if result["outcome"] != "loaded" or target is None:
         return
-    result["embed_tokens"] = common.shared_flag(getattr(inner, "embed_tokens", None),
+    result["embed_tokens"] = common.shared_flag(getattr(getattr(draft, "model", None), "embed_tokens", None),
                                                 getattr(getattr(target, "model", None), "embed_tokens", None))
     result["lm_head"] = common.shared_flag(getattr(draft, "lm_head", None), getattr(target, "lm_head", None))
     ids = _aux_layers(target)
