@@ -119,6 +119,7 @@ def test_four_top_level_aux_ids_vllm_54598(run_contracts: Run, make_checkpoint: 
     outcome, message = run.engine_outcomes(draft, "vllm==0.33.0")["engine.fc"]
     assert outcome == "failed"
     assert "vLLM 0.33.0 builds fc for 3 aux states (192 wide) but the checkpoint's fc takes 256" in message
+    assert "fix: write num_aux_hidden_states: 4 into config.json" in run.output
 
 
 def test_missing_lm_head_stays_random_sglang_27829(run_contracts: Run, make_variant: Callable[..., Path],

@@ -370,14 +370,19 @@ def _shapes(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint) -
     plan.fc.checkpoint_width = fc_shape[1] if fc_shape and len(fc_shape) == 2 else None
     if "model.fc.weight" in plan.parameters and plan.fc.checkpoint_width and plan.fc.expects_width \
             and plan.fc.checkpoint_width != plan.fc.expects_width:
-        fields = "num_aux_hidden_states, else len(eagle_config.eagle_aux_hidden_state_layer_ids), else 3"
+        trained = plan.fc.checkpoint_width // target_hidden if target_hidden else "?"
+        if prof.value("fc_aux_count") == "3":
+            fix = f"{prof.label} always builds fc for 3 aux states: serve with a version that reads num_aux_hidden_states"
+        else:
+            fix = (f"write num_aux_hidden_states: {trained} into config.json ({prof.label} reads num_aux_hidden_states, "
+                   "else len(eagle_config.eagle_aux_hidden_state_layer_ids), else 3; never the top-level ids)")
         plan.refuse("fc", Finding(
             "fc-shape",
             f"{prof.label} builds fc for {count} aux states ({plan.fc.expects_width} wide) but the checkpoint's fc "
             f"takes {plan.fc.checkpoint_width}: the weight loader's shape assert stops startup",
             (Evidence("fc.weight.shape[1]", str(plan.fc.checkpoint_width),
                       f"{count} x target_hidden_size {target_hidden} = {plan.fc.expects_width}"),),
-            f"state the aux count where {prof.label} reads it ({fields if count != 3 or prof.value('fc_aux_count') != '3' else 'it is fixed at 3 in this version'})",
+            fix,
             (f"rule: {prof.source('fc_aux_count')}",),
         ))
 
@@ -396,6 +401,7 @@ def _vocab(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, re
     vocab = _int(config, "vocab_size")
     present = "draft_vocab_size" in config
     draft_vocab = config.get("draft_vocab_size")
+    head_from_target = False
     if not present or draft_vocab is None:
         rule = prof.value("draft_vocab_size_missing" if not present else "draft_vocab_size_null")
         state = "absent" if not present else "null"
@@ -408,7 +414,8 @@ def _vocab(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, re
                 (f"rule: {prof.source('draft_vocab_size_missing' if not present else 'draft_vocab_size_null')}",),
             ))
             return
-        if rule == "target-lm_head":
+        head_from_target = rule == "target-lm_head"
+        if head_from_target:
             plan.notes.append("draft_vocab_size: null -> the target's lm_head and embed are used")
         draft_vocab = vocab
     lm_head = ckpt.shape("lm_head.weight")
@@ -431,7 +438,7 @@ def _vocab(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, re
                 (Evidence("d2t", "absent", f"{draft_vocab} offsets"),), "save d2t (offsets) with the draft",
                 (f"rule: {prof.source('d2t_absent')}",),
             ))
-        elif not full and plan.notes.count("draft_vocab_size: null -> the target's lm_head and embed are used") == 0:
+        elif not full and not head_from_target:
             plan.lose("vocab", Finding(
                 "d2t-missing",
                 f"{prof.label} will use draft ids 0..{draft_vocab - 1 if isinstance(draft_vocab, int) else '?'} as "
@@ -479,7 +486,9 @@ def _read_d2t(ckpt: Checkpoint, name: str | None) -> list[int] | None:
         return None
     if tensor.ndim != 1 or tensor.numel() > 1 << 20:
         return None
-    return [int(v) for v in tensor.to(dtype=__import__("torch").int64).tolist()]
+    import torch
+
+    return [int(v) for v in tensor.to(dtype=torch.int64).tolist()]
 
 
 # ---------------------------------------------------------------- fc
