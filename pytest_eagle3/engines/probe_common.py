@@ -254,6 +254,17 @@ def quiet_stdout() -> Iterator[None]:
         sys.stdout = saved
 
 
+class ProbeState:
+    """What the hook around an engine's loader saw for one draft."""
+
+    def __init__(self) -> None:
+        self.stage = "construct"
+        self.draft: Any = None
+        self.audit = Audit()
+        self.report: dict[str, Any] | None = None
+        self.checkpoint: dict[str, Any] = {}
+
+
 def fill_draft_basics(result: dict[str, Any], draft: Any, report: dict[str, Any] | None) -> bool:
     """Merge the sentinel audit and record the draft's class and layer count; False when no draft was built."""
     if report is not None:

@@ -112,14 +112,12 @@ def _torchvision_record() -> None:
     sys.path.append(str(folder))
 
 
-class _State:
+class _State(common.ProbeState):
+    """What the hook around the loader saw; ``active`` while the draft (not the target) loads."""
+
     def __init__(self) -> None:
+        super().__init__()
         self.active = False
-        self.stage = "construct"
-        self.draft: Any = None
-        self.audit = common.Audit()
-        self.report: dict[str, Any] | None = None
-        self.checkpoint: dict[str, Any] = {}
 
 
 _CURRENT: list[_State] = []

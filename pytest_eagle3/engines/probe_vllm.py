@@ -30,16 +30,12 @@ ENGINE = "vllm"
 NUM_SPECULATIVE_TOKENS = 2
 
 
-class _State:
-    """What the hook around the loader saw."""
+class _State(common.ProbeState):
+    """What the hook around the loader saw, for the draft at ``draft_path``."""
 
     def __init__(self, draft_path: str) -> None:
+        super().__init__()
         self.draft_path = draft_path
-        self.stage = "construct"
-        self.draft: Any = None
-        self.audit = common.Audit()
-        self.report: dict[str, Any] | None = None
-        self.checkpoint: dict[str, Any] = {}
 
 
 _CURRENT: list[_State] = []
