@@ -27,6 +27,7 @@ from pytest_eagle3.engines.targets import CaptureSupport
 from pytest_eagle3.engines.versions import SGLANG, VLLM, EngineVersion
 from pytest_eagle3.engines.view import EngineView, engine_view, lookup
 from pytest_eagle3.findings import Evidence, Finding, short
+from pytest_eagle3.vocab import ACCEPTANCE_NOTE
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
@@ -37,7 +38,6 @@ LOSS = "loss"
 LOADS = "loads"
 LOADS_WITH_LOSS = "loads with loss"
 AREAS = ("architecture", "keys", "vocab", "aux", "fc", "norms", "embeddings", "layers")
-ACCEPTANCE = "acceptance length will be ~1.0"
 
 
 @dataclass(frozen=True)
@@ -337,7 +337,7 @@ def _keys(plan: LoadPlan, prof: Profile, ckpt: Checkpoint, res: KeyResolution, p
         plan.lose("keys", Finding(
             "uninitialised",
             f"{prof.label} leaves {len(plan.uninitialised)} draft parameters at their initial values "
-            f"({plan.uninitialised[0]}, ...): {ACCEPTANCE}",
+            f"({plan.uninitialised[0]}, ...): {ACCEPTANCE_NOTE}",
             (Evidence("uninitialised", short(plan.uninitialised), "every parameter loaded from the checkpoint"),),
             _key_fix(prof, sorted(lost)) if lost else "ship the missing tensors under the names the engine expects",
             (f"rule: {prof.source('first_layer')}",),
@@ -442,7 +442,7 @@ def _vocab(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, re
             plan.lose("vocab", Finding(
                 "d2t-missing",
                 f"{prof.label} will use draft ids 0..{draft_vocab - 1 if isinstance(draft_vocab, int) else '?'} as "
-                f"target ids: the draft vocab is reduced ({draft_vocab} of {vocab}) and no d2t is shipped: {ACCEPTANCE}",
+                f"target ids: the draft vocab is reduced ({draft_vocab} of {vocab}) and no d2t is shipped: {ACCEPTANCE_NOTE}",
                 (Evidence("d2t", "absent", f"{draft_vocab} offsets (target = i + d2t[i])"),),
                 "save d2t with the draft (build it from t2d: d2t = nonzero(t2d) - arange(draft_vocab_size))",
                 (f"rule: {prof.source('d2t_absent')}",),
@@ -465,7 +465,7 @@ def _vocab(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, re
             plan.lose("vocab", Finding(
                 "d2t-discarded",
                 f"{prof.label} discards d2t after loading (the renamed key is never found): draft ids become target "
-                f"ids: {ACCEPTANCE}",
+                f"ids: {ACCEPTANCE_NOTE}",
                 (Evidence("d2t", "shipped", "applied as offsets"),),
                 "serve with vLLM >= 0.9.1", (f"rule: {prof.source('d2t_present')}",),
             ))
@@ -510,7 +510,7 @@ def _fc(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, targe
                 f"eagle_config.use_aux_hidden_state is false, so {prof.label} sends one {target_hidden}-wide hidden "
                 f"state and {'skips fc silently' if prof.engine == SGLANG else 'drops fc at load'}; the checkpoint's "
                 f"fc was trained on {fc.checkpoint_width // target_hidden if target_hidden else '?'} concatenated "
-                f"states: {ACCEPTANCE}",
+                f"states: {ACCEPTANCE_NOTE}",
                 (Evidence("eagle_config.use_aux_hidden_state", "false", "true (fc.weight is "
                           f"{fc.checkpoint_width} wide)"),),
                 "set eagle_config.use_aux_hidden_state: true (or remove it)",
@@ -532,7 +532,7 @@ def _fc(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, targe
         plan.lose("fc", Finding(
             "fc-bypassed",
             f"{prof.label} receives {fc.states_sent} hidden state ({fc.width_sent} wide = the draft's hidden size) "
-            f"and skips fc silently: the draft runs on unfused features, {ACCEPTANCE}",
+            f"and skips fc silently: the draft runs on unfused features, {ACCEPTANCE_NOTE}",
             (Evidence("width reaching fc", str(fc.width_sent), f"{fc.expects_states} x {target_hidden} = {fc.expects_width}"),),
             _capture_fix(plan),
             (f"rule: {prof.source('fc_applied')}",),

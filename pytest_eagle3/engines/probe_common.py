@@ -265,6 +265,19 @@ class ProbeState:
         self.checkpoint: dict[str, Any] = {}
 
 
+def audited_load(state: ProbeState, model: Any, load: Callable[[], Any]) -> Any:
+    """Run the engine's own loading call on the draft between a sentinel fill and the audit."""
+    state.stage = "load"
+    state.draft = model
+    state.audit.fill(model)
+    try:
+        loaded = load()
+    finally:
+        state.report = state.audit.report(model, state.checkpoint)
+    state.stage = "share"
+    return loaded
+
+
 def fill_draft_basics(result: dict[str, Any], draft: Any, report: dict[str, Any] | None) -> bool:
     """Merge the sentinel audit and record the draft's class and layer count; False when no draft was built."""
     if report is not None:

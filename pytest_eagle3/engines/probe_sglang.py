@@ -135,15 +135,7 @@ def _install_load_hook() -> None:
         state = _CURRENT[-1] if _CURRENT else None
         if state is None or not state.active:
             return original(model, weights, target_device)
-        state.stage = "load"
-        state.draft = model
-        state.audit.fill(model)
-        try:
-            loaded = original(model, weights, target_device)
-        finally:
-            state.report = state.audit.report(model, state.checkpoint)
-        state.stage = "share"
-        return loaded
+        return common.audited_load(state, model, lambda: original(model, weights, target_device))
 
     load.eagle3_probe_hook = True  # type: ignore[attr-defined]
     DefaultModelLoader.load_weights_and_postprocess = staticmethod(load)

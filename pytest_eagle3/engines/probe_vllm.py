@@ -55,15 +55,7 @@ def _install_load_hook() -> None:
         state = _CURRENT[-1] if _CURRENT else None
         if state is None or str(getattr(model_config, "model", "")) != state.draft_path:
             return original(self, model, model_config)
-        state.stage = "load"
-        state.draft = model
-        state.audit.fill(model)
-        try:
-            loaded = original(self, model, model_config)
-        finally:
-            state.report = state.audit.report(model, state.checkpoint)
-        state.stage = "share"
-        return loaded
+        return common.audited_load(state, model, lambda: original(self, model, model_config))
 
     load_weights.eagle3_probe_hook = True  # type: ignore[attr-defined]
     DefaultModelLoader.load_weights = load_weights

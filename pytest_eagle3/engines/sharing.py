@@ -12,6 +12,7 @@ from pytest_eagle3.engines.keymap import KeyResolution
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.engines.view import EngineView
 from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.vocab import ACCEPTANCE_NOTE
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
 
 TARGET_EMBED = ("model.embed_tokens.weight", "model.language_model.embed_tokens.weight", "embed_tokens.weight")
 TARGET_LM_HEAD = ("lm_head.weight", "language_model.lm_head.weight")
-ACCEPTANCE = "acceptance length will be ~1.0"
 
 
 def same_as_target(ckpt: Checkpoint, draft_name: str | None, target: TargetModel | None,
@@ -67,7 +67,7 @@ def _embed(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, ta
             plan.lose("embeddings", Finding(
                 "embed-missing",
                 f"{prof.label} keeps the draft's own embed_tokens when target_hidden_size ({target_hidden}) != "
-                f"hidden_size ({hidden}); the checkpoint has none, so it stays random: {ACCEPTANCE}",
+                f"hidden_size ({hidden}); the checkpoint has none, so it stays random: {ACCEPTANCE_NOTE}",
                 (Evidence("embed_tokens.weight", "absent", f"[vocab, {hidden}]"),),
                 "ship the trained embed_tokens.weight", (f"rule: {prof.source('embed_source')}",),
             ))
