@@ -20,8 +20,8 @@ from pathlib import Path
 import torch
 
 from pytest_eagle3.checkpoint import Checkpoint
+from pytest_eagle3.reference.defaults import DEFAULT_STEPS
 from pytest_eagle3.reference.acceptance import (
-    DEFAULT_STEPS,
     Reading,
     capture_states,
     greedy_continue,

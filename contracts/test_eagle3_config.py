@@ -14,13 +14,13 @@ from pytest_eagle3.contract import (
     require_tensors,
 )
 from pytest_eagle3.findings import check
-from pytest_eagle3.structure import (
+from pytest_eagle3.rules.shapes import (
     config_findings,
     format_findings,
     shape_findings,
     target_findings,
 )
-from pytest_eagle3.target import TargetModel
+from pytest_eagle3.checkpoint.target import TargetModel
 
 
 class TestEagle3Checkpoint:
@@ -30,13 +30,13 @@ class TestEagle3Checkpoint:
         ckpt = eagle3_checkpoint
         record_property("tensor_count", len(ckpt.tensors))
         record_property("weight_bytes", ckpt.nbytes)
-        check("checkpoint.readable", readability_findings(ckpt))
+        check(readability_findings(ckpt))
         passed(record_property, f"{len(ckpt.tensors)} tensors in {len(ckpt.files)} files, {ckpt.nbytes} bytes")
 
     @pytest.mark.eagle3_contract("config.parseable")
     def test_config_parseable(self, eagle3_checkpoint: Checkpoint, record_property: RecordProperty) -> None:
         """config.json is a JSON object with the fields every engine needs."""
-        check("config.parseable", config_findings(eagle3_checkpoint))
+        check(config_findings(eagle3_checkpoint))
         cfg = eagle3_checkpoint.config
         passed(record_property, f"hidden {cfg.hidden_size}, vocab {cfg.vocab_size}, draft vocab {cfg.draft_vocab_size}")
 
@@ -50,7 +50,7 @@ class TestEagle3Checkpoint:
         record_property("format", fmt.label)
         record_property("aux_layer_ids", list(aux.ids) if aux.ids else "unset")
         record_property("aux_convention", aux.convention or "unknown")
-        check("format.detected", format_findings(eagle3_checkpoint))
+        check(format_findings(eagle3_checkpoint))
         passed(record_property, f"{fmt.label}: {'; '.join(fmt.evidence)}")
 
     @pytest.mark.eagle3_contract("config.shapes")
@@ -58,7 +58,7 @@ class TestEagle3Checkpoint:
         """lm_head rows = draft vocab, fc = aux count x target hidden, q/k/v take 2 x hidden, norms present."""
         require_tensors(eagle3_checkpoint)
         require_config(eagle3_checkpoint)
-        check("config.shapes", shape_findings(eagle3_checkpoint))
+        check(shape_findings(eagle3_checkpoint))
         cfg = eagle3_checkpoint.config
         passed(record_property, f"{cfg.layer_count} draft layer(s), first at {cfg.first_layer_prefix}*, shapes agree")
 
@@ -68,5 +68,5 @@ class TestEagle3Checkpoint:
     ) -> None:
         """Vocab, hidden size and aux layer ids fit the target model."""
         require_config(eagle3_checkpoint)
-        check("target.consistent", target_findings(eagle3_checkpoint, eagle3_target))
+        check(target_findings(eagle3_checkpoint, eagle3_target))
         passed(record_property, f"fits target {eagle3_target.path} ({eagle3_target.num_hidden_layers} layers)")

@@ -8,42 +8,44 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_eagle3.contract import RecordProperty, passed
-from pytest_eagle3.engines.aux import describe_inputs
-from pytest_eagle3.engines.plan import LoadPlan
-from pytest_eagle3.engines.verdicts import check_area
+from pytest_eagle3.contract import RecordProperty, check_plan, passed
+from pytest_eagle3.engines.loadplan import LoadPlan, describe_inputs
 
 
 class TestEagle3Engine:
     @pytest.mark.eagle3_contract("engine.architecture")
-    def test_architecture(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty) -> None:
+    def test_architecture(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty,
+                    request: pytest.FixtureRequest) -> None:
         """The engine builds an EAGLE-3 draft class from this config format and architecture."""
         plan = eagle3_load_plan
-        check_area(plan, "architecture", "engine.architecture", with_plan=False)
+        check_plan(request, plan, with_plan=False)
         passed(record_property, f"{plan.engine.label} builds {plan.draft_class}")
 
     @pytest.mark.eagle3_contract("engine.keys")
-    def test_keys(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty) -> None:
+    def test_keys(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty,
+                    request: pytest.FixtureRequest) -> None:
         """No checkpoint tensor dropped or refused, no engine parameter left uninitialised."""
         plan = eagle3_load_plan
-        check_area(plan, "keys", "engine.keys", needs_class=True)
+        check_plan(request, plan, needs_class=True)
         loaded = sum(len(v) for v in plan.parameters.values())
         record_property(f"{plan.engine.test_id}.tensors_loaded", loaded)
         passed(record_property, f"{plan.engine.label}: {loaded} tensors into {len(plan.parameters)} parameters, "
                                 "none dropped, none uninitialised")
 
     @pytest.mark.eagle3_contract("engine.vocab")
-    def test_vocab(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty) -> None:
+    def test_vocab(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty,
+                    request: pytest.FixtureRequest) -> None:
         """The engine reads the draft->target map the way it was written."""
         plan = eagle3_load_plan
-        check_area(plan, "vocab", "engine.vocab")
+        check_plan(request, plan)
         passed(record_property, f"{plan.engine.label}: {plan.map_reading}")
 
     @pytest.mark.eagle3_contract("engine.aux_layers")
-    def test_aux_layers(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty) -> None:
+    def test_aux_layers(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty,
+                    request: pytest.FixtureRequest) -> None:
         """The target layers the engine feeds are the layers the draft was trained on."""
         plan = eagle3_load_plan
-        check_area(plan, "aux", "engine.aux_layers")
+        check_plan(request, plan)
         aux = plan.aux
         if aux.captured is None:
             pytest.skip(f"{plan.engine.label} uses its default aux layers [2, L//2, L-3] or a rule that needs the "
@@ -58,10 +60,11 @@ class TestEagle3Engine:
         passed(record_property, f"{plan.engine.label} feeds {describe_inputs(aux.captured)} = training{other}")
 
     @pytest.mark.eagle3_contract("engine.fc")
-    def test_fc(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty) -> None:
+    def test_fc(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty,
+                    request: pytest.FixtureRequest) -> None:
         """The concatenation the target sends matches what fc was trained on; fc is not bypassed."""
         plan = eagle3_load_plan
-        check_area(plan, "fc", "engine.fc")
+        check_plan(request, plan)
         fc = plan.fc
         if fc.action == "unknown":
             pytest.skip("how many states the target captures depends on its layer count and architecture: "
@@ -69,22 +72,25 @@ class TestEagle3Engine:
         passed(record_property, f"{plan.engine.label}: {fc.states_sent} states, {fc.width_sent} wide -> fc ({fc.action})")
 
     @pytest.mark.eagle3_contract("engine.norms")
-    def test_norms(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty) -> None:
+    def test_norms(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty,
+                    request: pytest.FixtureRequest) -> None:
         """The engine applies the norms the draft was trained with."""
         plan = eagle3_load_plan
-        check_area(plan, "norms", "engine.norms")
+        check_plan(request, plan)
         passed(record_property, f"{plan.engine.label}: " + ", ".join(f"{k}={v}" for k, v in plan.norms.items()))
 
     @pytest.mark.eagle3_contract("engine.embeddings")
-    def test_embeddings(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty) -> None:
+    def test_embeddings(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty,
+                    request: pytest.FixtureRequest) -> None:
         """embed_tokens and lm_head come from where the draft was trained with them."""
         plan = eagle3_load_plan
-        check_area(plan, "embeddings", "engine.embeddings")
+        check_plan(request, plan)
         passed(record_property, f"{plan.engine.label}: embed_tokens from {plan.embed_tokens}, lm_head from {plan.lm_head}")
 
     @pytest.mark.eagle3_contract("engine.layers")
-    def test_layers(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty) -> None:
+    def test_layers(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty,
+                    request: pytest.FixtureRequest) -> None:
         """The engine builds as many draft layers as the checkpoint has."""
         plan = eagle3_load_plan
-        check_area(plan, "layers", "engine.layers")
+        check_plan(request, plan)
         passed(record_property, f"{plan.engine.label}: {plan.draft_layers} draft layer(s)")

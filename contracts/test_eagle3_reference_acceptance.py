@@ -12,18 +12,13 @@ import pytest
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.contract import RecordProperty, passed, require_config, require_tensors
 from pytest_eagle3.findings import Evidence, Finding, check
-from pytest_eagle3.options import resolve
-from pytest_eagle3.target import TargetModel
+from pytest_eagle3.checkpoint import TargetModel
+from pytest_eagle3.fixtures import run_state
+from pytest_eagle3.options import settings
+from pytest_eagle3.report import REFERENCE_PROPERTY
 
 if TYPE_CHECKING:
-    from pytest_eagle3.reference.verdict import ReferenceResult
-
-REFERENCE_PROPERTY = "eagle3.reference"
-
-
-def _setting(config: pytest.Config, dest: str) -> str | None:
-    return resolve(config, dest).value
-
+    from pytest_eagle3.reference.readings import ReferenceResult
 
 @pytest.fixture(scope="session")
 def eagle3_reference(
@@ -37,17 +32,16 @@ def eagle3_reference(
                     "names only a config (give the model directory)")
     pytest.importorskip("transformers", reason="reference acceptance needs transformers "
                         "(pip install 'pytest-eagle3[target]')")
-    import torch
-
     from pytest_eagle3.reference.acceptance import ReferenceInputError
-    from pytest_eagle3.reference.verdict import ReferenceUnavailable, measure_reference
+    from pytest_eagle3.reference.readings import ReferenceCache, ReferenceUnavailable, measure_reference
 
-    device = _setting(request.config, "eagle3_device") or "cpu"
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        pytest.skip(f"--eagle3-device={device}, but torch sees no CUDA device")
+    options = settings(request.config)
+    state = run_state(request.config)
+    if state.reference is None:
+        state.reference = ReferenceCache()
     try:
-        return measure_reference(eagle3_checkpoint, str(eagle3_target.weights_dir), device,
-                                 _setting(request.config, "eagle3_prompts"))
+        return measure_reference(eagle3_checkpoint, str(eagle3_target.weights_dir), options.device,
+                                 options.prompts, cache=state.reference)
     except ReferenceUnavailable as exc:
         pytest.skip(str(exc))
     except ReferenceInputError as exc:
@@ -62,28 +56,18 @@ class TestEagle3ReferenceAcceptance:
         self, eagle3_reference: ReferenceResult | Finding, record_property: RecordProperty, request: pytest.FixtureRequest
     ) -> None:
         """Mean acceptance length (greedy, k draft steps, bonus token counted) reaches the minimum."""
-        from pytest_eagle3.reference.verdict import (
-            DEFAULT_MIN_ACCEPTANCE,
-            acceptance_findings,
-            summary,
-        )
+        from pytest_eagle3.reference.readings import acceptance_findings, summary
 
         if isinstance(eagle3_reference, Finding):
-            check("reference.acceptance", [eagle3_reference])
+            check([eagle3_reference])
             return
-        text = _setting(request.config, "eagle3_min_acceptance")
-        try:
-            minimum = float(text) if text else DEFAULT_MIN_ACCEPTANCE
-        except ValueError:
-            check("reference.acceptance", [Finding("bad-option", f"--eagle3-min-acceptance={text!r} is not a number",
-                                                   fix="give a number such as 1.3")])
-            return
+        minimum = settings(request.config).min_acceptance
         data = eagle3_reference.to_json()
         record_property(REFERENCE_PROPERTY, data)
         record_property("reference_mean_acceptance_length", data["mean_acceptance_length"])
         record_property("reference_per_position", data["per_position"])
         record_property("reference_convention", data["convention"])
-        check("reference.acceptance", acceptance_findings(eagle3_reference, minimum))
+        check(acceptance_findings(eagle3_reference, minimum))
         passed(record_property, summary(eagle3_reference))
 
     @pytest.mark.eagle3_contract("reference.convention")
@@ -91,14 +75,14 @@ class TestEagle3ReferenceAcceptance:
         self, eagle3_reference: ReferenceResult | Finding, record_property: RecordProperty
     ) -> None:
         """The aux-id convention and d2t reading the config declares are the ones the draft was trained with."""
-        from pytest_eagle3.reference.verdict import convention_findings
+        from pytest_eagle3.reference.readings import convention_findings
 
         if isinstance(eagle3_reference, Finding):
             pytest.skip(f"no reference measured: {eagle3_reference.summary}")
         best = eagle3_reference.inference.best
         record_property("reference_inferred", best.reading.label)
         record_property("reference_margin", round(eagle3_reference.inference.margin, 4))
-        check("reference.convention", convention_findings(eagle3_reference))
+        check(convention_findings(eagle3_reference))
         declared = eagle3_reference.inference.declared
         if declared is None:
             passed(record_property, f"nothing declared; inferred {best.reading.label} "

@@ -8,8 +8,8 @@ import pytest
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.contract import RecordProperty, passed, require_config, require_tensors
 from pytest_eagle3.findings import Evidence, Finding, check
-from pytest_eagle3.tensorfiles import CheckpointReadError
-from pytest_eagle3.vocab import diagnose_vocab_map
+from pytest_eagle3.checkpoint.tensorfiles import CheckpointReadError
+from pytest_eagle3.rules.vocab import diagnose_vocab_map
 
 
 class TestEagle3VocabMap:
@@ -30,11 +30,11 @@ class TestEagle3VocabMap:
             d2t = ckpt.read("d2t") if "d2t" in ckpt.tensors else None
             t2d = ckpt.read("t2d") if "t2d" in ckpt.tensors else None
         except CheckpointReadError as exc:
-            check("vocab.map", [Finding("unreadable-map", f"d2t/t2d cannot be read: {exc}",
+            check([Finding("unreadable-map", f"d2t/t2d cannot be read: {exc}",
                                         (Evidence("d2t/t2d", str(exc), "readable tensors"),),
                                         "re-export the checkpoint")])
             return
-        check("vocab.map", diagnose_vocab_map(d2t, t2d, cfg.vocab_size, draft_vocab))
+        check(diagnose_vocab_map(d2t, t2d, cfg.vocab_size, draft_vocab))
         if d2t is None:
             passed(record_property, f"full vocab ({cfg.vocab_size}), no map needed")
         else:

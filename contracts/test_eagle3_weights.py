@@ -9,14 +9,14 @@ import pytest
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.contract import RecordProperty, passed, require_tensors
 from pytest_eagle3.findings import check
-from pytest_eagle3.weights import TensorHealth, diagnose_finite, diagnose_initialised, scan_weights
+from pytest_eagle3.rules.weights import TensorHealth, diagnose_finite, diagnose_initialised, scan_weights
 
 
 @pytest.fixture(scope="session")
 def eagle3_weight_health(eagle3_checkpoint: Checkpoint) -> list[TensorHealth]:
     """One chunked scan of every floating-point tensor, shared by the weight contracts."""
     require_tensors(eagle3_checkpoint)
-    return scan_weights(eagle3_checkpoint, chunk_bytes=16 * 1024 * 1024)
+    return scan_weights(eagle3_checkpoint)
 
 
 class TestEagle3Weights:
@@ -26,7 +26,7 @@ class TestEagle3Weights:
     ) -> None:
         """No NaN or Inf anywhere (speculators saves NaN lm_head/embed before verifier weights load)."""
         record_property("nonfinite_values", sum(h.nan + h.inf for h in eagle3_weight_health))
-        check("weights.finite", diagnose_finite(eagle3_weight_health, eagle3_checkpoint.format.producer))
+        check(diagnose_finite(eagle3_weight_health, eagle3_checkpoint.format.producer))
         passed(record_property, f"{len(eagle3_weight_health)} float tensors finite")
 
     @pytest.mark.eagle3_contract("weights.initialised")
@@ -34,5 +34,5 @@ class TestEagle3Weights:
         self, eagle3_weight_health: list[TensorHealth], record_property: RecordProperty
     ) -> None:
         """No tensor all zero, no weight matrix holding one repeated value."""
-        check("weights.initialised", diagnose_initialised(eagle3_weight_health))
+        check(diagnose_initialised(eagle3_weight_health))
         passed(record_property, f"{len(eagle3_weight_health)} float tensors hold varied values")

@@ -1,16 +1,31 @@
-"""Small helpers the contract modules share."""
+"""What the contract modules share: skips for unusable inputs, pass messages, and engine-plan verdicts."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_eagle3.checkpoint import Checkpoint
-from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.findings import Evidence, Finding, check
 from pytest_eagle3.report import MESSAGE_PROPERTY
 
+if TYPE_CHECKING:
+    from pytest_eagle3.checkpoint import Checkpoint
+    from pytest_eagle3.engines.loadplan import LoadPlan
+
 RecordProperty = Callable[[str, object], None]
+CONTRACT_MARKER = "eagle3_contract"
+ENGINE_CONTRACT_PREFIX = "engine."
+
+
+def contract_id(node: pytest.Item) -> str:
+    """The contract id, stated once: the first argument of the test's ``eagle3_contract`` marker."""
+    marker = node.get_closest_marker(CONTRACT_MARKER)
+    if marker is None or not marker.args:
+        raise pytest.UsageError(f"{node.nodeid} has no @pytest.mark.{CONTRACT_MARKER}(id) marker")
+    return str(marker.args[0])
 
 
 def require_tensors(ckpt: Checkpoint) -> None:
@@ -45,3 +60,22 @@ def readability_findings(ckpt: Checkpoint) -> list[Finding]:
         "re-export the checkpoint (files truncated, corrupted, or not what their names claim)",
         tuple(ckpt.notes),
     )]
+
+
+def check_plan(request: pytest.FixtureRequest, plan: LoadPlan, *, with_plan: bool = True,
+               needs_class: bool = False) -> None:
+    """Fail the running engine contract with the plan's findings for its area; skip when it cannot be judged.
+
+    The area is the contract id without ``engine.`` (``engine.aux_layers`` judges the plan's ``aux_layers``).
+    """
+    __tracebackhide__ = True
+    area = contract_id(request.node).removeprefix(ENGINE_CONTRACT_PREFIX)
+    if area != "architecture" and plan.draft_class is None:
+        pytest.skip(f"{plan.engine.label} does not build a draft from this config: see engine.architecture")
+    if needs_class and plan.draft_class and plan.draft_class.startswith("Eagle3Deepseek"):
+        pytest.skip(f"the key map of {plan.draft_class} (MLA draft) is not simulated")
+    findings = plan.issues_for(area)
+    if findings and with_plan:
+        first = findings[0]
+        findings = [dataclasses.replace(first, details=(*first.details, *plan.describe())), *findings[1:]]
+    check(findings)

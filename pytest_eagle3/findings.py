@@ -38,35 +38,29 @@ class Finding:
 
 
 class ContractViolation(AssertionError):
-    """Raised by a contract; pytest shows its message without a traceback."""
+    """Raised by a contract; the plugin renders it under the contract id of the test's marker."""
 
-    def __init__(self, contract_id: str, findings: list[Finding] | tuple[Finding, ...]) -> None:
-        self.contract_id = contract_id
+    def __init__(self, findings: list[Finding] | tuple[Finding, ...]) -> None:
         self.findings = tuple(findings)
         super().__init__(self.render())
 
-    @property
-    def headline(self) -> str:
-        first = self.findings[0].summary if self.findings else "contract failed"
-        more = len(self.findings) - 1
-        return f"{first} (+{more} more)" if more > 0 else first
-
-    def render(self) -> str:
+    def render(self, contract_id: str | None = None) -> str:
         """First line: contract, diagnosis and what goes wrong; then evidence and fix per finding."""
+        name = contract_id or "contract"
         if not self.findings:
-            return f"{self.contract_id}: contract failed"
+            return f"{name}: contract failed"
         first, rest = self.findings[0], self.findings[1:]
         more = f" (+{len(rest)} more)" if rest else ""
-        lines = [first.render(f"{self.contract_id} [{first.code}]: {first.summary}{more}")]
+        lines = [first.render(f"{name} [{first.code}]: {first.summary}{more}")]
         lines.extend(f.render() for f in rest)
         return "\n".join(lines)
 
 
-def check(contract_id: str, findings: list[Finding] | tuple[Finding, ...]) -> None:
-    """Fail ``contract_id`` with every finding, or return when there is none."""
+def check(findings: list[Finding] | tuple[Finding, ...]) -> None:
+    """Fail the running contract with every finding, or return when there is none."""
     __tracebackhide__ = True
     if findings:
-        raise ContractViolation(contract_id, findings)
+        raise ContractViolation(findings)
 
 
 def short(values: Iterable[object], limit: int = 8) -> str:

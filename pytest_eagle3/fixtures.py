@@ -1,42 +1,60 @@
-"""Public fixtures: the checkpoint view and the target model, for the contracts and users' tests.
+"""Public fixtures: the checkpoint view, the target model, the engine version and its load plan.
 
-Imports of torch and the readers happen inside the fixtures, never at plugin import.
+Per-run state (opened checkpoints, the target, computed plans, the reference's loaded target) lives
+in ``config.stash`` under :data:`RUN_STATE_KEY`, never in module globals. The plugin imports this
+module in every pytest run, so the readers and the planner are imported inside the fixtures: an
+installed plugin costs a run without ``--eagle3-ckpt`` nothing.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_eagle3.options import aux_convention, resolve
+from pytest_eagle3.options import settings
 
 if TYPE_CHECKING:
-    from pytest_eagle3.checkpoint import Checkpoint
+    from pytest_eagle3.checkpoint import Checkpoint, TargetModel
     from pytest_eagle3.engines.plan import LoadPlan
     from pytest_eagle3.engines.versions import EngineVersion
-    from pytest_eagle3.target import TargetModel
-
-_OPENED: dict[str, Checkpoint] = {}
 
 
-def open_cached(path: str) -> Checkpoint:
-    """One ``Checkpoint`` per path and process: headers are parsed once per session."""
-    from pytest_eagle3.checkpoint import Checkpoint
+@dataclass
+class RunState:
+    """What one pytest run opens or computes once and shares between contracts."""
 
-    if path not in _OPENED:
-        _OPENED[path] = Checkpoint.open(path)
-    return _OPENED[path]
+    checkpoints: dict[str, Checkpoint] = field(default_factory=dict)
+    targets: dict[str, TargetModel] = field(default_factory=dict)
+    plans: dict[tuple[str, str, str | None, str | None], LoadPlan] = field(default_factory=dict)
+    #: The reference measurement's loaded targets and runs (``reference.readings.ReferenceCache``).
+    reference: Any = None
+
+    def checkpoint(self, path: str) -> Checkpoint:
+        from pytest_eagle3.checkpoint import Checkpoint
+
+        if path not in self.checkpoints:
+            self.checkpoints[path] = Checkpoint.open(path)
+        return self.checkpoints[path]
+
+    def target(self, path: str) -> TargetModel:
+        from pytest_eagle3.checkpoint import TargetModel
+
+        if path not in self.targets:
+            self.targets[path] = TargetModel.open(path)
+        return self.targets[path]
 
 
-_PLANS: dict[tuple[str, str, str | None, str | None], LoadPlan] = {}
+RUN_STATE_KEY = pytest.StashKey[RunState]()
 
 
-def clear_cache() -> None:
-    """Forget opened checkpoints and plans (end of a run; in-process pytester runs reuse the module)."""
-    _OPENED.clear()
-    _PLANS.clear()
+def run_state(config: pytest.Config) -> RunState:
+    """This run's shared state (created on first use)."""
+    if RUN_STATE_KEY not in config.stash:
+        config.stash[RUN_STATE_KEY] = RunState()
+    return config.stash[RUN_STATE_KEY]
 
 
 def checkpoint_ids(paths: tuple[str, ...]) -> list[str]:
@@ -62,31 +80,23 @@ def eagle3_checkpoint(request: pytest.FixtureRequest) -> Checkpoint:
     path = getattr(request, "param", None)
     if path is None:
         pytest.skip("no EAGLE-3 checkpoint given: pass --eagle3-ckpt=PATH (or set EAGLE3_CKPT)")
-    return open_cached(str(path))
+    return run_state(request.config).checkpoint(str(path))
 
 
 @pytest.fixture(scope="session")
 def eagle3_target(request: pytest.FixtureRequest) -> TargetModel:
     """The target model's config; skips when ``--eagle3-target`` is not given."""
-    from pytest_eagle3.target import TargetModel
-
-    resolved = resolve(request.config, "eagle3_target")
-    if resolved.value is None:
+    path = settings(request.config).target
+    if path is None:
         pytest.skip("needs the target model: pass --eagle3-target=DIR (or its config.json)")
-    return TargetModel.open(resolved.value)
+    return run_state(request.config).target(path)
 
 
 @pytest.fixture(scope="session")
 def eagle3_engine(request: pytest.FixtureRequest) -> EngineVersion:
     """The engine version a contract judges against (one per ``--eagle3-engine`` entry)."""
-    from pytest_eagle3.engines.versions import EngineVersion, parse_selection
-
     spec = getattr(request, "param", None)
-    if spec is None:
-        return parse_selection("all")[0]
-    if isinstance(spec, EngineVersion):
-        return spec
-    return parse_selection(str(spec))[0]
+    return spec if spec is not None else settings(request.config).engines[0]
 
 
 @pytest.fixture(scope="session")
@@ -95,15 +105,14 @@ def eagle3_load_plan(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoi
     """What ``eagle3_engine`` will do with ``eagle3_checkpoint`` (and the target, when given)."""
     from pytest_eagle3.contract import require_config, require_tensors
     from pytest_eagle3.engines.plan import load_plan
-    from pytest_eagle3.target import TargetModel
 
     require_tensors(eagle3_checkpoint)
     require_config(eagle3_checkpoint)
-    target_path = resolve(request.config, "eagle3_target").value
-    convention = aux_convention(request.config)
-    key = (str(eagle3_checkpoint.path), eagle3_engine.spec, target_path, convention)
-    if key not in _PLANS:
-        target = TargetModel.open(target_path) if target_path else None
+    options = settings(request.config)
+    state = run_state(request.config)
+    key = (str(eagle3_checkpoint.path), eagle3_engine.spec, options.target, options.aux_convention)
+    if key not in state.plans:
+        target = state.target(options.target) if options.target else None
         usable = target if target is not None and target.problem is None else None
-        _PLANS[key] = load_plan(eagle3_checkpoint, eagle3_engine, usable, convention)
-    return _PLANS[key]
+        state.plans[key] = load_plan(eagle3_checkpoint, eagle3_engine, usable, options.aux_convention)
+    return state.plans[key]

@@ -10,10 +10,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from pytest_eagle3.checkpoint import Checkpoint
 
 SPECULATORS = "speculators"
 SPECFORGE = "specforge"
@@ -24,6 +22,7 @@ UNKNOWN = "unknown"
 
 INPUT_OF = "input-of"
 OUTPUT_OF = "output-of"
+CONVENTIONS = (INPUT_OF, OUTPUT_OF)
 
 FIRST_LAYER_PREFIXES = ("midlayer.", "layers.0.", "model.midlayer.", "model.layers.0.")
 LAYER_KEY = re.compile(r"^(?:model\.)?layers\.(\d+)\.")
@@ -49,9 +48,30 @@ def _arch(config: Config) -> tuple[str, ...]:
     return tuple(str(a) for a in value) if isinstance(value, list) else ()
 
 
-def _eagle_config(config: Config) -> Mapping[str, Any]:
+def eagle_config(config: Config) -> Mapping[str, Any]:
+    """The nested ``eagle_config`` object (SpecForge, ModelOpt, AngelSlim configs), empty when absent."""
     value = config.get("eagle_config")
     return value if isinstance(value, dict) else {}
+
+
+#: Top-level keys that mark a speculators config. Source: speculators 0.9.0 config.py SpeculatorModelConfig.
+SPECULATORS_MARKERS = ("speculators_model_type", "speculators_config")
+
+
+def is_speculators(config: Config) -> bool:
+    return any(key in config for key in SPECULATORS_MARKERS)
+
+
+#: The default aux layers when a config names none: inputs of layers 2, L//2 and L-3 (no +1), the same in
+#: both engines and in the producers that follow them. Source: sglang models/llama.py
+#: set_eagle3_layers_to_capture, vllm model_executor/models/interfaces.py
+#: get_eagle3_default_aux_hidden_state_layers, EAGLE traineagle3 modeling_llama_kv.py.
+DEFAULT_AUX_RULE = "inputs of layers 2, L//2, L-3"
+
+
+def default_aux_inputs(layers: int) -> tuple[int, ...]:
+    """The default aux layers (see :data:`DEFAULT_AUX_RULE`) as layer-input indices, for ``layers`` layers."""
+    return (2, layers // 2, layers - 3)
 
 
 def _has_prefix(keys: set[str], prefix: str) -> bool:
@@ -71,13 +91,13 @@ MODELOPT_EAGLE_CONFIG_KEYS = frozenset(
 
 FORMAT_SIGNALS: tuple[FormatSignal, ...] = (
     FormatSignal(SPECULATORS, 10, "config has speculators_model_type / speculators_config",
-                 lambda c, k, f: "speculators_model_type" in c or "speculators_config" in c,
+                 lambda c, k, f: is_speculators(c),
                  "speculators 0.9.0 models/eagle3/config.py Eagle3SpeculatorConfig"),
     FormatSignal(SPECULATORS, 5, "config nests the layer config in transformer_layer_config",
                  lambda c, k, f: isinstance(c.get("transformer_layer_config"), dict),
                  "speculators 0.9.0 Eagle3SpeculatorConfig.transformer_layer_config"),
     FormatSignal(MODELOPT, 10, "eagle_config carries ModelOpt's layer-norm switches",
-                 lambda c, k, f: bool(MODELOPT_EAGLE_CONFIG_KEYS & set(_eagle_config(c))),
+                 lambda c, k, f: bool(MODELOPT_EAGLE_CONFIG_KEYS & set(eagle_config(c))),
                  "ModelOpt export/plugins/hf_spec_configs.py llama_eagle_template_config"),
     FormatSignal(MODELOPT, 3, "layers.0.* keys with d2t and no t2d",
                  lambda c, k, f: _has_prefix(k, "layers.0.") and "d2t" in k and "t2d" not in k,
@@ -229,7 +249,7 @@ def _int_field(
 def _aux_layers(config: Config, producer: str, problems: list[str]) -> AuxLayers:
     candidates = {
         "eagle_aux_hidden_state_layer_ids": config.get("eagle_aux_hidden_state_layer_ids"),
-        "eagle_config.eagle_aux_hidden_state_layer_ids": _eagle_config(config).get(
+        "eagle_config.eagle_aux_hidden_state_layer_ids": eagle_config(config).get(
             "eagle_aux_hidden_state_layer_ids"
         ),
     }
@@ -253,7 +273,7 @@ def _norm_flags(config: Config, producer: str, sources: dict[str, str]) -> dict[
     for name, (default, source) in defaults.items():
         value, field = config.get(name), name
         if not isinstance(value, bool):
-            value, field = _eagle_config(config).get(name), f"eagle_config.{name}"
+            value, field = eagle_config(config).get(name), f"eagle_config.{name}"
         if isinstance(value, bool):
             flags[name] = value
             sources[name] = f"config.json {field}"
@@ -280,7 +300,7 @@ def layer_count(keys: Iterable[str]) -> int:
     return max(indices, default=-1) + 1 + (1 if has_mid and 0 not in indices else 0)
 
 
-def normalise_config(config: Config, detected: DetectedFormat, ckpt: Checkpoint) -> DraftConfig:
+def normalise_config(config: Config, detected: DetectedFormat, tensor_names: Iterable[str]) -> DraftConfig:
     """Read the fields every contract needs from whichever place this producer puts them."""
     sources: dict[str, str] = {}
     problems: list[str] = []
@@ -306,7 +326,7 @@ def normalise_config(config: Config, detected: DetectedFormat, ckpt: Checkpoint)
         target_hidden = ints["hidden_size"]
         sources["target_hidden_size"] = "not in config.json: defaults to hidden_size"
     model_type = layer.get("model_type", config.get("model_type"))
-    keys = set(ckpt.tensors)
+    keys = set(tensor_names)
     return DraftConfig(
         architectures=_arch(config),
         model_type=str(model_type) if model_type is not None else None,

@@ -1,15 +1,22 @@
-"""Options, each with an ini key and an env variable, resolved option -> env -> ini.
+"""Options, each with an ini key and an env variable, resolved option -> env -> ini, parsed once.
 
-Values stay plain strings (pytest-xdist serialises options); objects are built later.
+``parse_settings`` validates every value at configure time (a bad one is a ``UsageError`` naming the
+option) and returns the typed :class:`Settings` the plugin keeps in ``config.stash``.
 """
 
 from __future__ import annotations
 
+import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from pytest_eagle3.engines.selection import EngineSelectionError, parse_selection
+from pytest_eagle3.engines.versions import EngineVersion
+from pytest_eagle3.formats import CONVENTIONS
+from pytest_eagle3.reference.defaults import DEFAULT_MIN_ACCEPTANCE, DEFAULT_STEPS, DEVICE_TYPES
 
 
 @dataclass(frozen=True)
@@ -114,17 +121,119 @@ def early_checkpoints(config: pytest.Config, namespace: object) -> bool:
         return False
 
 
-def engine_selection(config: pytest.Config) -> str:
-    """The ``--eagle3-engine`` text, ``all`` when unset."""
-    return resolve(config, "eagle3_engines").value or "all"
+@dataclass(frozen=True)
+class Settings:
+    """Every eagle3 option, parsed and validated once; ``sources`` says where each came from."""
+
+    checkpoints: tuple[str, ...] = ()
+    target: str | None = None
+    report: str | None = None
+    engines: tuple[EngineVersion, ...] = ()
+    aux_convention: str | None = None
+    min_acceptance: float = DEFAULT_MIN_ACCEPTANCE
+    device: str = "cpu"
+    prompts: str | None = None
+    sources: dict[str, Resolved] = field(default_factory=dict)
 
 
-def aux_convention(config: pytest.Config) -> str | None:
-    """``--eagle3-aux-convention``, validated; None when unset."""
-    value = resolve(config, "eagle3_aux_convention").value
+SETTINGS_KEY = pytest.StashKey[Settings]()
+
+
+def settings(config: pytest.Config) -> Settings:
+    """The run's parsed settings (parsed on first use when the plugin is inactive)."""
+    if SETTINGS_KEY not in config.stash:
+        config.stash[SETTINGS_KEY] = parse_settings(config)
+    return config.stash[SETTINGS_KEY]
+
+
+def parse_settings(config: pytest.Config) -> Settings:
+    """Resolve and validate every option; raise ``pytest.UsageError`` naming the first bad one."""
+    sources = {spec.dest: resolve(config, spec.dest) for spec in OPTIONS}
+    values = {dest: resolved.values for dest, resolved in sources.items()}
+    one = {dest: v[0] if v else None for dest, v in values.items()}
+    return Settings(
+        checkpoints=tuple(_checkpoint_dir(p) for p in values["eagle3_ckpt"]),
+        target=_target_path(one["eagle3_target"]),
+        report=one["eagle3_report"],
+        engines=_engines(one["eagle3_engines"] or "all"),
+        aux_convention=_convention(one["eagle3_aux_convention"]),
+        min_acceptance=_min_acceptance(one["eagle3_min_acceptance"], DEFAULT_STEPS),
+        device=_device(one["eagle3_device"] or "cpu"),
+        prompts=_existing_file("--eagle3-prompts", one["eagle3_prompts"]),
+        sources={dest: r for dest, r in sources.items() if r.values},
+    )
+
+
+def _usage(flag: str, message: str) -> pytest.UsageError:
+    return pytest.UsageError(f"{flag}: {message}")
+
+
+def _checkpoint_dir(path: str) -> str:
+    given = Path(path)
+    if not given.exists():
+        raise _usage("--eagle3-ckpt", f"{path} does not exist (give the draft checkpoint's directory)")
+    if not given.is_dir():
+        raise _usage("--eagle3-ckpt", f"{path} is a file; give the draft checkpoint's directory ({given.parent})")
+    return path
+
+
+def _target_path(path: str | None) -> str | None:
+    if path is None:
+        return None
+    given = Path(path)
+    if not given.exists():
+        raise _usage("--eagle3-target", f"{path} does not exist (give the target model's directory or its "
+                                        "config.json)")
+    if given.is_file() and given.suffix != ".json":
+        raise _usage("--eagle3-target", f"{path} is a file but not a config.json; give the target model's "
+                                        f"directory ({given.parent}) or its config.json")
+    return path
+
+
+def _existing_file(flag: str, path: str | None) -> str | None:
+    if path is not None and not Path(path).is_file():
+        raise _usage(flag, f"{path} is not a file")
+    return path
+
+
+def _engines(text: str) -> tuple[EngineVersion, ...]:
+    try:
+        return parse_selection(text)
+    except EngineSelectionError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _convention(value: str | None) -> str | None:
     if value is None:
         return None
     value = value.strip().lower()
-    if value not in ("input-of", "output-of"):
-        raise pytest.UsageError(f"--eagle3-aux-convention: {value!r} is not input-of or output-of")
+    if value not in CONVENTIONS:
+        raise _usage("--eagle3-aux-convention", f"{value!r} is not one of {', '.join(CONVENTIONS)}")
     return value
+
+
+def _min_acceptance(text: str | None, steps: int) -> float:
+    if text is None:
+        return DEFAULT_MIN_ACCEPTANCE
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 <= value <= steps + 1:
+        raise _usage("--eagle3-min-acceptance", f"{text!r} is not a mean acceptance length: give a number from "
+                                                f"0 (no minimum) to {steps + 1} (k + 1 with k = {steps})")
+    return value
+
+
+def _device(text: str) -> str:
+    device = text.strip().lower()
+    kind, _, index = device.partition(":")
+    if kind not in DEVICE_TYPES or (index and not index.isdigit()):
+        raise _usage("--eagle3-device", f"{text!r} is not a device the reference runs on: "
+                                        f"{' or '.join(DEVICE_TYPES)} (cuda:N for one GPU)")
+    if kind == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise _usage("--eagle3-device", f"{text} asked for, but torch {torch.__version__} sees no CUDA device")
+    return device

@@ -15,20 +15,22 @@ import pytest
 
 from pytest_eagle3.fixtures import (
     checkpoint_ids,
-    clear_cache,
     eagle3_checkpoint,
     eagle3_engine,
     eagle3_load_plan,
     eagle3_target,
 )
+from pytest_eagle3.findings import ContractViolation
 from pytest_eagle3.options import (
     OPTIONS,
+    SETTINGS_KEY,
+    Settings,
     add_options,
-    aux_convention,
     early_checkpoints,
-    engine_selection,
-    resolve,
+    parse_settings,
+    settings,
 )
+from pytest_eagle3.contract import CONTRACT_MARKER
 from pytest_eagle3.report import (
     ANY_ENGINE,
     MESSAGE_PROPERTY,
@@ -40,7 +42,7 @@ from pytest_eagle3.report import (
 __all__ = ["eagle3_checkpoint", "eagle3_engine", "eagle3_load_plan", "eagle3_target"]
 
 MARKERS = (
-    "eagle3_contract(id): an EAGLE-3 contract; the id names it in the verdict table and JSON report",
+    f"{CONTRACT_MARKER}(id): an EAGLE-3 contract; the id names it in the verdict table and JSON report",
     "gpu: needs a CUDA device (select with -m gpu, skipped with a reason when none is visible)",
     "engine(name): runs a real serving engine (sglang or vllm) in its own interpreter",
 )
@@ -77,50 +79,42 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_eagle3.strategies import register_profiles
 
         register_profiles()
-    checkpoints = resolve(config, "eagle3_ckpt")
-    if checkpoints.values:
-        selected_engines(config)
-        aux_convention(config)
-        collector = Collector()
-        collector.expect(checkpoints.values)
-        config.pluginmanager.register(Eagle3Session(config, collector), "eagle3-session")
-
-
-def selected_engines(config: pytest.Config) -> list[str]:
-    """The ``--eagle3-engine`` selection as ``NAME==VERSION`` strings; a bad value is a usage error."""
-    from pytest_eagle3.engines.versions import EngineSelectionError, parse_selection
-
-    try:
-        return [e.spec for e in parse_selection(engine_selection(config))]
-    except EngineSelectionError as exc:
-        raise pytest.UsageError(str(exc)) from None
+    if not early_checkpoints(config, config.option):
+        return
+    options = parse_settings(config)
+    config.stash[SETTINGS_KEY] = options
+    collector = Collector()
+    collector.expect(options.checkpoints)
+    config.pluginmanager.register(Eagle3Session(config, options, collector), "eagle3-session")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    paths = resolve(metafunc.config, "eagle3_ckpt").values
+    if "eagle3_checkpoint" not in metafunc.fixturenames and "eagle3_engine" not in metafunc.fixturenames:
+        return
+    options = settings(metafunc.config)
+    paths = options.checkpoints
     if "eagle3_checkpoint" in metafunc.fixturenames and paths:
         metafunc.parametrize("eagle3_checkpoint", paths, ids=checkpoint_ids(paths), indirect=True, scope="session")
     if "eagle3_engine" in metafunc.fixturenames:
-        engines = selected_engines(metafunc.config)
-        metafunc.parametrize("eagle3_engine", engines, ids=[e.replace("==", "-") for e in engines],
-                             indirect=True, scope="session")
+        engines = options.engines
+        metafunc.parametrize("eagle3_engine", engines, ids=[e.test_id for e in engines], indirect=True,
+                             scope="session")
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
-    marker = item.get_closest_marker("eagle3_contract")
+    marker = item.get_closest_marker(CONTRACT_MARKER)
     callspec = getattr(item, "callspec", None)
     if marker is None or callspec is None or "eagle3_checkpoint" not in callspec.params:
         return
-    from pytest_eagle3.findings import ContractViolation
-
     excinfo = call.excinfo
     if excinfo is not None and isinstance(excinfo.value, ContractViolation) and report.failed:
-        report.longrepr = excinfo.value.render()
+        report.longrepr = excinfo.value.render(str(marker.args[0]))
     if report.when == "call" or (report.when == "setup" and not report.passed):
-        engine = str(callspec.params.get("eagle3_engine", ANY_ENGINE))
+        engine_version = callspec.params.get("eagle3_engine")
+        engine = engine_version.spec if engine_version is not None else ANY_ENGINE
         data = _contract_data(item, report, str(marker.args[0]), str(callspec.params["eagle3_checkpoint"]))
         report.eagle3 = {**data, "engine": engine}  # type: ignore[attr-defined]
 
@@ -151,16 +145,17 @@ def _contract_data(item: pytest.Item, report: pytest.TestReport, contract: str, 
 class Eagle3Session:
     """Per-run hooks, registered only when a checkpoint is configured."""
 
-    def __init__(self, config: pytest.Config, collector: Collector) -> None:
+    def __init__(self, config: pytest.Config, options: Settings, collector: Collector) -> None:
         self.config = config
         self.collector = collector
-        self.report_path = resolve(config, "eagle3_report").value
+        self.report_path = options.report
+        self.options = options
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         lines = []
         for spec in OPTIONS:
-            resolved = resolve(config, spec.dest)
-            if resolved.values:
+            resolved = self.options.sources.get(spec.dest)
+            if resolved is not None:
                 name = spec.flag.removeprefix("--eagle3-")
                 lines.append(f"eagle3: {name}={', '.join(resolved.values)} (from {resolved.source})")
         return lines
@@ -184,9 +179,6 @@ class Eagle3Session:
             terminalreporter.write_line(line)
         if self.report_path:
             terminalreporter.write_line(f"JSON report: {self.report_path}")
-
-    def pytest_unconfigure(self) -> None:
-        clear_cache()
 
 
 def _is_xdist_worker(config: pytest.Config) -> bool:

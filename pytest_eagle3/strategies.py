@@ -21,7 +21,7 @@ import torch
 from hypothesis import HealthCheck, assume, settings
 from hypothesis import strategies as st
 
-from pytest_eagle3.vocab import build_maps
+from pytest_eagle3.rules.vocab import build_maps
 
 MAX_VOCAB = 1024
 MAX_DRAFT_VOCAB = 96

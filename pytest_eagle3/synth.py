@@ -13,7 +13,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_eagle3.formats import ANGELSLIM, EAGLE, MODELOPT, SPECFORGE, SPECULATORS
+from pytest_eagle3.formats import (
+    ANGELSLIM,
+    EAGLE,
+    INPUT_OF,
+    MODELOPT,
+    PRODUCER_AUX_CONVENTION,
+    SPECFORGE,
+    SPECULATORS,
+    default_aux_inputs,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -104,15 +113,15 @@ class SynthSpec:
 
     @property
     def convention(self) -> str:
-        return "input-of" if self.producer in (SPECULATORS, EAGLE) else "output-of"
+        return PRODUCER_AUX_CONVENTION[SPECFORGE if self.producer == SPECFORGE_HF else self.producer][0]
 
     @property
     def aux_ids(self) -> tuple[int, ...]:
         """The ids this producer writes by default for the target's layer count (producers.md §1.5, §2.5)."""
         if self.aux_layer_ids is not None:
             return self.aux_layer_ids
-        n = self.target_layers
-        return (2, n // 2, n - 3) if self.convention == "input-of" else (1, n // 2 - 1, n - 4)
+        inputs = default_aux_inputs(self.target_layers)
+        return inputs if self.convention == INPUT_OF else tuple(i - 1 for i in inputs)
 
 
 def write_checkpoint(spec: SynthSpec, out: str | Path) -> Path:
@@ -191,7 +200,7 @@ def vocab_maps(spec: SynthSpec) -> tuple[torch.Tensor, torch.Tensor]:
     """The producer's correct (d2t, t2d); ModelOpt orders draft ids by frequency rank, not by id."""
     import torch
 
-    from pytest_eagle3.vocab import build_maps
+    from pytest_eagle3.rules.vocab import build_maps
 
     d2t, t2d = build_maps(selected_target_ids(spec), spec.vocab_size)
     if spec.producer == MODELOPT:

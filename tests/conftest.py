@@ -18,15 +18,15 @@ import pytest
 import safetensors.torch  # noqa: F401
 import torch
 
-from pytest_eagle3.engines.probe_cases import write_all
-from pytest_eagle3.engines.probes import env_variable, find_engine_python, run_probes
+from pytest_eagle3.probes.cases import write_all
+from pytest_eagle3.probes.run import env_variable, find_engine_python, run_probes
 from pytest_eagle3.synth import SynthSpec, write_checkpoint, write_target
 
 try:  # the same for transformers, and the reference module keeps its loaded targets across runs
     import transformers.models.llama.modeling_llama  # noqa: F401
     from transformers import AutoModelForCausalLM  # noqa: F401
 
-    import pytest_eagle3.reference.verdict  # noqa: F401
+    import pytest_eagle3.reference.readings  # noqa: F401
 except ImportError:  # reference-acceptance tests skip, naming transformers
     pass
 

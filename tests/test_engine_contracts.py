@@ -173,7 +173,10 @@ def test_aux_convention_option_overrides_the_producer(run_contracts: Run, make_c
 @pytest.mark.parametrize(("option", "message"), [
     ("--eagle3-engine=vllm==0.7.0", "vLLM 0.7.0 is outside the known range 0.8.5 to 0.33.0"),
     ("--eagle3-engine=tgi", "unknown engine 'tgi'"),
-    ("--eagle3-aux-convention=sideways", "'sideways' is not input-of or output-of"),
+    ("--eagle3-aux-convention=sideways", "'sideways' is not one of input-of, output-of"),
+    ("--eagle3-device=tpu", "--eagle3-device: 'tpu' is not a device the reference runs on"),
+    ("--eagle3-ckpt=does-not-exist", "--eagle3-ckpt: does-not-exist does not exist"),
+    ("--eagle3-target=does-not-exist", "--eagle3-target: does-not-exist does not exist"),
 ])
 def test_bad_engine_options_are_usage_errors(pytester: pytest.Pytester, make_checkpoint: Callable[..., Path],
                                              option: str, message: str) -> None:

@@ -16,7 +16,7 @@ import pytest
 import torch
 from packaging.version import Version
 
-from pytest_eagle3.engines.probe_cases import CASES
+from pytest_eagle3.probes.cases import CASES
 
 pytestmark = pytest.mark.engine
 

@@ -23,7 +23,7 @@ import torch
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.formats import EAGLE, SPECFORGE, SPECULATORS
 from pytest_eagle3.synth import SynthSpec, pickle_marker, write_checkpoint
-from pytest_eagle3.tensorfiles import CheckpointReadError
+from pytest_eagle3.checkpoint.tensorfiles import CheckpointReadError
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,6 @@ CASES: dict[str, Hostile] = {
     "config-not-object": Hostile("config.parseable", "config-unreadable", "JSON list, not an object",
                                  _fault("config-not-object")),
     "empty-dir": Hostile("checkpoint.readable", "unreadable", "no weight files", _fault("empty-dir")),
-    "nonexistent": Hostile("checkpoint.readable", "unreadable", "no such file or directory",
-                           lambda make, tmp: tmp / "does-not-exist"),
     "shard-outside": Hostile("checkpoint.readable", "unreadable", "points outside the checkpoint directory",
                              _fault("shard-outside")),
     "pickle-code": Hostile("checkpoint.readable", "unreadable", "refused to unpickle", _fault("pickle-code", EAGLE)),

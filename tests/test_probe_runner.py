@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_eagle3.engines.probe_common import SCHEMA, empty_result
-from pytest_eagle3.engines.probes import find_engine_python, run_probe, run_probes
+from pytest_eagle3.probes.harness import SCHEMA, empty_result
+from pytest_eagle3.probes.run import find_engine_python, run_probe, run_probes
 
 
 def test_empty_result_has_every_schema_key() -> None:

@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from pytest_eagle3.checkpoint import Checkpoint
-from pytest_eagle3.engines.probes import find_engine_python, run_probe
+from pytest_eagle3.probes.run import find_engine_python, run_probe
 from pytest_eagle3.synth import SynthSpec, write_target
 
 # Imported before any test: pytester restores sys.modules after each in-process contract run, and

@@ -6,13 +6,9 @@ import pytest
 from packaging.version import Version
 
 from pytest_eagle3.engines.profiles import BEHAVIOURS, RULES, profile, rule_for, segment_starts
-from pytest_eagle3.engines.targets import CAPTURE_RULES, capture_support
-from pytest_eagle3.engines.versions import (
-    KNOWN_RANGES,
-    EngineSelectionError,
-    EngineVersion,
-    parse_selection,
-)
+from pytest_eagle3.engines.capture import CAPTURE_RULES, capture_support
+from pytest_eagle3.engines.selection import EngineSelectionError, parse_selection
+from pytest_eagle3.engines.versions import KNOWN_RANGES, EngineVersion
 
 
 @pytest.mark.parametrize("engine", sorted(KNOWN_RANGES))
@@ -60,7 +56,8 @@ def test_selection_every_segment() -> None:
     segments = parse_selection("sglang==*")
     assert segments[0].spec == "sglang==0.4.4.post2"
     assert {"sglang==0.5.12", "sglang==0.5.13", "sglang==0.5.17"} <= {e.spec for e in segments}
-    assert len(segments) == len(segment_starts("sglang"))
+    assert [e.version for e in segments[:-1]] == list(segment_starts("sglang"))
+    assert segments[-1].spec == "sglang==0.5.23", "NAME==* ends at the newest known version, the default"
 
 
 def test_selection_unknown_version_inside_a_range_resolves_to_its_profile() -> None:

@@ -1,8 +1,8 @@
 """Our load plans against what the real engines' loaders did with the same checkpoints.
 
-Recorded: ``pytest_eagle3/engines/probe_results.json`` holds, per engine version probed (vLLM
+Recorded: ``pytest_eagle3/probes/results.json`` holds, per engine version probed (vLLM
 0.11.0 / 0.29.0 / 0.32.0 and SGLang 0.5.11 / 0.5.23, written by ``python -m
-pytest_eagle3.engines.probe_matrix``), what the engine really did with each probe case; the load
+pytest_eagle3.probes.record``), what the engine really did with each probe case; the load
 plan of the same case must agree on every fact. This runs in every environment, engine or not.
 
 Live (marker ``engine``): in an env where an engine is installed, the cases are probed now and
@@ -21,12 +21,12 @@ import pytest
 from packaging.version import Version
 
 from pytest_eagle3.checkpoint import Checkpoint
-from pytest_eagle3.engines.compare import differences
+from pytest_eagle3.probes.compare import differences
 from pytest_eagle3.engines.plan import load_plan
-from pytest_eagle3.engines.probe_cases import CASES
-from pytest_eagle3.engines.probe_matrix import DEFAULT_OUT
+from pytest_eagle3.probes.cases import CASES
+from pytest_eagle3.probes.record import DEFAULT_OUT
 from pytest_eagle3.engines.versions import EngineVersion
-from pytest_eagle3.target import TargetModel
+from pytest_eagle3.checkpoint.target import TargetModel
 
 RECORDED = json.loads(DEFAULT_OUT.read_text(encoding="utf-8"))
 RUNS = sorted(RECORDED["runs"])

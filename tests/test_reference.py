@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_eagle3.formats import DEFAULT_AUX_RULE
 from tests.conftest import ContractRun
 from tests.reference_cases import (
     EXAMPLES,
@@ -35,13 +36,13 @@ def constant_pair(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def _measure(draft: Path, target: Path) -> object:
     from pytest_eagle3.checkpoint import Checkpoint
-    from pytest_eagle3.reference.verdict import measure_reference
+    from pytest_eagle3.reference.readings import measure_reference
 
     return measure_reference(Checkpoint.open(draft), str(target))
 
 
 def test_a_draft_that_always_proposes_the_targets_token_is_always_accepted(constant_pair: dict[str, Path]) -> None:
-    from pytest_eagle3.reference.verdict import (
+    from pytest_eagle3.reference.readings import (
         ReferenceResult,
         acceptance_findings,
         convention_findings,
@@ -58,7 +59,7 @@ def test_a_draft_that_always_proposes_the_targets_token_is_always_accepted(const
 
 
 def test_absolute_id_d2t_is_never_accepted_and_is_named(constant_pair: dict[str, Path]) -> None:
-    from pytest_eagle3.reference.verdict import (
+    from pytest_eagle3.reference.readings import (
         ReferenceResult,
         acceptance_findings,
         convention_findings,
@@ -78,7 +79,7 @@ def test_absolute_id_d2t_is_never_accepted_and_is_named(constant_pair: dict[str,
 
 
 def test_a_shuffled_d2t_is_never_accepted_and_no_reading_rescues_it(constant_pair: dict[str, Path]) -> None:
-    from pytest_eagle3.reference.verdict import (
+    from pytest_eagle3.reference.readings import (
         ReferenceResult,
         acceptance_findings,
         convention_findings,
@@ -166,7 +167,7 @@ def test_demo_pair_as_users_run_it(run_contracts: Callable[..., ContractRun], de
     assert outcome == "failed" and message.startswith("reference.convention [aux-convention]: trained on outputs of "
                                                       "layers [2,4,5] = hidden_states[3,5,6]; config declares input-of "
                                                       "[2, 4, 5] -> engines would feed the wrong layers")
-    run.result.stdout.fnmatch_lines(["*aux ids from not in config.json: the engines' default (2, N//2, N-3)*"])
+    run.result.stdout.fnmatch_lines([f"*aux ids from not in config.json: the engines' default, {DEFAULT_AUX_RULE}*"])
     assert repackaged["inferred"]["convention"] == "output-of"
 
     absolute = ref[str(demo_variants["absolute"])]
@@ -188,13 +189,14 @@ def test_min_acceptance_option_env_and_ini(
 ) -> None:
     draft, target = constant_pair["draft"], constant_pair["target"]
     run = run_contracts([draft], "--eagle3-min-acceptance=4.5", "-p", "no:randomly", target=target)
-    outcome, message = run.outcomes(draft)["reference.acceptance"]
-    assert outcome == "failed" and "4.00 < 4.5" in message
+    assert run.result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--eagle3-min-acceptance: '4.5' is not a mean acceptance length" in run.result.stderr.str()
     monkeypatch.setenv("EAGLE3_MIN_ACCEPTANCE", "3.9")
     assert run_contracts([draft], target=target).outcomes(draft)["reference.acceptance"][0] == "passed"
     monkeypatch.delenv("EAGLE3_MIN_ACCEPTANCE")
-    pytester.makeini("[pytest]\neagle3_min_acceptance = 5\n")
-    assert "4.00 < 5" in run_contracts([draft], target=target).outcomes(draft)["reference.acceptance"][1]
+    pytester.makeini("[pytest]\neagle3_min_acceptance = nan\n")
+    run = run_contracts([draft], target=target)
+    assert run.result.ret == pytest.ExitCode.USAGE_ERROR and "'nan'" in run.result.stderr.str()
 
 
 def test_without_target_or_weights_the_reference_skips_naming_what_is_missing(

@@ -54,8 +54,9 @@ def test_reference_acceptance_agrees_with_vllm(tmp_path: Path, draft: str) -> No
     """vLLM reads aux ids as input-of, whatever the producer: compare with our input-of reading."""
     python = _vllm_python()
     from pytest_eagle3.checkpoint import Checkpoint
-    from pytest_eagle3.reference.acceptance import DEFAULT_NEW_TOKENS, load_prompts, load_target
-    from pytest_eagle3.reference.verdict import measure_reference
+    from pytest_eagle3.reference.acceptance import load_prompts, load_target
+    from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS
+    from pytest_eagle3.reference.readings import measure_reference
 
     target_dir, draft_dir = EXAMPLES / "demo-target", EXAMPLES / draft
     prompts, _ = load_prompts(load_target(str(target_dir)), None)

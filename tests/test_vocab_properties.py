@@ -14,7 +14,7 @@ from pytest_eagle3.strategies import (
     full_vocab_maps,
     vocab_maps,
 )
-from pytest_eagle3.vocab import diagnose_vocab_map
+from pytest_eagle3.rules.vocab import diagnose_vocab_map
 
 
 @given(vocab_maps())

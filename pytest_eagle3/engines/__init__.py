@@ -1,5 +1,1 @@
-"""Engine profiles (data), load plans computed from them, and probes of the real engines."""
-
-from pytest_eagle3.engines.versions import EngineSelectionError, EngineVersion, parse_selection
-
-__all__ = ["EngineSelectionError", "EngineVersion", "parse_selection"]
+"""What each engine version does with a draft, as data (profiles with sources), and the load plan computed from it."""

@@ -9,26 +9,15 @@ before layer j, in layer order, so duplicates collapse and the order is ascendin
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from pytest_eagle3.checkpoint import Checkpoint, TargetModel
+from pytest_eagle3.engines.config_view import EngineView, lookup
+from pytest_eagle3.engines.loadplan import LoadPlan, describe_inputs
 from pytest_eagle3.engines.profiles import Profile
-from pytest_eagle3.engines.targets import CAPTURES, REFUSED, SILENT, capture_support
+from pytest_eagle3.engines.capture import CAPTURES, REFUSED, SILENT, capture_support
 from pytest_eagle3.findings import Evidence, Finding
-from pytest_eagle3.formats import INPUT_OF, MODELOPT, OUTPUT_OF
-
-if TYPE_CHECKING:
-    from pytest_eagle3.checkpoint import Checkpoint
-    from pytest_eagle3.engines.plan import LoadPlan
-    from pytest_eagle3.engines.view import EngineView
-    from pytest_eagle3.target import TargetModel
-
-CONVENTIONS = (INPUT_OF, OUTPUT_OF)
-
-
-def default_inputs(layers: int) -> tuple[int, ...]:
-    """Both engines' default: inputs of layers 2, L//2, L-3 (no +1). Source: sglang llama.py
-    set_eagle3_layers_to_capture, vllm interfaces.py get_eagle3_default_aux_hidden_state_layers."""
-    return (2, layers // 2, layers - 3)
+from pytest_eagle3.formats import CONVENTIONS, DEFAULT_AUX_RULE, INPUT_OF, MODELOPT, OUTPUT_OF, default_aux_inputs
 
 
 def transform(rule: str, ids: Sequence[int], layers: int | None) -> tuple[int, ...] | None:
@@ -71,19 +60,6 @@ def trained_inputs(ids: Sequence[int], convention: str) -> tuple[int, ...]:
     return tuple(sorted({i + shift for i in ids}))
 
 
-def describe_inputs(indices: Sequence[int] | None) -> str:
-    """Layer-input indices as the outputs they are: 'outputs of layers [1, 3, 4]'."""
-    if indices is None:
-        return "unknown"
-    parts = []
-    outputs = [j - 1 for j in indices if j > 0]
-    if 0 in indices:
-        parts.append("the embeddings")
-    if outputs:
-        parts.append(f"outputs of layers {outputs}")
-    return " and ".join(parts) or "nothing"
-
-
 def _ids(value: Any) -> tuple[int, ...] | None:
     if isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
         return tuple(value)
@@ -92,7 +68,6 @@ def _ids(value: Any) -> tuple[int, ...] | None:
 
 def read_ids(config: dict[str, Any], fields: Sequence[str]) -> tuple[str | None, tuple[int, ...] | None]:
     """The first field in ``fields`` that holds ids, as the engine's resolver reads it."""
-    from pytest_eagle3.engines.view import lookup
 
     for name in fields:
         ids = _ids(lookup(config, name))
@@ -106,7 +81,7 @@ def resolve_capture(prof: Profile, fields: Sequence[str], config: dict[str, Any]
     """(field, ids read, transform used, requested layer inputs) for one resolver."""
     name, ids = read_ids(config, fields)
     if ids is None:
-        return None, None, "default", default_inputs(layers) if layers is not None else None
+        return None, None, "default", default_aux_inputs(layers) if layers is not None else None
     rule = str(prof.value(f"aux_transform_{family}"))
     return name, ids, rule, transform(rule, ids, layers)
 
@@ -133,11 +108,11 @@ def plan_aux(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, 
         aux.other_mode_field, _, _, other = resolve_capture(prof, other_fields, view.config, family, layers)
         aux.other_mode = firing(other, layers, capture_range)[0] if other is not None else None
     if prof.value("graph_mode_default_layers") and aux.configured and layers is not None:
-        aux.graph_mode = firing(default_inputs(layers), layers, capture_range)[0]
+        aux.graph_mode = firing(default_aux_inputs(layers), layers, capture_range)[0]
     _trained(aux, ckpt, convention)
     _support_issues(plan, prof, support, arch)
     if crash:
-        plan.refuse("aux", Finding(
+        plan.refuse("aux_layers", Finding(
             "aux-index-zero",
             f"{prof.label} would capture the input of layer 0 (residual is None there): the first forward fails",
             (Evidence("aux ids", str(list(aux.configured or ())), "ids whose captured layer input is >= 1"),),
@@ -157,15 +132,15 @@ def _trained(aux: Any, ckpt: Checkpoint, convention: str | None) -> None:
         aux.trained_from = (f"{cfg.aux.field} = {list(cfg.aux.ids)}, convention unknown: "
                             "state it with --eagle3-aux-convention=input-of|output-of")
     elif aux.target_layers is not None:
-        aux.trained = default_inputs(aux.target_layers)
-        aux.trained_from = "no ids in config.json: the producer's default, inputs of layers 2, L//2, L-3"
+        aux.trained = default_aux_inputs(aux.target_layers)
+        aux.trained_from = f"no ids in config.json: the producer's default, {DEFAULT_AUX_RULE}"
 
 
 def _support_issues(plan: LoadPlan, prof: Profile, support: Any, arch: str | None) -> None:
     if support is None:
         return
     if support.support == REFUSED:
-        plan.refuse("aux", Finding(
+        plan.refuse("aux_layers", Finding(
             "target-no-capture",
             f"{prof.label} cannot capture aux hidden states from target {arch}: startup fails",
             (Evidence("target architecture", str(arch), "a target class that captures EAGLE-3 aux states"),),
@@ -173,7 +148,7 @@ def _support_issues(plan: LoadPlan, prof: Profile, support: Any, arch: str | Non
             (f"rule: {support.source}",),
         ))
     elif support.support == SILENT:
-        plan.lose("aux", Finding(
+        plan.lose("aux_layers", Finding(
             "target-silent-no-capture",
             f"{prof.label}'s {arch} never captures the configured aux layers: the draft gets one hidden state",
             (Evidence("target architecture", str(arch), "a target class that captures EAGLE-3 aux states"),),
@@ -187,7 +162,7 @@ def _compare(plan: LoadPlan, prof: Profile, ckpt: Checkpoint) -> None:
     aux = plan.aux
     cfg = ckpt.config
     if not cfg.aux.ids and cfg.aux.field is None and ckpt.format.producer == MODELOPT:
-        plan.lose("aux", Finding(
+        plan.lose("aux_layers", Finding(
             "aux-ids-missing",
             f"config.json names no aux layer ids: {prof.label} captures its defaults "
             f"({describe_inputs(aux.captured)}), not necessarily the layers this ModelOpt draft was trained on",
@@ -201,7 +176,7 @@ def _compare(plan: LoadPlan, prof: Profile, ckpt: Checkpoint) -> None:
     fed = aux.graph_mode if aux.graph_mode is not None else aux.captured
     if tuple(fed) == tuple(aux.trained):
         return
-    plan.lose("aux", Finding("aux-layers", _aux_headline(plan, prof, fed), _aux_evidence(plan), _aux_fix(plan, prof),
+    plan.lose("aux_layers", Finding("aux-layers", _aux_headline(plan, prof, fed), _aux_evidence(plan), _aux_fix(plan, prof),
                              _aux_details(plan, prof)))
 
 
@@ -210,7 +185,7 @@ def _how_read(plan: LoadPlan, prof: Profile) -> str:
     if aux.configured is None:
         fields = prof.value("aux_id_fields")
         where = " or ".join(fields) if fields else "nowhere (configured ids are ignored)"
-        return f"{prof.label} reads aux ids from {where}; none there, so it uses its defaults [2, L//2, L-3]"
+        return f"{prof.label} reads aux ids from {where}; none there, so it uses its defaults ({DEFAULT_AUX_RULE})"
     if aux.transform == "+1" or (aux.transform != "as-is" and tuple(aux.requested or ()) != aux.configured):
         return f"{prof.label} adds +1 to {list(aux.configured)} -> captures inputs of layers {list(aux.requested or ())}"
     return f"{prof.label} uses {list(aux.configured)} as-is -> captures inputs of layers {list(aux.requested or ())}"

@@ -85,12 +85,17 @@ def engine_parameters(profile: Profile, shape: DraftShape) -> set[str]:
     return params
 
 
+def never_read(name: str) -> bool:
+    """Whether a draft parameter is built but never read: ``hidden_norm`` of layers >= 1, in an engine whose
+    later layers apply input_layernorm only (vllm llama_eagle3.py LlamaDecoderLayer.forward, 0.11.2-0.32.0)."""
+    return ".hidden_norm." in name and not name.startswith(("model.layers.0.", "model.midlayer."))
+
+
 def unused_parameters(profile: Profile, shape: DraftShape) -> set[str]:
-    """Parameters the engine builds but never uses: vLLM's hidden_norm on layers >= 1
-    (llama_eagle3.py LlamaDecoderLayer.forward: layers >= 1 apply input_layernorm only)."""
+    """Parameters the engine builds but never uses (see :func:`never_read`)."""
     if profile.value("later_layer_norm") != "input_layernorm" or profile.value("first_layer") == "midlayer":
         return set()
-    return {f"model.layers.{i}.hidden_norm.weight" for i in range(1, shape.layers)}
+    return {name for name in engine_parameters(profile, shape) if never_read(name)}
 
 
 def resolve_keys(profile: Profile, names: list[str], params: set[str]) -> KeyResolution:

@@ -11,7 +11,6 @@ gives them meaning.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -411,7 +410,3 @@ def segment_starts(engine: str) -> tuple[Version, ...]:
     """The first version of every range over which all of an engine's behaviours stay constant."""
     return tuple(sorted({Version(r.since) for r in RULES if r.engine == engine}))
 
-
-def rules_of(engine: str, behaviours: Iterable[str] | None = None) -> tuple[Rule, ...]:
-    wanted = set(behaviours) if behaviours is not None else None
-    return tuple(r for r in RULES if r.engine == engine and (wanted is None or r.behaviour in wanted))

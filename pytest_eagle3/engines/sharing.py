@@ -6,18 +6,14 @@ with the target's weights is decided only when ``--eagle3-target`` holds weights
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from pytest_eagle3.checkpoint import Checkpoint, TargetModel
 from pytest_eagle3.engines.keymap import KeyResolution
+from pytest_eagle3.engines.loadplan import LoadPlan
 from pytest_eagle3.engines.profiles import Profile
-from pytest_eagle3.engines.view import EngineView
+from pytest_eagle3.engines.config_view import EngineView
 from pytest_eagle3.findings import Evidence, Finding
-from pytest_eagle3.vocab import ACCEPTANCE_NOTE
+from pytest_eagle3.rules.vocab import ACCEPTANCE_NOTE
 
-if TYPE_CHECKING:
-    from pytest_eagle3.checkpoint import Checkpoint
-    from pytest_eagle3.engines.plan import LoadPlan
-    from pytest_eagle3.target import TargetModel
 
 TARGET_EMBED = ("model.embed_tokens.weight", "model.language_model.embed_tokens.weight", "embed_tokens.weight")
 TARGET_LM_HEAD = ("lm_head.weight", "language_model.lm_head.weight")
@@ -26,11 +22,9 @@ TARGET_LM_HEAD = ("lm_head.weight", "language_model.lm_head.weight")
 def same_as_target(ckpt: Checkpoint, draft_name: str | None, target: TargetModel | None,
                    target_names: tuple[str, ...]) -> bool | None:
     """Whether the draft tensor equals the target's; None when either side is unavailable."""
-    if draft_name is None or target is None or target.weights_dir is None:
+    weights = target.weights if target is not None else None
+    if draft_name is None or weights is None:
         return None
-    from pytest_eagle3.fixtures import open_cached
-
-    weights = open_cached(str(target.weights_dir))
     name = next((n for n in target_names if n in weights.tensors), None)
     if name is None or weights.shape(name) != ckpt.shape(draft_name):
         return None if name is None else False

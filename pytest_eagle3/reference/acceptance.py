@@ -25,10 +25,9 @@ from typing import Any
 import torch
 
 from pytest_eagle3.formats import INPUT_OF, OUTPUT_OF
+from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
 from pytest_eagle3.reference.draft import ReferenceDraft
 
-DEFAULT_STEPS = 3
-DEFAULT_NEW_TOKENS = 64
 #: Built-in prompts for a target with a tokenizer: short, varied, open-ended.
 BUILTIN_TEXTS = (
     "The history of the printing press begins",
@@ -48,10 +47,6 @@ CONVENTION_OFFSETS = {INPUT_OF: 0, OUTPUT_OF: 1}
 TRIED_OFFSETS = (-1, 0, 1, 2)
 #: Engines' aux ids when a config gives none (input-of). Source: vLLM and SGLang defaults
 #: (2, N//2, N-3), reference/producers.md §5.3.
-def default_aux_ids(layers: int) -> tuple[int, ...]:
-    return (2, layers // 2, layers - 3)
-
-
 class ReferenceInputError(Exception):
     """The target or the prompts cannot be used; the message says why."""
 

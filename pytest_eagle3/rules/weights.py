@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from pytest_eagle3.findings import Evidence, Finding, short
 from pytest_eagle3.formats import SPECULATORS
-from pytest_eagle3.tensorfiles import CheckpointReadError
+from pytest_eagle3.checkpoint import Checkpoint, CheckpointReadError
+from pytest_eagle3.checkpoint.draft import DEFAULT_CHUNK_BYTES
 
-if TYPE_CHECKING:
-    from pytest_eagle3.checkpoint import Checkpoint
 
 #: speculators fills these with NaN until ``load_verifier_weights()`` runs.
 #: Source: speculators 0.9.0 speculators/model.py DraftVocabMixin._init_vocab.
@@ -74,7 +72,7 @@ def scan_tensor(ckpt: Checkpoint, name: str, chunk_bytes: int) -> TensorHealth:
     return TensorHealth(name, numel, nan, inf, lo, hi)
 
 
-def scan_weights(ckpt: Checkpoint, chunk_bytes: int) -> list[TensorHealth]:
+def scan_weights(ckpt: Checkpoint, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> list[TensorHealth]:
     """Scan every floating-point tensor of the checkpoint."""
     return [scan_tensor(ckpt, name, chunk_bytes) for name, e in sorted(ckpt.tensors.items()) if e.is_float]
 

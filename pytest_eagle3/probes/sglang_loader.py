@@ -1,6 +1,6 @@
 """Run SGLang's own EAGLE-3 loading code on a draft, on CPU, and write what really happened.
 
-    python probe_sglang.py --draft DIR --target DIR --out FILE.json
+    python sglang_loader.py --draft DIR --target DIR --out FILE.json
 
 Run it with an interpreter where SGLang is installed (a CPU install: torch +cpu and ``sglang
 --no-deps``); it is never imported into the plugin's process. Steps, each SGLang's own code:
@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from pytest_eagle3.engines import probe_common as common
+    from pytest_eagle3.probes import harness as common
 except ImportError:  # run by path in an engine interpreter without this package
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import probe_common as common  # type: ignore[import-not-found,no-redef]
+    import harness as common  # type: ignore[import-not-found,no-redef]
 
 ENGINE = "sglang"
 PLACEHOLDER_ROOTS = ("torchvision", "vllm")

@@ -14,7 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_eagle3.tensorfiles import (
+from pytest_eagle3.checkpoint.tensorfiles import (
     CheckpointReadError,
     FileIndex,
     TensorEntry,
@@ -23,11 +23,11 @@ from pytest_eagle3.tensorfiles import (
     iter_safetensors_chunks,
     read_safetensors_tensor,
 )
+from pytest_eagle3.formats import DetectedFormat, DraftConfig, detect_format, normalise_config
 
 if TYPE_CHECKING:
     import torch
 
-    from pytest_eagle3.formats import DetectedFormat, DraftConfig
 
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 BIN_INDEX = "pytorch_model.bin.index.json"
@@ -207,15 +207,11 @@ class Checkpoint:
     # -- interpretation ---------------------------------------------------------------------
     @cached_property
     def format(self) -> DetectedFormat:
-        from pytest_eagle3.formats import detect_format
-
         return detect_format(self.config_raw or {}, set(self.tensors), self.files)
 
     @cached_property
     def config(self) -> DraftConfig:
-        from pytest_eagle3.formats import normalise_config
-
-        return normalise_config(self.config_raw or {}, self.format, self)
+        return normalise_config(self.config_raw or {}, self.format, self.tensors)
 
 
 def _is_draft_file(path: Path) -> bool:

@@ -13,23 +13,14 @@ from typing import Any
 
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.engines.versions import SGLANG
+from pytest_eagle3.formats import eagle_config, is_speculators
 
-SPECULATORS_MARKERS = ("speculators_model_type", "speculators_config")
-
-
-def is_speculators(config: Mapping[str, Any]) -> bool:
-    return any(key in config for key in SPECULATORS_MARKERS)
-
-
-def _eagle_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
-    value = config.get("eagle_config")
-    return value if isinstance(value, dict) else {}
 
 
 def lookup(config: Mapping[str, Any], field: str) -> Any:
     """A dotted field (``eagle_config.x``) or a top-level one; None when absent."""
     if field.startswith("eagle_config."):
-        return _eagle_config(config).get(field.removeprefix("eagle_config."))
+        return eagle_config(config).get(field.removeprefix("eagle_config."))
     return config.get(field)
 
 

@@ -25,7 +25,7 @@ def render_matrix() -> str:
     from pytest_eagle3.engines.plan import load_plan
     from pytest_eagle3.engines.profiles import segment_starts
     from pytest_eagle3.synth import PRODUCERS, SynthSpec, write_checkpoint, write_target
-    from pytest_eagle3.target import TargetModel
+    from pytest_eagle3.checkpoint.target import TargetModel
 
     lines = [HEADER, ""]
     with tempfile.TemporaryDirectory() as tmp:

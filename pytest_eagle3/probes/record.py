@@ -1,7 +1,7 @@
-"""Probe every case in real engine interpreters and record the outcomes (``probe_results.json``).
+"""Probe every case in real engine interpreters and record the outcomes (``probes/results.json``).
 
-    python -m pytest_eagle3.engines.probe_matrix --python /venv-vllm/bin/python --python /venv-sglang/bin/python \\
-        --out pytest_eagle3/engines/probe_results.json
+    python -m pytest_eagle3.probes.record --python /venv-vllm/bin/python --python /venv-sglang/bin/python \\
+        --out pytest_eagle3/probes/results.json
 
 Results are merged into ``--out`` per (engine, version), so envs can be added one at a time. Each
 case gets a verdict, ``loads``, ``loads with loss`` or ``refused``; the raw facts it came from are
@@ -22,14 +22,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pytest_eagle3.engines.probe_cases import CASES_BY_NAME, write_all
-from pytest_eagle3.engines.probes import ENGINES, engine_version, run_probes
+from pytest_eagle3.probes.cases import CASES_BY_NAME, write_all
+from pytest_eagle3.engines.keymap import never_read
+from pytest_eagle3.engines.versions import VLLM
+from pytest_eagle3.probes.run import ENGINES, engine_version, run_probes
 
 SCHEMA = "pytest-eagle3/probe-results/1"
-DEFAULT_OUT = Path(__file__).with_name("probe_results.json")
-#: Parameters a draft keeps that its forward never reads: vLLM builds hidden_norm in every layer,
-#: but layers >= 1 use input_layernorm (llama_eagle3.py LlamaDecoderLayer.forward, 0.11.2-0.32.0).
-UNUSED = {"vllm": ("model.layers.1.hidden_norm.weight", "model.layers.2.hidden_norm.weight")}
+DEFAULT_OUT = Path(__file__).with_name("results.json")
 HARMLESS_DROPS = ("t2d",)
 
 
@@ -39,7 +38,7 @@ def verdict(engine: str, result: dict[str, Any], reduced_vocab: bool) -> str:
     replaced = {"model.embed_tokens.weight": result["embed_tokens"], "lm_head.weight": result["lm_head"]}
     kept_uninitialised = [
         n for n in result["uninitialised"]
-        if replaced.get(n) != "target" and n not in UNUSED.get(engine, ()) and n != "draft_id_to_target_id"
+        if replaced.get(n) != "target" and not (engine == VLLM and never_read(n)) and n != "draft_id_to_target_id"
     ]
     harmless = HARMLESS_DROPS + (("fc.weight",) if result["fc_applied"] is False else ())
     dropped = [n for n in result["dropped"] if n not in harmless]

@@ -12,6 +12,7 @@ from typing import Any
 
 from packaging.version import Version
 
+from pytest_eagle3.engines.keymap import never_read
 from pytest_eagle3.engines.plan import REFUSED, LoadPlan
 from pytest_eagle3.engines.versions import VLLM
 
@@ -31,10 +32,6 @@ def map_summary(mapping: list[int] | tuple[int, ...] | str | None) -> str | None
     return f"{len(mapping)} ids, first {list(mapping[:4])}"
 
 
-def _unused(name: str) -> bool:
-    return ".hidden_norm." in name and not name.startswith(("model.layers.0.", "model.midlayer."))
-
-
 def differences(plan: LoadPlan, probe: dict[str, Any]) -> list[str]:
     """Every disagreement between the plan and the probe, as readable lines (empty: they agree)."""
     rule = f"{plan.engine.label}"
@@ -49,7 +46,7 @@ def differences(plan: LoadPlan, probe: dict[str, Any]) -> list[str]:
         return out
     out += _set_diff(rule, "dropped", set(plan.dropped), {n for n in probe["dropped"] if n != "t2d"})
     mine = {n for n in plan.uninitialised if n not in SHARED}
-    theirs = {n for n in probe["uninitialised"] if n not in SHARED and not (plan.engine.engine == VLLM and _unused(n))}
+    theirs = {n for n in probe["uninitialised"] if n not in SHARED and not (plan.engine.engine == VLLM and never_read(n))}
     out += _set_diff(rule, "uninitialised", mine, theirs)
     primary, other = plan.aux.captured, plan.aux.other_mode
     if plan.engine.engine == VLLM and plan.engine.version >= V2_DEFAULT:

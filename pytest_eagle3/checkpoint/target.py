@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
+
+from pytest_eagle3.checkpoint.draft import Checkpoint
 
 #: Multimodal configs nest the language model's fields. Source: transformers configs of
 #: Qwen2.5-VL / Llama-4 / Gemma-3 (``text_config``) and Kimi-VL (``text_config``).
@@ -73,3 +76,8 @@ class TargetModel:
             return None
         has_weights = any(root.glob("*.safetensors")) or any(root.glob("pytorch_model*.bin"))
         return root if has_weights else None
+
+    @cached_property
+    def weights(self) -> Checkpoint | None:
+        """The target's tensors, indexed once from their headers; None when only a config was given."""
+        return Checkpoint.open(self.weights_dir) if self.weights_dir is not None else None

@@ -1,0 +1,147 @@
+"""The load plan: what one engine version will do with one checkpoint (computed in ``plan``).
+
+Each :class:`Issue` is a finding filed under the plan area that judges it (the engine contract
+``engine.<area>``), marked ``refused`` (the engine will not start) or ``loss`` (it starts and
+acceptance suffers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from collections.abc import Sequence
+from typing import Any
+
+from pytest_eagle3.engines.capture import CaptureSupport
+from pytest_eagle3.engines.versions import EngineVersion
+from pytest_eagle3.findings import Finding
+def describe_inputs(indices: Sequence[int] | None) -> str:
+    """Layer-input indices as the outputs they are: 'outputs of layers [1, 3, 4]'."""
+    if indices is None:
+        return "unknown"
+    parts = []
+    outputs = [j - 1 for j in indices if j > 0]
+    if 0 in indices:
+        parts.append("the embeddings")
+    if outputs:
+        parts.append(f"outputs of layers {outputs}")
+    return " and ".join(parts) or "nothing"
+
+
+REFUSED = "refused"
+LOSS = "loss"
+LOADS = "loads"
+LOADS_WITH_LOSS = "loads with loss"
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One thing the engine will do wrong, under the contract area that reports it."""
+
+    area: str
+    kind: str
+    finding: Finding
+
+
+@dataclass
+class AuxPlan:
+    """Aux hidden states: what the target captures versus what the draft was trained on."""
+
+    field: str | None = None
+    configured: tuple[int, ...] | None = None
+    transform: str = "default"
+    requested: tuple[int, ...] | None = None
+    captured: tuple[int, ...] | None = None
+    never_fire: tuple[int, ...] = ()
+    trained: tuple[int, ...] | None = None
+    trained_from: str = ""
+    other_mode: tuple[int, ...] | None = None
+    other_mode_field: str | None = None
+    graph_mode: tuple[int, ...] | None = None
+    target_layers: int | None = None
+    support: CaptureSupport | None = None
+    explanation: str = ""
+
+
+@dataclass
+class FcPlan:
+    """The concatenation that reaches fc, and what fc does with it."""
+
+    expects_states: int | None = None
+    expects_width: int | None = None
+    checkpoint_width: int | None = None
+    states_sent: int | None = None
+    width_sent: int | None = None
+    action: str = "unknown"
+
+
+@dataclass
+class LoadPlan:
+    """What one engine version will do with one checkpoint."""
+
+    engine: EngineVersion
+    draft_class: str | None
+    parameters: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    dropped: dict[str, str] = field(default_factory=dict)
+    uninitialised: tuple[str, ...] = ()
+    draft_to_target: tuple[int, ...] | None = None
+    map_reading: str = ""
+    aux: AuxPlan = field(default_factory=AuxPlan)
+    fc: FcPlan = field(default_factory=FcPlan)
+    norms: dict[str, bool] = field(default_factory=dict)
+    embed_tokens: str = "unknown"
+    lm_head: str = "unknown"
+    draft_layers: int | None = None
+    issues: list[Issue] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def outcome(self) -> str:
+        kinds = {i.kind for i in self.issues}
+        return REFUSED if REFUSED in kinds else LOADS_WITH_LOSS if LOSS in kinds else LOADS
+
+    def issues_for(self, area: str) -> list[Finding]:
+        return [i.finding for i in self.issues if i.area == area]
+
+    def refuse(self, area: str, finding: Finding) -> None:
+        self.issues.append(Issue(area, REFUSED, finding))
+
+    def lose(self, area: str, finding: Finding) -> None:
+        self.issues.append(Issue(area, LOSS, finding))
+
+    def describe(self) -> list[str]:
+        """The plan in a few lines, for failure messages."""
+        lines = [f"load plan, {self.engine.label} ({self.draft_class or 'no draft class'}): {self.outcome}"]
+        loaded = sum(len(v) for v in self.parameters.values())
+        lines.append(f"  tensors -> parameters: {loaded} loaded into {len(self.parameters)} parameters; "
+                     f"dropped {len(self.dropped)}; uninitialised {len(self.uninitialised)}")
+        if self.aux.captured is not None or self.aux.requested is not None:
+            lines.append(f"  target feeds: {describe_inputs(self.aux.captured)}; "
+                         f"draft trained on: {describe_inputs(self.aux.trained)}")
+        if self.fc.action != "unknown":
+            lines.append(f"  fc: {self.fc.action} (width sent {self.fc.width_sent}, fc expects {self.fc.expects_width})")
+        if self.norms:
+            lines.append("  norms applied: " + ", ".join(f"{k}={v}" for k, v in self.norms.items()))
+        lines.append(f"  embed_tokens: {self.embed_tokens}; lm_head: {self.lm_head}; map: {self.map_reading}")
+        return lines
+
+    def as_probe_dict(self) -> dict[str, Any]:
+        """The plan in the probes' JSON shape (``pytest-eagle3/probe/1``), for comparison."""
+        return {
+            "engine": self.engine.engine,
+            "version": str(self.engine.version),
+            "draft_class": self.draft_class,
+            "outcome": "refused" if self.outcome == REFUSED else "loaded",
+            "parameters": {k: {"sources": list(v)} for k, v in self.parameters.items()},
+            "uninitialised": list(self.uninitialised),
+            "dropped": sorted(self.dropped),
+            "draft_to_target": list(self.draft_to_target) if self.draft_to_target is not None else None,
+            "aux_layer_ids": list(self.aux.requested) if self.aux.requested is not None else None,
+            "captured_inputs_of": list(self.aux.captured) if self.aux.captured is not None else None,
+            "aux_layer_ids_other_mode": list(self.aux.other_mode) if self.aux.other_mode is not None else None,
+            "fc_input_width": self.fc.width_sent,
+            "fc_applied": {"fc": True, "bypassed": False}.get(self.fc.action),
+            "norms": dict(self.norms),
+            "embed_tokens": self.embed_tokens if self.embed_tokens in ("draft", "target") else None,
+            "lm_head": self.lm_head if self.lm_head in ("draft", "target") else None,
+            "draft_layers": self.draft_layers,
+        }
