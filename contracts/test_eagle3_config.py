@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint
+from pytest_eagle3.checkpoint.target import TargetModel
 from pytest_eagle3.contract import (
     RecordProperty,
     passed,
@@ -20,7 +21,6 @@ from pytest_eagle3.rules.shapes import (
     shape_findings,
     target_findings,
 )
-from pytest_eagle3.checkpoint.target import TargetModel
 
 
 class TestEagle3Checkpoint:

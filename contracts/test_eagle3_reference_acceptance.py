@@ -9,10 +9,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_eagle3.checkpoint import Checkpoint
+from pytest_eagle3.checkpoint import Checkpoint, TargetModel
 from pytest_eagle3.contract import RecordProperty, passed, require_config, require_tensors
 from pytest_eagle3.findings import Evidence, Finding, check
-from pytest_eagle3.checkpoint import TargetModel
 from pytest_eagle3.fixtures import run_state
 from pytest_eagle3.options import settings
 from pytest_eagle3.report import REFERENCE_PROPERTY
@@ -33,7 +32,11 @@ def eagle3_reference(
     pytest.importorskip("transformers", reason="reference acceptance needs transformers "
                         "(pip install 'pytest-eagle3[target]')")
     from pytest_eagle3.reference.acceptance import ReferenceInputError
-    from pytest_eagle3.reference.readings import ReferenceCache, ReferenceUnavailable, measure_reference
+    from pytest_eagle3.reference.readings import (
+        ReferenceCache,
+        ReferenceUnavailable,
+        measure_reference,
+    )
 
     options = settings(request.config)
     state = run_state(request.config)

@@ -9,7 +9,12 @@ import pytest
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.contract import RecordProperty, passed, require_tensors
 from pytest_eagle3.findings import check
-from pytest_eagle3.rules.weights import TensorHealth, diagnose_finite, diagnose_initialised, scan_weights
+from pytest_eagle3.rules.weights import (
+    TensorHealth,
+    diagnose_finite,
+    diagnose_initialised,
+    scan_weights,
+)
 
 
 @pytest.fixture(scope="session")

@@ -35,8 +35,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "matrix":
         from pathlib import Path
 
-        from pytest_eagle3.probes.support_matrix import PROBES_END, PROBES_START, render_matrix, splice
         from pytest_eagle3.probes.record import probes_markdown
+        from pytest_eagle3.probes.support_matrix import (
+            PROBES_END,
+            PROBES_START,
+            render_matrix,
+            splice,
+        )
 
         table = render_matrix()
         if args.readme:

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-
 SPECULATORS = "speculators"
 SPECFORGE = "specforge"
 EAGLE = "eagle"

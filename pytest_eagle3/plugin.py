@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from pytest_eagle3.contract import CONTRACT_MARKER
+from pytest_eagle3.findings import ContractViolation
 from pytest_eagle3.fixtures import (
     checkpoint_ids,
     eagle3_checkpoint,
@@ -20,7 +22,6 @@ from pytest_eagle3.fixtures import (
     eagle3_load_plan,
     eagle3_target,
 )
-from pytest_eagle3.findings import ContractViolation
 from pytest_eagle3.options import (
     OPTIONS,
     SETTINGS_KEY,
@@ -30,7 +31,6 @@ from pytest_eagle3.options import (
     parse_settings,
     settings,
 )
-from pytest_eagle3.contract import CONTRACT_MARKER
 from pytest_eagle3.report import (
     ANY_ENGINE,
     MESSAGE_PROPERTY,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ from pytest_eagle3.formats import (
     SPECULATORS,
     default_aux_inputs,
 )
+from pytest_eagle3.rules.vocab import build_maps
 
 if TYPE_CHECKING:
     import torch
@@ -39,46 +41,14 @@ class Fault:
     contract: str
     diagnosis: str
     producers: tuple[str, ...] = PRODUCERS
+    tensors: Callable[[Draft], None] | None = None
+    file: Callable[[Path], None] | None = None
+    #: The tensor the fault changes; a layout without it is left as it is (the map of a full-vocab draft).
+    needs: str | None = None
 
 
 _WITH_T2D = (SPECULATORS, SPECFORGE, SPECFORGE_HF, EAGLE, ANGELSLIM)
 _SAFETENSORS = (SPECULATORS, SPECFORGE, SPECFORGE_HF, MODELOPT, ANGELSLIM)
-FAULTS: dict[str, Fault] = {
-    "d2t-absolute": Fault("d2t stores absolute target ids (verl-SpeCo#67)", "vocab.map", "absolute-ids"),
-    "d2t-all-zero": Fault("d2t all zero with a reduced vocab (NeMo Automodel#2447)", "vocab.map", "all-zero"),
-    "d2t-t2d-mismatch": Fault("d2t and t2d from different selections (data-prep bug)", "vocab.map",
-                              "t2d-mismatch", _WITH_T2D),
-    "t2d-defaults": Fault("SpecForge default buffers saved: t2d all True, d2t zeros", "vocab.map",
-                          "defaults-never-replaced", _WITH_T2D),
-    "d2t-out-of-range": Fault("d2t maps past the target vocab", "vocab.map", "out-of-range"),
-    "d2t-duplicates": Fault("two draft tokens map to one target token", "vocab.map", "duplicate-targets",
-                            (MODELOPT,)),
-    "d2t-missing": Fault("reduced vocab with no d2t in the checkpoint", "vocab.map", "missing-map"),
-    "d2t-int32": Fault("d2t saved as int32", "vocab.map", "d2t-dtype"),
-    "d2t-wrong-length": Fault("d2t cached for another draft vocab size (SpecForge#602)", "vocab.map", "d2t-length"),
-    "t2d-wrong-count": Fault("t2d marks more ids than the draft vocab", "vocab.map", "t2d-count", _WITH_T2D),
-    "nan-lm-head": Fault("speculators' NaN lm_head/embed saved before load_verifier_weights()", "weights.finite",
-                         "speculators-nan-init", (SPECULATORS,)),
-    "inf-weight": Fault("an fp16 overflow left Inf in fc", "weights.finite", "non-finite"),
-    "zero-weight": Fault("an all-zero o_proj (never loaded)", "weights.initialised", "all-zero-weights"),
-    "constant-weight": Fault("an uninitialised constant mlp.down_proj", "weights.initialised", "constant-weights"),
-    "fc-width": Fault("fc sized for 4 aux states, config says 3", "config.shapes", "shape-mismatch"),
-    "qkv-width": Fault("first-layer q_proj takes H, not 2H", "config.shapes", "shape-mismatch"),
-    "missing-norm": Fault("hidden_norm not exported", "config.shapes", "missing-tensors"),
-    "missing-lm-head": Fault("no lm_head with a reduced vocab", "config.shapes", "missing-lm-head"),
-    "leftover-prefix": Fault("draft_model. prefix left on every key", "config.shapes", "leftover-prefix"),
-    "layer-count": Fault("config says 2 draft layers, checkpoint holds 1", "config.shapes", "layer-count"),
-    "config-missing-hidden": Fault("config.json without hidden_size", "config.parseable", "config-missing-field"),
-    "unknown-format": Fault("architectures and keys of no known producer", "format.detected", "format-unknown", _SAFETENSORS),
-    "truncated": Fault("weight file cut short", "checkpoint.readable", "unreadable"),
-    "header-length-lie": Fault("safetensors length prefix larger than the file", "checkpoint.readable", "unreadable", _SAFETENSORS),
-    "header-offsets-lie": Fault("a tensor's data_offsets run past the file", "checkpoint.readable", "unreadable", _SAFETENSORS),
-    "shard-outside": Fault("shard index points outside the checkpoint directory", "checkpoint.readable", "unreadable", _SAFETENSORS),
-    "pickle-code": Fault("pytorch_model.bin whose pickle runs code", "checkpoint.readable", "unreadable", (EAGLE,)),
-    "config-not-json": Fault("config.json is not JSON", "config.parseable", "config-unreadable"),
-    "config-not-object": Fault("config.json is a JSON list", "config.parseable", "config-unreadable"),
-    "empty-dir": Fault("an empty directory", "checkpoint.readable", "unreadable"),
-}
 
 
 @dataclass(frozen=True)
@@ -130,9 +100,9 @@ def write_checkpoint(spec: SynthSpec, out: str | Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     if "empty-dir" in spec.faults:
         return out
-    tensors = draft_tensors(spec)
-    config = draft_config(spec)
-    _apply_tensor_faults(spec, tensors, config)
+    draft = Draft(spec, draft_tensors(spec), draft_config(spec))
+    _apply_tensor_faults(draft)
+    tensors, config = draft.tensors, draft.config
     _write_config(spec, config, out)
     if spec.producer == EAGLE:
         _write_bin(spec, tensors, out)
@@ -199,8 +169,6 @@ def selected_target_ids(spec: SynthSpec) -> torch.Tensor:
 def vocab_maps(spec: SynthSpec) -> tuple[torch.Tensor, torch.Tensor]:
     """The producer's correct (d2t, t2d); ModelOpt orders draft ids by frequency rank, not by id."""
     import torch
-
-    from pytest_eagle3.rules.vocab import build_maps
 
     d2t, t2d = build_maps(selected_target_ids(spec), spec.vocab_size)
     if spec.producer == MODELOPT:
@@ -348,86 +316,238 @@ def target_embedding(spec: SynthSpec) -> torch.Tensor:
     return _matrix(_generator(spec.seed + 100), spec.vocab_size, spec.hidden_size, torch.float32)
 
 
-# -- faults --------------------------------------------------------------------------------
-def _apply_tensor_faults(spec: SynthSpec, tensors: dict[str, torch.Tensor], config: dict[str, Any]) -> None:
+# -- faults: each a function of the draft's tensors and config ------------------------------
+@dataclass
+class Draft:
+    """A draft being written: its spec, tensors and config, which tensor faults change in place."""
+
+    spec: SynthSpec
+    tensors: dict[str, torch.Tensor]
+    config: dict[str, Any]
+
+    @property
+    def first(self) -> str:
+        return "midlayer." if any(k.startswith("midlayer.") for k in self.tensors) else "layers.0."
+
+    @property
+    def layer_fields(self) -> dict[str, Any]:
+        fields: dict[str, Any] = self.config.get("transformer_layer_config", self.config)
+        return fields
+
+    def targets(self) -> torch.Tensor:
+        import torch
+
+        return torch.arange(self.spec.draft_vocab_size) + self.tensors["d2t"]
+
+
+def _d2t_absolute(d: Draft) -> None:
     import torch
 
-    faults = spec.faults
-    dv, v = spec.draft_vocab_size, spec.vocab_size
-    first = "midlayer." if any(k.startswith("midlayer.") for k in tensors) else "layers.0."
-    if "d2t" in tensors:
-        d2t = tensors["d2t"]
-        arange = torch.arange(dv)
-        targets = arange + d2t
-        if "d2t-absolute" in faults:
-            tensors["d2t"] = torch.sort(targets).values if spec.producer != MODELOPT else targets
-        if "d2t-all-zero" in faults:
-            tensors["d2t"] = torch.zeros_like(d2t)
-        if "d2t-t2d-mismatch" in faults:
-            other = torch.sort(torch.randperm(v, generator=_generator(spec.seed + 7))[:dv]).values
-            tensors["d2t"] = other - arange
-        if "t2d-defaults" in faults:
-            tensors["d2t"] = torch.zeros_like(d2t)
-            tensors["t2d"] = torch.ones(v, dtype=torch.bool)
-        if "d2t-out-of-range" in faults:
-            bad = d2t.clone()
-            bad[-1] = v  # target = dv - 1 + v >= v
-            tensors["d2t"] = bad
-        if "d2t-duplicates" in faults:
-            dup = d2t.clone()
-            dup[1] = targets[0] - 1
-            tensors["d2t"] = dup
-        if "d2t-missing" in faults:
-            tensors.pop("d2t")
-            tensors.pop("t2d", None)
-        if "d2t-int32" in faults:
-            tensors["d2t"] = d2t.to(torch.int32)
-        if "d2t-wrong-length" in faults:
-            tensors["d2t"] = d2t[: dv // 2].clone()
-        if "t2d-wrong-count" in faults and "t2d" in tensors:
-            t2d = tensors["t2d"].clone()
-            first_false = int(torch.nonzero(~t2d)[0])
-            t2d[first_false] = True
-            tensors["t2d"] = t2d
-    if "nan-lm-head" in faults:
-        for name in ("lm_head.weight", "embed_tokens.weight"):
-            if name in tensors:
-                tensors[name] = torch.full_like(tensors[name], float("nan"))
-    if "inf-weight" in faults:
-        fc = tensors["fc.weight"].clone()
-        fc[0, 0] = float("inf")
-        tensors["fc.weight"] = fc
-    if "zero-weight" in faults:
-        tensors[first + "self_attn.o_proj.weight"] = torch.zeros_like(tensors[first + "self_attn.o_proj.weight"])
-    if "constant-weight" in faults:
-        name = first + "mlp.down_proj.weight"
-        tensors[name] = torch.full_like(tensors[name], 0.5)
-    if "fc-width" in faults:
-        tensors["fc.weight"] = _matrix(_generator(3), spec.hidden_size, 4 * spec.hidden_size, tensors["fc.weight"].dtype)
-    if "qkv-width" in faults:
-        name = first + "self_attn.q_proj.weight"
-        tensors[name] = tensors[name][:, : spec.hidden_size].clone()
-    if "missing-norm" in faults:
-        tensors.pop(first + "hidden_norm.weight")
-    if "missing-lm-head" in faults:
-        tensors.pop("lm_head.weight")
-    if "leftover-prefix" in faults:
-        for name in list(tensors):
-            tensors["draft_model." + name] = tensors.pop(name)
-    layer_fields = config.get("transformer_layer_config", config)
-    if "layer-count" in faults:
-        layer_fields["num_hidden_layers"] = spec.draft_layers + 1
-    if "config-missing-hidden" in faults:
-        layer_fields.pop("hidden_size")
-    if "unknown-format" in faults:
-        for key in ("architectures", "speculators_model_type", "speculators_config", "transformer_layer_config",
-                    "eagle_config", "target_model_type", "draft_vocab_size"):
-            config.pop(key, None)
-        config.update(_llama_fields(spec) | {"architectures": ["MysteryDraft"], "draft_vocab_size": dv})
-        for name in list(tensors):
-            if name.startswith(("midlayer.", "layers.0.")):
-                tensors["blocks.0." + name.split(".", 1)[1].removeprefix("0.")] = tensors.pop(name)
-        tensors.pop("t2d", None)
+    d.tensors["d2t"] = torch.sort(d.targets()).values if d.spec.producer != MODELOPT else d.targets()
+
+
+def _d2t_all_zero(d: Draft) -> None:
+    import torch
+
+    d.tensors["d2t"] = torch.zeros_like(d.tensors["d2t"])
+
+
+def _d2t_t2d_mismatch(d: Draft) -> None:
+    import torch
+
+    dv = d.spec.draft_vocab_size
+    other = torch.sort(torch.randperm(d.spec.vocab_size, generator=_generator(d.spec.seed + 7))[:dv]).values
+    d.tensors["d2t"] = other - torch.arange(dv)
+
+
+def _t2d_defaults(d: Draft) -> None:
+    import torch
+
+    d.tensors["d2t"] = torch.zeros_like(d.tensors["d2t"])
+    d.tensors["t2d"] = torch.ones(d.spec.vocab_size, dtype=torch.bool)
+
+
+def _d2t_out_of_range(d: Draft) -> None:
+    bad = d.tensors["d2t"].clone()
+    bad[-1] = d.spec.vocab_size  # target = dv - 1 + v >= v
+    d.tensors["d2t"] = bad
+
+
+def _d2t_duplicates(d: Draft) -> None:
+    dup = d.tensors["d2t"].clone()
+    dup[1] = d.targets()[0] - 1
+    d.tensors["d2t"] = dup
+
+
+def _d2t_missing(d: Draft) -> None:
+    d.tensors.pop("d2t")
+    d.tensors.pop("t2d", None)
+
+
+def _d2t_int32(d: Draft) -> None:
+    import torch
+
+    d.tensors["d2t"] = d.tensors["d2t"].to(torch.int32)
+
+
+def _d2t_wrong_length(d: Draft) -> None:
+    d.tensors["d2t"] = d.tensors["d2t"][: d.spec.draft_vocab_size // 2].clone()
+
+
+def _t2d_wrong_count(d: Draft) -> None:
+    import torch
+
+    t2d = d.tensors["t2d"].clone()
+    t2d[int(torch.nonzero(~t2d)[0])] = True
+    d.tensors["t2d"] = t2d
+
+
+def _nan_lm_head(d: Draft) -> None:
+    import torch
+
+    for name in ("lm_head.weight", "embed_tokens.weight"):
+        if name in d.tensors:
+            d.tensors[name] = torch.full_like(d.tensors[name], float("nan"))
+
+
+def _inf_weight(d: Draft) -> None:
+    fc = d.tensors["fc.weight"].clone()
+    fc[0, 0] = float("inf")
+    d.tensors["fc.weight"] = fc
+
+
+def _zero_weight(d: Draft) -> None:
+    import torch
+
+    name = d.first + "self_attn.o_proj.weight"
+    d.tensors[name] = torch.zeros_like(d.tensors[name])
+
+
+def _constant_weight(d: Draft) -> None:
+    import torch
+
+    name = d.first + "mlp.down_proj.weight"
+    d.tensors[name] = torch.full_like(d.tensors[name], 0.5)
+
+
+def _fc_width(d: Draft) -> None:
+    hidden = d.spec.hidden_size
+    d.tensors["fc.weight"] = _matrix(_generator(3), hidden, 4 * hidden, d.tensors["fc.weight"].dtype)
+
+
+def _qkv_width(d: Draft) -> None:
+    name = d.first + "self_attn.q_proj.weight"
+    d.tensors[name] = d.tensors[name][:, : d.spec.hidden_size].clone()
+
+
+def _missing_norm(d: Draft) -> None:
+    d.tensors.pop(d.first + "hidden_norm.weight")
+
+
+def _missing_lm_head(d: Draft) -> None:
+    d.tensors.pop("lm_head.weight")
+
+
+def _leftover_prefix(d: Draft) -> None:
+    for name in list(d.tensors):
+        d.tensors["draft_model." + name] = d.tensors.pop(name)
+
+
+def _layer_count(d: Draft) -> None:
+    d.layer_fields["num_hidden_layers"] = d.spec.draft_layers + 1
+
+
+def _config_missing_hidden(d: Draft) -> None:
+    d.layer_fields.pop("hidden_size")
+
+
+def _unknown_format(d: Draft) -> None:
+    for key in ("architectures", "speculators_model_type", "speculators_config", "transformer_layer_config",
+                "eagle_config", "target_model_type", "draft_vocab_size"):
+        d.config.pop(key, None)
+    d.config.update(_llama_fields(d.spec) | {"architectures": ["MysteryDraft"],
+                                              "draft_vocab_size": d.spec.draft_vocab_size})
+    for name in list(d.tensors):
+        if name.startswith(("midlayer.", "layers.0.")):
+            d.tensors["blocks.0." + name.split(".", 1)[1].removeprefix("0.")] = d.tensors.pop(name)
+    d.tensors.pop("t2d", None)
+
+
+def _truncated(path: Path) -> None:
+    data = path.read_bytes()
+    cut = len(data) // 2 if path.suffix == ".bin" else len(data) - max(16, len(data) // 5)
+    path.write_bytes(data[:cut])
+
+
+def _header_length_lie(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(struct.pack("<Q", len(data) * 4) + data[8:])
+
+
+def _header_offsets_lie(path: Path) -> None:
+    data = path.read_bytes()
+    (length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8 : 8 + length])
+    name = next(n for n in sorted(header) if n != "__metadata__")
+    begin, end = header[name]["data_offsets"]
+    header[name]["data_offsets"] = [begin + len(data), end + len(data)]
+    raw = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + data[8 + length :])
+
+
+#: Every fault: what it imitates, the contract and diagnosis that must catch it, and what it does (to the
+#: tensors and config before writing, or to a written file). The rest shape how the writer writes.
+FAULTS: dict[str, Fault] = {
+    "d2t-absolute": Fault("d2t stores absolute target ids (verl-SpeCo#67)", "vocab.map", "absolute-ids", tensors=_d2t_absolute, needs="d2t"),
+    "d2t-all-zero": Fault("d2t all zero with a reduced vocab (NeMo Automodel#2447)", "vocab.map", "all-zero", tensors=_d2t_all_zero, needs="d2t"),
+    "d2t-t2d-mismatch": Fault("d2t and t2d from different selections (data-prep bug)", "vocab.map",
+                              "t2d-mismatch", _WITH_T2D, tensors=_d2t_t2d_mismatch, needs="d2t"),
+    "t2d-defaults": Fault("SpecForge default buffers saved: t2d all True, d2t zeros", "vocab.map",
+                          "defaults-never-replaced", _WITH_T2D, tensors=_t2d_defaults, needs="d2t"),
+    "d2t-out-of-range": Fault("d2t maps past the target vocab", "vocab.map", "out-of-range", tensors=_d2t_out_of_range, needs="d2t"),
+    "d2t-duplicates": Fault("two draft tokens map to one target token", "vocab.map", "duplicate-targets",
+                            (MODELOPT,), tensors=_d2t_duplicates, needs="d2t"),
+    "d2t-missing": Fault("reduced vocab with no d2t in the checkpoint", "vocab.map", "missing-map", tensors=_d2t_missing, needs="d2t"),
+    "d2t-int32": Fault("d2t saved as int32", "vocab.map", "d2t-dtype", tensors=_d2t_int32, needs="d2t"),
+    "d2t-wrong-length": Fault("d2t cached for another draft vocab size (SpecForge#602)", "vocab.map", "d2t-length", tensors=_d2t_wrong_length, needs="d2t"),
+    "t2d-wrong-count": Fault("t2d marks more ids than the draft vocab", "vocab.map", "t2d-count", _WITH_T2D, tensors=_t2d_wrong_count, needs="t2d"),
+    "nan-lm-head": Fault("speculators' NaN lm_head/embed saved before load_verifier_weights()", "weights.finite",
+                         "speculators-nan-init", (SPECULATORS,), tensors=_nan_lm_head),
+    "inf-weight": Fault("an fp16 overflow left Inf in fc", "weights.finite", "non-finite", tensors=_inf_weight),
+    "zero-weight": Fault("an all-zero o_proj (never loaded)", "weights.initialised", "all-zero-weights", tensors=_zero_weight),
+    "constant-weight": Fault("an uninitialised constant mlp.down_proj", "weights.initialised", "constant-weights", tensors=_constant_weight),
+    "fc-width": Fault("fc sized for 4 aux states, config says 3", "config.shapes", "shape-mismatch", tensors=_fc_width),
+    "qkv-width": Fault("first-layer q_proj takes H, not 2H", "config.shapes", "shape-mismatch", tensors=_qkv_width),
+    "missing-norm": Fault("hidden_norm not exported", "config.shapes", "missing-tensors", tensors=_missing_norm),
+    "missing-lm-head": Fault("no lm_head with a reduced vocab", "config.shapes", "missing-lm-head", tensors=_missing_lm_head),
+    "leftover-prefix": Fault("draft_model. prefix left on every key", "config.shapes", "leftover-prefix", tensors=_leftover_prefix),
+    "layer-count": Fault("config says 2 draft layers, checkpoint holds 1", "config.shapes", "layer-count", tensors=_layer_count),
+    "config-missing-hidden": Fault("config.json without hidden_size", "config.parseable", "config-missing-field", tensors=_config_missing_hidden),
+    "unknown-format": Fault("architectures and keys of no known producer", "format.detected", "format-unknown", _SAFETENSORS, tensors=_unknown_format),
+    "truncated": Fault("weight file cut short", "checkpoint.readable", "unreadable", file=_truncated),
+    "header-length-lie": Fault("safetensors length prefix larger than the file", "checkpoint.readable", "unreadable", _SAFETENSORS, file=_header_length_lie),
+    "header-offsets-lie": Fault("a tensor's data_offsets run past the file", "checkpoint.readable", "unreadable", _SAFETENSORS, file=_header_offsets_lie),
+    "shard-outside": Fault("shard index points outside the checkpoint directory", "checkpoint.readable", "unreadable", _SAFETENSORS),
+    "pickle-code": Fault("pytorch_model.bin whose pickle runs code", "checkpoint.readable", "unreadable", (EAGLE,)),
+    "config-not-json": Fault("config.json is not JSON", "config.parseable", "config-unreadable"),
+    "config-not-object": Fault("config.json is a JSON list", "config.parseable", "config-unreadable"),
+    "empty-dir": Fault("an empty directory", "checkpoint.readable", "unreadable"),
+}
+
+
+def _apply_tensor_faults(draft: Draft) -> None:
+    for name in FAULTS:
+        fault = FAULTS[name]
+        if name in draft.spec.faults and fault.tensors is not None:
+            if fault.needs is None or fault.needs in draft.tensors:
+                fault.tensors(draft)
+
+
+def _damage_file(spec: SynthSpec, path: Path) -> None:
+    for name in FAULTS:
+        fault = FAULTS[name]
+        if name in spec.faults and fault.file is not None:
+            fault.file(path)
 
 
 def _write_config(spec: SynthSpec, config: dict[str, Any], out: Path) -> None:
@@ -464,24 +584,6 @@ def _write_safetensors(spec: SynthSpec, tensors: dict[str, torch.Tensor], out: P
     _damage_file(spec, path)
 
 
-def _damage_file(spec: SynthSpec, path: Path) -> None:
-    if not spec.faults & {"truncated", "header-length-lie", "header-offsets-lie"}:
-        return
-    data = path.read_bytes()
-    if "truncated" in spec.faults:
-        path.write_bytes(data[: len(data) - max(16, len(data) // 5)])
-    if "header-length-lie" in spec.faults:
-        path.write_bytes(struct.pack("<Q", len(data) * 4) + data[8:])
-    if "header-offsets-lie" in spec.faults:
-        (length,) = struct.unpack("<Q", data[:8])
-        header = json.loads(data[8 : 8 + length])
-        name = next(n for n in sorted(header) if n != "__metadata__")
-        begin, end = header[name]["data_offsets"]
-        header[name]["data_offsets"] = [begin + len(data), end + len(data)]
-        raw = json.dumps(header).encode()
-        path.write_bytes(struct.pack("<Q", len(raw)) + raw + data[8 + length :])
-
-
 class _RunsCode:
     """Pickles as a call to ``exec``: what a malicious pytorch_model.bin holds."""
 
@@ -505,6 +607,4 @@ def _write_bin(spec: SynthSpec, tensors: dict[str, torch.Tensor], out: Path) -> 
         payload["__evil__"] = _RunsCode(pickle_marker(out))
     path = out / "pytorch_model.bin"
     torch.save(payload, path)
-    if spec.faults & {"truncated"}:
-        data = path.read_bytes()
-        path.write_bytes(data[: len(data) // 2])
+    _damage_file(spec, path)

@@ -15,11 +15,11 @@ import pytest
 import torch
 
 from pytest_eagle3.checkpoint import Checkpoint
+from pytest_eagle3.checkpoint.target import TargetModel
 from pytest_eagle3.engines.plan import LOADS, REFUSED, load_plan
 from pytest_eagle3.engines.profiles import BEHAVIOURS, RULES
 from pytest_eagle3.engines.selection import parse_selection
 from pytest_eagle3.synth import EAGLE, MODELOPT, SPECFORGE, SPECULATORS, SynthSpec
-from pytest_eagle3.checkpoint.target import TargetModel
 
 
 def _set(**values: Any) -> Callable[[dict[str, Any]], None]:

@@ -49,8 +49,8 @@ def test_readme_support_matrix_is_generated_from_the_profiles() -> None:
 
 
 def test_readme_probe_matrix_is_the_recorded_one() -> None:
-    from pytest_eagle3.probes.support_matrix import PROBES_END, PROBES_START, readme_block
     from pytest_eagle3.probes.record import probes_markdown
+    from pytest_eagle3.probes.support_matrix import PROBES_END, PROBES_START, readme_block
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     assert readme_block(readme, PROBES_START, PROBES_END) == probes_markdown()

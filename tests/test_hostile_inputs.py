@@ -21,9 +21,9 @@ import pytest
 import torch
 
 from pytest_eagle3.checkpoint import Checkpoint
+from pytest_eagle3.checkpoint.tensorfiles import CheckpointReadError
 from pytest_eagle3.formats import EAGLE, SPECFORGE, SPECULATORS
 from pytest_eagle3.synth import SynthSpec, pickle_marker, write_checkpoint
-from pytest_eagle3.checkpoint.tensorfiles import CheckpointReadError
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
-from pytest_eagle3.engines.profiles import BEHAVIOURS, RULES, profile, rule_for, segment_starts
 from pytest_eagle3.engines.capture import CAPTURE_RULES, capture_support
+from pytest_eagle3.engines.profiles import BEHAVIOURS, RULES, profile, rule_for, segment_starts
 from pytest_eagle3.engines.selection import EngineSelectionError, parse_selection
 from pytest_eagle3.engines.versions import KNOWN_RANGES, EngineVersion
 

@@ -21,12 +21,12 @@ import pytest
 from packaging.version import Version
 
 from pytest_eagle3.checkpoint import Checkpoint
-from pytest_eagle3.probes.compare import differences
-from pytest_eagle3.engines.plan import load_plan
-from pytest_eagle3.probes.cases import CASES
-from pytest_eagle3.probes.record import DEFAULT_OUT
-from pytest_eagle3.engines.versions import EngineVersion
 from pytest_eagle3.checkpoint.target import TargetModel
+from pytest_eagle3.engines.plan import load_plan
+from pytest_eagle3.engines.versions import EngineVersion
+from pytest_eagle3.probes.cases import CASES
+from pytest_eagle3.probes.compare import differences
+from pytest_eagle3.probes.record import DEFAULT_OUT
 
 RECORDED = json.loads(DEFAULT_OUT.read_text(encoding="utf-8"))
 RUNS = sorted(RECORDED["runs"])

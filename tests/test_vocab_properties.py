@@ -6,6 +6,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_eagle3.rules.vocab import diagnose_vocab_map
 from pytest_eagle3.strategies import (
     CORRUPTIONS,
     CorruptedMap,
@@ -14,7 +15,6 @@ from pytest_eagle3.strategies import (
     full_vocab_maps,
     vocab_maps,
 )
-from pytest_eagle3.rules.vocab import diagnose_vocab_map
 
 
 @given(vocab_maps())

@@ -12,12 +12,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
+from pytest_eagle3.engines.capture import CAPTURES, REFUSED, SILENT, capture_support
 from pytest_eagle3.engines.config_view import EngineView, lookup
 from pytest_eagle3.engines.loadplan import LoadPlan, describe_inputs
 from pytest_eagle3.engines.profiles import Profile
-from pytest_eagle3.engines.capture import CAPTURES, REFUSED, SILENT, capture_support
 from pytest_eagle3.findings import Evidence, Finding
-from pytest_eagle3.formats import CONVENTIONS, DEFAULT_AUX_RULE, INPUT_OF, MODELOPT, OUTPUT_OF, default_aux_inputs
+from pytest_eagle3.formats import (
+    CONVENTIONS,
+    DEFAULT_AUX_RULE,
+    MODELOPT,
+    OUTPUT_OF,
+    default_aux_inputs,
+)
 
 
 def transform(rule: str, ids: Sequence[int], layers: int | None) -> tuple[int, ...] | None:

@@ -16,7 +16,6 @@ from pytest_eagle3.engines.versions import SGLANG
 from pytest_eagle3.formats import eagle_config, is_speculators
 
 
-
 def lookup(config: Mapping[str, Any], field: str) -> Any:
     """A dotted field (``eagle_config.x``) or a top-level one; None when absent."""
     if field.startswith("eagle_config."):

@@ -7,13 +7,15 @@ acceptance suffers).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_eagle3.engines.capture import CaptureSupport
 from pytest_eagle3.engines.versions import EngineVersion
 from pytest_eagle3.findings import Finding
+
+
 def describe_inputs(indices: Sequence[int] | None) -> str:
     """Layer-input indices as the outputs they are: 'outputs of layers [1, 3, 4]'."""
     if indices is None:

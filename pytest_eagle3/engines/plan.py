@@ -14,6 +14,7 @@ from typing import Any
 
 from pytest_eagle3.checkpoint import Checkpoint, CheckpointReadError, TargetModel
 from pytest_eagle3.engines.aux import plan_aux
+from pytest_eagle3.engines.config_view import EngineView, engine_view, lookup
 from pytest_eagle3.engines.keymap import (
     DraftShape,
     KeyResolution,
@@ -22,9 +23,17 @@ from pytest_eagle3.engines.keymap import (
     resolve_keys,
     unused_parameters,
 )
+from pytest_eagle3.engines.loadplan import (
+    LOADS,
+    LOADS_WITH_LOSS,
+    LOSS,
+    REFUSED,
+    AuxPlan,
+    FcPlan,
+    Issue,
+    LoadPlan,
+)
 from pytest_eagle3.engines.profiles import Profile, profile
-from pytest_eagle3.engines.config_view import EngineView, engine_view, lookup
-from pytest_eagle3.engines.loadplan import LOADS, LOADS_WITH_LOSS, LOSS, REFUSED, AuxPlan, FcPlan, Issue, LoadPlan
 from pytest_eagle3.engines.sharing import plan_sharing
 from pytest_eagle3.engines.versions import SGLANG, VLLM, EngineVersion
 from pytest_eagle3.findings import Evidence, Finding, short
@@ -184,7 +193,6 @@ def _keys(plan: LoadPlan, prof: Profile, ckpt: Checkpoint, res: KeyResolution, p
           shape: DraftShape) -> None:
     plan.parameters = {k: tuple(v) for k, v in sorted(res.loaded.items())}
     plan.dropped = dict(res.dropped)
-    plan.ignored = dict(res.ignored)
     shared = {"model.embed_tokens.weight", "lm_head.weight"}
     missing = [p for p in sorted(params) if p not in res.loaded and p not in shared and p != "draft_id_to_target_id"]
     partial = [p for p, shards in res.shards.items() if not fused_complete(p, shards)]
@@ -273,62 +281,20 @@ def _target_vocab(config: dict[str, Any], target: TargetModel | None) -> int | N
 def _vocab(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, res: KeyResolution,
            target: TargetModel | None) -> None:
     config = view.config
-    vocab = _int(config, "vocab_size")
-    present = "draft_vocab_size" in config
-    draft_vocab = config.get("draft_vocab_size")
-    head_from_target = False
-    if not present or draft_vocab is None:
-        rule = prof.value("draft_vocab_size_missing" if not present else "draft_vocab_size_null")
-        state = "absent" if not present else "null"
-        if rule == "refused":
-            plan.refuse("vocab", Finding(
-                "draft-vocab-size",
-                f"{prof.label} needs draft_vocab_size in the draft config; it is {state}: startup fails",
-                (Evidence("config.json draft_vocab_size", state, "the lm_head row count"),),
-                "write draft_vocab_size (the lm_head rows) into config.json",
-                (f"rule: {prof.source('draft_vocab_size_missing' if not present else 'draft_vocab_size_null')}",),
-            ))
-            return
-        head_from_target = rule == "target-lm_head"
-        if head_from_target:
-            plan.notes.append("draft_vocab_size: null -> the target's lm_head and embed are used")
-        draft_vocab = vocab
-    lm_head = ckpt.shape("lm_head.weight")
-    if lm_head and isinstance(draft_vocab, int) and lm_head[0] != draft_vocab and "lm_head.weight" in plan.parameters:
-        plan.refuse("vocab", Finding(
-            "lm-head-rows",
-            f"{prof.label} builds lm_head with {draft_vocab} rows; the checkpoint's has {lm_head[0]}: startup fails",
-            (Evidence("lm_head.weight.shape[0]", str(lm_head[0]), f"draft_vocab_size {draft_vocab}"),),
-            "make draft_vocab_size equal lm_head rows",
-        ))
-    d2t = _read_d2t(ckpt, res.d2t_name)
-    full = isinstance(draft_vocab, int) and draft_vocab == _target_vocab(config, target)
+    draft_vocab, head_from_target = _draft_vocab(plan, prof, config)
+    if draft_vocab is None:
+        return
+    _lm_head_rows(plan, prof, ckpt, draft_vocab)
+    full = draft_vocab == _target_vocab(config, target)
     if res.d2t_name is None:
-        plan.map_reading = "no d2t: draft ids are used as target ids"
-        plan.draft_to_target = None
-        if not full and prof.value("d2t_absent") == "crash":
-            plan.refuse("vocab", Finding(
-                "d2t-missing-crash",
-                f"{prof.label} needs d2t for a reduced draft vocab: startup fails (hot_token_id is None)",
-                (Evidence("d2t", "absent", f"{draft_vocab} offsets"),), "save d2t (offsets) with the draft",
-                (f"rule: {prof.source('d2t_absent')}",),
-            ))
-        elif not full and not head_from_target:
-            plan.lose("vocab", Finding(
-                "d2t-missing",
-                f"{prof.label} will use draft ids 0..{draft_vocab - 1 if isinstance(draft_vocab, int) else '?'} as "
-                f"target ids: the draft vocab is reduced ({draft_vocab} of {vocab}) and no d2t is shipped: {ACCEPTANCE_NOTE}",
-                (Evidence("d2t", "absent", f"{draft_vocab} offsets (target = i + d2t[i])"),),
-                "save d2t with the draft (build it from t2d: d2t = nonzero(t2d) - arange(draft_vocab_size))",
-                (f"rule: {prof.source('d2t_absent')}",),
-            ))
+        _no_map(plan, prof, draft_vocab, _int(config, "vocab_size"), full, head_from_target)
         return
     if full and prof.value("d2t_full_vocab") == "refused":
         plan.map_reading = "refused"
         plan.refuse("vocab", Finding(
             "d2t-full-vocab",
-            f"{prof.label} has no d2t parameter when draft_vocab_size == vocab_size ({vocab}): loading the shipped "
-            "d2t raises 'There is no module or parameter named draft_id_to_target_id'",
+            f"{prof.label} has no d2t parameter when draft_vocab_size == vocab_size ({draft_vocab}): loading the "
+            "shipped d2t raises 'There is no module or parameter named draft_id_to_target_id'",
             (Evidence("d2t", f"present, {draft_vocab} entries", "absent (full vocab needs no map)"),),
             "drop d2t (and t2d) from the checkpoint: a full-vocab draft needs no map",
             (f"rule: {prof.source('d2t_full_vocab')}",),
@@ -346,8 +312,68 @@ def _vocab(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, re
             ))
         return
     plan.map_reading = "offsets: target = i + d2t[i]"
+    d2t = _read_d2t(ckpt, res.d2t_name)
     if d2t is not None:
         plan.draft_to_target = tuple(int(i + v) for i, v in enumerate(d2t))
+
+
+def _draft_vocab(plan: LoadPlan, prof: Profile, config: dict[str, Any]) -> tuple[int | None, bool]:
+    """The draft vocab the engine builds, and whether it borrows the target's lm_head; None when refused."""
+    present = "draft_vocab_size" in config
+    draft_vocab = config.get("draft_vocab_size")
+    if present and draft_vocab is not None:
+        return (draft_vocab if isinstance(draft_vocab, int) else None), False
+    behaviour = "draft_vocab_size_missing" if not present else "draft_vocab_size_null"
+    rule = prof.value(behaviour)
+    state = "absent" if not present else "null"
+    if rule == "refused":
+        plan.refuse("vocab", Finding(
+            "draft-vocab-size",
+            f"{prof.label} needs draft_vocab_size in the draft config; it is {state}: startup fails",
+            (Evidence("config.json draft_vocab_size", state, "the lm_head row count"),),
+            "write draft_vocab_size (the lm_head rows) into config.json",
+            (f"rule: {prof.source(behaviour)}",),
+        ))
+        return None, False
+    head_from_target = rule == "target-lm_head"
+    if head_from_target:
+        plan.notes.append("draft_vocab_size: null -> the target's lm_head and embed are used")
+    return _int(config, "vocab_size"), head_from_target
+
+
+def _lm_head_rows(plan: LoadPlan, prof: Profile, ckpt: Checkpoint, draft_vocab: int) -> None:
+    lm_head = ckpt.shape("lm_head.weight")
+    if lm_head and lm_head[0] != draft_vocab and "lm_head.weight" in plan.parameters:
+        plan.refuse("vocab", Finding(
+            "lm-head-rows",
+            f"{prof.label} builds lm_head with {draft_vocab} rows; the checkpoint's has {lm_head[0]}: startup fails",
+            (Evidence("lm_head.weight.shape[0]", str(lm_head[0]), f"draft_vocab_size {draft_vocab}"),),
+            "make draft_vocab_size equal lm_head rows",
+        ))
+
+
+def _no_map(plan: LoadPlan, prof: Profile, draft_vocab: int, vocab: int | None, full: bool,
+            head_from_target: bool) -> None:
+    plan.map_reading = "no d2t: draft ids are used as target ids"
+    plan.draft_to_target = None
+    if full:
+        return
+    if prof.value("d2t_absent") == "crash":
+        plan.refuse("vocab", Finding(
+            "d2t-missing-crash",
+            f"{prof.label} needs d2t for a reduced draft vocab: startup fails (hot_token_id is None)",
+            (Evidence("d2t", "absent", f"{draft_vocab} offsets"),), "save d2t (offsets) with the draft",
+            (f"rule: {prof.source('d2t_absent')}",),
+        ))
+    elif not head_from_target:
+        plan.lose("vocab", Finding(
+            "d2t-missing",
+            f"{prof.label} will use draft ids 0..{draft_vocab - 1} as target ids: the draft vocab is reduced "
+            f"({draft_vocab} of {vocab}) and no d2t is shipped: {ACCEPTANCE_NOTE}",
+            (Evidence("d2t", "absent", f"{draft_vocab} offsets (target = i + d2t[i])"),),
+            "save d2t with the draft (build it from t2d: d2t = nonzero(t2d) - arange(draft_vocab_size))",
+            (f"rule: {prof.source('d2t_absent')}",),
+        ))
 
 
 def _read_d2t(ckpt: Checkpoint, name: str | None) -> list[int] | None:
@@ -442,7 +468,6 @@ NORM_FIX = {
 
 def _norms(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint) -> None:
     plan.norms = dict(view.flags)
-    plan.norm_notes = dict(view.flag_notes)
     trained = ckpt.config.norm_flags if ckpt.config_raw is not None else {}
     raw = ckpt.config_raw or {}
     for name, applied in view.flags.items():

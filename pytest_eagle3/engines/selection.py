@@ -9,7 +9,13 @@ from __future__ import annotations
 from packaging.version import InvalidVersion, Version
 
 from pytest_eagle3.engines.profiles import segment_starts
-from pytest_eagle3.engines.versions import DISPLAY, KNOWN_RANGES, EngineVersion, in_known_range, newest
+from pytest_eagle3.engines.versions import (
+    DISPLAY,
+    KNOWN_RANGES,
+    EngineVersion,
+    in_known_range,
+    newest,
+)
 
 ALL = "all"
 EVERY_SEGMENT = "*"

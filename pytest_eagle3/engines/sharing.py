@@ -7,13 +7,12 @@ with the target's weights is decided only when ``--eagle3-target`` holds weights
 from __future__ import annotations
 
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
+from pytest_eagle3.engines.config_view import EngineView
 from pytest_eagle3.engines.keymap import KeyResolution
 from pytest_eagle3.engines.loadplan import LoadPlan
 from pytest_eagle3.engines.profiles import Profile
-from pytest_eagle3.engines.config_view import EngineView
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.rules.vocab import ACCEPTANCE_NOTE
-
 
 TARGET_EMBED = ("model.embed_tokens.weight", "model.language_model.embed_tokens.weight", "embed_tokens.weight")
 TARGET_LM_HEAD = ("lm_head.weight", "language_model.lm_head.weight")

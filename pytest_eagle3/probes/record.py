@@ -22,9 +22,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pytest_eagle3.probes.cases import CASES_BY_NAME, write_all
 from pytest_eagle3.engines.keymap import never_read
 from pytest_eagle3.engines.versions import VLLM
+from pytest_eagle3.probes.cases import CASES_BY_NAME, write_all
 from pytest_eagle3.probes.run import ENGINES, engine_version, run_probes
 
 SCHEMA = "pytest-eagle3/probe-results/1"

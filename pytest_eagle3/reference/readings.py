@@ -9,7 +9,6 @@ from typing import Any
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.formats import DEFAULT_AUX_RULE, INPUT_OF, OUTPUT_OF, default_aux_inputs
-from pytest_eagle3.reference.defaults import DEFAULT_STEPS
 from pytest_eagle3.reference.acceptance import (
     Acceptance,
     Inference,
@@ -20,6 +19,7 @@ from pytest_eagle3.reference.acceptance import (
     load_target,
     run_target,
 )
+from pytest_eagle3.reference.defaults import DEFAULT_STEPS
 from pytest_eagle3.reference.draft import DraftLoadError, ReferenceDraft
 
 #: A declared reading "loses clearly" when another is this much longer in mean acceptance length.

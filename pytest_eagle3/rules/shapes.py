@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pytest_eagle3.checkpoint import Checkpoint
+from pytest_eagle3.checkpoint.target import TargetModel
 from pytest_eagle3.findings import Evidence, Finding, short
 from pytest_eagle3.formats import INPUT_OF, LEFTOVER_PREFIXES, OUTPUT_OF, UNKNOWN, DraftConfig
-from pytest_eagle3.checkpoint.target import TargetModel
 
 DEFAULT_AUX_COUNT = 3
 REQUIRED_CONFIG_FIELDS = ("hidden_size", "vocab_size")
