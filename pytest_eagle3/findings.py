@@ -44,14 +44,15 @@ class ContractViolation(AssertionError):
         self.findings = tuple(findings)
         super().__init__(self.render())
 
-    def render(self, contract_id: str | None = None) -> str:
-        """First line: contract, diagnosis and what goes wrong; then evidence and fix per finding."""
+    def render(self, contract_id: str | None = None, subject: str | None = None) -> str:
+        """First line: contract, diagnosis, what goes wrong and for which checkpoint; then evidence and fix."""
         name = contract_id or "contract"
+        where = f" [{subject}]" if subject else ""
         if not self.findings:
-            return f"{name}: contract failed"
+            return f"{name}: contract failed{where}"
         first, rest = self.findings[0], self.findings[1:]
         more = f" (+{len(rest)} more)" if rest else ""
-        lines = [first.render(f"{name} [{first.code}]: {first.summary}{more}")]
+        lines = [first.render(f"{name} [{first.code}]: {first.summary}{more}{where}")]
         lines.extend(f.render() for f in rest)
         return "\n".join(lines)
 

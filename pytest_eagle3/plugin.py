@@ -47,6 +47,8 @@ MARKERS = (
     "engine(name): runs a real serving engine (sglang or vllm) in its own interpreter",
 )
 HYPOTHESIS_PROFILE_PREFIX = "eagle3-"
+#: Between checkpoint and engine in a test id: a folder name cannot contain "@" followed by "NAME==".
+ENGINE_ID_SEPARATOR = "@"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -61,6 +63,9 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
         return
     if getattr(namespace, "file_or_dir", None):
         return
+    # Collect the contracts instead of ``testpaths``: pytest picks its initial conftests from the namespace,
+    # so a project's own test conftest (and what it imports) is not loaded for a contract run.
+    namespace.file_or_dir = [contracts_dir()]
     args.append(contracts_dir())
 
 
@@ -89,15 +94,22 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "eagle3_checkpoint" not in metafunc.fixturenames and "eagle3_engine" not in metafunc.fixturenames:
+    """One test per checkpoint (id: its folder name) and engine version (``demo-draft@vllm==0.33.0``)."""
+    wants_ckpt = "eagle3_checkpoint" in metafunc.fixturenames
+    wants_engine = "eagle3_engine" in metafunc.fixturenames
+    if not wants_ckpt and not wants_engine:
         return
     options = settings(metafunc.config)
-    paths = options.checkpoints
-    if "eagle3_checkpoint" in metafunc.fixturenames and paths:
-        metafunc.parametrize("eagle3_checkpoint", paths, ids=checkpoint_ids(paths), indirect=True, scope="session")
-    if "eagle3_engine" in metafunc.fixturenames:
-        engines = options.engines
-        metafunc.parametrize("eagle3_engine", engines, ids=[e.test_id for e in engines], indirect=True,
+    paths, engines = options.checkpoints, options.engines
+    names = checkpoint_ids(paths)
+    if wants_ckpt and wants_engine and paths:
+        pairs = [(path, engine) for path in paths for engine in engines]
+        ids = [f"{name}{ENGINE_ID_SEPARATOR}{engine.spec}" for name in names for engine in engines]
+        metafunc.parametrize(("eagle3_checkpoint", "eagle3_engine"), pairs, ids=ids, indirect=True, scope="session")
+    elif wants_ckpt and paths:
+        metafunc.parametrize("eagle3_checkpoint", paths, ids=names, indirect=True, scope="session")
+    elif wants_engine:
+        metafunc.parametrize("eagle3_engine", engines, ids=[e.spec for e in engines], indirect=True,
                              scope="session")
 
 
@@ -111,12 +123,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         return
     excinfo = call.excinfo
     if excinfo is not None and isinstance(excinfo.value, ContractViolation) and report.failed:
-        report.longrepr = excinfo.value.render(str(marker.args[0]))
+        report.longrepr = excinfo.value.render(str(marker.args[0]), _subject(callspec.params))
     if report.when == "call" or (report.when == "setup" and not report.passed):
         engine_version = callspec.params.get("eagle3_engine")
         engine = engine_version.spec if engine_version is not None else ANY_ENGINE
         data = _contract_data(item, report, str(marker.args[0]), str(callspec.params["eagle3_checkpoint"]))
         report.eagle3 = {**data, "engine": engine}  # type: ignore[attr-defined]
+
+
+def _subject(params: dict[str, Any]) -> str:
+    """The checkpoint (and engine version) a failure is about, for its first line."""
+    engine = params.get("eagle3_engine")
+    where = str(params["eagle3_checkpoint"])
+    return f"{where}{ENGINE_ID_SEPARATOR}{engine.spec}" if engine is not None else where
 
 
 def _contract_data(item: pytest.Item, report: pytest.TestReport, contract: str, path: str) -> dict[str, Any]:

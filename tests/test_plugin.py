@@ -85,7 +85,7 @@ def test_same_folder_names_get_distinct_readable_ids(pytester: pytest.Pytester, 
     result = pytester.runpytest(f"--eagle3-ckpt={a}", f"--eagle3-ckpt={b}", "--collect-only", "-q")
     collected = result.stdout.str()
     assert "test_vocab_map[run-a/epoch0]" in collected and "test_vocab_map[run-b/epoch0]" in collected
-    assert "test_keys[run-a/epoch0-vllm-0.33.0]" in collected
+    assert "test_keys[run-a/epoch0@vllm==0.33.0]" in collected
 
 
 def test_env_variable_and_ini_supply_checkpoints_with_their_source(
@@ -206,3 +206,15 @@ def test_command_line_entry_point(make_checkpoint: Callable[..., Path], tmp_path
     done = subprocess.run(command, check=False, capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-2000:]
     assert json.loads(report.read_text())["checkpoints"][0]["format"] == "eagle"
+
+
+def test_contract_run_skips_the_projects_testpaths_conftest(pytester: pytest.Pytester,
+                                                            make_checkpoint: Callable[..., Path]) -> None:
+    """Inside a repository whose testpaths hold a heavy conftest, a contract run does not import it."""
+    pytester.makeini("[pytest]\ntestpaths = devtests\n")
+    dev = pytester.mkdir("devtests")
+    (dev / "conftest.py").write_text("raise RuntimeError('the dev suite conftest was imported')\n")
+    result = pytester.runpytest_subprocess(f"--eagle3-ckpt={make_checkpoint(producer='speculators')}",
+                                           "-p", "no:cacheprovider")
+    assert "the dev suite conftest was imported" not in result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(["*EAGLE-3 verdict*", "*speculators-*-good*speculators*any*PASS*"])

@@ -158,7 +158,8 @@ def test_demo_pair_as_users_run_it(run_contracts: Callable[..., ContractRun], de
     assert message == (
         "reference.convention [aux-convention]: trained on outputs of layers [1,3,4] = hidden_states[2,4,5]; "
         "config declares input-of [3, 5, 6] -> engines would feed the wrong layers: "
-        f"acceptance {declared:.2f} as declared vs {best:.2f} (drop {best - declared:.2f})")
+        f"acceptance {declared:.2f} as declared vs {best:.2f} (drop {best - declared:.2f}) "
+        f"[{demo_variants['shifted']}]")
     outcome, message = run.outcomes(demo_variants["shifted"])["reference.acceptance"]
     assert outcome == "failed" and f"reference mean acceptance length {declared:.2f} < 1.3" in message
 
