@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pytest_eagle3.engines.selection import EngineSelectionError, parse_selection
-from pytest_eagle3.engines.versions import EngineVersion
+from pytest_eagle3.engines.versions import KNOWN_RANGES, EngineVersion
 from pytest_eagle3.formats import CONVENTIONS
 from pytest_eagle3.reference.defaults import DEFAULT_MIN_ACCEPTANCE, DEFAULT_STEPS, DEVICE_TYPES
 
@@ -43,7 +43,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "write the verdict per checkpoint and contract as JSON to this path"),
     OptionSpec("eagle3_engines", "--eagle3-engine", "EAGLE3_ENGINES", "eagle3_engines",
                "engine versions to judge against: comma list of sglang, vllm, all, NAME==VERSION or NAME==* "
-               "(every profile segment); a bare name is the newest known version (default: all)",
+               "(the first version of every profile segment, and the newest); a bare name is the newest known "
+               "version (default: all). Known: " + "; ".join(
+                   f"{name} {first} to {last}" for name, (first, last) in KNOWN_RANGES.items()),
                metavar="LIST", is_path=False),
     OptionSpec("eagle3_aux_convention", "--eagle3-aux-convention", "EAGLE3_AUX_CONVENTION", "eagle3_aux_convention",
                "how the draft's aux ids were meant in training: input-of (id k = input of layer k) or output-of "

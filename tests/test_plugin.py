@@ -218,3 +218,24 @@ def test_contract_run_skips_the_projects_testpaths_conftest(pytester: pytest.Pyt
                                            "-p", "no:cacheprovider")
     assert "the dev suite conftest was imported" not in result.stdout.str() + result.stderr.str()
     result.stdout.fnmatch_lines(["*EAGLE-3 verdict*", "*speculators-*-good*speculators*any*PASS*"])
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["synth", "OUT", "--fault", "nosuch"], "argument --fault: invalid choice: 'nosuch'"),
+    (["synth", "OUT", "--producer", "nosuch"], "argument --producer: invalid choice: 'nosuch'"),
+    (["synth", "EXISTING"], "already exists; synth never overwrites"),
+    (["synth", "OUT", "--producer", "modelopt", "--fault", "pickle-code"], "do not apply to the modelopt layout"),
+    (["matrix", "--readme", "nope.md"], "--readme: nope.md is not a file"),
+    (["matrix", "--readme", "EXISTING/config.json"], "no generated block to replace"),
+])
+def test_command_line_mistakes_are_usage_errors(tmp_path: Path, args: list[str], message: str) -> None:
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    (existing / "config.json").write_text("{}\n")
+    argv = [a.replace("OUT", str(tmp_path / "out")).replace("EXISTING", str(existing)) for a in args]
+    done = subprocess.run([sys.executable, "-m", "pytest_eagle3", *argv], capture_output=True, text=True,
+                          cwd=tmp_path, check=False)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "out").exists()
+    assert sorted(p.name for p in existing.iterdir()) == ["config.json"]

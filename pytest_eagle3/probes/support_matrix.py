@@ -54,9 +54,11 @@ PROBES_END = "<!-- probes:end -->"
 
 
 def splice(text: str, block: str, start: str = START, end: str = END) -> str:
-    """``text`` with the block between the markers replaced by ``block``."""
-    begin = text.index(start) + len(start)
-    return text[:begin] + block + text[text.index(end, begin):]
+    """``text`` with the block between the markers replaced by ``block``; ValueError without the markers."""
+    begin, stop = text.find(start), text.find(end, max(text.find(start), 0))
+    if begin < 0 or stop < 0:
+        raise ValueError(f"no generated block to replace (needs the lines {start} and {end})")
+    return text[: begin + len(start)] + block + text[stop:]
 
 
 def readme_block(text: str, start: str = START, end: str = END) -> str:
