@@ -25,6 +25,16 @@ class Finding:
     fix: str = ""
     details: tuple[str, ...] = field(default=())
 
+    def to_json(self) -> dict[str, object]:
+        """Everything the rendered text shows, as data: code, summary, evidence, details (rules, plan), fix."""
+        return {
+            "code": self.code,
+            "summary": self.summary,
+            "evidence": [{"key": e.key, "obtained": e.obtained, "expected": e.expected} for e in self.evidence],
+            "details": list(self.details),
+            "fix": self.fix,
+        }
+
     def render(self, headline: str | None = None) -> str:
         lines = [headline or f"[{self.code}] {self.summary}"]
         for item in self.evidence:

@@ -88,7 +88,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     options = parse_settings(config)
     config.stash[SETTINGS_KEY] = options
-    collector = Collector()
+    collector = Collector(target=options.target, engines=[e.spec for e in options.engines])
     collector.expect(options.checkpoints)
     config.pluginmanager.register(Eagle3Session(config, options, collector), "eagle3-session")
 
@@ -122,13 +122,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if marker is None or callspec is None or "eagle3_checkpoint" not in callspec.params:
         return
     excinfo = call.excinfo
+    findings: list[dict[str, object]] = []
     if excinfo is not None and isinstance(excinfo.value, ContractViolation) and report.failed:
         report.longrepr = excinfo.value.render(str(marker.args[0]), _subject(callspec.params))
+        findings = [f.to_json() for f in excinfo.value.findings]
     if report.when == "call" or (report.when == "setup" and not report.passed):
         engine_version = callspec.params.get("eagle3_engine")
         engine = engine_version.spec if engine_version is not None else ANY_ENGINE
         data = _contract_data(item, report, str(marker.args[0]), str(callspec.params["eagle3_checkpoint"]))
-        report.eagle3 = {**data, "engine": engine}  # type: ignore[attr-defined]
+        report.eagle3 = {**data, "engine": engine, "findings": findings}  # type: ignore[attr-defined]
 
 
 def _subject(params: dict[str, Any]) -> str:
@@ -193,6 +195,8 @@ class Eagle3Session:
             return
         terminalreporter.write_sep("=", "EAGLE-3 verdict")
         for line in self.collector.table():
+            terminalreporter.write_line(line)
+        for line in self.collector.partial_lines():
             terminalreporter.write_line(line)
         for line in self.collector.reference_lines():
             terminalreporter.write_line(line)

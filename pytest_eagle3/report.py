@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA = "pytest-eagle3/report/1"
+SCHEMA = "pytest-eagle3/report/2"
+#: The JSON Schema every written report follows (shipped in the package).
+SCHEMA_FILE = Path(__file__).with_name("report.schema.json")
 ANY_ENGINE = "any"
 #: user_properties key a passing contract uses for its one-line report message.
 MESSAGE_PROPERTY = "eagle3.message"
@@ -19,19 +21,27 @@ MESSAGE_PROPERTY = "eagle3.message"
 REFERENCE_PROPERTY = "eagle3.reference"
 #: When one contract has several test items for a checkpoint, the worst outcome wins.
 SEVERITY = {"skipped": 0, "passed": 1, "failed": 2}
+PARTIAL = "pass (partial)"
 
 
 @dataclass
 class ContractResult:
-    """The aggregated outcome of one contract on one checkpoint."""
+    """The aggregated outcome of one contract on one checkpoint, with its findings and measured values."""
 
     id: str
     outcome: str
     message: str
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    properties: dict[str, Any] = field(default_factory=dict)
 
-    def merge(self, outcome: str, message: str) -> None:
-        if SEVERITY[outcome] > SEVERITY[self.outcome]:
-            self.outcome, self.message = outcome, message
+    def merge(self, other: ContractResult) -> None:
+        self.properties.update(other.properties)
+        if SEVERITY[other.outcome] > SEVERITY[self.outcome]:
+            self.outcome, self.message, self.findings = other.outcome, other.message, other.findings
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "outcome": self.outcome, "message": self.message, "findings": self.findings,
+                "properties": self.properties}
 
 
 @dataclass
@@ -45,43 +55,59 @@ class CheckpointResult:
     properties: dict[str, Any] = field(default_factory=dict)
     reference: dict[str, Any] | None = None
 
-    @property
-    def verdict(self) -> str:
-        return "fail" if self.failing else "pass"
+    def _table(self, engine: str) -> list[ContractResult]:
+        own = list(self.engines.get(engine, {}).values()) if engine != ANY_ENGINE else []
+        return [*self.contracts.values(), *own]
 
     @property
     def failing(self) -> list[str]:
-        return [c.id for c in self.contracts.values() if c.outcome == "failed"]
+        return self.engine_failing(ANY_ENGINE)
 
     def engine_failing(self, engine: str) -> list[str]:
         """Engine-independent failures count against every engine, then the engine's own."""
-        own = [c.id for c in self.engines.get(engine, {}).values() if c.outcome == "failed"]
-        return self.failing + own
+        return [c.id for c in self._table(engine) if c.outcome == "failed"]
+
+    def not_run(self, engine: str) -> list[ContractResult]:
+        """Contracts that skipped for this engine (and engine-independent ones): what the verdict rests without."""
+        return [c for c in self._table(engine) if c.outcome == "skipped"]
 
     def engine_verdict(self, engine: str) -> str:
-        return "fail" if self.engine_failing(engine) else "pass"
+        if self.engine_failing(engine):
+            return "fail"
+        return PARTIAL if self.not_run(engine) else "pass"
+
+    @property
+    def verdict(self) -> str:
+        """Overall: fail when any engine (or the checkpoint itself) fails; partial when anything did not run."""
+        verdicts = [self.engine_verdict(e) for e in (ANY_ENGINE, *self.engines)]
+        return "fail" if "fail" in verdicts else PARTIAL if PARTIAL in verdicts else "pass"
+
+    def entry(self, engine: str) -> dict[str, Any]:
+        name, _, version = engine.partition("==")
+        table = self.contracts if engine == ANY_ENGINE else self.engines[engine]
+        verdict = self.engine_verdict(engine)
+        return {
+            "engine": name, "version": version or None,
+            "verdict": "fail" if verdict == "fail" else "pass", "complete": verdict != PARTIAL,
+            "failing": self.engine_failing(engine),
+            "not_run": [{"id": c.id, "reason": c.message} for c in self.not_run(engine)],
+            "contracts": [c.to_json() for c in table.values()],
+        }
 
 
-def _merge_into(table: dict[str, ContractResult], contract: str, outcome: str, message: str) -> None:
-    if contract in table:
-        table[contract].merge(outcome, message)
+def _merge_into(table: dict[str, ContractResult], result: ContractResult) -> None:
+    if result.id in table:
+        table[result.id].merge(result)
     else:
-        table[contract] = ContractResult(contract, outcome, message)
-
-
-def _contracts_json(table: dict[str, ContractResult]) -> list[dict[str, str]]:
-    return [{"id": c.id, "outcome": c.outcome, "message": c.message} for c in table.values()]
-
-
-def _split_engine(spec: str) -> tuple[str, str | None]:
-    name, _, version = spec.partition("==")
-    return name, version or None
+        table[result.id] = result
 
 
 @dataclass
 class Collector:
     """Aggregates contract reports, in the order checkpoints were given."""
 
+    target: str | None = None
+    engines: list[str] = field(default_factory=list)
     checkpoints: dict[str, CheckpointResult] = field(default_factory=dict)
 
     def expect(self, paths: tuple[str, ...]) -> None:
@@ -93,31 +119,25 @@ class Collector:
         result = self.checkpoints.setdefault(path, CheckpointResult(path))
         if data.get("format"):
             result.format = str(data["format"])
-        result.properties.update(data.get("properties", {}))
+        properties = dict(data.get("properties", {}))
+        result.properties.update(properties)
         if isinstance(data.get("reference"), dict):
             result.reference = data["reference"]
-        outcome, message, contract = str(data["outcome"]), str(data["message"]), str(data["contract"])
         engine = str(data.get("engine") or ANY_ENGINE)
         table = result.contracts if engine == ANY_ENGINE else result.engines.setdefault(engine, {})
-        _merge_into(table, contract, outcome, message)
+        _merge_into(table, ContractResult(str(data["contract"]), str(data["outcome"]), str(data["message"]),
+                                          list(data.get("findings", [])), properties))
 
     def to_json(self) -> dict[str, Any]:
         checkpoints = []
         for ckpt in self.checkpoints.values():
-            entries: list[dict[str, Any]] = [{
-                "engine": ANY_ENGINE, "version": None, "verdict": ckpt.verdict,
-                "failing": ckpt.failing, "contracts": _contracts_json(ckpt.contracts),
-            }]
-            for spec, table in ckpt.engines.items():
-                name, version = _split_engine(spec)
-                entries.append({
-                    "engine": name, "version": version, "verdict": ckpt.engine_verdict(spec),
-                    "failing": ckpt.engine_failing(spec), "contracts": _contracts_json(table),
-                })
+            entries = [ckpt.entry(ANY_ENGINE), *(ckpt.entry(spec) for spec in ckpt.engines)]
             reference = {"reference": ckpt.reference} if ckpt.reference is not None else {}
-            checkpoints.append({"path": ckpt.path, "format": ckpt.format, "properties": ckpt.properties,
+            checkpoints.append({"path": ckpt.path, "format": ckpt.format,
+                                "verdict": "fail" if ckpt.verdict == "fail" else "pass",
+                                "complete": ckpt.verdict != PARTIAL, "properties": ckpt.properties,
                                 **reference, "engines": entries})
-        return {"schema": SCHEMA, "checkpoints": checkpoints}
+        return {"schema": SCHEMA, "target": self.target, "engines": self.engines, "checkpoints": checkpoints}
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -126,13 +146,26 @@ class Collector:
     def table(self) -> list[str]:
         rows = [("checkpoint", "format", "engine", "verdict", "failing contracts")]
         for ckpt in self.checkpoints.values():
-            rows.append((ckpt.path, ckpt.format, ANY_ENGINE, ckpt.verdict.upper(), ", ".join(ckpt.failing) or "-"))
-            for spec in ckpt.engines:
+            for index, spec in enumerate((ANY_ENGINE, *ckpt.engines)):
+                first = (ckpt.path, ckpt.format) if index == 0 else ("", "")
                 failing = ", ".join(ckpt.engine_failing(spec)) or "-"
-                rows.append(("", "", spec, ckpt.engine_verdict(spec).upper(), failing))
+                rows.append((*first, spec, ckpt.engine_verdict(spec).upper().replace("(PARTIAL)", "(partial)"),
+                             failing))
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
         return ["  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths)) + "  " + row[4] for row in rows]
 
+    def partial_lines(self) -> list[str]:
+        """What did not run, per checkpoint, and why: a PASS (partial) is not a pass."""
+        lines = []
+        for ckpt in self.checkpoints.values():
+            skipped: dict[str, str] = {}
+            for spec in (ANY_ENGINE, *ckpt.engines):
+                if ckpt.engine_verdict(spec) == PARTIAL:
+                    skipped.update({c.id: c.message for c in ckpt.not_run(spec)})
+            if skipped:
+                lines.append(f"partial verdict for {ckpt.path}: {len(skipped)} contracts did not run:")
+                lines.extend(f"  {cid}: {reason}" for cid, reason in skipped.items())
+        return lines
 
     def reference_lines(self) -> list[str]:
         """One line per checkpoint with a measured reference acceptance."""

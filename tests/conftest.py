@@ -71,6 +71,15 @@ class ContractRun:
         return self.result.stdout.str()
 
 
+def validate_report(data: dict[str, Any]) -> None:
+    """Every report the tests write follows the JSON Schema shipped in the package."""
+    import jsonschema
+
+    from pytest_eagle3.report import SCHEMA_FILE
+
+    jsonschema.validate(data, json.loads(SCHEMA_FILE.read_text(encoding="utf-8")))
+
+
 @pytest.fixture
 def run_contracts(pytester: pytest.Pytester) -> Callable[..., ContractRun]:
     """Run ``pytest --eagle3-ckpt=...`` in-process and return the outcome and JSON report."""
@@ -82,6 +91,8 @@ def run_contracts(pytester: pytest.Pytester) -> Callable[..., ContractRun]:
             argv.append(f"--eagle3-target={target}")
         result = pytester.runpytest(*argv, *args)
         data = json.loads(report.read_text()) if report.exists() else {}
+        if data:
+            validate_report(data)
         return ContractRun(result, data)
 
     return run

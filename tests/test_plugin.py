@@ -27,7 +27,7 @@ def test_report_has_the_documented_shape(
     run = run_contracts([good], "--eagle3-engine=vllm==0.12.0,vllm", target=synth_target / "config.json")
     run.result.assert_outcomes(passed=len(CONTRACTS) + 2 * len(ENGINE_CONTRACTS), skipped=len(REFERENCE_CONTRACTS))
     report = run.report
-    assert report["schema"] == "pytest-eagle3/report/1"
+    assert report["schema"] == "pytest-eagle3/report/2"
     (ckpt,) = report["checkpoints"]
     assert ckpt["path"] == str(good) and ckpt["format"] == "speculators"
     independent, *engines = ckpt["engines"]
@@ -239,3 +239,41 @@ def test_command_line_mistakes_are_usage_errors(tmp_path: Path, args: list[str],
     assert message in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "out").exists()
     assert sorted(p.name for p in existing.iterdir()) == ["config.json"]
+
+
+def test_without_target_the_verdict_is_partial_and_says_what_did_not_run(
+    run_contracts: Callable[..., ContractRun], make_checkpoint: Callable[..., Path]
+) -> None:
+    draft = make_checkpoint(producer="specforge")
+    run = run_contracts([draft], "--eagle3-engine=vllm")
+    run.result.stdout.fnmatch_lines([
+        f"*{draft}*any*PASS (partial)*",
+        "*vllm==0.33.0*PASS (partial)*",
+        f"partial verdict for {draft}: * contracts did not run:",
+        "  target.consistent: needs the target model: pass --eagle3-target=DIR*",
+    ])
+    (ckpt,) = run.report["checkpoints"]
+    assert ckpt["verdict"] == "pass" and ckpt["complete"] is False
+    independent = ckpt["engines"][0]
+    assert independent["complete"] is False
+    assert {"target.consistent", "reference.acceptance", "reference.convention"} <= {
+        n["id"] for n in independent["not_run"]}
+    assert all("--eagle3-target" in n["reason"] for n in independent["not_run"])
+
+
+def test_report_keeps_the_whole_failure_and_the_run_context(
+    run_contracts: Callable[..., ContractRun], make_checkpoint: Callable[..., Path], synth_target: Path
+) -> None:
+    bad = make_checkpoint(producer="specforge", faults=frozenset({"d2t-all-zero"}))
+    run = run_contracts([bad], "--eagle3-engine=sglang==0.5.11,vllm", target=synth_target / "config.json")
+    report = run.report
+    assert report["target"] == str(synth_target / "config.json")
+    assert report["engines"] == ["sglang==0.5.11", "vllm==0.33.0"]
+    (ckpt,) = report["checkpoints"]
+    assert ckpt["verdict"] == "fail"
+    vocab = next(c for c in ckpt["engines"][0]["contracts"] if c["id"] == "vocab.map")
+    (finding,) = vocab["findings"]
+    assert finding["code"] == "all-zero" and finding["fix"] and finding["evidence"][0]["obtained"]
+    assert vocab["properties"]["draft_vocab_size"] == 256, "measured values of a failing contract are kept"
+    assert vocab["message"].startswith("vocab.map [all-zero]:") and vocab["message"].endswith(f"[{bad}]")
+    assert all(e["verdict"] == "fail" and "vocab.map" in e["failing"] for e in ckpt["engines"])
