@@ -55,16 +55,46 @@ class ContractViolation(AssertionError):
         super().__init__(self.render())
 
     def render(self, contract_id: str | None = None, subject: str | None = None) -> str:
-        """First line: contract, diagnosis, what goes wrong and for which checkpoint; then evidence and fix."""
+        """First line: contract, diagnosis, what goes wrong and for which checkpoint; then evidence and fix.
+
+        Findings of one diagnosis beyond the first :data:`SHOWN_PER_CODE` are grouped into one line, and the
+        text stops at :data:`MAX_LINES` lines (the JSON report keeps every finding).
+        """
         name = contract_id or "contract"
         where = f" [{subject}]" if subject else ""
         if not self.findings:
             return f"{name}: contract failed{where}"
-        first, rest = self.findings[0], self.findings[1:]
-        more = f" (+{len(rest)} more)" if rest else ""
-        lines = [first.render(f"{name} [{first.code}]: {first.summary}{more}{where}")]
-        lines.extend(f.render() for f in rest)
+        first = self.findings[0]
+        more = f" (+{len(self.findings) - 1} more)" if len(self.findings) > 1 else ""
+        lines = first.render(f"{name} [{first.code}]: {first.summary}{more}{where}").splitlines()
+        for code, group in _by_code(self.findings).items():
+            shown, hidden = group[:SHOWN_PER_CODE], group[SHOWN_PER_CODE:]
+            for finding in shown:
+                if finding is not first:
+                    lines.extend(finding.render().splitlines())
+            if hidden:
+                lines.append(f"[{code}] {len(hidden)} more like these, e.g. {_clip(hidden[0].summary)}")
+        if len(lines) > MAX_LINES:
+            lines = [*lines[:MAX_LINES], f"... {len(lines) - MAX_LINES} more lines (every finding is in the JSON "
+                                         "report: --eagle3-report=PATH)"]
         return "\n".join(lines)
+
+
+#: A failure shows this many findings of one diagnosis in full, then one line for the rest.
+SHOWN_PER_CODE = 3
+#: A failure's text is cut after this many lines.
+MAX_LINES = 80
+
+
+def _clip(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _by_code(findings: tuple[Finding, ...]) -> dict[str, list[Finding]]:
+    groups: dict[str, list[Finding]] = {}
+    for finding in findings:
+        groups.setdefault(finding.code, []).append(finding)
+    return groups
 
 
 def check(findings: list[Finding] | tuple[Finding, ...]) -> None:

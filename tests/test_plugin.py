@@ -277,3 +277,17 @@ def test_report_keeps_the_whole_failure_and_the_run_context(
     assert vocab["properties"]["draft_vocab_size"] == 256, "measured values of a failing contract are kept"
     assert vocab["message"].startswith("vocab.map [all-zero]:") and vocab["message"].endswith(f"[{bad}]")
     assert all(e["verdict"] == "fail" and "vocab.map" in e["failing"] for e in ckpt["engines"])
+
+
+def test_a_plausible_mistake_gives_a_bounded_failure(pytester: pytest.Pytester, synth_target: Path) -> None:
+    """A target passed as a draft: each repeated diagnosis is shown three times, then counted in one line."""
+    from pytest_eagle3.findings import MAX_LINES, SHOWN_PER_CODE
+
+    result = pytester.runpytest(f"--eagle3-ckpt={synth_target}", "--eagle3-engine=vllm==0.8.5",
+                                "-p", "no:cacheprovider")
+    text = result.stdout.str()
+    keys = text[text.index("test_keys["):]
+    keys = keys[: keys.index("\n___")] if "\n___" in keys else keys
+    assert keys.count("refuses tensor") <= SHOWN_PER_CODE + 1
+    assert "[key-refused]" in keys and "more like these" in keys
+    assert max(len(block.splitlines()) for block in text.split("\n___")) <= MAX_LINES + 20
