@@ -79,9 +79,13 @@ def _speculators_draft(out: Path, target: Path, load_verifier: bool) -> Path:
     return out
 
 
+#: The producers' drafts here are untrained: their reference acceptance is ~1 by construction, not a defect.
+UNTRAINED = ("--eagle3-min-acceptance=0",)
+
+
 def test_speculators_draft_passes(tmp_path: Path, target: Path, run_contracts: Callable[..., Any]) -> None:
     draft = _speculators_draft(tmp_path / "speculators", target, load_verifier=True)
-    run = run_contracts([draft], target=target)
+    run = run_contracts([draft], *UNTRAINED, target=target)
     assert run.verdict(draft) == "pass", run.output
     assert json.loads((draft / "config.json").read_text())["architectures"] == ["Eagle3DraftModel"]
 
@@ -90,7 +94,7 @@ def test_speculators_nan_lm_head_before_verifier_weights(tmp_path: Path, target:
                                                          run_contracts: Callable[..., Any]) -> None:
     """Saved before load_verifier_weights(): lm_head / embed_tokens are the NaN init."""
     draft = _speculators_draft(tmp_path / "speculators-nan", target, load_verifier=False)
-    run = run_contracts([draft], target=target)
+    run = run_contracts([draft], *UNTRAINED, target=target)
     outcome, message = run.outcomes(draft)["weights.finite"]
     assert outcome == "failed" and "speculators-nan-init" in message, message
 
@@ -146,7 +150,7 @@ def _specforge_export(folder: Path, target: Path, to: str, vocab_map: str) -> Pa
 def test_specforge_export_of_a_trained_map_passes(tmp_path: Path, target: Path, to: str,
                                                   run_contracts: Callable[..., Any]) -> None:
     draft = _specforge_export(tmp_path / "specforge", target, to, TRAINED)
-    run = run_contracts([draft], target=target)
+    run = run_contracts([draft], *UNTRAINED, target=target)
     assert run.outcomes(draft)["vocab.map"][0] == "passed", run.output
     assert run.verdict(draft) == "pass", run.output
     names = set(Checkpoint.open(draft).tensors)
@@ -160,7 +164,7 @@ def test_specforge_map_given_only_at_export(tmp_path: Path, target: Path, to: st
     the refreshed buffers; export_to_hf lets the training state's keys win (to_hf.py
     ``full_state.update(state["draft_state_dict"])``) and ships t2d all True, d2t zeros."""
     draft = _specforge_export(tmp_path / "specforge-late-map", target, to, AT_EXPORT)
-    outcome, message = run_contracts([draft], target=target).outcomes(draft)["vocab.map"]
+    outcome, message = run_contracts([draft], *UNTRAINED, target=target).outcomes(draft)["vocab.map"]
     if diagnosis is None:
         assert outcome == "passed", message
     else:
@@ -171,7 +175,7 @@ def test_specforge_default_t2d_without_vocab_map(tmp_path: Path, target: Path,
                                                  run_contracts: Callable[..., Any]) -> None:
     """No vocab map loaded: SpecForge's default buffers (t2d all True, d2t zeros) are exported."""
     draft = _specforge_export(tmp_path / "specforge-default", target, "sglang", NO_MAP)
-    outcome, message = run_contracts([draft], target=target).outcomes(draft)["vocab.map"]
+    outcome, message = run_contracts([draft], *UNTRAINED, target=target).outcomes(draft)["vocab.map"]
     assert outcome == "failed" and "defaults-never-replaced" in message, message
 
 
