@@ -47,6 +47,8 @@ MARKERS = (
     "engine(name): runs a real serving engine (sglang or vllm) in its own interpreter",
 )
 HYPOTHESIS_PROFILE_PREFIX = "eagle3-"
+#: The entry-point name of Hypothesis' own pytest plugin.
+HYPOTHESIS_PLUGIN = "hypothesispytest"
 #: Between checkpoint and engine in a test id: a folder name cannot contain "@" followed by "NAME==".
 ENGINE_ID_SEPARATOR = "@"
 
@@ -67,6 +69,10 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     # so a project's own test conftest (and what it imports) is not loaded for a contract run.
     namespace.file_or_dir = [contracts_dir()]
     args.append(contracts_dir())
+    if not any(arg.startswith("--hypothesis") for arg in args):
+        # Only the contracts run and none uses Hypothesis: its pytest plugin would still import
+        # hypothesis.internal.observability at the terminal summary (about 1 s).
+        early_config.pluginmanager.set_blocked(HYPOTHESIS_PLUGIN)
 
 
 def contracts_dir() -> str:

@@ -291,3 +291,13 @@ def test_a_plausible_mistake_gives_a_bounded_failure(pytester: pytest.Pytester, 
     assert keys.count("refuses tensor") <= SHOWN_PER_CODE + 1
     assert "[key-refused]" in keys and "more like these" in keys
     assert max(len(block.splitlines()) for block in text.split("\n___")) <= MAX_LINES + 20
+
+
+def test_contract_run_does_not_import_hypothesis(tmp_path: Path, make_checkpoint: Callable[..., Path]) -> None:
+    """Hypothesis' own plugin would import its engine (~1 s) for a run that uses no Hypothesis test."""
+    draft = make_checkpoint(producer="speculators")
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "pytest", f"--eagle3-ckpt={draft}",
+                           "--eagle3-engine=vllm", "-p", "no:cacheprovider", "-q"],
+                          cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert "EAGLE-3 verdict" in done.stdout
+    assert "hypothesis.internal" not in done.stderr
