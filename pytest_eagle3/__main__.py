@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_eagle3 import synth as synthetic
+from pytest_eagle3.formats import SPECULATORS
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -26,7 +27,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="rewrite the matrix blocks (profiles and recorded probes) of this README in place")
     synth = sub.add_parser("synth", help="write a synthetic draft checkpoint (optionally with faults)")
     synth.add_argument("out", nargs="?", type=Path, help="output directory (must not exist yet)")
-    synth.add_argument("--producer", default=synthetic.SPECULATORS, choices=synthetic.PRODUCERS,
+    synth.add_argument("--producer", default=SPECULATORS, choices=synthetic.PRODUCERS,
                        help="the producer layout to write")
     synth.add_argument("--fault", action="append", default=[], choices=sorted(synthetic.FAULTS), metavar="FAULT",
                        help="inject a fault (repeatable); see --list-faults")

@@ -111,7 +111,7 @@ def plan_aux(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, 
         crash = False
     other_fields = prof.value("aux_id_fields_other_mode")
     if other_fields is not None:
-        aux.other_mode_field, _, _, other = resolve_capture(prof, other_fields, view.config, family, layers)
+        _, _, _, other = resolve_capture(prof, other_fields, view.config, family, layers)
         aux.other_mode = firing(other, layers, capture_range)[0] if other is not None else None
     if prof.value("graph_mode_default_layers") and aux.configured and layers is not None:
         aux.graph_mode = firing(default_aux_inputs(layers), layers, capture_range)[0]

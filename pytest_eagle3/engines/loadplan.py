@@ -57,11 +57,9 @@ class AuxPlan:
     trained: tuple[int, ...] | None = None
     trained_from: str = ""
     other_mode: tuple[int, ...] | None = None
-    other_mode_field: str | None = None
     graph_mode: tuple[int, ...] | None = None
     target_layers: int | None = None
     support: CaptureSupport | None = None
-    explanation: str = ""
 
 
 @dataclass
