@@ -20,7 +20,6 @@ from pathlib import Path
 import torch
 
 from pytest_eagle3.checkpoint import Checkpoint
-from pytest_eagle3.reference.defaults import DEFAULT_STEPS
 from pytest_eagle3.reference.acceptance import (
     Reading,
     capture_states,
@@ -31,6 +30,7 @@ from pytest_eagle3.reference.acceptance import (
     measure,
     run_target,
 )
+from pytest_eagle3.reference.defaults import DEFAULT_STEPS
 from pytest_eagle3.reference.draft import ReferenceDraft
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -75,8 +75,8 @@ class ContractViolation(AssertionError):
             if hidden:
                 lines.append(f"[{code}] {len(hidden)} more like these, e.g. {_clip(hidden[0].summary)}")
         if len(lines) > MAX_LINES:
-            lines = [*lines[:MAX_LINES], f"... {len(lines) - MAX_LINES} more lines (every finding is in the JSON "
-                                         "report: --eagle3-report=PATH)"]
+            cut = f"... {len(lines) - MAX_LINES} more lines (every finding is in the JSON report: --eagle3-report=PATH)"
+            lines = [*lines[:MAX_LINES], cut]
         return "\n".join(lines)
 
 

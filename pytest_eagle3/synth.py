@@ -536,16 +536,14 @@ FAULTS: dict[str, Fault] = {
 
 
 def _apply_tensor_faults(draft: Draft) -> None:
-    for name in FAULTS:
-        fault = FAULTS[name]
-        if name in draft.spec.faults and fault.tensors is not None:
-            if fault.needs is None or fault.needs in draft.tensors:
-                fault.tensors(draft)
+    for name, fault in FAULTS.items():
+        applies = fault.tensors is not None and (fault.needs is None or fault.needs in draft.tensors)
+        if name in draft.spec.faults and applies and fault.tensors is not None:
+            fault.tensors(draft)
 
 
 def _damage_file(spec: SynthSpec, path: Path) -> None:
-    for name in FAULTS:
-        fault = FAULTS[name]
+    for name, fault in FAULTS.items():
         if name in spec.faults and fault.file is not None:
             fault.file(path)
 
