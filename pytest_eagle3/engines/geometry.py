@@ -235,3 +235,10 @@ def geometry_finding(label: str, engine: str, config: Mapping[str, Any], specula
         fix,
         tuple(f"{k}: {v}" for k, v in sorted(geometry.sources.items())) + (f"rule: {LOAD_ASSERT[engine]}",),
     )
+
+
+def plan_geometry(plan: Any, prof: Any, view: Any, ckpt: Any) -> None:
+    """File the engine's attention-geometry refusal, if any, under the plan's ``geometry`` area."""
+    finding = geometry_finding(prof.label, prof.engine, view.config, view.speculators, ckpt.shape, set(ckpt.tensors))
+    if finding is not None:
+        plan.refuse("geometry", finding)

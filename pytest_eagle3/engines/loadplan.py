@@ -95,6 +95,8 @@ class LoadPlan:
     draft_layers: int | None = None
     issues: list[Issue] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: KV-cache compatibility with the target (engines.runtime), None without a target.
+    runtime: Any = None
 
     @property
     def outcome(self) -> str:

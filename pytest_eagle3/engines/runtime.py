@@ -146,3 +146,30 @@ def _refusal(page: int, target: tuple[LayerKv, ...], error: str) -> str:
     theirs = ", ".join(f"{t.kind} {t.per_token}" for t in target)
     return (f"the draft's KV page ({page} elements per token: 2 x KV heads x head_dim) cannot share the KV-cache "
             f"manager with the target's ({theirs}): engine start fails with {error} while sizing the KV cache")
+
+
+def plan_runtime(plan: Any, prof: Any, view: Any, target: Any) -> KvVerdict | None:
+    """File a KV-cache refusal under the plan's ``runtime`` area; the verdict, or None without a target."""
+    from pytest_eagle3.engines.geometry import ROUTE_CONFIG_CLASS, derive, route_for
+    from pytest_eagle3.findings import Evidence, Finding
+
+    if target is None or target.problem:
+        return None
+    draft = derive(view.config, route_for(prof.engine, view.speculators))
+    text = target.text_config
+    layers = target_layers(text, derive(text, ROUTE_CONFIG_CLASS))
+    if draft is None or layers is None:
+        return None
+    verdict = kv_verdict(prof.engine, prof.version, draft, layers)
+    if verdict.status == REFUSED:
+        theirs = ", ".join(f"{t.kind}: {t.per_token}" for t in layers)
+        plan.refuse("runtime", Finding(
+            "kv-page",
+            f"{prof.label}: {verdict.message}",
+            (Evidence("draft KV elements per token (2 x KV heads x head_dim)", str(2 * draft.kv_width),
+                      f"compatible with the target's ({theirs})"),),
+            "give the draft the target's KV geometry (num_key_value_heads x head_dim), or serve with a version "
+            "that unifies page sizes",
+            (f"rule: {verdict.source}", f"dtype: {DTYPE_SOURCE[prof.engine]}"),
+        ))
+    return verdict
