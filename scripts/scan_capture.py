@@ -61,7 +61,7 @@ def _sglang_entries(root: Path) -> dict[str, str]:
     entries: dict[str, str] = {}
     for path in (root / "sglang/srt/models").glob("*.py"):
         text = path.read_text(encoding="utf-8", errors="replace")
-        for match in re.finditer(r"^EntryClass\s*=\s*(\[[^\]]*\]|\w+)", text, re.M):
+        for match in re.finditer(r"^EntryClass\s*=\s*(\[[^\]]*\]|\w+)", text, re.MULTILINE):
             for name in re.findall(r"\w+", match.group(1)):
                 entries[name] = name
     return entries

@@ -11,7 +11,15 @@ import torch
 from safetensors.torch import save_file
 
 from pytest_eagle3.checkpoint import Checkpoint
-from pytest_eagle3.rules.draft_kind import ADAPTER, CAUSAL_LM, EAGLE3, EAGLE12, MEDUSA, MTP, classify_checkpoint
+from pytest_eagle3.rules.draft_kind import (
+    ADAPTER,
+    CAUSAL_LM,
+    EAGLE3,
+    EAGLE12,
+    MEDUSA,
+    MTP,
+    classify_checkpoint,
+)
 from pytest_eagle3.synth import SynthSpec, write_target
 
 H = 64

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from pytest_eagle3.engines import probe_kv_vllm
 from pytest_eagle3.engines.geometry import Geometry
-from pytest_eagle3.engines.probes import env_variable, find_engine_python
 from pytest_eagle3.engines.runtime import OK, LayerKv, kv_verdict
+from pytest_eagle3.probes import vllm_kv
+from pytest_eagle3.probes.run import env_variable, find_engine_python
 
 pytestmark = pytest.mark.engine
 
@@ -46,7 +46,7 @@ def engine_kv(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     jobs = [{"name": n, "target": [list(t) for t in target], "draft": list(draft)} for n, (target, draft) in JOBS.items()]
     (tmp / "jobs.json").write_text(json.dumps(jobs))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"OMP_NUM_THREADS": "1"}
-    done = subprocess.run([python, str(Path(probe_kv_vllm.__file__)), "--jobs", str(tmp / "jobs.json"),
+    done = subprocess.run([python, str(Path(vllm_kv.__file__)), "--jobs", str(tmp / "jobs.json"),
                            "--out", str(tmp / "out.json")], capture_output=True, text=True, timeout=600, env=env,
                           check=False)
     assert done.returncode == 0, done.stderr[-3000:]

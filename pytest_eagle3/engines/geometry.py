@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_eagle3.findings import Evidence, Finding
+
 ROUTE_CONFIG_CLASS = "config-class"
 ROUTE_AS_WRITTEN = "as-written"
 
@@ -228,10 +230,8 @@ def route_for(engine: str, speculators: bool) -> str:
 
 
 def geometry_finding(label: str, engine: str, config: Mapping[str, Any], speculators: bool,
-                     shape_of: Callable[[str], tuple[int, ...] | None], names: list[str] | set[str]) -> Any:
+                     shape_of: Callable[[str], tuple[int, ...] | None], names: list[str] | set[str]) -> Finding | None:
     """A refusal finding when the engine's geometry contradicts the attention tensors, else None."""
-    from pytest_eagle3.findings import Evidence, Finding
-
     geometry = derive(config, route_for(engine, speculators))
     if geometry is None:
         return None

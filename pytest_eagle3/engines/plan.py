@@ -16,6 +16,7 @@ from pytest_eagle3.checkpoint import Checkpoint, CheckpointReadError, TargetMode
 from pytest_eagle3.engines import draft_classes
 from pytest_eagle3.engines.aux import plan_aux
 from pytest_eagle3.engines.config_view import EngineView, engine_view, lookup
+from pytest_eagle3.engines.geometry import plan_geometry
 from pytest_eagle3.engines.keymap import (
     DraftShape,
     KeyResolution,
@@ -34,7 +35,6 @@ from pytest_eagle3.engines.loadplan import (
     Issue,
     LoadPlan,
 )
-from pytest_eagle3.engines.geometry import plan_geometry
 from pytest_eagle3.engines.profiles import Profile, profile
 from pytest_eagle3.engines.runtime import plan_runtime
 from pytest_eagle3.engines.sharing import plan_sharing

