@@ -79,3 +79,11 @@ def check_plan(request: pytest.FixtureRequest, plan: LoadPlan, *, with_plan: boo
         first = findings[0]
         findings = [dataclasses.replace(first, details=(*first.details, *plan.describe())), *findings[1:]]
     check(findings)
+
+
+def unknown(finding: Finding, fail: bool) -> None:
+    """A case the profiles do not know: fail with the reason when ``fail`` (``--eagle3-unknown=fail``), else skip."""
+    __tracebackhide__ = True
+    if fail:
+        check([finding])
+    pytest.skip(f"{finding.summary} (--eagle3-unknown=fail makes this a failure)")
