@@ -10,6 +10,7 @@ import pytest
 
 from pytest_eagle3.findings import Evidence, Finding, check
 from pytest_eagle3.report import MESSAGE_PROPERTY
+from pytest_eagle3.rules.draft_kind import classify_checkpoint
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
@@ -42,6 +43,13 @@ def require_config(ckpt: Checkpoint) -> None:
     """Skip a contract that needs the config when config.json is unusable (config.parseable fails)."""
     if ckpt.config_raw is None:
         pytest.skip("config.json is unusable: see config.parseable")
+
+
+def require_draft(ckpt: Checkpoint) -> None:
+    """Skip a contract that judges a draft when the checkpoint is another kind of model (format.detected says which)."""
+    kind = classify_checkpoint(ckpt)
+    if not kind.is_draft:
+        pytest.skip(f"this checkpoint is {kind.summary.split(',')[0]}, not an EAGLE-3 draft: see format.detected")
 
 
 def passed(record_property: RecordProperty, message: str) -> None:

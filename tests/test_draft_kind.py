@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -63,3 +64,15 @@ def test_a_target_passed_as_draft_says_so_in_one_line(tmp_path: Path) -> None:
 def test_every_producer_layout_is_an_eagle3_draft(producer: str, make_checkpoint: Callable[..., Path]) -> None:
     found = classify_checkpoint(Checkpoint.open(make_checkpoint(SynthSpec(producer=producer, draft_layers=2))))
     assert found.kind == EAGLE3 and found.is_draft
+
+
+def test_a_target_passed_as_ckpt_fails_in_one_line_and_engine_contracts_skip(
+        run_contracts: Callable[..., Any], synth_target: Path) -> None:
+    run = run_contracts([synth_target], "--eagle3-engine=vllm==0.32.0")
+    outcome, message = run.outcomes(synth_target)["format.detected"]
+    assert outcome == "failed" and "full causal LM" in message and "--eagle3-target" in message
+    assert run.outcomes(synth_target)["config.shapes"][0] == "skipped"
+    outcomes = run.engine_outcomes(synth_target, "vllm==0.32.0")
+    outcome, message = outcomes["engine.architecture"]
+    assert outcome == "failed" and "not an EAGLE-3 draft" in message and "refuses" not in message
+    assert outcomes["engine.keys"][0] == "skipped"

@@ -40,6 +40,7 @@ from pytest_eagle3.engines.runtime import plan_runtime
 from pytest_eagle3.engines.sharing import plan_sharing
 from pytest_eagle3.engines.versions import SGLANG, VLLM, EngineVersion
 from pytest_eagle3.findings import Evidence, Finding, short
+from pytest_eagle3.rules.draft_kind import classify_checkpoint, not_a_draft_finding
 from pytest_eagle3.rules.vocab import ACCEPTANCE_NOTE
 
 __all__ = ["LOADS", "LOADS_WITH_LOSS", "LOSS", "REFUSED", "AuxPlan", "FcPlan", "Issue", "LoadPlan", "load_plan"]
@@ -52,6 +53,10 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
     raw = ckpt.config_raw or {}
     plan = LoadPlan(engine, None)
     view = engine_view(raw, prof)
+    not_a_draft = not_a_draft_finding(classify_checkpoint(ckpt))
+    if not_a_draft is not None:
+        plan.refuse("architecture", not_a_draft)
+        return plan
     if not _architecture(plan, prof, view, raw):
         return plan
     shape = _draft_shape(plan, prof, view, ckpt, target)

@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_eagle3.findings import Evidence, Finding
+
 EAGLE3 = "eagle3"
 EAGLE12 = "eagle1/2"
 MTP = "mtp"
@@ -109,3 +111,14 @@ def _whole_model(config: Mapping[str, Any] | None, shapes: Mapping[str, tuple[in
 def classify_checkpoint(ckpt: Any) -> DraftKind:
     """``classify`` on a :class:`~pytest_eagle3.checkpoint.Checkpoint`."""
     return classify(ckpt.config_raw, {name: tuple(entry.shape) for name, entry in ckpt.tensors.items()})
+
+
+def not_a_draft_finding(kind: DraftKind) -> Finding | None:
+    """The one-line finding for a checkpoint that is not an EAGLE-3 draft, or None for a draft."""
+    if kind.is_draft:
+        return None
+    return Finding(
+        "not-a-draft", f"this checkpoint is {kind.summary}",
+        tuple(Evidence(e, "present", "an EAGLE-3 draft's tensors") for e in kind.evidence[:3]),
+        "pass the EAGLE-3 draft's directory as --eagle3-ckpt",
+    )

@@ -13,6 +13,7 @@ from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.checkpoint.target import TargetModel
 from pytest_eagle3.findings import Evidence, Finding, short
 from pytest_eagle3.formats import INPUT_OF, LEFTOVER_PREFIXES, OUTPUT_OF, UNKNOWN, DraftConfig
+from pytest_eagle3.rules.draft_kind import classify_checkpoint, not_a_draft_finding
 
 DEFAULT_AUX_COUNT = 3
 REQUIRED_CONFIG_FIELDS = ("hidden_size", "vocab_size")
@@ -44,7 +45,10 @@ def config_findings(ckpt: Checkpoint) -> list[Finding]:
 
 
 def format_findings(ckpt: Checkpoint) -> list[Finding]:
-    """The producer must be recognisable, or its aux-layer convention is a guess."""
+    """The checkpoint is an EAGLE-3 draft, and its producer recognisable (else its aux convention is a guess)."""
+    not_a_draft = not_a_draft_finding(classify_checkpoint(ckpt))
+    if not_a_draft is not None:
+        return [not_a_draft]
     if ckpt.format.producer != UNKNOWN:
         return []
     return [Finding(
