@@ -279,11 +279,16 @@ def test_report_keeps_the_whole_failure_and_the_run_context(
     assert all(e["verdict"] == "fail" and "vocab.map" in e["failing"] for e in ckpt["engines"])
 
 
-def test_a_plausible_mistake_gives_a_bounded_failure(pytester: pytest.Pytester, synth_target: Path) -> None:
-    """A target passed as a draft: each repeated diagnosis is shown three times, then counted in one line."""
+def test_a_plausible_mistake_gives_a_bounded_failure(pytester: pytest.Pytester,
+                                                     make_variant: Callable[..., Path]) -> None:
+    """Every key saved with a model. prefix (vLLM adds its own): each repeated diagnosis is shown three times,
+    then counted in one line. (A target passed as a draft is named in one line: tests/test_draft_kind.py.)"""
     from pytest_eagle3.findings import MAX_LINES, SHOWN_PER_CODE
+    from pytest_eagle3.synth import SynthSpec
 
-    result = pytester.runpytest(f"--eagle3-ckpt={synth_target}", "--eagle3-engine=vllm==0.8.5",
+    prefixed = make_variant(SynthSpec(producer="specforge", draft_layers=2), name="all-model-prefixed",
+                            rename=lambda k: k if k in ("lm_head.weight", "d2t", "t2d") else "model." + k)
+    result = pytester.runpytest(f"--eagle3-ckpt={prefixed}", "--eagle3-engine=vllm==0.32.0",
                                 "-p", "no:cacheprovider")
     text = result.stdout.str()
     keys = text[text.index("test_keys["):]
