@@ -62,6 +62,7 @@ MO = SynthSpec(producer=MODELOPT)
 SGL, VLL = "sglang", "vllm"
 #: A 32-wide draft for the 64-wide default target (target_hidden_size set by the variant).
 NARROW = SynthSpec(producer=SPECULATORS, hidden_size=32, num_attention_heads=1, head_dim=32, intermediate_size=64)
+NARROW_SF = SynthSpec(producer=SPECFORGE, hidden_size=32, num_attention_heads=1, head_dim=32, intermediate_size=64)
 QK_NORMS = {f"layers.0.self_attn.{n}_norm.weight": torch.ones(32, dtype=torch.bfloat16) for n in ("q", "k")}
 
 
@@ -133,6 +134,9 @@ CASES = [
     case("embed_width_check", VLL, "0.24.0", "0.25.0", NARROW, {"embed-width"}, {"embed-missing"},
          variant={"config": _set(target_hidden_size=64), "drop": ("embed_tokens.weight",),
                   "replace": {"fc.weight": torch.zeros(32, 192, dtype=torch.bfloat16)}}),
+    case("draft_extend_graph_width", SGL, "0.4.9", "0.4.10", NARROW_SF, {"graph-width", "embed-missing"},
+         {"embed-missing"}, variant={"config": _set(target_hidden_size=64),
+                                     "replace": {"fc.weight": torch.zeros(32, 192, dtype=torch.bfloat16)}}),
     case("architectures_qwen3_class", VLL, "0.23.0", "0.24.0", SP, {"key-refused"}, set(),
          variant={"config": _layer_type("qwen3"), "replace": QK_NORMS}),
     case("kv_cache_page", VLL, "0.10.2", "0.11.0", SynthSpec(producer=SPECFORGE, num_key_value_heads=2),

@@ -54,6 +54,8 @@ BEHAVIOURS: dict[str, str] = {
     "fc_norm": "whether fc_norm (per-chunk norms) is honoured: read / eagle-format-only / not-read",
     "norm_output": "whether norm_output is honoured: read / eagle-format-only / not-read",
     "embed_source": "whose embed_tokens the draft uses",
+    "draft_extend_graph_width": ("the width of the CUDA-graph buffer that holds the target's concatenated aux states: "
+                                 "draft-hidden (hidden_size x 3, a bug for drafts of another width) / target-hidden"),
     "embed_width_check": ("what a draft narrower or wider than its target gets when it ships no embed_tokens: "
                           "target-width (the target's, wrong width) / uninitialised (kept separate, never loaded)"),
     "lm_head_source": "whose lm_head the draft uses",
@@ -357,6 +359,17 @@ RULES: tuple[Rule, ...] = tuple(
              ("0.25.0", None, "uninitialised",
               ("vllm 0.25.0 llm_base_proposer.py _maybe_share_embeddings: 'Target embedding dim (%d) differs from "
                "draft embedding dim (%d). Keeping separate embedding weights.' (0.25.0-0.32.0 read)")))
+    + _rules(SGLANG, "draft_extend_graph_width",
+             ("0.4.4.post2", "0.4.9", "draft-hidden",
+              ("sglang speculative/eagle_draft_extend_cuda_graph_runner.py EAGLEDraftExtendCudaGraphRunner.__init__: "
+               "hidden_states = zeros(max_num_token, hidden_size * 3) (0.4.7, 0.4.8, 0.4.9 read)")),
+             ("0.4.10", None, "target-hidden",
+              ("sglang 0.4.10 eagle_draft_extend_cuda_graph_runner.py: target_hidden_size * 3 when the config has it "
+               "(sgl-project/sglang#8163, fixes #7011)")))
+    + _rules(VLLM, "draft_extend_graph_width",
+             ("0.8.5", None, "target-hidden",
+              ("vllm v1/spec_decode/eagle.py EagleProposer: fc (combine_hidden_states) runs before the draft-width "
+               "buffers (0.9.2-0.32.0 read)")))
     + _rules(SGLANG, "embed_width_check",
              ("0.4.4.post2", None, "uninitialised",
               "sglang models/llama.py LlamaForCausalLM.set_embed returns when target_hidden_size != hidden_size"))

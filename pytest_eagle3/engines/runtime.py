@@ -151,6 +151,7 @@ def _refusal(page: int, target: tuple[LayerKv, ...], error: str) -> str:
 
 def plan_runtime(plan: Any, prof: Any, view: Any, target: Any) -> KvVerdict | None:
     """File a KV-cache refusal under the plan's ``runtime`` area; the verdict, or None without a target."""
+    _graph_width(plan, prof, view.config)
     if target is None or target.problem:
         return None
     draft = derive(view.config, route_for(prof.engine, view.speculators))
@@ -171,3 +172,20 @@ def plan_runtime(plan: Any, prof: Any, view: Any, target: Any) -> KvVerdict | No
             (f"rule: {verdict.source}", f"dtype: {DTYPE_SOURCE[prof.engine]}"),
         ))
     return verdict
+
+
+def _graph_width(plan: Any, prof: Any, config: Mapping[str, Any]) -> None:
+    """SGLang <= 0.4.9 sized the draft-extend CUDA-graph buffer from the draft's hidden size (sglang#8163)."""
+    hidden, target_hidden = _int(config, "hidden_size"), _int(config, "target_hidden_size")
+    if prof.value("draft_extend_graph_width") != "draft-hidden" or not hidden or not target_hidden \
+            or hidden == target_hidden:
+        return
+    plan.refuse("runtime", Finding(
+        "graph-width",
+        f"{prof.label} sizes its CUDA-graph draft-extend buffer as hidden_size x 3 = {3 * hidden}, but this draft's "
+        f"target sends target_hidden_size x 3 = {3 * target_hidden}: the first draft extend fails with a shape "
+        "error while CUDA graphs are on (the default)",
+        (Evidence("draft-extend buffer width", str(3 * hidden), str(3 * target_hidden)),),
+        "serve with SGLang >= 0.4.10, or launch with --disable-cuda-graph",
+        (f"rule: {prof.source('draft_extend_graph_width')}",),
+    ))
