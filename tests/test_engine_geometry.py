@@ -168,3 +168,24 @@ def test_class_defaults_match_the_installed_transformers() -> None:
         kv = getattr(config, "num_key_value_heads", None)
         assert head_dim in (defaults.head_dim, None if defaults.head_dim else 32), model_type
         assert kv in (defaults.kv_heads, None if defaults.kv_heads else 2), model_type
+
+
+def test_config_shapes_names_a_geometry_no_engine_reading_fits(make_variant: Any, synth_target: Any) -> None:
+    """head_dim written as 16 for 32-wide heads: every reading contradicts the tensors (config.shapes);
+    a qwen3 type without head_dim contradicts only the AutoConfig reading (engine.geometry, not config.shapes)."""
+    from pytest_eagle3.checkpoint import Checkpoint
+    from pytest_eagle3.rules.shapes import shape_findings
+    from pytest_eagle3.synth import SPECFORGE, SynthSpec
+
+    def wrong(config: dict[str, Any]) -> None:
+        config["head_dim"] = 16
+
+    def qwen3(config: dict[str, Any]) -> None:
+        config["model_type"] = "qwen3"
+        del config["head_dim"]
+
+    bad = shape_findings(Checkpoint.open(make_variant(SynthSpec(producer=SPECFORGE), config=wrong, name="hd16")))
+    found = [f for f in bad if f.code == "attention-geometry"]
+    assert found and "head_dim: 32" in found[0].fix
+    one = shape_findings(Checkpoint.open(make_variant(SynthSpec(producer=SPECFORGE), config=qwen3, name="q3")))
+    assert not [f for f in one if f.code == "attention-geometry"]
