@@ -12,6 +12,7 @@ from pytest_eagle3.contract import (
     passed,
     readability_findings,
     require_config,
+    require_draft,
     require_tensors,
 )
 from pytest_eagle3.findings import check
@@ -58,6 +59,7 @@ class TestEagle3Checkpoint:
         """lm_head rows = draft vocab, fc = aux count x target hidden, q/k/v take 2 x hidden, norms present."""
         require_tensors(eagle3_checkpoint)
         require_config(eagle3_checkpoint)
+        require_draft(eagle3_checkpoint)
         check(shape_findings(eagle3_checkpoint))
         cfg = eagle3_checkpoint.config
         passed(record_property, f"{cfg.layer_count} draft layer(s), first at {cfg.first_layer_prefix}*, shapes agree")
@@ -68,5 +70,6 @@ class TestEagle3Checkpoint:
     ) -> None:
         """Vocab, hidden size and aux layer ids fit the target model."""
         require_config(eagle3_checkpoint)
+        require_draft(eagle3_checkpoint)
         check(target_findings(eagle3_checkpoint, eagle3_target))
         passed(record_property, f"fits target {eagle3_target.path} ({eagle3_target.num_hidden_layers} layers)")

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_eagle3.contract import RecordProperty, check_plan, passed
+from pytest_eagle3.contract import RecordProperty, check_plan, passed, unknown
 from pytest_eagle3.engines.loadplan import LoadPlan, describe_inputs
+from pytest_eagle3.findings import Finding
+from pytest_eagle3.options import UNKNOWN_FAIL, settings
 
 
 class TestEagle3Engine:
@@ -46,6 +48,8 @@ class TestEagle3Engine:
         """The target layers the engine feeds are the layers the draft was trained on."""
         plan = eagle3_load_plan
         check_plan(request, plan)
+        if "aux_layers" in plan.unknown:
+            unknown(plan.unknown["aux_layers"], settings(request.config).unknown == UNKNOWN_FAIL)
         aux = plan.aux
         if aux.captured is None:
             pytest.skip(f"{plan.engine.label} uses its default aux layers [2, L//2, L-3] or a rule that needs the "
@@ -94,3 +98,30 @@ class TestEagle3Engine:
         plan = eagle3_load_plan
         check_plan(request, plan)
         passed(record_property, f"{plan.engine.label}: {plan.draft_layers} draft layer(s)")
+
+    @pytest.mark.eagle3_contract("engine.geometry")
+    def test_geometry(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty,
+                      request: pytest.FixtureRequest) -> None:
+        """The attention the engine builds (heads, KV heads, head_dim as it derives them) fits the q/k/v/o tensors."""
+        plan = eagle3_load_plan
+        check_plan(request, plan, needs_class=True)
+        passed(record_property, f"{plan.engine.label}: q/k/v/o fit the heads and head_dim it derives")
+
+    @pytest.mark.eagle3_contract("engine.runtime")
+    def test_runtime(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty,
+                     request: pytest.FixtureRequest) -> None:
+        """Draft and target can run together: the draft's KV pages fit the engine's KV-cache manager."""
+        plan = eagle3_load_plan
+        check_plan(request, plan)
+        verdict = plan.runtime
+        if verdict is None:
+            pytest.skip("the KV-cache check needs the target's attention geometry: pass --eagle3-target=DIR")
+        if verdict.status == "unknown":
+            unknown_finding = _runtime_unknown(plan)
+            unknown(unknown_finding, settings(request.config).unknown == UNKNOWN_FAIL)
+        passed(record_property, f"{plan.engine.label}: {verdict.message}")
+
+
+def _runtime_unknown(plan: LoadPlan) -> Finding:
+    verdict = plan.runtime
+    return Finding("runtime-unknown", f"{plan.engine.label}: {verdict.message}", fix="", details=(f"rule: {verdict.source}",))

@@ -10,6 +10,7 @@ import pytest
 
 from pytest_eagle3.findings import Evidence, Finding, check
 from pytest_eagle3.report import MESSAGE_PROPERTY
+from pytest_eagle3.rules.draft_kind import classify_checkpoint
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
@@ -42,6 +43,13 @@ def require_config(ckpt: Checkpoint) -> None:
     """Skip a contract that needs the config when config.json is unusable (config.parseable fails)."""
     if ckpt.config_raw is None:
         pytest.skip("config.json is unusable: see config.parseable")
+
+
+def require_draft(ckpt: Checkpoint) -> None:
+    """Skip a contract that judges a draft when the checkpoint is another kind of model (format.detected says which)."""
+    kind = classify_checkpoint(ckpt)
+    if not kind.is_draft:
+        pytest.skip(f"this checkpoint is {kind.summary.split(',')[0]}, not an EAGLE-3 draft: see format.detected")
 
 
 def passed(record_property: RecordProperty, message: str) -> None:
@@ -79,3 +87,11 @@ def check_plan(request: pytest.FixtureRequest, plan: LoadPlan, *, with_plan: boo
         first = findings[0]
         findings = [dataclasses.replace(first, details=(*first.details, *plan.describe())), *findings[1:]]
     check(findings)
+
+
+def unknown(finding: Finding, fail: bool) -> None:
+    """A case the profiles do not know: fail with the reason when ``fail`` (``--eagle3-unknown=fail``), else skip."""
+    __tracebackhide__ = True
+    if fail:
+        check([finding])
+    pytest.skip(f"{finding.summary} (--eagle3-unknown=fail makes this a failure)")

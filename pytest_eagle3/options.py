@@ -56,6 +56,10 @@ OPTIONS: tuple[OptionSpec, ...] = (
                metavar="X", is_path=False),
     OptionSpec("eagle3_device", "--eagle3-device", "EAGLE3_DEVICE", "eagle3_device",
                "device for the reference acceptance run: cpu (default) or cuda", metavar="DEVICE", is_path=False),
+    OptionSpec("eagle3_unknown", "--eagle3-unknown", "EAGLE3_UNKNOWN", "eagle3_unknown",
+               "what a contract does when the profiles do not know the case (a target architecture missing "
+               "from the capture table): skip (default) or fail, with the reason either way",
+               metavar="skip|fail", is_path=False),
     OptionSpec("eagle3_prompts", "--eagle3-prompts", "EAGLE3_PROMPTS", "eagle3_prompts",
                "prompts for reference acceptance, one per line: a JSON list of token ids, or text "
                "(needs the target's tokenizer); default: a built-in set", metavar="FILE"),
@@ -123,6 +127,10 @@ def early_checkpoints(config: pytest.Config, namespace: object) -> bool:
         return False
 
 
+UNKNOWN_SKIP = "skip"
+UNKNOWN_FAIL = "fail"
+
+
 @dataclass(frozen=True)
 class Settings:
     """Every eagle3 option, parsed and validated once; ``sources`` says where each came from."""
@@ -135,6 +143,7 @@ class Settings:
     min_acceptance: float = DEFAULT_MIN_ACCEPTANCE
     device: str = "cpu"
     prompts: str | None = None
+    unknown: str = UNKNOWN_SKIP
     sources: dict[str, Resolved] = field(default_factory=dict)
 
 
@@ -162,6 +171,7 @@ def parse_settings(config: pytest.Config) -> Settings:
         min_acceptance=_min_acceptance(one["eagle3_min_acceptance"], DEFAULT_STEPS),
         device=_device(one["eagle3_device"] or "cpu"),
         prompts=_existing_file("--eagle3-prompts", one["eagle3_prompts"]),
+        unknown=_unknown(one["eagle3_unknown"] or UNKNOWN_SKIP),
         sources={dest: r for dest, r in sources.items() if r.values},
     )
 
@@ -203,6 +213,13 @@ def _engines(text: str) -> tuple[EngineVersion, ...]:
         return parse_selection(text)
     except EngineSelectionError as exc:
         raise pytest.UsageError(str(exc)) from None
+
+
+def _unknown(value: str) -> str:
+    value = value.strip().lower()
+    if value not in (UNKNOWN_SKIP, UNKNOWN_FAIL):
+        raise _usage("--eagle3-unknown", f"{value!r} is not one of {UNKNOWN_SKIP}, {UNKNOWN_FAIL}")
+    return value
 
 
 def _convention(value: str | None) -> str | None:

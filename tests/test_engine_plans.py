@@ -60,6 +60,17 @@ SP = SynthSpec(producer=SPECULATORS)
 EA = SynthSpec(producer=EAGLE)
 MO = SynthSpec(producer=MODELOPT)
 SGL, VLL = "sglang", "vllm"
+#: A 32-wide draft for the 64-wide default target (target_hidden_size set by the variant).
+NARROW = SynthSpec(producer=SPECULATORS, hidden_size=32, num_attention_heads=1, head_dim=32, intermediate_size=64)
+NARROW_SF = SynthSpec(producer=SPECFORGE, hidden_size=32, num_attention_heads=1, head_dim=32, intermediate_size=64)
+QK_NORMS = {f"layers.0.self_attn.{n}_norm.weight": torch.ones(32, dtype=torch.bfloat16) for n in ("q", "k")}
+
+
+def _layer_type(model_type: str) -> Callable[[dict[str, Any]], None]:
+    def edit(config: dict[str, Any]) -> None:
+        config["transformer_layer_config"]["model_type"] = model_type
+    return edit
+
 
 CASES = [
     case("first_layer", SGL, "0.5.11", "0.5.12", MO, {"dropped", "uninitialised"}, set()),
@@ -85,7 +96,7 @@ CASES = [
     case("fc_aux_count", SGL, "0.5.11", "0.5.12", SynthSpec(producer=SPECFORGE, aux_layer_ids=(1, 2, 3, 4)),
          {"fc-shape", "fc-width"}, set()),
     case("fc_bias", SGL, "0.4.8", "0.4.9", SF, {"uninitialised"}, set()),
-    case("architectures", VLL, "0.10.0", "0.10.1", SF, {"architecture"}, set()),
+    case("architectures", VLL, "0.10.1", "0.10.2", SF, {"architecture"}, set()),
     case("speculators_format", VLL, "0.10.0", "0.10.1", SP, {"speculators-format"}, set()),
     case("d2t_present", VLL, "0.9.0", "0.9.1", EA, {"d2t-discarded"}, set()),
     case("d2t_full_vocab", VLL, "0.29.0", "0.30.0", SynthSpec(producer=SPECFORGE, draft_vocab_size=1024,
@@ -120,6 +131,16 @@ CASES = [
          set(), {"lm-head-replaced"}, target_weights=True),
     case("unknown_key", VLL, "0.24.0", "0.25.0", SP, {"key-refused"}, {"dropped"},
          variant={"replace": {"fc.bias": torch.zeros(64)}}),
+    case("embed_width_check", VLL, "0.24.0", "0.25.0", NARROW, {"embed-width"}, {"embed-missing"},
+         variant={"config": _set(target_hidden_size=64), "drop": ("embed_tokens.weight",),
+                  "replace": {"fc.weight": torch.zeros(32, 192, dtype=torch.bfloat16)}}),
+    case("draft_extend_graph_width", SGL, "0.4.9", "0.4.10", NARROW_SF, {"graph-width", "embed-missing"},
+         {"embed-missing"}, variant={"config": _set(target_hidden_size=64),
+                                     "replace": {"fc.weight": torch.zeros(32, 192, dtype=torch.bfloat16)}}),
+    case("architectures_qwen3_class", VLL, "0.23.0", "0.24.0", SP, {"key-refused"}, set(),
+         variant={"config": _layer_type("qwen3"), "replace": QK_NORMS}),
+    case("kv_cache_page", VLL, "0.10.2", "0.11.0", SynthSpec(producer=SPECFORGE, num_key_value_heads=2),
+         {"kv-page"}, set()),
     case("capture_range", VLL, "0.17.0", "0.18.0", SynthSpec(producer=SPECULATORS, aux_layer_ids=(2, 4, 8)),
          {"fc-width", "aux-layers"}, set()),
 ]
@@ -153,7 +174,7 @@ def test_every_versioned_behaviour_has_a_boundary_case() -> None:
     """Each behaviour whose value changes between versions is exercised on both sides."""
     changing = {(r.engine, r.behaviour) for r in RULES if r.since not in ("0.4.4.post2", "0.8.5")}
     covered = {(c.engine, c.behaviour.removesuffix("_eagle_config").removesuffix("_runner_v2")
-                .removesuffix("_speculators")) for c in CASES}
+                .removesuffix("_speculators").removesuffix("_qwen3_class")) for c in CASES}
     untestable = {
         ("vllm", "fc_applied"): "0.8.5 ignores configured ids and allows only Llama targets: one state never arrives",
         ("vllm", "embed_source"): "covered by the 0.11.2 case; 0.9.0/0.9.1 reject speculators configs",
@@ -177,6 +198,44 @@ def test_every_versioned_behaviour_has_a_boundary_case() -> None:
     missing = sorted(changing - covered - set(untestable))
     assert not missing, f"behaviours with a version boundary and no case: {missing}"
     assert set(BEHAVIOURS) >= {b for _, b in changing}
+
+
+@pytest.mark.parametrize(("spec", "engines", "speculators_layer"), [
+    (SynthSpec(producer=SPECFORGE), ("sglang==0.5.23", "vllm==0.32.0"), False),
+    (SynthSpec(producer=SPECULATORS), ("vllm==0.32.0",), True),
+])
+def test_qwen3_type_draft_without_head_dim(spec: SynthSpec, engines: tuple[str, ...], speculators_layer: bool,
+                                           make_variant: Callable[..., Path], synth_target: Path) -> None:
+    """AutoConfig gives a qwen3-type draft Qwen3Config's head_dim 128: refused against 32-wide heads; vLLM reads a
+    speculators layer config as written (hidden // heads = 32) and builds its Qwen3 class."""
+    def edit(config: dict[str, Any]) -> None:
+        layer = config["transformer_layer_config"] if speculators_layer else config
+        layer["model_type"] = "qwen3"
+        del layer["head_dim"]
+
+    path = make_variant(spec, config=edit, name="qwen3-no-head-dim", replace=QK_NORMS if speculators_layer else {
+        f"midlayer.self_attn.{n}_norm.weight": torch.ones(32, dtype=torch.bfloat16) for n in ("q", "k")})
+    for engine in engines:
+        plan = load_plan(Checkpoint.open(path), parse_selection(engine)[0], TargetModel.open(synth_target))
+        codes = {i.finding.code for i in plan.issues}
+        if speculators_layer:
+            assert plan.draft_class == "Eagle3Qwen3ForCausalLM" and not codes, (engine, codes)
+        else:
+            assert "attention-geometry" in codes, (engine, codes)
+            finding = plan.issues_for("geometry")[0]
+            assert "head_dim: 32" in finding.fix and "Qwen3Config" in " ".join(finding.details)
+
+
+def test_qk_norms_on_a_llama_class_are_dropped_by_sglang_and_refused_by_vllm(
+        make_variant: Callable[..., Path], synth_target: Path) -> None:
+    path = make_variant(SF, name="qk-norm-llama", replace={
+        f"midlayer.self_attn.{n}_norm.weight": torch.ones(32, dtype=torch.bfloat16) for n in ("q", "k")})
+    ckpt, target = Checkpoint.open(path), TargetModel.open(synth_target)
+    sglang = load_plan(ckpt, parse_selection("sglang==0.5.23")[0], target)
+    assert [i.finding.code for i in sglang.issues] == ["dropped"]
+    assert "per-head q/k norm" in sglang.issues[0].finding.summary
+    vllm = load_plan(ckpt, parse_selection("vllm==0.32.0")[0], target)
+    assert {i.finding.code for i in vllm.issues} == {"key-refused"}
 
 
 def test_plan_is_reported_in_probe_shape(make_checkpoint: Callable[..., Path], synth_target: Path) -> None:

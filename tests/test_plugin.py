@@ -16,7 +16,7 @@ from tests.conftest import ContractRun
 CONTRACTS = {"checkpoint.readable", "config.parseable", "format.detected", "config.shapes",
              "target.consistent", "vocab.map", "weights.finite", "weights.initialised"}
 ENGINE_CONTRACTS = {"engine.architecture", "engine.keys", "engine.vocab", "engine.aux_layers", "engine.fc",
-                    "engine.norms", "engine.embeddings", "engine.layers"}
+                    "engine.norms", "engine.embeddings", "engine.layers", "engine.geometry", "engine.runtime"}
 REFERENCE_CONTRACTS = {"reference.acceptance", "reference.convention"}
 
 
@@ -98,8 +98,8 @@ def test_env_variable_and_ini_supply_checkpoints_with_their_source(
     # target.consistent and the two reference contracts skip for both (no target); vLLM reads the
     # speculators draft's top-level ids, so its aux layers are decidable without the target, while
     # SpecForge's ids sit where vLLM 0.33's GPU runner does not look: the defaults need the target's
-    # layer count (engine.aux_layers, engine.fc skip)
-    result.assert_outcomes(passed=28, skipped=8)
+    # layer count (engine.aux_layers, engine.fc, engine.runtime skip)
+    result.assert_outcomes(passed=30, skipped=10)
     result.stdout.fnmatch_lines([f"eagle3: ckpt={one}, {two} (from env EAGLE3_CKPT)"])
     monkeypatch.delenv("EAGLE3_CKPT")
     pytester.makeini(f"[pytest]\neagle3_ckpt =\n    {one}\neagle3_target = {one}\n")
@@ -120,7 +120,7 @@ def test_pyargs_runs_contracts_next_to_the_users_own_tests(
     ckpt = make_checkpoint(producer="speculators")
     result = pytester.runpytest(f"--eagle3-ckpt={ckpt}", "--eagle3-engine=vllm", "--pyargs", "pytest_eagle3.contracts",
                                 "test_mine.py")
-    result.assert_outcomes(passed=16, skipped=3)
+    result.assert_outcomes(passed=17, skipped=4)
     result.stdout.fnmatch_lines(["*test_mine.py*", "*EAGLE-3 verdict*"])
 
 
@@ -189,7 +189,7 @@ def test_xdist_workers_report_to_the_controller(
     report = pytester.path / "r.json"
     result = pytester.runpytest_subprocess(f"--eagle3-ckpt={good}", f"--eagle3-ckpt={bad}", "-n", "2",
                                            "--eagle3-engine=vllm", f"--eagle3-report={report}", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=25, failed=1, skipped=10)
+    result.assert_outcomes(passed=27, failed=1, skipped=12)
     data = json.loads(report.read_text())
     verdicts = {c["path"]: c["engines"][0]["verdict"] for c in data["checkpoints"]}
     assert verdicts == {str(good): "pass", str(bad): "fail"}
@@ -279,11 +279,16 @@ def test_report_keeps_the_whole_failure_and_the_run_context(
     assert all(e["verdict"] == "fail" and "vocab.map" in e["failing"] for e in ckpt["engines"])
 
 
-def test_a_plausible_mistake_gives_a_bounded_failure(pytester: pytest.Pytester, synth_target: Path) -> None:
-    """A target passed as a draft: each repeated diagnosis is shown three times, then counted in one line."""
+def test_a_plausible_mistake_gives_a_bounded_failure(pytester: pytest.Pytester,
+                                                     make_variant: Callable[..., Path]) -> None:
+    """Every key saved with a model. prefix (vLLM adds its own): each repeated diagnosis is shown three times,
+    then counted in one line. (A target passed as a draft is named in one line: tests/test_draft_kind.py.)"""
     from pytest_eagle3.findings import MAX_LINES, SHOWN_PER_CODE
+    from pytest_eagle3.synth import SynthSpec
 
-    result = pytester.runpytest(f"--eagle3-ckpt={synth_target}", "--eagle3-engine=vllm==0.8.5",
+    prefixed = make_variant(SynthSpec(producer="specforge", draft_layers=2), name="all-model-prefixed",
+                            rename=lambda k: k if k in ("lm_head.weight", "d2t", "t2d") else "model." + k)
+    result = pytester.runpytest(f"--eagle3-ckpt={prefixed}", "--eagle3-engine=vllm==0.32.0",
                                 "-p", "no:cacheprovider")
     text = result.stdout.str()
     keys = text[text.index("test_keys["):]

@@ -12,7 +12,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
-from pytest_eagle3.engines.capture import CAPTURES, REFUSED, SILENT, capture_support
+from pytest_eagle3.engines.capture import (
+    ALLOWLIST_SOURCE,
+    CAPTURES,
+    REFUSED,
+    SILENT,
+    allowlisted,
+    capture_support,
+)
 from pytest_eagle3.engines.config_view import EngineView, lookup
 from pytest_eagle3.engines.loadplan import LoadPlan, describe_inputs
 from pytest_eagle3.engines.profiles import Profile
@@ -117,6 +124,7 @@ def plan_aux(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, 
         aux.graph_mode = firing(default_aux_inputs(layers), layers, capture_range)[0]
     _trained(aux, ckpt, convention)
     _support_issues(plan, prof, support, arch)
+    _allowlist(plan, prof, target)
     if crash:
         plan.refuse("aux_layers", Finding(
             "aux-index-zero",
@@ -161,7 +169,31 @@ def _support_issues(plan: LoadPlan, prof: Profile, support: Any, arch: str | Non
             "serve this target with a newer engine version", (f"rule: {support.source}",),
         ))
     elif support.support != CAPTURES:
-        plan.notes.append(f"capture support of {arch} in {prof.label} is not in the table")
+        plan.unknown["aux_layers"] = Finding(
+            "target-unknown",
+            f"{prof.label}: target architecture {arch} is in no capture table row (hand-checked or scanned from the "
+            "released wheels): whether it captures EAGLE-3 aux states is unknown",
+            (Evidence("target architecture", str(arch), "an architecture the profiles know"),),
+            "check the engine's model file for the target (SupportsEagle3 / set_eagle3_layers_to_capture), or run "
+            "the engine's own loader on it",
+            (f"rule: {support.source}",),
+        )
+
+
+def _allowlist(plan: LoadPlan, prof: Profile, target: TargetModel | None) -> None:
+    """vLLM before 0.17 refuses EAGLE-3 for a target model_type outside its allowlist."""
+    model_type = str(target.text_config.get("model_type") or "") if target is not None else ""
+    names = allowlisted(prof.version, model_type) if prof.engine == "vllm" and model_type else None
+    if names is None:
+        return
+    plan.refuse("aux_layers", Finding(
+        "target-not-allowed",
+        f"{prof.label} allows EAGLE-3 only for {list(names)} targets; this target is {model_type!r}: "
+        "ValueError 'Eagle3 is only supported for ... models' at startup",
+        (Evidence("target model_type", model_type, " / ".join(names)),),
+        "serve this target with vLLM >= 0.17.0 (no allowlist), if its class captures aux states",
+        (f"rule: {ALLOWLIST_SOURCE}",),
+    ))
 
 
 def _compare(plan: LoadPlan, prof: Profile, ckpt: Checkpoint) -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
+from pytest_eagle3.engines import capture_table
 from pytest_eagle3.engines.versions import SGLANG, VLLM
 
 LLAMA = "llama"
@@ -97,10 +98,53 @@ class CaptureSupport:
         return self.support is not None
 
 
+#: vLLM 0.8.5-0.16: the target's model_type must contain one of these (config/speculative.py
+#: SpeculativeConfig: "Eagle3 is only supported for ... models"); the list was dropped in 0.17.0.
+ALLOWLIST: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("0.8.5", ("llama",)),
+    ("0.10.1", ("llama", "qwen")),
+    ("0.11.0", ("llama", "qwen", "minicpm", "gpt_oss")),
+    ("0.16.0", ("llama", "qwen", "minicpm", "gpt_oss", "hunyuan_vl", "hunyuan_v1_dense", "afmoe")),
+    ("0.17.0", ()),
+)
+ALLOWLIST_SOURCE = ("vllm config/speculative.py SpeculativeConfig eagle3_target_supported (0.9.2 config.py, 0.10.1, "
+                    "0.11.0-0.16.0 read; removed 0.17.0)")
+
+
+def allowlisted(version: Version, model_type: str) -> tuple[str, ...] | None:
+    """The vLLM allowlist at ``version`` when ``model_type`` fails it; None when it passes or none applies."""
+    active = [names for since, names in ALLOWLIST if Version(since) <= version]
+    names = active[-1] if active else ()
+    if not names or any(n in model_type for n in names):
+        return None
+    return names
+
+
+def _scanned(engine: str, version: Version, architecture: str) -> CaptureSupport | None:
+    """The wheel scan (capture_table.py), for architectures no hand-checked row names."""
+    since_table = capture_table.VLLM_SINCE if engine == VLLM else capture_table.SGLANG_SINCE
+    last_table = capture_table.VLLM_LAST if engine == VLLM else capture_table.SGLANG_LAST
+    releases = capture_table.VLLM_RELEASES if engine == VLLM else capture_table.SGLANG_RELEASES
+    since = since_table.get(architecture)
+    if since is None:
+        return None
+    family, where = _guess_family(architecture), f"wheel scan of {engine} {releases[0]}-{releases[-1]}"
+    if version < Version(since):
+        return CaptureSupport(architecture, REFUSED, family, f"{where}: captures from {since}, after this version")
+    last = last_table.get(architecture)
+    if last is not None and version > Version(last):
+        return CaptureSupport(architecture, REFUSED, family,
+                              f"{where}: captures up to {last}, not in the next release read (removed or interface lost)")
+    return CaptureSupport(architecture, CAPTURES, family, f"{where}: captures from {since}")
+
+
 def capture_support(engine: str, version: Version, architecture: str) -> CaptureSupport:
-    """The newest row covering ``architecture`` at ``version``; unknown when no row names it."""
+    """The newest row covering ``architecture`` at ``version``; then the wheel scan; unknown when neither names it."""
     rows = [r for r in CAPTURE_RULES if r.engine == engine and architecture in r.architectures]
     if not rows:
+        scanned = _scanned(engine, version, architecture)
+        if scanned is not None:
+            return scanned
         return CaptureSupport(architecture, None, _guess_family(architecture), "not in the capture table")
     active = [r for r in rows if Version(r.since) <= version]
     if not active:

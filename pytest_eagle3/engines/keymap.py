@@ -47,6 +47,8 @@ class DraftShape:
     has_lm_head: bool
     has_embed: bool
     has_d2t: bool
+    #: Per-layer parameters the engine's draft class adds to the Llama layer (draft_classes.py).
+    extra_layer_params: tuple[str, ...] = ()
 
 
 @dataclass
@@ -80,7 +82,7 @@ def engine_parameters(profile: Profile, shape: DraftShape) -> set[str]:
         params.add(D2T_PARAM)
     for index in range(shape.layers):
         prefix = "model.midlayer." if first_layer == "midlayer" else f"model.layers.{index}."
-        params |= {prefix + name for name in LAYER_PARAMS}
+        params |= {prefix + name for name in LAYER_PARAMS + shape.extra_layer_params}
         params.add(prefix + "hidden_norm.weight")  # every layer has one; see unused_parameters
     return params
 
@@ -198,6 +200,8 @@ def _vllm_name(profile: Profile, name: str, params: set[str], out: KeyResolution
 def _why_dropped(renamed: str, params: set[str], profile: Profile) -> str:
     if renamed.startswith(("layers.", "model.layers.")) and profile.value("first_layer") == "midlayer":
         return "the first draft layer is model.midlayer.* in this version; layers.* names match nothing"
+    if "q_norm." in renamed or "k_norm." in renamed:
+        return "this engine's draft class has no per-head q/k norm (a Llama layer): the attention runs without it"
     if renamed.startswith("model.model."):
         return "a doubled model. prefix matches nothing"
     return "no parameter has this name; the loader skips it without a log"

@@ -93,6 +93,10 @@ class LoadPlan:
     draft_layers: int | None = None
     issues: list[Issue] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: KV-cache compatibility with the target (engines.runtime), None without a target.
+    runtime: Any = None
+    #: Per contract area, what the profiles cannot judge (reported per --eagle3-unknown).
+    unknown: dict[str, Finding] = field(default_factory=dict)
 
     @property
     def outcome(self) -> str:

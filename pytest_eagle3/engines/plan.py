@@ -13,8 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_eagle3.checkpoint import Checkpoint, CheckpointReadError, TargetModel
+from pytest_eagle3.engines import draft_classes
 from pytest_eagle3.engines.aux import plan_aux
 from pytest_eagle3.engines.config_view import EngineView, engine_view, lookup
+from pytest_eagle3.engines.geometry import plan_geometry
 from pytest_eagle3.engines.keymap import (
     DraftShape,
     KeyResolution,
@@ -34,9 +36,11 @@ from pytest_eagle3.engines.loadplan import (
     LoadPlan,
 )
 from pytest_eagle3.engines.profiles import Profile, profile
+from pytest_eagle3.engines.runtime import plan_runtime
 from pytest_eagle3.engines.sharing import plan_sharing
 from pytest_eagle3.engines.versions import SGLANG, VLLM, EngineVersion
 from pytest_eagle3.findings import Evidence, Finding, short
+from pytest_eagle3.rules.draft_kind import classify_checkpoint, not_a_draft_finding
 from pytest_eagle3.rules.vocab import ACCEPTANCE_NOTE
 
 __all__ = ["LOADS", "LOADS_WITH_LOSS", "LOSS", "REFUSED", "AuxPlan", "FcPlan", "Issue", "LoadPlan", "load_plan"]
@@ -49,6 +53,10 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
     raw = ckpt.config_raw or {}
     plan = LoadPlan(engine, None)
     view = engine_view(raw, prof)
+    not_a_draft = not_a_draft_finding(classify_checkpoint(ckpt))
+    if not_a_draft is not None:
+        plan.refuse("architecture", not_a_draft)
+        return plan
     if not _architecture(plan, prof, view, raw):
         return plan
     shape = _draft_shape(plan, prof, view, ckpt, target)
@@ -56,11 +64,13 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
     resolution = resolve_keys(prof, list(ckpt.tensors), params)
     _keys(plan, prof, ckpt, resolution, params - unused_parameters(prof, shape), shape)
     _shapes(plan, prof, view, ckpt)
+    plan_geometry(plan, prof, view, ckpt)
     _vocab(plan, prof, view, ckpt, resolution, target)
     plan_aux(plan, prof, view, ckpt, target, convention)
     _fc(plan, prof, view, ckpt, target)
     _norms(plan, prof, view, ckpt)
     _embeddings(plan, prof, view, ckpt, target, resolution)
+    plan.runtime = plan_runtime(plan, prof, view, target)
     return plan
 
 
@@ -90,7 +100,8 @@ def _architecture(plan: LoadPlan, prof: Profile, view: EngineView, raw: dict[str
                 "use a supported layer config (llama or qwen3)", (f"rule: {prof.source('speculators_model_types')}",),
             ))
             return False
-        plan.draft_class = "Eagle3Qwen3ForCausalLM" if model_type == "qwen3" else "Eagle3LlamaForCausalLM"
+        has_qwen3 = "Eagle3Qwen3ForCausalLM" in prof.value("architectures")  # algos.py update_eagle3, 0.24+
+        plan.draft_class = draft_classes.speculators_class(model_type) if has_qwen3 else "Eagle3LlamaForCausalLM"
         return True
     archs = raw.get("architectures")
     arch = str(archs[0]) if isinstance(archs, list) and archs else ""
@@ -157,7 +168,8 @@ def _draft_shape(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoi
     plan.draft_layers = built
     use_aux = lookup(config, "eagle_config.use_aux_hidden_state")
     has_fc = not (use_aux is False and prof.value("use_aux_hidden_state") == "honoured" and prof.engine == VLLM)
-    count = _fc_state_count(prof, config)
+    count = _fc_state_count(prof, config, plan.draft_class)
+    klass = _draft_class(prof, plan.draft_class)
     fc_bias_rule = prof.value("fc_bias")
     draft_vocab = config.get("draft_vocab_size", "missing")
     tie = bool(config.get("tie_word_embeddings", False))
@@ -174,17 +186,27 @@ def _draft_shape(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoi
         has_lm_head=has_lm_head,
         has_embed=has_embed,
         has_d2t=has_d2t,
+        extra_layer_params=klass.extra_layer_params if klass else (),
     )
 
 
-def _fc_state_count(prof: Profile, config: dict[str, Any]) -> int:
+def _draft_class(prof: Profile, name: str | None) -> draft_classes.DraftClass | None:
+    klass = draft_classes.draft_class(prof.engine, prof.version, name or "")
+    return klass or draft_classes.CLASSES.get((prof.engine, name or ""))
+
+
+def _fc_state_count(prof: Profile, config: dict[str, Any], class_name: str | None = None) -> int:
+    """The aux-state count fc is built for: the fields the draft class reads, in its order."""
     if prof.value("fc_aux_count") == "3":
         return 3
-    explicit = _int(config, "num_aux_hidden_states")
-    if explicit:
-        return explicit
-    ids = lookup(config, "eagle_config.eagle_aux_hidden_state_layer_ids")
-    return len(ids) if isinstance(ids, list) and ids else 3
+    klass = _draft_class(prof, class_name)
+    for name in klass.fc_count_fields if klass else draft_classes.LLAMA_COUNT:
+        value = lookup(config, name)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+        if isinstance(value, list) and value:
+            return len(value)
+    return 3
 
 
 # ---------------------------------------------------------------- keys and shapes
@@ -247,7 +269,7 @@ def _shapes(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint) -
     hidden = _int(config, "hidden_size")
     fc_shape = ckpt.shape("fc.weight") or ckpt.shape("model.fc.weight")
     target_hidden = _int(config, "target_hidden_size") or hidden
-    count = _fc_state_count(prof, config)
+    count = _fc_state_count(prof, config, plan.draft_class)
     plan.fc.expects_states = count
     plan.fc.expects_width = count * target_hidden if target_hidden else None
     plan.fc.checkpoint_width = fc_shape[1] if fc_shape and len(fc_shape) == 2 else None

@@ -54,6 +54,10 @@ BEHAVIOURS: dict[str, str] = {
     "fc_norm": "whether fc_norm (per-chunk norms) is honoured: read / eagle-format-only / not-read",
     "norm_output": "whether norm_output is honoured: read / eagle-format-only / not-read",
     "embed_source": "whose embed_tokens the draft uses",
+    "draft_extend_graph_width": ("the width of the CUDA-graph buffer that holds the target's concatenated aux states: "
+                                 "draft-hidden (hidden_size x 3, a bug for drafts of another width) / target-hidden"),
+    "embed_width_check": ("what a draft narrower or wider than its target gets when it ships no embed_tokens: "
+                          "target-width (the target's, wrong width) / uninitialised (kept separate, never loaded)"),
     "lm_head_source": "whose lm_head the draft uses",
 }
 
@@ -94,6 +98,8 @@ SGLANG_LEGACY_RENAMES = (
 )
 LLAMA_DRAFTS = ("Eagle3LlamaForCausalLM", "LlamaForCausalLMEagle3")
 DEEPSEEK_DRAFTS = ("Eagle3DeepseekV2ForCausalLM", "Eagle3DeepseekV3ForCausalLM")
+VL_DRAFTS = ("Eagle3Qwen2_5vlForCausalLM", "Eagle3Qwen3vlForCausalLM")
+PEAGLE_DRAFTS = ("PEagleDraftModel", "PeagleLlamaForCausalLM")
 ALL_FIELDS = ("eagle_aux_hidden_state_layer_ids", "eagle_config.eagle_aux_hidden_state_layer_ids")
 V2_FIELDS = ("eagle_aux_hidden_state_layer_ids", "eagle_config.layer_ids")
 SPEC_N = "num_aux_hidden_states|eagle_config.eagle_aux_hidden_state_layer_ids|3"
@@ -215,17 +221,22 @@ RULES: tuple[Rule, ...] = tuple(
     + _rules(VLLM, "architectures",
              ("0.8.5", "0.8.5", "*", "vllm 0.8.5 v1/spec_decode/eagle.py load_model: method eagle3 -> Eagle3LlamaForCausalLM"),
              ("0.9.0", "0.10.0", ("Eagle3LlamaForCausalLM",), "vllm 0.9.0 model_executor/models/registry.py"),
-             ("0.10.1", "0.11.2", LLAMA_DRAFTS, "vllm 0.10.1 registry.py adds LlamaForCausalLMEagle3"),
-             ("0.12.0", "0.17.0", (*LLAMA_DRAFTS, "Eagle3Qwen3vlForCausalLM"),
-              "vllm 0.12.0 registry.py adds Eagle3Qwen3vlForCausalLM (llama_eagle3.py)"),
-             ("0.18.0", "0.22.0", (*LLAMA_DRAFTS, "Eagle3Qwen3vlForCausalLM", *DEEPSEEK_DRAFTS),
-              "vllm 0.18.0 registry.py maps Eagle3DeepseekV2/V3ForCausalLM to deepseek_eagle3.py"),
-             ("0.23.0", "0.23.0", (*LLAMA_DRAFTS, "Eagle3Qwen3vlForCausalLM", *DEEPSEEK_DRAFTS,
-                                   "Eagle3MiniMaxM2ForCausalLM"),
-              "vllm 0.23.0 registry.py adds Eagle3MiniMaxM2ForCausalLM"),
-             ("0.24.0", None, (*LLAMA_DRAFTS, "Eagle3Qwen3vlForCausalLM", *DEEPSEEK_DRAFTS, "Eagle3MiniMaxM2ForCausalLM",
-                               "Eagle3Qwen3ForCausalLM", "Eagle3Qwen2_5vlForCausalLM", "PeagleLlamaForCausalLM"),
-              "vllm 0.24.0 registry.py adds qwen3_eagle3.py, Eagle3Qwen2_5vlForCausalLM, PeagleLlamaForCausalLM"))
+             ("0.10.1", "0.10.1", ("Eagle3LlamaForCausalLM",),
+              ("vllm 0.10.1 registry.py: the LlamaForCausalLMEagle3 line is commented out ('Re-enable this once "
+               "tests/models/test_initialization.py is fixed, see PR #22333 #22611') while eagle.py keeps the name")),
+             ("0.10.2", "0.11.0", LLAMA_DRAFTS, "vllm 0.10.2 registry.py adds LlamaForCausalLMEagle3"),
+             ("0.12.0", "0.17.0", (*LLAMA_DRAFTS, *VL_DRAFTS),
+              "vllm 0.12.0 registry.py adds Eagle3Qwen2_5vlForCausalLM, Eagle3Qwen3vlForCausalLM (llama_eagle3.py)"),
+             ("0.18.0", "0.19.0", (*LLAMA_DRAFTS, *VL_DRAFTS, *DEEPSEEK_DRAFTS),
+              "vllm 0.18.0 registry.py maps Eagle3DeepseekV2/V3ForCausalLM to deepseek_eagle3.py (absent 0.17.0)"),
+             ("0.20.0", "0.21.0", (*LLAMA_DRAFTS, *VL_DRAFTS, *DEEPSEEK_DRAFTS, "Eagle3MiniMaxM2ForCausalLM"),
+              "vllm 0.20.0 registry.py adds Eagle3MiniMaxM2ForCausalLM (absent 0.19.0)"),
+             ("0.22.0", "0.23.0", (*LLAMA_DRAFTS, *VL_DRAFTS, *DEEPSEEK_DRAFTS, "Eagle3MiniMaxM2ForCausalLM",
+                                   *PEAGLE_DRAFTS),
+              "vllm 0.22.0 registry.py adds PEagleDraftModel, PeagleLlamaForCausalLM (absent 0.21.0)"),
+             ("0.24.0", None, (*LLAMA_DRAFTS, *VL_DRAFTS, *DEEPSEEK_DRAFTS, "Eagle3MiniMaxM2ForCausalLM", *PEAGLE_DRAFTS,
+                               "Eagle3Qwen3ForCausalLM", "PeagleQwen3ForCausalLM"),
+              "vllm 0.24.0 registry.py adds qwen3_eagle3.py: Eagle3Qwen3ForCausalLM, PeagleQwen3ForCausalLM"))
     + _rules(VLLM, "arch_rewrite",
              ("0.8.5", "0.8.5", "none", "vllm 0.8.5: the architecture field is not read for eagle3"),
              ("0.9.0", "0.10.0", "prefix-unless-starts",
@@ -341,6 +352,27 @@ RULES: tuple[Rule, ...] = tuple(
              ("0.8.5", "0.21.0", "not-read", "vllm < 0.22: pre-norm state fed back"),
              ("0.22.0", "0.24.0", "eagle-format-only", f"vllm 0.22.0 {VL_EAGLE3} norm_output; speculators/algos.py drops it"),
              ("0.25.0", None, "read", "vllm 0.25.0 speculators/algos.py update_eagle3 propagates norm_output"))
+    + _rules(VLLM, "embed_width_check",
+             ("0.8.5", "0.24.0", "target-width",
+              ("vllm 0.24.0 v1/spec_decode/llm_base_proposer.py _maybe_share_embeddings: shared whenever the checkpoint "
+               "has no embed_tokens, whatever the width (0.11.0 eagle.py load_model: by shape)")),
+             ("0.25.0", None, "uninitialised",
+              ("vllm 0.25.0 llm_base_proposer.py _maybe_share_embeddings: 'Target embedding dim (%d) differs from "
+               "draft embedding dim (%d). Keeping separate embedding weights.' (0.25.0-0.32.0 read)")))
+    + _rules(SGLANG, "draft_extend_graph_width",
+             ("0.4.4.post2", "0.4.9", "draft-hidden",
+              ("sglang speculative/eagle_draft_extend_cuda_graph_runner.py EAGLEDraftExtendCudaGraphRunner.__init__: "
+               "hidden_states = zeros(max_num_token, hidden_size * 3) (0.4.7, 0.4.8, 0.4.9 read)")),
+             ("0.4.10", None, "target-hidden",
+              ("sglang 0.4.10 eagle_draft_extend_cuda_graph_runner.py: target_hidden_size * 3 when the config has it "
+               "(sgl-project/sglang#8163, fixes #7011)")))
+    + _rules(VLLM, "draft_extend_graph_width",
+             ("0.8.5", None, "target-hidden",
+              ("vllm v1/spec_decode/eagle.py EagleProposer: fc (combine_hidden_states) runs before the draft-width "
+               "buffers (0.9.2-0.32.0 read)")))
+    + _rules(SGLANG, "embed_width_check",
+             ("0.4.4.post2", None, "uninitialised",
+              "sglang models/llama.py LlamaForCausalLM.set_embed returns when target_hidden_size != hidden_size"))
     + _rules(VLLM, "embed_source",
              ("0.8.5", "0.8.5", "target-if-absent", "vllm 0.8.5 v1/spec_decode/eagle.py load_model"),
              ("0.9.0", "0.9.0", "target-always-key-raises",

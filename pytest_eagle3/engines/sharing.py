@@ -75,6 +75,10 @@ def _embed(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, ta
                 (f"rule: {prof.source('embed_source')}",),
             ))
         return
+    target_width = target.hidden_size if target is not None and target.hidden_size else target_hidden or hidden
+    if rule == "target-if-absent-or-equal" and target_width != hidden:
+        _narrow_embed(plan, prof, embed, hidden, target_width)
+        return
     if embed is None:
         plan.embed_tokens = "target"
         return
@@ -101,6 +105,33 @@ def _embed(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, ta
             "drop embed_tokens.weight from the checkpoint (the engine then shares the target's)",
             (f"rule: {prof.source('embed_source')}", "SGLang replaces it with the target's instead"),
         ))
+
+
+def _narrow_embed(plan: LoadPlan, prof: Profile, embed: str | None, hidden: object, target_width: object) -> None:
+    """A draft of another width than its target: its own embed_tokens is the trained one, never a copy."""
+    plan.embed_tokens = "draft"
+    if embed is not None:
+        plan.notes.append(f"embed_tokens kept: the draft is {hidden} wide, the target {target_width}; "
+                          "its own embedding is the one it was trained with")
+        return
+    if prof.value("embed_width_check") == "target-width":
+        plan.embed_tokens = "target"
+        plan.refuse("embeddings", Finding(
+            "embed-width",
+            f"{prof.label} shares the target's {target_width}-wide embed_tokens with a {hidden}-wide draft that ships "
+            "none: the first draft step fails on the width (input_layernorm over the draft's hidden size)",
+            (Evidence("embed_tokens.weight", "absent", f"[vocab, {hidden}], the draft's own trained embedding"),),
+            "ship the draft's trained embed_tokens.weight",
+            (f"rule: {prof.source('embed_width_check')}", "static reading: the failing step was not run"),
+        ))
+        return
+    plan.lose("embeddings", Finding(
+        "embed-missing",
+        f"{prof.label} keeps a separate {hidden}-wide embed_tokens for a draft narrower or wider than its target "
+        f"({target_width}); the checkpoint has none, so it is never loaded: {ACCEPTANCE_NOTE}",
+        (Evidence("embed_tokens.weight", "absent", f"[vocab, {hidden}]"),),
+        "ship the draft's trained embed_tokens.weight", (f"rule: {prof.source('embed_width_check')}",),
+    ))
 
 
 def _lm_head(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, target: TargetModel | None,

@@ -37,8 +37,13 @@ class ProbeCase:
     aux_placement: str | None = None
     #: Extra tensors: "input_norm" ([aux x H], norm_before_fc), "fc_norm" (one [H] per aux state),
     #: "fc_bias" ([H], a key no engine parameter takes), "random_embed" (an embed_tokens unlike the
-    #: target's: untrained, TorchSpec#38).
+    #: target's: untrained, TorchSpec#38), "qk_norm" (q_norm/k_norm [head_dim] on every layer, as a
+    #: Qwen3-style decoder layer has).
     extra_tensors: tuple[str, ...] = ()
+    #: Merged into the layer config (speculators: transformer_layer_config; else the top level).
+    layer_config: Mapping[str, Any] = field(default_factory=dict)
+    #: Layer-config keys removed after the edits.
+    remove_layer: tuple[str, ...] = ()
 
     @property
     def producer(self) -> str:
@@ -87,6 +92,16 @@ CASES: tuple[ProbeCase, ...] = (
               SynthSpec(producer=SPECFORGE), extra_tensors=("fc_bias",)),
     ProbeCase("speculators-4-aux", "4 top-level aux ids, fc 4H wide", SynthSpec(producer=SPECULATORS,
               aux_layer_ids=(1, 2, 4, 6))),
+    ProbeCase("speculators-qwen3-qk-norm", "speculators draft with a qwen3 layer config and q_norm/k_norm "
+              "(vLLM >= 0.24 builds Eagle3Qwen3ForCausalLM)", SynthSpec(producer=SPECULATORS),
+              layer_config={"model_type": "qwen3"}, extra_tensors=("qk_norm",)),
+    ProbeCase("specforge-qk-norm", "Llama-arch SGLang draft that ships q_norm/k_norm (a Qwen3-style layer)",
+              SynthSpec(producer=SPECFORGE), extra_tensors=("qk_norm",)),
+    ProbeCase("specforge-qwen3-no-head-dim", "qwen3 model_type without head_dim: AutoConfig's Qwen3Config gives 128, "
+              "the tensors have 32", SynthSpec(producer=SPECFORGE), layer_config={"model_type": "qwen3"},
+              remove_layer=("head_dim",), extra_tensors=("qk_norm",)),
+    ProbeCase("specforge-wide-heads-no-head-dim", "2 heads x 64 on a 64-wide draft, head_dim omitted: engines "
+              "derive 64 // 2 = 32", SynthSpec(producer=SPECFORGE, head_dim=64), remove_layer=("head_dim",)),
     ProbeCase("speculators-random-embed", "embed_tokens unlike the target's (untrained; TorchSpec#38)",
               SynthSpec(producer=SPECULATORS), extra_tensors=("random_embed",)),
 )
@@ -113,6 +128,10 @@ def write_case(case: ProbeCase, out: str | Path) -> Path:
             config.setdefault("eagle_config", {})["eagle_aux_hidden_state_layer_ids"] = ids
     for key in case.remove:
         config.pop(key, None)
+    layer = config.get("transformer_layer_config") if isinstance(config.get("transformer_layer_config"), dict) else config
+    layer.update(case.layer_config)
+    for key in case.remove_layer:
+        layer.pop(key, None)
     path.write_text(json.dumps(config, indent=2) + "\n")
     if case.extra_tensors:
         _add_tensors(case, out)
@@ -134,6 +153,11 @@ def _add_tensors(case: ProbeCase, out: Path) -> None:
         tensors["fc.bias"] = (0.01 * torch.randn(h, generator=gen)).to(dtype)
     if "random_embed" in case.extra_tensors:
         tensors["embed_tokens.weight"] = (0.02 * torch.randn(tensors["embed_tokens.weight"].shape, generator=gen)).to(dtype)
+    if "qk_norm" in case.extra_tensors:
+        for prefix in sorted({n.split("self_attn.")[0] for n in tensors if "self_attn.q_proj" in n}):
+            for norm in ("q_norm", "k_norm"):
+                tensors[f"{prefix}self_attn.{norm}.weight"] = (1.0 + 0.01 * torch.randn(
+                    case.spec.head_dim, generator=gen)).to(dtype)
     if "fc_norm" in case.extra_tensors:
         for i in range(aux):
             tensors[f"fc_norm.{i}.weight"] = (1.0 + 0.01 * torch.randn(h, generator=gen)).to(dtype)

