@@ -6,12 +6,57 @@ the engine will do, the evidence, the fix, and the plan itself.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from pytest_eagle3.contract import RecordProperty, check_plan, passed, unknown
 from pytest_eagle3.engines.loadplan import LoadPlan, describe_inputs
 from pytest_eagle3.findings import Finding
 from pytest_eagle3.options import UNKNOWN_FAIL, settings
+from pytest_eagle3.report import BASIS_PROPERTY
+
+
+def prove_fixes(plan: LoadPlan, request: pytest.FixtureRequest, area: str = "aux") -> None:
+    """Replace a config fix (aux ids, norm flags) with its proven form ('...: predicted 3.80'), or say
+    that none is proven. Needs --eagle3-target with weights; without it the fix stays as the rules say."""
+    from pytest_eagle3.fixtures import draft_predictor, measured_training, run_state
+
+    if area == "aux":
+        edit = plan.aux.fix_edit
+        issues = [i for i in plan.issues if i.area == "aux_layers" and i.finding.code == "aux-layers"]
+    else:
+        edit = ("norms", tuple(plan.norm_edits.items())) if plan.norm_edits else None
+        issues = [i for i in plan.issues if i.area == "norms" and i.finding.code == "norm-flag"]
+    if edit is None or not issues or getattr(plan, f"_proven_{area}", False):
+        return
+    config = request.config
+    options = settings(config)
+    target = run_state(config).target(options.target) if options.target else None
+    target = target if target is not None and target.problem is None else None
+    ckpt = request.getfixturevalue("eagle3_checkpoint")
+    convention = options.aux_convention
+    predictor = draft_predictor(config, ckpt, target)
+    if isinstance(predictor, str):
+        return
+    from pytest_eagle3.reference.fixes import prove_aux_fix, prove_edits, proven_fix_text
+
+    measured = measured_training(config, ckpt, target)
+    engines = options.engines
+    if area == "aux":
+        proof = prove_aux_fix(predictor, ckpt, target, plan.engine, engines, edit[1], convention, measured)
+    else:
+        proof = prove_edits(predictor, ckpt, target, plan.engine, engines, [dict(edit[1])], convention, measured)
+    text = proven_fix_text(proof, plan.engine.label)
+    if text is None:
+        best = predictor.training.acceptance.mean_acceptance_length
+        got = "none" if proof is None or proof.predicted is None else f"{proof.predicted:.2f}"
+        text = (f"no config edit is proven: the simulated edit reaches {got} against {best:.2f} as trained, or "
+                "costs another engine; serve with an engine version that feeds the trained layers")
+    for number, issue in enumerate(plan.issues):
+        if issue in issues:
+            plan.issues[number] = dataclasses.replace(issue, finding=dataclasses.replace(issue.finding, fix=text))
+    setattr(plan, f"_proven_{area}", True)
 
 
 class TestEagle3Engine:
@@ -47,6 +92,8 @@ class TestEagle3Engine:
                     request: pytest.FixtureRequest) -> None:
         """The target layers the engine feeds are the layers the draft was trained on."""
         plan = eagle3_load_plan
+        record_property(BASIS_PROPERTY, plan.aux.basis)
+        prove_fixes(plan, request)
         check_plan(request, plan)
         if "aux_layers" in plan.unknown:
             unknown(plan.unknown["aux_layers"], settings(request.config).unknown == UNKNOWN_FAIL)
@@ -80,6 +127,7 @@ class TestEagle3Engine:
                     request: pytest.FixtureRequest) -> None:
         """The engine applies the norms the draft was trained with."""
         plan = eagle3_load_plan
+        prove_fixes(plan, request, "norms")
         check_plan(request, plan)
         passed(record_property, f"{plan.engine.label}: " + ", ".join(f"{k}={v}" for k, v in plan.norms.items()))
 
