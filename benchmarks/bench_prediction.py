@@ -16,12 +16,11 @@ from pathlib import Path
 
 import torch
 
-from pytest_eagle3.checkpoint import Checkpoint
+from pytest_eagle3.checkpoint import Checkpoint, TargetModel
 from pytest_eagle3.engines.plan import load_plan
 from pytest_eagle3.engines.selection import parse_selection
 from pytest_eagle3.reference.engine_feed import engine_feed
 from pytest_eagle3.reference.predict import PredictionSession
-from pytest_eagle3.checkpoint import TargetModel
 
 ROOT = Path(__file__).resolve().parent.parent
 

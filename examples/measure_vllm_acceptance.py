@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -64,8 +65,8 @@ def run_vllm(python: str, draft: str, prompts: list[list[int]], steps: int = STE
     line = next((x for x in done.stdout.splitlines() if x.startswith("EAGLE3-RESULT ")), None)
     seconds = round(time.perf_counter() - started)
     if line is None:
-        tail = [x for x in done.stderr.splitlines() if x.strip()][-6:]
-        return version, {"refused": True, "returncode": done.returncode, "log_tail": tail, "seconds": seconds}
+        return version, {"refused": True, "returncode": done.returncode, "log_tail": error_lines(done.stderr),
+                         "seconds": seconds}
     metrics = json.loads(line.removeprefix("EAGLE3-RESULT "))["metrics"]
     drafts = int(metrics["vllm:spec_decode_num_drafts"])
     accepted = int(metrics["vllm:spec_decode_num_accepted_tokens"])
@@ -75,6 +76,13 @@ def run_vllm(python: str, draft: str, prompts: list[list[int]], steps: int = STE
         "per_position": [round(a / drafts, 4) for a in per_pos],
         "drafts": drafts, "accepted": accepted, "accepted_per_position": per_pos, "seconds": seconds,
     }
+
+
+def error_lines(stderr: str, count: int = 4) -> list[str]:
+    """The last error lines of a failed run, with interpreter paths reduced to the package path."""
+    plain = [re.sub(r"\x1b\[[0-9;]*m|\(EngineCore\S* pid=\d+\)", "", x).strip() for x in stderr.splitlines()]
+    lines = [x for x in plain if re.search(r"Error|assert|not supported", x)]
+    return [re.sub(r"\S*/site-packages/", "", x)[:300] for x in lines[-count:]]
 
 
 def main() -> None:

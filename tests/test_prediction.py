@@ -18,8 +18,8 @@ from tests.reference_cases import EXAMPLES
 
 pytest.importorskip("transformers", reason="predicted acceptance needs transformers (pip install -e '.[target]')")
 
-from pytest_eagle3.reference.acceptance import Acceptance, Reading  # noqa: E402
-from pytest_eagle3.reference.evidence import decide  # noqa: E402
+from pytest_eagle3.reference.acceptance import Acceptance, Reading
+from pytest_eagle3.reference.evidence import decide
 
 TABLE = json.loads((EXAMPLES / "vllm_acceptance.json").read_text())
 #: Per-position agreement the prediction must reach with vLLM end to end (issue: 0.05).
@@ -28,6 +28,7 @@ TARGET = EXAMPLES / "demo-target"
 RECORDED = [(version, draft) for version, drafts in sorted(TABLE["vllm"].items())
             for draft, entry in sorted(drafts.items()) if not entry.get("refused")]
 Run = Callable[..., ContractRun]
+PROMPTS = 16  # the reference's built-in token-id prompts for a target without a tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +61,7 @@ def test_accepted_tokens_per_position_equal_vllms(session: Any, version: str, dr
     assert acc is not None
     ours = [round(p * acc.drafts) for p in acc.per_position]
     assert ours == pytest.approx(measured["accepted_per_position"], rel=0.01, abs=1)
-    assert 0 <= measured["drafts"] - acc.drafts <= len(TABLE["setup"].get("prompts_count", [0]) or [0]) + 16
+    assert 0 <= measured["drafts"] - acc.drafts <= PROMPTS  # at most one uncounted draft per request
 
 
 @pytest.mark.parametrize("version", sorted(v for v, d in TABLE["vllm"].items() if any(e.get("refused") for e in d.values())))
@@ -71,10 +72,9 @@ def test_refused_versions_are_recorded_with_the_reason(version: str) -> None:
 
 def test_one_draft_pass_per_distinct_feed(session: Any) -> None:
     """vllm==* (one version per profile segment) costs one pass per distinct feed, not per version."""
-    from pytest_eagle3.checkpoint import Checkpoint
+    from pytest_eagle3.checkpoint import Checkpoint, TargetModel
     from pytest_eagle3.engines.plan import load_plan
     from pytest_eagle3.engines.selection import parse_selection
-    from pytest_eagle3.checkpoint import TargetModel
 
     ckpt = Checkpoint.open(EXAMPLES / "trained-2layer")
     predictor = session.predictor(ckpt, str(TARGET))

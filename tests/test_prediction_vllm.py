@@ -17,7 +17,7 @@ from tests.reference_cases import EXAMPLES
 
 pytest.importorskip("transformers", reason="predicted acceptance needs transformers (pip install -e '.[target]')")
 
-from examples.measure_vllm_acceptance import DRAFTS, run_vllm  # noqa: E402
+from examples.measure_vllm_acceptance import DRAFTS, run_vllm
 
 RATE_TOLERANCE = 0.05
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from pytest_eagle3.formats import DEFAULT_AUX_RULE
 from tests.conftest import ContractRun
 from tests.reference_cases import (
     EXAMPLES,
@@ -162,8 +161,8 @@ def test_demo_pair_as_users_run_it(run_contracts: Callable[..., ContractRun], de
     assert outcome == "failed" and f"reference mean acceptance length {declared:.2f} < 1.3" in message
     aux = run.engine_outcomes(demo_variants["shifted"], "vllm==0.33.0")["engine.aux_layers"]
     assert aux[0] == "failed" and "the draft was trained on outputs of layers [1, 3, 4]" in aux[1]
-    run.result.stdout.fnmatch_lines(["*fix: write [[]2, 4, 5[]] into eagle_aux_hidden_state_layer_ids "
-                                     "(for vLLM 0.33.0): predicted 3.*"])
+    run.result.stdout.fnmatch_lines([("*fix: write [[]2, 4, 5[]] into eagle_aux_hidden_state_layer_ids "
+                                      "(for vLLM 0.33.0): predicted 3.*")])
 
     repackaged = ref[str(demo_variants["repackaged"])]
     outcome, message = run.outcomes(demo_variants["repackaged"])["reference.convention"]

@@ -8,9 +8,9 @@ import pytest
 
 pytest.importorskip("transformers", reason="the comparison needs transformers (pip install -e '.[target]')")
 
-import torch  # noqa: E402
+import torch
 
-from pytest_eagle3.reference.draft import ROPE_TYPES, DraftLoadError, rope_frequencies  # noqa: E402
+from pytest_eagle3.reference.draft import ROPE_TYPES, DraftLoadError, rope_frequencies
 
 HEAD_DIM = 32
 MAX_POSITIONS = 4096

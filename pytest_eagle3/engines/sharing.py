@@ -51,7 +51,7 @@ def plan_sharing(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoi
             f"{prof.label} uses the target's embed_tokens, but the draft was trained with its own (measured: it "
             "reaches clearly more with its own): acceptance drops",
             (Evidence("embed_tokens used", "the target's", "the draft's own (measured)"),),
-            f"serve with an engine version that keeps a differing draft embed_tokens (vLLM >= 0.11.2), or retrain "
+            "serve with an engine version that keeps a differing draft embed_tokens (vLLM >= 0.11.2), or retrain "
             "with the target's embedding", (f"rule: {prof.source('embed_source')}", plan.measured.words),
         ))
     _lm_head(plan, prof, view, ckpt, target, head)

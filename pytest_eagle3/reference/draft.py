@@ -333,7 +333,8 @@ def _dynamic(head_dim: int, theta: float, exponents: torch.Tensor, scaling: Mapp
     factor, max_len = _need(scaling, "factor", "dynamic"), _need(scaling, "max_position_embeddings", "dynamic")
     length = max(float(seq_len or 0), max_len)
     base = theta * ((factor * length / max_len) - (factor - 1)) ** (head_dim / (head_dim - 2))
-    return 1.0 / (base ** exponents)
+    inv: torch.Tensor = 1.0 / (base ** exponents)
+    return inv
 
 
 def _yarn(head_dim: int, theta: float, scaling: Mapping[str, Any]) -> tuple[torch.Tensor, float]:

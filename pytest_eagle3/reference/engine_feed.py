@@ -73,9 +73,9 @@ def engine_feed(plan: LoadPlan, draft: ReferenceDraft, target_layers: int) -> En
     feed = Feed(indices=tuple(fed), fc=fc, norms=_norms(plan), embed=embed, lm_head=lm_head,
                 d2t=_d2t(plan), layers=plan.draft_layers or 1, later_norm=later, uninitialised=uninit)
     other = None
-    if plan.aux.other_mode is not None and tuple(plan.aux.other_mode) != tuple(fed):
-        if all(0 <= i <= target_layers for i in plan.aux.other_mode):
-            other = Feed(**{**feed.__dict__, "indices": tuple(plan.aux.other_mode)})
+    mode = plan.aux.other_mode
+    if mode is not None and tuple(mode) != tuple(fed) and all(0 <= i <= target_layers for i in mode):
+        other = Feed(**{**feed.__dict__, "indices": tuple(mode)})
     return EngineFeed(feed, other, notes=tuple(notes))
 
 
@@ -108,7 +108,7 @@ def _lm_head(plan: LoadPlan, draft: ReferenceDraft) -> tuple[str | None, str]:
     if text.startswith("draft (tied"):
         return (DRAFT if "embed_tokens.weight" in draft.weights else RANDOM), ""
     if text.startswith("target"):
-        if draft.draft_vocab != int(draft.weights["lm_head.weight"].shape[0]) or _reduced(draft):
+        if _reduced(draft):
             return None, (f"{plan.engine.label} uses the target's full-vocab lm_head with a reduced-vocab draft: "
                           "not simulated (see engine.embeddings)")
         return TARGET, ""

@@ -20,11 +20,10 @@ from typing import TYPE_CHECKING, Any
 from pytest_eagle3.reference.evidence import standard_error
 
 if TYPE_CHECKING:
-    from pytest_eagle3.checkpoint import Checkpoint
+    from pytest_eagle3.checkpoint import Checkpoint, TargetModel
     from pytest_eagle3.engines.plan import LoadPlan, Measured
     from pytest_eagle3.engines.versions import EngineVersion
     from pytest_eagle3.reference.predict import DraftPredictor
-    from pytest_eagle3.checkpoint import TargetModel
 
 #: An engine "loses" under an edit when its prediction drops by more than this (accepted tokens).
 TOLERANCE = 0.05

@@ -32,7 +32,15 @@ from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
 from pytest_eagle3.reference.draft import DraftLoadError, ReferenceDraft
 from pytest_eagle3.reference.engine_feed import engine_feed
 from pytest_eagle3.reference.evidence import Decision, decide
-from pytest_eagle3.reference.simulate import ABSOLUTE, OFFSETS, Feed, Simulator, TargetFeed, describe_field, trained_feed
+from pytest_eagle3.reference.simulate import (
+    ABSOLUTE,
+    OFFSETS,
+    Feed,
+    Simulator,
+    TargetFeed,
+    describe_field,
+    trained_feed,
+)
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
@@ -207,7 +215,7 @@ def training(ckpt: Checkpoint, simulator: Simulator, ids: tuple[int, ...], conve
         results.append(_measured(simulator, base, Reading(best.ids, best.offset, ABSOLUTE)))
         results.sort(key=lambda a: -a.mean_acceptance_length)
     decision = decide(results)
-    if decision.confirmed:
+    if decision.confirmed and decision.best is not None:
         reading = decision.best.reading
         feed = _embedding(simulator, Feed(**{**base.__dict__, "indices": reading.indices, "d2t": _d2t(reading, base)}))
         return Training(feed, simulator.acceptance(feed), MEASURED, f"measured: {decision.words}", decision)
@@ -259,11 +267,10 @@ def predict_acceptance(checkpoint: str | Path | Checkpoint, target: str | Path, 
     Raises :class:`PredictionUnavailable` when the reference forward cannot run the draft on this
     target; a plan the engine refuses gives a Prediction with ``acceptance=None`` and the reason.
     """
-    from pytest_eagle3.checkpoint import Checkpoint
+    from pytest_eagle3.checkpoint import Checkpoint, TargetModel
     from pytest_eagle3.engines.plan import load_plan
     from pytest_eagle3.engines.selection import parse_selection
     from pytest_eagle3.engines.versions import EngineVersion
-    from pytest_eagle3.checkpoint import TargetModel
 
     ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else Checkpoint.open(str(checkpoint))
     version = engine if isinstance(engine, EngineVersion) else parse_selection(str(engine))[0]

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.reference.defaults import DEFAULT_MAX_LOSS
 from pytest_eagle3.reference.predict import Prediction
-
-from pytest_eagle3.reference.defaults import DEFAULT_MAX_LOSS  # noqa: E402 (re-exported)
 
 
 def summary(prediction: Prediction) -> str:

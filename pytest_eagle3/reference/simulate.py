@@ -172,7 +172,8 @@ def built_draft(base: ReferenceDraft, feed: Feed, target: TargetFeed) -> tuple[R
     weights = dict(base.weights)
     spec = base.spec
     norms = dict(feed.norms)
-    spec = dataclasses.replace(spec, layers=feed.layers, **{k: norms[k] for k in NORM_FLAGS if k in norms})
+    flags: dict[str, Any] = {k: norms[k] for k in NORM_FLAGS if k in norms}
+    spec = dataclasses.replace(spec, layers=feed.layers, **flags)
     hidden = spec.hidden_size
     for name in feed.uninitialised:
         if name in weights or name.startswith("layers."):
