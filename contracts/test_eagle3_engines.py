@@ -59,6 +59,30 @@ def prove_fixes(plan: LoadPlan, request: pytest.FixtureRequest, area: str = "aux
     setattr(plan, f"_proven_{area}", True)
 
 
+def measured_uninitialised(plan: LoadPlan, request: pytest.FixtureRequest) -> str | None:
+    """Drop the 'uninitialised' key finding when simulating those parameters at their init costs less
+    than --eagle3-max-loss (evidence overrules the assumption that any uninitialised parameter is fatal)."""
+    from pytest_eagle3.fixtures import draft_predictor, run_state
+    from pytest_eagle3.options import settings
+
+    keys = [i for i in plan.issues if i.area == "keys"]
+    if not keys or any(i.finding.code != "uninitialised" for i in keys):
+        return None
+    options = settings(request.config)
+    target = run_state(request.config).target(options.target) if options.target else None
+    predictor = draft_predictor(request.config, request.getfixturevalue("eagle3_checkpoint"), target)
+    if isinstance(predictor, str):
+        return None
+    prediction = predictor.predict(plan)
+    cost = next((d.cost for d in prediction.deviations if d.field == "uninitialised"), None)
+    if prediction.acceptance is None or cost is None or cost > options.max_loss:
+        return None
+    for issue in keys:
+        plan.issues.remove(issue)
+    names = ", ".join(plan.uninitialised)
+    return f"{names} left at {plan.engine.label}'s init: simulated cost {cost:.2f} (measured)"
+
+
 class TestEagle3Engine:
     @pytest.mark.eagle3_contract("engine.architecture")
     def test_architecture(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty,
@@ -71,13 +95,15 @@ class TestEagle3Engine:
     @pytest.mark.eagle3_contract("engine.keys")
     def test_keys(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty,
                     request: pytest.FixtureRequest) -> None:
-        """No checkpoint tensor dropped or refused, no engine parameter left uninitialised."""
+        """No checkpoint tensor dropped or refused, no engine parameter left uninitialised (unless the
+        simulation shows the parameter's initial value costs nothing)."""
         plan = eagle3_load_plan
+        harmless = measured_uninitialised(plan, request)
         check_plan(request, plan, needs_class=True)
         loaded = sum(len(v) for v in plan.parameters.values())
         record_property(f"{plan.engine.test_id}.tensors_loaded", loaded)
         passed(record_property, f"{plan.engine.label}: {loaded} tensors into {len(plan.parameters)} parameters, "
-                                "none dropped, none uninitialised")
+                                "none dropped, " + (harmless or "none uninitialised"))
 
     @pytest.mark.eagle3_contract("engine.vocab")
     def test_vocab(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty,

@@ -31,7 +31,8 @@ from pytest_eagle3.reference.draft import ReferenceDraft, rms_norm
 DRAFT, TARGET, RANDOM, TARGET_EMBED = "draft", "target", "random", "target embed_tokens (tied)"
 OFFSETS, IDENTITY, ABSOLUTE = "offsets", "identity", "absolute"
 FC_RUN, FC_BYPASSED = "fc", "bypassed"
-#: Seed of every parameter an engine leaves uninitialised (matrices N(0, 0.02), norms ones).
+#: Seed of every parameter an engine leaves uninitialised (matrices N(0, 0.02), norms ones, biases
+#: torch.nn.Linear's default U(-1/sqrt(fan_in), 1/sqrt(fan_in))).
 RANDOM_SEED = 20260
 NORM_FLAGS = ("norm_before_residual", "norm_before_fc", "fc_norm", "norm_logits", "feed_normed")
 
@@ -176,7 +177,9 @@ def built_draft(base: ReferenceDraft, feed: Feed, target: TargetFeed) -> tuple[R
     spec = dataclasses.replace(spec, layers=feed.layers, **flags)
     hidden = spec.hidden_size
     for name in feed.uninitialised:
-        if name in weights or name.startswith("layers."):
+        if name.endswith(".bias") and name.replace(".bias", ".weight") in weights:
+            weights[name] = _random_bias(name, weights[name.replace(".bias", ".weight")])
+        elif name in weights or name.startswith("layers."):
             weights[name] = _random_like(name, weights.get(name), hidden)
     for layer in range(base.spec.layers, feed.layers):  # layers the engine builds beyond the checkpoint
         weights.update(_random_layer(layer, spec, int(weights["layers.0.mlp.gate_proj.weight"].shape[0])))
@@ -218,6 +221,13 @@ def _random_layer(layer: int, spec: Any, inter: int) -> dict[str, torch.Tensor]:
               "mlp.down_proj.weight": (h, inter), "input_layernorm.weight": (h,), "post_attention_layernorm.weight": (h,)}
     return {f"layers.{layer}.{k}": _random_like(f"layers.{layer}.{k}", torch.empty(shape), h)
             for k, shape in shapes.items()}
+
+
+def _random_bias(name: str, weight: torch.Tensor) -> torch.Tensor:
+    """A bias the checkpoint does not ship, as torch.nn.Linear initialises it: U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
+    gen = torch.Generator().manual_seed(RANDOM_SEED + zlib.crc32(name.encode()))
+    bound = 1.0 / float(weight.shape[1]) ** 0.5
+    return (torch.rand(weight.shape[0], generator=gen) * 2 - 1) * bound
 
 
 def _random_like(name: str, tensor: torch.Tensor | None, hidden: int) -> torch.Tensor:
