@@ -45,8 +45,8 @@ def test_prediction_matches_recorded_vllm(session: Any, version: str, draft: str
 
     measured = TABLE["vllm"][version][draft]
     prediction = predict_acceptance(EXAMPLES / draft, TARGET, f"vllm=={version}", session=session)
-    assert prediction.acceptance is not None, prediction.unavailable
-    assert list(prediction.acceptance.per_position) == pytest.approx(measured["per_position"], abs=RATE_TOLERANCE)
+    assert prediction.cpu_acceptance is not None, prediction.unavailable
+    assert list(prediction.cpu_acceptance.per_position) == pytest.approx(measured["per_position"], abs=RATE_TOLERANCE)
 
 
 @pytest.mark.parametrize(("version", "draft"), RECORDED, ids=[f"{d}@vllm=={v}" for v, d in RECORDED])
@@ -57,7 +57,7 @@ def test_accepted_tokens_per_position_equal_vllms(session: Any, version: str, dr
     from pytest_eagle3.reference.predict import predict_acceptance
 
     measured = TABLE["vllm"][version][draft]
-    acc = predict_acceptance(EXAMPLES / draft, TARGET, f"vllm=={version}", session=session).acceptance
+    acc = predict_acceptance(EXAMPLES / draft, TARGET, f"vllm=={version}", session=session).cpu_acceptance
     assert acc is not None
     ours = [round(p * acc.drafts) for p in acc.per_position]
     assert ours == pytest.approx(measured["accepted_per_position"], rel=0.01, abs=1)

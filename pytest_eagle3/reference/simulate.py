@@ -227,7 +227,8 @@ def _random_bias(name: str, weight: torch.Tensor) -> torch.Tensor:
     """A bias the checkpoint does not ship, as torch.nn.Linear initialises it: U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
     gen = torch.Generator().manual_seed(RANDOM_SEED + zlib.crc32(name.encode()))
     bound = 1.0 / float(weight.shape[1]) ** 0.5
-    return (torch.rand(weight.shape[0], generator=gen) * 2 - 1) * bound
+    bias: torch.Tensor = (torch.rand(weight.shape[0], generator=gen) * 2 - 1) * bound
+    return bias
 
 
 def _random_like(name: str, tensor: torch.Tensor | None, hidden: int) -> torch.Tensor:
