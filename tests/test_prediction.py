@@ -236,3 +236,30 @@ def test_k_and_continuation_reach_the_prediction(run_contracts: Run) -> None:
                         target=TARGET)
     predicted = run.engine_entry(draft, "vllm==0.32.0")["predicted_acceptance"]
     assert len(predicted["per_position"]) == 2
+
+
+# ---------------------------------------------------------------- simulated plan parts
+
+def test_fc_bypass_is_simulated_and_priced(session: Any, tmp_path: Path) -> None:
+    """eagle_config.use_aux_hidden_state: false: SGLang sends one hidden state and skips fc silently."""
+    from pytest_eagle3.reference.predict import predict_acceptance
+
+    draft = tmp_path / "no-aux"
+    shutil.copytree(EXAMPLES / "demo-draft-sglang", draft)
+    config = json.loads((draft / "config.json").read_text())
+    config["eagle_config"]["use_aux_hidden_state"] = False
+    (draft / "config.json").write_text(json.dumps(config))
+    prediction = predict_acceptance(draft, TARGET, "sglang==0.5.23", session=session)
+    assert prediction.acceptance is not None and prediction.acceptance.mean_acceptance_length < 2.0
+    (cost,) = [d for d in prediction.deviations if d.field == "fc"]
+    assert cost.words.startswith("fc bypassed") and cost.cost > 1.5
+    assert any("final norm" in n for n in prediction.notes)
+
+
+def test_a_refused_plan_predicts_nothing_and_says_why(run_contracts: Run) -> None:
+    draft = EXAMPLES / "demo-draft"
+    run = run_contracts([draft], "--eagle3-engine=sglang==0.5.23", target=TARGET)
+    predicted = run.engine_entry(draft, "sglang==0.5.23")["predicted_acceptance"]
+    assert predicted["mean_acceptance_length"] is None
+    assert predicted["unavailable"].startswith("SGLang 0.5.23 refuses this draft at load, so it predicts nothing")
+    assert run.engine_outcomes(draft, "sglang==0.5.23")["engine.acceptance"][0] == "skipped"
