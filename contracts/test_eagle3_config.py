@@ -51,6 +51,10 @@ class TestEagle3Checkpoint:
         record_property("format", fmt.label)
         record_property("aux_layer_ids", list(aux.ids) if aux.ids else "unset")
         record_property("aux_convention", aux.convention or "unknown")
+        if fmt.producer == "unknown" and fmt.evidence:
+            pytest.skip("a layout several producers share: " + "; ".join(fmt.evidence) + " (the reference "
+                        "measurement with --eagle3-target=DIR decides the convention, or state it with "
+                        "--eagle3-aux-convention)")
         check(format_findings(eagle3_checkpoint))
         passed(record_property, f"{fmt.label}: {'; '.join(fmt.evidence)}")
 

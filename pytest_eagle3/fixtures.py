@@ -18,8 +18,9 @@ from pytest_eagle3.options import settings
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
-    from pytest_eagle3.engines.plan import LoadPlan
+    from pytest_eagle3.engines.plan import LoadPlan, Measured
     from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.reference.predict import DraftPredictor, PredictionSession
 
 
 @dataclass
@@ -31,6 +32,8 @@ class RunState:
     plans: dict[tuple[str, str, str | None, str | None], LoadPlan] = field(default_factory=dict)
     #: The reference measurement's loaded targets and runs (``reference.readings.ReferenceCache``).
     reference: Any = None
+    #: The predictions' target runs and draft predictors (``reference.predict.PredictionSession``).
+    prediction: Any = None
 
     def checkpoint(self, path: str) -> Checkpoint:
         from pytest_eagle3.checkpoint import Checkpoint
@@ -114,5 +117,45 @@ def eagle3_load_plan(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoi
     if key not in state.plans:
         target = state.target(options.target) if options.target else None
         usable = target if target is not None and target.problem is None else None
-        state.plans[key] = load_plan(eagle3_checkpoint, eagle3_engine, usable, options.aux_convention)
+        measured = measured_training(request.config, eagle3_checkpoint, usable)
+        state.plans[key] = load_plan(eagle3_checkpoint, eagle3_engine, usable, options.aux_convention, measured)
     return state.plans[key]
+
+
+def prediction_session(config: pytest.Config) -> PredictionSession:
+    """The run's prediction session: one target run shared by every engine and checkpoint."""
+    from pytest_eagle3.reference.predict import PredictionSession
+
+    state, options = run_state(config), settings(config)
+    if state.prediction is None:
+        state.prediction = PredictionSession(options.device, options.steps, options.continuation, options.prompts)
+    session: PredictionSession = state.prediction
+    return session
+
+
+def draft_predictor(config: pytest.Config, ckpt: Checkpoint, target: TargetModel | None) -> DraftPredictor | str:
+    """The draft's predictor against the target's weights, or why there is none (a skip reason)."""
+    if target is None or target.weights_dir is None or Path(target.path).is_file():
+        return "needs the target's weights: pass --eagle3-target=DIR (the model directory)"
+    import importlib.util
+
+    if importlib.util.find_spec("transformers") is None:
+        return "needs transformers (pip install 'pytest-eagle3[target]')"
+    from pytest_eagle3.reference.acceptance import ReferenceInputError
+    from pytest_eagle3.reference.predict import PredictionUnavailable
+
+    try:
+        return prediction_session(config).predictor(ckpt, str(target.weights_dir), settings(config).aux_convention)
+    except (PredictionUnavailable, ReferenceInputError) as exc:
+        return str(exc)
+
+
+def measured_training(config: pytest.Config, ckpt: Checkpoint, target: TargetModel | None) -> Measured | None:
+    """The training layers (and embedding) when the reference measurement settles them; else None."""
+    from pytest_eagle3.engines.plan import Measured
+
+    predictor = draft_predictor(config, ckpt, target)
+    if isinstance(predictor, str) or predictor.training.basis != "measured":
+        return None
+    feed = predictor.training.feed
+    return Measured(feed.indices, predictor.training.source, feed.embed if feed.embed in ("draft", "target") else None)

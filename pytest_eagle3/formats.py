@@ -156,6 +156,16 @@ GENERIC_NORM_DEFAULTS: dict[str, tuple[bool, str]] = {
 }
 
 
+#: Config fields a producer never writes: finding one contradicts a detection from a shared layout
+#: (then producer and aux-id convention are unknown). Source: reference/producers.md §2.4, §4.1.
+NEVER_WRITES: dict[str, tuple[tuple[str, str], ...]] = {
+    SPECFORGE: (("eagle_aux_hidden_state_layer_ids",
+                 "specforge 0.2.0: ids only in eagle_config.eagle_aux_hidden_state_layer_ids (configs/*.json)"),),
+    MODELOPT: (("eagle_aux_hidden_state_layer_ids",
+                "ModelOpt export/plugins/hf_spec_configs.py: ids only in eagle_config"),),
+}
+
+
 @dataclass(frozen=True)
 class DetectedFormat:
     """The producer that most likely wrote the checkpoint, with the evidence for it."""
@@ -180,6 +190,11 @@ def detect_format(config: Config, keys: set[str], files: tuple[Path, ...]) -> De
     if not scores:
         return DetectedFormat(UNKNOWN, ())
     producer = max(scores, key=lambda p: scores[p])
+    contradictions = [f"but config.json has top-level {name}, which {producer} never writes ({source}): "
+                      "producer and aux-id convention unknown"
+                      for name, source in NEVER_WRITES.get(producer, ()) if config.get(name) is not None]
+    if contradictions:
+        return DetectedFormat(UNKNOWN, (*evidence[producer], *contradictions))
     variant = ""
     if producer == SPECFORGE:
         has_embed = any(k.endswith("embed_tokens.weight") for k in keys)

@@ -16,7 +16,16 @@ import pytest
 from pytest_eagle3.engines.selection import EngineSelectionError, parse_selection
 from pytest_eagle3.engines.versions import KNOWN_RANGES, EngineVersion
 from pytest_eagle3.formats import CONVENTIONS
-from pytest_eagle3.reference.defaults import DEFAULT_MIN_ACCEPTANCE, DEFAULT_STEPS, DEVICE_TYPES
+from pytest_eagle3.reference.defaults import (
+    DEFAULT_MAX_LOSS,
+    DEFAULT_MIN_ACCEPTANCE,
+    DEFAULT_NEW_TOKENS,
+    DEFAULT_STEPS,
+    DEVICE_TYPES,
+    MAX_CONTINUATION,
+    MAX_STEPS,
+    MIN_CONTINUATION,
+)
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,14 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("eagle3_min_acceptance", "--eagle3-min-acceptance", "EAGLE3_MIN_ACCEPTANCE", "eagle3_min_acceptance",
                "reference.acceptance fails below this mean acceptance length (default 1.3)",
                metavar="X", is_path=False),
+    OptionSpec("eagle3_max_loss", "--eagle3-max-loss", "EAGLE3_MAX_LOSS", "eagle3_max_loss",
+               "engine.acceptance fails when an engine's predicted mean acceptance length is more than this below "
+               "the draft's as-trained one (default 0.1 accepted tokens)", metavar="X", is_path=False),
+    OptionSpec("eagle3_k", "--eagle3-k", "EAGLE3_K", "eagle3_k",
+               "draft tokens per step for reference and predicted acceptance (default 3)", metavar="K", is_path=False),
+    OptionSpec("eagle3_continuation", "--eagle3-continuation", "EAGLE3_CONTINUATION", "eagle3_continuation",
+               "tokens the target generates per prompt for reference and predicted acceptance (default 64)",
+               metavar="N", is_path=False),
     OptionSpec("eagle3_device", "--eagle3-device", "EAGLE3_DEVICE", "eagle3_device",
                "device for the reference acceptance run: cpu (default) or cuda", metavar="DEVICE", is_path=False),
     OptionSpec("eagle3_unknown", "--eagle3-unknown", "EAGLE3_UNKNOWN", "eagle3_unknown",
@@ -141,6 +158,9 @@ class Settings:
     engines: tuple[EngineVersion, ...] = ()
     aux_convention: str | None = None
     min_acceptance: float = DEFAULT_MIN_ACCEPTANCE
+    max_loss: float = DEFAULT_MAX_LOSS
+    steps: int = DEFAULT_STEPS
+    continuation: int = DEFAULT_NEW_TOKENS
     device: str = "cpu"
     prompts: str | None = None
     unknown: str = UNKNOWN_SKIP
@@ -162,13 +182,18 @@ def parse_settings(config: pytest.Config) -> Settings:
     sources = {spec.dest: resolve(config, spec.dest) for spec in OPTIONS}
     values = {dest: resolved.values for dest, resolved in sources.items()}
     one = {dest: v[0] if v else None for dest, v in values.items()}
+    steps = int(_number("--eagle3-k", one["eagle3_k"], DEFAULT_STEPS, int, 1, MAX_STEPS))
     return Settings(
         checkpoints=tuple(_checkpoint_dir(p) for p in values["eagle3_ckpt"]),
         target=_target_path(one["eagle3_target"]),
         report=one["eagle3_report"],
         engines=_engines(one["eagle3_engines"] or "all"),
         aux_convention=_convention(one["eagle3_aux_convention"]),
-        min_acceptance=_min_acceptance(one["eagle3_min_acceptance"], DEFAULT_STEPS),
+        min_acceptance=_min_acceptance(one["eagle3_min_acceptance"], steps),
+        max_loss=_number("--eagle3-max-loss", one["eagle3_max_loss"], DEFAULT_MAX_LOSS, float, 0.0, float(MAX_STEPS)),
+        steps=steps,
+        continuation=int(_number("--eagle3-continuation", one["eagle3_continuation"], DEFAULT_NEW_TOKENS, int,
+                                 MIN_CONTINUATION, MAX_CONTINUATION)),
         device=_device(one["eagle3_device"] or "cpu"),
         prompts=_existing_file("--eagle3-prompts", one["eagle3_prompts"]),
         unknown=_unknown(one["eagle3_unknown"] or UNKNOWN_SKIP),
@@ -242,6 +267,19 @@ def _min_acceptance(text: str | None, steps: int) -> float:
         raise _usage("--eagle3-min-acceptance", f"{text!r} is not a mean acceptance length: give a number from "
                                                 f"0 (no minimum) to {steps + 1} (k + 1 with k = {steps})")
     return value
+
+
+def _number(flag: str, text: str | None, default: float, kind: type, low: float, high: float) -> float:
+    """A number in [low, high] (an integer when ``kind`` is int); the usage error names the range."""
+    if text is None or not text.strip():
+        return default
+    try:
+        value = kind(text.strip())
+    except ValueError:
+        raise _usage(flag, f"{text!r} is not {'an integer' if kind is int else 'a number'} in [{low:g}, {high:g}]") from None
+    if not low <= value <= high:
+        raise _usage(flag, f"{text!r} is outside [{low:g}, {high:g}]")
+    return float(value)
 
 
 def _device(text: str) -> str:

@@ -33,7 +33,9 @@ from pytest_eagle3.options import (
 )
 from pytest_eagle3.report import (
     ANY_ENGINE,
+    BASIS_PROPERTY,
     MESSAGE_PROPERTY,
+    PREDICTED_PROPERTY,
     REFERENCE_PROPERTY,
     Collector,
     one_line,
@@ -158,7 +160,16 @@ def _contract_data(item: pytest.Item, report: pytest.TestReport, contract: str, 
         message = str(props.pop(MESSAGE_PROPERTY, "ok"))
     props.pop(MESSAGE_PROPERTY, None)
     reference = props.pop(REFERENCE_PROPERTY, None)
-    extra = {"reference": reference} if isinstance(reference, dict) else {}
+    extra: dict[str, Any] = {"reference": reference} if isinstance(reference, dict) else {}
+    predicted = props.pop(PREDICTED_PROPERTY, None)
+    if isinstance(predicted, dict):
+        extra["predicted_acceptance"] = predicted
+    basis = props.pop(BASIS_PROPERTY, None)
+    plan = getattr(item, "funcargs", {}).get("eagle3_load_plan")
+    if basis is None and plan is not None:
+        basis = plan.aux.basis
+    if basis in ("measured", "assumed"):
+        extra["basis"] = basis
     return extra | {
         "checkpoint": path,
         "contract": contract,

@@ -19,6 +19,9 @@ ANY_ENGINE = "any"
 MESSAGE_PROPERTY = "eagle3.message"
 #: user_properties key the reference-acceptance contract uses for its figures (a dict).
 REFERENCE_PROPERTY = "eagle3.reference"
+#: user_properties key engine.acceptance uses for its prediction (a dict), and every verdict for its basis.
+PREDICTED_PROPERTY = "eagle3.predicted"
+BASIS_PROPERTY = "eagle3.basis"
 #: When one contract has several test items for a checkpoint, the worst outcome wins.
 SEVERITY = {"skipped": 0, "passed": 1, "failed": 2}
 PARTIAL = "pass (partial)"
@@ -33,15 +36,19 @@ class ContractResult:
     message: str
     findings: list[dict[str, Any]] = field(default_factory=list)
     properties: dict[str, Any] = field(default_factory=dict)
+    #: "measured" when the reference measurement settled the training reading judged against, else "assumed".
+    basis: str = "assumed"
 
     def merge(self, other: ContractResult) -> None:
         self.properties.update(other.properties)
+        if other.basis == "measured":
+            self.basis = other.basis
         if SEVERITY[other.outcome] > SEVERITY[self.outcome]:
             self.outcome, self.message, self.findings = other.outcome, other.message, other.findings
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "outcome": self.outcome, "message": self.message, "findings": self.findings,
-                "properties": self.properties}
+                "properties": self.properties, "basis": self.basis}
 
 
 @dataclass
@@ -54,6 +61,8 @@ class CheckpointResult:
     engines: dict[str, dict[str, ContractResult]] = field(default_factory=dict)
     properties: dict[str, Any] = field(default_factory=dict)
     reference: dict[str, Any] | None = None
+    #: engine.acceptance's prediction per engine spec.
+    predicted: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def _table(self, engine: str) -> list[ContractResult]:
         own = list(self.engines.get(engine, {}).values()) if engine != ANY_ENGINE else []
@@ -92,6 +101,7 @@ class CheckpointResult:
             "failing": self.engine_failing(engine),
             "not_run": [{"id": c.id, "reason": c.message} for c in self.not_run(engine)],
             "contracts": [c.to_json() for c in table.values()],
+            "predicted_acceptance": _predicted_json(self.predicted.get(engine)) if engine != ANY_ENGINE else None,
         }
 
 
@@ -126,7 +136,10 @@ class Collector:
         engine = str(data.get("engine") or ANY_ENGINE)
         table = result.contracts if engine == ANY_ENGINE else result.engines.setdefault(engine, {})
         _merge_into(table, ContractResult(str(data["contract"]), str(data["outcome"]), str(data["message"]),
-                                          list(data.get("findings", [])), properties))
+                                          list(data.get("findings", [])), properties,
+                                          str(data.get("basis", "assumed"))))
+        if isinstance(data.get("predicted_acceptance"), dict) and engine != ANY_ENGINE:
+            result.predicted[engine] = data["predicted_acceptance"]
 
     def to_json(self) -> dict[str, Any]:
         checkpoints = []
@@ -144,15 +157,15 @@ class Collector:
         path.write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
 
     def table(self) -> list[str]:
-        rows = [("checkpoint", "format", "engine", "verdict", "failing contracts")]
+        rows = [("checkpoint", "format", "engine", "verdict", "predicted", "failing contracts")]
         for ckpt in self.checkpoints.values():
             for index, spec in enumerate((ANY_ENGINE, *ckpt.engines)):
                 first = (ckpt.path, ckpt.format) if index == 0 else ("", "")
                 failing = ", ".join(ckpt.engine_failing(spec)) or "-"
                 rows.append((*first, spec, ckpt.engine_verdict(spec).upper().replace("(PARTIAL)", "(partial)"),
-                             failing))
-        widths = [max(len(r[i]) for r in rows) for i in range(4)]
-        return ["  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths)) + "  " + row[4] for row in rows]
+                             _predicted_cell(ckpt.predicted.get(spec)), failing))
+        widths = [max(len(r[i]) for r in rows) for i in range(5)]
+        return ["  ".join(cell.ljust(w) for cell, w in zip(row[:5], widths)) + "  " + row[5] for row in rows]
 
     def partial_lines(self) -> list[str]:
         """What did not run, per checkpoint, and why: a PASS (partial) is not a pass."""
@@ -181,6 +194,22 @@ class Collector:
                 f"convention {inferred['convention']}, d2t as {inferred['d2t']} "
                 f"({inferred['mean_acceptance_length']:.2f}, leads by {inferred['margin']:.2f})")
         return lines
+
+
+def _predicted_cell(predicted: dict[str, Any] | None) -> str:
+    """The terminal table's predicted mean acceptance length and its basis."""
+    if not predicted:
+        return "-"
+    value = predicted.get("mean_acceptance_length")
+    return "refused" if value is None else f"{value:.2f} ({predicted.get('basis', 'assumed')})"
+
+
+def _predicted_json(predicted: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``{mean_acceptance_length, per_position, basis}`` plus the as-trained figure and each deviation's cost."""
+    if predicted is None:
+        return None
+    keys = ("mean_acceptance_length", "per_position", "basis", "as_trained", "deviations", "other_mode", "unavailable")
+    return {k: predicted.get(k) for k in keys}
 
 
 def one_line(text: str, limit: int = 300) -> str:

@@ -21,7 +21,7 @@ from pytest_eagle3.engines.capture import (
     capture_support,
 )
 from pytest_eagle3.engines.config_view import EngineView, lookup
-from pytest_eagle3.engines.loadplan import LoadPlan, describe_inputs
+from pytest_eagle3.engines.loadplan import LoadPlan, Measured, describe_inputs
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.formats import (
@@ -100,7 +100,7 @@ def resolve_capture(prof: Profile, fields: Sequence[str], config: dict[str, Any]
 
 
 def plan_aux(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, target: TargetModel | None,
-             convention: str | None) -> None:
+             convention: str | None, measured: Measured | None = None) -> None:
     """Fill ``plan.aux`` and file the aux issues."""
     aux = plan.aux
     layers = target.num_hidden_layers if target is not None else None
@@ -122,7 +122,10 @@ def plan_aux(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, 
         aux.other_mode = firing(other, layers, capture_range)[0] if other is not None else None
     if prof.value("graph_mode_default_layers") and aux.configured and layers is not None:
         aux.graph_mode = firing(default_aux_inputs(layers), layers, capture_range)[0]
-    _trained(aux, ckpt, convention)
+    if measured is not None:
+        aux.trained, aux.trained_from, aux.basis = tuple(measured.inputs), measured.words, "measured"
+    else:
+        _trained(aux, ckpt, convention)
     _support_issues(plan, prof, support, arch)
     _allowlist(plan, prof, target)
     if crash:
@@ -141,13 +144,13 @@ def _trained(aux: Any, ckpt: Checkpoint, convention: str | None) -> None:
     how = "--eagle3-aux-convention" if convention else cfg.aux.convention_source
     if cfg.aux.ids and given in CONVENTIONS:
         aux.trained = trained_inputs(cfg.aux.ids, given)
-        aux.trained_from = f"{cfg.aux.field} = {list(cfg.aux.ids)}, {given} ({how})"
+        aux.trained_from = f"assumed: {cfg.aux.field} = {list(cfg.aux.ids)}, {given} ({how})"
     elif cfg.aux.ids:
         aux.trained_from = (f"{cfg.aux.field} = {list(cfg.aux.ids)}, convention unknown: "
                             "state it with --eagle3-aux-convention=input-of|output-of")
     elif aux.target_layers is not None:
         aux.trained = default_aux_inputs(aux.target_layers)
-        aux.trained_from = f"no ids in config.json: the producer's default, {DEFAULT_AUX_RULE}"
+        aux.trained_from = f"assumed: no ids in config.json: the producer's default, {DEFAULT_AUX_RULE}"
 
 
 def _support_issues(plan: LoadPlan, prof: Profile, support: Any, arch: str | None) -> None:
@@ -252,6 +255,7 @@ def _aux_fix(plan: LoadPlan, prof: Profile) -> str:
         return f"serve with a version that reads configured aux ids ({prof.label} ignores them)"
     rule = aux.transform if aux.configured else str(prof.value("aux_transform_llama"))
     ids = [j - 1 for j in trained] if rule.startswith("+1") else trained
+    aux.fix_edit = (fields[0], tuple(ids))
     return f"write {ids} into {fields[0]} (for {prof.label}: layer inputs {trained})"
 
 

@@ -44,6 +44,15 @@ class Issue:
     finding: Finding
 
 
+@dataclass(frozen=True)
+class Measured:
+    """Training layer inputs (and embedding) settled by the reference measurement, with the words saying how."""
+
+    inputs: tuple[int, ...]
+    words: str
+    embed: str | None = None  # "draft" / "target": whose embed_tokens the draft was trained with
+
+
 @dataclass
 class AuxPlan:
     """Aux hidden states: what the target captures versus what the draft was trained on."""
@@ -56,6 +65,8 @@ class AuxPlan:
     never_fire: tuple[int, ...] = ()
     trained: tuple[int, ...] | None = None
     trained_from: str = ""
+    basis: str = "assumed"
+    fix_edit: tuple[str, tuple[int, ...]] | None = None
     other_mode: tuple[int, ...] | None = None
     graph_mode: tuple[int, ...] | None = None
     target_layers: int | None = None
@@ -91,6 +102,8 @@ class LoadPlan:
     embed_tokens: str = "unknown"
     lm_head: str = "unknown"
     draft_layers: int | None = None
+    measured: Measured | None = None
+    norm_edits: dict[str, bool] = field(default_factory=dict)
     issues: list[Issue] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     #: KV-cache compatibility with the target (engines.runtime), None without a target.

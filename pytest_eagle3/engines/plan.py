@@ -34,6 +34,7 @@ from pytest_eagle3.engines.loadplan import (
     FcPlan,
     Issue,
     LoadPlan,
+    Measured,
 )
 from pytest_eagle3.engines.profiles import Profile, profile
 from pytest_eagle3.engines.runtime import plan_runtime
@@ -43,15 +44,20 @@ from pytest_eagle3.findings import Evidence, Finding, short
 from pytest_eagle3.rules.draft_kind import classify_checkpoint, not_a_draft_finding
 from pytest_eagle3.rules.vocab import ACCEPTANCE_NOTE
 
-__all__ = ["LOADS", "LOADS_WITH_LOSS", "LOSS", "REFUSED", "AuxPlan", "FcPlan", "Issue", "LoadPlan", "load_plan"]
+__all__ = ["LOADS", "LOADS_WITH_LOSS", "LOSS", "REFUSED", "AuxPlan", "FcPlan", "Issue", "LoadPlan", "Measured",
+           "load_plan"]
 
 
 def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | None = None,
-              convention: str | None = None) -> LoadPlan:
-    """Compute what ``engine`` will do with ``ckpt`` (and the target, when known)."""
+              convention: str | None = None, measured: Measured | None = None) -> LoadPlan:
+    """Compute what ``engine`` will do with ``ckpt`` (and the target, when known).
+
+    ``measured``: the layer inputs (and embedding) the draft was trained with, as the reference
+    measurement settled them; it overrules every convention assumption (``plan.aux.basis``).
+    """
     prof = profile(engine)
     raw = ckpt.config_raw or {}
-    plan = LoadPlan(engine, None)
+    plan = LoadPlan(engine, None, measured=measured)
     view = engine_view(raw, prof)
     not_a_draft = not_a_draft_finding(classify_checkpoint(ckpt))
     if not_a_draft is not None:
@@ -66,7 +72,7 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
     _shapes(plan, prof, view, ckpt)
     plan_geometry(plan, prof, view, ckpt)
     _vocab(plan, prof, view, ckpt, resolution, target)
-    plan_aux(plan, prof, view, ckpt, target, convention)
+    plan_aux(plan, prof, view, ckpt, target, convention, measured)
     _fc(plan, prof, view, ckpt, target)
     _norms(plan, prof, view, ckpt)
     _embeddings(plan, prof, view, ckpt, target, resolution)
@@ -508,6 +514,8 @@ def _norms(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint) ->
             _norm_fix(prof, name, want),
             (f"rule: {prof.source(name)}",),
         ))
+        if prof.value(name) not in ("not-read", "eagle-format-only"):
+            plan.norm_edits[name] = want
 
 
 def _explicit_flag(raw: dict[str, Any], name: str) -> bool | None:

@@ -45,6 +45,15 @@ def plan_sharing(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoi
     embed = _draft_name(ckpt, "embed_tokens.weight", "model.embed_tokens.weight")
     head = _draft_name(ckpt, "lm_head.weight")
     _embed(plan, prof, view, ckpt, target, embed)
+    if plan.measured is not None and plan.measured.embed == "draft" and plan.embed_tokens == "target":
+        plan.lose("embeddings", Finding(
+            "embed-replaced",
+            f"{prof.label} uses the target's embed_tokens, but the draft was trained with its own (measured: it "
+            "reaches clearly more with its own): acceptance drops",
+            (Evidence("embed_tokens used", "the target's", "the draft's own (measured)"),),
+            "serve with an engine version that keeps a differing draft embed_tokens (vLLM >= 0.11.2), or retrain "
+            "with the target's embedding", (f"rule: {prof.source('embed_source')}", plan.measured.words),
+        ))
     _lm_head(plan, prof, view, ckpt, target, head)
 
 
@@ -96,6 +105,9 @@ def _embed(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, ta
         plan.embed_tokens = "draft unless identical to the target's (give --eagle3-target with weights to decide)"
         return
     plan.embed_tokens = "target" if equal else "draft"
+    if not equal and plan.measured is not None and plan.measured.embed == "draft":
+        plan.notes.append("embed_tokens: the draft's own, and the measurement shows it was trained with it")
+        return
     if not equal:
         plan.lose("embeddings", Finding(
             "embed-kept",

@@ -10,3 +10,9 @@ DEFAULT_STEPS = 3
 DEFAULT_NEW_TOKENS = 64
 #: Devices the reference forward runs on (torch device types that hold float32 weights and run matmuls).
 DEVICE_TYPES = ("cpu", "cuda")
+#: engine.acceptance fails when an engine's prediction is more than this below the as-trained figure
+#: (accepted tokens per draft).
+DEFAULT_MAX_LOSS = 0.1
+#: Bounds of --eagle3-k and --eagle3-continuation.
+MAX_STEPS = 16
+MIN_CONTINUATION, MAX_CONTINUATION = 8, 4096

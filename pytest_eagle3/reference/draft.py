@@ -231,10 +231,11 @@ class ReferenceDraft:
         return h + mlp
 
     def rotary(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        inv_freq = rope_inv_freq(self.spec.head_dim, self.spec.rope_theta, dict(self.spec.rope_scaling))
+        seq_len = int(positions.max()) + 1 if positions.numel() else None
+        inv_freq, factor = rope_frequencies(self.spec.head_dim, self.spec.rope_theta, dict(self.spec.rope_scaling),
+                                            seq_len)
         freqs = positions.double()[:, None] * inv_freq.double().to(positions.device)[None, :]
         emb = torch.cat([freqs, freqs], dim=-1)
-        factor = float(dict(self.spec.rope_scaling).get("attention_factor", 1.0))
         return (emb.cos() * factor).to(dtype), (emb.sin() * factor).to(dtype)
 
 
@@ -267,24 +268,118 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
     return x * cos + rotated * sin
 
 
+#: Rope types the reference forward computes. Formulas: transformers 5.24
+#: ``modeling_rope_utils`` (``ROPE_INIT_FUNCTIONS`` and ``dynamic_rope_update``); checked against
+#: them in ``tests/test_rope.py``.
+ROPE_TYPES = ("default", "linear", "llama3", "yarn", "dynamic", "longrope")
+
+
 def rope_inv_freq(head_dim: int, theta: float, scaling: Mapping[str, Any]) -> torch.Tensor:
-    """Inverse frequencies for rope types default, linear and llama3 (transformers' formulas)."""
-    inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
+    """Inverse frequencies at the model's own length (no dynamic growth); see ``rope_frequencies``."""
+    return rope_frequencies(head_dim, theta, scaling)[0]
+
+
+def rope_frequencies(head_dim: int, theta: float, scaling: Mapping[str, Any],
+                     seq_len: int | None = None) -> tuple[torch.Tensor, float]:
+    """(inverse frequencies, cos/sin scale) for every rope type in ``ROPE_TYPES``.
+
+    ``scaling`` is the config's ``rope_scaling`` / ``rope_parameters`` without ``rope_theta``;
+    ``max_position_embeddings`` is read from it when the caller adds it (dynamic, longrope and
+    yarn without ``factor`` need it). ``seq_len`` is the longest position + 1 of the forward
+    (dynamic and longrope change with it, as transformers' ``dynamic_rope_update`` does).
+    """
     kind = str(scaling.get("rope_type", scaling.get("type", "default")))
+    if kind not in ROPE_TYPES:
+        raise DraftLoadError(f"rope type {kind!r} is not supported by the reference forward ({', '.join(ROPE_TYPES)})")
+    if float(scaling.get("partial_rotary_factor", 1.0)) != 1.0:
+        raise DraftLoadError("partial_rotary_factor != 1 is not supported by the reference forward")
+    exponents = torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim
+    inv = 1.0 / (theta ** exponents)
+    given = scaling.get("attention_factor")
     if kind == "default":
-        return inv
+        return inv, 1.0
     if kind == "linear":
-        return inv / float(scaling["factor"])
+        return inv / float(scaling["factor"]), 1.0
     if kind == "llama3":
-        factor, low, high = float(scaling["factor"]), float(scaling["low_freq_factor"]), float(scaling["high_freq_factor"])
-        old_len = float(scaling["original_max_position_embeddings"])
-        wavelen = 2 * math.pi / inv
-        scaled = torch.where(wavelen > old_len / low, inv / factor, inv)
-        smooth = (old_len / wavelen - low) / (high - low)
-        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
-        medium = (wavelen >= old_len / high) & (wavelen <= old_len / low)
-        return torch.where(medium, smoothed, scaled)
-    raise DraftLoadError(f"rope type {kind!r} is not supported by the reference forward (default, linear, llama3)")
+        return _llama3(inv, scaling), 1.0
+    if kind == "dynamic":
+        return _dynamic(head_dim, theta, exponents, scaling, seq_len), 1.0
+    if kind == "yarn":
+        return _yarn(head_dim, theta, scaling)
+    return _longrope(theta, exponents, scaling, seq_len, given)
+
+
+def _need(scaling: Mapping[str, Any], name: str, kind: str) -> float:
+    value = scaling.get(name)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise DraftLoadError(f"rope type {kind!r} needs a numeric {name} in rope_scaling")
+    return float(value)
+
+
+def _llama3(inv: torch.Tensor, scaling: Mapping[str, Any]) -> torch.Tensor:
+    factor, low = _need(scaling, "factor", "llama3"), _need(scaling, "low_freq_factor", "llama3")
+    high, old_len = _need(scaling, "high_freq_factor", "llama3"), _need(scaling, "original_max_position_embeddings", "llama3")
+    wavelen = 2 * math.pi / inv
+    scaled = torch.where(wavelen > old_len / low, inv / factor, inv)
+    smooth = (old_len / wavelen - low) / (high - low)
+    smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+    medium = (wavelen >= old_len / high) & (wavelen <= old_len / low)
+    return torch.where(medium, smoothed, scaled)
+
+
+def _dynamic(head_dim: int, theta: float, exponents: torch.Tensor, scaling: Mapping[str, Any],
+             seq_len: int | None) -> torch.Tensor:
+    """NTK: the base grows only once the sequence outgrows max_position_embeddings."""
+    factor, max_len = _need(scaling, "factor", "dynamic"), _need(scaling, "max_position_embeddings", "dynamic")
+    length = max(float(seq_len or 0), max_len)
+    base = theta * ((factor * length / max_len) - (factor - 1)) ** (head_dim / (head_dim - 2))
+    inv: torch.Tensor = 1.0 / (base ** exponents)
+    return inv
+
+
+def _yarn(head_dim: int, theta: float, scaling: Mapping[str, Any]) -> tuple[torch.Tensor, float]:
+    original = scaling.get("original_max_position_embeddings") or scaling.get("max_position_embeddings")
+    if not isinstance(original, (int, float)):
+        raise DraftLoadError("rope type 'yarn' needs original_max_position_embeddings in rope_scaling")
+    factor = scaling.get("factor")
+    factor = float(factor) if factor is not None else _need(scaling, "max_position_embeddings", "yarn") / float(original)
+
+    def mscale(scale: float, m: float = 1.0) -> float:
+        return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+
+    attention = scaling.get("attention_factor")
+    if attention is None:
+        m, m_all = scaling.get("mscale"), scaling.get("mscale_all_dim")
+        attention = mscale(factor, m) / mscale(factor, m_all) if m and m_all else mscale(factor)
+    fast, slow = float(scaling.get("beta_fast") or 32), float(scaling.get("beta_slow") or 1)
+
+    def correction(rotations: float) -> float:
+        return head_dim * math.log(float(original) / (rotations * 2 * math.pi)) / (2 * math.log(theta))
+
+    low, high = correction(fast), correction(slow)
+    if scaling.get("truncate", True):
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, head_dim - 1)
+    high = high + 0.001 if low == high else high
+    ramp = ((torch.arange(head_dim // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+    extrapolate = 1 - ramp
+    pos = theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+    inv = (1.0 / (factor * pos)) * (1 - extrapolate) + (1.0 / pos) * extrapolate
+    return inv, float(attention)
+
+
+def _longrope(theta: float, exponents: torch.Tensor, scaling: Mapping[str, Any], seq_len: int | None,
+              given: Any) -> tuple[torch.Tensor, float]:
+    original = _need(scaling, "original_max_position_embeddings", "longrope")
+    long, short = scaling.get("long_factor"), scaling.get("short_factor")
+    if not isinstance(long, list) or not isinstance(short, list) or len(long) != len(short) != exponents.numel():
+        raise DraftLoadError("rope type 'longrope' needs long_factor and short_factor lists of head_dim / 2 numbers")
+    factor = scaling.get("factor")
+    factor = float(factor) if factor is not None else _need(scaling, "max_position_embeddings", "longrope") / original
+    attention = float(given) if given is not None else (
+        1.0 if factor <= 1.0 else math.sqrt(1 + math.log(factor) / math.log(original)))
+    ext = torch.tensor(long if seq_len and seq_len > original else short, dtype=torch.float64)
+    return 1.0 / (ext * theta ** exponents), attention
 
 
 def canonical_name(name: str) -> str | None:
@@ -305,13 +400,23 @@ def _layer_scope(config: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _rope(scope: Mapping[str, Any], config: Mapping[str, Any]) -> tuple[float, dict[str, Any]]:
+    """rope_theta and the scaling dict (``rope_parameters`` or ``rope_scaling``), plus
+    ``max_position_embeddings`` when the scaling needs it (dynamic, longrope, yarn without factor)."""
+    theta, scaling = None, None
     for source in (scope, config):
         params = source.get("rope_parameters")
         if isinstance(params, dict) and "rope_theta" in params:
-            return float(params["rope_theta"]), {k: v for k, v in params.items() if k != "rope_theta"}
-    theta = scope.get("rope_theta", config.get("rope_theta", 10000.0))
-    scaling = scope.get("rope_scaling", config.get("rope_scaling"))
-    return float(theta), dict(scaling) if isinstance(scaling, dict) else {}
+            theta, scaling = float(params["rope_theta"]), {k: v for k, v in params.items() if k != "rope_theta"}
+            break
+    if theta is None:
+        theta = float(scope.get("rope_theta", config.get("rope_theta", 10000.0)))
+        raw = scope.get("rope_scaling", config.get("rope_scaling"))
+        scaling = dict(raw) if isinstance(raw, dict) else {}
+    assert scaling is not None
+    max_len = scope.get("max_position_embeddings", config.get("max_position_embeddings"))
+    if scaling and isinstance(max_len, int) and "max_position_embeddings" not in scaling:
+        scaling["max_position_embeddings"] = max_len
+    return theta, scaling
 
 
 def spec_from_config(ckpt: Checkpoint, weights: Mapping[str, torch.Tensor]) -> DraftSpec:

@@ -19,7 +19,7 @@ from pytest_eagle3.reference.acceptance import (
     load_target,
     run_target,
 )
-from pytest_eagle3.reference.defaults import DEFAULT_STEPS
+from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
 from pytest_eagle3.reference.draft import DraftLoadError, ReferenceDraft
 
 #: A declared reading "loses clearly" when another is this much longer in mean acceptance length.
@@ -72,7 +72,8 @@ class ReferenceCache:
 
 
 def measure_reference(ckpt: Checkpoint, target_path: str, device: str = "cpu", prompts_path: str | None = None,
-                      steps: int = DEFAULT_STEPS, cache: ReferenceCache | None = None) -> ReferenceResult:
+                      steps: int = DEFAULT_STEPS, cache: ReferenceCache | None = None,
+                      new_tokens: int = DEFAULT_NEW_TOKENS) -> ReferenceResult:
     """Load the draft and (once per cache) the target, run the prompts, try every reading."""
     cache = cache if cache is not None else ReferenceCache()
     try:
@@ -92,10 +93,10 @@ def measure_reference(ckpt: Checkpoint, target_path: str, device: str = "cpu", p
     if draft.draft_vocab > target.vocab_size:
         raise ReferenceUnavailable(f"the draft vocab ({draft.draft_vocab}) is larger than the target's ({target.vocab_size})")
     stamp = Path(prompts_path).stat().st_mtime_ns if prompts_path and Path(prompts_path).is_file() else None
-    runs_key = (*key, prompts_path, stamp)
+    runs_key = (*key, prompts_path, stamp, new_tokens)
     if runs_key not in cache.runs:
         prompts, prompt_source = load_prompts(target, prompts_path)
-        cache.runs[runs_key] = (run_target(target, prompts), prompt_source)
+        cache.runs[runs_key] = (run_target(target, prompts, new_tokens), prompt_source)
     runs, prompt_source = cache.runs[runs_key]
     embed = draft.weights.get("embed_tokens.weight", target.embed)
     convention = ckpt.config.aux.convention if ckpt.config.aux.ids is not None else INPUT_OF

@@ -1,0 +1,36 @@
+"""Predicted acceptance per engine version (with --eagle3-target holding weights): the draft run the
+way each selected engine version's load plan feeds it, against the draft as trained."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_eagle3.checkpoint import Checkpoint, TargetModel
+from pytest_eagle3.contract import RecordProperty, passed
+from pytest_eagle3.engines.loadplan import LoadPlan
+from pytest_eagle3.findings import check
+from pytest_eagle3.options import settings
+from pytest_eagle3.report import BASIS_PROPERTY, PREDICTED_PROPERTY
+
+
+class TestEagle3EngineAcceptance:
+    @pytest.mark.eagle3_contract("engine.acceptance")
+    def test_acceptance(self, eagle3_load_plan: LoadPlan, eagle3_checkpoint: Checkpoint,
+                        eagle3_target: TargetModel, record_property: RecordProperty,
+                        request: pytest.FixtureRequest) -> None:
+        """The engine's predicted mean acceptance length reaches the minimum and loses at most
+        --eagle3-max-loss against the draft as trained."""
+        from pytest_eagle3.fixtures import draft_predictor
+        from pytest_eagle3.reference.prediction_findings import acceptance_findings, summary
+
+        options = settings(request.config)
+        predictor = draft_predictor(request.config, eagle3_checkpoint, eagle3_target)
+        if isinstance(predictor, str):
+            pytest.skip(f"engine.acceptance {predictor}")
+        prediction = predictor.predict(eagle3_load_plan)
+        record_property(PREDICTED_PROPERTY, prediction.to_json())
+        record_property(BASIS_PROPERTY, prediction.basis)
+        if prediction.acceptance is None:
+            pytest.skip(prediction.unavailable)
+        check(acceptance_findings(prediction, options.min_acceptance, options.max_loss))
+        passed(record_property, summary(prediction))

@@ -1,0 +1,141 @@
+"""A fix is proven before it is printed: apply the config edit to a copy, re-plan every selected
+engine version, simulate, and keep the edit only when the failing engine reaches the draft's
+as-trained acceptance and no other engine loses.
+
+Candidate edits for one failing engine: the ids written into each field that engine reads, in the
+order it reads them (a field read first by this engine and ignored by the others changes nothing
+elsewhere, e.g. vLLM's top-level ``eagle_aux_hidden_state_layer_ids``, which SGLang never reads).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_eagle3.reference.evidence import standard_error
+
+if TYPE_CHECKING:
+    from pytest_eagle3.checkpoint import Checkpoint, TargetModel
+    from pytest_eagle3.engines.plan import LoadPlan, Measured
+    from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.reference.predict import DraftPredictor
+
+#: An engine "loses" under an edit when its prediction drops by more than this (accepted tokens).
+TOLERANCE = 0.05
+
+
+@dataclass(frozen=True)
+class Proof:
+    """An edit, the failing engine's predicted figure under it, and whether it is the best reading."""
+
+    edit: tuple[tuple[str, Any], ...]
+    predicted: float | None
+    best: float
+    ok: bool
+    others: tuple[tuple[str, float | None, float | None], ...] = ()
+
+    @property
+    def text(self) -> str:
+        parts = [f"write {json.dumps(list(v) if isinstance(v, tuple) else v)} into {f}" for f, v in self.edit]
+        return " and ".join(parts)
+
+
+def config_with(raw: dict[str, Any], field: str, value: Any) -> dict[str, Any]:
+    """A deep copy of ``raw`` with the dotted ``field`` set to ``value`` (lists for tuples)."""
+    out = copy.deepcopy(raw)
+    scope = out
+    parts = field.split(".")
+    for part in parts[:-1]:
+        scope = scope.setdefault(part, {})
+    scope[parts[-1]] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def edited_copy(ckpt: Checkpoint, raw: dict[str, Any]) -> Checkpoint:
+    """The checkpoint with another config.json: a temporary folder linking the same weight files."""
+    from pytest_eagle3.checkpoint import Checkpoint
+
+    folder = Path(tempfile.mkdtemp(prefix="eagle3-fix-"))
+    for item in Path(ckpt.path).iterdir():
+        if item.name != "config.json":
+            (folder / item.name).symlink_to(item.resolve())
+    (folder / "config.json").write_text(json.dumps(raw, indent=2) + "\n", encoding="utf-8")
+    return Checkpoint.open(folder)
+
+
+def _figure(predictor: DraftPredictor, plan: LoadPlan) -> float | None:
+    """The prediction, the worse of the two runtime modes where the plan has two."""
+    prediction = predictor.predict(plan)
+    figures = [a.mean_acceptance_length for a in (prediction.acceptance, prediction.other_mode) if a is not None]
+    return min(figures) if prediction.acceptance is not None else None
+
+
+def _pins(ckpt: Checkpoint, plans: dict[str, LoadPlan], failing: EngineVersion, fields: Sequence[str]) -> dict[str, Any]:
+    """Fields that keep every other engine reading what it reads now: its first id field, when the
+    failing engine does not read it, set to the ids it uses as-is today."""
+    from pytest_eagle3.engines.profiles import profile
+
+    pins: dict[str, Any] = {}
+    for spec, plan in plans.items():
+        prof = profile(plan.engine)
+        own = prof.value("aux_id_fields") or ()
+        if spec == failing.spec or not own or own[0] in fields or plan.aux.captured is None:
+            continue
+        if plan.aux.configured is None and str(prof.value("aux_transform_llama")) != "as-is":
+            continue
+        pins[own[0]] = tuple(plan.aux.configured) if plan.aux.configured else tuple(plan.aux.captured)
+    return pins
+
+
+def prove_aux_fix(predictor: DraftPredictor, ckpt: Checkpoint, target: TargetModel | None, failing: EngineVersion,
+                  engines: Sequence[EngineVersion], ids: Sequence[int], convention: str | None,
+                  measured: Measured | None) -> Proof | None:
+    """The first field of ``failing``'s aux-id fields whose edit wins without hurting another engine;
+    then the first field with the other engines' ids pinned where they read first."""
+    from pytest_eagle3.engines.plan import load_plan
+    from pytest_eagle3.engines.profiles import profile
+
+    plans = {e.spec: load_plan(ckpt, e, target, convention, measured) for e in engines}
+    fields = tuple(profile(failing).value("aux_id_fields") or ())
+    pins = _pins(ckpt, plans, failing, fields)
+    candidates = [{f: tuple(ids)} for f in fields] + ([{fields[0]: tuple(ids), **pins}] if pins and fields else [])
+    return prove_edits(predictor, ckpt, target, failing, engines, candidates, convention, measured)
+
+
+def prove_edits(predictor: DraftPredictor, ckpt: Checkpoint, target: TargetModel | None, failing: EngineVersion,
+                engines: Sequence[EngineVersion], candidates: Sequence[dict[str, Any]], convention: str | None,
+                measured: Measured | None) -> Proof | None:
+    """The first config edit under which ``failing`` reaches the as-trained figure and no engine loses."""
+    from pytest_eagle3.engines.plan import load_plan
+
+    training = predictor.training.acceptance
+    best = training.mean_acceptance_length
+    floor = best - max(TOLERANCE, 3 * standard_error(training))
+    before = {e.spec: _figure(predictor, load_plan(ckpt, e, target, convention, measured)) for e in engines}
+    last: Proof | None = None
+    for edit in candidates:
+        raw = ckpt.config_raw or {}
+        for field, value in edit.items():
+            raw = config_with(raw, field, value)
+        copy_ = edited_copy(ckpt, raw)
+        after = {e.spec: _figure(predictor, load_plan(copy_, e, target, convention, measured)) for e in engines}
+        predicted = after.get(failing.spec)
+        others = tuple((spec, before[spec], after[spec]) for spec in before if spec != failing.spec)
+        hurt = any(b is not None and (a is None or a < b - TOLERANCE) for _, b, a in others)
+        ok = predicted is not None and predicted >= floor and not hurt
+        last = Proof(tuple(edit.items()), predicted, best, ok, others)
+        if ok:
+            return last
+    return last
+
+
+def proven_fix_text(proof: Proof | None, engine_label: str) -> str | None:
+    """The fix line with its predicted figure, or None when no edit is proven."""
+    if proof is None or not proof.ok or proof.predicted is None:
+        return None
+    return f"{proof.text} (for {engine_label}): predicted {proof.predicted:.2f}"

