@@ -131,13 +131,19 @@ class DraftPredictor:
     convention: str | None = None
 
     def predict(self, plan: LoadPlan) -> Prediction:
+        """The prediction for one plan; a plan the simulation cannot run says why instead of raising."""
         engine = engine_feed(plan, self.simulator.draft, self.simulator.target.layers)
         if engine.feed is None:
             return Prediction(plan.engine, None, self.training, unavailable=engine.unavailable, notes=engine.notes)
-        predicted = self.simulator.acceptance(engine.feed)
-        other = self.simulator.acceptance(engine.other_mode) if engine.other_mode is not None else None
-        return Prediction(plan.engine, predicted, self.training, self.deviations(engine.feed), other,
-                          notes=engine.notes)
+        try:
+            with torch.no_grad():
+                predicted = self.simulator.acceptance(engine.feed)
+                other = self.simulator.acceptance(engine.other_mode) if engine.other_mode is not None else None
+                deviations = self.deviations(engine.feed)
+        except (RuntimeError, ValueError, IndexError, KeyError) as exc:
+            return Prediction(plan.engine, None, self.training, notes=engine.notes,
+                              unavailable=f"the simulation cannot run {plan.engine.label}'s plan: {exc}")
+        return Prediction(plan.engine, predicted, self.training, deviations, other, notes=engine.notes)
 
     def deviations(self, feed: Feed) -> tuple[Deviation, ...]:
         """Each difference from training applied alone, with its cost in accepted tokens."""
@@ -209,7 +215,12 @@ def build_predictor(ckpt: Checkpoint, target: TargetFeed, steps: int, device: st
     if draft.draft_vocab > target.lm_head.shape[0]:
         raise PredictionUnavailable(f"the draft vocab ({draft.draft_vocab}) is larger than the target's")
     simulator = Simulator(draft, target, steps)
-    return DraftPredictor(ckpt, simulator, training(ckpt, simulator, tuple(ids), convention), convention)
+    try:
+        with torch.no_grad():
+            trained = training(ckpt, simulator, tuple(ids), convention)
+    except (RuntimeError, ValueError, IndexError, KeyError) as exc:
+        raise PredictionUnavailable(f"the reference forward cannot run this draft on this target: {exc}") from exc
+    return DraftPredictor(ckpt, simulator, trained, convention)
 
 
 def training(ckpt: Checkpoint, simulator: Simulator, ids: tuple[int, ...], convention: str | None) -> Training:
