@@ -90,7 +90,10 @@ class TestEagle3Live:
             return
         expected = eagle3_expected if not isinstance(eagle3_expected, str) else None
         record_property("live_server_start_s", round(eagle3_server.process.started_in or 0.0, 2))
-        record_property("live_acceptance", run.acceptance.to_json())
+        figures = run.acceptance.to_json()
+        record_property("live_mean_acceptance_length", figures["mean_acceptance_length"])
+        record_property("live_per_position", figures["per_position"])
+        record_property("live_drafts", figures["drafts"])
         if expected is not None:
             record_property("live_expected_per_position", [round(p, 4) for p in expected.per_position])
             record_property("live_expected_mean_acceptance_length", round(expected.mean_acceptance_length, 4))

@@ -98,6 +98,7 @@ def item_engine(item: pytest.Item) -> str | None:
     return str(param).partition("==")[0].lower() if param is not None else None
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Skip ``gpu`` items without a visible CUDA device and ``engine`` items whose engine does not import."""
     if item.get_closest_marker("gpu") is not None:

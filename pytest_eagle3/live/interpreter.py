@@ -62,6 +62,8 @@ class EngineInstall:
 
     def why_unusable(self) -> str | None:
         """None when usable; else a reason naming the engine and the interpreter."""
+        if self.distribution is None and self.import_error and self.import_error.startswith("cannot run"):
+            return f"{self.engine} cannot be asked for: {self.import_error}"
         if self.distribution is None:
             names = " or ".join(DISTRIBUTIONS[self.engine])
             return f"{self.engine} is not installed for {self.python} (no {names} distribution)"
