@@ -26,7 +26,7 @@ class ServerError(Exception):
         if self.command:
             lines.append("  command: " + " ".join(self.command))
         if self.log_path:
-            lines.append(f"  log: {self.log_path}")
+            lines.append(f"  log: {self.log_path}" + ("" if self.log_tail else " (empty: nothing printed yet)"))
         if self.log_tail:
             lines.append(f"  last {len(self.log_tail)} log lines:")
             lines.extend(f"    | {line}" for line in self.log_tail)

@@ -148,7 +148,7 @@ class ServerProcess:
         executor = _executor_class()(
             list(self.command), url=f"{self.base_url}{self.health_path}", method="GET",
             timeout=self.start_timeout, sleep=0.5, request_timeout=5.0,
-            envvars={**self.env, MARKER_ENV: self.marker}, stdin=subprocess.DEVNULL,
+            envvars={"PYTHONUNBUFFERED": "1", **self.env, MARKER_ENV: self.marker}, stdin=subprocess.DEVNULL,
             stdout=self._log, stderr=subprocess.STDOUT, cwd=self.cwd)
         executor.stop_timeout = self.stop_timeout
         self._executor = executor
