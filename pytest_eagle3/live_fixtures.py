@@ -7,7 +7,8 @@
 - ``gpu`` marker: skipped when no CUDA device is visible (found without initialising CUDA here).
 
 With ``--eagle3-device=cuda`` the reference and live contracts also carry ``gpu``, so
-``pytest -m gpu`` selects them; every test using a live server carries ``engine``.
+``pytest -m gpu`` selects them; every test using a live server carries ``engine``. The installed
+live contracts start servers, so they are collected only when ``-m`` names ``engine`` or ``gpu``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ SERVER_FIXTURES = ("eagle3_server", "eagle3_baseline_server")
 GPU_WHEN_CUDA = ("eagle3_reference", *SERVER_FIXTURES)
 DEFAULT_TIMEOUT = 600.0
 LOG_SECTION_LINES = 120
+LIVE_CONTRACTS = "test_eagle3_live.py"
 PYTHON_OPTION = {"vllm": "eagle3_vllm_python", "sglang": "eagle3_sglang_python"}
 
 
@@ -80,12 +82,23 @@ def _device(config: pytest.Config) -> str:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark live-server tests ``engine`` (and, on CUDA, reference and live tests ``gpu``) before ``-m``."""
     cuda = _device(config).startswith("cuda")
+    if not live_selected(config):
+        kept = [i for i in items if not i.nodeid.split("::")[0].endswith(LIVE_CONTRACTS)]
+        if len(kept) != len(items):
+            config.hook.pytest_deselected(items=[i for i in items if i not in kept])
+            items[:] = kept
     for item in items:
         names = getattr(item, "fixturenames", ())
         if any(n in names for n in SERVER_FIXTURES) and item.get_closest_marker("engine") is None:
             item.add_marker(pytest.mark.engine)
         if cuda and any(n in names for n in GPU_WHEN_CUDA) and item.get_closest_marker("gpu") is None:
             item.add_marker(pytest.mark.gpu)
+
+
+def live_selected(config: pytest.Config) -> bool:
+    """The installed live contracts start servers: they run only when ``-m`` names engine or gpu."""
+    expression = str(getattr(config.option, "markexpr", "") or "")
+    return "engine" in expression or "gpu" in expression
 
 
 def item_engine(item: pytest.Item) -> str | None:
@@ -247,7 +260,11 @@ def launch_preview(request: pytest.FixtureRequest, ckpt: Any, engine: EngineVers
     """The command ``eagle3_server`` would run (port 0 as a placeholder) and the launch findings for it."""
     from pytest_eagle3.engines.plan import load_plan
     from pytest_eagle3.live.launch import LaunchRequest, args_for, build_command, parse_engine_args
-    from pytest_eagle3.live.launch_checks import algorithm_findings, draft_path_findings, runtime_mode_findings
+    from pytest_eagle3.live.launch_checks import (
+        algorithm_findings,
+        draft_path_findings,
+        runtime_mode_findings,
+    )
     from pytest_eagle3.live.server import has_tokenizer
     from pytest_eagle3.target import TargetModel
 

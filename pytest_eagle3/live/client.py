@@ -24,7 +24,7 @@ DEFAULT_TIMEOUT = 600.0
 
 def get_text(url: str, timeout: float = 30.0) -> str:
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (loopback URL)
+        with urllib.request.urlopen(url, timeout=timeout) as response:
             return str(response.read().decode("utf-8"))
     except (urllib.error.URLError, OSError) as exc:
         raise RequestFailed(f"GET {url}: {exc}") from exc
@@ -34,7 +34,7 @@ def post_json(url: str, body: dict[str, Any], timeout: float = DEFAULT_TIMEOUT) 
     data = json.dumps(body).encode("utf-8")
     request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (loopback URL)
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             return json.loads(response.read().decode("utf-8"))
     except urllib.error.HTTPError as exc:
         detail = exc.read().decode("utf-8", errors="replace")[:2000]

@@ -36,8 +36,10 @@ def cuda_devices(env: Mapping[str, str] | None = None, proc_gpus: Path = PROC_GP
         return CudaDevices(0, f"CUDA_VISIBLE_DEVICES={visible!r}")
     found = _nvidia_smi()
     if found is None:
-        found = (len(list(proc_gpus.iterdir())), f"{proc_gpus}") if proc_gpus.is_dir() else (0, "no nvidia-smi, "
-                                                                                            f"no {proc_gpus}")
+        if proc_gpus.is_dir():
+            found = (len(list(proc_gpus.iterdir())), str(proc_gpus))
+        else:
+            found = (0, f"no nvidia-smi, no {proc_gpus}")
     count, how = found
     if visible is not None and count:
         count = min(count, len([v for v in visible.split(",") if v.strip()]))

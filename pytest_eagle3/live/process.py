@@ -63,7 +63,7 @@ def port_is_free(port: int, host: str = LOOPBACK) -> bool:
 
 def marked_processes(marker: str) -> list[int]:
     """Live (non-zombie) processes carrying ``MARKER_ENV=marker`` in their environment."""
-    import psutil
+    import psutil  # type: ignore[import-untyped]
     from mirakuru.base_env import processes_with_env
 
     alive = []
@@ -80,7 +80,7 @@ def _executor_class() -> Any:
     from mirakuru import HTTPExecutor
     from mirakuru.exceptions import ProcessExitedWithError
 
-    class _Executor(HTTPExecutor):  # type: ignore[misc]
+    class _Executor(HTTPExecutor):
         """HTTPExecutor that also treats a clean exit before health as a death, and stops faster."""
 
         stop_timeout = DEFAULT_STOP_TIMEOUT
@@ -210,11 +210,6 @@ class ServerProcess:
             self._log.close()
             self._log = None
 
-    def __enter__(self) -> ServerProcess:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def _kill(pid: int) -> None:

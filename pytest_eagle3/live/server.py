@@ -12,7 +12,12 @@ from pytest_eagle3.live.client import Generation, generate, vllm_metrics_text
 from pytest_eagle3.live.errors import DraftPathMissing, ServerDied
 from pytest_eagle3.live.interpreter import EngineInstall
 from pytest_eagle3.live.launch import DEFAULT_STEPS, LaunchCommand, LaunchRequest, build_command
-from pytest_eagle3.live.metrics import LiveAcceptance, VllmCounters, parse_vllm_metrics, sglang_request_acceptance
+from pytest_eagle3.live.metrics import (
+    LiveAcceptance,
+    VllmCounters,
+    parse_vllm_metrics,
+    sglang_request_acceptance,
+)
 from pytest_eagle3.live.process import LOOPBACK, ServerProcess, free_port
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
