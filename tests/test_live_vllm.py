@@ -116,7 +116,8 @@ def test_wrong_layers_show_the_predicted_drop(live_run: dict[str, Any]) -> None:
     trained = measure_reference(Checkpoint.open(EXAMPLES / "demo-draft-sglang"),
                                 str(EXAMPLES / "demo-target")).inference.best
     print(f"demo-draft-sglang in vLLM: live {live} (mean {mean}), predicted {expected}; as trained "
-          f"({trained.reading.label}) {trained.mean_acceptance_length:.3f}")
+          f"({trained.reading.label}) {trained.mean_acceptance_length:.3f}, "
+          f"server start {found['_properties']['live_server_start_s']} s")
     assert found["live.acceptance"]["outcome"] == "passed"
     assert live == pytest.approx(expected, abs=RATE_TOLERANCE)
     assert trained.mean_acceptance_length - mean > 0.7
@@ -125,7 +126,8 @@ def test_wrong_layers_show_the_predicted_drop(live_run: dict[str, Any]) -> None:
 def test_absolute_d2t_fails_with_the_predicted_figure(live_run: dict[str, Any]) -> None:
     found = contracts(live_run["report"], live_run["absolute"])
     live, expected, mean = _figures(found)
-    print(f"absolute-id d2t: live {live} (mean {mean}), predicted {expected}")
+    print(f"absolute-id d2t: live {live} (mean {mean}), predicted {expected}, "
+          f"server start {found['_properties']['live_server_start_s']} s")
     assert found["live.acceptance"]["outcome"] == "failed"
     message = found["live.acceptance"]["message"]
     assert "[live-low-acceptance]" in message and "< 1.3" in message
