@@ -15,7 +15,8 @@ import pytest
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.contract import RecordProperty, passed, require_config
 from pytest_eagle3.findings import Evidence, Finding, check
-from pytest_eagle3.options import resolve
+from pytest_eagle3.fixtures import run_state
+from pytest_eagle3.options import settings
 
 if TYPE_CHECKING:
     from pytest_eagle3.engines.versions import EngineVersion
@@ -25,37 +26,28 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.engine
 
 
-def _minimum(config: pytest.Config) -> float:
-    from pytest_eagle3.reference.verdict import DEFAULT_MIN_ACCEPTANCE
-
-    text = resolve(config, "eagle3_min_acceptance").value
-    try:
-        return float(text) if text else DEFAULT_MIN_ACCEPTANCE
-    except ValueError:
-        check("live.acceptance", [Finding("bad-option", f"--eagle3-min-acceptance={text!r} is not a number",
-                                          fix="give a number such as 1.3")])
-        raise AssertionError("unreachable") from None
-
-
 @pytest.fixture(scope="session")
 def eagle3_expected(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoint,
                     eagle3_live_engine: EngineVersion) -> Expected | str:
     """The acceptance predicted for the installed engine version, or why there is none."""
     from pytest_eagle3.live.expected import expected_acceptance
 
-    target = resolve(request.config, "eagle3_target").value
+    options = settings(request.config)
+    target = options.target
     if target is None or Path(target).is_file():
         return "no target weights to predict from"
     try:
         import transformers  # noqa: F401
     except ImportError:
         return "the prediction needs transformers (pip install 'pytest-eagle3[target]')"
-    from pytest_eagle3.reference.verdict import ReferenceUnavailable
+    from pytest_eagle3.reference.readings import ReferenceCache, ReferenceUnavailable
 
-    device = resolve(request.config, "eagle3_device").value or "cpu"
+    state = run_state(request.config)
+    if state.reference is None:
+        state.reference = ReferenceCache()
     try:
-        expected = expected_acceptance(eagle3_checkpoint, target, eagle3_live_engine, device,
-                                       resolve(request.config, "eagle3_prompts").value)
+        expected = expected_acceptance(eagle3_checkpoint, target, eagle3_live_engine, options.device,
+                                       options.prompts, cache=state.reference)
     except ReferenceUnavailable as exc:
         return str(exc)
     return expected if expected is not None else f"{eagle3_live_engine.label} is outside the profiles' range"
@@ -71,7 +63,7 @@ class TestEagle3Live:
         require_config(eagle3_checkpoint)
         argv, findings = launch_preview(request, eagle3_checkpoint, eagle3_live_engine)
         record_property("live_command", " ".join(argv))
-        check("live.launch", findings)
+        check(findings)
         passed(record_property, f"{eagle3_live_engine.label}: " + " ".join(argv[2:4]))
 
     @pytest.mark.eagle3_contract("live.acceptance")
@@ -84,7 +76,7 @@ class TestEagle3Live:
 
         run = live_run(request.config, eagle3_server)
         if run.acceptance is None:
-            check("live.acceptance", [Finding(
+            check([Finding(
                 "live-no-counters", f"{eagle3_live_engine.label} reported no drafts for the requests",
                 (Evidence("drafts counted", "0", "> 0"),), "check that speculative decoding is on in the log")])
             return
@@ -97,8 +89,8 @@ class TestEagle3Live:
         if expected is not None:
             record_property("live_expected_per_position", [round(p, 4) for p in expected.per_position])
             record_property("live_expected_mean_acceptance_length", round(expected.mean_acceptance_length, 4))
-        check("live.acceptance", acceptance_findings(run.acceptance, expected, _minimum(request.config),
-                                                     eagle3_live_engine.label))
+        check(acceptance_findings(run.acceptance, expected, settings(request.config).min_acceptance,
+                                  eagle3_live_engine.label))
         against = (f"predicted {expected.mean_acceptance_length:.2f}" if expected is not None
                    else f"not compared: {eagle3_expected}")
         passed(record_property, f"{eagle3_live_engine.label} reached {run.acceptance.mean_acceptance_length:.2f} "
@@ -114,5 +106,5 @@ class TestEagle3Live:
 
         with_draft = live_run(request.config, eagle3_server).generation.tokens
         without = live_run(request.config, eagle3_baseline_server).generation.tokens
-        check("live.greedy", greedy_findings(with_draft, without, eagle3_live_engine.label))
+        check(greedy_findings(with_draft, without, eagle3_live_engine.label))
         passed(record_property, f"{len(with_draft)} greedy outputs identical with and without the draft")

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_eagle3.options import engine_selection, resolve
+from pytest_eagle3.options import resolve, settings
 
 if TYPE_CHECKING:
     from pytest_eagle3.engines.versions import EngineVersion
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 SERVER_FIXTURES = ("eagle3_server", "eagle3_baseline_server")
 GPU_WHEN_CUDA = ("eagle3_reference", *SERVER_FIXTURES)
-DEFAULT_TIMEOUT = 600.0
 LOG_SECTION_LINES = 120
 LIVE_CONTRACTS = "test_eagle3_live.py"
 PYTHON_OPTION = {"vllm": "eagle3_vllm_python", "sglang": "eagle3_sglang_python"}
@@ -60,7 +59,8 @@ def live_state(config: pytest.Config) -> LiveState:
 
 def engine_python(config: pytest.Config, engine: str) -> str:
     """The interpreter for ``engine``: its option, else this interpreter."""
-    return resolve(config, PYTHON_OPTION[engine]).value or sys.executable
+    options = settings(config)
+    return (options.vllm_python if engine == "vllm" else options.sglang_python) or sys.executable
 
 
 def engine_install(config: pytest.Config, engine: str) -> EngineInstall:
@@ -75,7 +75,7 @@ def engine_install(config: pytest.Config, engine: str) -> EngineInstall:
 
 
 def _device(config: pytest.Config) -> str:
-    return (resolve(config, "eagle3_device").value or "cpu").lower()
+    return settings(config).device
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -140,7 +140,8 @@ def live_engine(request: pytest.FixtureRequest, selected: EngineVersion) -> Engi
     if problem or install.version is None:
         option = "--" + PYTHON_OPTION[selected.engine].replace("_", "-")
         pytest.skip(f"{problem or 'no version'}: pass {option}=PYTHON of a venv with {selected.engine}")
-    pinned = f"{selected.engine}==" in engine_selection(request.config).replace(" ", "").lower()
+    selection = resolve(request.config, "eagle3_engines").value or ""
+    pinned = f"{selected.engine}==" in selection.replace(" ", "").lower()
     if pinned and install.version != selected.version:
         pytest.skip(f"--eagle3-engine asks for {selected.label}, {install.python} has {install.version}")
     return EngineVersion(selected.engine, install.version)
@@ -155,8 +156,8 @@ def _server(request: pytest.FixtureRequest, engine: str, target: str, draft: str
     state = live_state(config)
     key = (engine, str(Path(target).resolve()), str(Path(draft).resolve()) if draft else None)
     if key not in state.servers:
-        timeout = _timeout(config)
-        extra = args_for(engine, parse_engine_args(resolve(config, "eagle3_engine_args").value))
+        timeout = settings(config).server_timeout
+        extra = args_for(engine, parse_engine_args(settings(config).engine_args))
         log_dir = request.getfixturevalue("tmp_path_factory").mktemp("eagle3-servers")
         try:
             state.servers[key] = start_server(engine_install(config, engine), target, draft, log_dir,
@@ -169,16 +170,8 @@ def _server(request: pytest.FixtureRequest, engine: str, target: str, draft: str
     return found
 
 
-def _timeout(config: pytest.Config) -> float:
-    text = resolve(config, "eagle3_server_timeout").value
-    try:
-        return float(text) if text else DEFAULT_TIMEOUT
-    except ValueError:
-        raise pytest.UsageError(f"--eagle3-server-timeout: {text!r} is not a number of seconds") from None
-
-
 def _target_dir(config: pytest.Config) -> str:
-    target = resolve(config, "eagle3_target").value
+    target = settings(config).target
     if target is None:
         pytest.skip("a live server needs the target model: pass --eagle3-target=DIR")
     path = Path(target)
@@ -230,12 +223,12 @@ def eagle3_baseline_server(request: pytest.FixtureRequest, eagle3_live_engine: E
 def live_run(config: pytest.Config, server: LiveServer) -> LiveRun:
     """The server's run over the reference prompts (once per server and run)."""
     from pytest_eagle3.live.expected import live_prompts
-    from pytest_eagle3.reference.acceptance import DEFAULT_NEW_TOKENS
+    from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS
 
     state = live_state(config)
     key = (server.engine, server.target, server.draft)
     if key not in state.runs:
-        prompts = live_prompts(server.target, resolve(config, "eagle3_prompts").value)
+        prompts = live_prompts(server.target, settings(config).prompts)
         state.runs[key] = server.run(prompts, DEFAULT_NEW_TOKENS)
     return state.runs[key]
 
@@ -258,6 +251,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def launch_preview(request: pytest.FixtureRequest, ckpt: Any, engine: EngineVersion) -> tuple[list[str], list[Any]]:
     """The command ``eagle3_server`` would run (port 0 as a placeholder) and the launch findings for it."""
+    from pytest_eagle3.checkpoint import TargetModel
     from pytest_eagle3.engines.plan import load_plan
     from pytest_eagle3.live.launch import LaunchRequest, args_for, build_command, parse_engine_args
     from pytest_eagle3.live.launch_checks import (
@@ -266,12 +260,11 @@ def launch_preview(request: pytest.FixtureRequest, ckpt: Any, engine: EngineVers
         runtime_mode_findings,
     )
     from pytest_eagle3.live.server import has_tokenizer
-    from pytest_eagle3.target import TargetModel
 
     config = request.config
-    target = resolve(config, "eagle3_target").value or ""
+    target = settings(config).target or ""
     install = engine_install(config, engine.engine)
-    extra = args_for(engine.engine, parse_engine_args(resolve(config, "eagle3_engine_args").value))
+    extra = args_for(engine.engine, parse_engine_args(settings(config).engine_args))
     argv = list(build_command(LaunchRequest(
         engine.engine, engine.version, install.python, target, str(ckpt.path), 0,
         has_vllm_dist=install.has_vllm_dist, skip_tokenizer=not has_tokenizer(target), extra_args=extra)).argv)

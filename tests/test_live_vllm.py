@@ -109,7 +109,7 @@ def test_demo_pair_matches_the_prediction(live_run: dict[str, Any]) -> None:
 def test_wrong_layers_show_the_predicted_drop(live_run: dict[str, Any]) -> None:
     """demo-draft-sglang was trained on output-of ids; vLLM reads them input-of: one layer off."""
     from pytest_eagle3.checkpoint import Checkpoint
-    from pytest_eagle3.reference.verdict import measure_reference
+    from pytest_eagle3.reference.readings import measure_reference
 
     found = contracts(live_run["report"], EXAMPLES / "demo-draft-sglang")
     live, expected, mean = _figures(found)

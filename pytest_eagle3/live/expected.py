@@ -17,6 +17,7 @@ from pytest_eagle3.formats import INPUT_OF, OUTPUT_OF
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
+    from pytest_eagle3.reference.readings import ReferenceCache
 
 #: How each engine reads the configured aux ids (reference/vllm.md §4, reference/sglang.md §4: SGLang
 #: adds +1 for Llama-family targets, vLLM uses them as-is).
@@ -34,13 +35,13 @@ class Expected:
 
 
 def expected_acceptance(ckpt: Checkpoint, target: str, engine_version: EngineVersion, device: str = "cpu",
-                        prompts_path: str | None = None) -> Expected | None:
+                        prompts_path: str | None = None, cache: ReferenceCache | None = None) -> Expected | None:
     """What ``engine_version`` should reach with ``ckpt`` on ``target``; None when the version is unknown."""
-    from pytest_eagle3.reference.verdict import measure_reference
+    from pytest_eagle3.reference.readings import measure_reference
 
     if not in_known_range(engine_version.engine, engine_version.version):
         return None
-    result = measure_reference(ckpt, target, device, prompts_path)
+    result = measure_reference(ckpt, target, device, prompts_path, cache=cache)
     convention = ENGINE_READING[engine_version.engine]
     chosen = next((a for a in result.inference.results
                    if a.reading.convention == convention and a.reading.d2t == "offsets"), None)

@@ -42,6 +42,10 @@ MARKER_ENV = "EAGLE3_SERVER_ID"
 #: Log fragments that mean the engine could not bind its port.
 PORT_IN_USE = ("address already in use", "errno 98")
 DEFAULT_STOP_TIMEOUT = 30.0
+#: Seconds a server may take to answer its health check (``--eagle3-server-timeout``).
+DEFAULT_START_TIMEOUT = 600.0
+#: The longest start wait accepted (a day): a larger value is a typo, not a model.
+MAX_START_TIMEOUT = 86400.0
 
 
 def free_port(host: str = LOOPBACK) -> int:
@@ -104,7 +108,7 @@ class ServerProcess:
 
     def __init__(self, command: Sequence[str], port: int, log_path: str | Path, *,
                  health_path: str = "/health", env: Mapping[str, str] | None = None,
-                 start_timeout: float = 600.0, stop_timeout: float = DEFAULT_STOP_TIMEOUT,
+                 start_timeout: float = DEFAULT_START_TIMEOUT, stop_timeout: float = DEFAULT_STOP_TIMEOUT,
                  host: str = LOOPBACK, cwd: str | None = None) -> None:
         self.command = tuple(command)
         self.port = port

@@ -18,7 +18,7 @@ from pytest_eagle3.live.metrics import (
     parse_vllm_metrics,
     sglang_request_acceptance,
 )
-from pytest_eagle3.live.process import LOOPBACK, ServerProcess, free_port
+from pytest_eagle3.live.process import DEFAULT_START_TIMEOUT, LOOPBACK, ServerProcess, free_port
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
 
@@ -102,7 +102,7 @@ class LiveServer:
 
 
 def start_server(install: EngineInstall, target: str, draft: str | None, log_dir: str | Path, *,
-                 timeout: float = 600.0, steps: int = DEFAULT_STEPS, extra_args: Sequence[str] = (),
+                 timeout: float = DEFAULT_START_TIMEOUT, steps: int = DEFAULT_STEPS, extra_args: Sequence[str] = (),
                  env: Mapping[str, str] | None = None, port: int | None = None,
                  check_draft: bool = True) -> LiveServer:
     """Build the launch command for the installed version, start it, wait for health.
