@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -222,3 +223,25 @@ def test_death_during_start_carries_the_log_tail(tmp_path: Path) -> None:
     assert caught.value.log_tail == ("loading weights", "ValueError: bad draft")
     assert "exited with code 3" in str(caught.value)
     _no_leftovers(server)
+
+
+def test_cuda_graph_mode_that_feeds_default_layers_is_a_launch_finding(
+        make_checkpoint: Callable[..., Path], make_target: Callable[..., Path]) -> None:
+    """SGLang 0.4.9-0.5.10 capture the default layers under CUDA-graph decode (sglang#22836)."""
+    from pytest_eagle3.checkpoint import Checkpoint, TargetModel
+    from pytest_eagle3.engines.plan import load_plan
+    from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.live.launch_checks import runtime_mode_findings
+    from pytest_eagle3.synth import SPECFORGE, SynthSpec
+
+    draft = Checkpoint.open(make_checkpoint(SynthSpec(producer=SPECFORGE, aux_layer_ids=(2, 3, 4))))
+    target = TargetModel.open(make_target(8))
+    plan = load_plan(draft, EngineVersion("sglang", Version("0.5.10")), target)
+    argv = list(build_command(LaunchRequest("sglang", Version("0.5.10"), "/py", "/t", "/d", 1)).argv)
+    findings = runtime_mode_findings(plan, argv, {}, "cuda")
+    assert [f.code for f in findings] == ["launch-runtime-mode"]
+    assert "feeds the draft layer inputs [2, 4, 5], trained on [3, 4, 5]" in findings[0].summary
+    assert runtime_mode_findings(plan, [*argv, "--disable-cuda-graph"], {}, "cuda") == []
+    assert runtime_mode_findings(plan, argv, {}, "cpu") == []
+    fixed = load_plan(draft, EngineVersion("sglang", Version("0.5.11")), target)
+    assert runtime_mode_findings(fixed, argv, {}, "cuda") == []
