@@ -18,6 +18,7 @@ import psutil
 import pytest
 
 from pytest_eagle3.live.verdict import RATE_TOLERANCE
+from tests.conftest import validate_report
 from tests.reference_cases import EXAMPLES
 
 pytest.importorskip("transformers", reason="the live prediction needs transformers (pip install -e '.[test]')")
@@ -86,6 +87,7 @@ def live_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     seconds = time.monotonic() - began
     assert report.exists(), f"no report (rc {done.returncode}):\n{done.stdout[-4000:]}\n{done.stderr[-2000:]}"
     data = json.loads(report.read_text())
+    validate_report(data)
     print(f"live run: {seconds:.1f} s, rc {done.returncode}")
     return {"report": data, "stdout": done.stdout, "seconds": seconds, "marker": marker, "absolute": absolute,
             "rc": done.returncode}
