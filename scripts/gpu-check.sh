@@ -26,7 +26,7 @@ step() {  # step NAME COMMAND...: run, append "NAME SECONDS rc=RC" to timings.tx
     local began=$(date +%s%N)
     "$@"; local rc=$?
     local ms=$(( ($(date +%s%N) - began) / 1000000 ))
-    printf '%s %d.%03d s rc=%d\n' "$name" $((ms / 1000)) $((ms % 1000)) "$rc" | tee -a "$TIMINGS"
+    printf '%s %d.%03d s rc=%d\n' "$name" $((ms / 1000)) $((ms % 1000)) "$rc" | tee -a "$TIMINGS" >&2
     return $rc
 }
 
