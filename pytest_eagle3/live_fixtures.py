@@ -161,7 +161,8 @@ def _server(request: pytest.FixtureRequest, engine: str, target: str, draft: str
         log_dir = request.getfixturevalue("tmp_path_factory").mktemp("eagle3-servers")
         try:
             state.servers[key] = start_server(engine_install(config, engine), target, draft, log_dir,
-                                              timeout=timeout, extra_args=extra, env=dict(os.environ))
+                                              timeout=timeout, steps=settings(config).steps, extra_args=extra,
+                                              env=dict(os.environ))
         except ServerError as exc:
             state.servers[key] = exc
     found = state.servers[key]
@@ -223,13 +224,12 @@ def eagle3_baseline_server(request: pytest.FixtureRequest, eagle3_live_engine: E
 def live_run(config: pytest.Config, server: LiveServer) -> LiveRun:
     """The server's run over the reference prompts (once per server and run)."""
     from pytest_eagle3.live.expected import live_prompts
-    from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS
 
-    state = live_state(config)
+    state, options = live_state(config), settings(config)
     key = (server.engine, server.target, server.draft)
     if key not in state.runs:
-        prompts = live_prompts(server.target, settings(config).prompts)
-        state.runs[key] = server.run(prompts, DEFAULT_NEW_TOKENS)
+        prompts = live_prompts(server.target, options.prompts)
+        state.runs[key] = server.run(prompts, options.continuation)
     return state.runs[key]
 
 
@@ -266,7 +266,7 @@ def launch_preview(request: pytest.FixtureRequest, ckpt: Any, engine: EngineVers
     install = engine_install(config, engine.engine)
     extra = args_for(engine.engine, parse_engine_args(settings(config).engine_args))
     argv = list(build_command(LaunchRequest(
-        engine.engine, engine.version, install.python, target, str(ckpt.path), 0,
+        engine.engine, engine.version, install.python, target, str(ckpt.path), 0, steps=settings(config).steps,
         has_vllm_dist=install.has_vllm_dist, skip_tokenizer=not has_tokenizer(target), extra_args=extra)).argv)
     findings = algorithm_findings(engine.engine, argv, ckpt.config.architectures, ckpt.format.producer)
     findings += draft_path_findings(engine.engine, argv)

@@ -1,8 +1,8 @@
 """The acceptance the plugin expects from an engine version: the one figure live runs are judged against.
 
-For now the reference measurement read the way each engine reads the draft (vLLM: aux ids as
-input-of, d2t as offsets; SGLang: output-of, offsets). The per-engine prediction of the load plans
-replaces the body of :func:`expected_acceptance` when it lands; callers do not change.
+It is ``engine.acceptance``'s prediction (:func:`pytest_eagle3.reference.predict.predict_acceptance`):
+the draft run the way that version's load plan feeds it. vLLM's CPU backend runs model runner V1,
+which reads aux ids like the profile's other mode from 0.23 on (``Prediction.cpu_acceptance``).
 """
 
 from __future__ import annotations
@@ -12,16 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_eagle3.engines.versions import SGLANG, VLLM, EngineVersion, in_known_range
-from pytest_eagle3.formats import INPUT_OF, OUTPUT_OF
+from pytest_eagle3.engines.versions import EngineVersion, in_known_range
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
-    from pytest_eagle3.reference.readings import ReferenceCache
-
-#: How each engine reads the configured aux ids (reference/vllm.md §4, reference/sglang.md §4: SGLang
-#: adds +1 for Llama-family targets, vLLM uses them as-is).
-ENGINE_READING = {VLLM: INPUT_OF, SGLANG: OUTPUT_OF}
+    from pytest_eagle3.reference.predict import PredictionSession
 
 
 @dataclass(frozen=True)
@@ -34,22 +29,30 @@ class Expected:
     basis: str
 
 
-def expected_acceptance(ckpt: Checkpoint, target: str, engine_version: EngineVersion, device: str = "cpu",
-                        prompts_path: str | None = None, cache: ReferenceCache | None = None) -> Expected | None:
-    """What ``engine_version`` should reach with ``ckpt`` on ``target``; None when the version is unknown."""
-    from pytest_eagle3.reference.readings import measure_reference
+class NoExpectation(Exception):
+    """Nothing to compare with; the message says why (unknown version, refused plan, no reference)."""
+
+
+def expected_acceptance(ckpt: Checkpoint, target: str, engine_version: EngineVersion, *, cpu_backend: bool = False,
+                        session: PredictionSession | None = None, device: str = "cpu",
+                        prompts_path: str | None = None) -> Expected:
+    """What ``engine_version`` should reach with ``ckpt`` on ``target`` (``cpu_backend``: vLLM's CPU build)."""
+    from pytest_eagle3.reference.acceptance import ReferenceInputError
+    from pytest_eagle3.reference.predict import PredictionUnavailable, predict_acceptance
 
     if not in_known_range(engine_version.engine, engine_version.version):
-        return None
-    result = measure_reference(ckpt, target, device, prompts_path, cache=cache)
-    convention = ENGINE_READING[engine_version.engine]
-    chosen = next((a for a in result.inference.results
-                   if a.reading.convention == convention and a.reading.d2t == "offsets"), None)
-    if chosen is None:
-        return None
-    return Expected(chosen.mean_acceptance_length, tuple(chosen.per_position), chosen.reading.label,
-                    f"reference forward read as {engine_version.label} reads it ({chosen.reading.label}), "
-                    f"{result.prompts}")
+        raise NoExpectation(f"{engine_version.label} is outside the profiles' range: no prediction")
+    try:
+        prediction = predict_acceptance(ckpt, target, engine_version, prompts=prompts_path, device=device,
+                                        session=session)
+    except (PredictionUnavailable, ReferenceInputError) as exc:
+        raise NoExpectation(str(exc)) from exc
+    acceptance = prediction.cpu_acceptance if cpu_backend else prediction.acceptance
+    if acceptance is None:
+        raise NoExpectation(prediction.unavailable or f"{engine_version.label}: no prediction")
+    mode = ", CPU backend" if cpu_backend else ""
+    return Expected(acceptance.mean_acceptance_length, tuple(acceptance.per_position), acceptance.reading.label,
+                    f"engine.acceptance for {engine_version.label}{mode} ({prediction.basis})")
 
 
 def live_prompts(target: str, prompts_path: str | None = None) -> list[list[int]]:
