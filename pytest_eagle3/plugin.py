@@ -42,6 +42,8 @@ from pytest_eagle3.report import (
 )
 
 __all__ = ["eagle3_checkpoint", "eagle3_engine", "eagle3_load_plan", "eagle3_target"]
+#: Live-engine fixtures and the engine/gpu auto-skip live in their own shell module.
+pytest_plugins = ("pytest_eagle3.live_fixtures",)
 
 MARKERS = (
     f"{CONTRACT_MARKER}(id): an EAGLE-3 contract; the id names it in the verdict table and JSON report",

@@ -146,7 +146,9 @@ def test_markers_are_registered_even_when_inactive(pytester: pytest.Pytester) ->
         def test_x():
             pass
     """)
-    pytester.runpytest("--strict-markers").assert_outcomes(passed=1)
+    outcomes = pytester.runpytest("--strict-markers").parseoutcomes()
+    # gpu / engine auto-skip where no CUDA device or no vllm is visible: either outcome, never an error
+    assert outcomes.get("passed", 0) + outcomes.get("skipped", 0) == 1 and not outcomes.get("errors")
 
 
 def test_idle_plugin_imports_nothing_heavy(pytester: pytest.Pytester) -> None:

