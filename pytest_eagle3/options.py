@@ -16,6 +16,7 @@ import pytest
 from pytest_eagle3.engines.selection import EngineSelectionError, parse_selection
 from pytest_eagle3.engines.versions import KNOWN_RANGES, EngineVersion
 from pytest_eagle3.formats import CONVENTIONS
+from pytest_eagle3.live.devices import cuda_devices
 from pytest_eagle3.live.process import DEFAULT_START_TIMEOUT as DEFAULT_SERVER_TIMEOUT
 from pytest_eagle3.live.process import MAX_START_TIMEOUT as MAX_SERVER_TIMEOUT
 from pytest_eagle3.reference.defaults import (
@@ -211,7 +212,7 @@ def parse_settings(config: pytest.Config) -> Settings:
         steps=steps,
         continuation=int(_number("--eagle3-continuation", one["eagle3_continuation"], DEFAULT_NEW_TOKENS, int,
                                  MIN_CONTINUATION, MAX_CONTINUATION)),
-        device=_device(one["eagle3_device"] or "cpu"),
+        device=_device(one["eagle3_device"] or "cpu", str(config.getoption("markexpr", default="") or "")),
         prompts=_existing_file("--eagle3-prompts", one["eagle3_prompts"]),
         unknown=_unknown(one["eagle3_unknown"] or UNKNOWN_SKIP),
         vllm_python=one["eagle3_vllm_python"],
@@ -302,12 +303,22 @@ def _number(flag: str, text: str | None, default: float, kind: type, low: float,
     if not low <= value <= high:
         raise _usage(flag, f"{text!r} is outside [{low:g}, {high:g}]")
     return float(value)
-def _device(text: str) -> str:
+def _device(text: str, markexpr: str) -> str:
     device = text.strip().lower()
     kind, _, index = device.partition(":")
     if kind not in DEVICE_TYPES or (index and not index.isdigit()):
         raise _usage("--eagle3-device", f"{text!r} is not a device the reference runs on: "
                                         f"{' or '.join(DEVICE_TYPES)} (cuda:N for one GPU)")
-    # No CUDA check here: it would initialise CUDA in the pytest process. With --eagle3-device=cuda the
-    # reference and live contracts carry the gpu marker, which skips them when no device is visible.
+    _cuda_visible(device, markexpr)
     return device
+
+
+def _cuda_visible(device: str, markexpr: str) -> None:
+    """``--eagle3-device=cuda`` on a machine with no visible CUDA device is a usage error, found without
+    initialising CUDA here. Under ``-m gpu`` it is not: there the gpu-marked contracts skip with the reason."""
+    if not device.startswith("cuda") or "gpu" in markexpr:
+        return
+    devices = cuda_devices()
+    if devices.count == 0:
+        raise _usage("--eagle3-device", f"{device} asked for, but {devices.reason}; use cpu, or run on a machine "
+                                        "with a GPU (under -m gpu the GPU contracts skip instead)")

@@ -97,7 +97,7 @@ class CheckpointResult:
         verdict = self.engine_verdict(engine)
         return {
             "engine": name, "version": version or None,
-            "verdict": "fail" if verdict == "fail" else "pass", "complete": verdict != PARTIAL,
+            "verdict": "fail" if verdict == "fail" else "pass", "complete": not self.not_run(engine),
             "failing": self.engine_failing(engine),
             "not_run": [{"id": c.id, "reason": c.message} for c in self.not_run(engine)],
             "contracts": [c.to_json() for c in table.values()],
@@ -148,7 +148,8 @@ class Collector:
             reference = {"reference": ckpt.reference} if ckpt.reference is not None else {}
             checkpoints.append({"path": ckpt.path, "format": ckpt.format,
                                 "verdict": "fail" if ckpt.verdict == "fail" else "pass",
-                                "complete": ckpt.verdict != PARTIAL, "properties": ckpt.properties,
+                                "complete": all(not ckpt.not_run(e) for e in (ANY_ENGINE, *ckpt.engines)),
+                                "properties": ckpt.properties,
                                 **reference, "engines": entries})
         return {"schema": SCHEMA, "target": self.target, "engines": self.engines, "checkpoints": checkpoints}
 
