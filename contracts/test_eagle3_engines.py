@@ -39,7 +39,7 @@ def prove_fixes(plan: LoadPlan, request: pytest.FixtureRequest, area: str = "aux
     predictor = draft_predictor(config, ckpt, target)
     if isinstance(predictor, str):
         return
-    from pytest_eagle3.reference.fixes import prove_aux_fix, prove_edits, proven_fix_text
+    from pytest_eagle3.reference.fixes import prove_aux_fix, prove_edits, proven_fix_text, unproven_fix_text
 
     measured = measured_training(config, ckpt, target)
     engines = options.engines
@@ -49,10 +49,7 @@ def prove_fixes(plan: LoadPlan, request: pytest.FixtureRequest, area: str = "aux
         proof = prove_edits(predictor, ckpt, target, plan.engine, engines, [dict(edit[1])], convention, measured)
     text = proven_fix_text(proof, plan.engine.label)
     if text is None:
-        best = predictor.training.acceptance.mean_acceptance_length
-        got = "none" if proof is None or proof.predicted is None else f"{proof.predicted:.2f}"
-        text = (f"no config edit is proven: the simulated edit reaches {got} against {best:.2f} as trained, or "
-                "costs another engine; serve with an engine version that feeds the trained layers")
+        text = unproven_fix_text(proof, predictor.training.acceptance.mean_acceptance_length)
     for number, issue in enumerate(plan.issues):
         if issue in issues:
             plan.issues[number] = dataclasses.replace(issue, finding=dataclasses.replace(issue.finding, fix=text))

@@ -38,6 +38,8 @@ class Proof:
     best: float
     ok: bool
     others: tuple[tuple[str, float | None, float | None], ...] = ()
+    #: The failing engine's figure before the edit: a proven edit beats it.
+    current: float | None = None
 
     @property
     def text(self) -> str:
@@ -127,8 +129,10 @@ def prove_edits(predictor: DraftPredictor, ckpt: Checkpoint, target: TargetModel
         predicted = after.get(failing.spec)
         others = tuple((spec, before[spec], after[spec]) for spec in before if spec != failing.spec)
         hurt = any(b is not None and (a is None or a < b - TOLERANCE) for _, b, a in others)
-        ok = predicted is not None and predicted >= floor and not hurt
-        last = Proof(tuple(edit.items()), predicted, best, ok, others)
+        current = before.get(failing.spec)
+        beats = predicted is not None and (current is None or predicted > current + TOLERANCE)
+        ok = predicted is not None and predicted >= floor and beats and not hurt
+        last = Proof(tuple(edit.items()), predicted, best, ok, others, current)
         if ok:
             return last
     return last
@@ -139,3 +143,13 @@ def proven_fix_text(proof: Proof | None, engine_label: str) -> str | None:
     if proof is None or not proof.ok or proof.predicted is None:
         return None
     return f"{proof.text} (for {engine_label}): predicted {proof.predicted:.2f}"
+
+
+def unproven_fix_text(proof: Proof | None, best: float) -> str:
+    """What to say when no edit is proven: the measurement cannot tell, or every edit loses."""
+    if proof is not None and proof.predicted is not None and best - 1.0 <= TOLERANCE:
+        return (f"{proof.text} (assumed, not proven: the draft reaches only {best:.2f} as trained, too weak "
+                "for the measurement to tell which layers it was trained on)")
+    got = "none" if proof is None or proof.predicted is None else f"{proof.predicted:.2f}"
+    return (f"no config edit is proven: the simulated edit reaches {got} against {best:.2f} as trained, or "
+            "costs another engine; serve with an engine version that feeds the trained layers")
