@@ -6,7 +6,8 @@
 vLLM: a registered architecture captures when its class (or a base, resolved by name across the
 model files) lists ``SupportsEagle3`` or defines ``set_aux_hidden_state_layers``. SGLang: when it
 defines or inherits ``set_eagle3_layers_to_capture`` (the method the model runner calls). Prints
-``{"releases": [...], "since": {arch: first release}, "last": {arch: last release}}``; an
+``{"releases": [...], "since": {arch: first release}, "last": {arch: last release}, "never": [registered
+architectures that capture in no release read]}``; an
 architecture whose support ends before the newest release read was removed or broken there.
 """
 
@@ -67,11 +68,12 @@ def _sglang_entries(root: Path) -> dict[str, str]:
     return entries
 
 
-def scan(engine: str, root: Path) -> set[str]:
+def scan(engine: str, root: Path) -> tuple[set[str], set[str]]:
+    """(architectures that capture, every registered architecture) in one release."""
     models = root / ("vllm/model_executor/models" if engine == "vllm" else "sglang/srt/models")
     classes = _classes(models)
     registry = _vllm_registry(root) if engine == "vllm" else _sglang_entries(root)
-    return {arch for arch, cls in registry.items() if _supports(cls, classes, MARKERS[engine])}
+    return {arch for arch, cls in registry.items() if _supports(cls, classes, MARKERS[engine])}, set(registry)
 
 
 def main(argv: list[str]) -> int:
@@ -79,12 +81,15 @@ def main(argv: list[str]) -> int:
     releases = sorted(((Version(r.name.rsplit("-", 1)[1]), r) for r in roots), key=lambda x: x[0])
     since: dict[str, str] = {}
     last: dict[str, str] = {}
+    registered: set[str] = set()
     for version, root in releases:
-        for arch in sorted(scan(engine, root)):
+        capturing, known = scan(engine, root)
+        registered |= known
+        for arch in sorted(capturing):
             since.setdefault(arch, str(version))
             last[arch] = str(version)
-    json.dump({"releases": [str(v) for v, _ in releases], "since": since, "last": last}, sys.stdout, indent=1,
-              sort_keys=True)
+    json.dump({"releases": [str(v) for v, _ in releases], "since": since, "last": last,
+               "never": sorted(registered - set(since))}, sys.stdout, indent=1, sort_keys=True)
     return 0
 
 

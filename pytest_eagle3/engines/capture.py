@@ -126,6 +126,11 @@ def _scanned(engine: str, version: Version, architecture: str) -> CaptureSupport
     last_table = capture_table.VLLM_LAST if engine == VLLM else capture_table.SGLANG_LAST
     releases = capture_table.VLLM_RELEASES if engine == VLLM else capture_table.SGLANG_RELEASES
     since = since_table.get(architecture)
+    never = capture_table.VLLM_NEVER if engine == VLLM else capture_table.SGLANG_NEVER
+    if since is None and architecture in never:
+        return CaptureSupport(architecture, REFUSED, _guess_family(architecture),
+                              f"wheel scan of {engine} {releases[0]}-{releases[-1]}: registered, but no release read "
+                              "gives its class the EAGLE-3 capture interface")
     if since is None:
         return None
     family, where = _guess_family(architecture), f"wheel scan of {engine} {releases[0]}-{releases[-1]}"

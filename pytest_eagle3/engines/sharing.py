@@ -63,16 +63,7 @@ def _embed(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, ta
     config = view.config
     hidden, target_hidden = config.get("hidden_size"), config.get("target_hidden_size")
     if rule == "target-unless-hidden-differs":
-        differs = target_hidden is not None and target_hidden != hidden
-        plan.embed_tokens = "draft" if differs else "target"
-        if differs and embed is None:
-            plan.lose("embeddings", Finding(
-                "embed-missing",
-                f"{prof.label} keeps the draft's own embed_tokens when target_hidden_size ({target_hidden}) != "
-                f"hidden_size ({hidden}); the checkpoint has none, so it stays random: {ACCEPTANCE_NOTE}",
-                (Evidence("embed_tokens.weight", "absent", f"[vocab, {hidden}]"),),
-                "ship the trained embed_tokens.weight", (f"rule: {prof.source('embed_source')}",),
-            ))
+        _sglang_embed(plan, prof, embed, hidden, target_hidden)
         return
     if rule == "target-always-key-raises":
         plan.embed_tokens = "target"
@@ -116,6 +107,20 @@ def _embed(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, ta
             (Evidence(embed, "differs from the target's embed_tokens", "identical to the target's, or absent"),),
             "drop embed_tokens.weight from the checkpoint (the engine then shares the target's)",
             (f"rule: {prof.source('embed_source')}", "SGLang replaces it with the target's instead"),
+        ))
+
+
+def _sglang_embed(plan: LoadPlan, prof: Profile, embed: str | None, hidden: object, target_hidden: object) -> None:
+    """SGLang's set_embed swaps in the target's embedding unless target_hidden_size != hidden_size."""
+    differs = target_hidden is not None and target_hidden != hidden
+    plan.embed_tokens = "draft" if differs else "target"
+    if differs and embed is None:
+        plan.lose("embeddings", Finding(
+            "embed-missing",
+            f"{prof.label} keeps the draft's own embed_tokens when target_hidden_size ({target_hidden}) != "
+            f"hidden_size ({hidden}); the checkpoint has none, so it stays random: {ACCEPTANCE_NOTE}",
+            (Evidence("embed_tokens.weight", "absent", f"[vocab, {hidden}]"),),
+            "ship the trained embed_tokens.weight", (f"rule: {prof.source('embed_source')}",),
         ))
 
 

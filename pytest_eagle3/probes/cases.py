@@ -102,6 +102,11 @@ CASES: tuple[ProbeCase, ...] = (
               remove_layer=("head_dim",), extra_tensors=("qk_norm",)),
     ProbeCase("specforge-wide-heads-no-head-dim", "2 heads x 64 on a 64-wide draft, head_dim omitted: engines "
               "derive 64 // 2 = 32", SynthSpec(producer=SPECFORGE, head_dim=64), remove_layer=("head_dim",)),
+    ProbeCase("specforge-minimax-arch", "architectures Eagle3MiniMaxM2ForCausalLM (vLLM >= 0.20 maps it to the Llama "
+              "class; SGLang has no such class)", SynthSpec(producer=SPECFORGE),
+              config={"architectures": ["Eagle3MiniMaxM2ForCausalLM"]}),
+    ProbeCase("specforge-qwen3vl-arch", "architectures Eagle3Qwen3vlForCausalLM (vLLM >= 0.12 maps it to the Llama class)",
+              SynthSpec(producer=SPECFORGE), config={"architectures": ["Eagle3Qwen3vlForCausalLM"]}),
     ProbeCase("speculators-random-embed", "embed_tokens unlike the target's (untrained; TorchSpec#38)",
               SynthSpec(producer=SPECULATORS), extra_tensors=("random_embed",)),
 )

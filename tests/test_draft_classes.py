@@ -1,0 +1,42 @@
+"""Draft classes per engine version: the registry rows on both sides of each boundary, and the profiles'
+accepted architectures agreeing with them."""
+
+from __future__ import annotations
+
+import pytest
+from packaging.version import Version
+
+from pytest_eagle3.engines.draft_classes import ARCH_ROWS, QWEN3, accepted, draft_class
+from pytest_eagle3.engines.profiles import rule_for
+
+
+@pytest.mark.parametrize(("arch", "before", "after", "klass"), [
+    ("LlamaForCausalLMEagle3", "0.10.1", "0.10.2", "Eagle3LlamaForCausalLM"),
+    ("Eagle3Qwen3vlForCausalLM", "0.11.0", "0.12.0", "Eagle3LlamaForCausalLM"),
+    ("Eagle3DeepseekV3ForCausalLM", "0.17.0", "0.18.0", "Eagle3DeepseekV2ForCausalLM"),
+    ("Eagle3MiniMaxM2ForCausalLM", "0.19.0", "0.20.0", "Eagle3LlamaForCausalLM"),
+    ("PeagleLlamaForCausalLM", "0.21.0", "0.22.0", "Eagle3LlamaForCausalLM"),
+    ("Eagle3Qwen3ForCausalLM", "0.23.0", "0.24.0", "Eagle3Qwen3ForCausalLM"),
+])
+def test_vllm_registry_boundaries(arch: str, before: str, after: str, klass: str) -> None:
+    assert draft_class("vllm", Version(before), arch) is None
+    found = draft_class("vllm", Version(after), arch)
+    assert found is not None and found.name == klass
+
+
+def test_qwen3_class_has_per_head_norms_and_reads_more_count_fields() -> None:
+    qwen3 = draft_class("vllm", Version("0.32.0"), "Eagle3Qwen3ForCausalLM")
+    assert qwen3 is not None and qwen3.family == QWEN3
+    assert qwen3.extra_layer_params == ("self_attn.q_norm.weight", "self_attn.k_norm.weight")
+    assert "eagle_aux_hidden_state_layer_ids" in qwen3.fc_count_fields
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_profile_architectures_agree_with_the_registry_rows(engine: str) -> None:
+    starts = sorted({Version(r.since) for r in ARCH_ROWS if r.engine == engine} | {Version("0.9.0")}
+                    if engine == "vllm" else {Version(r.since) for r in ARCH_ROWS if r.engine == engine})
+    for version in starts:
+        value = rule_for(engine, "architectures", version).value
+        if value == "*":
+            continue
+        assert set(value) == set(accepted(engine, version)), (engine, version)
