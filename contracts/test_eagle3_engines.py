@@ -39,7 +39,12 @@ def prove_fixes(plan: LoadPlan, request: pytest.FixtureRequest, area: str = "aux
     predictor = draft_predictor(config, ckpt, target)
     if isinstance(predictor, str):
         return
-    from pytest_eagle3.reference.fixes import prove_aux_fix, prove_edits, proven_fix_text, unproven_fix_text
+    from pytest_eagle3.reference.fixes import (
+        prove_aux_fix,
+        prove_edits,
+        proven_fix_text,
+        unproven_fix_text,
+    )
 
     measured = measured_training(config, ckpt, target)
     engines = options.engines
