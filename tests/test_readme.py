@@ -17,8 +17,8 @@ pytest.importorskip("transformers", reason="the README's commands run the refere
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 #: A console block: a fence, ``$ COMMAND``, then lines the command prints, in order (``...`` elides).
-CONSOLE = re.compile(r"^```console\n\$ (?P<command>[^\n]+)\n(?P<output>.*?)^```", re.S | re.M)
-JSON_BLOCK = re.compile(r"^```json\n(?P<body>.*?)^```", re.S | re.M)
+CONSOLE = re.compile(r"^```console\n\$ (?P<command>[^\n]+)\n(?P<output>.*?)^```", re.DOTALL | re.MULTILINE)
+JSON_BLOCK = re.compile(r"^```json\n(?P<body>.*?)^```", re.DOTALL | re.MULTILINE)
 BLOCKS = [(m.group("command"), m.group("output")) for m in CONSOLE.finditer(README)]
 
 
