@@ -220,6 +220,19 @@ class Acceptance:
     drafts: int
 
 
+def greedy_walk(proposals: torch.Tensor, run: TargetRun, usable: int, steps: int, counts: torch.Tensor) -> None:
+    """The engine's greedy walk over one run's proposals: from the last prompt token, accept the longest
+    prefix that matches the target, advance by accepted + 1; ``counts[a]`` counts verifications accepting a."""
+    gold = torch.stack([run.sequences[:, 2 + j: usable + 2 + j] for j in range(steps)], dim=-1)
+    accepted = torch.cumprod((proposals == gold).long(), dim=-1).sum(-1).cpu()
+    for row in accepted:
+        position = run.prompt_length - 1
+        while position < usable:
+            count = int(row[position])
+            counts[count] += 1
+            position += count + 1
+
+
 def measure(draft: ReferenceDraft, embed: torch.Tensor, runs: Sequence[TargetRun], reading: Reading,
             steps: int = DEFAULT_STEPS) -> Acceptance:
     """Draft ``steps`` tokens from every position at once, then replay the engine's walk."""
@@ -232,14 +245,7 @@ def measure(draft: ReferenceDraft, embed: torch.Tensor, runs: Sequence[TargetRun
             aux = torch.cat([run.states[i][:, :usable] for i in reading.indices], dim=-1)
             next_ids = run.sequences[:, 1: usable + 1]
             proposals, _ = draft.propose(aux, next_ids, steps, embed, reading.d2t)
-            gold = torch.stack([run.sequences[:, 2 + j: usable + 2 + j] for j in range(steps)], dim=-1)
-            accepted = torch.cumprod((proposals == gold).long(), dim=-1).sum(-1).cpu()
-            for row in accepted:
-                position = run.prompt_length - 1
-                while position < usable:
-                    count = int(row[position])
-                    accepted_counts[count] += 1
-                    position += count + 1
+            greedy_walk(proposals, run, usable, steps, accepted_counts)
     drafts = int(accepted_counts.sum())
     if drafts == 0:
         return Acceptance(reading, 0.0, (), 0)

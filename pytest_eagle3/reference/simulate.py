@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from pytest_eagle3.reference.acceptance import Acceptance, Reading, TargetRun
+from pytest_eagle3.reference.acceptance import Acceptance, Reading, TargetRun, greedy_walk
 from pytest_eagle3.reference.draft import ReferenceDraft, rms_norm
 
 DRAFT, TARGET, RANDOM, TARGET_EMBED = "draft", "target", "random", "target embed_tokens (tied)"
@@ -149,14 +149,7 @@ class Simulator:
             aux = torch.cat([run.states[i][:, :usable] for i in feed.indices], dim=-1)
         next_ids = run.sequences[:, 1: usable + 1]
         proposals, _ = draft.propose(aux, next_ids, steps, embed, ABSOLUTE if feed.d2t == ABSOLUTE else OFFSETS)
-        gold = torch.stack([run.sequences[:, 2 + j: usable + 2 + j] for j in range(steps)], dim=-1)
-        accepted = torch.cumprod((proposals == gold).long(), dim=-1).sum(-1).cpu()
-        for row in accepted:
-            position = run.prompt_length - 1
-            while position < usable:
-                count = int(row[position])
-                counts[count] += 1
-                position += count + 1
+        greedy_walk(proposals, run, usable, steps, counts)
         return counts
 
 
