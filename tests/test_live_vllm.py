@@ -29,6 +29,8 @@ CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "OMP_NUM_THREADS": "1"}
 RUN_MARKER = "EAGLE3_LIVE_TEST_RUN"
 #: What vLLM 0.11's CPU model runner says when asked for speculative decoding (v1/worker/cpu_model_runner.py).
 CPU_SPEC_DECODE_REFUSAL = "spec decode is not supported"
+#: The oldest vllm-cpu release whose CPU runner was seen serving EAGLE-3 here (0.11.0 refuses; 0.23, 0.29, 0.32 serve).
+FIRST_CPU_SPEC_DECODE = "0.23.0"
 
 
 def vllm_python(config: pytest.Config) -> str:
@@ -74,6 +76,14 @@ def live_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     import sys
     import time
 
+    from packaging.version import Version
+
+    from pytest_eagle3.live.interpreter import inspect_engine
+
+    installed = inspect_engine("vllm", vllm_python(request.config)).version
+    if installed is not None and installed < Version(FIRST_CPU_SPEC_DECODE):
+        pytest.skip(f"vLLM {installed}'s CPU runner refuses speculative decoding (v1/worker/cpu_model_runner.py "
+                    f"asserts '{CPU_SPEC_DECODE_REFUSAL}'); live serving needs vllm-cpu >= {FIRST_CPU_SPEC_DECODE}")
     work = tmp_path_factory.mktemp("live")
     absolute = absolute_d2t_copy(work / "demo-draft-absolute-d2t")
     drafts = [EXAMPLES / "demo-draft", EXAMPLES / "demo-draft-sglang", absolute]
