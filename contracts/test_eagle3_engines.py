@@ -6,83 +6,58 @@ the engine will do, the evidence, the fix, and the plan itself.
 
 from __future__ import annotations
 
-import dataclasses
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_eagle3.contract import RecordProperty, check_plan, passed, unknown
 from pytest_eagle3.engines.loadplan import LoadPlan, describe_inputs
 from pytest_eagle3.findings import Finding
+from pytest_eagle3.fixtures import draft_predictor, measured_training, run_state
 from pytest_eagle3.options import UNKNOWN_FAIL, settings
 from pytest_eagle3.report import BASIS_PROPERTY
 
+if TYPE_CHECKING:
+    from pytest_eagle3.checkpoint import Checkpoint, TargetModel
+    from pytest_eagle3.reference.predict import DraftPredictor
+
 
 def prove_fixes(plan: LoadPlan, request: pytest.FixtureRequest, area: str = "aux") -> None:
-    """Replace a config fix (aux ids, norm flags) with its proven form ('...: predicted 3.80'), or say
-    that none is proven. Needs --eagle3-target with weights; without it the fix stays as the rules say."""
-    from pytest_eagle3.fixtures import draft_predictor, measured_training, run_state
+    """Prove the config fix of ``area`` by simulation (reference.fixes); needs --eagle3-target with weights,
+    without it the fix stays as the rules say."""
+    from pytest_eagle3.reference.fixes import pending_edit, prove_plan_fixes
 
-    if area == "aux":
-        edit = plan.aux.fix_edit
-        issues = [i for i in plan.issues if i.area == "aux_layers" and i.finding.code == "aux-layers"]
-    else:
-        edit = ("norms", tuple(plan.norm_edits.items())) if plan.norm_edits else None
-        issues = [i for i in plan.issues if i.area == "norms" and i.finding.code == "norm-flag"]
-    if edit is None or not issues or getattr(plan, f"_proven_{area}", False):
+    if pending_edit(plan, area) is None:
         return
+    options = settings(request.config)
+    ckpt, target, predictor = _predictor(request)
+    if predictor is None:
+        return
+    measured = measured_training(request.config, ckpt, target)
+    prove_plan_fixes(plan, area, predictor, ckpt, target, options.engines, options.aux_convention, measured)
+
+
+def measured_uninitialised(plan: LoadPlan, request: pytest.FixtureRequest) -> str | None:
+    """Drop the 'uninitialised' key finding when the simulation shows it costs at most --eagle3-max-loss."""
+    from pytest_eagle3.reference.fixes import drop_harmless_uninitialised
+
+    if not any(i.area == "keys" and i.finding.code == "uninitialised" for i in plan.issues):
+        return None
+    _, _, predictor = _predictor(request)
+    if predictor is None:
+        return None
+    return drop_harmless_uninitialised(plan, predictor, settings(request.config).max_loss)
+
+
+def _predictor(request: pytest.FixtureRequest) -> tuple[Checkpoint, TargetModel | None, DraftPredictor | None]:
+    """The checkpoint, the usable target and the draft's predictor (None when it cannot be built)."""
     config = request.config
     options = settings(config)
     target = run_state(config).target(options.target) if options.target else None
     target = target if target is not None and target.problem is None else None
     ckpt = request.getfixturevalue("eagle3_checkpoint")
-    convention = options.aux_convention
     predictor = draft_predictor(config, ckpt, target)
-    if isinstance(predictor, str):
-        return
-    from pytest_eagle3.reference.fixes import (
-        prove_aux_fix,
-        prove_edits,
-        proven_fix_text,
-        unproven_fix_text,
-    )
-
-    measured = measured_training(config, ckpt, target)
-    engines = options.engines
-    if area == "aux":
-        proof = prove_aux_fix(predictor, ckpt, target, plan.engine, engines, edit[1], convention, measured)
-    else:
-        proof = prove_edits(predictor, ckpt, target, plan.engine, engines, [dict(edit[1])], convention, measured)
-    text = proven_fix_text(proof, plan.engine.label)
-    if text is None:
-        text = unproven_fix_text(proof, predictor.training.acceptance.mean_acceptance_length)
-    for number, issue in enumerate(plan.issues):
-        if issue in issues:
-            plan.issues[number] = dataclasses.replace(issue, finding=dataclasses.replace(issue.finding, fix=text))
-    setattr(plan, f"_proven_{area}", True)
-
-
-def measured_uninitialised(plan: LoadPlan, request: pytest.FixtureRequest) -> str | None:
-    """Drop the 'uninitialised' key finding when simulating those parameters at their init costs less
-    than --eagle3-max-loss (evidence overrules the assumption that any uninitialised parameter is fatal)."""
-    from pytest_eagle3.fixtures import draft_predictor, run_state
-    from pytest_eagle3.options import settings
-
-    keys = [i for i in plan.issues if i.area == "keys"]
-    if not keys or any(i.finding.code != "uninitialised" for i in keys):
-        return None
-    options = settings(request.config)
-    target = run_state(request.config).target(options.target) if options.target else None
-    predictor = draft_predictor(request.config, request.getfixturevalue("eagle3_checkpoint"), target)
-    if isinstance(predictor, str):
-        return None
-    prediction = predictor.predict(plan)
-    cost = next((d.cost for d in prediction.deviations if d.field == "uninitialised"), None)
-    if prediction.acceptance is None or cost is None or cost > options.max_loss:
-        return None
-    for issue in keys:
-        plan.issues.remove(issue)
-    names = ", ".join(plan.uninitialised)
-    return f"{names} left at {plan.engine.label}'s init: simulated cost {cost:.2f} (measured)"
+    return ckpt, target, None if isinstance(predictor, str) else predictor
 
 
 class TestEagle3Engine:

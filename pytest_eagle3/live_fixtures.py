@@ -148,6 +148,7 @@ def live_engine(request: pytest.FixtureRequest, selected: EngineVersion) -> Engi
 
 
 def _server(request: pytest.FixtureRequest, engine: str, target: str, draft: str | None) -> LiveServer:
+    from pytest_eagle3.live.cpu_serving import cpu_serving_finding
     from pytest_eagle3.live.errors import ServerError
     from pytest_eagle3.live.launch import args_for, parse_engine_args
     from pytest_eagle3.live.server import start_server
@@ -156,11 +157,15 @@ def _server(request: pytest.FixtureRequest, engine: str, target: str, draft: str
     state = live_state(config)
     key = (engine, str(Path(target).resolve()), str(Path(draft).resolve()) if draft else None)
     if key not in state.servers:
+        install = engine_install(config, engine)
+        blocker = cpu_serving_finding(install.distribution, install.version) if draft else None
+        if blocker is not None:
+            pytest.skip(f"not started: {blocker.summary} (see live.launch)")
         timeout = settings(config).server_timeout
         extra = args_for(engine, parse_engine_args(settings(config).engine_args))
         log_dir = request.getfixturevalue("tmp_path_factory").mktemp("eagle3-servers")
         try:
-            state.servers[key] = start_server(engine_install(config, engine), target, draft, log_dir,
+            state.servers[key] = start_server(install, target, draft, log_dir,
                                               timeout=timeout, steps=settings(config).steps, extra_args=extra,
                                               env=dict(os.environ))
         except ServerError as exc:
@@ -253,6 +258,7 @@ def launch_preview(request: pytest.FixtureRequest, ckpt: Any, engine: EngineVers
     """The command ``eagle3_server`` would run (port 0 as a placeholder) and the launch findings for it."""
     from pytest_eagle3.checkpoint import TargetModel
     from pytest_eagle3.engines.plan import load_plan
+    from pytest_eagle3.live.cpu_serving import cpu_serving_finding
     from pytest_eagle3.live.launch import LaunchRequest, args_for, build_command, parse_engine_args
     from pytest_eagle3.live.launch_checks import (
         algorithm_findings,
@@ -269,6 +275,8 @@ def launch_preview(request: pytest.FixtureRequest, ckpt: Any, engine: EngineVers
         engine.engine, engine.version, install.python, target, str(ckpt.path), 0, steps=settings(config).steps,
         has_vllm_dist=install.has_vllm_dist, skip_tokenizer=not has_tokenizer(target), extra_args=extra)).argv)
     findings = algorithm_findings(engine.engine, argv, ckpt.config.architectures, ckpt.format.producer)
+    blocker = cpu_serving_finding(install.distribution, install.version)
+    findings += [blocker] if blocker is not None else []
     findings += draft_path_findings(engine.engine, argv)
     if install.known:
         model = TargetModel.open(target) if target else None

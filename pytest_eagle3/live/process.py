@@ -190,11 +190,8 @@ class ServerProcess:
                 self._executor.stop(expected_returncode=None)
             except Exception:  # a non-zero exit on SIGTERM is still a stop  # noqa: BLE001
                 self._executor.kill()
-        self._cleanup()
-        survivors = self.survivors()
+        survivors = self._cleanup()
         if survivors:
-            for pid in survivors:
-                _kill(pid)
             raise self._error(ServerLeftovers, f"pids {survivors} were still alive after teardown (now killed)")
 
     def survivors(self) -> list[int]:
@@ -206,13 +203,20 @@ class ServerProcess:
             alive = marked_processes(self.marker)
         return alive
 
-    def _cleanup(self) -> None:
+    def _cleanup(self) -> list[int]:
+        """Kill the group, then kill and wait out any marked survivor; return the survivors' pids."""
         if self._executor is not None and self._executor.process is not None:
             self._executor.kill()
         self._executor = None
         if self._log is not None:
             self._log.close()
             self._log = None
+        survivors = self.survivors()
+        for pid in survivors:
+            _kill(pid)
+        if survivors:
+            self.survivors()  # a killed process stays listed until the kernel has torn it down
+        return survivors
 
 
 

@@ -10,6 +10,7 @@ elsewhere, e.g. vLLM's top-level ``eagle_aux_hidden_state_layer_ids``, which SGL
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import tempfile
 from collections.abc import Sequence
@@ -153,3 +154,57 @@ def unproven_fix_text(proof: Proof | None, best: float) -> str:
     got = "none" if proof is None or proof.predicted is None else f"{proof.predicted:.2f}"
     return (f"no config edit is proven: the simulated edit reaches {got} against {best:.2f} as trained, or "
             "costs another engine; serve with an engine version that feeds the trained layers")
+
+
+#: Per provable area: the plan area and finding code whose fix is a config edit.
+PROVABLE = {"aux": ("aux_layers", "aux-layers"), "norms": ("norms", "norm-flag")}
+
+
+def pending_edit(plan: LoadPlan, area: str) -> tuple[tuple[Any, ...], list[Any]] | None:
+    """The config edit the rules propose for ``area`` ('aux' or 'norms') and the issues it would fix,
+    or None when there is nothing left to prove."""
+    plan_area, code = PROVABLE[area]
+    issues = [i for i in plan.issues if i.area == plan_area and i.finding.code == code]
+    edit: Any
+    if area == "aux":
+        edit = plan.aux.fix_edit
+    else:
+        edit = ("norms", tuple(plan.norm_edits.items())) if plan.norm_edits else None
+    if edit is None or not issues or area in plan.proven:
+        return None
+    return edit, issues
+
+
+def prove_plan_fixes(plan: LoadPlan, area: str, predictor: DraftPredictor, ckpt: Checkpoint,
+                     target: TargetModel | None, engines: Sequence[EngineVersion], convention: str | None,
+                     measured: Measured | None) -> None:
+    """Replace the rules' fix of ``area``'s failing findings with its proven form ('...: predicted 3.80'),
+    or say that none is proven. Once per plan."""
+    pending = pending_edit(plan, area)
+    if pending is None:
+        return
+    (_, value), issues = pending
+    if area == "aux":
+        proof = prove_aux_fix(predictor, ckpt, target, plan.engine, engines, value, convention, measured)
+    else:
+        proof = prove_edits(predictor, ckpt, target, plan.engine, engines, [dict(value)], convention, measured)
+    text = proven_fix_text(proof, plan.engine.label)
+    if text is None:
+        text = unproven_fix_text(proof, predictor.training.acceptance.mean_acceptance_length)
+    plan.issues[:] = [dataclasses.replace(i, finding=dataclasses.replace(i.finding, fix=text)) if i in issues else i
+                      for i in plan.issues]
+    plan.proven.add(area)
+
+
+def drop_harmless_uninitialised(plan: LoadPlan, predictor: DraftPredictor, max_loss: float) -> str | None:
+    """Drop the 'uninitialised' key findings when simulating those parameters at their initial values
+    costs at most ``max_loss`` (evidence overrules the assumption that any is fatal); say what was dropped."""
+    keys = [i for i in plan.issues if i.area == "keys"]
+    if not keys or any(i.finding.code != "uninitialised" for i in keys):
+        return None
+    prediction = predictor.predict(plan)
+    cost = next((d.cost for d in prediction.deviations if d.field == "uninitialised"), None)
+    if prediction.acceptance is None or cost is None or cost > max_loss:
+        return None
+    plan.issues[:] = [i for i in plan.issues if i not in keys]
+    return f"{', '.join(plan.uninitialised)} left at {plan.engine.label}'s init: simulated cost {cost:.2f} (measured)"
