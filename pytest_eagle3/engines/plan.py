@@ -17,6 +17,7 @@ from pytest_eagle3.engines import draft_classes
 from pytest_eagle3.engines.aux import plan_aux
 from pytest_eagle3.engines.config_view import EngineView, engine_view, lookup
 from pytest_eagle3.engines.geometry import plan_geometry
+from pytest_eagle3.engines.draft_classes import LLAMA_ATTENTION
 from pytest_eagle3.engines.keymap import (
     DraftShape,
     KeyResolution,
@@ -36,6 +37,7 @@ from pytest_eagle3.engines.loadplan import (
     LoadPlan,
     Measured,
 )
+from pytest_eagle3.engines.param_shapes import parameter_shapes
 from pytest_eagle3.engines.profiles import Profile, profile
 from pytest_eagle3.engines.runtime import plan_runtime
 from pytest_eagle3.engines.sharing import plan_sharing
@@ -67,10 +69,12 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
         return plan
     shape = _draft_shape(plan, prof, view, ckpt, target)
     params = engine_parameters(prof, shape)
-    resolution = resolve_keys(prof, list(ckpt.tensors), params)
+    resolution = resolve_keys(prof, list(ckpt.tensors), params, shape)
     _keys(plan, prof, ckpt, resolution, params - unused_parameters(prof, shape), shape)
     _shapes(plan, prof, view, ckpt)
-    plan_geometry(plan, prof, view, ckpt)
+    _built(plan, prof, view, params)
+    if shape.attention == LLAMA_ATTENTION:  # q/k/v geometry; an MLA class has latent projections instead
+        plan_geometry(plan, prof, view, ckpt)
     _vocab(plan, prof, view, ckpt, resolution, target)
     plan_aux(plan, prof, view, ckpt, target, convention, measured)
     _fc(plan, prof, view, ckpt, target)
@@ -118,8 +122,6 @@ def _architecture(plan: LoadPlan, prof: Profile, view: EngineView, raw: dict[str
         return True
     if resolved in accepted:
         plan.draft_class = resolved
-        if resolved.startswith("Eagle3Deepseek"):
-            plan.notes.append("MLA draft: key map and layers are not simulated for this class")
         return True
     if prof.engine == SGLANG and arch in ("LlamaForCausalLM", "Qwen3ForCausalLM", "Qwen2ForCausalLM"):
         consequence = "SGLang builds the plain target class instead: startup fails (vocab-row assert / KeyError)"
@@ -152,14 +154,17 @@ def _draft_shape(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoi
                  target: TargetModel | None) -> DraftShape:
     config = view.config
     layers = _int(config, "num_hidden_layers") or 1
-    rule = prof.value("multi_layer")
+    klass = _draft_class(prof, plan.draft_class)
+    by_class = bool(klass and klass.max_layers == 1)
+    rule = "refused" if by_class else prof.value("multi_layer")
     if layers != 1 and rule == "refused":
         plan.refuse("layers", Finding(
             "multi-layer",
             f"{prof.label} builds one-layer EAGLE-3 drafts only: num_hidden_layers={layers} raises "
             "ValueError('EAGLE3 currently only supports 1 layer')",
             (Evidence("config.json num_hidden_layers", str(layers), "1"),),
-            "serve with SGLang >= 0.5.12, or train a one-layer draft", (f"rule: {prof.source('multi_layer')}",),
+            "train a one-layer draft" if by_class else "serve with SGLang >= 0.5.12, or train a one-layer draft",
+            (f"rule: {klass.source}" if by_class and klass else f"rule: {prof.source('multi_layer')}",),
         ))
     in_checkpoint = ckpt.config.layer_count if ckpt.config_raw is not None else 1
     if rule == "one-layer" and in_checkpoint > 1:
@@ -175,7 +180,6 @@ def _draft_shape(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoi
     use_aux = lookup(config, "eagle_config.use_aux_hidden_state")
     has_fc = not (use_aux is False and prof.value("use_aux_hidden_state") == "honoured" and prof.engine == VLLM)
     count = _fc_state_count(prof, config, plan.draft_class)
-    klass = _draft_class(prof, plan.draft_class)
     fc_bias_rule = prof.value("fc_bias")
     draft_vocab = config.get("draft_vocab_size", "missing")
     tie = bool(config.get("tie_word_embeddings", False))
@@ -193,7 +197,15 @@ def _draft_shape(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoi
         has_embed=has_embed,
         has_d2t=has_d2t,
         extra_layer_params=klass.extra_layer_params if klass else (),
+        **_class_layout(klass),
     )
+
+
+def _class_layout(klass: draft_classes.DraftClass | None) -> dict[str, Any]:
+    if klass is None:
+        return {}
+    return {"attention": klass.attention, "stacked": klass.stacked, "renames": klass.renames,
+            "first_layer": klass.first_layer}
 
 
 def _draft_class(prof: Profile, name: str | None) -> draft_classes.DraftClass | None:
@@ -253,6 +265,12 @@ def _keys(plan: LoadPlan, prof: Profile, ckpt: Checkpoint, res: KeyResolution, p
             _key_fix(prof, sorted(lost)) if lost else "ship the missing tensors under the names the engine expects",
             (f"rule: {prof.source('first_layer')}",),
         ))
+
+
+def _built(plan: LoadPlan, prof: Profile, view: EngineView, params: set[str]) -> None:
+    """The class's parameter names and shapes."""
+    plan.built = tuple(sorted(params))
+    plan.shapes = parameter_shapes(prof.engine, view.config, view.speculators, params, plan.fc.expects_states or 3)
 
 
 def _harmless_drop(name: str, why: str) -> bool:

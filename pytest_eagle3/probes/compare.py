@@ -1,7 +1,8 @@
 """Compare a load plan (what the profile predicts) with a probe (what the real engine did).
 
 ``differences(plan, probe)`` lists every fact on which they disagree, each naming the rule to
-look at. A probe runs on CPU, where vLLM uses model runner V1; from 0.23 the profile judges the
+look at: outcome, dropped and uninitialised tensors, aux layers, norm flags, embed_tokens /
+lm_head sources, layers, the map, and the class's parameter names and shapes. A probe runs on CPU, where vLLM uses model runner V1; from 0.23 the profile judges the
 GPU default (runner V2), so the probe's primary aux resolution is compared with the plan's
 "other mode" there, and the other way round.
 """
@@ -66,6 +67,21 @@ def differences(plan: LoadPlan, probe: dict[str, Any]) -> list[str]:
     if probe.get("draft_layers") is not None:
         out += _equal(rule, "draft layers", plan.draft_layers, probe["draft_layers"])
     out += _equal(rule, "draft -> target map", map_summary(plan.draft_to_target), map_summary(probe["draft_to_target"]))
+    return out + shape_differences(plan, probe)
+
+
+def shape_differences(plan: LoadPlan, probe: dict[str, Any]) -> list[str]:
+    """The draft class's parameter names and shapes: the plan's against those the engine built.
+
+    Skipped for a probe recorded without shapes and for a class the plan does not simulate.
+    """
+    seen = probe.get("shapes") or {}
+    if not seen or not plan.built:
+        return []
+    rule = plan.engine.label
+    out = _set_diff(rule, "parameters built", set(plan.built), set(seen))
+    for name in sorted(set(plan.shapes) & set(seen)):
+        out += _equal(rule, f"shape of {name}", list(plan.shapes[name]), list(seen[name]))
     return out
 
 

@@ -70,6 +70,7 @@ def summary(engine: str, result: dict[str, Any], reduced_vocab: bool) -> dict[st
         "embed_tokens": result["embed_tokens"],
         "lm_head": result["lm_head"],
         "draft_layers": result["draft_layers"],
+        "shapes": result.get("shapes") or {},
     }
 
 
