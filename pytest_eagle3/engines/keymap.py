@@ -94,7 +94,7 @@ def engine_parameters(profile: Profile, shape: DraftShape) -> set[str]:
 
 def never_read(name: str) -> bool:
     """Whether a draft parameter is built but never read: ``hidden_norm`` of layers >= 1, in an engine whose
-    later layers apply input_layernorm only (vllm llama_eagle3.py LlamaDecoderLayer.forward, 0.11.2-0.32.0)."""
+    later layers apply input_layernorm only (vllm llama_eagle3.py LlamaDecoderLayer.forward, 0.11.1-0.32.0)."""
     return ".hidden_norm." in name and not name.startswith(("model.layers.0.", "model.midlayer."))
 
 

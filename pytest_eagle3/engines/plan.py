@@ -173,7 +173,7 @@ def _draft_shape(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoi
             f"{prof.label} builds one draft layer whatever num_hidden_layers says; the checkpoint has "
             f"{in_checkpoint}: loading layers.1.* raises KeyError",
             (Evidence("draft layers", str(in_checkpoint), "1"),),
-            "serve with vLLM >= 0.11.2, or train a one-layer draft", (f"rule: {prof.source('multi_layer')}",),
+            "serve with vLLM >= 0.11.1, or train a one-layer draft", (f"rule: {prof.source('multi_layer')}",),
         ))
     built = 1 if rule in ("refused", "one-layer") else layers
     plan.draft_layers = built

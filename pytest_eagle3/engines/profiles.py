@@ -266,7 +266,8 @@ RULES: tuple[Rule, ...] = tuple(
     + _rules(VLLM, "multi_layer",
              ("0.8.5", "0.11.0", "one-layer",
               f"vllm 0.11.0 {VL_EAGLE3}: one layer built; layers.1.* raises KeyError (CPU run 0.11.0)"),
-             ("0.11.2", None, "supported", f"vllm 0.11.2 {VL_EAGLE3}: config.num_hidden_layers layers"))
+             ("0.11.1", None, "supported",
+              f"vllm 0.11.1 {VL_EAGLE3} LlamaModel.__init__: range(config.num_hidden_layers) layers (CPU run 0.11.1)"))
     + _rules(VLLM, "later_layer_norm",
              ("0.8.5", None, "input_layernorm", f"vllm {VL_EAGLE3}: layers >= 1 are standard decoder layers"))
     + _rules(VLLM, "d2t_present",
@@ -290,8 +291,8 @@ RULES: tuple[Rule, ...] = tuple(
              ("0.11.0", None, "vocab_size", f"vllm 0.11.0 {VL_EAGLE3}: getattr(config, 'draft_vocab_size', None) is None"))
     + _rules(VLLM, "aux_id_fields",
              ("0.8.5", "0.11.0", (), "vllm 0.11.0: no code reads eagle_aux_hidden_state_layer_ids (CPU run 0.11.0)"),
-             ("0.11.2", "0.21.0", ("eagle_aux_hidden_state_layer_ids",),
-              "vllm 0.11.2 v1/worker/gpu_model_runner.py _get_eagle3_aux_layers_from_config"),
+             ("0.11.1", "0.21.0", ("eagle_aux_hidden_state_layer_ids",),
+              "vllm 0.11.1 v1/worker/gpu_model_runner.py _get_eagle3_aux_layers_from_config (CPU run 0.11.1)"),
              ("0.22.0", "0.22.0", ALL_FIELDS,
               ("vllm 0.22.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config (model runner V1, still the "
                "default for Llama targets): eagle_config fallback")),
@@ -379,14 +380,16 @@ RULES: tuple[Rule, ...] = tuple(
               "vllm 0.9.0 llama_eagle3.py: no embed_tokens module when PP == 1 (vllm#18906 KeyError)"),
              ("0.9.1", "0.11.0", "target-if-same-shape",
               "vllm 0.9.1-0.11.0 v1/spec_decode/eagle.py load_model: shared when the shapes match"),
-             ("0.11.2", None, "target-if-absent-or-equal",
-              "vllm 0.11.2 v1/spec_decode/eagle.py has_own_embed_tokens (vllm#28549); 0.33 _maybe_share_embeddings"))
+             ("0.11.1", None, "target-if-absent-or-equal",
+              ("vllm 0.11.1 v1/spec_decode/eagle.py load_model has_own_embed_tokens (vllm#28549; CPU run 0.11.1); "
+               "0.33 _maybe_share_embeddings")))
     + _rules(VLLM, "lm_head_source",
              ("0.8.5", "0.10.2", "draft", "vllm 0.10.1 v1/spec_decode/eagle.py load_model: lm_head not shared for eagle3"),
              ("0.11.0", "0.11.0", "target-if-same-shape",
               "vllm 0.11.0 v1/spec_decode/eagle.py load_model: target lm_head when the shapes match"),
-             ("0.11.2", None, "target-if-absent-or-equal",
-              "vllm 0.11.2 has_own_lm_head (vllm#28549); 0.33 llm_base_proposer._maybe_share_lm_head"))
+             ("0.11.1", None, "target-if-absent-or-equal",
+              ("vllm 0.11.1 v1/spec_decode/eagle.py load_model has_own_lm_head (vllm#28549; CPU run 0.11.1); 0.33 "
+               "llm_base_proposer._maybe_share_lm_head")))
 )
 
 _BY_KEY: dict[tuple[str, str], tuple[Rule, ...]] = {}

@@ -22,6 +22,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from packaging.version import Version
+
 from pytest_eagle3.engines.keymap import never_read
 from pytest_eagle3.engines.versions import VLLM
 from pytest_eagle3.probes.cases import CASES_BY_NAME, write_all
@@ -89,15 +91,35 @@ def probe_all(python: str, root: Path) -> tuple[str, str, dict[str, Any]]:
     }
 
 
+#: Table cells: one character per verdict, so that every probed release fits in one row.
+CELLS = {"loads": "✓", "loads with loss": "~", "refused": "✗", "probe-error": "?"}
+
+
+def run_key(key: str) -> tuple[str, Version]:
+    """Order of runs: by engine, then by version (0.9.2 before 0.32.0)."""
+    engine, _, version = key.partition("==")
+    return engine, Version(version)
+
+
 def markdown(data: dict[str, Any]) -> str:
-    """The support matrix (case x engine version -> verdict) as a Markdown table."""
+    """The support matrix, one table per engine: case x release -> verdict (see ``CELLS``)."""
     runs = data["runs"]
+    lines = ["Cells: " + ", ".join(f"`{c}` {v}" for v, c in CELLS.items()) + "."]
+    for engine in sorted({run["engine"] for run in runs.values()}):
+        keys = sorted((k for k, run in runs.items() if run["engine"] == engine), key=run_key)
+        versions = [runs[k]["version"] for k in keys]
+        lines += ["", f"**{engine}** ({len(keys)} releases)", "",
+                  f"| case | {' | '.join(versions)} |", "|---" * (len(keys) + 1) + "|"]
+        for name in data["cases"]:
+            cells = [CELLS.get(runs[k]["results"][name]["verdict"], "?") if name in runs[k]["results"] else " "
+                     for k in keys]
+            lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
     dates = sorted({run["date"] for run in runs.values()})
-    lines = [f"| case | {' | '.join(runs)} |", "|---" * (len(runs) + 1) + "|"]
-    for name in data["cases"]:
-        lines.append(f"| `{name}` | " + " | ".join(run["results"][name]["verdict"] for run in runs.values()) + " |")
-    torch_versions = ", ".join(f"{k}: torch {run['torch']}" for k, run in runs.items())
-    lines.append(f"\nProbed {', '.join(dates)} ({torch_versions}).")
+    torches = {}
+    for key in sorted(runs, key=run_key):
+        torches.setdefault(runs[key]["torch"], []).append(key)
+    torch_text = "; ".join(f"torch {t}: {', '.join(k.split('==')[1] for k in ks)}" for t, ks in torches.items())
+    lines.append(f"\nProbed {', '.join(dates)} ({torch_text}).")
     return "\n".join(lines)
 
 
@@ -138,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         verdicts = [r["verdict"] for r in results.values()]
         print(f"{engine}=={version}: " + ", ".join(f"{v} {verdicts.count(v)}" for v in sorted(set(verdicts))))
-    data["runs"] = dict(sorted(runs.items()))
+    data["runs"] = dict(sorted(runs.items(), key=lambda item: run_key(item[0])))
     out.write_text(json.dumps(data, indent=1) + "\n")
     if args.markdown:
         print(markdown(data))
