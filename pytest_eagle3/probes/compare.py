@@ -2,7 +2,8 @@
 
 ``differences(plan, probe)`` lists every fact on which they disagree, each naming the rule to
 look at: outcome, dropped and uninitialised tensors, aux layers, norm flags, embed_tokens /
-lm_head sources, layers, the map, and the class's parameter names and shapes. A probe runs on CPU, where vLLM uses model runner V1; from 0.23 the profile judges the
+lm_head sources, layers, the map, and the class's parameter names and shapes. A probe the CPU
+backend itself refused (``CPU_BACKEND_LIMITS``) is not compared: the plan judges the GPU path. A probe runs on CPU, where vLLM uses model runner V1; from 0.23 the profile judges the
 GPU default (runner V2), so the probe's primary aux resolution is compared with the plan's
 "other mode" there, and the other way round.
 """
@@ -24,6 +25,23 @@ SHARED = ("model.embed_tokens.weight", "lm_head.weight", "draft_id_to_target_id"
 V2_DEFAULT = Version("0.23.0")
 
 
+#: Refusals by the CPU backend itself, not by the draft loader: such a probe says nothing about the checkpoint
+#: (error text, source). The plan judges the GPU path, so these cases are not compared.
+CPU_BACKEND_LIMITS: tuple[tuple[str, str], ...] = (
+    ("MLA is not supported on CPU",
+     "vllm platforms/cpu.py CpuPlatform.get_attn_backend_cls: NotImplementedError('MLA is not supported on CPU.') "
+     "when use_mla (0.25.0 read; probed 0.18.0-0.27.0; CPU MLA backends in 0.29.0-0.32.0)"),
+)
+
+
+def cpu_backend_limit(probe: dict[str, Any]) -> str | None:
+    """The source line of the CPU-backend limit that refused this probe, or None."""
+    if probe.get("outcome") != "refused":
+        return None
+    error = str(probe.get("error") or "")
+    return next((source for text, source in CPU_BACKEND_LIMITS if text in error), None)
+
+
 def map_summary(mapping: list[int] | tuple[int, ...] | str | None) -> str | None:
     """The probe results' short form of a draft -> target map (None for no map or the identity)."""
     if mapping is None or isinstance(mapping, str):
@@ -37,6 +55,8 @@ def differences(plan: LoadPlan, probe: dict[str, Any]) -> list[str]:
     """Every disagreement between the plan and the probe, as readable lines (empty: they agree)."""
     rule = f"{plan.engine.label}"
     out: list[str] = []
+    if cpu_backend_limit(probe):
+        return out
     predicted_refused = plan.outcome == REFUSED
     if predicted_refused != (probe["outcome"] == "refused"):
         why = "; ".join(f"{i.area}: {i.finding.code}" for i in plan.issues) or "no issue"

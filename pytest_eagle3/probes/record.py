@@ -4,12 +4,13 @@
         --out pytest_eagle3/probes/results.json
 
 Results are merged into ``--out`` per (engine, version), so envs can be added one at a time. Each
-case gets a verdict, ``loads``, ``loads with loss`` or ``refused``; the raw facts it came from are
-kept. Loss: a checkpoint tensor dropped (``t2d`` never counts, nor ``fc.weight`` when the config
-turns fc off); a parameter the draft keeps left at its initial values; a reduced vocab served with
-the identity map; a trained ``lm_head`` replaced by the target's, or the target's full-vocab
-``lm_head`` given to a reduced-vocab draft. Replacing ``embed_tokens`` is not
-counted: every producer saves a frozen copy of the target's embedding.
+case gets a verdict, ``loads``, ``loads with loss`` or ``refused`` (``not on CPU`` where the CPU
+backend itself cannot build it); the raw facts it came from are kept. Loss: a checkpoint tensor
+dropped (``t2d`` never counts, nor ``fc.weight`` when the config turns fc off); a parameter the
+draft keeps left at its initial values; a reduced vocab served with the identity map; a trained
+``lm_head`` replaced by the target's, or the target's full-vocab ``lm_head`` given to a
+reduced-vocab draft. Replacing ``embed_tokens`` is not counted: every producer saves a frozen
+copy of the target's embedding.
 """
 
 from __future__ import annotations
@@ -27,14 +28,19 @@ from packaging.version import Version
 from pytest_eagle3.engines.keymap import never_read
 from pytest_eagle3.engines.versions import VLLM
 from pytest_eagle3.probes.cases import CASES_BY_NAME, write_all
+from pytest_eagle3.probes.compare import cpu_backend_limit
 from pytest_eagle3.probes.run import ENGINES, engine_version, run_probes
 
 SCHEMA = "pytest-eagle3/probe-results/1"
 DEFAULT_OUT = Path(__file__).with_name("results.json")
 HARMLESS_DROPS = ("t2d",)
+#: The verdict of a case the CPU backend cannot build (compare.CPU_BACKEND_LIMITS): no verdict on the draft.
+NOT_ON_CPU = "not on CPU"
 
 
 def verdict(engine: str, result: dict[str, Any], reduced_vocab: bool) -> str:
+    if cpu_backend_limit(result):
+        return NOT_ON_CPU
     if result["outcome"] != "loaded":
         return str(result["outcome"])
     replaced = {"model.embed_tokens.weight": result["embed_tokens"], "lm_head.weight": result["lm_head"]}
@@ -92,7 +98,7 @@ def probe_all(python: str, root: Path) -> tuple[str, str, dict[str, Any]]:
 
 
 #: Table cells: one character per verdict, so that every probed release fits in one row.
-CELLS = {"loads": "✓", "loads with loss": "~", "refused": "✗", "probe-error": "?"}
+CELLS = {"loads": "✓", "loads with loss": "~", "refused": "✗", NOT_ON_CPU: "·", "probe-error": "?"}
 
 
 def run_key(key: str) -> tuple[str, Version]:
