@@ -293,10 +293,11 @@ def _probe(draft: str, target: str, state: _State, result: dict[str, Any]) -> No
         try:
             try:
                 target_model, proposer = _load_with_runner(config, notes)
-            except AssertionError as exc:
-                if state.draft is not None or "spec" not in str(exc).lower():
+            except (AssertionError, ImportError) as exc:
+                cpu_runner_missing = isinstance(exc, ImportError) and "cpu_model_runner" in str(exc)
+                if state.draft is not None or not (cpu_runner_missing or "spec" in str(exc).lower()):
                     raise
-                notes.append(f"CPUModelRunner refuses: {common.error_text(exc)}")
+                notes.append(f"CPUModelRunner refuses or is absent: {common.error_text(exc)}")
                 target_model, proposer = _load_step_by_step(config, notes)
         except Exception as exc:  # noqa: BLE001
             result.update(stage=state.stage, error=common.error_text(exc))
