@@ -16,8 +16,8 @@ from pytest_eagle3.checkpoint import Checkpoint, CheckpointReadError, TargetMode
 from pytest_eagle3.engines import draft_classes
 from pytest_eagle3.engines.aux import plan_aux
 from pytest_eagle3.engines.config_view import EngineView, engine_view, lookup
-from pytest_eagle3.engines.geometry import plan_geometry
 from pytest_eagle3.engines.draft_classes import LLAMA_ATTENTION
+from pytest_eagle3.engines.geometry import plan_geometry
 from pytest_eagle3.engines.keymap import (
     DraftShape,
     KeyResolution,

@@ -29,8 +29,8 @@ V2_DEFAULT = Version("0.23.0")
 #: (error text, source). The plan judges the GPU path, so these cases are not compared.
 CPU_BACKEND_LIMITS: tuple[tuple[str, str], ...] = (
     ("MLA is not supported on CPU",
-     "vllm platforms/cpu.py CpuPlatform.get_attn_backend_cls: NotImplementedError('MLA is not supported on CPU.') "
-     "when use_mla (0.25.0 read; probed 0.18.0-0.27.0; CPU MLA backends in 0.29.0-0.32.0)"),
+     ("vllm platforms/cpu.py CpuPlatform.get_attn_backend_cls: NotImplementedError('MLA is not supported on CPU.') "
+      "when use_mla (0.25.0 read; probed 0.18.0-0.27.0; CPU MLA backends in 0.29.0-0.32.0)")),
 )
 
 
