@@ -27,7 +27,7 @@ def _plan(probe_cases: tuple[Path, dict[str, Path]], case: str, engine: str, ver
 
 
 @pytest.mark.parametrize(("engine", "version", "fused", "layer"), [
-    ("vllm", "0.18.0", "fused_qkv_a_proj", "layers.0"),
+    ("vllm", "0.28.0", "fused_qkv_a_proj", "layers.0"),
     ("vllm", "0.32.0", "fused_qkv_a_proj", "layers.0"),
     ("sglang", "0.5.12", "fused_qkv_a_proj_with_mqa", "midlayer"),
     ("sglang", "0.5.23", "fused_qkv_a_proj_with_mqa", "midlayer"),
@@ -103,3 +103,21 @@ def test_vocab_rows_are_padded_to_64(tmp_path: Path, probe_cases: tuple[Path, di
     plan = load_plan(Checkpoint.open(folder), EngineVersion("vllm", Version("0.32.0")), TargetModel.open(target))
     assert plan.shapes["model.embed_tokens.weight"] == (1024, 64)
     assert plan.shapes["draft_id_to_target_id"] == (256,)
+
+
+def test_vllm_mla_class_forces_deepseek_yarn_rope_until_0_28(tmp_path: Path,
+                                                              probe_cases: tuple[Path, dict[str, Path]]) -> None:
+    """0.18-0.27 build DeepSeek YaRN whenever rope_scaling is set: a draft without a YaRN factor is refused."""
+    refused = _plan(probe_cases, "specforge-mla", "vllm", "0.27.0")
+    assert [i.finding.code for i in refused.issues] == ["mla-rope"]
+    assert "KeyError" in refused.issues[0].finding.summary
+    assert "deepseek_eagle3.py" in refused.issues[0].finding.details[0]
+    target, drafts = probe_cases
+    config = json.loads((drafts["specforge-mla"] / "config.json").read_text())
+    yarn = {"type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096}
+    folder = tmp_path / "yarn"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({**config, "rope_scaling": yarn}))
+    (folder / "model.safetensors").symlink_to(drafts["specforge-mla"] / "model.safetensors")
+    plan = load_plan(Checkpoint.open(folder), EngineVersion("vllm", Version("0.27.0")), TargetModel.open(target))
+    assert plan.outcome == LOADS, plan.describe()

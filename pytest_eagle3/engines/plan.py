@@ -73,6 +73,7 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
     _keys(plan, prof, ckpt, resolution, params - unused_parameters(prof, shape), shape)
     _shapes(plan, prof, view, ckpt)
     _built(plan, prof, view, params)
+    _mla_rope(plan, prof, view)
     if shape.attention == LLAMA_ATTENTION:  # q/k/v geometry; an MLA class has latent projections instead
         plan_geometry(plan, prof, view, ckpt)
     _vocab(plan, prof, view, ckpt, resolution, target)
@@ -271,6 +272,26 @@ def _built(plan: LoadPlan, prof: Profile, view: EngineView, params: set[str]) ->
     """The class's parameter names and shapes."""
     plan.built = tuple(sorted(params))
     plan.shapes = parameter_shapes(prof.engine, view.config, view.speculators, params, plan.fc.expects_states or 3)
+
+
+def _mla_rope(plan: LoadPlan, prof: Profile, view: EngineView) -> None:
+    """vLLM 0.18-0.27's MLA class builds DeepSeek YaRN whenever rope_scaling is set (always, under transformers 5)."""
+    klass = _draft_class(prof, plan.draft_class)
+    if klass is None or klass.family != draft_classes.MLA or prof.value("mla_rope") != "forced-yarn":
+        return
+    rope = view.config.get("rope_scaling") or view.config.get("rope_parameters")
+    missing = [k for k in ("factor", "original_max_position_embeddings") if not isinstance(rope, dict) or k not in rope]
+    if not missing:
+        return
+    plan.refuse("architecture", Finding(
+        "mla-rope",
+        f"{prof.label} builds the MLA draft's rope as DeepSeek YaRN whenever rope_scaling is set (always, assuming "
+        f"transformers >= 5): the draft config's rope scaling has no {missing[0]}: KeyError at startup",
+        (Evidence("config.json rope_scaling", repr(rope) if rope else "absent",
+                  "a YaRN rope_scaling with factor and original_max_position_embeddings"),),
+        "write the target's YaRN rope_scaling into the draft's config.json, or serve with vLLM >= 0.28",
+        (f"rule: {prof.source('mla_rope')}",),
+    ))
 
 
 def _harmless_drop(name: str, why: str) -> bool:

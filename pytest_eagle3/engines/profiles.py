@@ -59,6 +59,8 @@ BEHAVIOURS: dict[str, str] = {
     "embed_width_check": ("what a draft narrower or wider than its target gets when it ships no embed_tokens: "
                           "target-width (the target's, wrong width) / uninitialised (kept separate, never loaded)"),
     "lm_head_source": "whose lm_head the draft uses",
+    "mla_rope": ("how the MLA draft class builds its rope: forced-yarn (DeepSeek YaRN whenever rope_scaling is set, "
+                 "which needs factor and original_max_position_embeddings) / as-configured"),
 }
 
 
@@ -390,6 +392,19 @@ RULES: tuple[Rule, ...] = tuple(
              ("0.11.1", None, "target-if-absent-or-equal",
               ("vllm 0.11.1 v1/spec_decode/eagle.py load_model has_own_lm_head (vllm#28549; CPU run 0.11.1); 0.33 "
                "llm_base_proposer._maybe_share_lm_head")))
+    + _rules(SGLANG, "mla_rope",
+             ("0.4.4.post2", None, "as-configured",
+              ("sglang models/kimi_k25_eagle3.py Eagle3MLADecoderLayer.__init__: rope_scaling = rope_parameters unless "
+               "rope_type is default (0.5.12, 0.5.23 read; CPU run 0.5.23)")))
+    + _rules(VLLM, "mla_rope",
+             ("0.8.5", "0.17.0", "as-configured", "vllm < 0.18: no MLA draft class"),
+             ("0.18.0", "0.27.0", "forced-yarn",
+              ("vllm 0.18.0 model_executor/models/deepseek_eagle3.py DeepseekV2Eagle3DecoderLayer.__init__: "
+               "if rope_scaling: rope_type = 'deepseek_yarn', and get_rope reads factor and "
+               "original_max_position_embeddings; under transformers >= 5 rope_scaling is always set "
+               "(0.18.0-0.27.0 read; CPU runs 0.20.0-0.26.0: KeyError 'factor')")),
+             ("0.28.0", None, "as-configured",
+              "vllm 0.28.0 deepseek_eagle3.py: the draft config's rope_parameters as they are (0.28.0-0.32.0 read)"))
 )
 
 _BY_KEY: dict[tuple[str, str], tuple[Rule, ...]] = {}
