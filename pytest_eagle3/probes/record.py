@@ -121,7 +121,7 @@ def markdown(data: dict[str, Any]) -> str:
                      for k in keys]
             lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
     dates = sorted({run["date"] for run in runs.values()})
-    torches = {}
+    torches: dict[str, list[str]] = {}
     for key in sorted(runs, key=run_key):
         torches.setdefault(runs[key]["torch"], []).append(key)
     torch_text = "; ".join(f"torch {t}: {', '.join(k.split('==')[1] for k in ks)}" for t, ks in torches.items())
