@@ -124,7 +124,7 @@ def markdown(data: dict[str, Any]) -> str:
     torches: dict[str, list[str]] = {}
     for key in sorted(runs, key=run_key):
         torches.setdefault(runs[key]["torch"], []).append(key)
-    torch_text = "; ".join(f"torch {t}: {', '.join(k.split('==')[1] for k in ks)}" for t, ks in torches.items())
+    torch_text = "; ".join(f"torch {t}: {', '.join(k.replace('==', ' ') for k in ks)}" for t, ks in torches.items())
     lines.append(f"\nProbed {', '.join(dates)} ({torch_text}).")
     return "\n".join(lines)
 
