@@ -121,3 +121,18 @@ def test_vllm_mla_class_forces_deepseek_yarn_rope_until_0_28(tmp_path: Path,
     (folder / "model.safetensors").symlink_to(drafts["specforge-mla"] / "model.safetensors")
     plan = load_plan(Checkpoint.open(folder), EngineVersion("vllm", Version("0.27.0")), TargetModel.open(target))
     assert plan.outcome == LOADS, plan.describe()
+
+
+@pytest.mark.parametrize(("engine", "refused"), [("vllm", True), ("sglang", False)])
+def test_deepseek_v3_model_type_is_rewritten_to_mtp_by_vllm(tmp_path: Path, probe_cases: tuple[Path, dict[str, Path]],
+                                                           engine: str, refused: bool) -> None:
+    target, drafts = probe_cases
+    config = json.loads((drafts["specforge-mla"] / "config.json").read_text())
+    folder = tmp_path / "v3"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({**config, "model_type": "deepseek_v3"}))
+    (folder / "model.safetensors").symlink_to(drafts["specforge-mla"] / "model.safetensors")
+    version = "0.32.0" if engine == "vllm" else "0.5.23"
+    plan = load_plan(Checkpoint.open(folder), EngineVersion(engine, Version(version)), TargetModel.open(target))
+    assert ([i.finding.code for i in plan.issues] == ["mtp-model-type"]) is refused
+    assert (plan.outcome == REFUSED) is refused

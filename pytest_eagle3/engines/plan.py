@@ -65,7 +65,7 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
     if not_a_draft is not None:
         plan.refuse("architecture", not_a_draft)
         return plan
-    if not _architecture(plan, prof, view, raw):
+    if not _architecture(plan, prof, view, raw) or _rewritten_to_mtp(plan, prof, view):
         return plan
     shape = _draft_shape(plan, prof, view, ckpt, target)
     params = engine_parameters(prof, shape)
@@ -136,6 +136,22 @@ def _architecture(plan: LoadPlan, prof: Profile, view: EngineView, raw: dict[str
         (f"rule: {prof.source('architectures')}", f"rule: {prof.source('arch_rewrite')}"),
     ))
     return False
+
+
+def _rewritten_to_mtp(plan: LoadPlan, prof: Profile, view: EngineView) -> bool:
+    """vLLM turns a draft of model_type deepseek_v3 (and kin) into its MTP draft, whatever the method."""
+    model_type = str(view.config.get("model_type") or "")
+    if model_type not in prof.value("mtp_model_types"):
+        return False
+    plan.refuse("architecture", Finding(
+        "mtp-model-type",
+        f"{prof.label} rewrites a draft of model_type {model_type!r} to its MTP draft (DeepSeekMTPModel): the EAGLE-3 "
+        "speculative config is refused at startup ('Eagle3DeepSeekMTPModel are not supported')",
+        (Evidence("config.json model_type", repr(model_type), "deepseek_v2 (the same MLA fields)"),),
+        'set "model_type": "deepseek_v2" in the draft\'s config.json (DeepseekV2Config reads the same MLA fields)',
+        (f"rule: {prof.source('mtp_model_types')}",),
+    ))
+    return True
 
 
 def _rewrite(arch: str, rule: str) -> str:

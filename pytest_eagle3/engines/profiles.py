@@ -59,6 +59,7 @@ BEHAVIOURS: dict[str, str] = {
     "embed_width_check": ("what a draft narrower or wider than its target gets when it ships no embed_tokens: "
                           "target-width (the target's, wrong width) / uninitialised (kept separate, never loaded)"),
     "lm_head_source": "whose lm_head the draft uses",
+    "mtp_model_types": "draft model_type values the engine rewrites to its MTP draft (refused for EAGLE-3)",
     "mla_rope": ("how the MLA draft class builds its rope: forced-yarn (DeepSeek YaRN whenever rope_scaling is set, "
                  "which needs factor and original_max_position_embeddings) / as-configured"),
 }
@@ -392,6 +393,15 @@ RULES: tuple[Rule, ...] = tuple(
              ("0.11.1", None, "target-if-absent-or-equal",
               ("vllm 0.11.1 v1/spec_decode/eagle.py load_model has_own_lm_head (vllm#28549; CPU run 0.11.1); 0.33 "
                "llm_base_proposer._maybe_share_lm_head")))
+    + _rules(SGLANG, "mtp_model_types",
+             ("0.4.4.post2", None, (),
+              "sglang configs/model_config.py rewrites MTP/NextN draft architectures by name, never by model_type"))
+    + _rules(VLLM, "mtp_model_types",
+             ("0.8.5", None, ("deepseek_v3", "deepseek_v32", "glm_moe_dsa"),
+              ("vllm config/speculative.py SpeculativeConfig.hf_config_override: model_type deepseek_v3 / deepseek_v32 "
+               "/ glm_moe_dsa -> deepseek_mtp, architectures DeepSeekMTPModel, whatever the method (0.18.0, 0.22.0, "
+               "0.28.0, 0.32.0 read, earlier assumed; CPU run 0.24.0: \"Model architectures ['Eagle3DeepSeekMTPModel'] "
+               "are not supported\")")))
     + _rules(SGLANG, "mla_rope",
              ("0.4.4.post2", None, "as-configured",
               ("sglang models/kimi_k25_eagle3.py Eagle3MLADecoderLayer.__init__: rope_scaling = rope_parameters unless "
