@@ -30,7 +30,8 @@ V2_DEFAULT = Version("0.23.0")
 CPU_BACKEND_LIMITS: tuple[tuple[str, str], ...] = (
     ("MLA is not supported on CPU",
      ("vllm platforms/cpu.py CpuPlatform.get_attn_backend_cls: NotImplementedError('MLA is not supported on CPU.') "
-      "when use_mla (0.25.0 read; probed 0.18.0-0.27.0; CPU MLA backends in 0.29.0-0.32.0)")),
+      "when use_mla (0.25.0 read; seen on 0.18.0-0.19.1, where 0.20.0-0.27.1 stop earlier at the rope; "
+      "0.29.0-0.32.0 build MLA on CPU)")),
 )
 
 
