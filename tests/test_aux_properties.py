@@ -65,7 +65,7 @@ def vllm_reference(version: Version, config: dict[str, Any], layers: int) -> tup
         ids = config.get("eagle_aux_hidden_state_layer_ids")
     elif version >= Version("0.22.0"):
         ids = config.get("eagle_aux_hidden_state_layer_ids") or eagle.get("eagle_aux_hidden_state_layer_ids")
-    elif version >= Version("0.11.2"):
+    elif version >= Version("0.11.1"):
         ids = config.get("eagle_aux_hidden_state_layer_ids")
     chosen = tuple(sorted(set(ids))) if ids else (2, layers // 2, layers - 3)
     captured: list[int] = []

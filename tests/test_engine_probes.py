@@ -143,16 +143,16 @@ def test_vllm_architecture_name_is_ignored_for_eagle3(engine_results: Callable[[
 
 
 def test_vllm_aux_ids_as_configured_or_default(engine_results: Callable[[str], Results]) -> None:
-    """Configured ids are honoured from 0.11.2 (top level), eagle_config fallback from 0.22; no +1."""
+    """Configured ids are honoured from 0.11.1 (top level), eagle_config fallback from 0.22; no +1."""
     results = engine_results("vllm")
     version = _version(results)
     top, nested = results["specforge-ids-top-level"], results["specforge-ids-126"]
     _loaded(top)
     _loaded(nested)
-    if version >= Version("0.11.2"):
+    if version >= Version("0.11.1"):
         assert top["aux_layer_ids"] == [1, 2, 6] == top["captured_inputs_of"]
     else:
-        assert top["aux_layer_ids"] == [2, 4, 5], "before 0.11.2 the draft config's ids are ignored"
+        assert top["aux_layer_ids"] == [2, 4, 5], "before 0.11.1 the draft config's ids are ignored"
     if version >= Version("0.22"):
         assert nested["aux_layer_ids"] == [1, 2, 6]
     else:
@@ -184,12 +184,12 @@ def test_vllm_full_vocab_d2t(engine_results: Callable[[str], Results]) -> None:
 
 
 def test_vllm_embed_and_lm_head_sharing(engine_results: Callable[[str], Results]) -> None:
-    """0.11.2+: the draft's own tensors are kept when they differ; before, shared whenever shapes match."""
+    """0.11.1+: the draft's own tensors are kept when they differ; before, shared whenever shapes match."""
     results = engine_results("vllm")
     own, full, headless = results["speculators-random-embed"], results["speculators-full-vocab"], results["specforge-no-lm-head"]
     frozen = results["speculators"]  # embed_tokens is the target's own, as producers save it
     assert frozen["embed_tokens"] == "target"
-    if _version(results) >= Version("0.11.2"):
+    if _version(results) >= Version("0.11.1"):
         assert (own["embed_tokens"], own["lm_head"]) == ("draft", "draft")
         assert full["lm_head"] == "draft"
         assert headless["lm_head"] == "target", "no lm_head in the checkpoint: the target's is shared"
@@ -212,7 +212,7 @@ def test_vllm_multi_layer(engine_results: Callable[[str], Results]) -> None:
     results = engine_results("vllm")
     for name in ("speculators-2-layers", "specforge-2-layers"):
         result = results[name]
-        if _version(results) >= Version("0.11.2"):
+        if _version(results) >= Version("0.11.1"):
             _loaded(result)
             assert result["draft_layers"] == 2
             # layers >= 1 have a hidden_norm parameter that no checkpoint fills and no forward uses

@@ -15,7 +15,7 @@ def test_empty_result_has_every_schema_key() -> None:
     result = empty_result("vllm")
     assert result["schema"] == SCHEMA
     assert set(result) == {
-        "schema", "engine", "version", "draft_class", "outcome", "stage", "error", "parameters",
+        "schema", "engine", "version", "draft_class", "outcome", "stage", "error", "parameters", "shapes",
         "uninitialised", "dropped", "draft_to_target", "aux_layer_ids", "captured_inputs_of",
         "aux_layer_ids_other_mode", "fc_input_width", "fc_applied", "norms", "embed_tokens", "lm_head",
         "draft_layers", "notes",

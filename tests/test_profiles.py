@@ -40,9 +40,9 @@ def test_capture_rules_have_sources() -> None:
 
 
 def test_an_unread_patch_release_takes_the_earlier_rule() -> None:
-    """vLLM 0.11.1 was not read: it resolves to the rule of 0.11.0 (aux ids ignored)."""
-    assert rule_for("vllm", "aux_id_fields", Version("0.11.1")).since == "0.8.5"
-    assert rule_for("vllm", "aux_id_fields", Version("0.11.2")).since == "0.11.2"
+    """vLLM 0.11.0.post2 (a rebuild) was not read: it resolves to the rule of 0.11.0 (aux ids ignored)."""
+    assert rule_for("vllm", "aux_id_fields", Version("0.11.0.post2")).since == "0.8.5"
+    assert rule_for("vllm", "aux_id_fields", Version("0.11.2")).since == "0.11.1"
 
 
 def test_selection_bare_names_and_all() -> None:

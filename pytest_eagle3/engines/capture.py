@@ -75,7 +75,7 @@ CAPTURE_RULES: tuple[CaptureRule, ...] = (
     _row(VLLM, "0.10.1", LLAMA, VLL.format("qwen3") + " (0.10.1, allowlist llama/qwen)", "Qwen3ForCausalLM"),
     _row(VLLM, "0.10.2", LLAMA, VLL.format("qwen2") + " (0.10.1's Qwen2 lacks it: 'Model does not support EAGLE3')",
          "Qwen2ForCausalLM"),
-    _row(VLLM, "0.11.2", LLAMA, VLL.format("qwen3_moe") + " (absent in 0.10.1-0.11.0)", "Qwen3MoeForCausalLM"),
+    _row(VLLM, "0.11.1", LLAMA, VLL.format("qwen3_moe") + " (0.11.1; absent in 0.10.1-0.11.0)", "Qwen3MoeForCausalLM"),
     _row(VLLM, "0.11.0", LLAMA, VLL.format("gpt_oss/minicpm") + " (0.11.0 allowlist adds gpt_oss, minicpm)",
          "GptOssForCausalLM", "MiniCPMForCausalLM"),
     _row(VLLM, "0.8.5", LLAMA, "vllm config/speculative.py: 'Eagle3 is only supported for ... models' "

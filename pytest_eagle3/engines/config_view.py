@@ -55,7 +55,7 @@ def _speculators_to_eagle(raw: Mapping[str, Any], profile: Profile) -> dict[str,
     if profile.at_least("0.25.0"):
         config["fc_norm"] = raw.get("fc_norm", False)
         config["norm_output"] = raw.get("norm_output", False)
-    if profile.at_least("0.11.2") and "eagle_aux_hidden_state_layer_ids" in raw:
+    if profile.at_least("0.11.1") and "eagle_aux_hidden_state_layer_ids" in raw:
         config["eagle_aux_hidden_state_layer_ids"] = raw["eagle_aux_hidden_state_layer_ids"]
     return config
 

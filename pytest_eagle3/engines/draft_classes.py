@@ -2,8 +2,9 @@
 
 The key map and the parameter set come from the class: the Qwen3 class (vLLM >= 0.24) has
 ``q_norm`` / ``k_norm`` per layer and sizes ``fc`` from more fields; the MLA classes hold a
-DeepSeek attention whose key map is not simulated here (reported as assumed, never as refused
-Llama keys). Every row: the registry line that maps the architecture, with the releases read.
+DeepSeek MLA attention (``q_a_proj`` and ``kv_a_proj_with_mqa`` fused into one parameter, then
+``q_b_proj`` / ``kv_b_proj`` / ``o_proj``). Every row: the registry line that maps the
+architecture, with the releases read.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from packaging.version import Version
 LLAMA = "llama"
 QWEN3 = "qwen3"
 MLA = "mla"
+LLAMA_ATTENTION = ("self_attn.qkv_proj.weight", "self_attn.o_proj.weight")
+MLA_NORMS_AND_B = ("self_attn.q_a_layernorm.weight", "self_attn.q_b_proj.weight", "self_attn.kv_a_layernorm.weight",
+                   "self_attn.kv_b_proj.weight", "self_attn.o_proj.weight")
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,15 @@ class DraftClass:
     #: Draft-config fields read, in order, for the number of aux states fc takes ("3" = fixed).
     fc_count_fields: tuple[str, ...]
     source: str
+    #: The attention parameters of each layer (sub-names under ``layers.N.``).
+    attention: tuple[str, ...] = LLAMA_ATTENTION
+    #: Checkpoint sub-names the class's loader fuses into one parameter: (tensor, parameter, shard).
+    stacked: tuple[tuple[str, str, str], ...] = ()
+    #: The class's own name rewrites (None: the profile's ``renames``) and first-layer module (None: the profile's).
+    renames: tuple[tuple[str, str], ...] | None = None
+    first_layer: str | None = None
+    #: The most layers the class builds; more raises at construction (None: the profile's ``multi_layer``).
+    max_layers: int | None = None
 
 
 VL = "vllm model_executor/models/"
@@ -45,7 +58,11 @@ CLASSES: dict[tuple[str, str], DraftClass] = {
         "Qwen3Eagle3Model.__init__ fc count (0.24.0, 0.26.0, 0.29.0, 0.32.0)"),
     ("vllm", "Eagle3DeepseekV2ForCausalLM"): DraftClass(
         "vllm", "Eagle3DeepseekV2ForCausalLM", MLA, (), LLAMA_COUNT,
-        f"{VL}deepseek_eagle3.py Eagle3DeepseekV2ForCausalLM (DeepseekV2 MLA attention)"),
+        (f"{VL}deepseek_eagle3.py DeepseekV2Eagle3DecoderLayer: DeepseekV2MLAAttention(input_size=2 x hidden on "
+         "layer 0), fused_qkv_a_proj = q_a_proj + kv_a_proj_with_mqa (hf_to_vllm_mapper orig_to_new_stacked); "
+         "AutoWeightsLoader raises on unknown names (0.32.0; CPU run 0.32.0)"),
+        attention=("self_attn.fused_qkv_a_proj.weight", *MLA_NORMS_AND_B),
+        stacked=((".q_a_proj", ".fused_qkv_a_proj", "q_a"), (".kv_a_proj_with_mqa", ".fused_qkv_a_proj", "kv_a"))),
     ("sglang", "LlamaForCausalLMEagle3"): DraftClass(
         "sglang", "LlamaForCausalLMEagle3", LLAMA, (), ("num_aux_hidden_states",
                                                          "eagle_config.eagle_aux_hidden_state_layer_ids"),
@@ -53,7 +70,14 @@ CLASSES: dict[tuple[str, str], DraftClass] = {
     ("sglang", "Eagle3DeepseekV2ForCausalLM"): DraftClass(
         "sglang", "Eagle3DeepseekV2ForCausalLM", MLA, (), ("eagle_config.eagle_aux_hidden_state_layer_ids",
                                                             "eagle_aux_hidden_state_layer_ids"),
-        "sglang models/kimi_k25_eagle3.py Eagle3DeepseekV2ForCausalLM (MLA; _get_eagle_aux_layer_count)"),
+        ("sglang models/kimi_k25_eagle3.py Eagle3DeepseekV2ForCausalLM: one Eagle3MLADecoderLayer at self.midlayer "
+         "(ValueError unless num_hidden_layers == 1), load_weights re.sub('^layers.0.', 'midlayer.'), q_a_proj + "
+         "kv_a_proj_with_mqa concatenated into fused_qkv_a_proj_with_mqa, unknown names skipped with a warning "
+         "(0.5.23; CPU run 0.5.23)"),
+        attention=("self_attn.fused_qkv_a_proj_with_mqa.weight", *MLA_NORMS_AND_B),
+        stacked=((".q_a_proj", ".fused_qkv_a_proj_with_mqa", "q_a"),
+                 (".kv_a_proj_with_mqa", ".fused_qkv_a_proj_with_mqa", "kv_a")),
+        renames=(("layers.0.", "midlayer."),), first_layer="midlayer", max_layers=1),
 }
 
 

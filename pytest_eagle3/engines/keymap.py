@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pytest_eagle3.engines.draft_classes import LLAMA_ATTENTION
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.engines.versions import SGLANG
 
@@ -22,15 +23,14 @@ STACKED = (
     (".up_proj", ".gate_up_proj", "up"),
 )
 LAYER_PARAMS = (
-    "self_attn.qkv_proj.weight",
-    "self_attn.o_proj.weight",
     "mlp.gate_up_proj.weight",
     "mlp.down_proj.weight",
     "input_layernorm.weight",
     "post_attention_layernorm.weight",
 )
 #: Shards a fused parameter needs before it counts as loaded.
-SHARDS = {".qkv_proj.": ("q", "k", "v"), ".gate_up_proj.": ("gate", "up")}
+SHARDS = {".qkv_proj.": ("q", "k", "v"), ".gate_up_proj.": ("gate", "up"), ".fused_qkv_a_proj.": ("q_a", "kv_a"),
+          ".fused_qkv_a_proj_with_mqa.": ("q_a", "kv_a")}
 D2T_PARAM = "draft_id_to_target_id"
 ALWAYS_DROPPED = ("rotary_emb.inv_freq", "rotary_emb.cos_cached", "rotary_emb.sin_cached", "mask_hidden")
 
@@ -49,6 +49,11 @@ class DraftShape:
     has_d2t: bool
     #: Per-layer parameters the engine's draft class adds to the Llama layer (draft_classes.py).
     extra_layer_params: tuple[str, ...] = ()
+    #: The class's attention parameters, fused tensors, renames and first-layer module (draft_classes.py).
+    attention: tuple[str, ...] = LLAMA_ATTENTION
+    stacked: tuple[tuple[str, str, str], ...] = ()
+    renames: tuple[tuple[str, str], ...] | None = None
+    first_layer: str | None = None
 
 
 @dataclass
@@ -65,7 +70,7 @@ class KeyResolution:
 
 def engine_parameters(profile: Profile, shape: DraftShape) -> set[str]:
     """The parameter names the engine's draft module has."""
-    first_layer = profile.value("first_layer")
+    first_layer = shape.first_layer or profile.value("first_layer")
     params = {"model.norm.weight"}
     if shape.has_embed:
         params.add("model.embed_tokens.weight")
@@ -82,14 +87,14 @@ def engine_parameters(profile: Profile, shape: DraftShape) -> set[str]:
         params.add(D2T_PARAM)
     for index in range(shape.layers):
         prefix = "model.midlayer." if first_layer == "midlayer" else f"model.layers.{index}."
-        params |= {prefix + name for name in LAYER_PARAMS + shape.extra_layer_params}
+        params |= {prefix + name for name in shape.attention + LAYER_PARAMS + shape.extra_layer_params}
         params.add(prefix + "hidden_norm.weight")  # every layer has one; see unused_parameters
     return params
 
 
 def never_read(name: str) -> bool:
     """Whether a draft parameter is built but never read: ``hidden_norm`` of layers >= 1, in an engine whose
-    later layers apply input_layernorm only (vllm llama_eagle3.py LlamaDecoderLayer.forward, 0.11.2-0.32.0)."""
+    later layers apply input_layernorm only (vllm llama_eagle3.py LlamaDecoderLayer.forward, 0.11.1-0.32.0)."""
     return ".hidden_norm." in name and not name.startswith(("model.layers.0.", "model.midlayer."))
 
 
@@ -100,20 +105,32 @@ def unused_parameters(profile: Profile, shape: DraftShape) -> set[str]:
     return {name for name in engine_parameters(profile, shape) if never_read(name)}
 
 
-def resolve_keys(profile: Profile, names: list[str], params: set[str]) -> KeyResolution:
-    """Send each checkpoint name through the engine's loader rules."""
+def resolve_keys(profile: Profile, names: list[str], params: set[str], shape: DraftShape | None = None) -> KeyResolution:
+    """Send each checkpoint name through the engine's loader rules (the draft class's, where ``shape`` has them)."""
     out = KeyResolution()
+    rules = _ClassRules(STACKED + (shape.stacked if shape else ()),
+                        shape.renames if shape and shape.renames is not None else profile.value("renames"))
     resolver = _sglang_name if profile.engine == SGLANG else _vllm_name
     for name in sorted(names):
-        resolver(profile, name, params, out)
+        resolver(profile, rules, name, params, out)
     return out
 
 
-def _stack(name: str) -> tuple[str, str | None]:
-    for weight, param, shard in STACKED:
-        if weight + "." in name:
-            return name.replace(weight + ".", param + "."), shard
-    return name, None
+@dataclass(frozen=True)
+class _ClassRules:
+    stacked: tuple[tuple[str, str, str], ...]
+    renames: tuple[tuple[str, str], ...]
+
+    def stack(self, name: str) -> tuple[str, str | None]:
+        for weight, param, shard in self.stacked:
+            if weight + "." in name:
+                return name.replace(weight + ".", param + "."), shard
+        return name, None
+
+    def rename(self, name: str) -> str:
+        for old, new in self.renames:
+            name = name.replace(old, new)
+        return name
 
 
 def _load(out: KeyResolution, param: str, source: str, shard: str | None) -> None:
@@ -122,16 +139,14 @@ def _load(out: KeyResolution, param: str, source: str, shard: str | None) -> Non
         out.shards.setdefault(param, set()).add(shard)
 
 
-def _sglang_name(profile: Profile, name: str, params: set[str], out: KeyResolution) -> None:
+def _sglang_name(profile: Profile, rules: _ClassRules, name: str, params: set[str], out: KeyResolution) -> None:
     if profile.value("key_prefix") == "add-model":
-        _sglang_legacy_name(name, params, out)
+        _sglang_legacy_name(rules, name, params, out)
         return
-    renamed = name
-    for old, new in profile.value("renames"):
-        renamed = renamed.replace(old, new)
+    renamed = rules.rename(name)
     if _vocab_map_tensor(name, renamed, out):
         return
-    stacked, shard = _stack(renamed)
+    stacked, shard = rules.stack(renamed)
     for candidate in (stacked, "model." + stacked):
         if candidate in params:
             _load(out, candidate, name, shard)
@@ -150,11 +165,11 @@ def _vocab_map_tensor(name: str, matched: str, out: KeyResolution) -> bool:
     return False
 
 
-def _sglang_legacy_name(name: str, params: set[str], out: KeyResolution) -> None:
+def _sglang_legacy_name(rules: _ClassRules, name: str, params: set[str], out: KeyResolution) -> None:
     if _vocab_map_tensor(name, name, out):
         return
     prefixed = name if "lm_head" in name else "model." + name
-    stacked, shard = _stack(prefixed)
+    stacked, shard = rules.stack(prefixed)
     if stacked in params:
         _load(out, stacked, name, shard)
     elif shard:
@@ -163,7 +178,7 @@ def _sglang_legacy_name(name: str, params: set[str], out: KeyResolution) -> None
         out.dropped.append((name, f"no parameter {prefixed} (logged 'Parameter {prefixed} not found in params_dict')"))
 
 
-def _vllm_name(profile: Profile, name: str, params: set[str], out: KeyResolution) -> None:
+def _vllm_name(profile: Profile, rules: _ClassRules, name: str, params: set[str], out: KeyResolution) -> None:
     if "t2d" in name:
         out.ignored.append((name, "t2d is skipped by the loader (never used)"))
         return
@@ -183,10 +198,8 @@ def _vllm_name(profile: Profile, name: str, params: set[str], out: KeyResolution
     if prefixed.startswith("model.input_norm.") and "model.input_norm.weight" not in params and profile.at_least("0.18.0"):
         out.dropped.append((name, "input_norm is skipped when norm_before_fc is false"))
         return
-    renamed = prefixed
-    for old, new in profile.value("renames"):
-        renamed = renamed.replace(old, new)
-    stacked, shard = _stack(renamed)
+    renamed = rules.rename(prefixed)
+    stacked, shard = rules.stack(renamed)
     if stacked in params:
         _load(out, stacked, name, shard)
         return

@@ -92,6 +92,10 @@ class LoadPlan:
     engine: EngineVersion
     draft_class: str | None
     parameters: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Every parameter the engine's draft class builds (empty where the class is not simulated).
+    built: tuple[str, ...] = ()
+    #: Their shapes as the class allocates them (engines.param_shapes), where the config gives the sizes.
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     dropped: dict[str, str] = field(default_factory=dict)
     uninitialised: tuple[str, ...] = ()
     draft_to_target: tuple[int, ...] | None = None

@@ -16,6 +16,7 @@ from pytest_eagle3.checkpoint import Checkpoint, CheckpointReadError, TargetMode
 from pytest_eagle3.engines import draft_classes
 from pytest_eagle3.engines.aux import plan_aux
 from pytest_eagle3.engines.config_view import EngineView, engine_view, lookup
+from pytest_eagle3.engines.draft_classes import LLAMA_ATTENTION
 from pytest_eagle3.engines.geometry import plan_geometry
 from pytest_eagle3.engines.keymap import (
     DraftShape,
@@ -36,6 +37,7 @@ from pytest_eagle3.engines.loadplan import (
     LoadPlan,
     Measured,
 )
+from pytest_eagle3.engines.param_shapes import parameter_shapes
 from pytest_eagle3.engines.profiles import Profile, profile
 from pytest_eagle3.engines.runtime import plan_runtime
 from pytest_eagle3.engines.sharing import plan_sharing
@@ -63,14 +65,17 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
     if not_a_draft is not None:
         plan.refuse("architecture", not_a_draft)
         return plan
-    if not _architecture(plan, prof, view, raw):
+    if not _architecture(plan, prof, view, raw) or _rewritten_to_mtp(plan, prof, view):
         return plan
     shape = _draft_shape(plan, prof, view, ckpt, target)
     params = engine_parameters(prof, shape)
-    resolution = resolve_keys(prof, list(ckpt.tensors), params)
+    resolution = resolve_keys(prof, list(ckpt.tensors), params, shape)
     _keys(plan, prof, ckpt, resolution, params - unused_parameters(prof, shape), shape)
     _shapes(plan, prof, view, ckpt)
-    plan_geometry(plan, prof, view, ckpt)
+    _built(plan, prof, view, params)
+    _mla_rope(plan, prof, view)
+    if shape.attention == LLAMA_ATTENTION:  # q/k/v geometry; an MLA class has latent projections instead
+        plan_geometry(plan, prof, view, ckpt)
     _vocab(plan, prof, view, ckpt, resolution, target)
     plan_aux(plan, prof, view, ckpt, target, convention, measured)
     _fc(plan, prof, view, ckpt, target)
@@ -118,8 +123,6 @@ def _architecture(plan: LoadPlan, prof: Profile, view: EngineView, raw: dict[str
         return True
     if resolved in accepted:
         plan.draft_class = resolved
-        if resolved.startswith("Eagle3Deepseek"):
-            plan.notes.append("MLA draft: key map and layers are not simulated for this class")
         return True
     if prof.engine == SGLANG and arch in ("LlamaForCausalLM", "Qwen3ForCausalLM", "Qwen2ForCausalLM"):
         consequence = "SGLang builds the plain target class instead: startup fails (vocab-row assert / KeyError)"
@@ -133,6 +136,22 @@ def _architecture(plan: LoadPlan, prof: Profile, view: EngineView, raw: dict[str
         (f"rule: {prof.source('architectures')}", f"rule: {prof.source('arch_rewrite')}"),
     ))
     return False
+
+
+def _rewritten_to_mtp(plan: LoadPlan, prof: Profile, view: EngineView) -> bool:
+    """vLLM turns a draft of model_type deepseek_v3 (and kin) into its MTP draft, whatever the method."""
+    model_type = str(view.config.get("model_type") or "")
+    if model_type not in prof.value("mtp_model_types"):
+        return False
+    plan.refuse("architecture", Finding(
+        "mtp-model-type",
+        f"{prof.label} rewrites a draft of model_type {model_type!r} to its MTP draft (DeepSeekMTPModel): the EAGLE-3 "
+        "speculative config is refused at startup ('Eagle3DeepSeekMTPModel are not supported')",
+        (Evidence("config.json model_type", repr(model_type), "deepseek_v2 (the same MLA fields)"),),
+        'set "model_type": "deepseek_v2" in the draft\'s config.json (DeepseekV2Config reads the same MLA fields)',
+        (f"rule: {prof.source('mtp_model_types')}",),
+    ))
+    return True
 
 
 def _rewrite(arch: str, rule: str) -> str:
@@ -152,14 +171,17 @@ def _draft_shape(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoi
                  target: TargetModel | None) -> DraftShape:
     config = view.config
     layers = _int(config, "num_hidden_layers") or 1
-    rule = prof.value("multi_layer")
+    klass = _draft_class(prof, plan.draft_class)
+    by_class = bool(klass and klass.max_layers == 1)
+    rule = "refused" if by_class else prof.value("multi_layer")
     if layers != 1 and rule == "refused":
         plan.refuse("layers", Finding(
             "multi-layer",
             f"{prof.label} builds one-layer EAGLE-3 drafts only: num_hidden_layers={layers} raises "
             "ValueError('EAGLE3 currently only supports 1 layer')",
             (Evidence("config.json num_hidden_layers", str(layers), "1"),),
-            "serve with SGLang >= 0.5.12, or train a one-layer draft", (f"rule: {prof.source('multi_layer')}",),
+            "train a one-layer draft" if by_class else "serve with SGLang >= 0.5.12, or train a one-layer draft",
+            (f"rule: {klass.source}" if by_class and klass else f"rule: {prof.source('multi_layer')}",),
         ))
     in_checkpoint = ckpt.config.layer_count if ckpt.config_raw is not None else 1
     if rule == "one-layer" and in_checkpoint > 1:
@@ -168,14 +190,13 @@ def _draft_shape(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoi
             f"{prof.label} builds one draft layer whatever num_hidden_layers says; the checkpoint has "
             f"{in_checkpoint}: loading layers.1.* raises KeyError",
             (Evidence("draft layers", str(in_checkpoint), "1"),),
-            "serve with vLLM >= 0.11.2, or train a one-layer draft", (f"rule: {prof.source('multi_layer')}",),
+            "serve with vLLM >= 0.11.1, or train a one-layer draft", (f"rule: {prof.source('multi_layer')}",),
         ))
     built = 1 if rule in ("refused", "one-layer") else layers
     plan.draft_layers = built
     use_aux = lookup(config, "eagle_config.use_aux_hidden_state")
     has_fc = not (use_aux is False and prof.value("use_aux_hidden_state") == "honoured" and prof.engine == VLLM)
     count = _fc_state_count(prof, config, plan.draft_class)
-    klass = _draft_class(prof, plan.draft_class)
     fc_bias_rule = prof.value("fc_bias")
     draft_vocab = config.get("draft_vocab_size", "missing")
     tie = bool(config.get("tie_word_embeddings", False))
@@ -193,7 +214,15 @@ def _draft_shape(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoi
         has_embed=has_embed,
         has_d2t=has_d2t,
         extra_layer_params=klass.extra_layer_params if klass else (),
+        **_class_layout(klass),
     )
+
+
+def _class_layout(klass: draft_classes.DraftClass | None) -> dict[str, Any]:
+    if klass is None:
+        return {}
+    return {"attention": klass.attention, "stacked": klass.stacked, "renames": klass.renames,
+            "first_layer": klass.first_layer}
 
 
 def _draft_class(prof: Profile, name: str | None) -> draft_classes.DraftClass | None:
@@ -253,6 +282,32 @@ def _keys(plan: LoadPlan, prof: Profile, ckpt: Checkpoint, res: KeyResolution, p
             _key_fix(prof, sorted(lost)) if lost else "ship the missing tensors under the names the engine expects",
             (f"rule: {prof.source('first_layer')}",),
         ))
+
+
+def _built(plan: LoadPlan, prof: Profile, view: EngineView, params: set[str]) -> None:
+    """The class's parameter names and shapes."""
+    plan.built = tuple(sorted(params))
+    plan.shapes = parameter_shapes(prof.engine, view.config, view.speculators, params, plan.fc.expects_states or 3)
+
+
+def _mla_rope(plan: LoadPlan, prof: Profile, view: EngineView) -> None:
+    """vLLM 0.18-0.27's MLA class builds DeepSeek YaRN whenever rope_scaling is set (always, under transformers 5)."""
+    klass = _draft_class(prof, plan.draft_class)
+    if klass is None or klass.family != draft_classes.MLA or prof.value("mla_rope") != "forced-yarn":
+        return
+    rope = view.config.get("rope_scaling") or view.config.get("rope_parameters")
+    missing = [k for k in ("factor", "original_max_position_embeddings") if not isinstance(rope, dict) or k not in rope]
+    if not missing:
+        return
+    plan.refuse("architecture", Finding(
+        "mla-rope",
+        f"{prof.label} builds the MLA draft's rope as DeepSeek YaRN whenever rope_scaling is set (always, assuming "
+        f"transformers >= 5): the draft config's rope scaling has no {missing[0]}: KeyError at startup",
+        (Evidence("config.json rope_scaling", repr(rope) if rope else "absent",
+                  "a YaRN rope_scaling with factor and original_max_position_embeddings"),),
+        "write the target's YaRN rope_scaling into the draft's config.json, or serve with vLLM >= 0.28",
+        (f"rule: {prof.source('mla_rope')}",),
+    ))
 
 
 def _harmless_drop(name: str, why: str) -> bool:

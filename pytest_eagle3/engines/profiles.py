@@ -59,6 +59,9 @@ BEHAVIOURS: dict[str, str] = {
     "embed_width_check": ("what a draft narrower or wider than its target gets when it ships no embed_tokens: "
                           "target-width (the target's, wrong width) / uninitialised (kept separate, never loaded)"),
     "lm_head_source": "whose lm_head the draft uses",
+    "mtp_model_types": "draft model_type values the engine rewrites to its MTP draft (refused for EAGLE-3)",
+    "mla_rope": ("how the MLA draft class builds its rope: forced-yarn (DeepSeek YaRN whenever rope_scaling is set, "
+                 "which needs factor and original_max_position_embeddings) / as-configured"),
 }
 
 
@@ -266,7 +269,8 @@ RULES: tuple[Rule, ...] = tuple(
     + _rules(VLLM, "multi_layer",
              ("0.8.5", "0.11.0", "one-layer",
               f"vllm 0.11.0 {VL_EAGLE3}: one layer built; layers.1.* raises KeyError (CPU run 0.11.0)"),
-             ("0.11.2", None, "supported", f"vllm 0.11.2 {VL_EAGLE3}: config.num_hidden_layers layers"))
+             ("0.11.1", None, "supported",
+              f"vllm 0.11.1 {VL_EAGLE3} LlamaModel.__init__: range(config.num_hidden_layers) layers (CPU run 0.11.1)"))
     + _rules(VLLM, "later_layer_norm",
              ("0.8.5", None, "input_layernorm", f"vllm {VL_EAGLE3}: layers >= 1 are standard decoder layers"))
     + _rules(VLLM, "d2t_present",
@@ -290,8 +294,8 @@ RULES: tuple[Rule, ...] = tuple(
              ("0.11.0", None, "vocab_size", f"vllm 0.11.0 {VL_EAGLE3}: getattr(config, 'draft_vocab_size', None) is None"))
     + _rules(VLLM, "aux_id_fields",
              ("0.8.5", "0.11.0", (), "vllm 0.11.0: no code reads eagle_aux_hidden_state_layer_ids (CPU run 0.11.0)"),
-             ("0.11.2", "0.21.0", ("eagle_aux_hidden_state_layer_ids",),
-              "vllm 0.11.2 v1/worker/gpu_model_runner.py _get_eagle3_aux_layers_from_config"),
+             ("0.11.1", "0.21.0", ("eagle_aux_hidden_state_layer_ids",),
+              "vllm 0.11.1 v1/worker/gpu_model_runner.py _get_eagle3_aux_layers_from_config (CPU run 0.11.1)"),
              ("0.22.0", "0.22.0", ALL_FIELDS,
               ("vllm 0.22.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config (model runner V1, still the "
                "default for Llama targets): eagle_config fallback")),
@@ -379,14 +383,38 @@ RULES: tuple[Rule, ...] = tuple(
               "vllm 0.9.0 llama_eagle3.py: no embed_tokens module when PP == 1 (vllm#18906 KeyError)"),
              ("0.9.1", "0.11.0", "target-if-same-shape",
               "vllm 0.9.1-0.11.0 v1/spec_decode/eagle.py load_model: shared when the shapes match"),
-             ("0.11.2", None, "target-if-absent-or-equal",
-              "vllm 0.11.2 v1/spec_decode/eagle.py has_own_embed_tokens (vllm#28549); 0.33 _maybe_share_embeddings"))
+             ("0.11.1", None, "target-if-absent-or-equal",
+              ("vllm 0.11.1 v1/spec_decode/eagle.py load_model has_own_embed_tokens (vllm#28549; CPU run 0.11.1); "
+               "0.33 _maybe_share_embeddings")))
     + _rules(VLLM, "lm_head_source",
              ("0.8.5", "0.10.2", "draft", "vllm 0.10.1 v1/spec_decode/eagle.py load_model: lm_head not shared for eagle3"),
              ("0.11.0", "0.11.0", "target-if-same-shape",
               "vllm 0.11.0 v1/spec_decode/eagle.py load_model: target lm_head when the shapes match"),
-             ("0.11.2", None, "target-if-absent-or-equal",
-              "vllm 0.11.2 has_own_lm_head (vllm#28549); 0.33 llm_base_proposer._maybe_share_lm_head"))
+             ("0.11.1", None, "target-if-absent-or-equal",
+              ("vllm 0.11.1 v1/spec_decode/eagle.py load_model has_own_lm_head (vllm#28549; CPU run 0.11.1); 0.33 "
+               "llm_base_proposer._maybe_share_lm_head")))
+    + _rules(SGLANG, "mtp_model_types",
+             ("0.4.4.post2", None, (),
+              "sglang configs/model_config.py rewrites MTP/NextN draft architectures by name, never by model_type"))
+    + _rules(VLLM, "mtp_model_types",
+             ("0.8.5", None, ("deepseek_v3", "deepseek_v32", "glm_moe_dsa"),
+              ("vllm config/speculative.py SpeculativeConfig.hf_config_override: model_type deepseek_v3 / deepseek_v32 "
+               "/ glm_moe_dsa -> deepseek_mtp, architectures DeepSeekMTPModel, whatever the method (0.18.0, 0.22.0, "
+               "0.28.0, 0.32.0 read, earlier assumed; CPU run 0.24.0: \"Model architectures ['Eagle3DeepSeekMTPModel'] "
+               "are not supported\")")))
+    + _rules(SGLANG, "mla_rope",
+             ("0.4.4.post2", None, "as-configured",
+              ("sglang models/kimi_k25_eagle3.py Eagle3MLADecoderLayer.__init__: rope_scaling = rope_parameters unless "
+               "rope_type is default (0.5.12, 0.5.23 read; CPU run 0.5.23)")))
+    + _rules(VLLM, "mla_rope",
+             ("0.8.5", "0.17.0", "as-configured", "vllm < 0.18: no MLA draft class"),
+             ("0.18.0", "0.27.0", "forced-yarn",
+              ("vllm 0.18.0 model_executor/models/deepseek_eagle3.py DeepseekV2Eagle3DecoderLayer.__init__: "
+               "if rope_scaling: rope_type = 'deepseek_yarn', and get_rope reads factor and "
+               "original_max_position_embeddings; under transformers >= 5 rope_scaling is always set "
+               "(0.18.0-0.27.0 read; CPU runs 0.20.0-0.26.0: KeyError 'factor')")),
+             ("0.28.0", None, "as-configured",
+              "vllm 0.28.0 deepseek_eagle3.py: the draft config's rope_parameters as they are (0.28.0-0.32.0 read)"))
 )
 
 _BY_KEY: dict[tuple[str, str], tuple[Rule, ...]] = {}

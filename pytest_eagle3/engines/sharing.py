@@ -51,7 +51,7 @@ def plan_sharing(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoi
             f"{prof.label} uses the target's embed_tokens, but the draft was trained with its own (measured: it "
             "reaches clearly more with its own): acceptance drops",
             (Evidence("embed_tokens used", "the target's", "the draft's own (measured)"),),
-            "serve with an engine version that keeps a differing draft embed_tokens (vLLM >= 0.11.2), or retrain "
+            "serve with an engine version that keeps a differing draft embed_tokens (vLLM >= 0.11.1), or retrain "
             "with the target's embedding", (f"rule: {prof.source('embed_source')}", plan.measured.words),
         ))
     _lm_head(plan, prof, view, ckpt, target, head)
@@ -180,7 +180,7 @@ def _lm_head(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, 
                 f"{prof.label} replaces the draft's trained lm_head with the target's whenever their shapes match "
                 f"(draft vocab = vocab = {vocab}): the draft's predictions go through the wrong head",
                 (Evidence("lm_head.weight", f"[{draft_vocab}, hidden], trained", "kept"),),
-                "serve with vLLM >= 0.11.2, or train with a reduced draft vocab",
+                "serve with vLLM >= 0.11.1, or train with a reduced draft vocab",
                 (f"rule: {prof.source('lm_head_source')}",),
             ))
         elif not same and head is None:

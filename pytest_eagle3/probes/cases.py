@@ -17,6 +17,13 @@ from pytest_eagle3.formats import ANGELSLIM, EAGLE, MODELOPT, SPECFORGE, SPECULA
 from pytest_eagle3.synth import SPECFORGE_HF, SynthSpec, write_checkpoint, write_target
 
 TOP_LEVEL = "top-level"
+#: A DeepSeek-V2 (MLA) layer config at the synthetic draft's width: 2 heads, latent ranks 32, no rope scaling
+#: (Kimi-K2's YaRN needs an accelerator in SGLang's DeepseekScalingRotaryEmbedding, get_device, on CPU).
+#: model_type deepseek_v3 would be rewritten to MTP by vLLM's SpeculativeConfig.hf_config_override.
+MLA_CONFIG: dict[str, Any] = {
+    "model_type": "deepseek_v2", "q_lora_rank": 32, "kv_lora_rank": 32, "qk_nope_head_dim": 16,
+    "qk_rope_head_dim": 16, "v_head_dim": 16,
+}
 EAGLE_CONFIG = "eagle_config"
 
 
@@ -38,7 +45,7 @@ class ProbeCase:
     #: Extra tensors: "input_norm" ([aux x H], norm_before_fc), "fc_norm" (one [H] per aux state),
     #: "fc_bias" ([H], a key no engine parameter takes), "random_embed" (an embed_tokens unlike the
     #: target's: untrained, TorchSpec#38), "qk_norm" (q_norm/k_norm [head_dim] on every layer, as a
-    #: Qwen3-style decoder layer has).
+    #: Qwen3-style decoder layer has), "mla" (q/k/v_proj replaced by DeepSeek MLA projections, MLA_CONFIG sizes).
     extra_tensors: tuple[str, ...] = ()
     #: Merged into the layer config (speculators: transformer_layer_config; else the top level).
     layer_config: Mapping[str, Any] = field(default_factory=dict)
@@ -109,6 +116,10 @@ CASES: tuple[ProbeCase, ...] = (
               SynthSpec(producer=SPECFORGE), config={"architectures": ["Eagle3Qwen3vlForCausalLM"]}),
     ProbeCase("speculators-random-embed", "embed_tokens unlike the target's (untrained; TorchSpec#38)",
               SynthSpec(producer=SPECULATORS), extra_tensors=("random_embed",)),
+    ProbeCase("specforge-mla", "Kimi-K2.5-style MLA draft: Eagle3DeepseekV2ForCausalLM, deepseek_v2 layer with "
+              "q_a/q_b/kv_a/kv_b projections (vLLM >= 0.18, SGLang >= 0.5.12 have the class)",
+              SynthSpec(producer=SPECFORGE), config={"architectures": ["Eagle3DeepseekV2ForCausalLM"], **MLA_CONFIG},
+              extra_tensors=("mla",)),
 )
 CASES_BY_NAME = {case.name: case for case in CASES}
 
@@ -163,10 +174,37 @@ def _add_tensors(case: ProbeCase, out: Path) -> None:
             for norm in ("q_norm", "k_norm"):
                 tensors[f"{prefix}self_attn.{norm}.weight"] = (1.0 + 0.01 * torch.randn(
                     case.spec.head_dim, generator=gen)).to(dtype)
+    if "mla" in case.extra_tensors:
+        _mla_attention(tensors, case, gen)
     if "fc_norm" in case.extra_tensors:
         for i in range(aux):
             tensors[f"fc_norm.{i}.weight"] = (1.0 + 0.01 * torch.randn(h, generator=gen)).to(dtype)
     save_file({n: tensors[n].contiguous() for n in sorted(tensors)}, str(path), metadata={"format": "pt"})
+
+
+def _mla_attention(tensors: dict[str, Any], case: ProbeCase, gen: Any) -> None:
+    """q/k/v/o of every layer replaced by DeepSeek-V3 MLA tensors (layer 0 takes 2 x hidden, as in EAGLE-3)."""
+    import torch
+
+    c, h, heads = MLA_CONFIG, case.spec.hidden_size, case.spec.num_attention_heads
+    qk = c["qk_nope_head_dim"] + c["qk_rope_head_dim"]
+    for prefix in sorted({n.split("self_attn.")[0] for n in tensors if "self_attn.q_proj" in n}):
+        dtype = tensors[f"{prefix}self_attn.q_proj.weight"].dtype
+        width = tensors[f"{prefix}self_attn.q_proj.weight"].shape[1]
+        for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
+            del tensors[f"{prefix}self_attn.{name}.weight"]
+        shapes = {
+            "q_a_proj.weight": (c["q_lora_rank"], width), "q_a_layernorm.weight": (c["q_lora_rank"],),
+            "q_b_proj.weight": (heads * qk, c["q_lora_rank"]),
+            "kv_a_proj_with_mqa.weight": (c["kv_lora_rank"] + c["qk_rope_head_dim"], width),
+            "kv_a_layernorm.weight": (c["kv_lora_rank"],),
+            "kv_b_proj.weight": (heads * (c["qk_nope_head_dim"] + c["v_head_dim"]), c["kv_lora_rank"]),
+            "o_proj.weight": (h, heads * c["v_head_dim"]),
+        }
+        for name, shape in shapes.items():
+            value = 1.0 + 0.01 * torch.randn(shape, generator=gen) if len(shape) == 1 else 0.02 * torch.randn(
+                shape, generator=gen)
+            tensors[f"{prefix}self_attn.{name}"] = value.to(dtype)
 
 
 def write_all(root: str | Path, names: tuple[str, ...] | None = None) -> tuple[Path, dict[str, Path]]:

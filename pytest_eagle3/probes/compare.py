@@ -1,7 +1,9 @@
 """Compare a load plan (what the profile predicts) with a probe (what the real engine did).
 
 ``differences(plan, probe)`` lists every fact on which they disagree, each naming the rule to
-look at. A probe runs on CPU, where vLLM uses model runner V1; from 0.23 the profile judges the
+look at: outcome, dropped and uninitialised tensors, aux layers, norm flags, embed_tokens /
+lm_head sources, layers, the map, and the class's parameter names and shapes. A probe the CPU
+backend itself refused (``CPU_BACKEND_LIMITS``) is not compared: the plan judges the GPU path. A probe runs on CPU, where vLLM uses model runner V1; from 0.23 the profile judges the
 GPU default (runner V2), so the probe's primary aux resolution is compared with the plan's
 "other mode" there, and the other way round.
 """
@@ -23,6 +25,24 @@ SHARED = ("model.embed_tokens.weight", "lm_head.weight", "draft_id_to_target_id"
 V2_DEFAULT = Version("0.23.0")
 
 
+#: Refusals by the CPU backend itself, not by the draft loader: such a probe says nothing about the checkpoint
+#: (error text, source). The plan judges the GPU path, so these cases are not compared.
+CPU_BACKEND_LIMITS: tuple[tuple[str, str], ...] = (
+    ("MLA is not supported on CPU",
+     ("vllm platforms/cpu.py CpuPlatform.get_attn_backend_cls: NotImplementedError('MLA is not supported on CPU.') "
+      "when use_mla (0.25.0 read; seen on 0.18.0-0.19.1, where 0.20.0-0.27.1 stop earlier at the rope; "
+      "0.29.0-0.32.0 build MLA on CPU)")),
+)
+
+
+def cpu_backend_limit(probe: dict[str, Any]) -> str | None:
+    """The source line of the CPU-backend limit that refused this probe, or None."""
+    if probe.get("outcome") != "refused":
+        return None
+    error = str(probe.get("error") or "")
+    return next((source for text, source in CPU_BACKEND_LIMITS if text in error), None)
+
+
 def map_summary(mapping: list[int] | tuple[int, ...] | str | None) -> str | None:
     """The probe results' short form of a draft -> target map (None for no map or the identity)."""
     if mapping is None or isinstance(mapping, str):
@@ -36,6 +56,8 @@ def differences(plan: LoadPlan, probe: dict[str, Any]) -> list[str]:
     """Every disagreement between the plan and the probe, as readable lines (empty: they agree)."""
     rule = f"{plan.engine.label}"
     out: list[str] = []
+    if cpu_backend_limit(probe):
+        return out
     predicted_refused = plan.outcome == REFUSED
     if predicted_refused != (probe["outcome"] == "refused"):
         why = "; ".join(f"{i.area}: {i.finding.code}" for i in plan.issues) or "no issue"
@@ -66,6 +88,21 @@ def differences(plan: LoadPlan, probe: dict[str, Any]) -> list[str]:
     if probe.get("draft_layers") is not None:
         out += _equal(rule, "draft layers", plan.draft_layers, probe["draft_layers"])
     out += _equal(rule, "draft -> target map", map_summary(plan.draft_to_target), map_summary(probe["draft_to_target"]))
+    return out + shape_differences(plan, probe)
+
+
+def shape_differences(plan: LoadPlan, probe: dict[str, Any]) -> list[str]:
+    """The draft class's parameter names and shapes: the plan's against those the engine built.
+
+    Skipped for a probe recorded without shapes and for a class the plan does not simulate.
+    """
+    seen = probe.get("shapes") or {}
+    if not seen or not plan.built:
+        return []
+    rule = plan.engine.label
+    out = _set_diff(rule, "parameters built", set(plan.built), set(seen))
+    for name in sorted(set(plan.shapes) & set(seen)):
+        out += _equal(rule, f"shape of {name}", list(plan.shapes[name]), list(seen[name]))
     return out
 
 

@@ -12,6 +12,7 @@ Schema ``pytest-eagle3/probe/1`` (``empty_result`` has every key), as the probes
 - ``parameters``: engine parameter -> the checkpoint tensors whose values are in it (found by
   value, slice by slice) and whether they cover it exactly. On a refused load, ``parameters``,
   ``uninitialised`` and ``dropped`` describe the draft at the moment of the error (a note says so).
+- ``shapes``: every draft parameter's shape as the engine's class built it (before loading).
 - ``dropped``: checkpoint tensors found in no parameter. SGLang's ``d2t`` becomes
   ``hot_token_id`` (not a parameter) and is not counted as dropped when that happened.
 - ``draft_to_target``: the map the engine will apply (vLLM ``i + draft_id_to_target_id``, SGLang
@@ -60,6 +61,7 @@ def empty_result(engine: str) -> dict[str, Any]:
         "stage": None,
         "error": None,
         "parameters": {},
+        "shapes": {},
         "uninitialised": [],
         "dropped": [],
         "draft_to_target": None,
@@ -169,7 +171,9 @@ class Audit:
                 if bool(sentinel.any()):
                     param.data[sentinel] = self.initial[name].to(param.device)[sentinel]
         dropped = sorted(n for n in checkpoint if n not in used)
-        return {"parameters": parameters, "uninitialised": sorted(uninitialised), "dropped": dropped, "notes": notes}
+        shapes = {n: list(t.shape) for n, t in self.initial.items()}
+        return {"parameters": parameters, "shapes": shapes, "uninitialised": sorted(uninitialised), "dropped": dropped,
+                "notes": notes}
 
 
 def _sentinel_mask(data: torch.Tensor) -> torch.Tensor:

@@ -4,12 +4,13 @@
         --out pytest_eagle3/probes/results.json
 
 Results are merged into ``--out`` per (engine, version), so envs can be added one at a time. Each
-case gets a verdict, ``loads``, ``loads with loss`` or ``refused``; the raw facts it came from are
-kept. Loss: a checkpoint tensor dropped (``t2d`` never counts, nor ``fc.weight`` when the config
-turns fc off); a parameter the draft keeps left at its initial values; a reduced vocab served with
-the identity map; a trained ``lm_head`` replaced by the target's, or the target's full-vocab
-``lm_head`` given to a reduced-vocab draft. Replacing ``embed_tokens`` is not
-counted: every producer saves a frozen copy of the target's embedding.
+case gets a verdict, ``loads``, ``loads with loss`` or ``refused`` (``not on CPU`` where the CPU
+backend itself cannot build it); the raw facts it came from are kept. Loss: a checkpoint tensor
+dropped (``t2d`` never counts, nor ``fc.weight`` when the config turns fc off); a parameter the
+draft keeps left at its initial values; a reduced vocab served with the identity map; a trained
+``lm_head`` replaced by the target's, or the target's full-vocab ``lm_head`` given to a
+reduced-vocab draft. Replacing ``embed_tokens`` is not counted: every producer saves a frozen
+copy of the target's embedding.
 """
 
 from __future__ import annotations
@@ -22,17 +23,24 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from packaging.version import Version
+
 from pytest_eagle3.engines.keymap import never_read
 from pytest_eagle3.engines.versions import VLLM
 from pytest_eagle3.probes.cases import CASES_BY_NAME, write_all
+from pytest_eagle3.probes.compare import cpu_backend_limit
 from pytest_eagle3.probes.run import ENGINES, engine_version, run_probes
 
 SCHEMA = "pytest-eagle3/probe-results/1"
 DEFAULT_OUT = Path(__file__).with_name("results.json")
 HARMLESS_DROPS = ("t2d",)
+#: The verdict of a case the CPU backend cannot build (compare.CPU_BACKEND_LIMITS): no verdict on the draft.
+NOT_ON_CPU = "not on CPU"
 
 
 def verdict(engine: str, result: dict[str, Any], reduced_vocab: bool) -> str:
+    if cpu_backend_limit(result):
+        return NOT_ON_CPU
     if result["outcome"] != "loaded":
         return str(result["outcome"])
     replaced = {"model.embed_tokens.weight": result["embed_tokens"], "lm_head.weight": result["lm_head"]}
@@ -70,6 +78,7 @@ def summary(engine: str, result: dict[str, Any], reduced_vocab: bool) -> dict[st
         "embed_tokens": result["embed_tokens"],
         "lm_head": result["lm_head"],
         "draft_layers": result["draft_layers"],
+        "shapes": result.get("shapes") or {},
     }
 
 
@@ -88,15 +97,35 @@ def probe_all(python: str, root: Path) -> tuple[str, str, dict[str, Any]]:
     }
 
 
+#: Table cells: one character per verdict, so that every probed release fits in one row.
+CELLS = {"loads": "✓", "loads with loss": "~", "refused": "✗", NOT_ON_CPU: "·", "probe-error": "?"}
+
+
+def run_key(key: str) -> tuple[str, Version]:
+    """Order of runs: by engine, then by version (0.9.2 before 0.32.0)."""
+    engine, _, version = key.partition("==")
+    return engine, Version(version)
+
+
 def markdown(data: dict[str, Any]) -> str:
-    """The support matrix (case x engine version -> verdict) as a Markdown table."""
+    """The support matrix, one table per engine: case x release -> verdict (see ``CELLS``)."""
     runs = data["runs"]
+    lines = ["Cells: " + ", ".join(f"`{c}` {v}" for v, c in CELLS.items()) + "."]
+    for engine in sorted({run["engine"] for run in runs.values()}):
+        keys = sorted((k for k, run in runs.items() if run["engine"] == engine), key=run_key)
+        versions = [runs[k]["version"] for k in keys]
+        lines += ["", f"**{engine}** ({len(keys)} releases)", "",
+                  f"| case | {' | '.join(versions)} |", "|---" * (len(keys) + 1) + "|"]
+        for name in data["cases"]:
+            cells = [CELLS.get(runs[k]["results"][name]["verdict"], "?") if name in runs[k]["results"] else " "
+                     for k in keys]
+            lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
     dates = sorted({run["date"] for run in runs.values()})
-    lines = [f"| case | {' | '.join(runs)} |", "|---" * (len(runs) + 1) + "|"]
-    for name in data["cases"]:
-        lines.append(f"| `{name}` | " + " | ".join(run["results"][name]["verdict"] for run in runs.values()) + " |")
-    torch_versions = ", ".join(f"{k}: torch {run['torch']}" for k, run in runs.items())
-    lines.append(f"\nProbed {', '.join(dates)} ({torch_versions}).")
+    torches: dict[str, list[str]] = {}
+    for key in sorted(runs, key=run_key):
+        torches.setdefault(runs[key]["torch"], []).append(key)
+    torch_text = "; ".join(f"torch {t}: {', '.join(k.replace('==', ' ') for k in ks)}" for t, ks in torches.items())
+    lines.append(f"\nProbed {', '.join(dates)} ({torch_text}).")
     return "\n".join(lines)
 
 
@@ -137,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         verdicts = [r["verdict"] for r in results.values()]
         print(f"{engine}=={version}: " + ", ".join(f"{v} {verdicts.count(v)}" for v in sorted(set(verdicts))))
-    data["runs"] = dict(sorted(runs.items()))
+    data["runs"] = dict(sorted(runs.items(), key=lambda item: run_key(item[0])))
     out.write_text(json.dumps(data, indent=1) + "\n")
     if args.markdown:
         print(markdown(data))

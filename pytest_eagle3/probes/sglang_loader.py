@@ -11,9 +11,10 @@ the same for the target; then what the EAGLE worker does after loading: ``set_em
 ``get_embed_and_head()``, and ``hot_token_id``; the target's ``set_eagle3_layers_to_capture``
 with the ids the model runner reads from the draft config (``eagle_config`` only).
 
-Two import placeholders are put in place, and only when the module is missing: ``torchvision``
-(PyPI's build is CUDA-only) and ``vllm`` (the rotary-embedding module imports
-``vllm._custom_ops``). Every attribute of a placeholder is a class that raises when called, so a
+Import placeholders are put in place, and only when the module is missing: ``torchvision``
+(PyPI's build is CUDA-only), ``vllm`` (the rotary-embedding module imports
+``vllm._custom_ops``) and ``sgl_kernel`` (CUDA kernels that releases before 0.5.10 import at
+module level). Every attribute of a placeholder is a class that raises when called, so a
 loading path that used one would fail loudly; none does.
 """
 
@@ -35,7 +36,7 @@ except ImportError:  # run by path in an engine interpreter without this package
     import harness as common  # type: ignore[import-not-found,no-redef]
 
 ENGINE = "sglang"
-PLACEHOLDER_ROOTS = ("torchvision", "vllm")
+PLACEHOLDER_ROOTS = ("torchvision", "vllm", "sgl_kernel")
 
 
 class _StubMeta(type):

