@@ -230,16 +230,8 @@ def probe(draft: str, target: str) -> dict[str, Any]:
 
     result["version"] = str(getattr(sglang, "__version__", None) or _dist_version())
     state = _State()
-    state.checkpoint = common.read_checkpoint(draft)
-    _install_load_hook()
-    _CURRENT.append(state)
-    try:
-        _probe(draft, target, state, result)
-    finally:
-        _CURRENT.remove(state)
-    if result["outcome"] != "loaded" and state.report is not None:
-        notes.append("load aborted: parameters, uninitialised and dropped describe the draft when the error was raised")
-    return result
+    return common.run_audited(state, draft, result, _install_load_hook, _CURRENT,
+                              lambda: _probe(draft, target, state, result))
 
 
 def _dist_version() -> str | None:

@@ -248,21 +248,12 @@ def probe(draft: str, target: str) -> dict[str, Any]:
     """Everything the schema asks for; never raises for a refusal, only for a probe bug."""
     common.offline_environment()
     result = common.empty_result(ENGINE)
-    notes: list[str] = result["notes"]
     state = _State(str(draft))
     import vllm  # type: ignore[import-not-found]
 
     result["version"] = str(vllm.__version__)
-    state.checkpoint = common.read_checkpoint(draft)
-    _install_load_hook()
-    _CURRENT.append(state)
-    try:
-        _probe(draft, target, state, result)
-    finally:
-        _CURRENT.remove(state)
-    if result["outcome"] != "loaded" and state.report is not None:
-        notes.append("load aborted: parameters, uninitialised and dropped describe the draft when the error was raised")
-    return result
+    return common.run_audited(state, draft, result, _install_load_hook, _CURRENT,
+                              lambda: _probe(draft, target, state, result))
 
 
 def _probe(draft: str, target: str, state: _State, result: dict[str, Any]) -> None:
