@@ -28,9 +28,9 @@ import types
 from pathlib import Path
 from typing import Any
 
-try:
+if __package__:
     from pytest_eagle3.probes import harness as common
-except ImportError:  # run by path in an engine interpreter without this package
+else:  # run by path in an engine interpreter: the harness next to this file, never another installed copy
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import harness as common  # type: ignore[import-not-found,no-redef]
 
