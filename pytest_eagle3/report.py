@@ -217,7 +217,7 @@ def _probe_summary(probe: dict[str, Any]) -> str:
     status, differences = probe["status"], probe["differences"]
     if status == "probe-error":
         return f"no answer: {probe.get('error')}"
-    done = ("refused: " + one_line(str(probe.get("error")), 200) if probe["outcome"] == "refused"
+    done = ("refused: " + one_line(str(probe.get("error")), 200).rstrip(".") if probe["outcome"] == "refused"
             else "loaded with loss" if status == "loss" else "loaded")
     if status == "unplanned":
         return f"{done}; no static plan (version outside the profiles' range)"

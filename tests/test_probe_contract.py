@@ -42,7 +42,7 @@ LIVE_CASES = {"vllm": ("specforge", "speculators-4-aux", "specforge-norm-flags")
 
 
 def _no_engine_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Inner runs see only the interpreters a test names."""
+    """The inner run of an engine test sees only the interpreters it names."""
     for engine in ("vllm", "sglang"):
         monkeypatch.delenv(env_variable(engine), raising=False)
 
@@ -100,7 +100,6 @@ def test_without_an_interpreter_it_skips_naming_the_option_and_starts_nothing(
     def never(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("no interpreter was given: nothing may be started")
 
-    _no_engine_env(monkeypatch)
     monkeypatch.setattr(probe_run, "engine_version", never)
     monkeypatch.setattr(probe_run, "run_probes", never)
     draft = make_checkpoint(producer="specforge")
@@ -112,9 +111,7 @@ def test_without_an_interpreter_it_skips_naming_the_option_and_starts_nothing(
 
 
 def test_an_interpreter_without_the_engine_is_named(run_contracts: Callable[..., ContractRun],
-                                                    make_checkpoint: Callable[..., Path], tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    _no_engine_env(monkeypatch)
+                                                    make_checkpoint: Callable[..., Path], tmp_path: Path) -> None:
     bare = _script(tmp_path, "bare-python", f'exec "{sys.executable}" -I -S "$@"\n')
     draft = make_checkpoint(producer="specforge")
     run = run_contracts([draft], f"--eagle3-sglang-python={bare}", "--eagle3-engine=sglang", "-k", "probe_load")
@@ -125,10 +122,9 @@ def test_an_interpreter_without_the_engine_is_named(run_contracts: Callable[...,
 
 def test_a_probe_that_dies_is_no_verdict_and_quotes_its_stderr(
         run_contracts: Callable[..., ContractRun], make_checkpoint: Callable[..., Path], synth_target: Path,
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path) -> None:
     """An interpreter whose engine reports 0.32.0 and whose loader process dies: a skip quoting the stderr
     tail, a failure only with --eagle3-unknown=fail."""
-    _no_engine_env(monkeypatch)
     dying = _script(tmp_path, "dying-python", 'case "$1" in -c) echo 0.32.0 ;; *) echo "Traceback (most recent '
                     'call last):" >&2; echo "RuntimeError: engine import blew up" >&2; exit 3 ;; esac\n')
     draft = make_checkpoint(producer="specforge")
