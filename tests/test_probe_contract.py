@@ -29,7 +29,13 @@ from pytest_eagle3.engines.versions import DISPLAY, KNOWN_RANGES, EngineVersion
 from pytest_eagle3.probes.cases import CASES_BY_NAME, write_all
 from pytest_eagle3.probes.record import DEFAULT_OUT, verdict
 from pytest_eagle3.probes.run import engine_version, env_variable, find_engine_python
-from pytest_eagle3.probes.verdict import AGREES, DISAGREES, LOSSY, REFUSED_BY_ENGINE, UNPLANNED, judge_probe
+from pytest_eagle3.probes.verdict import (
+    AGREES,
+    LOSSY,
+    REFUSED_BY_ENGINE,
+    UNPLANNED,
+    judge_probe,
+)
 from tests.conftest import HOW_TO, ContractRun
 
 RECORDED = json.loads(DEFAULT_OUT.read_text(encoding="utf-8"))
@@ -195,5 +201,5 @@ def test_the_installed_engine_is_the_ground_truth(engine: str, run_contracts: Ca
     text = run.output
     assert f"test_probe_load[{altered.name}@{spec}]" in text and f"test_probe_load[{refused.name}@{spec}]" in text
     assert f"True (what {label}'s loader did)" in text and "False (our static plan)" in text
-    run.result.stdout.fnmatch_lines([f"real loader {altered}@{spec} ({python}): loaded; the static plan differs on "
-                                     "norm flag norm_output"])
+    line = f"real loader {altered}@{spec} ({python}): loaded; the static plan differs on norm flag norm_output"
+    run.result.stdout.fnmatch_lines([line])
