@@ -15,7 +15,7 @@ from typing import Any
 from pytest_eagle3.engines.loadplan import LOADS_WITH_LOSS, LOSS, REFUSED, LoadPlan
 from pytest_eagle3.engines.versions import KNOWN_RANGES, EngineVersion
 from pytest_eagle3.findings import Evidence, Finding
-from pytest_eagle3.probes.compare import Difference, compare, losses
+from pytest_eagle3.probes.compare import Difference, compare, losses, map_summary
 from pytest_eagle3.probes.run import SCRIPTS
 
 AGREES = "agrees"
@@ -54,7 +54,7 @@ def judge_probe(probe: dict[str, Any], engine: EngineVersion, plan: LoadPlan | N
                 reduced_vocab: bool, python: str) -> ProbeVerdict:
     """The verdict on one probe of ``engine`` (installed in ``python``); ``plan`` is None outside the known range."""
     label = engine.label
-    facts = _facts(probe, python)
+    facts = _facts(probe, python, plan)
     if probe["outcome"] == PROBE_ERROR:
         return ProbeVerdict(PROBE_ERROR, "", (_probe_error(probe, engine, python),), facts=facts)
     differences = tuple(compare(plan, probe)) if plan is not None else ()
@@ -83,10 +83,23 @@ def judge_probe(probe: dict[str, Any], engine: EngineVersion, plan: LoadPlan | N
                                 "fact compared", facts=facts)
 
 
-def _facts(probe: dict[str, Any], python: str) -> dict[str, Any]:
-    keys = ("version", "draft_class", "outcome", "stage", "error", "uninitialised", "dropped", "captured_inputs_of",
-            "norms", "embed_tokens", "lm_head", "draft_layers")
-    return {"python": python, **{k: probe.get(k) for k in keys}}
+#: The facts the report shows side by side: what the engine did, what the static plan said.
+FACTS = ("draft_class", "uninitialised", "dropped", "captured_inputs_of", "norms", "embed_tokens", "lm_head",
+         "draft_layers", "draft_to_target")
+
+
+def _facts(probe: dict[str, Any], python: str, plan: LoadPlan | None) -> dict[str, Any]:
+    mine = plan.as_probe_dict() if plan is not None else None
+    return {
+        "python": python, "version": probe.get("version"), "outcome": probe["outcome"], "stage": probe.get("stage"),
+        "error": probe.get("error"),
+        "engine": {k: _brief(k, probe.get(k)) for k in FACTS},
+        "plan": {"outcome": plan.outcome, **{k: _brief(k, mine[k]) for k in FACTS}} if plan and mine else None,
+    }
+
+
+def _brief(key: str, value: Any) -> Any:
+    return map_summary(value) if key == "draft_to_target" else value
 
 
 def _prediction(plan: LoadPlan | None, outcome: str) -> tuple[str, str]:
