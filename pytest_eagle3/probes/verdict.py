@@ -73,12 +73,7 @@ def judge_probe(probe: dict[str, Any], engine: EngineVersion, plan: LoadPlan | N
     loaded = sum(len(p["sources"]) for p in parameters.values())
     done = f"{label}'s own loader ({python}) loaded {loaded} tensors into {len(parameters)} parameters"
     if plan is None:
-        first, last = KNOWN_RANGES[engine.engine]
-        return ProbeVerdict(UNPLANNED, done, (Finding(
-            "version-unknown", f"{label} is outside the profiles' known range {first} to {last}: {done}, with "
-            "nothing dropped or left uninitialised; there is no static plan to compare it with",
-            fix=f"judge against a known version (--eagle3-engine) and keep this probe as the evidence for {label}"),),
-            facts=facts)
+        return ProbeVerdict(UNPLANNED, done, (_unplanned(engine, done),), facts=facts)
     return ProbeVerdict(AGREES, f"{done}, none dropped or left uninitialised; the static plan agrees on every "
                                 "fact compared", facts=facts)
 
@@ -143,6 +138,14 @@ def _profile_wrong(differences: tuple[Difference, ...], label: str, plan: LoadPl
         tuple(Evidence(d.fact, f"{d.engine} (what {label}'s loader did)", f"{d.plan} (our static plan)")
               for d in differences),
         PROFILE_FIX, tuple(plan.describe()))
+
+
+def _unplanned(engine: EngineVersion, done: str) -> Finding:
+    first, last = KNOWN_RANGES[engine.engine]
+    return Finding(
+        "version-unknown", f"{engine.label} is outside the profiles' known range {first} to {last}: {done}, with "
+                           "nothing dropped or left uninitialised; there is no static plan to compare it with",
+        fix=f"judge against a known version (--eagle3-engine) and keep this probe as the evidence for {engine.label}")
 
 
 def _probe_error(probe: dict[str, Any], engine: EngineVersion, python: str) -> Finding:
