@@ -34,6 +34,9 @@ class RunState:
     reference: Any = None
     #: The predictions' target runs and draft predictors (``reference.predict.PredictionSession``).
     prediction: Any = None
+    #: probe.load: the engines to probe (read once, at collection), and each probe's result.
+    installed: tuple[InstalledEngine, ...] | None = None
+    probes: dict[tuple[str, str, str, str], dict[str, Any]] = field(default_factory=dict)
 
     def checkpoint(self, path: str) -> Checkpoint:
         from pytest_eagle3.checkpoint import Checkpoint
@@ -48,6 +51,27 @@ class RunState:
         if path not in self.targets:
             self.targets[path] = TargetModel.open(path)
         return self.targets[path]
+
+
+@dataclass(frozen=True)
+class InstalledEngine:
+    """An engine as ``probe.load`` sees it: the interpreter given for it and the version installed there.
+
+    ``row`` is the engine version the verdict is reported under: the installed one, else (no interpreter,
+    or no engine in it) the newest selected version of that engine.
+    """
+
+    engine: str
+    python: str | None
+    version: str | None
+    row: EngineVersion
+
+    @property
+    def spec(self) -> str:
+        return self.row.spec
+
+    def __str__(self) -> str:
+        return self.spec
 
 
 RUN_STATE_KEY = pytest.StashKey[RunState]()
@@ -159,3 +183,66 @@ def measured_training(config: pytest.Config, ckpt: Checkpoint, target: TargetMod
         return None
     feed = predictor.training.feed
     return Measured(feed.indices, predictor.training.source, feed.embed if feed.embed in ("draft", "target") else None)
+
+
+def installed_engines(config: pytest.Config) -> tuple[InstalledEngine, ...]:
+    """The engines probe.load runs: each one given an interpreter (its installed version, read from the
+    package metadata there) and each selected one without (a skip naming the option). Read once per run;
+    without an interpreter option this starts no process."""
+    from packaging.version import InvalidVersion, Version
+
+    from pytest_eagle3.engines.versions import EngineVersion, newest
+    from pytest_eagle3.probes.run import ENGINES, engine_version
+
+    state, options = run_state(config), settings(config)
+    if state.installed is None:
+        found = []
+        for engine in ENGINES:
+            selected = [e for e in options.engines if e.engine == engine]
+            python = options.python_for(engine)
+            if python is None and not selected:
+                continue
+            row = max(selected) if selected else None
+            version = engine_version(engine, python) if python else None
+            try:
+                row = EngineVersion(engine, Version(version)) if version else row
+            except InvalidVersion:
+                pass
+            found.append(InstalledEngine(engine, python, version, row or newest(engine)))
+        state.installed = tuple(found)
+    return state.installed
+
+
+@pytest.fixture(scope="session")
+def eagle3_installed_engine(request: pytest.FixtureRequest) -> InstalledEngine:
+    """The engine probe.load runs (one per ``--eagle3-{vllm,sglang}-python``, at its installed version)."""
+    found: InstalledEngine | None = getattr(request, "param", None)
+    if found is None:
+        pytest.skip("no EAGLE-3 checkpoint given: pass --eagle3-ckpt=PATH (or set EAGLE3_CKPT)")
+    return found
+
+
+def probe_result(config: pytest.Config, ckpt: Checkpoint, installed: InstalledEngine, target: str) -> dict[str, Any]:
+    """The engine's loader on ``ckpt`` (``probes.run`` schema). On first use for an engine, every probe-ready
+    checkpoint of the run is probed in one engine process (under xdist, only this one)."""
+    from pytest_eagle3.probes.run import run_probes
+
+    assert installed.python is not None
+    state, options = run_state(config), settings(config)
+    key = (installed.engine, installed.python, target)
+    here = str(ckpt.path)
+    if (*key, here) not in state.probes:
+        others = [] if hasattr(config, "workerinput") else [state.checkpoint(p) for p in options.checkpoints]
+        paths = [here, *(str(c.path) for c in others if probe_ready(c) and (*key, str(c.path)) not in state.probes)]
+        paths = list(dict.fromkeys(paths))
+        results = run_probes(installed.engine, installed.python, [(p, target) for p in paths])
+        state.probes.update({(*key, p): r for p, r in zip(paths, results)})
+    return state.probes[(*key, here)]
+
+
+def probe_ready(ckpt: Checkpoint) -> bool:
+    """Whether an engine's loader can be pointed at the checkpoint (readable files, a config, a draft)."""
+    from pytest_eagle3.rules.draft_kind import classify_checkpoint
+
+    return not ckpt.problems and bool(ckpt.tensors) and ckpt.config_raw is not None and \
+        classify_checkpoint(ckpt).is_draft

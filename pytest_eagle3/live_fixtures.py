@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_eagle3.options import resolve, settings
+from pytest_eagle3.options import PYTHON_OPTION, resolve, settings
 
 if TYPE_CHECKING:
     from pytest_eagle3.engines.versions import EngineVersion
@@ -35,7 +35,6 @@ SERVER_FIXTURES = ("eagle3_server", "eagle3_baseline_server")
 GPU_WHEN_CUDA = ("eagle3_reference", *SERVER_FIXTURES)
 LOG_SECTION_LINES = 120
 LIVE_CONTRACTS = "test_eagle3_live.py"
-PYTHON_OPTION = {"vllm": "eagle3_vllm_python", "sglang": "eagle3_sglang_python"}
 
 
 @dataclass
@@ -59,8 +58,7 @@ def live_state(config: pytest.Config) -> LiveState:
 
 def engine_python(config: pytest.Config, engine: str) -> str:
     """The interpreter for ``engine``: its option, else this interpreter."""
-    options = settings(config)
-    return (options.vllm_python if engine == "vllm" else options.sglang_python) or sys.executable
+    return settings(config).python_for(engine) or sys.executable
 
 
 def engine_install(config: pytest.Config, engine: str) -> EngineInstall:
@@ -127,7 +125,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         if engine in PYTHON_OPTION:
             problem = engine_install(item.config, engine).why_unusable()
             if problem:
-                option = "--" + PYTHON_OPTION[engine].replace("_", "-")
+                option = PYTHON_OPTION[engine].flag
                 pytest.skip(f"{problem}: pass {option}=PYTHON of a venv with {engine}")
 
 
@@ -138,7 +136,7 @@ def live_engine(request: pytest.FixtureRequest, selected: EngineVersion) -> Engi
     install = engine_install(request.config, selected.engine)
     problem = install.why_unusable()
     if problem or install.version is None:
-        option = "--" + PYTHON_OPTION[selected.engine].replace("_", "-")
+        option = PYTHON_OPTION[selected.engine].flag
         pytest.skip(f"{problem or 'no version'}: pass {option}=PYTHON of a venv with {selected.engine}")
     selection = resolve(request.config, "eagle3_engines").value or ""
     pinned = f"{selected.engine}==" in selection.replace(" ", "").lower()

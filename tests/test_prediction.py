@@ -98,7 +98,7 @@ def test_motivating_case_gets_no_failing_vllm_verdict(run_contracts: Run) -> Non
         assert entry["verdict"] == "pass", entry["failing"]
         assert entry["predicted_acceptance"]["basis"] == "measured"
         assert entry["predicted_acceptance"]["mean_acceptance_length"] > 3.5
-        assert all(c["basis"] == "measured" for c in entry["contracts"])
+        assert all(c["basis"] == "measured" for c in entry["contracts"] if c["id"].startswith("engine."))
     assert "[3, 5, 6]" not in run.output and "fix:" not in run.output
     assert "which specforge never writes" in run.output or run.outcomes(draft)["format.detected"][0] == "skipped"
 

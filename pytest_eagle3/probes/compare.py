@@ -10,6 +10,7 @@ GPU default (runner V2), so the probe's primary aux resolution is compared with 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from packaging.version import Version
@@ -17,10 +18,13 @@ from packaging.version import Version
 from pytest_eagle3.engines.keymap import never_read
 from pytest_eagle3.engines.plan import REFUSED, LoadPlan
 from pytest_eagle3.engines.versions import VLLM
+from pytest_eagle3.findings import short
 
 #: Names each side reports in its own way: embed_tokens / lm_head are judged by their source
 #: (draft / target), d2t by the map, and vLLM's unused hidden_norm of layers >= 1 by neither.
 SHARED = ("model.embed_tokens.weight", "lm_head.weight", "draft_id_to_target_id")
+#: Checkpoint tensors an engine may leave unused without loss (t2d: the map is d2t).
+HARMLESS_DROPS = ("t2d",)
 #: vLLM's CPU backend runs model runner V1; from 0.23 the GPU default is V2 (config/vllm.py).
 V2_DEFAULT = Version("0.23.0")
 
@@ -52,23 +56,40 @@ def map_summary(mapping: list[int] | tuple[int, ...] | str | None) -> str | None
     return f"{len(mapping)} ids, first {list(mapping[:4])}"
 
 
+@dataclass(frozen=True)
+class Difference:
+    """One fact on which the plan and the engine disagree: what the plan says, what the engine did."""
+
+    fact: str
+    plan: str
+    engine: str
+    rule: str
+
+    def __str__(self) -> str:
+        return f"{self.rule}: {self.fact}: plan {self.plan}, engine {self.engine}"
+
+
 def differences(plan: LoadPlan, probe: dict[str, Any]) -> list[str]:
     """Every disagreement between the plan and the probe, as readable lines (empty: they agree)."""
+    return [str(d) for d in compare(plan, probe)]
+
+
+def compare(plan: LoadPlan, probe: dict[str, Any]) -> list[Difference]:
+    """Every fact on which the plan and the probe disagree (empty: they agree)."""
     rule = f"{plan.engine.label}"
-    out: list[str] = []
     if cpu_backend_limit(probe):
-        return out
+        return []
     predicted_refused = plan.outcome == REFUSED
     if predicted_refused != (probe["outcome"] == "refused"):
         why = "; ".join(f"{i.area}: {i.finding.code}" for i in plan.issues) or "no issue"
-        out.append(f"{rule}: plan says {plan.outcome} ({why}), engine {probe['outcome']} "
-                   f"({probe.get('error') or 'no error'})")
-        return out
+        return [Difference("outcome", f"{plan.outcome} ({why})",
+                           f"{probe['outcome']} ({probe.get('error') or 'no error'})", rule)]
     if predicted_refused:
-        return out
-    out += _set_diff(rule, "dropped", set(plan.dropped), {n for n in probe["dropped"] if n != "t2d"})
+        return []
+    out = _set_diff(rule, "dropped", set(plan.dropped), {n for n in probe["dropped"] if n not in HARMLESS_DROPS})
     mine = {n for n in plan.uninitialised if n not in SHARED}
-    theirs = {n for n in probe["uninitialised"] if n not in SHARED and not (plan.engine.engine == VLLM and never_read(n))}
+    theirs = {n for n in probe["uninitialised"]
+              if n not in SHARED and not (plan.engine.engine == VLLM and never_read(n))}
     out += _set_diff(rule, "uninitialised", mine, theirs)
     primary, other = plan.aux.captured, plan.aux.other_mode
     if plan.engine.engine == VLLM and plan.engine.version >= V2_DEFAULT:
@@ -91,7 +112,7 @@ def differences(plan: LoadPlan, probe: dict[str, Any]) -> list[str]:
     return out + shape_differences(plan, probe)
 
 
-def shape_differences(plan: LoadPlan, probe: dict[str, Any]) -> list[str]:
+def shape_differences(plan: LoadPlan, probe: dict[str, Any]) -> list[Difference]:
     """The draft class's parameter names and shapes: the plan's against those the engine built.
 
     Skipped for a probe recorded without shapes and for a class the plan does not simulate.
@@ -106,15 +127,46 @@ def shape_differences(plan: LoadPlan, probe: dict[str, Any]) -> list[str]:
     return out
 
 
+def losses(engine: str, result: dict[str, Any], reduced_vocab: bool) -> list[str]:
+    """What a load the engine completed lost, one line each (empty: nothing; see ``probes.record``).
+
+    A tensor dropped (``t2d`` never counts, nor ``fc.weight`` when the config turns fc off); a
+    parameter the draft keeps left at its initial values; a reduced vocab served with the identity
+    map; a trained ``lm_head`` replaced by the target's, or the target's full-vocab ``lm_head``
+    given to a reduced-vocab draft. Replacing ``embed_tokens`` is not counted: every producer saves
+    a frozen copy of the target's embedding.
+    """
+    if result["outcome"] != "loaded":
+        return []
+    replaced = {"model.embed_tokens.weight": result["embed_tokens"], "lm_head.weight": result["lm_head"]}
+    kept = [n for n in result["uninitialised"]
+            if replaced.get(n) != "target" and not (engine == VLLM and never_read(n)) and n != "draft_id_to_target_id"]
+    harmless = HARMLESS_DROPS + (("fc.weight",) if result["fc_applied"] is False else ())
+    dropped = [n for n in result["dropped"] if n not in harmless]
+    out = []
+    if kept:
+        out.append(f"parameters left at their initial values: {short(kept)}")
+    if dropped:
+        out.append(f"checkpoint tensors loaded into no parameter: {short(dropped)}")
+    if reduced_vocab and result["draft_to_target"] is None:
+        out.append("a reduced draft vocab served with the identity map (draft id i read as target id i)")
+    if result["lm_head"] == "target" and "lm_head.weight" not in result["uninitialised"]:
+        out.append("the draft's trained lm_head replaced by the target's")
+    elif reduced_vocab and result["lm_head"] == "target":
+        out.append("the target's full-vocab lm_head given to a reduced-vocab draft")
+    return out
+
+
 def _list(values: tuple[int, ...] | None) -> list[int] | None:
     return list(values) if values is not None else None
 
 
-def _equal(rule: str, what: str, predicted: Any, seen: Any) -> list[str]:
-    return [] if predicted == seen else [f"{rule}: {what}: plan {predicted!r}, engine {seen!r}"]
+def _equal(rule: str, what: str, predicted: Any, seen: Any) -> list[Difference]:
+    return [] if predicted == seen else [Difference(what, repr(predicted), repr(seen), rule)]
 
 
-def _set_diff(rule: str, what: str, predicted: set[str], seen: set[str]) -> list[str]:
+def _set_diff(rule: str, what: str, predicted: set[str], seen: set[str]) -> list[Difference]:
     if predicted == seen:
         return []
-    return [f"{rule}: {what}: only in the plan {sorted(predicted - seen)}, only in the engine {sorted(seen - predicted)}"]
+    return [Difference(what, f"{sorted(predicted)} (only in the plan {sorted(predicted - seen)})",
+                       f"{sorted(seen)} (only in the engine {sorted(seen - predicted)})", rule)]

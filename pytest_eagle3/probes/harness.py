@@ -282,6 +282,25 @@ def audited_load(state: ProbeState, model: Any, load: Callable[[], Any]) -> Any:
     return loaded
 
 
+def run_audited(state: ProbeState, draft: str, result: dict[str, Any], install_hook: Callable[[], None],
+                current: list[Any], body: Callable[[], None]) -> dict[str, Any]:
+    """Read the draft, hook the engine's loader, run ``body`` with ``state`` current, and note an aborted load.
+
+    ``current`` is the loader module's stack of states its hook looks at; ``body`` fills ``result``.
+    """
+    state.checkpoint = read_checkpoint(draft)
+    install_hook()
+    current.append(state)
+    try:
+        body()
+    finally:
+        current.remove(state)
+    if result["outcome"] != "loaded" and state.report is not None:
+        result["notes"].append("load aborted: parameters, uninitialised and dropped describe the draft when the "
+                               "error was raised")
+    return result
+
+
 def fill_draft_basics(result: dict[str, Any], draft: Any, report: dict[str, Any] | None) -> bool:
     """Merge the sentinel audit and record the draft's class and layer count; False when no draft was built."""
     if report is not None:

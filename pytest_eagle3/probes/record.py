@@ -25,15 +25,12 @@ from typing import Any
 
 from packaging.version import Version
 
-from pytest_eagle3.engines.keymap import never_read
-from pytest_eagle3.engines.versions import VLLM
 from pytest_eagle3.probes.cases import CASES_BY_NAME, write_all
-from pytest_eagle3.probes.compare import cpu_backend_limit
+from pytest_eagle3.probes.compare import cpu_backend_limit, losses
 from pytest_eagle3.probes.run import ENGINES, engine_version, run_probes
 
 SCHEMA = "pytest-eagle3/probe-results/1"
 DEFAULT_OUT = Path(__file__).with_name("results.json")
-HARMLESS_DROPS = ("t2d",)
 #: The verdict of a case the CPU backend cannot build (compare.CPU_BACKEND_LIMITS): no verdict on the draft.
 NOT_ON_CPU = "not on CPU"
 
@@ -43,18 +40,7 @@ def verdict(engine: str, result: dict[str, Any], reduced_vocab: bool) -> str:
         return NOT_ON_CPU
     if result["outcome"] != "loaded":
         return str(result["outcome"])
-    replaced = {"model.embed_tokens.weight": result["embed_tokens"], "lm_head.weight": result["lm_head"]}
-    kept_uninitialised = [
-        n for n in result["uninitialised"]
-        if replaced.get(n) != "target" and not (engine == VLLM and never_read(n)) and n != "draft_id_to_target_id"
-    ]
-    harmless = HARMLESS_DROPS + (("fc.weight",) if result["fc_applied"] is False else ())
-    dropped = [n for n in result["dropped"] if n not in harmless]
-    identity = reduced_vocab and result["draft_to_target"] is None
-    trained_head_replaced = result["lm_head"] == "target" and "lm_head.weight" not in result["uninitialised"]
-    full_head_for_reduced_vocab = reduced_vocab and result["lm_head"] == "target"
-    lost = kept_uninitialised or dropped or identity or trained_head_replaced or full_head_for_reduced_vocab
-    return "loads with loss" if lost else "loads"
+    return "loads with loss" if losses(engine, result, reduced_vocab) else "loads"
 
 
 def summary(engine: str, result: dict[str, Any], reduced_vocab: bool) -> dict[str, Any]:

@@ -29,9 +29,9 @@ import types
 from pathlib import Path
 from typing import Any
 
-try:
+if __package__:
     from pytest_eagle3.probes import harness as common
-except ImportError:  # run by path in an engine interpreter without this package
+else:  # run by path in an engine interpreter: the harness next to this file, never another installed copy
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import harness as common  # type: ignore[import-not-found,no-redef]
 
@@ -231,16 +231,8 @@ def probe(draft: str, target: str) -> dict[str, Any]:
 
     result["version"] = str(getattr(sglang, "__version__", None) or _dist_version())
     state = _State()
-    state.checkpoint = common.read_checkpoint(draft)
-    _install_load_hook()
-    _CURRENT.append(state)
-    try:
-        _probe(draft, target, state, result)
-    finally:
-        _CURRENT.remove(state)
-    if result["outcome"] != "loaded" and state.report is not None:
-        notes.append("load aborted: parameters, uninitialised and dropped describe the draft when the error was raised")
-    return result
+    return common.run_audited(state, draft, result, _install_load_hook, _CURRENT,
+                              lambda: _probe(draft, target, state, result))
 
 
 def _dist_version() -> str | None:

@@ -1,0 +1,72 @@
+"""The installed engine as ground truth (``probe.load``): its own loader on this checkpoint, next to the static plan.
+
+Runs when ``--eagle3-vllm-python`` / ``--eagle3-sglang-python`` (or ``EAGLE3_VLLM_PYTHON`` /
+``EAGLE3_SGLANG_PYTHON``) name an interpreter: one test per checkpoint and engine, reported under the
+version installed there (``demo-draft@vllm==0.32.0``). Without one it skips naming the option, and
+starts no process.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_eagle3.checkpoint import Checkpoint
+from pytest_eagle3.contract import (
+    RecordProperty,
+    passed,
+    require_config,
+    require_draft,
+    require_tensors,
+    unknown,
+)
+from pytest_eagle3.findings import check
+from pytest_eagle3.fixtures import InstalledEngine, probe_result, run_state
+from pytest_eagle3.options import PYTHON_OPTION, UNKNOWN_FAIL, settings
+from pytest_eagle3.report import PROBE_PROPERTY
+
+
+def _target_dir(request: pytest.FixtureRequest, label: str) -> str:
+    target = settings(request.config).target
+    model = run_state(request.config).target(target) if target else None
+    if model is None or model.problem is not None or model.weights_dir is None or Path(target or "").is_file():
+        pytest.skip(f"{label}'s loader builds the target too: pass --eagle3-target=DIR (the target model's "
+                    "directory, with its weights)")
+    return str(model.weights_dir)
+
+
+class TestEagle3Probe:
+    @pytest.mark.eagle3_contract("probe.load")
+    def test_probe_load(self, request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoint,
+                        eagle3_installed_engine: InstalledEngine, record_property: RecordProperty) -> None:
+        """The installed engine's own loader (sentinel weights, CPU) loads the draft, loses nothing, and does
+        what the static plan for that version says, fact by fact."""
+        from pytest_eagle3.engines.plan import load_plan
+        from pytest_eagle3.engines.versions import DISPLAY, in_known_range
+        from pytest_eagle3.probes.verdict import PROBE_ERROR, UNPLANNED, judge_probe
+
+        installed, ckpt = eagle3_installed_engine, eagle3_checkpoint
+        option = PYTHON_OPTION[installed.engine]
+        name = DISPLAY[installed.engine]
+        if installed.python is None:
+            pytest.skip(f"{name}'s own loader not run on this checkpoint: no interpreter given (pass {option.flag}="
+                        f"PYTHON of a venv with {name}, or set {option.env})")
+        if installed.version is None:
+            pytest.skip(f"{installed.engine} is not installed for {installed.python}: pass {option.flag}=PYTHON "
+                        f"of a venv with {name}")
+        require_tensors(ckpt)
+        require_config(ckpt)
+        require_draft(ckpt)
+        engine = installed.row
+        target = _target_dir(request, engine.label)
+        model = run_state(request.config).target(target)
+        plan = load_plan(ckpt, engine, model) if in_known_range(engine.engine, engine.version) else None
+        probe = probe_result(request.config, ckpt, installed, target)
+        reduced = (ckpt.config.draft_vocab_size or 0) < (ckpt.config.vocab_size or 0)
+        verdict = judge_probe(probe, engine, plan, reduced_vocab=reduced, python=installed.python)
+        record_property(PROBE_PROPERTY, verdict.to_json())
+        if verdict.status in (PROBE_ERROR, UNPLANNED) and not verdict.failed:
+            unknown(verdict.findings[0], settings(request.config).unknown == UNKNOWN_FAIL)
+        check(list(verdict.findings))
+        passed(record_property, verdict.message)

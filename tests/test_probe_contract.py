@@ -1,0 +1,205 @@
+"""``probe.load``: the installed engine's own loader on the user's checkpoint, judged against the static plan.
+
+The verdicts are checked on the recorded engine results (every run of ``probes/results.json``) and, in an
+engine env (marker ``engine``: ``tox -e vllm0320``, ``tox -e sglang0523``), as a user runs it: pytest with
+``--eagle3-vllm-python`` / ``--eagle3-sglang-python`` on a good draft, one the engine refuses, and one on
+which one of our own profile rules has been made wrong (in this process) so that the real engine's
+result must be shown as the truth.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import stat
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from packaging.version import Version
+
+from pytest_eagle3.checkpoint import Checkpoint
+from pytest_eagle3.checkpoint.target import TargetModel
+from pytest_eagle3.engines import profiles
+from pytest_eagle3.engines.plan import load_plan
+from pytest_eagle3.engines.versions import DISPLAY, KNOWN_RANGES, EngineVersion
+from pytest_eagle3.probes.cases import CASES_BY_NAME, write_all
+from pytest_eagle3.probes.record import DEFAULT_OUT, verdict
+from pytest_eagle3.probes.run import engine_version, env_variable, find_engine_python
+from pytest_eagle3.probes.verdict import (
+    AGREES,
+    LOSSY,
+    REFUSED_BY_ENGINE,
+    UNPLANNED,
+    judge_probe,
+)
+from tests.conftest import HOW_TO, ContractRun
+
+RECORDED = json.loads(DEFAULT_OUT.read_text(encoding="utf-8"))
+#: The recorded verdict of a case -> the probe.load status when the plan agrees with the engine.
+STATUS = {"loads": AGREES, "loads with loss": LOSSY, "refused": REFUSED_BY_ENGINE}
+#: Per engine: a draft it loads, one it refuses (as the plan predicts), and one whose norm_output flag a
+#: profile rule made wrong here must be disagreed on.
+LIVE_CASES = {"vllm": ("specforge", "speculators-4-aux", "specforge-norm-flags"),
+              "sglang": ("specforge", "speculators", "specforge-norm-flags")}
+
+
+def _no_engine_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The inner run of an engine test sees only the interpreters it names."""
+    for engine in ("vllm", "sglang"):
+        monkeypatch.delenv(env_variable(engine), raising=False)
+
+
+def _script(folder: Path, name: str, body: str) -> str:
+    path = folder / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+# -- the verdicts on what the engines really did (recorded) -------------------------------------
+@pytest.mark.parametrize("run", sorted(RECORDED["runs"]))
+def test_recorded_engine_results_get_the_verdict_their_outcome_calls_for(
+        run: str, probe_cases: tuple[Path, dict[str, Path]]) -> None:
+    record = RECORDED["runs"][run]
+    engine = EngineVersion(record["engine"], Version(record["version"]))
+    target, drafts = probe_cases
+    model = TargetModel.open(target)
+    wrong = []
+    for name, result in record["results"].items():
+        if name not in drafts:
+            continue
+        ckpt = Checkpoint.open(drafts[name])
+        spec = CASES_BY_NAME[name].spec
+        judged = judge_probe(result, engine, load_plan(ckpt, engine, model),
+                             reduced_vocab=spec.draft_vocab_size < spec.vocab_size, python="PYTHON")
+        expected = STATUS[verdict(engine.engine, result, spec.draft_vocab_size < spec.vocab_size)]
+        if judged.status != expected or (expected != AGREES) != judged.failed:
+            wrong.append(f"{name}: {judged.status} (expected {expected}): {judged.message}")
+    assert not wrong, f"{run}:\n  " + "\n  ".join(wrong)
+
+
+def test_a_version_outside_the_known_range_is_reported_not_guessed(probe_cases: tuple[Path, dict[str, Path]]) -> None:
+    beyond = EngineVersion("vllm", Version("99.0.0"))
+    runs = RECORDED["runs"]
+    loaded = runs["vllm==0.32.0"]["results"]["specforge"]
+    judged = judge_probe(loaded, beyond, None, reduced_vocab=True, python="PYTHON")
+    assert judged.status == UNPLANNED and not judged.failed
+    (finding,) = judged.findings
+    first, last = KNOWN_RANGES["vllm"]
+    assert f"outside the profiles' known range {first} to {last}" in finding.summary
+    refused = runs["vllm==0.32.0"]["results"]["speculators-4-aux"]
+    judged = judge_probe(refused, beyond, None, reduced_vocab=True, python="PYTHON")
+    assert judged.status == REFUSED_BY_ENGINE and judged.failed
+    assert refused["error"] in judged.message and "no static plan for this version" in judged.message
+
+
+# -- what a user sees without an engine -----------------------------------------------------------
+def test_without_an_interpreter_it_skips_naming_the_option_and_starts_nothing(
+        run_contracts: Callable[..., ContractRun], make_checkpoint: Callable[..., Path],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_eagle3.probes import run as probe_run
+
+    def never(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("no interpreter was given: nothing may be started")
+
+    monkeypatch.setattr(probe_run, "engine_version", never)
+    monkeypatch.setattr(probe_run, "run_probes", never)
+    draft = make_checkpoint(producer="specforge")
+    run = run_contracts([draft], "--eagle3-engine=vllm==0.32.0", "-k", "probe_load")
+    outcome, message = run.engine_outcomes(draft, "vllm==0.32.0")["probe.load"]
+    assert outcome == "skipped"
+    assert "--eagle3-vllm-python=PYTHON" in message and "EAGLE3_VLLM_PYTHON" in message
+    assert [e["engine"] for e in run.report["checkpoints"][0]["engines"]] == ["any", "vllm"], "sglang not selected"
+
+
+def test_an_interpreter_without_the_engine_is_named(run_contracts: Callable[..., ContractRun],
+                                                    make_checkpoint: Callable[..., Path], tmp_path: Path) -> None:
+    bare = _script(tmp_path, "bare-python", f'exec "{sys.executable}" -I -S "$@"\n')
+    draft = make_checkpoint(producer="specforge")
+    run = run_contracts([draft], f"--eagle3-sglang-python={bare}", "--eagle3-engine=sglang", "-k", "probe_load")
+    outcome, message = run.engine_outcomes(draft, "sglang==0.5.23")["probe.load"]
+    assert outcome == "skipped"
+    assert f"sglang is not installed for {bare}" in message and "--eagle3-sglang-python" in message
+
+
+def test_a_probe_that_dies_is_no_verdict_and_quotes_its_stderr(
+        run_contracts: Callable[..., ContractRun], make_checkpoint: Callable[..., Path], synth_target: Path,
+        tmp_path: Path) -> None:
+    """An interpreter whose engine reports 0.32.0 and whose loader process dies: a skip quoting the stderr
+    tail, a failure only with --eagle3-unknown=fail."""
+    dying = _script(tmp_path, "dying-python", 'case "$1" in -c) echo 0.32.0 ;; *) echo "Traceback (most recent '
+                    'call last):" >&2; echo "RuntimeError: engine import blew up" >&2; exit 3 ;; esac\n')
+    draft = make_checkpoint(producer="specforge")
+    args = (f"--eagle3-vllm-python={dying}", "--eagle3-engine=vllm", "-k", "probe_load")
+    run = run_contracts([draft], *args, target=synth_target)
+    outcome, message = run.engine_outcomes(draft, "vllm==0.32.0")["probe.load"]
+    assert outcome == "skipped", message
+    assert "probe exited with status 3" in message and "RuntimeError: engine import blew up" in message
+    assert run.engine_entry(draft, "vllm==0.32.0")["probe"]["status"] == "probe-error"
+    run = run_contracts([draft], *args, "--eagle3-unknown=fail", target=synth_target)
+    outcome, message = run.engine_outcomes(draft, "vllm==0.32.0")["probe.load"]
+    assert outcome == "failed" and message.startswith("probe.load [probe-error]:")
+
+
+# -- the real engines ---------------------------------------------------------------------------
+@contextmanager
+def _profile_rule(engine: str, behaviour: str, value: Any) -> Iterator[None]:
+    """Make one of our own rules say ``value`` over the engine's whole known range, in this process only."""
+    key = (engine, behaviour)
+    saved = profiles._BY_KEY[key]
+    first = dataclasses.replace(saved[0], since=KNOWN_RANGES[engine][0], until=None, value=value,
+                                source="made wrong by the test")
+    profiles._BY_KEY[key] = (first,)
+    profiles.profile.cache_clear()
+    try:
+        yield
+    finally:
+        profiles._BY_KEY[key] = saved
+        profiles.profile.cache_clear()
+
+
+@pytest.fixture(scope="module")
+def live_cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Path]]:
+    names = tuple(dict.fromkeys(n for cases in LIVE_CASES.values() for n in cases))
+    return write_all(tmp_path_factory.mktemp("probe-load"), names)
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_the_installed_engine_is_the_ground_truth(engine: str, run_contracts: Callable[..., ContractRun],
+                                                  live_cases: tuple[Path, dict[str, Path]],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    python = find_engine_python(engine)
+    if python is None:
+        pytest.skip(f"no {engine} interpreter: set {env_variable(engine)} or run {HOW_TO[engine]}")
+    _no_engine_env(monkeypatch)
+    version = engine_version(engine, python)
+    target, drafts = live_cases
+    good, refused, altered = (drafts[name] for name in LIVE_CASES[engine])
+    with _profile_rule(engine, "norm_output", "not-read"):
+        run = run_contracts([good, refused, altered], f"--eagle3-{engine}-python={python}", f"--eagle3-engine={engine}",
+                            "-k", "probe_load", target=target)
+    spec, label = f"{engine}=={version}", f"{DISPLAY[engine]} {version}"
+    outcome, message = run.engine_outcomes(good, spec)["probe.load"]
+    assert outcome == "passed" and "the static plan agrees on every fact compared" in message, message
+
+    entry = run.engine_entry(refused, spec)
+    outcome, message = run.engine_outcomes(refused, spec)["probe.load"]
+    error = entry["probe"]["error"]
+    assert outcome == "failed" and error and error[:80] in message, message
+    assert message.startswith(f"probe.load [engine-refused]: {label}'s own loader refused the draft")
+    assert "(our static plan predicted it)" in message
+
+    entry = run.engine_entry(altered, spec)
+    outcome, message = run.engine_outcomes(altered, spec)["probe.load"]
+    assert outcome == "failed" and message.startswith(f"probe.load [profile-wrong]: our profile is wrong for {label}")
+    assert entry["probe"]["differences"] == [{"fact": "norm flag norm_output", "plan": "False", "engine": "True"}]
+    text = run.output
+    assert f"test_probe_load[{altered.name}@{spec}]" in text and f"test_probe_load[{refused.name}@{spec}]" in text
+    assert f"True (what {label}'s loader did)" in text and "False (our static plan)" in text
+    line = f"real loader {altered}@{spec} ({python}): loaded; the static plan differs on norm flag norm_output"
+    run.result.stdout.fnmatch_lines([line])
