@@ -17,6 +17,8 @@ SPECFORGE = "specforge"
 EAGLE = "eagle"
 MODELOPT = "modelopt"
 ANGELSLIM = "angelslim"
+TORCHSPEC = "torchspec"
+DEEPSPEC = "deepspec"
 UNKNOWN = "unknown"
 
 INPUT_OF = "input-of"
@@ -51,6 +53,13 @@ def eagle_config(config: Config) -> Mapping[str, Any]:
     """The nested ``eagle_config`` object (SpecForge, ModelOpt, AngelSlim configs), empty when absent."""
     value = config.get("eagle_config")
     return value if isinstance(value, dict) else {}
+
+
+def lookup(config: Config, field: str) -> Any:
+    """A dotted field (``eagle_config.x``) or a top-level one; None when absent."""
+    if field.startswith("eagle_config."):
+        return eagle_config(config).get(field.removeprefix("eagle_config."))
+    return config.get(field)
 
 
 #: Top-level keys that mark a speculators config. Source: speculators 0.9.0 config.py SpeculatorModelConfig.
@@ -117,6 +126,13 @@ FORMAT_SIGNALS: tuple[FormatSignal, ...] = (
     FormatSignal(SPECFORGE, 2, "midlayer.* keys with both d2t and t2d",
                  lambda c, k, f: _has_prefix(k, "midlayer.") and {"d2t", "t2d"} <= k,
                  "specforge 0.2.0 export/to_sglang.py required keys"),
+    FormatSignal(TORCHSPEC, 12, "config.json has _torchspec_version",
+                 lambda c, k, f: "_torchspec_version" in c,
+                 "lightseekorg/TorchSpec 6f21829 tools/convert_to_hf.py _save_with_vocab_pruning"),
+    FormatSignal(DEEPSPEC, 12, "architectures Qwen3Eagle3Model / Gemma4Eagle3Model with target_layer_ids",
+                 lambda c, k, f: bool({"Qwen3Eagle3Model", "Gemma4Eagle3Model"} & set(_arch(c)))
+                 and "target_layer_ids" in c,
+                 "deepseek-ai/DeepSpec afdfa7c deepspec/modeling/eagle3/qwen3/config.py build_draft_config"),
     FormatSignal(MODELOPT, 4, "architectures LlamaForCausalLMEagle3/Eagle3DeepseekV2ForCausalLM with layers.0.* keys",
                  lambda c, k, f: bool({"LlamaForCausalLMEagle3", "Eagle3DeepseekV2ForCausalLM"} & set(_arch(c)))
                  and _has_prefix(k, "layers.0."),
@@ -130,6 +146,20 @@ PRODUCER_AUX_CONVENTION: dict[str, tuple[str, str]] = {
     SPECFORGE: (OUTPUT_OF, "SpecForge captures through SGLang set_eagle3_layers_to_capture (output of layer id)"),
     MODELOPT: (OUTPUT_OF, "ModelOpt plugins/hf_eagle.py forward hook on layers[id] (output of layer id)"),
     ANGELSLIM: (OUTPUT_OF, "AngelSlim target_model_wrapper.py reads hidden_states[id + 1] (output of layer id)"),
+    TORCHSPEC: (OUTPUT_OF, "TorchSpec captures through SGLang / vLLM as SpecForge does (output of layer id); "
+                           "tools/convert_to_hf.py adds +1 to kimi_k2 ids for vLLM"),
+    DEEPSPEC: (OUTPUT_OF, "DeepSpec modeling/eagle3/common.py extract_eagle3_context_feature: hidden_states[id + 1]"),
+}
+
+#: Aux layer ids a producer keeps under its own field name (no engine reads these names: the engine
+#: uses its defaults). They are the training ids; ``engine.aux_layers`` compares them with what is fed.
+PRODUCER_AUX_FIELDS: dict[str, tuple[str, str]] = {
+    ANGELSLIM: ("aux_hidden_states_layer_ids",
+                "angelslim 0.5.0 train/trainer/online_eagle3_trainer.py OnlineEagle3Trainer.__init__ "
+                "(getattr(draft_model_config, 'aux_hidden_states_layer_ids', None))"),
+    DEEPSPEC: ("target_layer_ids",
+               "deepseek-ai/DeepSpec afdfa7c deepspec/modeling/eagle3/qwen3/config.py build_draft_config "
+               "(5 ids, validate_eagle3_target_layer_ids)"),
 }
 
 #: Norm flags and their defaults when a config omits them, per producer (what the producer's
@@ -267,6 +297,9 @@ def _aux_layers(config: Config, producer: str, problems: list[str]) -> AuxLayers
             "eagle_aux_hidden_state_layer_ids"
         ),
     }
+    own = PRODUCER_AUX_FIELDS.get(producer)
+    if own is not None:
+        candidates[own[0]] = config.get(own[0])
     present = {k: v for k, v in candidates.items() if v is not None}
     convention, convention_source = PRODUCER_AUX_CONVENTION.get(producer, (None, "producer unknown"))
     for name, value in present.items():

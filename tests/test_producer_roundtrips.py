@@ -1,16 +1,20 @@
 """Producers' own classes write tiny drafts; the contracts judge them (and probes load them).
 
-Runs in the ``producers`` tox env (speculators 0.9.0, specforge 0.2.0); skips, naming the missing
-package, elsewhere. Each draft is built and saved with the producer's code only: speculators'
-``Eagle3SpeculatorConfig`` / ``Eagle3DraftModel`` / ``build_vocab_mappings_from_distribution`` /
-``save_pretrained``; SpecForge's ``AutoDraftModelConfig`` / ``AutoDraftModel`` /
-``process_token_dict_to_mappings`` / ``export_to_sglang`` / ``export_to_hf``.
+Runs in the ``producers`` tox env (speculators 0.9.0, specforge 0.2.0, nvidia-modelopt 0.47.0,
+angelslim 0.5.0); skips, naming the missing package, elsewhere. Each draft is built and saved with the
+producer's code only: speculators' ``Eagle3SpeculatorConfig`` / ``Eagle3DraftModel`` /
+``build_vocab_mappings_from_distribution`` / ``save_pretrained``; SpecForge's ``AutoDraftModelConfig`` /
+``AutoDraftModel`` / ``process_token_dict_to_mappings`` / ``export_to_sglang`` / ``export_to_hf``;
+ModelOpt's ``mtsp.convert`` (``EAGLE3_DEFAULT_CFG``) / ``export_speculative_decoding``. AngelSlim 0.5.0
+cannot be imported on any machine (its wheel lacks ``angelslim.compressor.qat``): that test skips
+with the import error.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import json
 from collections import Counter
 from collections.abc import Callable
@@ -28,7 +32,7 @@ from pytest_eagle3.synth import SynthSpec, write_target
 # datasets / pyarrow cannot be imported twice in one process (conftest.py has the same reason).
 for _module in ("transformers", "datasets", "speculators.models.eagle3", "speculators.train.vocab_mapping",
                 "specforge.modeling.auto", "specforge.data.preprocessing", "specforge.export.to_sglang",
-                "specforge.export.to_hf"):
+                "specforge.export.to_hf", "modelopt.torch.speculative", "modelopt.torch.export.unified_export_hf"):
     with contextlib.suppress(ImportError):
         importlib.import_module(_module)
 
@@ -177,6 +181,112 @@ def test_specforge_default_t2d_without_vocab_map(tmp_path: Path, target: Path,
     draft = _specforge_export(tmp_path / "specforge-default", target, "sglang", NO_MAP)
     outcome, message = run_contracts([draft], *UNTRAINED, target=target).outcomes(draft)["vocab.map"]
     assert outcome == "failed" and "defaults-never-replaced" in message, message
+
+
+# -- ModelOpt -----------------------------------------------------------------------------------
+def _modelopt_export(out: Path, target: Path, trained_norm: bool, lora_file: bool = False) -> Path:
+    """ModelOpt's default EAGLE-3 recipe on the tiny target, exported by ModelOpt's exporter.
+
+    ``trained_norm``: give layers.0.input_layernorm a non-uniform weight before export, as training
+    does (ModelOpt initialises it to ones)."""
+    pytest.importorskip("modelopt", reason="nvidia-modelopt not installed (tox -e producers)")
+    import copy
+
+    import modelopt.torch.speculative as mtsp
+    from modelopt.torch.export.unified_export_hf import export_speculative_decoding
+    from modelopt.torch.speculative.config import EAGLE3_DEFAULT_CFG
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(0)
+    base = AutoModelForCausalLM.from_pretrained(str(target), dtype=torch.float32)
+    recipe = copy.deepcopy(EAGLE3_DEFAULT_CFG)
+    recipe["config"]["eagle_architecture_config"].update(
+        intermediate_size=128, num_attention_heads=2, num_key_value_heads=1, head_dim=32, draft_vocab_size=DRAFT_VOCAB)
+    recipe["config"]["eagle_use_torch_compile"] = False
+    mtsp.convert(base, [(recipe["algorithm"], recipe["config"])])
+    ranked = Counter(FREQUENCIES).most_common(DRAFT_VOCAB)
+    with torch.no_grad():  # modelopt utils.calibrate_frequent_vocab's formula: i-th most frequent id - i
+        base.eagle_module.d2t.copy_(torch.tensor([token - i for i, (token, _) in enumerate(ranked)]))
+        if trained_norm:
+            base.eagle_module.layers[0].input_layernorm.weight.copy_(torch.linspace(0.5, 1.5, HIDDEN))
+    export_speculative_decoding(base, export_dir=str(out))
+    if lora_file:  # what EagleExporter._export_lora writes next to the draft with eagle_base_lora=True
+        from safetensors.torch import save_file
+
+        save_file({"base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight": torch.zeros(4, HIDDEN)},
+                  str(out / "adapter_model.safetensors"))
+    return out
+
+
+ENGINES = ("--eagle3-engine=vllm,sglang",)
+
+
+def test_modelopt_default_export(tmp_path: Path, target: Path, run_contracts: Callable[..., Any]) -> None:
+    """ModelOpt's default recipe: yarn written over a draft trained with plain rope (assumed, so unknown:
+    skipped, a failure with --eagle3-unknown=fail); its frequency-ranked d2t read as offsets; aux ids in
+    eagle_config that vLLM 0.33's GPU runner does not read."""
+    draft = _modelopt_export(tmp_path / "modelopt", target, trained_norm=False)
+    config = json.loads((draft / "config.json").read_text())
+    assert config["rope_scaling"] == {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 2048}
+    run = run_contracts([draft], *UNTRAINED, *ENGINES, target=target)
+    assert run.outcomes(draft)["format.detected"][0] == "passed", run.output
+    assert run.outcomes(draft)["vocab.map"][0] == "passed", run.output
+    for engine in ("vllm==0.33.0", "sglang==0.5.23"):
+        outcome, message = run.engine_outcomes(draft, engine)["engine.producer"]
+        assert outcome == "skipped" and "assumed" in message and "yarn" in message, message
+    run = run_contracts([draft], *UNTRAINED, *ENGINES, "--eagle3-unknown=fail", target=target)
+    outcome, message = run.engine_outcomes(draft, "sglang==0.5.23")["engine.producer"]
+    assert outcome == "failed" and "rope-trained-assumed" in message and "rope_theta 10000, no scaling" in message
+
+
+def test_modelopt_trained_first_layer_norm(tmp_path: Path, target: Path, run_contracts: Callable[..., Any]) -> None:
+    """ModelOpt's forward applies layers.0.input_layernorm before hidden_norm on the hidden path; no engine does."""
+    draft = _modelopt_export(tmp_path / "modelopt-norm", target, trained_norm=True)
+    run = run_contracts([draft], *UNTRAINED, *ENGINES, target=target)
+    for engine in ("vllm==0.33.0", "sglang==0.5.23"):
+        outcome, message = run.engine_outcomes(draft, engine)["engine.producer"]
+        assert outcome == "failed" and "norm-not-applied" in message and "layers.0.input_layernorm.weight" in message
+
+
+def test_modelopt_lora_adapter_beside_the_draft(tmp_path: Path, target: Path, run_contracts: Callable[..., Any]) -> None:
+    """adapter_model.safetensors is read by both loaders (every *.safetensors): vLLM refuses its keys,
+    SGLang drops them."""
+    draft = _modelopt_export(tmp_path / "modelopt-lora", target, trained_norm=False, lora_file=True)
+    run = run_contracts([draft], *UNTRAINED, *ENGINES, target=target)
+    outcome, message = run.engine_outcomes(draft, "vllm==0.33.0")["engine.producer"]
+    assert outcome == "failed" and "extra-weights-loaded" in message and "adapter_model.safetensors" in message
+    assert "adapter_model.safetensors" in run.outcomes(draft)["format.detected"][1]
+    outcome, message = run.engine_outcomes(draft, "sglang==0.5.23")["engine.producer"]
+    assert outcome != "failed", message
+
+
+# -- AngelSlim ----------------------------------------------------------------------------------
+def test_angelslim_draft(tmp_path: Path, target: Path, run_contracts: Callable[..., Any]) -> None:
+    """AngelSlim trains with rope base 10000 whatever rope_theta its config writes (qwen3 configs: 1e6)."""
+    if importlib.util.find_spec("angelslim") is None:
+        pytest.skip("angelslim not installed (tox -e producers)")
+    try:
+        from angelslim.compressor.speculative.train.data.data_utils import process_token_dict_to_mappings
+        from angelslim.compressor.speculative.train.models.draft.draft_model_factory import (
+            DraftModelConfig,
+            create_draft_model,
+        )
+    except ImportError as exc:  # angelslim 0.5.0: angelslim/compressor/qad/qad.py imports the absent ..qat
+        pytest.skip(f"angelslim cannot be imported here: {type(exc).__name__}: {exc}")
+    config = _llama_layer_config().to_dict() | {
+        "architectures": ["Eagle3LlamaForCausalLM"], "draft_vocab_size": DRAFT_VOCAB, "rope_theta": 1000000}
+    path = tmp_path / "draft_config.json"
+    path.write_text(json.dumps(config))
+    model = create_draft_model(DraftModelConfig.from_file(path))
+    d2t, t2d = process_token_dict_to_mappings(Counter(FREQUENCIES), DRAFT_VOCAB, VOCAB)
+    model.d2t.copy_(torch.as_tensor(d2t))
+    model.t2d.copy_(torch.as_tensor(t2d))
+    state = {k: v for k, v in model.state_dict().items() if "embed" not in k}  # Eagle3Trainer._save_zero3_model
+    out = tmp_path / "angelslim"
+    model.save_pretrained(str(out), state_dict=state, save_function=torch.save)
+    run = run_contracts([out], *UNTRAINED, *ENGINES, target=target)
+    outcome, message = run.engine_outcomes(out, "vllm==0.33.0")["engine.producer"]
+    assert outcome == "failed" and "rope-trained" in message and "rope_theta 10000" in message, message
 
 
 # -- the same folders through the engines ---------------------------------------------------------

@@ -36,6 +36,7 @@ from pytest_eagle3.engines.loadplan import (
     LoadPlan,
     Measured,
 )
+from pytest_eagle3.engines.producer import plan_producer
 from pytest_eagle3.engines.profiles import Profile, profile
 from pytest_eagle3.engines.runtime import plan_runtime
 from pytest_eagle3.engines.sharing import plan_sharing
@@ -76,6 +77,7 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
     _fc(plan, prof, view, ckpt, target)
     _norms(plan, prof, view, ckpt)
     _embeddings(plan, prof, view, ckpt, target, resolution)
+    plan_producer(plan, prof, view, ckpt, params)
     plan.runtime = plan_runtime(plan, prof, view, target)
     return plan
 

@@ -59,6 +59,10 @@ BEHAVIOURS: dict[str, str] = {
     "embed_width_check": ("what a draft narrower or wider than its target gets when it ships no embed_tokens: "
                           "target-width (the target's, wrong width) / uninitialised (kept separate, never loaded)"),
     "lm_head_source": "whose lm_head the draft uses",
+    "draft_rope": "the rope the draft layers apply: config (the draft config's rope_theta and rope_scaling)",
+    "first_layer_hidden_path": "what the first draft layer applies to the fc output before attention: hidden_norm",
+    "weight_files": ("which files of the draft folder the loader reads: every *.safetensors (an index, when "
+                     "present, filters them), else *.bin minus the trainer's files"),
 }
 
 
@@ -387,6 +391,34 @@ RULES: tuple[Rule, ...] = tuple(
               "vllm 0.11.0 v1/spec_decode/eagle.py load_model: target lm_head when the shapes match"),
              ("0.11.2", None, "target-if-absent-or-equal",
               "vllm 0.11.2 has_own_lm_head (vllm#28549); 0.33 llm_base_proposer._maybe_share_lm_head"))
+)
+
+RULES += tuple(
+    _rules(VLLM, "draft_rope",
+           ("0.8.5", None, "config",
+            ("vllm model_executor/models/llama.py LlamaAttention: get_rope(rope_theta / rope_scaling, from 0.2x "
+             "rope_parameters) of the draft config; llama_eagle3.py layers subclass it (0.11.0, 0.32.0 read)")))
+    + _rules(SGLANG, "draft_rope",
+             ("0.4.4.post2", None, "config",
+              ("sglang models/llama.py LlamaDecoderLayer: rope_theta / rope_scaling (rope_parameters) of the draft "
+               "config; llama_eagle3.py LlamaDecoderLayer subclasses it (0.5.11, 0.5.23 read)")))
+    + _rules(VLLM, "first_layer_hidden_path",
+             ("0.8.5", None, "hidden_norm",
+              f"vllm {VL_EAGLE3} LlamaDecoderLayer.forward, layer 0: hidden_norm(hidden_states), input_layernorm on the "
+              "embeddings only (0.11.0, 0.32.0 read)"))
+    + _rules(SGLANG, "first_layer_hidden_path",
+             ("0.4.4.post2", None, "hidden_norm",
+              f"sglang {SG_EAGLE3} LlamaDecoderLayer.forward, layer 0: hidden_norm(hidden_states), input_layernorm on "
+              "the embeddings only (0.5.11, 0.5.23 read)"))
+    + _rules(VLLM, "weight_files",
+             ("0.8.5", None, "all-safetensors",
+              ("vllm model_executor/model_loader/default_loader.py DefaultModelLoader._prepare_weights: glob "
+               "*.safetensors, filtered only by model.safetensors.index.json; *.bin minus "
+               "weight_utils.filter_files_not_needed_for_inference (0.11.0, 0.32.0 read)")))
+    + _rules(SGLANG, "weight_files",
+             ("0.4.4.post2", None, "all-safetensors",
+              ("sglang model_loader/loader.py DefaultModelLoader._prepare_weights: the same globbing "
+               "(0.5.11, 0.5.23 read)")))
 )
 
 _BY_KEY: dict[tuple[str, str], tuple[Rule, ...]] = {}
