@@ -110,9 +110,9 @@ FORMAT_SIGNALS: tuple[FormatSignal, ...] = (
     FormatSignal(MODELOPT, 3, "layers.0.* keys with d2t and no t2d",
                  lambda c, k, f: _has_prefix(k, "layers.0.") and "d2t" in k and "t2d" not in k,
                  "ModelOpt export/plugins/hf_spec_export.py EagleExporter (no t2d)"),
-    FormatSignal(ANGELSLIM, 10, "architectures Eagle3LlamaForCausalLM or target_model_type in config",
-                 lambda c, k, f: "Eagle3LlamaForCausalLM" in _arch(c) or "target_model_type" in c,
-                 "AngelSlim train/configs/*-eagle3.json"),
+    FormatSignal(ANGELSLIM, 10, "architectures Eagle3LlamaForCausalLM, or target_model_type / modal_type in config",
+                 lambda c, k, f: "Eagle3LlamaForCausalLM" in _arch(c) or "target_model_type" in c or "modal_type" in c,
+                 "AngelSlim train/configs/*-eagle3.json (qwen3-vl-4b-eagle3-mrope.json: modal_type)"),
     FormatSignal(EAGLE, 8, "plain LlamaForCausalLM architecture with draft_vocab_size and midlayer.* keys",
                  lambda c, k, f: _arch(c) == ("LlamaForCausalLM",) and "draft_vocab_size" in c
                  and _has_prefix(k, "midlayer."),
@@ -178,6 +178,29 @@ NORM_FLAG_DEFAULTS: dict[str, dict[str, tuple[bool, str]]] = {
         "norm_output": (True, "specforge 0.2.0 llama3_eagle.py getattr(config, 'norm_output', True)"),
     },
 }
+
+
+def _plain_forward(residual: str, feedback: str) -> dict[str, tuple[bool, str]]:
+    """A producer whose forward has the plain EAGLE-3 shape: raw-hidden residual, no input_norm, no
+    per-chunk norm; ``feedback`` says which state it feeds back."""
+    return {"norm_before_residual": (False, residual), "norm_before_fc": (False, f"{residual}: no input_norm"),
+            "fc_norm": (False, f"{residual}: no per-chunk norm"), "norm_output": (False, feedback)}
+
+
+NORM_FLAG_DEFAULTS.update({
+    MODELOPT: _plain_forward(
+        "nvidia-modelopt 0.47.0 plugins/modeling_eagle.py: transformers LlamaDecoderLayer keeps the raw hidden as residual",
+        "nvidia-modelopt 0.47.0 plugins/hf_eagle.py HFEagleModel.forward feeds back eagle_prenorm_h"),
+    ANGELSLIM: _plain_forward(
+        "angelslim 0.5.0 train/models/draft/llama_eagle3.py LlamaDecoderLayeremb.forward: residual = hidden_states",
+        "angelslim 0.5.0 llama_eagle3.py forward returns the pre-norm hidden_states"),
+    EAGLE: _plain_forward(
+        "SafeAILab/EAGLE cb7e084 eagle/traineagle3/cnets.py LlamaDecoderLayeremb.forward: residual = hidden_states",
+        "SafeAILab/EAGLE cnets.py Model.forward returns the pre-norm hidden_states"),
+    DEEPSPEC: _plain_forward(
+        "deepseek-ai/DeepSpec afdfa7c modeling/eagle3/qwen3/modeling.py Qwen3Eagle3DecoderLayer.forward: residual = hidden",
+        "deepseek-ai/DeepSpec qwen3/modeling.py: norm only inside compute_logits (self.lm_head(self.norm(h)))"),
+})
 GENERIC_NORM_DEFAULTS: dict[str, tuple[bool, str]] = {
     "norm_before_residual": (False, "EAGLE-3 reference forward: residual is the raw hidden state"),
     "norm_before_fc": (False, "EAGLE-3 reference forward: fc takes the raw concatenation"),

@@ -89,10 +89,11 @@ class Rope:
         return str(self.scaling.get("rope_type") or self.scaling.get("type") or "default")
 
     def describe(self) -> str:
+        theta = str(int(self.theta)) if self.theta.is_integer() else f"{self.theta:g}"
         if self.kind == "default":
-            return f"rope_theta {self.theta:g}, no scaling"
+            return f"rope_theta {theta}, no scaling"
         extra = {k: v for k, v in (self.scaling or {}).items() if k not in ("rope_type", "type", "rope_theta")}
-        return f"rope_theta {self.theta:g}, {self.kind} {extra}"
+        return f"rope_theta {theta}, {self.kind} {extra}"
 
     def same_as(self, other: Rope) -> bool:
         if not math.isclose(self.theta, other.theta):
@@ -204,6 +205,33 @@ NORM_HABITS: dict[str, NormHabit] = {
 }
 
 
+# ---------------------------------------------------------------- export bugs
+
+@dataclass(frozen=True)
+class ExportBug:
+    """A producer's export writes a tensor wrongly whenever ``when`` (read from its code) holds."""
+
+    producer: str
+    code: str
+    when: str
+    wrong: str
+    fix: str
+    source: str
+
+
+EXPORT_BUGS: dict[str, ExportBug] = {
+    TORCHSPEC: ExportBug(
+        TORCHSPEC, "lm-head-rows-by-offset",
+        "a TorchSpec export with d2t and draft vocab < vocab: only the post-training pruning path writes d2t, and it "
+        "trims a full-vocab lm_head",
+        "lm_head row i is the full head's row d2t[i] (an offset), not row i + d2t[i] (the target id d2t maps it to)",
+        "re-export with lm_head rows full_lm_head[arange(draft_vocab_size) + d2t], or train with the reduced vocab",
+        "lightseekorg/TorchSpec 6f21829 tools/convert_to_hf.py _save_with_vocab_pruning: "
+        "tensors[lm_head_key] = tensors[lm_head_key][d2t], d2t from data/preprocessing.py "
+        "process_token_dict_to_mappings (used_tokens - arange)"),
+}
+
+
 # ---------------------------------------------------------------- files beside the weights
 
 @dataclass(frozen=True)
@@ -267,5 +295,5 @@ def beside_weights(root: Path, weights: tuple[Path, ...], producer: str) -> list
         found.append(f"{path.name} ({what}{'; a pickle, never loaded here' if pickle else ''})")
     return found
 
-__all__ = ["EXTRA_FILES", "NORM_HABITS", "NormHabit", "beside_weights", "PICKLE_SUFFIXES", "ROPE_HABITS", "TORCHSPEC", "TRAINED_FIELDS", "ExtraFile", "Rope",
+__all__ = ["EXPORT_BUGS", "EXTRA_FILES", "ExportBug", "NORM_HABITS", "NormHabit", "beside_weights", "PICKLE_SUFFIXES", "ROPE_HABITS", "TORCHSPEC", "TRAINED_FIELDS", "ExtraFile", "Rope",
            "RopeHabit", "TrainedField", "config_rope", "trained_rope", "unread_fields"]

@@ -103,7 +103,8 @@ def _rope(plan: LoadPlan, prof: Profile, view: EngineView, producer: str, label:
 
 def _rope_fix(rope: Any, certain: bool) -> str:
     scaling = "null" if rope.scaling is None else str(rope.scaling)
-    text = f"write rope_theta: {rope.theta:g} and rope_scaling: {scaling} into config.json (the rope it was trained with)"
+    theta = int(rope.theta) if rope.theta.is_integer() else rope.theta
+    text = f"write rope_theta: {theta} and rope_scaling: {scaling} into config.json (the rope it was trained with)"
     if certain:
         return text
     return (f"{text} if the export injected the scaling (ModelOpt eagle_export_rope_scaling); keep it if the "
