@@ -260,6 +260,37 @@ def test_modelopt_lora_adapter_beside_the_draft(tmp_path: Path, target: Path, ru
     assert outcome != "failed", message
 
 
+def test_modelopt_hidden_path_is_what_the_habit_table_says(target: Path) -> None:
+    """producers.NORM_HABITS[modelopt], checked against ModelOpt's own module: the attention of the first
+    layer receives cat(input_layernorm(embeds), hidden_norm(input_layernorm(hidden)))."""
+    pytest.importorskip("modelopt", reason="nvidia-modelopt not installed (tox -e producers)")
+    import copy
+
+    import modelopt.torch.speculative as mtsp
+    from modelopt.torch.speculative.config import EAGLE3_DEFAULT_CFG
+    from transformers import AutoModelForCausalLM
+
+    base = AutoModelForCausalLM.from_pretrained(str(target), dtype=torch.float32)
+    recipe = copy.deepcopy(EAGLE3_DEFAULT_CFG)
+    recipe["config"]["eagle_architecture_config"].update(
+        intermediate_size=128, num_attention_heads=2, num_key_value_heads=1, head_dim=32, draft_vocab_size=DRAFT_VOCAB)
+    recipe["config"]["eagle_use_torch_compile"] = False
+    mtsp.convert(base, [(recipe["algorithm"], recipe["config"])])
+    module, seen = base.eagle_module, {}
+    layer = module.layers[0]
+    with torch.no_grad():
+        layer.input_layernorm.weight.copy_(torch.linspace(0.2, 3.0, HIDDEN))
+    layer.self_attn.register_forward_pre_hook(lambda m, a, k: seen.update(attn=k["hidden_states"]), with_kwargs=True)
+    module._maybe_init_rope()
+    hidden, embeds = torch.randn(1, 5, HIDDEN), torch.randn(1, 5, HIDDEN)
+    with torch.no_grad():
+        module(hidden_states=hidden, inputs_embeds=embeds, attention_mask=None)
+        twice = layer.hidden_norm(layer.input_layernorm(hidden))
+        once = layer.hidden_norm(hidden)
+    assert torch.allclose(seen["attn"][..., HIDDEN:], twice, atol=1e-5)
+    assert not torch.allclose(seen["attn"][..., HIDDEN:], once, atol=1e-3)
+
+
 # -- AngelSlim ----------------------------------------------------------------------------------
 def test_angelslim_draft(tmp_path: Path, target: Path, run_contracts: Callable[..., Any]) -> None:
     """AngelSlim trains with rope base 10000 whatever rope_theta its config writes (qwen3 configs: 1e6)."""
@@ -307,3 +338,23 @@ def test_producer_drafts_in_engines(engine: str, tmp_path: Path, target: Path) -
     result = run_probe(engine, python, specforge, target)
     assert result["outcome"] == "loaded", result["error"]
     assert result["dropped"] == ["t2d"] and result["embed_tokens"] == "target"
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_modelopt_lora_beside_the_draft_in_engines(engine: str, tmp_path: Path, target: Path) -> None:
+    """The engine's own loader reads adapter_model.safetensors with the draft (engine.producer's
+    extra-weights-loaded): vLLM refuses it at load, SGLang drops its tensors."""
+    python = find_engine_python(engine)
+    if python is None:
+        pytest.skip(f"no {engine} interpreter: set EAGLE3_{engine.upper()}_PYTHON")
+    plain = _modelopt_export(tmp_path / "modelopt", target, trained_norm=False)
+    result = run_probe(engine, python, plain, target)
+    assert result["outcome"] == "loaded" and result["dropped"] == [], result["error"]
+    lora = _modelopt_export(tmp_path / "modelopt-lora", target, trained_norm=False, lora_file=True)
+    result = run_probe(engine, python, lora, target)
+    adapter = "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight"
+    if engine == "vllm":
+        assert result["outcome"] == "refused" and "no module or parameter named 'base_model'" in result["error"]
+    else:
+        assert result["outcome"] == "loaded" and result["dropped"] == [adapter], result["error"]
