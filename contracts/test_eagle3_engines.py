@@ -7,6 +7,7 @@ the engine will do, the evidence, the fix, and the plan itself.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -23,6 +24,7 @@ def prove_fixes(plan: LoadPlan, request: pytest.FixtureRequest, area: str = "aux
     that none is proven. Needs --eagle3-target with weights; without it the fix stays as the rules say."""
     from pytest_eagle3.fixtures import draft_predictor, measured_training, run_state
 
+    edit: tuple[str, Any] | None
     if area == "aux":
         edit = plan.aux.fix_edit
         issues = [i for i in plan.issues if i.area == "aux_layers" and i.finding.code == "aux-layers"]
@@ -197,7 +199,6 @@ class TestEagle3Engine:
             unknown_finding = _runtime_unknown(plan)
             unknown(unknown_finding, settings(request.config).unknown == UNKNOWN_FAIL)
         passed(record_property, f"{plan.engine.label}: {verdict.message}")
-
 
     @pytest.mark.eagle3_contract("engine.producer")
     def test_producer(self, eagle3_load_plan: LoadPlan, eagle3_checkpoint: Checkpoint, record_property: RecordProperty,

@@ -146,8 +146,8 @@ PRODUCER_AUX_CONVENTION: dict[str, tuple[str, str]] = {
     SPECFORGE: (OUTPUT_OF, "SpecForge captures through SGLang set_eagle3_layers_to_capture (output of layer id)"),
     MODELOPT: (OUTPUT_OF, "ModelOpt plugins/hf_eagle.py forward hook on layers[id] (output of layer id)"),
     ANGELSLIM: (OUTPUT_OF, "AngelSlim target_model_wrapper.py reads hidden_states[id + 1] (output of layer id)"),
-    TORCHSPEC: (OUTPUT_OF, "TorchSpec captures through SGLang / vLLM as SpecForge does (output of layer id); "
-                           "tools/convert_to_hf.py adds +1 to kimi_k2 ids for vLLM"),
+    TORCHSPEC: (OUTPUT_OF, ("TorchSpec captures through SGLang / vLLM as SpecForge does (output of layer id); "
+                            "tools/convert_to_hf.py adds +1 to kimi_k2 ids for vLLM")),
     DEEPSPEC: (OUTPUT_OF, "DeepSpec modeling/eagle3/common.py extract_eagle3_context_feature: hidden_states[id + 1]"),
 }
 
@@ -155,11 +155,11 @@ PRODUCER_AUX_CONVENTION: dict[str, tuple[str, str]] = {
 #: uses its defaults). They are the training ids; ``engine.aux_layers`` compares them with what is fed.
 PRODUCER_AUX_FIELDS: dict[str, tuple[str, str]] = {
     ANGELSLIM: ("aux_hidden_states_layer_ids",
-                "angelslim 0.5.0 train/trainer/online_eagle3_trainer.py OnlineEagle3Trainer.__init__ "
-                "(getattr(draft_model_config, 'aux_hidden_states_layer_ids', None))"),
+                ("angelslim 0.5.0 train/trainer/online_eagle3_trainer.py OnlineEagle3Trainer.__init__ "
+                 "(getattr(draft_model_config, 'aux_hidden_states_layer_ids', None))")),
     DEEPSPEC: ("target_layer_ids",
-               "deepseek-ai/DeepSpec afdfa7c deepspec/modeling/eagle3/qwen3/config.py build_draft_config "
-               "(5 ids, validate_eagle3_target_layer_ids)"),
+               ("deepseek-ai/DeepSpec afdfa7c deepspec/modeling/eagle3/qwen3/config.py build_draft_config "
+                "(5 ids, validate_eagle3_target_layer_ids)")),
 }
 
 #: Norm flags and their defaults when a config omits them, per producer (what the producer's

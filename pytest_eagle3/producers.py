@@ -23,7 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_eagle3.formats import ANGELSLIM, DEEPSPEC, EAGLE, MODELOPT, SPECFORGE, SPECULATORS, TORCHSPEC, lookup
+from pytest_eagle3.formats import (
+    ANGELSLIM,
+    DEEPSPEC,
+    EAGLE,
+    MODELOPT,
+    SPECFORGE,
+    SPECULATORS,
+    TORCHSPEC,
+    lookup,
+)
 
 MODELOPT_SRC = "nvidia-modelopt 0.47.0"
 ANGELSLIM_SRC = "angelslim 0.5.0"
@@ -295,5 +304,22 @@ def beside_weights(root: Path, weights: tuple[Path, ...], producer: str) -> list
         found.append(f"{path.name} ({what}{'; a pickle, never loaded here' if pickle else ''})")
     return found
 
-__all__ = ["EXPORT_BUGS", "EXTRA_FILES", "ExportBug", "NORM_HABITS", "NormHabit", "beside_weights", "PICKLE_SUFFIXES", "ROPE_HABITS", "TORCHSPEC", "TRAINED_FIELDS", "ExtraFile", "Rope",
-           "RopeHabit", "TrainedField", "config_rope", "trained_rope", "unread_fields"]
+__all__ = [
+    "EXPORT_BUGS",
+    "EXTRA_FILES",
+    "NORM_HABITS",
+    "PICKLE_SUFFIXES",
+    "ROPE_HABITS",
+    "TORCHSPEC",
+    "TRAINED_FIELDS",
+    "ExportBug",
+    "ExtraFile",
+    "NormHabit",
+    "Rope",
+    "RopeHabit",
+    "TrainedField",
+    "beside_weights",
+    "config_rope",
+    "trained_rope",
+    "unread_fields",
+]

@@ -297,7 +297,9 @@ def test_angelslim_draft(tmp_path: Path, target: Path, run_contracts: Callable[.
     if importlib.util.find_spec("angelslim") is None:
         pytest.skip("angelslim not installed (tox -e producers)")
     try:
-        from angelslim.compressor.speculative.train.data.data_utils import process_token_dict_to_mappings
+        from angelslim.compressor.speculative.train.data.data_utils import (
+            process_token_dict_to_mappings,
+        )
         from angelslim.compressor.speculative.train.models.draft.draft_model_factory import (
             DraftModelConfig,
             create_draft_model,

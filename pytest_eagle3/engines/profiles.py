@@ -404,12 +404,12 @@ RULES += tuple(
                "config; llama_eagle3.py LlamaDecoderLayer subclasses it (0.5.11, 0.5.23 read)")))
     + _rules(VLLM, "first_layer_hidden_path",
              ("0.8.5", None, "hidden_norm",
-              f"vllm {VL_EAGLE3} LlamaDecoderLayer.forward, layer 0: hidden_norm(hidden_states), input_layernorm on the "
-              "embeddings only (0.11.0, 0.32.0 read)"))
+              (f"vllm {VL_EAGLE3} LlamaDecoderLayer.forward, layer 0: hidden_norm(hidden_states), input_layernorm on "
+               "the embeddings only (0.11.0, 0.32.0 read)")))
     + _rules(SGLANG, "first_layer_hidden_path",
              ("0.4.4.post2", None, "hidden_norm",
-              f"sglang {SG_EAGLE3} LlamaDecoderLayer.forward, layer 0: hidden_norm(hidden_states), input_layernorm on "
-              "the embeddings only (0.5.11, 0.5.23 read)"))
+              (f"sglang {SG_EAGLE3} LlamaDecoderLayer.forward, layer 0: hidden_norm(hidden_states), input_layernorm "
+               "on the embeddings only (0.5.11, 0.5.23 read)")))
     + _rules(VLLM, "weight_files",
              ("0.8.5", None, "all-safetensors",
               ("vllm model_executor/model_loader/default_loader.py DefaultModelLoader._prepare_weights: glob "
