@@ -54,7 +54,7 @@ def prove_fixes(plan: LoadPlan, request: pytest.FixtureRequest, area: str = "aux
     if area == "aux":
         proof = prove_aux_fix(predictor, ckpt, target, plan.engine, engines, edit[1], convention, measured)
     else:
-        proof = prove_edits(predictor, ckpt, target, plan.engine, engines, [dict(edit[1])], convention, measured)
+        proof = prove_edits(predictor, ckpt, target, plan.engine, engines, [dict(plan.norm_edits)], convention, measured)
     text = proven_fix_text(proof, plan.engine.label)
     if text is None:
         text = unproven_fix_text(proof, predictor.training.acceptance.mean_acceptance_length)
