@@ -211,8 +211,9 @@ class TestEagle3Engine:
             unknown(plan.unknown["producer"], settings(request.config).unknown == UNKNOWN_FAIL)
         fmt = eagle3_checkpoint.format
         extra = [n for n in plan.notes if "drops its" in n]
-        passed(record_property, f"{plan.engine.label}: reads what {fmt.label} trained with (fields, rope)"
-                                + (f"; {'; '.join(extra)}" if extra else ""))
+        what = (f"nothing {fmt.label} is known to train with is lost (fields, rope, norms)" if fmt.producer != "unknown"
+                else "producer unknown: only the files beside the weights are checked")
+        passed(record_property, f"{plan.engine.label}: {what}" + (f"; {'; '.join(extra)}" if extra else ""))
 
 
 def _runtime_unknown(plan: LoadPlan) -> Finding:
