@@ -72,7 +72,8 @@ TRAINED_FIELDS: tuple[TrainedField, ...] = (
         MODELOPT, "eagle_config.parallel_draft_step", 1, 1,
         "above 1 the draft was trained to propose several tokens per step through parallel_draft_heads.*",
         "every engine drafts one token per step and has no parallel draft heads",
-        f"{MODELOPT_SRC} torch/export/plugins/hf_spec_export.py EagleMedusaExporter._extract_state_dict"),
+        f"{MODELOPT_SRC} torch/speculative/plugins/megatron_eagle.py (parallel draft heads when > 1; the HF flow "
+        "leaves it at 1, 'deprecated'), torch/export/plugins/hf_spec_export.py EagleMedusaExporter._extract_state_dict"),
 )
 
 
