@@ -105,6 +105,23 @@ class Rope:
         extra = {k: v for k, v in (self.scaling or {}).items() if k not in ("rope_type", "type", "rope_theta")}
         return f"rope_theta {theta}, {self.kind} {extra}"
 
+    def logit_scale(self) -> float:
+        """How much yarn multiplies every attention logit (cos and sin both carry mscale): mscale squared,
+        mscale = attention_factor, else 0.1 ln(factor) + 1 (vllm rotary_embedding/yarn_scaling_rope.py
+        YaRNScalingRotaryEmbedding, common.py yarn_get_mscale; 0.32.0 read). 1.0 for other kinds."""
+        scaling = self.scaling or {}
+        if self.kind != "yarn":
+            return 1.0
+        factor = float(scaling.get("factor") or 1.0)
+        if scaling.get("attention_factor") is not None:
+            mscale = float(scaling["attention_factor"])
+        elif scaling.get("mscale") and scaling.get("mscale_all_dim"):
+            mscale = (0.1 * float(scaling["mscale"]) * math.log(factor) + 1) / (
+                0.1 * float(scaling["mscale_all_dim"]) * math.log(factor) + 1)
+        else:
+            mscale = 0.1 * math.log(factor) + 1 if factor > 1 else 1.0
+        return mscale * mscale
+
     def same_as(self, other: Rope) -> bool:
         if not math.isclose(self.theta, other.theta):
             return False

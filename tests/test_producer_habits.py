@@ -55,6 +55,7 @@ def test_modelopt_export_yarn_is_an_assumption(make_variant: Callable[..., Path]
     outcome, message = _producer(run, draft, "sglang==0.5.23")
     assert outcome == "failed" and "[rope-trained-assumed]" in message, message
     assert "EagleConfig.eagle_export_rope_scaling" in run.output
+    assert "yarn also multiplies every attention logit by 1.81, at every position" in run.output
 
 
 @pytest.mark.parametrize(("edit", "code"), [

@@ -83,10 +83,13 @@ def _rope(plan: LoadPlan, prof: Profile, view: EngineView, producer: str, label:
         return
     rope, habit = found
     served = config_rope(view.config)
+    scale = served.logit_scale() / rope.logit_scale()
+    sharper = (f"; {served.kind} also multiplies every attention logit by {scale:.2f}, at every position"
+               if abs(scale - 1) > 1e-3 else "")
     finding = Finding(
         "rope-trained",
         f"{prof.label} applies the config's rope ({served.describe()}) to the draft; {label} trained it with "
-        f"{rope.describe()} ({habit.why}): every attention score over earlier positions differs from training",
+        f"{rope.describe()} ({habit.why}): every attention score over earlier positions differs from training{sharper}",
         (Evidence("draft rope", f"{served.describe()} (what {prof.label} applies)", f"{rope.describe()} (trained)"),),
         _rope_fix(rope, habit.certain),
         (f"producer: {habit.source}", f"rule: {prof.source('draft_rope')}"),
