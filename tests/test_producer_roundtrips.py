@@ -331,23 +331,32 @@ def _angelslim_modules() -> tuple[Any, Any]:
     return factory, data
 
 
-def test_angelslim_draft(tmp_path: Path, target: Path, run_contracts: Callable[..., Any]) -> None:
-    """AngelSlim trains with rope base 10000 whatever rope_theta its config writes (its qwen3 configs: 1e6);
-    the engines apply the config's: engine.producer fails on vLLM (SGLang builds no Eagle3LlamaForCausalLM)."""
+def _angelslim_draft(folder: Path) -> Path:
+    """A tiny AngelSlim draft with rope as its qwen3 configs write it (rope_theta 1e6), saved the way
+    Eagle3Trainer._save_zero3_model saves (embed filtered out, save_function=torch.save)."""
     factory, data = _angelslim_modules()
-    config = _llama_layer_config().to_dict() | {  # rope as AngelSlim's qwen3 configs write it (rope_theta 1e6)
+    folder.mkdir(parents=True, exist_ok=True)
+    config = _llama_layer_config().to_dict() | {
         "architectures": ["Eagle3LlamaForCausalLM"], "draft_vocab_size": DRAFT_VOCAB, "rope_theta": 1000000,
         "rope_parameters": {"rope_type": "default", "rope_theta": 1000000}}
-    path = tmp_path / "draft_config.json"
+    path = folder / "draft_config.json"
     path.write_text(json.dumps(config))
+    torch.manual_seed(0)
     model = factory.create_draft_model(factory.DraftModelConfig.from_file(path))
     assert model.midlayer.self_attn.rotary_emb.base == 10000  # producers.ROPE_HABITS[angelslim]
     d2t, t2d = data.process_token_dict_to_mappings(Counter(FREQUENCIES), DRAFT_VOCAB, VOCAB)
     model.d2t.copy_(torch.as_tensor(d2t))
     model.t2d.copy_(torch.as_tensor(t2d))
-    state = {k: v for k, v in model.state_dict().items() if "embed" not in k}  # Eagle3Trainer._save_zero3_model
-    out = tmp_path / "angelslim"
+    state = {k: v for k, v in model.state_dict().items() if "embed" not in k}
+    out = folder / "angelslim"
     model.save_pretrained(str(out), state_dict=state, save_function=torch.save)
+    return out
+
+
+def test_angelslim_draft(tmp_path: Path, target: Path, run_contracts: Callable[..., Any]) -> None:
+    """AngelSlim trains with rope base 10000 whatever rope_theta its config writes; the engines apply the
+    config's: engine.producer fails on vLLM (SGLang builds no Eagle3LlamaForCausalLM)."""
+    out = _angelslim_draft(tmp_path)
     run = run_contracts([out], *UNTRAINED, *ENGINES, target=target)
     assert run.outcomes(out)["format.detected"][1].startswith("angelslim"), run.output
     assert run.outcomes(out)["vocab.map"][0] == "passed", run.output
@@ -395,3 +404,19 @@ def test_modelopt_lora_beside_the_draft_in_engines(engine: str, tmp_path: Path, 
         assert result["outcome"] == "refused" and "no module or parameter named 'base_model'" in result["error"]
     else:
         assert result["outcome"] == "loaded" and result["dropped"] == [adapter], result["error"]
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_angelslim_draft_in_engines(engine: str, tmp_path: Path, target: Path) -> None:
+    """The engines' own loaders on AngelSlim's export: vLLM loads it (t2d dropped, embed_tokens from the
+    target), SGLang has no Eagle3LlamaForCausalLM (engine.architecture)."""
+    python = find_engine_python(engine)
+    if python is None:
+        pytest.skip(f"no {engine} interpreter: set EAGLE3_{engine.upper()}_PYTHON")
+    result = run_probe(engine, python, _angelslim_draft(tmp_path), target)
+    if engine == "vllm":
+        assert result["outcome"] == "loaded" and result["dropped"] == ["t2d"], result["error"]
+        assert result["embed_tokens"] == "target"
+    else:
+        assert result["outcome"] == "refused" and "Eagle3LlamaForCausalLM" in result["error"]
