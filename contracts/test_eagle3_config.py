@@ -16,6 +16,7 @@ from pytest_eagle3.contract import (
     require_tensors,
 )
 from pytest_eagle3.findings import check
+from pytest_eagle3.producers import beside_weights
 from pytest_eagle3.rules.shapes import (
     config_findings,
     format_findings,
@@ -56,7 +57,10 @@ class TestEagle3Checkpoint:
                         "measurement with --eagle3-target=DIR decides the convention, or state it with "
                         "--eagle3-aux-convention)")
         check(format_findings(eagle3_checkpoint))
-        passed(record_property, f"{fmt.label}: {'; '.join(fmt.evidence)}")
+        extra = beside_weights(eagle3_checkpoint.root, eagle3_checkpoint.files, fmt.producer)
+        record_property("files_beside_weights", extra)
+        beside = f"; beside the weights: {', '.join(extra)}" if extra else ""
+        passed(record_property, f"{fmt.label}: {'; '.join(fmt.evidence)}{beside}")
 
     @pytest.mark.eagle3_contract("config.shapes")
     def test_tensor_shapes_match_config(self, eagle3_checkpoint: Checkpoint, record_property: RecordProperty) -> None:

@@ -9,6 +9,7 @@ from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.checkpoint.tensorfiles import CheckpointReadError
 from pytest_eagle3.contract import RecordProperty, passed, require_config, require_tensors
 from pytest_eagle3.findings import Evidence, Finding, check
+from pytest_eagle3.rules.exports import export_findings
 from pytest_eagle3.rules.vocab import diagnose_vocab_map
 
 
@@ -34,7 +35,7 @@ class TestEagle3VocabMap:
                                         (Evidence("d2t/t2d", str(exc), "readable tensors"),),
                                         "re-export the checkpoint")])
             return
-        check(diagnose_vocab_map(d2t, t2d, cfg.vocab_size, draft_vocab))
+        check(diagnose_vocab_map(d2t, t2d, cfg.vocab_size, draft_vocab) + export_findings(ckpt, cfg.vocab_size, draft_vocab))
         if d2t is None:
             passed(record_property, f"full vocab ({cfg.vocab_size}), no map needed")
         else:

@@ -17,6 +17,8 @@ SPECFORGE = "specforge"
 EAGLE = "eagle"
 MODELOPT = "modelopt"
 ANGELSLIM = "angelslim"
+TORCHSPEC = "torchspec"
+DEEPSPEC = "deepspec"
 UNKNOWN = "unknown"
 
 INPUT_OF = "input-of"
@@ -51,6 +53,13 @@ def eagle_config(config: Config) -> Mapping[str, Any]:
     """The nested ``eagle_config`` object (SpecForge, ModelOpt, AngelSlim configs), empty when absent."""
     value = config.get("eagle_config")
     return value if isinstance(value, dict) else {}
+
+
+def lookup(config: Config, field: str) -> Any:
+    """A dotted field (``eagle_config.x``) or a top-level one; None when absent."""
+    if field.startswith("eagle_config."):
+        return eagle_config(config).get(field.removeprefix("eagle_config."))
+    return config.get(field)
 
 
 #: Top-level keys that mark a speculators config. Source: speculators 0.9.0 config.py SpeculatorModelConfig.
@@ -101,9 +110,9 @@ FORMAT_SIGNALS: tuple[FormatSignal, ...] = (
     FormatSignal(MODELOPT, 3, "layers.0.* keys with d2t and no t2d",
                  lambda c, k, f: _has_prefix(k, "layers.0.") and "d2t" in k and "t2d" not in k,
                  "ModelOpt export/plugins/hf_spec_export.py EagleExporter (no t2d)"),
-    FormatSignal(ANGELSLIM, 10, "architectures Eagle3LlamaForCausalLM or target_model_type in config",
-                 lambda c, k, f: "Eagle3LlamaForCausalLM" in _arch(c) or "target_model_type" in c,
-                 "AngelSlim train/configs/*-eagle3.json"),
+    FormatSignal(ANGELSLIM, 10, "architectures Eagle3LlamaForCausalLM, or target_model_type / modal_type in config",
+                 lambda c, k, f: "Eagle3LlamaForCausalLM" in _arch(c) or "target_model_type" in c or "modal_type" in c,
+                 "AngelSlim train/configs/*-eagle3.json (qwen3-vl-4b-eagle3-mrope.json: modal_type)"),
     FormatSignal(EAGLE, 8, "plain LlamaForCausalLM architecture with draft_vocab_size and midlayer.* keys",
                  lambda c, k, f: _arch(c) == ("LlamaForCausalLM",) and "draft_vocab_size" in c
                  and _has_prefix(k, "midlayer."),
@@ -117,6 +126,13 @@ FORMAT_SIGNALS: tuple[FormatSignal, ...] = (
     FormatSignal(SPECFORGE, 2, "midlayer.* keys with both d2t and t2d",
                  lambda c, k, f: _has_prefix(k, "midlayer.") and {"d2t", "t2d"} <= k,
                  "specforge 0.2.0 export/to_sglang.py required keys"),
+    FormatSignal(TORCHSPEC, 12, "config.json has _torchspec_version",
+                 lambda c, k, f: "_torchspec_version" in c,
+                 "lightseekorg/TorchSpec 6f21829 tools/convert_to_hf.py _save_with_vocab_pruning"),
+    FormatSignal(DEEPSPEC, 12, "architectures Qwen3Eagle3Model / Gemma4Eagle3Model with target_layer_ids",
+                 lambda c, k, f: bool({"Qwen3Eagle3Model", "Gemma4Eagle3Model"} & set(_arch(c)))
+                 and "target_layer_ids" in c,
+                 "deepseek-ai/DeepSpec afdfa7c deepspec/modeling/eagle3/qwen3/config.py build_draft_config"),
     FormatSignal(MODELOPT, 4, "architectures LlamaForCausalLMEagle3/Eagle3DeepseekV2ForCausalLM with layers.0.* keys",
                  lambda c, k, f: bool({"LlamaForCausalLMEagle3", "Eagle3DeepseekV2ForCausalLM"} & set(_arch(c)))
                  and _has_prefix(k, "layers.0."),
@@ -130,6 +146,20 @@ PRODUCER_AUX_CONVENTION: dict[str, tuple[str, str]] = {
     SPECFORGE: (OUTPUT_OF, "SpecForge captures through SGLang set_eagle3_layers_to_capture (output of layer id)"),
     MODELOPT: (OUTPUT_OF, "ModelOpt plugins/hf_eagle.py forward hook on layers[id] (output of layer id)"),
     ANGELSLIM: (OUTPUT_OF, "AngelSlim target_model_wrapper.py reads hidden_states[id + 1] (output of layer id)"),
+    TORCHSPEC: (OUTPUT_OF, ("TorchSpec captures through SGLang / vLLM as SpecForge does (output of layer id); "
+                            "tools/convert_to_hf.py adds +1 to kimi_k2 ids for vLLM")),
+    DEEPSPEC: (OUTPUT_OF, "DeepSpec modeling/eagle3/common.py extract_eagle3_context_feature: hidden_states[id + 1]"),
+}
+
+#: Aux layer ids a producer keeps under its own field name (no engine reads these names: the engine
+#: uses its defaults). They are the training ids; ``engine.aux_layers`` compares them with what is fed.
+PRODUCER_AUX_FIELDS: dict[str, tuple[str, str]] = {
+    ANGELSLIM: ("aux_hidden_states_layer_ids",
+                ("angelslim 0.5.0 train/trainer/online_eagle3_trainer.py OnlineEagle3Trainer.__init__ "
+                 "(getattr(draft_model_config, 'aux_hidden_states_layer_ids', None))")),
+    DEEPSPEC: ("target_layer_ids",
+               ("deepseek-ai/DeepSpec afdfa7c deepspec/modeling/eagle3/qwen3/config.py build_draft_config "
+                "(5 ids, validate_eagle3_target_layer_ids)")),
 }
 
 #: Norm flags and their defaults when a config omits them, per producer (what the producer's
@@ -148,6 +178,29 @@ NORM_FLAG_DEFAULTS: dict[str, dict[str, tuple[bool, str]]] = {
         "norm_output": (True, "specforge 0.2.0 llama3_eagle.py getattr(config, 'norm_output', True)"),
     },
 }
+
+
+def _plain_forward(residual: str, feedback: str) -> dict[str, tuple[bool, str]]:
+    """A producer whose forward has the plain EAGLE-3 shape: raw-hidden residual, no input_norm, no
+    per-chunk norm; ``feedback`` says which state it feeds back."""
+    return {"norm_before_residual": (False, residual), "norm_before_fc": (False, f"{residual}: no input_norm"),
+            "fc_norm": (False, f"{residual}: no per-chunk norm"), "norm_output": (False, feedback)}
+
+
+NORM_FLAG_DEFAULTS.update({
+    MODELOPT: _plain_forward(
+        "nvidia-modelopt 0.47.0 plugins/modeling_eagle.py: transformers LlamaDecoderLayer keeps the raw hidden as residual",
+        "nvidia-modelopt 0.47.0 plugins/hf_eagle.py HFEagleModel.forward feeds back eagle_prenorm_h"),
+    ANGELSLIM: _plain_forward(
+        "angelslim 0.5.0 train/models/draft/llama_eagle3.py LlamaDecoderLayeremb.forward: residual = hidden_states",
+        "angelslim 0.5.0 llama_eagle3.py forward returns the pre-norm hidden_states"),
+    EAGLE: _plain_forward(
+        "SafeAILab/EAGLE cb7e084 eagle/traineagle3/cnets.py LlamaDecoderLayeremb.forward: residual = hidden_states",
+        "SafeAILab/EAGLE cnets.py Model.forward returns the pre-norm hidden_states"),
+    DEEPSPEC: _plain_forward(
+        "deepseek-ai/DeepSpec afdfa7c modeling/eagle3/qwen3/modeling.py Qwen3Eagle3DecoderLayer.forward: residual = hidden",
+        "deepseek-ai/DeepSpec qwen3/modeling.py: norm only inside compute_logits (self.lm_head(self.norm(h)))"),
+})
 GENERIC_NORM_DEFAULTS: dict[str, tuple[bool, str]] = {
     "norm_before_residual": (False, "EAGLE-3 reference forward: residual is the raw hidden state"),
     "norm_before_fc": (False, "EAGLE-3 reference forward: fc takes the raw concatenation"),
@@ -267,6 +320,9 @@ def _aux_layers(config: Config, producer: str, problems: list[str]) -> AuxLayers
             "eagle_aux_hidden_state_layer_ids"
         ),
     }
+    own = PRODUCER_AUX_FIELDS.get(producer)
+    if own is not None:
+        candidates[own[0]] = config.get(own[0])
     present = {k: v for k, v in candidates.items() if v is not None}
     convention, convention_source = PRODUCER_AUX_CONVENTION.get(producer, (None, "producer unknown"))
     for name, value in present.items():

@@ -186,6 +186,10 @@ def draft_tensors(spec: SynthSpec) -> dict[str, torch.Tensor]:
     first_prefix = "midlayer." if spec.producer in (SPECFORGE, SPECFORGE_HF, EAGLE, ANGELSLIM) else "layers.0."
     tensors: dict[str, torch.Tensor] = {"fc.weight": _matrix(gen, h, len(spec.aux_ids) * h, dt)}
     tensors.update({first_prefix + k: t for k, t in decoder_layer(spec, gen, first=True).items()})
+    if spec.producer == MODELOPT:  # uniform, as ModelOpt initialises it: its forward also applies it to the hidden
+        import torch
+
+        tensors[first_prefix + "input_layernorm.weight"] = torch.ones(h, dtype=dt)  # path (producers.NORM_HABITS)
     for i in range(1, spec.draft_layers):
         tensors.update({f"layers.{i}.{k}": t for k, t in decoder_layer(spec, gen, first=False).items()})
     tensors["norm.weight"] = _norm(gen, h, dt)

@@ -17,7 +17,8 @@ from tests.conftest import ContractRun
 CONTRACTS = {"checkpoint.readable", "config.parseable", "format.detected", "config.shapes",
              "target.consistent", "vocab.map", "weights.finite", "weights.initialised"}
 ENGINE_CONTRACTS = {"engine.architecture", "engine.keys", "engine.vocab", "engine.aux_layers", "engine.fc",
-                    "engine.norms", "engine.embeddings", "engine.layers", "engine.geometry", "engine.runtime"}
+                    "engine.norms", "engine.embeddings", "engine.layers", "engine.geometry", "engine.runtime",
+                    "engine.producer"}
 REFERENCE_CONTRACTS = {"reference.acceptance", "reference.convention"}
 
 
@@ -106,7 +107,7 @@ def test_env_variable_and_ini_supply_checkpoints_with_their_source(
     # SpecForge's ids sit where vLLM 0.33's GPU runner does not look: the defaults need the target's
     # layer count (engine.aux_layers, engine.fc, engine.runtime skip); engine.acceptance skips for both (no target),
     # and probe.load (no interpreter)
-    result.assert_outcomes(passed=30, skipped=14)
+    result.assert_outcomes(passed=32, skipped=14)
     result.stdout.fnmatch_lines([f"eagle3: ckpt={one}, {two} (from env EAGLE3_CKPT)"])
     monkeypatch.delenv("EAGLE3_CKPT")
     pytester.makeini(f"[pytest]\neagle3_ckpt =\n    {one}\neagle3_target = {one}\n")
@@ -127,7 +128,7 @@ def test_pyargs_runs_contracts_next_to_the_users_own_tests(
     ckpt = make_checkpoint(producer="speculators")
     result = pytester.runpytest(f"--eagle3-ckpt={ckpt}", "--eagle3-engine=vllm", "--pyargs", "pytest_eagle3.contracts",
                                 "test_mine.py")
-    result.assert_outcomes(passed=17, skipped=6)
+    result.assert_outcomes(passed=18, skipped=6)
     result.stdout.fnmatch_lines(["*test_mine.py*", "*EAGLE-3 verdict*"])
 
 
@@ -198,7 +199,7 @@ def test_xdist_workers_report_to_the_controller(
     report = pytester.path / "r.json"
     result = pytester.runpytest_subprocess(f"--eagle3-ckpt={good}", f"--eagle3-ckpt={bad}", "-n", "2",
                                            "--eagle3-engine=vllm", f"--eagle3-report={report}", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=27, failed=1, skipped=16)
+    result.assert_outcomes(passed=29, failed=1, skipped=16)
     data = json.loads(report.read_text())
     verdicts = {c["path"]: c["engines"][0]["verdict"] for c in data["checkpoints"]}
     assert verdicts == {str(good): "pass", str(bad): "fail"}

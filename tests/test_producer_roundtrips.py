@@ -1,16 +1,21 @@
 """Producers' own classes write tiny drafts; the contracts judge them (and probes load them).
 
-Runs in the ``producers`` tox env (speculators 0.9.0, specforge 0.2.0); skips, naming the missing
-package, elsewhere. Each draft is built and saved with the producer's code only: speculators'
-``Eagle3SpeculatorConfig`` / ``Eagle3DraftModel`` / ``build_vocab_mappings_from_distribution`` /
-``save_pretrained``; SpecForge's ``AutoDraftModelConfig`` / ``AutoDraftModel`` /
-``process_token_dict_to_mappings`` / ``export_to_sglang`` / ``export_to_hf``.
+Runs in the ``producers`` tox env (speculators 0.9.0, specforge 0.2.0, nvidia-modelopt 0.47.0,
+angelslim 0.5.0); skips, naming the missing package, elsewhere. Each draft is built and saved with the
+producer's code only: speculators' ``Eagle3SpeculatorConfig`` / ``Eagle3DraftModel`` /
+``build_vocab_mappings_from_distribution`` / ``save_pretrained``; SpecForge's ``AutoDraftModelConfig`` /
+``AutoDraftModel`` / ``process_token_dict_to_mappings`` / ``export_to_sglang`` / ``export_to_hf``;
+ModelOpt's ``mtsp.convert`` (``EAGLE3_DEFAULT_CFG``) / ``export_speculative_decoding``; AngelSlim's
+``DraftModelConfig`` / ``create_draft_model`` / ``process_token_dict_to_mappings`` / ``save_pretrained``
+(``import angelslim`` fails in 0.5.0, its wheel lacks ``angelslim.compressor.qat``: see
+``_angelslim_modules``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import json
 from collections import Counter
 from collections.abc import Callable
@@ -28,7 +33,7 @@ from pytest_eagle3.synth import SynthSpec, write_target
 # datasets / pyarrow cannot be imported twice in one process (conftest.py has the same reason).
 for _module in ("transformers", "datasets", "speculators.models.eagle3", "speculators.train.vocab_mapping",
                 "specforge.modeling.auto", "specforge.data.preprocessing", "specforge.export.to_sglang",
-                "specforge.export.to_hf"):
+                "specforge.export.to_hf", "modelopt.torch.speculative", "modelopt.torch.export.unified_export_hf"):
     with contextlib.suppress(ImportError):
         importlib.import_module(_module)
 
@@ -179,6 +184,188 @@ def test_specforge_default_t2d_without_vocab_map(tmp_path: Path, target: Path,
     assert outcome == "failed" and "defaults-never-replaced" in message, message
 
 
+# -- ModelOpt -----------------------------------------------------------------------------------
+def _modelopt_export(out: Path, target: Path, trained_norm: bool, lora_file: bool = False) -> Path:
+    """ModelOpt's default EAGLE-3 recipe on the tiny target, exported by ModelOpt's exporter.
+
+    ``trained_norm``: give layers.0.input_layernorm a non-uniform weight before export, as training
+    does (ModelOpt initialises it to ones)."""
+    pytest.importorskip("modelopt", reason="nvidia-modelopt not installed (tox -e producers)")
+    import copy
+
+    import modelopt.torch.speculative as mtsp
+    from modelopt.torch.export.unified_export_hf import export_speculative_decoding
+    from modelopt.torch.speculative.config import EAGLE3_DEFAULT_CFG
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(0)
+    base = AutoModelForCausalLM.from_pretrained(str(target), dtype=torch.float32)
+    recipe = copy.deepcopy(EAGLE3_DEFAULT_CFG)
+    recipe["config"]["eagle_architecture_config"].update(
+        intermediate_size=128, num_attention_heads=2, num_key_value_heads=1, head_dim=32, draft_vocab_size=DRAFT_VOCAB)
+    recipe["config"]["eagle_use_torch_compile"] = False
+    mtsp.convert(base, [(recipe["algorithm"], recipe["config"])])
+    ranked = Counter(FREQUENCIES).most_common(DRAFT_VOCAB)
+    with torch.no_grad():  # modelopt utils.calibrate_frequent_vocab's formula: i-th most frequent id - i
+        base.eagle_module.d2t.copy_(torch.tensor([token - i for i, (token, _) in enumerate(ranked)]))
+        if trained_norm:
+            base.eagle_module.layers[0].input_layernorm.weight.copy_(torch.linspace(0.5, 1.5, HIDDEN))
+    export_speculative_decoding(base, export_dir=str(out))
+    if lora_file:  # what EagleExporter._export_lora writes next to the draft with eagle_base_lora=True
+        from safetensors.torch import save_file
+
+        save_file({"base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight": torch.zeros(4, HIDDEN)},
+                  str(out / "adapter_model.safetensors"))
+    return out
+
+
+ENGINES = ("--eagle3-engine=vllm,sglang",)
+
+
+def test_modelopt_default_export(tmp_path: Path, target: Path, run_contracts: Callable[..., Any]) -> None:
+    """ModelOpt's default recipe: yarn written over a draft trained with plain rope (assumed, so unknown:
+    skipped, a failure with --eagle3-unknown=fail); its frequency-ranked d2t read as offsets; aux ids in
+    eagle_config that vLLM 0.33's GPU runner does not read."""
+    draft = _modelopt_export(tmp_path / "modelopt", target, trained_norm=False)
+    config = json.loads((draft / "config.json").read_text())
+    assert config["rope_scaling"] == {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 2048}
+    run = run_contracts([draft], *UNTRAINED, *ENGINES, target=target)
+    assert run.outcomes(draft)["format.detected"][0] == "passed", run.output
+    assert run.outcomes(draft)["vocab.map"][0] == "passed", run.output
+    for engine in ("vllm==0.33.0", "sglang==0.5.23"):
+        outcome, message = run.engine_outcomes(draft, engine)["engine.producer"]
+        assert outcome == "skipped" and "assumed" in message and "yarn" in message, message
+    run = run_contracts([draft], *UNTRAINED, *ENGINES, "--eagle3-unknown=fail", target=target)
+    outcome, message = run.engine_outcomes(draft, "sglang==0.5.23")["engine.producer"]
+    assert outcome == "failed" and "rope-trained-assumed" in message and "rope_theta 10000, no scaling" in message
+
+
+def test_modelopt_trained_first_layer_norm(tmp_path: Path, target: Path, run_contracts: Callable[..., Any]) -> None:
+    """ModelOpt's forward applies layers.0.input_layernorm before hidden_norm on the hidden path; no engine does."""
+    draft = _modelopt_export(tmp_path / "modelopt-norm", target, trained_norm=True)
+    run = run_contracts([draft], *UNTRAINED, *ENGINES, target=target)
+    for engine in ("vllm==0.33.0", "sglang==0.5.23"):
+        outcome, message = run.engine_outcomes(draft, engine)["engine.producer"]
+        assert outcome == "failed" and "norm-not-applied" in message and "layers.0.input_layernorm.weight" in message
+
+
+def test_modelopt_lora_adapter_beside_the_draft(tmp_path: Path, target: Path, run_contracts: Callable[..., Any]) -> None:
+    """adapter_model.safetensors is read by both loaders (every *.safetensors): vLLM refuses its keys,
+    SGLang drops them."""
+    draft = _modelopt_export(tmp_path / "modelopt-lora", target, trained_norm=False, lora_file=True)
+    run = run_contracts([draft], *UNTRAINED, *ENGINES, target=target)
+    outcome, message = run.engine_outcomes(draft, "vllm==0.33.0")["engine.producer"]
+    assert outcome == "failed" and "extra-weights-loaded" in message and "adapter_model.safetensors" in message
+    assert "adapter_model.safetensors" in run.outcomes(draft)["format.detected"][1]
+    outcome, message = run.engine_outcomes(draft, "sglang==0.5.23")["engine.producer"]
+    assert outcome != "failed", message
+
+
+def test_modelopt_hidden_path_is_what_the_habit_table_says(target: Path) -> None:
+    """producers.NORM_HABITS[modelopt], checked against ModelOpt's own module: the attention of the first
+    layer receives cat(input_layernorm(embeds), hidden_norm(input_layernorm(hidden)))."""
+    pytest.importorskip("modelopt", reason="nvidia-modelopt not installed (tox -e producers)")
+    import copy
+
+    import modelopt.torch.speculative as mtsp
+    from modelopt.torch.speculative.config import EAGLE3_DEFAULT_CFG
+    from transformers import AutoModelForCausalLM
+
+    base = AutoModelForCausalLM.from_pretrained(str(target), dtype=torch.float32)
+    recipe = copy.deepcopy(EAGLE3_DEFAULT_CFG)
+    recipe["config"]["eagle_architecture_config"].update(
+        intermediate_size=128, num_attention_heads=2, num_key_value_heads=1, head_dim=32, draft_vocab_size=DRAFT_VOCAB)
+    recipe["config"]["eagle_use_torch_compile"] = False
+    mtsp.convert(base, [(recipe["algorithm"], recipe["config"])])
+    module, seen = base.eagle_module, {}
+    layer = module.layers[0]
+    with torch.no_grad():
+        layer.input_layernorm.weight.copy_(torch.linspace(0.2, 3.0, HIDDEN))
+    layer.self_attn.register_forward_pre_hook(lambda m, a, k: seen.update(attn=k["hidden_states"]), with_kwargs=True)
+    module._maybe_init_rope()
+    hidden, embeds = torch.randn(1, 5, HIDDEN), torch.randn(1, 5, HIDDEN)
+    with torch.no_grad():
+        module(hidden_states=hidden, inputs_embeds=embeds, attention_mask=None)
+        twice = layer.hidden_norm(layer.input_layernorm(hidden))
+        once = layer.hidden_norm(hidden)
+    assert torch.allclose(seen["attn"][..., HIDDEN:], twice, atol=1e-5)
+    assert not torch.allclose(seen["attn"][..., HIDDEN:], once, atol=1e-3)
+
+
+# -- AngelSlim ----------------------------------------------------------------------------------
+ANGELSLIM_PACKAGES = ("angelslim", "angelslim.compressor", "angelslim.compressor.speculative",
+                      "angelslim.compressor.speculative.train", "angelslim.compressor.speculative.train.models",
+                      "angelslim.compressor.speculative.train.models.draft",
+                      "angelslim.compressor.speculative.train.data")
+
+
+def _angelslim_modules() -> tuple[Any, Any]:
+    """AngelSlim's draft factory and data utilities, its own modules. angelslim 0.5.0's package
+    ``__init__`` chain imports ``angelslim.compressor.qat`` (absent from the wheel: ``import angelslim``
+    fails everywhere), so the parent packages are set up without running their ``__init__``; the
+    modules below run as released."""
+    import sys
+    import types
+
+    spec = importlib.util.find_spec("angelslim")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("angelslim not installed (tox -e producers)")
+    root = Path(next(iter(spec.submodule_search_locations)))
+    saved = {name: sys.modules.get(name) for name in ANGELSLIM_PACKAGES}
+    for name in ANGELSLIM_PACKAGES:
+        if name not in sys.modules:
+            package = types.ModuleType(name)
+            package.__path__ = [str(root.joinpath(*name.split(".")[1:]))]
+            sys.modules[name] = package
+    try:
+        draft = "angelslim.compressor.speculative.train.models.draft"
+        importlib.import_module(f"{draft}.llama_eagle3")  # registers Eagle3LlamaForCausalLM (the package __init__'s job)
+        factory = importlib.import_module(f"{draft}.draft_model_factory")
+        data = importlib.import_module("angelslim.compressor.speculative.train.data.data_utils")
+    except ImportError as exc:
+        pytest.skip(f"angelslim's speculative modules cannot be imported here: {type(exc).__name__}: {exc}")
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+    return factory, data
+
+
+def _angelslim_draft(folder: Path) -> Path:
+    """A tiny AngelSlim draft with rope as its qwen3 configs write it (rope_theta 1e6), saved the way
+    Eagle3Trainer._save_zero3_model saves (embed filtered out, save_function=torch.save)."""
+    factory, data = _angelslim_modules()
+    folder.mkdir(parents=True, exist_ok=True)
+    config = _llama_layer_config().to_dict() | {
+        "architectures": ["Eagle3LlamaForCausalLM"], "draft_vocab_size": DRAFT_VOCAB, "rope_theta": 1000000,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 1000000}}
+    path = folder / "draft_config.json"
+    path.write_text(json.dumps(config))
+    torch.manual_seed(0)
+    model = factory.create_draft_model(factory.DraftModelConfig.from_file(path))
+    assert model.midlayer.self_attn.rotary_emb.base == 10000  # producers.ROPE_HABITS[angelslim]
+    d2t, t2d = data.process_token_dict_to_mappings(Counter(FREQUENCIES), DRAFT_VOCAB, VOCAB)
+    model.d2t.copy_(torch.as_tensor(d2t))
+    model.t2d.copy_(torch.as_tensor(t2d))
+    state = {k: v for k, v in model.state_dict().items() if "embed" not in k}
+    out = folder / "angelslim"
+    model.save_pretrained(str(out), state_dict=state, save_function=torch.save)
+    return out
+
+
+def test_angelslim_draft(tmp_path: Path, target: Path, run_contracts: Callable[..., Any]) -> None:
+    """AngelSlim trains with rope base 10000 whatever rope_theta its config writes; the engines apply the
+    config's: engine.producer fails on vLLM (SGLang builds no Eagle3LlamaForCausalLM)."""
+    out = _angelslim_draft(tmp_path)
+    run = run_contracts([out], *UNTRAINED, *ENGINES, target=target)
+    assert run.outcomes(out)["format.detected"][1].startswith("angelslim"), run.output
+    assert run.outcomes(out)["vocab.map"][0] == "passed", run.output
+    outcome, message = run.engine_outcomes(out, "vllm==0.33.0")["engine.producer"]
+    assert outcome == "failed" and "[rope-trained]" in message, message
+    assert "(rope_theta 1000000, no scaling)" in message and "with rope_theta 10000, no scaling" in message
+    assert run.engine_outcomes(out, "sglang==0.5.23")["engine.architecture"][0] == "failed"
+
+
 # -- the same folders through the engines ---------------------------------------------------------
 @pytest.mark.engine
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
@@ -197,3 +384,39 @@ def test_producer_drafts_in_engines(engine: str, tmp_path: Path, target: Path) -
     result = run_probe(engine, python, specforge, target)
     assert result["outcome"] == "loaded", result["error"]
     assert result["dropped"] == ["t2d"] and result["embed_tokens"] == "target"
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_modelopt_lora_beside_the_draft_in_engines(engine: str, tmp_path: Path, target: Path) -> None:
+    """The engine's own loader reads adapter_model.safetensors with the draft (engine.producer's
+    extra-weights-loaded): vLLM refuses it at load, SGLang drops its tensors."""
+    python = find_engine_python(engine)
+    if python is None:
+        pytest.skip(f"no {engine} interpreter: set EAGLE3_{engine.upper()}_PYTHON")
+    plain = _modelopt_export(tmp_path / "modelopt", target, trained_norm=False)
+    result = run_probe(engine, python, plain, target)
+    assert result["outcome"] == "loaded" and result["dropped"] == [], result["error"]
+    lora = _modelopt_export(tmp_path / "modelopt-lora", target, trained_norm=False, lora_file=True)
+    result = run_probe(engine, python, lora, target)
+    adapter = "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight"
+    if engine == "vllm":
+        assert result["outcome"] == "refused" and "no module or parameter named 'base_model'" in result["error"]
+    else:
+        assert result["outcome"] == "loaded" and result["dropped"] == [adapter], result["error"]
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_angelslim_draft_in_engines(engine: str, tmp_path: Path, target: Path) -> None:
+    """The engines' own loaders on AngelSlim's export: vLLM loads it (t2d dropped, embed_tokens from the
+    target), SGLang has no Eagle3LlamaForCausalLM (engine.architecture)."""
+    python = find_engine_python(engine)
+    if python is None:
+        pytest.skip(f"no {engine} interpreter: set EAGLE3_{engine.upper()}_PYTHON")
+    result = run_probe(engine, python, _angelslim_draft(tmp_path), target)
+    if engine == "vllm":
+        assert result["outcome"] == "loaded" and result["dropped"] == ["t2d"], result["error"]
+        assert result["embed_tokens"] == "target"
+    else:
+        assert result["outcome"] == "refused" and "Eagle3LlamaForCausalLM" in result["error"]

@@ -13,14 +13,9 @@ from typing import Any
 
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.engines.versions import SGLANG
-from pytest_eagle3.formats import eagle_config, is_speculators
+from pytest_eagle3.formats import is_speculators, lookup
 
-
-def lookup(config: Mapping[str, Any], field: str) -> Any:
-    """A dotted field (``eagle_config.x``) or a top-level one; None when absent."""
-    if field.startswith("eagle_config."):
-        return eagle_config(config).get(field.removeprefix("eagle_config."))
-    return config.get(field)
+__all__ = ["EngineView", "engine_view", "lookup"]
 
 
 @dataclass(frozen=True)

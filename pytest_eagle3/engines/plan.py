@@ -38,6 +38,7 @@ from pytest_eagle3.engines.loadplan import (
     Measured,
 )
 from pytest_eagle3.engines.param_shapes import parameter_shapes
+from pytest_eagle3.engines.producer import plan_producer
 from pytest_eagle3.engines.profiles import Profile, profile
 from pytest_eagle3.engines.runtime import plan_runtime
 from pytest_eagle3.engines.sharing import plan_sharing
@@ -81,6 +82,7 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
     _fc(plan, prof, view, ckpt, target)
     _norms(plan, prof, view, ckpt)
     _embeddings(plan, prof, view, ckpt, target, resolution)
+    plan_producer(plan, prof, view, ckpt, params)
     plan.runtime = plan_runtime(plan, prof, view, target)
     return plan
 

@@ -62,6 +62,10 @@ BEHAVIOURS: dict[str, str] = {
     "mtp_model_types": "draft model_type values the engine rewrites to its MTP draft (refused for EAGLE-3)",
     "mla_rope": ("how the MLA draft class builds its rope: forced-yarn (DeepSeek YaRN whenever rope_scaling is set, "
                  "which needs factor and original_max_position_embeddings) / as-configured"),
+    "draft_rope": "the rope the draft layers apply: config (the draft config's rope_theta and rope_scaling)",
+    "first_layer_hidden_path": "what the first draft layer applies to the fc output before attention: hidden_norm",
+    "weight_files": ("which files of the draft folder the loader reads: every *.safetensors (an index, when "
+                     "present, filters them), else *.bin minus the trainer's files"),
 }
 
 
@@ -415,6 +419,34 @@ RULES: tuple[Rule, ...] = tuple(
                "(0.18.0-0.27.0 read; CPU runs 0.20.0-0.26.0: KeyError 'factor')")),
              ("0.28.0", None, "as-configured",
               "vllm 0.28.0 deepseek_eagle3.py: the draft config's rope_parameters as they are (0.28.0-0.32.0 read)"))
+)
+
+RULES += tuple(
+    _rules(VLLM, "draft_rope",
+           ("0.8.5", None, "config",
+            ("vllm model_executor/models/llama.py LlamaAttention: get_rope(rope_theta / rope_scaling, from 0.2x "
+             "rope_parameters) of the draft config; llama_eagle3.py layers subclass it (0.11.0, 0.32.0 read)")))
+    + _rules(SGLANG, "draft_rope",
+             ("0.4.4.post2", None, "config",
+              ("sglang models/llama.py LlamaDecoderLayer: rope_theta / rope_scaling (rope_parameters) of the draft "
+               "config; llama_eagle3.py LlamaDecoderLayer subclasses it (0.5.11, 0.5.23 read)")))
+    + _rules(VLLM, "first_layer_hidden_path",
+             ("0.8.5", None, "hidden_norm",
+              (f"vllm {VL_EAGLE3} LlamaDecoderLayer.forward, layer 0: hidden_norm(hidden_states), input_layernorm on "
+               "the embeddings only (0.11.0, 0.32.0 read)")))
+    + _rules(SGLANG, "first_layer_hidden_path",
+             ("0.4.4.post2", None, "hidden_norm",
+              (f"sglang {SG_EAGLE3} LlamaDecoderLayer.forward, layer 0: hidden_norm(hidden_states), input_layernorm "
+               "on the embeddings only (0.5.11, 0.5.23 read)")))
+    + _rules(VLLM, "weight_files",
+             ("0.8.5", None, "all-safetensors",
+              ("vllm model_executor/model_loader/default_loader.py DefaultModelLoader._prepare_weights: glob "
+               "*.safetensors, filtered only by model.safetensors.index.json; *.bin minus "
+               "weight_utils.filter_files_not_needed_for_inference (0.11.0, 0.32.0 read)")))
+    + _rules(SGLANG, "weight_files",
+             ("0.4.4.post2", None, "all-safetensors",
+              ("sglang model_loader/loader.py DefaultModelLoader._prepare_weights: the same globbing "
+               "(0.5.11, 0.5.23 read)")))
 )
 
 _BY_KEY: dict[tuple[str, str], tuple[Rule, ...]] = {}

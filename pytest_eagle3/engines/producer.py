@@ -1,0 +1,152 @@
+"""What the producer trained with, or left beside the weights, as one engine version meets it.
+
+Three checks under the plan area ``producer`` (contract ``engine.producer``):
+
+* a config field the producer trained with that the engine never reads, whose value differs from
+  what the engine hard-wires (:data:`pytest_eagle3.producers.TRAINED_FIELDS`);
+* the rope the producer trained with against the rope the engine builds from the config
+  (profile behaviour ``draft_rope``; :data:`pytest_eagle3.producers.ROPE_HABITS`);
+* weight files the engine's loader reads although they are not the draft's (profile behaviour
+  ``weight_files``): their tensors go through the engine's own key rules.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pytest_eagle3.checkpoint import Checkpoint
+from pytest_eagle3.checkpoint.draft import NOT_DRAFT_WEIGHTS
+from pytest_eagle3.checkpoint.tensorfiles import index_safetensors
+from pytest_eagle3.engines.config_view import EngineView
+from pytest_eagle3.engines.keymap import resolve_keys
+from pytest_eagle3.engines.loadplan import LoadPlan
+from pytest_eagle3.engines.profiles import Profile
+from pytest_eagle3.findings import Evidence, Finding, short
+from pytest_eagle3.producers import NORM_HABITS, config_rope, trained_rope, unread_fields
+
+AREA = "producer"
+
+
+def plan_producer(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, params: set[str]) -> None:
+    """File the producer findings of ``prof``'s engine version for ``ckpt``."""
+    producer = ckpt.format.producer
+    raw = ckpt.config_raw or {}
+    for row, value in unread_fields(producer, raw):
+        plan.lose(AREA, Finding(
+            "field-not-read",
+            f"{ckpt.format.label} trained with {row.field} = {_json(value)}, which {prof.label} never reads: "
+            f"{row.engine}; {row.trained}",
+            (Evidence(row.field, f"{_json(value)} (trained with)", f"{_json(row.engine_value)} (what the engine does)"),),
+            f"retrain with {row.field} = {_json(row.engine_value)}, or serve with an engine that reads it",
+            (f"producer: {row.source}", f"rule: no {prof.engine} release reads {row.field}"),
+        ))
+    _rope(plan, prof, view, producer, ckpt.format.label)
+    _norm_habit(plan, prof, ckpt)
+    _extra_weights(plan, prof, ckpt, params)
+
+
+#: A norm weight whose largest / smallest magnitude stays under this ratio counts as uniform.
+UNIFORM_RATIO = 1.01
+
+
+def _norm_habit(plan: LoadPlan, prof: Profile, ckpt: Checkpoint) -> None:
+    habit = NORM_HABITS.get(ckpt.format.producer)
+    prefix = ckpt.config.first_layer_prefix if ckpt.config_raw is not None else None
+    name = f"{prefix}{habit.tensor}" if habit is not None and prefix else None
+    if habit is None or name is None or name not in ckpt.tensors:
+        return
+    weight = ckpt.read(name).float().abs()
+    low, high = float(weight.min()), float(weight.max())
+    if low > 0 and high / low < UNIFORM_RATIO:
+        return
+    spread = f"{low:.3g}..{high:.3g}"
+    plan.lose(AREA, Finding(
+        "norm-not-applied",
+        f"{prof.label} feeds the first layer hidden_norm(fc output); {ckpt.format.label} trained it with "
+        f"{habit.trained}: {name} ({spread}) is missing from the hidden path, acceptance drops",
+        (Evidence(name, f"ranges {spread} (not uniform): the engine skips it on the hidden path",
+                  "a uniform weight (then skipping it changes nothing)"),),
+        "no engine applies this norm: serve the draft where it is applied, or retrain with a draft whose first "
+        "layer normalises the hidden path once",
+        (f"producer: {habit.source}", f"rule: {prof.source('first_layer_hidden_path')}"),
+    ))
+
+
+def _json(value: Any) -> str:
+    return "true" if value is True else "false" if value is False else "null" if value is None else str(value)
+
+
+def _rope(plan: LoadPlan, prof: Profile, view: EngineView, producer: str, label: str) -> None:
+    found = trained_rope(producer, view.config)
+    if found is None:
+        return
+    rope, habit = found
+    served = config_rope(view.config)
+    scale = served.logit_scale() / rope.logit_scale()
+    sharper = (f"; {served.kind} also multiplies every attention logit by {scale:.2f}, at every position"
+               if abs(scale - 1) > 1e-3 else "")
+    finding = Finding(
+        "rope-trained",
+        f"{prof.label} applies the config's rope ({served.describe()}) to the draft; {label} trained it with "
+        f"{rope.describe()} ({habit.why}): every attention score over earlier positions differs from training{sharper}",
+        (Evidence("draft rope", f"{served.describe()} (what {prof.label} applies)", f"{rope.describe()} (trained)"),),
+        _rope_fix(rope, habit.certain),
+        (f"producer: {habit.source}", f"rule: {prof.source('draft_rope')}"),
+    )
+    if habit.certain:
+        plan.lose(AREA, finding)
+    else:
+        plan.unknown[AREA] = Finding(
+            "rope-trained-assumed",
+            f"assumed: {finding.summary}; its cost is not measured here",
+            finding.evidence, finding.fix, finding.details,
+        )
+
+
+def _rope_fix(rope: Any, certain: bool) -> str:
+    scaling = "null" if rope.scaling is None else str(rope.scaling)
+    theta = int(rope.theta) if rope.theta.is_integer() else rope.theta
+    text = f"write rope_theta: {theta} and rope_scaling: {scaling} into config.json (the rope it was trained with)"
+    if certain:
+        return text
+    return (f"{text} if the export injected the scaling (ModelOpt eagle_export_rope_scaling); keep it if the "
+            "draft is meant to extrapolate beyond its training window")
+
+
+def _extra_weights(plan: LoadPlan, prof: Profile, ckpt: Checkpoint, params: set[str]) -> None:
+    """vLLM and SGLang read every *.safetensors of the folder when no index lists the shards."""
+    root = ckpt.root
+    if prof.value("weight_files") != "all-safetensors" or (root / "model.safetensors.index.json").is_file():
+        return
+    for path in sorted(root.glob("*.safetensors")):
+        if path.is_file() and path.name.startswith(NOT_DRAFT_WEIGHTS):
+            _one_extra_file(plan, prof, path, params)
+
+
+def _one_extra_file(plan: LoadPlan, prof: Profile, path: Path, params: set[str]) -> None:
+    index = index_safetensors(path)
+    names = [entry.name for entry in index.entries]
+    if not names:
+        return
+    res = resolve_keys(prof, names, params)
+    why = f"rule: {prof.source('weight_files')}"
+    if res.refused:
+        refused = [name for name, _ in res.refused]
+        plan.refuse(AREA, Finding(
+            "extra-weights-loaded",
+            f"{prof.label} loads every *.safetensors in the folder, {path.name} too: {len(refused)} of its tensors "
+            f"name no draft parameter ({refused[0]}): {res.refused[0][1]}",
+            (Evidence(path.name, f"{len(names)} tensors read as draft weights", "only the draft's weight files"),),
+            f"move {path.name} out of the draft folder (or list the draft's shards in model.safetensors.index.json)",
+            (why, f"rule: {prof.source('unknown_key')}"),
+        ))
+    elif res.loaded:
+        plan.lose(AREA, Finding(
+            "extra-weights-loaded",
+            f"{prof.label} loads {path.name} as draft weights too: it overwrites {short(sorted(res.loaded))}",
+            (Evidence(path.name, "read as draft weights", "only the draft's weight files"),),
+            f"move {path.name} out of the draft folder", (why,),
+        ))
+    else:
+        plan.notes.append(f"{prof.label} reads {path.name} and drops its {len(names)} tensors (no draft parameter)")

@@ -1,0 +1,145 @@
+"""Producers' own fields and habits (``pytest_eagle3/producers.py``) as users meet them: ``engine.producer``,
+``engine.aux_layers`` on a producer's own aux-id field, ``vocab.map`` on an export bug, and the files
+beside the weights in ``format.detected``. Synthetic drafts in each producer's layout; the same rules
+on real ModelOpt exports are in ``tests/test_producer_roundtrips.py`` (``tox -e producers``)."""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from pytest_eagle3.synth import SynthSpec
+from tests.conftest import ContractRun
+
+ENGINES = "--eagle3-engine=vllm==0.32.0,sglang==0.5.23"
+BOTH = ("vllm==0.32.0", "sglang==0.5.23")
+
+
+def _producer(run: ContractRun, draft: Path, engine: str) -> tuple[str, str]:
+    return run.engine_outcomes(draft, engine)["engine.producer"]
+
+
+@pytest.mark.parametrize(("theta", "fails"), [(1000000, True), (10000, False)])
+def test_angelslim_rope_theta_it_never_trained_with(theta: int, fails: bool, make_variant: Callable[..., Path],
+                                                    run_contracts: Callable[..., ContractRun]) -> None:
+    """AngelSlim's qwen3 configs write rope_theta 1e6; its draft attention always uses base 10000."""
+    draft = make_variant(SynthSpec(producer="angelslim"), name=f"angelslim-theta-{theta}",
+                         config=lambda c: c.update(rope_theta=theta))
+    run = run_contracts([draft], "--eagle3-engine=vllm==0.32.0")  # SGLang builds no Eagle3LlamaForCausalLM
+    outcome, message = _producer(run, draft, "vllm==0.32.0")
+    if fails:
+        assert outcome == "failed" and "[rope-trained]" in message, message
+        assert "(rope_theta 1000000, no scaling)" in message and "with rope_theta 10000, no scaling" in message
+        assert "llama_eagle3.py LlamaAttention._init_rope" in run.output
+        assert "fix: write rope_theta: 10000 and rope_scaling: null into config.json" in run.output
+    else:
+        assert outcome == "passed", message
+
+
+YARN = {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 2048}
+
+
+def test_modelopt_export_yarn_is_an_assumption(make_variant: Callable[..., Path],
+                                               run_contracts: Callable[..., ContractRun]) -> None:
+    """ModelOpt's default export writes yarn over a draft trained with plain rope: said, as assumed."""
+    draft = make_variant(SynthSpec(producer="modelopt"), name="modelopt-yarn",
+                         config=lambda c: c.update(rope_scaling=YARN, rope_theta=10000))
+    outcome, message = _producer(run_contracts([draft], ENGINES), draft, "vllm==0.32.0")
+    assert outcome == "skipped" and message.startswith("assumed: vLLM 0.32.0 applies the config's rope"), message
+    run = run_contracts([draft], ENGINES, "--eagle3-unknown=fail")
+    outcome, message = _producer(run, draft, "sglang==0.5.23")
+    assert outcome == "failed" and "[rope-trained-assumed]" in message, message
+    assert "EagleConfig.eagle_export_rope_scaling" in run.output
+    assert "yarn also multiplies every attention logit by 1.81, at every position" in run.output
+
+
+@pytest.mark.parametrize(("edit", "code"), [
+    ({"use_last_layernorm": False}, "eagle_config.use_last_layernorm = false"),
+    ({"parallel_draft_step": 2}, "eagle_config.parallel_draft_step = 2"),
+])
+def test_modelopt_fields_no_engine_reads(edit: dict[str, Any], code: str, make_variant: Callable[..., Path],
+                                         run_contracts: Callable[..., ContractRun]) -> None:
+    draft = make_variant(SynthSpec(producer="modelopt"), name="modelopt-field",
+                         config=lambda c: c["eagle_config"].update(edit))
+    run = run_contracts([draft], ENGINES)
+    for engine in BOTH:
+        outcome, message = _producer(run, draft, engine)
+        assert outcome == "failed" and "[field-not-read]" in message and code in message, message
+
+
+def test_modelopt_trained_input_layernorm(make_variant: Callable[..., Path],
+                                          run_contracts: Callable[..., ContractRun]) -> None:
+    """A trained (non-uniform) layers.0.input_layernorm: ModelOpt applied it to the hidden path, engines do not."""
+    draft = make_variant(SynthSpec(producer="modelopt"), name="modelopt-norm",
+                         replace={"layers.0.input_layernorm.weight": torch.linspace(0.5, 1.5, 64)})
+    run = run_contracts([draft], ENGINES)
+    for engine in BOTH:
+        outcome, message = _producer(run, draft, engine)
+        assert outcome == "failed" and "[norm-not-applied]" in message, message
+    assert "layers.0.input_layernorm.weight (0.5..1.5) is missing from the hidden path" in run.output
+    assert "_eagle3_attention_forward_pre_hook" in run.output
+
+
+class _Payload:
+    """Would create ``marker`` if the pickle were ever executed."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Path.touch, (self.marker,))
+
+
+def test_files_beside_the_weights(make_variant: Callable[..., Path], run_contracts: Callable[..., ContractRun],
+                                  tmp_path: Path) -> None:
+    """Trainer files are named, never executed; a LoRA adapter next to the draft is loaded by both engines:
+    vLLM refuses its keys, SGLang drops them."""
+    from safetensors.torch import save_file
+
+    draft = make_variant(SynthSpec(producer="modelopt"), name="modelopt-files")
+    marker = tmp_path / "executed"
+    (draft / "training_args.bin").write_bytes(pickle.dumps(_Payload(marker)))
+    (draft / "optimizer.pt").write_bytes(pickle.dumps(_Payload(marker)))
+    save_file({"base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight": torch.zeros(4, 64)},
+              str(draft / "adapter_model.safetensors"))
+    run = run_contracts([draft], ENGINES)
+    assert not marker.exists()
+    outcome, message = run.outcomes(draft)["format.detected"]
+    assert outcome == "passed", message
+    assert "training_args.bin (the TrainingArguments, pickled, angelslim; a pickle, never loaded here)" in message
+    assert "adapter_model.safetensors (the base model's LoRA adapter (eagle_base_lora), modelopt)" in message
+    outcome, message = _producer(run, draft, "vllm==0.32.0")
+    assert outcome == "failed" and "[extra-weights-loaded]" in message, message
+    assert "fix: move adapter_model.safetensors out of the draft folder" in run.output
+    outcome, message = _producer(run, draft, "sglang==0.5.23")
+    assert outcome == "passed" and "drops its 1 tensors" in message, message
+
+
+@pytest.mark.parametrize(("ids", "fails"), [([0, 3, 4], True), ([1, 3, 4], False)])
+def test_angelslim_own_aux_field(ids: list[int], fails: bool, make_variant: Callable[..., Path],
+                                 run_contracts: Callable[..., ContractRun], synth_target: Path) -> None:
+    """AngelSlim trains on aux_hidden_states_layer_ids (output-of); no engine reads that name: defaults."""
+    draft = make_variant(SynthSpec(producer="angelslim"), name="angelslim-aux",
+                         config=lambda c: c.update(aux_hidden_states_layer_ids=ids))
+    run = run_contracts([draft], ENGINES, target=synth_target)
+    outcome, message = run.engine_outcomes(draft, "vllm==0.32.0")["engine.aux_layers"]
+    if fails:
+        assert outcome == "failed" and "none there, so it uses its defaults" in message, message
+        assert "assumed: aux_hidden_states_layer_ids = [0, 3, 4], output-of" in run.output
+    else:
+        assert outcome == "passed", message
+
+
+def test_torchspec_pruned_lm_head(make_variant: Callable[..., Path], run_contracts: Callable[..., ContractRun]) -> None:
+    draft = make_variant(SynthSpec(producer="specforge"), name="torchspec",
+                         config=lambda c: c.update(_torchspec_version="0.1.0"))
+    run = run_contracts([draft])
+    assert run.outcomes(draft)["format.detected"][1].startswith("torchspec")
+    outcome, message = run.outcomes(draft)["vocab.map"]
+    assert outcome == "failed" and "[lm-head-rows-by-offset]" in message, message
+    assert "convert_to_hf.py _save_with_vocab_pruning" in run.output
