@@ -65,7 +65,8 @@ class TestEagle3Live:
     def test_live_acceptance(self, request: pytest.FixtureRequest, eagle3_server: LiveServer,
                              eagle3_expected: Expected | str, eagle3_live_engine: EngineVersion,
                              record_property: RecordProperty) -> None:
-        """The engine's own mean acceptance length reaches the minimum and matches the prediction per position."""
+        """The engine's own acceptance matches the prediction per position, loses at most --eagle3-max-loss
+        against the draft as trained, and reaches the minimum."""
         from pytest_eagle3.live.verdict import acceptance_findings
         from pytest_eagle3.live_fixtures import live_run
 
@@ -77,6 +78,7 @@ class TestEagle3Live:
             return
         expected = eagle3_expected if not isinstance(eagle3_expected, str) else None
         record_property("live_server_start_s", round(eagle3_server.process.started_in or 0.0, 2))
+        record_property("live_requests_s", round(run.seconds, 2))
         figures = run.acceptance.to_json()
         record_property("live_mean_acceptance_length", figures["mean_acceptance_length"])
         record_property("live_per_position", figures["per_position"])
@@ -84,8 +86,11 @@ class TestEagle3Live:
         if expected is not None:
             record_property("live_expected_per_position", [round(p, 4) for p in expected.per_position])
             record_property("live_expected_mean_acceptance_length", round(expected.mean_acceptance_length, 4))
-        check(acceptance_findings(run.acceptance, expected, settings(request.config).min_acceptance,
-                                  eagle3_live_engine.label))
+            if expected.as_trained is not None:
+                record_property("live_as_trained", round(expected.as_trained, 4))
+        options = settings(request.config)
+        check(acceptance_findings(run.acceptance, expected, options.min_acceptance, eagle3_live_engine.label,
+                                  options.max_loss))
         against = (f"predicted {expected.mean_acceptance_length:.2f}" if expected is not None
                    else f"not compared: {eagle3_expected}")
         passed(record_property, f"{eagle3_live_engine.label} reached {run.acceptance.mean_acceptance_length:.2f} "

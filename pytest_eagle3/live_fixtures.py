@@ -212,9 +212,29 @@ def eagle3_live_engine(request: pytest.FixtureRequest, eagle3_engine: EngineVers
 
 @pytest.fixture(scope="session")
 def eagle3_server(request: pytest.FixtureRequest, eagle3_checkpoint: Any, eagle3_live_engine: EngineVersion,
-                  _eagle3_live_servers: LiveState) -> LiveServer:
-    """A real server of the engine serving ``--eagle3-target`` with the checkpoint as EAGLE-3 draft."""
-    return _server(request, eagle3_live_engine.engine, _target_dir(request.config), str(eagle3_checkpoint.path))
+                  _eagle3_live_servers: LiveState) -> Generator[LiveServer, None, None]:
+    """A real server of the engine serving ``--eagle3-target`` with the checkpoint as EAGLE-3 draft.
+
+    Stopped once the tests of its checkpoint are done (pytest groups them and tears session fixtures
+    down when the checkpoint changes), so one draft server runs at a time next to the baseline.
+    """
+    server = _server(request, eagle3_live_engine.engine, _target_dir(request.config), str(eagle3_checkpoint.path))
+    yield server
+    _stop(live_state(request.config), server)
+
+
+def _stop(state: LiveState, server: LiveServer) -> None:
+    """Stop ``server`` and forget it (the runs it made stay); a leftover process fails the test that used it."""
+    from pytest_eagle3.live.errors import ServerError
+
+    key = next((k for k, v in state.servers.items() if v is server), None)
+    if key is None:
+        return
+    del state.servers[key]
+    try:
+        server.stop()
+    except ServerError as exc:
+        pytest.fail(str(exc), pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -135,6 +135,22 @@ def test_prediction_gap_is_worded_as_a_profile_failure() -> None:
     assert acceptance_findings(close, expected, 1.3, "vLLM 0.32.0") == []
 
 
+def test_a_predicted_drop_measured_live_names_its_deviation() -> None:
+    """Live matches a prediction that loses 0.98 against training: live-loss names the deviation's cost."""
+    expected = Expected(2.68, (0.61, 0.56, 0.50), "input-of [2,4,5]", "reference", 3.66,
+                        ("aux layers: layer inputs [2, 4, 5]: -0.98",))
+    live = LiveAcceptance(2.66, (0.61, 0.556, 0.494), 300, "vLLM /metrics")
+    (loss,) = acceptance_findings(live, expected, 1.3, "vLLM 0.32.0", 0.1)
+    assert loss.code == "live-loss"
+    assert loss.summary == ("vLLM 0.32.0 reached 2.66, 1.00 below the 3.66 the draft reaches as trained: the drop "
+                            "engine.acceptance predicted: aux layers: layer inputs [2, 4, 5]: -0.98")
+    assert acceptance_findings(live, expected, 1.3, "vLLM 0.32.0", 1.5) == []  # within --eagle3-max-loss
+    off = LiveAcceptance(1.9, (0.40, 0.30, 0.20), 300, "vLLM /metrics")
+    codes = [f.code for f in acceptance_findings(off, expected, 1.3, "vLLM 0.32.0", 0.1)]
+    assert codes == ["live-prediction-gap", "live-loss"]
+    assert "not the drop engine.acceptance predicted" in acceptance_findings(off, expected, 1.3, "x", 0.1)[1].summary
+
+
 def test_greedy_mismatch_names_prompt_and_token() -> None:
     findings = greedy_findings([[1, 2, 3], [4, 5, 6]], [[1, 2, 3], [4, 9, 6]], "vLLM 0.32.0")
     assert "prompt 1, token 1" in findings[0].summary

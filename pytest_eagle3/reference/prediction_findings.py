@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.reference.defaults import DEFAULT_MAX_LOSS
-from pytest_eagle3.reference.predict import Prediction
+from pytest_eagle3.reference.predict import Deviation, Prediction
+
+#: A deviation costing less than this (accepted tokens) is not named in a headline.
+NAMED_COST = 0.005
+#: Where the fix of an acceptance loss is printed: each deviation's own engine contract.
+LOSS_FIX = "see the engine contracts that fail for the fix of each deviation"
+
+
+def named_costs(deviations: Sequence[Deviation]) -> list[str]:
+    """Each deviation that costs something, with its cost: ``"aux layers ...: -0.98"``."""
+    return [f"{d.words}: {-d.cost:+.2f}" for d in deviations if abs(d.cost) >= NAMED_COST]
 
 
 def summary(prediction: Prediction) -> str:
@@ -30,7 +42,7 @@ def acceptance_findings(prediction: Prediction, minimum: float, max_loss: float 
     low, lossy = predicted < minimum, loss > max_loss
     if not (low or lossy):
         return []
-    costs = [f"{d.words}: {-d.cost:+.2f}" for d in prediction.deviations if abs(d.cost) >= 0.005]
+    costs = named_costs(prediction.deviations)
     why = "; ".join(costs) if costs else "no single deviation explains it"
     if lossy:
         head = (f"{prediction.engine.label} will reach {predicted:.2f} mean acceptance length, "
@@ -47,4 +59,4 @@ def acceptance_findings(prediction: Prediction, minimum: float, max_loss: float 
     details = [f"deviation from training, applied alone: {d.words}: {-d.cost:+.2f}" for d in prediction.deviations]
     details += list(prediction.notes)
     return [Finding("predicted-loss" if lossy else "predicted-low", head, evidence,
-                    "see the engine contracts that fail for the fix of each deviation", tuple(details))]
+                    LOSS_FIX, tuple(details))]
