@@ -172,6 +172,21 @@ class TestEagle3Engine:
             unknown(unknown_finding, settings(request.config).unknown == UNKNOWN_FAIL)
         passed(record_property, f"{plan.engine.label}: {verdict.message}")
 
+    @pytest.mark.eagle3_contract("engine.producer")
+    def test_producer(self, eagle3_load_plan: LoadPlan, eagle3_checkpoint: Checkpoint, record_property: RecordProperty,
+                      request: pytest.FixtureRequest) -> None:
+        """What the producer trained with reaches the engine: fields it never reads, the rope it builds from the
+        config, and the files beside the weights that its loader reads."""
+        plan = eagle3_load_plan
+        check_plan(request, plan)
+        if "producer" in plan.unknown:
+            unknown(plan.unknown["producer"], settings(request.config).unknown == UNKNOWN_FAIL)
+        fmt = eagle3_checkpoint.format
+        extra = [n for n in plan.notes if "drops its" in n]
+        what = (f"nothing {fmt.label} is known to train with is lost (fields, rope, norms)" if fmt.producer != "unknown"
+                else "producer unknown: only the files beside the weights are checked")
+        passed(record_property, f"{plan.engine.label}: {what}" + (f"; {'; '.join(extra)}" if extra else ""))
+
 
 def _runtime_unknown(plan: LoadPlan) -> Finding:
     verdict = plan.runtime

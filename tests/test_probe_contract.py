@@ -27,11 +27,12 @@ from pytest_eagle3.engines import profiles
 from pytest_eagle3.engines.plan import load_plan
 from pytest_eagle3.engines.versions import DISPLAY, KNOWN_RANGES, EngineVersion
 from pytest_eagle3.probes.cases import CASES_BY_NAME, write_all
-from pytest_eagle3.probes.record import DEFAULT_OUT, verdict
+from pytest_eagle3.probes.record import DEFAULT_OUT, NOT_ON_CPU, verdict
 from pytest_eagle3.probes.run import engine_version, env_variable, find_engine_python
 from pytest_eagle3.probes.verdict import (
     AGREES,
     LOSSY,
+    PROBE_ERROR,
     REFUSED_BY_ENGINE,
     UNPLANNED,
     judge_probe,
@@ -40,7 +41,7 @@ from tests.conftest import HOW_TO, ContractRun
 
 RECORDED = json.loads(DEFAULT_OUT.read_text(encoding="utf-8"))
 #: The recorded verdict of a case -> the probe.load status when the plan agrees with the engine.
-STATUS = {"loads": AGREES, "loads with loss": LOSSY, "refused": REFUSED_BY_ENGINE}
+STATUS = {"loads": AGREES, "loads with loss": LOSSY, "refused": REFUSED_BY_ENGINE, NOT_ON_CPU: PROBE_ERROR}
 #: Per engine: a draft it loads, one it refuses (as the plan predicts), and one whose norm_output flag a
 #: profile rule made wrong here must be disagreed on.
 LIVE_CASES = {"vllm": ("specforge", "speculators-4-aux", "specforge-norm-flags"),
@@ -77,7 +78,7 @@ def test_recorded_engine_results_get_the_verdict_their_outcome_calls_for(
         judged = judge_probe(result, engine, load_plan(ckpt, engine, model),
                              reduced_vocab=spec.draft_vocab_size < spec.vocab_size, python="PYTHON")
         expected = STATUS[verdict(engine.engine, result, spec.draft_vocab_size < spec.vocab_size)]
-        if judged.status != expected or (expected != AGREES) != judged.failed:
+        if judged.status != expected or (expected in (LOSSY, REFUSED_BY_ENGINE)) != judged.failed:
             wrong.append(f"{name}: {judged.status} (expected {expected}): {judged.message}")
     assert not wrong, f"{run}:\n  " + "\n  ".join(wrong)
 

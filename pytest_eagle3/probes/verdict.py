@@ -15,7 +15,7 @@ from typing import Any
 from pytest_eagle3.engines.loadplan import LOADS_WITH_LOSS, LOSS, REFUSED, LoadPlan
 from pytest_eagle3.engines.versions import KNOWN_RANGES, EngineVersion
 from pytest_eagle3.findings import Evidence, Finding
-from pytest_eagle3.probes.compare import Difference, compare, losses, map_summary
+from pytest_eagle3.probes.compare import Difference, compare, cpu_backend_limit, losses, map_summary
 from pytest_eagle3.probes.run import SCRIPTS
 
 AGREES = "agrees"
@@ -57,6 +57,9 @@ def judge_probe(probe: dict[str, Any], engine: EngineVersion, plan: LoadPlan | N
     facts = _facts(probe, python, plan)
     if probe["outcome"] == PROBE_ERROR:
         return ProbeVerdict(PROBE_ERROR, "", (_probe_error(probe, engine, python),), facts=facts)
+    limit = cpu_backend_limit(probe)
+    if limit is not None:
+        return ProbeVerdict(PROBE_ERROR, "", (_cpu_limit(probe, label, limit),), facts=facts)
     differences = tuple(compare(plan, probe)) if plan is not None else ()
     lost = losses(engine.engine, probe, reduced_vocab)
     findings: list[Finding] = []
@@ -76,6 +79,14 @@ def judge_probe(probe: dict[str, Any], engine: EngineVersion, plan: LoadPlan | N
         return ProbeVerdict(UNPLANNED, done, (_unplanned(engine, done),), facts=facts)
     return ProbeVerdict(AGREES, f"{done}, none dropped or left uninitialised; the static plan agrees on every "
                                 "fact compared", facts=facts)
+
+
+def _cpu_limit(probe: dict[str, Any], label: str, source: str) -> Finding:
+    """The CPU backend itself cannot build this draft: the probe says nothing about the engine on a GPU."""
+    return Finding("probe-cpu-limit",
+                   f"{label}'s CPU backend cannot build this draft, so its loader here says nothing about a GPU "
+                   "server (unknown)", (), "run probe.load with a GPU build of the engine",
+                   (f"rule: {source}", f"engine error: {str(probe.get('error') or '')[:300]}"))
 
 
 #: The facts the report shows side by side: what the engine did, what the static plan said.
