@@ -26,6 +26,15 @@ def _plan(probe_cases: tuple[Path, dict[str, Path]], case: str, engine: str, ver
     return load_plan(Checkpoint.open(drafts[case]), EngineVersion(engine, Version(version)), TargetModel.open(target))
 
 
+def _with_config(draft: Path, folder: Path, **changes: object) -> Path:
+    """A copy of ``draft`` (weights linked, never modified) whose config.json has ``changes``."""
+    config = json.loads((draft / "config.json").read_text())
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({**config, **changes}))
+    (folder / "model.safetensors").symlink_to(draft / "model.safetensors")
+    return folder
+
+
 @pytest.mark.parametrize(("engine", "version", "fused", "layer"), [
     ("vllm", "0.28.0", "fused_qkv_a_proj", "layers.0"),
     ("vllm", "0.32.0", "fused_qkv_a_proj", "layers.0"),
@@ -55,11 +64,7 @@ def test_mla_draft_before_the_class_is_refused(probe_cases: tuple[Path, dict[str
 
 def test_sglang_mla_class_builds_one_layer(tmp_path: Path, probe_cases: tuple[Path, dict[str, Path]]) -> None:
     target, drafts = probe_cases
-    config = json.loads((drafts["specforge-mla"] / "config.json").read_text())
-    folder = tmp_path / "two"
-    folder.mkdir()
-    (folder / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 2}))
-    (folder / "model.safetensors").symlink_to(drafts["specforge-mla"] / "model.safetensors")
+    folder = _with_config(drafts["specforge-mla"], tmp_path / "two", num_hidden_layers=2)
     ckpt, target_model = Checkpoint.open(folder), TargetModel.open(target)
     sglang = load_plan(ckpt, EngineVersion("sglang", Version("0.5.23")), target_model)
     assert [i.finding.code for i in sglang.issues if i.kind == REFUSED] == ["multi-layer"]
@@ -95,11 +100,7 @@ def test_probe_recorded_without_shapes_is_compared_on_the_rest(probe_cases: tupl
 
 def test_vocab_rows_are_padded_to_64(tmp_path: Path, probe_cases: tuple[Path, dict[str, Path]]) -> None:
     target, drafts = probe_cases
-    config = json.loads((drafts["specforge"] / "config.json").read_text())
-    folder = tmp_path / "odd"
-    folder.mkdir()
-    (folder / "config.json").write_text(json.dumps({**config, "vocab_size": 1000}))
-    (folder / "model.safetensors").symlink_to(drafts["specforge"] / "model.safetensors")
+    folder = _with_config(drafts["specforge"], tmp_path / "odd", vocab_size=1000)
     plan = load_plan(Checkpoint.open(folder), EngineVersion("vllm", Version("0.32.0")), TargetModel.open(target))
     assert plan.shapes["model.embed_tokens.weight"] == (1024, 64)
     assert plan.shapes["draft_id_to_target_id"] == (256,)
