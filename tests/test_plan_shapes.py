@@ -74,7 +74,7 @@ def test_sglang_mla_class_builds_one_layer(tmp_path: Path, probe_cases: tuple[Pa
 
 
 def _probe_of(plan: Any) -> dict[str, Any]:
-    probe = plan.as_probe_dict()
+    probe: dict[str, Any] = plan.as_probe_dict()
     probe["shapes"] = {name: list(shape) for name, shape in plan.shapes.items()}
     return probe
 
