@@ -57,12 +57,12 @@ class RunState:
 class InstalledEngine:
     """An engine as ``probe.load`` sees it: the interpreter given for it and the version installed there.
 
-    ``row`` is the engine version the verdict is reported under: the installed one, else (no interpreter,
-    or no engine in it) the newest selected version of that engine.
+    ``row`` is the engine version the verdict is reported under: the installed one, else (no engine in
+    that interpreter) the newest selected version of that engine.
     """
 
     engine: str
-    python: str | None
+    python: str
     version: str | None
     row: EngineVersion
 
@@ -186,9 +186,9 @@ def measured_training(config: pytest.Config, ckpt: Checkpoint, target: TargetMod
 
 
 def installed_engines(config: pytest.Config) -> tuple[InstalledEngine, ...]:
-    """The engines probe.load runs: each one given an interpreter (its installed version, read from the
-    package metadata there) and each selected one without (a skip naming the option). Read once per run;
-    without an interpreter option this starts no process."""
+    """The engines probe.load runs: each one given an interpreter, at its installed version (read from the
+    package metadata there). Read once per run; without an interpreter option there is none, and no
+    process is started."""
     from packaging.version import InvalidVersion, Version
 
     from pytest_eagle3.engines.versions import EngineVersion, newest
@@ -200,10 +200,10 @@ def installed_engines(config: pytest.Config) -> tuple[InstalledEngine, ...]:
         for engine in ENGINES:
             selected = [e for e in options.engines if e.engine == engine]
             python = options.python_for(engine)
-            if python is None and not selected:
+            if python is None:
                 continue
             row = max(selected) if selected else None
-            version = engine_version(engine, python) if python else None
+            version = engine_version(engine, python)
             try:
                 row = EngineVersion(engine, Version(version)) if version else row
             except InvalidVersion:
@@ -227,7 +227,6 @@ def probe_result(config: pytest.Config, ckpt: Checkpoint, installed: InstalledEn
     checkpoint of the run is probed in one engine process (under xdist, only this one)."""
     from pytest_eagle3.probes.run import run_probes
 
-    assert installed.python is not None
     state, options = run_state(config), settings(config)
     key = (installed.engine, installed.python, target)
     here = str(ckpt.path)

@@ -56,9 +56,12 @@ def eagle_config(config: Config) -> Mapping[str, Any]:
 
 
 def lookup(config: Config, field: str) -> Any:
-    """A dotted field (``eagle_config.x``) or a top-level one; None when absent."""
-    if field.startswith("eagle_config."):
-        return eagle_config(config).get(field.removeprefix("eagle_config."))
+    """A dotted field (``eagle_config.x``, ``dflash_config.x``: a key of a nested object) or a top-level
+    one; None when absent."""
+    section, _, name = field.rpartition(".")
+    if section:
+        nested = config.get(section)
+        return nested.get(name) if isinstance(nested, dict) else None
     return config.get(field)
 
 
@@ -151,8 +154,9 @@ PRODUCER_AUX_CONVENTION: dict[str, tuple[str, str]] = {
     DEEPSPEC: (OUTPUT_OF, "DeepSpec modeling/eagle3/common.py extract_eagle3_context_feature: hidden_states[id + 1]"),
 }
 
-#: Aux layer ids a producer keeps under its own field name (no engine reads these names: the engine
-#: uses its defaults). They are the training ids; ``engine.aux_layers`` compares them with what is fed.
+#: Aux layer ids a producer keeps under its own field name. They are the training ids; ``engine.aux_layers``
+#: compares them with what is fed. No engine reads AngelSlim's name; vLLM's model runner V2 reads DeepSpec's
+#: ``target_layer_ids`` (adding 1) from 0.25 (profiles.V2_FIELDS_0_25); elsewhere the engine uses its defaults.
 PRODUCER_AUX_FIELDS: dict[str, tuple[str, str]] = {
     ANGELSLIM: ("aux_hidden_states_layer_ids",
                 ("angelslim 0.5.0 train/trainer/online_eagle3_trainer.py OnlineEagle3Trainer.__init__ "

@@ -18,15 +18,15 @@ from pytest_eagle3.engines.profiles import profile, segment_starts
 from pytest_eagle3.engines.versions import EngineVersion
 
 FIELDS = ("eagle_aux_hidden_state_layer_ids", "eagle_config.eagle_aux_hidden_state_layer_ids",
-          "eagle_config.layer_ids")
+          "eagle_config.layer_ids", "dflash_config.target_layer_ids", "dflash_config.layer_ids",
+          "dspark_target_layer_ids", "target_layer_ids")
 
 
 def _config(field: str | None, ids: list[int]) -> dict[str, Any]:
     if field is None:
         return {}
-    if field.startswith("eagle_config."):
-        return {"eagle_config": {field.removeprefix("eagle_config."): ids}}
-    return {field: ids}
+    section, _, name = field.rpartition(".")
+    return {section: {name: ids}} if section else {field: ids}
 
 
 def sglang_reference(version: Version, family: str, config: dict[str, Any], layers: int) -> tuple[list[int], bool]:
@@ -54,19 +54,43 @@ def sglang_reference(version: Version, family: str, config: dict[str, Any], laye
     return captured, False
 
 
-def vllm_reference(version: Version, config: dict[str, Any], layers: int) -> tuple[list[int], bool]:
-    """vLLM: the GPU-default runner's resolver (V2 for Llama from 0.23), ids as-is; the loop captures before
-    layer idx (to 0.17), or the embeddings plus after each layer idx the id idx + 1 (0.18+)."""
-    eagle = config.get("eagle_config") or {}
-    ids = None
-    if version >= Version("0.27.0"):  # model runner V2 (GPU default for Llama from 0.23)
-        ids = config.get("eagle_aux_hidden_state_layer_ids") or eagle.get("layer_ids")
-    elif version >= Version("0.23.0"):
-        ids = config.get("eagle_aux_hidden_state_layer_ids")
-    elif version >= Version("0.22.0"):
-        ids = config.get("eagle_aux_hidden_state_layer_ids") or eagle.get("eagle_aux_hidden_state_layer_ids")
-    elif version >= Version("0.11.1"):
-        ids = config.get("eagle_aux_hidden_state_layer_ids")
+def _vllm_v1_ids(version: Version, config: dict[str, Any]) -> Any:
+    """gpu_model_runner.py _get_eagle3_aux_layers_from_config (model runner V1), release by release."""
+    ids = config.get("eagle_aux_hidden_state_layer_ids") if version >= Version("0.11.1") else None
+    dflash, eagle = config.get("dflash_config"), config.get("eagle_config")
+    if not ids and version >= Version("0.22.0"):
+        if isinstance(dflash, dict):
+            ids = [i + 1 for i in (dflash.get("target_layer_ids") or [])]
+        if isinstance(eagle, dict):
+            ids = eagle.get("eagle_aux_hidden_state_layer_ids")
+    elif not ids and version >= Version("0.20.0") and isinstance(dflash, dict):
+        ids = dflash.get("target_layer_ids")
+    return ids
+
+
+def _vllm_v2_ids(version: Version, config: dict[str, Any]) -> Any:
+    """v1/worker/gpu/spec_decode/eagle/eagle3_utils.py get_eagle3_aux_layers_from_config (model runner V2)."""
+    ids = config.get("eagle_aux_hidden_state_layer_ids")
+    dflash = config.get("dflash_config")
+    if not ids and version >= Version("0.24.0") and isinstance(dflash, dict):
+        ids = [i + 1 for i in (dflash.get("target_layer_ids") or [])]
+    for name in ("dspark_target_layer_ids", "target_layer_ids"):
+        if not ids and version >= Version("0.25.0") and config.get(name):
+            ids = [i + 1 for i in config[name]]
+    for section in ("dflash_config", "eagle_config"):
+        drafter = config.get(section)
+        if not ids and version >= Version("0.27.0") and isinstance(drafter, dict):
+            ids = drafter.get("layer_ids")
+    return ids
+
+
+def vllm_reference(version: Version, config: dict[str, Any], layers: int, runner: str = "default"
+                   ) -> tuple[list[int], bool]:
+    """vLLM: the runner's resolver (the GPU default: V2 for Llama from 0.23, V1 before; ``other``: the
+    other one, from 0.22), ids as-is; the loop captures before layer idx (to 0.17), or the embeddings
+    plus after each layer idx the id idx + 1 (0.18+)."""
+    v2 = version >= Version("0.23.0") if runner == "default" else version < Version("0.23.0")
+    ids = _vllm_v2_ids(version, config) if v2 else _vllm_v1_ids(version, config)
     chosen = tuple(sorted(set(ids))) if ids else (2, layers // 2, layers - 3)
     captured: list[int] = []
     if version >= Version("0.18.0"):
@@ -128,6 +152,22 @@ def test_vllm_capture_matches_the_engine_loop(version: Version, layers: int, fie
     assert requested is not None
     captured, _, crash = aux.firing(requested, layers, str(prof.value("capture_range")))
     expected, expected_crash = vllm_reference(version, config, layers)
+    assert crash == expected_crash
+    if not crash:
+        assert list(captured) == expected
+
+
+@given(version=_versions("vllm").filter(lambda v: v >= Version("0.22.0")), layers=st.integers(4, 80),
+       field=st.sampled_from([None, *FIELDS]), data=st.data())
+def test_vllm_other_runner_capture_matches_the_engine_loop(version: Version, layers: int, field: str | None,
+                                                           data: st.DataObject) -> None:
+    ids = data.draw(st.lists(st.integers(0, layers + 2), min_size=1, max_size=5))
+    config = _config(field, ids)
+    prof = profile(EngineVersion("vllm", version))
+    _, _, _, requested = aux.resolve_capture(prof, prof.value("aux_id_fields_other_mode"), config, "llama", layers)
+    assert requested is not None
+    captured, _, crash = aux.firing(requested, layers, str(prof.value("capture_range")))
+    expected, expected_crash = vllm_reference(version, config, layers, runner="other")
     assert crash == expected_crash
     if not crash:
         assert list(captured) == expected

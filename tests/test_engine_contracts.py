@@ -93,7 +93,8 @@ def test_sglang_trained_draft_on_vllm_is_one_layer_off_vllm_43671(run_contracts:
     assert "vLLM 0.22.0 uses [2, 4, 5] as-is -> captures inputs of layers [2, 4, 5]" in message
     outcome, message = run.engine_outcomes(draft, "vllm==0.33.0")["engine.aux_layers"]
     assert outcome == "failed" and "vLLM 0.33.0 reads aux ids from eagle_aux_hidden_state_layer_ids or " \
-        "eagle_config.layer_ids; none there, so it uses its defaults" in message
+        "dflash_config.target_layer_ids (+1) or dspark_target_layer_ids (+1) or target_layer_ids (+1) or " \
+        "dflash_config.layer_ids or eagle_config.layer_ids; none there, so it uses its defaults" in message
     assert "fix: write [3, 5, 6] into eagle_aux_hidden_state_layer_ids" in run.output
     assert run.engine_outcomes(draft, "sglang==0.5.23")["engine.aux_layers"][0] == "passed"
 
@@ -199,3 +200,26 @@ def test_engine_selection_from_env_and_ini(pytester: pytest.Pytester, make_check
     engines = {e["engine"] + str(e["version"]) for e in json.loads(report.read_text())["checkpoints"][0]["engines"]}
     assert engines == {"anyNone", "vllm0.12.0"}
     assert "eagle3: engine=vllm==0.12.0 (from env EAGLE3_ENGINES)" in result.stdout.str()
+
+
+def test_output_of_ids_under_target_layer_ids_are_read_plus_one_by_vllm_v2_from_0_25(
+        run_contracts: Run, tmp_path: Path) -> None:
+    """DeepSpec writes its output-of ids to a top-level ``target_layer_ids``: vLLM's model runner V2 reads that
+    field, adding 1, from 0.25 (eagle3_utils.py); 0.24 does not, and V1 (the other mode) never does."""
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    draft = tmp_path / "ids-as-target-layer-ids"
+    draft.mkdir()
+    config = json.loads((examples / "demo-draft-sglang" / "config.json").read_text())
+    config["target_layer_ids"] = config["eagle_config"].pop("eagle_aux_hidden_state_layer_ids")  # output-of [2, 4, 5]
+    (draft / "config.json").write_text(json.dumps(config))
+    (draft / "model.safetensors").symlink_to(examples / "demo-draft-sglang" / "model.safetensors")
+    run = run_contracts([draft], "--eagle3-engine=vllm==0.24.0,vllm==0.25.0,vllm", "-k", "aux_layers",
+                        target=examples / "demo-target")
+    outcome, message = run.engine_outcomes(draft, "vllm==0.24.0")["engine.aux_layers"]
+    assert outcome == "failed" and "vLLM 0.24.0 reads aux ids from eagle_aux_hidden_state_layer_ids or " \
+        "dflash_config.target_layer_ids (+1); none there, so it uses its defaults" in message
+    assert "fix: write [3, 5, 6] into eagle_aux_hidden_state_layer_ids (for vLLM 0.24.0): predicted 3.67" in run.output
+    for newer in ("vllm==0.25.0", "vllm==0.33.0"):
+        outcome, message = run.engine_outcomes(draft, newer)["engine.aux_layers"]
+        assert outcome == "passed" and message.endswith(
+            "feeds outputs of layers [2, 4, 5] = training; the other runtime mode would feed outputs of layers [1, 3, 4]")

@@ -28,8 +28,8 @@ def test_report_has_the_documented_shape(
     good = make_checkpoint(producer="speculators")
     run = run_contracts([good], "--eagle3-engine=vllm==0.12.0,vllm", target=synth_target / "config.json")
     # engine.acceptance skips on both engines: the target is given as a config only (no weights); probe.load
-    # skips under the newest selected vLLM: no interpreter is given
-    run.result.assert_outcomes(passed=len(CONTRACTS) + 2 * len(ENGINE_CONTRACTS), skipped=len(REFERENCE_CONTRACTS) + 3)
+    # is not collected: no engine interpreter is given
+    run.result.assert_outcomes(passed=len(CONTRACTS) + 2 * len(ENGINE_CONTRACTS), skipped=len(REFERENCE_CONTRACTS) + 2)
     report = run.report
     assert report["schema"] == "pytest-eagle3/report/2"
     (ckpt,) = report["checkpoints"]
@@ -45,7 +45,7 @@ def test_report_has_the_documented_shape(
     assert {c["id"] for c in engines[0]["contracts"]} == ENGINE_CONTRACTS | {"engine.acceptance"}
     assert all(c["basis"] == "assumed" for c in engines[0]["contracts"])
     assert engines[0]["predicted_acceptance"] is None and engines[0]["probe"] is None
-    assert {c["id"] for c in engines[1]["contracts"]} == ENGINE_CONTRACTS | {"engine.acceptance", "probe.load"}
+    assert {c["id"] for c in engines[1]["contracts"]} == ENGINE_CONTRACTS | {"engine.acceptance"}
 
 
 def test_failure_counts_against_the_checkpoint_and_prints_the_table(
@@ -105,9 +105,9 @@ def test_env_variable_and_ini_supply_checkpoints_with_their_source(
     # target.consistent and the two reference contracts skip for both (no target); vLLM reads the
     # speculators draft's top-level ids, so its aux layers are decidable without the target, while
     # SpecForge's ids sit where vLLM 0.33's GPU runner does not look: the defaults need the target's
-    # layer count (engine.aux_layers, engine.fc, engine.runtime skip); engine.acceptance skips for both (no target),
-    # and probe.load (no interpreter)
-    result.assert_outcomes(passed=32, skipped=14)
+    # layer count (engine.aux_layers, engine.fc, engine.runtime skip); engine.acceptance skips for both (no target);
+    # probe.load is not collected (no interpreter)
+    result.assert_outcomes(passed=32, skipped=12)
     result.stdout.fnmatch_lines([f"eagle3: ckpt={one}, {two} (from env EAGLE3_CKPT)"])
     monkeypatch.delenv("EAGLE3_CKPT")
     pytester.makeini(f"[pytest]\neagle3_ckpt =\n    {one}\neagle3_target = {one}\n")
@@ -128,7 +128,7 @@ def test_pyargs_runs_contracts_next_to_the_users_own_tests(
     ckpt = make_checkpoint(producer="speculators")
     result = pytester.runpytest(f"--eagle3-ckpt={ckpt}", "--eagle3-engine=vllm", "--pyargs", "pytest_eagle3.contracts",
                                 "test_mine.py")
-    result.assert_outcomes(passed=18, skipped=6)
+    result.assert_outcomes(passed=18, skipped=5)
     result.stdout.fnmatch_lines(["*test_mine.py*", "*EAGLE-3 verdict*"])
 
 
@@ -199,7 +199,7 @@ def test_xdist_workers_report_to_the_controller(
     report = pytester.path / "r.json"
     result = pytester.runpytest_subprocess(f"--eagle3-ckpt={good}", f"--eagle3-ckpt={bad}", "-n", "2",
                                            "--eagle3-engine=vllm", f"--eagle3-report={report}", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=29, failed=1, skipped=16)
+    result.assert_outcomes(passed=29, failed=1, skipped=14)
     data = json.loads(report.read_text())
     verdicts = {c["path"]: c["engines"][0]["verdict"] for c in data["checkpoints"]}
     assert verdicts == {str(good): "pass", str(bad): "fail"}

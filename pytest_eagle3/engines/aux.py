@@ -79,11 +79,24 @@ def _ids(value: Any) -> tuple[int, ...] | None:
     return None
 
 
+def id_field(spec: str) -> tuple[str, int]:
+    """(config path, what the engine adds to each id read there) of a profile's aux-id field:
+    ``dflash_config.target_layer_ids+1`` is read from ``dflash_config.target_layer_ids``, plus 1."""
+    path, _, shift = spec.partition("+")
+    return path, int(shift or 0)
+
+
+def field_text(spec: str) -> str:
+    """A field as a message names it: ``dflash_config.target_layer_ids (+1)``."""
+    path, shift = id_field(spec)
+    return f"{path} (+{shift})" if shift else path
+
+
 def read_ids(config: dict[str, Any], fields: Sequence[str]) -> tuple[str | None, tuple[int, ...] | None]:
-    """The first field in ``fields`` that holds ids, as the engine's resolver reads it."""
+    """The first field in ``fields`` that holds ids, as the engine's resolver reads it (ids as written)."""
 
     for name in fields:
-        ids = _ids(lookup(config, name))
+        ids = _ids(lookup(config, id_field(name)[0]))
         if ids:
             return name, ids
     return None, None
@@ -93,9 +106,13 @@ def resolve_capture(prof: Profile, fields: Sequence[str], config: dict[str, Any]
                     layers: int | None) -> tuple[str | None, tuple[int, ...] | None, str, tuple[int, ...] | None]:
     """(field, ids read, transform used, requested layer inputs) for one resolver."""
     name, ids = read_ids(config, fields)
-    if ids is None:
+    if name is None or ids is None:
         return None, None, "default", default_aux_inputs(layers) if layers is not None else None
     rule = str(prof.value(f"aux_transform_{family}"))
+    shift = id_field(name)[1]
+    if shift:  # the resolver's own +1 comes before the target's transform
+        used = "+1" if rule == "as-is" else f"+{shift}, then {rule}"
+        return name, ids, used, transform(rule, [i + shift for i in ids], layers)
     return name, ids, rule, transform(rule, ids, layers)
 
 
@@ -225,7 +242,7 @@ def _how_read(plan: LoadPlan, prof: Profile) -> str:
     aux = plan.aux
     if aux.configured is None:
         fields = prof.value("aux_id_fields")
-        where = " or ".join(fields) if fields else "nowhere (configured ids are ignored)"
+        where = " or ".join(map(field_text, fields)) if fields else "nowhere (configured ids are ignored)"
         return f"{prof.label} reads aux ids from {where}; none there, so it uses its defaults ({DEFAULT_AUX_RULE})"
     if aux.transform == "+1" or (aux.transform != "as-is" and tuple(aux.requested or ()) != aux.configured):
         return f"{prof.label} adds +1 to {list(aux.configured)} -> captures inputs of layers {list(aux.requested or ())}"
@@ -241,7 +258,8 @@ def _aux_headline(plan: LoadPlan, prof: Profile, fed: Sequence[int]) -> str:
 
 def _aux_evidence(plan: LoadPlan) -> tuple[Evidence, ...]:
     aux = plan.aux
-    return (Evidence("layer inputs fed", str(list(aux.captured or ())) + (f" (from {aux.field})" if aux.field else " (defaults)"),
+    return (Evidence("layer inputs fed", str(list(aux.captured or ())) + (f" (from {field_text(aux.field)})" if aux.field
+                                                                          else " (defaults)"),
                      f"{list(aux.trained or ())} ({aux.trained_from})"),)
 
 
@@ -253,10 +271,13 @@ def _aux_fix(plan: LoadPlan, prof: Profile) -> str:
     fields = prof.value("aux_id_fields")
     if not fields:
         return f"serve with a version that reads configured aux ids ({prof.label} ignores them)"
-    rule = aux.transform if aux.configured else str(prof.value("aux_transform_llama"))
-    ids = [j - 1 for j in trained] if rule.startswith("+1") else trained
-    aux.fix_edit = (fields[0], tuple(ids))
-    return f"write {ids} into {fields[0]} (for {prof.label}: layer inputs {trained})"
+    # the ids to write into the engine's first field, which it reads with the target family's transform
+    family = aux.support.family if aux.support else "llama"
+    path, shift = id_field(fields[0])
+    rule = str(prof.value(f"aux_transform_{family}"))
+    ids = [j - shift - (1 if rule.startswith("+1") else 0) for j in trained]
+    aux.fix_edit = (path, tuple(ids))
+    return f"write {ids} into {path} (for {prof.label}: layer inputs {trained})"
 
 
 def _aux_details(plan: LoadPlan, prof: Profile) -> tuple[str, ...]:

@@ -107,8 +107,14 @@ LLAMA_DRAFTS = ("Eagle3LlamaForCausalLM", "LlamaForCausalLMEagle3")
 DEEPSEEK_DRAFTS = ("Eagle3DeepseekV2ForCausalLM", "Eagle3DeepseekV3ForCausalLM")
 VL_DRAFTS = ("Eagle3Qwen2_5vlForCausalLM", "Eagle3Qwen3vlForCausalLM")
 PEAGLE_DRAFTS = ("PEagleDraftModel", "PeagleLlamaForCausalLM")
-ALL_FIELDS = ("eagle_aux_hidden_state_layer_ids", "eagle_config.eagle_aux_hidden_state_layer_ids")
-V2_FIELDS = ("eagle_aux_hidden_state_layer_ids", "eagle_config.layer_ids")
+#: Aux-id fields an engine reads, in its order; ``FIELD+1``: the engine adds 1 to the ids it reads there
+#: (DFlash / DSpark ids name the layer whose *output* is captured).
+TOP_FIELD = "eagle_aux_hidden_state_layer_ids"
+DFLASH_PLUS_1 = "dflash_config.target_layer_ids+1"
+ALL_FIELDS = (TOP_FIELD, "eagle_config.eagle_aux_hidden_state_layer_ids", DFLASH_PLUS_1)
+V2_FIELDS_0_24 = (TOP_FIELD, DFLASH_PLUS_1)
+V2_FIELDS_0_25 = (*V2_FIELDS_0_24, "dspark_target_layer_ids+1", "target_layer_ids+1")
+V2_FIELDS = (*V2_FIELDS_0_25, "dflash_config.layer_ids", "eagle_config.layer_ids")
 SPEC_N = "num_aux_hidden_states|eagle_config.eagle_aux_hidden_state_layer_ids|3"
 
 RULES: tuple[Rule, ...] = tuple(
@@ -298,25 +304,34 @@ RULES: tuple[Rule, ...] = tuple(
              ("0.11.0", None, "vocab_size", f"vllm 0.11.0 {VL_EAGLE3}: getattr(config, 'draft_vocab_size', None) is None"))
     + _rules(VLLM, "aux_id_fields",
              ("0.8.5", "0.11.0", (), "vllm 0.11.0: no code reads eagle_aux_hidden_state_layer_ids (CPU run 0.11.0)"),
-             ("0.11.1", "0.21.0", ("eagle_aux_hidden_state_layer_ids",),
+             ("0.11.1", "0.19.1", (TOP_FIELD,),
               "vllm 0.11.1 v1/worker/gpu_model_runner.py _get_eagle3_aux_layers_from_config (CPU run 0.11.1)"),
-             ("0.22.0", "0.22.0", ALL_FIELDS,
+             ("0.20.0", "0.21.0", (TOP_FIELD, "dflash_config.target_layer_ids"),
+              "vllm 0.20.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config: dflash_config.target_layer_ids as-is"),
+             ("0.22.0", "0.22.1", ALL_FIELDS,
               ("vllm 0.22.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config (model runner V1, still the "
-               "default for Llama targets): eagle_config fallback")),
-             ("0.23.0", "0.26.0", ("eagle_aux_hidden_state_layer_ids",),
+               "default for Llama targets): dflash_config.target_layer_ids + 1, eagle_config fallback")),
+             ("0.23.0", "0.23.0", (TOP_FIELD,),
               ("vllm 0.23.0 config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES adds LlamaForCausalLM; model runner "
                "V2 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py get_eagle3_aux_layers_from_config reads the top "
                "level only")),
+             ("0.24.0", "0.24.0", V2_FIELDS_0_24,
+              "vllm 0.24.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py adds dflash_config.target_layer_ids + 1"),
+             ("0.25.0", "0.26.0", V2_FIELDS_0_25,
+              ("vllm 0.25.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py adds top-level dspark_target_layer_ids "
+               "+ 1 and target_layer_ids + 1 (dense DSpark)")),
              ("0.27.0", None, V2_FIELDS,
               ("vllm 0.27.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py get_eagle3_aux_layers_from_config adds "
-               "eagle_config.layer_ids (model runner V2: the GPU default when Triton is present)")))
+               "dflash_config.layer_ids and eagle_config.layer_ids (model runner V2: the GPU default when Triton is "
+               "present; from 0.30.0 dspark ids are as-is for model_type deepseek_v41)")))
     + _rules(VLLM, "aux_id_fields_other_mode",
              ("0.8.5", "0.21.0", None, "vllm < 0.22: one model runner reads aux ids"),
-             ("0.22.0", "0.22.0", ("eagle_aux_hidden_state_layer_ids",),
+             ("0.22.0", "0.22.1", (TOP_FIELD,),
               "vllm 0.22.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py (model runner V2, opt-in): top level only"),
              ("0.23.0", None, ALL_FIELDS,
               ("vllm 0.23.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config (model runner V1: the CPU "
-               "backend, no Triton, or VLLM_USE_V2_MODEL_RUNNER=0) (CPU run 0.32.0)")))
+               "backend, no Triton, or VLLM_USE_V2_MODEL_RUNNER=0) (CPU run 0.32.0); an eagle_config without ids "
+               "there voids dflash_config's")))
     + _rules(VLLM, "aux_transform_llama",
              ("0.8.5", None, "as-is",
               ("vllm models/llama.py set_aux_hidden_state_layers (interfaces.py SupportsEagle3 from 0.10.1): "

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_eagle3.engines.aux import id_field
 from pytest_eagle3.reference.evidence import standard_error
 
 if TYPE_CHECKING:
@@ -89,9 +90,10 @@ def _pins(ckpt: Checkpoint, plans: dict[str, LoadPlan], failing: EngineVersion, 
         own = prof.value("aux_id_fields") or ()
         if spec == failing.spec or not own or own[0] in fields or plan.aux.captured is None:
             continue
-        if plan.aux.configured is None and str(prof.value("aux_transform_llama")) != "as-is":
+        as_written = plan.aux.configured if plan.aux.field and not id_field(plan.aux.field)[1] else None
+        if as_written is None and str(prof.value("aux_transform_llama")) != "as-is":
             continue
-        pins[own[0]] = tuple(plan.aux.configured) if plan.aux.configured else tuple(plan.aux.captured)
+        pins[own[0]] = tuple(as_written) if as_written else tuple(plan.aux.captured)
     return pins
 
 
@@ -104,7 +106,8 @@ def prove_aux_fix(predictor: DraftPredictor, ckpt: Checkpoint, target: TargetMod
     from pytest_eagle3.engines.profiles import profile
 
     plans = {e.spec: load_plan(ckpt, e, target, convention, measured) for e in engines}
-    fields = tuple(profile(failing).value("aux_id_fields") or ())
+    # a fix writes ids as the engine uses them: into the fields it reads without its own +1
+    fields = tuple(f for f in profile(failing).value("aux_id_fields") or () if not id_field(f)[1])
     pins = _pins(ckpt, plans, failing, fields)
     candidates = [{f: tuple(ids)} for f in fields] + ([{fields[0]: tuple(ids), **pins}] if pins and fields else [])
     return prove_edits(predictor, ckpt, target, failing, engines, candidates, convention, measured)
