@@ -178,6 +178,7 @@ class TestEagle3Engine:
         """What the producer trained with reaches the engine: fields it never reads, the rope it builds from the
         config, and the files beside the weights that its loader reads."""
         plan = eagle3_load_plan
+        prove_fixes(plan, request, "rope")
         check_plan(request, plan)
         if "producer" in plan.unknown:
             unknown(plan.unknown["producer"], settings(request.config).unknown == UNKNOWN_FAIL)

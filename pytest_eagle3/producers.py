@@ -31,6 +31,7 @@ from pytest_eagle3.formats import (
     SPECFORGE,
     SPECULATORS,
     TORCHSPEC,
+    is_speculators,
     lookup,
 )
 
@@ -122,6 +123,10 @@ class Rope:
             mscale = 0.1 * math.log(factor) + 1 if factor > 1 else 1.0
         return mscale * mscale
 
+    def key(self) -> RopeKey:
+        """A hashable form (theta, sorted scaling items; () for plain rope), as the simulation's feeds hold it."""
+        return self.theta, tuple(sorted((k, _frozen(v)) for k, v in (self.scaling or {}).items()))
+
     def same_as(self, other: Rope) -> bool:
         if not math.isclose(self.theta, other.theta):
             return False
@@ -131,6 +136,21 @@ class Rope:
         mine = {k: v for k, v in (self.scaling or {}).items() if k not in strip}
         theirs = {k: v for k, v in (other.scaling or {}).items() if k not in strip}
         return mine == theirs
+
+
+#: A rope as the simulation's feeds hold it: (rope_theta, sorted rope_scaling items).
+RopeKey = tuple[float, tuple[tuple[str, Any], ...]]
+
+
+def _frozen(value: Any) -> Any:
+    return tuple(_frozen(v) for v in value) if isinstance(value, list) else value
+
+
+def served_rope(raw: Mapping[str, Any]) -> Rope:
+    """The rope both engines build from a draft's config.json (a speculators config: from its
+    ``transformer_layer_config``, which vLLM's speculators reader turns into the draft config)."""
+    layer = raw.get("transformer_layer_config")
+    return config_rope(layer if isinstance(layer, dict) and is_speculators(raw) else raw)
 
 
 def config_rope(config: Mapping[str, Any]) -> Rope:
@@ -335,9 +355,11 @@ __all__ = [
     "NormHabit",
     "Rope",
     "RopeHabit",
+    "RopeKey",
     "TrainedField",
     "beside_weights",
     "config_rope",
+    "served_rope",
     "trained_rope",
     "unread_fields",
 ]

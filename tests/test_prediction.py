@@ -137,7 +137,7 @@ def test_verdicts_agree_with_predictions_on_every_engine_version(run_contracts: 
 
 # ---------------------------------------------------------------- fixes
 
-VALUE = r"(?:\[[\d, ]+\]|true|false)"
+VALUE = r"(?:\[[\d, ]+\]|true|false|null|[\d.]+)"
 FIX = re.compile(rf"fix: ((?:write {VALUE} into [\w.]+(?: and )?)+) \(for (\S+) ([\d.]+)\): predicted ([\d.]+)")
 FIX_CASES = [
     ("trained-outputof-speculators", "vllm==0.32.0,vllm==0.33.0"),
@@ -162,26 +162,52 @@ def test_every_printed_fix_is_proven_and_converges(run_contracts: Run, tmp_path:
                                                     engines: str) -> None:
     """Each printed aux fix carries a predicted figure at the as-trained level; written mechanically into
     a copy of the config, the engine passes and no engine that passed fails."""
-    first = run_contracts([EXAMPLES / draft], f"--eagle3-engine={engines}", target=TARGET)
+    _fixes_converge(run_contracts, tmp_path, EXAMPLES / draft, engines)
+
+
+def _fixes_converge(run_contracts: Run, tmp_path: Path, draft: Path, engines: str) -> ContractRun:
+    first = run_contracts([draft], f"--eagle3-engine={engines}", target=TARGET)
     fixes = FIX.findall(first.output)
     assert fixes, first.output[-3000:]
     for edit, name, version, predicted in dict.fromkeys(fixes):
         engine = f"{name.lower()}=={version}"
-        before = {e: first.engine_entry(EXAMPLES / draft, e)["verdict"] for e in engines.split(",")}
-        trained = first.engine_entry(EXAMPLES / draft, engine)["predicted_acceptance"]["as_trained"]
+        before = {e: first.engine_entry(draft, e)["verdict"] for e in engines.split(",")}
+        trained = first.engine_entry(draft, engine)["predicted_acceptance"]["as_trained"]
         assert float(predicted) >= trained - 0.05
-        copy = tmp_path / f"{draft}-{engine}"
-        shutil.copytree(EXAMPLES / draft, copy)
+        copy = tmp_path / f"{draft.name}-{engine}"
+        shutil.copytree(draft, copy)
         config = json.loads((copy / "config.json").read_text())
         _apply(edit, config)
         (copy / "config.json").write_text(json.dumps(config))
         second = run_contracts([copy], f"--eagle3-engine={engines}", target=TARGET)
         after = {e: second.engine_entry(copy, e) for e in engines.split(",")}
-        assert "engine.aux_layers" not in after[engine]["failing"] and after[engine]["verdict"] == "pass", \
-            (edit, after[engine]["failing"], second.output[-3000:])
+        assert after[engine]["verdict"] == "pass", (edit, after[engine]["failing"], second.output[-3000:])
         for other, verdict in before.items():
             if verdict == "pass":
                 assert after[other]["verdict"] == "pass", (edit, other, after[other]["failing"])
+    return first
+
+
+def test_a_rope_the_producer_did_not_train_with_is_priced_and_its_fix_converges(run_contracts: Run,
+                                                                               tmp_path: Path) -> None:
+    """AngelSlim trains with rope base 10000 whatever config.json says (producers.ROPE_HABITS): a draft
+    trained at 10000 (the demo SGLang draft's weights) in an AngelSlim config that says 1e6 loses what
+    both engines' config rope costs it; writing the trained rope back restores it."""
+    draft = tmp_path / "angelslim-rope"
+    draft.mkdir()
+    config = json.loads((EXAMPLES / "demo-draft-sglang" / "config.json").read_text())
+    ids = config.pop("eagle_config")["eagle_aux_hidden_state_layer_ids"]  # output-of [2, 4, 5]
+    config.update(architectures=["Eagle3LlamaForCausalLM"], target_model_type="llama", rope_theta=1000000.0,
+                  eagle_aux_hidden_state_layer_ids=[i + 1 for i in ids])
+    (draft / "config.json").write_text(json.dumps(config))
+    shutil.copy(EXAMPLES / "demo-draft-sglang" / "model.safetensors", draft / "model.safetensors")
+    first = _fixes_converge(run_contracts, tmp_path, draft, "vllm==0.32.0,vllm==0.33.0")
+    outcome, message = first.engine_outcomes(draft, "vllm==0.33.0")["engine.acceptance"]
+    cost = re.search(r"rope: config.json's rope_theta / rope_scaling, not the rope it was trained with: -([\d.]+)",
+                     message)
+    assert outcome == "failed" and cost and float(cost.group(1)) > 0.1, message
+    assert "fix: write 10000.0 into rope_theta and write null into rope_scaling (for vLLM 0.33.0): predicted" in \
+        first.output
 
 
 # ---------------------------------------------------------------- evidence

@@ -108,6 +108,10 @@ class LoadPlan:
     draft_layers: int | None = None
     measured: Measured | None = None
     norm_edits: dict[str, bool] = field(default_factory=dict)
+    #: The rope the engine builds for the draft (producers.Rope.key), and the config edit that gives it
+    #: the rope its producer trained with where that differs (engines.producer).
+    draft_rope: tuple[float, tuple[tuple[str, Any], ...]] | None = None
+    rope_edit: dict[str, Any] = field(default_factory=dict)
     issues: list[Issue] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     #: KV-cache compatibility with the target (engines.runtime), None without a target.

@@ -23,7 +23,13 @@ from pytest_eagle3.engines.keymap import resolve_keys
 from pytest_eagle3.engines.loadplan import LoadPlan
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding, short
-from pytest_eagle3.producers import NORM_HABITS, config_rope, trained_rope, unread_fields
+from pytest_eagle3.producers import (
+    NORM_HABITS,
+    config_rope,
+    served_rope,
+    trained_rope,
+    unread_fields,
+)
 
 AREA = "producer"
 
@@ -32,6 +38,7 @@ def plan_producer(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpo
     """File the producer findings of ``prof``'s engine version for ``ckpt``."""
     producer = ckpt.format.producer
     raw = ckpt.config_raw or {}
+    plan.draft_rope = served_rope(raw).key()
     for row, value in unread_fields(producer, raw):
         plan.lose(AREA, Finding(
             "field-not-read",
@@ -95,6 +102,7 @@ def _rope(plan: LoadPlan, prof: Profile, view: EngineView, producer: str, label:
         (f"producer: {habit.source}", f"rule: {prof.source('draft_rope')}"),
     )
     if habit.certain:
+        plan.rope_edit = {"rope_theta": rope.theta, "rope_scaling": rope.scaling}
         plan.lose(AREA, finding)
     else:
         plan.unknown[AREA] = Finding(

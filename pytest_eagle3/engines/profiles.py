@@ -293,8 +293,9 @@ RULES: tuple[Rule, ...] = tuple(
     + _rules(VLLM, "d2t_full_vocab",
              ("0.8.5", "0.29.0", "offsets", f"vllm 0.29.0 {VL_EAGLE3}: map always a parameter"),
              ("0.30.0", None, "refused",
-              (f"vllm 0.30.0 {VL_EAGLE3}: draft_id_to_target_id = None when draft vocab == vocab; a shipped d2t "
-               "raises 'There is no module or parameter named draft_id_to_target_id' (CPU run 0.32.0)")))
+              (f"vllm 0.30.0 {VL_EAGLE3} and model_executor/models/deepseek_eagle3.py (the MLA class, an "
+               "unconditional map parameter before 0.30.0): draft_id_to_target_id = None when draft vocab == vocab; "
+               "a shipped d2t raises 'There is no module or parameter named draft_id_to_target_id' (CPU run 0.32.0)")))
     + _rules(VLLM, "draft_vocab_size_missing",
              ("0.8.5", "0.10.2", "refused", f"vllm 0.10.1 {VL_EAGLE3} __init__: self.config.draft_vocab_size"),
              ("0.11.0", None, "vocab_size",

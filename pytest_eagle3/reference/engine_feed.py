@@ -7,7 +7,7 @@ defaults instead), fc from ``plan.fc.action``, norm flags from ``plan.norms`` (t
 when set; ``llama_eagle3.py`` ``LlamaModel.forward`` 0.32.0), embeddings and lm_head from
 ``plan.embed_tokens`` / ``plan.lm_head``, d2t from ``plan.map_reading``, layers from
 ``plan.draft_layers`` and the profile's ``later_layer_norm``, uninitialised parameters from
-``plan.uninitialised``.
+``plan.uninitialised``, the rope from ``plan.draft_rope`` (the config's: both engines build it).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from pytest_eagle3.engines.plan import REFUSED, LoadPlan
 from pytest_eagle3.engines.profiles import profile
+from pytest_eagle3.producers import RopeKey
 from pytest_eagle3.reference.simulate import (
     DRAFT,
     FC_BYPASSED,
@@ -44,8 +45,10 @@ class EngineFeed:
     notes: tuple[str, ...] = ()
 
 
-def engine_feed(plan: LoadPlan, draft: ReferenceDraft, target_layers: int) -> EngineFeed:
-    """What ``plan``'s engine version feeds the draft; ``unavailable`` says why there is no feed."""
+def engine_feed(plan: LoadPlan, draft: ReferenceDraft, target_layers: int,
+                config_rope: RopeKey | None = None) -> EngineFeed:
+    """What ``plan``'s engine version feeds the draft; ``unavailable`` says why there is no feed.
+    ``config_rope``: the rope the draft's own config.json gives it (the plan's may be of an edited copy)."""
     if plan.outcome == REFUSED:
         first = next(i.finding for i in plan.issues if i.kind == REFUSED)
         return EngineFeed(None, unavailable=f"{plan.engine.label} refuses this draft at load, so it predicts "
@@ -71,7 +74,8 @@ def engine_feed(plan: LoadPlan, draft: ReferenceDraft, target_layers: int) -> En
     if uninit:
         notes.append(f"{len(uninit)} uninitialised parameters simulated as a seeded random init (norms: ones)")
     feed = Feed(indices=tuple(fed), fc=fc, norms=_norms(plan), embed=embed, lm_head=lm_head,
-                d2t=_d2t(plan), layers=plan.draft_layers or 1, later_norm=later, uninitialised=uninit)
+                d2t=_d2t(plan), layers=plan.draft_layers or 1, later_norm=later, uninitialised=uninit,
+                rope=plan.draft_rope if plan.draft_rope != config_rope else None)
     other = None
     mode = plan.aux.other_mode
     if mode is not None and tuple(mode) != tuple(fed) and all(0 <= i <= target_layers for i in mode):

@@ -160,19 +160,22 @@ def unproven_fix_text(proof: Proof | None, best: float) -> str:
 
 
 #: Per provable area: the plan area and finding code whose fix is a config edit.
-PROVABLE = {"aux": ("aux_layers", "aux-layers"), "norms": ("norms", "norm-flag")}
+PROVABLE = {"aux": ("aux_layers", "aux-layers"), "norms": ("norms", "norm-flag"),
+            "rope": ("producer", "rope-trained")}
 
 
 def pending_edit(plan: LoadPlan, area: str) -> tuple[tuple[Any, ...], list[Any]] | None:
-    """The config edit the rules propose for ``area`` ('aux' or 'norms') and the issues it would fix,
-    or None when there is nothing left to prove."""
+    """The config edit the rules propose for ``area`` ('aux', 'norms' or 'rope') and the issues it would
+    fix, or None when there is nothing left to prove."""
     plan_area, code = PROVABLE[area]
     issues = [i for i in plan.issues if i.area == plan_area and i.finding.code == code]
     edit: Any
     if area == "aux":
         edit = plan.aux.fix_edit
-    else:
+    elif area == "norms":
         edit = ("norms", tuple(plan.norm_edits.items())) if plan.norm_edits else None
+    else:
+        edit = ("rope", tuple(plan.rope_edit.items())) if plan.rope_edit else None
     if edit is None or not issues or area in plan.proven:
         return None
     return edit, issues

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from pytest_eagle3.formats import default_aux_inputs
+from pytest_eagle3.producers import RopeKey, served_rope
 from pytest_eagle3.reference.acceptance import (
     Acceptance,
     Reading,
@@ -140,7 +141,7 @@ class DraftPredictor:
 
     def predict(self, plan: LoadPlan) -> Prediction:
         """The prediction for one plan; a plan the simulation cannot run says why instead of raising."""
-        engine = engine_feed(plan, self.simulator.draft, self.simulator.target.layers)
+        engine = engine_feed(plan, self.simulator.draft, self.simulator.target.layers, self.simulator.config_rope)
         if engine.feed is None:
             return Prediction(plan.engine, None, self.training, unavailable=engine.unavailable, notes=engine.notes)
         try:
@@ -224,7 +225,7 @@ def build_predictor(ckpt: Checkpoint, target: TargetFeed, steps: int, device: st
                                     f"{len(ids)} aux states of this target give {len(ids) * width}")
     if draft.draft_vocab > target.lm_head.shape[0]:
         raise PredictionUnavailable(f"the draft vocab ({draft.draft_vocab}) is larger than the target's")
-    simulator = Simulator(draft, target, steps)
+    simulator = Simulator(draft, target, steps, served_rope(ckpt.config_raw or {}).key())
     try:
         with torch.no_grad():
             trained = training(ckpt, simulator, tuple(ids), convention)
@@ -238,7 +239,7 @@ def training(ckpt: Checkpoint, simulator: Simulator, ids: tuple[int, ...], conve
     from pytest_eagle3.engines.aux import trained_inputs
     from pytest_eagle3.formats import INPUT_OF
 
-    base = trained_feed(simulator.draft, ids, OFFSETS, simulator.target)
+    base = trained_feed(simulator.draft, ids, OFFSETS, simulator.target, trained_rope_feed(ckpt))
     readings = candidate_readings(ids, simulator.target.layers)
     results = [_measured(simulator, base, r) for r in readings]
     results.sort(key=lambda a: -a.mean_acceptance_length)
@@ -265,6 +266,16 @@ def training(ckpt: Checkpoint, simulator: Simulator, ids: tuple[int, ...], conve
         source = f"assumed: convention unknown, the best reading {results[0].reading.label}; {decision.words}"
     feed = Feed(**{**base.__dict__, "indices": tuple(indices)})
     return Training(feed, simulator.acceptance(feed), ASSUMED, source, decision)
+
+
+def trained_rope_feed(ckpt: Checkpoint) -> RopeKey | None:
+    """The rope the producer is known to have trained with, where it is not the config's (both engines
+    build the config's): ``producers.ROPE_HABITS`` rows that are certain. An uncertain habit is left to
+    ``engine.producer``, which reports it as assumed; the simulation keeps the config's rope then."""
+    from pytest_eagle3.producers import trained_rope
+
+    found = trained_rope(ckpt.format.producer, ckpt.config_raw or {})
+    return found[0].key() if found is not None and found[1].certain else None
 
 
 def _embedding(simulator: Simulator, feed: Feed) -> Feed:

@@ -4,8 +4,9 @@ A :class:`Feed` is everything about a load plan that changes the draft's numbers
 states fed (layer-input indices = HF ``hidden_states`` indices), whether fc runs or a single state
 bypasses it, the norm flags applied, whose ``embed_tokens`` / ``lm_head`` are used (the draft's,
 the target's, or a seeded random init for a parameter the engine leaves uninitialised), how
-``d2t`` is read, how many draft layers run and which norm layers >= 1 apply, and the parameters
-left uninitialised. Feeds are hashable: several engine versions with the same feed share one
+``d2t`` is read, how many draft layers run and which norm layers >= 1 apply, the parameters
+left uninitialised, and the draft's rope (the config's, as both engines build it, unless the
+producer is known to have trained with another). Feeds are hashable: several engine versions with the same feed share one
 draft pass (:class:`Simulator` caches by feed).
 
 The walk is the engine's: start at the last prompt token, accept the longest matching prefix,
@@ -25,6 +26,7 @@ from typing import Any
 
 import torch
 
+from pytest_eagle3.producers import Rope, RopeKey
 from pytest_eagle3.reference.acceptance import Acceptance, Reading, TargetRun, greedy_walk
 from pytest_eagle3.reference.draft import ReferenceDraft, rms_norm
 
@@ -50,6 +52,8 @@ class Feed:
     layers: int = 1
     later_norm: str = "input_layernorm"
     uninitialised: tuple[str, ...] = ()
+    #: The rope the draft runs with (producers.Rope.key) where it is not its config.json's; None: the config's.
+    rope: RopeKey | None = None
 
     def norm(self, name: str) -> bool:
         return dict(self.norms)[name]
@@ -89,6 +93,11 @@ def describe_field(name: str, feed: Feed) -> str:
                 ABSOLUTE: "d2t read as absolute ids"}[feed.d2t]
     if name in ("layers", "later_norm"):
         return f"{feed.layers} draft layer(s), layers >= 1 normed by {feed.later_norm}"
+    if name == "rope":
+        if feed.rope is None:
+            return "rope: config.json's rope_theta / rope_scaling, not the rope it was trained with"
+        theta, scaling = feed.rope
+        return f"rope: {Rope(theta, dict(scaling) or None).describe()}"
     return f"uninitialised: {', '.join(feed.uninitialised[:3])}" + (" ..." if len(feed.uninitialised) > 3 else "")
 
 
@@ -117,6 +126,8 @@ class Simulator:
     draft: ReferenceDraft
     target: TargetFeed
     steps: int = 3
+    #: The rope the draft's config.json gives it (producers.Rope.key): a feed's ``rope`` differs from it.
+    config_rope: RopeKey | None = None
     cache: dict[Feed, Acceptance] = field(default_factory=dict)
     passes: int = 0
 
@@ -127,7 +138,7 @@ class Simulator:
         return self.cache[feed]
 
     def _run(self, feed: Feed) -> Acceptance:
-        draft, embed = built_draft(self.draft, feed, self.target)
+        draft, embed = built_draft(self.draft, feed, self.target, self.config_rope)
         counts = torch.zeros(self.steps + 1, dtype=torch.long)
         reading = Reading(feed.indices, 0, ABSOLUTE if feed.d2t == ABSOLUTE else OFFSETS)
         with torch.no_grad():
@@ -161,13 +172,19 @@ def _acceptance(reading: Reading, counts: torch.Tensor, steps: int) -> Acceptanc
     return Acceptance(reading, 1.0 + sum(at_least), tuple(round(p, 4) for p in at_least), drafts)
 
 
-def built_draft(base: ReferenceDraft, feed: Feed, target: TargetFeed) -> tuple[ReferenceDraft, torch.Tensor]:
-    """The draft as the feed builds it, and the embedding matrix it uses."""
+def built_draft(base: ReferenceDraft, feed: Feed, target: TargetFeed,
+                config_rope: RopeKey | None = None) -> tuple[ReferenceDraft, torch.Tensor]:
+    """The draft as the feed builds it, and the embedding matrix it uses (``config_rope``: the rope its
+    config.json gives it, which the base draft runs with)."""
     weights = dict(base.weights)
     spec = base.spec
     norms = dict(feed.norms)
     flags: dict[str, Any] = {k: norms[k] for k in NORM_FLAGS if k in norms}
     spec = dataclasses.replace(spec, layers=feed.layers, **flags)
+    if feed.rope is not None and feed.rope != config_rope:
+        theta, scaling = feed.rope
+        same_scaling = config_rope is not None and scaling == config_rope[1]
+        spec = dataclasses.replace(spec, rope_theta=theta, rope_scaling=spec.rope_scaling if same_scaling else scaling)
     hidden = spec.hidden_size
     for name in feed.uninitialised:
         if name.endswith(".bias") and name.replace(".bias", ".weight") in weights:
@@ -253,13 +270,15 @@ def _head(base: ReferenceDraft, feed: Feed, target: TargetFeed) -> torch.Tensor:
     return _random_like("lm_head.weight", torch.empty(rows, base.spec.hidden_size), base.spec.hidden_size)
 
 
-def trained_feed(draft: ReferenceDraft, indices: Sequence[int], d2t: str, target: TargetFeed) -> Feed:
-    """The feed the draft was trained with: its own config, the given layers and d2t reading."""
+def trained_feed(draft: ReferenceDraft, indices: Sequence[int], d2t: str, target: TargetFeed,
+                 rope: RopeKey | None = None) -> Feed:
+    """The feed the draft was trained with: its own config, the given layers and d2t reading, and the
+    rope its producer trained with where that is not the config's."""
     s = draft.spec
     own = draft.weights.get("embed_tokens.weight")
     same = own is not None and own.shape == target.embed.shape and bool(torch.equal(own, target.embed.to(own.dtype)))
     return Feed(
         indices=tuple(indices), norms=tuple((n, bool(getattr(s, n))) for n in NORM_FLAGS),
         embed=DRAFT if own is not None and not same else TARGET,
-        lm_head=DRAFT, d2t=d2t if "d2t" in draft.weights else IDENTITY, layers=s.layers,
+        lm_head=DRAFT, d2t=d2t if "d2t" in draft.weights else IDENTITY, layers=s.layers, rope=rope,
     )
