@@ -92,9 +92,11 @@ def test_sglang_trained_draft_on_vllm_is_one_layer_off_vllm_43671(run_contracts:
     assert outcome == "failed"
     assert "vLLM 0.22.0 uses [2, 4, 5] as-is -> captures inputs of layers [2, 4, 5]" in message
     outcome, message = run.engine_outcomes(draft, "vllm==0.33.0")["engine.aux_layers"]
-    assert outcome == "failed" and "vLLM 0.33.0 reads aux ids from eagle_aux_hidden_state_layer_ids or " \
-        "dflash_config.target_layer_ids (+1) or dspark_target_layer_ids (+1) or target_layer_ids (+1) or " \
-        "dflash_config.layer_ids or eagle_config.layer_ids; none there, so it uses its defaults" in message
+    assert outcome == "failed" and "vLLM 0.33.0 reads aux ids from eagle_aux_hidden_state_layer_ids and 5 other " \
+        "fields; none there, so it uses its defaults" in message
+    assert "aux-id fields vLLM 0.33.0 reads, in order: eagle_aux_hidden_state_layer_ids, dflash_config." \
+        "target_layer_ids (+1), dspark_target_layer_ids (+1), target_layer_ids (+1), dflash_config.layer_ids, " \
+        "eagle_config.layer_ids" in run.output
     assert "fix: write [3, 5, 6] into eagle_aux_hidden_state_layer_ids" in run.output
     assert run.engine_outcomes(draft, "sglang==0.5.23")["engine.aux_layers"][0] == "passed"
 

@@ -41,23 +41,12 @@ def _plan_differences(engine: str, version: str, case: str, probe_cases: tuple[P
     return [f"[{case}] {line}" for line in differences(plan, probe)]
 
 
-#: Disagreements whose cause is not established from the released source yet: (run, case) -> the engine's
-#: error, which must still be what was recorded (an entry cannot outlive its disagreement unnoticed).
-OPEN: dict[tuple[str, str], str] = {
-    ("vllm==0.28.0", "specforge-mla"): "Duplicate layer name: model.layers.0.self_attn.attn",
-}
-
-
 @pytest.mark.parametrize("run", RUNS)
 def test_recorded_engine_outcomes_match_the_plans(run: str, probe_cases: tuple[Path, dict[str, Path]]) -> None:
     record = RECORDED["runs"][run]
     problems: list[str] = []
     for case in CASES:
         probe = record["results"][case.name]
-        if (run, case.name) in OPEN:
-            assert OPEN[(run, case.name)] in (probe["error"] or ""), f"{run} {case.name}: {probe['error']}"
-            assert _plan_differences(record["engine"], record["version"], case.name, probe_cases, probe)
-            continue
         problems += _plan_differences(record["engine"], record["version"], case.name, probe_cases, probe)
     assert not problems, f"{run} (probed {record['date']}) disagrees with the profile:\n  " + "\n  ".join(problems)
 

@@ -242,7 +242,8 @@ def _how_read(plan: LoadPlan, prof: Profile) -> str:
     aux = plan.aux
     if aux.configured is None:
         fields = prof.value("aux_id_fields")
-        where = " or ".join(map(field_text, fields)) if fields else "nowhere (configured ids are ignored)"
+        where = ("nowhere (configured ids are ignored)" if not fields else " or ".join(map(field_text, fields))
+                 if len(fields) <= 2 else f"{field_text(fields[0])} and {len(fields) - 1} other fields")
         return f"{prof.label} reads aux ids from {where}; none there, so it uses its defaults ({DEFAULT_AUX_RULE})"
     if aux.transform == "+1" or (aux.transform != "as-is" and tuple(aux.requested or ()) != aux.configured):
         return f"{prof.label} adds +1 to {list(aux.configured)} -> captures inputs of layers {list(aux.requested or ())}"
@@ -283,6 +284,9 @@ def _aux_fix(plan: LoadPlan, prof: Profile) -> str:
 def _aux_details(plan: LoadPlan, prof: Profile) -> tuple[str, ...]:
     aux = plan.aux
     details = [f"rule: {prof.source('aux_id_fields')}"]
+    fields = prof.value("aux_id_fields") or ()
+    if len(fields) > 2:
+        details.append(f"aux-id fields {prof.label} reads, in order: {', '.join(map(field_text, fields))}")
     if aux.configured is not None:
         details.append(f"rule: {prof.source('aux_transform_llama')}")
     if aux.other_mode is not None and aux.other_mode != aux.captured:

@@ -36,6 +36,10 @@ CPU_BACKEND_LIMITS: tuple[tuple[str, str], ...] = (
      ("vllm platforms/cpu.py CpuPlatform.get_attn_backend_cls: NotImplementedError('MLA is not supported on CPU.') "
       "when use_mla (0.25.0 read; seen on 0.18.0-0.19.1, where 0.20.0-0.27.1 stop earlier at the rope; "
       "0.29.0-0.32.0 build MLA on CPU)")),
+    ("cannot import name 'compile_flash_attn_varlen_func_from_specs'",
+     ("vllm 0.28.0 v1/attention/backends/fa_utils.py defines compile_flash_attn_varlen_func_from_specs for CUDA, XPU "
+      "and ROCm only; the MLA prefill backend (mla/prefill/flash_attn.py) imports it: ImportError on CPU "
+      "(CPU run 0.28.0)")),
 )
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import re
 import subprocess
 import tempfile
 from pathlib import Path
@@ -74,9 +75,10 @@ def probe_all(python: str, root: Path) -> tuple[str, str, dict[str, Any]]:
     target, drafts = write_all(root)
     results = run_probes(engine, python, [(d, target) for d in drafts.values()], timeout=240)
     version = next((r["version"] for r in results if r["version"]), engine_version(engine, python) or "?")
-    for result in results:  # no machine paths in the record
+    for result in results:  # no machine paths in the record: case folders and the engine's install
         if result["error"]:
-            result["error"] = result["error"].replace(str(root.resolve()), "<cases>").replace(str(root), "<cases>")
+            text = result["error"].replace(str(root.resolve()), "<cases>").replace(str(root), "<cases>")
+            result["error"] = re.sub(r"/\S*/site-packages/", "<site-packages>/", text)
     return engine, version, {
         name: summary(engine, r, CASES_BY_NAME[name].spec.draft_vocab_size < CASES_BY_NAME[name].spec.vocab_size)
         for name, r in zip(drafts, results)

@@ -286,7 +286,10 @@ def _probe(draft: str, target: str, state: _State, result: dict[str, Any]) -> No
                 target_model, proposer = _load_with_runner(config, notes)
             except (AssertionError, ImportError) as exc:
                 cpu_runner_missing = isinstance(exc, ImportError) and "cpu_model_runner" in str(exc)
-                if state.draft is not None or not (cpu_runner_missing or "spec" in str(exc).lower()):
+                # cpu_model_runner.py 0.9.2-0.19.x: assert self.speculative_config is None, "spec decode is not
+                # supported." (any other error, an ImportError naming "specs" included, is the engine's answer)
+                refuses_spec = isinstance(exc, AssertionError) and "spec decode" in str(exc).lower()
+                if state.draft is not None or not (cpu_runner_missing or refuses_spec):
                     raise
                 notes.append(f"CPUModelRunner refuses or is absent: {common.error_text(exc)}")
                 target_model, proposer = _load_step_by_step(config, notes)
