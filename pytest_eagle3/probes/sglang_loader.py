@@ -8,14 +8,15 @@ Run it with an interpreter where SGLang is installed (a CPU install: torch +cpu 
 (its ``LlamaForCausalLMEagle3`` / ``Eagle3DeepseekV2ForCausalLM`` and their ``load_weights``),
 the same for the target; then what the EAGLE worker does after loading: ``set_embed`` (or
 ``set_embed_and_head`` when the draft borrows the target's lm_head) with the target's
-``get_embed_and_head()``, and ``hot_token_id``; the target's ``set_eagle3_layers_to_capture``
+``get_embed_and_head()``, and reading its ``hot_token_id``; the target's ``set_eagle3_layers_to_capture``
 with the ids the model runner reads from the draft config (``eagle_config`` only).
 
 Import placeholders are put in place, and only when the module is missing: ``torchvision``
 (PyPI's build is CUDA-only), ``vllm`` (the rotary-embedding module imports
 ``vllm._custom_ops``) and ``sgl_kernel`` (CUDA kernels that releases before 0.5.10 import at
 module level). Every attribute of a placeholder is a class that raises when called, so a
-loading path that used one would fail loudly; none does.
+loading path that used one would fail loudly. One exception, :data:`KEEP_OWN`: where SGLang before
+0.5.8 would take vLLM's activation and norm layers on a CPU without AMX, it keeps its own.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import contextlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import inspect
 import sys
 import types
 from pathlib import Path
@@ -51,10 +53,23 @@ class _StubMeta(type):
         raise RuntimeError(f"import placeholder {cls.__name__} was called by the loading path")
 
 
+#: SGLang <= 0.5.7 on a CPU without sgl-kernel or AMX replaces some of its own layers by vLLM's at import
+#: (layers/activation.py: ``from vllm.model_executor.layers.activation import GeluAndMul, SiluAndMul``;
+#: layers/layernorm.py: ``... layernorm import GemmaRMSNorm, RMSNorm``). The placeholder hands back
+#: SGLang's own class of that name, defined above the import in the same module: the one its GPU path builds.
+KEEP_OWN = {
+    "vllm.model_executor.layers.activation": "sglang.srt.layers.activation",
+    "vllm.model_executor.layers.layernorm": "sglang.srt.layers.layernorm",
+}
+
+
 class _PlaceholderModule(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
+        own = sys.modules.get(KEEP_OWN.get(self.__name__, ""))
+        if own is not None and isinstance(getattr(own, name, None), type):
+            return getattr(own, name)
         return _StubMeta(f"{self.__name__}.{name}", (), {})
 
 
@@ -182,7 +197,8 @@ def _global_server_args(notes: list[str]) -> None:
 def _model_config(path: str, draft: bool) -> Any:
     from sglang.srt.configs.model_config import ModelConfig  # type: ignore[import-not-found]
 
-    kwargs: dict[str, Any] = {"is_draft_model": draft, "context_length": 256}
+    # model_override_args: "{}" as ServerArgs.json_model_override_args gives it (<= 0.4.9 json.loads it unguarded)
+    kwargs: dict[str, Any] = {"is_draft_model": draft, "context_length": 256, "model_override_args": "{}"}
     if draft:
         kwargs["speculative_algorithm"] = "EAGLE3"
     try:
@@ -282,6 +298,9 @@ def _share(draft: Any, target: Any, notes: list[str]) -> None:
             notes.append("draft_vocab_size null: worker calls set_embed_and_head (lm_head from the target)")
         else:
             draft.set_embed(embed)
+    # then the hot token map, read as an attribute by every worker (eagle_worker.py; 0.4.8 through
+    # get_hot_token_id()): a draft class that never set it fails the worker's start
+    draft.hot_token_id  # noqa: B018 (the attribute access is the check)
 
 
 @contextlib.contextmanager
@@ -335,9 +354,14 @@ def _fill(result: dict[str, Any], state: _State, target: Any, draft_config: Any)
     result["embed_tokens"] = common.shared_flag(embed, t_embed)
     result["lm_head"] = common.shared_flag(head, t_head)
     use_aux, ids = _configured_aux(draft_config.hf_config)
-    notes.append(f"ids read from the draft config (eagle_config only): {ids}; use_aux_hidden_state: {use_aux}")
     target_layers = len(target.model.layers)
-    if use_aux:
+    if not inspect.signature(target.set_eagle3_layers_to_capture).parameters:
+        # <= 0.4.8 model_runner.py: self.model.set_eagle3_layers_to_capture(), no ids and no use_aux read
+        notes.append("this release reads no ids from the draft config: set_eagle3_layers_to_capture()")
+        target.set_eagle3_layers_to_capture()
+        capture, use_aux = [int(i) for i in target.model.layers_to_capture], True
+    elif use_aux:
+        notes.append(f"ids read from the draft config (eagle_config only): {ids}; use_aux_hidden_state: {use_aux}")
         target.set_eagle3_layers_to_capture(ids)
         capture = [int(i) for i in target.model.layers_to_capture]
     else:
