@@ -156,7 +156,7 @@ def _server(request: pytest.FixtureRequest, engine: str, target: str, draft: str
     key = (engine, str(Path(target).resolve()), str(Path(draft).resolve()) if draft else None)
     if key not in state.servers:
         install = engine_install(config, engine)
-        blocker = cpu_serving_finding(install.distribution, install.version) if draft else None
+        blocker = cpu_serving_finding(install) if draft else None
         if blocker is not None:
             pytest.skip(f"not started: {blocker.summary} (see live.launch)")
         timeout = settings(config).server_timeout
@@ -293,7 +293,7 @@ def launch_preview(request: pytest.FixtureRequest, ckpt: Any, engine: EngineVers
         engine.engine, engine.version, install.python, target, str(ckpt.path), 0, steps=settings(config).steps,
         has_vllm_dist=install.has_vllm_dist, skip_tokenizer=not has_tokenizer(target), extra_args=extra)).argv)
     findings = algorithm_findings(engine.engine, argv, ckpt.config.architectures, ckpt.format.producer)
-    blocker = cpu_serving_finding(install.distribution, install.version)
+    blocker = cpu_serving_finding(install)
     findings += [blocker] if blocker is not None else []
     findings += draft_path_findings(engine.engine, argv)
     if install.known:

