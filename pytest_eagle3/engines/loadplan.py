@@ -14,6 +14,7 @@ from typing import Any
 from pytest_eagle3.engines.capture import CaptureSupport
 from pytest_eagle3.engines.versions import EngineVersion
 from pytest_eagle3.findings import Finding
+from pytest_eagle3.producers import RopeKey
 
 
 def describe_inputs(indices: Sequence[int] | None) -> str:
@@ -110,7 +111,7 @@ class LoadPlan:
     norm_edits: dict[str, bool] = field(default_factory=dict)
     #: The rope the engine builds for the draft (producers.Rope.key), and the config edit that gives it
     #: the rope its producer trained with where that differs (engines.producer).
-    draft_rope: tuple[float, tuple[tuple[str, Any], ...]] | None = None
+    draft_rope: RopeKey | None = None
     rope_edit: dict[str, Any] = field(default_factory=dict)
     issues: list[Issue] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
