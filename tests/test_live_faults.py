@@ -99,8 +99,14 @@ def test_port_taken(vllm: EngineInstall, tmp_path: Path, marker: str) -> None:
     assert leftovers(marker) == []
 
 
-def test_timeout_as_a_user_sees_it(request: pytest.FixtureRequest, tmp_path: Path, marker: str) -> None:
+def test_timeout_as_a_user_sees_it(request: pytest.FixtureRequest, vllm: EngineInstall, tmp_path: Path,
+                                   marker: str) -> None:
     """``--eagle3-server-timeout`` too short: the live contracts fail with the log tail, nothing survives."""
+    from pytest_eagle3.live.cpu_serving import cpu_serving_finding
+
+    blocker = cpu_serving_finding(vllm)
+    if blocker is not None:
+        pytest.skip(f"no server is started there ({blocker.summary}): tests/test_live_cpu_serving.py checks it")
     argv = [sys.executable, "-m", "pytest", "-m", "engine", "-p", "no:cacheprovider", f"--eagle3-ckpt={DRAFT}",
             f"--eagle3-target={TARGET}", "--eagle3-engine=vllm", f"--eagle3-vllm-python={vllm_python(request.config)}",
             f"--eagle3-engine-args={ENGINE_ARGS}", "--eagle3-server-timeout=15", "-k", "acceptance or greedy"]
