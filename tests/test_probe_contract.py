@@ -43,10 +43,13 @@ from tests.conftest import HOW_TO, ContractRun
 RECORDED = json.loads(DEFAULT_OUT.read_text(encoding="utf-8"))
 #: The recorded verdict of a case -> the probe.load status when the plan agrees with the engine.
 STATUS = {"loads": AGREES, "loads with loss": LOSSY, "refused": REFUSED_BY_ENGINE, NOT_ON_CPU: PROBE_ERROR}
-#: Per engine: a draft it loads, one it refuses (as the plan predicts), and one whose norm_output flag a
-#: profile rule made wrong here must be disagreed on.
-LIVE_CASES = {"vllm": ("specforge", "speculators-4-aux", "specforge-norm-flags"),
+#: Per engine: a draft it loads, one it refuses (as the plan predicts), and one on which a profile rule made
+#: wrong here must be disagreed on. The altered draft loads on every release probed (results.json).
+LIVE_CASES = {"vllm": ("specforge", "speculators-4-aux", "specforge-no-aux"),
               "sglang": ("specforge", "speculators", "specforge-norm-flags")}
+#: Per engine: the rule made wrong for the altered draft, and its two values (set to the one the release lacks).
+ALTERED_RULE = {"vllm": ("use_aux_hidden_state", ("ignored", "honoured")),
+                "sglang": ("norm_output", ("not-read", "read"))}
 
 
 def _no_engine_env(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -183,9 +186,10 @@ def test_the_installed_engine_is_the_ground_truth(engine: str, run_contracts: Ca
     version = engine_version(engine, python)
     target, drafts = live_cases
     good, refused, altered = (drafts[name] for name in LIVE_CASES[engine])
-    # the altered draft sets norm_output: our rule is made to say the opposite of what this release does
-    applies = profiles.profile(EngineVersion(engine, Version(str(version)))).value("norm_output") != "not-read"
-    with _profile_rule(engine, "norm_output", "not-read" if applies else "read"):
+    # our rule for what the altered draft sets is made to say the opposite of what this release does
+    rule, (off, on) = ALTERED_RULE[engine]
+    now = profiles.profile(EngineVersion(engine, Version(str(version)))).value(rule)
+    with _profile_rule(engine, rule, off if now != off else on):
         run = run_contracts([good, refused, altered], f"--eagle3-{engine}-python={python}", f"--eagle3-engine={engine}",
                             "-k", "probe_load", target=target)
     spec, label = f"{engine}=={version}", f"{DISPLAY[engine]} {version}"
@@ -205,9 +209,10 @@ def test_the_installed_engine_is_the_ground_truth(engine: str, run_contracts: Ca
     # headed by the engine's own loss where this release drops a tensor of it (SGLang < 0.5.12: fc_norm)
     assert outcome == "failed" and message.startswith(("probe.load [profile-wrong]", "probe.load [engine-loss]"))
     assert re.search(rf"\[profile-wrong\]:? our profile is wrong for {re.escape(label)}:", text), text[-3000:]
-    assert entry["probe"]["differences"] == [
-        {"fact": "norm flag norm_output", "plan": str(not applies), "engine": str(applies)}]
+    differences = entry["probe"]["differences"]
+    assert differences and all(d["plan"] != d["engine"] for d in differences), differences
     assert f"test_probe_load[{altered.name}@{spec}]" in text and f"test_probe_load[{refused.name}@{spec}]" in text
-    assert f"{applies} (what {label}'s loader did)" in text and f"{not applies} (our static plan)" in text
-    line = f"real loader {altered}@{spec} ({python}): loaded*; the static plan differs on norm flag norm_output"
+    first = differences[0]
+    assert f"{first['engine']} (what {label}'s loader did)" in text and f"{first['plan']} (our static plan)" in text
+    line = f"real loader {altered}@{spec} ({python}): loaded*; the static plan differs on {first['fact']}*"
     run.result.stdout.fnmatch_lines([line])
