@@ -225,3 +225,17 @@ def test_output_of_ids_under_target_layer_ids_are_read_plus_one_by_vllm_v2_from_
         outcome, message = run.engine_outcomes(draft, newer)["engine.aux_layers"]
         assert outcome == "passed" and message.endswith(
             "feeds outputs of layers [2, 4, 5] = training; the other runtime mode would feed outputs of layers [1, 3, 4]")
+
+
+def test_draft_vocab_not_a_multiple_of_64_fails_sglang_cuda_graph_capture_sglang_10106(
+        run_contracts: Run, make_checkpoint: Callable[..., Path]) -> None:
+    """SGLang 0.5.1-0.5.14 copy the 64-padded draft logits into a draft_vocab_size-wide CUDA-graph buffer."""
+    draft = make_checkpoint(SynthSpec(producer=SPECFORGE, draft_vocab_size=250))
+    run = run_contracts([draft], "--eagle3-engine=sglang==0.5.11,sglang==0.5.23", "-k", "runtime")
+    outcome, message = run.engine_outcomes(draft, "sglang==0.5.11")["engine.runtime"]
+    assert outcome == "failed" and message.startswith(
+        "engine.runtime [graph-logits]: SGLang 0.5.11 copies the draft's logits (256 wide: draft_vocab_size 250 "
+        "padded to a multiple of 64) into a CUDA-graph buffer 250 wide"), message
+    assert "fix: serve with SGLang >= 0.5.15, launch with --disable-cuda-graph" in run.output
+    assert "sgl-project/sglang#10106" in run.output
+    assert run.engine_outcomes(draft, "sglang==0.5.23")["engine.runtime"][0] != "failed"

@@ -54,6 +54,8 @@ BEHAVIOURS: dict[str, str] = {
     "fc_norm": "whether fc_norm (per-chunk norms) is honoured: read / eagle-format-only / not-read",
     "norm_output": "whether norm_output is honoured: read / eagle-format-only / not-read",
     "embed_source": "whose embed_tokens the draft uses",
+    "draft_extend_logits_buffer": ("the CUDA-graph draft-extend logits buffer: none / draft-vocab (rows of "
+                                   "draft_vocab_size, which the 64-padded lm_head output must fit) / shape-checked"),
     "draft_extend_graph_width": ("the width of the CUDA-graph buffer that holds the target's concatenated aux states: "
                                  "draft-hidden (hidden_size x 3, a bug for drafts of another width) / target-hidden"),
     "embed_width_check": ("what a draft narrower or wider than its target gets when it ships no embed_tokens: "
@@ -390,6 +392,19 @@ RULES: tuple[Rule, ...] = tuple(
              ("0.4.10", None, "target-hidden",
               ("sglang 0.4.10 eagle_draft_extend_cuda_graph_runner.py: target_hidden_size * 3 when the config has it "
                "(sgl-project/sglang#8163, fixes #7011)")))
+    + _rules(SGLANG, "draft_extend_logits_buffer",
+             ("0.4.4.post2", "0.4.10", "none",
+              "sglang speculative/eagle_draft_extend_cuda_graph_runner.py: no logits buffer (0.4.8, 0.4.10 read)"),
+             ("0.5.1", "0.5.14", "draft-vocab",
+              ("sglang speculative/eagle_draft_extend_cuda_graph_runner.py EAGLEDraftExtendCudaGraphRunner.__init__: "
+               "next_token_logits_buffer = zeros(max_bs, draft_vocab_size); layers/logits_processor.py "
+               "_copy_logits_to_buffer copies the ParallelLMHead output (draft_vocab_size padded to 64) into it "
+               "(0.5.1, 0.5.2, 0.5.7, 0.5.11, 0.5.14 read; sgl-project/sglang#10106)")),
+             ("0.5.15", None, "shape-checked",
+              ("sglang 0.5.15 layers/logits_processor.py _copy_logits_to_buffer: the buffer is skipped when its shape "
+               "differs (0.5.15-0.5.23 read)")))
+    + _rules(VLLM, "draft_extend_logits_buffer",
+             ("0.8.5", None, "none", "vllm v1/spec_decode/eagle.py: logits are not copied into a CUDA-graph buffer"))
     + _rules(VLLM, "draft_extend_graph_width",
              ("0.8.5", None, "target-hidden",
               ("vllm v1/spec_decode/eagle.py EagleProposer: fc (combine_hidden_states) runs before the draft-width "

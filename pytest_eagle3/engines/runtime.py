@@ -17,6 +17,7 @@ from typing import Any
 from packaging.version import Version
 
 from pytest_eagle3.engines.geometry import ROUTE_CONFIG_CLASS, Geometry, derive, route_for
+from pytest_eagle3.engines.param_shapes import VOCAB_PADDING, padded
 from pytest_eagle3.findings import Evidence, Finding
 
 FULL = "full"
@@ -152,6 +153,7 @@ def _refusal(page: int, target: tuple[LayerKv, ...], error: str) -> str:
 def plan_runtime(plan: Any, prof: Any, view: Any, target: Any) -> KvVerdict | None:
     """File a KV-cache refusal under the plan's ``runtime`` area; the verdict, or None without a target."""
     _graph_width(plan, prof, view.config)
+    _graph_logits(plan, prof, view.config)
     if target is None or target.problem:
         return None
     draft = derive(view.config, route_for(prof.engine, view.speculators))
@@ -172,6 +174,24 @@ def plan_runtime(plan: Any, prof: Any, view: Any, target: Any) -> KvVerdict | No
             (f"rule: {verdict.source}", f"dtype: {DTYPE_SOURCE[prof.engine]}"),
         ))
     return verdict
+
+
+def _graph_logits(plan: Any, prof: Any, config: Mapping[str, Any]) -> None:
+    """SGLang 0.5.1-0.5.14 copy the 64-padded draft logits into a draft_vocab_size-wide CUDA-graph buffer
+    (sglang#10106): a draft vocab that is not a multiple of 64 fails the graph capture at start."""
+    rows = _int(config, "draft_vocab_size")
+    if prof.value("draft_extend_logits_buffer") != "draft-vocab" or not rows or padded(rows) == rows:
+        return
+    plan.refuse("runtime", Finding(
+        "graph-logits",
+        f"{prof.label} copies the draft's logits ({padded(rows)} wide: draft_vocab_size {rows} padded to a multiple "
+        f"of {VOCAB_PADDING}) into a CUDA-graph buffer {rows} wide: the draft-extend graph capture fails at start "
+        "while CUDA graphs are on (the default)",
+        (Evidence("draft logits width / buffer width", f"{padded(rows)} / {rows}", "equal (a multiple of 64)"),),
+        "serve with SGLang >= 0.5.15, launch with --disable-cuda-graph, or train the draft with a vocab that is "
+        f"a multiple of {VOCAB_PADDING}",
+        (f"rule: {prof.source('draft_extend_logits_buffer')}",),
+    ))
 
 
 def _graph_width(plan: Any, prof: Any, config: Mapping[str, Any]) -> None:
