@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.checkpoint.tensorfiles import CheckpointReadError
 from pytest_eagle3.formats import SPECFORGE
+from pytest_eagle3.producers import RopeKey, served_rope
 
 #: How ``norm_output`` is read, per producer: (logits through the final norm?, normed state fed
 #: back to the next step?) for norm_output False and True.
@@ -79,6 +80,8 @@ class ReferenceDraft:
 
     spec: DraftSpec
     weights: dict[str, torch.Tensor]
+    #: The rope its config.json gives it, as both engines build it (producers.Rope.key); None when unknown.
+    config_rope: RopeKey | None = None
 
     # -- loading ---------------------------------------------------------------------------
     @classmethod
@@ -100,7 +103,7 @@ class ReferenceDraft:
         except CheckpointReadError as exc:
             raise DraftLoadError(f"cannot read the weights: {exc}") from exc
         spec = spec_from_config(ckpt, weights)
-        draft = cls(spec, weights)
+        draft = cls(spec, weights, served_rope(ckpt.config_raw).key())
         draft.check()
         return draft
 

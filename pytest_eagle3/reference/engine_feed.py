@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from pytest_eagle3.engines.plan import REFUSED, LoadPlan
 from pytest_eagle3.engines.profiles import profile
-from pytest_eagle3.producers import RopeKey
 from pytest_eagle3.reference.simulate import (
     DRAFT,
     FC_BYPASSED,
@@ -45,10 +44,8 @@ class EngineFeed:
     notes: tuple[str, ...] = ()
 
 
-def engine_feed(plan: LoadPlan, draft: ReferenceDraft, target_layers: int,
-                config_rope: RopeKey | None = None) -> EngineFeed:
-    """What ``plan``'s engine version feeds the draft; ``unavailable`` says why there is no feed.
-    ``config_rope``: the rope the draft's own config.json gives it (the plan's may be of an edited copy)."""
+def engine_feed(plan: LoadPlan, draft: ReferenceDraft, target_layers: int) -> EngineFeed:
+    """What ``plan``'s engine version feeds the draft; ``unavailable`` says why there is no feed."""
     if plan.outcome == REFUSED:
         first = next(i.finding for i in plan.issues if i.kind == REFUSED)
         return EngineFeed(None, unavailable=f"{plan.engine.label} refuses this draft at load, so it predicts "
@@ -73,9 +70,10 @@ def engine_feed(plan: LoadPlan, draft: ReferenceDraft, target_layers: int,
     uninit = tuple(sorted({n for p in plan.uninitialised for n in canonical_parameters(p)}))
     if uninit:
         notes.append(f"{len(uninit)} uninitialised parameters simulated as a seeded random init (norms: ones)")
+    # the plan's rope differs from the draft's own only for a plan of an edited config (a rope fix being proven)
     feed = Feed(indices=tuple(fed), fc=fc, norms=_norms(plan), embed=embed, lm_head=lm_head,
                 d2t=_d2t(plan), layers=plan.draft_layers or 1, later_norm=later, uninitialised=uninit,
-                rope=plan.draft_rope if plan.draft_rope != config_rope else None)
+                rope=plan.draft_rope if plan.draft_rope != draft.config_rope else None)
     other = None
     mode = plan.aux.other_mode
     if mode is not None and tuple(mode) != tuple(fed) and all(0 <= i <= target_layers for i in mode):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from pytest_eagle3.formats import default_aux_inputs
-from pytest_eagle3.producers import RopeKey, served_rope
+from pytest_eagle3.producers import RopeKey
 from pytest_eagle3.reference.acceptance import (
     Acceptance,
     Reading,
@@ -141,7 +141,7 @@ class DraftPredictor:
 
     def predict(self, plan: LoadPlan) -> Prediction:
         """The prediction for one plan; a plan the simulation cannot run says why instead of raising."""
-        engine = engine_feed(plan, self.simulator.draft, self.simulator.target.layers, self.simulator.config_rope)
+        engine = engine_feed(plan, self.simulator.draft, self.simulator.target.layers)
         if engine.feed is None:
             return Prediction(plan.engine, None, self.training, unavailable=engine.unavailable, notes=engine.notes)
         try:
@@ -225,7 +225,7 @@ def build_predictor(ckpt: Checkpoint, target: TargetFeed, steps: int, device: st
                                     f"{len(ids)} aux states of this target give {len(ids) * width}")
     if draft.draft_vocab > target.lm_head.shape[0]:
         raise PredictionUnavailable(f"the draft vocab ({draft.draft_vocab}) is larger than the target's")
-    simulator = Simulator(draft, target, steps, served_rope(ckpt.config_raw or {}).key())
+    simulator = Simulator(draft, target, steps)
     try:
         with torch.no_grad():
             trained = training(ckpt, simulator, tuple(ids), convention)

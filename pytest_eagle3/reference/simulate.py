@@ -126,8 +126,6 @@ class Simulator:
     draft: ReferenceDraft
     target: TargetFeed
     steps: int = 3
-    #: The rope the draft's config.json gives it (producers.Rope.key): a feed's ``rope`` differs from it.
-    config_rope: RopeKey | None = None
     cache: dict[Feed, Acceptance] = field(default_factory=dict)
     passes: int = 0
 
@@ -138,7 +136,7 @@ class Simulator:
         return self.cache[feed]
 
     def _run(self, feed: Feed) -> Acceptance:
-        draft, embed = built_draft(self.draft, feed, self.target, self.config_rope)
+        draft, embed = built_draft(self.draft, feed, self.target)
         counts = torch.zeros(self.steps + 1, dtype=torch.long)
         reading = Reading(feed.indices, 0, ABSOLUTE if feed.d2t == ABSOLUTE else OFFSETS)
         with torch.no_grad():
@@ -172,18 +170,16 @@ def _acceptance(reading: Reading, counts: torch.Tensor, steps: int) -> Acceptanc
     return Acceptance(reading, 1.0 + sum(at_least), tuple(round(p, 4) for p in at_least), drafts)
 
 
-def built_draft(base: ReferenceDraft, feed: Feed, target: TargetFeed,
-                config_rope: RopeKey | None = None) -> tuple[ReferenceDraft, torch.Tensor]:
-    """The draft as the feed builds it, and the embedding matrix it uses (``config_rope``: the rope its
-    config.json gives it, which the base draft runs with)."""
+def built_draft(base: ReferenceDraft, feed: Feed, target: TargetFeed) -> tuple[ReferenceDraft, torch.Tensor]:
+    """The draft as the feed builds it, and the embedding matrix it uses."""
     weights = dict(base.weights)
     spec = base.spec
     norms = dict(feed.norms)
     flags: dict[str, Any] = {k: norms[k] for k in NORM_FLAGS if k in norms}
     spec = dataclasses.replace(spec, layers=feed.layers, **flags)
-    if feed.rope is not None and feed.rope != config_rope:
+    if feed.rope is not None and feed.rope != base.config_rope:
         theta, scaling = feed.rope
-        same_scaling = config_rope is not None and scaling == config_rope[1]
+        same_scaling = base.config_rope is not None and scaling == base.config_rope[1]
         spec = dataclasses.replace(spec, rope_theta=theta, rope_scaling=spec.rope_scaling if same_scaling else scaling)
     hidden = spec.hidden_size
     for name in feed.uninitialised:
@@ -206,7 +202,7 @@ def built_draft(base: ReferenceDraft, feed: Feed, target: TargetFeed,
     weights["lm_head.weight"] = _head(base, feed, target)
     if feed.d2t == IDENTITY:
         weights.pop("d2t", None)
-    return ReferenceDraft(spec, weights), _embed(base, feed, target)
+    return ReferenceDraft(spec, weights, base.config_rope), _embed(base, feed, target)
 
 
 def _apply_norm_weights(weights: dict[str, torch.Tensor], spec: Any, feed: Feed, hidden: int) -> None:
