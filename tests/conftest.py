@@ -166,6 +166,16 @@ def make_variant(make_checkpoint: Callable[..., Path], synth_dir: Path) -> Calla
     return make
 
 
+def config_variant(draft: Path, folder: Path, edit: Callable[[dict[str, Any]], None]) -> Path:
+    """A copy of a real ``draft`` (its weights linked, never modified) whose config.json ``edit`` changed."""
+    config = json.loads((draft / "config.json").read_text())
+    edit(config)
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "model.safetensors").symlink_to(draft / "model.safetensors")
+    return folder
+
+
 @pytest.fixture(scope="session")
 def make_target(synth_dir: Path) -> Callable[..., Path]:
     """A target config (and weights for the default spec) with a given layer count and architecture."""

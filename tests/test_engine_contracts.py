@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from pytest_eagle3.synth import MODELOPT, SPECFORGE, SPECULATORS, SynthSpec
-from tests.conftest import ContractRun
+from tests.conftest import ContractRun, config_variant
 
 Run = Callable[..., ContractRun]
 
@@ -208,13 +208,11 @@ def test_output_of_ids_under_target_layer_ids_are_read_plus_one_by_vllm_v2_from_
         run_contracts: Run, tmp_path: Path) -> None:
     """DeepSpec writes its output-of ids to a top-level ``target_layer_ids``: vLLM's model runner V2 reads that
     field, adding 1, from 0.25 (eagle3_utils.py); 0.24 does not, and V1 (the other mode) never does."""
+    def move_ids(config: dict[str, Any]) -> None:
+        config["target_layer_ids"] = config["eagle_config"].pop("eagle_aux_hidden_state_layer_ids")  # output-of
+
     examples = Path(__file__).resolve().parents[1] / "examples"
-    draft = tmp_path / "ids-as-target-layer-ids"
-    draft.mkdir()
-    config = json.loads((examples / "demo-draft-sglang" / "config.json").read_text())
-    config["target_layer_ids"] = config["eagle_config"].pop("eagle_aux_hidden_state_layer_ids")  # output-of [2, 4, 5]
-    (draft / "config.json").write_text(json.dumps(config))
-    (draft / "model.safetensors").symlink_to(examples / "demo-draft-sglang" / "model.safetensors")
+    draft = config_variant(examples / "demo-draft-sglang", tmp_path / "ids-as-target-layer-ids", move_ids)
     run = run_contracts([draft], "--eagle3-engine=vllm==0.24.0,vllm==0.25.0,vllm", "-k", "aux_layers",
                         target=examples / "demo-target")
     outcome, message = run.engine_outcomes(draft, "vllm==0.24.0")["engine.aux_layers"]

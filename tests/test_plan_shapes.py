@@ -7,7 +7,6 @@ read them with the Llama key map refused a draft both engines load (probed: vLLM
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -19,20 +18,12 @@ from pytest_eagle3.checkpoint.target import TargetModel
 from pytest_eagle3.engines.plan import LOADS, REFUSED, load_plan
 from pytest_eagle3.engines.versions import EngineVersion
 from pytest_eagle3.probes.compare import differences
+from tests.conftest import config_variant
 
 
 def _plan(probe_cases: tuple[Path, dict[str, Path]], case: str, engine: str, version: str) -> Any:
     target, drafts = probe_cases
     return load_plan(Checkpoint.open(drafts[case]), EngineVersion(engine, Version(version)), TargetModel.open(target))
-
-
-def _with_config(draft: Path, folder: Path, **changes: object) -> Path:
-    """A copy of ``draft`` (weights linked, never modified) whose config.json has ``changes``."""
-    config = json.loads((draft / "config.json").read_text())
-    folder.mkdir()
-    (folder / "config.json").write_text(json.dumps({**config, **changes}))
-    (folder / "model.safetensors").symlink_to(draft / "model.safetensors")
-    return folder
 
 
 @pytest.mark.parametrize(("engine", "version", "fused", "layer"), [
@@ -64,7 +55,7 @@ def test_mla_draft_before_the_class_is_refused(probe_cases: tuple[Path, dict[str
 
 def test_sglang_mla_class_builds_one_layer(tmp_path: Path, probe_cases: tuple[Path, dict[str, Path]]) -> None:
     target, drafts = probe_cases
-    folder = _with_config(drafts["specforge-mla"], tmp_path / "two", num_hidden_layers=2)
+    folder = config_variant(drafts["specforge-mla"], tmp_path / "two", lambda c: c.update(num_hidden_layers=2))
     ckpt, target_model = Checkpoint.open(folder), TargetModel.open(target)
     sglang = load_plan(ckpt, EngineVersion("sglang", Version("0.5.23")), target_model)
     assert [i.finding.code for i in sglang.issues if i.kind == REFUSED] == ["multi-layer"]
@@ -100,7 +91,7 @@ def test_probe_recorded_without_shapes_is_compared_on_the_rest(probe_cases: tupl
 
 def test_vocab_rows_are_padded_to_64(tmp_path: Path, probe_cases: tuple[Path, dict[str, Path]]) -> None:
     target, drafts = probe_cases
-    folder = _with_config(drafts["specforge"], tmp_path / "odd", vocab_size=1000)
+    folder = config_variant(drafts["specforge"], tmp_path / "odd", lambda c: c.update(vocab_size=1000))
     plan = load_plan(Checkpoint.open(folder), EngineVersion("vllm", Version("0.32.0")), TargetModel.open(target))
     assert plan.shapes["model.embed_tokens.weight"] == (1024, 64)
     assert plan.shapes["draft_id_to_target_id"] == (256,)
@@ -114,12 +105,8 @@ def test_vllm_mla_class_forces_deepseek_yarn_rope_until_0_28(tmp_path: Path,
     assert "KeyError" in refused.issues[0].finding.summary
     assert "deepseek_eagle3.py" in refused.issues[0].finding.details[0]
     target, drafts = probe_cases
-    config = json.loads((drafts["specforge-mla"] / "config.json").read_text())
     yarn = {"type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096}
-    folder = tmp_path / "yarn"
-    folder.mkdir()
-    (folder / "config.json").write_text(json.dumps({**config, "rope_scaling": yarn}))
-    (folder / "model.safetensors").symlink_to(drafts["specforge-mla"] / "model.safetensors")
+    folder = config_variant(drafts["specforge-mla"], tmp_path / "yarn", lambda c: c.update(rope_scaling=yarn))
     plan = load_plan(Checkpoint.open(folder), EngineVersion("vllm", Version("0.27.0")), TargetModel.open(target))
     assert plan.outcome == LOADS, plan.describe()
 
@@ -128,11 +115,7 @@ def test_vllm_mla_class_forces_deepseek_yarn_rope_until_0_28(tmp_path: Path,
 def test_deepseek_v3_model_type_is_rewritten_to_mtp_by_vllm(tmp_path: Path, probe_cases: tuple[Path, dict[str, Path]],
                                                            engine: str, refused: bool) -> None:
     target, drafts = probe_cases
-    config = json.loads((drafts["specforge-mla"] / "config.json").read_text())
-    folder = tmp_path / "v3"
-    folder.mkdir()
-    (folder / "config.json").write_text(json.dumps({**config, "model_type": "deepseek_v3"}))
-    (folder / "model.safetensors").symlink_to(drafts["specforge-mla"] / "model.safetensors")
+    folder = config_variant(drafts["specforge-mla"], tmp_path / "v3", lambda c: c.update(model_type="deepseek_v3"))
     version = "0.32.0" if engine == "vllm" else "0.5.23"
     plan = load_plan(Checkpoint.open(folder), EngineVersion(engine, Version(version)), TargetModel.open(target))
     assert ([i.finding.code for i in plan.issues] == ["mtp-model-type"]) is refused

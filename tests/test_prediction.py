@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ContractRun
+from tests.conftest import ContractRun, config_variant
 from tests.reference_cases import EXAMPLES
 
 pytest.importorskip("transformers", reason="predicted acceptance needs transformers (pip install -e '.[target]')")
@@ -193,14 +193,12 @@ def test_a_rope_the_producer_did_not_train_with_is_priced_and_its_fix_converges(
     """AngelSlim trains with rope base 10000 whatever config.json says (producers.ROPE_HABITS): a draft
     trained at 10000 (the demo SGLang draft's weights) in an AngelSlim config that says 1e6 loses what
     both engines' config rope costs it; writing the trained rope back restores it."""
-    draft = tmp_path / "angelslim-rope"
-    draft.mkdir()
-    config = json.loads((EXAMPLES / "demo-draft-sglang" / "config.json").read_text())
-    ids = config.pop("eagle_config")["eagle_aux_hidden_state_layer_ids"]  # output-of [2, 4, 5]
-    config.update(architectures=["Eagle3LlamaForCausalLM"], target_model_type="llama", rope_theta=1000000.0,
-                  eagle_aux_hidden_state_layer_ids=[i + 1 for i in ids])
-    (draft / "config.json").write_text(json.dumps(config))
-    shutil.copy(EXAMPLES / "demo-draft-sglang" / "model.safetensors", draft / "model.safetensors")
+    def as_angelslim(config: dict[str, Any]) -> None:
+        ids = config.pop("eagle_config")["eagle_aux_hidden_state_layer_ids"]  # output-of [2, 4, 5]
+        config.update(architectures=["Eagle3LlamaForCausalLM"], target_model_type="llama", rope_theta=1000000.0,
+                      eagle_aux_hidden_state_layer_ids=[i + 1 for i in ids])
+
+    draft = config_variant(EXAMPLES / "demo-draft-sglang", tmp_path / "angelslim-rope", as_angelslim)
     first = _fixes_converge(run_contracts, tmp_path, draft, "vllm==0.32.0,vllm==0.33.0")
     outcome, message = first.engine_outcomes(draft, "vllm==0.33.0")["engine.acceptance"]
     cost = re.search(r"rope: config.json's rope_theta / rope_scaling, not the rope it was trained with: -([\d.]+)",
