@@ -4,7 +4,7 @@ Usage::
 
     python benchmarks/bench_contracts.py [--workdir DIR] [--keep] [--repeats N]
 
-Builds two drafts with ``pytest_eagle3.synth`` (skipped when already built in ``--workdir``),
+Builds two drafts with ``pytest_eagle3.testing.synth`` (skipped when already built in ``--workdir``),
 then runs every case in a fresh interpreter and reports its median wall time and peak RSS:
 
 * ``baseline``: ``python -c "import torch, safetensors, pytest"`` (the fixed cost of any run);
@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_eagle3.synth import SynthSpec, write_checkpoint
+from pytest_eagle3.testing.synth import SynthSpec, write_checkpoint
 
 #: A draft shaped like Kimi-K2.5's EAGLE-3 head (SpecForge layout, bf16, ~1e9 parameters, ~2 GB).
 LARGE_SPEC = SynthSpec(

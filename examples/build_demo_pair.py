@@ -31,7 +31,7 @@ import torch
 
 from pytest_eagle3.reference.acceptance import capture_states
 from pytest_eagle3.reference.draft import DraftSpec, ReferenceDraft
-from pytest_eagle3.synth import SPECFORGE, SPECULATORS, SynthSpec, decoder_layer, draft_config
+from pytest_eagle3.testing.synth import SPECFORGE, SPECULATORS, SynthSpec, decoder_layer, draft_config
 
 HERE = Path(__file__).resolve().parent
 SEED = 1234

@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from pytest_eagle3.synth import SPECFORGE, SPECULATORS, SynthSpec, write_checkpoint, write_target
+from pytest_eagle3.testing.synth import SPECFORGE, SPECULATORS, SynthSpec, write_checkpoint, write_target
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = {

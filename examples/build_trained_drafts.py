@@ -48,7 +48,7 @@ from examples.build_demo_pair import (
 )
 from pytest_eagle3.reference.acceptance import capture_states
 from pytest_eagle3.reference.draft import DraftSpec, ReferenceDraft
-from pytest_eagle3.synth import SPECFORGE, SPECULATORS, SynthSpec, decoder_layer, draft_config
+from pytest_eagle3.testing.synth import SPECFORGE, SPECULATORS, SynthSpec, decoder_layer, draft_config
 
 TOP_LEVEL = "top-level"  # LlamaForCausalLMEagle3 + midlayer.* + top-level ids: no producer's own layout
 

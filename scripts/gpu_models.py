@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from pytest_eagle3.synth import SynthSpec, decoder_layer, target_config, write_checkpoint
+from pytest_eagle3.testing.synth import SynthSpec, decoder_layer, target_config, write_checkpoint
 
 #: meta-llama/Meta-Llama-3-8B config.json shapes; the draft keeps 32000 of the 128256 tokens (as
 #: yuhuili/EAGLE3-LLaMA3.1-Instruct-8B does).

@@ -20,7 +20,7 @@ import torch
 
 from pytest_eagle3.probes.cases import write_all
 from pytest_eagle3.probes.run import env_variable, find_engine_python, run_probes
-from pytest_eagle3.synth import SynthSpec, write_checkpoint, write_target
+from pytest_eagle3.testing.synth import SynthSpec, write_checkpoint, write_target
 
 try:  # the same for transformers, and the reference module keeps its loaded targets across runs
     import transformers.models.llama.modeling_llama  # noqa: F401
@@ -84,7 +84,7 @@ def validate_report(data: dict[str, Any]) -> None:
     """Every report the tests write follows the JSON Schema shipped in the package."""
     import jsonschema
 
-    from pytest_eagle3.report import SCHEMA_FILE
+    from pytest_eagle3.shell.report import SCHEMA_FILE
 
     jsonschema.validate(data, json.loads(SCHEMA_FILE.read_text(encoding="utf-8")))
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from pytest_eagle3.synth import SynthSpec, draft_config
+from pytest_eagle3.testing.synth import SynthSpec, draft_config
 
 HIDDEN, VOCAB, DRAFT_VOCAB, LAYERS = 32, 64, 16, 4
 TOKEN = 27

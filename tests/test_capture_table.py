@@ -15,7 +15,7 @@ from pytest_eagle3.engines import capture_table
 from pytest_eagle3.engines.capture import CAPTURES, REFUSED, capture_support
 from pytest_eagle3.engines.plan import load_plan
 from pytest_eagle3.engines.selection import parse_selection
-from pytest_eagle3.synth import SynthSpec
+from pytest_eagle3.testing.synth import SynthSpec
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])

@@ -21,7 +21,7 @@ from pytest_eagle3.rules.draft_kind import (
     MTP,
     classify_checkpoint,
 )
-from pytest_eagle3.synth import SynthSpec, write_target
+from pytest_eagle3.testing.synth import SynthSpec, write_target
 
 H = 64
 

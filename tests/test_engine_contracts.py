@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import torch
 
-from pytest_eagle3.synth import MODELOPT, SPECFORGE, SPECULATORS, SynthSpec
+from pytest_eagle3.testing.synth import MODELOPT, SPECFORGE, SPECULATORS, SynthSpec
 from tests.conftest import ContractRun, config_variant
 
 Run = Callable[..., ContractRun]

@@ -175,7 +175,7 @@ def test_config_shapes_names_a_geometry_no_engine_reading_fits(make_variant: Any
     a qwen3 type without head_dim contradicts only the AutoConfig reading (engine.geometry, not config.shapes)."""
     from pytest_eagle3.checkpoint import Checkpoint
     from pytest_eagle3.rules.shapes import shape_findings
-    from pytest_eagle3.synth import SPECFORGE, SynthSpec
+    from pytest_eagle3.testing.synth import SPECFORGE, SynthSpec
 
     def wrong(config: dict[str, Any]) -> None:
         config["head_dim"] = 16

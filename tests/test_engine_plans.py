@@ -19,7 +19,7 @@ from pytest_eagle3.checkpoint.target import TargetModel
 from pytest_eagle3.engines.plan import LOADS, REFUSED, load_plan
 from pytest_eagle3.engines.profiles import BEHAVIOURS, RULES
 from pytest_eagle3.engines.selection import parse_selection
-from pytest_eagle3.synth import EAGLE, MODELOPT, SPECFORGE, SPECULATORS, SynthSpec
+from pytest_eagle3.testing.synth import EAGLE, MODELOPT, SPECFORGE, SPECULATORS, SynthSpec
 
 
 def _set(**values: Any) -> Callable[[dict[str, Any]], None]:

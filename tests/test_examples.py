@@ -31,7 +31,7 @@ def test_bundled_examples_verdicts(run_contracts: Callable[..., ContractRun]) ->
 
 def test_examples_are_what_the_build_script_writes(tmp_path: Path) -> None:
     from examples.build_examples import EXAMPLES as SPECS
-    from pytest_eagle3.synth import write_checkpoint
+    from pytest_eagle3.testing.synth import write_checkpoint
 
     for name, spec in SPECS.items():
         rebuilt = write_checkpoint(spec, tmp_path / name)

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from pytest_eagle3.formats import ANGELSLIM, EAGLE, SPECFORGE, SPECULATORS
-from pytest_eagle3.synth import FAULTS, PRODUCERS, SPECFORGE_HF, SynthSpec
+from pytest_eagle3.producers.formats import ANGELSLIM, EAGLE, SPECFORGE, SPECULATORS
+from pytest_eagle3.testing.synth import FAULTS, PRODUCERS, SPECFORGE_HF, SynthSpec
 
 ALL_CONTRACTS = (
     "checkpoint.readable", "config.parseable", "format.detected", "config.shapes",

@@ -22,8 +22,8 @@ import torch
 
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.checkpoint.tensorfiles import CheckpointReadError
-from pytest_eagle3.formats import EAGLE, SPECFORGE, SPECULATORS
-from pytest_eagle3.synth import SynthSpec, pickle_marker, write_checkpoint
+from pytest_eagle3.producers.formats import EAGLE, SPECFORGE, SPECULATORS
+from pytest_eagle3.testing.synth import SynthSpec, pickle_marker, write_checkpoint
 
 
 @dataclass(frozen=True)

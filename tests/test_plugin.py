@@ -73,7 +73,7 @@ def test_without_target_the_target_contract_skips_naming_the_option(
 def test_target_mismatch_is_reported(
     run_contracts: Callable[..., ContractRun], make_checkpoint: Callable[..., Path], synth_dir: Path
 ) -> None:
-    from pytest_eagle3.synth import SynthSpec, write_target
+    from pytest_eagle3.testing.synth import SynthSpec, write_target
 
     other = write_target(SynthSpec(vocab_size=2048, target_layers=4), synth_dir / "other-target", with_weights=False)
     ckpt = make_checkpoint(producer="specforge")
@@ -85,7 +85,7 @@ def test_target_mismatch_is_reported(
 
 
 def test_same_folder_names_get_distinct_readable_ids(pytester: pytest.Pytester, tmp_path: Path) -> None:
-    from pytest_eagle3.synth import SynthSpec, write_checkpoint
+    from pytest_eagle3.testing.synth import SynthSpec, write_checkpoint
 
     a = write_checkpoint(SynthSpec(), tmp_path / "run-a" / "epoch0")
     b = write_checkpoint(SynthSpec(seed=1), tmp_path / "run-b" / "epoch0")
@@ -180,7 +180,7 @@ def test_junit_xml_carries_measured_values(
 def test_eagle3_hypothesis_profiles_are_selectable(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_prop="""
         from hypothesis import given, settings
-        from pytest_eagle3.strategies import vocab_maps
+        from pytest_eagle3.testing.strategies import vocab_maps
         from pytest_eagle3.rules.vocab import diagnose_vocab_map
 
         @given(vocab_maps())
@@ -294,7 +294,7 @@ def test_a_plausible_mistake_gives_a_bounded_failure(pytester: pytest.Pytester,
     """Every key saved with a model. prefix (vLLM adds its own): each repeated diagnosis is shown three times,
     then counted in one line. (A target passed as a draft is named in one line: tests/test_draft_kind.py.)"""
     from pytest_eagle3.findings import MAX_LINES, SHOWN_PER_CODE
-    from pytest_eagle3.synth import SynthSpec
+    from pytest_eagle3.testing.synth import SynthSpec
 
     prefixed = make_variant(SynthSpec(producer="specforge", draft_layers=2), name="all-model-prefixed",
                             rename=lambda k: k if k in ("lm_head.weight", "d2t", "t2d") else "model." + k)

@@ -230,7 +230,7 @@ def test_a_weak_draft_is_undecided() -> None:
 
 def test_undecided_measurement_keeps_the_assumption(run_contracts: Run, make_checkpoint: Callable[..., Path]) -> None:
     """An untrained draft on the demo target: nothing is measured, every basis stays assumed."""
-    from pytest_eagle3.synth import SPECFORGE, SynthSpec
+    from pytest_eagle3.testing.synth import SPECFORGE, SynthSpec
 
     draft = make_checkpoint(SynthSpec(producer=SPECFORGE, intermediate_size=256, num_key_value_heads=2,
                                       draft_vocab_size=256, aux_layer_ids=(2, 4, 5), dtype="float32"))

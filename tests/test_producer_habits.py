@@ -1,4 +1,4 @@
-"""Producers' own fields and habits (``pytest_eagle3/producers.py``) as users meet them: ``engine.producer``,
+"""Producers' own fields and habits (``pytest_eagle3/producers/habits.py``) as users meet them: ``engine.producer``,
 ``engine.aux_layers`` on a producer's own aux-id field, ``vocab.map`` on an export bug, and the files
 beside the weights in ``format.detected``. Synthetic drafts in each producer's layout; the same rules
 on real ModelOpt exports are in ``tests/test_producer_roundtrips.py`` (``tox -e producers``)."""
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import torch
 
-from pytest_eagle3.synth import SynthSpec
+from pytest_eagle3.testing.synth import SynthSpec
 from tests.conftest import ContractRun
 
 ENGINES = "--eagle3-engine=vllm==0.32.0,sglang==0.5.23"

@@ -27,7 +27,7 @@ import torch
 
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.probes.run import find_engine_python, run_probe
-from pytest_eagle3.synth import SynthSpec, write_target
+from pytest_eagle3.testing.synth import SynthSpec, write_target
 
 # Imported before any test: pytester restores sys.modules after each in-process contract run, and
 # datasets / pyarrow cannot be imported twice in one process (conftest.py has the same reason).

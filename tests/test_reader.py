@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 
 from pytest_eagle3.checkpoint import Checkpoint
-from pytest_eagle3.synth import EAGLE, SynthSpec, draft_config, draft_tensors
+from pytest_eagle3.testing.synth import EAGLE, SynthSpec, draft_config, draft_tensors
 
 
 def test_sharded_pytorch_bin_is_indexed_and_read(tmp_path: Path) -> None:

@@ -61,7 +61,7 @@ def _keys(value: object) -> set[str]:
 
 
 def test_json_examples_name_keys_a_real_report_has(tmp_path: Path) -> None:
-    from pytest_eagle3.report import SCHEMA
+    from pytest_eagle3.shell.report import SCHEMA
 
     report = tmp_path / "report.json"
     _run("pytest --eagle3-ckpt=examples/demo-draft-sglang --eagle3-target=examples/demo-target "

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_eagle3.rules.vocab import diagnose_vocab_map
-from pytest_eagle3.strategies import (
+from pytest_eagle3.testing.strategies import (
     CORRUPTIONS,
     CorruptedMap,
     VocabMap,

@@ -23,7 +23,7 @@ from pytest_eagle3.checkpoint.tensorfiles import (
     iter_safetensors_chunks,
     read_safetensors_tensor,
 )
-from pytest_eagle3.formats import DetectedFormat, DraftConfig, detect_format, normalise_config
+from pytest_eagle3.producers.formats import DetectedFormat, DraftConfig, detect_format, normalise_config
 
 if TYPE_CHECKING:
     import torch

@@ -24,7 +24,7 @@ from pytest_eagle3.engines.config_view import EngineView, lookup
 from pytest_eagle3.engines.loadplan import LoadPlan, Measured, describe_inputs
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
-from pytest_eagle3.formats import (
+from pytest_eagle3.producers.formats import (
     CONVENTIONS,
     DEFAULT_AUX_RULE,
     MODELOPT,

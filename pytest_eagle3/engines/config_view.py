@@ -13,7 +13,7 @@ from typing import Any
 
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.engines.versions import SGLANG
-from pytest_eagle3.formats import is_speculators, lookup
+from pytest_eagle3.producers.formats import is_speculators, lookup
 
 __all__ = ["EngineView", "engine_view", "lookup"]
 

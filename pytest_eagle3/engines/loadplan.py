@@ -14,7 +14,7 @@ from typing import Any
 from pytest_eagle3.engines.capture import CaptureSupport
 from pytest_eagle3.engines.versions import EngineVersion
 from pytest_eagle3.findings import Finding
-from pytest_eagle3.producers import RopeKey
+from pytest_eagle3.producers.habits import RopeKey
 
 
 def describe_inputs(indices: Sequence[int] | None) -> str:

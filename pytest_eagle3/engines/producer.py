@@ -23,7 +23,7 @@ from pytest_eagle3.engines.keymap import resolve_keys
 from pytest_eagle3.engines.loadplan import LoadPlan
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding, short
-from pytest_eagle3.producers import (
+from pytest_eagle3.producers.habits import (
     NORM_HABITS,
     config_rope,
     served_rope,

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_eagle3.formats import ANGELSLIM, EAGLE, MODELOPT, SPECFORGE, SPECULATORS
-from pytest_eagle3.synth import SPECFORGE_HF, SynthSpec, write_checkpoint, write_target
+from pytest_eagle3.producers.formats import ANGELSLIM, EAGLE, MODELOPT, SPECFORGE, SPECULATORS
+from pytest_eagle3.testing.synth import SPECFORGE_HF, SynthSpec, write_checkpoint, write_target
 
 TOP_LEVEL = "top-level"
 #: A DeepSeek-V2 (MLA) layer config at the synthetic draft's width: 2 heads, latent ranks 32, no rope scaling

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from pytest_eagle3.formats import INPUT_OF, OUTPUT_OF
+from pytest_eagle3.producers.formats import INPUT_OF, OUTPUT_OF
 from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
 from pytest_eagle3.reference.draft import ReferenceDraft
 

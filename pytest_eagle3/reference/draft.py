@@ -26,8 +26,8 @@ import torch.nn.functional as F
 
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.checkpoint.tensorfiles import CheckpointReadError
-from pytest_eagle3.formats import SPECFORGE
-from pytest_eagle3.producers import RopeKey, served_rope
+from pytest_eagle3.producers.formats import SPECFORGE
+from pytest_eagle3.producers.habits import RopeKey, served_rope
 
 #: How ``norm_output`` is read, per producer: (logits through the final norm?, normed state fed
 #: back to the next step?) for norm_output False and True.

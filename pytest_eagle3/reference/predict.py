@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from pytest_eagle3.formats import default_aux_inputs
-from pytest_eagle3.producers import RopeKey
+from pytest_eagle3.producers.formats import default_aux_inputs
+from pytest_eagle3.producers.habits import RopeKey
 from pytest_eagle3.reference.acceptance import (
     Acceptance,
     Reading,
@@ -237,7 +237,7 @@ def build_predictor(ckpt: Checkpoint, target: TargetFeed, steps: int, device: st
 def training(ckpt: Checkpoint, simulator: Simulator, ids: tuple[int, ...], convention: str | None) -> Training:
     """Measure every reading; the best one when it leads clearly, else the assumed convention's."""
     from pytest_eagle3.engines.aux import trained_inputs
-    from pytest_eagle3.formats import INPUT_OF
+    from pytest_eagle3.producers.formats import INPUT_OF
 
     base = trained_feed(simulator.draft, ids, OFFSETS, simulator.target, trained_rope_feed(ckpt))
     readings = candidate_readings(ids, simulator.target.layers)
@@ -272,7 +272,7 @@ def trained_rope_feed(ckpt: Checkpoint) -> RopeKey | None:
     """The rope the producer is known to have trained with, where it is not the config's (both engines
     build the config's): ``producers.ROPE_HABITS`` rows that are certain. An uncertain habit is left to
     ``engine.producer``, which reports it as assumed; the simulation keeps the config's rope then."""
-    from pytest_eagle3.producers import trained_rope
+    from pytest_eagle3.producers.habits import trained_rope
 
     found = trained_rope(ckpt.format.producer, ckpt.config_raw or {})
     return found[0].key() if found is not None and found[1].certain else None

@@ -8,7 +8,7 @@ from typing import Any
 
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.findings import Evidence, Finding
-from pytest_eagle3.formats import DEFAULT_AUX_RULE, INPUT_OF, OUTPUT_OF, default_aux_inputs
+from pytest_eagle3.producers.formats import DEFAULT_AUX_RULE, INPUT_OF, OUTPUT_OF, default_aux_inputs
 from pytest_eagle3.reference.acceptance import (
     Acceptance,
     Inference,

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from pytest_eagle3.producers import Rope, RopeKey
+from pytest_eagle3.producers.habits import Rope, RopeKey
 from pytest_eagle3.reference.acceptance import Acceptance, Reading, TargetRun, greedy_walk
 from pytest_eagle3.reference.draft import ReferenceDraft, rms_norm
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.findings import Evidence, Finding
-from pytest_eagle3.formats import TORCHSPEC
-from pytest_eagle3.producers import EXPORT_BUGS
+from pytest_eagle3.producers.formats import TORCHSPEC
+from pytest_eagle3.producers.habits import EXPORT_BUGS
 from pytest_eagle3.rules.vocab import ACCEPTANCE_NOTE
 
 

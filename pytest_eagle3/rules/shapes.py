@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.checkpoint.target import TargetModel
 from pytest_eagle3.findings import Evidence, Finding, short
-from pytest_eagle3.formats import INPUT_OF, LEFTOVER_PREFIXES, OUTPUT_OF, UNKNOWN, DraftConfig
+from pytest_eagle3.producers.formats import INPUT_OF, LEFTOVER_PREFIXES, OUTPUT_OF, UNKNOWN, DraftConfig
 from pytest_eagle3.rules.attention import (
     ROUTE_AS_WRITTEN,
     ROUTE_CONFIG_CLASS,

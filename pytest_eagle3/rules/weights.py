@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pytest_eagle3.checkpoint import Checkpoint, CheckpointReadError
 from pytest_eagle3.checkpoint.draft import DEFAULT_CHUNK_BYTES
 from pytest_eagle3.findings import Evidence, Finding, short
-from pytest_eagle3.formats import SPECULATORS
+from pytest_eagle3.producers.formats import SPECULATORS
 
 #: speculators fills these with NaN until ``load_verifier_weights()`` runs.
 #: Source: speculators 0.9.0 speculators/model.py DraftVocabMixin._init_vocab.

@@ -3,7 +3,7 @@
 Use them in your own tests::
 
     from hypothesis import given
-    from pytest_eagle3.strategies import corrupted_vocab_maps
+    from pytest_eagle3.testing.strategies import corrupted_vocab_maps
 
     @given(corrupted_vocab_maps())
     def test_my_exporter_rejects(case): ...

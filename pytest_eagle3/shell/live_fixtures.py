@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_eagle3.options import PYTHON_OPTION, resolve, settings
+from pytest_eagle3.shell.options import PYTHON_OPTION, resolve, settings
 
 if TYPE_CHECKING:
     from pytest_eagle3.engines.versions import EngineVersion

@@ -7,7 +7,7 @@ import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.checkpoint.tensorfiles import CheckpointReadError
-from pytest_eagle3.contract import RecordProperty, passed, require_config, require_tensors
+from pytest_eagle3.shell.contract import RecordProperty, passed, require_config, require_tensors
 from pytest_eagle3.findings import Evidence, Finding, check
 from pytest_eagle3.rules.exports import export_findings
 from pytest_eagle3.rules.vocab import diagnose_vocab_map

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint
-from pytest_eagle3.contract import RecordProperty, passed, require_config
+from pytest_eagle3.shell.contract import RecordProperty, passed, require_config
 from pytest_eagle3.findings import Evidence, Finding, check
-from pytest_eagle3.options import settings
+from pytest_eagle3.shell.options import settings
 
 if TYPE_CHECKING:
     from pytest_eagle3.engines.versions import EngineVersion
@@ -30,9 +30,9 @@ pytestmark = pytest.mark.engine
 def eagle3_expected(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoint,
                     eagle3_live_engine: EngineVersion) -> Expected | str:
     """engine.acceptance's prediction for the installed engine version, or why there is none."""
-    from pytest_eagle3.fixtures import prediction_session
+    from pytest_eagle3.shell.fixtures import prediction_session
     from pytest_eagle3.live.expected import NoExpectation, expected_acceptance
-    from pytest_eagle3.live_fixtures import engine_install
+    from pytest_eagle3.shell.live_fixtures import engine_install
 
     options = settings(request.config)
     target = options.target
@@ -53,7 +53,7 @@ class TestEagle3Live:
     def test_live_launch(self, request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoint,
                          eagle3_live_engine: EngineVersion, record_property: RecordProperty) -> None:
         """The launch command runs the draft as EAGLE-3, names it, and selects a mode that feeds its layers."""
-        from pytest_eagle3.live_fixtures import launch_preview
+        from pytest_eagle3.shell.live_fixtures import launch_preview
 
         require_config(eagle3_checkpoint)
         argv, findings = launch_preview(request, eagle3_checkpoint, eagle3_live_engine)
@@ -68,7 +68,7 @@ class TestEagle3Live:
         """The engine's own acceptance matches the prediction per position, loses at most --eagle3-max-loss
         against the draft as trained, and reaches the minimum."""
         from pytest_eagle3.live.verdict import acceptance_findings
-        from pytest_eagle3.live_fixtures import live_run
+        from pytest_eagle3.shell.live_fixtures import live_run
 
         run = live_run(request.config, eagle3_server)
         if run.acceptance is None:
@@ -102,7 +102,7 @@ class TestEagle3Live:
                          record_property: RecordProperty) -> None:
         """At temperature 0 the outputs with the draft equal the target's outputs without it."""
         from pytest_eagle3.live.verdict import greedy_findings
-        from pytest_eagle3.live_fixtures import live_run
+        from pytest_eagle3.shell.live_fixtures import live_run
 
         with_draft = live_run(request.config, eagle3_server).generation.tokens
         without = live_run(request.config, eagle3_baseline_server).generation.tokens

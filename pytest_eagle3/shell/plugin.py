@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from pytest_eagle3.contract import CONTRACT_MARKER
+from pytest_eagle3.shell.contract import CONTRACT_MARKER
 from pytest_eagle3.findings import ContractViolation
-from pytest_eagle3.fixtures import (
+from pytest_eagle3.shell.fixtures import (
     checkpoint_ids,
     eagle3_checkpoint,
     eagle3_engine,
@@ -24,7 +24,7 @@ from pytest_eagle3.fixtures import (
     eagle3_target,
     installed_engines,
 )
-from pytest_eagle3.options import (
+from pytest_eagle3.shell.options import (
     OPTIONS,
     SETTINGS_KEY,
     Settings,
@@ -33,7 +33,7 @@ from pytest_eagle3.options import (
     parse_settings,
     settings,
 )
-from pytest_eagle3.report import (
+from pytest_eagle3.shell.report import (
     ANY_ENGINE,
     BASIS_PROPERTY,
     MESSAGE_PROPERTY,
@@ -46,7 +46,7 @@ from pytest_eagle3.report import (
 
 __all__ = ["eagle3_checkpoint", "eagle3_engine", "eagle3_installed_engine", "eagle3_load_plan", "eagle3_target"]
 #: Live-engine fixtures and the engine/gpu auto-skip live in their own shell module.
-pytest_plugins = ("pytest_eagle3.live_fixtures",)
+pytest_plugins = ("pytest_eagle3.shell.live_fixtures",)
 
 MARKERS = (
     f"{CONTRACT_MARKER}(id): an EAGLE-3 contract; the id names it in the verdict table and JSON report",
@@ -94,7 +94,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", marker)
     profile = config.getoption("hypothesis_profile", default=None)
     if isinstance(profile, str) and profile.startswith(HYPOTHESIS_PROFILE_PREFIX):
-        from pytest_eagle3.strategies import register_profiles
+        from pytest_eagle3.testing.strategies import register_profiles
 
         register_profiles()
     if not early_checkpoints(config, config.option):

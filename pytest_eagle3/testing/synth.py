@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_eagle3.formats import (
+from pytest_eagle3.producers.formats import (
     ANGELSLIM,
     EAGLE,
     INPUT_OF,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint
-from pytest_eagle3.contract import RecordProperty, passed, require_tensors
+from pytest_eagle3.shell.contract import RecordProperty, passed, require_tensors
 from pytest_eagle3.findings import check
 from pytest_eagle3.rules.weights import (
     TensorHealth,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint
-from pytest_eagle3.contract import (
+from pytest_eagle3.shell.contract import (
     RecordProperty,
     passed,
     require_config,
@@ -22,9 +22,9 @@ from pytest_eagle3.contract import (
     unknown,
 )
 from pytest_eagle3.findings import check
-from pytest_eagle3.fixtures import InstalledEngine, probe_result, run_state
-from pytest_eagle3.options import PYTHON_OPTION, UNKNOWN_FAIL, settings
-from pytest_eagle3.report import PROBE_PROPERTY
+from pytest_eagle3.shell.fixtures import InstalledEngine, probe_result, run_state
+from pytest_eagle3.shell.options import PYTHON_OPTION, UNKNOWN_FAIL, settings
+from pytest_eagle3.shell.report import PROBE_PROPERTY
 
 
 def _target_dir(request: pytest.FixtureRequest, label: str) -> str:

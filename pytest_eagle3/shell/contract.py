@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_eagle3.findings import Evidence, Finding, check
-from pytest_eagle3.report import MESSAGE_PROPERTY
+from pytest_eagle3.shell.report import MESSAGE_PROPERTY
 from pytest_eagle3.rules.draft_kind import classify_checkpoint
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.checkpoint.target import TargetModel
-from pytest_eagle3.contract import (
+from pytest_eagle3.shell.contract import (
     RecordProperty,
     passed,
     readability_findings,
@@ -16,7 +16,7 @@ from pytest_eagle3.contract import (
     require_tensors,
 )
 from pytest_eagle3.findings import check
-from pytest_eagle3.producers import beside_weights
+from pytest_eagle3.producers.habits import beside_weights
 from pytest_eagle3.rules.shapes import (
     config_findings,
     format_findings,

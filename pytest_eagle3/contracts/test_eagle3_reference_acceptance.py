@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
-from pytest_eagle3.contract import RecordProperty, passed, require_config, require_tensors
+from pytest_eagle3.shell.contract import RecordProperty, passed, require_config, require_tensors
 from pytest_eagle3.findings import Evidence, Finding, check
-from pytest_eagle3.fixtures import run_state
-from pytest_eagle3.options import settings
-from pytest_eagle3.report import BASIS_PROPERTY, REFERENCE_PROPERTY
+from pytest_eagle3.shell.fixtures import run_state
+from pytest_eagle3.shell.options import settings
+from pytest_eagle3.shell.report import BASIS_PROPERTY, REFERENCE_PROPERTY
 
 if TYPE_CHECKING:
     from pytest_eagle3.reference.readings import ReferenceResult

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
-from pytest_eagle3.contract import RecordProperty, passed
+from pytest_eagle3.shell.contract import RecordProperty, passed
 from pytest_eagle3.engines.loadplan import LoadPlan
 from pytest_eagle3.findings import check
-from pytest_eagle3.options import settings
-from pytest_eagle3.report import BASIS_PROPERTY, PREDICTED_PROPERTY
+from pytest_eagle3.shell.options import settings
+from pytest_eagle3.shell.report import BASIS_PROPERTY, PREDICTED_PROPERTY
 
 
 class TestEagle3EngineAcceptance:
@@ -20,7 +20,7 @@ class TestEagle3EngineAcceptance:
                         request: pytest.FixtureRequest) -> None:
         """The engine's predicted mean acceptance length reaches the minimum and loses at most
         --eagle3-max-loss against the draft as trained."""
-        from pytest_eagle3.fixtures import draft_predictor
+        from pytest_eagle3.shell.fixtures import draft_predictor
         from pytest_eagle3.reference.prediction_findings import acceptance_findings, summary
 
         options = settings(request.config)

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_eagle3.contract import RecordProperty, check_plan, passed, unknown
+from pytest_eagle3.shell.contract import RecordProperty, check_plan, passed, unknown
 from pytest_eagle3.engines.loadplan import LoadPlan, describe_inputs
 from pytest_eagle3.findings import Finding
-from pytest_eagle3.fixtures import draft_predictor, measured_training, run_state
-from pytest_eagle3.options import UNKNOWN_FAIL, settings
-from pytest_eagle3.report import BASIS_PROPERTY
+from pytest_eagle3.shell.fixtures import draft_predictor, measured_training, run_state
+from pytest_eagle3.shell.options import UNKNOWN_FAIL, settings
+from pytest_eagle3.shell.report import BASIS_PROPERTY
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel

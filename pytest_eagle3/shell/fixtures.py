@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_eagle3.options import settings
+from pytest_eagle3.shell.options import settings
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
@@ -130,7 +130,7 @@ def eagle3_engine(request: pytest.FixtureRequest) -> EngineVersion:
 def eagle3_load_plan(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoint,
                      eagle3_engine: EngineVersion) -> LoadPlan:
     """What ``eagle3_engine`` will do with ``eagle3_checkpoint`` (and the target, when given)."""
-    from pytest_eagle3.contract import require_config, require_tensors
+    from pytest_eagle3.shell.contract import require_config, require_tensors
     from pytest_eagle3.engines.plan import load_plan
 
     require_tensors(eagle3_checkpoint)

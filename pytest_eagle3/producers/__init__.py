@@ -1,0 +1,1 @@
+"""What each producer (speculators, SpecForge, EAGLE, ModelOpt, AngelSlim) writes: formats and habits."""

@@ -1,0 +1,1 @@
+"""For users' own tests: synthetic (and deliberately faulty) checkpoints, and Hypothesis strategies."""
