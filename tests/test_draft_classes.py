@@ -1,12 +1,12 @@
 """Draft classes per engine version: the registry rows on both sides of each boundary, and the profiles'
-accepted architectures agreeing with them."""
+accepted architectures derived from them."""
 
 from __future__ import annotations
 
 import pytest
 from packaging.version import Version
 
-from pytest_eagle3.engines.draft_classes import ARCH_ROWS, QWEN3, accepted, draft_class
+from pytest_eagle3.engines.draft_classes import QWEN3, REGISTRY, draft_class
 from pytest_eagle3.engines.profiles import rule_for
 
 
@@ -31,12 +31,13 @@ def test_qwen3_class_has_per_head_norms_and_reads_more_count_fields() -> None:
     assert "eagle_aux_hidden_state_layer_ids" in qwen3.fc_count_fields
 
 
-@pytest.mark.parametrize("engine", ["vllm", "sglang"])
-def test_profile_architectures_agree_with_the_registry_rows(engine: str) -> None:
-    starts = sorted({Version(r.since) for r in ARCH_ROWS if r.engine == engine} | {Version("0.9.0")}
-                    if engine == "vllm" else {Version(r.since) for r in ARCH_ROWS if r.engine == engine})
-    for version in starts:
-        value = rule_for(engine, "architectures", version).value
-        if value == "*":
-            continue
-        assert set(value) == set(accepted(engine, version)), (engine, version)
+@pytest.mark.parametrize(("engine", "arch"), sorted(REGISTRY))
+def test_profile_architectures_follow_each_registry_row(engine: str, arch: str) -> None:
+    """The profile's accepted architectures gain each registered name exactly at its registry row."""
+    since = REGISTRY[(engine, arch)].rows[0].start
+    after = rule_for(engine, "architectures", since).value
+    assert arch in after or (engine, str(since)) == ("vllm", "0.8.5") and after == "*"
+    before = Version(f"{since.major}.{since.minor}.{since.micro}rc0")
+    if before >= Version({"vllm": "0.8.5", "sglang": "0.4.4.post2"}[engine]):
+        value = rule_for(engine, "architectures", before).value
+        assert value == "*" or arch not in value, (engine, arch, before)

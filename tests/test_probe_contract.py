@@ -9,7 +9,6 @@ result must be shown as the truth.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import stat
@@ -26,6 +25,7 @@ from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.checkpoint.target import TargetModel
 from pytest_eagle3.engines import profiles
 from pytest_eagle3.engines.plan import load_plan
+from pytest_eagle3.engines.table import Row, Table
 from pytest_eagle3.engines.versions import DISPLAY, KNOWN_RANGES, EngineVersion
 from pytest_eagle3.probes.cases import CASES_BY_NAME, write_all
 from pytest_eagle3.probes.record import DEFAULT_OUT, NOT_ON_CPU, verdict
@@ -155,16 +155,15 @@ def test_a_probe_that_dies_is_no_verdict_and_quotes_its_stderr(
 @contextmanager
 def _profile_rule(engine: str, behaviour: str, value: Any) -> Iterator[None]:
     """Make one of our own rules say ``value`` over the engine's whole known range, in this process only."""
-    key = (engine, behaviour)
-    saved = profiles._BY_KEY[key]
-    first = dataclasses.replace(saved[0], since=KNOWN_RANGES[engine][0], until=None, value=value,
-                                source="made wrong by the test")
-    profiles._BY_KEY[key] = (first,)
+    saved = profiles.TABLES[behaviour]
+    kept = tuple(r for r in saved.rows if r.engine != engine)
+    wrong = Row(engine, KNOWN_RANGES[engine][0], value, "made wrong by the test")
+    profiles.TABLES[behaviour] = Table(saved.name, (*kept, wrong), description=saved.description)
     profiles.profile.cache_clear()
     try:
         yield
     finally:
-        profiles._BY_KEY[key] = saved
+        profiles.TABLES[behaviour] = saved
         profiles.profile.cache_clear()
 
 

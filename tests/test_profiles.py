@@ -6,31 +6,25 @@ import pytest
 from packaging.version import Version
 
 from pytest_eagle3.engines.capture import CAPTURE_RULES, capture_support
-from pytest_eagle3.engines.profiles import BEHAVIOURS, RULES, profile, rule_for, segment_starts
+from pytest_eagle3.engines.profiles import BEHAVIOURS, RULES, TABLES, profile, rule_for, segment_starts
 from pytest_eagle3.engines.selection import EngineSelectionError, parse_selection
 from pytest_eagle3.engines.versions import KNOWN_RANGES, EngineVersion
 
 
 @pytest.mark.parametrize("engine", sorted(KNOWN_RANGES))
-def test_every_behaviour_starts_at_the_first_known_release(engine: str) -> None:
-    first = KNOWN_RANGES[engine][0]
-    for behaviour in BEHAVIOURS:
-        starts = sorted(Version(r.since) for r in RULES if r.engine == engine and r.behaviour == behaviour)
-        assert starts, f"{engine} has no rule for {behaviour}"
-        assert starts[0] == Version(first), f"{engine} {behaviour} starts at {starts[0]}, not {first}"
-        assert len(starts) == len(set(starts)), f"{engine} {behaviour}: two rules start at the same release"
+def test_every_behaviour_covers_the_known_range_once(engine: str) -> None:
+    for name, table in TABLES.items():
+        assert table.full and not table.problems(), name
+        assert table.rows_of(engine), f"{engine} has no rule for {name}"
+        assert str(table.rows_of(engine)[0].start) == str(Version(KNOWN_RANGES[engine][0]))
 
 
-def test_rules_are_documented_and_ordered() -> None:
-    for rule in RULES:
-        assert rule.behaviour in BEHAVIOURS
+def test_rules_are_documented() -> None:
+    for behaviour, rule in RULES:
+        assert behaviour in BEHAVIOURS and TABLES[behaviour].description == BEHAVIOURS[behaviour]
         assert len(rule.source) > 20, f"{rule} needs a source line"
-        if rule.until:
-            assert Version(rule.since) <= Version(rule.until)
-            later = [r for r in RULES if (r.engine, r.behaviour) == (rule.engine, rule.behaviour)
-                     and Version(r.since) > Version(rule.since)]
-            if later:
-                assert Version(rule.until) < min(Version(r.since) for r in later), f"{rule} overlaps the next rule"
+        if rule.read_to:
+            assert Version(rule.since) <= Version(rule.read_to), rule
 
 
 def test_capture_rules_have_sources() -> None:

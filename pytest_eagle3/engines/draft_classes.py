@@ -10,8 +10,12 @@ architecture, with the releases read.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from packaging.version import Version
+
+from pytest_eagle3.engines.table import Row, Table, table
+from pytest_eagle3.engines.versions import SGLANG, VLLM, EngineVersion
 
 LLAMA = "llama"
 QWEN3 = "qwen3"
@@ -47,8 +51,8 @@ class DraftClass:
 VL = "vllm model_executor/models/"
 LLAMA_COUNT = ("num_aux_hidden_states", "eagle_config.eagle_aux_hidden_state_layer_ids")
 CLASSES: dict[tuple[str, str], DraftClass] = {
-    ("vllm", "Eagle3LlamaForCausalLM"): DraftClass(
-        "vllm", "Eagle3LlamaForCausalLM", LLAMA, (), LLAMA_COUNT,
+    (VLLM, "Eagle3LlamaForCausalLM"): DraftClass(
+        VLLM, "Eagle3LlamaForCausalLM", LLAMA, (), LLAMA_COUNT,
         f"{VL}llama_eagle3.py Eagle3LlamaForCausalLM (LlamaDecoderLayer: qkv/o, gate_up/down, 3 norms)"),
     ("vllm", "Eagle3Qwen3ForCausalLM"): DraftClass(
         "vllm", "Eagle3Qwen3ForCausalLM", QWEN3, ("self_attn.q_norm.weight", "self_attn.k_norm.weight"),
@@ -81,57 +85,78 @@ CLASSES: dict[tuple[str, str], DraftClass] = {
 }
 
 
-@dataclass(frozen=True)
-class ArchRow:
-    """From ``since`` on, ``engine`` maps ``architecture`` to the class named ``draft_class``."""
-
-    engine: str
-    architecture: str
-    since: str
-    draft_class: str
-    source: str
-
-
 REG = "vllm model_executor/models/registry.py _SPECULATIVE_DECODING_MODELS"
-ARCH_ROWS: tuple[ArchRow, ...] = (
-    ArchRow("vllm", "Eagle3LlamaForCausalLM", "0.8.5", "Eagle3LlamaForCausalLM",
-            "vllm 0.8.5 v1/spec_decode/eagle.py (class chosen by method); registry from 0.9.x"),
-    ArchRow("vllm", "LlamaForCausalLMEagle3", "0.10.2", "Eagle3LlamaForCausalLM",
-            f"{REG} (0.10.2; in 0.10.1 the line is commented out 'Re-enable ... PR #22333 #22611')"),
-    ArchRow("vllm", "Eagle3Qwen2_5vlForCausalLM", "0.12.0", "Eagle3LlamaForCausalLM", f"{REG} (0.12.0; absent 0.11.0)"),
-    ArchRow("vllm", "Eagle3Qwen3vlForCausalLM", "0.12.0", "Eagle3LlamaForCausalLM", f"{REG} (0.12.0; absent 0.11.0)"),
-    ArchRow("vllm", "Eagle3DeepseekV2ForCausalLM", "0.18.0", "Eagle3DeepseekV2ForCausalLM",
-            f"{REG} (0.18.0; absent 0.17.0)"),
-    ArchRow("vllm", "Eagle3DeepseekV3ForCausalLM", "0.18.0", "Eagle3DeepseekV2ForCausalLM",
-            f"{REG} (0.18.0; absent 0.17.0)"),
-    ArchRow("vllm", "Eagle3MiniMaxM2ForCausalLM", "0.20.0", "Eagle3LlamaForCausalLM", f"{REG} (0.20.0; absent 0.19.0)"),
-    ArchRow("vllm", "PEagleDraftModel", "0.22.0", "Eagle3LlamaForCausalLM", f"{REG} (0.22.0; absent 0.21.0)"),
-    ArchRow("vllm", "PeagleLlamaForCausalLM", "0.22.0", "Eagle3LlamaForCausalLM", f"{REG} (0.22.0; absent 0.21.0)"),
-    ArchRow("vllm", "Eagle3Qwen3ForCausalLM", "0.24.0", "Eagle3Qwen3ForCausalLM", f"{REG} (0.24.0; absent 0.23.0)"),
-    ArchRow("vllm", "PeagleQwen3ForCausalLM", "0.24.0", "Eagle3Qwen3ForCausalLM", f"{REG} (0.24.0; absent 0.23.0)"),
-    ArchRow("sglang", "LlamaForCausalLMEagle3", "0.4.4.post2", "LlamaForCausalLMEagle3",
-            "sglang models/llama_eagle3.py EntryClass"),
-    ArchRow("sglang", "Eagle3DeepseekV2ForCausalLM", "0.5.12", "Eagle3DeepseekV2ForCausalLM",
-            "sglang models/kimi_k25_eagle3.py EntryClass (v0.5.12 a87fb399de)"),
-)
+#: The registry: for each draft architecture, from which release each engine maps it to which class.
+REGISTRY: dict[tuple[str, str], Table[str]] = {
+    (row.engine, arch): table(f"{row.engine} registry: {arch}", (row,), full=False) for arch, row in (
+        ("Eagle3LlamaForCausalLM", Row(VLLM, "0.8.5", "Eagle3LlamaForCausalLM",
+                                       "vllm 0.8.5 v1/spec_decode/eagle.py (class chosen by method); registry from 0.9.x")),
+        ("LlamaForCausalLMEagle3", Row(VLLM, "0.10.2", "Eagle3LlamaForCausalLM",
+                                       f"{REG} (0.10.2; in 0.10.1 the line is commented out 'Re-enable this once "
+                                       "tests/models/test_initialization.py is fixed, see PR #22333 #22611')")),
+        ("Eagle3Qwen2_5vlForCausalLM", Row(VLLM, "0.12.0", "Eagle3LlamaForCausalLM", f"{REG} (0.12.0; absent 0.11.0)")),
+        ("Eagle3Qwen3vlForCausalLM", Row(VLLM, "0.12.0", "Eagle3LlamaForCausalLM", f"{REG} (0.12.0; absent 0.11.0)")),
+        ("Eagle3DeepseekV2ForCausalLM", Row(VLLM, "0.18.0", "Eagle3DeepseekV2ForCausalLM",
+                                            f"{REG} maps it to deepseek_eagle3.py (0.18.0; absent 0.17.0)")),
+        ("Eagle3DeepseekV3ForCausalLM", Row(VLLM, "0.18.0", "Eagle3DeepseekV2ForCausalLM",
+                                            f"{REG} maps it to deepseek_eagle3.py (0.18.0; absent 0.17.0)")),
+        ("Eagle3MiniMaxM2ForCausalLM", Row(VLLM, "0.20.0", "Eagle3LlamaForCausalLM", f"{REG} (0.20.0; absent 0.19.0)")),
+        ("PEagleDraftModel", Row(VLLM, "0.22.0", "Eagle3LlamaForCausalLM", f"{REG} (0.22.0; absent 0.21.0)")),
+        ("PeagleLlamaForCausalLM", Row(VLLM, "0.22.0", "Eagle3LlamaForCausalLM", f"{REG} (0.22.0; absent 0.21.0)")),
+        ("Eagle3Qwen3ForCausalLM", Row(VLLM, "0.24.0", "Eagle3Qwen3ForCausalLM",
+                                       f"{REG} maps it to qwen3_eagle3.py (0.24.0; absent 0.23.0)")),
+        ("PeagleQwen3ForCausalLM", Row(VLLM, "0.24.0", "Eagle3Qwen3ForCausalLM",
+                                       f"{REG} maps it to qwen3_eagle3.py (0.24.0; absent 0.23.0)")),
+        ("LlamaForCausalLMEagle3", Row(SGLANG, "0.4.4.post2", "LlamaForCausalLMEagle3",
+                                       "sglang models/llama_eagle3.py EntryClass (v0.4.4.post2 9e0186f352)")),
+        ("Eagle3DeepseekV2ForCausalLM", Row(SGLANG, "0.5.12", "Eagle3DeepseekV2ForCausalLM",
+                                            "sglang models/kimi_k25_eagle3.py EntryClass (v0.5.12 a87fb399de)")),
+    )
+}
+#: Whether the engine reads the config's architecture at all (vLLM 0.8.5 builds Eagle3LlamaForCausalLM for
+#: method eagle3 whatever the field says).
+ARCHITECTURE_READ: Table[bool] = table("architecture field read", (
+    Row(VLLM, "0.8.5", False, "vllm 0.8.5 v1/spec_decode/eagle.py load_model: method eagle3 -> Eagle3LlamaForCausalLM",
+        read_to="0.8.5"),
+    Row(VLLM, "0.9.0", True, "vllm 0.9.0 model_executor/models/registry.py: the architecture selects the class"),
+    Row(SGLANG, "0.4.4.post2", True, "sglang model_loader: the architecture selects the EntryClass"),
+))
 
 
 def accepted(engine: str, version: Version) -> tuple[str, ...]:
     """The draft architectures the engine version registers."""
-    return tuple(r.architecture for r in ARCH_ROWS if r.engine == engine and Version(r.since) <= version)
+    return tuple(arch for (eng, arch), t in REGISTRY.items() if eng == engine and t.find(engine, version))
+
+
+def accepted_rows() -> tuple[Row[tuple[str, ...] | str], ...]:
+    """The profile's ``architectures`` behaviour, derived from the registry: one row wherever it changes
+    ('*' while the engine ignores the field)."""
+    found: list[Row[tuple[str, ...] | str]] = []
+    for engine in (SGLANG, VLLM):
+        changes: dict[Version, list[Row[Any]]] = {}
+        for (eng, _), t in (*REGISTRY.items(), (("", ""), ARCHITECTURE_READ)):
+            for row in t.rows_of(engine):
+                changes.setdefault(row.start, []).append(row)
+        for start in sorted(changes):
+            target = EngineVersion(engine, start)
+            value: tuple[str, ...] | str = accepted(engine, start) if ARCHITECTURE_READ.value(target) else "*"
+            registered = [r.source for r in changes[start] if isinstance(r.value, str)]
+            read = [r.source for r in changes[start] if isinstance(r.value, bool)]
+            source = "; ".join(dict.fromkeys(read if value == "*" or not registered else registered))
+            found.append(Row(engine, str(start), value, source))
+    return tuple(found)
 
 
 def draft_class(engine: str, version: Version, architecture: str) -> DraftClass | None:
     """The class the architecture (after the engine's rewrite) builds at ``version``; None if unregistered."""
-    for row in ARCH_ROWS:
-        if row.engine == engine and row.architecture == architecture and Version(row.since) <= version:
-            return CLASSES[(engine, row.draft_class)]
-    return None
+    registered = REGISTRY.get((engine, architecture))
+    row = registered.find(engine, version) if registered is not None else None
+    return CLASSES[(engine, row.value)] if row is not None else None
 
 
 def arch_source(engine: str, architecture: str) -> str:
-    row = next((r for r in ARCH_ROWS if r.engine == engine and r.architecture == architecture), None)
-    return row.source if row else f"{engine}: no registry row for {architecture}"
+    registered = REGISTRY.get((engine, architecture))
+    return registered.rows[0].source if registered else f"{engine}: no registry row for {architecture}"
 
 
 def speculators_class(model_type: str) -> str:

@@ -1,29 +1,33 @@
 """Engine profiles as data: every behaviour that decides whether a draft works, per version range.
 
-Each :class:`Rule` says what one engine does for one behaviour over a closed version range, with
-a one-line source (file, function, release). ``profile(engine, version)`` picks the rule covering
-the version for every behaviour. ``tests/test_profiles.py`` checks that each behaviour covers the
-engine's whole known range exactly once.
+Each behaviour is one :class:`~pytest_eagle3.engines.table.Table`: rows of what one engine does from
+release ``since`` on (until the next row starts), with a one-line source (file, function, release)
+and ``read_to``, the last release read with that value. ``profile(engine)`` picks the row covering
+the version in every table. The tables are checked when built: each covers the engine's whole known
+range exactly once.
 
-Values are small strings or tuples, named in :data:`BEHAVIOURS`; :mod:`pytest_eagle3.engines.plan`
-gives them meaning.
+Values are small strings (or tuples of names), named in :data:`BEHAVIOURS`;
+:mod:`pytest_eagle3.engines.plan` gives them meaning. The draft architectures come from the
+registry table in :mod:`pytest_eagle3.engines.draft_classes` (one place).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from functools import cache
 from typing import Any
 
 from packaging.version import Version
 
-from pytest_eagle3.engines.versions import DISPLAY, KNOWN_RANGES, SGLANG, VLLM, EngineVersion
+from pytest_eagle3.engines import draft_classes
+from pytest_eagle3.engines.table import Row, Table, TableError, table
+from pytest_eagle3.engines.versions import SGLANG, VLLM, EngineVersion
 
 #: What each behaviour means and which values it takes.
 BEHAVIOURS: dict[str, str] = {
     "architectures": "draft architectures the engine builds an EAGLE-3 draft for ('*' = field ignored)",
     "arch_rewrite": "how the engine rewrites the config's architecture name before lookup",
-    "wrong_arch": "what a registered non-EAGLE-3 architecture (e.g. LlamaForCausalLM) leads to",
     "speculators_format": "whether a speculators-format config (speculators_model_type) is understood",
     "speculators_model_types": "transformer_layer_config.model_type values a speculators config may have",
     "key_prefix": "how checkpoint names get the draft module prefix ('model.')",
@@ -71,29 +75,21 @@ BEHAVIOURS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Rule:
-    """What ``engine`` does for ``behaviour`` from release ``since`` on.
-
-    A rule holds until the next rule of the same behaviour starts; ``until`` is the last release
-    read with this behaviour (documentation: releases between it and the next rule were not read).
-    """
-
-    engine: str
-    behaviour: str
-    since: str
-    until: str | None
-    value: Any
-    source: str
-
-    @property
-    def range_text(self) -> str:
-        last = self.until or KNOWN_RANGES[self.engine][1]
-        return f"{self.since}" if self.since == last else f"{self.since}-{last}"
+#: One profile row: a behaviour's value for one engine from ``since`` on.
+Rule = Row[Any]
 
 
-def _rules(engine: str, behaviour: str, *spans: tuple[str, str | None, Any, str]) -> list[Rule]:
-    return [Rule(engine, behaviour, since, until, value, source) for since, until, value, source in spans]
+class FcAuxCount(StrEnum):
+    """How the draft class sizes ``fc``: 3 aux states always, or the count its config fields give
+    (the fields and their order: :attr:`~pytest_eagle3.engines.draft_classes.DraftClass.fc_count_fields`)."""
+
+    FIXED_3 = "3"
+    FROM_CONFIG = "from-config"
+
+
+def _rules(engine: str, behaviour: str, *spans: tuple[str, str | None, Any, str]) -> list[tuple[str, Rule]]:
+    """``(since, read_to, value, source)`` spans of one behaviour: each holds until the next starts."""
+    return [(behaviour, Row(engine, since, value, source, read_to=read_to)) for since, read_to, value, source in spans]
 
 
 SG_EAGLE3 = "models/llama_eagle3.py"
@@ -117,20 +113,11 @@ ALL_FIELDS = (TOP_FIELD, "eagle_config.eagle_aux_hidden_state_layer_ids", DFLASH
 V2_FIELDS_0_24 = (TOP_FIELD, DFLASH_PLUS_1)
 V2_FIELDS_0_25 = (*V2_FIELDS_0_24, "dspark_target_layer_ids+1", "target_layer_ids+1")
 V2_FIELDS = (*V2_FIELDS_0_25, "dflash_config.layer_ids", "eagle_config.layer_ids")
-SPEC_N = "num_aux_hidden_states|eagle_config.eagle_aux_hidden_state_layer_ids|3"
 
-RULES: tuple[Rule, ...] = tuple(
+_SPANS: tuple[tuple[str, Rule], ...] = tuple(
     # ---------------------------------------------------------------- SGLang
-    _rules(SGLANG, "architectures",
-           ("0.4.4.post2", "0.5.11", ("LlamaForCausalLMEagle3",),
-            f"sglang {SG_EAGLE3} EntryClass (v0.4.4.post2 9e0186f352)"),
-           ("0.5.12", None, ("LlamaForCausalLMEagle3", "Eagle3DeepseekV2ForCausalLM"),
-            "sglang models/kimi_k25_eagle3.py EntryClass (v0.5.12 a87fb399de)"))
-    + _rules(SGLANG, "arch_rewrite",
+    _rules(SGLANG, "arch_rewrite",
              ("0.4.4.post2", None, "none", "sglang configs/model_config.py rewrites only MTP/NextN architectures"))
-    + _rules(SGLANG, "wrong_arch",
-             ("0.4.4.post2", None, "refused",
-              "sglang loads the plain class: AssertionError on vocab rows / KeyError midlayer (sglang#9135; CPU run 0.5.11, 0.5.23)"))
     + _rules(SGLANG, "speculators_format",
              ("0.4.4.post2", None, False,
               ("sglang: no speculators_model_type handling in any release; config loading raises "
@@ -206,8 +193,8 @@ RULES: tuple[Rule, ...] = tuple(
              ("0.4.4.post2", None, "when-width-differs",
               f"sglang {SG_EAGLE3} LlamaModel.forward: if hidden_states.shape[-1] != embeds.shape[-1]"))
     + _rules(SGLANG, "fc_aux_count",
-             ("0.4.4.post2", "0.5.11", "3", f"sglang {SG_EAGLE3} LlamaModel.__init__ fc = Linear(target_hidden * 3)"),
-             ("0.5.12", None, SPEC_N, f"sglang {SG_EAGLE3} LlamaModel.__init__ num_aux_hidden_states (v0.5.12)"))
+             ("0.4.4.post2", "0.5.11", FcAuxCount.FIXED_3, f"sglang {SG_EAGLE3} LlamaModel.__init__ fc = Linear(target_hidden * 3)"),
+             ("0.5.12", None, FcAuxCount.FROM_CONFIG, f"sglang {SG_EAGLE3} LlamaModel.__init__ num_aux_hidden_states (v0.5.12)"))
     + _rules(SGLANG, "fc_bias",
              ("0.4.4.post2", "0.4.8", "always", f"sglang v0.4.4.post2 {SG_EAGLE3} fc = nn.Linear(...) (bias=True default)"),
              ("0.4.9", None, "config.bias", f"sglang v0.4.9 {SG_EAGLE3} fc bias=getattr(config, 'bias', False)"))
@@ -233,34 +220,12 @@ RULES: tuple[Rule, ...] = tuple(
     + _rules(SGLANG, "lm_head_source",
              ("0.4.4.post2", None, "draft", f"sglang {SG_EAGLE3}: own lm_head [draft_vocab_size, hidden]"))
     # ---------------------------------------------------------------- vLLM
-    + _rules(VLLM, "architectures",
-             ("0.8.5", "0.8.5", "*", "vllm 0.8.5 v1/spec_decode/eagle.py load_model: method eagle3 -> Eagle3LlamaForCausalLM"),
-             ("0.9.0", "0.10.0", ("Eagle3LlamaForCausalLM",), "vllm 0.9.0 model_executor/models/registry.py"),
-             ("0.10.1", "0.10.1", ("Eagle3LlamaForCausalLM",),
-              ("vllm 0.10.1 registry.py: the LlamaForCausalLMEagle3 line is commented out ('Re-enable this once "
-               "tests/models/test_initialization.py is fixed, see PR #22333 #22611') while eagle.py keeps the name")),
-             ("0.10.2", "0.11.0", LLAMA_DRAFTS, "vllm 0.10.2 registry.py adds LlamaForCausalLMEagle3"),
-             ("0.12.0", "0.17.0", (*LLAMA_DRAFTS, *VL_DRAFTS),
-              "vllm 0.12.0 registry.py adds Eagle3Qwen2_5vlForCausalLM, Eagle3Qwen3vlForCausalLM (llama_eagle3.py)"),
-             ("0.18.0", "0.19.0", (*LLAMA_DRAFTS, *VL_DRAFTS, *DEEPSEEK_DRAFTS),
-              "vllm 0.18.0 registry.py maps Eagle3DeepseekV2/V3ForCausalLM to deepseek_eagle3.py (absent 0.17.0)"),
-             ("0.20.0", "0.21.0", (*LLAMA_DRAFTS, *VL_DRAFTS, *DEEPSEEK_DRAFTS, "Eagle3MiniMaxM2ForCausalLM"),
-              "vllm 0.20.0 registry.py adds Eagle3MiniMaxM2ForCausalLM (absent 0.19.0)"),
-             ("0.22.0", "0.23.0", (*LLAMA_DRAFTS, *VL_DRAFTS, *DEEPSEEK_DRAFTS, "Eagle3MiniMaxM2ForCausalLM",
-                                   *PEAGLE_DRAFTS),
-              "vllm 0.22.0 registry.py adds PEagleDraftModel, PeagleLlamaForCausalLM (absent 0.21.0)"),
-             ("0.24.0", None, (*LLAMA_DRAFTS, *VL_DRAFTS, *DEEPSEEK_DRAFTS, "Eagle3MiniMaxM2ForCausalLM", *PEAGLE_DRAFTS,
-                               "Eagle3Qwen3ForCausalLM", "PeagleQwen3ForCausalLM"),
-              "vllm 0.24.0 registry.py adds qwen3_eagle3.py: Eagle3Qwen3ForCausalLM, PeagleQwen3ForCausalLM"))
     + _rules(VLLM, "arch_rewrite",
              ("0.8.5", "0.8.5", "none", "vllm 0.8.5: the architecture field is not read for eagle3"),
              ("0.9.0", "0.10.0", "prefix-unless-starts",
               "vllm 0.9.0 transformers_utils/configs/eagle.py: names not starting with Eagle3 become Eagle3X"),
              ("0.10.1", None, "prefix-unless-starts-or-ends",
               "vllm 0.10.1 transformers_utils/configs/eagle.py: keeps names starting or ending with Eagle3"))
-    + _rules(VLLM, "wrong_arch",
-             ("0.8.5", "0.8.5", "ignored", "vllm 0.8.5: architecture ignored"),
-             ("0.9.0", None, "rewritten", "vllm transformers_utils/configs/eagle.py: LlamaForCausalLM -> Eagle3LlamaForCausalLM"))
     + _rules(VLLM, "speculators_format",
              ("0.8.5", "0.10.0", False, "vllm 0.10.0: no transformers_utils/configs/speculators"),
              ("0.10.1", None, True, "vllm 0.10.1 transformers_utils/configs/speculators/algos.py update_eagle3"))
@@ -352,8 +317,8 @@ RULES: tuple[Rule, ...] = tuple(
               f"vllm 0.8.5 {VL_EAGLE3} LlamaModel.forward: if hidden_states.shape[-1] != input_embeds.shape[-1]"),
              ("0.9.0", None, "always", f"vllm 0.9.0 {VL_EAGLE3} combine_hidden_states; forward asserts the width"))
     + _rules(VLLM, "fc_aux_count",
-             ("0.8.5", "0.21.0", "3", f"vllm 0.11.0 {VL_EAGLE3} fc = Linear(target_hidden_size * 3)"),
-             ("0.22.0", None, SPEC_N,
+             ("0.8.5", "0.21.0", FcAuxCount.FIXED_3, f"vllm 0.11.0 {VL_EAGLE3} fc = Linear(target_hidden_size * 3)"),
+             ("0.22.0", None, FcAuxCount.FROM_CONFIG,
               f"vllm 0.22.0 {VL_EAGLE3} num_aux_hidden_states, else len(eagle_config ids), else 3 (vllm#54598)"))
     + _rules(VLLM, "fc_bias",
              ("0.8.5", None, "none", f"vllm 0.8.5 {VL_EAGLE3} fc = nn.Linear(..., bias=False); ReplicatedLinear later"))
@@ -452,7 +417,7 @@ RULES: tuple[Rule, ...] = tuple(
               "vllm 0.28.0 deepseek_eagle3.py: the draft config's rope_parameters as they are (0.28.0-0.32.0 read)"))
 )
 
-RULES += tuple(
+_SPANS += tuple(
     _rules(VLLM, "draft_rope",
            ("0.8.5", None, "config",
             ("vllm model_executor/models/llama.py LlamaAttention: get_rope(rope_theta / rope_scaling, from 0.2x "
@@ -480,14 +445,26 @@ RULES += tuple(
                "(0.5.11, 0.5.23 read)")))
 )
 
-_BY_KEY: dict[tuple[str, str], tuple[Rule, ...]] = {}
-for _rule in RULES:
-    _BY_KEY[(_rule.engine, _rule.behaviour)] = (*_BY_KEY.get((_rule.engine, _rule.behaviour), ()), _rule)
+
+def _tables() -> dict[str, Table[Any]]:
+    grouped: dict[str, list[Rule]] = {name: [] for name in BEHAVIOURS}
+    for behaviour, row in _SPANS:
+        if behaviour not in grouped:
+            raise TableError(f"a rule for {behaviour!r}, which BEHAVIOURS does not describe")
+        grouped[behaviour].append(row)
+    grouped["architectures"] = list(draft_classes.accepted_rows())
+    return {name: table(name, rows, description=BEHAVIOURS[name]) for name, rows in grouped.items()}
+
+
+#: One table per behaviour, every engine's rows in it.
+TABLES: dict[str, Table[Any]] = _tables()
+#: Every row of every behaviour, as ``(behaviour, row)``.
+RULES: tuple[tuple[str, Rule], ...] = tuple((name, row) for name, t in TABLES.items() for row in t.rows)
 
 
 @dataclass(frozen=True)
 class Profile:
-    """One engine version's behaviours, each with the rule (and source) it came from."""
+    """One engine version's behaviours, each with the row (and source) it came from."""
 
     target: EngineVersion
     rules: dict[str, Rule]
@@ -508,28 +485,23 @@ class Profile:
         return self.rules[behaviour].value
 
     def source(self, behaviour: str) -> str:
-        rule = self.rules[behaviour]
-        return f"{rule.source} [{DISPLAY[rule.engine]} {rule.range_text}]"
+        return TABLES[behaviour].label(self.rules[behaviour])
 
     def at_least(self, version: str) -> bool:
         return self.version >= Version(version)
 
 
 def rule_for(engine: str, behaviour: str, version: Version) -> Rule:
-    """The rule in force at ``version``: the one with the latest ``since`` not after it."""
-    candidates = [r for r in _BY_KEY.get((engine, behaviour), ()) if Version(r.since) <= version]
-    if not candidates:
-        raise LookupError(f"no {engine} rule for {behaviour} at {version}")
-    return max(candidates, key=lambda r: Version(r.since))
+    """The row in force at ``version``: the one with the latest ``since`` not after it."""
+    return TABLES[behaviour].at(EngineVersion(engine, version))
 
 
 @cache
 def profile(target: EngineVersion) -> Profile:
     """The profile of one engine version."""
-    return Profile(target, {b: rule_for(target.engine, b, target.version) for b in BEHAVIOURS})
+    return Profile(target, {name: t.at(target) for name, t in TABLES.items()})
 
 
 def segment_starts(engine: str) -> tuple[Version, ...]:
     """The first version of every range over which all of an engine's behaviours stay constant."""
-    return tuple(sorted({Version(r.since) for r in RULES if r.engine == engine}))
-
+    return tuple(sorted({v for t in TABLES.values() for v in t.starts(engine)}))
