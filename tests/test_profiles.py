@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
-from pytest_eagle3.engines.capture import CAPTURE_RULES, capture_support
+from pytest_eagle3.engines.capture import CAPTURE_TABLES, capture_support
 from pytest_eagle3.engines.profiles import BEHAVIOURS, RULES, TABLES, profile, rule_for, segment_starts
 from pytest_eagle3.engines.selection import EngineSelectionError, parse_selection
 from pytest_eagle3.engines.versions import KNOWN_RANGES, EngineVersion
@@ -28,9 +28,10 @@ def test_rules_are_documented() -> None:
 
 
 def test_capture_rules_have_sources() -> None:
-    for row in CAPTURE_RULES:
-        assert row.source and row.architectures
-        assert Version(KNOWN_RANGES[row.engine][0]) <= Version(row.since) <= Version(KNOWN_RANGES[row.engine][1])
+    for (engine, arch), table in CAPTURE_TABLES.items():
+        assert arch and not table.problems() and table.engines == (engine,)
+        for row in table.rows:
+            assert row.source and row.value.family
 
 
 def test_an_unread_patch_release_takes_the_earlier_rule() -> None:

@@ -1,47 +1,59 @@
 """Which target architectures capture aux hidden states for EAGLE-3, per engine and version.
 
 A target that does not capture sends the draft a single hidden state: the engine refuses to start,
-or (SGLang, when widths allow) skips ``fc`` silently. Each row has its source.
+or (SGLang, when widths allow) skips ``fc`` silently. Each row has its source. Hand-checked rows
+(:data:`CAPTURE_TABLES`) come first; the wheel scan (``capture_table.py``, generated) is read into
+the same table type per architecture.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
+from functools import cache
 
 from packaging.version import Version
 
 from pytest_eagle3.engines import capture_table
-from pytest_eagle3.engines.versions import SGLANG, VLLM
+from pytest_eagle3.engines.table import Row, Table, table
+from pytest_eagle3.engines.versions import KNOWN_RANGES, SGLANG, VLLM
 
 LLAMA = "llama"
 DEEPSEEK = "deepseek"
 GPT_OSS = "gpt_oss"
 
-CAPTURES = "captures"
-REFUSED = "refused"
-SILENT = "silent-no-capture"
+
+
+class Support(StrEnum):
+    """What a target architecture does with the configured aux layer ids."""
+
+    CAPTURES = "captures"
+    REFUSED = "refused"
+    SILENT = "silent-no-capture"
+
+
+CAPTURES = Support.CAPTURES
+REFUSED = Support.REFUSED
+SILENT = Support.SILENT
 
 
 @dataclass(frozen=True)
-class CaptureRule:
-    """From ``since``, targets named in ``architectures`` do ``support`` with the family's id rule."""
+class Capture:
+    """A capture row's value: the support, and the family whose aux-id rule the target follows."""
 
-    engine: str
-    architectures: tuple[str, ...]
-    since: str
-    support: str
+    support: Support
     family: str
-    source: str
 
 
-def _row(engine: str, since: str, family: str, source: str, *archs: str, support: str = CAPTURES) -> CaptureRule:
-    return CaptureRule(engine, archs, since, support, family, source)
+def _row(engine: str, since: str, family: str, source: str, *archs: str,
+         support: Support = CAPTURES) -> list[tuple[str, Row[Capture]]]:
+    return [(arch, Row(engine, since, Capture(support, family), source)) for arch in archs]
 
 
 SGL = "sglang models/{}.py set_eagle3_layers_to_capture"
 VLL = "vllm model_executor/models/{}.py SupportsEagle3"
 
-CAPTURE_RULES: tuple[CaptureRule, ...] = (
+_HAND_ROWS: tuple[tuple[str, Row[Capture]], ...] = tuple(pair for group in (
     _row(SGLANG, "0.4.4.post2", LLAMA, SGL.format("llama") + " (9e0186f352)", "LlamaForCausalLM"),
     _row(SGLANG, "0.4.4.post2", LLAMA, SGL.format("llama") + ", inherited (v0.5.18 scan)",
          "Phi3ForCausalLM", "MistralForCausalLM", "InternLM3ForCausalLM"),
@@ -81,7 +93,20 @@ CAPTURE_RULES: tuple[CaptureRule, ...] = (
     _row(VLLM, "0.8.5", LLAMA, "vllm config/speculative.py: 'Eagle3 is only supported for ... models' "
          "(allowlist to 0.16; from 0.17 RuntimeError 'Model does not support EAGLE3 interface')",
          "KimiVLForConditionalGeneration", support=REFUSED),
-)
+) for pair in group)
+
+
+def _hand_tables() -> dict[tuple[str, str], Table[Capture]]:
+    grouped: dict[tuple[str, str], list[Row[Capture]]] = {}
+    for arch, row in _HAND_ROWS:
+        grouped.setdefault((row.engine, arch), []).append(row)
+    return {(engine, arch): table(f"{engine} capture: {arch}", rows, full=False)
+            for (engine, arch), rows in grouped.items()}
+
+
+#: Hand-checked capture rows, one table per (engine, target architecture); before its first row an
+#: architecture does not capture.
+CAPTURE_TABLES: dict[tuple[str, str], Table[Capture]] = _hand_tables()
 
 
 @dataclass(frozen=True)
@@ -100,64 +125,78 @@ class CaptureSupport:
 
 #: vLLM 0.8.5-0.16: the target's model_type must contain one of these (config/speculative.py
 #: SpeculativeConfig: "Eagle3 is only supported for ... models"); the list was dropped in 0.17.0.
-ALLOWLIST: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("0.8.5", ("llama",)),
-    ("0.10.1", ("llama", "qwen")),
-    ("0.11.0", ("llama", "qwen", "minicpm", "gpt_oss")),
-    ("0.16.0", ("llama", "qwen", "minicpm", "gpt_oss", "hunyuan_vl", "hunyuan_v1_dense", "afmoe")),
-    ("0.17.0", ()),
-)
 ALLOWLIST_SOURCE = ("vllm config/speculative.py SpeculativeConfig eagle3_target_supported (0.9.2 config.py, 0.10.1, "
                     "0.11.0-0.16.0 read; removed 0.17.0)")
+ALLOWLIST: Table[tuple[str, ...]] = table("vllm eagle3 target allowlist", (
+    Row(VLLM, "0.8.5", ("llama",), ALLOWLIST_SOURCE),
+    Row(VLLM, "0.10.1", ("llama", "qwen"), ALLOWLIST_SOURCE),
+    Row(VLLM, "0.11.0", ("llama", "qwen", "minicpm", "gpt_oss"), ALLOWLIST_SOURCE),
+    Row(VLLM, "0.16.0", ("llama", "qwen", "minicpm", "gpt_oss", "hunyuan_vl", "hunyuan_v1_dense", "afmoe"),
+        ALLOWLIST_SOURCE),
+    Row(VLLM, "0.17.0", (), ALLOWLIST_SOURCE),
+))
 
 
 def allowlisted(version: Version, model_type: str) -> tuple[str, ...] | None:
     """The vLLM allowlist at ``version`` when ``model_type`` fails it; None when it passes or none applies."""
-    active = [names for since, names in ALLOWLIST if Version(since) <= version]
-    names = active[-1] if active else ()
+    row = ALLOWLIST.find(VLLM, version)
+    names = row.value if row is not None else ()
     if not names or any(n in model_type for n in names):
         return None
     return names
 
 
-def _scanned(engine: str, version: Version, architecture: str) -> CaptureSupport | None:
-    """The wheel scan (capture_table.py), for architectures no hand-checked row names."""
-    since_table = capture_table.VLLM_SINCE if engine == VLLM else capture_table.SGLANG_SINCE
-    last_table = capture_table.VLLM_LAST if engine == VLLM else capture_table.SGLANG_LAST
-    releases = capture_table.VLLM_RELEASES if engine == VLLM else capture_table.SGLANG_RELEASES
+def _scan(engine: str) -> tuple[tuple[str, ...], dict[str, str], dict[str, str], frozenset[str]]:
+    if engine == VLLM:
+        return (capture_table.VLLM_RELEASES, capture_table.VLLM_SINCE, capture_table.VLLM_LAST,
+                capture_table.VLLM_NEVER)
+    return (capture_table.SGLANG_RELEASES, capture_table.SGLANG_SINCE, capture_table.SGLANG_LAST,
+            capture_table.SGLANG_NEVER)
+
+
+@cache
+def scanned_table(engine: str, architecture: str) -> Table[Capture] | None:
+    """The wheel scan (capture_table.py) of one architecture as a full table; None when the scan never saw it.
+
+    A row ends at the next release read: a release between two read ones takes the earlier row."""
+    releases, since_table, last_table, never = _scan(engine)
+    first, family = KNOWN_RANGES[engine][0], _guess_family(architecture)
+    where = f"wheel scan of {engine} {releases[0]}-{releases[-1]}"
     since = since_table.get(architecture)
-    never = capture_table.VLLM_NEVER if engine == VLLM else capture_table.SGLANG_NEVER
-    if since is None and architecture in never:
-        return CaptureSupport(architecture, REFUSED, _guess_family(architecture),
-                              f"wheel scan of {engine} {releases[0]}-{releases[-1]}: registered, but no release read "
-                              "gives its class the EAGLE-3 capture interface")
     if since is None:
-        return None
-    family, where = _guess_family(architecture), f"wheel scan of {engine} {releases[0]}-{releases[-1]}"
-    if version < Version(since):
-        return CaptureSupport(architecture, REFUSED, family, f"{where}: captures from {since}, after this version")
+        if architecture not in never:
+            return None
+        return table(f"{engine} capture scan: {architecture}", (Row(
+            engine, first, Capture(REFUSED, family),
+            f"{where}: registered, but no release read gives its class the EAGLE-3 capture interface"),))
+    found = []
+    if Version(since) > Version(first):
+        found.append(Row(engine, first, Capture(REFUSED, family), f"{where}: captures from {since}, after this version"))
     last = last_table.get(architecture)
-    if last is not None and version > Version(last):
-        return CaptureSupport(architecture, REFUSED, family,
-                              f"{where}: captures up to {last}, not in the next release read (removed or interface lost)")
-    return CaptureSupport(architecture, CAPTURES, family, f"{where}: captures from {since}")
+    found.append(Row(engine, since, Capture(CAPTURES, family), f"{where}: captures from {since}", read_to=last))
+    if last is not None:
+        stop = releases[releases.index(last) + 1]
+        found.append(Row(engine, stop, Capture(REFUSED, family),
+                         f"{where}: captures up to {last}, not in the next release read (removed or interface lost)"))
+    return table(f"{engine} capture scan: {architecture}", found)
 
 
 def capture_support(engine: str, version: Version, architecture: str) -> CaptureSupport:
-    """The newest row covering ``architecture`` at ``version``; then the wheel scan; unknown when neither names it."""
-    rows = [r for r in CAPTURE_RULES if r.engine == engine and architecture in r.architectures]
-    if not rows:
-        scanned = _scanned(engine, version, architecture)
-        if scanned is not None:
-            return scanned
+    """The hand-checked row covering ``architecture`` at ``version``; then the wheel scan; unknown when neither
+    names it."""
+    hand = CAPTURE_TABLES.get((engine, architecture))
+    if hand is not None:
+        row = hand.find(engine, version)
+        if row is None:
+            first = hand.rows_of(engine)[0]
+            return CaptureSupport(architecture, REFUSED, first.value.family,
+                                  f"{first.source}: added in {first.since}, after this version")
+        return CaptureSupport(architecture, row.value.support, row.value.family, row.source)
+    scanned = scanned_table(engine, architecture)
+    row = scanned.find(engine, version) if scanned is not None else None
+    if row is None:
         return CaptureSupport(architecture, None, _guess_family(architecture), "not in the capture table")
-    active = [r for r in rows if Version(r.since) <= version]
-    if not active:
-        first = min(rows, key=lambda r: Version(r.since))
-        return CaptureSupport(architecture, REFUSED, first.family,
-                              f"{first.source}: added in {first.since}, after this version")
-    row = max(active, key=lambda r: Version(r.since))
-    return CaptureSupport(architecture, row.support, row.family, row.source)
+    return CaptureSupport(architecture, row.value.support, row.value.family, row.source)
 
 
 def _guess_family(architecture: str) -> str:
