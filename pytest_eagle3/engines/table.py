@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Generic, TypeVar
 
 from packaging.version import InvalidVersion, Version
@@ -56,14 +57,15 @@ class Row(Generic[T]):
             raise TableError(f"row {self.since} {self.value!r}: unknown engine {self.engine!r}")
         if len(self.source.strip()) < 10:
             raise TableError(f"{self.engine} {self.since} {self.value!r}: a row needs a source line")
-        if self.until is not None and _version(self.until, "until") <= self.start:
+        start = self.start
+        if self.until is not None and _version(self.until, "until") <= start:
             raise TableError(f"{self.engine} {self.since}: until {self.until} is not after since")
 
-    @property
+    @cached_property
     def start(self) -> Version:
         return _version(self.since, f"{self.engine} row since")
 
-    @property
+    @cached_property
     def end(self) -> Version | None:
         return None if self.until is None else Version(self.until)
 
