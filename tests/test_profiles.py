@@ -6,7 +6,16 @@ import pytest
 from packaging.version import Version
 
 from pytest_eagle3.engines.capture import CAPTURE_TABLES, capture_support
-from pytest_eagle3.engines.profiles import BEHAVIOURS, RULES, TABLES, profile, rule_for, segment_starts
+from pytest_eagle3.engines.profiles import (
+    BEHAVIOURS,
+    RULES,
+    TABLES,
+    VALUES,
+    profile,
+    rule_for,
+    segment_starts,
+    value_fits,
+)
 from pytest_eagle3.engines.selection import EngineSelectionError, parse_selection
 from pytest_eagle3.engines.versions import KNOWN_RANGES, EngineVersion
 
@@ -93,3 +102,12 @@ def test_profile_source_names_the_range() -> None:
 def test_capture_support(engine: str, version: str, arch: str, support: str | None, family: str) -> None:
     found = capture_support(engine, Version(version), arch)
     assert (found.support, found.family) == (support, family)
+
+
+def test_every_value_is_one_its_behaviour_declares() -> None:
+    """A typo in a row ("midlayers") fails when the tables are built, not when a plan reads it."""
+    assert set(VALUES) == set(BEHAVIOURS)
+    assert all(value_fits(rule.value, VALUES[behaviour]) for behaviour, rule in RULES)
+    assert not value_fits("midlayers", VALUES["first_layer"])
+    assert not value_fits(("a", 1), VALUES["aux_id_fields"])
+    assert value_fits(None, VALUES["aux_id_fields_other_mode"]) and value_fits("*", VALUES["architectures"])

@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
-from typing import Any
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 
 from packaging.version import Version
 
@@ -85,6 +86,73 @@ class FcAuxCount(StrEnum):
 
     FIXED_3 = "3"
     FROM_CONFIG = "from-config"
+
+
+Names = tuple[str, ...]
+Renames = tuple[tuple[str, str], ...]
+Read = Literal["not-read", "read", "eagle-format-only", "top-level"]
+AuxTransform = Literal["+1", "+1-if-first-is-1", "+1-unless-max-is-L", "as-is"]
+Sharing = Literal["draft", "target-unless-hidden-differs", "target-if-absent", "target-always-key-raises",
+                  "target-if-same-shape", "target-if-absent-or-equal"]
+Refusal = Literal["refused", "vocab_size", "target-lm_head"]
+
+#: The values each behaviour takes: a Literal (checked when the tables are built) or a type.
+VALUES: dict[str, Any] = {
+    "architectures": Names | Literal["*"],
+    "arch_rewrite": Literal["none", "prefix-unless-starts", "prefix-unless-starts-or-ends"],
+    "speculators_format": bool,
+    "speculators_model_types": Names,
+    "key_prefix": Literal["add-model", "optional-model", "add-model-except-lm_head"],
+    "first_layer": Literal["midlayer", "layers"],
+    "renames": Renames,
+    "unknown_key": Literal["warn-or-raise-stacked", "drop", "raise", "raise-except-bias"],
+    "multi_layer": Literal["refused", "one-layer", "supported"],
+    "later_layer_norm": Literal["hidden_norm", "input_layernorm"],
+    "d2t_present": Literal["offsets", "discarded"],
+    "d2t_absent": Literal["crash", "identity"],
+    "d2t_full_vocab": Literal["offsets", "refused"],
+    "draft_vocab_size_missing": Refusal,
+    "draft_vocab_size_null": Refusal,
+    "aux_id_fields": Names,
+    "aux_id_fields_other_mode": Names | None,
+    "aux_transform_llama": AuxTransform,
+    "aux_transform_deepseek": AuxTransform,
+    "aux_transform_gpt_oss": AuxTransform,
+    "capture_range": Literal["inner", "all"],
+    "graph_mode_default_layers": bool,
+    "fc_applied": Literal["when-width-differs", "always"],
+    "fc_aux_count": FcAuxCount,
+    "fc_bias": Literal["always", "config.bias", "none"],
+    "use_aux_hidden_state": Literal["ignored", "honoured"],
+    "norm_before_residual": Read,
+    "norm_before_fc": Read,
+    "fc_norm": Read,
+    "norm_output": Read,
+    "embed_source": Sharing,
+    "draft_extend_logits_buffer": Literal["none", "draft-vocab", "shape-checked"],
+    "draft_extend_graph_width": Literal["draft-hidden", "target-hidden"],
+    "embed_width_check": Literal["target-width", "uninitialised"],
+    "lm_head_source": Sharing,
+    "mtp_model_types": Names,
+    "mla_rope": Literal["as-configured", "forced-yarn"],
+    "draft_rope": Literal["config"],
+    "first_layer_hidden_path": Literal["hidden_norm"],
+    "weight_files": Literal["all-safetensors"],
+}
+
+
+def value_fits(value: Any, kind: Any) -> bool:
+    """Whether ``value`` is one of ``kind``: a Literal, a type, a tuple[...] alias, or a union of those."""
+    origin, args = get_origin(kind), get_args(kind)
+    if origin is Literal:
+        return any(value == a and type(value) is type(a) for a in args)
+    if origin in (Union, UnionType):
+        return any(value_fits(value, a) for a in args)
+    if origin is tuple:
+        return isinstance(value, tuple) and all(value_fits(v, args[0]) for v in value)
+    if kind is None or kind is type(None):
+        return value is None
+    return isinstance(value, kind)
 
 
 def _rules(engine: str, behaviour: str, *spans: tuple[str, str | None, Any, str]) -> list[tuple[str, Rule]]:
@@ -453,6 +521,10 @@ def _tables() -> dict[str, Table[Any]]:
             raise TableError(f"a rule for {behaviour!r}, which BEHAVIOURS does not describe")
         grouped[behaviour].append(row)
     grouped["architectures"] = list(draft_classes.accepted_rows())
+    for behaviour, rows in grouped.items():
+        for row in rows:
+            if not value_fits(row.value, VALUES[behaviour]):
+                raise TableError(f"{behaviour} {row.engine} {row.since}: {row.value!r} is not one of {VALUES[behaviour]}")
     return {name: table(name, rows, description=BEHAVIOURS[name]) for name, rows in grouped.items()}
 
 
