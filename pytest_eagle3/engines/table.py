@@ -58,6 +58,8 @@ class Row(Generic[T]):
         if len(self.source.strip()) < 10:
             raise TableError(f"{self.engine} {self.since} {self.value!r}: a row needs a source line")
         start = self.start
+        if self.read_to is not None:
+            _version(self.read_to, f"{self.engine} {self.since} read_to")
         if self.until is not None and _version(self.until, "until") <= start:
             raise TableError(f"{self.engine} {self.since}: until {self.until} is not after since")
 
@@ -110,8 +112,10 @@ class Table(Generic[T]):
                     found.append(f"{engine}: the row {row.since}..{row.until} overlaps the row from {after.since}")
                 elif self.full and row.end is not None and row.end < after.start:
                     found.append(f"{engine}: no row covers {row.until} up to {after.since}")
-            for row, after in zip(rows, (*(r.start for r in rows[1:]), None)):
-                if row.read_to is not None and not row.start <= Version(row.read_to) < (row.end or after or Version("999")):
+            for i, row in enumerate(rows):
+                limit = row.end or (rows[i + 1].start if i + 1 < len(rows) else None)
+                read = None if row.read_to is None else Version(row.read_to)
+                if read is not None and (read < row.start or (limit is not None and read >= limit)):
                     found.append(f"{engine}: row {row.since} says it was read to {row.read_to}, outside its range")
             for row in rows:
                 if not first <= row.start <= last:
