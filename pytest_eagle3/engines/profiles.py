@@ -182,336 +182,370 @@ V2_FIELDS_0_24 = (TOP_FIELD, DFLASH_PLUS_1)
 V2_FIELDS_0_25 = (*V2_FIELDS_0_24, "dspark_target_layer_ids+1", "target_layer_ids+1")
 V2_FIELDS = (*V2_FIELDS_0_25, "dflash_config.layer_ids", "eagle_config.layer_ids")
 
-_SPANS: tuple[tuple[str, Rule], ...] = tuple(
-    # ---------------------------------------------------------------- SGLang
-    _rules(SGLANG, "arch_rewrite",
-             ("0.4.4.post2", None, "none", "sglang configs/model_config.py rewrites only MTP/NextN architectures"))
-    + _rules(SGLANG, "speculators_format",
-             ("0.4.4.post2", None, False,
-              ("sglang: no speculators_model_type handling in any release; config loading raises "
-               "'Unrecognized model' (CPU run 0.5.11, 0.5.23)")))
-    + _rules(SGLANG, "speculators_model_types", ("0.4.4.post2", None, (), "sglang: speculators format unsupported"))
-    + _rules(SGLANG, "key_prefix",
-             ("0.4.4.post2", "0.4.8", "add-model",
-              "sglang v0.4.5 llama_eagle3.py load_weights prefixes model. and delegates to LlamaForCausalLM"),
-             ("0.4.9", None, "optional-model",
-              f"sglang {SG_EAGLE3} load_weights: name as-is if a parameter, else model.+name (v0.4.9 886d344964)"))
-    + _rules(SGLANG, "first_layer",
-             ("0.4.4.post2", "0.5.11", "midlayer", f"sglang {SG_EAGLE3} module attribute self.midlayer"),
-             ("0.5.12", None, "layers", f"sglang {SG_EAGLE3} self.layers ModuleList (v0.5.12 a75b79e03b)"))
-    + _rules(SGLANG, "renames",
-             ("0.4.4.post2", "0.5.11", (), f"sglang {SG_EAGLE3} load_weights: no rename before v0.5.12"),
-             ("0.5.12", None, SGLANG_LEGACY_RENAMES,
-              f"sglang {SG_EAGLE3} load_weights legacy_name_map (str.replace anywhere in the name)"))
-    + _rules(SGLANG, "unknown_key",
-             ("0.4.4.post2", "0.4.8", "warn-or-raise-stacked",
-              "sglang v0.4.5 models/llama.py load_weights: warning for unknown names, KeyError for stacked ones"),
-             ("0.4.9", None, "drop",
-              f"sglang {SG_EAGLE3} load_weights: a name not in params_dict is skipped, no log (L352-367)"))
-    + _rules(SGLANG, "multi_layer",
-             ("0.4.4.post2", "0.5.11", "refused",
-              f"sglang {SG_EAGLE3} __init__: ValueError('EAGLE3 currently only supports 1 layer') (CPU run 0.5.11)"),
-             ("0.5.12", None, "supported", f"sglang {SG_EAGLE3} num_hidden_layers layers (v0.5.12 a75b79e03b)"))
-    + _rules(SGLANG, "later_layer_norm",
-             ("0.4.4.post2", None, "hidden_norm",
-              f"sglang {SG_EAGLE3} LlamaDecoderLayer: layers >= 1 use hidden_norm (CPU run 0.5.23)"))
-    + _rules(SGLANG, "d2t_present",
-             ("0.4.4.post2", None, "offsets",
-              f"sglang {SG_EAGLE3} load_weights: hot_token_id = d2t + arange (substring 'd2t')"))
-    + _rules(SGLANG, "d2t_absent",
-             ("0.4.4.post2", "0.4.8", "crash",
-              f"sglang 0.4.8 {SG_EAGLE3} never sets hot_token_id without d2t: AttributeError in eagle_worker.py"),
-             ("0.4.9", None, "identity",
-              f"sglang 0.4.9 {SG_EAGLE3} hot_token_id = None; speculative/eagle_worker.py checks 'is not None'"))
-    + _rules(SGLANG, "d2t_full_vocab",
-             ("0.4.4.post2", None, "offsets", f"sglang {SG_EAGLE3} load_weights: d2t always read"))
-    + _rules(SGLANG, "draft_vocab_size_missing",
-             ("0.4.4.post2", None, "refused",
-              f"sglang {SG_EAGLE3} __init__ reads config.draft_vocab_size without a default (static reading)"))
-    + _rules(SGLANG, "draft_vocab_size_null",
-             ("0.4.4.post2", "0.5.1", "refused", f"sglang {SG_EAGLE3} __init__: lm_head rows = None"),
-             ("0.5.2", None, "target-lm_head",
-              f"sglang {SG_EAGLE3} __init__: load_lm_head_from_target (v0.5.2 aee094e430)"))
-    + _rules(SGLANG, "aux_id_fields",
-             ("0.4.4.post2", "0.4.8", (), "sglang v0.4.5 set_eagle3_layers_to_capture() takes no ids"),
-             ("0.4.9", None, ("eagle_config.eagle_aux_hidden_state_layer_ids",),
-              ("sglang 0.4.9 model_executor/model_runner.py ModelRunner.initialize (from 0.5.16 "
-               "model_runner_components/spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state)")))
-    + _rules(SGLANG, "aux_id_fields_other_mode", ("0.4.4.post2", None, None, "sglang spec_aux_hidden_state.py: one aux-id resolver for every runtime mode"))
-    + _rules(SGLANG, "aux_transform_llama",
-             ("0.4.4.post2", None, "+1", "sglang models/llama.py LlamaForCausalLM.set_eagle3_layers_to_capture"))
-    + _rules(SGLANG, "aux_transform_deepseek",
-             ("0.4.4.post2", "0.5.12", "+1", "sglang models/deepseek_v2.py set_eagle3_layers_to_capture"),
-             ("0.5.13", None, "+1-if-first-is-1",
-              "sglang models/deepseek_v2.py set_eagle3_layers_to_capture (v0.5.13 f5049709b3, #25454)"))
-    + _rules(SGLANG, "aux_transform_gpt_oss",
-             ("0.4.4.post2", "0.5.16", "+1", "sglang models/gpt_oss.py set_eagle3_layers_to_capture"),
-             ("0.5.17", None, "+1-unless-max-is-L",
-              "sglang models/gpt_oss.py set_eagle3_layers_to_capture boundary rule (v0.5.17 5df193b4ac, #32334)"))
-    + _rules(SGLANG, "capture_range",
-             ("0.4.4.post2", None, "inner",
-              "sglang models/llama.py LlamaModel.forward: captures before layer i for i in range(L)"))
-    + _rules(SGLANG, "graph_mode_default_layers",
-             ("0.4.4.post2", "0.4.8", False, "sglang v0.4.5: configured ids not read at all"),
-             ("0.4.9", "0.5.10", True,
-              ("sglang model_executor/cuda_graph_runner.py set_eagle3_layers_to_capture() before the configured ids "
-               "(fixed v0.5.11 43925d179d, #22836)")),
-             ("0.5.11", None, False, "sglang v0.5.11 43925d179d (#22836)"))
-    + _rules(SGLANG, "fc_applied",
-             ("0.4.4.post2", None, "when-width-differs",
-              f"sglang {SG_EAGLE3} LlamaModel.forward: if hidden_states.shape[-1] != embeds.shape[-1]"))
-    + _rules(SGLANG, "fc_aux_count",
-             ("0.4.4.post2", "0.5.11", FcAuxCount.FIXED_3, f"sglang {SG_EAGLE3} LlamaModel.__init__ fc = Linear(target_hidden * 3)"),
-             ("0.5.12", None, FcAuxCount.FROM_CONFIG, f"sglang {SG_EAGLE3} LlamaModel.__init__ num_aux_hidden_states (v0.5.12)"))
-    + _rules(SGLANG, "fc_bias",
-             ("0.4.4.post2", "0.4.8", "always", f"sglang v0.4.4.post2 {SG_EAGLE3} fc = nn.Linear(...) (bias=True default)"),
-             ("0.4.9", None, "config.bias", f"sglang v0.4.9 {SG_EAGLE3} fc bias=getattr(config, 'bias', False)"))
-    + _rules(SGLANG, "use_aux_hidden_state",
-             ("0.4.4.post2", "0.5.7", "ignored", "sglang: eagle_config.use_aux_hidden_state read from v0.5.8"),
-             ("0.5.8", None, "honoured",
-              "sglang 0.5.8 model_executor/model_runner.py eagle_use_aux_hidden_state (3dfff6ae3c)"))
-    + _rules(SGLANG, "norm_before_residual",
-             ("0.4.4.post2", None, "not-read", f"sglang {SG_EAGLE3} LlamaDecoderLayer.forward: residual = hidden_states"))
-    + _rules(SGLANG, "norm_before_fc",
-             ("0.4.4.post2", "0.5.16", "not-read", f"sglang {SG_EAGLE3}: no input_norm before v0.5.17"),
-             ("0.5.17", None, "read", f"sglang {SG_EAGLE3} LlamaModel.__init__ input_norm (v0.5.17)"))
-    + _rules(SGLANG, "fc_norm",
-             ("0.4.4.post2", "0.5.11", "not-read", f"sglang {SG_EAGLE3}: no fc_norm before v0.5.12"),
-             ("0.5.12", None, "read", f"sglang {SG_EAGLE3} LlamaModel.__init__ fc_norm / use_aux_norm (v0.5.12)"))
-    + _rules(SGLANG, "norm_output",
-             ("0.4.4.post2", "0.5.11", "not-read", f"sglang {SG_EAGLE3}: pre-norm state fed back before v0.5.12"),
-             ("0.5.12", None, "read", f"sglang {SG_EAGLE3} LlamaModel.forward norm_output (v0.5.12)"))
-    + _rules(SGLANG, "embed_source",
-             ("0.4.4.post2", None, "target-unless-hidden-differs",
-              ("sglang speculative/eagle_worker.py __init__ (eagle_worker_v2.py init_lm_head from 0.5.8) set_embed; "
-               "models/llama.py set_embed skips when target_hidden_size != hidden_size")))
-    + _rules(SGLANG, "lm_head_source",
-             ("0.4.4.post2", None, "draft", f"sglang {SG_EAGLE3}: own lm_head [draft_vocab_size, hidden]"))
-    # ---------------------------------------------------------------- vLLM
-    + _rules(VLLM, "arch_rewrite",
-             ("0.8.5", "0.8.5", "none", "vllm 0.8.5: the architecture field is not read for eagle3"),
-             ("0.9.0", "0.10.0", "prefix-unless-starts",
-              "vllm 0.9.0 transformers_utils/configs/eagle.py: names not starting with Eagle3 become Eagle3X"),
-             ("0.10.1", None, "prefix-unless-starts-or-ends",
-              "vllm 0.10.1 transformers_utils/configs/eagle.py: keeps names starting or ending with Eagle3"))
-    + _rules(VLLM, "speculators_format",
-             ("0.8.5", "0.10.0", False, "vllm 0.10.0: no transformers_utils/configs/speculators"),
-             ("0.10.1", None, True, "vllm 0.10.1 transformers_utils/configs/speculators/algos.py update_eagle3"))
-    + _rules(VLLM, "speculators_model_types",
-             ("0.8.5", "0.10.0", (), "vllm 0.10.0: speculators format unsupported"),
-             ("0.10.1", "0.23.0", ("*",), "vllm 0.10.1 speculators/algos.py: always Eagle3LlamaForCausalLM"),
-             ("0.24.0", None, ("llama", "qwen3"), "vllm 0.24.0 speculators/algos.py update_eagle3: else ValueError"))
-    + _rules(VLLM, "key_prefix",
-             ("0.8.5", None, "add-model-except-lm_head",
-              f"vllm {VL_EAGLE3} Eagle3LlamaForCausalLM.load_weights: 'model.' + name unless 'lm_head' in name"))
-    + _rules(VLLM, "first_layer", ("0.8.5", None, "layers", f"vllm {VL_EAGLE3} LlamaModel.layers ModuleList"))
-    + _rules(VLLM, "renames",
-             ("0.8.5", None, MIDLAYER_RENAMES, f"vllm {VL_EAGLE3} LlamaModel.load_weights: 'midlayer.' -> 'layers.0.'"))
-    + _rules(VLLM, "unknown_key",
-             ("0.8.5", "0.24.0", "raise", f"vllm {VL_EAGLE3} LlamaModel.load_weights params_dict[name]: KeyError"),
-             ("0.25.0", None, "raise-except-bias",
-              "vllm 0.25.0 model_executor/models/utils.py AutoWeightsLoader: ValueError; *.bias ignored"))
-    + _rules(VLLM, "multi_layer",
-             ("0.8.5", "0.11.0", "one-layer",
-              f"vllm 0.11.0 {VL_EAGLE3}: one layer built; layers.1.* raises KeyError (CPU run 0.11.0)"),
-             ("0.11.1", None, "supported",
-              f"vllm 0.11.1 {VL_EAGLE3} LlamaModel.__init__: range(config.num_hidden_layers) layers (CPU run 0.11.1)"))
-    + _rules(VLLM, "later_layer_norm",
-             ("0.8.5", None, "input_layernorm", f"vllm {VL_EAGLE3}: layers >= 1 are standard decoder layers"))
-    + _rules(VLLM, "d2t_present",
-             ("0.8.5", "0.8.5", "offsets", f"vllm 0.8.5 {VL_EAGLE3} compute_logits: arange + draft_id_to_target_id"),
-             ("0.9.0", "0.9.0", "discarded",
-              f"vllm 0.9.0 {VL_EAGLE3} load_weights: 'd2t' not in loaded_weights (renamed) -> map set to None"),
-             ("0.9.1", None, "offsets", f"vllm {VL_EAGLE3} compute_logits: arange + draft_id_to_target_id"))
-    + _rules(VLLM, "d2t_absent",
-             ("0.8.5", None, "identity", f"vllm {VL_EAGLE3}: draft_id_to_target_id stays zeros (target = draft id)"))
-    + _rules(VLLM, "d2t_full_vocab",
-             ("0.8.5", "0.29.0", "offsets", f"vllm 0.29.0 {VL_EAGLE3}: map always a parameter"),
-             ("0.30.0", None, "refused",
-              (f"vllm 0.30.0 {VL_EAGLE3} and model_executor/models/deepseek_eagle3.py (the MLA class, an "
-               "unconditional map parameter before 0.30.0): draft_id_to_target_id = None when draft vocab == vocab; "
-               "a shipped d2t raises 'There is no module or parameter named draft_id_to_target_id' (CPU run 0.32.0)")))
-    + _rules(VLLM, "draft_vocab_size_missing",
-             ("0.8.5", "0.10.2", "refused", f"vllm 0.10.1 {VL_EAGLE3} __init__: self.config.draft_vocab_size"),
-             ("0.11.0", None, "vocab_size",
-              f"vllm 0.11.0 {VL_EAGLE3} __init__: draft_vocab_size defaults to vocab_size"))
-    + _rules(VLLM, "draft_vocab_size_null",
-             ("0.8.5", "0.10.2", "refused", f"vllm 0.10.1 {VL_EAGLE3} __init__: ParallelLMHead(None)"),
-             ("0.11.0", None, "vocab_size", f"vllm 0.11.0 {VL_EAGLE3}: getattr(config, 'draft_vocab_size', None) is None"))
-    + _rules(VLLM, "aux_id_fields",
-             ("0.8.5", "0.11.0", (), "vllm 0.11.0: no code reads eagle_aux_hidden_state_layer_ids (CPU run 0.11.0)"),
-             ("0.11.1", "0.19.1", (TOP_FIELD,),
-              "vllm 0.11.1 v1/worker/gpu_model_runner.py _get_eagle3_aux_layers_from_config (CPU run 0.11.1)"),
-             ("0.20.0", "0.21.0", (TOP_FIELD, "dflash_config.target_layer_ids"),
-              "vllm 0.20.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config: dflash_config.target_layer_ids as-is"),
-             ("0.22.0", "0.22.1", ALL_FIELDS,
-              ("vllm 0.22.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config (model runner V1, still the "
-               "default for Llama targets): dflash_config.target_layer_ids + 1, eagle_config fallback")),
-             ("0.23.0", "0.23.0", (TOP_FIELD,),
-              ("vllm 0.23.0 config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES adds LlamaForCausalLM; model runner "
-               "V2 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py get_eagle3_aux_layers_from_config reads the top "
-               "level only")),
-             ("0.24.0", "0.24.0", V2_FIELDS_0_24,
-              "vllm 0.24.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py adds dflash_config.target_layer_ids + 1"),
-             ("0.25.0", "0.26.0", V2_FIELDS_0_25,
-              ("vllm 0.25.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py adds top-level dspark_target_layer_ids "
-               "+ 1 and target_layer_ids + 1 (dense DSpark)")),
-             ("0.27.0", None, V2_FIELDS,
-              ("vllm 0.27.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py get_eagle3_aux_layers_from_config adds "
-               "dflash_config.layer_ids and eagle_config.layer_ids (model runner V2: the GPU default when Triton is "
-               "present; from 0.30.0 dspark ids are as-is for model_type deepseek_v41)")))
-    + _rules(VLLM, "aux_id_fields_other_mode",
-             ("0.8.5", "0.21.0", None, "vllm < 0.22: one model runner reads aux ids"),
-             ("0.22.0", "0.22.1", (TOP_FIELD,),
-              "vllm 0.22.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py (model runner V2, opt-in): top level only"),
-             ("0.23.0", None, ALL_FIELDS,
-              ("vllm 0.23.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config (model runner V1: the CPU "
-               "backend, no Triton, or VLLM_USE_V2_MODEL_RUNNER=0) (CPU run 0.32.0); an eagle_config without ids "
-               "there voids dflash_config's")))
-    + _rules(VLLM, "aux_transform_llama",
-             ("0.8.5", None, "as-is",
-              ("vllm models/llama.py set_aux_hidden_state_layers (interfaces.py SupportsEagle3 from 0.10.1): "
-               "id k = input of layer k")))
-    + _rules(VLLM, "aux_transform_deepseek", ("0.8.5", None, "as-is", "vllm: the same rule for every target"))
-    + _rules(VLLM, "aux_transform_gpt_oss", ("0.8.5", None, "as-is", "vllm: the same rule for every target"))
-    + _rules(VLLM, "capture_range",
-             ("0.8.5", "0.17.0", "inner",
-              "vllm 0.17.0 models/llama.py LlamaModel.forward: capture before layer idx in range(L)"),
-             ("0.18.0", None, "all",
-              "vllm 0.18.0 EagleModelMixin._maybe_add_hidden_state: id 0 = embeddings, id L = final pre-norm"))
-    + _rules(VLLM, "graph_mode_default_layers", ("0.8.5", None, False, "vllm: one capture set for every mode"))
-    + _rules(VLLM, "fc_applied",
-             ("0.8.5", "0.8.5", "when-width-differs",
-              f"vllm 0.8.5 {VL_EAGLE3} LlamaModel.forward: if hidden_states.shape[-1] != input_embeds.shape[-1]"),
-             ("0.9.0", None, "always", f"vllm 0.9.0 {VL_EAGLE3} combine_hidden_states; forward asserts the width"))
-    + _rules(VLLM, "fc_aux_count",
-             ("0.8.5", "0.21.0", FcAuxCount.FIXED_3, f"vllm 0.11.0 {VL_EAGLE3} fc = Linear(target_hidden_size * 3)"),
-             ("0.22.0", None, FcAuxCount.FROM_CONFIG,
-              f"vllm 0.22.0 {VL_EAGLE3} num_aux_hidden_states, else len(eagle_config ids), else 3 (vllm#54598)"))
-    + _rules(VLLM, "fc_bias",
-             ("0.8.5", None, "none", f"vllm 0.8.5 {VL_EAGLE3} fc = nn.Linear(..., bias=False); ReplicatedLinear later"))
-    + _rules(VLLM, "use_aux_hidden_state",
-             ("0.8.5", "0.11.2", "ignored", "vllm < 0.12: use_aux_hidden_state not read"),
-             ("0.12.0", None, "honoured",
-              f"vllm 0.12.0 {VL_EAGLE3}: fc dropped at load, combine_hidden_states returns its input (CPU run 0.32.0)"))
-    + _rules(VLLM, "norm_before_residual",
-             ("0.8.5", "0.10.0", "not-read", f"vllm 0.8.5 {VL_EAGLE3} LlamaDecoderLayer.forward: residual = hidden_states"),
-             ("0.10.1", None, "read", f"vllm 0.10.1 {VL_EAGLE3} getattr(config, 'norm_before_residual', False)"))
-    + _rules(VLLM, "norm_before_fc",
-             ("0.8.5", "0.17.0", "not-read", "vllm < 0.18: no input_norm (vllm#38111)"),
-             ("0.18.0", "0.18.0", "eagle-format-only",
-              f"vllm 0.18.0 {VL_EAGLE3} input_norm (top-level norm_before_fc); speculators/algos.py drops it"),
-             ("0.19.0", "0.21.0", "top-level", "vllm 0.19.0 speculators/algos.py update_eagle3 copies norm_before_fc"),
-             ("0.22.0", None, "read", f"vllm 0.22.0 {VL_EAGLE3} also reads eagle_config.norm_before_fc"))
-    + _rules(VLLM, "fc_norm",
-             ("0.8.5", "0.21.0", "not-read", "vllm < 0.22: no fc_norm"),
-             ("0.22.0", "0.24.0", "eagle-format-only", f"vllm 0.22.0 {VL_EAGLE3} fc_norm; speculators/algos.py drops it"),
-             ("0.25.0", None, "read", "vllm 0.25.0 speculators/algos.py update_eagle3 propagates fc_norm"))
-    + _rules(VLLM, "norm_output",
-             ("0.8.5", "0.21.0", "not-read", "vllm < 0.22: pre-norm state fed back"),
-             ("0.22.0", "0.24.0", "eagle-format-only", f"vllm 0.22.0 {VL_EAGLE3} norm_output; speculators/algos.py drops it"),
-             ("0.25.0", None, "read", "vllm 0.25.0 speculators/algos.py update_eagle3 propagates norm_output"))
-    + _rules(VLLM, "embed_width_check",
-             ("0.8.5", "0.24.0", "target-width",
-              ("vllm 0.24.0 v1/spec_decode/llm_base_proposer.py _maybe_share_embeddings: shared whenever the checkpoint "
-               "has no embed_tokens, whatever the width (0.11.0 eagle.py load_model: by shape)")),
-             ("0.25.0", None, "uninitialised",
-              ("vllm 0.25.0 llm_base_proposer.py _maybe_share_embeddings: 'Target embedding dim (%d) differs from "
-               "draft embedding dim (%d). Keeping separate embedding weights.' (0.25.0-0.32.0 read)")))
-    + _rules(SGLANG, "draft_extend_graph_width",
-             ("0.4.4.post2", "0.4.9", "draft-hidden",
-              ("sglang speculative/eagle_draft_extend_cuda_graph_runner.py EAGLEDraftExtendCudaGraphRunner.__init__: "
-               "hidden_states = zeros(max_num_token, hidden_size * 3) (0.4.7, 0.4.8, 0.4.9 read)")),
-             ("0.4.10", None, "target-hidden",
-              ("sglang 0.4.10 eagle_draft_extend_cuda_graph_runner.py: target_hidden_size * 3 when the config has it "
-               "(sgl-project/sglang#8163, fixes #7011)")))
-    + _rules(SGLANG, "draft_extend_logits_buffer",
-             ("0.4.4.post2", "0.4.10", "none",
-              "sglang speculative/eagle_draft_extend_cuda_graph_runner.py: no logits buffer (0.4.8, 0.4.10 read)"),
-             ("0.5.1", "0.5.14", "draft-vocab",
-              ("sglang speculative/eagle_draft_extend_cuda_graph_runner.py EAGLEDraftExtendCudaGraphRunner.__init__: "
-               "next_token_logits_buffer = zeros(max_bs, draft_vocab_size); layers/logits_processor.py "
-               "_copy_logits_to_buffer copies the ParallelLMHead output (draft_vocab_size padded to 64) into it "
-               "(0.5.1, 0.5.2, 0.5.7, 0.5.11, 0.5.14 read; sgl-project/sglang#10106)")),
-             ("0.5.15", None, "shape-checked",
-              ("sglang 0.5.15 layers/logits_processor.py _copy_logits_to_buffer: the buffer is skipped when its shape "
-               "differs (0.5.15-0.5.23 read)")))
-    + _rules(VLLM, "draft_extend_logits_buffer",
-             ("0.8.5", None, "none", "vllm v1/spec_decode/eagle.py: logits are not copied into a CUDA-graph buffer"))
-    + _rules(VLLM, "draft_extend_graph_width",
-             ("0.8.5", None, "target-hidden",
-              ("vllm v1/spec_decode/eagle.py EagleProposer: fc (combine_hidden_states) runs before the draft-width "
-               "buffers (0.9.2-0.32.0 read)")))
-    + _rules(SGLANG, "embed_width_check",
-             ("0.4.4.post2", None, "uninitialised",
-              "sglang models/llama.py LlamaForCausalLM.set_embed returns when target_hidden_size != hidden_size"))
-    + _rules(VLLM, "embed_source",
-             ("0.8.5", "0.8.5", "target-if-absent", "vllm 0.8.5 v1/spec_decode/eagle.py load_model"),
-             ("0.9.0", "0.9.0", "target-always-key-raises",
-              "vllm 0.9.0 llama_eagle3.py: no embed_tokens module when PP == 1 (vllm#18906 KeyError)"),
-             ("0.9.1", "0.11.0", "target-if-same-shape",
-              "vllm 0.9.1-0.11.0 v1/spec_decode/eagle.py load_model: shared when the shapes match"),
-             ("0.11.1", None, "target-if-absent-or-equal",
-              ("vllm 0.11.1 v1/spec_decode/eagle.py load_model has_own_embed_tokens (vllm#28549; CPU run 0.11.1); "
-               "0.33 _maybe_share_embeddings")))
-    + _rules(VLLM, "lm_head_source",
-             ("0.8.5", "0.10.2", "draft", "vllm 0.10.1 v1/spec_decode/eagle.py load_model: lm_head not shared for eagle3"),
-             ("0.11.0", "0.11.0", "target-if-same-shape",
-              "vllm 0.11.0 v1/spec_decode/eagle.py load_model: target lm_head when the shapes match"),
-             ("0.11.1", None, "target-if-absent-or-equal",
-              ("vllm 0.11.1 v1/spec_decode/eagle.py load_model has_own_lm_head (vllm#28549; CPU run 0.11.1); 0.33 "
-               "llm_base_proposer._maybe_share_lm_head")))
-    + _rules(SGLANG, "mtp_model_types",
-             ("0.4.4.post2", None, (),
-              "sglang configs/model_config.py rewrites MTP/NextN draft architectures by name, never by model_type"))
-    + _rules(VLLM, "mtp_model_types",
-             ("0.8.5", None, ("deepseek_v3", "deepseek_v32", "glm_moe_dsa"),
-              ("vllm config/speculative.py SpeculativeConfig.hf_config_override: model_type deepseek_v3 / deepseek_v32 "
-               "/ glm_moe_dsa -> deepseek_mtp, architectures DeepSeekMTPModel, whatever the method (0.18.0, 0.22.0, "
-               "0.28.0, 0.32.0 read, earlier assumed; CPU run 0.24.0: \"Model architectures ['Eagle3DeepSeekMTPModel'] "
-               "are not supported\")")))
-    + _rules(SGLANG, "mla_rope",
-             ("0.4.4.post2", None, "as-configured",
-              ("sglang models/kimi_k25_eagle3.py Eagle3MLADecoderLayer.__init__: rope_scaling = rope_parameters unless "
-               "rope_type is default (0.5.12, 0.5.23 read; CPU run 0.5.23)")))
-    + _rules(VLLM, "mla_rope",
-             ("0.8.5", "0.17.0", "as-configured", "vllm < 0.18: no MLA draft class"),
-             ("0.18.0", "0.27.0", "forced-yarn",
-              ("vllm 0.18.0 model_executor/models/deepseek_eagle3.py DeepseekV2Eagle3DecoderLayer.__init__: "
-               "if rope_scaling: rope_type = 'deepseek_yarn', and get_rope reads factor and "
-               "original_max_position_embeddings; under transformers >= 5 rope_scaling is always set "
-               "(0.18.0-0.27.0 read; CPU runs 0.20.0-0.26.0: KeyError 'factor')")),
-             ("0.28.0", None, "as-configured",
-              "vllm 0.28.0 deepseek_eagle3.py: the draft config's rope_parameters as they are (0.28.0-0.32.0 read)"))
-)
-
-_SPANS += tuple(
-    _rules(VLLM, "draft_rope",
-           ("0.8.5", None, "config",
-            ("vllm model_executor/models/llama.py LlamaAttention: get_rope(rope_theta / rope_scaling, from 0.2x "
-             "rope_parameters) of the draft config; llama_eagle3.py layers subclass it (0.11.0, 0.32.0 read)")))
-    + _rules(SGLANG, "draft_rope",
-             ("0.4.4.post2", None, "config",
-              ("sglang models/llama.py LlamaDecoderLayer: rope_theta / rope_scaling (rope_parameters) of the draft "
-               "config; llama_eagle3.py LlamaDecoderLayer subclasses it (0.5.11, 0.5.23 read)")))
-    + _rules(VLLM, "first_layer_hidden_path",
-             ("0.8.5", None, "hidden_norm",
-              (f"vllm {VL_EAGLE3} LlamaDecoderLayer.forward, layer 0: hidden_norm(hidden_states), input_layernorm on "
-               "the embeddings only (0.11.0, 0.32.0 read)")))
-    + _rules(SGLANG, "first_layer_hidden_path",
-             ("0.4.4.post2", None, "hidden_norm",
-              (f"sglang {SG_EAGLE3} LlamaDecoderLayer.forward, layer 0: hidden_norm(hidden_states), input_layernorm "
-               "on the embeddings only (0.5.11, 0.5.23 read)")))
-    + _rules(VLLM, "weight_files",
-             ("0.8.5", None, "all-safetensors",
-              ("vllm model_executor/model_loader/default_loader.py DefaultModelLoader._prepare_weights: glob "
-               "*.safetensors, filtered only by model.safetensors.index.json; *.bin minus "
-               "weight_utils.filter_files_not_needed_for_inference (0.11.0, 0.32.0 read)")))
-    + _rules(SGLANG, "weight_files",
-             ("0.4.4.post2", None, "all-safetensors",
-              ("sglang model_loader/loader.py DefaultModelLoader._prepare_weights: the same globbing "
-               "(0.5.11, 0.5.23 read)")))
-)
+#: Every behaviour's rows, both engines together, in the order of BEHAVIOURS (architectures: draft_classes).
+_SPANS: list[tuple[str, Rule]] = []
+# ---------------------------------------------------------------- arch_rewrite
+_SPANS += _rules(SGLANG, "arch_rewrite",
+                 ("0.4.4.post2", None, "none", "sglang configs/model_config.py rewrites only MTP/NextN architectures"))
+_SPANS += _rules(VLLM, "arch_rewrite",
+                 ("0.8.5", "0.8.5", "none", "vllm 0.8.5: the architecture field is not read for eagle3"),
+                 ("0.9.0", "0.10.0", "prefix-unless-starts",
+                  "vllm 0.9.0 transformers_utils/configs/eagle.py: names not starting with Eagle3 become Eagle3X"),
+                 ("0.10.1", None, "prefix-unless-starts-or-ends",
+                  "vllm 0.10.1 transformers_utils/configs/eagle.py: keeps names starting or ending with Eagle3"))
+# ---------------------------------------------------------------- speculators_format
+_SPANS += _rules(SGLANG, "speculators_format",
+                 ("0.4.4.post2", None, False,
+                  ("sglang: no speculators_model_type handling in any release; config loading raises "
+                   "'Unrecognized model' (CPU run 0.5.11, 0.5.23)")))
+_SPANS += _rules(VLLM, "speculators_format",
+                 ("0.8.5", "0.10.0", False, "vllm 0.10.0: no transformers_utils/configs/speculators"),
+                 ("0.10.1", None, True, "vllm 0.10.1 transformers_utils/configs/speculators/algos.py update_eagle3"))
+# ---------------------------------------------------------------- speculators_model_types
+_SPANS += _rules(SGLANG, "speculators_model_types", ("0.4.4.post2", None, (), "sglang: speculators format unsupported"))
+_SPANS += _rules(VLLM, "speculators_model_types",
+                 ("0.8.5", "0.10.0", (), "vllm 0.10.0: speculators format unsupported"),
+                 ("0.10.1", "0.23.0", ("*",), "vllm 0.10.1 speculators/algos.py: always Eagle3LlamaForCausalLM"),
+                 ("0.24.0", None, ("llama", "qwen3"), "vllm 0.24.0 speculators/algos.py update_eagle3: else ValueError"))
+# ---------------------------------------------------------------- key_prefix
+_SPANS += _rules(SGLANG, "key_prefix",
+                 ("0.4.4.post2", "0.4.8", "add-model",
+                  "sglang v0.4.5 llama_eagle3.py load_weights prefixes model. and delegates to LlamaForCausalLM"),
+                 ("0.4.9", None, "optional-model",
+                  f"sglang {SG_EAGLE3} load_weights: name as-is if a parameter, else model.+name (v0.4.9 886d344964)"))
+_SPANS += _rules(VLLM, "key_prefix",
+                 ("0.8.5", None, "add-model-except-lm_head",
+                  f"vllm {VL_EAGLE3} Eagle3LlamaForCausalLM.load_weights: 'model.' + name unless 'lm_head' in name"))
+# ---------------------------------------------------------------- first_layer
+_SPANS += _rules(SGLANG, "first_layer",
+                 ("0.4.4.post2", "0.5.11", "midlayer", f"sglang {SG_EAGLE3} module attribute self.midlayer"),
+                 ("0.5.12", None, "layers", f"sglang {SG_EAGLE3} self.layers ModuleList (v0.5.12 a75b79e03b)"))
+_SPANS += _rules(VLLM, "first_layer", ("0.8.5", None, "layers", f"vllm {VL_EAGLE3} LlamaModel.layers ModuleList"))
+# ---------------------------------------------------------------- renames
+_SPANS += _rules(SGLANG, "renames",
+                 ("0.4.4.post2", "0.5.11", (), f"sglang {SG_EAGLE3} load_weights: no rename before v0.5.12"),
+                 ("0.5.12", None, SGLANG_LEGACY_RENAMES,
+                  f"sglang {SG_EAGLE3} load_weights legacy_name_map (str.replace anywhere in the name)"))
+_SPANS += _rules(VLLM, "renames",
+                 ("0.8.5", None, MIDLAYER_RENAMES, f"vllm {VL_EAGLE3} LlamaModel.load_weights: 'midlayer.' -> 'layers.0.'"))
+# ---------------------------------------------------------------- unknown_key
+_SPANS += _rules(SGLANG, "unknown_key",
+                 ("0.4.4.post2", "0.4.8", "warn-or-raise-stacked",
+                  "sglang v0.4.5 models/llama.py load_weights: warning for unknown names, KeyError for stacked ones"),
+                 ("0.4.9", None, "drop",
+                  f"sglang {SG_EAGLE3} load_weights: a name not in params_dict is skipped, no log (L352-367)"))
+_SPANS += _rules(VLLM, "unknown_key",
+                 ("0.8.5", "0.24.0", "raise", f"vllm {VL_EAGLE3} LlamaModel.load_weights params_dict[name]: KeyError"),
+                 ("0.25.0", None, "raise-except-bias",
+                  "vllm 0.25.0 model_executor/models/utils.py AutoWeightsLoader: ValueError; *.bias ignored"))
+# ---------------------------------------------------------------- multi_layer
+_SPANS += _rules(SGLANG, "multi_layer",
+                 ("0.4.4.post2", "0.5.11", "refused",
+                  f"sglang {SG_EAGLE3} __init__: ValueError('EAGLE3 currently only supports 1 layer') (CPU run 0.5.11)"),
+                 ("0.5.12", None, "supported", f"sglang {SG_EAGLE3} num_hidden_layers layers (v0.5.12 a75b79e03b)"))
+_SPANS += _rules(VLLM, "multi_layer",
+                 ("0.8.5", "0.11.0", "one-layer",
+                  f"vllm 0.11.0 {VL_EAGLE3}: one layer built; layers.1.* raises KeyError (CPU run 0.11.0)"),
+                 ("0.11.1", None, "supported",
+                  f"vllm 0.11.1 {VL_EAGLE3} LlamaModel.__init__: range(config.num_hidden_layers) layers (CPU run 0.11.1)"))
+# ---------------------------------------------------------------- later_layer_norm
+_SPANS += _rules(SGLANG, "later_layer_norm",
+                 ("0.4.4.post2", None, "hidden_norm",
+                  f"sglang {SG_EAGLE3} LlamaDecoderLayer: layers >= 1 use hidden_norm (CPU run 0.5.23)"))
+_SPANS += _rules(VLLM, "later_layer_norm",
+                 ("0.8.5", None, "input_layernorm", f"vllm {VL_EAGLE3}: layers >= 1 are standard decoder layers"))
+# ---------------------------------------------------------------- d2t_present
+_SPANS += _rules(SGLANG, "d2t_present",
+                 ("0.4.4.post2", None, "offsets",
+                  f"sglang {SG_EAGLE3} load_weights: hot_token_id = d2t + arange (substring 'd2t')"))
+_SPANS += _rules(VLLM, "d2t_present",
+                 ("0.8.5", "0.8.5", "offsets", f"vllm 0.8.5 {VL_EAGLE3} compute_logits: arange + draft_id_to_target_id"),
+                 ("0.9.0", "0.9.0", "discarded",
+                  f"vllm 0.9.0 {VL_EAGLE3} load_weights: 'd2t' not in loaded_weights (renamed) -> map set to None"),
+                 ("0.9.1", None, "offsets", f"vllm {VL_EAGLE3} compute_logits: arange + draft_id_to_target_id"))
+# ---------------------------------------------------------------- d2t_absent
+_SPANS += _rules(SGLANG, "d2t_absent",
+                 ("0.4.4.post2", "0.4.8", "crash",
+                  f"sglang 0.4.8 {SG_EAGLE3} never sets hot_token_id without d2t: AttributeError in eagle_worker.py"),
+                 ("0.4.9", None, "identity",
+                  f"sglang 0.4.9 {SG_EAGLE3} hot_token_id = None; speculative/eagle_worker.py checks 'is not None'"))
+_SPANS += _rules(VLLM, "d2t_absent",
+                 ("0.8.5", None, "identity", f"vllm {VL_EAGLE3}: draft_id_to_target_id stays zeros (target = draft id)"))
+# ---------------------------------------------------------------- d2t_full_vocab
+_SPANS += _rules(SGLANG, "d2t_full_vocab",
+                 ("0.4.4.post2", None, "offsets", f"sglang {SG_EAGLE3} load_weights: d2t always read"))
+_SPANS += _rules(VLLM, "d2t_full_vocab",
+                 ("0.8.5", "0.29.0", "offsets", f"vllm 0.29.0 {VL_EAGLE3}: map always a parameter"),
+                 ("0.30.0", None, "refused",
+                  (f"vllm 0.30.0 {VL_EAGLE3} and model_executor/models/deepseek_eagle3.py (the MLA class, an "
+                   "unconditional map parameter before 0.30.0): draft_id_to_target_id = None when draft vocab == vocab; "
+                   "a shipped d2t raises 'There is no module or parameter named draft_id_to_target_id' (CPU run 0.32.0)")))
+# ---------------------------------------------------------------- draft_vocab_size_missing
+_SPANS += _rules(SGLANG, "draft_vocab_size_missing",
+                 ("0.4.4.post2", None, "refused",
+                  f"sglang {SG_EAGLE3} __init__ reads config.draft_vocab_size without a default (static reading)"))
+_SPANS += _rules(VLLM, "draft_vocab_size_missing",
+                 ("0.8.5", "0.10.2", "refused", f"vllm 0.10.1 {VL_EAGLE3} __init__: self.config.draft_vocab_size"),
+                 ("0.11.0", None, "vocab_size",
+                  f"vllm 0.11.0 {VL_EAGLE3} __init__: draft_vocab_size defaults to vocab_size"))
+# ---------------------------------------------------------------- draft_vocab_size_null
+_SPANS += _rules(SGLANG, "draft_vocab_size_null",
+                 ("0.4.4.post2", "0.5.1", "refused", f"sglang {SG_EAGLE3} __init__: lm_head rows = None"),
+                 ("0.5.2", None, "target-lm_head",
+                  f"sglang {SG_EAGLE3} __init__: load_lm_head_from_target (v0.5.2 aee094e430)"))
+_SPANS += _rules(VLLM, "draft_vocab_size_null",
+                 ("0.8.5", "0.10.2", "refused", f"vllm 0.10.1 {VL_EAGLE3} __init__: ParallelLMHead(None)"),
+                 ("0.11.0", None, "vocab_size", f"vllm 0.11.0 {VL_EAGLE3}: getattr(config, 'draft_vocab_size', None) is None"))
+# ---------------------------------------------------------------- aux_id_fields
+_SPANS += _rules(SGLANG, "aux_id_fields",
+                 ("0.4.4.post2", "0.4.8", (), "sglang v0.4.5 set_eagle3_layers_to_capture() takes no ids"),
+                 ("0.4.9", None, ("eagle_config.eagle_aux_hidden_state_layer_ids",),
+                  ("sglang 0.4.9 model_executor/model_runner.py ModelRunner.initialize (from 0.5.16 "
+                   "model_runner_components/spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state)")))
+_SPANS += _rules(VLLM, "aux_id_fields",
+                 ("0.8.5", "0.11.0", (), "vllm 0.11.0: no code reads eagle_aux_hidden_state_layer_ids (CPU run 0.11.0)"),
+                 ("0.11.1", "0.19.1", (TOP_FIELD,),
+                  "vllm 0.11.1 v1/worker/gpu_model_runner.py _get_eagle3_aux_layers_from_config (CPU run 0.11.1)"),
+                 ("0.20.0", "0.21.0", (TOP_FIELD, "dflash_config.target_layer_ids"),
+                  "vllm 0.20.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config: dflash_config.target_layer_ids as-is"),
+                 ("0.22.0", "0.22.1", ALL_FIELDS,
+                  ("vllm 0.22.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config (model runner V1, still the "
+                   "default for Llama targets): dflash_config.target_layer_ids + 1, eagle_config fallback")),
+                 ("0.23.0", "0.23.0", (TOP_FIELD,),
+                  ("vllm 0.23.0 config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES adds LlamaForCausalLM; model runner "
+                   "V2 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py get_eagle3_aux_layers_from_config reads the top "
+                   "level only")),
+                 ("0.24.0", "0.24.0", V2_FIELDS_0_24,
+                  "vllm 0.24.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py adds dflash_config.target_layer_ids + 1"),
+                 ("0.25.0", "0.26.0", V2_FIELDS_0_25,
+                  ("vllm 0.25.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py adds top-level dspark_target_layer_ids "
+                   "+ 1 and target_layer_ids + 1 (dense DSpark)")),
+                 ("0.27.0", None, V2_FIELDS,
+                  ("vllm 0.27.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py get_eagle3_aux_layers_from_config adds "
+                   "dflash_config.layer_ids and eagle_config.layer_ids (model runner V2: the GPU default when Triton is "
+                   "present; from 0.30.0 dspark ids are as-is for model_type deepseek_v41)")))
+# ---------------------------------------------------------------- aux_id_fields_other_mode
+_SPANS += _rules(SGLANG, "aux_id_fields_other_mode", ("0.4.4.post2", None, None, "sglang spec_aux_hidden_state.py: one aux-id resolver for every runtime mode"))
+_SPANS += _rules(VLLM, "aux_id_fields_other_mode",
+                 ("0.8.5", "0.21.0", None, "vllm < 0.22: one model runner reads aux ids"),
+                 ("0.22.0", "0.22.1", (TOP_FIELD,),
+                  "vllm 0.22.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py (model runner V2, opt-in): top level only"),
+                 ("0.23.0", None, ALL_FIELDS,
+                  ("vllm 0.23.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config (model runner V1: the CPU "
+                   "backend, no Triton, or VLLM_USE_V2_MODEL_RUNNER=0) (CPU run 0.32.0); an eagle_config without ids "
+                   "there voids dflash_config's")))
+# ---------------------------------------------------------------- aux_transform_llama
+_SPANS += _rules(SGLANG, "aux_transform_llama",
+                 ("0.4.4.post2", None, "+1", "sglang models/llama.py LlamaForCausalLM.set_eagle3_layers_to_capture"))
+_SPANS += _rules(VLLM, "aux_transform_llama",
+                 ("0.8.5", None, "as-is",
+                  ("vllm models/llama.py set_aux_hidden_state_layers (interfaces.py SupportsEagle3 from 0.10.1): "
+                   "id k = input of layer k")))
+# ---------------------------------------------------------------- aux_transform_deepseek
+_SPANS += _rules(SGLANG, "aux_transform_deepseek",
+                 ("0.4.4.post2", "0.5.12", "+1", "sglang models/deepseek_v2.py set_eagle3_layers_to_capture"),
+                 ("0.5.13", None, "+1-if-first-is-1",
+                  "sglang models/deepseek_v2.py set_eagle3_layers_to_capture (v0.5.13 f5049709b3, #25454)"))
+_SPANS += _rules(VLLM, "aux_transform_deepseek", ("0.8.5", None, "as-is", "vllm: the same rule for every target"))
+# ---------------------------------------------------------------- aux_transform_gpt_oss
+_SPANS += _rules(SGLANG, "aux_transform_gpt_oss",
+                 ("0.4.4.post2", "0.5.16", "+1", "sglang models/gpt_oss.py set_eagle3_layers_to_capture"),
+                 ("0.5.17", None, "+1-unless-max-is-L",
+                  "sglang models/gpt_oss.py set_eagle3_layers_to_capture boundary rule (v0.5.17 5df193b4ac, #32334)"))
+_SPANS += _rules(VLLM, "aux_transform_gpt_oss", ("0.8.5", None, "as-is", "vllm: the same rule for every target"))
+# ---------------------------------------------------------------- capture_range
+_SPANS += _rules(SGLANG, "capture_range",
+                 ("0.4.4.post2", None, "inner",
+                  "sglang models/llama.py LlamaModel.forward: captures before layer i for i in range(L)"))
+_SPANS += _rules(VLLM, "capture_range",
+                 ("0.8.5", "0.17.0", "inner",
+                  "vllm 0.17.0 models/llama.py LlamaModel.forward: capture before layer idx in range(L)"),
+                 ("0.18.0", None, "all",
+                  "vllm 0.18.0 EagleModelMixin._maybe_add_hidden_state: id 0 = embeddings, id L = final pre-norm"))
+# ---------------------------------------------------------------- graph_mode_default_layers
+_SPANS += _rules(SGLANG, "graph_mode_default_layers",
+                 ("0.4.4.post2", "0.4.8", False, "sglang v0.4.5: configured ids not read at all"),
+                 ("0.4.9", "0.5.10", True,
+                  ("sglang model_executor/cuda_graph_runner.py set_eagle3_layers_to_capture() before the configured ids "
+                   "(fixed v0.5.11 43925d179d, #22836)")),
+                 ("0.5.11", None, False, "sglang v0.5.11 43925d179d (#22836)"))
+_SPANS += _rules(VLLM, "graph_mode_default_layers", ("0.8.5", None, False, "vllm: one capture set for every mode"))
+# ---------------------------------------------------------------- fc_applied
+_SPANS += _rules(SGLANG, "fc_applied",
+                 ("0.4.4.post2", None, "when-width-differs",
+                  f"sglang {SG_EAGLE3} LlamaModel.forward: if hidden_states.shape[-1] != embeds.shape[-1]"))
+_SPANS += _rules(VLLM, "fc_applied",
+                 ("0.8.5", "0.8.5", "when-width-differs",
+                  f"vllm 0.8.5 {VL_EAGLE3} LlamaModel.forward: if hidden_states.shape[-1] != input_embeds.shape[-1]"),
+                 ("0.9.0", None, "always", f"vllm 0.9.0 {VL_EAGLE3} combine_hidden_states; forward asserts the width"))
+# ---------------------------------------------------------------- fc_aux_count
+_SPANS += _rules(SGLANG, "fc_aux_count",
+                 ("0.4.4.post2", "0.5.11", FcAuxCount.FIXED_3, f"sglang {SG_EAGLE3} LlamaModel.__init__ fc = Linear(target_hidden * 3)"),
+                 ("0.5.12", None, FcAuxCount.FROM_CONFIG, f"sglang {SG_EAGLE3} LlamaModel.__init__ num_aux_hidden_states (v0.5.12)"))
+_SPANS += _rules(VLLM, "fc_aux_count",
+                 ("0.8.5", "0.21.0", FcAuxCount.FIXED_3, f"vllm 0.11.0 {VL_EAGLE3} fc = Linear(target_hidden_size * 3)"),
+                 ("0.22.0", None, FcAuxCount.FROM_CONFIG,
+                  f"vllm 0.22.0 {VL_EAGLE3} num_aux_hidden_states, else len(eagle_config ids), else 3 (vllm#54598)"))
+# ---------------------------------------------------------------- fc_bias
+_SPANS += _rules(SGLANG, "fc_bias",
+                 ("0.4.4.post2", "0.4.8", "always", f"sglang v0.4.4.post2 {SG_EAGLE3} fc = nn.Linear(...) (bias=True default)"),
+                 ("0.4.9", None, "config.bias", f"sglang v0.4.9 {SG_EAGLE3} fc bias=getattr(config, 'bias', False)"))
+_SPANS += _rules(VLLM, "fc_bias",
+                 ("0.8.5", None, "none", f"vllm 0.8.5 {VL_EAGLE3} fc = nn.Linear(..., bias=False); ReplicatedLinear later"))
+# ---------------------------------------------------------------- use_aux_hidden_state
+_SPANS += _rules(SGLANG, "use_aux_hidden_state",
+                 ("0.4.4.post2", "0.5.7", "ignored", "sglang: eagle_config.use_aux_hidden_state read from v0.5.8"),
+                 ("0.5.8", None, "honoured",
+                  "sglang 0.5.8 model_executor/model_runner.py eagle_use_aux_hidden_state (3dfff6ae3c)"))
+_SPANS += _rules(VLLM, "use_aux_hidden_state",
+                 ("0.8.5", "0.11.2", "ignored", "vllm < 0.12: use_aux_hidden_state not read"),
+                 ("0.12.0", None, "honoured",
+                  f"vllm 0.12.0 {VL_EAGLE3}: fc dropped at load, combine_hidden_states returns its input (CPU run 0.32.0)"))
+# ---------------------------------------------------------------- norm_before_residual
+_SPANS += _rules(SGLANG, "norm_before_residual",
+                 ("0.4.4.post2", None, "not-read", f"sglang {SG_EAGLE3} LlamaDecoderLayer.forward: residual = hidden_states"))
+_SPANS += _rules(VLLM, "norm_before_residual",
+                 ("0.8.5", "0.10.0", "not-read", f"vllm 0.8.5 {VL_EAGLE3} LlamaDecoderLayer.forward: residual = hidden_states"),
+                 ("0.10.1", None, "read", f"vllm 0.10.1 {VL_EAGLE3} getattr(config, 'norm_before_residual', False)"))
+# ---------------------------------------------------------------- norm_before_fc
+_SPANS += _rules(SGLANG, "norm_before_fc",
+                 ("0.4.4.post2", "0.5.16", "not-read", f"sglang {SG_EAGLE3}: no input_norm before v0.5.17"),
+                 ("0.5.17", None, "read", f"sglang {SG_EAGLE3} LlamaModel.__init__ input_norm (v0.5.17)"))
+_SPANS += _rules(VLLM, "norm_before_fc",
+                 ("0.8.5", "0.17.0", "not-read", "vllm < 0.18: no input_norm (vllm#38111)"),
+                 ("0.18.0", "0.18.0", "eagle-format-only",
+                  f"vllm 0.18.0 {VL_EAGLE3} input_norm (top-level norm_before_fc); speculators/algos.py drops it"),
+                 ("0.19.0", "0.21.0", "top-level", "vllm 0.19.0 speculators/algos.py update_eagle3 copies norm_before_fc"),
+                 ("0.22.0", None, "read", f"vllm 0.22.0 {VL_EAGLE3} also reads eagle_config.norm_before_fc"))
+# ---------------------------------------------------------------- fc_norm
+_SPANS += _rules(SGLANG, "fc_norm",
+                 ("0.4.4.post2", "0.5.11", "not-read", f"sglang {SG_EAGLE3}: no fc_norm before v0.5.12"),
+                 ("0.5.12", None, "read", f"sglang {SG_EAGLE3} LlamaModel.__init__ fc_norm / use_aux_norm (v0.5.12)"))
+_SPANS += _rules(VLLM, "fc_norm",
+                 ("0.8.5", "0.21.0", "not-read", "vllm < 0.22: no fc_norm"),
+                 ("0.22.0", "0.24.0", "eagle-format-only", f"vllm 0.22.0 {VL_EAGLE3} fc_norm; speculators/algos.py drops it"),
+                 ("0.25.0", None, "read", "vllm 0.25.0 speculators/algos.py update_eagle3 propagates fc_norm"))
+# ---------------------------------------------------------------- norm_output
+_SPANS += _rules(SGLANG, "norm_output",
+                 ("0.4.4.post2", "0.5.11", "not-read", f"sglang {SG_EAGLE3}: pre-norm state fed back before v0.5.12"),
+                 ("0.5.12", None, "read", f"sglang {SG_EAGLE3} LlamaModel.forward norm_output (v0.5.12)"))
+_SPANS += _rules(VLLM, "norm_output",
+                 ("0.8.5", "0.21.0", "not-read", "vllm < 0.22: pre-norm state fed back"),
+                 ("0.22.0", "0.24.0", "eagle-format-only", f"vllm 0.22.0 {VL_EAGLE3} norm_output; speculators/algos.py drops it"),
+                 ("0.25.0", None, "read", "vllm 0.25.0 speculators/algos.py update_eagle3 propagates norm_output"))
+# ---------------------------------------------------------------- embed_source
+_SPANS += _rules(SGLANG, "embed_source",
+                 ("0.4.4.post2", None, "target-unless-hidden-differs",
+                  ("sglang speculative/eagle_worker.py __init__ (eagle_worker_v2.py init_lm_head from 0.5.8) set_embed; "
+                   "models/llama.py set_embed skips when target_hidden_size != hidden_size")))
+_SPANS += _rules(VLLM, "embed_source",
+                 ("0.8.5", "0.8.5", "target-if-absent", "vllm 0.8.5 v1/spec_decode/eagle.py load_model"),
+                 ("0.9.0", "0.9.0", "target-always-key-raises",
+                  "vllm 0.9.0 llama_eagle3.py: no embed_tokens module when PP == 1 (vllm#18906 KeyError)"),
+                 ("0.9.1", "0.11.0", "target-if-same-shape",
+                  "vllm 0.9.1-0.11.0 v1/spec_decode/eagle.py load_model: shared when the shapes match"),
+                 ("0.11.1", None, "target-if-absent-or-equal",
+                  ("vllm 0.11.1 v1/spec_decode/eagle.py load_model has_own_embed_tokens (vllm#28549; CPU run 0.11.1); "
+                   "0.33 _maybe_share_embeddings")))
+# ---------------------------------------------------------------- draft_extend_logits_buffer
+_SPANS += _rules(SGLANG, "draft_extend_logits_buffer",
+                 ("0.4.4.post2", "0.4.10", "none",
+                  "sglang speculative/eagle_draft_extend_cuda_graph_runner.py: no logits buffer (0.4.8, 0.4.10 read)"),
+                 ("0.5.1", "0.5.14", "draft-vocab",
+                  ("sglang speculative/eagle_draft_extend_cuda_graph_runner.py EAGLEDraftExtendCudaGraphRunner.__init__: "
+                   "next_token_logits_buffer = zeros(max_bs, draft_vocab_size); layers/logits_processor.py "
+                   "_copy_logits_to_buffer copies the ParallelLMHead output (draft_vocab_size padded to 64) into it "
+                   "(0.5.1, 0.5.2, 0.5.7, 0.5.11, 0.5.14 read; sgl-project/sglang#10106)")),
+                 ("0.5.15", None, "shape-checked",
+                  ("sglang 0.5.15 layers/logits_processor.py _copy_logits_to_buffer: the buffer is skipped when its shape "
+                   "differs (0.5.15-0.5.23 read)")))
+_SPANS += _rules(VLLM, "draft_extend_logits_buffer",
+                 ("0.8.5", None, "none", "vllm v1/spec_decode/eagle.py: logits are not copied into a CUDA-graph buffer"))
+# ---------------------------------------------------------------- draft_extend_graph_width
+_SPANS += _rules(SGLANG, "draft_extend_graph_width",
+                 ("0.4.4.post2", "0.4.9", "draft-hidden",
+                  ("sglang speculative/eagle_draft_extend_cuda_graph_runner.py EAGLEDraftExtendCudaGraphRunner.__init__: "
+                   "hidden_states = zeros(max_num_token, hidden_size * 3) (0.4.7, 0.4.8, 0.4.9 read)")),
+                 ("0.4.10", None, "target-hidden",
+                  ("sglang 0.4.10 eagle_draft_extend_cuda_graph_runner.py: target_hidden_size * 3 when the config has it "
+                   "(sgl-project/sglang#8163, fixes #7011)")))
+_SPANS += _rules(VLLM, "draft_extend_graph_width",
+                 ("0.8.5", None, "target-hidden",
+                  ("vllm v1/spec_decode/eagle.py EagleProposer: fc (combine_hidden_states) runs before the draft-width "
+                   "buffers (0.9.2-0.32.0 read)")))
+# ---------------------------------------------------------------- embed_width_check
+_SPANS += _rules(SGLANG, "embed_width_check",
+                 ("0.4.4.post2", None, "uninitialised",
+                  "sglang models/llama.py LlamaForCausalLM.set_embed returns when target_hidden_size != hidden_size"))
+_SPANS += _rules(VLLM, "embed_width_check",
+                 ("0.8.5", "0.24.0", "target-width",
+                  ("vllm 0.24.0 v1/spec_decode/llm_base_proposer.py _maybe_share_embeddings: shared whenever the checkpoint "
+                   "has no embed_tokens, whatever the width (0.11.0 eagle.py load_model: by shape)")),
+                 ("0.25.0", None, "uninitialised",
+                  ("vllm 0.25.0 llm_base_proposer.py _maybe_share_embeddings: 'Target embedding dim (%d) differs from "
+                   "draft embedding dim (%d). Keeping separate embedding weights.' (0.25.0-0.32.0 read)")))
+# ---------------------------------------------------------------- lm_head_source
+_SPANS += _rules(SGLANG, "lm_head_source",
+                 ("0.4.4.post2", None, "draft", f"sglang {SG_EAGLE3}: own lm_head [draft_vocab_size, hidden]"))
+_SPANS += _rules(VLLM, "lm_head_source",
+                 ("0.8.5", "0.10.2", "draft", "vllm 0.10.1 v1/spec_decode/eagle.py load_model: lm_head not shared for eagle3"),
+                 ("0.11.0", "0.11.0", "target-if-same-shape",
+                  "vllm 0.11.0 v1/spec_decode/eagle.py load_model: target lm_head when the shapes match"),
+                 ("0.11.1", None, "target-if-absent-or-equal",
+                  ("vllm 0.11.1 v1/spec_decode/eagle.py load_model has_own_lm_head (vllm#28549; CPU run 0.11.1); 0.33 "
+                   "llm_base_proposer._maybe_share_lm_head")))
+# ---------------------------------------------------------------- mtp_model_types
+_SPANS += _rules(SGLANG, "mtp_model_types",
+                 ("0.4.4.post2", None, (),
+                  "sglang configs/model_config.py rewrites MTP/NextN draft architectures by name, never by model_type"))
+_SPANS += _rules(VLLM, "mtp_model_types",
+                 ("0.8.5", None, ("deepseek_v3", "deepseek_v32", "glm_moe_dsa"),
+                  ("vllm config/speculative.py SpeculativeConfig.hf_config_override: model_type deepseek_v3 / deepseek_v32 "
+                   "/ glm_moe_dsa -> deepseek_mtp, architectures DeepSeekMTPModel, whatever the method (0.18.0, 0.22.0, "
+                   "0.28.0, 0.32.0 read, earlier assumed; CPU run 0.24.0: \"Model architectures ['Eagle3DeepSeekMTPModel'] "
+                   "are not supported\")")))
+# ---------------------------------------------------------------- mla_rope
+_SPANS += _rules(SGLANG, "mla_rope",
+                 ("0.4.4.post2", None, "as-configured",
+                  ("sglang models/kimi_k25_eagle3.py Eagle3MLADecoderLayer.__init__: rope_scaling = rope_parameters unless "
+                   "rope_type is default (0.5.12, 0.5.23 read; CPU run 0.5.23)")))
+_SPANS += _rules(VLLM, "mla_rope",
+                 ("0.8.5", "0.17.0", "as-configured", "vllm < 0.18: no MLA draft class"),
+                 ("0.18.0", "0.27.0", "forced-yarn",
+                  ("vllm 0.18.0 model_executor/models/deepseek_eagle3.py DeepseekV2Eagle3DecoderLayer.__init__: "
+                   "if rope_scaling: rope_type = 'deepseek_yarn', and get_rope reads factor and "
+                   "original_max_position_embeddings; under transformers >= 5 rope_scaling is always set "
+                   "(0.18.0-0.27.0 read; CPU runs 0.20.0-0.26.0: KeyError 'factor')")),
+                 ("0.28.0", None, "as-configured",
+                  "vllm 0.28.0 deepseek_eagle3.py: the draft config's rope_parameters as they are (0.28.0-0.32.0 read)"))
+# ---------------------------------------------------------------- draft_rope
+_SPANS += _rules(SGLANG, "draft_rope",
+                 ("0.4.4.post2", None, "config",
+                  ("sglang models/llama.py LlamaDecoderLayer: rope_theta / rope_scaling (rope_parameters) of the draft "
+                   "config; llama_eagle3.py LlamaDecoderLayer subclasses it (0.5.11, 0.5.23 read)")))
+_SPANS += _rules(VLLM, "draft_rope",
+               ("0.8.5", None, "config",
+                ("vllm model_executor/models/llama.py LlamaAttention: get_rope(rope_theta / rope_scaling, from 0.2x "
+                 "rope_parameters) of the draft config; llama_eagle3.py layers subclass it (0.11.0, 0.32.0 read)")))
+# ---------------------------------------------------------------- first_layer_hidden_path
+_SPANS += _rules(SGLANG, "first_layer_hidden_path",
+                 ("0.4.4.post2", None, "hidden_norm",
+                  (f"sglang {SG_EAGLE3} LlamaDecoderLayer.forward, layer 0: hidden_norm(hidden_states), input_layernorm "
+                   "on the embeddings only (0.5.11, 0.5.23 read)")))
+_SPANS += _rules(VLLM, "first_layer_hidden_path",
+                 ("0.8.5", None, "hidden_norm",
+                  (f"vllm {VL_EAGLE3} LlamaDecoderLayer.forward, layer 0: hidden_norm(hidden_states), input_layernorm on "
+                   "the embeddings only (0.11.0, 0.32.0 read)")))
+# ---------------------------------------------------------------- weight_files
+_SPANS += _rules(SGLANG, "weight_files",
+                 ("0.4.4.post2", None, "all-safetensors",
+                  ("sglang model_loader/loader.py DefaultModelLoader._prepare_weights: the same globbing "
+                   "(0.5.11, 0.5.23 read)")))
+_SPANS += _rules(VLLM, "weight_files",
+                 ("0.8.5", None, "all-safetensors",
+                  ("vllm model_executor/model_loader/default_loader.py DefaultModelLoader._prepare_weights: glob "
+                   "*.safetensors, filtered only by model.safetensors.index.json; *.bin minus "
+                   "weight_utils.filter_files_not_needed_for_inference (0.11.0, 0.32.0 read)")))
 
 
 def _tables() -> dict[str, Table[Any]]:
