@@ -86,33 +86,43 @@ CLASSES: dict[tuple[str, str], DraftClass] = {
 
 
 REG = "vllm model_executor/models/registry.py _SPECULATIVE_DECODING_MODELS"
-#: The registry: for each draft architecture, from which release each engine maps it to which class.
-REGISTRY: dict[tuple[str, str], Table[str]] = {
-    (row.engine, arch): table(f"{row.engine} registry: {arch}", (row,), full=False) for arch, row in (
-        ("Eagle3LlamaForCausalLM", Row(VLLM, "0.8.5", "Eagle3LlamaForCausalLM",
-                                       "vllm 0.8.5 v1/spec_decode/eagle.py (class chosen by method); registry from 0.9.x")),
-        ("LlamaForCausalLMEagle3", Row(VLLM, "0.10.2", "Eagle3LlamaForCausalLM",
-                                       f"{REG} (0.10.2; in 0.10.1 the line is commented out 'Re-enable this once "
-                                       "tests/models/test_initialization.py is fixed, see PR #22333 #22611')")),
-        ("Eagle3Qwen2_5vlForCausalLM", Row(VLLM, "0.12.0", "Eagle3LlamaForCausalLM", f"{REG} (0.12.0; absent 0.11.0)")),
-        ("Eagle3Qwen3vlForCausalLM", Row(VLLM, "0.12.0", "Eagle3LlamaForCausalLM", f"{REG} (0.12.0; absent 0.11.0)")),
-        ("Eagle3DeepseekV2ForCausalLM", Row(VLLM, "0.18.0", "Eagle3DeepseekV2ForCausalLM",
-                                            f"{REG} maps it to deepseek_eagle3.py (0.18.0; absent 0.17.0)")),
-        ("Eagle3DeepseekV3ForCausalLM", Row(VLLM, "0.18.0", "Eagle3DeepseekV2ForCausalLM",
-                                            f"{REG} maps it to deepseek_eagle3.py (0.18.0; absent 0.17.0)")),
-        ("Eagle3MiniMaxM2ForCausalLM", Row(VLLM, "0.20.0", "Eagle3LlamaForCausalLM", f"{REG} (0.20.0; absent 0.19.0)")),
-        ("PEagleDraftModel", Row(VLLM, "0.22.0", "Eagle3LlamaForCausalLM", f"{REG} (0.22.0; absent 0.21.0)")),
-        ("PeagleLlamaForCausalLM", Row(VLLM, "0.22.0", "Eagle3LlamaForCausalLM", f"{REG} (0.22.0; absent 0.21.0)")),
-        ("Eagle3Qwen3ForCausalLM", Row(VLLM, "0.24.0", "Eagle3Qwen3ForCausalLM",
-                                       f"{REG} maps it to qwen3_eagle3.py (0.24.0; absent 0.23.0)")),
-        ("PeagleQwen3ForCausalLM", Row(VLLM, "0.24.0", "Eagle3Qwen3ForCausalLM",
-                                       f"{REG} maps it to qwen3_eagle3.py (0.24.0; absent 0.23.0)")),
-        ("LlamaForCausalLMEagle3", Row(SGLANG, "0.4.4.post2", "LlamaForCausalLMEagle3",
-                                       "sglang models/llama_eagle3.py EntryClass (v0.4.4.post2 9e0186f352)")),
-        ("Eagle3DeepseekV2ForCausalLM", Row(SGLANG, "0.5.12", "Eagle3DeepseekV2ForCausalLM",
-                                            "sglang models/kimi_k25_eagle3.py EntryClass (v0.5.12 a87fb399de)")),
-    )
-}
+#: Registry rows: from ``since``, the engine maps the draft architecture to the class named by the value.
+_REGISTRY_ROWS: tuple[tuple[str, Row[str]], ...] = (
+    ("Eagle3LlamaForCausalLM", Row(VLLM, "0.8.5", "Eagle3LlamaForCausalLM",
+                                   "vllm 0.8.5 v1/spec_decode/eagle.py (class chosen by method); registry from 0.9.x")),
+    ("LlamaForCausalLMEagle3", Row(VLLM, "0.10.2", "Eagle3LlamaForCausalLM",
+                                   f"{REG} (0.10.2; in 0.10.1 the line is commented out 'Re-enable this once "
+                                   "tests/models/test_initialization.py is fixed, see PR #22333 #22611')")),
+    ("Eagle3Qwen2_5vlForCausalLM", Row(VLLM, "0.12.0", "Eagle3LlamaForCausalLM", f"{REG} (0.12.0; absent 0.11.0)")),
+    ("Eagle3Qwen3vlForCausalLM", Row(VLLM, "0.12.0", "Eagle3LlamaForCausalLM", f"{REG} (0.12.0; absent 0.11.0)")),
+    ("Eagle3DeepseekV2ForCausalLM", Row(VLLM, "0.18.0", "Eagle3DeepseekV2ForCausalLM",
+                                        f"{REG} maps it to deepseek_eagle3.py (0.18.0; absent 0.17.0)")),
+    ("Eagle3DeepseekV3ForCausalLM", Row(VLLM, "0.18.0", "Eagle3DeepseekV2ForCausalLM",
+                                        f"{REG} maps it to deepseek_eagle3.py (0.18.0; absent 0.17.0)")),
+    ("Eagle3MiniMaxM2ForCausalLM", Row(VLLM, "0.20.0", "Eagle3LlamaForCausalLM", f"{REG} (0.20.0; absent 0.19.0)")),
+    ("PEagleDraftModel", Row(VLLM, "0.22.0", "Eagle3LlamaForCausalLM", f"{REG} (0.22.0; absent 0.21.0)")),
+    ("PeagleLlamaForCausalLM", Row(VLLM, "0.22.0", "Eagle3LlamaForCausalLM", f"{REG} (0.22.0; absent 0.21.0)")),
+    ("Eagle3Qwen3ForCausalLM", Row(VLLM, "0.24.0", "Eagle3Qwen3ForCausalLM",
+                                   f"{REG} maps it to qwen3_eagle3.py (0.24.0; absent 0.23.0)")),
+    ("PeagleQwen3ForCausalLM", Row(VLLM, "0.24.0", "Eagle3Qwen3ForCausalLM",
+                                   f"{REG} maps it to qwen3_eagle3.py (0.24.0; absent 0.23.0)")),
+    ("LlamaForCausalLMEagle3", Row(SGLANG, "0.4.4.post2", "LlamaForCausalLMEagle3",
+                                   "sglang models/llama_eagle3.py EntryClass (v0.4.4.post2 9e0186f352)")),
+    ("Eagle3DeepseekV2ForCausalLM", Row(SGLANG, "0.5.12", "Eagle3DeepseekV2ForCausalLM",
+                                    "sglang models/kimi_k25_eagle3.py EntryClass (v0.5.12 a87fb399de)")),
+)
+
+
+def _registry() -> dict[tuple[str, str], Table[str]]:
+    grouped: dict[tuple[str, str], list[Row[str]]] = {}
+    for arch, row in _REGISTRY_ROWS:
+        grouped.setdefault((row.engine, arch), []).append(row)
+    return {(engine, arch): table(f"{engine} registry: {arch}", rows, full=False)
+            for (engine, arch), rows in grouped.items()}
+
+
+#: The registry: for each (engine, draft architecture), from which release it maps to which class.
+REGISTRY: dict[tuple[str, str], Table[str]] = _registry()
 #: Whether the engine reads the config's architecture at all (vLLM 0.8.5 builds Eagle3LlamaForCausalLM for
 #: method eagle3 whatever the field says).
 ARCHITECTURE_READ: Table[bool] = table("architecture field read", (
@@ -134,7 +144,7 @@ def accepted_rows() -> tuple[Row[tuple[str, ...] | str], ...]:
     found: list[Row[tuple[str, ...] | str]] = []
     for engine in (SGLANG, VLLM):
         changes: dict[Version, list[Row[Any]]] = {}
-        for (eng, _), t in (*REGISTRY.items(), (("", ""), ARCHITECTURE_READ)):
+        for t in (*REGISTRY.values(), ARCHITECTURE_READ):
             for row in t.rows_of(engine):
                 changes.setdefault(row.start, []).append(row)
         for start in sorted(changes):
