@@ -6,7 +6,8 @@ and ``read_to``, the last release read with that value. ``profile(engine)`` pick
 the version in every table. The tables are checked when built: each covers the engine's whole known
 range exactly once.
 
-Values are small strings (or tuples of names), named in :data:`BEHAVIOURS`;
+Values are small strings (or tuples of names): :data:`BEHAVIOURS` says what each behaviour means,
+:data:`VALUES` which values it takes (checked when the tables are built);
 :mod:`pytest_eagle3.engines.plan` gives them meaning. The draft architectures come from the
 registry table in :mod:`pytest_eagle3.engines.draft_classes` (one place).
 """
