@@ -53,7 +53,10 @@ def record_of(solution: Solution, source: Path, engines: Sequence[EngineVersion]
         "aux_convention_of_copy": solution.convention,
         "layout": solution.layout,
         "changes": [c.to_json() for c in solution.changes],
-        "tensors": {name: solution.draft.origin.get(name, name) for name in solution.draft.names()},
+        # copied byte for byte from the named source tensor (or a row range of it)
+        "tensors": {name: solution.draft.origin.get(name, name) for name in sorted(solution.draft.entries)},
+        # computed in memory (a rewritten or rebuilt map), from the named source tensor
+        "computed": {name: solution.draft.origin.get(name, name) for name in sorted(solution.draft.computed)},
     }
 
 

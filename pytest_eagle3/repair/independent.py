@@ -49,10 +49,12 @@ def refuse_unhealthy(ckpt: Checkpoint) -> None:
         raise RepairRefused([_reason(f) for f in findings])
 
 
-def refuse_config(ckpt: Checkpoint) -> None:
+def refuse_config(ckpt: Checkpoint, known_convention: bool = False) -> None:
+    """Refuse a config the engines cannot build from, or an unknown format whose aux ids nobody can read
+    (unless the convention is given or measured)."""
     from pytest_eagle3.rules.shapes import config_findings, format_findings
 
-    findings = config_findings(ckpt) + format_findings(ckpt)
+    findings = config_findings(ckpt) + ([] if known_convention else format_findings(ckpt))
     if findings:
         raise RepairRefused([_reason(f) for f in findings])
 

@@ -121,7 +121,7 @@ def solve(ckpt: Checkpoint, engines: Sequence[EngineVersion], target: TargetMode
     """The copy that every engine in ``engines`` loads as trained, or :class:`RepairRefused` with why not.
     ``measured``: the training layer inputs the reference measurement settled (overrules every convention)."""
     independent.refuse_unreadable(ckpt)
-    independent.refuse_config(ckpt)
+    independent.refuse_config(ckpt, known_convention=bool(convention or measured))
     independent.refuse_unhealthy(ckpt)
     draft = VirtualDraft.of(ckpt)
     changes: list[Change] = []
@@ -190,22 +190,22 @@ def _layout(solution: Solution, plans: dict[str, PlanView], prefer: str | None) 
     draft = solution.draft
     engines = [p.engine for p in plans.values()]
     serves: dict[str, list[str]] = {}
+    mappings: dict[str, dict[str, str]] = {}
     for layout in keys.LAYOUTS:
         mapping = keys.layout_mapping(draft.names(), layout)
-        trial = VirtualDraft(draft.source, draft.config, {}, {}, {})
-        trial.entries, trial.computed, trial.origin = dict(draft.entries), dict(draft.computed), dict(draft.origin)
+        trial = VirtualDraft(draft.source, draft.config, dict(draft.entries), dict(draft.computed), dict(draft.origin))
         trial.rename(mapping)
         views = _plans(trial, engines, None, solution.trained)
-        ok = [s for s, v in views.items() if not v.codes("keys")]
-        serves[layout] = ok
-        if len(ok) == len(engines) or (prefer in ok):
-            _rename(solution, mapping, layout, plans)
+        serves[layout] = [s for s, v in views.items() if not v.codes("keys")]
+        mappings[layout] = mapping
+    servable = {s for ok in serves.values() for s in ok}
+    if not servable:
+        return False  # no layout helps: the key issues are not about names (reported as unfixable)
+    for layout, ok in serves.items():
+        if set(ok) == servable or (prefer is not None and prefer in ok):
+            _rename(solution, mappings[layout], layout, plans)
             return True
-    best = max(serves.items(), key=lambda kv: len(kv[1]))
-    if not best[1]:
-        return False
-    needs = "; ".join(f"{spec} loads {[lay for lay, ok in serves.items() if spec in ok] or 'no layout'}"
-                      for spec in plans)
+    needs = "; ".join(f"{spec} loads {[lay for lay, ok in serves.items() if spec in ok]}" for spec in sorted(servable))
     raise RepairRefused([f"the engines need different tensor names ({needs}): one copy cannot serve them all; "
                          "name the engine that wins with --prefer ENGINE==VER"])
 

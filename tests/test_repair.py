@@ -1,0 +1,195 @@
+"""``python -m pytest_eagle3 fix`` and ``plan``: fixable faults and bundled broken examples round-trip to a
+passing verdict; unfixable ones are refused with the reason and nothing written; the source never changes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_eagle3.checkpoint import Checkpoint
+from pytest_eagle3.repair import writer
+from pytest_eagle3.repair.fix import tree_hash
+from pytest_eagle3.shell.cli import main
+from pytest_eagle3.testing.synth import FAULTS, SynthSpec, write_checkpoint
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+ENGINES = "sglang==0.5.23,vllm==0.33.0"
+#: Faults a copy repairs: names, the config, or the map, with no guess about what was trained.
+FIXABLE = ("d2t-absolute", "d2t-int32", "leftover-prefix", "layer-count")
+#: Everything else in the catalogue is refused (corrupt or ambiguous map, broken weights, wrong shapes, unreadable).
+REFUSED = tuple(sorted(n for n, f in FAULTS.items() if n not in FIXABLE and "speculators" in f.producers))
+#: Refusals whose message names the rule's diagnosis code (the readers' own problems are quoted instead).
+QUOTED = {"checkpoint.readable", "config.parseable"}
+
+
+def check(path: Path, engines: str) -> subprocess.CompletedProcess[str]:
+    """The contract suite on ``path`` in a fresh interpreter, as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "pytest_eagle3", "check", str(path), "--engine", engines],
+                          capture_output=True, text=True, check=False, cwd=path.parent)
+
+
+def fix(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(["fix", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_same_bytes(source: Path, out: Path) -> None:
+    """Every tensor of the copy that came from a source tensor (as eagle3-fix.json records) holds its bytes."""
+    import torch
+
+    record = json.loads((out / "eagle3-fix.json").read_text())
+    src, copy = Checkpoint.open(source), Checkpoint.open(out)
+    compared = 0
+    for name, origin in record["tensors"].items():
+        if origin in src.tensors:
+            assert torch.equal(copy.read(name), src.read(origin)), f"{name} differs from its source {origin}"
+            compared += 1
+    assert compared >= 10
+
+
+@pytest.mark.parametrize("fault", FIXABLE)
+def test_fixable_fault_round_trips_to_a_passing_verdict(fault: str, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    source = write_checkpoint(SynthSpec().with_faults(fault), tmp_path / "draft")
+    before = tree_hash(source)
+    assert check(source, ENGINES).returncode != 0  # the fault fails some contract as shipped
+    code, out, err = fix(capsys, str(source), str(tmp_path / "fixed"), "--to", ENGINES)
+    assert code == 0, err
+    assert f"proof: the contracts pass on {tmp_path / 'fixed'} for {ENGINES.replace(',', ', ')}" in out
+    assert check(tmp_path / "fixed", ENGINES).returncode == 0
+    assert tree_hash(source) == before
+    assert_same_bytes(source, tmp_path / "fixed")
+
+
+@pytest.mark.parametrize("fault", REFUSED)
+def test_unfixable_fault_is_refused_with_the_reason(fault: str, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    source = write_checkpoint(SynthSpec().with_faults(fault), tmp_path / "draft")
+    before = tree_hash(source)
+    code, out, err = fix(capsys, str(source), str(tmp_path / "fixed"), "--to", ENGINES)
+    assert code == 1
+    assert err.startswith("fix: refused, nothing written:")
+    assert "Traceback" not in err
+    if FAULTS[fault].contract not in QUOTED:
+        assert f"[{FAULTS[fault].diagnosis}]" in err
+    assert not (tmp_path / "fixed").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith((".fixed", "fixed"))]  # no temporary folder left
+    assert tree_hash(source) == before
+
+
+@pytest.mark.parametrize(("example", "engines", "failing"), [
+    ("demo-draft", "sglang==0.5.23", "engine.architecture"),
+    ("demo-draft-sglang", "vllm==0.33.0", "engine.aux_layers"),
+    ("broken-d2t-draft", "vllm==0.33.0", "vocab.map"),
+    ("speculators-draft", "sglang==0.5.11,vllm==0.33.0", "engine.architecture"),
+])
+def test_bundled_broken_example_round_trips(example: str, engines: str, failing: str, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    source = EXAMPLES / example
+    before = tree_hash(source)
+    shipped = check(source, engines)
+    assert shipped.returncode != 0 and failing in shipped.stdout
+    code, out, err = fix(capsys, str(source), str(tmp_path / "fixed"), "--to", engines)
+    assert code == 0, err
+    assert check(tmp_path / "fixed", engines).returncode == 0
+    assert tree_hash(source) == before
+    assert_same_bytes(source, tmp_path / "fixed")
+    record = json.loads((tmp_path / "fixed" / "eagle3-fix.json").read_text())
+    assert record["changes"] and all(c["why"] for c in record["changes"])
+
+
+def test_aux_ids_are_translated_per_engine_and_the_record_says_from_what(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """speculators ids [2, 4, 5] name layer inputs: SGLang adds +1, so it gets [1, 3, 4]; vLLM reads them as-is."""
+    code, out, _ = fix(capsys, str(EXAMPLES / "demo-draft"), str(tmp_path / "fixed"), "--to", ENGINES)
+    assert code == 0
+    config = json.loads((tmp_path / "fixed" / "config.json").read_text())
+    assert config["eagle_config"]["eagle_aux_hidden_state_layer_ids"] == [1, 3, 4]
+    assert config["eagle_aux_hidden_state_layer_ids"] == [2, 4, 5]
+    assert config["architectures"] == ["LlamaForCausalLMEagle3"] and "transformer_layer_config" not in config
+    record = json.loads((tmp_path / "fixed" / "eagle3-fix.json").read_text())
+    assert record["training_layers"]["inputs"] == [2, 4, 5]
+    assert "from the producer's convention" in record["training_layers"]["from"]
+
+
+def test_aux_convention_option_changes_the_ids_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = fix(capsys, str(EXAMPLES / "demo-draft"), str(tmp_path / "fixed"), "--to", "sglang==0.5.23",
+                       "--aux-convention", "output-of")
+    assert code == 0
+    config = json.loads((tmp_path / "fixed" / "config.json").read_text())
+    assert config["eagle_config"]["eagle_aux_hidden_state_layer_ids"] == [2, 4, 5]
+    assert "read output-of, from --aux-convention" in out
+
+
+def test_existing_out_is_refused_unless_forced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "fixed"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    code, _, err = fix(capsys, str(EXAMPLES / "demo-draft"), str(out), "--to", "sglang==0.5.23")
+    assert code == 1 and "already exists" in err and (out / "keep.txt").read_text() == "mine"
+    code, _, err = fix(capsys, str(EXAMPLES / "demo-draft"), str(out), "--to", "sglang==0.5.23", "--force")
+    assert code == 0, err
+    assert not (out / "keep.txt").exists() and (out / "eagle3-fix.json").is_file()
+
+
+def test_out_inside_the_source_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = write_checkpoint(SynthSpec().with_faults("leftover-prefix"), tmp_path / "draft")
+    before = tree_hash(source)
+    for out in (source, source / "fixed"):
+        code, _, err = fix(capsys, str(source), str(out), "--to", ENGINES, "--force")
+        assert code == 1 and "overlaps the draft" in err
+    assert tree_hash(source) == before
+
+
+def test_an_interrupted_write_leaves_no_out(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    real = writer._write_file
+
+    def interrupted(draft: object, names: list[str], path: Path) -> None:
+        real(draft, names, path)  # the first file is written whole, then the run is cut
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(writer, "_write_file", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        main(["fix", str(EXAMPLES / "demo-draft"), str(tmp_path / "fixed"), "--to", "sglang==0.5.23"])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_engine_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["fix", str(EXAMPLES / "demo-draft"), str(tmp_path / "x"), "--to", "sglang==9.9"])
+    assert exc.value.code == 2
+    assert "outside the known range" in capsys.readouterr().err
+
+
+def test_engines_that_no_copy_serves_are_refused_with_each_reason(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """A 2-layer draft: SGLang 0.5.11 builds one layer only; no renaming changes that."""
+    code, _, err = fix(capsys, str(EXAMPLES / "trained-2layer"), str(tmp_path / "fixed"), "--to",
+                       "sglang==0.5.11,vllm==0.33.0")
+    assert code == 1
+    assert "SGLang 0.5.11: [layers/multi-layer]" in err and "Traceback" not in err
+    assert not (tmp_path / "fixed").exists()
+
+
+def test_plan_prints_the_load_plan_as_a_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", str(EXAMPLES / "speculators-draft"), "--engine", "sglang==0.5.11"]) == 0
+    out = capsys.readouterr().out
+    assert "load plan, SGLang 0.5.11" in out
+    assert "layers.0.self_attn.q_proj.weight  DROPPED: the first draft layer is model.midlayer.*" in out
+    assert "model.midlayer.self_attn.qkv_proj.weight: UNINITIALISED" in out
+    for row in ("layer inputs trained:", "fc:", "norms applied:", "embed_tokens from:", "lm_head from:", "map reading:"):
+        assert row in out
+    assert "fc.weight" in out and "model.fc.weight" in out
+
+
+def test_plan_of_an_unreadable_draft_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = write_checkpoint(SynthSpec().with_faults("truncated"), tmp_path / "draft")
+    assert main(["plan", str(source), "--engine", "vllm==0.33.0"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"plan: {source} cannot be read: ") and "Traceback" not in err
