@@ -26,9 +26,9 @@ REFUSED = tuple(sorted(n for n, f in FAULTS.items() if n not in FIXABLE and "spe
 QUOTED = {"checkpoint.readable", "config.parseable"}
 
 
-def check(path: Path, engines: str) -> subprocess.CompletedProcess[str]:
+def check(path: Path, engines: str, *extra: str) -> subprocess.CompletedProcess[str]:
     """The contract suite on ``path`` in a fresh interpreter, as a user runs it."""
-    return subprocess.run([sys.executable, "-m", "pytest_eagle3", "check", str(path), "--engine", engines],
+    return subprocess.run([sys.executable, "-m", "pytest_eagle3", "check", str(path), "--engine", engines, *extra],
                           capture_output=True, text=True, check=False, cwd=path.parent)
 
 
@@ -82,21 +82,25 @@ def test_unfixable_fault_is_refused_with_the_reason(fault: str, tmp_path: Path,
     assert tree_hash(source) == before
 
 
-@pytest.mark.parametrize(("example", "engines", "failing"), [
-    ("demo-draft", "sglang==0.5.23", "engine.architecture"),
-    ("demo-draft-sglang", "vllm==0.33.0", "engine.aux_layers"),
-    ("broken-d2t-draft", "vllm==0.33.0", "vocab.map"),
-    ("speculators-draft", "sglang==0.5.11,vllm==0.33.0", "engine.architecture"),
+TARGET_CONFIG = EXAMPLES / "demo-target" / "config.json"
+
+
+@pytest.mark.parametrize(("example", "engines", "failing", "target"), [
+    ("demo-draft", "sglang==0.5.23", "engine.architecture", None),
+    ("demo-draft-sglang", "vllm==0.33.0", "engine.aux_layers", TARGET_CONFIG),
+    ("broken-d2t-draft", "vllm==0.33.0", "vocab.map", None),
+    ("speculators-draft", "sglang==0.5.11,vllm==0.33.0", "engine.architecture", None),
 ])
-def test_bundled_broken_example_round_trips(example: str, engines: str, failing: str, tmp_path: Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_bundled_broken_example_round_trips(example: str, engines: str, failing: str, target: Path | None,
+                                            tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = EXAMPLES / example
     before = tree_hash(source)
-    shipped = check(source, engines)
+    with_target = ("--target", str(target)) if target else ()
+    shipped = check(source, engines, *with_target)
     assert shipped.returncode != 0 and failing in shipped.stdout
-    code, out, err = fix(capsys, str(source), str(tmp_path / "fixed"), "--to", engines)
+    code, out, err = fix(capsys, str(source), str(tmp_path / "fixed"), "--to", engines, *with_target)
     assert code == 0, err
-    assert check(tmp_path / "fixed", engines).returncode == 0
+    assert check(tmp_path / "fixed", engines, *with_target).returncode == 0
     assert tree_hash(source) == before
     assert_same_bytes(source, tmp_path / "fixed")
     record = json.loads((tmp_path / "fixed" / "eagle3-fix.json").read_text())
@@ -177,15 +181,31 @@ def test_engines_that_no_copy_serves_are_refused_with_each_reason(tmp_path: Path
     assert not (tmp_path / "fixed").exists()
 
 
-def test_plan_prints_the_load_plan_as_a_table(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["plan", str(EXAMPLES / "speculators-draft"), "--engine", "sglang==0.5.11"]) == 0
+def test_sglang_midlayer_incident_is_fixed_by_a_rename(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A ModelOpt draft (layers.0.*) on SGLang 0.5.11, which loads only midlayer.*: renamed, proven, same bytes."""
+    source = write_checkpoint(SynthSpec(producer="modelopt"), tmp_path / "draft")
+    assert "engine.keys" in check(source, "sglang==0.5.11").stdout
+    code, out, err = fix(capsys, str(source), str(tmp_path / "fixed"), "--to", "sglang==0.5.11,sglang==0.5.23")
+    assert code == 0, err
+    assert "rename: 10 tensors to the midlayer.* layout: layers.0.hidden_norm.weight -> midlayer.hidden_norm.weight" in out
+    assert check(tmp_path / "fixed", "sglang==0.5.11,sglang==0.5.23").returncode == 0
+    assert_same_bytes(source, tmp_path / "fixed")
+
+
+def test_plan_prints_the_load_plan_as_a_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = write_checkpoint(SynthSpec(producer="modelopt"), tmp_path / "draft")
+    assert main(["plan", str(source), "--engine", "sglang==0.5.11"]) == 0
     out = capsys.readouterr().out
-    assert "load plan, SGLang 0.5.11" in out
-    assert "layers.0.self_attn.q_proj.weight  DROPPED: the first draft layer is model.midlayer.*" in out
-    assert "model.midlayer.self_attn.qkv_proj.weight: UNINITIALISED" in out
-    for row in ("layer inputs trained:", "fc:", "norms applied:", "embed_tokens from:", "lm_head from:", "map reading:"):
-        assert row in out
-    assert "fc.weight" in out and "model.fc.weight" in out
+    assert "load plan, SGLang 0.5.11 (LlamaForCausalLMEagle3): loads with loss" in out
+    rows = [" ".join(line.split()) for line in out.splitlines()]
+    assert "layers.0.self_attn.q_proj.weight DROPPED: the first draft layer is model.midlayer.* in this version; " \
+           "layers.* names match nothing" in rows
+    assert "(nothing) model.midlayer.self_attn.qkv_proj.weight: UNINITIALISED" in rows
+    assert "fc.weight model.fc.weight" in rows
+    assert "layer inputs fed: [2, 4, 5] (from eagle_config.eagle_aux_hidden_state_layer_ids)" in rows
+    for row in ("layer inputs trained:", "draft layers built: 1", "fc: ", "norms applied:", "embed_tokens from:",
+                "lm_head from:", "map reading: offsets: target = i + d2t[i]"):
+        assert any(r.startswith(row) for r in rows), row
 
 
 def test_plan_of_an_unreadable_draft_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

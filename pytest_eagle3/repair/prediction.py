@@ -32,7 +32,7 @@ class Measurement:
         if key not in self.predictors and key not in self.problems:
             try:
                 self.predictors[key] = self.session.predictor(Checkpoint.open(path), self.target, convention)
-            except PredictionUnavailable as exc:
+            except (PredictionUnavailable, OSError, ValueError, RuntimeError) as exc:
                 self.problems[key] = str(exc)
         return self.predictors.get(key)
 

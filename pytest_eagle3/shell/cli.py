@@ -166,10 +166,12 @@ def _fix(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     _target(parser, args.target)
     if not args.draft.exists():
         parser.error(f"DRAFT: {args.draft} does not exist")
-    measurement = Measurement(args.target) if args.target else None
+    # the measurement needs the target's weights: a config.json alone gives layer counts only
+    measurement = Measurement(args.target) if args.target and Path(args.target).is_dir() else None
     trained = measurement.trained(args.draft, args.aux_convention) if measurement else None
     try:
-        solution, out = fix(args.draft, args.out, engines, args.target, args.aux_convention, args.force, prefer,
+        target = str(Path(args.target).resolve()) if args.target else None
+        solution, out = fix(args.draft, args.out, engines, target, args.aux_convention, args.force, prefer,
                             trained)
     except RepairRefused as exc:
         print(exc.render(), file=sys.stderr)
@@ -182,7 +184,7 @@ def _fix(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if measurement is not None:
         print("\n".join(predicted_lines(measurement, args.draft, out, served, args.aux_convention,
                                          solution.convention)))
-    proof = prove(out, served, args.target, solution.convention)
+    proof = prove(out, served, str(Path(args.target).resolve()) if args.target else None, solution.convention)
     if not proof.passed:
         print(f"proof FAILED: the contracts do not pass on {out} for {', '.join(e.spec for e in served)}:",
               file=sys.stderr)
