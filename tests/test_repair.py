@@ -4,6 +4,8 @@ passing verdict; unfixable ones are refused with the reason and nothing written;
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -213,3 +215,23 @@ def test_plan_of_an_unreadable_draft_says_why(tmp_path: Path, capsys: pytest.Cap
     assert main(["plan", str(source), "--engine", "vllm==0.33.0"]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"plan: {source} cannot be read: ") and "Traceback" not in err
+
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "repair.md"
+CONSOLE = re.compile(r"^```console\n\$ (?P<command>[^\n]+)\n(?P<output>.*?)^```", re.DOTALL | re.MULTILINE)
+
+
+@pytest.mark.parametrize("block", [m.groupdict() for m in CONSOLE.finditer(DOCS.read_text(encoding="utf-8"))],
+                         ids=lambda b: b["command"][:60])
+def test_docs_console_block_is_what_the_command_prints(block: dict[str, str]) -> None:
+    words = shlex.split(block["command"])
+    assert words[:3] == ["python", "-m", "pytest_eagle3"]
+    done = subprocess.run([sys.executable, *words[1:]], cwd=DOCS.parents[1], capture_output=True, text=True,
+                          check=False, timeout=900)
+    printed = [" ".join(line.split()) for line in (done.stdout + done.stderr).splitlines()]
+    position = 0
+    for line in (" ".join(raw.split()) for raw in block["output"].splitlines()):
+        if not line or line == "...":
+            continue
+        assert line in printed[position:], f"docs/repair.md shows a line `{block['command']}` does not print: {line}"
+        position = printed.index(line, position) + 1

@@ -62,13 +62,28 @@ def record_of(solution: Solution, source: Path, engines: Sequence[EngineVersion]
 
 def prove(out: Path, engines: Sequence[EngineVersion], target: str | None, convention: str | None) -> Proof:
     """Run the contract suite on ``out`` for ``engines`` in a fresh interpreter (the ``check`` entry)."""
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--eagle3-ckpt={out}",
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--eagle3-ckpt={out.resolve()}",
                f"--eagle3-engine={','.join(e.spec for e in engines)}"]
     command += [f"--eagle3-target={target}"] if target else []
     command += [f"--eagle3-aux-convention={convention}"] if convention else []
     env = dict(os.environ)
-    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=str(out.parent), check=False)
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=str(out.resolve().parent), check=False)
     return Proof(tuple(command), done.returncode, (done.stdout + done.stderr)[-6000:])
+
+
+def check_command(out: Path, engines: Sequence[EngineVersion], target: str | None, convention: str | None) -> str:
+    """The command a user runs to check the copy again (the convention flag where the copy needs it)."""
+    words = ["pytest", f"--eagle3-ckpt={out}", f"--eagle3-engine={','.join(e.spec for e in engines)}"]
+    words += [f"--eagle3-target={target}"] if target else []
+    words += [f"--eagle3-aux-convention={convention}"] if convention else []
+    return " ".join(words)
+
+
+def copy_flag(out: Path, convention: str | None) -> str | None:
+    """The convention a check of the copy must be told: None when the copy's format already implies it."""
+    from pytest_eagle3.checkpoint import Checkpoint
+
+    return None if Checkpoint.open(out).config.aux.convention == convention else convention
 
 
 def tree_hash(path: Path) -> str:

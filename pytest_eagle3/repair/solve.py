@@ -141,13 +141,13 @@ def solve(ckpt: Checkpoint, engines: Sequence[EngineVersion], target: TargetMode
         if not failing and not _aux_misplaced(solution, plans):
             break
         progress = _layout(solution, plans, prefer)
-        progress |= _place_aux_ids(solution, plans, claims)
         for spec, plan in failing.items():
             if spec in claims.losers:
                 continue
             for issue in plan.issues:
                 if issue.area != "keys":
                     progress |= _apply(solution, plan, issue, claims)
+        progress |= _place_aux_ids(solution, plans, claims)
         for loser, why in claims.losers.items():
             solution.not_served.setdefault(loser, why)
         active = [e for e in engines if e.spec not in claims.losers]
@@ -269,7 +269,8 @@ def _apply(solution: Solution, plan: PlanView, issue: PlanIssue, claims: _Claims
         if not configs.is_speculators(config) or not claims.claim("<format>", "flat", plan.engine.spec):
             return False
         solution.draft.config = configs.flatten_speculators(config)
-        # keep the speculators' aux ids where vLLM reads them; the aux edits move them for each engine
+        # the speculators' top-level ids stay (vLLM reads them; a flat config with layers.0.* and eagle_config
+        # ids alone reads as a ModelOpt export, whose habits the copy does not have)
         if config.get("eagle_aux_hidden_state_layer_ids") is not None:
             solution.draft.config["eagle_aux_hidden_state_layer_ids"] = config["eagle_aux_hidden_state_layer_ids"]
         solution.changes.append(Change("config", "speculators config -> flat SGLang/EAGLE-style config "

@@ -40,4 +40,6 @@ def render_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | N
     lines.append(f"map reading:          {view.map_reading or 'unknown'}")
     lines.append(f"outcome:              {view.outcome}")
     lines += [f"  [{i.area}/{i.code}] {i.summary}" + (f"\n    fix: {i.fix}" if i.fix else "") for i in view.issues]
+    if view.issues:
+        lines.append(f"a fixed copy for {engine.spec}: python -m pytest_eagle3 fix {ckpt.path} OUT --to {engine.spec}")
     return "\n".join(lines)

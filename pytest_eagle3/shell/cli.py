@@ -155,7 +155,7 @@ def _plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def _fix(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from pytest_eagle3.repair.fix import fix, prove, render
+    from pytest_eagle3.repair.fix import check_command, copy_flag, fix, prove, render
     from pytest_eagle3.repair.prediction import Measurement, predicted_lines
     from pytest_eagle3.repair.record import RepairRefused
 
@@ -191,6 +191,7 @@ def _fix(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         print(proof.output, file=sys.stderr)
         return 1
     print(f"proof: the contracts pass on {out} for {', '.join(e.spec for e in served)}")
+    print(f"  check again: {check_command(out, served, args.target, copy_flag(out, solution.convention))}")
     return 1 if solution.not_served else 0
 
 
