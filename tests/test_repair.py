@@ -263,3 +263,40 @@ def test_vllm_loader_loads_the_fixed_copy_with_every_parameter_from_its_source(t
     assert_same_bytes(source, tmp_path / "fixed")
     offsets = Checkpoint.open(tmp_path / "fixed").read("d2t")
     assert result["draft_to_target"] == [i + int(v) for i, v in enumerate(offsets)]
+
+
+def test_prefer_serves_the_preferred_engine_and_reports_the_other(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """With --prefer, an engine no copy serves is reported, exit 1, and the copy carries no edit made for it."""
+    code, out, err = fix(capsys, str(EXAMPLES / "trained-2layer"), str(tmp_path / "fixed"), "--to",
+                         "sglang==0.5.11,vllm==0.33.0", "--prefer", "vllm==0.33.0")
+    assert code == 1
+    assert "not served: sglang==0.5.11: SGLang 0.5.11: [layers/multi-layer]" in out
+    assert "proof: the contracts pass on" in out and out.rstrip().splitlines()[-2].endswith("for vllm==0.33.0")
+    record = json.loads((tmp_path / "fixed" / "eagle3-fix.json").read_text())
+    assert record["changes"] == [] and list(record["not_served"]) == ["sglang==0.5.11"]
+    assert check(tmp_path / "fixed", "vllm==0.33.0").returncode == 0
+
+
+def test_contradicting_edits_are_refused_unless_an_engine_is_preferred() -> None:
+    """Two engines needing different values in one field: refused naming both, or the preferred one wins."""
+    from pytest_eagle3.repair.record import RepairRefused
+    from pytest_eagle3.repair.solve import _Claims
+
+    field = "eagle_config.eagle_aux_hidden_state_layer_ids"
+    claims = _Claims(prefer=None)
+    assert claims.claim(field, (1, 3, 4), "sglang==0.5.23")
+    assert claims.claim(field, (1, 3, 4), "vllm==0.22.0")
+    with pytest.raises(RepairRefused) as refused:
+        claims.claim(field, (2, 4, 5), "vllm==0.22.0")
+    assert str(refused.value).startswith(f"sglang==0.5.23 needs {field} = [1, 3, 4] and vllm==0.22.0 needs [2, 4, 5]: "
+                                         "one copy cannot serve both; name the engine that wins with --prefer")
+    claims = _Claims(prefer="vllm==0.22.0")
+    assert claims.claim(field, (1, 3, 4), "sglang==0.5.23")
+    assert claims.claim(field, (2, 4, 5), "vllm==0.22.0")
+    assert claims.losers == {"sglang==0.5.23": f"sglang==0.5.23 needs {field} = [1, 3, 4] and vllm==0.22.0 needs "
+                                               "[2, 4, 5]: one copy cannot serve both"}
+    claims = _Claims(prefer="sglang==0.5.23")
+    assert claims.claim(field, (1, 3, 4), "sglang==0.5.23")
+    assert not claims.claim(field, (2, 4, 5), "vllm==0.22.0")
+    assert list(claims.losers) == ["vllm==0.22.0"]

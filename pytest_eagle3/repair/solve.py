@@ -3,7 +3,8 @@ config edit or key layout each remaining issue names, until no engine has an iss
 
 Several engines share one copy. When two need contradicting values in one field (or two key layouts),
 the copy cannot serve both: :class:`RepairRefused` says which, unless ``prefer`` names the engine that wins
-(the other is then left as it is and reported).
+(the other is then left as it is and reported). With ``prefer``, engines no copy can serve are reported
+the same way instead of refusing the copy for the preferred one.
 """
 
 from __future__ import annotations
@@ -92,24 +93,25 @@ class _Claims:
 
     def __init__(self, prefer: str | None) -> None:
         self.prefer = prefer
-        self.owner: dict[str, tuple[Any, str]] = {}
+        self.owner: dict[str, tuple[Any, set[str]]] = {}
         self.losers: dict[str, str] = {}
 
     def claim(self, dotted: str, value: Any, spec: str) -> bool:
-        """Record ``spec`` needing ``value`` in ``dotted``; False when another engine already holds another value
-        there and wins (or raise when nobody was named to win)."""
+        """Record ``spec`` needing ``value`` in ``dotted``; False when another engine needs another value there
+        and wins; :class:`RepairRefused` when nobody was named to win."""
         value = list(value) if isinstance(value, tuple) else value
-        held = self.owner.get(dotted)
-        if held is None or held[0] == value or held[1] == spec:
-            self.owner[dotted] = (value, spec)
+        held_value, holders = self.owner.get(dotted, (value, set()))
+        others = holders - {spec}
+        if held_value == value or not others:
+            self.owner[dotted] = (value, (holders if held_value == value else set()) | {spec})
             return True
-        other_value, other = held
-        conflict = (f"{other} needs {dotted} = {other_value} and {spec} needs {value}: one copy cannot serve both")
+        conflict = (f"{', '.join(sorted(others))} needs {dotted} = {held_value} and {spec} needs {value}: "
+                    "one copy cannot serve both")
         if self.prefer == spec:
-            self.losers[other] = conflict
-            self.owner[dotted] = (value, spec)
+            self.losers.update({other: conflict for other in others})
+            self.owner[dotted] = (value, {spec})
             return True
-        if self.prefer == other:
+        if self.prefer in others:
             self.losers[spec] = conflict
             return False
         raise RepairRefused([conflict + "; name the engine that wins with --prefer ENGINE==VER (or fix for each "
@@ -134,27 +136,30 @@ def solve(ckpt: Checkpoint, engines: Sequence[EngineVersion], target: TargetMode
     trained = measured or trained_layers(ckpt, convention, target)
     solution = Solution(draft, changes, trained, None)
     claims = _Claims(prefer)
-    active = list(engines)
     for _ in range(MAX_ROUNDS):
-        plans = _plans(draft, active, target, trained)
+        plans = _plans(draft, engines, target, trained)
         failing = {s: p for s, p in plans.items() if p.issues}
         if not failing and not _aux_misplaced(solution, plans):
             break
         progress = _layout(solution, plans, prefer)
         for spec, plan in failing.items():
-            if spec in claims.losers:
-                continue
             for issue in plan.issues:
                 if issue.area != "keys":
                     progress |= _apply(solution, plan, issue, claims)
         progress |= _place_aux_ids(solution, plans, claims)
-        for loser, why in claims.losers.items():
-            solution.not_served.setdefault(loser, why)
-        active = [e for e in engines if e.spec not in claims.losers]
+        if not progress and prefer is not None and prefer not in failing:
+            for spec, plan in failing.items():  # the preferred engine is served: the others are reported
+                claims.losers[spec] = "; ".join(_unfixable({spec: plan}))
+            progress = True
+        if claims.losers:  # start again for the engines served, so the copy carries no edit made for a loser
+            served = [e for e in engines if e.spec not in claims.losers]
+            again = solve(ckpt, served, target, convention, prefer, measured)
+            again.not_served = {**claims.losers, **again.not_served}
+            return again
         if not progress:
             raise RepairRefused(_unfixable(failing))
     else:
-        raise RepairRefused(_unfixable({s: p for s, p in _plans(draft, active, target, trained).items() if p.issues}))
+        raise RepairRefused(_unfixable({s: p for s, p in _plans(draft, engines, target, trained).items() if p.issues}))
     solution.plans = _plans(draft, engines, target, trained)
     solution.convention = copy_convention(draft, trained)
     return solution
@@ -203,23 +208,24 @@ def _layout(solution: Solution, plans: dict[str, PlanView], prefer: str | None) 
         return False  # no layout helps: the key issues are not about names (reported as unfixable)
     for layout, ok in serves.items():
         if set(ok) == servable or (prefer is not None and prefer in ok):
-            _rename(solution, mappings[layout], layout, plans)
-            return True
+            return _rename(solution, mappings[layout], layout, plans)
     needs = "; ".join(f"{spec} loads {[lay for lay, ok in serves.items() if spec in ok]}" for spec in sorted(servable))
     raise RepairRefused([f"the engines need different tensor names ({needs}): one copy cannot serve them all; "
                          "name the engine that wins with --prefer ENGINE==VER"])
 
 
-def _rename(solution: Solution, mapping: dict[str, str], layout: str, plans: dict[str, PlanView]) -> None:
+def _rename(solution: Solution, mapping: dict[str, str], layout: str, plans: dict[str, PlanView]) -> bool:
+    """Rename to ``layout``; False when no name changes."""
     moved = {old: new for old, new in mapping.items() if old != new}
     if not moved:
-        return
+        return False
     solution.draft.rename(moved)
     solution.layout = layout
     first = sorted(moved)[0]
     why = "; ".join(f"{p.engine.label}: {i.summary}" for p in plans.values() for i in p.issues if i.area == "keys")
     solution.changes.append(Change("rename", f"{len(moved)} tensors to the {layout} layout: {first} -> {moved[first]}, ...",
                                    why, tuple(plans)))
+    return True
 
 
 def _aux_misplaced(solution: Solution, plans: dict[str, PlanView]) -> list[tuple[PlanView, str, tuple[int, ...]]]:
@@ -238,8 +244,6 @@ def _aux_misplaced(solution: Solution, plans: dict[str, PlanView]) -> list[tuple
 def _place_aux_ids(solution: Solution, plans: dict[str, PlanView], claims: _Claims) -> bool:
     progress = False
     for plan, dotted, ids in _aux_misplaced(solution, plans):
-        if plan.engine.spec in claims.losers:
-            continue
         progress |= _config_edit(solution, plan, claims, dotted, ids,
                                  f"{plan.engine.label} reads aux ids from {dotted} first: ids {list(ids)} feed the "
                                  f"training layer inputs {list(solution.trained.inputs or ())} "
