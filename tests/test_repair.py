@@ -300,3 +300,22 @@ def test_contradicting_edits_are_refused_unless_an_engine_is_preferred() -> None
     assert claims.claim(field, (1, 3, 4), "sglang==0.5.23")
     assert not claims.claim(field, (2, 4, 5), "vllm==0.22.0")
     assert list(claims.losers) == ["vllm==0.22.0"]
+
+
+def test_with_a_target_the_training_layers_are_measured_and_acceptance_predicted_before_and_after(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """demo-draft with its target: the measurement settles the training layers, SGLang 0.5.23 predicts nothing
+    before (it refuses the config) and the as-trained figure after."""
+    pytest.importorskip("transformers", reason="the reference forward runs the target with transformers")
+    code, out, err = fix(capsys, str(EXAMPLES / "demo-draft"), str(tmp_path / "fixed"), "--to", "sglang==0.5.23",
+                         "--target", str(EXAMPLES / "demo-target"))
+    assert code == 0, err
+    assert "training layer inputs: [2, 4, 5] (measured: " in out
+    line = next(x for x in out.splitlines() if x.startswith("predicted acceptance, SGLang 0.5.23: "))
+    found = re.search(r"before none \(SGLang 0.5.23 refuses this draft at load.*\), after (\d+\.\d+) "
+                      r"\(as trained (\d+\.\d+)\)$", line)
+    assert found, line
+    assert abs(float(found.group(1)) - float(found.group(2))) <= 0.05
+    assert float(found.group(2)) > 2.0
+    record = json.loads((tmp_path / "fixed" / "eagle3-fix.json").read_text())
+    assert record["training_layers"]["from"].startswith("measured: ")
