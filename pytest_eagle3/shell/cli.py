@@ -1,4 +1,4 @@
-"""Command line: ``python -m pytest_eagle3 check PATH...``, ``synth`` and ``matrix``.
+"""Command line: ``python -m pytest_eagle3 check PATH...``, ``synth``, ``matrix``, ``fix`` and ``plan``.
 
 A bad argument is an argparse usage error (exit 2, one line naming the argument), never a traceback.
 """
@@ -9,9 +9,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from pytest_eagle3.testing import synth as synthetic
-from pytest_eagle3.producers.formats import SPECULATORS
+from pytest_eagle3.producers.formats import INPUT_OF, OUTPUT_OF, SPECULATORS
+
+CONVENTIONS = (INPUT_OF, OUTPUT_OF)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -33,6 +36,20 @@ def _parser() -> argparse.ArgumentParser:
                        help="inject a fault (repeatable); see --list-faults")
     synth.add_argument("--target", type=Path, help="also write the matching tiny target model to this directory")
     synth.add_argument("--list-faults", action="store_true", help="print the known faults and exit")
+    fix = sub.add_parser("fix", help="write a fixed copy of a draft for chosen engine versions, proven by the contracts")
+    fix.add_argument("draft", type=Path, metavar="DRAFT")
+    fix.add_argument("out", type=Path, metavar="OUT", help="the new directory (refused if it exists, unless --force)")
+    fix.add_argument("--to", required=True, metavar="ENGINE==VER[,ENGINE==VER...]", help="the engine versions to serve")
+    fix.add_argument("--target", help="target model dir or config.json (layer counts, vocab, predicted acceptance)")
+    fix.add_argument("--aux-convention", choices=CONVENTIONS,
+                     help="how the draft's aux ids name its training layers (default: the producer's convention)")
+    fix.add_argument("--prefer", metavar="ENGINE==VER", help="the engine that wins when two need contradicting edits")
+    fix.add_argument("--force", action="store_true", help="replace an existing OUT")
+    plan = sub.add_parser("plan", help="print one engine version's load plan of a draft as a table")
+    plan.add_argument("draft", type=Path, metavar="DRAFT")
+    plan.add_argument("--engine", required=True, metavar="ENGINE==VER")
+    plan.add_argument("--target", help="target model dir or config.json")
+    plan.add_argument("--aux-convention", choices=CONVENTIONS)
     return parser
 
 
@@ -49,6 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(pytest.main(pytest_args))
     if args.command == "matrix":
         return _matrix(parser, args.readme)
+    if args.command == "fix":
+        return _fix(parser, args)
+    if args.command == "plan":
+        return _plan(parser, args)
     return _synth(parser, args)
 
 
@@ -89,6 +110,89 @@ def _synth(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.target is not None:
         print(synthetic.write_target(spec, args.target))
     return 0
+
+
+def _engines(parser: argparse.ArgumentParser, flag: str, text: str, one: bool = False) -> list[Any]:
+    from pytest_eagle3.repair.planview import parse_engines
+
+    try:
+        engines = list(parse_engines(text))
+    except ValueError as exc:
+        parser.error(f"{flag}: {exc}")
+    if not engines or (one and len(engines) != 1):
+        parser.error(f"{flag}: name {'one engine version' if one else 'engine versions'} as ENGINE==VER")
+    return engines
+
+
+def _target(parser: argparse.ArgumentParser, target: str | None) -> Any:
+    if target is None:
+        return None
+    from pytest_eagle3.checkpoint import TargetModel
+
+    if not Path(target).exists():
+        parser.error(f"--target: {target} does not exist")
+    model = TargetModel.open(target)
+    if model.problem:
+        parser.error(f"--target: {model.problem}")
+    return model
+
+
+def _plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from pytest_eagle3.checkpoint import Checkpoint
+    from pytest_eagle3.repair.table import render_plan
+
+    engine = _engines(parser, "--engine", args.engine, one=True)[0]
+    target = _target(parser, args.target)
+    if not args.draft.exists():
+        parser.error(f"DRAFT: {args.draft} does not exist")
+    ckpt = Checkpoint.open(args.draft)
+    problems = ckpt.problems + ([ckpt.config_problem] if ckpt.config_problem else [])
+    if problems:
+        print(f"plan: {args.draft} cannot be read: " + "; ".join(problems), file=sys.stderr)
+        return 1
+    print(render_plan(ckpt, engine, target, args.aux_convention))
+    return 0
+
+
+def _fix(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from pytest_eagle3.repair.fix import check_command, copy_flag, fix, prove, render
+    from pytest_eagle3.repair.prediction import Measurement, predicted_lines
+    from pytest_eagle3.repair.record import RepairRefused
+
+    engines = _engines(parser, "--to", args.to)
+    prefer = _engines(parser, "--prefer", args.prefer, one=True)[0].spec if args.prefer else None
+    if prefer and prefer not in {e.spec for e in engines}:
+        parser.error(f"--prefer: {prefer} is not one of --to {args.to}")
+    _target(parser, args.target)
+    if not args.draft.exists():
+        parser.error(f"DRAFT: {args.draft} does not exist")
+    # the measurement needs the target's weights: a config.json alone gives layer counts only
+    measurement = Measurement(args.target) if args.target and Path(args.target).is_dir() else None
+    trained = measurement.trained(args.draft, args.aux_convention) if measurement else None
+    try:
+        target = str(Path(args.target).resolve()) if args.target else None
+        solution, out = fix(args.draft, args.out, engines, target, args.aux_convention, args.force, prefer,
+                            trained)
+    except RepairRefused as exc:
+        print(exc.render(), file=sys.stderr)
+        return 1
+    except (FileExistsError, OSError) as exc:
+        print(f"fix: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(render(solution, out)))
+    served = [e for e in engines if e.spec not in solution.not_served]
+    if measurement is not None:
+        print("\n".join(predicted_lines(measurement, args.draft, out, served, args.aux_convention,
+                                         solution.convention)))
+    proof = prove(out, served, str(Path(args.target).resolve()) if args.target else None, solution.convention)
+    if not proof.passed:
+        print(f"proof FAILED: the contracts do not pass on {out} for {', '.join(e.spec for e in served)}:",
+              file=sys.stderr)
+        print(proof.output, file=sys.stderr)
+        return 1
+    print(f"proof: the contracts pass on {out} for {', '.join(e.spec for e in served)}")
+    print(f"  check again: {check_command(out, served, args.target, copy_flag(out, solution.convention))}")
+    return 1 if solution.not_served else 0
 
 
 if __name__ == "__main__":

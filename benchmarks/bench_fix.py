@@ -1,0 +1,86 @@
+"""Benchmark ``python -m pytest_eagle3 fix`` on the Kimi-K2.5-shaped draft of bench_contracts.py.
+
+Usage::
+
+    python benchmarks/bench_fix.py [--workdir DIR] [--keep] [--to ENGINES]
+
+Builds (or reuses) the ~2 GB SpecForge-layout draft, then runs in fresh interpreters, one at a time:
+
+* ``baseline``: ``python -c "import torch, pytest"`` (the import floor of any run);
+* ``fix``: ``python -m pytest_eagle3 fix LARGE OUT --to ENGINES`` (solve, stream the copy, then the
+  contracts on the copy in a child interpreter, whose peak is folded into ``ru_maxrss`` too).
+
+Peak RSS as in bench_contracts.py (``os.wait4`` rusage of each child). Prints wall seconds, peak RSS,
+RSS above the baseline, and the copy's size; the goal is peak RSS(fix) - RSS(baseline) <= 128 MB.
+Exit status 0 when the goal holds and both runs exited 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_contracts import (  # noqa: E402  (a sibling script, not a package)
+    LARGE_SPEC,
+    MB,
+    RSS_GOAL_MB,
+    Case,
+    build_draft,
+    harness_rss_mb,
+    run_once,
+    warm_page_cache,
+)
+
+BASELINE_CODE = "import torch, pytest"
+DEFAULT_ENGINES = "sglang==0.5.23,vllm==0.33.0"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workdir", type=Path, help="where the large draft is built (default: a temporary folder)")
+    parser.add_argument("--keep", action="store_true", help="keep the workdir's draft for the next run")
+    parser.add_argument("--to", default=DEFAULT_ENGINES, help=f"engines for fix (default {DEFAULT_ENGINES})")
+    args = parser.parse_args(argv)
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-fix-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    large, out = workdir / "large", workdir / "large-fixed"
+    shutil.rmtree(out, ignore_errors=True)
+    try:
+        took = build_draft(LARGE_SPEC, large)
+        size = sum(f.stat().st_size for f in large.iterdir()) / MB
+        print(f"large draft: {large} ({size:,.0f} MB), {'reused' if took is None else f'built in {took:.1f} s'}")
+        warm_page_cache([large])
+        py = sys.executable
+        results = {}
+        for case in (Case("baseline", (py, "-c", BASELINE_CODE), workdir),
+                     Case("fix", (py, "-m", "pytest_eagle3", "fix", str(large), str(out), "--to", args.to), workdir)):
+            sample, tail = run_once(case)
+            results[case.name] = sample
+            if sample.returncode != 0:
+                print(f"{case.name} exited {sample.returncode}:\n{tail}")
+        if harness_rss_mb() >= results["baseline"].rss_mb:
+            raise RuntimeError("harness peak RSS reached the baseline's: children's ru_maxrss would echo it")
+        base = results["baseline"].rss_mb
+        print(f"{'case':10} {'wall s':>8} {'peak RSS MB':>12} {'above baseline MB':>18} {'rc':>3}")
+        for name, r in results.items():
+            print(f"{name:10} {r.wall_s:8.2f} {r.rss_mb:12.1f} {r.rss_mb - base:18.1f} {r.returncode:>3}")
+        copied = sum(f.stat().st_size for f in out.iterdir()) / MB if out.is_dir() else 0.0
+        above = results["fix"].rss_mb - base
+        ok = above <= RSS_GOAL_MB and all(r.returncode == 0 for r in results.values())
+        print(f"copy: {copied:,.0f} MB; goal: peak RSS above baseline <= {RSS_GOAL_MB:.0f} MB: "
+              f"{'PASS' if ok else 'FAIL'} ({above:.1f} MB)")
+        return 0 if ok else 1
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

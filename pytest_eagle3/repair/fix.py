@@ -1,0 +1,129 @@
+"""``fix``: solve the copy, write it safely, then prove it with the contracts of the chosen engines."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_eagle3.repair.record import RepairRefused
+from pytest_eagle3.repair.solve import Solution, Trained, solve
+from pytest_eagle3.repair.writer import RECORD, write_copy
+
+if TYPE_CHECKING:
+    from pytest_eagle3.engines.versions import EngineVersion
+
+SCHEMA = "pytest-eagle3/fix/1"
+
+
+@dataclass(frozen=True)
+class Proof:
+    """The contracts' verdict on the copy: the command run, its exit code and the tail of what it printed."""
+
+    command: tuple[str, ...]
+    returncode: int
+    output: str
+
+    @property
+    def passed(self) -> bool:
+        return self.returncode == 0
+
+
+def _refuse_paths(source: Path, out: Path) -> None:
+    src, dst = source.resolve(), out.resolve()
+    if dst == src or dst.is_relative_to(src) or src.is_relative_to(dst):
+        raise RepairRefused([f"OUT {out} overlaps the draft {source}: the source is never touched; choose another folder"])
+
+
+def record_of(solution: Solution, source: Path, engines: Sequence[EngineVersion]) -> dict[str, Any]:
+    """``OUT/eagle3-fix.json``: the source, the engines, every change and where each tensor came from."""
+    return {
+        "schema": SCHEMA,
+        "source": str(source),
+        "engines": [e.spec for e in engines],
+        "not_served": solution.not_served,
+        "training_layers": {"inputs": list(solution.trained.inputs) if solution.trained.inputs else None,
+                            "from": solution.trained.words},
+        "aux_convention_of_copy": solution.convention,
+        "layout": solution.layout,
+        "changes": [c.to_json() for c in solution.changes],
+        # copied byte for byte from the named source tensor (or a row range of it)
+        "tensors": {name: solution.draft.origin.get(name, name) for name in sorted(solution.draft.entries)},
+        # computed in memory (a rewritten or rebuilt map), from the named source tensor
+        "computed": {name: solution.draft.origin.get(name, name) for name in sorted(solution.draft.computed)},
+    }
+
+
+def prove(out: Path, engines: Sequence[EngineVersion], target: str | None, convention: str | None) -> Proof:
+    """Run the contract suite on ``out`` for ``engines`` in a fresh interpreter (the ``check`` entry)."""
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--eagle3-ckpt={out.resolve()}",
+               f"--eagle3-engine={','.join(e.spec for e in engines)}"]
+    command += [f"--eagle3-target={target}"] if target else []
+    command += [f"--eagle3-aux-convention={convention}"] if convention else []
+    env = dict(os.environ)
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=str(out.resolve().parent), check=False)
+    return Proof(tuple(command), done.returncode, (done.stdout + done.stderr)[-6000:])
+
+
+def check_command(out: Path, engines: Sequence[EngineVersion], target: str | None, convention: str | None) -> str:
+    """The command a user runs to check the copy again (the convention flag where the copy needs it)."""
+    words = ["pytest", f"--eagle3-ckpt={out}", f"--eagle3-engine={','.join(e.spec for e in engines)}"]
+    words += [f"--eagle3-target={target}"] if target else []
+    words += [f"--eagle3-aux-convention={convention}"] if convention else []
+    return " ".join(words)
+
+
+def copy_flag(out: Path, convention: str | None) -> str | None:
+    """The convention a check of the copy must be told: None when the copy's format already implies it."""
+    from pytest_eagle3.checkpoint import Checkpoint
+
+    return None if Checkpoint.open(out).config.aux.convention == convention else convention
+
+
+def tree_hash(path: Path) -> str:
+    """A digest of every file under ``path`` (names and bytes), for before/after comparison."""
+    digest = hashlib.sha256()
+    for file in sorted(p for p in Path(path).rglob("*") if p.is_file()):
+        digest.update(str(file.relative_to(path)).encode())
+        with open(file, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def fix(source: Path, out: Path, engines: Sequence[EngineVersion], target: str | None = None,
+        convention: str | None = None, force: bool = False, prefer: str | None = None,
+        trained: Trained | None = None) -> tuple[Solution, Path]:
+    """Solve and write the copy (the proof is a separate step: :func:`prove`)."""
+    from pytest_eagle3.checkpoint import Checkpoint, TargetModel
+
+    source, out = Path(source), Path(out)
+    _refuse_paths(source, out)
+    if out.exists() and not force:
+        raise FileExistsError(f"{out} already exists; fix never overwrites (pass --force to replace it)")
+    ckpt = Checkpoint.open(source)
+    model = TargetModel.open(target) if target else None
+    solution = solve(ckpt, engines, model, convention, prefer, trained)
+    write_copy(solution.draft, out, record_of(solution, source, engines), force)
+    return solution, out
+
+
+def render(solution: Solution, out: Path) -> list[str]:
+    """What fix prints about the copy: one line per change, the engines served."""
+    lines = [f"fixed copy written to {out} ({len(solution.changes)} changes, recorded in {out / RECORD}):"]
+    lines += [f"  {c.kind}: {c.what}" for c in solution.changes] or ["  no change needed: the draft loads as written"]
+    lines.append(f"  training layer inputs: {list(solution.trained.inputs) if solution.trained.inputs else 'unknown'} "
+                 f"({solution.trained.words})")
+    for spec, why in solution.not_served.items():
+        lines.append(f"  not served: {spec}: {why}")
+    return lines
+
+
+def save_json(path: Path, data: dict[str, Any]) -> None:
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

@@ -1,0 +1,73 @@
+"""With a target: the training layers measured by the reference forward, and the predicted acceptance per
+engine before and after the fix (reference.predict; torch and transformers load only here)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_eagle3.repair.solve import Trained
+
+if TYPE_CHECKING:
+    from pytest_eagle3.engines.versions import EngineVersion
+
+
+class Measurement:
+    """One target run shared by the source's and the copy's predictors."""
+
+    def __init__(self, target: str) -> None:
+        from pytest_eagle3.reference.predict import PredictionSession
+
+        self.target = target
+        self.session = PredictionSession()
+        self.predictors: dict[str, Any] = {}
+        self.problems: dict[str, str] = {}
+
+    def predictor(self, path: Path, convention: str | None) -> Any:
+        from pytest_eagle3.checkpoint import Checkpoint
+        from pytest_eagle3.reference.predict import PredictionUnavailable
+
+        key = str(path)
+        if key not in self.predictors and key not in self.problems:
+            try:
+                self.predictors[key] = self.session.predictor(Checkpoint.open(path), self.target, convention)
+            except (PredictionUnavailable, OSError, ValueError, RuntimeError) as exc:
+                self.problems[key] = str(exc)
+        return self.predictors.get(key)
+
+    def trained(self, path: Path, convention: str | None) -> Trained | None:
+        """The measured training layer inputs, when the measurement settles them."""
+        from pytest_eagle3.reference.predict import MEASURED
+
+        predictor = self.predictor(path, convention)
+        if predictor is None or predictor.training.basis != MEASURED:
+            return None
+        return Trained(tuple(predictor.training.feed.indices), predictor.training.source)
+
+    def figure(self, path: Path, engine: EngineVersion, convention: str | None) -> str:
+        from pytest_eagle3.checkpoint import Checkpoint, TargetModel
+        from pytest_eagle3.engines.plan import load_plan
+
+        predictor = self.predictor(path, convention)
+        if predictor is None:
+            return f"unavailable ({self.problems.get(str(path), 'no predictor')})"
+        plan = load_plan(Checkpoint.open(path), engine, TargetModel.open(self.target), convention)
+        prediction = predictor.predict(plan)
+        if prediction.acceptance is None:
+            return f"none ({prediction.unavailable})"
+        return f"{prediction.acceptance.mean_acceptance_length:.2f}"
+
+
+def predicted_lines(measurement: Measurement, source: Path, out: Path, engines: Sequence[EngineVersion],
+                    convention: str | None, copy_convention: str | None) -> list[str]:
+    """'predicted acceptance, sglang==0.5.23: before none (refused ...), after 3.10 (as trained 3.12)'."""
+    lines = []
+    for engine in engines:
+        before = measurement.figure(source, engine, convention)
+        after = measurement.figure(out, engine, copy_convention)
+        predictor = measurement.predictor(source, convention)
+        trained = (f" (as trained {predictor.training.acceptance.mean_acceptance_length:.2f})"
+                   if predictor is not None else "")
+        lines.append(f"predicted acceptance, {engine.label}: before {before}, after {after}{trained}")
+    return lines

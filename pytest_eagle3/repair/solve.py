@@ -1,0 +1,313 @@
+"""Find the copy: engine-independent repairs, then re-plan every chosen engine on the copy and apply the
+config edit or key layout each remaining issue names, until no engine has an issue left.
+
+Several engines share one copy. When two need contradicting values in one field (or two key layouts),
+the copy cannot serve both: :class:`RepairRefused` says which, unless ``prefer`` names the engine that wins
+(the other is then left as it is and reported). With ``prefer``, engines no copy can serve are reported
+the same way instead of refusing the copy for the preferred one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pytest_eagle3.repair import configs, independent, keys
+from pytest_eagle3.repair.planview import PlanIssue, PlanView, aux_ids_for, plan_view
+from pytest_eagle3.repair.record import Change, RepairRefused
+from pytest_eagle3.repair.virtual import VirtualDraft
+
+if TYPE_CHECKING:
+    from pytest_eagle3.checkpoint import Checkpoint, TargetModel
+    from pytest_eagle3.engines.versions import EngineVersion
+
+INPUT_OF, OUTPUT_OF = "input-of", "output-of"
+MAX_ROUNDS = 8
+
+
+@dataclass(frozen=True)
+class Trained:
+    """The target layer inputs the draft was trained on, and how that is known."""
+
+    inputs: tuple[int, ...] | None
+    words: str
+
+
+@dataclass
+class Solution:
+    """The copy to write, every change made, the engines it serves and the plans that show it."""
+
+    draft: VirtualDraft
+    changes: list[Change]
+    trained: Trained
+    convention: str | None
+    plans: dict[str, PlanView] = field(default_factory=dict)
+    not_served: dict[str, str] = field(default_factory=dict)
+    layout: str = "as written"
+
+
+def trained_layers(ckpt: Checkpoint, convention: str | None, target: TargetModel | None) -> Trained:
+    """Training layer inputs: ``--aux-convention`` over the producer's convention over the target's defaults."""
+    from pytest_eagle3.producers.formats import default_aux_inputs
+
+    aux = ckpt.config.aux
+    if aux.ids:
+        given = convention or aux.convention
+        how = "--aux-convention" if convention else f"the producer's convention ({aux.convention_source})"
+        if given in (INPUT_OF, OUTPUT_OF):
+            shift = 1 if given == OUTPUT_OF else 0
+            inputs = tuple(sorted({i + shift for i in aux.ids}))
+            return Trained(inputs, f"{aux.field} = {list(aux.ids)} read {given}, from {how}")
+        return Trained(None, f"{aux.field} = {list(aux.ids)}, convention unknown: pass --aux-convention")
+    if target is not None and target.num_hidden_layers is not None:
+        inputs = tuple(default_aux_inputs(target.num_hidden_layers))
+        return Trained(inputs, "no aux ids in config.json: the producers' default for the target's layer count")
+    return Trained(None, "no aux ids in config.json and no target: the training layers are unknown")
+
+
+def copy_convention(draft: VirtualDraft, trained: Trained) -> str | None:
+    """The convention under which the copy's first aux-id field holds the training inputs (passed to the
+    plans and to the proof so they read the ids as trained)."""
+    if trained.inputs is None:
+        return None
+    ids = draft.checkpoint().config.aux.ids
+    if not ids:
+        return None
+    if tuple(sorted(ids)) == trained.inputs:
+        return INPUT_OF
+    if tuple(sorted(i + 1 for i in ids)) == trained.inputs:
+        return OUTPUT_OF
+    return None
+
+
+def _plans(draft: VirtualDraft, engines: Sequence[EngineVersion], target: TargetModel | None,
+           trained: Trained) -> dict[str, PlanView]:
+    ckpt = draft.checkpoint()
+    convention = copy_convention(draft, trained)
+    return {e.spec: plan_view(ckpt, e, target, convention) for e in engines}
+
+
+class _Claims:
+    """Config fields each engine needed, to catch two engines needing different values."""
+
+    def __init__(self, prefer: str | None) -> None:
+        self.prefer = prefer
+        self.owner: dict[str, tuple[Any, set[str]]] = {}
+        self.losers: dict[str, str] = {}
+
+    def claim(self, dotted: str, value: Any, spec: str) -> bool:
+        """Record ``spec`` needing ``value`` in ``dotted``; False when another engine needs another value there
+        and wins; :class:`RepairRefused` when nobody was named to win."""
+        value = list(value) if isinstance(value, tuple) else value
+        held_value, holders = self.owner.get(dotted, (value, set()))
+        others = holders - {spec}
+        if held_value == value or not others:
+            self.owner[dotted] = (value, (holders if held_value == value else set()) | {spec})
+            return True
+        conflict = (f"{', '.join(sorted(others))} needs {dotted} = {held_value} and {spec} needs {value}: "
+                    "one copy cannot serve both")
+        if self.prefer == spec:
+            self.losers.update({other: conflict for other in others})
+            self.owner[dotted] = (value, {spec})
+            return True
+        if self.prefer in others:
+            self.losers[spec] = conflict
+            return False
+        raise RepairRefused([conflict + "; name the engine that wins with --prefer ENGINE==VER (or fix for each "
+                                        "engine into its own copy)"])
+
+
+def solve(ckpt: Checkpoint, engines: Sequence[EngineVersion], target: TargetModel | None = None,
+          convention: str | None = None, prefer: str | None = None, measured: Trained | None = None) -> Solution:
+    """The copy that every engine in ``engines`` loads as trained, or :class:`RepairRefused` with why not.
+    ``measured``: the training layer inputs the reference measurement settled (overrules every convention)."""
+    independent.refuse_unreadable(ckpt)
+    independent.refuse_config(ckpt, known_convention=bool(convention or measured))
+    independent.refuse_unhealthy(ckpt)
+    draft = VirtualDraft.of(ckpt)
+    changes: list[Change] = []
+    for text in keys.split_fused(draft):
+        changes.append(Change("tensor", text, "the engines load q/k/v and gate/up as shards of their fused "
+                                              "parameter (stacked_params_mapping): a fused tensor matches none"))
+    _strip_wrappers(draft, changes)
+    independent.repair_shapes(draft, changes)
+    independent.repair_vocab_map(draft, changes)
+    trained = measured or trained_layers(ckpt, convention, target)
+    solution = Solution(draft, changes, trained, None)
+    claims = _Claims(prefer)
+    for _ in range(MAX_ROUNDS):
+        plans = _plans(draft, engines, target, trained)
+        failing = {s: p for s, p in plans.items() if p.issues}
+        if not failing and not _aux_misplaced(solution, plans):
+            break
+        progress = _layout(solution, plans, prefer)
+        for spec, plan in failing.items():
+            for issue in plan.issues:
+                if issue.area != "keys":
+                    progress |= _apply(solution, plan, issue, claims)
+        progress |= _place_aux_ids(solution, plans, claims)
+        if not progress and prefer is not None and prefer not in failing:
+            for spec, plan in failing.items():  # the preferred engine is served: the others are reported
+                claims.losers[spec] = "; ".join(_unfixable({spec: plan}))
+            progress = True
+        if claims.losers:  # start again for the engines served, so the copy carries no edit made for a loser
+            served = [e for e in engines if e.spec not in claims.losers]
+            again = solve(ckpt, served, target, convention, prefer, measured)
+            again.not_served = {**claims.losers, **again.not_served}
+            return again
+        if not progress:
+            raise RepairRefused(_unfixable(failing))
+    else:
+        raise RepairRefused(_unfixable({s: p for s, p in _plans(draft, engines, target, trained).items() if p.issues}))
+    solution.plans = _plans(draft, engines, target, trained)
+    solution.convention = copy_convention(draft, trained)
+    return solution
+
+
+def _unfixable(failing: dict[str, PlanView]) -> list[str]:
+    return [f"{plan.engine.label}: [{issue.area}/{issue.code}] {issue.summary}"
+            + (f" (fix: {issue.fix})" if issue.fix else "")
+            for plan in failing.values() for issue in plan.issues] or ["no edit makes the engines load the draft"]
+
+
+def _strip_wrappers(draft: VirtualDraft, changes: list[Change]) -> None:
+    from pytest_eagle3.producers.formats import LEFTOVER_PREFIXES
+
+    mapping = {}
+    for name in draft.names():
+        new = name
+        while new.startswith(LEFTOVER_PREFIXES):
+            new = new.split(".", 1)[1]
+        if new != name:
+            mapping[name] = new
+    if mapping:
+        draft.rename(mapping)
+        first = sorted(mapping)[0]
+        changes.append(Change("rename", f"{len(mapping)} tensors: {first} -> {mapping[first]}, ...",
+                              "a trainer wrapper prefix matches no engine parameter (rules/shapes.py leftover-prefix)"))
+
+
+def _layout(solution: Solution, plans: dict[str, PlanView], prefer: str | None) -> bool:
+    """Rename to the first layout under which no engine has a key issue; False when the names already work."""
+    if not any(p.codes("keys") for p in plans.values()):
+        return False
+    draft = solution.draft
+    engines = [p.engine for p in plans.values()]
+    serves: dict[str, list[str]] = {}
+    mappings: dict[str, dict[str, str]] = {}
+    for layout in keys.LAYOUTS:
+        mapping = keys.layout_mapping(draft.names(), layout)
+        trial = VirtualDraft(draft.source, draft.config, dict(draft.entries), dict(draft.computed), dict(draft.origin))
+        trial.rename(mapping)
+        views = _plans(trial, engines, None, solution.trained)
+        serves[layout] = [s for s, v in views.items() if not v.codes("keys")]
+        mappings[layout] = mapping
+    servable = {s for ok in serves.values() for s in ok}
+    if not servable:
+        return False  # no layout helps: the key issues are not about names (reported as unfixable)
+    for layout, ok in serves.items():
+        if set(ok) == servable or (prefer is not None and prefer in ok):
+            return _rename(solution, mappings[layout], layout, plans)
+    needs = "; ".join(f"{spec} loads {[lay for lay, ok in serves.items() if spec in ok]}" for spec in sorted(servable))
+    raise RepairRefused([f"the engines need different tensor names ({needs}): one copy cannot serve them all; "
+                         "name the engine that wins with --prefer ENGINE==VER"])
+
+
+def _rename(solution: Solution, mapping: dict[str, str], layout: str, plans: dict[str, PlanView]) -> bool:
+    """Rename to ``layout``; False when no name changes."""
+    moved = {old: new for old, new in mapping.items() if old != new}
+    if not moved:
+        return False
+    solution.draft.rename(moved)
+    solution.layout = layout
+    first = sorted(moved)[0]
+    why = "; ".join(f"{p.engine.label}: {i.summary}" for p in plans.values() for i in p.issues if i.area == "keys")
+    solution.changes.append(Change("rename", f"{len(moved)} tensors to the {layout} layout: {first} -> {moved[first]}, ...",
+                                   why, tuple(plans)))
+    return True
+
+
+def _aux_misplaced(solution: Solution, plans: dict[str, PlanView]) -> list[tuple[PlanView, str, tuple[int, ...]]]:
+    """Engines whose first aux-id field does not hold the ids that feed the training layers (checked even
+    without a target, when the plans cannot see which layers are fed)."""
+    if solution.trained.inputs is None:
+        return []
+    out = []
+    for plan in plans.values():
+        wanted = aux_ids_for(plan.engine, solution.trained.inputs)
+        if wanted is not None and configs.get(solution.draft.config, wanted[0]) != list(wanted[1]):
+            out.append((plan, *wanted))
+    return out
+
+
+def _place_aux_ids(solution: Solution, plans: dict[str, PlanView], claims: _Claims) -> bool:
+    progress = False
+    for plan, dotted, ids in _aux_misplaced(solution, plans):
+        progress |= _config_edit(solution, plan, claims, dotted, ids,
+                                 f"{plan.engine.label} reads aux ids from {dotted} first: ids {list(ids)} feed the "
+                                 f"training layer inputs {list(solution.trained.inputs or ())} "
+                                 f"({solution.trained.words})")
+    return progress
+
+
+def _config_edit(solution: Solution, plan: PlanView, claims: _Claims, dotted: str, value: Any, why: str) -> bool:
+    config = solution.draft.config
+    if configs.get(config, dotted) == (list(value) if isinstance(value, tuple) else value):
+        return False
+    if not claims.claim(dotted, value, plan.engine.spec):
+        return False
+    before = configs.get(config, dotted)
+    configs.put(config, dotted, value)
+    shown = list(value) if isinstance(value, tuple) else value
+    solution.changes.append(Change("config", f"{dotted}: {before!r} -> {shown!r}", why, (plan.engine.spec,)))
+    return True
+
+
+def _apply(solution: Solution, plan: PlanView, issue: PlanIssue, claims: _Claims) -> bool:
+    """Apply the edit that fixes ``issue`` for ``plan``'s engine; False when a copy cannot fix it."""
+    draft, config = solution.draft, solution.draft.config
+    why = f"{plan.engine.label}: {issue.summary}"
+    code = issue.code
+    if code == "speculators-format":
+        if not configs.is_speculators(config) or not claims.claim("<format>", "flat", plan.engine.spec):
+            return False
+        solution.draft.config = configs.flatten_speculators(config)
+        # the speculators' top-level ids stay (vLLM reads them; a flat config with layers.0.* and eagle_config
+        # ids alone reads as a ModelOpt export, whose habits the copy does not have)
+        if config.get("eagle_aux_hidden_state_layer_ids") is not None:
+            solution.draft.config["eagle_aux_hidden_state_layer_ids"] = config["eagle_aux_hidden_state_layer_ids"]
+        solution.changes.append(Change("config", "speculators config -> flat SGLang/EAGLE-style config "
+                                       f"(transformer_layer_config lifted, architectures ['{configs.FLAT_ARCHITECTURE}'], "
+                                       "eagle_config)", why, (plan.engine.spec,)))
+        return True
+    if code == "architecture":
+        return _config_edit(solution, plan, claims, "architectures", [configs.FLAT_ARCHITECTURE], why)
+    if code == "mtp-model-type":
+        return _config_edit(solution, plan, claims, configs.layer_scope(config) + "model_type", "deepseek_v2", why)
+    if code == "aux-layers":
+        if plan.aux_edit is None or solution.trained.inputs is None:
+            return False
+        dotted, ids = plan.aux_edit
+        return _config_edit(solution, plan, claims, dotted, tuple(ids),
+                            f"{why} (training layer inputs {list(solution.trained.inputs)}: {solution.trained.words})")
+    if code == "norm-flag":
+        return any([_config_edit(solution, plan, claims, name, value, why) for name, value in plan.norm_edits.items()])
+    if code == "rope-trained":
+        scope = configs.layer_scope(config)
+        return any([_config_edit(solution, plan, claims, scope + name, value, why)
+                    for name, value in plan.rope_edit.items()])
+    if code == "fc-unused":
+        return _config_edit(solution, plan, claims, "eagle_config.use_aux_hidden_state", True, why)
+    if code == "draft-vocab-size":
+        rows = draft.shape("lm_head.weight")
+        return bool(rows) and _config_edit(solution, plan, claims, "draft_vocab_size", rows[0], why)
+    if code == "d2t-full-vocab":
+        present = [n for n in ("d2t", "t2d") if n in draft.names()]
+        if not present or not claims.claim("<d2t>", "absent", plan.engine.spec):
+            return False
+        for name in present:
+            draft.drop(name)
+        solution.changes.append(Change("drop", ", ".join(present), why, (plan.engine.spec,)))
+        return True
+    return False
