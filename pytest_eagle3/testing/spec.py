@@ -4,15 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from pytest_eagle3.producers.formats import (
-    INPUT_OF,
-    PRODUCER_AUX_CONVENTION,
-    SPECFORGE,
-    SPECULATORS,
-    default_aux_inputs,
-)
+from pytest_eagle3.producers.formats import default_aux_inputs
+from pytest_eagle3.producers.names import INPUT_OF, SPECULATORS
 from pytest_eagle3.testing.faults import FAULTS
-from pytest_eagle3.testing.layouts import SPECFORGE_HF
+from pytest_eagle3.testing.layouts import record_of
 
 
 @dataclass(frozen=True)
@@ -49,7 +44,9 @@ class SynthSpec:
     @property
     def convention(self) -> str:
         """The aux-id convention this producer writes (``input-of`` or ``output-of``)."""
-        return PRODUCER_AUX_CONVENTION[SPECFORGE if self.producer == SPECFORGE_HF else self.producer][0]
+        convention = record_of(self.producer).aux_convention
+        assert convention is not None, f"the {self.producer} record has no aux-id convention"
+        return convention[0]
 
     @property
     def aux_ids(self) -> tuple[int, ...]:

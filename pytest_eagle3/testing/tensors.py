@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pytest_eagle3.producers.formats import ANGELSLIM, EAGLE, MODELOPT, SPECFORGE, SPECULATORS
+from pytest_eagle3.producers.names import EAGLE
 from pytest_eagle3.rules.vocab import build_maps
-from pytest_eagle3.testing.layouts import SPECFORGE_HF
+from pytest_eagle3.testing.layouts import record_of, saves_embed, tensor_layout
 
 if TYPE_CHECKING:
     import torch
@@ -72,11 +72,12 @@ def selected_target_ids(spec: SynthSpec) -> torch.Tensor:
 
 
 def vocab_maps(spec: SynthSpec) -> tuple[torch.Tensor, torch.Tensor]:
-    """The producer's correct (d2t, t2d); ModelOpt orders draft ids by frequency rank, not by id."""
+    """The producer's correct (d2t, t2d); a producer that orders draft ids by frequency rank (ModelOpt)
+    gets them in a random rank order, not by id."""
     import torch
 
     d2t, t2d = build_maps(selected_target_ids(spec), spec.vocab_size)
-    if spec.producer == MODELOPT:
+    if tensor_layout(spec.producer).d2t_order == "by frequency":
         targets = torch.arange(spec.draft_vocab_size) + d2t
         ranked = targets[torch.randperm(targets.numel(), generator=generator(spec.seed + 2))]
         d2t = ranked - torch.arange(spec.draft_vocab_size)
@@ -102,23 +103,25 @@ def draft_tensors(spec: SynthSpec) -> dict[str, torch.Tensor]:
     gen = generator(spec.seed)
     dt = dtype_of(spec)
     h, v, dv = spec.hidden_size, spec.vocab_size, spec.draft_vocab_size
-    first_prefix = "midlayer." if spec.producer in (SPECFORGE, SPECFORGE_HF, EAGLE, ANGELSLIM) else "layers.0."
+    layout = tensor_layout(spec.producer)
+    first_prefix = layout.first_layer
     tensors: dict[str, torch.Tensor] = {"fc.weight": matrix(gen, h, len(spec.aux_ids) * h, dt)}
     tensors.update({first_prefix + k: t for k, t in decoder_layer(spec, gen, first=True).items()})
-    if spec.producer == MODELOPT:  # uniform, as ModelOpt initialises it: its forward also applies it to the hidden
+    habit = record_of(spec.producer).norm_habit
+    if habit is not None:  # uniform, as ModelOpt initialises it: its forward also applies it to the hidden path
         import torch
 
-        tensors[first_prefix + "input_layernorm.weight"] = torch.ones(h, dtype=dt)  # path (producers.NORM_HABITS)
+        tensors[first_prefix + habit.tensor] = torch.ones(h, dtype=dt)
     for i in range(1, spec.draft_layers):
         tensors.update({f"layers.{i}.{k}": t for k, t in decoder_layer(spec, gen, first=False).items()})
     tensors["norm.weight"] = norm(gen, h, dt)
     tensors["lm_head.weight"] = matrix(gen, dv, h, dt)
-    if spec.producer in (SPECULATORS, SPECFORGE_HF):
+    if saves_embed(spec.producer):
         tensors["embed_tokens.weight"] = target_embedding(spec).to(dt)  # copied from the verifier, frozen
     reduced = dv < v
-    if reduced or spec.producer in (SPECFORGE, SPECFORGE_HF, EAGLE, ANGELSLIM):
+    if reduced or layout.maps_at_full_vocab:
         d2t, t2d = vocab_maps(spec) if reduced else identity_maps(spec)
         tensors["d2t"] = d2t
-        if spec.producer != MODELOPT:
+        if layout.saves_t2d:
             tensors["t2d"] = t2d
     return tensors
