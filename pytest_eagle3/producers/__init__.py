@@ -8,9 +8,9 @@ its habits, each with a source. :mod:`.formats` detects and normalises from the 
 
 from __future__ import annotations
 
-from pytest_eagle3.producers.formats import DetectedFormat, DraftConfig, detect_format, normalise_config
-from pytest_eagle3.producers.habits import EXPORT_BUGS, EXTRA_FILES, NORM_HABITS, ROPE_HABITS, TRAINED_FIELDS
-from pytest_eagle3.producers.kinds import Layout, Producer
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from pytest_eagle3.producers.names import (
     ANGELSLIM,
     DEEPSPEC,
@@ -23,12 +23,30 @@ from pytest_eagle3.producers.names import (
     TORCHSPEC,
     UNKNOWN,
 )
-from pytest_eagle3.producers.records import RECORDS
-from pytest_eagle3.producers.rope import Rope, RopeKey, config_rope, forward_rope, served_rope
+
+if TYPE_CHECKING:
+    from pytest_eagle3.producers.formats import DetectedFormat, DraftConfig, detect_format, normalise_config
+    from pytest_eagle3.producers.habits import EXPORT_BUGS, EXTRA_FILES, NORM_HABITS, ROPE_HABITS, TRAINED_FIELDS
+    from pytest_eagle3.producers.kinds import Layout, Producer
+    from pytest_eagle3.producers.records import RECORDS
+    from pytest_eagle3.producers.rope import Rope, RopeKey, config_rope, forward_rope, served_rope
+
+#: Where each lazily loaded name lives (the idle plugin imports only :mod:`.names`).
+_LAZY = {
+    **dict.fromkeys(("DetectedFormat", "DraftConfig", "detect_format", "normalise_config"), "formats"),
+    **dict.fromkeys(("EXPORT_BUGS", "EXTRA_FILES", "NORM_HABITS", "ROPE_HABITS", "TRAINED_FIELDS"), "habits"),
+    **dict.fromkeys(("Layout", "Producer"), "kinds"),
+    "RECORDS": "records",
+    **dict.fromkeys(("Rope", "RopeKey", "config_rope", "forward_rope", "served_rope"), "rope"),
+}
 
 __all__ = [
-    "EXPORT_BUGS", "EXTRA_FILES", "NORM_HABITS", "ROPE_HABITS", "TRAINED_FIELDS",
-    "ANGELSLIM", "DEEPSPEC", "EAGLE", "INPUT_OF", "MODELOPT", "OUTPUT_OF", "RECORDS", "SPECFORGE", "SPECULATORS",
-    "TORCHSPEC", "UNKNOWN", "DetectedFormat", "DraftConfig", "Layout", "Producer", "Rope", "RopeKey",
-    "config_rope", "detect_format", "forward_rope", "normalise_config", "served_rope",
+    "ANGELSLIM", "DEEPSPEC", "EAGLE", "INPUT_OF", "MODELOPT", "OUTPUT_OF", "SPECFORGE", "SPECULATORS", "TORCHSPEC",
+    "UNKNOWN", *_LAZY,
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
