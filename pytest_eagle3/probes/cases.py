@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_eagle3.producers.formats import ANGELSLIM, EAGLE, MODELOPT, SPECFORGE, SPECULATORS
+from pytest_eagle3.producers.names import ANGELSLIM, EAGLE, MODELOPT, SPECFORGE, SPECULATORS, layer_config
 from pytest_eagle3.testing.synth import SPECFORGE_HF, SynthSpec, write_checkpoint, write_target
 
 TOP_LEVEL = "top-level"
@@ -144,7 +144,8 @@ def write_case(case: ProbeCase, out: str | Path) -> Path:
             config.setdefault("eagle_config", {})["eagle_aux_hidden_state_layer_ids"] = ids
     for key in case.remove:
         config.pop(key, None)
-    layer = config.get("transformer_layer_config") if isinstance(config.get("transformer_layer_config"), dict) else config
+    layer = layer_config(config)[0]
+    assert isinstance(layer, dict)
     layer.update(case.layer_config)
     for key in case.remove_layer:
         layer.pop(key, None)

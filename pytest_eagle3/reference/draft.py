@@ -26,18 +26,10 @@ import torch.nn.functional as F
 
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.checkpoint.tensorfiles import CheckpointReadError
-from pytest_eagle3.producers.formats import SPECFORGE
-from pytest_eagle3.producers.habits import RopeKey, served_rope
+from pytest_eagle3.producers.habits import norm_output_reading
+from pytest_eagle3.producers.names import layer_config
+from pytest_eagle3.producers.rope import RopeKey, forward_rope, served_rope
 
-#: How ``norm_output`` is read, per producer: (logits through the final norm?, normed state fed
-#: back to the next step?) for norm_output False and True.
-NORM_OUTPUT_SEMANTICS: dict[str, tuple[tuple[bool, bool], tuple[bool, bool], str]] = {
-    SPECFORGE: ((False, False), (True, False),
-                ("specforge 0.2.0 llama3_eagle.py compute_logits: lm_head(norm(h)) only if norm_output; "
-                 "the pre-norm state is fed back")),
-}
-DEFAULT_NORM_OUTPUT = ((True, False), (True, True),
-                       "speculators 0.9.0 core.py forward: lm_head(norm(h)); norm_output also feeds norm(h) back")
 #: Activation names in config.json ``hidden_act``. Source: transformers ACT2FN.
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "silu": F.silu, "swish": F.silu, "gelu": F.gelu, "relu": F.relu,
@@ -397,36 +389,11 @@ def canonical_name(name: str) -> str | None:
     return None
 
 
-def _layer_scope(config: Mapping[str, Any]) -> Mapping[str, Any]:
-    inner = config.get("transformer_layer_config")
-    return inner if isinstance(inner, dict) else config
-
-
-def _rope(scope: Mapping[str, Any], config: Mapping[str, Any]) -> tuple[float, dict[str, Any]]:
-    """rope_theta and the scaling dict (``rope_parameters`` or ``rope_scaling``), plus
-    ``max_position_embeddings`` when the scaling needs it (dynamic, longrope, yarn without factor)."""
-    theta, scaling = None, None
-    for source in (scope, config):
-        params = source.get("rope_parameters")
-        if isinstance(params, dict) and "rope_theta" in params:
-            theta, scaling = float(params["rope_theta"]), {k: v for k, v in params.items() if k != "rope_theta"}
-            break
-    if theta is None:
-        theta = float(scope.get("rope_theta", config.get("rope_theta", 10000.0)))
-        raw = scope.get("rope_scaling", config.get("rope_scaling"))
-        scaling = dict(raw) if isinstance(raw, dict) else {}
-    assert scaling is not None
-    max_len = scope.get("max_position_embeddings", config.get("max_position_embeddings"))
-    if scaling and isinstance(max_len, int) and "max_position_embeddings" not in scaling:
-        scaling["max_position_embeddings"] = max_len
-    return theta, scaling
-
-
 def spec_from_config(ckpt: Checkpoint, weights: Mapping[str, torch.Tensor]) -> DraftSpec:
     """The spec from the normalised config, with shapes filling what the config leaves out."""
     cfg = ckpt.config
     raw = ckpt.config_raw or {}
-    scope = _layer_scope(raw)
+    scope = layer_config(raw)[0]
     if cfg.hidden_size is None:
         raise DraftLoadError("config.json gives no hidden_size")
     heads = cfg.num_attention_heads
@@ -441,13 +408,13 @@ def spec_from_config(ckpt: Checkpoint, weights: Mapping[str, torch.Tensor]) -> D
     act = str(scope.get("hidden_act", raw.get("hidden_act", "silu")))
     if act not in ACTIVATIONS:
         raise DraftLoadError(f"hidden_act {act!r} is not supported by the reference forward")
-    theta, scaling = _rope(scope, raw)
+    theta, scaling = forward_rope(raw)
     rope_inv_freq(head_dim, theta, scaling)  # raises for an unsupported rope type
     eps = scope.get("rms_norm_eps", raw.get("rms_norm_eps", 1e-6))
     layers = max(1, len({n.split(".")[1] for n in weights if n.startswith("layers.")}))
     aux_count = len(cfg.aux.ids) if cfg.aux.ids else 3
-    off, on, _ = NORM_OUTPUT_SEMANTICS.get(ckpt.format.producer, DEFAULT_NORM_OUTPUT)
-    norm_logits, feed_normed = on if cfg.norm_flags.get("norm_output") else off
+    reading = norm_output_reading(ckpt.format.producer)
+    norm_logits, feed_normed = reading.on if cfg.norm_flags.get("norm_output") else reading.off
     return DraftSpec(
         hidden_size=cfg.hidden_size, num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
         rms_norm_eps=float(eps), rope_theta=theta, rope_scaling=tuple(sorted(scaling.items())), act=act,

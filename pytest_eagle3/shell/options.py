@@ -15,7 +15,7 @@ import pytest
 
 from pytest_eagle3.engines.selection import EngineSelectionError, parse_selection
 from pytest_eagle3.engines.versions import KNOWN_RANGES, SGLANG, VLLM, EngineVersion
-from pytest_eagle3.producers.formats import CONVENTIONS
+from pytest_eagle3.producers.names import CONVENTIONS
 from pytest_eagle3.live.devices import cuda_devices
 from pytest_eagle3.live.process import DEFAULT_START_TIMEOUT as DEFAULT_SERVER_TIMEOUT
 from pytest_eagle3.live.process import MAX_START_TIMEOUT as MAX_SERVER_TIMEOUT

@@ -14,7 +14,6 @@ Profiles ``eagle3-dev`` and ``eagle3-ci`` are chosen with Hypothesis' own
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -22,6 +21,7 @@ from hypothesis import HealthCheck, assume, settings
 from hypothesis import strategies as st
 
 from pytest_eagle3.rules.vocab import build_maps
+from pytest_eagle3.testing.corruptions import CATALOGUE, MapCorruption
 
 MAX_VOCAB = 1024
 MAX_DRAFT_VOCAB = 96
@@ -97,96 +97,10 @@ def vocab_maps(draw: st.DrawFn, min_draft: int = 1, with_t2d: bool | None = None
     return VocabMap(mask.numel(), draft, selected, d2t, t2d if keep_t2d else None)
 
 
-Corruption = Callable[[st.DrawFn, VocabMap], tuple[torch.Tensor | None, torch.Tensor | None]]
-
-
-def _absolute(draw: st.DrawFn, m: VocabMap) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    # one draft token: the id and the offset coincide; the first ids: offsets are zeros, no confusion
-    assume(m.draft_vocab_size > 1 and not torch.equal(m.selected, torch.arange(m.draft_vocab_size)))
-    return m.selected.clone(), m.t2d
-
-
-def _arange_default(draw: st.DrawFn, m: VocabMap) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    assume(m.draft_vocab_size >= 2)
-    return torch.arange(m.draft_vocab_size, dtype=torch.int64), None
-
-
-def _all_zero(draw: st.DrawFn, m: VocabMap) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    assume(not torch.equal(m.selected, torch.arange(m.draft_vocab_size)))
-    return torch.zeros(m.draft_vocab_size, dtype=torch.int64), m.t2d
-
-
-def _t2d_from_other_selection(draw: st.DrawFn, m: VocabMap) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    assert m.d2t is not None
-    assume(bool(m.d2t.any()))  # an all-zero d2t beside a t2d that disagrees is reported as all-zero
-    other = draw(st.sets(st.integers(0, m.vocab_size - 1), min_size=m.draft_vocab_size, max_size=m.draft_vocab_size))
-    other_t = torch.tensor(sorted(other), dtype=torch.int64)
-    assume(not torch.equal(other_t, m.selected))
-    _, t2d = build_maps(other_t, m.vocab_size)
-    return m.d2t, t2d
-
-
-def _defaults(draw: st.DrawFn, m: VocabMap) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    return torch.zeros(m.draft_vocab_size, dtype=torch.int64), torch.ones(m.vocab_size, dtype=torch.bool)
-
-
-def _out_of_range(draw: st.DrawFn, m: VocabMap) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    assert m.d2t is not None
-    j = draw(st.integers(0, m.draft_vocab_size - 1))
-    d2t = m.d2t.clone()
-    d2t[j] += draw(st.sampled_from([m.vocab_size, -m.vocab_size]))
-    return d2t, m.t2d
-
-
-def _duplicate(draw: st.DrawFn, m: VocabMap) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    assume(m.draft_vocab_size >= 2)
-    assert m.d2t is not None
-    j, k = draw(st.lists(st.integers(0, m.draft_vocab_size - 1), min_size=2, max_size=2, unique=True))
-    d2t = m.d2t.clone()
-    d2t[k] = (j + m.d2t[j]) - k
-    if m.t2d is None:  # without t2d, a map whose values are distinct valid ids reads as absolute ids
-        assume(torch.unique(d2t).numel() < d2t.numel() or bool(((d2t < 0) | (d2t >= m.vocab_size)).any()))
-    else:
-        assume(not torch.equal(d2t, m.selected))
-    return d2t, m.t2d
-
-
-def _int32(draw: st.DrawFn, m: VocabMap) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    assert m.d2t is not None
-    return m.d2t.to(torch.int32), m.t2d
-
-
-def _wrong_length(draw: st.DrawFn, m: VocabMap) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    assume(m.draft_vocab_size >= 2)
-    assert m.d2t is not None
-    return m.d2t[:-1].clone(), m.t2d
-
-
-def _missing(draw: st.DrawFn, m: VocabMap) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    return None, m.t2d
-
-
-def _t2d_extra_id(draw: st.DrawFn, m: VocabMap) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    assume(m.draft_vocab_size < m.vocab_size - 1)
-    t2d = build_maps(m.selected, m.vocab_size)[1]
-    free = torch.nonzero(~t2d).squeeze(1)
-    t2d[free[draw(st.integers(0, free.numel() - 1))]] = True
-    return m.d2t, t2d
-
-
-#: corruption name -> (how to apply it, the diagnosis code it must produce, needs t2d present).
-CORRUPTIONS: dict[str, tuple[Corruption, str, bool | None]] = {
-    "absolute-ids": (_absolute, "absolute-ids", True),
-    "arange-default": (_arange_default, "absolute-ids", None),
-    "all-zero": (_all_zero, "all-zero", None),
-    "t2d-from-other-selection": (_t2d_from_other_selection, "t2d-mismatch", True),
-    "defaults-never-replaced": (_defaults, "defaults-never-replaced", None),
-    "out-of-range": (_out_of_range, "out-of-range", None),
-    "duplicate-targets": (_duplicate, "duplicate-targets", None),
-    "int32": (_int32, "d2t-dtype", None),
-    "wrong-length": (_wrong_length, "d2t-length", None),
-    "missing": (_missing, "missing-map", None),
-    "t2d-extra-id": (_t2d_extra_id, "t2d-count", True),
+#: corruption name -> (how to apply it, the diagnosis code it must produce, needs t2d present); built
+#: from the one corruption catalogue (``pytest_eagle3.testing.corruptions.CATALOGUE``).
+CORRUPTIONS: dict[str, tuple[MapCorruption, str, bool | None]] = {
+    c.name: (c.on_maps, c.diagnosis, c.needs_t2d) for c in CATALOGUE if c.on_maps is not None
 }
 
 
