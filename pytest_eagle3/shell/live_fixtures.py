@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_eagle3.shell.options import PYTHON_OPTION, resolve, settings
+from pytest_eagle3.shell.options import PYTHON_OPTION, SETTINGS_KEY, device_setting, marker_selected, resolve, settings
 
 if TYPE_CHECKING:
     from pytest_eagle3.engines.versions import EngineVersion
@@ -73,7 +73,8 @@ def engine_install(config: pytest.Config, engine: str) -> EngineInstall:
 
 
 def _device(config: pytest.Config) -> str:
-    return settings(config).device
+    """The run's device; for the idle plugin, read without importing the domain packages."""
+    return settings(config).device if SETTINGS_KEY in config.stash else device_setting(config)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -94,9 +95,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def live_selected(config: pytest.Config) -> bool:
-    """The installed live contracts start servers: they run only when ``-m`` names engine or gpu."""
-    expression = str(getattr(config.option, "markexpr", "") or "")
-    return "engine" in expression or "gpu" in expression
+    """The installed live contracts start servers: they run only when ``-m`` asks for engine or gpu."""
+    return marker_selected(config, "engine") or marker_selected(config, "gpu")
 
 
 def item_engine(item: pytest.Item) -> str | None:
@@ -127,6 +127,26 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             if problem:
                 option = PYTHON_OPTION[engine].flag
                 pytest.skip(f"{problem}: pass {option}=PYTHON of a venv with {engine}")
+
+
+def serving_versions(config: pytest.Config, selected: tuple[EngineVersion, ...]) -> tuple[EngineVersion, ...]:
+    """The live contracts' engine versions: the one installed in each engine's interpreter (the version that
+    serves, named in test ids and report rows), in place of the newest selected one. Asked only when ``-m``
+    selects live tests; an engine that cannot serve, or a pinned version that is not the installed one, stays
+    as selected (its tests skip with the reason)."""
+    from pytest_eagle3.engines.versions import EngineVersion
+
+    if not live_selected(config):
+        return selected
+    pinned = (resolve(config, "eagle3_engines").value or "").replace(" ", "").lower()
+    versions: list[EngineVersion] = []
+    for engine in selected:
+        install = engine_install(config, engine.engine)
+        if install.why_unusable() is None and install.version is not None and f"{engine.engine}==" not in pinned:
+            engine = EngineVersion(engine.engine, install.version)
+        if engine not in versions:
+            versions.append(engine)
+    return tuple(versions)
 
 
 def live_engine(request: pytest.FixtureRequest, selected: EngineVersion) -> EngineVersion:
