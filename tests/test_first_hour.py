@@ -211,3 +211,61 @@ def test_bare_tox_runs_only_the_plugins_own_tests() -> None:
         listed = subprocess.run([tox, "-l"], cwd=ROOT, capture_output=True, text=True, check=False,
                                 env={**os.environ, "TOX_ENV": ""}).stdout.split()
         assert listed == ["py3"], listed
+
+
+# 6. Every documented install line installs what its command imports; a missing optional package is a skip
+# naming the extra.
+def _requirements(extra: str | None, seen: frozenset[str] = frozenset()) -> set[str]:
+    """The distribution names the core dependencies (and ``extra``, following self-references) name."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    names: set[str] = set()
+    for line in project["dependencies"] + (project["optional-dependencies"][extra] if extra else []):
+        requirement = Requirement(line)
+        if requirement.name == project["name"]:
+            for inner in requirement.extras - seen:
+                names |= _requirements(inner, seen | {inner})
+        else:
+            names.add(requirement.name.lower().replace("_", "-"))
+    return names
+
+
+def _imported_distributions(files: list[Path]) -> set[str]:
+    """The third-party distributions these files import at module level (try/except ImportError blocks aside)."""
+    import ast
+    from importlib.metadata import packages_distributions
+
+    owners = packages_distributions()
+    found: set[str] = set()
+    for file in files:
+        for node in ast.parse(file.read_text(encoding="utf-8")).body:
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
+            for name in names:
+                top = name.split(".")[0]
+                if top in sys.stdlib_module_names or top in ("pytest_eagle3", "tests", "examples", "__future__"):
+                    continue
+                found |= {d.lower().replace("_", "-") for d in owners.get(top, [top])}
+    return found
+
+
+def test_the_test_extra_installs_what_the_test_suite_imports() -> None:
+    missing = _imported_distributions(sorted((ROOT / "tests").glob("*.py"))) - _requirements("test") - {"pytest"}
+    assert missing == set(), f"tests import distributions the [test] extra does not install: {sorted(missing)}"
+    assert _requirements("test") <= _requirements("dev"), "[dev] must install what the test command needs"
+
+
+def test_live_tests_without_the_live_extra_skip_naming_it(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("import sys\nsys.modules['mirakuru'] = None  # as if the live extra were not installed\n")
+    pytester.makepyfile(test_live="""
+        import pytest
+        @pytest.mark.engine("vllm")
+        def test_serves():
+            pass
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-m", "engine", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*SKIPPED*the live tests need mirakuru: pip install 'pytest-eagle3?live?'*"])

@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     from pytest_eagle3.live.server import LiveRun, LiveServer
 
 SERVER_FIXTURES = ("eagle3_server", "eagle3_baseline_server")
+#: What the live tests import, from the ``live`` extra (pyproject.toml).
+LIVE_MODULES = ("mirakuru", "psutil", "prometheus_client")
+LIVE_EXTRA = "pip install 'pytest-eagle3[live]' (from a clone: pip install -e '.[live]')"
 GPU_WHEN_CUDA = ("eagle3_reference", *SERVER_FIXTURES)
 LOG_SECTION_LINES = 120
 LIVE_CONTRACTS = "test_eagle3_live.py"
@@ -121,6 +124,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         if state.cuda.count == 0:
             pytest.skip(state.cuda.reason)
     if item.get_closest_marker("engine") is not None:
+        missing = missing_modules(LIVE_MODULES)
+        if missing:
+            pytest.skip(f"the live tests need {', '.join(missing)}: {LIVE_EXTRA}")
         engine = item_engine(item)
         if engine in PYTHON_OPTION:
             problem = engine_install(item.config, engine).why_unusable()
@@ -149,6 +155,21 @@ def serving_versions(config: pytest.Config, selected: tuple[EngineVersion, ...])
     return tuple(versions)
 
 
+def missing_modules(names: tuple[str, ...]) -> list[str]:
+    """The modules of ``names`` this interpreter cannot import (found without importing them)."""
+    import importlib.util
+
+    missing = []
+    for name in names:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):  # ValueError: blocked (sys.modules[name] is None)
+            found = False
+        if not found:
+            missing.append(name)
+    return missing
+
+
 def live_engine(request: pytest.FixtureRequest, selected: EngineVersion) -> EngineVersion:
     """The installed engine version for ``selected``; skips when it cannot serve or another version is pinned."""
     from pytest_eagle3.engines.versions import EngineVersion
@@ -166,7 +187,7 @@ def live_engine(request: pytest.FixtureRequest, selected: EngineVersion) -> Engi
 
 
 def _server(request: pytest.FixtureRequest, engine: str, target: str, draft: str | None) -> LiveServer:
-    from pytest_eagle3.live.cpu_serving import cpu_serving_finding
+    from pytest_eagle3.live.cpu_serving import cpu_memory_env, cpu_serving_finding
     from pytest_eagle3.live.errors import ServerError
     from pytest_eagle3.live.launch import args_for, parse_engine_args
     from pytest_eagle3.live.server import start_server
@@ -185,7 +206,7 @@ def _server(request: pytest.FixtureRequest, engine: str, target: str, draft: str
         try:
             state.servers[key] = start_server(install, target, draft, log_dir,
                                               timeout=timeout, steps=settings(config).steps, extra_args=extra,
-                                              env=dict(os.environ))
+                                              env=cpu_memory_env(install, dict(os.environ), extra))
         except ServerError as exc:
             state.servers[key] = exc
     found = state.servers[key]
