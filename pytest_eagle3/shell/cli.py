@@ -24,7 +24,8 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--engine", help="engine versions (as --eagle3-engine): sglang, vllm, all, NAME==VERSION")
     matrix = sub.add_parser("matrix", help="print the engine x version support matrix (markdown) from the profiles")
     matrix.add_argument("--readme", type=Path,
-                        help="rewrite the matrix blocks (profiles and recorded probes) of this README in place")
+                        help="rewrite the matrix blocks (profiles and recorded probes) of this markdown file in place "
+                             "(docs/engines.md)")
     synth = sub.add_parser("synth", help="write a synthetic draft checkpoint (optionally with faults)")
     synth.add_argument("out", nargs="?", type=Path, help="output directory (must not exist yet)")
     synth.add_argument("--producer", default=SPECULATORS, choices=synthetic.PRODUCERS,
