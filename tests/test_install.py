@@ -19,9 +19,16 @@ WHERE = "import pytest_eagle3.shell.plugin as p; print(p.__file__); print(p.cont
 def wheel_install(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The project's wheel (built from this tree, no dependencies) unpacked into a folder of its own."""
     pytest.importorskip("setuptools", reason="building the wheel needs setuptools")
+    import shutil
+
     out = tmp_path_factory.mktemp("wheel")
+    source = out / "source"  # a copy: setuptools writes build/ and *.egg-info into the tree it builds
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
+    shutil.copytree(ROOT / "pytest_eagle3", source / "pytest_eagle3", ignore=shutil.ignore_patterns("__pycache__"))
     build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                            "-w", str(out / "dist"), str(ROOT)], capture_output=True, text=True, check=False)
+                            "-w", str(out / "dist"), str(source)], capture_output=True, text=True, check=False)
     if build.returncode != 0:
         pytest.skip(f"pip could not build the wheel here: {build.stderr.strip().splitlines()[-1:]}")
     (wheel,) = (out / "dist").glob("pytest_eagle3-*.whl")
