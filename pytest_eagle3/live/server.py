@@ -127,6 +127,6 @@ def start_server(install: EngineInstall, target: str, draft: str | None, log_dir
     except ServerDied as exc:
         if draft is not None and not (Path(draft) / "config.json").is_file():
             raise DraftPathMissing(f"{draft} is not a checkpoint directory (no config.json); {exc.detail}",
-                                   exc.command, exc.log_tail, exc.log_path) from None
+                                   exc.command, exc.log_tail, exc.log_path, exc.root_cause) from None
         raise
     return LiveServer(install, target, draft, command, process, steps)

@@ -27,7 +27,8 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--engine", help="engine versions (as --eagle3-engine): sglang, vllm, all, NAME==VERSION")
     matrix = sub.add_parser("matrix", help="print the engine x version support matrix (markdown) from the profiles")
     matrix.add_argument("--readme", type=Path,
-                        help="rewrite the matrix blocks (profiles and recorded probes) of this README in place")
+                        help="rewrite the matrix blocks (profiles and recorded probes) of this markdown file in place "
+                             "(docs/engines.md)")
     synth = sub.add_parser("synth", help="write a synthetic draft checkpoint (optionally with faults)")
     synth.add_argument("out", nargs="?", type=Path, help="output directory (must not exist yet)")
     synth.add_argument("--producer", default=SPECULATORS, choices=synthetic.PRODUCERS,
@@ -59,7 +60,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "check":
         import pytest
 
-        pytest_args = [f"--eagle3-ckpt={p}" for p in args.checkpoints]
+        _check_paths(parser, args)
+        # This process imported pytest_eagle3 before pytest could register it for assertion rewriting:
+        # pytest's warning about it says nothing to the user.
+        pytest_args = ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
+        pytest_args += [f"--eagle3-ckpt={p}" for p in args.checkpoints]
         pytest_args += [f"--eagle3-target={args.target}"] if args.target else []
         pytest_args += [f"--eagle3-report={args.report}"] if args.report else []
         pytest_args += [f"--eagle3-engine={args.engine}"] if args.engine else []
@@ -71,6 +76,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "plan":
         return _plan(parser, args)
     return _synth(parser, args)
+
+
+def _check_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``check``'s own arguments are named in its usage errors (PATH, --target, --report), not pytest's options."""
+    for path in args.checkpoints:
+        if not path.strip() or not Path(path).is_dir():
+            what = "is empty" if not path.strip() else "does not exist" if not Path(path).exists() else "is a file"
+            parser.error(f"PATH: {path!r} {what}; give the draft checkpoint's directory")
+    if args.target is not None and not Path(args.target).exists():
+        parser.error(f"--target: {args.target} does not exist (give the target model's directory or its config.json)")
+    if args.report is not None and (not args.report.strip() or Path(args.report).is_dir()):
+        parser.error(f"--report: {args.report!r} is not a file path; give one such as verdict.json")
 
 
 def _matrix(parser: argparse.ArgumentParser, readme: Path | None) -> int:

@@ -1,4 +1,8 @@
-"""What the contract modules share: skips for unusable inputs, pass messages, and engine-plan verdicts."""
+"""What the contract modules share: skips for unusable inputs, pass messages, and engine-plan verdicts.
+
+The plugin imports this module in every pytest run (for the marker name): the domain modules are
+imported inside the functions the contracts call.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +12,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_eagle3.findings import Evidence, Finding, check
 from pytest_eagle3.shell.report import MESSAGE_PROPERTY
-from pytest_eagle3.rules.draft_kind import classify_checkpoint
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
+    from pytest_eagle3.findings import Finding
     from pytest_eagle3.engines.loadplan import LoadPlan
 
 RecordProperty = Callable[[str, object], None]
@@ -47,6 +50,8 @@ def require_config(ckpt: Checkpoint) -> None:
 
 def require_draft(ckpt: Checkpoint) -> None:
     """Skip a contract that judges a draft when the checkpoint is another kind of model (format.detected says which)."""
+    from pytest_eagle3.rules.draft_kind import classify_checkpoint
+
     kind = classify_checkpoint(ckpt)
     if not kind.is_draft:
         pytest.skip(f"this checkpoint is {kind.summary.split(',')[0]}, not an EAGLE-3 draft: see format.detected")
@@ -59,6 +64,8 @@ def passed(record_property: RecordProperty, message: str) -> None:
 
 def readability_findings(ckpt: Checkpoint) -> list[Finding]:
     """Every file problem met while indexing the checkpoint."""
+    from pytest_eagle3.findings import Evidence, Finding
+
     if not ckpt.problems:
         return []
     return [Finding(
@@ -76,6 +83,8 @@ def check_plan(request: pytest.FixtureRequest, plan: LoadPlan, *, with_plan: boo
 
     The area is the contract id without ``engine.`` (``engine.aux_layers`` judges the plan's ``aux_layers``).
     """
+    from pytest_eagle3.findings import check
+
     __tracebackhide__ = True
     area = contract_id(request.node).removeprefix(ENGINE_CONTRACT_PREFIX)
     if area != "architecture" and plan.draft_class is None:
@@ -91,6 +100,8 @@ def check_plan(request: pytest.FixtureRequest, plan: LoadPlan, *, with_plan: boo
 
 def unknown(finding: Finding, fail: bool) -> None:
     """A case the profiles do not know: fail with the reason when ``fail`` (``--eagle3-unknown=fail``), else skip."""
+    from pytest_eagle3.findings import check
+
     __tracebackhide__ = True
     if fail:
         check([finding])

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_eagle3.shell.options import PYTHON_OPTION, resolve, settings
+from pytest_eagle3.shell.options import PYTHON_OPTION, SETTINGS_KEY, device_setting, marker_selected, resolve, settings
 
 if TYPE_CHECKING:
     from pytest_eagle3.engines.versions import EngineVersion
@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     from pytest_eagle3.live.server import LiveRun, LiveServer
 
 SERVER_FIXTURES = ("eagle3_server", "eagle3_baseline_server")
+#: What the live tests import, from the ``live`` extra (pyproject.toml).
+LIVE_MODULES = ("mirakuru", "psutil", "prometheus_client")
+LIVE_EXTRA = "pip install 'pytest-eagle3[live]' (from a clone: pip install -e '.[live]')"
 GPU_WHEN_CUDA = ("eagle3_reference", *SERVER_FIXTURES)
 LOG_SECTION_LINES = 120
 LIVE_CONTRACTS = "test_eagle3_live.py"
@@ -73,7 +76,8 @@ def engine_install(config: pytest.Config, engine: str) -> EngineInstall:
 
 
 def _device(config: pytest.Config) -> str:
-    return settings(config).device
+    """The run's device; for the idle plugin, read without importing the domain packages."""
+    return settings(config).device if SETTINGS_KEY in config.stash else device_setting(config)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -94,9 +98,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def live_selected(config: pytest.Config) -> bool:
-    """The installed live contracts start servers: they run only when ``-m`` names engine or gpu."""
-    expression = str(getattr(config.option, "markexpr", "") or "")
-    return "engine" in expression or "gpu" in expression
+    """The installed live contracts start servers: they run only when ``-m`` asks for engine or gpu."""
+    return marker_selected(config, "engine") or marker_selected(config, "gpu")
 
 
 def item_engine(item: pytest.Item) -> str | None:
@@ -121,12 +124,50 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         if state.cuda.count == 0:
             pytest.skip(state.cuda.reason)
     if item.get_closest_marker("engine") is not None:
+        missing = missing_modules(LIVE_MODULES)
+        if missing:
+            pytest.skip(f"the live tests need {', '.join(missing)}: {LIVE_EXTRA}")
         engine = item_engine(item)
         if engine in PYTHON_OPTION:
             problem = engine_install(item.config, engine).why_unusable()
             if problem:
                 option = PYTHON_OPTION[engine].flag
                 pytest.skip(f"{problem}: pass {option}=PYTHON of a venv with {engine}")
+
+
+def serving_versions(config: pytest.Config, selected: tuple[EngineVersion, ...]) -> tuple[EngineVersion, ...]:
+    """The live contracts' engine versions: the one installed in each engine's interpreter (the version that
+    serves, named in test ids and report rows), in place of the newest selected one. Asked only when ``-m``
+    selects live tests; an engine that cannot serve, or a pinned version that is not the installed one, stays
+    as selected (its tests skip with the reason)."""
+    from pytest_eagle3.engines.versions import EngineVersion
+
+    if not live_selected(config):
+        return selected
+    pinned = (resolve(config, "eagle3_engines").value or "").replace(" ", "").lower()
+    versions: list[EngineVersion] = []
+    for engine in selected:
+        install = engine_install(config, engine.engine)
+        if install.why_unusable() is None and install.version is not None and f"{engine.engine}==" not in pinned:
+            engine = EngineVersion(engine.engine, install.version)
+        if engine not in versions:
+            versions.append(engine)
+    return tuple(versions)
+
+
+def missing_modules(names: tuple[str, ...]) -> list[str]:
+    """The modules of ``names`` this interpreter cannot import (found without importing them)."""
+    import importlib.util
+
+    missing = []
+    for name in names:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):  # ValueError: blocked (sys.modules[name] is None)
+            found = False
+        if not found:
+            missing.append(name)
+    return missing
 
 
 def live_engine(request: pytest.FixtureRequest, selected: EngineVersion) -> EngineVersion:
@@ -146,7 +187,7 @@ def live_engine(request: pytest.FixtureRequest, selected: EngineVersion) -> Engi
 
 
 def _server(request: pytest.FixtureRequest, engine: str, target: str, draft: str | None) -> LiveServer:
-    from pytest_eagle3.live.cpu_serving import cpu_serving_finding
+    from pytest_eagle3.live.cpu_serving import cpu_memory_env, cpu_serving_finding
     from pytest_eagle3.live.errors import ServerError
     from pytest_eagle3.live.launch import args_for, parse_engine_args
     from pytest_eagle3.live.server import start_server
@@ -165,7 +206,7 @@ def _server(request: pytest.FixtureRequest, engine: str, target: str, draft: str
         try:
             state.servers[key] = start_server(install, target, draft, log_dir,
                                               timeout=timeout, steps=settings(config).steps, extra_args=extra,
-                                              env=dict(os.environ))
+                                              env=cpu_memory_env(install, dict(os.environ), extra))
         except ServerError as exc:
             state.servers[key] = exc
     found = state.servers[key]

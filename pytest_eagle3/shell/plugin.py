@@ -1,12 +1,20 @@
 """pytest hooks only: options, markers, collection, parametrisation, header, report, summary.
 
-Nothing heavy is imported here: an installed pytest-eagle3 costs an unrelated pytest run
-nothing but this module and ``options``/``fixtures``/``report`` (stdlib + pytest).
+Nothing heavy is imported here: an installed pytest-eagle3 costs an unrelated pytest run (no checkpoint
+given) 8 modules of its own, the package and the shell's light ones (``pytest_eagle3``,
+``pytest_eagle3.shell``, and its ``plugin``, ``options``, ``fixtures``, ``live_fixtures``, ``report``,
+``contract``), next to the stdlib and pytest; ``tests/test_plugin.py`` counts them.
+
+What is collected when a checkpoint is given (``--eagle3-ckpt``, ``EAGLE3_CKPT`` or the ``eagle3_ckpt`` ini key):
+the installed contracts, always, plus the paths given on the command line; with no paths, the ini's
+``testpaths`` too only when the ini sets ``eagle3_with_testpaths = true``. The line after "collected N
+items" says what was collected and, when testpaths were left out, how to add them.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -14,7 +22,6 @@ from typing import Any
 import pytest
 
 from pytest_eagle3.shell.contract import CONTRACT_MARKER
-from pytest_eagle3.findings import ContractViolation
 from pytest_eagle3.shell.fixtures import (
     checkpoint_ids,
     eagle3_checkpoint,
@@ -29,6 +36,7 @@ from pytest_eagle3.shell.options import (
     SETTINGS_KEY,
     Settings,
     add_options,
+    check_interpreters,
     early_checkpoints,
     parse_settings,
     settings,
@@ -53,6 +61,8 @@ MARKERS = (
     "gpu: needs a CUDA device (select with -m gpu, skipped with a reason when none is visible)",
     "engine(name): runs a real serving engine (sglang or vllm) in its own interpreter",
 )
+#: ini key: with a checkpoint and no paths, collect the ini's testpaths next to the contracts.
+WITH_TESTPATHS_INI = "eagle3_with_testpaths"
 HYPOTHESIS_PROFILE_PREFIX = "eagle3-"
 #: The entry-point name of Hypothesis' own pytest plugin.
 HYPOTHESIS_PLUGIN = "hypothesispytest"
@@ -62,24 +72,76 @@ ENGINE_ID_SEPARATOR = "@"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+    parser.addini(WITH_TESTPATHS_INI, "with a checkpoint and no paths on the command line, also collect the "
+                  "ini's testpaths next to the contracts (default: contracts only)", type="bool", default=False)
+
+
+#: What the contract run collected besides the contracts, for the line after "collected N items".
+COLLECTED_KEY = pytest.StashKey[str]()
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
-    """With a checkpoint and no test paths, collect the installed contracts."""
+    """With a checkpoint, collect the installed contracts next to the paths given; with no paths, next to
+    the ini's testpaths only when ``eagle3_with_testpaths`` opts in (else their absence is said)."""
     namespace = early_config.known_args_namespace
     if not early_checkpoints(early_config, namespace):
         return
-    if getattr(namespace, "file_or_dir", None):
+    given = [str(a) for a in getattr(namespace, "file_or_dir", None) or []]
+    contracts = contracts_dir()
+    if given:
+        early_config.stash[COLLECTED_KEY] = "paths"
+        if not _names_contracts(given, contracts, bool(getattr(namespace, "pyargs", False))):
+            namespace.file_or_dir = [*given, contracts]
+            args.append(contracts)
         return
+    testpaths = _testpaths(early_config)
+    if testpaths and _with_testpaths(early_config):
+        early_config.stash[COLLECTED_KEY] = "testpaths"
+        namespace.file_or_dir = [contracts, *testpaths]
+        args.extend([contracts, *testpaths])
+        return
+    early_config.stash[COLLECTED_KEY] = "left out: " + " ".join(early_config.getini("testpaths")) if testpaths \
+        else "contracts"
     # Collect the contracts instead of ``testpaths``: pytest picks its initial conftests from the namespace,
     # so a project's own test conftest (and what it imports) is not loaded for a contract run.
-    namespace.file_or_dir = [contracts_dir()]
-    args.append(contracts_dir())
+    namespace.file_or_dir = [contracts]
+    args.append(contracts)
     if not any(arg.startswith("--hypothesis") for arg in args):
         # Only the contracts run and none uses Hypothesis: its pytest plugin would still import
         # hypothesis.internal.observability at the terminal summary (about 1 s).
         early_config.pluginmanager.set_blocked(HYPOTHESIS_PLUGIN)
+
+
+def _names_contracts(given: list[str], contracts: str, pyargs: bool) -> bool:
+    """Whether the paths given already collect the contracts (their folder, a module of it, or --pyargs)."""
+    root = os.path.realpath(contracts)
+    for arg in given:
+        path = arg.split("::")[0]
+        if pyargs and path.startswith("pytest_eagle3.contracts"):
+            return True
+        real = os.path.realpath(path)
+        if real == root or real.startswith(root + os.sep):
+            return True
+    return False
+
+
+def _testpaths(config: pytest.Config) -> list[str]:
+    """The ini's testpaths that exist, relative to the ini file (pytest's own reading, globs included)."""
+    import glob
+
+    base = str(config.inipath.parent) if config.inipath else os.getcwd()
+    found: list[str] = []
+    for pattern in config.getini("testpaths"):
+        found.extend(sorted(glob.glob(os.path.join(base, str(pattern)), recursive=True)))
+    return found
+
+
+def _with_testpaths(config: pytest.Config) -> bool:
+    try:
+        return bool(config.getini(WITH_TESTPATHS_INI))
+    except ValueError:
+        return False
 
 
 def contracts_dir() -> str:
@@ -98,6 +160,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         register_profiles()
     if not early_checkpoints(config, config.option):
+        check_interpreters(config)
         return
     options = parse_settings(config)
     config.stash[SETTINGS_KEY] = options
@@ -123,6 +186,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             metafunc.parametrize(("eagle3_checkpoint", "eagle3_installed_engine"), probes, ids=ids, indirect=True,
                                  scope="session")
         return
+    if "eagle3_live_engine" in metafunc.fixturenames:  # live contracts: the version that will serve
+        from pytest_eagle3.shell.live_fixtures import serving_versions
+
+        engines = serving_versions(metafunc.config, engines)
     if wants_ckpt and wants_engine and paths:
         pairs = [(path, engine) for path in paths for engine in engines]
         ids = [f"{name}{ENGINE_ID_SEPARATOR}{engine.spec}" for name in names for engine in engines]
@@ -155,6 +222,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     callspec = getattr(item, "callspec", None)
     if marker is None or callspec is None or "eagle3_checkpoint" not in callspec.params:
         return
+    from pytest_eagle3.findings import ContractViolation
+
     excinfo = call.excinfo
     findings: list[dict[str, object]] = []
     if excinfo is not None and isinstance(excinfo.value, ContractViolation) and report.failed:
@@ -232,19 +301,36 @@ class Eagle3Session:
                 lines.append(f"eagle3: {name}={', '.join(resolved.values)} (from {resolved.source})")
         return lines
 
+    def pytest_report_collectionfinish(self, config: pytest.Config, items: list[pytest.Item]) -> list[str]:
+        """What was collected: the contracts for N checkpoints, and the user's own tests (or why not)."""
+        contracts = os.path.realpath(contracts_dir())
+        own = [i for i in items if not os.path.realpath(str(i.path)).startswith(contracts + os.sep)]
+        count = len(self.options.checkpoints)
+        line = f"eagle3: contracts for {count} checkpoint{'s' if count != 1 else ''} ({len(items) - len(own)} tests)"
+        kept = config.stash.get(COLLECTED_KEY, "contracts")
+        if own or kept in ("paths", "testpaths"):
+            line += f" + {len(own)} of your tests"
+        if kept.startswith("left out: "):
+            line += (f"; your testpaths ({kept.removeprefix('left out: ')}) not collected: name them on the command "
+                     f"line, or set {WITH_TESTPATHS_INI} = true in the ini file")
+        return [line]
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, "eagle3", None)
         if isinstance(data, dict):
             self.collector.add(data)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self.report_path and not _is_xdist_worker(self.config):
+        if _is_xdist_worker(self.config):
+            return
+        self.collector.fill_formats(_format_label)
+        if self.report_path:
             self.collector.write(Path(self.report_path))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        reported = any(c.contracts or c.engines for c in self.collector.checkpoints.values())
-        if _is_xdist_worker(self.config) or not reported:
+        if _is_xdist_worker(self.config) or self.config.option.collectonly:
             return
+        self.collector.fill_formats(_format_label)
         terminalreporter.write_sep("=", "EAGLE-3 verdict")
         for line in self.collector.table():
             terminalreporter.write_line(line)
@@ -256,6 +342,14 @@ class Eagle3Session:
             terminalreporter.write_line(line)
         if self.report_path:
             terminalreporter.write_line(f"JSON report: {self.report_path}")
+
+
+def _format_label(path: str) -> str:
+    """The producer format of a checkpoint no contract opened (``-m`` selected none): read all the same."""
+    from pytest_eagle3.checkpoint import Checkpoint
+
+    ckpt = Checkpoint.open(path)
+    return ckpt.format.label if ckpt.tensors else "unreadable"
 
 
 def _is_xdist_worker(config: pytest.Config) -> bool:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA = "pytest-eagle3/report/2"
+SCHEMA = "pytest-eagle3/report/3"
 #: The JSON Schema every written report follows (shipped in the package).
 SCHEMA_FILE = Path(__file__).with_name("report.schema.json")
 ANY_ENGINE = "any"
@@ -27,6 +27,10 @@ PROBE_PROPERTY = "eagle3.probe"
 #: When one contract has several test items for a checkpoint, the worst outcome wins.
 SEVERITY = {"skipped": 0, "passed": 1, "failed": 2}
 PARTIAL = "pass (partial)"
+#: A row where no contract ran (all skipped, or none selected by ``-m``): never a pass.
+NOT_RUN = "not run"
+#: The reason a row gives when ``-m`` (or ``-k``) selected none of its contracts.
+NONE_SELECTED = "no contract selected (-m / -k deselected them all)"
 
 
 @dataclass
@@ -58,7 +62,8 @@ class CheckpointResult:
     """Everything reported about one checkpoint: contracts per engine (``any`` = engine-independent)."""
 
     path: str
-    format: str = "unreadable"
+    #: The producer format, read from the checkpoint whether or not a contract ran ("" until read).
+    format: str = ""
     contracts: dict[str, ContractResult] = field(default_factory=dict)
     engines: dict[str, dict[str, ContractResult]] = field(default_factory=dict)
     properties: dict[str, Any] = field(default_factory=dict)
@@ -84,16 +89,36 @@ class CheckpointResult:
         """Contracts that skipped for this engine (and engine-independent ones): what the verdict rests without."""
         return [c for c in self._table(engine) if c.outcome == "skipped"]
 
+    def ran_nothing(self, engine: str) -> bool:
+        """No contract of this row ran: every one skipped, or ``-m`` selected none."""
+        return all(c.outcome == "skipped" for c in self._table(engine))
+
+    def not_run_reasons(self, engine: str) -> list[tuple[str, str]]:
+        """(contract, reason) for what did not run in this row; a row with no contract at all says why."""
+        if not self._table(engine):
+            return [("*", NONE_SELECTED)]
+        return [(c.id, c.message) for c in self.not_run(engine)]
+
     def engine_verdict(self, engine: str) -> str:
         if self.engine_failing(engine):
             return "fail"
+        if self.ran_nothing(engine):
+            return NOT_RUN
         return PARTIAL if self.not_run(engine) else "pass"
 
     @property
     def verdict(self) -> str:
-        """Overall: fail when any engine (or the checkpoint itself) fails; partial when anything did not run."""
+        """Overall: fail when any engine (or the checkpoint itself) fails; not run when no row ran a contract;
+        partial when anything did not run."""
         verdicts = [self.engine_verdict(e) for e in (ANY_ENGINE, *self.engines)]
-        return "fail" if "fail" in verdicts else PARTIAL if PARTIAL in verdicts else "pass"
+        if "fail" in verdicts:
+            return "fail"
+        if all(v == NOT_RUN for v in verdicts):
+            return NOT_RUN
+        return PARTIAL if PARTIAL in verdicts or NOT_RUN in verdicts else "pass"
+
+    def complete(self, engine: str) -> bool:
+        return not self.ran_nothing(engine) and not self.not_run(engine)
 
     def entry(self, engine: str) -> dict[str, Any]:
         name, _, version = engine.partition("==")
@@ -101,13 +126,18 @@ class CheckpointResult:
         verdict = self.engine_verdict(engine)
         return {
             "engine": name, "version": version or None,
-            "verdict": "fail" if verdict == "fail" else "pass", "complete": not self.not_run(engine),
+            "verdict": _json_verdict(verdict), "complete": self.complete(engine),
             "failing": self.engine_failing(engine),
-            "not_run": [{"id": c.id, "reason": c.message} for c in self.not_run(engine)],
+            "not_run": [{"id": cid, "reason": reason} for cid, reason in self.not_run_reasons(engine)],
             "contracts": [c.to_json() for c in table.values()],
             "predicted_acceptance": _predicted_json(self.predicted.get(engine)) if engine != ANY_ENGINE else None,
             "probe": self.probes.get(engine),
         }
+
+
+def _json_verdict(verdict: str) -> str:
+    """The JSON's word: fail, not run, or pass (a partial pass is ``pass`` with ``complete: false``)."""
+    return verdict if verdict in ("fail", NOT_RUN) else "pass"
 
 
 def _merge_into(table: dict[str, ContractResult], result: ContractResult) -> None:
@@ -153,9 +183,9 @@ class Collector:
         for ckpt in self.checkpoints.values():
             entries = [ckpt.entry(ANY_ENGINE), *(ckpt.entry(spec) for spec in ckpt.engines)]
             reference = {"reference": ckpt.reference} if ckpt.reference is not None else {}
-            checkpoints.append({"path": ckpt.path, "format": ckpt.format,
-                                "verdict": "fail" if ckpt.verdict == "fail" else "pass",
-                                "complete": all(not ckpt.not_run(e) for e in (ANY_ENGINE, *ckpt.engines)),
+            checkpoints.append({"path": ckpt.path, "format": ckpt.format or "unreadable",
+                                "verdict": _json_verdict(ckpt.verdict),
+                                "complete": all(ckpt.complete(e) for e in (ANY_ENGINE, *ckpt.engines)),
                                 "properties": ckpt.properties,
                                 **reference, "engines": entries})
         return {"schema": SCHEMA, "target": self.target, "engines": self.engines, "checkpoints": checkpoints}
@@ -168,7 +198,7 @@ class Collector:
         rows = [("checkpoint", "format", "engine", "verdict", "predicted", "failing contracts")]
         for ckpt in self.checkpoints.values():
             for index, spec in enumerate((ANY_ENGINE, *ckpt.engines)):
-                first = (ckpt.path, ckpt.format) if index == 0 else ("", "")
+                first = (ckpt.path, ckpt.format or "unreadable") if index == 0 else ("", "")
                 failing = ", ".join(ckpt.engine_failing(spec)) or "-"
                 rows.append((*first, spec, ckpt.engine_verdict(spec).upper().replace("(PARTIAL)", "(partial)"),
                              _predicted_cell(ckpt.predicted.get(spec)), failing))
@@ -176,17 +206,28 @@ class Collector:
         return ["  ".join(cell.ljust(w) for cell, w in zip(row[:5], widths)) + "  " + row[5] for row in rows]
 
     def partial_lines(self) -> list[str]:
-        """What did not run, per checkpoint, and why: a PASS (partial) is not a pass."""
+        """What did not run, per checkpoint, and why: a PASS (partial) is not a pass, NOT RUN is no verdict."""
         lines = []
         for ckpt in self.checkpoints.values():
-            skipped: dict[str, str] = {}
-            for spec in (ANY_ENGINE, *ckpt.engines):
-                if ckpt.engine_verdict(spec) == PARTIAL:
-                    skipped.update({c.id: c.message for c in ckpt.not_run(spec)})
-            if skipped:
-                lines.append(f"partial verdict for {ckpt.path}: {len(skipped)} contracts did not run:")
+            for verdict in (NOT_RUN, PARTIAL):
+                skipped: dict[str, str] = {}
+                specs = [s for s in (ANY_ENGINE, *ckpt.engines) if ckpt.engine_verdict(s) == verdict]
+                for spec in specs:
+                    skipped.update(dict(ckpt.not_run_reasons(spec)))
+                if not skipped:
+                    continue
+                if verdict == NOT_RUN:
+                    lines.append(f"not run for {ckpt.path} ({', '.join(specs)}): no contract ran:")
+                else:
+                    lines.append(f"partial verdict for {ckpt.path}: {len(skipped)} contracts did not run:")
                 lines.extend(f"  {cid}: {reason}" for cid, reason in skipped.items())
         return lines
+
+    def fill_formats(self, read: Any) -> None:
+        """The format of every checkpoint no contract read (``read(path)`` gives the label)."""
+        for ckpt in self.checkpoints.values():
+            if not ckpt.format:
+                ckpt.format = read(ckpt.path)
 
     def reference_lines(self) -> list[str]:
         """One line per checkpoint with a measured reference acceptance."""

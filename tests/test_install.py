@@ -1,0 +1,77 @@
+"""The contract modules are found the same way from an editable install, a wheel, and a non-editable
+install run from the clone's root (where Python imports the source tree, not the installed copy)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+WHERE = "import pytest_eagle3.shell.plugin as p; print(p.__file__); print(p.contracts_dir())"
+
+
+@pytest.fixture(scope="module")
+def wheel_install(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project's wheel (built from this tree, no dependencies) unpacked into a folder of its own."""
+    pytest.importorskip("setuptools", reason="building the wheel needs setuptools")
+    import shutil
+
+    out = tmp_path_factory.mktemp("wheel")
+    source = out / "source"  # a copy: setuptools writes build/ and *.egg-info into the tree it builds
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
+    shutil.copytree(ROOT / "pytest_eagle3", source / "pytest_eagle3", ignore=shutil.ignore_patterns("__pycache__"))
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                            "-w", str(out / "dist"), str(source)], capture_output=True, text=True, check=False)
+    if build.returncode != 0:
+        pytest.skip(f"pip could not build the wheel here: {build.stderr.strip().splitlines()[-1:]}")
+    (wheel,) = (out / "dist").glob("pytest_eagle3-*.whl")
+    target = out / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
+                   check=True, capture_output=True)
+    return target
+
+
+def _run(argv: list[str], cwd: Path, pythonpath: Path | None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    return subprocess.run([sys.executable, *argv], cwd=cwd, env=env, capture_output=True, text=True, check=False,
+                          timeout=600)
+
+
+def _check(cwd: Path, pythonpath: Path | None, report: Path) -> tuple[str, str]:
+    """Where the plugin and the contracts were found, after a `check` run that wrote its verdict."""
+    where = _run(["-c", WHERE], cwd, pythonpath)
+    assert where.returncode == 0, where.stderr
+    plugin, contracts = where.stdout.split()
+    done = _run(["-m", "pytest_eagle3", "check", str(ROOT / "examples" / "demo-draft"), "--engine", "vllm",
+                 "--report", str(report)], cwd, pythonpath)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    data = json.loads(report.read_text(encoding="utf-8"))
+    assert data["checkpoints"][0]["format"] == "speculators"
+    assert {c["id"] for c in data["checkpoints"][0]["engines"][0]["contracts"]} >= {"checkpoint.readable", "vocab.map"}
+    return plugin, contracts
+
+
+def test_the_wheel_carries_the_contracts_and_finds_them(wheel_install: Path, tmp_path: Path) -> None:
+    plugin, contracts = _check(tmp_path, wheel_install, tmp_path / "r.json")
+    assert Path(plugin).is_relative_to(wheel_install) and Path(contracts) == wheel_install / "pytest_eagle3" / "contracts"
+    assert (wheel_install / "pytest_eagle3" / "shell" / "report.schema.json").is_file()
+
+
+def test_a_non_editable_install_run_from_the_clones_root_uses_the_source_tree(wheel_install: Path,
+                                                                              tmp_path: Path) -> None:
+    plugin, contracts = _check(ROOT, wheel_install, tmp_path / "r.json")
+    assert Path(plugin).is_relative_to(ROOT) and Path(contracts) == ROOT / "pytest_eagle3" / "contracts"
+
+
+def test_an_editable_install_finds_the_contracts_in_the_tree(tmp_path: Path) -> None:
+    plugin, contracts = _check(tmp_path, ROOT, tmp_path / "r.json")
+    assert Path(contracts) == ROOT / "pytest_eagle3" / "contracts"
