@@ -216,6 +216,8 @@ def parse_settings(config: pytest.Config) -> Settings:
     values = {dest: resolved.values for dest, resolved in sources.items()}
     one = {dest: v[0] if v else None for dest, v in values.items()}
     steps = int(_number("--eagle3-k", one["eagle3_k"], DEFAULT_STEPS, int, 1, MAX_STEPS))
+    continuation = int(_number("--eagle3-continuation", one["eagle3_continuation"], DEFAULT_NEW_TOKENS, int,
+                               MIN_CONTINUATION, MAX_CONTINUATION))
     return Settings(
         checkpoints=tuple(_checkpoint_dir(p) for p in values["eagle3_ckpt"]),
         target=_target_path(one["eagle3_target"]),
@@ -225,11 +227,11 @@ def parse_settings(config: pytest.Config) -> Settings:
         min_acceptance=_min_acceptance(one["eagle3_min_acceptance"], steps),
         max_loss=_number("--eagle3-max-loss", one["eagle3_max_loss"], DEFAULT_MAX_LOSS, float, 0.0, float(MAX_STEPS)),
         steps=steps,
-        continuation=int(_number("--eagle3-continuation", one["eagle3_continuation"], DEFAULT_NEW_TOKENS, int,
-                                 MIN_CONTINUATION, MAX_CONTINUATION)),
+        continuation=continuation,
         device=_device(one["eagle3_device"] or "cpu", str(config.getoption("markexpr", default="") or "")),
         prompts=_existing_file("--eagle3-prompts", one["eagle3_prompts"]),
-        hidden_states=_hidden_states(one["eagle3_hidden_states"], one["eagle3_target"], one["eagle3_prompts"]),
+        hidden_states=_hidden_states(one["eagle3_hidden_states"], one["eagle3_target"], one["eagle3_prompts"],
+                                     continuation + steps),
         unknown=_unknown(one["eagle3_unknown"] or UNKNOWN_SKIP),
         vllm_python=one["eagle3_vllm_python"],
         sglang_python=one["eagle3_sglang_python"],
@@ -272,7 +274,7 @@ def _existing_file(flag: str, path: str | None) -> str | None:
     return path
 
 
-def _hidden_states(path: str | None, target: str | None, prompts: str | None) -> str | None:
+def _hidden_states(path: str | None, target: str | None, prompts: str | None, new_tokens: int) -> str | None:
     """A dump that fits the target: manifest, target fields and hash, every file's header (no state read)."""
     if path is None:
         return None
@@ -286,7 +288,7 @@ def _hidden_states(path: str | None, target: str | None, prompts: str | None) ->
     from pytest_eagle3.reference.targets.source import TargetSourceError
 
     try:
-        check_dump(path, TargetModel.open(target), 0)
+        check_dump(path, TargetModel.open(target), new_tokens)
     except TargetSourceError as exc:
         raise _usage(flag, str(exc)) from None
     return path
