@@ -64,12 +64,12 @@ def main() -> None:
         size = sum(p.stat().st_size for p in dump.glob("prompt-*.safetensors"))
         head = (dump / "head.safetensors").stat().st_size
     print(f"draft {args.draft}; target {args.target}; {args.engine}")
-    print(f"{'source':32} {'seconds':>8} {'peak RSS MB':>12} {'predicted':>10}")
+    print(f"{'source':36} {'seconds':>8} {'peak RSS MB':>12} {'predicted':>10}")
     names = {"capture": "capture (transformers engine)", "transformers": "prediction, transformers in-process",
              "dump": "prediction, dump + config.json"}
     for mode, row in rows.items():
         figure = row["predicted"] if isinstance(row["predicted"], str) else f"{row['predicted']:.4f}"
-        print(f"{names[mode]:32} {row['seconds']:8.2f} {row['peak_rss_mb']:12.1f} {figure:>10}")
+        print(f"{names[mode]:36} {row['seconds']:8.2f} {row['peak_rss_mb']:12.1f} {figure:>10}")
     print(f"dump: {len(manifest['prompts'])} prompts, {tokens} tokens, {states} states of width "
           f"{manifest['target']['hidden_size']}: {size / 1e6:.2f} MB of states ({size / tokens:.0f} bytes per token, "
           f"{size / tokens / states:.0f} per token and state) + head {head / 1e6:.2f} MB")

@@ -62,10 +62,11 @@ def capture_vllm(target_dir: str, out: str | Path, prompts_path: str | None, new
         extra = shlex.split(engine_args)
     except ValueError as exc:
         raise TargetSourceError(f"--engine-args {engine_args!r}: {exc}") from None
-    head = read_head(target_dir, model)  # before the engine starts: a target without these tensors fails fast
+    head = read_head(target_dir, model, as_float=False)  # before the engine starts: a target without these tensors fails fast
     writer = DumpWriter(out)
     job = {"target": str(Path(target_dir).resolve()), "prompts": prompts, "new_tokens": new_tokens,
-           "layers": list(layers), "out": str(writer.out.resolve()), "engine_args": extra}
+           "layers": list(layers), "out": str(writer.out.resolve()), "engine_args": extra,
+           "dtype": "float32" if _stored_dtype(model) == "float32" else "auto"}
     result = _run(python, job, progress)
     if result.get("layers_in_model") != model.num_hidden_layers:
         raise TargetSourceError(f"vLLM built {result.get('layers_in_model')} decoder layers, config.json says "
@@ -74,6 +75,15 @@ def capture_vllm(target_dir: str, out: str | Path, prompts_path: str | None, new
                         layers, new_tokens, tuple(len(p) for p in prompts), source, "vllm", str(result["version"]),
                         model.architectures)
     return writer.finish(head, manifest)
+
+
+def _stored_dtype(model: TargetModel) -> str | None:
+    """The dtype config.json declares (``dtype`` from transformers 4.56, ``torch_dtype`` before)."""
+    for config in (model.text_config, model.config):
+        value = config.get("dtype", config.get("torch_dtype"))
+        if isinstance(value, str):
+            return value
+    return None
 
 
 def _run(python: str, job: dict[str, Any], progress: Callable[[int, int], None] | None) -> dict[str, Any]:

@@ -4,7 +4,7 @@
 
 JOB: ``target``, ``prompts`` (token id lists), ``new_tokens``, ``layers`` (state k = input of decoder
 layer k; k = L: the last layer's output before the final norm), ``out`` (the dump directory, already
-created), ``engine_args`` (a list of vLLM CLI arguments).
+created), ``engine_args`` (a list of vLLM CLI arguments), ``dtype`` (vLLM's, unless the arguments give one).
 
 Per prompt: (1) ``LLM.generate`` continues it greedily (temperature 0, ``ignore_eos``); (2) the prompt
 plus its continuation is run once more (one sampled token) with forward hooks armed in every worker
@@ -27,8 +27,9 @@ from typing import Any
 
 #: Settings the hooks need; the user's engine arguments may not turn them back.
 FORCED = {"enforce_eager": True, "enable_prefix_caching": False}
-#: Defaults the user's engine arguments may override (float32: the transformers source's dtype on CPU).
-DEFAULTS = {"dtype": "float32", "seed": 0, "skip_tokenizer_init": True}
+#: Defaults the user's engine arguments may override; the job's ``dtype`` (float32 for a float32 target: vLLM's
+#: "auto" would serve it in bf16 on CPU, config/model.py _resolve_auto_dtype, 0.32.0) is added to them.
+DEFAULTS = {"seed": 0, "skip_tokenizer_init": True}
 
 
 def _decoder_layers(model: Any) -> Any:
@@ -119,7 +120,7 @@ def _llm(job: dict[str, Any]) -> Any:
     default = EngineArgs.from_cli_args(parser.parse_args(["--model", job["target"]]))
     user = {f.name: getattr(given, f.name) for f in dataclasses.fields(EngineArgs)
             if getattr(given, f.name) != getattr(default, f.name)}
-    return LLM(**{**DEFAULTS, **user, **FORCED, "model": job["target"]})
+    return LLM(**{**DEFAULTS, "dtype": job.get("dtype", "auto"), **user, **FORCED, "model": job["target"]})
 
 
 def main() -> int:

@@ -74,7 +74,7 @@ def capture_transformers(target_dir: str, out: str | Path, prompts_path: str | N
     hidden = int(target.model.config.get_text_config().hidden_size)
     manifest = Manifest(config_hash(model.config), hidden, target.vocab_size, target.layers, layers, new_tokens,
                         tuple(lengths), source, "transformers", transformers.__version__, model.architectures)
-    return writer.finish(read_head(_root(target_dir), model), manifest)
+    return writer.finish(read_head(_root(target_dir), model, as_float=False), manifest)
 
 
 def _root(target: str) -> Path:

@@ -3,7 +3,7 @@
 ::
 
     DIR/manifest.json         written last: a dump without it is incomplete
-    DIR/head.safetensors      embed_tokens [V, H], lm_head [V', H], norm [H] (float32; read by name from the target)
+    DIR/head.safetensors      embed_tokens [V, H], lm_head [V', H], norm [H] (the target's dtype; read by name from it)
     DIR/prompt-0000.safetensors  token_ids [T] (int64: prompt + greedy continuation), layer.K [T, H] per captured K
 
 The manifest names the target (config hash, hidden size, vocab, layer count), the captured states
@@ -135,7 +135,9 @@ class DumpWriter:
     def finish(self, head: TargetHead, manifest: Manifest) -> Path:
         from safetensors.torch import save_file
 
-        save_file({"embed_tokens": head.embed.contiguous(), "lm_head": head.lm_head.contiguous(),
+        tied = head.lm_head.data_ptr() == head.embed.data_ptr()  # safetensors refuses shared storage
+        lm_head = head.lm_head.clone() if tied else head.lm_head
+        save_file({"embed_tokens": head.embed.contiguous(), "lm_head": lm_head.contiguous(),
                    "norm": head.final_norm.contiguous()}, str(self.out / HEAD_FILE),
                   metadata={"norm_eps": repr(head.final_norm_eps)})
         partial = self.out / (MANIFEST + ".partial")

@@ -24,20 +24,21 @@ NORM_NAMES = ("model.norm.weight", "language_model.model.norm.weight", "model.la
 DEFAULT_EPS = 1e-6
 
 
-def read_head(target_dir: str | Path, config: TargetModel | None = None) -> TargetHead:
-    """embed / lm_head / final norm of the target at ``target_dir`` (lm_head = embed when tied)."""
+def read_head(target_dir: str | Path, config: TargetModel | None = None, as_float: bool = True) -> TargetHead:
+    """embed / lm_head / final norm of the target at ``target_dir`` (lm_head = embed when tied): float32, or
+    in the checkpoint's own dtype (``as_float=False``: what a dump stores, half the bytes for a bf16 target)."""
     weights = Checkpoint.open(target_dir)
     if weights.problems and not weights.tensors:
         raise TargetSourceError(f"target {target_dir}: its weights cannot be indexed: {weights.problems[0]}")
     model = config or TargetModel.open(target_dir)
-    embed = _read(weights, EMBED_NAMES, "the embedding")
+    embed = _read(weights, EMBED_NAMES, "the embedding", as_float)
     try:
-        lm_head = _read(weights, LM_HEAD_NAMES, "lm_head")
+        lm_head = _read(weights, LM_HEAD_NAMES, "lm_head", as_float)
     except TargetSourceError:
         if not model.config.get("tie_word_embeddings", model.text_config.get("tie_word_embeddings", False)):
             raise
         lm_head = embed
-    norm = _read(weights, NORM_NAMES, "the final norm")
+    norm = _read(weights, NORM_NAMES, "the final norm", as_float)
     return TargetHead(embed, lm_head, norm, norm_eps(model.text_config))
 
 
@@ -46,11 +47,12 @@ def norm_eps(config: dict[str, Any]) -> float:
     return float(value) if isinstance(value, (int, float)) else DEFAULT_EPS
 
 
-def _read(weights: Checkpoint, names: tuple[str, ...], what: str) -> Any:
+def _read(weights: Checkpoint, names: tuple[str, ...], what: str, as_float: bool) -> Any:
     name = next((n for n in names if n in weights.tensors), None)
     if name is None:
         raise TargetSourceError(f"target {weights.path}: no tensor for {what} (looked for {', '.join(names)})")
     try:
-        return weights.read(name).float()
+        tensor = weights.read(name)
+        return tensor.float() if as_float else tensor
     except CheckpointReadError as exc:
         raise TargetSourceError(f"target {weights.path}: {what} ({name}) cannot be read: {exc}") from exc
