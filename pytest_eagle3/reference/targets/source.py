@@ -8,9 +8,9 @@ Source: reference/acceptance.py ``capture_states``; reference/producers.md §5.3
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import torch
@@ -67,14 +67,6 @@ class TargetSide:
         return available_layers(self.runs)
 
 
-class TargetSource(Protocol):
-    """Anything that yields the target's side, prompt by prompt."""
-
-    def prompt_states(self) -> Iterator[PromptStates]: ...
-
-    def head(self) -> TargetHead: ...
-
-
 class LayerStates(Sequence["torch.Tensor"]):
     """States ``0..L`` of one group of prompts, of which only ``available`` were captured.
 
@@ -112,11 +104,3 @@ def available_layers(runs: Sequence[TargetRun]) -> frozenset[int] | None:
         return None
     found = [s for s in sets if s is not None]
     return frozenset.intersection(*found)
-
-
-def group_by_length(prompts: Sequence[Sequence[int]]) -> list[tuple[int, list[int]]]:
-    """Prompt indices grouped by prompt length, shortest first: the batches ``run_target`` makes."""
-    groups: dict[int, list[int]] = {}
-    for index, prompt in enumerate(prompts):
-        groups.setdefault(len(prompt), []).append(index)
-    return sorted(groups.items())
