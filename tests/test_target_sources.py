@@ -148,12 +148,13 @@ def test_bad_dump_is_a_usage_error(pytester: pytest.Pytester, dump: Path, tmp_pa
 
 
 @pytest.mark.parametrize("where", ["env", "ini"])
-def test_hidden_states_from_env_and_ini_are_checked(pytester: pytest.Pytester, tmp_path: Path, where: str) -> None:
+def test_hidden_states_from_env_and_ini_are_checked(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+                                                    tmp_path: Path, where: str) -> None:
     """EAGLE3_HIDDEN_STATES and the eagle3_hidden_states ini key are checked like the option."""
     missing = tmp_path / "no-such-dump"
     argv = [f"--eagle3-ckpt={DRAFT}", f"--eagle3-target={TARGET}", "-p", "no:cacheprovider"]
     if where == "env":
-        pytester.monkeypatch.setenv("EAGLE3_HIDDEN_STATES", str(missing))
+        monkeypatch.setenv("EAGLE3_HIDDEN_STATES", str(missing))
     else:
         pytester.makeini(f"[pytest]\neagle3_hidden_states = {missing}\n")
     result = pytester.runpytest(*argv)
