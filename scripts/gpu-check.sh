@@ -9,7 +9,9 @@
 # 3. runs `pytest -m gpu --eagle3-device=cuda` on them: the reference acceptance on CUDA, and the live
 #    engine contracts, which skip naming the missing engine unless EAGLE3_VLLM_PYTHON /
 #    EAGLE3_SGLANG_PYTHON point at interpreters with vLLM / SGLang (then they start real servers)
-# 4. writes timings.txt, figures.json, report.json, junit.xml and pytest.txt into OUT_DIR
+# 4. the capture path: the target's side written once (vLLM's workers when EAGLE3_VLLM_PYTHON is set, else
+#    transformers on CUDA) into OUT_DIR/dump, then the same contracts from the dump and the target's config.json
+# 5. writes timings.txt, figures.json, report.json, junit.xml, pytest.txt, capture.txt and pytest-dump.txt into OUT_DIR
 # Exit status: pytest's.
 set -uo pipefail
 
@@ -42,6 +44,17 @@ step pytest "$PY" -m pytest -m gpu -p no:cacheprovider -rs --durations=0 \
     --eagle3-min-acceptance=1.0 --eagle3-report="$OUT/report.json" --junitxml="$OUT/junit.xml" \
     2>&1 | tee "$OUT/pytest.txt"
 rc=${PIPESTATUS[0]}
+
+rm -rf "$OUT/dump"
+if [ -n "${EAGLE3_VLLM_PYTHON:-}" ]; then
+    step capture "$PY" -m pytest_eagle3 capture "$MODELS/target" "$OUT/dump" --engine vllm \
+        --vllm-python "$EAGLE3_VLLM_PYTHON" --engine-args "--max-model-len 4096" > "$OUT/capture.txt" 2>&1
+else
+    step capture "$PY" -m pytest_eagle3 capture "$MODELS/target" "$OUT/dump" --device cuda > "$OUT/capture.txt" 2>&1
+fi
+step pytest-dump "$PY" -m pytest -m gpu -p no:cacheprovider -rs \
+    --eagle3-ckpt="$MODELS/draft" --eagle3-target="$MODELS/target/config.json" --eagle3-hidden-states="$OUT/dump" \
+    --eagle3-device=cuda --eagle3-min-acceptance=1.0 > "$OUT/pytest-dump.txt" 2>&1
 
 "$PY" - "$OUT" <<'PYEOF'
 import json, sys

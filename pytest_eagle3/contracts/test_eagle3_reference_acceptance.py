@@ -26,9 +26,11 @@ def eagle3_reference(
     """The measured reference for this checkpoint, or the finding that says why it could not run."""
     require_tensors(eagle3_checkpoint)
     require_config(eagle3_checkpoint)
-    if eagle3_target.weights_dir is None or Path(eagle3_target.path).is_file():
+    options = settings(request.config)
+    dump = options.hidden_states
+    if dump is None and (eagle3_target.weights_dir is None or Path(eagle3_target.path).is_file()):
         pytest.skip(f"reference acceptance needs the target's weights: --eagle3-target={eagle3_target.path} "
-                    "names only a config (give the model directory)")
+                    "names only a config (give the model directory, or a dump with --eagle3-hidden-states=DIR)")
     pytest.importorskip("transformers", reason="reference acceptance needs transformers "
                         "(pip install 'pytest-eagle3[target]')")
     from pytest_eagle3.reference.acceptance import ReferenceInputError
@@ -38,14 +40,13 @@ def eagle3_reference(
         measure_reference,
     )
 
-    options = settings(request.config)
     state = run_state(request.config)
     if state.reference is None:
         state.reference = ReferenceCache()
     try:
-        return measure_reference(eagle3_checkpoint, str(eagle3_target.weights_dir), options.device,
-                                 options.prompts, options.steps, cache=state.reference,
-                                 new_tokens=options.continuation)
+        where = str(eagle3_target.weights_dir) if dump is None else eagle3_target.path
+        return measure_reference(eagle3_checkpoint, where, options.device, options.prompts, options.steps,
+                                 cache=state.reference, new_tokens=options.continuation, hidden_states=dump)
     except ReferenceUnavailable as exc:
         pytest.skip(str(exc))
     except ReferenceInputError as exc:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,21 +137,25 @@ class TargetRun:
 
     sequences: torch.Tensor  # [B, T]: prompt + greedy continuation
     prompt_length: int
-    states: tuple[torch.Tensor, ...]  # L + 1 entries of [B, T, H]
+    states: Sequence[torch.Tensor]  # L + 1 entries of [B, T, H] (a dump's: only the captured ones readable)
 
 
 def run_target(target: Target, prompts: Sequence[Sequence[int]], new_tokens: int = DEFAULT_NEW_TOKENS) -> list[TargetRun]:
     """Greedy continuations, then one forward capturing every layer's state (grouped by prompt length)."""
+    return list(iter_target_runs(target, prompts, new_tokens))
+
+
+def iter_target_runs(target: Target, prompts: Sequence[Sequence[int]],
+                     new_tokens: int = DEFAULT_NEW_TOKENS) -> Iterator[TargetRun]:
+    """:func:`run_target` one group of equal-length prompts at a time (shortest first), for streaming."""
     groups: dict[int, list[Sequence[int]]] = {}
     for prompt in prompts:
         groups.setdefault(len(prompt), []).append(prompt)
-    runs = []
     with torch.no_grad():
         for length, group in sorted(groups.items()):
             ids = torch.tensor(group, dtype=torch.long, device=target.device)
             sequences = greedy_continue(target.model, ids, new_tokens)
-            runs.append(TargetRun(sequences, length, capture_states(target.model, sequences)))
-    return runs
+            yield TargetRun(sequences, length, capture_states(target.model, sequences))
 
 
 def greedy_continue(model: Any, ids: torch.Tensor, new_tokens: int) -> torch.Tensor:
@@ -271,22 +275,25 @@ class Inference:
             self.results[1].mean_acceptance_length if len(self.results) > 1 else 1.0)
 
 
-def candidate_readings(ids: tuple[int, ...], layers: int) -> list[Reading]:
-    """The aux readings whose target states exist (HF indices 0..L)."""
-    return [Reading(ids, o) for o in TRIED_OFFSETS if all(0 <= i + o <= layers for i in ids)]
+def candidate_readings(ids: tuple[int, ...], layers: int, available: frozenset[int] | None = None) -> list[Reading]:
+    """The aux readings whose target states exist (HF indices 0..L; of those, the ``available`` ones)."""
+    return [Reading(ids, o) for o in TRIED_OFFSETS
+            if all(0 <= i + o <= layers and (available is None or i + o in available) for i in ids)]
 
 
 def infer(draft: ReferenceDraft, embed: torch.Tensor, runs: Sequence[TargetRun], ids: tuple[int, ...],
-          declared: str | None, layers: int, vocab_size: int, steps: int = DEFAULT_STEPS) -> Inference:
+          declared: str | None, layers: int, vocab_size: int, steps: int = DEFAULT_STEPS,
+          available: frozenset[int] | None = None) -> Inference:
     """Measure every aux reading (d2t as offsets), then d2t as absolute ids under the best one."""
     declared_offset = CONVENTION_OFFSETS.get(declared or "", 0)
 
     def rank(a: Acceptance) -> tuple[float, int, bool]:  # ties go to the declared reading
         return (-a.mean_acceptance_length, abs(a.reading.offset - declared_offset), a.reading.d2t != "offsets")
 
-    results = [measure(draft, embed, runs, r, steps) for r in candidate_readings(ids, layers)]
+    results = [measure(draft, embed, runs, r, steps) for r in candidate_readings(ids, layers, available)]
     if not results:
-        raise ReferenceInputError(f"aux ids {list(ids)} name no layer of this {layers}-layer target")
+        captured = "" if available is None else f" among the captured states {sorted(available)}"
+        raise ReferenceInputError(f"aux ids {list(ids)} name no layer of this {layers}-layer target{captured}")
     results.sort(key=rank)
     absolute = draft.target_ids("absolute")
     if absolute is not None and bool(((absolute >= 0) & (absolute < vocab_size)).all()):

@@ -25,14 +25,13 @@ from pytest_eagle3.reference.acceptance import (
     Acceptance,
     Reading,
     candidate_readings,
-    load_prompts,
-    load_target,
-    run_target,
 )
 from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
 from pytest_eagle3.reference.draft import DraftLoadError, ReferenceDraft
 from pytest_eagle3.reference.engine_feed import engine_feed
 from pytest_eagle3.reference.evidence import Decision, decide
+from pytest_eagle3.reference.targets.choose import target_side
+from pytest_eagle3.reference.targets.source import TargetSourceError, available_layers
 from pytest_eagle3.reference.simulate import (
     ABSOLUTE,
     OFFSETS,
@@ -182,11 +181,13 @@ class PredictionSession:
     prompts_path: str | None = None
     targets: dict[str, TargetFeed] = field(default_factory=dict)
     predictors: dict[tuple[str, str, str | None], DraftPredictor] = field(default_factory=dict)
+    #: A dump of the target's side (``--eagle3-hidden-states``) used in place of running the target here.
+    hidden_states: str | None = None
 
     def target_feed(self, target_path: str) -> TargetFeed:
         if target_path not in self.targets:
             self.targets[target_path] = build_target_feed(target_path, self.device, self.prompts_path,
-                                                          self.continuation, self.steps)
+                                                          self.continuation, self.steps, self.hidden_states)
         return self.targets[target_path]
 
     def predictor(self, ckpt: Checkpoint, target_path: str, convention: str | None = None) -> DraftPredictor:
@@ -198,17 +199,16 @@ class PredictionSession:
 
 
 def build_target_feed(target_path: str, device: str, prompts_path: str | None, continuation: int,
-                      steps: int) -> TargetFeed:
-    """Load the target, continue the prompts by ``continuation + steps`` tokens, capture every layer."""
-    target = load_target(target_path, device)
-    prompts, _ = load_prompts(target, prompts_path)
-    runs = run_target(target, prompts, continuation + steps)
-    decoder = target.model.get_decoder()
-    norm = decoder.norm
-    eps = float(getattr(norm, "variance_epsilon", getattr(norm, "eps", 1e-6)))
-    return TargetFeed(tuple(runs), target.embed.detach().float(),
-                      target.model.get_output_embeddings().weight.detach().float(), norm.weight.detach().float(),
-                      eps, continuation, target.layers)
+                      steps: int, hidden_states: str | None = None) -> TargetFeed:
+    """The target's side for ``continuation + steps`` tokens per prompt: the target run here (every layer
+    captured), or read from a dump (``reference.targets``)."""
+    try:
+        side = target_side(target_path, device, prompts_path, continuation + steps, hidden_states)
+    except TargetSourceError as exc:
+        raise PredictionUnavailable(str(exc)) from exc
+    head = side.head
+    return TargetFeed(side.runs, head.embed, head.lm_head, head.final_norm, head.final_norm_eps, continuation,
+                      side.layers)
 
 
 def build_predictor(ckpt: Checkpoint, target: TargetFeed, steps: int, device: str = "cpu",
@@ -218,7 +218,7 @@ def build_predictor(ckpt: Checkpoint, target: TargetFeed, steps: int, device: st
         draft = ReferenceDraft.from_checkpoint(ckpt, device=device)
     except DraftLoadError as exc:
         raise PredictionUnavailable(f"the reference forward cannot run this draft: {exc}") from exc
-    width = int(target.runs[0].states[0].shape[-1]) if target.runs else 0
+    width = int(target.embed.shape[-1]) if target.runs else 0
     ids = ckpt.config.aux.ids or default_aux_inputs(target.layers)
     if draft.fc_in != len(ids) * width:
         raise PredictionUnavailable(f"the draft does not fit this target: fc takes {draft.fc_in} inputs, "
@@ -240,7 +240,7 @@ def training(ckpt: Checkpoint, simulator: Simulator, ids: tuple[int, ...], conve
     from pytest_eagle3.producers.formats import INPUT_OF
 
     base = trained_feed(simulator.draft, ids, OFFSETS, simulator.target, trained_rope_feed(ckpt))
-    readings = candidate_readings(ids, simulator.target.layers)
+    readings = candidate_readings(ids, simulator.target.layers, available_layers(simulator.target.runs))
     results = [_measured(simulator, base, r) for r in readings]
     results.sort(key=lambda a: -a.mean_acceptance_length)
     if results and "d2t" in simulator.draft.weights:

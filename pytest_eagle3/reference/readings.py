@@ -13,14 +13,12 @@ from pytest_eagle3.reference.acceptance import (
     Acceptance,
     Inference,
     Reading,
-    TargetRun,
     infer,
-    load_prompts,
-    load_target,
-    run_target,
 )
 from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
 from pytest_eagle3.reference.draft import DraftLoadError, ReferenceDraft
+from pytest_eagle3.reference.targets.choose import target_side
+from pytest_eagle3.reference.targets.source import TargetSide, TargetSourceError
 
 #: A declared reading "loses clearly" when another is this much longer in mean acceptance length.
 #: Source: demo pair (examples/build_demo_pair.py): the trained reading leads wrong ones by > 1;
@@ -65,42 +63,42 @@ class ReferenceResult:
 
 @dataclass
 class ReferenceCache:
-    """Loaded targets and their runs, kept by the caller for one run: drafts checked against one target share them."""
+    """The target's side per (target, device, dump, prompts, tokens), kept by the caller for one run: drafts
+    checked against one target share it."""
 
-    targets: dict[tuple[str, str], Any] = field(default_factory=dict)
-    runs: dict[tuple[object, ...], tuple[list[TargetRun], str]] = field(default_factory=dict)
+    runs: dict[tuple[object, ...], TargetSide] = field(default_factory=dict)
 
 
 def measure_reference(ckpt: Checkpoint, target_path: str, device: str = "cpu", prompts_path: str | None = None,
                       steps: int = DEFAULT_STEPS, cache: ReferenceCache | None = None,
-                      new_tokens: int = DEFAULT_NEW_TOKENS) -> ReferenceResult:
-    """Load the draft and (once per cache) the target, run the prompts, try every reading."""
+                      new_tokens: int = DEFAULT_NEW_TOKENS, hidden_states: str | None = None) -> ReferenceResult:
+    """Load the draft and (once per cache) the target's side (run here, or a dump), try every reading."""
     cache = cache if cache is not None else ReferenceCache()
     try:
         draft = ReferenceDraft.from_checkpoint(ckpt, device=device)
     except DraftLoadError as exc:
         raise ReferenceUnavailable(f"the reference forward cannot run this draft: {exc}") from exc
-    key = (target_path, device)
-    if key not in cache.targets:
-        cache.targets[key] = load_target(target_path, device)
-    target = cache.targets[key]
+    stamp = Path(prompts_path).stat().st_mtime_ns if prompts_path and Path(prompts_path).is_file() else None
+    runs_key = (target_path, device, hidden_states, prompts_path, stamp, new_tokens)
+    if runs_key not in cache.runs:
+        try:
+            cache.runs[runs_key] = target_side(target_path, device, prompts_path, new_tokens, hidden_states)
+        except TargetSourceError as exc:
+            raise ReferenceUnavailable(str(exc)) from exc
+    target = cache.runs[runs_key]
     ids, source = _aux_ids(ckpt, target.layers)
-    hidden = int(target.model.config.get_text_config().hidden_size)
+    hidden = target.hidden_size
     if draft.fc_in != len(ids) * hidden:
         raise ReferenceUnavailable(
             f"the draft does not fit this target: fc takes {draft.fc_in} inputs, {len(ids)} aux states of "
             f"this target give {len(ids) * hidden} (see target.consistent)")
     if draft.draft_vocab > target.vocab_size:
         raise ReferenceUnavailable(f"the draft vocab ({draft.draft_vocab}) is larger than the target's ({target.vocab_size})")
-    stamp = Path(prompts_path).stat().st_mtime_ns if prompts_path and Path(prompts_path).is_file() else None
-    runs_key = (*key, prompts_path, stamp, new_tokens)
-    if runs_key not in cache.runs:
-        prompts, prompt_source = load_prompts(target, prompts_path)
-        cache.runs[runs_key] = (run_target(target, prompts, new_tokens), prompt_source)
-    runs, prompt_source = cache.runs[runs_key]
-    embed = draft.weights.get("embed_tokens.weight", target.embed)
+    runs, prompt_source = target.runs, target.prompts
+    embed = draft.weights.get("embed_tokens.weight", target.head.embed)
     convention = ckpt.config.aux.convention if ckpt.config.aux.ids is not None else INPUT_OF
-    inference = infer(draft, embed, runs, ids, convention, target.layers, target.vocab_size, steps)
+    inference = infer(draft, embed, runs, ids, convention, target.layers, target.vocab_size, steps,
+                      target.available)
     measured = inference.declared or inference.best
     return ReferenceResult(inference, measured, convention, source, prompt_source, steps)
 

@@ -25,6 +25,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--target", help="target model dir or config.json")
     check.add_argument("--report", help="write the JSON verdict here")
     check.add_argument("--engine", help="engine versions (as --eagle3-engine): sglang, vllm, all, NAME==VERSION")
+    _capture_parser(sub)
     matrix = sub.add_parser("matrix", help="print the engine x version support matrix (markdown) from the profiles")
     matrix.add_argument("--readme", type=Path,
                         help="rewrite the matrix blocks (profiles and recorded probes) of this markdown file in place "
@@ -75,6 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fix(parser, args)
     if args.command == "plan":
         return _plan(parser, args)
+    if args.command == "capture":
+        return _capture(parser, args)
     return _synth(parser, args)
 
 
@@ -88,6 +91,65 @@ def _check_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
         parser.error(f"--target: {args.target} does not exist (give the target model's directory or its config.json)")
     if args.report is not None and (not args.report.strip() or Path(args.report).is_dir()):
         parser.error(f"--report: {args.report!r} is not a file path; give one such as verdict.json")
+
+
+# -- capture (issue 20): the target's side written once, reused by --eagle3-hidden-states ----------------------
+def _capture_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
+
+    capture = sub.add_parser("capture", help="run the target (here, or in the engine that serves it) on the prompts "
+                                             "and write its hidden states for --eagle3-hidden-states")
+    capture.add_argument("target", help="the target model directory")
+    capture.add_argument("out", type=Path, help="the dump directory to write (must not exist yet)")
+    capture.add_argument("--engine", choices=("transformers", "vllm"), default="transformers",
+                         help="who runs the target: transformers here (default), or vLLM's own workers")
+    capture.add_argument("--vllm-python", metavar="PY", help="interpreter of the venv where vLLM is installed "
+                                                              "(--engine vllm; default: this one)")
+    capture.add_argument("--engine-args", default="", metavar="ARGS",
+                         help="extra vLLM engine arguments, shell-quoted (e.g. \"--tensor-parallel-size 8\")")
+    capture.add_argument("--prompts", metavar="FILE", help="one prompt per line: JSON token ids or text "
+                                                             "(default: the built-in set)")
+    capture.add_argument("--new-tokens", type=int, default=DEFAULT_NEW_TOKENS + DEFAULT_STEPS, metavar="N",
+                         help="tokens generated per prompt (default %(default)s: --eagle3-continuation + --eagle3-k)")
+    capture.add_argument("--layers", metavar="LIST", help="states to keep besides the defaults (around the "
+                                                         "engines' default aux ids, and the last layer): 'all' or "
+                                                         "a comma list; state k = input of layer k")
+    capture.add_argument("--device", default="cpu", help="device for --engine transformers (default cpu)")
+
+
+def _capture(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from pytest_eagle3.reference.defaults import MAX_CONTINUATION, MAX_STEPS
+
+    if not Path(args.target, "config.json").is_file():
+        parser.error(f"target: {args.target} has no config.json (give the target model's directory)")
+    if args.out.exists():
+        parser.error(f"out: {args.out} already exists; capture never overwrites (choose a new directory)")
+    if args.prompts is not None and not Path(args.prompts).is_file():
+        parser.error(f"--prompts: {args.prompts} is not a file")
+    if not 2 <= args.new_tokens <= MAX_CONTINUATION + MAX_STEPS:
+        parser.error(f"--new-tokens: {args.new_tokens} is outside [2, {MAX_CONTINUATION + MAX_STEPS}]")
+    from pytest_eagle3.reference.acceptance import ReferenceInputError
+    from pytest_eagle3.reference.targets.source import TargetSourceError
+
+    def progress(done: int, total: int) -> None:
+        print(f"\rcapture: {done}/{total} prompts", end="\n" if done == total else "", file=sys.stderr, flush=True)
+
+    try:
+        if args.engine == "vllm":
+            from pytest_eagle3.live.capture import capture_vllm
+
+            manifest = capture_vllm(args.target, args.out, args.prompts, args.new_tokens, args.layers,
+                                    args.vllm_python or sys.executable, args.engine_args, progress)
+        else:
+            from pytest_eagle3.reference.targets.capture import capture_transformers
+
+            manifest = capture_transformers(args.target, args.out, args.prompts, args.new_tokens, args.layers,
+                                            args.device, progress)
+    except (TargetSourceError, ReferenceInputError) as exc:
+        print(f"pytest-eagle3 capture: error: {exc}", file=sys.stderr)
+        return 2
+    print(manifest)
+    return 0
 
 
 def _matrix(parser: argparse.ArgumentParser, readme: Path | None) -> int:

@@ -152,15 +152,19 @@ def prediction_session(config: pytest.Config) -> PredictionSession:
 
     state, options = run_state(config), settings(config)
     if state.prediction is None:
-        state.prediction = PredictionSession(options.device, options.steps, options.continuation, options.prompts)
+        state.prediction = PredictionSession(options.device, options.steps, options.continuation, options.prompts,
+                                             hidden_states=options.hidden_states)
     session: PredictionSession = state.prediction
     return session
 
 
 def draft_predictor(config: pytest.Config, ckpt: Checkpoint, target: TargetModel | None) -> DraftPredictor | str:
-    """The draft's predictor against the target's weights, or why there is none (a skip reason)."""
-    if target is None or target.weights_dir is None or Path(target.path).is_file():
-        return "needs the target's weights: pass --eagle3-target=DIR (the model directory)"
+    """The draft's predictor against the target's weights (or a dump of its side), or why there is none (a skip
+    reason)."""
+    dump = settings(config).hidden_states
+    if target is None or (dump is None and (target.weights_dir is None or Path(target.path).is_file())):
+        return ("needs the target's weights: pass --eagle3-target=DIR (the model directory), or a dump of its "
+                "hidden states with --eagle3-hidden-states=DIR")
     import importlib.util
 
     if importlib.util.find_spec("transformers") is None:
@@ -169,7 +173,8 @@ def draft_predictor(config: pytest.Config, ckpt: Checkpoint, target: TargetModel
     from pytest_eagle3.reference.predict import PredictionUnavailable
 
     try:
-        return prediction_session(config).predictor(ckpt, str(target.weights_dir), settings(config).aux_convention)
+        where = str(target.weights_dir) if dump is None else target.path
+        return prediction_session(config).predictor(ckpt, where, settings(config).aux_convention)
     except (PredictionUnavailable, ReferenceInputError) as exc:
         return str(exc)
 

