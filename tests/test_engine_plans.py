@@ -6,6 +6,7 @@ boundary and the first after it, and the issue codes the load plan must file on 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,7 +160,7 @@ def plan_codes(make_variant: Callable[..., Path], make_checkpoint: Callable[...,
         engine = parse_selection(f"{c.engine}=={version}")[0]
         plan = load_plan(Checkpoint.open(path), engine, target, c.convention)
         # producer habits (engine.producer) hold across every release: not part of a version boundary
-        plan.issues = [i for i in plan.issues if i.area != "producer"]
+        plan = dataclasses.replace(plan, issues=tuple(i for i in plan.issues if i.area != "producer"))
         return plan.outcome, {i.finding.code for i in plan.issues}
 
     return run

@@ -1,7 +1,9 @@
 """Engine contracts: what each selected engine version will do with the draft (``--eagle3-engine``).
 
 Each contract reads one area of the load plan (``pytest_eagle3.engines.plan``) and fails with what
-the engine will do, the evidence, the fix, and the plan itself.
+the engine will do, the evidence, the fix, and the plan itself. The plan is frozen and shared: its
+fixes were proven where it was built (``reference.fixes.settle``), so no contract changes it and the
+verdicts do not depend on the order contracts run in.
 """
 
 from __future__ import annotations
@@ -13,51 +15,11 @@ import pytest
 from pytest_eagle3.shell.contract import RecordProperty, check_plan, passed, unknown
 from pytest_eagle3.engines.loadplan import LoadPlan, describe_inputs
 from pytest_eagle3.findings import Finding
-from pytest_eagle3.shell.fixtures import draft_predictor, measured_training, run_state
 from pytest_eagle3.shell.options import UNKNOWN_FAIL, settings
 from pytest_eagle3.shell.report import BASIS_PROPERTY
 
 if TYPE_CHECKING:
-    from pytest_eagle3.checkpoint import Checkpoint, TargetModel
-    from pytest_eagle3.reference.predict import DraftPredictor
-
-
-def prove_fixes(plan: LoadPlan, request: pytest.FixtureRequest, area: str = "aux") -> None:
-    """Prove the config fix of ``area`` by simulation (reference.fixes); needs --eagle3-target with weights,
-    without it the fix stays as the rules say."""
-    from pytest_eagle3.reference.fixes import pending_edit, prove_plan_fixes
-
-    if pending_edit(plan, area) is None:
-        return
-    options = settings(request.config)
-    ckpt, target, predictor = _predictor(request)
-    if predictor is None:
-        return
-    measured = measured_training(request.config, ckpt, target)
-    prove_plan_fixes(plan, area, predictor, ckpt, target, options.engines, options.aux_convention, measured)
-
-
-def measured_uninitialised(plan: LoadPlan, request: pytest.FixtureRequest) -> str | None:
-    """Drop the 'uninitialised' key finding when the simulation shows it costs at most --eagle3-max-loss."""
-    from pytest_eagle3.reference.fixes import drop_harmless_uninitialised
-
-    if not any(i.area == "keys" and i.finding.code == "uninitialised" for i in plan.issues):
-        return None
-    _, _, predictor = _predictor(request)
-    if predictor is None:
-        return None
-    return drop_harmless_uninitialised(plan, predictor, settings(request.config).max_loss)
-
-
-def _predictor(request: pytest.FixtureRequest) -> tuple[Checkpoint, TargetModel | None, DraftPredictor | None]:
-    """The checkpoint, the usable target and the draft's predictor (None when it cannot be built)."""
-    config = request.config
-    options = settings(config)
-    target = run_state(config).target(options.target) if options.target else None
-    target = target if target is not None and target.problem is None else None
-    ckpt = request.getfixturevalue("eagle3_checkpoint")
-    predictor = draft_predictor(config, ckpt, target)
-    return ckpt, target, None if isinstance(predictor, str) else predictor
+    from pytest_eagle3.checkpoint import Checkpoint
 
 
 class TestEagle3Engine:
@@ -75,12 +37,11 @@ class TestEagle3Engine:
         """No checkpoint tensor dropped or refused, no engine parameter left uninitialised (unless the
         simulation shows the parameter's initial value costs nothing)."""
         plan = eagle3_load_plan
-        harmless = measured_uninitialised(plan, request)
         check_plan(request, plan, needs_class=True)
         loaded = sum(len(v) for v in plan.parameters.values())
         record_property(f"{plan.engine.test_id}.tensors_loaded", loaded)
         passed(record_property, f"{plan.engine.label}: {loaded} tensors into {len(plan.parameters)} parameters, "
-                                "none dropped, " + (harmless or "none uninitialised"))
+                                "none dropped, " + (plan.harmless or "none uninitialised"))
 
     @pytest.mark.eagle3_contract("engine.vocab")
     def test_vocab(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty,
@@ -96,7 +57,6 @@ class TestEagle3Engine:
         """The target layers the engine feeds are the layers the draft was trained on."""
         plan = eagle3_load_plan
         record_property(BASIS_PROPERTY, plan.aux.basis)
-        prove_fixes(plan, request)
         check_plan(request, plan)
         if "aux_layers" in plan.unknown:
             unknown(plan.unknown["aux_layers"], settings(request.config).unknown == UNKNOWN_FAIL)
@@ -130,7 +90,6 @@ class TestEagle3Engine:
                     request: pytest.FixtureRequest) -> None:
         """The engine applies the norms the draft was trained with."""
         plan = eagle3_load_plan
-        prove_fixes(plan, request, "norms")
         check_plan(request, plan)
         passed(record_property, f"{plan.engine.label}: " + ", ".join(f"{k}={v}" for k, v in plan.norms.items()))
 
@@ -178,7 +137,6 @@ class TestEagle3Engine:
         """What the producer trained with reaches the engine: fields it never reads, the rope it builds from the
         config, and the files beside the weights that its loader reads."""
         plan = eagle3_load_plan
-        prove_fixes(plan, request, "rope")
         check_plan(request, plan)
         if "producer" in plan.unknown:
             unknown(plan.unknown["producer"], settings(request.config).unknown == UNKNOWN_FAIL)

@@ -8,10 +8,11 @@ before layer j, in layer order, so duplicates collapse and the order is ascendin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from pytest_eagle3.checkpoint import Checkpoint, TargetModel
 from pytest_eagle3.engines.capture import (
     ALLOWLIST_SOURCE,
     CAPTURES,
@@ -20,8 +21,8 @@ from pytest_eagle3.engines.capture import (
     allowlisted,
     capture_support,
 )
-from pytest_eagle3.engines.config_view import EngineView, lookup
-from pytest_eagle3.engines.loadplan import LoadPlan, Measured, describe_inputs
+from pytest_eagle3.engines.facts import FactSheet, lookup
+from pytest_eagle3.engines.loadplan import AuxPlan, Filed, Filing, Measured, describe_inputs
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.producers.formats import (
@@ -92,22 +93,35 @@ def field_text(spec: str) -> str:
     return f"{path} (+{shift})" if shift else path
 
 
-def read_ids(config: dict[str, Any], fields: Sequence[str]) -> tuple[str | None, tuple[int, ...] | None]:
+def read_ids(config: Mapping[str, Any], fields: Sequence[str]) -> tuple[str | None, tuple[int, ...] | None]:
     """The first field in ``fields`` that holds ids, as the engine's resolver reads it (ids as written)."""
+    return first_ids({id_field(name)[0]: _ids(lookup(config, id_field(name)[0])) for name in fields}, fields)
 
+
+def first_ids(written: Mapping[str, tuple[int, ...] | None],
+              fields: Sequence[str]) -> tuple[str | None, tuple[int, ...] | None]:
+    """The first field in ``fields`` whose path holds ids in ``written`` (path -> ids, the fact sheet's)."""
     for name in fields:
-        ids = _ids(lookup(config, id_field(name)[0]))
+        ids = written.get(name.partition("+")[0])
         if ids:
             return name, ids
     return None, None
 
 
-def resolve_capture(prof: Profile, fields: Sequence[str], config: dict[str, Any], family: str,
+def resolve_capture(prof: Profile, fields: Sequence[str], config: Mapping[str, Any], family: str,
                     layers: int | None) -> tuple[str | None, tuple[int, ...] | None, str, tuple[int, ...] | None]:
     """(field, ids read, transform used, requested layer inputs) for one resolver."""
-    name, ids = read_ids(config, fields)
+    return resolve_ids(prof, fields, read_ids(config, fields), family, layers,
+                       default_aux_inputs(layers) if layers is not None else None)
+
+
+def resolve_ids(prof: Profile, fields: Sequence[str], found: tuple[str | None, tuple[int, ...] | None], family: str,
+                layers: int | None, defaults: tuple[int, ...] | None
+                ) -> tuple[str | None, tuple[int, ...] | None, str, tuple[int, ...] | None]:
+    """(field, ids read, transform used, requested layer inputs) for the ids a resolver ``found``."""
+    name, ids = found
     if name is None or ids is None:
-        return None, None, "default", default_aux_inputs(layers) if layers is not None else None
+        return None, None, "default", defaults
     rule = str(prof.value(f"aux_transform_{family}"))
     shift = id_field(name)[1]
     if shift:  # the resolver's own +1 comes before the target's transform
@@ -116,65 +130,83 @@ def resolve_capture(prof: Profile, fields: Sequence[str], config: dict[str, Any]
     return name, ids, rule, transform(rule, ids, layers)
 
 
-def plan_aux(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, target: TargetModel | None,
-             convention: str | None, measured: Measured | None = None) -> None:
-    """Fill ``plan.aux`` and file the aux issues."""
-    aux = plan.aux
-    layers = target.num_hidden_layers if target is not None else None
-    aux.target_layers = layers
-    arch = target.architectures[0] if target is not None and target.architectures else None
+@dataclass(frozen=True)
+class Aux:
+    """The aux plan and what the area files."""
+
+    aux: AuxPlan
+    filed: Filed = Filed()
+
+
+def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: Measured | None = None) -> Aux:
+    """What the target captures for the draft and what the draft was trained on (area ``aux_layers``)."""
+    out = Filing()
+    layers = sheet.target_layers
+    arch = sheet.target_architecture
     support = capture_support(prof.engine, prof.version, arch) if arch else None
-    aux.support = support
     family = support.family if support else "llama"
     capture_range = capture_range_for(prof, family)
-    aux.field, aux.configured, aux.transform, aux.requested = resolve_capture(
-        prof, prof.value("aux_id_fields"), view.config, family, layers)
-    if aux.requested is not None:
-        aux.captured, aux.never_fire, crash = firing(aux.requested, layers, capture_range)
-    else:
-        crash = False
+    fields = prof.value("aux_id_fields")
+    field, configured, used, requested = resolve_ids(prof, fields, first_ids(sheet.aux_ids, fields), family, layers,
+                                                     sheet.default_inputs)
+    captured: tuple[int, ...] | None = None
+    never_fire: tuple[int, ...] = ()
+    crash = False
+    if requested is not None:
+        captured, never_fire, crash = firing(requested, layers, capture_range)
+    other_mode = None
     other_fields = prof.value("aux_id_fields_other_mode")
     if other_fields is not None:
-        _, _, _, other = resolve_capture(prof, other_fields, view.config, family, layers)
-        aux.other_mode = firing(other, layers, capture_range)[0] if other is not None else None
-    if prof.value("graph_mode_default_layers") and aux.configured and layers is not None:
-        aux.graph_mode = firing(default_aux_inputs(layers), layers, capture_range)[0]
+        _, _, _, other = resolve_ids(prof, other_fields, first_ids(sheet.aux_ids, other_fields), family, layers,
+                                     sheet.default_inputs)
+        other_mode = firing(other, layers, capture_range)[0] if other is not None else None
+    graph_mode = None
+    if prof.value("graph_mode_default_layers") and configured and layers is not None:
+        graph_mode = firing(sheet.default_inputs or (), layers, capture_range)[0]
     if measured is not None:
-        aux.trained, aux.trained_from, aux.basis = tuple(measured.inputs), measured.words, "measured"
+        trained, trained_from, basis = tuple(measured.inputs), measured.words, "measured"
     else:
-        _trained(aux, ckpt, convention)
-    _support_issues(plan, prof, support, arch)
-    _allowlist(plan, prof, target)
+        trained, trained_from = _trained(sheet, layers, convention)
+        basis = "assumed"
+    aux = AuxPlan(field=field, configured=configured, transform=used, requested=requested, captured=captured,
+                  never_fire=never_fire, trained=trained, trained_from=trained_from, basis=basis,
+                  other_mode=other_mode, graph_mode=graph_mode, target_layers=layers, support=support)
+    if _feeds_other_layers(aux, sheet):
+        aux = dataclasses.replace(aux, fix_edit=fix_edit(aux, prof))
+    _support_issues(out, prof, support, arch)
+    _allowlist(out, prof, sheet.target_model_type)
     if crash:
-        plan.refuse("aux_layers", Finding(
+        out.refuse("aux_layers", Finding(
             "aux-index-zero",
             f"{prof.label} would capture the input of layer 0 (residual is None there): the first forward fails",
             (Evidence("aux ids", str(list(aux.configured or ())), "ids whose captured layer input is >= 1"),),
             "drop the id that maps to layer input 0", (f"rule: {prof.source('capture_range')}",),
         ))
-    _compare(plan, prof, ckpt)
+    _compare(out, aux, prof, sheet)
+    return Aux(aux, out.filed())
 
 
-def _trained(aux: Any, ckpt: Checkpoint, convention: str | None) -> None:
-    cfg = ckpt.config
-    given = convention or cfg.aux.convention
-    how = "--eagle3-aux-convention" if convention else cfg.aux.convention_source
-    if cfg.aux.ids and given in CONVENTIONS:
-        aux.trained = trained_inputs(cfg.aux.ids, given)
-        aux.trained_from = f"assumed: {cfg.aux.field} = {list(cfg.aux.ids)}, {given} ({how})"
-    elif cfg.aux.ids:
-        aux.trained_from = (f"{cfg.aux.field} = {list(cfg.aux.ids)}, convention unknown: "
-                            "state it with --eagle3-aux-convention=input-of|output-of")
-    elif aux.target_layers is not None:
-        aux.trained = default_aux_inputs(aux.target_layers)
-        aux.trained_from = f"assumed: no ids in config.json: the producer's default, {DEFAULT_AUX_RULE}"
+def _trained(sheet: FactSheet, layers: int | None, convention: str | None) -> tuple[tuple[int, ...] | None, str]:
+    """The layer inputs the draft was trained on as the config (and its convention) says, and the words."""
+    written = sheet.aux_written
+    given = convention or (written.convention if written else None)
+    how = "--eagle3-aux-convention" if convention else written.convention_source if written else ""
+    if written and written.ids and given in CONVENTIONS:
+        return (trained_inputs(written.ids, given),
+                f"assumed: {written.field} = {list(written.ids)}, {given} ({how})")
+    if written and written.ids:
+        return None, (f"{written.field} = {list(written.ids)}, convention unknown: "
+                      "state it with --eagle3-aux-convention=input-of|output-of")
+    if sheet.default_inputs is not None:
+        return sheet.default_inputs, f"assumed: no ids in config.json: the producer's default, {DEFAULT_AUX_RULE}"
+    return None, ""
 
 
-def _support_issues(plan: LoadPlan, prof: Profile, support: Any, arch: str | None) -> None:
+def _support_issues(out: Filing, prof: Profile, support: Any, arch: str | None) -> None:
     if support is None:
         return
     if support.support == REFUSED:
-        plan.refuse("aux_layers", Finding(
+        out.refuse("aux_layers", Finding(
             "target-no-capture",
             f"{prof.label} cannot capture aux hidden states from target {arch}: startup fails",
             (Evidence("target architecture", str(arch), "a target class that captures EAGLE-3 aux states"),),
@@ -182,14 +214,14 @@ def _support_issues(plan: LoadPlan, prof: Profile, support: Any, arch: str | Non
             (f"rule: {support.source}",),
         ))
     elif support.support == SILENT:
-        plan.lose("aux_layers", Finding(
+        out.lose("aux_layers", Finding(
             "target-silent-no-capture",
             f"{prof.label}'s {arch} never captures the configured aux layers: the draft gets one hidden state",
             (Evidence("target architecture", str(arch), "a target class that captures EAGLE-3 aux states"),),
             "serve this target with a newer engine version", (f"rule: {support.source}",),
         ))
     elif support.support != CAPTURES:
-        plan.unknown["aux_layers"] = Finding(
+        out.unknown("aux_layers", Finding(
             "target-unknown",
             f"{prof.label}: target architecture {arch} is in no capture table row (hand-checked or scanned from the "
             "released wheels): whether it captures EAGLE-3 aux states is unknown",
@@ -197,16 +229,15 @@ def _support_issues(plan: LoadPlan, prof: Profile, support: Any, arch: str | Non
             "check the engine's model file for the target (SupportsEagle3 / set_eagle3_layers_to_capture), or run "
             "the engine's own loader on it",
             (f"rule: {support.source}",),
-        )
+        ))
 
 
-def _allowlist(plan: LoadPlan, prof: Profile, target: TargetModel | None) -> None:
+def _allowlist(out: Filing, prof: Profile, model_type: str) -> None:
     """vLLM before 0.17 refuses EAGLE-3 for a target model_type outside its allowlist."""
-    model_type = str(target.text_config.get("model_type") or "") if target is not None else ""
     names = allowlisted(prof.version, model_type) if prof.engine == "vllm" and model_type else None
     if names is None:
         return
-    plan.refuse("aux_layers", Finding(
+    out.refuse("aux_layers", Finding(
         "target-not-allowed",
         f"{prof.label} allows EAGLE-3 only for {list(names)} targets; this target is {model_type!r}: "
         "ValueError 'Eagle3 is only supported for ... models' at startup",
@@ -216,11 +247,26 @@ def _allowlist(plan: LoadPlan, prof: Profile, target: TargetModel | None) -> Non
     ))
 
 
-def _compare(plan: LoadPlan, prof: Profile, ckpt: Checkpoint) -> None:
-    aux = plan.aux
-    cfg = ckpt.config
-    if not cfg.aux.ids and cfg.aux.field is None and ckpt.format.producer == MODELOPT:
-        plan.lose("aux_layers", Finding(
+def _ids_missing(sheet: FactSheet) -> bool:
+    """A ModelOpt draft whose config names no aux ids at all."""
+    written = sheet.aux_written
+    return written is not None and not written.ids and written.field is None and sheet.producer == MODELOPT
+
+
+def _fed(aux: AuxPlan) -> tuple[int, ...] | None:
+    """The layer inputs that reach the draft in the default runtime mode (CUDA-graph decode where it differs)."""
+    return aux.graph_mode if aux.graph_mode is not None else aux.captured
+
+
+def _feeds_other_layers(aux: AuxPlan, sheet: FactSheet) -> bool:
+    if _ids_missing(sheet) or aux.trained is None or aux.captured is None:
+        return False
+    return tuple(_fed(aux) or ()) != tuple(aux.trained)
+
+
+def _compare(out: Filing, aux: AuxPlan, prof: Profile, sheet: FactSheet) -> None:
+    if _ids_missing(sheet):
+        out.lose("aux_layers", Finding(
             "aux-ids-missing",
             f"config.json names no aux layer ids: {prof.label} captures its defaults "
             f"({describe_inputs(aux.captured)}), not necessarily the layers this ModelOpt draft was trained on",
@@ -229,17 +275,14 @@ def _compare(plan: LoadPlan, prof: Profile, ckpt: Checkpoint) -> None:
             (f"rule: {prof.source('aux_id_fields')}",),
         ))
         return
-    if aux.trained is None or aux.captured is None:
+    if not _feeds_other_layers(aux, sheet):
         return
-    fed = aux.graph_mode if aux.graph_mode is not None else aux.captured
-    if tuple(fed) == tuple(aux.trained):
-        return
-    plan.lose("aux_layers", Finding("aux-layers", _aux_headline(plan, prof, fed), _aux_evidence(plan), _aux_fix(plan, prof),
-                             _aux_details(plan, prof)))
+    fed = _fed(aux) or ()
+    out.lose("aux_layers", Finding("aux-layers", _aux_headline(aux, prof, fed), _aux_evidence(aux), _aux_fix(aux, prof),
+                                   _aux_details(aux, prof)))
 
 
-def _how_read(plan: LoadPlan, prof: Profile) -> str:
-    aux = plan.aux
+def _how_read(aux: AuxPlan, prof: Profile) -> str:
     if aux.configured is None:
         fields = prof.value("aux_id_fields")
         where = ("nowhere (configured ids are ignored)" if not fields else " or ".join(map(field_text, fields))
@@ -250,39 +293,43 @@ def _how_read(plan: LoadPlan, prof: Profile) -> str:
     return f"{prof.label} uses {list(aux.configured)} as-is -> captures inputs of layers {list(aux.requested or ())}"
 
 
-def _aux_headline(plan: LoadPlan, prof: Profile, fed: Sequence[int]) -> str:
-    aux = plan.aux
+def _aux_headline(aux: AuxPlan, prof: Profile, fed: Sequence[int]) -> str:
     mode = " in CUDA-graph decode" if aux.graph_mode is not None else ""
-    return (f"{_how_read(plan, prof)} = {describe_inputs(fed)}{mode}; the draft was trained on "
+    return (f"{_how_read(aux, prof)} = {describe_inputs(fed)}{mode}; the draft was trained on "
             f"{describe_inputs(aux.trained)}: the draft sees the wrong layers, acceptance drops")
 
 
-def _aux_evidence(plan: LoadPlan) -> tuple[Evidence, ...]:
-    aux = plan.aux
+def _aux_evidence(aux: AuxPlan) -> tuple[Evidence, ...]:
     return (Evidence("layer inputs fed", str(list(aux.captured or ())) + (f" (from {field_text(aux.field)})" if aux.field
                                                                           else " (defaults)"),
                      f"{list(aux.trained or ())} ({aux.trained_from})"),)
 
 
-def _aux_fix(plan: LoadPlan, prof: Profile) -> str:
-    aux = plan.aux
-    trained = list(aux.trained or ())
-    if aux.graph_mode is not None and aux.captured == aux.trained:
-        return "serve with SGLang >= 0.5.11 (or --disable-cuda-graph, slow)"
+def fix_edit(aux: AuxPlan, prof: Profile) -> tuple[str, tuple[int, ...]] | None:
+    """The config edit that feeds the trained layers: the ids written into the engine's first aux-id field,
+    which it reads with the target family's transform; None where no field edit can (graph mode, no field)."""
+    if aux.trained is None or (aux.graph_mode is not None and aux.captured == aux.trained):
+        return None
     fields = prof.value("aux_id_fields")
     if not fields:
-        return f"serve with a version that reads configured aux ids ({prof.label} ignores them)"
-    # the ids to write into the engine's first field, which it reads with the target family's transform
+        return None
     family = aux.support.family if aux.support else "llama"
     path, shift = id_field(fields[0])
     rule = str(prof.value(f"aux_transform_{family}"))
-    ids = [j - shift - (1 if rule.startswith("+1") else 0) for j in trained]
-    aux.fix_edit = (path, tuple(ids))
-    return f"write {ids} into {path} (for {prof.label}: layer inputs {trained})"
+    return path, tuple(j - shift - (1 if rule.startswith("+1") else 0) for j in aux.trained)
 
 
-def _aux_details(plan: LoadPlan, prof: Profile) -> tuple[str, ...]:
-    aux = plan.aux
+def _aux_fix(aux: AuxPlan, prof: Profile) -> str:
+    trained = list(aux.trained or ())
+    if aux.graph_mode is not None and aux.captured == aux.trained:
+        return "serve with SGLang >= 0.5.11 (or --disable-cuda-graph, slow)"
+    if aux.fix_edit is None:
+        return f"serve with a version that reads configured aux ids ({prof.label} ignores them)"
+    path, ids = aux.fix_edit
+    return f"write {list(ids)} into {path} (for {prof.label}: layer inputs {trained})"
+
+
+def _aux_details(aux: AuxPlan, prof: Profile) -> tuple[str, ...]:
     details = [f"rule: {prof.source('aux_id_fields')}"]
     fields = prof.value("aux_id_fields") or ()
     if len(fields) > 2:

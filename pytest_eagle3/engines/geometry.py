@@ -7,8 +7,11 @@ the engines' side: which route each engine takes and what its weight loaders do 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
+from pytest_eagle3.engines.frozen import FrozenDict
+from pytest_eagle3.engines.loadplan import Filed, Filing
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.rules.attention import (
     CLASS_DEFAULTS,
@@ -23,6 +26,10 @@ from pytest_eagle3.rules.attention import (
 
 __all__ = ["CLASS_DEFAULTS", "LOAD_ASSERT", "ROUTE_AS_WRITTEN", "ROUTE_CONFIG_CLASS", "Disagreement", "Geometry",
            "derive", "disagreements", "geometry_finding", "implied", "plan_geometry", "route_for"]
+
+if TYPE_CHECKING:
+    from pytest_eagle3.engines.facts import FactSheet
+    from pytest_eagle3.engines.profiles import Profile
 
 
 #: What a disagreement does at load, per engine. The weight loaders first narrow the checkpoint
@@ -45,10 +52,16 @@ def route_for(engine: str, speculators: bool) -> str:
     return ROUTE_AS_WRITTEN if engine == "vllm" and speculators else ROUTE_CONFIG_CLASS
 
 
+#: "Derive it from the config" (a derived geometry may itself be None).
+DERIVE: Any = object()
+
+
 def geometry_finding(label: str, engine: str, config: Mapping[str, Any], speculators: bool,
-                     shape_of: Callable[[str], tuple[int, ...] | None], names: list[str] | set[str]) -> Finding | None:
-    """A refusal finding when the engine's geometry contradicts the attention tensors, else None."""
-    geometry = derive(config, route_for(engine, speculators))
+                     shape_of: Callable[[str], tuple[int, ...] | None], names: list[str] | set[str],
+                     derived: Geometry | None = DERIVE) -> Finding | None:
+    """A refusal finding when the engine's geometry contradicts the attention tensors, else None
+    (``derived``: the geometry the engine derives from ``config``, when already known)."""
+    geometry = derive(config, route_for(engine, speculators)) if derived is DERIVE else derived
     if geometry is None:
         return None
     found = disagreements(geometry, shape_of, names)
@@ -73,14 +86,25 @@ def geometry_finding(label: str, engine: str, config: Mapping[str, Any], specula
     )
 
 
-def plan_geometry(plan: Any, prof: Any, view: Any, ckpt: Any) -> None:
-    """File the engine's attention-geometry refusal, if any, under the plan's ``geometry`` area."""
-    finding = geometry_finding(prof.label, prof.engine, view.config, view.speculators, ckpt.shape, set(ckpt.tensors))
+@dataclass(frozen=True)
+class GeometryArea:
+    """What the area files, and the tensors the loader cuts to the parameter's rows (counted as dropped)."""
+
+    filed: Filed = Filed()
+    cut: FrozenDict[str, str] = field(default_factory=FrozenDict)
+
+
+def plan_geometry(sheet: FactSheet, prof: Profile) -> GeometryArea:
+    """The engine's attention-geometry refusal (or silent truncation), if any: area ``geometry``."""
+    finding = geometry_finding(prof.label, prof.engine, sheet.config, sheet.speculators, sheet.shapes.get,
+                               set(sheet.tensors), sheet.draft_geometry)
     if finding is None:
-        return
-    if finding.code == "attention-geometry-truncated":
-        plan.lose("geometry", finding)
-        for item in finding.evidence:  # what lands is a cut copy: the probes' audit counts it as dropped
-            plan.dropped[item.key] = "cut to the parameter's rows by the loader's shard narrow"
-    else:
-        plan.refuse("geometry", finding)
+        return GeometryArea()
+    out = Filing()
+    if finding.code != "attention-geometry-truncated":
+        out.refuse("geometry", finding)
+        return GeometryArea(out.filed())
+    out.lose("geometry", finding)
+    # what lands is a cut copy: the probes' audit counts it as dropped
+    cut = {item.key: "cut to the parameter's rows by the loader's shard narrow" for item in finding.evidence}
+    return GeometryArea(out.filed(), FrozenDict(cut))

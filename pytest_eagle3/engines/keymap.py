@@ -225,3 +225,22 @@ def fused_complete(param: str, shards: set[str]) -> bool:
         if marker in param:
             return set(needed) <= shards
     return True
+
+
+@dataclass(frozen=True)
+class KeyLoad:
+    """The class's parameters, those the loader must fill, where each tensor went, and fused parameters
+    left with a shard missing."""
+
+    params: frozenset[str]
+    required: frozenset[str]
+    resolution: KeyResolution
+    incomplete: tuple[str, ...]
+
+
+def load_keys(profile: Profile, names: list[str], shape: DraftShape) -> KeyLoad:
+    """Everything key resolution says about ``names`` for the class ``shape`` describes, in one call."""
+    params = engine_parameters(profile, shape)
+    res = resolve_keys(profile, names, params, shape)
+    incomplete = tuple(p for p, shards in res.shards.items() if not fused_complete(p, shards))
+    return KeyLoad(frozenset(params), frozenset(params - unused_parameters(profile, shape)), res, incomplete)

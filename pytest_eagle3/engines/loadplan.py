@@ -1,17 +1,20 @@
-"""The load plan: what one engine version will do with one checkpoint (computed in ``plan``).
+"""The load plan: what one engine version will do with one checkpoint (assembled in ``plan``).
 
-Each :class:`Issue` is a finding filed under the plan area that judges it (the engine contract
-``engine.<area>``), marked ``refused`` (the engine will not start) or ``loss`` (it starts and
-acceptance suffers).
+Every type here is frozen: a plan, once built, is the same for every contract that reads it, whatever
+the order they run in. Each :class:`Issue` is a finding filed under the plan area that judges it (the
+engine contract ``engine.<area>``), marked ``refused`` (the engine will not start) or ``loss`` (it
+starts and acceptance suffers). Each area computes a :class:`Filed` (its issues, notes and unknowns)
+with a :class:`Filing` of its own; ``load_plan`` joins them in area order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_eagle3.engines.capture import CaptureSupport
+from pytest_eagle3.engines.frozen import FrozenDict
 from pytest_eagle3.engines.versions import EngineVersion
 from pytest_eagle3.findings import Finding
 from pytest_eagle3.producers.habits import RopeKey
@@ -46,6 +49,42 @@ class Issue:
 
 
 @dataclass(frozen=True)
+class Filed:
+    """What one area files: its issues, notes, and what the profiles cannot judge (per contract area)."""
+
+    issues: tuple[Issue, ...] = ()
+    notes: tuple[str, ...] = ()
+    unknown: tuple[tuple[str, Finding], ...] = ()
+
+    def __add__(self, other: Filed) -> Filed:
+        return Filed(self.issues + other.issues, self.notes + other.notes, self.unknown + other.unknown)
+
+
+class Filing:
+    """An area's own notebook while it computes (never shared): ``filed()`` gives the frozen result."""
+
+    def __init__(self) -> None:
+        self._issues: list[Issue] = []
+        self._notes: list[str] = []
+        self._unknown: list[tuple[str, Finding]] = []
+
+    def refuse(self, area: str, finding: Finding) -> None:
+        self._issues.append(Issue(area, REFUSED, finding))
+
+    def lose(self, area: str, finding: Finding) -> None:
+        self._issues.append(Issue(area, LOSS, finding))
+
+    def note(self, text: str) -> None:
+        self._notes.append(text)
+
+    def unknown(self, area: str, finding: Finding) -> None:
+        self._unknown.append((area, finding))
+
+    def filed(self) -> Filed:
+        return Filed(tuple(self._issues), tuple(self._notes), tuple(self._unknown))
+
+
+@dataclass(frozen=True)
 class Measured:
     """Training layer inputs (and embedding) settled by the reference measurement, with the words saying how."""
 
@@ -54,7 +93,7 @@ class Measured:
     embed: str | None = None  # "draft" / "target": whose embed_tokens the draft was trained with
 
 
-@dataclass
+@dataclass(frozen=True)
 class AuxPlan:
     """Aux hidden states: what the target captures versus what the draft was trained on."""
 
@@ -74,7 +113,7 @@ class AuxPlan:
     support: CaptureSupport | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class FcPlan:
     """The concatenation that reaches fc, and what fc does with it."""
 
@@ -86,41 +125,54 @@ class FcPlan:
     action: str = "unknown"
 
 
-@dataclass
+def _frozen(value: Mapping[Any, Any] | None) -> FrozenDict[Any, Any]:
+    return value if isinstance(value, FrozenDict) else FrozenDict(value or {})
+
+
+@dataclass(frozen=True)
 class LoadPlan:
-    """What one engine version will do with one checkpoint."""
+    """What one engine version will do with one checkpoint (frozen: a proven fix is a new plan)."""
 
     engine: EngineVersion
     draft_class: str | None
-    parameters: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    parameters: Mapping[str, tuple[str, ...]] = field(default_factory=FrozenDict)
     #: Every parameter the engine's draft class builds (empty where the class is not simulated).
     built: tuple[str, ...] = ()
     #: Their shapes as the class allocates them (engines.param_shapes), where the config gives the sizes.
-    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    dropped: dict[str, str] = field(default_factory=dict)
+    shapes: Mapping[str, tuple[int, ...]] = field(default_factory=FrozenDict)
+    dropped: Mapping[str, str] = field(default_factory=FrozenDict)
     uninitialised: tuple[str, ...] = ()
     draft_to_target: tuple[int, ...] | None = None
     map_reading: str = ""
     aux: AuxPlan = field(default_factory=AuxPlan)
     fc: FcPlan = field(default_factory=FcPlan)
-    norms: dict[str, bool] = field(default_factory=dict)
+    norms: Mapping[str, bool] = field(default_factory=FrozenDict)
     embed_tokens: str = "unknown"
     lm_head: str = "unknown"
     draft_layers: int | None = None
     measured: Measured | None = None
-    norm_edits: dict[str, bool] = field(default_factory=dict)
+    norm_edits: Mapping[str, bool] = field(default_factory=FrozenDict)
     #: The rope the engine builds for the draft (producers.Rope.key), and the config edit that gives it
     #: the rope its producer trained with where that differs (engines.producer).
     draft_rope: RopeKey | None = None
-    rope_edit: dict[str, Any] = field(default_factory=dict)
-    issues: list[Issue] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    rope_edit: Mapping[str, Any] = field(default_factory=FrozenDict)
+    issues: tuple[Issue, ...] = ()
+    notes: tuple[str, ...] = ()
     #: KV-cache compatibility with the target (engines.runtime), None without a target.
     runtime: Any = None
     #: Per contract area, what the profiles cannot judge (reported per --eagle3-unknown).
-    unknown: dict[str, Finding] = field(default_factory=dict)
-    #: Areas whose config fixes were already proven by simulation (reference.fixes.prove_plan_fixes).
-    proven: set[str] = field(default_factory=set)
+    unknown: Mapping[str, Finding] = field(default_factory=FrozenDict)
+    #: Areas whose config fixes were proven by simulation where the plan was built (reference.fixes.settle).
+    proven: frozenset[str] = frozenset()
+    #: The 'uninitialised' parameters the simulation showed harmless, in words (reference.fixes.settle).
+    harmless: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("parameters", "shapes", "dropped", "norms", "norm_edits", "rope_edit", "unknown"):
+            object.__setattr__(self, name, _frozen(getattr(self, name)))
+        for name in ("built", "uninitialised", "issues", "notes"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "proven", frozenset(self.proven))
 
     @property
     def outcome(self) -> str:
@@ -129,12 +181,6 @@ class LoadPlan:
 
     def issues_for(self, area: str) -> list[Finding]:
         return [i.finding for i in self.issues if i.area == area]
-
-    def refuse(self, area: str, finding: Finding) -> None:
-        self.issues.append(Issue(area, REFUSED, finding))
-
-    def lose(self, area: str, finding: Finding) -> None:
-        self.issues.append(Issue(area, LOSS, finding))
 
     def describe(self) -> list[str]:
         """The plan in a few lines, for failure messages."""

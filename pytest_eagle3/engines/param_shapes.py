@@ -20,10 +20,10 @@ Sources (read in vllm 0.11.0-0.32.0 ``model_executor/models/llama_eagle3.py`` an
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
-from pytest_eagle3.engines.geometry import derive, route_for
+from pytest_eagle3.engines.geometry import Geometry, derive, route_for
 from pytest_eagle3.engines.keymap import D2T_PARAM
 
 VOCAB_PADDING = 64
@@ -40,9 +40,14 @@ def padded(rows: int) -> int:
     return -(-rows // VOCAB_PADDING) * VOCAB_PADDING
 
 
-def parameter_shapes(engine: str, config: Mapping[str, Any], speculators: bool, params: set[str],
-                     fc_states: int) -> dict[str, Shape]:
-    """Shape of each name in ``params`` the class builds; names whose size the config does not give are left out."""
+#: "Derive it from the config" (a derived geometry may itself be None).
+DERIVE: Any = object()
+
+
+def parameter_shapes(engine: str, config: Mapping[str, Any], speculators: bool, params: Collection[str],
+                     fc_states: int, derived: Geometry | None = DERIVE) -> dict[str, Shape]:
+    """Shape of each name in ``params`` the class builds; names whose size the config does not give are left out
+    (``derived``: the attention the engine derives from ``config``, when already known)."""
     hidden = _int(config, "hidden_size")
     if hidden is None:
         return {}
@@ -50,7 +55,7 @@ def parameter_shapes(engine: str, config: Mapping[str, Any], speculators: bool, 
     vocab = _int(config, "vocab_size")
     draft_vocab = _int(config, "draft_vocab_size") or vocab
     intermediate = _int(config, "intermediate_size")
-    geometry = derive(config, route_for(engine, speculators))
+    geometry = derive(config, route_for(engine, speculators)) if derived is DERIVE else derived
     fixed: dict[str, Shape | None] = {
         "model.norm.weight": (hidden,),
         "model.fc.weight": (hidden, fc_states * target_hidden),

@@ -12,35 +12,40 @@ Three checks under the plan area ``producer`` (contract ``engine.producer``):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.checkpoint.draft import NOT_DRAFT_WEIGHTS
 from pytest_eagle3.checkpoint.tensorfiles import index_safetensors
-from pytest_eagle3.engines.config_view import EngineView
+from pytest_eagle3.engines.facts import FactSheet
+from pytest_eagle3.engines.frozen import FrozenDict
 from pytest_eagle3.engines.keymap import resolve_keys
-from pytest_eagle3.engines.loadplan import LoadPlan
+from pytest_eagle3.engines.loadplan import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding, short
-from pytest_eagle3.producers.habits import (
-    NORM_HABITS,
-    config_rope,
-    served_rope,
-    trained_rope,
-    unread_fields,
-)
+from pytest_eagle3.producers.habits import NORM_HABITS, RopeKey
 
 AREA = "producer"
 
 
-def plan_producer(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, params: set[str]) -> None:
-    """File the producer findings of ``prof``'s engine version for ``ckpt``."""
-    producer = ckpt.format.producer
-    raw = ckpt.config_raw or {}
-    plan.draft_rope = served_rope(raw).key()
-    for row, value in unread_fields(producer, raw):
-        plan.lose(AREA, Finding(
+@dataclass(frozen=True)
+class ProducerArea:
+    """The rope the engine builds, the config edit that gives the trained one, and what the area files."""
+
+    draft_rope: RopeKey
+    rope_edit: FrozenDict[str, Any]
+    filed: Filed = Filed()
+
+
+def plan_producer(sheet: FactSheet, prof: Profile, params: frozenset[str]) -> ProducerArea:
+    """The producer findings of ``prof``'s engine version for the checkpoint (``params``: what the class builds)."""
+    out = Filing()
+    ckpt = sheet.ckpt
+    producer = sheet.producer
+    for row, value in sheet.unread_fields:
+        out.lose(AREA, Finding(
             "field-not-read",
             f"{ckpt.format.label} trained with {row.field} = {_json(value)}, which {prof.label} never reads: "
             f"{row.engine}; {row.trained}",
@@ -48,18 +53,20 @@ def plan_producer(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpo
             f"retrain with {row.field} = {_json(row.engine_value)}, or serve with an engine that reads it",
             (f"producer: {row.source}", f"rule: no {prof.engine} release reads {row.field}"),
         ))
-    _rope(plan, prof, view, producer, ckpt.format.label)
-    _norm_habit(plan, prof, ckpt)
-    _extra_weights(plan, prof, ckpt, params)
+    rope_edit = _rope(out, prof, sheet, producer, ckpt.format.label)
+    _norm_habit(out, prof, sheet)
+    _extra_weights(out, prof, ckpt, params)
+    return ProducerArea(sheet.served_rope, FrozenDict(rope_edit), out.filed())
 
 
 #: A norm weight whose largest / smallest magnitude stays under this ratio counts as uniform.
 UNIFORM_RATIO = 1.01
 
 
-def _norm_habit(plan: LoadPlan, prof: Profile, ckpt: Checkpoint) -> None:
-    habit = NORM_HABITS.get(ckpt.format.producer)
-    prefix = ckpt.config.first_layer_prefix if ckpt.config_raw is not None else None
+def _norm_habit(out: Filing, prof: Profile, sheet: FactSheet) -> None:
+    ckpt = sheet.ckpt
+    habit = NORM_HABITS.get(sheet.producer)
+    prefix = sheet.first_layer_prefix
     name = f"{prefix}{habit.tensor}" if habit is not None and prefix else None
     if habit is None or name is None or name not in ckpt.tensors:
         return
@@ -68,7 +75,7 @@ def _norm_habit(plan: LoadPlan, prof: Profile, ckpt: Checkpoint) -> None:
     if low > 0 and high / low < UNIFORM_RATIO:
         return
     spread = f"{low:.3g}..{high:.3g}"
-    plan.lose(AREA, Finding(
+    out.lose(AREA, Finding(
         "norm-not-applied",
         f"{prof.label} feeds the first layer hidden_norm(fc output); {ckpt.format.label} trained it with "
         f"{habit.trained}: {name} ({spread}) is missing from the hidden path, acceptance drops",
@@ -84,12 +91,13 @@ def _json(value: Any) -> str:
     return "true" if value is True else "false" if value is False else "null" if value is None else str(value)
 
 
-def _rope(plan: LoadPlan, prof: Profile, view: EngineView, producer: str, label: str) -> None:
-    found = trained_rope(producer, view.config)
+def _rope(out: Filing, prof: Profile, sheet: FactSheet, producer: str, label: str) -> dict[str, Any]:
+    """File the trained-rope finding; the config edit that gives the trained rope (empty where none is certain)."""
+    found = sheet.trained_rope
     if found is None:
-        return
+        return {}
     rope, habit = found
-    served = config_rope(view.config)
+    served = sheet.config_rope
     scale = served.logit_scale() / rope.logit_scale()
     sharper = (f"; {served.kind} also multiplies every attention logit by {scale:.2f}, at every position"
                if abs(scale - 1) > 1e-3 else "")
@@ -102,14 +110,14 @@ def _rope(plan: LoadPlan, prof: Profile, view: EngineView, producer: str, label:
         (f"producer: {habit.source}", f"rule: {prof.source('draft_rope')}"),
     )
     if habit.certain:
-        plan.rope_edit = {"rope_theta": rope.theta, "rope_scaling": rope.scaling}
-        plan.lose(AREA, finding)
-    else:
-        plan.unknown[AREA] = Finding(
-            "rope-trained-assumed",
-            f"assumed: {finding.summary}; its cost is not measured here",
-            finding.evidence, finding.fix, finding.details,
-        )
+        out.lose(AREA, finding)
+        return {"rope_theta": rope.theta, "rope_scaling": rope.scaling}
+    out.unknown(AREA, Finding(
+        "rope-trained-assumed",
+        f"assumed: {finding.summary}; its cost is not measured here",
+        finding.evidence, finding.fix, finding.details,
+    ))
+    return {}
 
 
 def _rope_fix(rope: Any, certain: bool) -> str:
@@ -122,26 +130,26 @@ def _rope_fix(rope: Any, certain: bool) -> str:
             "draft is meant to extrapolate beyond its training window")
 
 
-def _extra_weights(plan: LoadPlan, prof: Profile, ckpt: Checkpoint, params: set[str]) -> None:
+def _extra_weights(out: Filing, prof: Profile, ckpt: Checkpoint, params: frozenset[str]) -> None:
     """vLLM and SGLang read every *.safetensors of the folder when no index lists the shards."""
     root = ckpt.root
     if prof.value("weight_files") != "all-safetensors" or (root / "model.safetensors.index.json").is_file():
         return
     for path in sorted(root.glob("*.safetensors")):
         if path.is_file() and path.name.startswith(NOT_DRAFT_WEIGHTS):
-            _one_extra_file(plan, prof, path, params)
+            _one_extra_file(out, prof, path, params)
 
 
-def _one_extra_file(plan: LoadPlan, prof: Profile, path: Path, params: set[str]) -> None:
+def _one_extra_file(out: Filing, prof: Profile, path: Path, params: frozenset[str]) -> None:
     index = index_safetensors(path)
     names = [entry.name for entry in index.entries]
     if not names:
         return
-    res = resolve_keys(prof, names, params)
+    res = resolve_keys(prof, names, set(params))
     why = f"rule: {prof.source('weight_files')}"
     if res.refused:
         refused = [name for name, _ in res.refused]
-        plan.refuse(AREA, Finding(
+        out.refuse(AREA, Finding(
             "extra-weights-loaded",
             f"{prof.label} loads every *.safetensors in the folder, {path.name} too: {len(refused)} of its tensors "
             f"name no draft parameter ({refused[0]}): {res.refused[0][1]}",
@@ -150,11 +158,11 @@ def _one_extra_file(plan: LoadPlan, prof: Profile, path: Path, params: set[str])
             (why, f"rule: {prof.source('unknown_key')}"),
         ))
     elif res.loaded:
-        plan.lose(AREA, Finding(
+        out.lose(AREA, Finding(
             "extra-weights-loaded",
             f"{prof.label} loads {path.name} as draft weights too: it overwrites {short(sorted(res.loaded))}",
             (Evidence(path.name, "read as draft weights", "only the draft's weight files"),),
             f"move {path.name} out of the draft folder", (why,),
         ))
     else:
-        plan.notes.append(f"{prof.label} reads {path.name} and drops its {len(names)} tensors (no draft parameter)")
+        out.note(f"{prof.label} reads {path.name} and drops its {len(names)} tensors (no draft parameter)")

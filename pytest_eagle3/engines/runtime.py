@@ -17,7 +17,8 @@ from typing import Any
 
 from packaging.version import Version
 
-from pytest_eagle3.engines.geometry import ROUTE_CONFIG_CLASS, Geometry, derive, route_for
+from pytest_eagle3.engines.geometry import Geometry
+from pytest_eagle3.engines.loadplan import Filed, Filing
 from pytest_eagle3.engines.param_shapes import VOCAB_PADDING, padded
 from pytest_eagle3.engines.table import Row, Table, table
 from pytest_eagle3.engines.versions import SGLANG, VLLM, EngineVersion
@@ -153,21 +154,18 @@ def _refusal(page: int, target: tuple[LayerKv, ...], error: str) -> str:
             f"manager with the target's ({theirs}): engine start fails with {error} while sizing the KV cache")
 
 
-def plan_runtime(plan: Any, prof: Any, view: Any, target: Any) -> KvVerdict | None:
-    """File a KV-cache refusal under the plan's ``runtime`` area; the verdict, or None without a target."""
-    _graph_width(plan, prof, view.config)
-    _graph_logits(plan, prof, view.config)
-    if target is None or target.problem:
-        return None
-    draft = derive(view.config, route_for(prof.engine, view.speculators))
-    text = target.text_config
-    layers = target_layers(text, derive(text, ROUTE_CONFIG_CLASS))
+def plan_runtime(sheet: Any, prof: Any) -> tuple[KvVerdict | None, Filed]:
+    """The KV-cache verdict (None without a usable target) and the ``runtime`` area's refusals."""
+    out = Filing()
+    _graph_width(out, prof, sheet.config)
+    _graph_logits(out, prof, sheet.config)
+    draft, layers = sheet.draft_geometry, sheet.target_kv
     if draft is None or layers is None:
-        return None
+        return None, out.filed()
     verdict = kv_verdict(prof.engine, prof.version, draft, layers)
     if verdict.status == REFUSED:
         theirs = ", ".join(f"{t.kind}: {t.per_token}" for t in layers)
-        plan.refuse("runtime", Finding(
+        out.refuse("runtime", Finding(
             "kv-page",
             f"{prof.label}: {verdict.message}",
             (Evidence("draft KV elements per token (2 x KV heads x head_dim)", str(2 * draft.kv_width),
@@ -176,16 +174,16 @@ def plan_runtime(plan: Any, prof: Any, view: Any, target: Any) -> KvVerdict | No
             "that unifies page sizes",
             (f"rule: {verdict.source}", f"dtype: {DTYPE_SOURCE[prof.engine]}"),
         ))
-    return verdict
+    return verdict, out.filed()
 
 
-def _graph_logits(plan: Any, prof: Any, config: Mapping[str, Any]) -> None:
+def _graph_logits(out: Any, prof: Any, config: Mapping[str, Any]) -> None:
     """SGLang 0.5.1-0.5.14 copy the 64-padded draft logits into a draft_vocab_size-wide CUDA-graph buffer
     (sglang#10106): a draft vocab that is not a multiple of 64 fails the graph capture at start."""
     rows = _int(config, "draft_vocab_size")
     if prof.value("draft_extend_logits_buffer") != "draft-vocab" or not rows or padded(rows) == rows:
         return
-    plan.refuse("runtime", Finding(
+    out.refuse("runtime", Finding(
         "graph-logits",
         f"{prof.label} copies the draft's logits ({padded(rows)} wide: draft_vocab_size {rows} padded to a multiple "
         f"of {VOCAB_PADDING}) into a CUDA-graph buffer {rows} wide: the draft-extend graph capture fails at start "
@@ -197,13 +195,13 @@ def _graph_logits(plan: Any, prof: Any, config: Mapping[str, Any]) -> None:
     ))
 
 
-def _graph_width(plan: Any, prof: Any, config: Mapping[str, Any]) -> None:
+def _graph_width(out: Any, prof: Any, config: Mapping[str, Any]) -> None:
     """SGLang <= 0.4.9 sized the draft-extend CUDA-graph buffer from the draft's hidden size (sglang#8163)."""
     hidden, target_hidden = _int(config, "hidden_size"), _int(config, "target_hidden_size")
     if prof.value("draft_extend_graph_width") != "draft-hidden" or not hidden or not target_hidden \
             or hidden == target_hidden:
         return
-    plan.refuse("runtime", Finding(
+    out.refuse("runtime", Finding(
         "graph-width",
         f"{prof.label} sizes its CUDA-graph draft-extend buffer as hidden_size x 3 = {3 * hidden}, but this draft's "
         f"target sends target_hidden_size x 3 = {3 * target_hidden}: the first draft extend fails with a shape "

@@ -6,10 +6,11 @@ with the target's weights is decided only when ``--eagle3-target`` holds weights
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
-from pytest_eagle3.engines.config_view import EngineView
-from pytest_eagle3.engines.keymap import KeyResolution
-from pytest_eagle3.engines.loadplan import LoadPlan
+from pytest_eagle3.engines.facts import FactSheet
+from pytest_eagle3.engines.loadplan import Filed, Filing, Measured
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.rules.vocab import ACCEPTANCE_NOTE
@@ -40,67 +41,71 @@ def _draft_name(ckpt: Checkpoint, *names: str) -> str | None:
     return next((n for n in names if n in ckpt.tensors), None)
 
 
-def plan_sharing(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, target: TargetModel | None,
-                 res: KeyResolution) -> None:
+@dataclass(frozen=True)
+class Sharing:
+    """Whose embed_tokens and lm_head the engine uses, and what the area files."""
+
+    embed_tokens: str
+    lm_head: str
+    filed: Filed = Filed()
+
+
+def plan_sharing(sheet: FactSheet, prof: Profile, measured: Measured | None) -> Sharing:
+    """Whose embed_tokens and lm_head ``prof``'s engine uses for this draft (area ``embeddings``)."""
+    out = Filing()
+    ckpt = sheet.ckpt
     embed = _draft_name(ckpt, "embed_tokens.weight", "model.embed_tokens.weight")
     head = _draft_name(ckpt, "lm_head.weight")
-    _embed(plan, prof, view, ckpt, target, embed)
-    if plan.measured is not None and plan.measured.embed == "draft" and plan.embed_tokens == "target":
-        plan.lose("embeddings", Finding(
+    embed_tokens = _embed(out, sheet, prof, measured, embed)
+    if measured is not None and measured.embed == "draft" and embed_tokens == "target":
+        out.lose("embeddings", Finding(
             "embed-replaced",
             f"{prof.label} uses the target's embed_tokens, but the draft was trained with its own (measured: it "
             "reaches clearly more with its own): acceptance drops",
             (Evidence("embed_tokens used", "the target's", "the draft's own (measured)"),),
             "serve with an engine version that keeps a differing draft embed_tokens (vLLM >= 0.11.1), or retrain "
-            "with the target's embedding", (f"rule: {prof.source('embed_source')}", plan.measured.words),
+            "with the target's embedding", (f"rule: {prof.source('embed_source')}", measured.words),
         ))
-    _lm_head(plan, prof, view, ckpt, target, head)
+    lm_head = _lm_head(out, sheet, prof, embed_tokens, head)
+    return Sharing(embed_tokens, lm_head, out.filed())
 
 
-def _embed(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, target: TargetModel | None,
-           embed: str | None) -> None:
+def _embed(out: Filing, sheet: FactSheet, prof: Profile, measured: Measured | None, embed: str | None) -> str:
+    """Whose embed_tokens the engine uses."""
     rule = prof.value("embed_source")
-    config = view.config
+    config, ckpt, target = sheet.config, sheet.ckpt, sheet.target
     hidden, target_hidden = config.get("hidden_size"), config.get("target_hidden_size")
     if rule == "target-unless-hidden-differs":
-        _sglang_embed(plan, prof, embed, hidden, target_hidden)
-        return
+        return _sglang_embed(out, prof, embed, hidden, target_hidden)
     if rule == "target-always-key-raises":
-        plan.embed_tokens = "target"
         if embed is not None:
-            plan.refuse("embeddings", Finding(
+            out.refuse("embeddings", Finding(
                 "embed-key",
                 f"{prof.label} has no embed_tokens module in the draft: loading {embed} raises KeyError",
                 (Evidence(embed, "present", "absent"),), "drop embed_tokens.weight from the checkpoint",
                 (f"rule: {prof.source('embed_source')}",),
             ))
-        return
-    target_width = target.hidden_size if target is not None and target.hidden_size else target_hidden or hidden
+        return "target"
+    target_width = sheet.target_width or target_hidden or hidden
     if rule == "target-if-absent-or-equal" and target_width != hidden:
-        _narrow_embed(plan, prof, embed, hidden, target_width)
-        return
+        return _narrow_embed(out, prof, embed, hidden, target_width)
     if embed is None:
-        plan.embed_tokens = "target"
-        return
+        return "target"
     if rule == "target-if-absent":
-        plan.embed_tokens = "draft"
-        return
+        return "draft"
     if rule == "target-if-same-shape":
         vocab = config.get("vocab_size")
-        target_vocab = target.vocab_size if target is not None else vocab
-        target_width = target.hidden_size if target is not None else target_hidden or hidden
-        plan.embed_tokens = "target" if (target_vocab, target_width) == (vocab, hidden) else "draft"
-        return
+        target_vocab = sheet.target_vocab if target is not None else vocab
+        target_width = sheet.target_hidden_reported if target is not None else target_hidden or hidden
+        return "target" if (target_vocab, target_width) == (vocab, hidden) else "draft"
     equal = same_as_target(ckpt, embed, target, TARGET_EMBED)
     if equal is None:
-        plan.embed_tokens = "draft unless identical to the target's (give --eagle3-target with weights to decide)"
-        return
-    plan.embed_tokens = "target" if equal else "draft"
-    if not equal and plan.measured is not None and plan.measured.embed == "draft":
-        plan.notes.append("embed_tokens: the draft's own, and the measurement shows it was trained with it")
-        return
+        return "draft unless identical to the target's (give --eagle3-target with weights to decide)"
+    if not equal and measured is not None and measured.embed == "draft":
+        out.note("embed_tokens: the draft's own, and the measurement shows it was trained with it")
+        return "draft"
     if not equal:
-        plan.lose("embeddings", Finding(
+        out.lose("embeddings", Finding(
             "embed-kept",
             f"{prof.label} keeps the draft's own embed_tokens because it differs from the target's; producers train "
             f"with the target's frozen embedding, so this one is untrained or stale (TorchSpec#38): acceptance drops",
@@ -108,32 +113,31 @@ def _embed(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, ta
             "drop embed_tokens.weight from the checkpoint (the engine then shares the target's)",
             (f"rule: {prof.source('embed_source')}", "SGLang replaces it with the target's instead"),
         ))
+    return "target" if equal else "draft"
 
 
-def _sglang_embed(plan: LoadPlan, prof: Profile, embed: str | None, hidden: object, target_hidden: object) -> None:
+def _sglang_embed(out: Filing, prof: Profile, embed: str | None, hidden: object, target_hidden: object) -> str:
     """SGLang's set_embed swaps in the target's embedding unless target_hidden_size != hidden_size."""
     differs = target_hidden is not None and target_hidden != hidden
-    plan.embed_tokens = "draft" if differs else "target"
     if differs and embed is None:
-        plan.lose("embeddings", Finding(
+        out.lose("embeddings", Finding(
             "embed-missing",
             f"{prof.label} keeps the draft's own embed_tokens when target_hidden_size ({target_hidden}) != "
             f"hidden_size ({hidden}); the checkpoint has none, so it stays random: {ACCEPTANCE_NOTE}",
             (Evidence("embed_tokens.weight", "absent", f"[vocab, {hidden}]"),),
             "ship the trained embed_tokens.weight", (f"rule: {prof.source('embed_source')}",),
         ))
+    return "draft" if differs else "target"
 
 
-def _narrow_embed(plan: LoadPlan, prof: Profile, embed: str | None, hidden: object, target_width: object) -> None:
+def _narrow_embed(out: Filing, prof: Profile, embed: str | None, hidden: object, target_width: object) -> str:
     """A draft of another width than its target: its own embed_tokens is the trained one, never a copy."""
-    plan.embed_tokens = "draft"
     if embed is not None:
-        plan.notes.append(f"embed_tokens kept: the draft is {hidden} wide, the target {target_width}; "
-                          "its own embedding is the one it was trained with")
-        return
+        out.note(f"embed_tokens kept: the draft is {hidden} wide, the target {target_width}; "
+                 "its own embedding is the one it was trained with")
+        return "draft"
     if prof.value("embed_width_check") == "target-width":
-        plan.embed_tokens = "target"
-        plan.refuse("embeddings", Finding(
+        out.refuse("embeddings", Finding(
             "embed-width",
             f"{prof.label} shares the target's {target_width}-wide embed_tokens with a {hidden}-wide draft that ships "
             "none: the first draft step fails on the width (input_layernorm over the draft's hidden size)",
@@ -141,41 +145,38 @@ def _narrow_embed(plan: LoadPlan, prof: Profile, embed: str | None, hidden: obje
             "ship the draft's trained embed_tokens.weight",
             (f"rule: {prof.source('embed_width_check')}", "static reading: the failing step was not run"),
         ))
-        return
-    plan.lose("embeddings", Finding(
+        return "target"
+    out.lose("embeddings", Finding(
         "embed-missing",
         f"{prof.label} keeps a separate {hidden}-wide embed_tokens for a draft narrower or wider than its target "
         f"({target_width}); the checkpoint has none, so it is never loaded: {ACCEPTANCE_NOTE}",
         (Evidence("embed_tokens.weight", "absent", f"[vocab, {hidden}]"),),
         "ship the draft's trained embed_tokens.weight", (f"rule: {prof.source('embed_width_check')}",),
     ))
+    return "draft"
 
 
-def _lm_head(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, target: TargetModel | None,
-             head: str | None) -> None:
+def _lm_head(out: Filing, sheet: FactSheet, prof: Profile, embed_tokens: str, head: str | None) -> str:
+    """Whose lm_head the engine uses (``embed_tokens``: whose embedding, for a tied head)."""
     rule = prof.value("lm_head_source")
-    config = view.config
+    config, ckpt, target = sheet.config, sheet.ckpt, sheet.target
     draft_vocab = config.get("draft_vocab_size") or config.get("vocab_size")
     vocab = config.get("vocab_size")
     if "draft_vocab_size" in config and config.get("draft_vocab_size") is None \
             and prof.value("draft_vocab_size_null") == "target-lm_head":
-        plan.lm_head = "target"
-        return
+        return "target"
     if prof.engine == "sglang" and config.get("tie_word_embeddings"):
         # lm_head is the draft's embed_tokens module, which set_embed swaps for the target's only
         # when the hidden sizes agree (models/llama.py set_embed).
-        plan.lm_head = "target (tied to embed_tokens)" if plan.embed_tokens == "target" else "draft (tied to its embed_tokens)"
-        return
+        return "target (tied to embed_tokens)" if embed_tokens == "target" else "draft (tied to its embed_tokens)"
     if rule == "draft":
-        plan.lm_head = "draft"
         if head is None:
-            _missing_head(plan, prof, draft_vocab)
-        return
+            _missing_head(out, prof, draft_vocab)
+        return "draft"
     if rule == "target-if-same-shape":
-        same = draft_vocab == (target.vocab_size if target is not None and target.vocab_size else vocab)
-        plan.lm_head = "target" if same else "draft"
+        same = draft_vocab == (sheet.target_vocab or vocab)
         if same and head is not None:
-            plan.lose("embeddings", Finding(
+            out.lose("embeddings", Finding(
                 "lm-head-replaced",
                 f"{prof.label} replaces the draft's trained lm_head with the target's whenever their shapes match "
                 f"(draft vocab = vocab = {vocab}): the draft's predictions go through the wrong head",
@@ -184,25 +185,24 @@ def _lm_head(plan: LoadPlan, prof: Profile, view: EngineView, ckpt: Checkpoint, 
                 (f"rule: {prof.source('lm_head_source')}",),
             ))
         elif not same and head is None:
-            _missing_head(plan, prof, draft_vocab)
-        return
+            _missing_head(out, prof, draft_vocab)
+        return "target" if same else "draft"
     if head is None:
-        plan.lm_head = "target"
         if draft_vocab != vocab:
-            plan.lose("embeddings", Finding(
+            out.lose("embeddings", Finding(
                 "lm-head-missing",
                 f"{prof.label} shares the target's full-vocab lm_head with a reduced-vocab draft ({draft_vocab} of "
                 f"{vocab}): draft logits are indexed through d2t against the wrong rows: silently wrong tokens",
                 (Evidence("lm_head.weight", "absent", f"[{draft_vocab}, hidden]"),), "ship the draft's trained lm_head",
                 (f"rule: {prof.source('lm_head_source')}",),
             ))
-        return
+        return "target"
     equal = same_as_target(ckpt, head, target, TARGET_LM_HEAD)
-    plan.lm_head = "target" if equal else "draft"
+    return "target" if equal else "draft"
 
 
-def _missing_head(plan: LoadPlan, prof: Profile, draft_vocab: object) -> None:
-    plan.lose("embeddings", Finding(
+def _missing_head(out: Filing, prof: Profile, draft_vocab: object) -> None:
+    out.lose("embeddings", Finding(
         "lm-head-missing",
         f"{prof.label} uses the draft's own lm_head, and the checkpoint has none: it stays randomly initialised "
         f"(sglang#27829: accept len 1.00)",

@@ -183,12 +183,12 @@ def pending_edit(plan: LoadPlan, area: str) -> tuple[tuple[Any, ...], list[Any]]
 
 def prove_plan_fixes(plan: LoadPlan, area: str, predictor: DraftPredictor, ckpt: Checkpoint,
                      target: TargetModel | None, engines: Sequence[EngineVersion], convention: str | None,
-                     measured: Measured | None) -> None:
-    """Replace the rules' fix of ``area``'s failing findings with its proven form ('...: predicted 3.80'),
-    or say that none is proven. Once per plan."""
+                     measured: Measured | None) -> LoadPlan:
+    """A new plan whose ``area`` findings carry the proven fix ('...: predicted 3.80'), or say that none is
+    proven; ``plan`` itself when nothing is pending."""
     pending = pending_edit(plan, area)
     if pending is None:
-        return
+        return plan
     (_, value), issues = pending
     if area == "aux":
         proof = prove_aux_fix(predictor, ckpt, target, plan.engine, engines, value, convention, measured)
@@ -197,20 +197,32 @@ def prove_plan_fixes(plan: LoadPlan, area: str, predictor: DraftPredictor, ckpt:
     text = proven_fix_text(proof, plan.engine.label)
     if text is None:
         text = unproven_fix_text(proof, predictor.training.acceptance.mean_acceptance_length)
-    plan.issues[:] = [dataclasses.replace(i, finding=dataclasses.replace(i.finding, fix=text)) if i in issues else i
-                      for i in plan.issues]
-    plan.proven.add(area)
+    fixed = tuple(dataclasses.replace(i, finding=dataclasses.replace(i.finding, fix=text)) if i in issues else i
+                  for i in plan.issues)
+    return dataclasses.replace(plan, issues=fixed, proven=plan.proven | {area})
 
 
-def drop_harmless_uninitialised(plan: LoadPlan, predictor: DraftPredictor, max_loss: float) -> str | None:
-    """Drop the 'uninitialised' key findings when simulating those parameters at their initial values
-    costs at most ``max_loss`` (evidence overrules the assumption that any is fatal); say what was dropped."""
+def drop_harmless_uninitialised(plan: LoadPlan, predictor: DraftPredictor, max_loss: float) -> LoadPlan:
+    """A new plan without the 'uninitialised' key findings when simulating those parameters at their initial
+    values costs at most ``max_loss`` (evidence overrules the assumption that any is fatal), saying in
+    ``harmless`` what was dropped; ``plan`` itself otherwise."""
     keys = [i for i in plan.issues if i.area == "keys"]
     if not keys or any(i.finding.code != "uninitialised" for i in keys):
-        return None
+        return plan
     prediction = predictor.predict(plan)
     cost = next((d.cost for d in prediction.deviations if d.field == "uninitialised"), None)
     if prediction.acceptance is None or cost is None or cost > max_loss:
-        return None
-    plan.issues[:] = [i for i in plan.issues if i not in keys]
-    return f"{', '.join(plan.uninitialised)} left at {plan.engine.label}'s init: simulated cost {cost:.2f} (measured)"
+        return plan
+    harmless = f"{', '.join(plan.uninitialised)} left at {plan.engine.label}'s init: simulated cost {cost:.2f} (measured)"
+    return dataclasses.replace(plan, issues=tuple(i for i in plan.issues if i not in keys), harmless=harmless)
+
+
+def settle(plan: LoadPlan, predictor: DraftPredictor, ckpt: Checkpoint, target: TargetModel | None,
+           engines: Sequence[EngineVersion], convention: str | None, measured: Measured | None,
+           max_loss: float) -> LoadPlan:
+    """The plan as every contract reads it: each provable config fix proven by simulation, and the
+    'uninitialised' findings the simulation shows harmless dropped. Computed once, where the plan is built;
+    a new plan, never an edit of ``plan``."""
+    for area in PROVABLE:
+        plan = prove_plan_fixes(plan, area, predictor, ckpt, target, engines, convention, measured)
+    return drop_harmless_uninitialised(plan, predictor, max_loss)

@@ -142,7 +142,14 @@ def eagle3_load_plan(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoi
         target = state.target(options.target) if options.target else None
         usable = target if target is not None and target.problem is None else None
         measured = measured_training(request.config, eagle3_checkpoint, usable)
-        state.plans[key] = load_plan(eagle3_checkpoint, eagle3_engine, usable, options.aux_convention, measured)
+        plan = load_plan(eagle3_checkpoint, eagle3_engine, usable, options.aux_convention, measured)
+        predictor = draft_predictor(request.config, eagle3_checkpoint, usable)
+        if not isinstance(predictor, str):  # with the target's weights: every config fix proven here, once
+            from pytest_eagle3.reference.fixes import settle
+
+            plan = settle(plan, predictor, eagle3_checkpoint, usable, options.engines, options.aux_convention,
+                          measured, options.max_loss)
+        state.plans[key] = plan
     return state.plans[key]
 
 

@@ -276,6 +276,8 @@ def _contract_data(item: pytest.Item, report: pytest.TestReport, contract: str, 
     return extra | {
         "checkpoint": path,
         "contract": contract,
+        # where the contract is defined: the report lists contracts in this order, not in run order
+        "rank": [Path(item.location[0]).name, item.location[1]],
         "outcome": report.outcome,
         "message": message,
         "format": fmt,

@@ -72,10 +72,20 @@ class CheckpointResult:
     predicted: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: probe.load's result per engine spec (the installed version).
     probes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Each contract's place in the selection (its module and line): the report's order, whatever the run order.
+    ranks: dict[str, tuple[str, int]] = field(default_factory=dict)
+
+    def ordered(self, table: dict[str, ContractResult]) -> list[ContractResult]:
+        """A table's results in selection order (contract module, then line), not in execution order."""
+        return sorted(table.values(), key=lambda c: (self.ranks.get(c.id, ("~", 0)), c.id))
+
+    def engine_specs(self, selected: list[str]) -> list[str]:
+        """The engines reported on, in selection order (then the others, e.g. an installed version, by name)."""
+        return [e for e in selected if e in self.engines] + sorted(e for e in self.engines if e not in selected)
 
     def _table(self, engine: str) -> list[ContractResult]:
-        own = list(self.engines.get(engine, {}).values()) if engine != ANY_ENGINE else []
-        return [*self.contracts.values(), *own]
+        own = self.ordered(self.engines.get(engine, {})) if engine != ANY_ENGINE else []
+        return [*self.ordered(self.contracts), *own]
 
     @property
     def failing(self) -> list[str]:
@@ -129,7 +139,7 @@ class CheckpointResult:
             "verdict": _json_verdict(verdict), "complete": self.complete(engine),
             "failing": self.engine_failing(engine),
             "not_run": [{"id": cid, "reason": reason} for cid, reason in self.not_run_reasons(engine)],
-            "contracts": [c.to_json() for c in table.values()],
+            "contracts": [c.to_json() for c in self.ordered(table)],
             "predicted_acceptance": _predicted_json(self.predicted.get(engine)) if engine != ANY_ENGINE else None,
             "probe": self.probes.get(engine),
         }
@@ -168,6 +178,9 @@ class Collector:
         result.properties.update(properties)
         if isinstance(data.get("reference"), dict):
             result.reference = data["reference"]
+        rank = data.get("rank")
+        if isinstance(rank, (list, tuple)) and len(rank) == 2:
+            result.ranks.setdefault(str(data["contract"]), (str(rank[0]), int(rank[1])))
         engine = str(data.get("engine") or ANY_ENGINE)
         table = result.contracts if engine == ANY_ENGINE else result.engines.setdefault(engine, {})
         _merge_into(table, ContractResult(str(data["contract"]), str(data["outcome"]), str(data["message"]),
@@ -181,7 +194,7 @@ class Collector:
     def to_json(self) -> dict[str, Any]:
         checkpoints = []
         for ckpt in self.checkpoints.values():
-            entries = [ckpt.entry(ANY_ENGINE), *(ckpt.entry(spec) for spec in ckpt.engines)]
+            entries = [ckpt.entry(ANY_ENGINE), *(ckpt.entry(spec) for spec in ckpt.engine_specs(self.engines))]
             reference = {"reference": ckpt.reference} if ckpt.reference is not None else {}
             checkpoints.append({"path": ckpt.path, "format": ckpt.format or "unreadable",
                                 "verdict": _json_verdict(ckpt.verdict),
@@ -197,7 +210,7 @@ class Collector:
     def table(self) -> list[str]:
         rows = [("checkpoint", "format", "engine", "verdict", "predicted", "failing contracts")]
         for ckpt in self.checkpoints.values():
-            for index, spec in enumerate((ANY_ENGINE, *ckpt.engines)):
+            for index, spec in enumerate((ANY_ENGINE, *ckpt.engine_specs(self.engines))):
                 first = (ckpt.path, ckpt.format or "unreadable") if index == 0 else ("", "")
                 failing = ", ".join(ckpt.engine_failing(spec)) or "-"
                 rows.append((*first, spec, ckpt.engine_verdict(spec).upper().replace("(PARTIAL)", "(partial)"),
@@ -211,7 +224,7 @@ class Collector:
         for ckpt in self.checkpoints.values():
             for verdict in (NOT_RUN, PARTIAL):
                 skipped: dict[str, str] = {}
-                specs = [s for s in (ANY_ENGINE, *ckpt.engines) if ckpt.engine_verdict(s) == verdict]
+                specs = [s for s in (ANY_ENGINE, *ckpt.engine_specs(self.engines)) if ckpt.engine_verdict(s) == verdict]
                 for spec in specs:
                     skipped.update(dict(ckpt.not_run_reasons(spec)))
                 if not skipped:

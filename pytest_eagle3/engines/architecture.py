@@ -1,0 +1,218 @@
+"""Areas ``architecture`` and ``layers``: which draft class the engine builds from the config, and its shape.
+
+Pure functions of the fact sheet and the profile: :func:`plan_architecture` (the class, or a refusal),
+:func:`plan_layers` (the layer count, what the class builds, the aux-state count fc is built for) and
+:func:`plan_mla_rope` (vLLM 0.18-0.27's MLA class and its forced YaRN).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_eagle3.engines import draft_classes
+from pytest_eagle3.engines.facts import FactSheet, lookup
+from pytest_eagle3.engines.keymap import DraftShape
+from pytest_eagle3.engines.loadplan import Filed, Filing
+from pytest_eagle3.engines.profiles import Profile
+from pytest_eagle3.engines.versions import SGLANG, VLLM
+from pytest_eagle3.findings import Evidence, Finding
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """The draft class the engine builds (None when refused), and whether planning goes on."""
+
+    draft_class: str | None
+    builds: bool
+    filed: Filed = Filed()
+
+
+@dataclass(frozen=True)
+class Layers:
+    """What the draft class builds: its shape, its layer count, and the aux-state count fc is built for."""
+
+    shape: DraftShape
+    draft_layers: int
+    fc_states: int
+    filed: Filed = Filed()
+
+
+def plan_architecture(sheet: FactSheet, prof: Profile) -> Architecture:
+    """The draft class ``prof``'s engine builds for this config (format, architectures, model_type)."""
+    out = Filing()
+    if sheet.not_a_draft is not None:
+        out.refuse("architecture", sheet.not_a_draft)
+        return Architecture(None, False, out.filed())
+    draft_class = _architecture(out, sheet, prof)
+    if draft_class is None:
+        return Architecture(None, False, out.filed())
+    return Architecture(draft_class, not _rewritten_to_mtp(out, sheet, prof), out.filed())
+
+
+def _architecture(out: Filing, sheet: FactSheet, prof: Profile) -> str | None:
+    if sheet.speculators:
+        if not prof.value("speculators_format"):
+            out.refuse("architecture", Finding(
+                "speculators-format",
+                f"{prof.label} cannot read a speculators-format config: startup fails "
+                "('Unrecognized model ... Should have a model_type key')",
+                (Evidence("config.json", "speculators_model_type / transformer_layer_config",
+                          "a flat HF config with architectures ['LlamaForCausalLMEagle3']"),),
+                "convert the config for SGLang: flatten transformer_layer_config, set architectures "
+                "['LlamaForCausalLMEagle3'], put the aux ids in eagle_config.eagle_aux_hidden_state_layer_ids",
+                (f"rule: {prof.source('speculators_format')}",),
+            ))
+            return None
+        allowed = prof.value("speculators_model_types")
+        model_type = str(sheet.config.get("model_type", ""))
+        if "*" not in allowed and model_type not in allowed:
+            out.refuse("architecture", Finding(
+                "speculators-model-type",
+                f"{prof.label} maps speculators model_type {model_type!r} to no draft class: ValueError at startup",
+                (Evidence("transformer_layer_config.model_type", repr(model_type), " or ".join(allowed)),),
+                "use a supported layer config (llama or qwen3)", (f"rule: {prof.source('speculators_model_types')}",),
+            ))
+            return None
+        has_qwen3 = "Eagle3Qwen3ForCausalLM" in prof.value("architectures")  # algos.py update_eagle3, 0.24+
+        return draft_classes.speculators_class(model_type) if has_qwen3 else "Eagle3LlamaForCausalLM"
+    archs, arch = sheet.architectures, sheet.architecture
+    accepted = prof.value("architectures")
+    resolved = _rewrite(arch, prof.value("arch_rewrite"))
+    if accepted == "*":
+        return "Eagle3LlamaForCausalLM"
+    if resolved in accepted:
+        return str(resolved)
+    if prof.engine == SGLANG and arch in ("LlamaForCausalLM", "Qwen3ForCausalLM", "Qwen2ForCausalLM"):
+        consequence = "SGLang builds the plain target class instead: startup fails (vocab-row assert / KeyError)"
+    else:
+        consequence = f"{prof.label} has no draft class named {resolved or '(none)'}: startup fails"
+    out.refuse("architecture", Finding(
+        "architecture",
+        f"{prof.label} does not build an EAGLE-3 draft for architectures {archs!r}: {consequence}",
+        (Evidence("config.json architectures[0]", repr(arch), " or ".join(accepted)),),
+        'set architectures to ["LlamaForCausalLMEagle3"]',
+        (f"rule: {prof.source('architectures')}", f"rule: {prof.source('arch_rewrite')}"),
+    ))
+    return None
+
+
+def _rewritten_to_mtp(out: Filing, sheet: FactSheet, prof: Profile) -> bool:
+    """vLLM turns a draft of model_type deepseek_v3 (and kin) into its MTP draft, whatever the method."""
+    model_type = sheet.model_type
+    if model_type not in prof.value("mtp_model_types"):
+        return False
+    out.refuse("architecture", Finding(
+        "mtp-model-type",
+        f"{prof.label} rewrites a draft of model_type {model_type!r} to its MTP draft (DeepSeekMTPModel): the EAGLE-3 "
+        "speculative config is refused at startup ('Eagle3DeepSeekMTPModel are not supported')",
+        (Evidence("config.json model_type", repr(model_type), "deepseek_v2 (the same MLA fields)"),),
+        'set "model_type": "deepseek_v2" in the draft\'s config.json (DeepseekV2Config reads the same MLA fields)',
+        (f"rule: {prof.source('mtp_model_types')}",),
+    ))
+    return True
+
+
+def _rewrite(arch: str, rule: str) -> str:
+    if rule == "prefix-unless-starts" and arch and not arch.startswith("Eagle3"):
+        return "Eagle3" + arch
+    if rule == "prefix-unless-starts-or-ends" and arch and not (arch.startswith("Eagle3") or arch.endswith("Eagle3")):
+        return "Eagle3" + arch
+    return arch
+
+
+def draft_class_row(prof: Profile, name: str | None) -> draft_classes.DraftClass | None:
+    """The draft class's row: for this version, else the class's own row whatever the version."""
+    klass = draft_classes.draft_class(prof.engine, prof.version, name or "")
+    return klass or draft_classes.CLASSES.get((prof.engine, name or ""))
+
+
+def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Layers:
+    """What ``draft_class`` builds in ``prof``'s engine for this config (area ``layers``)."""
+    out = Filing()
+    config = sheet.config
+    layers = sheet.num_hidden_layers or 1
+    klass = draft_class_row(prof, draft_class)
+    by_class = bool(klass and klass.max_layers == 1)
+    rule = "refused" if by_class else prof.value("multi_layer")
+    if layers != 1 and rule == "refused":
+        out.refuse("layers", Finding(
+            "multi-layer",
+            f"{prof.label} builds one-layer EAGLE-3 drafts only: num_hidden_layers={layers} raises "
+            "ValueError('EAGLE3 currently only supports 1 layer')",
+            (Evidence("config.json num_hidden_layers", str(layers), "1"),),
+            "train a one-layer draft" if by_class else "serve with SGLang >= 0.5.12, or train a one-layer draft",
+            (f"rule: {klass.source}" if by_class and klass else f"rule: {prof.source('multi_layer')}",),
+        ))
+    in_checkpoint = sheet.layer_count
+    if rule == "one-layer" and in_checkpoint > 1:
+        out.refuse("layers", Finding(
+            "multi-layer",
+            f"{prof.label} builds one draft layer whatever num_hidden_layers says; the checkpoint has "
+            f"{in_checkpoint}: loading layers.1.* raises KeyError",
+            (Evidence("draft layers", str(in_checkpoint), "1"),),
+            "serve with vLLM >= 0.11.1, or train a one-layer draft", (f"rule: {prof.source('multi_layer')}",),
+        ))
+    built = 1 if rule in ("refused", "one-layer") else layers
+    use_aux = sheet.use_aux_hidden_state
+    has_fc = not (use_aux is False and prof.value("use_aux_hidden_state") == "honoured" and prof.engine == VLLM)
+    count = fc_state_count(prof, config, klass)
+    fc_bias_rule = prof.value("fc_bias")
+    has_lm_head = not (prof.engine == SGLANG and sheet.tie_word_embeddings)
+    has_embed = not (prof.engine == VLLM and prof.value("embed_source") == "target-always-key-raises")
+    has_d2t = not (prof.value("d2t_full_vocab") == "refused" and sheet.full_vocab)
+    shape = DraftShape(
+        layers=built,
+        norm_before_fc=sheet.flags["norm_before_fc"],
+        fc_norm_count=count if sheet.flags["fc_norm"] else 0,
+        fc_bias=fc_bias_rule == "always" or (fc_bias_rule == "config.bias" and sheet.bias),
+        has_fc=has_fc,
+        has_lm_head=has_lm_head,
+        has_embed=has_embed,
+        has_d2t=has_d2t,
+        extra_layer_params=klass.extra_layer_params if klass else (),
+        **_class_layout(klass),
+    )
+    return Layers(shape, built, count, out.filed())
+
+
+def _class_layout(klass: draft_classes.DraftClass | None) -> dict[str, Any]:
+    if klass is None:
+        return {}
+    return {"attention": klass.attention, "stacked": klass.stacked, "renames": klass.renames,
+            "first_layer": klass.first_layer}
+
+
+def fc_state_count(prof: Profile, config: Any, klass: draft_classes.DraftClass | None) -> int:
+    """The aux-state count fc is built for: the fields the draft class reads, in its order."""
+    if prof.value("fc_aux_count") == "3":
+        return 3
+    for name in klass.fc_count_fields if klass else draft_classes.LLAMA_COUNT:
+        value = lookup(config, name)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+        if isinstance(value, list) and value:
+            return len(value)
+    return 3
+
+
+def plan_mla_rope(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Filed:
+    """vLLM 0.18-0.27's MLA class builds DeepSeek YaRN whenever rope_scaling is set (always, under transformers 5)."""
+    klass = draft_class_row(prof, draft_class)
+    if klass is None or klass.family != draft_classes.MLA or prof.value("mla_rope") != "forced-yarn":
+        return Filed()
+    rope = sheet.rope_scaling
+    missing = [k for k in ("factor", "original_max_position_embeddings") if not isinstance(rope, dict) or k not in rope]
+    if not missing:
+        return Filed()
+    out = Filing()
+    out.refuse("architecture", Finding(
+        "mla-rope",
+        f"{prof.label} builds the MLA draft's rope as DeepSeek YaRN whenever rope_scaling is set (always, assuming "
+        f"transformers >= 5): the draft config's rope scaling has no {missing[0]}: KeyError at startup",
+        (Evidence("config.json rope_scaling", repr(rope) if rope else "absent",
+                  "a YaRN rope_scaling with factor and original_max_position_embeddings"),),
+        "write the target's YaRN rope_scaling into the draft's config.json, or serve with vLLM >= 0.28",
+        (f"rule: {prof.source('mla_rope')}",),
+    ))
+    return out.filed()

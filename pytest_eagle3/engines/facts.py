@@ -1,0 +1,271 @@
+"""The fact sheet: what every engine area reads from the checkpoint and the target, extracted once.
+
+``fact_sheet(ckpt, profile, target)`` flattens the draft config the way the profile's engine reads it
+(vLLM converts a speculators config with ``speculators/algos.py update_eagle3``; SGLang reads the HF
+config as it is), resolves the norm flags as the engine applies them, and reads every config field,
+tensor shape and target property an area needs. Areas read the sheet, never the raw config.
+Tensor *contents* (d2t, a norm weight, embeddings compared with the target's) are read on demand
+through ``sheet.ckpt``: they are large and only some areas need them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_eagle3.checkpoint import Checkpoint, TargetModel
+from pytest_eagle3.engines.frozen import FrozenDict, freeze
+from pytest_eagle3.engines.geometry import ROUTE_CONFIG_CLASS, Geometry, derive, route_for
+from pytest_eagle3.engines.profiles import Profile
+from pytest_eagle3.engines.runtime import LayerKv, target_layers
+from pytest_eagle3.engines.versions import SGLANG
+from pytest_eagle3.findings import Finding
+from pytest_eagle3.producers.formats import AuxLayers, default_aux_inputs, is_speculators, lookup
+from pytest_eagle3.producers.habits import (
+    Rope,
+    RopeHabit,
+    RopeKey,
+    TrainedField,
+    config_rope,
+    served_rope,
+    trained_rope,
+    unread_fields,
+)
+from pytest_eagle3.rules.draft_kind import classify_checkpoint, not_a_draft_finding
+
+__all__ = ["EngineView", "FactSheet", "engine_view", "fact_sheet", "lookup"]
+
+#: The norm flags an engine may read from the draft config.
+NORM_FLAGS = ("norm_before_residual", "norm_before_fc", "fc_norm", "norm_output")
+
+
+@dataclass(frozen=True)
+class EngineView:
+    """What the engine's draft class sees: a flat config, and the flags as it applies them."""
+
+    config: Mapping[str, Any]
+    speculators: bool
+    flags: Mapping[str, bool]
+    flag_notes: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class FactSheet:
+    """One checkpoint (and target) as one engine version reads them: every fact an area needs."""
+
+    #: The flat config the engine's draft class reads, whether it came as a speculators config, and
+    #: the norm flags as the engine applies them (with how it reads each).
+    config: Mapping[str, Any]
+    speculators: bool
+    flags: Mapping[str, bool]
+    flag_notes: Mapping[str, str]
+    #: The checkpoint, for tensor contents read on demand (never modified).
+    ckpt: Checkpoint
+    #: The target when usable (its config read; weights where given), else None.
+    target: TargetModel | None
+    #: The draft config as written (empty without one).
+    raw: Mapping[str, Any]
+    #: Why this is not a draft at all (a target or another method's checkpoint), else None.
+    not_a_draft: Finding | None
+    # ---- the draft config, as the engine sees it
+    architectures: Any
+    architecture: str
+    model_type: str
+    num_hidden_layers: int | None
+    hidden_size: int | None
+    #: target_hidden_size, else hidden_size.
+    target_hidden_size: int | None
+    vocab_size: int | None
+    draft_vocab_present: bool
+    draft_vocab_size: Any
+    #: The target's vocab (model_config.get_vocab_size()), else the draft config's vocab_size.
+    reference_vocab: int | None
+    #: The draft vocab is the target's (or unset): vLLM >= 0.30 then builds no d2t.
+    full_vocab: bool
+    tie_word_embeddings: bool
+    use_aux_hidden_state: Any
+    bias: bool
+    rope_scaling: Any
+    #: The norm flags written explicitly (top level or eagle_config), None where absent.
+    explicit_norms: Mapping[str, bool | None]
+    #: The attention the engine derives for the draft (rules.attention), None where the config cannot say.
+    draft_geometry: Geometry | None
+    #: Aux ids in each field the engine's resolvers read (this mode and the other), as written.
+    aux_ids: Mapping[str, tuple[int, ...] | None]
+    # ---- the checkpoint
+    tensors: tuple[str, ...]
+    shapes: Mapping[str, tuple[int, ...]]
+    fc_width: int | None
+    layer_count: int
+    trained_norms: Mapping[str, bool]
+    norm_sources: Mapping[str, str]
+    producer: str
+    format_label: str
+    first_layer_prefix: str | None
+    #: The aux ids the checkpoint's config names, their field and convention (checkpoint.config.aux).
+    aux_written: AuxLayers | None
+    #: The rope the engines build from config.json, the rope the producer trained with where it differs,
+    #: and the trained fields no engine reads (producers.habits).
+    served_rope: RopeKey
+    config_rope: Rope
+    trained_rope: tuple[Rope, RopeHabit] | None
+    unread_fields: tuple[tuple[TrainedField, Any], ...]
+    # ---- the target
+    target_layers: int | None
+    target_architecture: str | None
+    target_vocab: int | None
+    #: The target's hidden size as it reports it, and where it is a positive number.
+    target_hidden_reported: int | None
+    target_width: int | None
+    target_model_type: str
+    #: The producers' default aux layers for the target's layer count (layer inputs).
+    default_inputs: tuple[int, ...] | None
+    #: The target's KV layers (engines.runtime), None without a target geometry.
+    target_kv: tuple[LayerKv, ...] | None
+
+
+def _int(config: Mapping[str, Any], name: str) -> int | None:
+    value = config.get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _explicit_flag(raw: Mapping[str, Any], name: str) -> bool | None:
+    for value in (raw.get(name), lookup(raw, f"eagle_config.{name}")):
+        if isinstance(value, bool):
+            return value
+    return None
+
+
+def _ids(value: Any) -> tuple[int, ...] | None:
+    if isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return tuple(value)
+    return None
+
+
+def _aux_ids(config: Mapping[str, Any], profile: Profile) -> dict[str, tuple[int, ...] | None]:
+    """The ids in every field the profile's aux-id resolvers read (``path+1``: read at ``path``)."""
+    specs = [*(profile.value("aux_id_fields") or ()), *(profile.value("aux_id_fields_other_mode") or ())]
+    paths = dict.fromkeys(spec.partition("+")[0] for spec in specs)
+    return {path: _ids(lookup(config, path)) for path in paths}
+
+
+def fact_sheet(ckpt: Checkpoint, profile: Profile, target: TargetModel | None = None) -> FactSheet:
+    """Read once what every area of ``profile``'s plan needs from ``ckpt`` and ``target``."""
+    raw = ckpt.config_raw or {}
+    view = engine_view(raw, profile)
+    config = view.config
+    archs = raw.get("architectures")
+    hidden = _int(config, "hidden_size")
+    written = _int(config, "target_hidden_size")
+    shapes = FrozenDict({name: entry.shape for name, entry in ckpt.tensors.items()})
+    fc_shape = shapes.get("fc.weight") or shapes.get("model.fc.weight")
+    cfg = ckpt.config if ckpt.config_raw is not None else None
+    text = target.text_config if target is not None else {}
+    layers = target.num_hidden_layers if target is not None else None
+    target_vocab = target.vocab_size if target is not None else None
+    vocab = _int(config, "vocab_size")
+    reference_vocab = target_vocab if target_vocab is not None else vocab
+    present = "draft_vocab_size" in config
+    draft_vocab = config.get("draft_vocab_size") if present else "missing"
+    reported = target.hidden_size if target is not None else None
+    producer = ckpt.format.producer
+    return FactSheet(
+        config=config, speculators=view.speculators, flags=view.flags, flag_notes=view.flag_notes,
+        ckpt=ckpt, target=target, raw=freeze(raw),
+        not_a_draft=not_a_draft_finding(classify_checkpoint(ckpt)),
+        architectures=freeze(archs), architecture=str(archs[0]) if isinstance(archs, list) and archs else "",
+        model_type=str(config.get("model_type") or ""),
+        num_hidden_layers=_int(config, "num_hidden_layers"),
+        hidden_size=hidden, target_hidden_size=written or hidden,
+        vocab_size=vocab, draft_vocab_present=present, draft_vocab_size=config.get("draft_vocab_size"),
+        reference_vocab=reference_vocab,
+        full_vocab=draft_vocab in (None, "missing") or draft_vocab == reference_vocab,
+        tie_word_embeddings=bool(config.get("tie_word_embeddings", False)),
+        use_aux_hidden_state=lookup(config, "eagle_config.use_aux_hidden_state"),
+        bias=bool(config.get("bias", False)),
+        rope_scaling=freeze(config.get("rope_scaling") or config.get("rope_parameters")),
+        explicit_norms=FrozenDict({name: _explicit_flag(raw, name) for name in NORM_FLAGS}),
+        draft_geometry=derive(config, route_for(profile.engine, view.speculators)),
+        aux_ids=FrozenDict(_aux_ids(config, profile)),
+        tensors=tuple(ckpt.tensors), shapes=shapes,
+        fc_width=fc_shape[1] if fc_shape and len(fc_shape) == 2 else None,
+        layer_count=cfg.layer_count if cfg is not None else 1,
+        trained_norms=FrozenDict(cfg.norm_flags if cfg is not None else {}),
+        norm_sources=FrozenDict(cfg.sources if cfg is not None else {}),
+        producer=producer, format_label=ckpt.format.label,
+        first_layer_prefix=cfg.first_layer_prefix if cfg is not None else None,
+        aux_written=ckpt.config.aux,
+        served_rope=served_rope(raw).key(), config_rope=config_rope(config),
+        trained_rope=trained_rope(producer, config), unread_fields=tuple(unread_fields(producer, raw)),
+        target_layers=layers,
+        target_architecture=target.architectures[0] if target is not None and target.architectures else None,
+        target_vocab=target_vocab, target_hidden_reported=reported, target_width=reported or None,
+        target_model_type=str(text.get("model_type") or ""),
+        default_inputs=default_aux_inputs(layers) if layers is not None else None,
+        target_kv=target_layers(text, derive(text, ROUTE_CONFIG_CLASS)) if target is not None and not target.problem
+        else None,
+    )
+
+
+def engine_view(raw: Mapping[str, Any], profile: Profile) -> EngineView:
+    """Flatten the config the way ``profile``'s engine does, and resolve the norm flags."""
+    speculators = is_speculators(raw)
+    config = _speculators_to_eagle(raw, profile) if speculators else dict(raw)
+    flags, notes = _flags(raw, config, speculators, profile)
+    return EngineView(freeze(config), speculators, FrozenDict(flags), FrozenDict(notes))
+
+
+def _speculators_to_eagle(raw: Mapping[str, Any], profile: Profile) -> dict[str, Any]:
+    """vLLM speculators/algos.py update_eagle3: the layer config plus the fields it copies."""
+    layer = raw.get("transformer_layer_config")
+    config: dict[str, Any] = dict(layer) if isinstance(layer, dict) else {}
+    config["draft_vocab_size"] = raw.get("draft_vocab_size")
+    for name in ("target_hidden_size",):
+        if name in raw:
+            config[name] = raw[name]
+    config["norm_before_residual"] = raw.get("norm_before_residual", True)
+    if profile.at_least("0.19.0"):
+        config["norm_before_fc"] = raw.get("norm_before_fc", False)
+    if profile.at_least("0.25.0"):
+        config["fc_norm"] = raw.get("fc_norm", False)
+        config["norm_output"] = raw.get("norm_output", False)
+    if profile.at_least("0.11.1") and "eagle_aux_hidden_state_layer_ids" in raw:
+        config["eagle_aux_hidden_state_layer_ids"] = raw["eagle_aux_hidden_state_layer_ids"]
+    return config
+
+
+def _flag(config: Mapping[str, Any], *names: str) -> bool:
+    for name in names:
+        value = lookup(config, name)
+        if value is not None:
+            return bool(value)
+    return False
+
+
+def _flags(raw: Mapping[str, Any], config: Mapping[str, Any], speculators: bool,
+           profile: Profile) -> tuple[dict[str, bool], dict[str, str]]:
+    flags: dict[str, bool] = {}
+    notes: dict[str, str] = {}
+    rule = profile.value("norm_before_residual")
+    flags["norm_before_residual"] = bool(config.get("norm_before_residual", False)) if rule == "read" else False
+    notes["norm_before_residual"] = (
+        "read from the config" + (" (speculators format: default True)" if speculators else " (default False)")
+        if rule == "read" else "not read: the residual is always the raw fc output"
+    )
+    rule = profile.value("norm_before_fc")
+    fields = {"read": ("eagle_config.norm_before_fc", "norm_before_fc"), "top-level": ("norm_before_fc",),
+              "eagle-format-only": () if speculators else ("norm_before_fc",)}.get(rule, ())
+    flags["norm_before_fc"] = bool(fields) and _flag(config, *fields)
+    notes["norm_before_fc"] = (f"read from {' or '.join(fields)}" if fields else
+                               "not propagated from a speculators config" if rule == "eagle-format-only"
+                               else "not read: no input_norm")
+    for name in ("fc_norm", "norm_output"):
+        rule = profile.value(name)
+        reads = rule == "read" or (rule == "eagle-format-only" and not speculators)
+        names = (name, "use_aux_norm") if name == "fc_norm" and profile.engine == SGLANG else (name,)
+        flags[name] = reads and _flag(config, *names)
+        notes[name] = "read" if reads else (
+            "not propagated from a speculators config in this version" if rule == "eagle-format-only" else "not read"
+        )
+    return flags, notes

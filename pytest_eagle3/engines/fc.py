@@ -1,0 +1,111 @@
+"""Area ``fc``: the width fc is built for against the checkpoint's, and the concatenation that reaches it.
+
+Two pure functions: :func:`plan_fc_shape` (what the class builds, from the fact sheet) and
+:func:`plan_fc` (what the target sends, from the aux area's result: passed in, never read from a plan).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pytest_eagle3.engines.facts import FactSheet
+from pytest_eagle3.engines.loadplan import AuxPlan, FcPlan, Filed, Filing
+from pytest_eagle3.engines.profiles import Profile
+from pytest_eagle3.engines.versions import SGLANG
+from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.rules.vocab import ACCEPTANCE_NOTE
+
+
+@dataclass(frozen=True)
+class Fc:
+    """The fc plan and what the area files."""
+
+    fc: FcPlan
+    filed: Filed = Filed()
+
+
+def plan_fc_shape(sheet: FactSheet, prof: Profile, fc_states: int, parameters: Mapping[str, object]) -> Fc:
+    """fc as the class builds it (``fc_states`` x target_hidden_size) against the checkpoint's fc width."""
+    out = Filing()
+    target_hidden = sheet.target_hidden_size
+    expects = fc_states * target_hidden if target_hidden else None
+    width = sheet.fc_width
+    fc = FcPlan(expects_states=fc_states, expects_width=expects, checkpoint_width=width)
+    if "model.fc.weight" in parameters and width and expects and width != expects:
+        trained = width // target_hidden if target_hidden else "?"
+        if prof.value("fc_aux_count") == "3":
+            fix = f"{prof.label} always builds fc for 3 aux states: serve with a version that reads num_aux_hidden_states"
+        else:
+            fix = (f"write num_aux_hidden_states: {trained} into config.json ({prof.label} reads num_aux_hidden_states, "
+                   "else len(eagle_config.eagle_aux_hidden_state_layer_ids), else 3; never the top-level ids)")
+        out.refuse("fc", Finding(
+            "fc-shape",
+            f"{prof.label} builds fc for {fc_states} aux states ({expects} wide) but the checkpoint's fc "
+            f"takes {width}: the weight loader's shape assert stops startup",
+            (Evidence("fc.weight.shape[1]", str(width), f"{fc_states} x target_hidden_size {target_hidden} = {expects}"),),
+            fix,
+            (f"rule: {prof.source('fc_aux_count')}",),
+        ))
+    return Fc(fc, out.filed())
+
+
+def plan_fc(sheet: FactSheet, prof: Profile, built: FcPlan, aux: AuxPlan) -> Fc:
+    """What reaches fc: the states the target captures (``aux``, the aux area's result), and fc's action."""
+    out = Filing()
+    hidden, target_hidden = sheet.hidden_size, sheet.target_hidden_size
+    honoured = prof.value("use_aux_hidden_state") == "honoured"
+    if sheet.use_aux_hidden_state is False and honoured:
+        fc = dataclasses.replace(built, states_sent=1, width_sent=target_hidden,
+                                 action="bypassed" if prof.engine == SGLANG else "disabled")
+        if fc.checkpoint_width and fc.checkpoint_width != target_hidden:
+            out.lose("fc", Finding(
+                "fc-unused",
+                f"eagle_config.use_aux_hidden_state is false, so {prof.label} sends one {target_hidden}-wide hidden "
+                f"state and {'skips fc silently' if prof.engine == SGLANG else 'drops fc at load'}; the checkpoint's "
+                f"fc was trained on {fc.checkpoint_width // target_hidden if target_hidden else '?'} concatenated "
+                f"states: {ACCEPTANCE_NOTE}",
+                (Evidence("eagle_config.use_aux_hidden_state", "false", "true (fc.weight is "
+                          f"{fc.checkpoint_width} wide)"),),
+                "set eagle_config.use_aux_hidden_state: true (or remove it)",
+                (f"rule: {prof.source('use_aux_hidden_state')}", f"rule: {prof.source('fc_applied')}"),
+            ))
+        return Fc(fc, out.filed())
+    states = built.states_sent
+    if aux.support is not None and aux.support.support == "silent-no-capture":
+        states = 1
+    elif aux.captured is not None:
+        states = len(aux.captured)
+    if states is None or target_hidden is None or hidden is None:
+        return Fc(dataclasses.replace(built, states_sent=states))
+    width = states * target_hidden
+    fc = dataclasses.replace(built, states_sent=states, width_sent=width)
+    if width == fc.expects_width:
+        return Fc(dataclasses.replace(fc, action="fc"))
+    if prof.value("fc_applied") == "when-width-differs" and width == hidden:
+        out.lose("fc", Finding(
+            "fc-bypassed",
+            f"{prof.label} receives {states} hidden state ({width} wide = the draft's hidden size) "
+            f"and skips fc silently: the draft runs on unfused features, {ACCEPTANCE_NOTE}",
+            (Evidence("width reaching fc", str(width), f"{fc.expects_states} x {target_hidden} = {fc.expects_width}"),),
+            _capture_fix(aux),
+            (f"rule: {prof.source('fc_applied')}",),
+        ))
+        return Fc(dataclasses.replace(fc, action="bypassed"), out.filed())
+    out.refuse("fc", Finding(
+        "fc-width",
+        f"{prof.label} concatenates {states} captured states ({width} wide) but fc expects "
+        f"{fc.expects_states} ({fc.expects_width}): the first draft step fails with a shape error",
+        (Evidence("states captured", str(states), str(fc.expects_states)),),
+        _capture_fix(aux),
+        (f"rule: {prof.source('fc_applied')}", f"rule: {prof.source('fc_aux_count')}"),
+    ))
+    return Fc(dataclasses.replace(fc, action="crash"), out.filed())
+
+
+def _capture_fix(aux: AuxPlan) -> str:
+    if aux.never_fire:
+        return (f"use aux ids the target can capture (ids whose captured layer input {list(aux.never_fire)} "
+                "lies past the last layer never fire)")
+    return "make the target capture as many aux states as fc was trained on (aux ids in the field the engine reads)"

@@ -1,0 +1,62 @@
+"""Area ``norms``: the norm flags the engine applies against those the draft was trained with.
+
+A pure function of the fact sheet (the flags as the engine resolves them, the flags as trained) and the profile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pytest_eagle3.engines.facts import FactSheet
+from pytest_eagle3.engines.frozen import FrozenDict
+from pytest_eagle3.engines.loadplan import Filed, Filing
+from pytest_eagle3.engines.profiles import Profile
+from pytest_eagle3.findings import Evidence, Finding
+
+NORM_FIX = {
+    "norm_before_residual": "the engine feeds the raw fc output as residual",
+    "norm_before_fc": "the engine skips input_norm before fc",
+    "fc_norm": "the engine skips the per-chunk fc_norm",
+    "norm_output": "the engine feeds back the pre-norm state",
+}
+
+
+@dataclass(frozen=True)
+class Norms:
+    """The flags applied, the config edits that would give the trained ones, and what the area files."""
+
+    applied: FrozenDict[str, bool]
+    edits: FrozenDict[str, bool]
+    filed: Filed = Filed()
+
+
+def plan_norms(sheet: FactSheet, prof: Profile) -> Norms:
+    """Each norm flag the engine applies differently from training (flags left implicit by the config and
+    read only by one format are not judged)."""
+    out = Filing()
+    edits: dict[str, bool] = {}
+    flags = sheet.flags
+    for name, applied in flags.items():
+        want = sheet.trained_norms.get(name)
+        if want is None or want == applied:
+            continue
+        if name in ("fc_norm", "norm_output", "norm_before_fc") and sheet.explicit_norms.get(name) is None:
+            continue
+        source = sheet.norm_sources.get(name, "")
+        out.lose("norms", Finding(
+            "norm-flag",
+            f"{prof.label} applies {name}={applied}, the draft was trained with {name}={want}: "
+            f"{NORM_FIX[name] if not applied else 'the engine adds a norm the draft never saw'}; acceptance drops",
+            (Evidence(name, f"{applied} ({sheet.flag_notes[name]})", f"{want} ({source})"),),
+            _norm_fix(prof, name, want),
+            (f"rule: {prof.source(name)}",),
+        ))
+        if prof.value(name) not in ("not-read", "eagle-format-only"):
+            edits[name] = want
+    return Norms(FrozenDict(flags), FrozenDict(edits), out.filed())
+
+
+def _norm_fix(prof: Profile, name: str, want: bool) -> str:
+    if prof.value(name) in ("not-read", "eagle-format-only"):
+        return f"serve with an engine version that honours {name}, or retrain with {name}={not want}"
+    return f"write {name}: {str(want).lower()} into config.json explicitly"

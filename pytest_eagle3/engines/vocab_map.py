@@ -1,0 +1,133 @@
+"""Area ``vocab``: the draft vocab the engine builds and how it maps draft ids to target ids.
+
+A pure function of the fact sheet, the profile and the keys area's result (which tensors load, and
+the d2t the loader found).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pytest_eagle3.checkpoint import Checkpoint, CheckpointReadError
+from pytest_eagle3.engines.facts import FactSheet
+from pytest_eagle3.engines.loadplan import Filed, Filing
+from pytest_eagle3.engines.profiles import Profile
+from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.rules.vocab import ACCEPTANCE_NOTE
+
+
+@dataclass(frozen=True)
+class VocabMap:
+    """How the engine reads the map, and the effective draft -> target ids where they are known."""
+
+    map_reading: str = ""
+    draft_to_target: tuple[int, ...] | None = None
+    filed: Filed = Filed()
+
+
+def plan_vocab(sheet: FactSheet, prof: Profile, parameters: Mapping[str, object], d2t_name: str | None) -> VocabMap:
+    """The engine's reading of the draft -> target map (``parameters`` and ``d2t_name``: the keys area's)."""
+    out = Filing()
+    draft_vocab, head_from_target = _draft_vocab(out, sheet, prof)
+    if draft_vocab is None:
+        return VocabMap(filed=out.filed())
+    _lm_head_rows(out, sheet, prof, parameters, draft_vocab)
+    full = draft_vocab == sheet.reference_vocab
+    if d2t_name is None:
+        reading = _no_map(out, prof, draft_vocab, sheet.vocab_size, full, head_from_target)
+        return VocabMap(reading, None, out.filed())
+    if full and prof.value("d2t_full_vocab") == "refused":
+        out.refuse("vocab", Finding(
+            "d2t-full-vocab",
+            f"{prof.label} has no d2t parameter when draft_vocab_size == vocab_size ({draft_vocab}): loading the "
+            "shipped d2t raises 'There is no module or parameter named draft_id_to_target_id'",
+            (Evidence("d2t", f"present, {draft_vocab} entries", "absent (full vocab needs no map)"),),
+            "drop d2t (and t2d) from the checkpoint: a full-vocab draft needs no map",
+            (f"rule: {prof.source('d2t_full_vocab')}",),
+        ))
+        return VocabMap("refused", None, out.filed())
+    if prof.value("d2t_present") == "discarded":
+        if not full:
+            out.lose("vocab", Finding(
+                "d2t-discarded",
+                f"{prof.label} discards d2t after loading (the renamed key is never found): draft ids become target "
+                f"ids: {ACCEPTANCE_NOTE}",
+                (Evidence("d2t", "shipped", "applied as offsets"),),
+                "serve with vLLM >= 0.9.1", (f"rule: {prof.source('d2t_present')}",),
+            ))
+        return VocabMap("d2t loaded then discarded: draft ids used as target ids", None, out.filed())
+    d2t = _read_d2t(sheet.ckpt, d2t_name)
+    mapped = tuple(int(i + v) for i, v in enumerate(d2t)) if d2t is not None else None
+    return VocabMap("offsets: target = i + d2t[i]", mapped, out.filed())
+
+
+def _draft_vocab(out: Filing, sheet: FactSheet, prof: Profile) -> tuple[int | None, bool]:
+    """The draft vocab the engine builds, and whether it borrows the target's lm_head; None when refused."""
+    present, draft_vocab = sheet.draft_vocab_present, sheet.draft_vocab_size
+    if present and draft_vocab is not None:
+        return (draft_vocab if isinstance(draft_vocab, int) else None), False
+    behaviour = "draft_vocab_size_missing" if not present else "draft_vocab_size_null"
+    rule = prof.value(behaviour)
+    state = "absent" if not present else "null"
+    if rule == "refused":
+        out.refuse("vocab", Finding(
+            "draft-vocab-size",
+            f"{prof.label} needs draft_vocab_size in the draft config; it is {state}: startup fails",
+            (Evidence("config.json draft_vocab_size", state, "the lm_head row count"),),
+            "write draft_vocab_size (the lm_head rows) into config.json",
+            (f"rule: {prof.source(behaviour)}",),
+        ))
+        return None, False
+    head_from_target = rule == "target-lm_head"
+    if head_from_target:
+        out.note("draft_vocab_size: null -> the target's lm_head and embed are used")
+    return sheet.vocab_size, head_from_target
+
+
+def _lm_head_rows(out: Filing, sheet: FactSheet, prof: Profile, parameters: Mapping[str, object],
+                  draft_vocab: int) -> None:
+    lm_head = sheet.shapes.get("lm_head.weight")
+    if lm_head and lm_head[0] != draft_vocab and "lm_head.weight" in parameters:
+        out.refuse("vocab", Finding(
+            "lm-head-rows",
+            f"{prof.label} builds lm_head with {draft_vocab} rows; the checkpoint's has {lm_head[0]}: startup fails",
+            (Evidence("lm_head.weight.shape[0]", str(lm_head[0]), f"draft_vocab_size {draft_vocab}"),),
+            "make draft_vocab_size equal lm_head rows",
+        ))
+
+
+def _no_map(out: Filing, prof: Profile, draft_vocab: int, vocab: int | None, full: bool,
+            head_from_target: bool) -> str:
+    reading = "no d2t: draft ids are used as target ids"
+    if full:
+        return reading
+    if prof.value("d2t_absent") == "crash":
+        out.refuse("vocab", Finding(
+            "d2t-missing-crash",
+            f"{prof.label} needs d2t for a reduced draft vocab: startup fails (hot_token_id is None)",
+            (Evidence("d2t", "absent", f"{draft_vocab} offsets"),), "save d2t (offsets) with the draft",
+            (f"rule: {prof.source('d2t_absent')}",),
+        ))
+    elif not head_from_target:
+        out.lose("vocab", Finding(
+            "d2t-missing",
+            f"{prof.label} will use draft ids 0..{draft_vocab - 1} as target ids: the draft vocab is reduced "
+            f"({draft_vocab} of {vocab}) and no d2t is shipped: {ACCEPTANCE_NOTE}",
+            (Evidence("d2t", "absent", f"{draft_vocab} offsets (target = i + d2t[i])"),),
+            "save d2t with the draft (build it from t2d: d2t = nonzero(t2d) - arange(draft_vocab_size))",
+            (f"rule: {prof.source('d2t_absent')}",),
+        ))
+    return reading
+
+
+def _read_d2t(ckpt: Checkpoint, name: str) -> list[int] | None:
+    try:
+        tensor = ckpt.read(name)
+    except CheckpointReadError:
+        return None
+    if tensor.ndim != 1 or tensor.numel() > 1 << 20:
+        return None
+    import torch
+
+    return [int(v) for v in tensor.to(dtype=torch.int64).tolist()]
