@@ -150,7 +150,8 @@ def test_bad_dump_is_a_usage_error(pytester: pytest.Pytester, dump: Path, tmp_pa
 @pytest.mark.parametrize("where", ["env", "ini"])
 def test_hidden_states_from_env_and_ini_are_checked(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
                                                     tmp_path: Path, where: str) -> None:
-    """EAGLE3_HIDDEN_STATES and the eagle3_hidden_states ini key are checked like the option."""
+    """EAGLE3_HIDDEN_STATES and the eagle3_hidden_states ini key are checked like the option, and the error names
+    where the value came from."""
     missing = tmp_path / "no-such-dump"
     argv = [f"--eagle3-ckpt={DRAFT}", f"--eagle3-target={TARGET}", "-p", "no:cacheprovider"]
     if where == "env":
@@ -159,7 +160,8 @@ def test_hidden_states_from_env_and_ini_are_checked(pytester: pytest.Pytester, m
         pytester.makeini(f"[pytest]\neagle3_hidden_states = {missing}\n")
     result = pytester.runpytest(*argv)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert f"--eagle3-hidden-states: hidden states {missing}: not a directory" in result.stderr.str()
+    named = "EAGLE3_HIDDEN_STATES" if where == "env" else "eagle3_hidden_states (ini)"
+    assert f"{named}: hidden states {missing}: not a directory" in result.stderr.str()
 
 
 def test_states_missing_for_the_readings(run_contracts: Run, dump: Path, tmp_path: Path) -> None:
