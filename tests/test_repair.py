@@ -265,6 +265,33 @@ def test_vllm_loader_loads_the_fixed_copy_with_every_parameter_from_its_source(t
     assert result["draft_to_target"] == [i + int(v) for i, v in enumerate(offsets)]
 
 
+@pytest.mark.engine
+def test_sglang_loader_loads_the_fixed_copy_with_every_parameter_from_its_source(tmp_path: Path,
+                                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """SGLang 0.5.23's own loader (probe, CPU) refuses demo-draft as shipped (a speculators config) and loads its
+    fixed copy: every parameter filled exactly from copy tensors that hold their source's bytes, aux ids as trained."""
+    from pytest_eagle3.probes.run import env_variable, find_engine_python, run_probe
+
+    python = find_engine_python("sglang", "0.5.23")
+    if python is None:
+        pytest.skip(f"no SGLang 0.5.23 interpreter: set {env_variable('sglang')} (an sglang==0.5.23 venv)")
+    source, target = EXAMPLES / "demo-draft", EXAMPLES / "demo-target"
+    shipped = run_probe("sglang", python, source, target, timeout=600)
+    assert shipped["outcome"] == "refused" and shipped["stage"] == "config", shipped
+    code, out, err = fix(capsys, str(source), str(tmp_path / "fixed"), "--to", "sglang==0.5.23")
+    assert code == 0, err
+    result = run_probe("sglang", python, tmp_path / "fixed", target, timeout=600)
+    assert result["outcome"] == "loaded", result.get("error")
+    assert result["uninitialised"] == []
+    assert result["embed_tokens"] == "target", "loaded from the copy, then SGLang serves the target's embedding"
+    assert [n for n in result["dropped"] if n != "t2d"] == []
+    assert result["parameters"] and all(p["equal"] for p in result["parameters"].values()), result["parameters"]
+    assert result["aux_layer_ids"] == [2, 4, 5], "the layer inputs demo-draft was trained on"
+    assert_same_bytes(source, tmp_path / "fixed")
+    d2t = Checkpoint.open(source).read("d2t")
+    assert result["draft_to_target"] == [i + int(v) for i, v in enumerate(d2t)]
+
+
 def test_prefer_serves_the_preferred_engine_and_reports_the_other(tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """With --prefer, an engine no copy serves is reported, exit 1, and the copy carries no edit made for it."""
@@ -319,3 +346,42 @@ def test_with_a_target_the_training_layers_are_measured_and_acceptance_predicted
     assert float(found.group(2)) > 2.0
     record = json.loads((tmp_path / "fixed" / "eagle3-fix.json").read_text())
     assert record["training_layers"]["from"].startswith("measured: ")
+
+
+def test_with_a_config_only_target_and_a_dump_the_training_layers_come_from_the_measurement(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """demo-draft-sglang (trained on the outputs of [2, 4, 5]) for vLLM 0.32.0 with the target's config.json and a
+    capture of its hidden states: the layers are measured from the dump, and vLLM's loss before the fix is gone after."""
+    pytest.importorskip("transformers", reason="the capture runs the target with transformers")
+    dump = tmp_path / "dump"
+    assert main(["capture", str(EXAMPLES / "demo-target"), str(dump)]) == 0
+    capsys.readouterr()
+    code, out, err = fix(capsys, str(EXAMPLES / "demo-draft-sglang"), str(tmp_path / "fixed"), "--to", "vllm==0.32.0",
+                         "--target", str(EXAMPLES / "demo-target" / "config.json"), "--hidden-states", str(dump))
+    assert code == 0, err
+    assert "training layer inputs: [3, 5, 6] (measured: output-of [2,4,5] " in out
+    assert "config: eagle_aux_hidden_state_layer_ids: None -> [3, 5, 6]" in out
+    line = next(x for x in out.splitlines() if x.startswith("predicted acceptance, vLLM 0.32.0: "))
+    found = re.search(r"before (\d+\.\d+), after (\d+\.\d+) \(as trained (\d+\.\d+)\)$", line)
+    assert found, line
+    before, after, trained = (float(found.group(i)) for i in (1, 2, 3))
+    assert abs(after - trained) <= 0.05 and before < trained - 0.5, line
+    assert f"--eagle3-hidden-states={dump}" in out  # the check-again command reads the same dump
+    record = json.loads((tmp_path / "fixed" / "eagle3-fix.json").read_text())
+    assert record["training_layers"]["from"].startswith("measured: ")
+
+
+def test_hidden_states_without_a_target_or_for_another_target_is_a_usage_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--hidden-states needs --target to check the dump against; a folder that is no dump is refused, naming it."""
+    with pytest.raises(SystemExit) as usage:
+        main(["fix", str(EXAMPLES / "demo-draft"), str(tmp_path / "fixed"), "--to", "vllm==0.32.0",
+              "--hidden-states", str(tmp_path)])
+    assert usage.value.code == 2
+    assert "--hidden-states: needs --target" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as usage:
+        main(["fix", str(EXAMPLES / "demo-draft"), str(tmp_path / "fixed"), "--to", "vllm==0.32.0",
+              "--target", str(EXAMPLES / "demo-target" / "config.json"), "--hidden-states", str(tmp_path)])
+    assert usage.value.code == 2
+    assert "--hidden-states: " in capsys.readouterr().err
+    assert not (tmp_path / "fixed").exists()

@@ -60,22 +60,26 @@ def record_of(solution: Solution, source: Path, engines: Sequence[EngineVersion]
     }
 
 
-def prove(out: Path, engines: Sequence[EngineVersion], target: str | None, convention: str | None) -> Proof:
+def prove(out: Path, engines: Sequence[EngineVersion], target: str | None, convention: str | None,
+          hidden_states: str | None = None) -> Proof:
     """Run the contract suite on ``out`` for ``engines`` in a fresh interpreter (the ``check`` entry)."""
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--eagle3-ckpt={out.resolve()}",
                f"--eagle3-engine={','.join(e.spec for e in engines)}"]
     command += [f"--eagle3-target={target}"] if target else []
     command += [f"--eagle3-aux-convention={convention}"] if convention else []
+    command += [f"--eagle3-hidden-states={hidden_states}"] if hidden_states else []
     env = dict(os.environ)
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=str(out.resolve().parent), check=False)
     return Proof(tuple(command), done.returncode, (done.stdout + done.stderr)[-6000:])
 
 
-def check_command(out: Path, engines: Sequence[EngineVersion], target: str | None, convention: str | None) -> str:
+def check_command(out: Path, engines: Sequence[EngineVersion], target: str | None, convention: str | None,
+                  hidden_states: str | None = None) -> str:
     """The command a user runs to check the copy again (the convention flag where the copy needs it)."""
     words = ["pytest", f"--eagle3-ckpt={out}", f"--eagle3-engine={','.join(e.spec for e in engines)}"]
     words += [f"--eagle3-target={target}"] if target else []
     words += [f"--eagle3-aux-convention={convention}"] if convention else []
+    words += [f"--eagle3-hidden-states={hidden_states}"] if hidden_states else []
     return " ".join(words)
 
 

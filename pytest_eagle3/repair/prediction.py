@@ -14,13 +14,13 @@ if TYPE_CHECKING:
 
 
 class Measurement:
-    """One target run shared by the source's and the copy's predictors."""
+    """One target run (or a dump of its side: ``hidden_states``) shared by the source's and the copy's predictors."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, hidden_states: str | None = None) -> None:
         from pytest_eagle3.reference.predict import PredictionSession
 
         self.target = target
-        self.session = PredictionSession()
+        self.session = PredictionSession(hidden_states=hidden_states)
         self.predictors: dict[str, Any] = {}
         self.problems: dict[str, str] = {}
 

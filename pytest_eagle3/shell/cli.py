@@ -43,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     fix.add_argument("out", type=Path, metavar="OUT", help="the new directory (refused if it exists, unless --force)")
     fix.add_argument("--to", required=True, metavar="ENGINE==VER[,ENGINE==VER...]", help="the engine versions to serve")
     fix.add_argument("--target", help="target model dir or config.json (layer counts, vocab, predicted acceptance)")
+    fix.add_argument("--hidden-states", metavar="DUMP",
+                     help="the target's side from `python -m pytest_eagle3 capture` (with --target, which may then "
+                          "be just its config.json): the training layers measured and acceptance predicted from it")
     fix.add_argument("--aux-convention", choices=CONVENTIONS,
                      help="how the draft's aux ids name its training layers (default: the producer's convention)")
     fix.add_argument("--prefer", metavar="ENGINE==VER", help="the engine that wins when two need contradicting edits")
@@ -216,6 +219,24 @@ def _target(parser: argparse.ArgumentParser, target: str | None) -> Any:
     return model
 
 
+def _dump(parser: argparse.ArgumentParser, model: Any, dump: str | None) -> str | None:
+    """The dump's absolute path once it fits the target (manifest, target hash, every file's header)."""
+    if dump is None:
+        return None
+    if model is None:
+        parser.error("--hidden-states: needs --target (the target's directory or config.json) to check the dump "
+                     "against")
+    from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
+    from pytest_eagle3.reference.targets.dump import check_dump
+    from pytest_eagle3.reference.targets.source import TargetSourceError
+
+    try:
+        check_dump(dump, model, DEFAULT_NEW_TOKENS + DEFAULT_STEPS)
+    except TargetSourceError as exc:
+        parser.error(f"--hidden-states: {exc}")
+    return str(Path(dump).resolve())
+
+
 def _plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from pytest_eagle3.checkpoint import Checkpoint
     from pytest_eagle3.repair.table import render_plan
@@ -242,11 +263,13 @@ def _fix(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     prefer = _engines(parser, "--prefer", args.prefer, one=True)[0].spec if args.prefer else None
     if prefer and prefer not in {e.spec for e in engines}:
         parser.error(f"--prefer: {prefer} is not one of --to {args.to}")
-    _target(parser, args.target)
+    model = _target(parser, args.target)
+    dump = _dump(parser, model, args.hidden_states)
     if not args.draft.exists():
         parser.error(f"DRAFT: {args.draft} does not exist")
-    # the measurement needs the target's weights: a config.json alone gives layer counts only
-    measurement = Measurement(args.target) if args.target and Path(args.target).is_dir() else None
+    # the measurement needs the target's weights or a dump of its side: a config.json alone gives layer counts only
+    measurement = (Measurement(args.target, dump) if args.target and (dump or Path(args.target).is_dir())
+                   else None)
     trained = measurement.trained(args.draft, args.aux_convention) if measurement else None
     try:
         target = str(Path(args.target).resolve()) if args.target else None
@@ -263,14 +286,14 @@ def _fix(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if measurement is not None:
         print("\n".join(predicted_lines(measurement, args.draft, out, served, args.aux_convention,
                                          solution.convention)))
-    proof = prove(out, served, str(Path(args.target).resolve()) if args.target else None, solution.convention)
+    proof = prove(out, served, str(Path(args.target).resolve()) if args.target else None, solution.convention, dump)
     if not proof.passed:
         print(f"proof FAILED: the contracts do not pass on {out} for {', '.join(e.spec for e in served)}:",
               file=sys.stderr)
         print(proof.output, file=sys.stderr)
         return 1
     print(f"proof: the contracts pass on {out} for {', '.join(e.spec for e in served)}")
-    print(f"  check again: {check_command(out, served, args.target, copy_flag(out, solution.convention))}")
+    print(f"  check again: {check_command(out, served, args.target, copy_flag(out, solution.convention), args.hidden_states)}")
     return 1 if solution.not_served else 0
 
 
