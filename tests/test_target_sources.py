@@ -159,7 +159,8 @@ def test_hidden_states_from_env_and_ini_are_checked(pytester: pytest.Pytester, m
         pytester.makeini(f"[pytest]\neagle3_hidden_states = {missing}\n")
     result = pytester.runpytest(*argv)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert f"--eagle3-hidden-states: hidden states {missing}: not a directory" in result.stderr.str()
+    named = "EAGLE3_HIDDEN_STATES" if where == "env" else "eagle3_hidden_states (ini)"  # the setting's own name
+    assert f"{named}: hidden states {missing}: not a directory" in result.stderr.str()
 
 
 def test_states_missing_for_the_readings(run_contracts: Run, dump: Path, tmp_path: Path) -> None:

@@ -56,7 +56,7 @@ import torch
 from pytest_eagle3.checkpoint import TargetModel
 from pytest_eagle3.checkpoint.tensorfiles import CheckpointReadError, index_safetensors, read_safetensors_tensor
 from pytest_eagle3.reference.acceptance import TargetRun
-from pytest_eagle3.reference.targets.dump import MANIFEST, check_dump, open_dump
+from pytest_eagle3.reference.targets.dump import HEAD_FILE, MANIFEST, check_dump, open_dump
 from pytest_eagle3.reference.targets.source import LayerStates, TargetSide, TargetSourceError
 
 SIDECAR = "pytest-eagle3.json"
@@ -79,8 +79,8 @@ def detect_layout(root: Path) -> str:
     """Which producer wrote ``root`` (a usage-level error when none fits)."""
     if not root.is_dir():
         raise TargetSourceError(f"hidden states {root}: not a directory (give the directory a capture wrote)")
-    if (root / MANIFEST).is_file():
-        return "pytest-eagle3"
+    if (root / MANIFEST).is_file() or (root / HEAD_FILE).is_file() or any(root.glob("prompt-*.safetensors")):
+        return "pytest-eagle3"  # without its manifest: an incomplete dump of ours, reported as such
     if _speculators_files(root):
         return "speculators"
     if _specforge_files(root):
