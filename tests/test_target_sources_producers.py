@@ -189,3 +189,17 @@ def test_a_pickle_that_is_not_plain_tensors_is_refused(ours: Path, tmp_path: Pat
     (tmp_path / "sf" / "rows_0-5000" / "data_0.ckpt").write_bytes(pickle.dumps(Path("x")))
     with pytest.raises(TargetSourceError, match="data_0.ckpt: cannot be read as a SpecForge feature file"):
         check_hidden_states(tmp_path / "sf", TargetModel.open(TARGET), 67)
+
+
+def test_producer_dump_needs_the_target_head(pytester: pytest.Pytester, ours: Path, tmp_path: Path) -> None:
+    """A producer dump has no head: a bare config.json target is a usage error naming what to give."""
+    import shutil
+
+    write_specforge(ours, tmp_path / "sf", [2, 4, 5])
+    (tmp_path / "bare").mkdir()
+    shutil.copy(TARGET / "config.json", tmp_path / "bare" / "config.json")
+    result = pytester.runpytest(f"--eagle3-ckpt={DRAFT}", f"--eagle3-target={tmp_path / 'bare' / 'config.json'}",
+                                f"--eagle3-hidden-states={tmp_path / 'sf'}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*a producer dump holds no target head*has no embedding*"])
+    assert "Traceback" not in result.stderr.str()

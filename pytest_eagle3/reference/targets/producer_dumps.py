@@ -253,7 +253,27 @@ def check_hidden_states(path: str | Path, target: TargetModel, new_tokens: int) 
         check_dump(root, target, new_tokens)
     else:
         read_producer_dump(root, layout, target, new_tokens)
+        _check_head(target)
     return layout
+
+
+def _target_dir(target: TargetModel) -> Path:
+    path = Path(target.path)
+    return path.parent if path.is_file() else path
+
+
+def _check_head(target: TargetModel) -> None:
+    """A producer dump has no head: the target's directory must hold the embedding and final norm (headers)."""
+    from pytest_eagle3.checkpoint import Checkpoint
+    from pytest_eagle3.reference.targets.head import EMBED_NAMES, NORM_NAMES
+
+    folder = _target_dir(target)
+    weights = Checkpoint.open(folder)
+    for names, what in ((EMBED_NAMES, "embedding"), (NORM_NAMES, "final norm")):
+        if not any(n in weights.tensors for n in names):
+            raise TargetSourceError(f"hidden states: a producer dump holds no target head; the target directory "
+                                    f"{folder} has no {what} ({', '.join(names)}): give --eagle3-target the "
+                                    "directory with the target's safetensors (only these tensors are read)")
 
 
 def open_hidden_states(path: str | Path, target: TargetModel, new_tokens: int) -> TargetSide:
@@ -265,7 +285,7 @@ def open_hidden_states(path: str | Path, target: TargetModel, new_tokens: int) -
     dump = read_producer_dump(root, layout, target, new_tokens)
     from pytest_eagle3.reference.targets.head import read_head
 
-    head = read_head(Path(target.path).parent if Path(target.path).is_file() else target.path, target)
+    head = read_head(_target_dir(target), target)
     where = f"hidden states {path}"
     position = {k: i for i, k in enumerate(dump.layers)}
     groups: dict[int, list[ProducerFile]] = {}
