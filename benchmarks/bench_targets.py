@@ -1,11 +1,20 @@
-"""Cost of the target's side: transformers in-process vs a captured dump, on the demo pair.
+"""Cost of the target's side: transformers in-process vs a captured dump, on the demo pair; then a
+Kimi-K2.5-shaped draft against synthetic dumps.
 
     python benchmarks/bench_targets.py [--draft examples/demo-draft-sglang] [--target examples/demo-target]
+    python benchmarks/bench_targets.py --kimi [--vocab 163840] [--target-layers 61,122] [--prompts 2]
 
 Each source runs in a fresh child process (so its peak RSS is its own): the capture (transformers
 engine) once, then the prediction of ``--engine`` from the target directory and from the dump with
 only the target's config.json. Prints wall time, peak RSS, the dump's size, bytes per captured token
 and per state, and the predicted mean acceptance length (equal for both sources).
+
+``--kimi``: the draft of ``bench_contracts.LARGE_SPEC`` (hidden 7168, one layer, SpecForge layout, bf16)
+built for targets of each ``--target-layers`` count, each with a config-only target and a synthetic dump
+(random states at the capture's default layers, random token ids, random head: the figures are costs,
+the predicted length is noise) of ``--prompts`` and twice as many prompts. Prints time and peak RSS of
+the prediction per case: they follow the draft and the captured tokens, not the target's layer count.
+``--vocab`` scales the vocabulary (163840 for Kimi-K2.5; the head is then 2 x 4.7 GB in float32).
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,14 +49,93 @@ def child(mode: str, draft: str, target: str, dump: str, engine: str) -> dict[st
         resource.RUSAGE_SELF).ru_maxrss / 1024, "predicted": figure}
 
 
+def kimi_child(draft: str, target: str, dump: str, engine: str) -> dict[str, float | str]:
+    started = time.perf_counter()
+    from pytest_eagle3.reference.predict import PredictionSession, predict_acceptance
+
+    session = PredictionSession(hidden_states=dump)
+    figure = predict_acceptance(draft, str(Path(target) / "config.json"), engine, session=session)
+    return {"seconds": time.perf_counter() - started, "peak_rss_mb": resource.getrusage(
+        resource.RUSAGE_SELF).ru_maxrss / 1024, "predicted": figure.mean_acceptance_length or 0.0}
+
+
+def synthetic_dump(target: Path, out: Path, prompts: int, prompt_length: int = 20, new_tokens: int = 67) -> int:
+    """A dump in our format for the config-only target at ``target``: random states and head, real files."""
+    import torch
+
+    from pytest_eagle3.reference.targets.capture import default_layers
+    from pytest_eagle3.reference.targets.dump import DumpWriter, Manifest, config_hash
+    from pytest_eagle3.reference.targets.source import PromptStates, TargetHead
+
+    config = json.loads((target / "config.json").read_text())
+    hidden, vocab, layers = config["hidden_size"], config["vocab_size"], config["num_hidden_layers"]
+    states = default_layers(layers)
+    gen = torch.Generator().manual_seed(0)
+    writer = DumpWriter(out)
+    for i in range(prompts):
+        ids = torch.randint(0, vocab, (prompt_length + new_tokens,), generator=gen)
+        writer.add(i, PromptStates(ids, prompt_length, {k: torch.randn(len(ids), hidden, generator=gen) for k in states}))
+    head = TargetHead((torch.randn(vocab, hidden, generator=gen) * 0.02).bfloat16(),
+                      (torch.randn(vocab, hidden, generator=gen) * 0.02).bfloat16(), torch.ones(hidden).bfloat16(), 1e-5)
+    writer.finish(head, Manifest(config_hash(config), hidden, vocab, layers, states, new_tokens,
+                                 (prompt_length,) * prompts, "synthetic", "synthetic", "0",
+                                 tuple(config.get("architectures", ()))))
+    return len(states)
+
+
+def kimi(args: argparse.Namespace) -> None:
+    """Prediction cost for a Kimi-K2.5-shaped draft from synthetic dumps (see the module docstring)."""
+    import dataclasses
+    import multiprocessing
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_contracts import LARGE_SPEC
+
+    from pytest_eagle3.testing.synth import write_checkpoint, write_target
+
+    print(f"Kimi-K2.5-shaped draft (hidden {LARGE_SPEC.hidden_size}, vocab {args.vocab}), {args.engine}")
+    print(f"{'target layers':>13} {'prompts':>7} {'tokens':>6} {'states':>6} {'dump MB':>8} {'draft MB':>8} "
+          f"{'seconds':>8} {'peak RSS MB':>12} {'predicted':>9}", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for layers in (int(n) for n in args.target_layers.split(",")):
+            spec = dataclasses.replace(LARGE_SPEC, vocab_size=args.vocab, target_layers=layers)
+            draft, target = Path(tmp) / f"draft-{layers}", Path(tmp) / f"target-{layers}"
+            worker = multiprocessing.get_context("spawn").Process(target=write_checkpoint, args=(spec, draft))
+            worker.start()
+            worker.join()
+            write_target(spec, target, with_weights=False)
+            draft_mb = sum(f.stat().st_size for f in draft.iterdir()) / 1e6
+            for prompts in (args.prompts, 2 * args.prompts):
+                dump = Path(tmp) / f"dump-{layers}-{prompts}"
+                states = synthetic_dump(target, dump, prompts)
+                dump_mb = sum(f.stat().st_size for f in dump.iterdir()) / 1e6
+                out = subprocess.run([sys.executable, __file__, "--child", "kimi", "--draft", str(draft), "--target",
+                                      str(target), "--engine", args.engine, "--dump", str(dump)],
+                                     capture_output=True, text=True, check=True)
+                row = json.loads(out.stdout.strip().splitlines()[-1])
+                print(f"{layers:13d} {prompts:7d} {prompts * 87:6d} {states:6d} {dump_mb:8.0f} {draft_mb:8.0f} "
+                      f"{row['seconds']:8.1f} {row['peak_rss_mb']:12.0f} {row['predicted']:9.4f}", flush=True)
+                shutil.rmtree(dump)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--draft", default=str(ROOT / "examples" / "demo-draft-sglang"))
     parser.add_argument("--target", default=str(ROOT / "examples" / "demo-target"))
     parser.add_argument("--engine", default="vllm==0.32.0")
-    parser.add_argument("--child", choices=("capture", "transformers", "dump"), help=argparse.SUPPRESS)
+    parser.add_argument("--kimi", action="store_true", help="the Kimi-K2.5-shaped draft on synthetic dumps")
+    parser.add_argument("--vocab", type=int, default=163840, help="--kimi: vocabulary size (Kimi-K2.5: 163840)")
+    parser.add_argument("--target-layers", default="61,122", help="--kimi: target layer counts, a comma list")
+    parser.add_argument("--prompts", type=int, default=2, help="--kimi: prompts in the smaller dump (87 tokens each)")
+    parser.add_argument("--child", choices=("capture", "transformers", "dump", "kimi"), help=argparse.SUPPRESS)
     parser.add_argument("--dump", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child == "kimi":
+        print(json.dumps(kimi_child(args.draft, args.target, args.dump, args.engine)))
+        return
+    if args.kimi:
+        kimi(args)
+        return
     if args.child:
         print(json.dumps(child(args.child, args.draft, args.target, args.dump, args.engine)))
         return

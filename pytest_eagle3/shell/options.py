@@ -361,11 +361,11 @@ def _hidden_states(flag: str, path: str | None, target: str | None, prompts: str
     if prompts is not None:
         raise _usage(flag, "the prompts are the dump's: drop --eagle3-prompts (or capture again with --prompts FILE)")
     from pytest_eagle3.checkpoint import TargetModel
-    from pytest_eagle3.reference.targets.dump import check_dump
+    from pytest_eagle3.reference.targets.producer_dumps import check_hidden_states
     from pytest_eagle3.reference.targets.source import TargetSourceError
 
     try:
-        check_dump(path, TargetModel.open(target), new_tokens)
+        check_hidden_states(path, TargetModel.open(target), new_tokens)
     except TargetSourceError as exc:
         raise _usage(flag, str(exc)) from None
     return path

@@ -16,6 +16,6 @@ def target_side(target_path: str, device: str, prompts_path: str | None, new_tok
     if prompts_path is not None:
         raise TargetSourceError("--eagle3-prompts with --eagle3-hidden-states: the prompts are the dump's "
                                 "(capture again with --prompts FILE to change them)")
-    from pytest_eagle3.reference.targets.dump import open_dump
+    from pytest_eagle3.reference.targets.producer_dumps import open_hidden_states
 
-    return open_dump(hidden_states, TargetModel.open(target_path), new_tokens)
+    return open_hidden_states(hidden_states, TargetModel.open(target_path), new_tokens)
