@@ -281,6 +281,20 @@ def candidate_readings(ids: tuple[int, ...], layers: int, available: frozenset[i
             if all(0 <= i + o <= layers and (available is None or i + o in available) for i in ids)]
 
 
+def untried_readings(ids: tuple[int, ...], layers: int, available: frozenset[int] | None) -> list[Reading]:
+    """The readings of these ids the target has states for but the capture does not hold: a measurement that
+    skips them cannot tell which reading the draft was trained with."""
+    if available is None:
+        return []
+    tried = candidate_readings(ids, layers, available)
+    return [r for r in candidate_readings(ids, layers) if r not in tried]
+
+
+def missing_states(readings: Sequence[Reading], available: frozenset[int] | None) -> list[int]:
+    """The target states (HF indices) these readings need that the capture lacks."""
+    return sorted({i for r in readings for i in r.indices if available is not None and i not in available})
+
+
 def infer(draft: ReferenceDraft, embed: torch.Tensor, runs: Sequence[TargetRun], ids: tuple[int, ...],
           declared: str | None, layers: int, vocab_size: int, steps: int = DEFAULT_STEPS,
           available: frozenset[int] | None = None) -> Inference:

@@ -25,6 +25,8 @@ from pytest_eagle3.reference.acceptance import (
     Acceptance,
     Reading,
     candidate_readings,
+    missing_states,
+    untried_readings,
 )
 from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
 from pytest_eagle3.reference.draft import DraftLoadError, ReferenceDraft
@@ -240,7 +242,9 @@ def training(ckpt: Checkpoint, simulator: Simulator, ids: tuple[int, ...], conve
     from pytest_eagle3.producers.formats import INPUT_OF
 
     base = trained_feed(simulator.draft, ids, OFFSETS, simulator.target, trained_rope_feed(ckpt))
-    readings = candidate_readings(ids, simulator.target.layers, available_layers(simulator.target.runs))
+    available = available_layers(simulator.target.runs)
+    readings = candidate_readings(ids, simulator.target.layers, available)
+    untried = untried_readings(ids, simulator.target.layers, available)
     results = [_measured(simulator, base, r) for r in readings]
     results.sort(key=lambda a: -a.mean_acceptance_length)
     if results and "d2t" in simulator.draft.weights:
@@ -248,7 +252,7 @@ def training(ckpt: Checkpoint, simulator: Simulator, ids: tuple[int, ...], conve
         results.append(_measured(simulator, base, Reading(best.ids, best.offset, ABSOLUTE)))
         results.sort(key=lambda a: -a.mean_acceptance_length)
     decision = decide(results)
-    if decision.confirmed and decision.best is not None:
+    if decision.confirmed and decision.best is not None and not untried:
         reading = decision.best.reading
         feed = _embedding(simulator, Feed(**{**base.__dict__, "indices": reading.indices, "d2t": _d2t(reading, base)}))
         return Training(feed, simulator.acceptance(feed), MEASURED, f"measured: {decision.words}", decision)
@@ -264,6 +268,16 @@ def training(ckpt: Checkpoint, simulator: Simulator, ids: tuple[int, ...], conve
     else:
         indices = results[0].reading.indices if results else tuple(ids)
         source = f"assumed: convention unknown, the best reading {results[0].reading.label}; {decision.words}"
+    if untried:
+        states = missing_states(untried, available)
+        source += (f"; not measured: the captured hidden states lack {states} for "
+                   f"{', '.join(r.label for r in untried)}")
+        lacking = [i for i in indices if available is not None and i not in available]
+        if lacking:
+            raise PredictionUnavailable(
+                f"the captured hidden states lack {sorted(set(lacking) | set(states))}, which the draft's "
+                f"training reading needs: capture them (python -m pytest_eagle3 capture TARGET DIR --layers "
+                f"{','.join(map(str, sorted(set(lacking) | set(states))))})")
     feed = Feed(**{**base.__dict__, "indices": tuple(indices)})
     return Training(feed, simulator.acceptance(feed), ASSUMED, source, decision)
 

@@ -10,6 +10,9 @@ from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.producers.formats import DEFAULT_AUX_RULE, INPUT_OF, OUTPUT_OF, default_aux_inputs
 from pytest_eagle3.reference.acceptance import (
+    CONVENTION_OFFSETS,
+    missing_states,
+    untried_readings,
     Acceptance,
     Inference,
     Reading,
@@ -97,6 +100,14 @@ def measure_reference(ckpt: Checkpoint, target_path: str, device: str = "cpu", p
     runs, prompt_source = target.runs, target.prompts
     embed = draft.weights.get("embed_tokens.weight", target.head.embed)
     convention = ckpt.config.aux.convention if ckpt.config.aux.ids is not None else INPUT_OF
+    untried = untried_readings(ids, target.layers, target.available)
+    declared_offset = CONVENTION_OFFSETS.get(convention or "", 0)
+    if any(r.offset == declared_offset for r in untried):
+        states = missing_states(untried, target.available)
+        raise ReferenceUnavailable(
+            f"the captured hidden states lack {states}, which the declared reading ({convention} "
+            f"{list(ids)}) and the others need: capture them (python -m pytest_eagle3 capture TARGET DIR "
+            f"--layers {','.join(map(str, states))}) to measure the draft")
     inference = infer(draft, embed, runs, ids, convention, target.layers, target.vocab_size, steps,
                       target.available)
     measured = inference.declared or inference.best
