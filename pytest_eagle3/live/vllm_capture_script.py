@@ -113,7 +113,10 @@ def _flush(worker: Any, tokens: int) -> str | None:
 def _llm(job: dict[str, Any]) -> Any:
     from vllm import LLM
     from vllm.engine.arg_utils import EngineArgs
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
+    try:  # vllm >= 0.12 (utils split into modules); before, vllm.utils held it
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+    except ImportError:
+        from vllm.utils import FlexibleArgumentParser
 
     parser = EngineArgs.add_cli_args(FlexibleArgumentParser())
     given = EngineArgs.from_cli_args(parser.parse_args(["--model", job["target"], *job["engine_args"]]))
