@@ -40,14 +40,25 @@ def _engine_interpreters_only_for_engine_tests(request: pytest.FixtureRequest, m
             monkeypatch.delenv(env_variable(engine), raising=False)
 
 
-@pytest.fixture(autouse=True)
-def _inner_runs_in_a_fixed_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    """pyproject's ``-p no:randomly`` does not reach pytester's inner runs (their own rootdir): without this,
-    pytest-randomly (in the test extra) would shuffle them and their output order. A later ``-p randomly``
-    (the order-independence test) still enables it."""
+def _no_shuffle(monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
     monkeypatch.setenv("PYTEST_ADDOPTS", f"{os.environ.get('PYTEST_ADDOPTS', '')} -p no:randomly".strip())
+
+
+@pytest.fixture(autouse=True)
+def _inner_runs_in_a_fixed_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pyproject's ``-p no:randomly`` does not reach inner pytest runs (their own rootdir): without this,
+    pytest-randomly (in the test extra) would shuffle them and their output order. A later ``-p randomly``
+    (the order-independence test) still enables it."""
+    _no_shuffle(monkeypatch)
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytester clears PYTEST_ADDOPTS when it starts: set the fixed order again for its in-process runs."""
+    _no_shuffle(monkeypatch)
+    return pytester
 
 
 @dataclass
