@@ -6,8 +6,8 @@ JOB: ``target``, ``prompts`` (token id lists), ``new_tokens``, ``layers`` (state
 layer k; k = L: the last layer's output before the final norm), ``out`` (the dump directory, already
 created), ``engine_args`` (a list of vLLM CLI arguments), ``dtype`` (vLLM's, unless the arguments give one).
 
-Per prompt: (1) ``LLM.generate`` continues it greedily (temperature 0, ``ignore_eos``); (2) the prompt
-plus its continuation is run once more (one sampled token) with forward hooks armed in every worker
+(1) One ``LLM.generate`` call continues every prompt greedily (temperature 0, ``ignore_eos``; vLLM batches
+them); (2) per prompt, the prompt plus its continuation is run once more (one sampled token) with forward hooks armed in every worker
 (``LLM.collective_rpc``): a pre-hook on decoder layer k takes ``hidden_states + residual`` (the residual
 stream entering layer k, as vLLM's own ``LlamaModel._maybe_add_hidden_state`` does for EAGLE-3 aux
 states, model_executor/models/llama.py, 0.32.0), a hook on the last layer takes its output sum. The
@@ -164,9 +164,9 @@ def main() -> int:
     greedy = SamplingParams(temperature=0.0, max_tokens=job["new_tokens"], ignore_eos=True)
     one = SamplingParams(temperature=0.0, max_tokens=1, ignore_eos=True)
     lengths = []
+    continued = llm.generate([{"prompt_token_ids": prompt} for prompt in prompts], greedy, use_tqdm=False)
     for index, prompt in enumerate(prompts):
-        generated = llm.generate([{"prompt_token_ids": prompt}], greedy, use_tqdm=False)[0].outputs[0].token_ids
-        sequence = list(prompt) + list(generated)
+        sequence = list(prompt) + list(continued[index].outputs[0].token_ids)
         llm.collective_rpc(_arm, args=(index,))
         llm.generate([{"prompt_token_ids": sequence}], one, use_tqdm=False)
         problems = [p for p in llm.collective_rpc(_flush, args=(len(sequence),)) if p]
