@@ -20,7 +20,7 @@ from pytest_eagle3.findings import Evidence, Finding
 AREA = "runtime"
 #: The dtype SGLang serves a config in under --dtype auto (configs/model_config.py _get_and_verify_dtype:
 #: float32, or no dtype written, becomes float16; Gemma configs aside).
-SGLANG_AUTO = {"float32": "float16", "float": "float16", None: "float16"}
+SGLANG_AUTO: dict[str | None, str] = {"float32": "float16", "float": "float16", "half": "float16", None: "float16"}
 HALF = ("bfloat16", "float16", "half")
 
 
@@ -111,8 +111,10 @@ def _quantization(out: Filing, sheet: FactSheet, prof: Profile) -> None:
             details))
         return
     if target is not None and draft is None:
-        flag = ("--quantization (and from 0.5.7 --speculative-draft-model-quantization, 'unquant' for none)"
-                if prof.engine == SGLANG else "the speculative config's quantization")
+        flag = {"server-flag": "the launch's --quantization",
+                "server-flag-or-draft-flag": ("--speculative-draft-model-quantization (default: the launch's "
+                                              "--quantization; 'unquant' keeps the draft unquantized)"),
+                }.get(rule, "its own quantization_config or the speculative config's quantization")
         out.note(f"{prof.label}: the target's quantization_config ({target}) does not reach the draft; only {flag} "
                  "would quantize it")
 
