@@ -100,7 +100,7 @@ def test_vllm_raises_a_default_rope_draft_from_0_27_with_a_note(plan_for: Plan) 
     for version in ("0.27.0", "0.33.0"):
         plan = plan_for(f"vllm=={version}", target={"max_position_embeddings": 8192})
         assert "draft-positions" not in " ".join(_serving(plan))
-        assert (f"vLLM {version} raises the draft's max_position_embeddings from 2048 to the target's 8192 (the V1 "
+        assert (f"serving: vLLM {version} raises the draft's max_position_embeddings from 2048 to the target's 8192 (the V1 "
                 "model runner still stops drafting past 2048)") in plan.notes
 
 
@@ -190,11 +190,11 @@ def test_dtype_that_agrees_or_an_engine_that_casts_is_quiet(plan_for: Plan) -> N
     for version in (str(v) for v in segment_starts(VLLM)):
         plan = plan_for(f"vllm=={version}", draft={"torch_dtype": "float32"}, target=bf16)
         assert "draft-dtype" not in _serving(plan)
-    assert f"vLLM {version} runs the draft in the target's dtype: its float32 weights are cast" in plan.notes
+    assert f"serving: vLLM {version} runs the draft in the target's dtype: its float32 weights are cast" in plan.notes
     # a float32 target config (test-sized models): a note, since only --dtype auto makes the pair disagree
     plan = plan_for("sglang==0.5.23", draft=bf16, target={"torch_dtype": "float32"})
     assert "draft-dtype" not in _serving(plan)
-    assert any(n.startswith("SGLang 0.5.23 under --dtype auto") for n in plan.notes)
+    assert any(n.startswith("serving: SGLang 0.5.23 under --dtype auto") for n in plan.notes)
 
 
 def test_every_serving_behaviour_has_rows_for_both_engines() -> None:
@@ -209,7 +209,8 @@ def test_example_draft_with_a_short_range_fails_engine_runtime_on_sglang(
         run_contracts: Callable[..., ContractRun], tmp_path: Path) -> None:
     """The bundled SGLang example draft, its config's max_position_embeddings cut to 1024, beside its 2048 target."""
     draft = config_variant(EXAMPLES / "sglang-draft", tmp_path / "short-draft", _set(max_position_embeddings=1024))
-    run = run_contracts([draft], "--eagle3-engine=sglang==0.4.10.post2,sglang==0.5.23", "-k", "runtime",
+    as_shipped = EXAMPLES / "sglang-draft"
+    run = run_contracts([draft, as_shipped], "--eagle3-engine=sglang==0.4.10.post2,sglang==0.5.23", "-k", "runtime",
                         target=EXAMPLES / "tiny-target")
     outcome, message = run.engine_outcomes(draft, "sglang==0.5.23")["engine.runtime"]
     assert outcome == "failed" and message.startswith(
@@ -218,3 +219,11 @@ def test_example_draft_with_a_short_range_fails_engine_runtime_on_sglang(
     assert "fix: set max_position_embeddings: 2048 in the draft's config.json" in run.output
     outcome, message = run.engine_outcomes(draft, "sglang==0.4.10.post2")["engine.runtime"]
     assert outcome == "failed" and "[draft-positions]" in message and "reads beyond its rotary table" in message
+    # as shipped (2048 positions, bfloat16 beside a float32 target config): it passes, and the message says what
+    # only the launch decides
+    outcome, message = run.engine_outcomes(as_shipped, "sglang==0.5.23")["engine.runtime"]
+    assert outcome == "passed" and message.endswith(
+        "SGLang 0.5.23 under --dtype auto (the default) runs the draft in bfloat16 (its config: bfloat16) and the "
+        "target in float16 (its config: float32): unless the launch passes --dtype, the draft worker fails with a "
+        "dtype mismatch (launch with --dtype float16 (one dtype for both), or write \"torch_dtype\": \"float16\" in "
+        "the draft's config.json)"), message

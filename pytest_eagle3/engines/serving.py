@@ -18,6 +18,8 @@ from pytest_eagle3.engines.versions import SGLANG
 from pytest_eagle3.findings import Evidence, Finding
 
 AREA = "runtime"
+#: The prefix of this area's notes: engine.runtime shows them in its passing message.
+NOTE_PREFIX = "serving: "
 #: The dtype SGLang serves a config in under --dtype auto (configs/model_config.py _get_and_verify_dtype:
 #: float32, or no dtype written, becomes float16; Gemma configs aside).
 SGLANG_AUTO: dict[str | None, str] = {"float32": "float16", "float": "float16", "half": "float16", None: "float16"}
@@ -80,7 +82,7 @@ def _positions(out: Filing, sheet: FactSheet, prof: Profile) -> None:
             f"whole server's max_model_len to {draft} (the V2 runner; the V1 runner stops drafting past it)",
             evidence, fix, details))
     else:
-        out.note(f"{prof.label} raises the draft's max_position_embeddings from {sheet.draft_max_positions or draft} "
+        out.note(NOTE_PREFIX + f"{prof.label} raises the draft's max_position_embeddings from {sheet.draft_max_positions or draft} "
                  f"to the target's {served} (the V1 model runner still stops drafting past {draft})")
 
 
@@ -115,7 +117,7 @@ def _quantization(out: Filing, sheet: FactSheet, prof: Profile) -> None:
                 "server-flag-or-draft-flag": ("--speculative-draft-model-quantization (default: the launch's "
                                               "--quantization; 'unquant' keeps the draft unquantized)"),
                 }.get(rule, "its own quantization_config or the speculative config's quantization")
-        out.note(f"{prof.label}: the target's quantization_config ({target}) does not reach the draft; only {flag} "
+        out.note(NOTE_PREFIX + f"{prof.label}: the target's quantization_config ({target}) does not reach the draft; only {flag} "
                  "would quantize it")
 
 
@@ -164,7 +166,7 @@ def _sliding_window(out: Filing, sheet: FactSheet, prof: Profile) -> None:
                                         ("interleaved_sliding_window", sheet.draft_interleaved_window))
                if value not in (None, False)]
     if written and window is None:
-        out.note(f"{prof.label} does not give the draft layer a sliding window from {', '.join(written)}"
+        out.note(NOTE_PREFIX + f"{prof.label} does not give the draft layer a sliding window from {', '.join(written)}"
                  + (" (only --speculative-draft-window-size does)" if rule == "server-flag" else ""))
 
 
@@ -179,7 +181,7 @@ def _dtype(out: Filing, sheet: FactSheet, prof: Profile) -> None:
     draft, target = sheet.draft_dtype, sheet.target_dtype
     if rule == "target":
         if draft is not None and target is not None and draft != target:
-            out.note(f"{prof.label} runs the draft in the target's dtype: its {draft} weights are cast")
+            out.note(NOTE_PREFIX + f"{prof.label} runs the draft in the target's dtype: its {draft} weights are cast")
         return
     if sheet.target is None or sheet.target.problem:
         return
@@ -198,4 +200,4 @@ def _dtype(out: Filing, sheet: FactSheet, prof: Profile) -> None:
             (Evidence("draft dtype / target dtype (served)", f"{ran} / {fed}", "equal"),),
             fix, (f"rule: {prof.source('draft_dtype')}",)))
     else:
-        out.note(f"{head}: unless the launch passes --dtype, the draft worker fails with a dtype mismatch ({fix})")
+        out.note(NOTE_PREFIX + f"{head}: unless the launch passes --dtype, the draft worker fails with a dtype mismatch ({fix})")
