@@ -8,6 +8,8 @@ message or a note shows, and the cases that must stay quiet.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -249,8 +251,6 @@ def test_vllm_raises_the_drafts_rope_range_and_casts_its_dtype(request: pytest.F
     """vLLM's own SpeculativeConfig on the demo pair, the draft cut to 128 positions and declared float16: from
     0.27 it raises the draft's max_position_embeddings to the target's 256 but keeps the draft's max_model_len
     at 128 (the V1 runner drafts no further), and the draft runs in the target's dtype; the plan says the same."""
-    import subprocess
-
     from pytest_eagle3.live.interpreter import inspect_engine
     from pytest_eagle3.shell.live_fixtures import engine_python
 
@@ -265,7 +265,7 @@ def test_vllm_raises_the_drafts_rope_range_and_casts_its_dtype(request: pytest.F
     draft = config_variant(EXAMPLES / "demo-draft", tmp_path / "draft", edit)
     done = subprocess.run([install.python, "-c", VLLM_SPEC_CONFIG, str(EXAMPLES / "demo-target"), str(draft)],
                           capture_output=True, text=True, timeout=600, check=False,
-                          env={**__import__("os").environ, "VLLM_CPU_KVCACHE_SPACE": "1", "OMP_NUM_THREADS": "1"})
+                          env={**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "OMP_NUM_THREADS": "1"})
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     assert done.returncode == 0 and lines, done.stderr[-3000:]
     seen = json.loads(lines[-1])

@@ -579,12 +579,12 @@ _SPANS += _rules(SGLANG, "draft_positions",
                   ("sglang speculative/eagle_worker.py __init__: server_args.context_length = the target's context_len; "
                    "configs/model_config.py ModelConfig.__init__: a longer context than get_context_length(draft) "
                    "only warns (SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN defaults to 'True'); the draft's rope table "
-                   "keeps max_position_embeddings rows (0.4.4.post2, 0.4.5, 0.4.10 read)")),
+                   "keeps max_position_embeddings rows (0.4.4.post2, 0.4.5, 0.4.10 read; sgl-project/sglang#6783: worse than no speculation past the draft's 2048)")),
                  ("0.5.1", "0.5.2", "refuses",
                   ("sglang 0.5.1 configs/model_config.py: ValueError \"Warning: Target model's context_length (C) is "
                    "greater than the derived context_length (N) ... set the env var "
                    "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1\" (get_bool_env_var default false); with it set, the "
-                   "draft's rope table stays N rows (0.5.1, 0.5.2 read)")),
+                   "draft's rope table stays N rows (0.5.1, 0.5.2 read; the default flipped by sgl-project/sglang#9388: 'illegal memory access' past the draft's context)")),
                  ("0.5.3", None, "refuses-or-raises",
                   ("sglang 0.5.3 configs/model_config.py _derive_context_length: the same ValueError; with "
                    "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 a draft model's max_position_embeddings is raised to "
@@ -600,7 +600,7 @@ _SPANS += _rules(VLLM, "draft_positions",
                   ("vllm 0.11.0 v1/worker/gpu_model_runner.py execute_model: input_fits_in_drafter compares the batch's "
                    "longest sequence + k with draft_model_config.max_model_len (the draft's derived length, "
                    "config/speculative.py _maybe_override_draft_max_model_len: min(draft, target)) and proposes nothing "
-                   "when it does not fit (0.14.0, 0.20.0, 0.26.0 _input_fits_in_drafter read; the V2 runner, default "
+                   "when it does not fit (vllm#24662: the crash past the draft's length; 0.14.0, 0.20.0, 0.26.0 _input_fits_in_drafter read; the V2 runner, default "
                    "for some targets on GPU from 0.23, has no such check)")),
                  ("0.27.0", "0.32.0", "raised",
                   ("vllm 0.27.0 config/speculative.py _maybe_override_draft_max_position_embeddings: an eagle/eagle3 "
@@ -632,7 +632,8 @@ _SPANS += _rules(VLLM, "target_quantization",
                  ("0.11.0", "0.11.0", "target",
                   (f"vllm 0.11.0 {VL_EAGLE3} LlamaDecoderLayer.__init__: quant_config = vllm_config.quant_config (the "
                    "target's; model_loader/utils.py initialize_model keeps the target's vllm_config): a quantized "
-                   "target builds quantized draft layers")),
+                   "target builds quantized draft layers; an unquantized draft then fails with KeyError: "
+                   "'layers.0.mlp.down_proj.weight' (vllm#25882, fixed by vllm#25883 in 0.11.1)")),
                  ("0.11.1", None, "draft",
                   ("vllm 0.11.1 model_executor/models/utils.py get_draft_quant_config: the draft's own ModelConfig "
                    "(its config.json quantization_config, or the speculative config's quantization) "

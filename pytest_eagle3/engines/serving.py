@@ -100,9 +100,9 @@ def _quantization(out: Filing, sheet: FactSheet, prof: Profile) -> None:
         what = (f"builds the draft's layers with the target's quantization ({built})" if built is not None
                 else "builds the draft's layers unquantized")
         trained = f"quantized with {draft}" if draft is not None else "unquantized"
-        consequence = (f"its {trained} weights do not fit: start fails on the first tensor with no parameter "
-                       "(a packed method's qweight / scales, an fp8 weight_scale), or fp8 parameters take its "
-                       "weights without scales")
+        consequence = (f"its {trained} weights do not fit the parameters built: start fails on the first one "
+                       "missing (KeyError, e.g. 'layers.0.mlp.down_proj.weight', vllm#25882; or a scale tensor with "
+                       "no parameter)")
         out.refuse(AREA, Finding(
             "draft-quantization",
             f"{prof.label} {what}, but the draft is {trained}: {consequence}",
