@@ -171,8 +171,10 @@ def _sliding_window(out: Filing, sheet: FactSheet, prof: Profile) -> None:
 
 
 # ---------------------------------------------------------------- draft_dtype
-def sglang_auto_dtype(declared: str | None) -> str:
-    """The dtype SGLang serves a config in under --dtype auto."""
+def sglang_auto_dtype(declared: str | None, model_type: str = "") -> str:
+    """The dtype SGLang serves a config in under --dtype auto (a float32 Gemma config: bfloat16)."""
+    if declared in ("float32", "float", None) and model_type.startswith("gemma"):
+        return "bfloat16"
     return SGLANG_AUTO.get(declared, declared or "float16")
 
 
@@ -185,7 +187,7 @@ def _dtype(out: Filing, sheet: FactSheet, prof: Profile) -> None:
         return
     if sheet.target is None or sheet.target.problem:
         return
-    ran, fed = sglang_auto_dtype(draft), sglang_auto_dtype(target)
+    ran, fed = sglang_auto_dtype(draft, sheet.model_type), sglang_auto_dtype(target, sheet.target_model_type)
     if ran == fed:
         return
     head = (f"{prof.label} under --dtype auto (the default) runs the draft in {ran} (its config: {draft or 'no dtype'}) "
