@@ -658,7 +658,8 @@ _SPANS += _rules(VLLM, "draft_sliding_window",
                  ("0.10.2", None, "layer-types",
                   (f"vllm 0.10.2 {VL_EAGLE3} sets config.target_layer_count; models/llama.py subtracts it: "
                    "layer_types[0] == 'sliding_attention' gives the draft layer config.sliding_window "
-                   "(0.10.2-0.33.0 read)")))
+                   "(0.10.2-0.33.0 read; the Qwen3 draft class, 0.24.0 on, reads layer_types only from 0.26.0: "
+                   "qwen3_eagle3.py Qwen3Eagle3DecoderLayer per_layer_sliding_window)")))
 # ---------------------------------------------------------------- draft_dtype
 _SPANS += _rules(SGLANG, "draft_dtype",
                  ("0.4.4.post2", None, "draft-config",
