@@ -106,6 +106,16 @@ def test_vllm_raises_a_default_rope_draft_from_0_27_with_a_note(plan_for: Plan) 
                 "model runner still stops drafting past 2048)") in plan.notes
 
 
+def test_vllm_0_27_to_0_32_raise_does_not_extend_a_yarn_draft(plan_for: Plan) -> None:
+    yarn = {"rope_scaling": {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 1024}}
+    kind, summary, fix = _serving(plan_for("vllm==0.32.0", draft=yarn, target={"max_position_embeddings": 8192}))[
+        "draft-positions"]
+    assert kind == LOSS and summary.startswith(
+        "vLLM 0.32.0: the draft's config gives it 2048 positions, the target is served with 8192: it raises "
+        "max_position_embeddings to 8192, which does not size a yarn rope")
+    assert fix.startswith("serve a draft whose rope covers 8192 positions")
+
+
 def test_vllm_stops_drafting_past_the_drafts_range_0_11_to_0_26(plan_for: Plan) -> None:
     kind, summary, fix = _serving(plan_for("vllm==0.20.0", target={"max_position_embeddings": 8192}))[
         "draft-positions-no-draft"]

@@ -64,9 +64,13 @@ def _positions(out: Filing, sheet: FactSheet, prof: Profile) -> None:
                              else ""), details))
         return
     if rule in ("reads-past", "warns-reads-past") or (rule == "raised" and not table_only):
+        why = "" if rule != "raised" else (
+            f": it raises max_position_embeddings to {served}, which does not size a "
+            f"{'/'.join(sheet.draft_rope_types)} rope (yarn sizes its table from original_max_position_embeddings; "
+            "dynamic / longrope derive their frequencies from it)")
         out.lose(AREA, Finding(
             "draft-positions",
-            f"{head}: past position {draft} the draft reads beyond its rotary table (an out-of-bounds gather: "
+            f"{head}{why}: past position {draft} the draft reads beyond its rotary table (an out-of-bounds gather: "
             "garbage draft tokens or a CUDA fault), so acceptance collapses on long sequences",
             evidence, fix, details))
     elif rule == "skips-drafting":
