@@ -7,6 +7,7 @@ boundary and the first after it, and the issue codes the load plan must file on 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +48,8 @@ class Case:
     target_arch: str = "LlamaForCausalLM"
     convention: str | None = None
     target_weights: bool = False
+    #: Top-level keys set in the target's config.json.
+    target_edit: dict[str, Any] = field(default_factory=dict, hash=False)
 
 
 def case(behaviour: str, engine: str, before: str, after: str, spec: SynthSpec, before_codes: set[str],
@@ -64,6 +67,12 @@ SGL, VLL = "sglang", "vllm"
 #: A 32-wide draft for the 64-wide default target (target_hidden_size set by the variant).
 NARROW = SynthSpec(producer=SPECULATORS, hidden_size=32, num_attention_heads=1, head_dim=32, intermediate_size=64)
 NARROW_SF = SynthSpec(producer=SPECFORGE, hidden_size=32, num_attention_heads=1, head_dim=32, intermediate_size=64)
+#: A target served with 8192 positions (the synthetic drafts have 2048); an fp8-quantized target; a draft
+#: layer with a sliding window; an fp8-quantized draft.
+LONG_TARGET = {"max_position_embeddings": 8192}
+FP8 = {"quant_method": "fp8", "activation_scheme": "dynamic"}
+SLIDING = {"config": _set(layer_types=["sliding_attention"], sliding_window=64)}
+YARN = {"config": _set(rope_scaling={"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 1024})}
 QK_NORMS = {f"layers.0.self_attn.{n}_norm.weight": torch.ones(32, dtype=torch.bfloat16) for n in ("q", "k")}
 
 
@@ -148,6 +157,22 @@ CASES = [
          {"kv-page"}, set()),
     case("capture_range", VLL, "0.17.0", "0.18.0", SynthSpec(producer=SPECULATORS, aux_layer_ids=(2, 4, 8)),
          {"fc-width", "aux-layers"}, set()),
+    case("draft_positions", SGL, "0.4.10.post2", "0.5.1", SF, {"draft-positions"}, {"draft-positions-refused"},
+         target_edit=LONG_TARGET),
+    case("draft_positions", VLL, "0.10.2", "0.11.0", SF, {"draft-positions"}, {"draft-positions-no-draft"},
+         target_edit=LONG_TARGET),
+    case("draft_positions", VLL, "0.26.0", "0.27.0", SF, {"draft-positions-no-draft"}, set(), target_edit=LONG_TARGET),
+    case("draft_positions_yarn", VLL, "0.32.0", "0.33.0", SF, {"draft-positions"}, {"draft-positions-context-cut"},
+         variant=YARN, target_edit=LONG_TARGET),
+    case("target_quantization", VLL, "0.10.2", "0.11.0", SF, set(), {"draft-quantization"},
+         target_edit={"quantization_config": FP8}),
+    case("target_quantization", VLL, "0.11.0", "0.11.1", SF, {"draft-quantization"}, set(),
+         target_edit={"quantization_config": FP8}),
+    case("target_quantization_draft", VLL, "0.11.0", "0.11.1", SF, {"draft-quantization"}, set(),
+         variant={"config": _set(quantization_config=FP8)}),
+    case("draft_sliding_window", VLL, "0.10.0", "0.10.1", EA, set(), {"draft-sliding-window-index"}, variant=SLIDING),
+    case("draft_sliding_window", VLL, "0.10.1", "0.10.2", EA, {"draft-sliding-window-index"},
+         {"draft-sliding-window"}, variant=SLIDING),
 ]
 
 
@@ -156,7 +181,11 @@ def plan_codes(make_variant: Callable[..., Path], make_checkpoint: Callable[...,
                make_target: Callable[..., Path]) -> Callable[[Case, str], tuple[str, set[str]]]:
     def run(c: Case, version: str) -> tuple[str, set[str]]:
         path = make_variant(c.spec, name=c.behaviour, **c.variant) if c.variant else make_checkpoint(c.spec)
-        target = TargetModel.open(make_target(c.target_layers, c.target_arch, c.target_weights))
+        target_dir = make_target(c.target_layers, c.target_arch, c.target_weights)
+        if c.target_edit:
+            data = json.loads((target_dir / "config.json").read_text())
+            (target_dir / "config.json").write_text(json.dumps({**data, **c.target_edit}))
+        target = TargetModel.open(target_dir)
         engine = parse_selection(f"{c.engine}=={version}")[0]
         plan = load_plan(Checkpoint.open(path), engine, target, c.convention)
         # producer habits (engine.producer) hold across every release: not part of a version boundary
@@ -201,6 +230,8 @@ def test_every_versioned_behaviour_has_a_boundary_case() -> None:
         ("sglang", "aux_id_fields"): "covered by key_prefix's version pair (0.4.8 captures defaults only)",
         ("sglang", "fc_norm"): "same rule as norm_output",
         ("sglang", "graph_mode_default_layers"): "",
+        ("sglang", "target_quantization"): "a note changes, no verdict: tests/test_engine_serving.py",
+        ("sglang", "draft_sliding_window"): "a note changes, no verdict: tests/test_engine_serving.py",
     }
     missing = sorted(changing - covered - set(untestable))
     assert not missing, f"behaviours with a version boundary and no case: {missing}"

@@ -14,6 +14,7 @@ import pytest
 
 from pytest_eagle3.shell.contract import RecordProperty, check_plan, passed, unknown
 from pytest_eagle3.engines.loadplan import LoadPlan, describe_inputs
+from pytest_eagle3.engines.serving import NOTE_PREFIX
 from pytest_eagle3.findings import Finding
 from pytest_eagle3.shell.options import UNKNOWN_FAIL, settings
 from pytest_eagle3.shell.report import BASIS_PROPERTY
@@ -120,7 +121,9 @@ class TestEagle3Engine:
     @pytest.mark.eagle3_contract("engine.runtime")
     def test_runtime(self, eagle3_load_plan: LoadPlan, record_property: RecordProperty,
                      request: pytest.FixtureRequest) -> None:
-        """Draft and target can run together: the draft's KV pages fit the engine's KV-cache manager."""
+        """Draft and target can run together: the draft's KV pages fit the engine's KV-cache manager, its position
+        range covers the target's context, and its quantization, sliding window and dtype are the ones it was
+        trained with (engines.serving)."""
         plan = eagle3_load_plan
         check_plan(request, plan)
         verdict = plan.runtime
@@ -129,7 +132,8 @@ class TestEagle3Engine:
         if verdict.status == "unknown":
             unknown_finding = _runtime_unknown(plan)
             unknown(unknown_finding, settings(request.config).unknown == UNKNOWN_FAIL)
-        passed(record_property, f"{plan.engine.label}: {verdict.message}")
+        serving = [n.removeprefix(NOTE_PREFIX) for n in plan.notes if n.startswith(NOTE_PREFIX)]
+        passed(record_property, f"{plan.engine.label}: {verdict.message}" + "".join(f"; {n}" for n in serving))
 
     @pytest.mark.eagle3_contract("engine.producer")
     def test_producer(self, eagle3_load_plan: LoadPlan, eagle3_checkpoint: Checkpoint, record_property: RecordProperty,

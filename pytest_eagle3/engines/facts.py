@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
+from pytest_eagle3.engines.context import context_length, rope_types
 from pytest_eagle3.engines.frozen import FrozenDict, freeze
 from pytest_eagle3.engines.geometry import ROUTE_CONFIG_CLASS, Geometry, derive, route_for
 from pytest_eagle3.engines.profiles import Profile
@@ -123,6 +124,25 @@ class FactSheet:
     default_inputs: tuple[int, ...] | None
     #: The target's KV layers (engines.runtime), None without a target geometry.
     target_kv: tuple[LayerKv, ...] | None
+    # ---- serving beside the target (engines.serving)
+    #: The context the engine derives from the draft config (its rotary table's rows) and from the target's
+    #: (the served context without a flag), None where no key is written (engines.context).
+    draft_context: int | None = None
+    target_context: int | None = None
+    #: The draft's max_position_embeddings as written, and its rope types.
+    draft_max_positions: int | None = None
+    draft_rope_types: tuple[str, ...] = ("default",)
+    #: quantization_config.quant_method of the target's and of the draft's config ("unnamed" without one).
+    target_quantization: str | None = None
+    draft_quantization: str | None = None
+    #: The sliding-window fields of the draft config as the engine's draft class sees them.
+    draft_layer_types: tuple[str, ...] | None = None
+    draft_sliding_window: int | None = None
+    draft_use_sliding_window: bool | None = None
+    draft_interleaved_window: Any = None
+    #: The dtype each config declares (``dtype``, else ``torch_dtype``), None where absent.
+    draft_dtype: str | None = None
+    target_dtype: str | None = None
 
 
 def _int(config: Mapping[str, Any], name: str) -> int | None:
@@ -205,7 +225,44 @@ def fact_sheet(ckpt: Checkpoint, profile: Profile, target: TargetModel | None = 
         default_inputs=default_aux_inputs(layers) if layers is not None else None,
         target_kv=target_layers(text, derive(text, ROUTE_CONFIG_CLASS)) if target is not None and not target.problem
         else None,
+        **_serving_facts(raw, config, text if target is not None and not target.problem else None,
+                         target.config if target is not None else {}, profile.engine),
     )
+
+
+def _quant_method(config: Mapping[str, Any]) -> str | None:
+    quant = config.get("quantization_config")
+    if not isinstance(quant, dict):
+        return None
+    return str(quant.get("quant_method") or quant.get("quant_algo") or "unnamed")
+
+
+def _dtype(config: Mapping[str, Any]) -> str | None:
+    value = config.get("dtype") or config.get("torch_dtype")
+    return str(value).removeprefix("torch.") if isinstance(value, str) and value else None
+
+
+def _serving_facts(raw: Mapping[str, Any], config: Mapping[str, Any], text: Mapping[str, Any] | None,
+                   target_raw: Mapping[str, Any], engine: str) -> dict[str, Any]:
+    """What engines.serving reads: positions, quantization, sliding window, dtype of draft and target."""
+    kinds = config.get("layer_types")
+    window = config.get("sliding_window")
+    use = config.get("use_sliding_window")
+    interleaved = config.get("interleaved_sliding_window")
+    return {
+        "draft_context": context_length(config, engine),
+        "target_context": context_length(text, engine) if text is not None else None,
+        "draft_max_positions": _int(config, "max_position_embeddings"),
+        "draft_rope_types": rope_types(config),
+        "target_quantization": _quant_method(target_raw) or (_quant_method(text) if text is not None else None),
+        "draft_quantization": _quant_method(raw) or _quant_method(config),
+        "draft_layer_types": tuple(str(k) for k in kinds) if isinstance(kinds, list) else None,
+        "draft_sliding_window": window if isinstance(window, int) and not isinstance(window, bool) else None,
+        "draft_use_sliding_window": use if isinstance(use, bool) else None,
+        "draft_interleaved_window": tuple(interleaved) if isinstance(interleaved, list) else interleaved,
+        "draft_dtype": _dtype(config) or _dtype(raw),
+        "target_dtype": _dtype(target_raw) or (_dtype(text) if text is not None else None),
+    }
 
 
 def engine_view(raw: Mapping[str, Any], profile: Profile) -> EngineView:

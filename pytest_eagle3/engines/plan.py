@@ -3,7 +3,8 @@
 ``load_plan(ckpt, engine_version, target=None)`` reads the fact sheet once (``engines.facts``) and
 assembles the areas, each a pure function of the sheet and the profile (and, where an area needs
 another's result, that result passed in): architecture, layers, keys, fc, geometry, vocab, aux layers,
-norms, embeddings, producer habits, runtime. The result is a frozen :class:`LoadPlan`: tensor ->
+norms, embeddings, producer habits, runtime,
+serving beside the target (positions, quantization, sliding window, dtype). The result is a frozen :class:`LoadPlan`: tensor ->
 parameter, dropped tensors, parameters left uninitialised, the effective draft -> target map, the
 physical target layers fed to the draft, the width reaching ``fc`` and whether ``fc`` runs, the norms
 applied, where embed_tokens and lm_head come from; plus :class:`Issue` s, each a finding filed under
@@ -39,6 +40,7 @@ from pytest_eagle3.engines.norms import plan_norms
 from pytest_eagle3.engines.producer import plan_producer
 from pytest_eagle3.engines.profiles import profile
 from pytest_eagle3.engines.runtime import plan_runtime
+from pytest_eagle3.engines.serving import plan_serving
 from pytest_eagle3.engines.sharing import plan_sharing
 from pytest_eagle3.engines.versions import EngineVersion
 from pytest_eagle3.engines.vocab_map import plan_vocab
@@ -71,6 +73,7 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
     sharing = plan_sharing(sheet, prof, measured)
     producer = plan_producer(sheet, prof, keys.params)
     runtime, runtime_filed = plan_runtime(sheet, prof)
+    serving = plan_serving(sheet, prof)
     plan = LoadPlan(
         engine, arch.draft_class,
         parameters=keys.parameters, built=keys.built, shapes=keys.shapes,
@@ -83,7 +86,7 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
     # in the order the areas were always filed: the findings of one contract keep their order
     return _assembled(plan, arch.filed + layers.filed + keys.filed + fc_shape.filed + mla_rope + geometry.filed
                       + vocab.filed + aux.filed + fc.filed + norms.filed + sharing.filed + producer.filed
-                      + runtime_filed)
+                      + runtime_filed + serving)
 
 
 def _assembled(plan: LoadPlan, filed: Filed) -> LoadPlan:

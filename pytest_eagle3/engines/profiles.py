@@ -74,6 +74,25 @@ BEHAVIOURS: dict[str, str] = {
     "first_layer_hidden_path": "what the first draft layer applies to the fc output before attention: hidden_norm",
     "weight_files": ("which files of the draft folder the loader reads: every *.safetensors (an index, when "
                      "present, filters them), else *.bin minus the trainer's files"),
+    "draft_positions": ("what the engine does when the target's context is longer than the context the draft's "
+                        "config gives (its max_position_embeddings, which sizes the draft's rotary table): "
+                        "reads-past (positions beyond index past the table) / skips-drafting (no draft for a step "
+                        "whose longest sequence does not fit) / raised (the draft's max_position_embeddings is "
+                        "raised to the target's context) / raised-or-limited (raised for rope types that only size "
+                        "the table, else the server's context is cut to the draft's) / warns-reads-past / refuses "
+                        "(start fails unless an environment variable allows it; then reads past) / "
+                        "refuses-or-raises (start fails unless the variable is set; then raised)"),
+    "target_quantization": ("whose quantization builds the draft's layers: none (never quantized) / target (the "
+                            "target's quantization_config) / draft (the draft's own config or the speculative "
+                            "config's) / server-flag (the launch's --quantization; the target checkpoint's "
+                            "quantization_config never reaches the draft) / server-flag-or-draft-flag"),
+    "draft_sliding_window": ("which sliding-window fields of the draft config the draft layer honours: none / "
+                             "interleaved-only (interleaved_sliding_window) / layer-types-at-target-index "
+                             "(layer_types indexed at the target's layer count: IndexError) / layer-types "
+                             "(layer_types[0] == 'sliding_attention' gives the layer sliding_window) / server-flag "
+                             "(only --speculative-draft-window-size)"),
+    "draft_dtype": ("the dtype the draft runs in: target (the target's, whatever the draft config says) / "
+                    "draft-config (the draft's own config under --dtype auto: float32 or absent becomes float16)"),
 }
 
 
@@ -139,6 +158,12 @@ VALUES: dict[str, Any] = {
     "draft_rope": Literal["config"],
     "first_layer_hidden_path": Literal["hidden_norm"],
     "weight_files": Literal["all-safetensors"],
+    "draft_positions": Literal["reads-past", "skips-drafting", "raised", "raised-or-limited", "warns-reads-past",
+                               "refuses", "refuses-or-raises"],
+    "target_quantization": Literal["none", "target", "draft", "server-flag", "server-flag-or-draft-flag"],
+    "draft_sliding_window": Literal["none", "interleaved-only", "layer-types-at-target-index", "layer-types",
+                                    "server-flag"],
+    "draft_dtype": Literal["target", "draft-config"],
 }
 
 
@@ -547,6 +572,106 @@ _SPANS += _rules(VLLM, "weight_files",
                   ("vllm model_executor/model_loader/default_loader.py DefaultModelLoader._prepare_weights: glob "
                    "*.safetensors, filtered only by model.safetensors.index.json; *.bin minus "
                    "weight_utils.filter_files_not_needed_for_inference (0.11.0, 0.32.0 read)")))
+
+# ---------------------------------------------------------------- draft_positions
+_SPANS += _rules(SGLANG, "draft_positions",
+                 ("0.4.4.post2", "0.4.10.post2", "warns-reads-past",
+                  ("sglang speculative/eagle_worker.py __init__: server_args.context_length = the target's context_len; "
+                   "configs/model_config.py ModelConfig.__init__: a longer context than get_context_length(draft) "
+                   "only warns (SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN defaults to 'True'); the draft's rope table "
+                   "keeps max_position_embeddings rows (0.4.4.post2, 0.4.5, 0.4.10 read; sgl-project/sglang#6783: worse than no speculation past the draft's 2048)")),
+                 ("0.5.1", "0.5.2", "refuses",
+                  ("sglang 0.5.1 configs/model_config.py: ValueError \"Warning: Target model's context_length (C) is "
+                   "greater than the derived context_length (N) ... set the env var "
+                   "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1\" (get_bool_env_var default false); with it set, the "
+                   "draft's rope table stays N rows (0.5.1, 0.5.2 read; the default flipped by sgl-project/sglang#9388: 'illegal memory access' past the draft's context)")),
+                 ("0.5.3", None, "refuses-or-raises",
+                  ("sglang 0.5.3 configs/model_config.py _derive_context_length: the same ValueError; with "
+                   "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 a draft model's max_position_embeddings is raised to "
+                   "the target's context ('Overriding the draft model's max_position_embeddings') (0.5.3-0.5.23 read; "
+                   "eagle_worker_v2.py passes context_length=target context_len)")))
+_SPANS += _rules(VLLM, "draft_positions",
+                 ("0.8.5", "0.10.2", "reads-past",
+                  ("vllm 0.8.5-0.10.2: the draft's rotary table has max_position_embeddings rows (models/llama.py "
+                   "get_rope(max_position)); v1/spec_decode/eagle.py feeds positions up to the target's max_model_len "
+                   "and nothing checks the draft's (no draft_model_config.max_model_len in v1/; the out-of-bounds "
+                   "gather: vllm 0.27.0 config/speculative.py, vllm#48894)")),
+                 ("0.11.0", "0.26.0", "skips-drafting",
+                  ("vllm 0.11.0 v1/worker/gpu_model_runner.py execute_model: input_fits_in_drafter compares the batch's "
+                   "longest sequence + k with draft_model_config.max_model_len (the draft's derived length, "
+                   "config/speculative.py _maybe_override_draft_max_model_len: min(draft, target)) and proposes nothing "
+                   "when it does not fit (vllm#24662: the crash past the draft's length; 0.14.0, 0.20.0, 0.26.0 _input_fits_in_drafter read; the V2 runner, default "
+                   "for some targets on GPU from 0.23, has no such check)")),
+                 ("0.27.0", "0.32.0", "raised",
+                  ("vllm 0.27.0 config/speculative.py _maybe_override_draft_max_position_embeddings: an eagle/eagle3 "
+                   "draft's max_position_embeddings is raised to the target's max_model_len, whatever its rope type "
+                   "(0.27.0-0.32.0 read; draft_model_config.max_model_len is derived before, so the V1 runner still "
+                   "skips drafting past it)")),
+                 ("0.33.0", None, "raised-or-limited",
+                  ("vllm 0.33.0 config/speculative.py _maybe_override_draft_max_position_embeddings: raised only when "
+                   "every rope type is in _CACHE_ONLY_ROPE_TYPES (default, linear, llama3, ntk, proportional); "
+                   "otherwise config/vllm.py _limit_max_model_len_to_draft cuts the server's max_model_len to the "
+                   "draft's on the V2 runner ('reducing max_model_len')")))
+# ---------------------------------------------------------------- target_quantization
+_SPANS += _rules(SGLANG, "target_quantization",
+                 ("0.4.4.post2", "0.5.6", "server-flag",
+                  ("sglang managers/tp_worker.py TpModelWorker.__init__: the draft's ModelConfig(quantization="
+                   "server_args.quantization), otherwise its own config.json quantization_config "
+                   "(configs/model_config.py _verify_quantization); the target's quantization_config is never read "
+                   "for it (0.4.5, 0.5.4 read)")),
+                 ("0.5.7", None, "server-flag-or-draft-flag",
+                  ("sglang 0.5.7 server_args.py: --speculative-draft-model-quantization (default: --quantization; "
+                   "'unquant' for none) builds the draft; configs/model_config.py from_server_args (0.5.23 "
+                   "arg_groups/serving_hook.py); the target checkpoint's quantization_config never reaches it "
+                   "(0.5.7, 0.5.23 read)")))
+_SPANS += _rules(VLLM, "target_quantization",
+                 ("0.8.5", "0.10.2", "none",
+                  (f"vllm 0.8.5-0.10.2 {VL_EAGLE3} LlamaModel.__init__: LlamaDecoderLayer(config, prefix) with no "
+                   "quant_config: the draft's layers are never quantized, neither by the target's config nor by the "
+                   "draft's own")),
+                 ("0.11.0", "0.11.0", "target",
+                  (f"vllm 0.11.0 {VL_EAGLE3} LlamaDecoderLayer.__init__: quant_config = vllm_config.quant_config (the "
+                   "target's; model_loader/utils.py initialize_model keeps the target's vllm_config): a quantized "
+                   "target builds quantized draft layers; an unquantized draft then fails with KeyError: "
+                   "'layers.0.mlp.down_proj.weight' (vllm#25882, fixed by vllm#25883 in 0.11.1)")),
+                 ("0.11.1", None, "draft",
+                  ("vllm 0.11.1 model_executor/models/utils.py get_draft_quant_config: the draft's own ModelConfig "
+                   "(its config.json quantization_config, or the speculative config's quantization) "
+                   f"({VL_EAGLE3} get_quant_config; 0.11.1-0.33.0 read)")))
+# ---------------------------------------------------------------- draft_sliding_window
+_SPANS += _rules(SGLANG, "draft_sliding_window",
+                 ("0.4.4.post2", "0.5.11", "none",
+                  (f"sglang models/llama.py LlamaAttention and {SG_EAGLE3}: no sliding_window / layer_types read "
+                   "(grep over 0.4.4.post2-0.5.11)")),
+                 ("0.5.12", None, "server-flag",
+                  (f"sglang 0.5.12 {SG_EAGLE3} LlamaForCausalLMEagle3.__init__: only --speculative-draft-window-size "
+                   "sets the draft layers' sliding_window_size; the config's fields are not read (0.5.12-0.5.23 read)")))
+_SPANS += _rules(VLLM, "draft_sliding_window",
+                 ("0.8.5", "0.10.0", "interleaved-only",
+                  ("vllm 0.8.5 model_executor/models/llama.py LlamaAttention: only interleaved_sliding_window (int: "
+                   "every layer; list: indexed by layer id modulo its length); sliding_window, use_sliding_window, "
+                   "max_window_layers and layer_types are not read for the draft layer")),
+                 ("0.10.1", "0.10.1", "layer-types-at-target-index",
+                  ("vllm 0.10.1 models/llama.py LlamaAttention: layer_types[layer_idx], layer_idx from the prefix "
+                   f"model.layers.<target layer count> ({VL_EAGLE3} start_layer_id=target_layer_num): IndexError "
+                   "unless layer_types is longer than the target")),
+                 ("0.10.2", None, "layer-types",
+                  (f"vllm 0.10.2 {VL_EAGLE3} sets config.target_layer_count; models/llama.py subtracts it: "
+                   "layer_types[0] == 'sliding_attention' gives the draft layer config.sliding_window "
+                   "(0.10.2-0.33.0 read; the Qwen3 draft class, 0.24.0 on, reads layer_types only from 0.26.0: "
+                   "qwen3_eagle3.py Qwen3Eagle3DecoderLayer per_layer_sliding_window)")))
+# ---------------------------------------------------------------- draft_dtype
+_SPANS += _rules(SGLANG, "draft_dtype",
+                 ("0.4.4.post2", None, "draft-config",
+                  ("sglang configs/model_config.py _get_and_verify_dtype(draft hf_config, server_args.dtype): under "
+                   "--dtype auto (the default) the draft's own dtype/torch_dtype, float32 or absent -> float16; no "
+                   "cast of the target's hidden states (0.5.23 eagle_draft_extend_cuda_graph_runner.py: 'the draft "
+                   "dtype matches the target dtype'; SpecForge#348: the draft worker fails with 'expected mat1 and "
+                   "mat2 to have the same dtype') (0.4.4.post2, 0.5.1, 0.5.10, 0.5.23 read)")))
+_SPANS += _rules(VLLM, "draft_dtype",
+                 ("0.8.5", None, "target",
+                  ("vllm config/speculative.py SpeculativeConfig: draft ModelConfig(dtype=self.target_model_config.dtype)"
+                   "; the loader casts the draft's tensors (0.8.5, 0.11.0, 0.20.0, 0.27.0, 0.33.0 read)")))
 
 
 def _tables() -> dict[str, Table[Any]]:

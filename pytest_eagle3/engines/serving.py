@@ -1,0 +1,209 @@
+"""Area ``serving``: the draft run beside its target: its position range, the target's quantization, its
+sliding window and its dtype.
+
+A pure function of the fact sheet and the profile (behaviours ``draft_positions``, ``target_quantization``,
+``draft_sliding_window``, ``draft_dtype``). What it finds is filed under the ``runtime`` contract area
+(``engine.runtime``: draft and target can run together), marked ``refused`` where the engine will not start
+or serve, ``loss`` where it serves and the draft's acceptance drops; what only the launch's flags decide is
+a note.
+"""
+
+from __future__ import annotations
+
+from pytest_eagle3.engines.context import CACHE_ONLY_ROPE_TYPES
+from pytest_eagle3.engines.facts import FactSheet
+from pytest_eagle3.engines.loadplan import Filed, Filing
+from pytest_eagle3.engines.profiles import Profile
+from pytest_eagle3.engines.versions import SGLANG
+from pytest_eagle3.findings import Evidence, Finding
+
+AREA = "runtime"
+#: The prefix of this area's notes: engine.runtime shows them in its passing message.
+NOTE_PREFIX = "serving: "
+#: The dtype SGLang serves a config in under --dtype auto (configs/model_config.py _get_and_verify_dtype:
+#: float32, or no dtype written, becomes float16; Gemma configs aside).
+SGLANG_AUTO: dict[str | None, str] = {"float32": "float16", "float": "float16", "half": "float16", None: "float16"}
+HALF = ("bfloat16", "float16", "half")
+
+
+def plan_serving(sheet: FactSheet, prof: Profile) -> Filed:
+    """What the four serving behaviours do with this draft beside this target."""
+    out = Filing()
+    _positions(out, sheet, prof)
+    _quantization(out, sheet, prof)
+    _sliding_window(out, sheet, prof)
+    _dtype(out, sheet, prof)
+    return out.filed()
+
+
+# ---------------------------------------------------------------- draft_positions
+def _positions(out: Filing, sheet: FactSheet, prof: Profile) -> None:
+    draft, served = sheet.draft_context, sheet.target_context
+    if draft is None or served is None or draft >= served:
+        return
+    rule = prof.value("draft_positions")
+    table_only = set(sheet.draft_rope_types) <= CACHE_ONLY_ROPE_TYPES
+    evidence = (Evidence("draft context (rotary table rows) / target context", f"{draft} / {served}",
+                         f"draft >= {served}"),)
+    edit = (f"set max_position_embeddings: {served} in the draft's config.json (rope "
+            f"{'/'.join(sheet.draft_rope_types)}: it only lengthens the rotary table)" if table_only else
+            f"serve a draft whose rope covers {served} positions (rope {'/'.join(sheet.draft_rope_types)}: "
+            "max_position_embeddings alone does not size its table)")
+    shorter = "--context-length" if prof.engine == SGLANG else "--max-model-len"
+    fix = f"{edit}, or serve with {shorter} {draft}"
+    details = (f"rule: {prof.source('draft_positions')}",)
+    head = f"{prof.label}: the draft's config gives it {draft} positions, the target is served with {served}"
+    if rule in ("refuses", "refuses-or-raises"):
+        after = ("raises the draft's max_position_embeddings to it" if rule == "refuses-or-raises"
+                 else "starts, and the draft reads past its rotary table beyond position " + str(draft))
+        out.refuse(AREA, Finding(
+            "draft-positions-refused",
+            f"{head}: start fails with \"ValueError: Warning: Target model's context_length ({served}) is greater "
+            f"than the derived context_length ({draft})\" (SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 {after})",
+            evidence, fix + (", or set SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1" if rule == "refuses-or-raises"
+                             else ""), details))
+        return
+    if rule in ("reads-past", "warns-reads-past") or (rule == "raised" and not table_only):
+        why = "" if rule != "raised" else (
+            f": it raises max_position_embeddings to {served}, which does not size a "
+            f"{'/'.join(sheet.draft_rope_types)} rope (yarn sizes its table from original_max_position_embeddings; "
+            "dynamic / longrope derive their frequencies from it)")
+        out.lose(AREA, Finding(
+            "draft-positions",
+            f"{head}{why}: past position {draft} the draft reads beyond its rotary table (an out-of-bounds gather: "
+            "garbage draft tokens or a CUDA fault), so acceptance collapses on long sequences",
+            evidence, fix, details))
+    elif rule == "skips-drafting":
+        out.lose(AREA, Finding(
+            "draft-positions-no-draft",
+            f"{head}: the model runner proposes nothing for a step whose longest sequence + k exceeds {draft}, so "
+            f"no token is speculated past {draft} (the V2 runner, where it is the default, reads past the rotary "
+            "table instead)", evidence, fix, details))
+    elif rule == "raised-or-limited" and not table_only:
+        out.lose(AREA, Finding(
+            "draft-positions-context-cut",
+            f"{head}: with rope {'/'.join(sheet.draft_rope_types)} it does not raise the draft's range but cuts the "
+            f"whole server's max_model_len to {draft} (the V2 runner; the V1 runner stops drafting past it)",
+            evidence, fix, details))
+    else:
+        out.note(NOTE_PREFIX + f"{prof.label} raises the draft's max_position_embeddings from {sheet.draft_max_positions or draft} "
+                 f"to the target's {served} (the V1 model runner still stops drafting past {draft})")
+
+
+# ---------------------------------------------------------------- target_quantization
+def _quantization(out: Filing, sheet: FactSheet, prof: Profile) -> None:
+    rule = prof.value("target_quantization")
+    target, draft = sheet.target_quantization, sheet.draft_quantization
+    if target is None and draft is None:
+        return
+    details = (f"rule: {prof.source('target_quantization')}",)
+    if rule in ("none", "target"):
+        built = target if rule == "target" else None
+        if built == draft:
+            return
+        what = (f"builds the draft's layers with the target's quantization ({built})" if built is not None
+                else "builds the draft's layers unquantized")
+        trained = f"quantized with {draft}" if draft is not None else "unquantized"
+        consequence = (f"its {trained} weights do not fit the parameters built: start fails on the first one "
+                       "missing (KeyError, e.g. 'layers.0.mlp.down_proj.weight', vllm#25882; or a scale tensor with "
+                       "no parameter)")
+        out.refuse(AREA, Finding(
+            "draft-quantization",
+            f"{prof.label} {what}, but the draft is {trained}: {consequence}",
+            (Evidence("draft layers' quantization (engine / draft config)", str(built), str(draft)),),
+            "serve with vLLM >= 0.11.1 (the draft's own quantization)" + (
+                ", or ship an unquantized draft" if draft is not None else
+                " (0.11.0 applies the target's quantization_config to every draft)"),
+            details))
+        return
+    if target is not None and draft is None:
+        flag = {"server-flag": "the launch's --quantization",
+                "server-flag-or-draft-flag": ("--speculative-draft-model-quantization (default: the launch's "
+                                              "--quantization; 'unquant' keeps the draft unquantized)"),
+                }.get(rule, "its own quantization_config or the speculative config's quantization")
+        out.note(NOTE_PREFIX + f"{prof.label}: the target's quantization_config ({target}) does not reach the draft; only {flag} "
+                 "would quantize it")
+
+
+# ---------------------------------------------------------------- draft_sliding_window
+def _window(sheet: FactSheet, rule: str) -> int | None:
+    """The window the engine gives the draft layer from its config, None for full attention."""
+    if rule == "interleaved-only":
+        window = sheet.draft_interleaved_window
+        if isinstance(window, int) and not isinstance(window, bool):
+            return window
+        if isinstance(window, tuple) and window and isinstance(window[0], int) and sheet.target_layers is not None:
+            return window[sheet.target_layers % len(window)]
+        return None
+    if rule == "layer-types" and sheet.draft_layer_types and sheet.draft_layer_types[0] == "sliding_attention":
+        return sheet.draft_sliding_window
+    return None
+
+
+def _sliding_window(out: Filing, sheet: FactSheet, prof: Profile) -> None:
+    rule = prof.value("draft_sliding_window")
+    details = (f"rule: {prof.source('draft_sliding_window')}",)
+    kinds = sheet.draft_layer_types
+    if rule == "layer-types-at-target-index":
+        if kinds is not None and sheet.target_layers is not None and len(kinds) <= sheet.target_layers:
+            out.refuse(AREA, Finding(
+                "draft-sliding-window-index",
+                f"{prof.label} reads the draft's layer_types at index {sheet.target_layers} (the target's layer "
+                f"count), but it has {len(kinds)} entries: start fails with IndexError while building the draft layer",
+                (Evidence("len(layer_types)", str(len(kinds)), f"> {sheet.target_layers}"),),
+                "remove layer_types from the draft's config.json, or serve with vLLM >= 0.10.2", details))
+        return
+    window = _window(sheet, rule)
+    if window is not None and (sheet.target_context is None or window < sheet.target_context):
+        field = "interleaved_sliding_window" if rule == "interleaved-only" else "layer_types[0] / sliding_window"
+        out.lose(AREA, Finding(
+            "draft-sliding-window",
+            f"{prof.label} gives the draft layer a sliding window of {window} tokens from its config ({field}): "
+            "EAGLE-3 drafts are trained with full attention, so past that many tokens the draft sees less than it "
+            "was trained on and acceptance drops on long sequences",
+            (Evidence("draft attention window", str(window), "none (full attention)"),),
+            "remove layer_types / interleaved_sliding_window from the draft's config.json (or write "
+            "'full_attention')", details))
+        return
+    written = [name for name, value in (("layer_types", kinds), ("sliding_window", sheet.draft_sliding_window),
+                                        ("use_sliding_window", sheet.draft_use_sliding_window),
+                                        ("interleaved_sliding_window", sheet.draft_interleaved_window))
+               if value not in (None, False)]
+    if written and window is None:
+        out.note(NOTE_PREFIX + f"{prof.label} does not give the draft layer a sliding window from {', '.join(written)}"
+                 + (" (only --speculative-draft-window-size does)" if rule == "server-flag" else ""))
+
+
+# ---------------------------------------------------------------- draft_dtype
+def sglang_auto_dtype(declared: str | None, model_type: str = "") -> str:
+    """The dtype SGLang serves a config in under --dtype auto (a float32 Gemma config: bfloat16)."""
+    if declared in ("float32", "float", None) and model_type.startswith("gemma"):
+        return "bfloat16"
+    return SGLANG_AUTO.get(declared, declared or "float16")
+
+
+def _dtype(out: Filing, sheet: FactSheet, prof: Profile) -> None:
+    rule = prof.value("draft_dtype")
+    draft, target = sheet.draft_dtype, sheet.target_dtype
+    if rule == "target":
+        if draft is not None and target is not None and draft != target:
+            out.note(NOTE_PREFIX + f"{prof.label} runs the draft in the target's dtype: its {draft} weights are cast")
+        return
+    if sheet.target is None or sheet.target.problem:
+        return
+    ran, fed = sglang_auto_dtype(draft, sheet.model_type), sglang_auto_dtype(target, sheet.target_model_type)
+    if ran == fed:
+        return
+    head = (f"{prof.label} under --dtype auto (the default) runs the draft in {ran} (its config: {draft or 'no dtype'}) "
+            f"and the target in {fed} (its config: {target or 'no dtype'})")
+    fix = (f"launch with --dtype {fed} (one dtype for both), or write \"torch_dtype\": \"{fed}\" in the draft's "
+           "config.json")
+    if target in HALF:
+        out.refuse(AREA, Finding(
+            "draft-dtype",
+            f"{head}: the target's {fed} hidden states reach the draft's {ran} fc, and the draft worker fails with "
+            "\"expected mat1 and mat2 to have the same dtype\"",
+            (Evidence("draft dtype / target dtype (served)", f"{ran} / {fed}", "equal"),),
+            fix, (f"rule: {prof.source('draft_dtype')}",)))
+    else:
+        out.note(NOTE_PREFIX + f"{head}: unless the launch passes --dtype, the draft worker fails with a dtype mismatch ({fix})")

