@@ -108,8 +108,9 @@ SCOPES: dict[str, tuple[Scope, ...]] = {
         Scope("sglang/srt/speculative/multi_layer_eagle*.py"),
         Scope("sglang/srt/speculative/draft_*.py"),
         Scope("sglang/srt/speculative/spec_utils.py", names=EAGLE_PATH),
-        # the speculative_* settings
-        Scope("sglang/srt/server_args.py", names=r"specul|eagle|draft", body=r"speculative_algorithm|EAGLE3"),
+        # the speculative_* settings; ServerArgs.get_model_config() is ModelConfig.from_server_args(self): the target's
+        Scope("sglang/srt/server_args.py", names=r"specul|eagle|draft", body=r"speculative_algorithm|EAGLE3",
+              bare=TARGET, roles=((r"(^|\.)model_config\.hf_(text_)?config$", TARGET),)),
         # the model runner's EAGLE-3 capture (shared by target and draft runners: the role is decided
         # by is_draft_worker, not the expression)
         Scope("sglang/srt/model_executor/model_runner.py", names=EAGLE_PATH, body=r"eagle3|aux_hidden"),
@@ -303,6 +304,10 @@ class _FunctionScan:
     def visit(self, node: ast.AST) -> None:
         for sub in ast.walk(node):
             if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load):
+                if (self.engine == "vllm" and self.scope.bare == DRAFT
+                        and (_dotted(sub) or "").endswith("vllm_config.quant_config")):
+                    # VllmConfig.quant_config: built from the target's model config
+                    self.reads.append(("quantization_config", TARGET, self.where))
                 base = self.base(sub.value)
                 if base is not None:
                     self.read(base, sub.attr)
@@ -337,10 +342,6 @@ class _FunctionScan:
                     dotted = _dotted(keyword.value) or ""
                     role = TARGET if "target" in dotted else DRAFT if "draft" in dotted else EITHER
                     self.reads.append(("dtype", role, self.where))
-        if self.engine == "vllm" and self.scope.bare == DRAFT:
-            for arg in (*node.args, *(k.value for k in node.keywords)):
-                if _dotted(arg) in ("vllm_config.quant_config", "self.vllm_config.quant_config"):
-                    self.reads.append(("quantization_config", TARGET, self.where))
 
 
 def _functions(tree: ast.Module) -> Iterator[tuple[str, ast.AST]]:
