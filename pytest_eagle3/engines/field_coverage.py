@@ -123,7 +123,6 @@ COVERAGE: tuple[Coverage, ...] = (
        "sglang speculative/eagle_draft_extend_cuda_graph_runner.py EAGLEDraftExtendCudaGraphRunner.__init__ and "
        "multi_layer_eagle_draft_extend_cuda_graph_runner.py: the logits buffer rows", SV),
     _m(("tie_word_embeddings",), D, "behaviour:lm_head_source", "sglang llama_eagle3.py LlamaForCausalLMEagle3.__init__", SV),
-    _m(("bias",), D, "behaviour:fc_bias", "sglang llama_eagle3.py LlamaModel.__init__ fc bias=getattr(config, 'bias')", SV),
     _m(("num_aux_hidden_states", "num_aux_layers"), D, "behaviour:fc_aux_count",
        "vllm llama_eagle3.py / qwen3_eagle3.py / deepseek_eagle3.py fc input width; sglang llama_eagle3.py (0.5.12+)"),
     # ---------------------------------------------------------------- modelled: aux layers and their flags
@@ -189,12 +188,10 @@ COVERAGE: tuple[Coverage, ...] = (
           "target_hidden_size from the TARGET's hf_config (which has neither): the draft-extend hidden buffer is "
           "always 3 x target hidden, wrong for a draft with 2 or 4 aux ids", SV),
     _open(("bias", "attention_bias", "qkv_bias", "mlp_bias"), D,
-          "vllm models/llama.py LlamaDecoderLayer.__init__: attention_bias = attention_bias or bias (qkv_bias "
-          "overrides), o_proj bias = the same, mlp bias = mlp_bias: a draft config with bias: true (SGLang's fc-bias "
-          "flag) gives vLLM layers bias parameters the checkpoint may lack", VL),
-    _open(("attention_bias",), D,
-          "sglang models/llama.py LlamaAttention: qkv / o_proj bias from attention_bias; the draft's layers get bias "
-          "parameters a checkpoint without them leaves unset", SV),
+          "vllm models/llama.py and sglang models/llama.py LlamaDecoderLayer.__init__ (every release read): "
+          "attention_bias = config.attention_bias or config.bias gives o_proj (and vLLM's later layers' qkv_proj; "
+          "qkv_bias overrides, mlp_bias the MLP) a bias parameter; SGLang also reads bias as the fc bias (behaviour "
+          "fc_bias). A draft with bias: true whose checkpoint has no o_proj.bias keeps that parameter unset"),
     # ---------------------------------------------------------------- ruled out: set like the trainer, or by the engine
     _out(("hidden_act", "rms_norm_eps"), D,
          "the draft's MLP activation and norm epsilon, applied from its own config.json as the trainer did (every "
