@@ -76,6 +76,9 @@ SCOPES: dict[str, tuple[Scope, ...]] = {
         Scope("vllm/model_executor/models/deepseek_v2.py", names=r"^DeepseekV2(MLAAttention|MLP)\.__init__", bare=DRAFT,
               since="0.18.0",
               roles=((r"(^|\.)model_config\.hf_(text_)?config$", TARGET),)),
+        # get_rope: the keys of the draft's rope_scaling / rope_parameters the rope is built from
+        Scope("vllm/model_executor/layers/rotary_embedding.py", names=r"^get_rope$", bare=DRAFT),
+        Scope("vllm/model_executor/layers/rotary_embedding/__init__.py", names=r"^get_rope$", bare=DRAFT),
         # the proposer (V1) and model runner V2's EAGLE speculator
         Scope("vllm/v1/spec_decode/eagle.py"),
         Scope("vllm/v1/spec_decode/llm_base_proposer.py"),
@@ -101,6 +104,8 @@ SCOPES: dict[str, tuple[Scope, ...]] = {
         Scope("sglang/srt/models/llama.py", names=r"^Llama(DecoderLayer|Attention|MLP)\.", bare=DRAFT),
         Scope("sglang/srt/models/deepseek_v2.py", names=r"^DeepseekV2(AttentionMLA|MLP)\.__init__", bare=DRAFT,
               since="0.5.12"),
+        Scope("sglang/srt/layers/rotary_embedding.py", names=r"^get_rope$", bare=DRAFT),
+        Scope("sglang/srt/layers/rotary_embedding/factory.py", names=r"^get_rope$", bare=DRAFT),
         # the EAGLE workers, their helpers and the draft CUDA-graph runners: EAGLEWorker is the draft worker
         # (TpModelWorker with is_draft_worker=True), so its model_runner is the draft's
         Scope("sglang/srt/speculative/eagle*.py", bare_in=((r"Draft|draft", DRAFT),),

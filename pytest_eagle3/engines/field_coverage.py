@@ -165,6 +165,9 @@ COVERAGE: tuple[Coverage, ...] = (
         "rope_parameters.mrope_section"), ALL, "behaviour:draft_rope",
        "vllm models/llama.py LlamaAttention get_rope; sglang models/llama.py LlamaAttention, llama_eagle3.py "
        "LlamaModel.__init__ (mrope for VL drafts), model_runner.py ModelRunner.__init__ (the runner's mrope)"),
+    _m(("rope_scaling.*", "rope_parameters.*"), D, "behaviour:draft_rope",
+       "vllm model_executor/layers/rotary_embedding get_rope, sglang layers/rotary_embedding get_rope: the keys of "
+       "the draft's own rope dict, applied as configured (rope kinds the reference forward knows: producers/rope.py)"),
     # ---------------------------------------------------------------- modelled by the four classes of issue 18
     _m(("sliding_window", "layer_types", "interleaved_sliding_window"), D, "behaviour:draft_sliding_window",
        "vllm models/llama.py LlamaAttention (interleaved_sliding_window to 0.10.0, layer_types / sliding_window "
