@@ -302,7 +302,8 @@ class _FunctionScan:
         if target == fallback and previous is not None:
             return
         if previous is not None and previous != found:
-            found = Base(EITHER, found.prefix if found.prefix == previous.prefix else "")
+            # bound twice: the side only if both agree; the first binding's sub-config name
+            found = Base(found.role if found.role == previous.role else EITHER, previous.prefix)
         self.aliases[target] = found
         self.not_configs.discard(target)
 
