@@ -9,6 +9,7 @@ and when the scanner misses a form of read on a source tree written here.
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 import textwrap
@@ -92,6 +93,21 @@ def test_the_scan_covers_the_committed_release_list(engine: str) -> None:
     for record in fc.records(engine):
         for a, b in record["releases"]:
             assert a in fc.SCANNED_RELEASES[engine] and b in fc.SCANNED_RELEASES[engine]
+
+
+SOURCES = os.environ.get("EAGLE3_ENGINE_SOURCES", "")
+
+
+@pytest.mark.skipif(not SOURCES, reason="EAGLE3_ENGINE_SOURCES (a folder holding vllm/<VERSION>/ and sglang/<VERSION>/, "
+                                       "the unpacked releases) is not set")
+@pytest.mark.parametrize("engine", sorted(KNOWN_RANGES))
+def test_the_committed_scan_is_what_the_scanner_prints(engine: str) -> None:
+    roots = [Path(SOURCES) / engine / release for release in fc.SCANNED_RELEASES[engine]]
+    missing = [str(r) for r in roots if not r.is_dir()]
+    assert not missing, f"releases absent from EAGLE3_ENGINE_SOURCES: {missing}"
+    result = _scanner().scan_engine(engine, roots)
+    assert result["fields"][engine] == fc.scan()["fields"][engine], (
+        "field_scan.json is stale: rerun scripts/scan_fields.py (docs/fields.md)")
 
 
 DRAFT_FILE = '''
