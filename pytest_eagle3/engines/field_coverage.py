@@ -187,9 +187,12 @@ COVERAGE: tuple[Coverage, ...] = (
     # ---------------------------------------------------------------- open: read, effect not modelled
     _open(("num_aux_hidden_states", "eagle_config", "eagle_config.eagle_aux_hidden_state_layer_ids",
            "target_hidden_size"), T,
-          "sglang 0.5.12-0.5.14 speculative/eagle_info.py EagleDraftExtendInput.hidden_size_for reads the aux count and "
-          "target_hidden_size from the TARGET's hf_config (which has neither): the draft-extend hidden buffer is "
-          "always 3 x target hidden, wrong for a draft with 2 or 4 aux ids", SV),
+          "sglang 0.5.12-0.5.14 speculative/eagle_info.py EagleDraftExtendInput.hidden_size_for sizes the "
+          "draft-extend CUDA-graph hidden buffer (eagle_draft_extend_cuda_graph_runner.py __init__) from the TARGET's "
+          "hf_config (target_worker.model_runner.model_config), which has no aux count: always 3 x target hidden, "
+          "while fc follows the draft's count from 0.5.12 (behaviour fc_aux_count); a draft with 2 or 4 aux ids "
+          "mismatches it under CUDA graphs. 0.5.15 eagle_utils.py get_draft_input_from_target_hidden_dim reads the "
+          "draft's config", SV),
     _open(("bias", "attention_bias", "qkv_bias", "mlp_bias"), D,
           "vllm models/llama.py and sglang models/llama.py LlamaDecoderLayer.__init__ (every release read): "
           "attention_bias = config.attention_bias or config.bias gives o_proj (and vLLM's later layers' qkv_proj; "
