@@ -24,7 +24,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from pytest_eagle3.engines.facts import FactSheet
+from pytest_eagle3.engines.profiles import BEHAVIOURS
 from pytest_eagle3.engines.versions import SGLANG, VLLM
+from pytest_eagle3.producers.kinds import Producer
 
 SCAN_FILE = Path(__file__).with_name("field_scan.json")
 DRAFT, TARGET, EITHER = "draft", "target", "either"
@@ -294,10 +297,6 @@ def unclassified(data: dict[str, Any] | None = None) -> Iterator[tuple[str, dict
 
 def rule_exists(rule: str) -> bool:
     """Whether a MODELLED entry's rule names something that exists."""
-    from pytest_eagle3.engines.facts import FactSheet
-    from pytest_eagle3.engines.profiles import BEHAVIOURS
-    from pytest_eagle3.producers.kinds import Producer
-
     kind, _, name = rule.partition(":")
     if kind == "behaviour":
         return name in BEHAVIOURS
