@@ -159,7 +159,8 @@ COVERAGE: tuple[Coverage, ...] = (
     # ---------------------------------------------------------------- modelled: rope and positions
     _m(("max_position_embeddings",), D, "behaviour:draft_positions",
        "vllm models/llama.py LlamaAttention get_rope(max_position=...), config/speculative.py "
-       "_maybe_override_draft_max_position_embeddings (0.33.0); sglang models/llama.py LlamaAttention"),
+       "_maybe_override_draft_max_position_embeddings (0.27.0+: raised to the target's max_model_len when the rope "
+       "only sizes its cache); sglang models/llama.py LlamaAttention"),
     _m(MLA_ROPE, D, "behaviour:mla_rope",
        "vllm 0.18+ deepseek_v2.py DeepseekV2MLAAttention.__init__ (yarn mscale); sglang 0.5.12+ deepseek_v2.py "
        "DeepseekV2AttentionMLA.__init__"),
