@@ -146,6 +146,15 @@ CASES = [
          variant={"config": _layer_type("qwen3"), "replace": QK_NORMS}),
     case("kv_cache_page", VLL, "0.10.2", "0.11.0", SynthSpec(producer=SPECFORGE, num_key_value_heads=2),
          {"kv-page"}, set()),
+    # attention_bias: true without bias tensors: o_proj.bias (and qkv_proj.bias from vLLM 0.16) built, never filled
+    case("unset_bias", SGL, "0.5.8", "0.5.9", SF, {"bias-unset"}, set(), variant={"config": _set(attention_bias=True)}),
+    case("unloaded_parameter", VLL, "0.8.5.post1", "0.9.0", EA, {"bias-unset"}, {"not-initialised", "d2t-discarded"},
+         variant={"config": _set(attention_bias=True)}),
+    case("unloaded_parameter", VLL, "0.9.0.1", "0.9.1", EA, {"not-initialised", "d2t-discarded"}, {"bias-unset"},
+         variant={"config": _set(attention_bias=True)}),
+    case("layer_bias", VLL, "0.15.1", "0.16.0", SF, {"key-refused"}, set(),
+         variant={"config": _set(attention_bias=True), "replace": {
+             f"midlayer.self_attn.{n}_proj.bias": torch.zeros(64, dtype=torch.bfloat16) for n in "qkvo"}}),
     case("capture_range", VLL, "0.17.0", "0.18.0", SynthSpec(producer=SPECULATORS, aux_layer_ids=(2, 4, 8)),
          {"fc-width", "aux-layers"}, set()),
 ]

@@ -84,14 +84,20 @@ def _layer_shape(name: str, config: Mapping[str, Any], target_hidden: int, inter
         return _mla_shape(sub, config, 2 * hidden if first else hidden)
     if sub in ("input_layernorm.weight", "post_attention_layernorm.weight", "hidden_norm.weight"):
         return (hidden,)
-    if sub in ("mlp.gate_up_proj.weight", "mlp.down_proj.weight"):
+    if sub in ("self_attn.o_proj.bias", "mlp.down_proj.bias"):
+        return (hidden,)
+    if sub in ("mlp.gate_up_proj.weight", "mlp.down_proj.weight", "mlp.gate_up_proj.bias"):
         if intermediate is None:
             return None
+        if sub == "mlp.gate_up_proj.bias":
+            return (2 * intermediate,)
         return (2 * intermediate, hidden) if sub.startswith("mlp.gate_up") else (hidden, intermediate)
     if geometry is None:
         return None
     if sub == "self_attn.qkv_proj.weight":
         return (geometry.q_width + 2 * geometry.kv_width, 2 * hidden if first else hidden)
+    if sub == "self_attn.qkv_proj.bias":
+        return (geometry.q_width + 2 * geometry.kv_width,)
     if sub == "self_attn.o_proj.weight":
         return (hidden, geometry.q_width)
     if sub in ("self_attn.q_norm.weight", "self_attn.k_norm.weight"):

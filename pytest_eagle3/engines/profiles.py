@@ -72,6 +72,13 @@ BEHAVIOURS: dict[str, str] = {
                  "which needs factor and original_max_position_embeddings) / as-configured"),
     "draft_rope": "the rope the draft layers apply: config (the draft config's rope_theta and rope_scaling)",
     "first_layer_hidden_path": "what the first draft layer applies to the fc output before attention: hidden_norm",
+    "layer_bias": ("the bias parameters the draft's decoder layers build from its config: o_proj (o_proj.bias when "
+                   "attention_bias or bias is true) / o_proj+mlp (also gate_up_proj / down_proj bias when mlp_bias is "
+                   "true) / qkv+o_proj+mlp (also qkv_proj bias when attention_bias is true)"),
+    "unset_bias": ("what a bias parameter no checkpoint tensor fills holds: empty (torch.empty, arbitrary memory) / "
+                   "zeros (the same as no bias)"),
+    "unloaded_parameter": ("a draft parameter no checkpoint tensor fills: kept (left at its initial values) / refused "
+                           "(the loader's strict check raises 'Following weights were not initialized from checkpoint')"),
     "weight_files": ("which files of the draft folder the loader reads: every *.safetensors (an index, when "
                      "present, filters them), else *.bin minus the trainer's files"),
 }
@@ -138,6 +145,9 @@ VALUES: dict[str, Any] = {
     "mla_rope": Literal["as-configured", "forced-yarn"],
     "draft_rope": Literal["config"],
     "first_layer_hidden_path": Literal["hidden_norm"],
+    "layer_bias": Literal["o_proj", "o_proj+mlp", "qkv+o_proj+mlp"],
+    "unset_bias": Literal["empty", "zeros"],
+    "unloaded_parameter": Literal["kept", "refused"],
     "weight_files": Literal["all-safetensors"],
 }
 
@@ -537,6 +547,50 @@ _SPANS += _rules(VLLM, "first_layer_hidden_path",
                  ("0.8.5", None, "hidden_norm",
                   (f"vllm {VL_EAGLE3} LlamaDecoderLayer.forward, layer 0: hidden_norm(hidden_states), input_layernorm on "
                    "the embeddings only (0.11.0, 0.32.0 read)")))
+# ---------------------------------------------------------------- layer_bias
+_SPANS += _rules(SGLANG, "layer_bias",
+                 ("0.4.4.post2", None, "o_proj",
+                  ("sglang models/llama.py LlamaDecoderLayer.__init__: attention_bias = config.attention_bias or "
+                   f"config.bias gives LlamaAttention's o_proj a bias; {SG_EAGLE3} LlamaDecoderLayer overrides qkv_proj "
+                   "with bias=False and builds LlamaMLP without bias (0.4.4.post2, 0.4.9, 0.5.1, 0.5.12, 0.5.23 read)")))
+_SPANS += _rules(VLLM, "layer_bias",
+                 ("0.8.5", "0.15.1", "o_proj+mlp",
+                  ("vllm model_executor/models/llama.py LlamaDecoderLayer.__init__: bias_o_proj = attention_bias or "
+                   "bias, LlamaMLP(bias=mlp_bias); llama_eagle3.py LlamaDecoderLayer overrides qkv_proj with bias=False "
+                   "(0.8.5-0.15.1 read)")),
+                 ("0.16.0", None, "qkv+o_proj+mlp",
+                  (f"vllm 0.16.0 {VL_EAGLE3} LlamaDecoderLayer.__init__: qkv_proj bias=getattr(config, "
+                   "'attention_bias', False) ('Parallel drafting checkpoints may have attention bias enabled'); "
+                   "qwen3_eagle3.py the same for qkv_proj, o_proj and MLP without bias (0.16.0-0.33.0 read)")))
+# ---------------------------------------------------------------- unset_bias
+_SPANS += _rules(SGLANG, "unset_bias",
+                 ("0.4.4.post2", "0.5.8", "empty",
+                  ("sglang layers/linear.py ColumnParallelLinear / RowParallelLinear.__init__: self.bias = "
+                   "Parameter(torch.empty(...)) (0.4.4.post2-0.5.8 read)")),
+                 ("0.5.9", None, "zeros",
+                  ("sglang 0.5.9 layers/linear.py ColumnParallelLinear / RowParallelLinear.__init__: "
+                   "Parameter(torch.zeros(...)) (0.5.9-0.5.23 read)")))
+_SPANS += _rules(VLLM, "unset_bias",
+                 ("0.8.5", None, "empty",
+                  ("vllm model_executor/layers/linear.py ColumnParallelLinear / RowParallelLinear.__init__: "
+                   "self.bias = Parameter(torch.empty(...)) (0.8.5-0.33.0 read)")))
+# ---------------------------------------------------------------- unloaded_parameter
+_SPANS += _rules(SGLANG, "unloaded_parameter",
+                 ("0.4.4.post2", None, "kept",
+                  ("sglang model_loader/loader.py DefaultModelLoader.load_model: model.load_weights, no check of the "
+                   "parameters left unloaded (0.4.4.post2, 0.5.9, 0.5.23 read)")))
+_SPANS += _rules(VLLM, "unloaded_parameter",
+                 ("0.8.5", "0.8.5.post1", "kept",
+                  ("vllm 0.8.5 v1/spec_decode/eagle.py EagleProposer.load_model calls the draft's load_weights itself, "
+                   "outside DefaultModelLoader's check")),
+                 ("0.9.0", "0.9.0.1", "refused",
+                  (f"vllm 0.9.0 v1/spec_decode/eagle.py load_model: get_model -> model_loader/default_loader.py "
+                   f"DefaultModelLoader.load_weights raises 'Following weights were not initialized from checkpoint' "
+                   f"(unquantized draft); {VL_EAGLE3} Eagle3LlamaForCausalLM.load_weights returns the loaded names "
+                   "(0.9.0, 0.9.0.1 read)")),
+                 ("0.9.1", None, "kept",
+                  (f"vllm 0.9.1 {VL_EAGLE3} Eagle3LlamaForCausalLM.load_weights returns None: the strict check is "
+                   "skipped ('loaded_weights is not None') (0.9.1-0.33.0 read)")))
 # ---------------------------------------------------------------- weight_files
 _SPANS += _rules(SGLANG, "weight_files",
                  ("0.4.4.post2", None, "all-safetensors",

@@ -1,0 +1,87 @@
+"""Bias parameters a draft's config asks for (attention_bias / bias / mlp_bias), with and without the tensors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from pytest_eagle3.checkpoint import Checkpoint
+from pytest_eagle3.checkpoint.target import TargetModel
+from pytest_eagle3.engines.plan import LOADS, LOADS_WITH_LOSS, REFUSED, load_plan
+from pytest_eagle3.engines.selection import parse_selection
+from pytest_eagle3.testing.synth import SPECFORGE, SynthSpec
+
+SF = SynthSpec(producer=SPECFORGE)
+BF16 = torch.bfloat16
+
+
+def _flags(**values: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(config: dict[str, Any]) -> None:
+        config.update(values)
+    return edit
+
+
+def _plan(path: Path, engine: str, target: Path) -> Any:
+    return load_plan(Checkpoint.open(path), parse_selection(engine)[0], TargetModel.open(target))
+
+
+@pytest.mark.parametrize(("engine", "outcome", "params"), [
+    ("sglang==0.5.8", LOADS_WITH_LOSS, ["model.midlayer.self_attn.o_proj.bias"]),
+    ("vllm==0.15.1", LOADS_WITH_LOSS, ["model.layers.0.self_attn.o_proj.bias"]),
+    ("vllm==0.16.0", LOADS_WITH_LOSS, ["model.layers.0.self_attn.o_proj.bias", "model.layers.0.self_attn.qkv_proj.bias"]),
+])
+def test_attention_bias_without_tensors_is_a_loss_with_the_fix(engine: str, outcome: str, params: list[str],
+                                                                 make_variant: Callable[..., Path],
+                                                                 synth_target: Path) -> None:
+    path = make_variant(SF, config=_flags(attention_bias=True), name="attention-bias")
+    plan = _plan(path, engine, synth_target)
+    assert plan.outcome == outcome
+    (issue,) = [i for i in plan.issues if i.finding.code == "bias-unset"]
+    assert "config.json sets attention_bias: true" in issue.finding.summary
+    assert "torch.empty" in issue.finding.summary
+    assert issue.finding.fix.startswith("set attention_bias to false in the draft's config.json")
+    assert sorted(p for p in plan.built if p.endswith(".bias") and ".fc." not in p) == params
+    assert not {p for p in plan.uninitialised if p.endswith(".bias")}
+
+
+def test_zero_initialised_bias_is_only_a_note(make_variant: Callable[..., Path], synth_target: Path) -> None:
+    path = make_variant(SF, config=_flags(attention_bias=True), name="attention-bias")
+    plan = _plan(path, "sglang==0.5.9", synth_target)
+    assert plan.outcome == LOADS
+    assert any("stay zero, the same as no bias" in n for n in plan.notes)
+
+
+def test_strict_loader_refuses(make_variant: Callable[..., Path], synth_target: Path) -> None:
+    path = make_variant(SynthSpec(producer="eagle"), config=_flags(bias=True), name="bias")
+    plan = _plan(path, "vllm==0.9.0", synth_target)
+    assert plan.outcome == REFUSED
+    (issue,) = [i for i in plan.issues if i.finding.code == "not-initialised"]
+    assert "Following weights were not initialized from checkpoint" in issue.finding.summary
+    assert "set bias to false" in issue.finding.fix
+
+
+def test_mlp_bias_and_shipped_tensors_load(make_variant: Callable[..., Path], synth_target: Path) -> None:
+    tensors = {"midlayer.self_attn.o_proj.bias": torch.zeros(64, dtype=BF16),
+               "midlayer.mlp.gate_proj.bias": torch.zeros(128, dtype=BF16),
+               "midlayer.mlp.up_proj.bias": torch.zeros(128, dtype=BF16),
+               "midlayer.mlp.down_proj.bias": torch.zeros(64, dtype=BF16)}
+    path = make_variant(SF, config=_flags(attention_bias=True, mlp_bias=True), replace=tensors, name="mlp-bias")
+    plan = _plan(path, "vllm==0.15.1", synth_target)
+    assert plan.outcome == LOADS, [i.finding.summary for i in plan.issues]
+    assert plan.shapes["model.layers.0.mlp.gate_up_proj.bias"] == (256,)
+    assert plan.shapes["model.layers.0.self_attn.o_proj.bias"] == (64,)
+    # SGLang builds no MLP bias: the MLP tensors are dropped (the trained biases are lost)
+    sglang = _plan(path, "sglang==0.5.23", synth_target)
+    dropped = [i for i in sglang.issues if i.finding.code == "dropped"]
+    assert sglang.outcome == LOADS_WITH_LOSS and dropped and "mlp" in dropped[0].finding.summary
+
+
+def test_bias_tensors_with_bias_false_are_lost(make_variant: Callable[..., Path], synth_target: Path) -> None:
+    path = make_variant(SF, replace={"midlayer.self_attn.o_proj.bias": torch.zeros(64, dtype=BF16)}, name="o-bias")
+    assert {i.finding.code for i in _plan(path, "sglang==0.5.23", synth_target).issues} == {"dropped"}
+    assert {i.finding.code for i in _plan(path, "vllm==0.24.0", synth_target).issues} == {"key-refused"}
+    assert {i.finding.code for i in _plan(path, "vllm==0.25.0", synth_target).issues} == {"dropped"}
