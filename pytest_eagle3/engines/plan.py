@@ -70,7 +70,7 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
     norms = plan_norms(sheet, prof)
     sharing = plan_sharing(sheet, prof, measured)
     producer = plan_producer(sheet, prof, keys.params)
-    runtime, runtime_filed = plan_runtime(sheet, prof)
+    runtime, runtime_filed = plan_runtime(sheet, prof, layers.fc_states)
     plan = LoadPlan(
         engine, arch.draft_class,
         parameters=keys.parameters, built=keys.built, shapes=keys.shapes,

@@ -63,7 +63,10 @@ BEHAVIOURS: dict[str, str] = {
     "draft_extend_logits_buffer": ("the CUDA-graph draft-extend logits buffer: none / draft-vocab (rows of "
                                    "draft_vocab_size, which the 64-padded lm_head output must fit) / shape-checked"),
     "draft_extend_graph_width": ("the width of the CUDA-graph buffer that holds the target's concatenated aux states: "
-                                 "draft-hidden (hidden_size x 3, a bug for drafts of another width) / target-hidden"),
+                                 "draft-hidden (hidden_size x 3, a bug for drafts of another width) / target-hidden "
+                                 "(target_hidden_size x 3) / target-config-x3 (3 x the target's hidden size, from the "
+                                 "TARGET's config: a bug for drafts whose fc takes 2 or 4 aux states) / draft-aux-count "
+                                 "(target_hidden_size x the draft's aux count, as fc)"),
     "embed_width_check": ("what a draft narrower or wider than its target gets when it ships no embed_tokens: "
                           "target-width (the target's, wrong width) / uninitialised (kept separate, never loaded)"),
     "lm_head_source": "whose lm_head the draft uses",
@@ -138,7 +141,7 @@ VALUES: dict[str, Any] = {
     "norm_output": Read,
     "embed_source": Sharing,
     "draft_extend_logits_buffer": Literal["none", "draft-vocab", "shape-checked"],
-    "draft_extend_graph_width": Literal["draft-hidden", "target-hidden"],
+    "draft_extend_graph_width": Literal["draft-hidden", "target-hidden", "target-config-x3", "draft-aux-count"],
     "embed_width_check": Literal["target-width", "uninitialised"],
     "lm_head_source": Sharing,
     "mtp_model_types": Names,
@@ -477,9 +480,19 @@ _SPANS += _rules(SGLANG, "draft_extend_graph_width",
                  ("0.4.4.post2", "0.4.9", "draft-hidden",
                   ("sglang speculative/eagle_draft_extend_cuda_graph_runner.py EAGLEDraftExtendCudaGraphRunner.__init__: "
                    "hidden_states = zeros(max_num_token, hidden_size * 3) (0.4.7, 0.4.8, 0.4.9 read)")),
-                 ("0.4.10", None, "target-hidden",
+                 ("0.4.10", "0.5.11", "target-hidden",
                   ("sglang 0.4.10 eagle_draft_extend_cuda_graph_runner.py: target_hidden_size * 3 when the config has it "
-                   "(sgl-project/sglang#8163, fixes #7011)")))
+                   "(sgl-project/sglang#8163, fixes #7011; 0.5.11 read)")),
+                 ("0.5.12", "0.5.14", "target-config-x3",
+                  ("sglang 0.5.12 speculative/eagle_info.py EagleDraftExtendInput.hidden_size_for: num_aux and "
+                   "target_hidden_size read from worker.target_worker.model_runner.model_config.hf_config (the TARGET's "
+                   "config, which has neither: 3 x its hidden_size); eagle_draft_extend_cuda_graph_runner.py __init__ "
+                   "sizes hidden_states with it, while llama_eagle3.py fc takes num_aux_hidden_states states "
+                   "(0.5.12, 0.5.13, 0.5.13.post1, 0.5.14 read)")),
+                 ("0.5.15", None, "draft-aux-count",
+                  ("sglang 0.5.15 speculative/eagle_utils.py get_draft_input_from_target_hidden_dim: target_hidden_size x "
+                   "num_aux_hidden_states (else len(eagle_config ids), else 3) of the draft model_runner's config "
+                   "(0.5.15, 0.5.23 read)")))
 _SPANS += _rules(VLLM, "draft_extend_graph_width",
                  ("0.8.5", None, "target-hidden",
                   ("vllm v1/spec_decode/eagle.py EagleProposer: fc (combine_hidden_states) runs before the draft-width "
