@@ -160,6 +160,9 @@ CASES = [
     case("layer_bias", VLL, "0.15.1", "0.16.0", SF, {"key-refused"}, set(),
          variant={"config": _set(attention_bias=True), "replace": {
              f"midlayer.self_attn.{n}_proj.bias": torch.zeros(64, dtype=torch.bfloat16) for n in "qkvo"}}),
+    # model_type llama4_text: SGLang 0.4.9+ sizes the MLP from intermediate_size_mlp (absent: 16384)
+    case("mlp_width", SGL, "0.4.8.post1", "0.4.9", SF, {"uninitialised"}, {"mlp-width"},
+         variant={"config": _set(model_type="llama4_text")}),
     case("capture_range", VLL, "0.17.0", "0.18.0", SynthSpec(producer=SPECULATORS, aux_layer_ids=(2, 4, 8)),
          {"fc-width", "aux-layers"}, set()),
 ]

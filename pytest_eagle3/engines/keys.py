@@ -78,7 +78,7 @@ def plan_keys(sheet: FactSheet, prof: Profile, shape: DraftShape, fc_states: int
             (f"rule: {prof.source('first_layer')}", f"rule: {prof.source('unloaded_parameter')}"),
         ))
     shapes = parameter_shapes(prof.engine, sheet.config, sheet.speculators, params, fc_states or 3,
-                              sheet.draft_geometry)
+                              sheet.draft_geometry, prof.value("mlp_width"))
     return Keys(params, parameters, FrozenDict(dict(res.dropped)), uninitialised, res.d2t_name,
                 tuple(sorted(params)), FrozenDict(shapes), out.filed())
 

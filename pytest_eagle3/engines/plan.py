@@ -35,6 +35,7 @@ from pytest_eagle3.engines.loadplan import (
     LoadPlan,
     Measured,
 )
+from pytest_eagle3.engines.mlp import plan_mlp
 from pytest_eagle3.engines.norms import plan_norms
 from pytest_eagle3.engines.producer import plan_producer
 from pytest_eagle3.engines.profiles import profile
@@ -62,6 +63,7 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
     layers = plan_layers(sheet, prof, arch.draft_class)
     keys = plan_keys(sheet, prof, layers.shape, layers.fc_states)
     fc_shape = plan_fc_shape(sheet, prof, layers.fc_states, keys.parameters)
+    mlp = plan_mlp(sheet, prof, keys.parameters)
     mla_rope = plan_mla_rope(sheet, prof, arch.draft_class)
     geometry = plan_geometry(sheet, prof) if layers.shape.attention == LLAMA_ATTENTION else GeometryArea()
     vocab = plan_vocab(sheet, prof, keys.parameters, keys.d2t_name)
@@ -81,7 +83,7 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
         measured=measured, draft_rope=producer.draft_rope, rope_edit=producer.rope_edit, runtime=runtime,
     )
     # in the order the areas were always filed: the findings of one contract keep their order
-    return _assembled(plan, arch.filed + layers.filed + keys.filed + fc_shape.filed + mla_rope + geometry.filed
+    return _assembled(plan, arch.filed + layers.filed + keys.filed + fc_shape.filed + mlp + mla_rope + geometry.filed
                       + vocab.filed + aux.filed + fc.filed + norms.filed + sharing.filed + producer.filed
                       + runtime_filed)
 

@@ -75,6 +75,9 @@ BEHAVIOURS: dict[str, str] = {
                  "which needs factor and original_max_position_embeddings) / as-configured"),
     "draft_rope": "the rope the draft layers apply: config (the draft config's rope_theta and rope_scaling)",
     "first_layer_hidden_path": "what the first draft layer applies to the fc output before attention: hidden_norm",
+    "mlp_width": ("the config field the draft's MLP width comes from: intermediate_size / "
+                  "intermediate_size_mlp-if-llama4_text (model_type llama4_text: intermediate_size_mlp, whose "
+                  "Llama4TextConfig default is 16384)"),
     "layer_bias": ("the bias parameters the draft's decoder layers build from its config: o_proj (o_proj.bias when "
                    "attention_bias or bias is true) / o_proj+mlp (also gate_up_proj / down_proj bias when mlp_bias is "
                    "true) / qkv+o_proj+mlp (also qkv_proj bias when attention_bias is true)"),
@@ -148,6 +151,7 @@ VALUES: dict[str, Any] = {
     "mla_rope": Literal["as-configured", "forced-yarn"],
     "draft_rope": Literal["config"],
     "first_layer_hidden_path": Literal["hidden_norm"],
+    "mlp_width": Literal["intermediate_size", "intermediate_size_mlp-if-llama4_text"],
     "layer_bias": Literal["o_proj", "o_proj+mlp", "qkv+o_proj+mlp"],
     "unset_bias": Literal["empty", "zeros"],
     "unloaded_parameter": Literal["kept", "refused"],
@@ -560,6 +564,19 @@ _SPANS += _rules(VLLM, "first_layer_hidden_path",
                  ("0.8.5", None, "hidden_norm",
                   (f"vllm {VL_EAGLE3} LlamaDecoderLayer.forward, layer 0: hidden_norm(hidden_states), input_layernorm on "
                    "the embeddings only (0.11.0, 0.32.0 read)")))
+# ---------------------------------------------------------------- mlp_width
+_SPANS += _rules(SGLANG, "mlp_width",
+                 ("0.4.4.post2", "0.4.8.post1", "intermediate_size",
+                  ("sglang models/llama.py LlamaDecoderLayer.__init__: LlamaMLP(intermediate_size=config.intermediate_size); "
+                   f"{SG_EAGLE3} LlamaDecoderLayer keeps it (0.4.4.post2, 0.4.8.post1 read)")),
+                 ("0.4.9", None, "intermediate_size_mlp-if-llama4_text",
+                  (f"sglang 0.4.9 {SG_EAGLE3} LlamaDecoderLayer.__init__: if config.model_type == 'llama4_text': "
+                   "inter_size = config.intermediate_size_mlp (0.4.9, 0.5.1, 0.5.12, 0.5.23 read)")))
+_SPANS += _rules(VLLM, "mlp_width",
+                 ("0.8.5", None, "intermediate_size",
+                  (f"vllm model_executor/models/llama.py LlamaDecoderLayer.__init__: LlamaMLP(config.intermediate_size); "
+                   f"{VL_EAGLE3} builds every model_type with it (no intermediate_size_mlp read; EagleLlama4ForCausalLM is "
+                   "EAGLE-1) (0.8.5, 0.32.0 read)")))
 # ---------------------------------------------------------------- layer_bias
 _SPANS += _rules(SGLANG, "layer_bias",
                  ("0.4.4.post2", None, "o_proj",

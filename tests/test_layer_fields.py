@@ -1,4 +1,4 @@
-"""Bias parameters a draft's config asks for (attention_bias / bias / mlp_bias), with and without the tensors."""
+"""Decoder-layer fields the engines read: bias parameters (attention_bias / bias / mlp_bias), the llama4_text MLP width."""
 
 from __future__ import annotations
 
@@ -85,3 +85,24 @@ def test_bias_tensors_with_bias_false_are_lost(make_variant: Callable[..., Path]
     assert {i.finding.code for i in _plan(path, "sglang==0.5.23", synth_target).issues} == {"dropped"}
     assert {i.finding.code for i in _plan(path, "vllm==0.24.0", synth_target).issues} == {"key-refused"}
     assert {i.finding.code for i in _plan(path, "vllm==0.25.0", synth_target).issues} == {"dropped"}
+
+
+@pytest.mark.parametrize(("mlp", "engine", "codes"), [
+    (None, "sglang==0.5.23", {"mlp-width"}),
+    (128, "sglang==0.5.23", set()),
+    (None, "vllm==0.32.0", set()),
+])
+def test_llama4_text_mlp_width(mlp: int | None, engine: str, codes: set[str], make_variant: Callable[..., Path],
+                               synth_target: Path) -> None:
+    """SGLang sizes a llama4_text draft's MLP from intermediate_size_mlp; vLLM from intermediate_size."""
+    values: dict[str, Any] = {"model_type": "llama4_text"}
+    if mlp is not None:
+        values["intermediate_size_mlp"] = mlp
+    plan = _plan(make_variant(SF, config=_flags(**values), name="llama4"), engine, synth_target)
+    assert {i.finding.code for i in plan.issues} == codes
+    if codes:
+        (issue,) = plan.issues
+        assert "16384 wide from intermediate_size_mlp (absent: Llama4TextConfig's default 16384)" in issue.finding.summary
+        assert issue.finding.fix.startswith('set "intermediate_size_mlp": 128')
+    elif engine.startswith("sglang"):
+        assert plan.shapes["model.layers.0.mlp.gate_up_proj.weight"] == (256, 64)
