@@ -2,15 +2,15 @@
 
 Usage::
 
-    python benchmarks/field_coverage.py [--open]
+    python benchmarks/field_coverage.py [--rules]
 
 Reads the committed scan (``pytest_eagle3/engines/field_scan.json``, written by ``scripts/scan_fields.py``
 over every release of the known ranges) and the classification in ``pytest_eagle3/engines/field_coverage.py``.
 Prints, per engine, the releases scanned and the fields read (one per field and side: draft, target,
-either) by status: modelled by a rule, ruled out (read, no effect on EAGLE-3), open (a known risk not
-modelled yet), unclassified (must be 0: ``tests/test_field_coverage.py`` fails otherwise); then a markdown
-table per release range (consecutive releases with the same counts merged). ``--open`` also lists the
-open fields with their releases and source. Exit status 1 when a field is unclassified.
+either) by status: modelled by a rule, ruled out (read, no effect on EAGLE-3), unclassified (must be 0:
+``tests/test_field_coverage.py`` fails otherwise); then a markdown table per release range (consecutive
+releases with the same counts merged). ``--rules`` also lists how many fields each rule models.
+Exit status 1 when a field is unclassified.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from packaging.version import Version
 from pytest_eagle3.engines import field_coverage as fc
 from pytest_eagle3.engines.versions import DISPLAY, KNOWN_RANGES
 
-STATUSES = ("modelled", "ruled-out", "open", "unclassified")
+STATUSES = ("modelled", "ruled-out", "unclassified")
 
 
 def _in(release: str, ranges: list[list[str]]) -> bool:
@@ -57,38 +57,37 @@ def ranges(engine: str) -> list[tuple[str, str, int, dict[str, int]]]:
     return merged
 
 
-def _open_lines(engine: str) -> list[str]:
-    lines = []
+def _rule_lines(engine: str) -> list[str]:
+    counts: dict[str, int] = {}
     for record in fc.records(engine):
         found = fc.classify(engine, record["field"], record["reads"])
-        if found is not None and found.status is fc.Status.OPEN:
-            spans = ", ".join(a if a == b else f"{a}..{b}" for a, b in record["releases"])
-            lines.append(f"  open: {record['reads']} {record['field']} ({spans}): {found.reason}")
-    return lines
+        if found is not None and found.status is fc.Status.MODELLED:
+            counts[found.rule] = counts.get(found.rule, 0) + 1
+    return [f"  {rule}: {n}" for rule, n in sorted(counts.items())]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--open", action="store_true", help="list the open fields with their source")
+    parser.add_argument("--rules", action="store_true", help="list how many fields each rule models")
     args = parser.parse_args(argv)
     failed = False
     for engine in sorted(KNOWN_RANGES):
         s: dict[str, Any] = fc.summary(engine)
         first, last = fc.SCANNED_RELEASES[engine][0], fc.SCANNED_RELEASES[engine][-1]
         print(f"{DISPLAY[engine]}: {s['releases']} releases scanned ({first} .. {last}); {s['fields']} fields read "
-              f"(field x side): modelled {s['modelled']}, ruled out {s['ruled-out']}, open {s['open']}, "
+              f"(field x side): modelled {s['modelled']}, ruled out {s['ruled-out']}, "
               f"unclassified {s['unclassified']}")
-        if args.open:
-            print("\n".join(_open_lines(engine)))
+        if args.rules:
+            print("\n".join(_rule_lines(engine)))
         failed = failed or s["unclassified"] > 0
     print()
-    print("| engine | releases | n | fields read | modelled | ruled out | open | unclassified |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| engine | releases | n | fields read | modelled | ruled out | unclassified |")
+    print("|---|---|---|---|---|---|---|")
     for engine in sorted(KNOWN_RANGES):
         for first, last, n, c in ranges(engine):
             span = first if first == last else f"{first} .. {last}"
             print(f"| {DISPLAY[engine]} | {span} | {n} | {c['fields']} | {c['modelled']} | {c['ruled-out']} | "
-                  f"{c['open']} | {c['unclassified']} |")
+                  f"{c['unclassified']} |")
     return 1 if failed else 0
 
 

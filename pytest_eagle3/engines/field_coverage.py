@@ -1,5 +1,5 @@
 """Every config field the engines' EAGLE-3 paths read, classified: modelled by a named rule, or read with
-no effect on EAGLE-3 (and why), or an open risk the profiles do not model yet.
+no effect on EAGLE-3 (and why).
 
 The fields come from ``field_scan.json``, written by ``scripts/scan_fields.py`` over every released
 engine in :data:`~pytest_eagle3.engines.versions.KNOWN_RANGES` (one record per field and side: the
@@ -62,8 +62,6 @@ class Status(StrEnum):
     MODELLED = "modelled"
     #: Read, no effect on whether an EAGLE-3 draft works (``reason`` says why).
     RULED_OUT = "ruled-out"
-    #: Read with a possible effect the profiles do not model yet: a known risk, reported for filing.
-    OPEN = "open"
 
 
 @dataclass(frozen=True)
@@ -75,7 +73,7 @@ class Coverage:
     status: Status
     #: MODELLED: ``behaviour:`` / ``fact:`` / ``area:`` / ``producer:`` + name; otherwise "".
     rule: str
-    #: The source it was read in, and for RULED_OUT / OPEN why.
+    #: The source it was read in, and for RULED_OUT why.
     reason: str
     engines: tuple[str, ...] = BOTH
 
@@ -93,10 +91,6 @@ def _out(fields: tuple[str, ...], sides: tuple[str, ...], reason: str, engines: 
     return Coverage(fields, sides, Status.RULED_OUT, "", reason, engines)
 
 
-def _open(fields: tuple[str, ...], sides: tuple[str, ...], reason: str, engines: tuple[str, ...] = BOTH) -> Coverage:
-    return Coverage(fields, sides, Status.OPEN, "", reason, engines)
-
-
 D, T, E = (DRAFT,), (TARGET,), (EITHER,)
 DE, ALL = (DRAFT, EITHER), SIDES
 SV, VL = (SGLANG,), (VLLM,)
@@ -104,7 +98,7 @@ MLA_ROPE = ("rope_parameters.factor", "rope_parameters.mscale_all_dim", "rope_pa
             "rope_parameters.attention_factor", "rope_scaling.factor", "rope_scaling.mscale_all_dim",
             "rope_scaling.apply_yarn_scaling", "rope_interleave", "cli_factor")
 
-#: Every scanned field's classification (first match wins; order: modelled, open, ruled out).
+#: Every scanned field's classification (first match wins; order: modelled, ruled out).
 COVERAGE: tuple[Coverage, ...] = (
     # ---------------------------------------------------------------- modelled: the draft class and its loader
     _m(("architectures",), D, "behaviour:architectures",
@@ -188,20 +182,22 @@ COVERAGE: tuple[Coverage, ...] = (
     _m(("quantization_config", "quantization_config.*"), T, "behaviour:target_quantization",
        "sglang server_args.py ServerArgs._handle_model_specific_adjustments: server-wide kernels from the target's "
        "quantization (the draft worker runs with them)", SV),
-    # ---------------------------------------------------------------- open: read, effect not modelled
-    _open(("num_aux_hidden_states", "eagle_config", "eagle_config.eagle_aux_hidden_state_layer_ids",
-           "target_hidden_size"), T,
-          "sglang 0.5.12-0.5.14 speculative/eagle_info.py EagleDraftExtendInput.hidden_size_for sizes the "
-          "draft-extend CUDA-graph hidden buffer (eagle_draft_extend_cuda_graph_runner.py __init__) from the TARGET's "
-          "hf_config (target_worker.model_runner.model_config), which has no aux count: always 3 x target hidden, "
-          "while fc follows the draft's count from 0.5.12 (behaviour fc_aux_count); a draft with 2 or 4 aux ids "
-          "mismatches it under CUDA graphs. 0.5.15 eagle_utils.py get_draft_input_from_target_hidden_dim reads the "
-          "draft's config", SV),
-    _open(("bias", "attention_bias", "qkv_bias", "mlp_bias"), D,
-          "vllm models/llama.py and sglang models/llama.py LlamaDecoderLayer.__init__ (every release read): "
-          "attention_bias = config.attention_bias or config.bias gives o_proj (and vLLM's later layers' qkv_proj; "
-          "qkv_bias overrides, mlp_bias the MLP) a bias parameter; SGLang also reads bias as the fc bias (behaviour "
-          "fc_bias). A draft with bias: true whose checkpoint has no o_proj.bias keeps that parameter unset"),
+    # ---------------------------------------------------------------- modelled: decoder-layer fields
+    _m(("num_aux_hidden_states", "eagle_config", "eagle_config.eagle_aux_hidden_state_layer_ids",
+        "target_hidden_size"), T, "behaviour:draft_extend_graph_width",
+       "sglang 0.5.12-0.5.14 speculative/eagle_info.py EagleDraftExtendInput.hidden_size_for: the draft-extend "
+       "CUDA-graph hidden buffer (eagle_draft_extend_cuda_graph_runner.py __init__) sized from the TARGET's hf_config, "
+       "which has no aux count (3 x its hidden size) while fc follows the draft's count (runtime.py graph-aux-count); "
+       "0.5.15 eagle_utils.py get_draft_input_from_target_hidden_dim reads the draft's config", SV),
+    _m(("bias", "attention_bias", "qkv_bias", "mlp_bias"), D, "behaviour:layer_bias",
+       "vllm models/llama.py and sglang models/llama.py LlamaDecoderLayer.__init__: attention_bias or bias gives "
+       "o_proj a bias, mlp_bias the vLLM MLP, attention_bias vLLM 0.16+'s qkv_proj (llama_eagle3.py / qwen3_eagle3.py "
+       "override; qkv_bias only reaches the base qkv_proj that override replaces); without the tensors: behaviours "
+       "unset_bias and unloaded_parameter (keys.py bias-unset / not-initialised); SGLang's bias also sizes fc "
+       "(behaviour fc_bias)"),
+    _m(("model_type", "intermediate_size_mlp"), D, "behaviour:mlp_width",
+       "sglang 0.4.9+ llama_eagle3.py LlamaDecoderLayer.__init__: model_type llama4_text sizes the MLP from "
+       "intermediate_size_mlp (engines/mlp.py mlp-width; param_shapes.py mlp_width)", SV),
     # ---------------------------------------------------------------- ruled out: set like the trainer, or by the engine
     _out(("hidden_act", "rms_norm_eps"), D,
          "the draft's MLP activation and norm epsilon, applied from its own config.json as the trainer did (every "
@@ -213,9 +209,6 @@ COVERAGE: tuple[Coverage, ...] = (
     _out(("logit_scale",), D,
          "vllm llama_eagle3.py LogitsProcessor(scale=logit_scale, default 1.0): no producer on record writes it "
          "(producers/records.py)", VL),
-    _open(("model_type", "intermediate_size_mlp"), D,
-          "sglang 0.4.9+ llama_eagle3.py LlamaDecoderLayer.__init__: model_type llama4_text sizes the MLP from "
-          "intermediate_size_mlp; engines/param_shapes.py sizes it from intermediate_size", SV),
     _out(("is_causal", "dual_chunk_attention_config", "llama_4_scaling", "rope_is_neox_style"), D,
          "base-model options of other families (Qwen3 embedding non-causal attention, Qwen dual-chunk attention, "
          "Llama-4 attention temperature, non-NeoX rope): defaults are the EAGLE-3 behaviour and "
