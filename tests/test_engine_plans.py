@@ -163,6 +163,7 @@ CASES = [
     # model_type llama4_text: SGLang 0.4.9+ sizes the MLP from intermediate_size_mlp (absent: 16384)
     case("mlp_width", SGL, "0.4.8.post1", "0.4.9", SF, {"uninitialised"}, {"mlp-width"},
          variant={"config": _set(model_type="llama4_text")}),
+    case("mlp_width", SGL, "0.5.2", "0.5.3", SF, {"mlp-width"}, set(), variant={"config": _set(model_type="llama4_text")}),
     case("capture_range", VLL, "0.17.0", "0.18.0", SynthSpec(producer=SPECULATORS, aux_layer_ids=(2, 4, 8)),
          {"fc-width", "aux-layers"}, set()),
 ]

@@ -87,22 +87,26 @@ def test_bias_tensors_with_bias_false_are_lost(make_variant: Callable[..., Path]
     assert {i.finding.code for i in _plan(path, "vllm==0.25.0", synth_target).issues} == {"dropped"}
 
 
-@pytest.mark.parametrize(("mlp", "engine", "codes"), [
-    (None, "sglang==0.5.23", {"mlp-width"}),
-    (128, "sglang==0.5.23", set()),
-    (None, "vllm==0.32.0", set()),
+@pytest.mark.parametrize(("mlp", "engine", "codes", "text"), [
+    (None, "sglang==0.5.2", {"mlp-width"}, "the loader's narrow fails at startup"),
+    (None, "sglang==0.5.3", set(), "the loader zero-pads it on GPU (the same MLP, 128x its memory"),
+    (64, "sglang==0.5.23", {"mlp-width"}, "keeps its first 64 (the rest is lost)"),
+    (128, "sglang==0.5.23", set(), ""),
+    (None, "vllm==0.32.0", set(), ""),
 ])
-def test_llama4_text_mlp_width(mlp: int | None, engine: str, codes: set[str], make_variant: Callable[..., Path],
-                               synth_target: Path) -> None:
+def test_llama4_text_mlp_width(mlp: int | None, engine: str, codes: set[str], text: str,
+                               make_variant: Callable[..., Path], synth_target: Path) -> None:
     """SGLang sizes a llama4_text draft's MLP from intermediate_size_mlp; vLLM from intermediate_size."""
     values: dict[str, Any] = {"model_type": "llama4_text"}
     if mlp is not None:
         values["intermediate_size_mlp"] = mlp
     plan = _plan(make_variant(SF, config=_flags(**values), name="llama4"), engine, synth_target)
     assert {i.finding.code for i in plan.issues} == codes
+    said = [i.finding.summary for i in plan.issues] + list(plan.notes)
+    assert not text or any(text in line for line in said), said
+    if mlp is None and engine.startswith("sglang"):
+        assert any("16384 wide from intermediate_size_mlp (absent: Llama4TextConfig's default 16384)" in line
+                   for line in said)
+        assert plan.shapes["model.midlayer.mlp.gate_up_proj.weight"] == (32768, 64)
     if codes:
-        (issue,) = plan.issues
-        assert "16384 wide from intermediate_size_mlp (absent: Llama4TextConfig's default 16384)" in issue.finding.summary
-        assert issue.finding.fix.startswith('set "intermediate_size_mlp": 128')
-    elif engine.startswith("sglang"):
-        assert plan.shapes["model.layers.0.mlp.gate_up_proj.weight"] == (256, 64)
+        assert plan.issues[0].finding.fix.startswith('set "intermediate_size_mlp": 128')

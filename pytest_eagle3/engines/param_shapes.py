@@ -50,7 +50,7 @@ LLAMA4_MLP_DEFAULT = 16384
 
 def mlp_width(rule: str, config: Mapping[str, Any]) -> tuple[int | None, str]:
     """The MLP width the engine builds (behaviour ``mlp_width``) and the field it came from."""
-    if rule == "intermediate_size_mlp-if-llama4_text" and config.get("model_type") == "llama4_text":
+    if rule.startswith("intermediate_size_mlp-if-llama4_text") and config.get("model_type") == "llama4_text":
         value = config.get("intermediate_size_mlp", LLAMA4_MLP_DEFAULT)
         return (value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None,
                 "intermediate_size_mlp")

@@ -77,7 +77,8 @@ BEHAVIOURS: dict[str, str] = {
     "first_layer_hidden_path": "what the first draft layer applies to the fc output before attention: hidden_norm",
     "mlp_width": ("the config field the draft's MLP width comes from: intermediate_size / "
                   "intermediate_size_mlp-if-llama4_text (model_type llama4_text: intermediate_size_mlp, whose "
-                  "Llama4TextConfig default is 16384)"),
+                  "Llama4TextConfig default is 16384; narrower MLP tensors fail the loader's narrow) / "
+                  "intermediate_size_mlp-if-llama4_text-padded (the same, narrower tensors zero-padded on GPU)"),
     "layer_bias": ("the bias parameters the draft's decoder layers build from its config: o_proj (o_proj.bias when "
                    "attention_bias or bias is true) / o_proj+mlp (also gate_up_proj / down_proj bias when mlp_bias is "
                    "true) / qkv+o_proj+mlp (also qkv_proj bias when attention_bias is true)"),
@@ -151,7 +152,8 @@ VALUES: dict[str, Any] = {
     "mla_rope": Literal["as-configured", "forced-yarn"],
     "draft_rope": Literal["config"],
     "first_layer_hidden_path": Literal["hidden_norm"],
-    "mlp_width": Literal["intermediate_size", "intermediate_size_mlp-if-llama4_text"],
+    "mlp_width": Literal["intermediate_size", "intermediate_size_mlp-if-llama4_text",
+                         "intermediate_size_mlp-if-llama4_text-padded"],
     "layer_bias": Literal["o_proj", "o_proj+mlp", "qkv+o_proj+mlp"],
     "unset_bias": Literal["empty", "zeros"],
     "unloaded_parameter": Literal["kept", "refused"],
@@ -569,9 +571,15 @@ _SPANS += _rules(SGLANG, "mlp_width",
                  ("0.4.4.post2", "0.4.8.post1", "intermediate_size",
                   ("sglang models/llama.py LlamaDecoderLayer.__init__: LlamaMLP(intermediate_size=config.intermediate_size); "
                    f"{SG_EAGLE3} LlamaDecoderLayer keeps it (0.4.4.post2, 0.4.8.post1 read)")),
-                 ("0.4.9", None, "intermediate_size_mlp-if-llama4_text",
+                 ("0.4.9", "0.5.2", "intermediate_size_mlp-if-llama4_text",
                   (f"sglang 0.4.9 {SG_EAGLE3} LlamaDecoderLayer.__init__: if config.model_type == 'llama4_text': "
-                   "inter_size = config.intermediate_size_mlp (0.4.9, 0.5.1, 0.5.12, 0.5.23 read)")))
+                   "inter_size = config.intermediate_size_mlp; layers/linear.py MergedColumnParallelLinear / "
+                   "RowParallelLinear.weight_loader: loaded_weight.narrow(dim, 0, shard_size) (0.4.9, 0.5.1, 0.5.2 read)")),
+                 ("0.5.3", None, "intermediate_size_mlp-if-llama4_text-padded",
+                  ("sglang 0.5.3 layers/linear.py MergedColumnParallelLinear / RowParallelLinear.weight_loader: "
+                   "pad_or_narrow_weight zero-pads a narrower tensor to the shard on GPU (the CPU path copies it into "
+                   "the first rows only); llama_eagle3.py still sizes the MLP from intermediate_size_mlp (0.5.3, 0.5.12, "
+                   "0.5.23 read; CPU probe 0.5.23: gate_up_proj [32768, 64] for a 128-wide draft MLP)")))
 _SPANS += _rules(VLLM, "mlp_width",
                  ("0.8.5", None, "intermediate_size",
                   (f"vllm model_executor/models/llama.py LlamaDecoderLayer.__init__: LlamaMLP(config.intermediate_size); "
