@@ -46,9 +46,9 @@ def plan_keys(sheet: FactSheet, prof: Profile, shape: DraftShape, fc_states: int
     missing = [p for p in sorted(required) if p not in res.loaded and p not in shared and p != "draft_id_to_target_id"]
     uninitialised = tuple(missing) + load.incomplete
     unset_bias = tuple(p for p in uninitialised if is_layer_bias(p))
-    if unset_bias:
-        uninitialised = tuple(p for p in uninitialised if p not in unset_bias)
+    if unset_bias:  # filed on their own (their fix is the config flag); still in Keys.uninitialised
         _file_unset_bias(out, prof, unset_bias, dict(shape.layer_bias))
+    others = tuple(p for p in uninitialised if p not in unset_bias)
     for name, error in res.refused:
         out.refuse("keys", Finding(
             "key-refused",
@@ -68,12 +68,12 @@ def plan_keys(sheet: FactSheet, prof: Profile, shape: DraftShape, fc_states: int
             _key_fix(prof, names),
             (f"rule: {prof.source('unknown_key')}", f"rule: {prof.source('first_layer')}"),
         ))
-    if uninitialised:
+    if others:
         strict = prof.value("unloaded_parameter") == "refused"
         (out.refuse if strict else out.lose)("keys", Finding(
             "not-initialised" if strict else "uninitialised",
-            _unloaded_message(prof, uninitialised),
-            (Evidence("uninitialised", short(uninitialised), "every parameter loaded from the checkpoint"),),
+            _unloaded_message(prof, others),
+            (Evidence("uninitialised", short(others), "every parameter loaded from the checkpoint"),),
             _key_fix(prof, sorted(lost)) if lost else "ship the missing tensors under the names the engine expects",
             (f"rule: {prof.source('first_layer')}", f"rule: {prof.source('unloaded_parameter')}"),
         ))
