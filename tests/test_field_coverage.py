@@ -48,6 +48,10 @@ def test_every_scanned_field_is_modelled_or_ruled_out() -> None:
                          "(model them with a rule or rule them out with the reason):\n  " + "\n  ".join(missing))
 
 
+def test_a_field_is_modelled_or_ruled_out_there_is_no_third_status() -> None:
+    assert {s.value for s in fc.Status} == {"modelled", "ruled-out"}
+
+
 def test_an_unknown_field_is_reported_unclassified() -> None:
     data = {"releases": {"vllm": ["0.33.0"]}, "fields": {"vllm": [
         {"field": "hidden_size", "reads": "draft", "releases": [["0.33.0", "0.33.0"]], "where": ["a.py:f"]},

@@ -65,6 +65,16 @@ def test_strict_loader_refuses(make_variant: Callable[..., Path], synth_target: 
     assert "set bias to false" in issue.finding.fix
 
 
+def test_strict_loader_refuses_a_draft_without_d2t(make_variant: Callable[..., Path], synth_target: Path) -> None:
+    """vLLM 0.9.0's strict check counts draft_id_to_target_id too: a draft shipping no d2t is refused there."""
+    path = make_variant(SynthSpec(producer="eagle"), drop=("d2t",), name="no-d2t")
+    strict = _plan(path, "vllm==0.9.0", synth_target)
+    assert strict.outcome == REFUSED
+    (issue,) = [i for i in strict.issues if i.finding.code == "not-initialised"]
+    assert "(draft_id_to_target_id, ...)" in issue.finding.summary
+    assert "not-initialised" not in {i.finding.code for i in _plan(path, "vllm==0.9.1", synth_target).issues}
+
+
 def test_mlp_bias_and_shipped_tensors_load(make_variant: Callable[..., Path], synth_target: Path) -> None:
     tensors = {"midlayer.self_attn.o_proj.bias": torch.zeros(64, dtype=BF16),
                "midlayer.mlp.gate_proj.bias": torch.zeros(128, dtype=BF16),

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pytest_eagle3.engines.bias import field_of, is_layer_bias
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.frozen import FrozenDict
-from pytest_eagle3.engines.keymap import DraftShape, load_keys
+from pytest_eagle3.engines.keymap import D2T_PARAM, DraftShape, load_keys
 from pytest_eagle3.engines.loadplan import Filed, Filing
 from pytest_eagle3.engines.param_shapes import parameter_shapes
 from pytest_eagle3.engines.profiles import Profile
@@ -49,6 +49,8 @@ def plan_keys(sheet: FactSheet, prof: Profile, shape: DraftShape, fc_states: int
     if unset_bias:  # filed on their own (their fix is the config flag); still in Keys.uninitialised
         _file_unset_bias(out, prof, unset_bias, dict(shape.layer_bias))
     others = tuple(p for p in uninitialised if p not in unset_bias)
+    if prof.value("unloaded_parameter") == "refused":  # the strict check counts every parameter, the map's too
+        others += tuple(p for p in sorted(required & (shared | {D2T_PARAM})) if p not in res.loaded)
     for name, error in res.refused:
         out.refuse("keys", Finding(
             "key-refused",
