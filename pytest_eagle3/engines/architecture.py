@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_eagle3.engines import draft_classes
+from pytest_eagle3.engines.bias import layer_bias
 from pytest_eagle3.engines.facts import FactSheet, lookup
 from pytest_eagle3.engines.keymap import DraftShape
 from pytest_eagle3.engines.loadplan import Filed, Filing
@@ -171,6 +172,8 @@ def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Lay
         has_embed=has_embed,
         has_d2t=has_d2t,
         extra_layer_params=klass.extra_layer_params if klass else (),
+        layer_bias=tuple(layer_bias(prof.value("layer_bias"), klass.family if klass else draft_classes.LLAMA,
+                                    config).items()),
         **_class_layout(klass),
     )
     return Layers(shape, built, count, out.filed())

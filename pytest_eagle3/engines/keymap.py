@@ -54,6 +54,8 @@ class DraftShape:
     stacked: tuple[tuple[str, str, str], ...] = ()
     renames: tuple[tuple[str, str], ...] | None = None
     first_layer: str | None = None
+    #: Per-layer bias parameters the config asks for, with the field that does (behaviour layer_bias, bias.py).
+    layer_bias: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -88,6 +90,7 @@ def engine_parameters(profile: Profile, shape: DraftShape) -> set[str]:
     for index in range(shape.layers):
         prefix = "model.midlayer." if first_layer == "midlayer" else f"model.layers.{index}."
         params |= {prefix + name for name in shape.attention + LAYER_PARAMS + shape.extra_layer_params}
+        params |= {prefix + name for name, _ in shape.layer_bias}
         params.add(prefix + "hidden_norm.weight")  # every layer has one; see unused_parameters
     return params
 

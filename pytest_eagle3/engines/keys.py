@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pytest_eagle3.engines.bias import field_of, is_layer_bias
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.frozen import FrozenDict
-from pytest_eagle3.engines.keymap import DraftShape, load_keys
+from pytest_eagle3.engines.keymap import D2T_PARAM, DraftShape, load_keys
 from pytest_eagle3.engines.loadplan import Filed, Filing
 from pytest_eagle3.engines.param_shapes import parameter_shapes
 from pytest_eagle3.engines.profiles import Profile
@@ -44,6 +45,12 @@ def plan_keys(sheet: FactSheet, prof: Profile, shape: DraftShape, fc_states: int
     shared = {"model.embed_tokens.weight", "lm_head.weight"}
     missing = [p for p in sorted(required) if p not in res.loaded and p not in shared and p != "draft_id_to_target_id"]
     uninitialised = tuple(missing) + load.incomplete
+    unset_bias = tuple(p for p in uninitialised if is_layer_bias(p))
+    if unset_bias:  # filed on their own (their fix is the config flag); still in Keys.uninitialised
+        _file_unset_bias(out, prof, unset_bias, dict(shape.layer_bias))
+    others = tuple(p for p in uninitialised if p not in unset_bias)
+    if prof.value("unloaded_parameter") == "refused":  # the strict check counts every parameter, the map's too
+        others += tuple(p for p in sorted(required & (shared | {D2T_PARAM})) if p not in res.loaded)
     for name, error in res.refused:
         out.refuse("keys", Finding(
             "key-refused",
@@ -63,19 +70,55 @@ def plan_keys(sheet: FactSheet, prof: Profile, shape: DraftShape, fc_states: int
             _key_fix(prof, names),
             (f"rule: {prof.source('unknown_key')}", f"rule: {prof.source('first_layer')}"),
         ))
-    if uninitialised:
-        out.lose("keys", Finding(
-            "uninitialised",
-            f"{prof.label} leaves {len(uninitialised)} draft parameters at their initial values "
-            f"({uninitialised[0]}, ...): {ACCEPTANCE_NOTE}",
-            (Evidence("uninitialised", short(uninitialised), "every parameter loaded from the checkpoint"),),
+    if others:
+        strict = prof.value("unloaded_parameter") == "refused"
+        (out.refuse if strict else out.lose)("keys", Finding(
+            "not-initialised" if strict else "uninitialised",
+            _unloaded_message(prof, others),
+            (Evidence("uninitialised", short(others), "every parameter loaded from the checkpoint"),),
             _key_fix(prof, sorted(lost)) if lost else "ship the missing tensors under the names the engine expects",
-            (f"rule: {prof.source('first_layer')}",),
+            (f"rule: {prof.source('first_layer')}", f"rule: {prof.source('unloaded_parameter')}"),
         ))
     shapes = parameter_shapes(prof.engine, sheet.config, sheet.speculators, params, fc_states or 3,
-                              sheet.draft_geometry)
+                              sheet.draft_geometry, prof.value("mlp_width"))
     return Keys(params, parameters, FrozenDict(dict(res.dropped)), uninitialised, res.d2t_name,
                 tuple(sorted(params)), FrozenDict(shapes), out.filed())
+
+
+def _unloaded_message(prof: Profile, names: tuple[str, ...]) -> str:
+    if prof.value("unloaded_parameter") == "refused":
+        return (f"{prof.label} refuses the draft: {len(names)} draft parameters get no checkpoint tensor ({names[0]}, "
+                "...): ValueError 'Following weights were not initialized from checkpoint' at startup")
+    return f"{prof.label} leaves {len(names)} draft parameters at their initial values ({names[0]}, ...): {ACCEPTANCE_NOTE}"
+
+
+def _file_unset_bias(out: Filing, prof: Profile, names: tuple[str, ...], fields: dict[str, str]) -> None:
+    """Bias parameters the config asks for (attention_bias / bias / mlp_bias) and the checkpoint does not fill."""
+    field = field_of(names[0], fields)
+    asked = sorted({field_of(n, fields) for n in names})
+    flags = " and ".join(f"{f}: true" for f in asked)
+    fix = (f"set {' and '.join(asked)} to false in the draft's config.json (the draft was trained without these "
+           f"biases), or ship the bias tensors ({names[0].removeprefix('model.')}, ...)")
+    evidence = (Evidence(f"config.json {field}", "true", "false, or the bias tensors in the checkpoint"),
+                Evidence("bias parameters without a tensor", short(names), "none"))
+    sources = (f"rule: {prof.source('layer_bias')}", f"rule: {prof.source('unset_bias')}",
+               f"rule: {prof.source('unloaded_parameter')}")
+    if prof.value("unloaded_parameter") == "refused":
+        out.refuse("keys", Finding(
+            "not-initialised",
+            f"{prof.label} builds {len(names)} bias parameters because config.json sets {flags}, and the checkpoint "
+            f"has none ({names[0]}, ...): ValueError 'Following weights were not initialized from checkpoint' at startup",
+            evidence, fix, sources))
+    elif prof.value("unset_bias") == "zeros":
+        out.note(f"{prof.label} builds {len(names)} bias parameters for {flags} ({names[0]}, ...) that no tensor fills: "
+                 "they stay zero, the same as no bias")
+    else:
+        out.lose("keys", Finding(
+            "bias-unset",
+            f"{prof.label} builds {len(names)} bias parameters because config.json sets {flags}, and the checkpoint "
+            f"has none ({names[0]}, ...): they keep torch.empty memory (arbitrary values) added to every "
+            f"projection: {ACCEPTANCE_NOTE}",
+            evidence, fix, sources))
 
 
 def _harmless_drop(name: str, why: str) -> bool:

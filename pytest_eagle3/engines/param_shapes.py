@@ -44,17 +44,32 @@ def padded(rows: int) -> int:
 DERIVE: Any = object()
 
 
+#: transformers Llama4TextConfig's intermediate_size_mlp when config.json has none.
+LLAMA4_MLP_DEFAULT = 16384
+
+
+def mlp_width(rule: str, config: Mapping[str, Any]) -> tuple[int | None, str]:
+    """The MLP width the engine builds (behaviour ``mlp_width``) and the field it came from."""
+    if rule.startswith("intermediate_size_mlp-if-llama4_text") and config.get("model_type") == "llama4_text":
+        value = config.get("intermediate_size_mlp", LLAMA4_MLP_DEFAULT)
+        return (value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None,
+                "intermediate_size_mlp")
+    return _int(config, "intermediate_size"), "intermediate_size"
+
+
 def parameter_shapes(engine: str, config: Mapping[str, Any], speculators: bool, params: Collection[str],
-                     fc_states: int, derived: Geometry | None = DERIVE) -> dict[str, Shape]:
+                     fc_states: int, derived: Geometry | None = DERIVE,
+                     mlp_rule: str = "intermediate_size") -> dict[str, Shape]:
     """Shape of each name in ``params`` the class builds; names whose size the config does not give are left out
-    (``derived``: the attention the engine derives from ``config``, when already known)."""
+    (``derived``: the attention the engine derives from ``config``, when already known; ``mlp_rule``: the profile's
+    ``mlp_width``)."""
     hidden = _int(config, "hidden_size")
     if hidden is None:
         return {}
     target_hidden = _int(config, "target_hidden_size") or hidden
     vocab = _int(config, "vocab_size")
     draft_vocab = _int(config, "draft_vocab_size") or vocab
-    intermediate = _int(config, "intermediate_size")
+    intermediate, _ = mlp_width(mlp_rule, config)
     geometry = derive(config, route_for(engine, speculators)) if derived is DERIVE else derived
     fixed: dict[str, Shape | None] = {
         "model.norm.weight": (hidden,),
@@ -84,14 +99,20 @@ def _layer_shape(name: str, config: Mapping[str, Any], target_hidden: int, inter
         return _mla_shape(sub, config, 2 * hidden if first else hidden)
     if sub in ("input_layernorm.weight", "post_attention_layernorm.weight", "hidden_norm.weight"):
         return (hidden,)
-    if sub in ("mlp.gate_up_proj.weight", "mlp.down_proj.weight"):
+    if sub in ("self_attn.o_proj.bias", "mlp.down_proj.bias"):
+        return (hidden,)
+    if sub in ("mlp.gate_up_proj.weight", "mlp.down_proj.weight", "mlp.gate_up_proj.bias"):
         if intermediate is None:
             return None
+        if sub == "mlp.gate_up_proj.bias":
+            return (2 * intermediate,)
         return (2 * intermediate, hidden) if sub.startswith("mlp.gate_up") else (hidden, intermediate)
     if geometry is None:
         return None
     if sub == "self_attn.qkv_proj.weight":
         return (geometry.q_width + 2 * geometry.kv_width, 2 * hidden if first else hidden)
+    if sub == "self_attn.qkv_proj.bias":
+        return (geometry.q_width + 2 * geometry.kv_width,)
     if sub == "self_attn.o_proj.weight":
         return (hidden, geometry.q_width)
     if sub in ("self_attn.q_norm.weight", "self_attn.k_norm.weight"):

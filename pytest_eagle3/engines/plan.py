@@ -36,6 +36,7 @@ from pytest_eagle3.engines.loadplan import (
     LoadPlan,
     Measured,
 )
+from pytest_eagle3.engines.mlp import plan_mlp
 from pytest_eagle3.engines.norms import plan_norms
 from pytest_eagle3.engines.producer import plan_producer
 from pytest_eagle3.engines.profiles import profile
@@ -64,6 +65,7 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
     layers = plan_layers(sheet, prof, arch.draft_class)
     keys = plan_keys(sheet, prof, layers.shape, layers.fc_states)
     fc_shape = plan_fc_shape(sheet, prof, layers.fc_states, keys.parameters)
+    mlp = plan_mlp(sheet, prof, keys.parameters)
     mla_rope = plan_mla_rope(sheet, prof, arch.draft_class)
     geometry = plan_geometry(sheet, prof) if layers.shape.attention == LLAMA_ATTENTION else GeometryArea()
     vocab = plan_vocab(sheet, prof, keys.parameters, keys.d2t_name)
@@ -72,7 +74,7 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
     norms = plan_norms(sheet, prof)
     sharing = plan_sharing(sheet, prof, measured)
     producer = plan_producer(sheet, prof, keys.params)
-    runtime, runtime_filed = plan_runtime(sheet, prof)
+    runtime, runtime_filed = plan_runtime(sheet, prof, layers.fc_states)
     serving = plan_serving(sheet, prof)
     plan = LoadPlan(
         engine, arch.draft_class,
@@ -84,7 +86,7 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
         measured=measured, draft_rope=producer.draft_rope, rope_edit=producer.rope_edit, runtime=runtime,
     )
     # in the order the areas were always filed: the findings of one contract keep their order
-    return _assembled(plan, arch.filed + layers.filed + keys.filed + fc_shape.filed + mla_rope + geometry.filed
+    return _assembled(plan, arch.filed + layers.filed + keys.filed + fc_shape.filed + mlp + mla_rope + geometry.filed
                       + vocab.filed + aux.filed + fc.filed + norms.filed + sharing.filed + producer.filed
                       + runtime_filed + serving)
 

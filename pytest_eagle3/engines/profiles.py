@@ -63,7 +63,10 @@ BEHAVIOURS: dict[str, str] = {
     "draft_extend_logits_buffer": ("the CUDA-graph draft-extend logits buffer: none / draft-vocab (rows of "
                                    "draft_vocab_size, which the 64-padded lm_head output must fit) / shape-checked"),
     "draft_extend_graph_width": ("the width of the CUDA-graph buffer that holds the target's concatenated aux states: "
-                                 "draft-hidden (hidden_size x 3, a bug for drafts of another width) / target-hidden"),
+                                 "draft-hidden (hidden_size x 3, a bug for drafts of another width) / target-hidden "
+                                 "(target_hidden_size x 3) / target-config-x3 (3 x the target's hidden size, from the "
+                                 "TARGET's config: a bug for drafts whose fc takes 2 or 4 aux states) / draft-aux-count "
+                                 "(target_hidden_size x the draft's aux count, as fc)"),
     "embed_width_check": ("what a draft narrower or wider than its target gets when it ships no embed_tokens: "
                           "target-width (the target's, wrong width) / uninitialised (kept separate, never loaded)"),
     "lm_head_source": "whose lm_head the draft uses",
@@ -72,6 +75,17 @@ BEHAVIOURS: dict[str, str] = {
                  "which needs factor and original_max_position_embeddings) / as-configured"),
     "draft_rope": "the rope the draft layers apply: config (the draft config's rope_theta and rope_scaling)",
     "first_layer_hidden_path": "what the first draft layer applies to the fc output before attention: hidden_norm",
+    "mlp_width": ("the config field the draft's MLP width comes from: intermediate_size / "
+                  "intermediate_size_mlp-if-llama4_text (model_type llama4_text: intermediate_size_mlp, whose "
+                  "Llama4TextConfig default is 16384; narrower MLP tensors fail the loader's narrow) / "
+                  "intermediate_size_mlp-if-llama4_text-padded (the same, narrower tensors zero-padded on GPU)"),
+    "layer_bias": ("the bias parameters the draft's decoder layers build from its config: o_proj (o_proj.bias when "
+                   "attention_bias or bias is true) / o_proj+mlp (also gate_up_proj / down_proj bias when mlp_bias is "
+                   "true) / qkv+o_proj+mlp (also qkv_proj bias when attention_bias is true)"),
+    "unset_bias": ("what a bias parameter no checkpoint tensor fills holds: empty (torch.empty, arbitrary memory) / "
+                   "zeros (the same as no bias)"),
+    "unloaded_parameter": ("a draft parameter no checkpoint tensor fills: kept (left at its initial values) / refused "
+                           "(the loader's strict check raises 'Following weights were not initialized from checkpoint')"),
     "weight_files": ("which files of the draft folder the loader reads: every *.safetensors (an index, when "
                      "present, filters them), else *.bin minus the trainer's files"),
     "draft_positions": ("what the engine does when the target's context is longer than the context the draft's "
@@ -150,13 +164,18 @@ VALUES: dict[str, Any] = {
     "norm_output": Read,
     "embed_source": Sharing,
     "draft_extend_logits_buffer": Literal["none", "draft-vocab", "shape-checked"],
-    "draft_extend_graph_width": Literal["draft-hidden", "target-hidden"],
+    "draft_extend_graph_width": Literal["draft-hidden", "target-hidden", "target-config-x3", "draft-aux-count"],
     "embed_width_check": Literal["target-width", "uninitialised"],
     "lm_head_source": Sharing,
     "mtp_model_types": Names,
     "mla_rope": Literal["as-configured", "forced-yarn"],
     "draft_rope": Literal["config"],
     "first_layer_hidden_path": Literal["hidden_norm"],
+    "mlp_width": Literal["intermediate_size", "intermediate_size_mlp-if-llama4_text",
+                         "intermediate_size_mlp-if-llama4_text-padded"],
+    "layer_bias": Literal["o_proj", "o_proj+mlp", "qkv+o_proj+mlp"],
+    "unset_bias": Literal["empty", "zeros"],
+    "unloaded_parameter": Literal["kept", "refused"],
     "weight_files": Literal["all-safetensors"],
     "draft_positions": Literal["reads-past", "skips-drafting", "raised", "raised-or-limited", "warns-reads-past",
                                "refuses", "refuses-or-raises"],
@@ -492,9 +511,19 @@ _SPANS += _rules(SGLANG, "draft_extend_graph_width",
                  ("0.4.4.post2", "0.4.9", "draft-hidden",
                   ("sglang speculative/eagle_draft_extend_cuda_graph_runner.py EAGLEDraftExtendCudaGraphRunner.__init__: "
                    "hidden_states = zeros(max_num_token, hidden_size * 3) (0.4.7, 0.4.8, 0.4.9 read)")),
-                 ("0.4.10", None, "target-hidden",
+                 ("0.4.10", "0.5.11", "target-hidden",
                   ("sglang 0.4.10 eagle_draft_extend_cuda_graph_runner.py: target_hidden_size * 3 when the config has it "
-                   "(sgl-project/sglang#8163, fixes #7011)")))
+                   "(sgl-project/sglang#8163, fixes #7011; 0.5.11 read)")),
+                 ("0.5.12", "0.5.14", "target-config-x3",
+                  ("sglang 0.5.12 speculative/eagle_info.py EagleDraftExtendInput.hidden_size_for: num_aux and "
+                   "target_hidden_size read from worker.target_worker.model_runner.model_config.hf_config (the TARGET's "
+                   "config, which has neither: 3 x its hidden_size); eagle_draft_extend_cuda_graph_runner.py __init__ "
+                   "sizes hidden_states with it, while llama_eagle3.py fc takes num_aux_hidden_states states "
+                   "(0.5.12, 0.5.13, 0.5.13.post1, 0.5.14 read)")),
+                 ("0.5.15", None, "draft-aux-count",
+                  ("sglang 0.5.15 speculative/eagle_utils.py get_draft_input_from_target_hidden_dim: target_hidden_size x "
+                   "num_aux_hidden_states (else len(eagle_config ids), else 3) of the draft model_runner's config "
+                   "(0.5.15, 0.5.23 read)")))
 _SPANS += _rules(VLLM, "draft_extend_graph_width",
                  ("0.8.5", None, "target-hidden",
                   ("vllm v1/spec_decode/eagle.py EagleProposer: fc (combine_hidden_states) runs before the draft-width "
@@ -562,6 +591,69 @@ _SPANS += _rules(VLLM, "first_layer_hidden_path",
                  ("0.8.5", None, "hidden_norm",
                   (f"vllm {VL_EAGLE3} LlamaDecoderLayer.forward, layer 0: hidden_norm(hidden_states), input_layernorm on "
                    "the embeddings only (0.11.0, 0.32.0 read)")))
+# ---------------------------------------------------------------- mlp_width
+_SPANS += _rules(SGLANG, "mlp_width",
+                 ("0.4.4.post2", "0.4.8.post1", "intermediate_size",
+                  ("sglang models/llama.py LlamaDecoderLayer.__init__: LlamaMLP(intermediate_size=config.intermediate_size); "
+                   f"{SG_EAGLE3} LlamaDecoderLayer keeps it (0.4.4.post2, 0.4.8.post1 read)")),
+                 ("0.4.9", "0.5.2", "intermediate_size_mlp-if-llama4_text",
+                  (f"sglang 0.4.9 {SG_EAGLE3} LlamaDecoderLayer.__init__: if config.model_type == 'llama4_text': "
+                   "inter_size = config.intermediate_size_mlp; layers/linear.py MergedColumnParallelLinear / "
+                   "RowParallelLinear.weight_loader: loaded_weight.narrow(dim, 0, shard_size) (0.4.9, 0.5.1, 0.5.2 read)")),
+                 ("0.5.3", None, "intermediate_size_mlp-if-llama4_text-padded",
+                  ("sglang 0.5.3 layers/linear.py MergedColumnParallelLinear / RowParallelLinear.weight_loader: "
+                   "pad_or_narrow_weight zero-pads a narrower tensor to the shard on GPU (the CPU path copies it into "
+                   "the first rows only); llama_eagle3.py still sizes the MLP from intermediate_size_mlp (0.5.3, 0.5.12, "
+                   "0.5.23 read; CPU probe 0.5.23: gate_up_proj [32768, 64] for a 128-wide draft MLP)")))
+_SPANS += _rules(VLLM, "mlp_width",
+                 ("0.8.5", None, "intermediate_size",
+                  (f"vllm model_executor/models/llama.py LlamaDecoderLayer.__init__: LlamaMLP(config.intermediate_size); "
+                   f"{VL_EAGLE3} builds every model_type with it (no intermediate_size_mlp read; EagleLlama4ForCausalLM is "
+                   "EAGLE-1) (0.8.5, 0.32.0 read)")))
+# ---------------------------------------------------------------- layer_bias
+_SPANS += _rules(SGLANG, "layer_bias",
+                 ("0.4.4.post2", None, "o_proj",
+                  ("sglang models/llama.py LlamaDecoderLayer.__init__: attention_bias = config.attention_bias or "
+                   f"config.bias gives LlamaAttention's o_proj a bias; {SG_EAGLE3} LlamaDecoderLayer overrides qkv_proj "
+                   "with bias=False and builds LlamaMLP without bias (0.4.4.post2, 0.4.9, 0.5.1, 0.5.12, 0.5.23 read)")))
+_SPANS += _rules(VLLM, "layer_bias",
+                 ("0.8.5", "0.15.1", "o_proj+mlp",
+                  ("vllm model_executor/models/llama.py LlamaDecoderLayer.__init__: bias_o_proj = attention_bias or "
+                   "bias, LlamaMLP(bias=mlp_bias); llama_eagle3.py LlamaDecoderLayer overrides qkv_proj with bias=False "
+                   "(0.8.5-0.15.1 read)")),
+                 ("0.16.0", None, "qkv+o_proj+mlp",
+                  (f"vllm 0.16.0 {VL_EAGLE3} LlamaDecoderLayer.__init__: qkv_proj bias=getattr(config, "
+                   "'attention_bias', False) ('Parallel drafting checkpoints may have attention bias enabled'); "
+                   "qwen3_eagle3.py the same for qkv_proj, o_proj and MLP without bias (0.16.0-0.33.0 read)")))
+# ---------------------------------------------------------------- unset_bias
+_SPANS += _rules(SGLANG, "unset_bias",
+                 ("0.4.4.post2", "0.5.8", "empty",
+                  ("sglang layers/linear.py ColumnParallelLinear / RowParallelLinear.__init__: self.bias = "
+                   "Parameter(torch.empty(...)) (0.4.4.post2-0.5.8 read)")),
+                 ("0.5.9", None, "zeros",
+                  ("sglang 0.5.9 layers/linear.py ColumnParallelLinear / RowParallelLinear.__init__: "
+                   "Parameter(torch.zeros(...)) (0.5.9-0.5.23 read)")))
+_SPANS += _rules(VLLM, "unset_bias",
+                 ("0.8.5", None, "empty",
+                  ("vllm model_executor/layers/linear.py ColumnParallelLinear / RowParallelLinear.__init__: "
+                   "self.bias = Parameter(torch.empty(...)) (0.8.5-0.33.0 read)")))
+# ---------------------------------------------------------------- unloaded_parameter
+_SPANS += _rules(SGLANG, "unloaded_parameter",
+                 ("0.4.4.post2", None, "kept",
+                  ("sglang model_loader/loader.py DefaultModelLoader.load_model: model.load_weights, no check of the "
+                   "parameters left unloaded (0.4.4.post2, 0.5.9, 0.5.23 read)")))
+_SPANS += _rules(VLLM, "unloaded_parameter",
+                 ("0.8.5", "0.8.5.post1", "kept",
+                  ("vllm 0.8.5 v1/spec_decode/eagle.py EagleProposer.load_model calls the draft's load_weights itself, "
+                   "outside DefaultModelLoader's check")),
+                 ("0.9.0", "0.9.0.1", "refused",
+                  (f"vllm 0.9.0 v1/spec_decode/eagle.py load_model: get_model -> model_loader/default_loader.py "
+                   f"DefaultModelLoader.load_weights raises 'Following weights were not initialized from checkpoint' "
+                   f"(unquantized draft); {VL_EAGLE3} Eagle3LlamaForCausalLM.load_weights returns the loaded names "
+                   "(0.9.0, 0.9.0.1 read)")),
+                 ("0.9.1", None, "kept",
+                  (f"vllm 0.9.1 {VL_EAGLE3} Eagle3LlamaForCausalLM.load_weights returns None: the strict check is "
+                   "skipped ('loaded_weights is not None') (0.9.1-0.33.0 read)")))
 # ---------------------------------------------------------------- weight_files
 _SPANS += _rules(SGLANG, "weight_files",
                  ("0.4.4.post2", None, "all-safetensors",

@@ -154,10 +154,12 @@ def _refusal(page: int, target: tuple[LayerKv, ...], error: str) -> str:
             f"manager with the target's ({theirs}): engine start fails with {error} while sizing the KV cache")
 
 
-def plan_runtime(sheet: Any, prof: Any) -> tuple[KvVerdict | None, Filed]:
-    """The KV-cache verdict (None without a usable target) and the ``runtime`` area's refusals."""
+def plan_runtime(sheet: Any, prof: Any, fc_states: int = 3) -> tuple[KvVerdict | None, Filed]:
+    """The KV-cache verdict (None without a usable target) and the ``runtime`` area's refusals (``fc_states``: the
+    aux-state count the draft's fc is built for)."""
     out = Filing()
     _graph_width(out, prof, sheet.config)
+    _graph_aux_count(out, prof, fc_states, sheet.use_aux_hidden_state)
     _graph_logits(out, prof, sheet.config)
     draft, layers = sheet.draft_geometry, sheet.target_kv
     if draft is None or layers is None:
@@ -209,4 +211,21 @@ def _graph_width(out: Any, prof: Any, config: Mapping[str, Any]) -> None:
         (Evidence("draft-extend buffer width", str(3 * hidden), str(3 * target_hidden)),),
         "serve with SGLang >= 0.4.10, or launch with --disable-cuda-graph",
         (f"rule: {prof.source('draft_extend_graph_width')}",),
+    ))
+
+
+def _graph_aux_count(out: Any, prof: Any, fc_states: int, use_aux: bool | None) -> None:
+    """SGLang 0.5.12-0.5.14 size the draft-extend CUDA-graph buffer from the TARGET's config (3 aux states)
+    while fc takes the draft's aux count: a draft with 2 or 4 aux ids fails the graph capture."""
+    if prof.value("draft_extend_graph_width") != "target-config-x3" or fc_states == 3 or use_aux is False:
+        return
+    out.refuse("runtime", Finding(
+        "graph-aux-count",
+        f"{prof.label} sizes its CUDA-graph draft-extend buffer from the target's config (3 aux states x its hidden "
+        f"size), but this draft's fc takes {fc_states} aux states: the draft-extend graph capture fails at start "
+        "with a shape error while CUDA graphs are on (the default)",
+        (Evidence("aux states: draft-extend buffer / fc", f"3 / {fc_states}", "equal"),),
+        "serve with SGLang >= 0.5.15 (or <= 0.5.11 with 3 aux ids), launch with --disable-cuda-graph, or train the "
+        "draft on 3 aux layers",
+        (f"rule: {prof.source('draft_extend_graph_width')}", f"rule: {prof.source('fc_aux_count')}"),
     ))
