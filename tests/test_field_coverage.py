@@ -24,8 +24,6 @@ from pytest_eagle3.engines import field_coverage as fc
 from pytest_eagle3.engines.versions import KNOWN_RANGES
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "scan_fields.py"
-#: Behaviours modelled on the sibling branch of issue 18 (newrules): allowed absent until it is merged.
-PENDING_BEHAVIOURS = frozenset({"draft_positions", "target_quantization", "draft_sliding_window", "draft_dtype"})
 
 
 def _scanner() -> ModuleType:
@@ -66,8 +64,6 @@ def test_an_unknown_field_is_reported_unclassified() -> None:
 @pytest.mark.parametrize("entry", [c for c in fc.COVERAGE if c.status is fc.Status.MODELLED],
                          ids=lambda c: f"{c.rule}-{c.fields[0]}")
 def test_modelled_entry_names_an_existing_rule(entry: fc.Coverage) -> None:
-    if not fc.rule_exists(entry.rule) and entry.rule.removeprefix("behaviour:") in PENDING_BEHAVIOURS:
-        pytest.xfail(f"{entry.rule} is added by the newrules branch of issue 18")
     assert fc.rule_exists(entry.rule), f"{entry.fields} names {entry.rule}, which does not exist"
 
 
