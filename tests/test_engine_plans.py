@@ -64,6 +64,9 @@ SGL, VLL = "sglang", "vllm"
 #: A 32-wide draft for the 64-wide default target (target_hidden_size set by the variant).
 NARROW = SynthSpec(producer=SPECULATORS, hidden_size=32, num_attention_heads=1, head_dim=32, intermediate_size=64)
 NARROW_SF = SynthSpec(producer=SPECFORGE, hidden_size=32, num_attention_heads=1, head_dim=32, intermediate_size=64)
+#: The same in the original EAGLE format (vLLM 0.8.5-0.10.0 read no speculators or SpecForge architecture name).
+NARROW_EA = SynthSpec(producer=EAGLE, hidden_size=32, num_attention_heads=1, head_dim=32, intermediate_size=64)
+NARROW_FC = {"config": _set(target_hidden_size=64), "replace": {"fc.weight": torch.zeros(32, 192, dtype=torch.bfloat16)}}
 QK_NORMS = {f"layers.0.self_attn.{n}_norm.weight": torch.ones(32, dtype=torch.bfloat16) for n in ("q", "k")}
 
 
@@ -146,6 +149,14 @@ CASES = [
          variant={"config": _layer_type("qwen3"), "replace": QK_NORMS}),
     case("kv_cache_page", VLL, "0.10.2", "0.11.0", SynthSpec(producer=SPECFORGE, num_key_value_heads=2),
          {"kv-page"}, set()),
+    case("d2t_absent", VLL, "0.8.5.post1", "0.9.0", EA.with_faults("d2t-missing"), {"d2t-missing"},
+         {"d2t-missing-crash"}),
+    case("d2t_absent", VLL, "0.9.0.1", "0.9.1", EA.with_faults("d2t-missing"), {"d2t-missing-crash"},
+         {"d2t-missing"}),
+    case("embed_width_check", VLL, "0.9.0.1", "0.9.1", NARROW_EA, {"embed-width", "d2t-discarded"},
+         {"embed-missing"}, variant=NARROW_FC),
+    case("embed_width_check", VLL, "0.11.0", "0.11.1", NARROW_EA, {"embed-missing"}, {"embed-width"},
+         variant=NARROW_FC),
     case("capture_range", VLL, "0.17.0", "0.18.0", SynthSpec(producer=SPECULATORS, aux_layer_ids=(2, 4, 8)),
          {"fc-width", "aux-layers"}, set()),
 ]

@@ -261,8 +261,9 @@ _SPANS += _rules(SGLANG, "d2t_present",
                   f"sglang {SG_EAGLE3} load_weights: hot_token_id = d2t + arange (substring 'd2t')"))
 _SPANS += _rules(VLLM, "d2t_present",
                  ("0.8.5", "0.8.5", "offsets", f"vllm 0.8.5 {VL_EAGLE3} compute_logits: arange + draft_id_to_target_id"),
-                 ("0.9.0", "0.9.0", "discarded",
-                  f"vllm 0.9.0 {VL_EAGLE3} load_weights: 'd2t' not in loaded_weights (renamed) -> map set to None"),
+                 ("0.9.0", "0.9.0.1", "discarded",
+                  (f"vllm 0.9.0 {VL_EAGLE3} load_weights: 'd2t' not in loaded_weights (renamed) -> map set to None; "
+                   "compute_logits then asserts logits.shape[1] == vocab_size (0.9.0, 0.9.0.1 read)")),
                  ("0.9.1", None, "offsets", f"vllm {VL_EAGLE3} compute_logits: arange + draft_id_to_target_id"))
 # ---------------------------------------------------------------- d2t_absent
 _SPANS += _rules(SGLANG, "d2t_absent",
@@ -271,7 +272,14 @@ _SPANS += _rules(SGLANG, "d2t_absent",
                  ("0.4.9", None, "identity",
                   f"sglang 0.4.9 {SG_EAGLE3} hot_token_id = None; speculative/eagle_worker.py checks 'is not None'"))
 _SPANS += _rules(VLLM, "d2t_absent",
-                 ("0.8.5", None, "identity", f"vllm {VL_EAGLE3}: draft_id_to_target_id stays zeros (target = draft id)"))
+                 ("0.8.5", "0.8.5.post1", "identity",
+                  f"vllm 0.8.5 {VL_EAGLE3} compute_logits: draft_id_to_target_id stays zeros (target = draft id)"),
+                 ("0.9.0", "0.9.0.1", "crash",
+                  (f"vllm 0.9.0 {VL_EAGLE3} load_weights: no d2t -> draft_id_to_target_id = None; compute_logits "
+                   "asserts logits.shape[1] == vocab_size (0.9.0, 0.9.0.1 read)")),
+                 ("0.9.1", None, "identity",
+                  (f"vllm 0.9.1 {VL_EAGLE3} load_weights skip_substrs 'draft_id_to_target_id': the map stays zeros "
+                   "(target = draft id) (0.9.1, 0.9.2, 0.10.0 read)")))
 # ---------------------------------------------------------------- d2t_full_vocab
 _SPANS += _rules(SGLANG, "d2t_full_vocab",
                  ("0.4.4.post2", None, "offsets", f"sglang {SG_EAGLE3} load_weights: d2t always read"))
@@ -441,8 +449,9 @@ _SPANS += _rules(SGLANG, "embed_source",
                    "models/llama.py set_embed skips when target_hidden_size != hidden_size")))
 _SPANS += _rules(VLLM, "embed_source",
                  ("0.8.5", "0.8.5", "target-if-absent", "vllm 0.8.5 v1/spec_decode/eagle.py load_model"),
-                 ("0.9.0", "0.9.0", "target-always-key-raises",
-                  "vllm 0.9.0 llama_eagle3.py: no embed_tokens module when PP == 1 (vllm#18906 KeyError)"),
+                 ("0.9.0", "0.9.0.1", "target-always-key-raises",
+                  ("vllm 0.9.0 llama_eagle3.py: no embed_tokens module when PP == 1 (vllm#18906 KeyError); 0.9.0.1 "
+                   "v1/spec_decode/eagle.py load_model the same (0.9.0, 0.9.0.1 read)")),
                  ("0.9.1", "0.11.0", "target-if-same-shape",
                   "vllm 0.9.1-0.11.0 v1/spec_decode/eagle.py load_model: shared when the shapes match"),
                  ("0.11.1", None, "target-if-absent-or-equal",
@@ -479,7 +488,15 @@ _SPANS += _rules(SGLANG, "embed_width_check",
                  ("0.4.4.post2", None, "uninitialised",
                   "sglang models/llama.py LlamaForCausalLM.set_embed returns when target_hidden_size != hidden_size"))
 _SPANS += _rules(VLLM, "embed_width_check",
-                 ("0.8.5", "0.24.0", "target-width",
+                 ("0.8.5", "0.9.0.1", "target-width",
+                  ("vllm 0.8.5 v1/spec_decode/eagle.py load_model: the target's embed_tokens when the checkpoint has "
+                   "none, whatever the width; 0.9.0, 0.9.0.1: the target's always at PP == 1 (vllm#18906: assert "
+                   "hidden_states.shape[-1] == input_embeds.shape[-1]) (0.8.5, 0.8.5.post1, 0.9.0, 0.9.0.1 read)")),
+                 ("0.9.1", "0.11.0", "uninitialised",
+                  ("vllm 0.9.1 v1/spec_decode/eagle.py load_model: shared only when the embed_tokens.weight shapes match; "
+                   "llama_eagle3.py load_weights skip_substrs 'embed_tokens' when the checkpoint has none, so a draft of "
+                   "another width keeps a random one (0.9.1, 0.9.2, 0.10.0, 0.10.1, 0.10.1.1, 0.10.2, 0.11.0 read)")),
+                 ("0.11.1", "0.24.0", "target-width",
                   ("vllm 0.24.0 v1/spec_decode/llm_base_proposer.py _maybe_share_embeddings: shared whenever the checkpoint "
                    "has no embed_tokens, whatever the width (0.11.0 eagle.py load_model: by shape)")),
                  ("0.25.0", None, "uninitialised",
