@@ -17,15 +17,18 @@ builds as ``self.model = X(...)``, bases resolved by name) and reads four facts 
 * ``index``: ``global`` (the loop runs over ``range(start_layer, end_layer)``: ids are model layer ids
   under pipeline parallelism) or ``stage`` (``enumerate`` over the stage's slice: ids count from the
   stage's first layer);
+* ``past``: what an index past the loop does: ``never-fires`` (silently), or ``index-error`` (the model's
+  ``set_eagle3_layers_to_capture`` flags ``self.layers[i]`` for each index: IndexError at startup);
 * ``where``: ``file.py:Class.forward`` of the loop.
 
-Prints ``{"releases": [...], "reach": {arch: [[first release, zero, last, index, where], ...]}}``: one
+Prints ``{"releases": [...], "reach": {arch: [[first release, zero, last, index, past, where], ...]}}``: one
 entry per change, oldest first. A class whose loop the scan cannot read gets no entry.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import sys
 from dataclasses import dataclass, field
@@ -40,6 +43,7 @@ from scan_capture import MARKERS, _sglang_entries, _supports, _vllm_registry  # 
 #: The attribute holding the requested indices, per engine; vLLM 0.18+ also captures via a mixin call.
 CAPTURE_SETS = {"vllm": ("aux_hidden_state_layers",), "sglang": ("layers_to_capture",)}
 MIXIN_CALL = "_maybe_add_hidden_state"
+UNREAD = "unread"
 #: Attributes an outer class keeps its inner model in.
 INNER = ("model", "language_model", "llm", "transformer", "text_model")
 
@@ -50,6 +54,7 @@ class Loop:
     last: bool
     index: str
     where: str
+    past: str = "never-fires"
 
 
 @dataclass
@@ -68,10 +73,24 @@ def _mentions_set(node: ast.AST, sets: tuple[str, ...]) -> bool:
     return any(isinstance(n, ast.Attribute) and n.attr in sets for n in ast.walk(node))
 
 
-def _compares(node: ast.AST, sets: tuple[str, ...]) -> list[ast.expr]:
-    """The left sides of ``X in <capture set>`` anywhere in ``node``, and the index arg of mixin calls."""
+#: SGLang from 0.5.4.post2 (Qwen2-MoE and later): the layer carries a flag its model set per index.
+LAYER_FLAG = "_is_layer_to_capture"
+
+
+def _flag(node: ast.AST) -> bool:
+    """``getattr(layer, "_is_layer_to_capture", False)``: the layer's own capture flag."""
+    return isinstance(node, ast.Call) and _attr_name(node.func) == "getattr" and len(node.args) >= 2 \
+        and isinstance(node.args[1], ast.Constant) and node.args[1].value == LAYER_FLAG
+
+
+def _compares(node: ast.AST, sets: tuple[str, ...], var: str | None = None) -> list[ast.expr]:
+    """The left sides of ``X in <capture set>`` anywhere in ``node``, the index arg of mixin calls, and
+    (given the loop variable) a layer-flag test, read as ``var in <capture set>``."""
     found: list[ast.expr] = []
     for n in ast.walk(node):
+        if _flag(n):
+            found.append(n)
+            continue
         if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.In) \
                 and _mentions_set(n.comparators[0], sets):
             found.append(n.left)
@@ -81,8 +100,8 @@ def _compares(node: ast.AST, sets: tuple[str, ...]) -> list[ast.expr]:
 
 
 def _offset(expr: ast.expr, var: str) -> int | None:
-    """0 for ``var``, k for ``var + k`` / ``var - k``; None for anything else."""
-    if isinstance(expr, ast.Name) and expr.id == var:
+    """0 for ``var`` (and a layer-flag test), k for ``var + k`` / ``var - k``; None for anything else."""
+    if (isinstance(expr, ast.Name) and expr.id == var) or _flag(expr):
         return 0
     if isinstance(expr, ast.BinOp) and isinstance(expr.left, ast.Name) and expr.left.id == var \
             and isinstance(expr.right, ast.Constant) and isinstance(expr.right.value, int):
@@ -170,6 +189,12 @@ def _read_loop(func: ast.FunctionDef, sets: tuple[str, ...], where: str) -> Loop
     return Loop(zero or "unreached", last, index, where)
 
 
+def _flags_layers(fn: ast.FunctionDef) -> bool:
+    """``for layer_id in ids: setattr(self.layers[layer_id], ...)``: each requested index subscripts the layers."""
+    return any(isinstance(n, ast.Subscript) and _attr_name(n.value) == "layers" and isinstance(n.slice, ast.Name)
+               for loop in ast.walk(fn) if isinstance(loop, ast.For) for n in ast.walk(loop))
+
+
 def classes(models: Path, sets: tuple[str, ...]) -> dict[str, ClassInfo]:
     """class name -> bases, methods, inner-model classes and capture loop (first file wins on clashes)."""
     found: dict[str, ClassInfo] = {}
@@ -195,6 +220,9 @@ def classes(models: Path, sets: tuple[str, ...]) -> dict[str, ClassInfo]:
                     builders.extend(info.inner)
                 elif info.loop is None and fn.name.startswith(("forward", "_forward")):
                     info.loop = _read_loop(fn, sets, f"{path.name}:{node.name}.{fn.name}")
+            if info.loop is not None and any(_flags_layers(fn) for fn in node.body if isinstance(fn, ast.FunctionDef)
+                                             and fn.name == "set_eagle3_layers_to_capture"):
+                info.loop = dataclasses.replace(info.loop, past="index-error")
             for fn in node.body:  # self.model = self._init_model(...): the classes that builder returns
                 if isinstance(fn, ast.FunctionDef) and fn.name in builders:
                     info.inner += [_attr_name(r.value.func) for r in ast.walk(fn)
@@ -224,7 +252,8 @@ def find_loop(name: str, found: dict[str, ClassInfo], seen: set[str] | None = No
 
 
 def scan(engine: str, root: Path) -> dict[str, Loop]:
-    """Architecture -> the capture loop it runs, for every capturing architecture of one release."""
+    """Architecture -> the capture loop it runs, for every capturing architecture of one release (``unread``
+    where the scan cannot read it: the table then falls back to the profile for that release)."""
     models = root / ("vllm/model_executor/models" if engine == "vllm" else "sglang/srt/models")
     found = classes(models, CAPTURE_SETS[engine])
     plain = {n: (i.bases, i.methods) for n, i in found.items()}
@@ -232,16 +261,14 @@ def scan(engine: str, root: Path) -> dict[str, Loop]:
     reach: dict[str, Loop] = {}
     for arch, cls in registry.items():
         if _supports(cls, plain, MARKERS[engine]):
-            loop = find_loop(cls, found)
-            if loop is not None:
-                reach[arch] = loop
+            reach[arch] = find_loop(cls, found) or Loop(UNREAD, False, "", "")
     return reach
 
 
 HEADER = '''"""Capture reach per target architecture and release, scanned from the released sources.
 
 Generated by ``scripts/scan_reach.py`` (its docstring says what each field means) over every release in
-``*_RELEASES``: ``*_REACH[architecture]`` is ``(first release, zero, last, index, loop)``, one entry per
+``*_RELEASES``: ``*_REACH[architecture]`` is ``(first release, zero, last, index, past, loop)``, one entry per
 change, oldest first. Read by ``reach.py``.
 """
 
@@ -259,7 +286,7 @@ def module(sglang: dict[str, object], vllm: dict[str, object]) -> str:
         for i in range(0, len(releases), 8):
             lines.append("    " + " ".join(f"{r!r}," for r in releases[i:i + 8]))
         lines.append(")")
-        lines.append(f"{name}_REACH: dict[str, tuple[tuple[str, str, bool, str, str], ...]] = {{")
+        lines.append(f"{name}_REACH: dict[str, tuple[tuple[str, str, bool, str, str, str], ...]] = {{")
         for arch, entries in sorted(scan_["reach"].items()):  # type: ignore[attr-defined]
             lines.append(f"    {arch!r}: (")
             lines.extend(f"        {tuple(e)!r}," for e in entries)
@@ -278,9 +305,12 @@ def main(argv: list[str]) -> int:
     changes: dict[str, list[list[object]]] = {}
     for version, root in releases:
         for arch, loop in sorted(scan(engine, root).items()):
-            entry = [str(version), loop.zero, loop.last, loop.index, loop.where]
+            entry = [str(version), loop.zero, loop.last, loop.index, loop.past, loop.where]
             rows = changes.setdefault(arch, [])
-            if not rows or rows[-1][1:4] != entry[1:4]:
+            if not rows and loop.zero == UNREAD:
+                del changes[arch]
+                continue
+            if not rows or rows[-1][1:5] != entry[1:5]:
                 rows.append(entry)
     json.dump({"releases": [str(v) for v, _ in releases], "reach": changes}, sys.stdout, indent=1, sort_keys=True)
     return 0

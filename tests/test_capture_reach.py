@@ -114,6 +114,26 @@ class LlamaModel(nn.Module, EagleModelMixin):
             self._maybe_add_hidden_state(aux_hidden_states, idx + 1, hidden_states, residual)
         return hidden_states, aux_hidden_states
 """
+SGLANG_QWEN2_MOE_0_5_4_POST2 = """
+class Qwen2MoeModel(nn.Module):
+    def set_eagle3_layers_to_capture(self, layers_to_capture):
+        self.layers_to_capture = layers_to_capture
+        for layer_id in self.layers_to_capture:
+            setattr(self.layers[layer_id], "_is_layer_to_capture", True)
+
+    def forward(self, input_ids, positions, forward_batch):
+        residual = None
+        aux_hidden_states = []
+        for i in range(self.start_layer, self.end_layer):
+            with get_global_expert_distribution_recorder().with_current_layer(i):
+                layer = self.layers[i]
+                hidden_states, residual = layer(
+                    positions, hidden_states, forward_batch, residual,
+                    captured_last_layer_outputs=(
+                        aux_hidden_states if getattr(layer, "_is_layer_to_capture", False) else None),
+                )
+        return hidden_states, aux_hidden_states
+"""
 
 
 @pytest.mark.parametrize(("name", "source", "expected"), [
@@ -123,6 +143,7 @@ class LlamaModel(nn.Module, EagleModelMixin):
     ("sglang gemma3 0.5.12", SGLANG_GEMMA3_0_5_12, ("embeddings", True, "global")),
     ("vllm llama 0.17.0", VLLM_LLAMA_0_17_0, ("crash", False, "stage")),
     ("vllm llama 0.18.0", VLLM_LLAMA_0_18_0, ("embeddings", True, "stage")),
+    ("sglang qwen2_moe 0.5.4.post2", SGLANG_QWEN2_MOE_0_5_4_POST2, ("embeddings", False, "global")),
 ])
 def test_the_scan_reads_each_loop_shape(scanner: ModuleType, tmp_path: Path, name: str, source: str,
                                         expected: tuple[str, bool, str]) -> None:
@@ -132,6 +153,7 @@ def test_the_scan_reads_each_loop_shape(scanner: ModuleType, tmp_path: Path, nam
     found = scanner.classes(tmp_path, sets)
     loop = next(info.loop for info in found.values() if info.loop is not None)
     assert (loop.zero, loop.last, loop.index) == expected
+    assert loop.past == ("index-error" if "qwen2_moe" in name else "never-fires")
 
 
 def test_the_scan_follows_the_inner_model(scanner: ModuleType, tmp_path: Path) -> None:
@@ -232,3 +254,17 @@ def test_sglang_llama_never_reaches_the_last_layer_output(plan_for: Callable[...
     assert plan.aux.never_fire == (8,)  # type: ignore[attr-defined]
     fixes = " ".join(i.finding.fix for i in plan.issues)  # type: ignore[attr-defined]
     assert "no SGLang release read reaches L for LlamaForCausalLM" in fixes
+
+
+@pytest.mark.parametrize(("version", "codes"), [("0.5.4.post1", {"fc-width"}),
+                                               ("0.5.4.post2", {"fc-width", "aux-index-past-end"})])
+def test_sglang_qwen_moe_index_past_the_end(plan_for: Callable[..., object], version: str, codes: set[str]) -> None:
+    """Id 7 on an 8-layer Qwen3-MoE target (+1 = 8 = L): up to 0.5.4.post1 it never fires (2 of 3 states reach
+    fc); from 0.5.4.post2 the model flags self.layers[8]: IndexError at startup."""
+    plan = plan_for(SynthSpec(producer=SPECFORGE, aux_layer_ids=(1, 3, 7)), f"sglang=={version}",
+                    "Qwen3MoeForCausalLM", convention="output-of")
+    assert _codes(plan) & {"fc-width", "aux-index-past-end"} == codes
+    assert plan.outcome == REFUSED  # type: ignore[attr-defined]
+    if "aux-index-past-end" in codes:
+        finding = next(i.finding for i in plan.issues if i.finding.code == "aux-index-past-end")  # type: ignore[attr-defined]
+        assert "IndexError" in finding.summary and "qwen2_moe.py" in " ".join(finding.details)

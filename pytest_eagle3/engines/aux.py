@@ -24,7 +24,16 @@ from pytest_eagle3.engines.capture import (
 from pytest_eagle3.engines.facts import FactSheet, lookup
 from pytest_eagle3.engines.loadplan import AuxPlan, Filed, Filing, Measured, describe_inputs
 from pytest_eagle3.engines.profiles import Profile
-from pytest_eagle3.engines.reach import CRASH, EMBEDDINGS, RANGE_REACH, UNREACHED, Reach, first_reaching, reach_at
+from pytest_eagle3.engines.reach import (
+    CRASH,
+    EMBEDDINGS,
+    INDEX_ERROR,
+    RANGE_REACH,
+    UNREACHED,
+    Reach,
+    first_reaching,
+    reach_at,
+)
 from pytest_eagle3.engines.reach import label as reach_label
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.producers.formats import (
@@ -198,6 +207,14 @@ def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: 
             (Evidence("aux ids", str(list(aux.configured or ())), "ids whose captured layer input is >= 1"),),
             "drop the id that maps to layer input 0" + _later(prof, arch, "zero", "captures the embeddings there"),
             (f"rule: {reach_source}",),
+        ))
+    if capture_range.past == INDEX_ERROR and layers is not None and any(j >= layers for j in never_fire):
+        out.refuse("aux_layers", Finding(
+            "aux-index-past-end",
+            f"{prof.label}'s {arch} flags self.layers[j] for every requested layer input j; "
+            f"{[j for j in never_fire if j >= layers]} is past its {layers} layers: IndexError at startup",
+            (Evidence("aux ids", str(list(aux.configured or ())), f"ids whose captured layer input is < {layers}"),),
+            f"drop the ids that map to layer input {layers} or beyond", (f"rule: {reach_source}",),
         ))
     _compare(out, aux, prof, sheet)
     return Aux(aux, out.filed())

@@ -21,6 +21,8 @@ from pytest_eagle3.engines.versions import DISPLAY, SGLANG, VLLM
 EMBEDDINGS = "embeddings"
 CRASH = "crash"
 UNREACHED = "unreached"
+UNREAD = "unread"
+INDEX_ERROR = "index-error"
 
 
 @dataclass(frozen=True)
@@ -30,11 +32,13 @@ class Reach:
     ``zero``: index 0 is captured (``embeddings``), fails the first forward (``crash``: ``hidden_states +
     residual`` while residual is None) or never fires (``unreached``); ``last``: index L is reachable;
     ``index``: ``global`` ids are model layer ids under pipeline parallelism, ``stage`` ids count from
-    each stage's first layer (the loop enumerates the stage's slice)."""
+    each stage's first layer (the loop enumerates the stage's slice); ``past``: an index past the loop
+    ``never-fires`` (silently) or raises ``index-error`` at startup (the model flags ``self.layers[i]``)."""
 
     zero: str
     last: bool
     index: str = "global"
+    past: str = "never-fires"
 
     def bounds(self, layers: int) -> tuple[int, int]:
         """(lowest, highest) layer input that fires with ``layers`` target layers."""
@@ -63,12 +67,15 @@ def reach_table_of(engine: str, architecture: str) -> Table[Reach] | None:
     if not entries:
         return None
     rows = []
-    for i, (since, zero, last, index, where) in enumerate(entries):
+    for i, (since, zero, last, index, past, where) in enumerate(entries):
         following = entries[i + 1][0] if i + 1 < len(entries) else None
+        if zero == UNREAD:  # a release whose loop the scan could not read: no row, the profile decides
+            continue
         read = [r for r in releases if Version(since) <= Version(r) and (following is None
                                                                           or Version(r) < Version(following))]
-        rows.append(Row(engine, since, Reach(zero, last, index),
-                        f"{engine} {since} {where} capture loop (scripts/scan_reach.py)", read_to=read[-1]))
+        rows.append(Row(engine, since, Reach(zero, last, index, past),
+                        f"{engine} {since} {where} capture loop (scripts/scan_reach.py)", until=following,
+                        read_to=read[-1]))
     return table(f"{engine} capture reach: {architecture}", rows, full=False)
 
 
