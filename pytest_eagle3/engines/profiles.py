@@ -191,7 +191,7 @@ _SPANS += _rules(SGLANG, "arch_rewrite",
 _SPANS += _rules(VLLM, "arch_rewrite",
                  ("0.8.5", "0.8.5", "none", "vllm 0.8.5: the architecture field is not read for eagle3"),
                  ("0.9.0", "0.10.0", "prefix-unless-starts",
-                  "vllm 0.9.0 transformers_utils/configs/eagle.py: names not starting with Eagle3 become Eagle3X"),
+                  "vllm 0.9.0 transformers_utils/configs/eagle.py: names not starting with Eagle3 become Eagle3X (0.9.0, 0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"),
                  ("0.10.1", None, "prefix-unless-starts-or-ends",
                   "vllm 0.10.1 transformers_utils/configs/eagle.py: keeps names starting or ending with Eagle3"))
 # ---------------------------------------------------------------- speculators_format
@@ -246,7 +246,7 @@ _SPANS += _rules(SGLANG, "multi_layer",
                  ("0.5.12", None, "supported", f"sglang {SG_EAGLE3} num_hidden_layers layers (v0.5.12 a75b79e03b)"))
 _SPANS += _rules(VLLM, "multi_layer",
                  ("0.8.5", "0.11.0", "one-layer",
-                  f"vllm 0.11.0 {VL_EAGLE3}: one layer built; layers.1.* raises KeyError (CPU run 0.11.0)"),
+                  f"vllm 0.11.0 {VL_EAGLE3}: one layer built; layers.1.* raises KeyError (CPU run 0.11.0; 0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"),
                  ("0.11.1", None, "supported",
                   f"vllm 0.11.1 {VL_EAGLE3} LlamaModel.__init__: range(config.num_hidden_layers) layers (CPU run 0.11.1)"))
 # ---------------------------------------------------------------- later_layer_norm
@@ -294,7 +294,7 @@ _SPANS += _rules(SGLANG, "draft_vocab_size_missing",
                  ("0.4.4.post2", None, "refused",
                   f"sglang {SG_EAGLE3} __init__ reads config.draft_vocab_size without a default (static reading)"))
 _SPANS += _rules(VLLM, "draft_vocab_size_missing",
-                 ("0.8.5", "0.10.2", "refused", f"vllm 0.10.1 {VL_EAGLE3} __init__: self.config.draft_vocab_size"),
+                 ("0.8.5", "0.10.2", "refused", f"vllm 0.10.1 {VL_EAGLE3} __init__: self.config.draft_vocab_size (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"),
                  ("0.11.0", None, "vocab_size",
                   f"vllm 0.11.0 {VL_EAGLE3} __init__: draft_vocab_size defaults to vocab_size"))
 # ---------------------------------------------------------------- draft_vocab_size_null
@@ -312,7 +312,8 @@ _SPANS += _rules(SGLANG, "aux_id_fields",
                   ("sglang 0.4.9 model_executor/model_runner.py ModelRunner.initialize (from 0.5.16 "
                    "model_runner_components/spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state)")))
 _SPANS += _rules(VLLM, "aux_id_fields",
-                 ("0.8.5", "0.11.0", (), "vllm 0.11.0: no code reads eagle_aux_hidden_state_layer_ids (CPU run 0.11.0)"),
+                 ("0.8.5", "0.11.0", (), ("vllm 0.11.0: no code reads eagle_aux_hidden_state_layer_ids (CPU run 0.11.0); v1/worker/gpu_model_runner.py "
+                   "set_aux_hidden_state_layers(get_eagle3_aux_hidden_state_layers()), the target's defaults (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)")),
                  ("0.11.1", "0.19.1", (TOP_FIELD,),
                   "vllm 0.11.1 v1/worker/gpu_model_runner.py _get_eagle3_aux_layers_from_config (CPU run 0.11.1)"),
                  ("0.20.0", "0.21.0", (TOP_FIELD, "dflash_config.target_layer_ids"),
@@ -386,13 +387,13 @@ _SPANS += _rules(SGLANG, "fc_applied",
 _SPANS += _rules(VLLM, "fc_applied",
                  ("0.8.5", "0.8.5", "when-width-differs",
                   f"vllm 0.8.5 {VL_EAGLE3} LlamaModel.forward: if hidden_states.shape[-1] != input_embeds.shape[-1]"),
-                 ("0.9.0", None, "always", f"vllm 0.9.0 {VL_EAGLE3} combine_hidden_states; forward asserts the width"))
+                 ("0.9.0", None, "always", f"vllm 0.9.0 {VL_EAGLE3} combine_hidden_states; forward asserts the width (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"))
 # ---------------------------------------------------------------- fc_aux_count
 _SPANS += _rules(SGLANG, "fc_aux_count",
                  ("0.4.4.post2", "0.5.11", FcAuxCount.FIXED_3, f"sglang {SG_EAGLE3} LlamaModel.__init__ fc = Linear(target_hidden * 3)"),
                  ("0.5.12", None, FcAuxCount.FROM_CONFIG, f"sglang {SG_EAGLE3} LlamaModel.__init__ num_aux_hidden_states (v0.5.12)"))
 _SPANS += _rules(VLLM, "fc_aux_count",
-                 ("0.8.5", "0.21.0", FcAuxCount.FIXED_3, f"vllm 0.11.0 {VL_EAGLE3} fc = Linear(target_hidden_size * 3)"),
+                 ("0.8.5", "0.21.0", FcAuxCount.FIXED_3, f"vllm 0.11.0 {VL_EAGLE3} fc = Linear(target_hidden_size * 3) (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"),
                  ("0.22.0", None, FcAuxCount.FROM_CONFIG,
                   f"vllm 0.22.0 {VL_EAGLE3} num_aux_hidden_states, else len(eagle_config ids), else 3 (vllm#54598)"))
 # ---------------------------------------------------------------- fc_bias
@@ -414,7 +415,7 @@ _SPANS += _rules(VLLM, "use_aux_hidden_state",
 _SPANS += _rules(SGLANG, "norm_before_residual",
                  ("0.4.4.post2", None, "not-read", f"sglang {SG_EAGLE3} LlamaDecoderLayer.forward: residual = hidden_states"))
 _SPANS += _rules(VLLM, "norm_before_residual",
-                 ("0.8.5", "0.10.0", "not-read", f"vllm 0.8.5 {VL_EAGLE3} LlamaDecoderLayer.forward: residual = hidden_states"),
+                 ("0.8.5", "0.10.0", "not-read", f"vllm 0.8.5 {VL_EAGLE3} LlamaDecoderLayer.forward: residual = hidden_states (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"),
                  ("0.10.1", None, "read", f"vllm 0.10.1 {VL_EAGLE3} getattr(config, 'norm_before_residual', False)"))
 # ---------------------------------------------------------------- norm_before_fc
 _SPANS += _rules(SGLANG, "norm_before_fc",
@@ -506,7 +507,7 @@ _SPANS += _rules(VLLM, "embed_width_check",
 _SPANS += _rules(SGLANG, "lm_head_source",
                  ("0.4.4.post2", None, "draft", f"sglang {SG_EAGLE3}: own lm_head [draft_vocab_size, hidden]"))
 _SPANS += _rules(VLLM, "lm_head_source",
-                 ("0.8.5", "0.10.2", "draft", "vllm 0.10.1 v1/spec_decode/eagle.py load_model: lm_head not shared for eagle3"),
+                 ("0.8.5", "0.10.2", "draft", "vllm 0.10.1 v1/spec_decode/eagle.py load_model: lm_head not shared for eagle3 (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"),
                  ("0.11.0", "0.11.0", "target-if-same-shape",
                   "vllm 0.11.0 v1/spec_decode/eagle.py load_model: target lm_head when the shapes match"),
                  ("0.11.1", None, "target-if-absent-or-equal",
