@@ -70,6 +70,11 @@ NARROW_FC = {"config": _set(target_hidden_size=64), "replace": {"fc.weight": tor
 QK_NORMS = {f"layers.0.self_attn.{n}_norm.weight": torch.ones(32, dtype=torch.bfloat16) for n in ("q", "k")}
 
 
+def _tied_without_draft_vocab(config: dict[str, Any]) -> None:
+    config.pop("draft_vocab_size", None)
+    config["tie_word_embeddings"] = True
+
+
 def _layer_type(model_type: str) -> Callable[[dict[str, Any]], None]:
     def edit(config: dict[str, Any]) -> None:
         config["transformer_layer_config"]["model_type"] = model_type
@@ -149,6 +154,9 @@ CASES = [
          variant={"config": _layer_type("qwen3"), "replace": QK_NORMS}),
     case("kv_cache_page", VLL, "0.10.2", "0.11.0", SynthSpec(producer=SPECFORGE, num_key_value_heads=2),
          {"kv-page"}, set()),
+    case("draft_vocab_size_missing", SGL, "0.5.4.post1", "0.5.4.post2", SynthSpec(producer=SPECFORGE, draft_vocab_size=1024),
+         {"dropped"}, {"draft-vocab-size", "dropped"},
+         variant={"config": _tied_without_draft_vocab, "drop": ("d2t", "t2d")}),
     case("d2t_absent", VLL, "0.8.5.post1", "0.9.0", EA.with_faults("d2t-missing"), {"d2t-missing"},
          {"d2t-missing-crash"}),
     case("d2t_absent", VLL, "0.9.0.1", "0.9.1", EA.with_faults("d2t-missing"), {"d2t-missing-crash"},

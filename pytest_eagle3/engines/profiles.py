@@ -95,7 +95,7 @@ Read = Literal["not-read", "read", "eagle-format-only", "top-level"]
 AuxTransform = Literal["+1", "+1-if-first-is-1", "+1-unless-max-is-L", "as-is"]
 Sharing = Literal["draft", "target-unless-hidden-differs", "target-if-absent", "target-always-key-raises",
                   "target-if-same-shape", "target-if-absent-or-equal"]
-Refusal = Literal["refused", "vocab_size", "target-lm_head"]
+Refusal = Literal["refused", "vocab_size", "vocab_size-if-tied", "target-lm_head"]
 
 #: The values each behaviour takes: a Literal (checked when the tables are built) or a type.
 VALUES: dict[str, Any] = {
@@ -291,8 +291,14 @@ _SPANS += _rules(VLLM, "d2t_full_vocab",
                    "a shipped d2t raises 'There is no module or parameter named draft_id_to_target_id' (CPU run 0.32.0)")))
 # ---------------------------------------------------------------- draft_vocab_size_missing
 _SPANS += _rules(SGLANG, "draft_vocab_size_missing",
-                 ("0.4.4.post2", None, "refused",
-                  f"sglang {SG_EAGLE3} __init__ reads config.draft_vocab_size without a default (static reading)"))
+                 ("0.4.4.post2", "0.5.4.post1", "vocab_size-if-tied",
+                  (f"sglang {SG_EAGLE3} LlamaForCausalLMEagle3.__init__ reads config.draft_vocab_size only when "
+                   "tie_word_embeddings is false (tied: lm_head = embed_tokens, LogitsProcessor(config) over "
+                   "vocab_size); the transformers config raises AttributeError for the absent key "
+                   "(0.4.4.post2, 0.4.9, 0.5.2, 0.5.4.post1 read)")),
+                 ("0.5.4.post2", None, "refused",
+                  (f"sglang 0.5.4.post2 {SG_EAGLE3} __init__: config_.vocab_size = config_.draft_vocab_size whatever "
+                   "tie_word_embeddings: AttributeError (0.5.4.post2, 0.5.11, 0.5.12, 0.5.23 read)")))
 _SPANS += _rules(VLLM, "draft_vocab_size_missing",
                  ("0.8.5", "0.10.2", "refused", f"vllm 0.10.1 {VL_EAGLE3} __init__: self.config.draft_vocab_size (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"),
                  ("0.11.0", None, "vocab_size",

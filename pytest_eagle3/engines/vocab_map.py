@@ -72,10 +72,14 @@ def _draft_vocab(out: Filing, sheet: FactSheet, prof: Profile) -> tuple[int | No
     behaviour = "draft_vocab_size_missing" if not present else "draft_vocab_size_null"
     rule = prof.value(behaviour)
     state = "absent" if not present else "null"
-    if rule == "refused":
+    if rule == "vocab_size-if-tied" and sheet.tie_word_embeddings:
+        out.note(f"draft_vocab_size {state}, tie_word_embeddings: {prof.label} never reads it (lm_head = embed_tokens)")
+        return sheet.vocab_size, False
+    if rule in ("refused", "vocab_size-if-tied"):
         out.refuse("vocab", Finding(
             "draft-vocab-size",
-            f"{prof.label} needs draft_vocab_size in the draft config; it is {state}: startup fails",
+            f"{prof.label} needs draft_vocab_size in the draft config; it is {state}: startup fails"
+            + (" (AttributeError from the config)" if state == "absent" else ""),
             (Evidence("config.json draft_vocab_size", state, "the lm_head row count"),),
             "write draft_vocab_size (the lm_head rows) into config.json",
             (f"rule: {prof.source(behaviour)}",),
