@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from packaging.version import Version
+
 from pytest_eagle3.engines.capture import (
     ALLOWLIST_SOURCE,
     CAPTURES,
@@ -234,8 +236,15 @@ def _reach_words(prof: Profile, arch: str | None, reach: Reach, source: str, nev
     words = f"{arch or 'the target'}'s capture loop in {prof.label} reaches {reach.words} (rule: {source})"
     if layers is not None and layers in never:
         words += _later(prof, arch, "last", "reaches L, the last layer's output") or (
-            f"; no {prof.label.split()[0]} release read reaches L for {arch}" if arch else "")
+            f"; no {prof.label.split()[0]} release read reaches L for {arch}" + _elsewhere(prof, arch) if arch else "")
     return words
+
+
+def _elsewhere(prof: Profile, arch: str) -> str:
+    """``; vLLM 0.18.0 does``: the first release of the other engine whose loop for ``arch`` reaches L."""
+    other = next(e for e in ("sglang", "vllm") if e != prof.engine)
+    since = first_reaching(other, arch, "last", Version("0"))
+    return f"; {since} does" if since else ""
 
 
 def _trained(sheet: FactSheet, layers: int | None, convention: str | None) -> tuple[tuple[int, ...] | None, str]:

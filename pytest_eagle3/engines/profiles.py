@@ -48,7 +48,8 @@ BEHAVIOURS: dict[str, str] = {
     "aux_transform_llama": "how Llama/Qwen-family targets turn ids into captured layer inputs",
     "aux_transform_deepseek": "how DeepSeek-family targets turn ids into captured layer inputs",
     "aux_transform_gpt_oss": "how gpt-oss targets turn ids into captured layer inputs",
-    "capture_range": "which captured layer-input indices fire: 'inner' = 1..L-1, 'all' = 0..L",
+    "capture_range": ("which captured layer-input indices fire: 'inner' = 1..L-1, 'all' = 0..L; for target classes "
+                      "whose loop the reach scan did not read (engines/reach.py has the rest, per class)"),
     "graph_mode_default_layers": "whether CUDA-graph decode captures the default layers instead",
     "fc_applied": "when fc runs on what the target sends",
     "fc_aux_count": "how the draft sizes fc: the number of aux states it expects",
