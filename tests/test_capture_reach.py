@@ -242,6 +242,8 @@ def test_vllm_last_layer_output_boundary(plan_for: Callable[..., object], versio
     if fails:
         finding = next(i.finding for i in plan.issues if i.finding.code == "fc-width")  # type: ignore[attr-defined]
         assert "vLLM 0.18.0" in finding.fix and "[8]" in finding.fix and "L-1" in finding.fix
+        aux_fix = next(i.finding.fix for i in plan.issues if i.finding.code == "aux-layers")  # type: ignore[attr-defined]
+        assert aux_fix.startswith("the draft was trained on layer inputs [8], out of this target's reach")
     else:
         assert plan.aux.captured == (2, 4, 8)  # type: ignore[attr-defined]
 
@@ -253,7 +255,7 @@ def test_sglang_llama_never_reaches_the_last_layer_output(plan_for: Callable[...
                     convention="output-of")
     assert plan.aux.never_fire == (8,)  # type: ignore[attr-defined]
     fixes = " ".join(i.finding.fix for i in plan.issues)  # type: ignore[attr-defined]
-    assert "no SGLang release read reaches L for LlamaForCausalLM; vLLM 0.18.0 does" in fixes
+    assert "no SGLang release read reaches L for LlamaForCausalLM, vLLM 0.18.0 does" in fixes
 
 
 @pytest.mark.parametrize(("version", "codes"), [("0.5.4.post1", {"fc-width"}),

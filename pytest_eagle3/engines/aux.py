@@ -233,18 +233,15 @@ def _reach_words(prof: Profile, arch: str | None, reach: Reach, source: str, nev
     """What the loop reaches, and for an index past it the release that adds it (empty when all fire)."""
     if not never:
         return ""
-    words = f"{arch or 'the target'}'s capture loop in {prof.label} reaches {reach.words} (rule: {source})"
-    if layers is not None and layers in never:
-        words += _later(prof, arch, "last", "reaches L, the last layer's output") or (
-            f"; no {prof.label.split()[0]} release read reaches L for {arch}" + _elsewhere(prof, arch) if arch else "")
-    return words
-
-
-def _elsewhere(prof: Profile, arch: str) -> str:
-    """``; vLLM 0.18.0 does``: the first release of the other engine whose loop for ``arch`` reaches L."""
-    other = next(e for e in ("sglang", "vllm") if e != prof.engine)
-    since = first_reaching(other, arch, "last", Version("0"))
-    return f"; {since} does" if since else ""
+    words = f"{arch or 'the target'}'s capture loop in {prof.label} reaches {reach.words}"
+    if layers is not None and layers in never and arch:
+        since = first_reaching(prof.engine, arch, "last", prof.version)
+        other = next(e for e in ("sglang", "vllm") if e != prof.engine)
+        elsewhere = first_reaching(other, arch, "last", Version("0"))
+        words += (f"; L (the last layer's output) is reached from {since}" if since else
+                  f"; no {prof.label.split()[0]} release read reaches L for {arch}"
+                  + (f", {elsewhere} does" if elsewhere else ""))
+    return f"{words} (rule: {source})"
 
 
 def _trained(sheet: FactSheet, layers: int | None, convention: str | None) -> tuple[tuple[int, ...] | None, str]:
@@ -382,6 +379,9 @@ def fix_edit(aux: AuxPlan, prof: Profile) -> tuple[str, tuple[int, ...]] | None:
 
 def _aux_fix(aux: AuxPlan, prof: Profile) -> str:
     trained = list(aux.trained or ())
+    unreachable = sorted(set(aux.never_fire) & set(trained))
+    if unreachable and aux.reach:
+        return f"the draft was trained on layer inputs {unreachable}, out of this target's reach: {aux.reach}"
     if aux.graph_mode is not None and aux.captured == aux.trained:
         return "serve with SGLang >= 0.5.11 (or --disable-cuda-graph, slow)"
     if aux.fix_edit is None:
