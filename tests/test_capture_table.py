@@ -37,6 +37,13 @@ def test_scan_table_is_consistent(engine: str) -> None:
     ("vllm", "Qwen3NextForCausalLM", "0.23.0", "0.24.0"),
     ("sglang", "Qwen3NextForCausalLM", "0.5.8", "0.5.9"),
     ("sglang", "Gemma4ForCausalLM", "0.5.11", "0.5.12"),
+    # the Qwen2 family before 0.5.3: only Qwen3 / Qwen3-MoE have the method (qwen3.py, qwen3_moe.py from 0.4.9);
+    # qwen2.py, qwen2_moe.py, qwen2_5_vl.py gain it in 0.5.2 (0.4.9-0.5.1.post3 read without it)
+    ("sglang", "Qwen3ForCausalLM", "0.4.8.post1", "0.4.9"),
+    ("sglang", "Qwen3MoeForCausalLM", "0.4.8.post1", "0.4.9"),
+    ("sglang", "Qwen2ForCausalLM", "0.5.1.post3", "0.5.2"),
+    ("sglang", "Qwen2MoeForCausalLM", "0.5.1.post3", "0.5.2"),
+    ("sglang", "Qwen2_5_VLForConditionalGeneration", "0.5.1.post3", "0.5.2"),
 ])
 def test_capture_boundaries(engine: str, arch: str, before: str, after: str) -> None:
     assert capture_support(engine, Version(before), arch).support == REFUSED
@@ -48,6 +55,12 @@ def test_registered_without_the_interface_is_refused_and_unregistered_is_unknown
     assert refused.support == REFUSED and "registered" in refused.source
     assert capture_support("sglang", Version("0.5.23"), "Glm4MoeForCausalLM").support == CAPTURES
     assert not capture_support("vllm", Version("0.32.0"), "BrandNewForCausalLM").known
+
+
+def test_sglang_qwen2_vl_never_captures() -> None:
+    """Qwen2-VL (qwen2_vl.py) has no set_eagle3_layers_to_capture in any SGLang release read."""
+    assert capture_support("sglang", Version("0.5.2"), "Qwen2VLForConditionalGeneration").support == REFUSED
+    assert capture_support("sglang", Version("0.5.23"), "Qwen2VLForConditionalGeneration").support == REFUSED
 
 
 def test_sglang_glm4v_stopped_capturing_after_054() -> None:

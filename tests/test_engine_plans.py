@@ -73,7 +73,15 @@ LONG_TARGET = {"max_position_embeddings": 8192}
 FP8 = {"quant_method": "fp8", "activation_scheme": "dynamic"}
 SLIDING = {"config": _set(layer_types=["sliding_attention"], sliding_window=64)}
 YARN = {"config": _set(rope_scaling={"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 1024})}
+#: The same in the original EAGLE format (vLLM 0.8.5-0.10.0 read no speculators or SpecForge architecture name).
+NARROW_EA = SynthSpec(producer=EAGLE, hidden_size=32, num_attention_heads=1, head_dim=32, intermediate_size=64)
+NARROW_FC = {"config": _set(target_hidden_size=64), "replace": {"fc.weight": torch.zeros(32, 192, dtype=torch.bfloat16)}}
 QK_NORMS = {f"layers.0.self_attn.{n}_norm.weight": torch.ones(32, dtype=torch.bfloat16) for n in ("q", "k")}
+
+
+def _tied_without_draft_vocab(config: dict[str, Any]) -> None:
+    config.pop("draft_vocab_size", None)
+    config["tie_word_embeddings"] = True
 
 
 def _layer_type(model_type: str) -> Callable[[dict[str, Any]], None]:
@@ -173,6 +181,17 @@ CASES = [
     case("mlp_width", SGL, "0.4.8.post1", "0.4.9", SF, {"uninitialised"}, {"mlp-width"},
          variant={"config": _set(model_type="llama4_text")}),
     case("mlp_width", SGL, "0.5.2", "0.5.3", SF, {"mlp-width"}, set(), variant={"config": _set(model_type="llama4_text")}),
+    case("draft_vocab_size_missing", SGL, "0.5.4.post1", "0.5.4.post2", SynthSpec(producer=SPECFORGE, draft_vocab_size=1024),
+         {"dropped"}, {"draft-vocab-size", "dropped"},
+         variant={"config": _tied_without_draft_vocab, "drop": ("d2t", "t2d")}),
+    case("d2t_absent", VLL, "0.8.5.post1", "0.9.0", EA.with_faults("d2t-missing"), {"d2t-missing"},
+         {"d2t-missing-crash"}),
+    case("d2t_absent", VLL, "0.9.0.1", "0.9.1", EA.with_faults("d2t-missing"), {"d2t-missing-crash"},
+         {"d2t-missing"}),
+    case("embed_width_check", VLL, "0.9.0.1", "0.9.1", NARROW_EA, {"embed-width", "d2t-discarded"},
+         {"embed-missing"}, variant=NARROW_FC),
+    case("embed_width_check", VLL, "0.11.0", "0.11.1", NARROW_EA, {"embed-missing"}, {"embed-width"},
+         variant=NARROW_FC),
     case("capture_range", VLL, "0.17.0", "0.18.0", SynthSpec(producer=SPECULATORS, aux_layer_ids=(2, 4, 8)),
          {"fc-width", "aux-layers"}, set()),
     case("draft_positions", SGL, "0.4.10.post2", "0.5.1", SF, {"draft-positions"}, {"draft-positions-refused"},

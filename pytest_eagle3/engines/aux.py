@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from packaging.version import Version
+
 from pytest_eagle3.engines.capture import (
     ALLOWLIST_SOURCE,
     CAPTURES,
@@ -24,6 +26,17 @@ from pytest_eagle3.engines.capture import (
 from pytest_eagle3.engines.facts import FactSheet, lookup
 from pytest_eagle3.engines.loadplan import AuxPlan, Filed, Filing, Measured, describe_inputs
 from pytest_eagle3.engines.profiles import Profile
+from pytest_eagle3.engines.reach import (
+    CRASH,
+    EMBEDDINGS,
+    INDEX_ERROR,
+    RANGE_REACH,
+    UNREACHED,
+    Reach,
+    first_reaching,
+    reach_at,
+)
+from pytest_eagle3.engines.reach import label as reach_label
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.producers.formats import (
     CONVENTIONS,
@@ -49,23 +62,36 @@ def transform(rule: str, ids: Sequence[int], layers: int | None) -> tuple[int, .
     raise ValueError(f"unknown aux transform {rule!r}")
 
 
-def firing(requested: Sequence[int], layers: int | None, capture_range: str) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
-    """(captured ascending and unique, indices that never fire, whether index 0 crashes)."""
-    crash = 0 in requested and capture_range == "inner"
+def firing(requested: Sequence[int], layers: int | None, capture_range: str | Reach
+           ) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
+    """(captured ascending and unique, indices that never fire, whether index 0 crashes) under a reach
+    (or the profile's ``capture_range`` name)."""
+    reach = capture_range if isinstance(capture_range, Reach) else RANGE_REACH[capture_range]
+    crash = 0 in requested and reach.zero == CRASH
+    low = 0 if reach.zero == EMBEDDINGS else 1
     if layers is None:
-        kept = sorted({j for j in requested if j >= (0 if capture_range == "all" else 1)})
-        return tuple(kept), (), crash
-    low, high = (0, layers) if capture_range == "all" else (1, layers - 1)
+        return tuple(sorted({j for j in requested if j >= low})), (), crash
+    low, high = reach.bounds(layers)
     captured = tuple(sorted({j for j in requested if low <= j <= high}))
-    never = tuple(sorted({j for j in requested if j > high or j < 0}))
+    never = tuple(sorted({j for j in requested if j > high or j < 0 or (j == 0 and reach.zero == UNREACHED)}))
     return captured, never, crash
 
 
 def capture_range_for(prof: Profile, family: str) -> str:
-    """gpt-oss from SGLang 0.5.17 captures at every block boundary 0..L (models/gpt_oss.py forward)."""
+    """The profile's reach for a target the scan did not read: gpt-oss from SGLang 0.5.17 captures at
+    every block boundary 0..L (models/gpt_oss.py forward)."""
     if family == "gpt_oss" and prof.value("aux_transform_gpt_oss") == "+1-unless-max-is-L":
         return "all"
     return str(prof.value("capture_range"))
+
+
+def reach_for(prof: Profile, architecture: str | None, family: str) -> tuple[Reach, str]:
+    """The reach of the target's capture loop at ``prof``'s version and its source: the scanned row for the
+    architecture, else the profile's ``capture_range``."""
+    row = reach_at(prof.engine, prof.version, architecture) if architecture else None
+    if row is not None and architecture:
+        return row.value, reach_label(prof.engine, architecture, row)
+    return RANGE_REACH[capture_range_for(prof, family)], prof.source("capture_range")
 
 
 def trained_inputs(ids: Sequence[int], convention: str) -> tuple[int, ...]:
@@ -145,7 +171,7 @@ def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: 
     arch = sheet.target_architecture
     support = capture_support(prof.engine, prof.version, arch) if arch else None
     family = support.family if support else "llama"
-    capture_range = capture_range_for(prof, family)
+    capture_range, reach_source = reach_for(prof, arch, family)
     fields = prof.value("aux_id_fields")
     field, configured, used, requested = resolve_ids(prof, fields, first_ids(sheet.aux_ids, fields), family, layers,
                                                      sheet.default_inputs)
@@ -170,7 +196,8 @@ def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: 
         basis = "assumed"
     aux = AuxPlan(field=field, configured=configured, transform=used, requested=requested, captured=captured,
                   never_fire=never_fire, trained=trained, trained_from=trained_from, basis=basis,
-                  other_mode=other_mode, graph_mode=graph_mode, target_layers=layers, support=support)
+                  other_mode=other_mode, graph_mode=graph_mode, target_layers=layers, support=support,
+                  reach=_reach_words(prof, arch, capture_range, reach_source, never_fire, layers))
     if _feeds_other_layers(aux, sheet):
         aux = dataclasses.replace(aux, fix_edit=fix_edit(aux, prof))
     _support_issues(out, prof, support, arch)
@@ -180,10 +207,41 @@ def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: 
             "aux-index-zero",
             f"{prof.label} would capture the input of layer 0 (residual is None there): the first forward fails",
             (Evidence("aux ids", str(list(aux.configured or ())), "ids whose captured layer input is >= 1"),),
-            "drop the id that maps to layer input 0", (f"rule: {prof.source('capture_range')}",),
+            "drop the id that maps to layer input 0" + _later(prof, arch, "zero", "captures the embeddings there"),
+            (f"rule: {reach_source}",),
+        ))
+    if capture_range.past == INDEX_ERROR and layers is not None and any(j >= layers for j in never_fire):
+        out.refuse("aux_layers", Finding(
+            "aux-index-past-end",
+            f"{prof.label}'s {arch} flags self.layers[j] for every requested layer input j; "
+            f"{[j for j in never_fire if j >= layers]} is past its {layers} layers: IndexError at startup",
+            (Evidence("aux ids", str(list(aux.configured or ())), f"ids whose captured layer input is < {layers}"),),
+            f"drop the ids that map to layer input {layers} or beyond", (f"rule: {reach_source}",),
         ))
     _compare(out, aux, prof, sheet)
     return Aux(aux, out.filed())
+
+
+def _later(prof: Profile, arch: str | None, index: str, what: str) -> str:
+    """``, or serve with vLLM 0.18.0 (its ARCH loop WHAT)``: the first later release of the engine that reaches it."""
+    since = first_reaching(prof.engine, arch, index, prof.version) if arch else None
+    return f", or serve with {since} (its {arch} loop {what})" if since else ""
+
+
+def _reach_words(prof: Profile, arch: str | None, reach: Reach, source: str, never: Sequence[int],
+                 layers: int | None) -> str:
+    """What the loop reaches, and for an index past it the release that adds it (empty when all fire)."""
+    if not never:
+        return ""
+    words = f"{arch or 'the target'}'s capture loop in {prof.label} reaches {reach.words}"
+    if layers is not None and layers in never and arch:
+        since = first_reaching(prof.engine, arch, "last", prof.version)
+        other = next(e for e in ("sglang", "vllm") if e != prof.engine)
+        elsewhere = first_reaching(other, arch, "last", Version("0"))
+        words += (f"; L (the last layer's output) is reached from {since}" if since else
+                  f"; no {prof.label.split()[0]} release read reaches L for {arch}"
+                  + (f", {elsewhere} does" if elsewhere else ""))
+    return f"{words} (rule: {source})"
 
 
 def _trained(sheet: FactSheet, layers: int | None, convention: str | None) -> tuple[tuple[int, ...] | None, str]:
@@ -321,6 +379,9 @@ def fix_edit(aux: AuxPlan, prof: Profile) -> tuple[str, tuple[int, ...]] | None:
 
 def _aux_fix(aux: AuxPlan, prof: Profile) -> str:
     trained = list(aux.trained or ())
+    unreachable = sorted(set(aux.never_fire) & set(trained))
+    if unreachable and aux.reach:
+        return f"the draft was trained on layer inputs {unreachable}, out of this target's reach: {aux.reach}"
     if aux.graph_mode is not None and aux.captured == aux.trained:
         return "serve with SGLang >= 0.5.11 (or --disable-cuda-graph, slow)"
     if aux.fix_edit is None:
@@ -331,6 +392,8 @@ def _aux_fix(aux: AuxPlan, prof: Profile) -> str:
 
 def _aux_details(aux: AuxPlan, prof: Profile) -> tuple[str, ...]:
     details = [f"rule: {prof.source('aux_id_fields')}"]
+    if aux.reach:
+        details.append(aux.reach)
     fields = prof.value("aux_id_fields") or ()
     if len(fields) > 2:
         details.append(f"aux-id fields {prof.label} reads, in order: {', '.join(map(field_text, fields))}")

@@ -106,6 +106,8 @@ def plan_fc(sheet: FactSheet, prof: Profile, built: FcPlan, aux: AuxPlan) -> Fc:
 
 def _capture_fix(aux: AuxPlan) -> str:
     if aux.never_fire:
-        return (f"use aux ids the target can capture (ids whose captured layer input {list(aux.never_fire)} "
+        return (f"use aux ids the target can capture (ids whose captured layer input is {list(aux.never_fire)} "
+                f"never fire: {aux.reach})" if aux.reach else
+                f"use aux ids the target can capture (ids whose captured layer input {list(aux.never_fire)} "
                 "lies past the last layer never fire)")
     return "make the target capture as many aux states as fc was trained on (aux ids in the field the engine reads)"

@@ -111,6 +111,8 @@ class AuxPlan:
     graph_mode: tuple[int, ...] | None = None
     target_layers: int | None = None
     support: CaptureSupport | None = None
+    #: What the target's capture loop reaches, in words, when a requested index lies outside it.
+    reach: str = ""
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,8 @@ BEHAVIOURS: dict[str, str] = {
     "aux_transform_llama": "how Llama/Qwen-family targets turn ids into captured layer inputs",
     "aux_transform_deepseek": "how DeepSeek-family targets turn ids into captured layer inputs",
     "aux_transform_gpt_oss": "how gpt-oss targets turn ids into captured layer inputs",
-    "capture_range": "which captured layer-input indices fire: 'inner' = 1..L-1, 'all' = 0..L",
+    "capture_range": ("which captured layer-input indices fire: 'inner' = 1..L-1, 'all' = 0..L; for target classes "
+                      "whose loop the reach scan did not read (engines/reach.py has the rest, per class)"),
     "graph_mode_default_layers": "whether CUDA-graph decode captures the default layers instead",
     "fc_applied": "when fc runs on what the target sends",
     "fc_aux_count": "how the draft sizes fc: the number of aux states it expects",
@@ -128,7 +129,7 @@ Read = Literal["not-read", "read", "eagle-format-only", "top-level"]
 AuxTransform = Literal["+1", "+1-if-first-is-1", "+1-unless-max-is-L", "as-is"]
 Sharing = Literal["draft", "target-unless-hidden-differs", "target-if-absent", "target-always-key-raises",
                   "target-if-same-shape", "target-if-absent-or-equal"]
-Refusal = Literal["refused", "vocab_size", "target-lm_head"]
+Refusal = Literal["refused", "vocab_size", "vocab_size-if-tied", "target-lm_head"]
 
 #: The values each behaviour takes: a Literal (checked when the tables are built) or a type.
 VALUES: dict[str, Any] = {
@@ -235,7 +236,7 @@ _SPANS += _rules(SGLANG, "arch_rewrite",
 _SPANS += _rules(VLLM, "arch_rewrite",
                  ("0.8.5", "0.8.5", "none", "vllm 0.8.5: the architecture field is not read for eagle3"),
                  ("0.9.0", "0.10.0", "prefix-unless-starts",
-                  "vllm 0.9.0 transformers_utils/configs/eagle.py: names not starting with Eagle3 become Eagle3X"),
+                  "vllm 0.9.0 transformers_utils/configs/eagle.py: names not starting with Eagle3 become Eagle3X (0.9.0, 0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"),
                  ("0.10.1", None, "prefix-unless-starts-or-ends",
                   "vllm 0.10.1 transformers_utils/configs/eagle.py: keeps names starting or ending with Eagle3"))
 # ---------------------------------------------------------------- speculators_format
@@ -290,7 +291,7 @@ _SPANS += _rules(SGLANG, "multi_layer",
                  ("0.5.12", None, "supported", f"sglang {SG_EAGLE3} num_hidden_layers layers (v0.5.12 a75b79e03b)"))
 _SPANS += _rules(VLLM, "multi_layer",
                  ("0.8.5", "0.11.0", "one-layer",
-                  f"vllm 0.11.0 {VL_EAGLE3}: one layer built; layers.1.* raises KeyError (CPU run 0.11.0)"),
+                  f"vllm 0.11.0 {VL_EAGLE3}: one layer built; layers.1.* raises KeyError (CPU run 0.11.0; 0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"),
                  ("0.11.1", None, "supported",
                   f"vllm 0.11.1 {VL_EAGLE3} LlamaModel.__init__: range(config.num_hidden_layers) layers (CPU run 0.11.1)"))
 # ---------------------------------------------------------------- later_layer_norm
@@ -305,8 +306,9 @@ _SPANS += _rules(SGLANG, "d2t_present",
                   f"sglang {SG_EAGLE3} load_weights: hot_token_id = d2t + arange (substring 'd2t')"))
 _SPANS += _rules(VLLM, "d2t_present",
                  ("0.8.5", "0.8.5", "offsets", f"vllm 0.8.5 {VL_EAGLE3} compute_logits: arange + draft_id_to_target_id"),
-                 ("0.9.0", "0.9.0", "discarded",
-                  f"vllm 0.9.0 {VL_EAGLE3} load_weights: 'd2t' not in loaded_weights (renamed) -> map set to None"),
+                 ("0.9.0", "0.9.0.1", "discarded",
+                  (f"vllm 0.9.0 {VL_EAGLE3} load_weights: 'd2t' not in loaded_weights (renamed) -> map set to None; "
+                   "compute_logits then asserts logits.shape[1] == vocab_size (0.9.0, 0.9.0.1 read)")),
                  ("0.9.1", None, "offsets", f"vllm {VL_EAGLE3} compute_logits: arange + draft_id_to_target_id"))
 # ---------------------------------------------------------------- d2t_absent
 _SPANS += _rules(SGLANG, "d2t_absent",
@@ -315,7 +317,14 @@ _SPANS += _rules(SGLANG, "d2t_absent",
                  ("0.4.9", None, "identity",
                   f"sglang 0.4.9 {SG_EAGLE3} hot_token_id = None; speculative/eagle_worker.py checks 'is not None'"))
 _SPANS += _rules(VLLM, "d2t_absent",
-                 ("0.8.5", None, "identity", f"vllm {VL_EAGLE3}: draft_id_to_target_id stays zeros (target = draft id)"))
+                 ("0.8.5", "0.8.5.post1", "identity",
+                  f"vllm 0.8.5 {VL_EAGLE3} compute_logits: draft_id_to_target_id stays zeros (target = draft id)"),
+                 ("0.9.0", "0.9.0.1", "crash",
+                  (f"vllm 0.9.0 {VL_EAGLE3} load_weights: no d2t -> draft_id_to_target_id = None; compute_logits "
+                   "asserts logits.shape[1] == vocab_size (0.9.0, 0.9.0.1 read)")),
+                 ("0.9.1", None, "identity",
+                  (f"vllm 0.9.1 {VL_EAGLE3} load_weights skip_substrs 'draft_id_to_target_id': the map stays zeros "
+                   "(target = draft id) (0.9.1, 0.9.2, 0.10.0 read)")))
 # ---------------------------------------------------------------- d2t_full_vocab
 _SPANS += _rules(SGLANG, "d2t_full_vocab",
                  ("0.4.4.post2", None, "offsets", f"sglang {SG_EAGLE3} load_weights: d2t always read"))
@@ -327,10 +336,16 @@ _SPANS += _rules(VLLM, "d2t_full_vocab",
                    "a shipped d2t raises 'There is no module or parameter named draft_id_to_target_id' (CPU run 0.32.0)")))
 # ---------------------------------------------------------------- draft_vocab_size_missing
 _SPANS += _rules(SGLANG, "draft_vocab_size_missing",
-                 ("0.4.4.post2", None, "refused",
-                  f"sglang {SG_EAGLE3} __init__ reads config.draft_vocab_size without a default (static reading)"))
+                 ("0.4.4.post2", "0.5.4.post1", "vocab_size-if-tied",
+                  (f"sglang {SG_EAGLE3} LlamaForCausalLMEagle3.__init__ reads config.draft_vocab_size only when "
+                   "tie_word_embeddings is false (tied: lm_head = embed_tokens, LogitsProcessor(config) over "
+                   "vocab_size); the transformers config raises AttributeError for the absent key "
+                   "(0.4.4.post2, 0.4.9, 0.5.2, 0.5.4.post1 read)")),
+                 ("0.5.4.post2", None, "refused",
+                  (f"sglang 0.5.4.post2 {SG_EAGLE3} __init__: config_.vocab_size = config_.draft_vocab_size whatever "
+                   "tie_word_embeddings: AttributeError (0.5.4.post2, 0.5.11, 0.5.12, 0.5.23 read)")))
 _SPANS += _rules(VLLM, "draft_vocab_size_missing",
-                 ("0.8.5", "0.10.2", "refused", f"vllm 0.10.1 {VL_EAGLE3} __init__: self.config.draft_vocab_size"),
+                 ("0.8.5", "0.10.2", "refused", f"vllm 0.10.1 {VL_EAGLE3} __init__: self.config.draft_vocab_size (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"),
                  ("0.11.0", None, "vocab_size",
                   f"vllm 0.11.0 {VL_EAGLE3} __init__: draft_vocab_size defaults to vocab_size"))
 # ---------------------------------------------------------------- draft_vocab_size_null
@@ -348,7 +363,8 @@ _SPANS += _rules(SGLANG, "aux_id_fields",
                   ("sglang 0.4.9 model_executor/model_runner.py ModelRunner.initialize (from 0.5.16 "
                    "model_runner_components/spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state)")))
 _SPANS += _rules(VLLM, "aux_id_fields",
-                 ("0.8.5", "0.11.0", (), "vllm 0.11.0: no code reads eagle_aux_hidden_state_layer_ids (CPU run 0.11.0)"),
+                 ("0.8.5", "0.11.0", (), ("vllm 0.11.0: no code reads eagle_aux_hidden_state_layer_ids (CPU run 0.11.0); v1/worker/gpu_model_runner.py "
+                   "set_aux_hidden_state_layers(get_eagle3_aux_hidden_state_layers()), the target's defaults (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)")),
                  ("0.11.1", "0.19.1", (TOP_FIELD,),
                   "vllm 0.11.1 v1/worker/gpu_model_runner.py _get_eagle3_aux_layers_from_config (CPU run 0.11.1)"),
                  ("0.20.0", "0.21.0", (TOP_FIELD, "dflash_config.target_layer_ids"),
@@ -422,13 +438,13 @@ _SPANS += _rules(SGLANG, "fc_applied",
 _SPANS += _rules(VLLM, "fc_applied",
                  ("0.8.5", "0.8.5", "when-width-differs",
                   f"vllm 0.8.5 {VL_EAGLE3} LlamaModel.forward: if hidden_states.shape[-1] != input_embeds.shape[-1]"),
-                 ("0.9.0", None, "always", f"vllm 0.9.0 {VL_EAGLE3} combine_hidden_states; forward asserts the width"))
+                 ("0.9.0", None, "always", f"vllm 0.9.0 {VL_EAGLE3} combine_hidden_states; forward asserts the width (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"))
 # ---------------------------------------------------------------- fc_aux_count
 _SPANS += _rules(SGLANG, "fc_aux_count",
                  ("0.4.4.post2", "0.5.11", FcAuxCount.FIXED_3, f"sglang {SG_EAGLE3} LlamaModel.__init__ fc = Linear(target_hidden * 3)"),
                  ("0.5.12", None, FcAuxCount.FROM_CONFIG, f"sglang {SG_EAGLE3} LlamaModel.__init__ num_aux_hidden_states (v0.5.12)"))
 _SPANS += _rules(VLLM, "fc_aux_count",
-                 ("0.8.5", "0.21.0", FcAuxCount.FIXED_3, f"vllm 0.11.0 {VL_EAGLE3} fc = Linear(target_hidden_size * 3)"),
+                 ("0.8.5", "0.21.0", FcAuxCount.FIXED_3, f"vllm 0.11.0 {VL_EAGLE3} fc = Linear(target_hidden_size * 3) (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"),
                  ("0.22.0", None, FcAuxCount.FROM_CONFIG,
                   f"vllm 0.22.0 {VL_EAGLE3} num_aux_hidden_states, else len(eagle_config ids), else 3 (vllm#54598)"))
 # ---------------------------------------------------------------- fc_bias
@@ -450,7 +466,7 @@ _SPANS += _rules(VLLM, "use_aux_hidden_state",
 _SPANS += _rules(SGLANG, "norm_before_residual",
                  ("0.4.4.post2", None, "not-read", f"sglang {SG_EAGLE3} LlamaDecoderLayer.forward: residual = hidden_states"))
 _SPANS += _rules(VLLM, "norm_before_residual",
-                 ("0.8.5", "0.10.0", "not-read", f"vllm 0.8.5 {VL_EAGLE3} LlamaDecoderLayer.forward: residual = hidden_states"),
+                 ("0.8.5", "0.10.0", "not-read", f"vllm 0.8.5 {VL_EAGLE3} LlamaDecoderLayer.forward: residual = hidden_states (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"),
                  ("0.10.1", None, "read", f"vllm 0.10.1 {VL_EAGLE3} getattr(config, 'norm_before_residual', False)"))
 # ---------------------------------------------------------------- norm_before_fc
 _SPANS += _rules(SGLANG, "norm_before_fc",
@@ -485,8 +501,9 @@ _SPANS += _rules(SGLANG, "embed_source",
                    "models/llama.py set_embed skips when target_hidden_size != hidden_size")))
 _SPANS += _rules(VLLM, "embed_source",
                  ("0.8.5", "0.8.5", "target-if-absent", "vllm 0.8.5 v1/spec_decode/eagle.py load_model"),
-                 ("0.9.0", "0.9.0", "target-always-key-raises",
-                  "vllm 0.9.0 llama_eagle3.py: no embed_tokens module when PP == 1 (vllm#18906 KeyError)"),
+                 ("0.9.0", "0.9.0.1", "target-always-key-raises",
+                  ("vllm 0.9.0 llama_eagle3.py: no embed_tokens module when PP == 1 (vllm#18906 KeyError); 0.9.0.1 "
+                   "v1/spec_decode/eagle.py load_model the same (0.9.0, 0.9.0.1 read)")),
                  ("0.9.1", "0.11.0", "target-if-same-shape",
                   "vllm 0.9.1-0.11.0 v1/spec_decode/eagle.py load_model: shared when the shapes match"),
                  ("0.11.1", None, "target-if-absent-or-equal",
@@ -533,7 +550,15 @@ _SPANS += _rules(SGLANG, "embed_width_check",
                  ("0.4.4.post2", None, "uninitialised",
                   "sglang models/llama.py LlamaForCausalLM.set_embed returns when target_hidden_size != hidden_size"))
 _SPANS += _rules(VLLM, "embed_width_check",
-                 ("0.8.5", "0.24.0", "target-width",
+                 ("0.8.5", "0.9.0.1", "target-width",
+                  ("vllm 0.8.5 v1/spec_decode/eagle.py load_model: the target's embed_tokens when the checkpoint has "
+                   "none, whatever the width; 0.9.0, 0.9.0.1: the target's always at PP == 1 (vllm#18906: assert "
+                   "hidden_states.shape[-1] == input_embeds.shape[-1]) (0.8.5, 0.8.5.post1, 0.9.0, 0.9.0.1 read)")),
+                 ("0.9.1", "0.11.0", "uninitialised",
+                  ("vllm 0.9.1 v1/spec_decode/eagle.py load_model: shared only when the embed_tokens.weight shapes match; "
+                   "llama_eagle3.py load_weights skip_substrs 'embed_tokens' when the checkpoint has none, so a draft of "
+                   "another width keeps a random one (0.9.1, 0.9.2, 0.10.0, 0.10.1, 0.10.1.1, 0.10.2, 0.11.0 read)")),
+                 ("0.11.1", "0.24.0", "target-width",
                   ("vllm 0.24.0 v1/spec_decode/llm_base_proposer.py _maybe_share_embeddings: shared whenever the checkpoint "
                    "has no embed_tokens, whatever the width (0.11.0 eagle.py load_model: by shape)")),
                  ("0.25.0", None, "uninitialised",
@@ -543,7 +568,7 @@ _SPANS += _rules(VLLM, "embed_width_check",
 _SPANS += _rules(SGLANG, "lm_head_source",
                  ("0.4.4.post2", None, "draft", f"sglang {SG_EAGLE3}: own lm_head [draft_vocab_size, hidden]"))
 _SPANS += _rules(VLLM, "lm_head_source",
-                 ("0.8.5", "0.10.2", "draft", "vllm 0.10.1 v1/spec_decode/eagle.py load_model: lm_head not shared for eagle3"),
+                 ("0.8.5", "0.10.2", "draft", "vllm 0.10.1 v1/spec_decode/eagle.py load_model: lm_head not shared for eagle3 (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"),
                  ("0.11.0", "0.11.0", "target-if-same-shape",
                   "vllm 0.11.0 v1/spec_decode/eagle.py load_model: target lm_head when the shapes match"),
                  ("0.11.1", None, "target-if-absent-or-equal",

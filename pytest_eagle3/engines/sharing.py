@@ -77,6 +77,7 @@ def _embed(out: Filing, sheet: FactSheet, prof: Profile, measured: Measured | No
     hidden, target_hidden = config.get("hidden_size"), config.get("target_hidden_size")
     if rule == "target-unless-hidden-differs":
         return _sglang_embed(out, prof, embed, hidden, target_hidden)
+    target_width = sheet.target_width or target_hidden or hidden
     if rule == "target-always-key-raises":
         if embed is not None:
             out.refuse("embeddings", Finding(
@@ -85,9 +86,10 @@ def _embed(out: Filing, sheet: FactSheet, prof: Profile, measured: Measured | No
                 (Evidence(embed, "present", "absent"),), "drop embed_tokens.weight from the checkpoint",
                 (f"rule: {prof.source('embed_source')}",),
             ))
+        elif target_width != hidden:  # shared at PP == 1 whatever the width
+            return _narrow_embed(out, prof, embed, hidden, target_width)
         return "target"
-    target_width = sheet.target_width or target_hidden or hidden
-    if rule == "target-if-absent-or-equal" and target_width != hidden:
+    if target_width != hidden:  # vLLM: a draft narrower or wider than its target, release by release
         return _narrow_embed(out, prof, embed, hidden, target_width)
     if embed is None:
         return "target"

@@ -49,10 +49,12 @@ def plan_vocab(sheet: FactSheet, prof: Profile, parameters: Mapping[str, object]
         return VocabMap("refused", None, out.filed())
     if prof.value("d2t_present") == "discarded":
         if not full:
-            out.lose("vocab", Finding(
+            out.refuse("vocab", Finding(
                 "d2t-discarded",
-                f"{prof.label} discards d2t after loading (the renamed key is never found): draft ids become target "
-                f"ids: {ACCEPTANCE_NOTE}",
+                f"{prof.label} discards d2t after loading (the renamed key is never found), then compute_logits "
+                f"asserts the draft's logits are vocab_size ({sheet.config.get('vocab_size')}) wide; they are "
+                f"draft_vocab_size ({sheet.draft_vocab_size}) wide: AssertionError 'Expected logits to have shape' "
+                "at the first draft step",
                 (Evidence("d2t", "shipped", "applied as offsets"),),
                 "serve with vLLM >= 0.9.1", (f"rule: {prof.source('d2t_present')}",),
             ))
@@ -70,10 +72,14 @@ def _draft_vocab(out: Filing, sheet: FactSheet, prof: Profile) -> tuple[int | No
     behaviour = "draft_vocab_size_missing" if not present else "draft_vocab_size_null"
     rule = prof.value(behaviour)
     state = "absent" if not present else "null"
-    if rule == "refused":
+    if rule == "vocab_size-if-tied" and sheet.tie_word_embeddings:
+        out.note(f"draft_vocab_size {state}, tie_word_embeddings: {prof.label} never reads it (lm_head = embed_tokens)")
+        return sheet.vocab_size, False
+    if rule in ("refused", "vocab_size-if-tied"):
         out.refuse("vocab", Finding(
             "draft-vocab-size",
-            f"{prof.label} needs draft_vocab_size in the draft config; it is {state}: startup fails",
+            f"{prof.label} needs draft_vocab_size in the draft config; it is {state}: startup fails"
+            + (" (AttributeError from the config)" if state == "absent" else ""),
             (Evidence("config.json draft_vocab_size", state, "the lm_head row count"),),
             "write draft_vocab_size (the lm_head rows) into config.json",
             (f"rule: {prof.source(behaviour)}",),
@@ -105,7 +111,10 @@ def _no_map(out: Filing, prof: Profile, draft_vocab: int, vocab: int | None, ful
     if prof.value("d2t_absent") == "crash":
         out.refuse("vocab", Finding(
             "d2t-missing-crash",
-            f"{prof.label} needs d2t for a reduced draft vocab: startup fails (hot_token_id is None)",
+            f"{prof.label} needs d2t for a reduced draft vocab ({draft_vocab} of {vocab}): " + (
+                "startup fails (hot_token_id is None)" if prof.engine == "sglang" else
+                "the map is set to None and compute_logits asserts the logits are vocab_size wide: AssertionError "
+                "'Expected logits to have shape' at the first draft step"),
             (Evidence("d2t", "absent", f"{draft_vocab} offsets"),), "save d2t (offsets) with the draft",
             (f"rule: {prof.source('d2t_absent')}",),
         ))
