@@ -140,7 +140,8 @@ class TestEagle3Engine:
         extra = [n for n in plan.notes if "drops its" in n]
         what = (f"nothing {fmt.label} is known to train with is lost (fields, rope, norms)" if fmt.producer != "unknown"
                 else "producer unknown: only the files beside the weights are checked")
-        passed(record_property, f"{plan.engine.label}: {what}" + (f"; {'; '.join(extra)}" if extra else ""))
+        priced = f"; {'; '.join(plan.priced)}" if plan.priced else ""
+        passed(record_property, f"{plan.engine.label}: {what}" + (f"; {'; '.join(extra)}" if extra else "") + priced)
 
 
 def _judge(request: pytest.FixtureRequest, plan: LoadPlan, **how: bool) -> None:

@@ -28,6 +28,9 @@ from pytest_eagle3.findings import Evidence, Finding, short
 from pytest_eagle3.producers.habits import NORM_HABITS, RopeKey
 
 AREA = "producer"
+#: The simulated feed fields (reference.simulate.Feed) that price the habits: the rope the draft runs with,
+#: and ModelOpt's input_layernorm on the hidden path.
+ROPE, HIDDEN_PRENORM = "rope", "hidden_prenorm"
 
 
 @dataclass(frozen=True)
@@ -45,14 +48,14 @@ def plan_producer(sheet: FactSheet, prof: Profile, params: frozenset[str]) -> Pr
     ckpt = sheet.ckpt
     producer = sheet.producer
     for row, value in sheet.unread_fields:
-        out.lose(AREA, Finding(
+        out.assume(AREA, Finding(
             "field-not-read",
             f"{ckpt.format.label} trained with {row.field} = {_json(value)}, which {prof.label} never reads: "
             f"{row.engine}; {row.trained}",
             (Evidence(row.field, f"{_json(value)} (trained with)", f"{_json(row.engine_value)} (what the engine does)"),),
             f"retrain with {row.field} = {_json(row.engine_value)}, or serve with an engine that reads it",
             (f"producer: {row.source}", f"rule: no {prof.engine} release reads {row.field}"),
-        ))
+        ), None)
     rope_edit = _rope(out, prof, sheet, producer, ckpt.format.label)
     _norm_habit(out, prof, sheet)
     _extra_weights(out, prof, ckpt, params)
@@ -75,7 +78,7 @@ def _norm_habit(out: Filing, prof: Profile, sheet: FactSheet) -> None:
     if low > 0 and high / low < UNIFORM_RATIO:
         return
     spread = f"{low:.3g}..{high:.3g}"
-    out.lose(AREA, Finding(
+    out.assume(AREA, Finding(
         "norm-not-applied",
         f"{prof.label} feeds the first layer hidden_norm(fc output); {ckpt.format.label} trained it with "
         f"{habit.trained}: {name} ({spread}) is missing from the hidden path, acceptance drops",
@@ -84,7 +87,7 @@ def _norm_habit(out: Filing, prof: Profile, sheet: FactSheet) -> None:
         "no engine applies this norm: serve the draft where it is applied, or retrain with a draft whose first "
         "layer normalises the hidden path once",
         (f"producer: {habit.source}", f"rule: {prof.source('first_layer_hidden_path')}"),
-    ))
+    ), HIDDEN_PRENORM)
 
 
 def _json(value: Any) -> str:
@@ -110,13 +113,11 @@ def _rope(out: Filing, prof: Profile, sheet: FactSheet, producer: str, label: st
         (f"producer: {habit.source}", f"rule: {prof.source('draft_rope')}"),
     )
     if habit.certain:
-        out.lose(AREA, finding)
+        out.assume(AREA, finding, ROPE)
         return {"rope_theta": rope.theta, "rope_scaling": rope.scaling}
-    out.unknown(AREA, Finding(
-        "rope-trained-assumed",
-        f"assumed: {finding.summary}; its cost is not measured here",
-        finding.evidence, finding.fix, finding.details,
-    ))
+    out.assume(AREA, Finding(
+        "rope-trained-assumed", f"assumed: {finding.summary}", finding.evidence, finding.fix, finding.details,
+    ), ROPE)
     return {}
 
 
