@@ -113,3 +113,43 @@ def test_shared_layout_verdicts(make_variant: Callable[..., Path], run_contracts
     assert "identify the producer by a field or file only it writes (specforge: nothing unique on record; " \
            "eagle: plain LlamaForCausalLM architecture with draft_vocab_size and midlayer.* keys)" in run.output
     assert run.engine_outcomes(draft, VLLM)["engine.aux_layers"][0] == "passed"
+
+
+def test_prediction_fails_under_every_convention(make_variant: Callable[..., Path],
+                                                 run_contracts: Callable[..., ContractRun], synth_target: Path) -> None:
+    """An untrained draft of unknown producer, with the target's weights: the measurement cannot tell the
+    readings apart, and the prediction is low under both: engine.acceptance fails whatever the convention."""
+    draft = make_variant(SynthSpec(producer="specforge"), name="readings-predicted", config=_top_level_ids([2, 4, 5]))
+    run = run_contracts([draft], f"--eagle3-engine={VLLM}", target=synth_target)
+    outcome, message = run.engine_outcomes(draft, VLLM)["engine.acceptance"]
+    assert outcome == "failed" and "[predicted-low]" in message, message
+    assert "(whatever the convention)" in run.output
+    assert "judged under every plausible reading: input-of, output-of" in run.output
+
+
+def _prediction(mean: float, trained: float) -> Any:
+    from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.reference.acceptance import Acceptance
+    from pytest_eagle3.reference.acceptance import Reading as Fed
+    from pytest_eagle3.reference.evidence import decide
+    from pytest_eagle3.reference.predict import Prediction, Training
+    from pytest_eagle3.reference.simulate import Feed
+
+    def acc(m: float) -> Acceptance:
+        return Acceptance(Fed((2, 4, 5), 0), m, (m - 1.0,), 100)
+
+    training = Training(Feed((2, 4, 5)), acc(trained), "assumed", "assumed: test", decide([acc(trained)]))
+    from packaging.version import Version
+
+    return Prediction(EngineVersion("vllm", Version("0.32.0")), acc(mean), training)
+
+
+def test_disagreeing_predictions_are_undecided() -> None:
+    """Read one way the engine feeds the trained layers (no loss), read the other it does not: undecided."""
+    from pytest_eagle3.reference.prediction_findings import judged_findings
+
+    findings, undecided = judged_findings({INPUT_OF: _prediction(1.9, 1.9), OUTPUT_OF: _prediction(1.2, 1.9)}, 1.3)
+    assert findings == [] and undecided is not None and undecided.code == "reading-undecided"
+    assert undecided.fix == "state the convention with --eagle3-aux-convention=input-of|output-of"
+    findings, undecided = judged_findings({INPUT_OF: _prediction(1.2, 1.9), OUTPUT_OF: _prediction(1.1, 1.9)}, 1.3)
+    assert undecided is None and findings[0].summary.endswith("(whatever the convention)")

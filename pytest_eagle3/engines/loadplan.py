@@ -67,12 +67,14 @@ class Assumed:
     area: str
     finding: Finding
     deviation: str | None
+    #: Why it is not priced where the default reason does not hold (a draft too weak to price with).
+    why: str = ""
 
     def reported(self) -> Finding:
         """The finding as an assumption: 'assumed (not priced without the target's weights): ...'."""
         head = self.finding.summary.removeprefix("assumed: ")
-        why = NOT_PRICED if self.deviation is not None else UNPRICEABLE
-        details = (HOW_TO_PRICE,) if self.deviation is not None else ()
+        why = self.why or (NOT_PRICED if self.deviation is not None else UNPRICEABLE)
+        details = (HOW_TO_PRICE,) if self.deviation is not None and not self.why else ()
         return dataclasses.replace(self.finding, summary=f"assumed ({why}): {head}",
                                    details=(*details, *self.finding.details))
 

@@ -8,6 +8,11 @@ Three checks under the plan area ``producer`` (contract ``engine.producer``):
   (profile behaviour ``draft_rope``; :data:`pytest_eagle3.producers.ROPE_HABITS`);
 * weight files the engine's loader reads although they are not the draft's (profile behaviour
   ``weight_files``): their tensors go through the engine's own key rules.
+
+The first three rest on a producer habit whose cost the static plan cannot know: they are filed as
+*assumed* (``Filing.assume``, reported per --eagle3-unknown, never a failure) with the simulated feed field
+that prices them, and ``reference.fixes.price_deviations`` turns them into a loss with its figure (or a
+priced note) once the draft has been run with and without the deviation.
 """
 
 from __future__ import annotations

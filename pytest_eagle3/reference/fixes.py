@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_eagle3.engines.aux import id_field
-from pytest_eagle3.reference.evidence import standard_error
+from pytest_eagle3.reference.evidence import WEAK, standard_error
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
@@ -221,7 +221,7 @@ def price_deviations(plan: LoadPlan, predictor: DraftPredictor, max_loss: float)
     """A new plan whose assumed losses (``plan.assumed``) the simulation priced: the draft run with and without
     each deviation (``Prediction.deviations``, each applied alone to the draft as trained). One costing more
     than ``max_loss`` becomes a loss with its figure; a cheaper one a note in ``priced``; one the simulation
-    cannot model (or a plan it cannot run) stays assumed. ``plan`` itself when nothing is assumed."""
+    cannot model (or a plan it cannot run, or a draft too weak to price with: ``evidence.WEAK``) stays assumed. ``plan`` itself when nothing is assumed."""
     from pytest_eagle3.engines.loadplan import LOSS, Issue
 
     if not plan.assumed:
@@ -229,8 +229,11 @@ def price_deviations(plan: LoadPlan, predictor: DraftPredictor, max_loss: float)
     prediction = predictor.predict(plan)
     if prediction.acceptance is None:
         return plan
-    costs = {d.field: d for d in prediction.deviations}
     trained = prediction.training.acceptance.mean_acceptance_length
+    if trained < WEAK:
+        why = f"too weak to price: {trained:.2f} as trained, below {WEAK:g}"
+        return plan.with_assumed([dataclasses.replace(a, why=why) for a in plan.assumed])
+    costs = {d.field: d for d in prediction.deviations}
     basis = prediction.basis
     issues, priced, left = list(plan.issues), list(plan.priced), []
     for item in plan.assumed:
