@@ -164,6 +164,14 @@ class FcPlan:
     action: str = "unknown"
 
 
+def _reported(assumed: Sequence[Assumed], area: str) -> Finding:
+    """The unknown of ``area``: its first assumed loss, naming the others in its details."""
+    mine = [a for a in assumed if a.area == area]
+    first = mine[0].reported()
+    more = tuple(f"also {a.reported().summary} [{a.finding.code}]" for a in mine[1:])
+    return dataclasses.replace(first, details=(*more, *first.details)) if more else first
+
+
 def _frozen(value: Mapping[Any, Any] | None) -> FrozenDict[Any, Any]:
     return value if isinstance(value, FrozenDict) else FrozenDict(value or {})
 
@@ -220,10 +228,10 @@ class LoadPlan:
     def with_assumed(self, assumed: Sequence[Assumed]) -> LoadPlan:
         """This plan whose assumed losses are ``assumed``: each area's first one reported in ``unknown``
         (where the area has no other unknown), an area whose assumptions are all priced reported no more."""
-        ours = {a.reported() for a in self.assumed}
+        ours = {_reported(self.assumed, a.area) for a in self.assumed}
         unknown = {area: f for area, f in self.unknown.items() if f not in ours}
         for item in assumed:
-            unknown.setdefault(item.area, item.reported())
+            unknown.setdefault(item.area, _reported(assumed, item.area))
         return dataclasses.replace(self, assumed=tuple(assumed), unknown=unknown)
 
     @property
