@@ -431,3 +431,54 @@ def test_angelslim_draft_in_engines(engine: str, tmp_path: Path, target: Path) -
         assert result["embed_tokens"] == "target"
     else:
         assert result["outcome"] == "refused" and "Eagle3LlamaForCausalLM" in result["error"]
+
+
+def test_reference_forward_matches_modelopt_first_layer(tmp_path: Path, target: Path) -> None:
+    """ModelOpt's own EagleModule (hidden_norm(input_layernorm(fc output)) on the hidden path, through its
+    attention pre-hook) and the reference forward with ``hidden_prenorm`` give the same logits; without it
+    (as every engine runs the draft) they differ: the deviation engine.producer prices."""
+    pytest.importorskip("modelopt", reason="nvidia-modelopt not installed (tox -e producers)")
+    import copy
+    import dataclasses
+
+    import modelopt.torch.speculative as mtsp
+    from modelopt.torch.export.unified_export_hf import export_speculative_decoding
+    from modelopt.torch.speculative.config import EAGLE3_DEFAULT_CFG
+    from transformers import AutoModelForCausalLM
+
+    from pytest_eagle3.checkpoint import Checkpoint
+    from pytest_eagle3.reference.draft import ReferenceDraft
+
+    torch.manual_seed(0)
+    base = AutoModelForCausalLM.from_pretrained(str(target), dtype=torch.float32)
+    recipe = copy.deepcopy(EAGLE3_DEFAULT_CFG)
+    recipe["config"]["eagle_architecture_config"].update(
+        intermediate_size=128, num_attention_heads=2, num_key_value_heads=1, head_dim=32, draft_vocab_size=DRAFT_VOCAB)
+    recipe["config"]["eagle_use_torch_compile"] = False
+    mtsp.convert(base, [(recipe["algorithm"], recipe["config"])])
+    module = base.eagle_module
+    with torch.no_grad():
+        module.layers[0].input_layernorm.weight.copy_(torch.linspace(0.05, 3.0, HIDDEN))
+        for param in module.parameters():
+            if param.dim() == 2:
+                param.add_(torch.randn_like(param) * 0.05)
+    export_speculative_decoding(base, export_dir=str(tmp_path / "out"))
+    draft = ReferenceDraft.from_checkpoint(Checkpoint.open(tmp_path / "out"))
+    assert draft.spec.hidden_prenorm
+    trained = dataclasses.replace(draft.spec, rope_scaling=())  # ModelOpt trains with rope_type default
+    gen = torch.Generator().manual_seed(1)
+    length = 10
+    aux = torch.randn(1, length, 3 * HIDDEN, generator=gen)
+    ids = torch.randint(0, VOCAB, (1, length), generator=gen)
+    embed = base.get_input_embeddings().weight.detach()
+    module._maybe_init_rope()
+    with torch.no_grad():
+        mask = torch.full((length, length), float("-inf")).triu(1)[None, None]
+        post, _, _ = module(hidden_states=module.fc(aux), inputs_embeds=embed[ids], attention_mask=mask,
+                            position_ids=torch.arange(length)[None])
+        theirs = module.lm_head(post)
+        gaps = {}
+        for flag in (True, False):
+            ours = ReferenceDraft(dataclasses.replace(trained, hidden_prenorm=flag), draft.weights, draft.config_rope)
+            gaps[flag] = float((ours.propose(aux, ids, 1, embed)[1][0] - theirs).abs().max())
+    assert gaps[True] < 1e-4 and gaps[False] > 0.05, gaps
