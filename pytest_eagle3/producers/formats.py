@@ -78,7 +78,8 @@ GENERIC_NORM_DEFAULTS: dict[str, FlagDefault] = {
 NEVER_WRITES: dict[str, tuple[tuple[str, str], ...]] = {r.name: r.never_writes for r in RECORDS.values() if r.never_writes}
 
 __all__ = [
-    "ANGELSLIM", "CONVENTIONS", "Candidates", "candidate_producers", "contradicted", "DEEPSPEC", "DEFAULT_AUX_RULE", "EAGLE", "FIRST_LAYER_PREFIXES", "FORMAT_SIGNALS",
+    "ANGELSLIM", "CONVENTIONS", "Candidates", "candidate_producers", "contradicted", "DEEPSPEC",
+    "DEFAULT_AUX_RULE", "EAGLE", "FIRST_LAYER_PREFIXES", "FORMAT_SIGNALS",
     "GENERIC_NORM_DEFAULTS", "INPUT_OF", "LAYER_KEY", "LEFTOVER_PREFIXES", "MODELOPT", "MODELOPT_EAGLE_CONFIG_KEYS",
     "NEVER_WRITES", "NORM_FLAG_DEFAULTS", "OUTPUT_OF", "PRODUCER_AUX_CONVENTION", "PRODUCER_AUX_FIELDS", "SPECFORGE",
     "SPECULATORS", "SPECULATORS_MARKERS", "TORCHSPEC", "UNKNOWN", "AuxLayers", "Config", "DetectedFormat",
@@ -166,7 +167,8 @@ def candidate_producers(config: Config, keys: set[str], files: tuple[Path, ...],
                 notes.append(f"not {other}: {against}")
     shared = len(producers) > 1
     return Candidates(tuple(producers), not shared,
-                      "; ".join(dict.fromkeys(notes)) if notes else f"{detected.producer}: no other producer shares its layout")
+                      "; ".join(dict.fromkeys(notes)) if notes
+                      else f"{detected.producer}: no other producer shares its layout")
 
 
 @dataclass(frozen=True)

@@ -221,7 +221,8 @@ def price_deviations(plan: LoadPlan, predictor: DraftPredictor, max_loss: float)
     """A new plan whose assumed losses (``plan.assumed``) the simulation priced: the draft run with and without
     each deviation (``Prediction.deviations``, each applied alone to the draft as trained). One costing more
     than ``max_loss`` becomes a loss with its figure; a cheaper one a note in ``priced``; one the simulation
-    cannot model (or a plan it cannot run, or a draft too weak to price with: ``evidence.WEAK``) stays assumed. ``plan`` itself when nothing is assumed."""
+    cannot model (or a plan it cannot run, or a draft too weak to price with: ``evidence.WEAK``) stays
+    assumed. ``plan`` itself when nothing is assumed."""
     from pytest_eagle3.engines.loadplan import LOSS, Issue
 
     if not plan.assumed:
