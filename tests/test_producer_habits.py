@@ -27,12 +27,17 @@ def _producer(run: ContractRun, draft: Path, engine: str) -> tuple[str, str]:
 @pytest.mark.parametrize(("theta", "fails"), [(1000000, True), (10000, False)])
 def test_angelslim_rope_theta_it_never_trained_with(theta: int, fails: bool, make_variant: Callable[..., Path],
                                                     run_contracts: Callable[..., ContractRun]) -> None:
-    """AngelSlim's qwen3 configs write rope_theta 1e6; its draft attention always uses base 10000."""
+    """AngelSlim's qwen3 configs write rope_theta 1e6; its draft attention always uses base 10000. Without the
+    target's weights its cost is not priced: assumed (skipped; a failure with --eagle3-unknown=fail)."""
     draft = make_variant(SynthSpec(producer="angelslim"), name=f"angelslim-theta-{theta}",
                          config=lambda c: c.update(rope_theta=theta))
     run = run_contracts([draft], "--eagle3-engine=vllm==0.32.0")  # SGLang builds no Eagle3LlamaForCausalLM
     outcome, message = _producer(run, draft, "vllm==0.32.0")
     if fails:
+        assert outcome == "skipped" and message.startswith(
+            "assumed (not priced without the target's weights): vLLM 0.32.0 applies the config's rope"), message
+        run = run_contracts([draft], "--eagle3-engine=vllm==0.32.0", "--eagle3-unknown=fail")
+        outcome, message = _producer(run, draft, "vllm==0.32.0")
         assert outcome == "failed" and "[rope-trained]" in message, message
         assert "(rope_theta 1000000, no scaling)" in message and "with rope_theta 10000, no scaling" in message
         assert "llama_eagle3.py LlamaAttention._init_rope" in run.output
@@ -50,7 +55,8 @@ def test_modelopt_export_yarn_is_an_assumption(make_variant: Callable[..., Path]
     draft = make_variant(SynthSpec(producer="modelopt"), name="modelopt-yarn",
                          config=lambda c: c.update(rope_scaling=YARN, rope_theta=10000))
     outcome, message = _producer(run_contracts([draft], ENGINES), draft, "vllm==0.32.0")
-    assert outcome == "skipped" and message.startswith("assumed: vLLM 0.32.0 applies the config's rope"), message
+    assert outcome == "skipped" and message.startswith(
+        "assumed (not priced without the target's weights): vLLM 0.32.0 applies the config's rope"), message
     run = run_contracts([draft], ENGINES, "--eagle3-unknown=fail")
     outcome, message = _producer(run, draft, "sglang==0.5.23")
     assert outcome == "failed" and "[rope-trained-assumed]" in message, message
@@ -64,9 +70,15 @@ def test_modelopt_export_yarn_is_an_assumption(make_variant: Callable[..., Path]
 ])
 def test_modelopt_fields_no_engine_reads(edit: dict[str, Any], code: str, make_variant: Callable[..., Path],
                                          run_contracts: Callable[..., ContractRun]) -> None:
+    """Fields no engine reads, whose effect the simulation cannot model: assumed, never a failure unless asked."""
     draft = make_variant(SynthSpec(producer="modelopt"), name="modelopt-field",
                          config=lambda c: c["eagle_config"].update(edit))
     run = run_contracts([draft], ENGINES)
+    for engine in BOTH:
+        outcome, message = _producer(run, draft, engine)
+        assert outcome == "skipped" and message.startswith(
+            "assumed (the simulation cannot price it): modelopt trained with " + code), message
+    run = run_contracts([draft], ENGINES, "--eagle3-unknown=fail")
     for engine in BOTH:
         outcome, message = _producer(run, draft, engine)
         assert outcome == "failed" and "[field-not-read]" in message and code in message, message
@@ -74,10 +86,16 @@ def test_modelopt_fields_no_engine_reads(edit: dict[str, Any], code: str, make_v
 
 def test_modelopt_trained_input_layernorm(make_variant: Callable[..., Path],
                                           run_contracts: Callable[..., ContractRun]) -> None:
-    """A trained (non-uniform) layers.0.input_layernorm: ModelOpt applied it to the hidden path, engines do not."""
+    """A trained (non-uniform) layers.0.input_layernorm: ModelOpt applied it to the hidden path, engines do not.
+    Not priced without the target's weights: assumed (a failure with --eagle3-unknown=fail)."""
     draft = make_variant(SynthSpec(producer="modelopt"), name="modelopt-norm",
                          replace={"layers.0.input_layernorm.weight": torch.linspace(0.5, 1.5, 64)})
     run = run_contracts([draft], ENGINES)
+    for engine in BOTH:
+        outcome, message = _producer(run, draft, engine)
+        assert outcome == "skipped" and message.startswith("assumed (not priced without the target's weights): "), \
+            message
+    run = run_contracts([draft], ENGINES, "--eagle3-unknown=fail")
     for engine in BOTH:
         outcome, message = _producer(run, draft, engine)
         assert outcome == "failed" and "[norm-not-applied]" in message, message

@@ -6,6 +6,7 @@ into a failed contract. Files are only ever opened for reading.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from collections.abc import Iterator
@@ -23,7 +24,14 @@ from pytest_eagle3.checkpoint.tensorfiles import (
     iter_safetensors_chunks,
     read_safetensors_tensor,
 )
-from pytest_eagle3.producers.formats import DetectedFormat, DraftConfig, detect_format, normalise_config
+from pytest_eagle3.producers.formats import (
+    Candidates,
+    DetectedFormat,
+    DraftConfig,
+    candidate_producers,
+    detect_format,
+    normalise_config,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -212,6 +220,22 @@ class Checkpoint:
     @cached_property
     def config(self) -> DraftConfig:
         return normalise_config(self.config_raw or {}, self.format, self.tensors)
+
+    @cached_property
+    def candidates(self) -> Candidates:
+        """Who may have written it (``producers.formats.candidate_producers``)."""
+        return candidate_producers(self.config_raw or {}, set(self.tensors), self.files, self.format)
+
+    def as_read_by(self, producer: str) -> Checkpoint:
+        """The same files read as ``producer`` writes them (its habits, defaults and aux-id convention): a
+        shallow copy whose detected format names ``producer``. Nothing is re-read or modified."""
+        if producer == self.format.producer:
+            return self
+        view = copy.copy(self)
+        evidence = (f"read as {producer}: {self.candidates.why}",)
+        view.__dict__["format"] = DetectedFormat(producer, evidence)
+        view.__dict__["config"] = normalise_config(self.config_raw or {}, view.format, self.tensors)
+        return view
 
 
 def _is_draft_file(path: Path) -> bool:

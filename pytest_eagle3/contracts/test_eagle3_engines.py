@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_eagle3.shell.contract import RecordProperty, check_plan, passed, unknown
+from pytest_eagle3.shell.contract import RecordProperty, check_plan, contract_id, passed, unknown
 from pytest_eagle3.engines.loadplan import LoadPlan, describe_inputs
 from pytest_eagle3.engines.serving import NOTE_PREFIX
 from pytest_eagle3.findings import Finding
@@ -29,7 +29,7 @@ class TestEagle3Engine:
                     request: pytest.FixtureRequest) -> None:
         """The engine builds an EAGLE-3 draft class from this config format and architecture."""
         plan = eagle3_load_plan
-        check_plan(request, plan, with_plan=False)
+        _judge(request, plan, with_plan=False)
         passed(record_property, f"{plan.engine.label} builds {plan.draft_class}")
 
     @pytest.mark.eagle3_contract("engine.keys")
@@ -38,7 +38,7 @@ class TestEagle3Engine:
         """No checkpoint tensor dropped or refused, no engine parameter left uninitialised (unless the
         simulation shows the parameter's initial value costs nothing)."""
         plan = eagle3_load_plan
-        check_plan(request, plan, needs_class=True)
+        _judge(request, plan, needs_class=True)
         loaded = sum(len(v) for v in plan.parameters.values())
         record_property(f"{plan.engine.test_id}.tensors_loaded", loaded)
         passed(record_property, f"{plan.engine.label}: {loaded} tensors into {len(plan.parameters)} parameters, "
@@ -49,7 +49,7 @@ class TestEagle3Engine:
                     request: pytest.FixtureRequest) -> None:
         """The engine reads the draft->target map the way it was written."""
         plan = eagle3_load_plan
-        check_plan(request, plan)
+        _judge(request, plan)
         passed(record_property, f"{plan.engine.label}: {plan.map_reading}")
 
     @pytest.mark.eagle3_contract("engine.aux_layers")
@@ -58,9 +58,7 @@ class TestEagle3Engine:
         """The target layers the engine feeds are the layers the draft was trained on."""
         plan = eagle3_load_plan
         record_property(BASIS_PROPERTY, plan.aux.basis)
-        check_plan(request, plan)
-        if "aux_layers" in plan.unknown:
-            unknown(plan.unknown["aux_layers"], settings(request.config).unknown == UNKNOWN_FAIL)
+        _judge(request, plan)
         aux = plan.aux
         if aux.captured is None:
             pytest.skip(f"{plan.engine.label} uses its default aux layers [2, L//2, L-3] or a rule that needs the "
@@ -79,7 +77,7 @@ class TestEagle3Engine:
                     request: pytest.FixtureRequest) -> None:
         """The concatenation the target sends matches what fc was trained on; fc is not bypassed."""
         plan = eagle3_load_plan
-        check_plan(request, plan)
+        _judge(request, plan)
         fc = plan.fc
         if fc.action == "unknown":
             pytest.skip("how many states the target captures depends on its layer count and architecture: "
@@ -91,7 +89,7 @@ class TestEagle3Engine:
                     request: pytest.FixtureRequest) -> None:
         """The engine applies the norms the draft was trained with."""
         plan = eagle3_load_plan
-        check_plan(request, plan)
+        _judge(request, plan)
         passed(record_property, f"{plan.engine.label}: " + ", ".join(f"{k}={v}" for k, v in plan.norms.items()))
 
     @pytest.mark.eagle3_contract("engine.embeddings")
@@ -99,7 +97,7 @@ class TestEagle3Engine:
                     request: pytest.FixtureRequest) -> None:
         """embed_tokens and lm_head come from where the draft was trained with them."""
         plan = eagle3_load_plan
-        check_plan(request, plan)
+        _judge(request, plan)
         passed(record_property, f"{plan.engine.label}: embed_tokens from {plan.embed_tokens}, lm_head from {plan.lm_head}")
 
     @pytest.mark.eagle3_contract("engine.layers")
@@ -107,7 +105,7 @@ class TestEagle3Engine:
                     request: pytest.FixtureRequest) -> None:
         """The engine builds as many draft layers as the checkpoint has."""
         plan = eagle3_load_plan
-        check_plan(request, plan)
+        _judge(request, plan)
         passed(record_property, f"{plan.engine.label}: {plan.draft_layers} draft layer(s)")
 
     @pytest.mark.eagle3_contract("engine.geometry")
@@ -115,7 +113,7 @@ class TestEagle3Engine:
                       request: pytest.FixtureRequest) -> None:
         """The attention the engine builds (heads, KV heads, head_dim as it derives them) fits the q/k/v/o tensors."""
         plan = eagle3_load_plan
-        check_plan(request, plan, needs_class=True)
+        _judge(request, plan, needs_class=True)
         passed(record_property, f"{plan.engine.label}: q/k/v/o fit the heads and head_dim it derives")
 
     @pytest.mark.eagle3_contract("engine.runtime")
@@ -125,7 +123,7 @@ class TestEagle3Engine:
         range covers the target's context, and its quantization, sliding window and dtype are the ones it was
         trained with (engines.serving)."""
         plan = eagle3_load_plan
-        check_plan(request, plan)
+        _judge(request, plan)
         verdict = plan.runtime
         if verdict is None:
             pytest.skip("the KV-cache check needs the target's attention geometry: pass --eagle3-target=DIR")
@@ -141,14 +139,23 @@ class TestEagle3Engine:
         """What the producer trained with reaches the engine: fields it never reads, the rope it builds from the
         config, and the files beside the weights that its loader reads."""
         plan = eagle3_load_plan
-        check_plan(request, plan)
-        if "producer" in plan.unknown:
-            unknown(plan.unknown["producer"], settings(request.config).unknown == UNKNOWN_FAIL)
+        _judge(request, plan)
         fmt = eagle3_checkpoint.format
         extra = [n for n in plan.notes if "drops its" in n]
         what = (f"nothing {fmt.label} is known to train with is lost (fields, rope, norms)" if fmt.producer != "unknown"
                 else "producer unknown: only the files beside the weights are checked")
-        passed(record_property, f"{plan.engine.label}: {what}" + (f"; {'; '.join(extra)}" if extra else ""))
+        priced = f"; {'; '.join(plan.priced)}" if plan.priced else ""
+        passed(record_property, f"{plan.engine.label}: {what}" + (f"; {'; '.join(extra)}" if extra else "") + priced)
+
+
+def _judge(request: pytest.FixtureRequest, plan: LoadPlan, **how: bool) -> None:
+    """Fail with the plan's findings for the contract's area; then skip (fail with --eagle3-unknown=fail)
+    where the profiles cannot judge the area, or its verdict depends on an undecided reading."""
+    __tracebackhide__ = True
+    check_plan(request, plan, **how)
+    area = contract_id(request.node).removeprefix("engine.")
+    if area in plan.unknown:
+        unknown(plan.unknown[area], settings(request.config).unknown == UNKNOWN_FAIL)
 
 
 def _runtime_unknown(plan: LoadPlan) -> Finding:

@@ -9,6 +9,7 @@ with a :class:`Filing` of its own; ``load_plan`` joins them in area order.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,16 +49,49 @@ class Issue:
     finding: Finding
 
 
+#: Why an assumed loss is not priced: without the target's weights, or not modelled by the simulation.
+NOT_PRICED = "not priced without the target's weights"
+UNPRICEABLE = "the simulation cannot price it"
+#: How to price it (the finding's details).
+HOW_TO_PRICE = ("pass --eagle3-target=DIR with the target's weights: engine.acceptance runs the draft with and "
+                "without the deviation and prices it")
+
+
+@dataclass(frozen=True)
+class Assumed:
+    """A loss resting on a producer habit whose cost the static plan cannot price. Reported as assumed
+    (``plan.unknown``, per --eagle3-unknown), never as a failure, until the simulation prices it
+    (``reference.fixes.price_deviations``): ``deviation`` names the simulated feed field that differs
+    (``reference.simulate.Feed``), None where the simulation cannot model it."""
+
+    area: str
+    finding: Finding
+    deviation: str | None
+    #: Why it is not priced where the default reason does not hold (a draft too weak to price with).
+    why: str = ""
+
+    def reported(self) -> Finding:
+        """The finding as an assumption: 'assumed (not priced without the target's weights): ...'."""
+        head = self.finding.summary.removeprefix("assumed: ")
+        why = self.why or (NOT_PRICED if self.deviation is not None else UNPRICEABLE)
+        details = (HOW_TO_PRICE,) if self.deviation is not None and not self.why else ()
+        return dataclasses.replace(self.finding, summary=f"assumed ({why}): {head}",
+                                   details=(*details, *self.finding.details))
+
+
 @dataclass(frozen=True)
 class Filed:
-    """What one area files: its issues, notes, and what the profiles cannot judge (per contract area)."""
+    """What one area files: its issues, notes, what the profiles cannot judge (per contract area), and the
+    losses that rest on an unpriced assumption."""
 
     issues: tuple[Issue, ...] = ()
     notes: tuple[str, ...] = ()
     unknown: tuple[tuple[str, Finding], ...] = ()
+    assumed: tuple[Assumed, ...] = ()
 
     def __add__(self, other: Filed) -> Filed:
-        return Filed(self.issues + other.issues, self.notes + other.notes, self.unknown + other.unknown)
+        return Filed(self.issues + other.issues, self.notes + other.notes, self.unknown + other.unknown,
+                     self.assumed + other.assumed)
 
 
 class Filing:
@@ -67,6 +101,7 @@ class Filing:
         self._issues: list[Issue] = []
         self._notes: list[str] = []
         self._unknown: list[tuple[str, Finding]] = []
+        self._assumed: list[Assumed] = []
 
     def refuse(self, area: str, finding: Finding) -> None:
         self._issues.append(Issue(area, REFUSED, finding))
@@ -80,8 +115,12 @@ class Filing:
     def unknown(self, area: str, finding: Finding) -> None:
         self._unknown.append((area, finding))
 
+    def assume(self, area: str, finding: Finding, deviation: str | None) -> None:
+        """A loss that rests on an assumption whose cost is not priced here (:class:`Assumed`)."""
+        self._assumed.append(Assumed(area, finding, deviation))
+
     def filed(self) -> Filed:
-        return Filed(tuple(self._issues), tuple(self._notes), tuple(self._unknown))
+        return Filed(tuple(self._issues), tuple(self._notes), tuple(self._unknown), tuple(self._assumed))
 
 
 @dataclass(frozen=True)
@@ -127,6 +166,14 @@ class FcPlan:
     action: str = "unknown"
 
 
+def _reported(assumed: Sequence[Assumed], area: str) -> Finding:
+    """The unknown of ``area``: its first assumed loss, naming the others in its details."""
+    mine = [a for a in assumed if a.area == area]
+    first = mine[0].reported()
+    more = tuple(f"also {a.reported().summary} [{a.finding.code}]" for a in mine[1:])
+    return dataclasses.replace(first, details=(*more, *first.details)) if more else first
+
+
 def _frozen(value: Mapping[Any, Any] | None) -> FrozenDict[Any, Any]:
     return value if isinstance(value, FrozenDict) else FrozenDict(value or {})
 
@@ -168,13 +215,26 @@ class LoadPlan:
     proven: frozenset[str] = frozenset()
     #: The 'uninitialised' parameters the simulation showed harmless, in words (reference.fixes.settle).
     harmless: str | None = None
+    #: Losses resting on an assumption not priced (yet); each is reported in ``unknown`` until priced.
+    assumed: tuple[Assumed, ...] = ()
+    #: The assumed losses the simulation priced, in words ('rope ...: priced, costs 0.42').
+    priced: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("parameters", "shapes", "dropped", "norms", "norm_edits", "rope_edit", "unknown"):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
-        for name in ("built", "uninitialised", "issues", "notes"):
+        for name in ("built", "uninitialised", "issues", "notes", "assumed", "priced"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         object.__setattr__(self, "proven", frozenset(self.proven))
+
+    def with_assumed(self, assumed: Sequence[Assumed]) -> LoadPlan:
+        """This plan whose assumed losses are ``assumed``: each area's first one reported in ``unknown``
+        (where the area has no other unknown), an area whose assumptions are all priced reported no more."""
+        ours = {_reported(self.assumed, a.area) for a in self.assumed}
+        unknown = {area: f for area, f in self.unknown.items() if f not in ours}
+        for item in assumed:
+            unknown.setdefault(item.area, _reported(assumed, item.area))
+        return dataclasses.replace(self, assumed=tuple(assumed), unknown=unknown)
 
     @property
     def outcome(self) -> str:

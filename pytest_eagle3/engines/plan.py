@@ -93,4 +93,5 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
 
 def _assembled(plan: LoadPlan, filed: Filed) -> LoadPlan:
     """``plan`` with the areas' issues, notes and unknowns (the last unknown of an area wins)."""
-    return dataclasses.replace(plan, issues=filed.issues, notes=filed.notes, unknown=dict(filed.unknown))
+    plan = dataclasses.replace(plan, issues=filed.issues, notes=filed.notes, unknown=dict(filed.unknown))
+    return plan.with_assumed(filed.assumed)

@@ -8,6 +8,11 @@ Three checks under the plan area ``producer`` (contract ``engine.producer``):
   (profile behaviour ``draft_rope``; :data:`pytest_eagle3.producers.ROPE_HABITS`);
 * weight files the engine's loader reads although they are not the draft's (profile behaviour
   ``weight_files``): their tensors go through the engine's own key rules.
+
+The first three rest on a producer habit whose cost the static plan cannot know: they are filed as
+*assumed* (``Filing.assume``, reported per --eagle3-unknown, never a failure) with the simulated feed field
+that prices them, and ``reference.fixes.price_deviations`` turns them into a loss with its figure (or a
+priced note) once the draft has been run with and without the deviation.
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ from pytest_eagle3.findings import Evidence, Finding, short
 from pytest_eagle3.producers.habits import NORM_HABITS, RopeKey
 
 AREA = "producer"
+#: The simulated feed fields (reference.simulate.Feed) that price the habits: the rope the draft runs with,
+#: and ModelOpt's input_layernorm on the hidden path.
+ROPE, HIDDEN_PRENORM = "rope", "hidden_prenorm"
 
 
 @dataclass(frozen=True)
@@ -45,14 +53,14 @@ def plan_producer(sheet: FactSheet, prof: Profile, params: frozenset[str]) -> Pr
     ckpt = sheet.ckpt
     producer = sheet.producer
     for row, value in sheet.unread_fields:
-        out.lose(AREA, Finding(
+        out.assume(AREA, Finding(
             "field-not-read",
             f"{ckpt.format.label} trained with {row.field} = {_json(value)}, which {prof.label} never reads: "
             f"{row.engine}; {row.trained}",
             (Evidence(row.field, f"{_json(value)} (trained with)", f"{_json(row.engine_value)} (what the engine does)"),),
             f"retrain with {row.field} = {_json(row.engine_value)}, or serve with an engine that reads it",
             (f"producer: {row.source}", f"rule: no {prof.engine} release reads {row.field}"),
-        ))
+        ), None)
     rope_edit = _rope(out, prof, sheet, producer, ckpt.format.label)
     _norm_habit(out, prof, sheet)
     _extra_weights(out, prof, ckpt, params)
@@ -75,7 +83,7 @@ def _norm_habit(out: Filing, prof: Profile, sheet: FactSheet) -> None:
     if low > 0 and high / low < UNIFORM_RATIO:
         return
     spread = f"{low:.3g}..{high:.3g}"
-    out.lose(AREA, Finding(
+    out.assume(AREA, Finding(
         "norm-not-applied",
         f"{prof.label} feeds the first layer hidden_norm(fc output); {ckpt.format.label} trained it with "
         f"{habit.trained}: {name} ({spread}) is missing from the hidden path, acceptance drops",
@@ -84,7 +92,7 @@ def _norm_habit(out: Filing, prof: Profile, sheet: FactSheet) -> None:
         "no engine applies this norm: serve the draft where it is applied, or retrain with a draft whose first "
         "layer normalises the hidden path once",
         (f"producer: {habit.source}", f"rule: {prof.source('first_layer_hidden_path')}"),
-    ))
+    ), HIDDEN_PRENORM)
 
 
 def _json(value: Any) -> str:
@@ -110,13 +118,11 @@ def _rope(out: Filing, prof: Profile, sheet: FactSheet, producer: str, label: st
         (f"producer: {habit.source}", f"rule: {prof.source('draft_rope')}"),
     )
     if habit.certain:
-        out.lose(AREA, finding)
+        out.assume(AREA, finding, ROPE)
         return {"rope_theta": rope.theta, "rope_scaling": rope.scaling}
-    out.unknown(AREA, Finding(
-        "rope-trained-assumed",
-        f"assumed: {finding.summary}; its cost is not measured here",
-        finding.evidence, finding.fix, finding.details,
-    ))
+    out.assume(AREA, Finding(
+        "rope-trained-assumed", f"assumed: {finding.summary}", finding.evidence, finding.fix, finding.details,
+    ), ROPE)
     return {}
 
 

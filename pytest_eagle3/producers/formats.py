@@ -78,7 +78,8 @@ GENERIC_NORM_DEFAULTS: dict[str, FlagDefault] = {
 NEVER_WRITES: dict[str, tuple[tuple[str, str], ...]] = {r.name: r.never_writes for r in RECORDS.values() if r.never_writes}
 
 __all__ = [
-    "ANGELSLIM", "CONVENTIONS", "DEEPSPEC", "DEFAULT_AUX_RULE", "EAGLE", "FIRST_LAYER_PREFIXES", "FORMAT_SIGNALS",
+    "ANGELSLIM", "CONVENTIONS", "Candidates", "candidate_producers", "contradicted", "DEEPSPEC",
+    "DEFAULT_AUX_RULE", "EAGLE", "FIRST_LAYER_PREFIXES", "FORMAT_SIGNALS",
     "GENERIC_NORM_DEFAULTS", "INPUT_OF", "LAYER_KEY", "LEFTOVER_PREFIXES", "MODELOPT", "MODELOPT_EAGLE_CONFIG_KEYS",
     "NEVER_WRITES", "NORM_FLAG_DEFAULTS", "OUTPUT_OF", "PRODUCER_AUX_CONVENTION", "PRODUCER_AUX_FIELDS", "SPECFORGE",
     "SPECULATORS", "SPECULATORS_MARKERS", "TORCHSPEC", "UNKNOWN", "AuxLayers", "Config", "DetectedFormat",
@@ -119,6 +120,55 @@ def detect_format(config: Config, keys: set[str], files: tuple[Path, ...]) -> De
         return DetectedFormat(UNKNOWN, (*evidence[producer], *contradictions))
     variant = record.variant(keys) if record.variant is not None else ""
     return DetectedFormat(producer, tuple(evidence[producer]), variant)
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The producers that may have written a checkpoint, and why: one when evidence unique to it identifies
+    it, else the detected one and every producer the fired signals name as sharing that layout."""
+
+    producers: tuple[str, ...]
+    identified: bool
+    why: str
+
+
+def contradicted(producer: str, config: Config) -> str | None:
+    """The config field ``producer`` never writes that the config has (with the rule), else None."""
+    record = RECORDS.get(producer)
+    for name, source in record.never_writes if record is not None else ():
+        if config.get(name) is not None:
+            return f"config.json has {name}, which {producer} never writes ({source})"
+    return None
+
+
+def candidate_producers(config: Config, keys: set[str], files: tuple[Path, ...],
+                        detected: DetectedFormat) -> Candidates:
+    """Who may have written the checkpoint (:class:`Candidates`). A producer's habits apply alone only when
+    one of its signals that fired is unique to it (``FormatSignal.shared_with`` empty); a shared layout is
+    judged under each producer that writes it, less those the config contradicts (``never_writes``)."""
+    if detected.producer == UNKNOWN:
+        return Candidates((UNKNOWN,), False, "no producer's signals fire" if not detected.evidence
+                          else "; ".join(detected.evidence[-1:]))
+    fired = [s for s in RECORDS[detected.producer].signals if s.test(config, keys, files)]
+    unique = [s for s in fired if s.unique]
+    if unique:
+        return Candidates((detected.producer,), True, f"{unique[0].evidence} (unique to {detected.producer})")
+    producers = [detected.producer]
+    notes = []
+    for signal in fired:
+        for other in signal.shared_with:
+            if other in producers:
+                continue
+            against = contradicted(other, config) if other != UNKNOWN else None
+            if against is None:
+                producers.append(other)
+                notes.append(f"{signal.evidence}: {other} writes it too ({signal.shared_source})")
+            else:
+                notes.append(f"not {other}: {against}")
+    shared = len(producers) > 1
+    return Candidates(tuple(producers), not shared,
+                      "; ".join(dict.fromkeys(notes)) if notes
+                      else f"{detected.producer}: no other producer shares its layout")
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,16 @@ class FormatSignal:
     evidence: str
     test: Signal
     source: str
+    #: Producers whose checkpoints show this signal too (a layout they share; ``unknown``: trainers not
+    #: named); empty when the signal is unique to ``producer``. Only a unique signal identifies a producer
+    #: well enough for its habits to apply alone; a shared one is judged under each producer it names.
+    shared_with: tuple[str, ...] = ()
+    shared_source: str = ""
+
+    @property
+    def unique(self) -> bool:
+        """No other producer's checkpoints show this signal."""
+        return not self.shared_with
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from pytest_eagle3.producers.names import (
     SPECFORGE,
     SPECULATORS,
     TORCHSPEC,
+    UNKNOWN,
     architectures,
     eagle_config,
     is_speculators,
@@ -40,6 +41,12 @@ from pytest_eagle3.producers.rope import Rope, config_rope
 MODELOPT_SRC = "nvidia-modelopt 0.47.0"
 ANGELSLIM_SRC = "angelslim 0.5.0"
 HF_TRAINER = "transformers Trainer._save_checkpoint (checkpoint-N/)"
+#: Why SpecForge's layout signals are shared with the original EAGLE code (FormatSignal.shared_with).
+EAGLE_MIDLAYER = ("SafeAILab/EAGLE cb7e084 eagle/traineagle3/cnets.py Model: midlayer.* keys, d2t and t2d buffers "
+                  "(the layout SpecForge copied)")
+EAGLE_REPACKAGED = ("sgl-project/sglang#33966: EAGLE-trained drafts (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B) are "
+                    "republished as LlamaForCausalLMEagle3 with their midlayer.* keys "
+                    "(lmsys/sglang-EAGLE3-LLaMA3.1-Instruct-8B)")
 
 #: eagle_config keys only ModelOpt writes. Source: ModelOpt export/plugins/hf_spec_configs.py llama_eagle_template_config.
 MODELOPT_EAGLE_CONFIG_KEYS = frozenset(
@@ -227,9 +234,14 @@ EAGLE_RECORD = Producer(
                      "SafeAILab/EAGLE eagle/traineagle3/config.json, cnets.py Model"),
         FormatSignal(EAGLE, 2, "weights in pytorch_model.bin",
                      lambda c, k, f: any(p.suffix == ".bin" for p in f),
-                     "SafeAILab/EAGLE traineagle3/main.py save_16bit_model"),
+                     "SafeAILab/EAGLE traineagle3/main.py save_16bit_model",
+                     shared_with=(UNKNOWN,), shared_source="any trainer saving with torch.save writes *.bin "
+                     "(transformers save_pretrained(safe_serialization=False))"),
     ),
     aux_convention=(INPUT_OF, "EAGLE traineagle3 modeling_llama_kv.py appends the state before layers 2, N//2, N-3"),
+    never_writes=(("eagle_config", "SafeAILab/EAGLE cb7e084 eagle/traineagle3/config.json: a plain Llama config "
+                                   "plus draft_vocab_size; the aux layers are hard-coded (modeling_llama_kv.py)"),
+                  ("eagle_aux_hidden_state_layer_ids", "SafeAILab/EAGLE cb7e084 traineagle3/config.json: no aux ids")),
     norm_defaults=_plain_forward(
         "SafeAILab/EAGLE cb7e084 eagle/traineagle3/cnets.py LlamaDecoderLayeremb.forward: residual = hidden_states",
         "SafeAILab/EAGLE cnets.py Model.forward returns the pre-norm hidden_states"),
@@ -248,10 +260,12 @@ SPECFORGE_RECORD = Producer(
     signals=(
         FormatSignal(SPECFORGE, 8, "architectures LlamaForCausalLMEagle3 with midlayer.* keys",
                      lambda c, k, f: "LlamaForCausalLMEagle3" in architectures(c) and _has_prefix(k, "midlayer."),
-                     "specforge 0.2.0 modeling/draft/llama3_eagle.py, export/to_sglang.py"),
+                     "specforge 0.2.0 modeling/draft/llama3_eagle.py, export/to_sglang.py",
+                     shared_with=(EAGLE,), shared_source=EAGLE_REPACKAGED),
         FormatSignal(SPECFORGE, 2, "midlayer.* keys with both d2t and t2d",
                      lambda c, k, f: _has_prefix(k, "midlayer.") and {"d2t", "t2d"} <= k,
-                     "specforge 0.2.0 export/to_sglang.py required keys"),
+                     "specforge 0.2.0 export/to_sglang.py required keys",
+                     shared_with=(EAGLE,), shared_source=EAGLE_MIDLAYER),
     ),
     aux_convention=(OUTPUT_OF, "SpecForge captures through SGLang set_eagle3_layers_to_capture (output of layer id)"),
     norm_defaults={

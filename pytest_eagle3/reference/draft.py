@@ -4,6 +4,7 @@ Written from the producers' own forwards (speculators 0.9.0 ``models/eagle3/core
 ``model_definitions.py``; specforge 0.2.0 ``modeling/draft/llama3_eagle.py``):
 
     x   = fc(fc_norm_i(chunk_i) | input_norm(cat aux))               (target hidden -> draft hidden)
+          (ModelOpt: hidden_norm(input_layernorm(x)) on the hidden path, ``DraftSpec.hidden_prenorm``)
     h   = layer_0(cat(input_layernorm(embed(token)), hidden_norm(x)))  residual: x, or hidden_norm(x)
     h   = layer_l(h) for further layers (multi-layer drafts)
     out = lm_head(norm(h)) over the draft vocab; target id = i + d2t[i]
@@ -26,7 +27,7 @@ import torch.nn.functional as F
 
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.checkpoint.tensorfiles import CheckpointReadError
-from pytest_eagle3.producers.habits import norm_output_reading
+from pytest_eagle3.producers.habits import NORM_HABITS, norm_output_reading
 from pytest_eagle3.producers.names import layer_config
 from pytest_eagle3.producers.rope import RopeKey, forward_rope, served_rope
 
@@ -64,6 +65,9 @@ class DraftSpec:
     fc_norm: bool
     norm_logits: bool
     feed_normed: bool
+    #: The first layer's input_layernorm also runs on the hidden path before hidden_norm (ModelOpt's forward:
+    #: producers.habits.NORM_HABITS); no engine does this.
+    hidden_prenorm: bool = False
 
 
 @dataclass
@@ -190,7 +194,8 @@ class ReferenceDraft:
     def _first_layer(self, emb: torch.Tensor, hidden: torch.Tensor,
                      cache: list[tuple[torch.Tensor, torch.Tensor]], cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         s, w = self.spec, self.weights
-        normed_hidden = rms_norm(hidden, w["layers.0.hidden_norm.weight"], s.rms_norm_eps)
+        pre = rms_norm(hidden, w["layers.0.input_layernorm.weight"], s.rms_norm_eps) if s.hidden_prenorm else hidden
+        normed_hidden = rms_norm(pre, w["layers.0.hidden_norm.weight"], s.rms_norm_eps)
         x = torch.cat([rms_norm(emb, w["layers.0.input_layernorm.weight"], s.rms_norm_eps), normed_hidden], dim=-1)
         residual = normed_hidden if s.norm_before_residual else hidden
         return self._attention_mlp(0, x, residual, cache, cos, sin)
@@ -421,4 +426,5 @@ def spec_from_config(ckpt: Checkpoint, weights: Mapping[str, torch.Tensor]) -> D
         layers=layers, aux_count=aux_count, norm_before_residual=cfg.norm_flags.get("norm_before_residual", False),
         norm_before_fc=cfg.norm_flags.get("norm_before_fc", False), fc_norm=cfg.norm_flags.get("fc_norm", False),
         norm_logits=norm_logits, feed_normed=feed_normed,
+        hidden_prenorm=ckpt.format.producer in NORM_HABITS,
     )

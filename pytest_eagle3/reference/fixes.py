@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_eagle3.engines.aux import id_field
-from pytest_eagle3.reference.evidence import standard_error
+from pytest_eagle3.reference.evidence import WEAK, standard_error
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
@@ -217,12 +217,53 @@ def drop_harmless_uninitialised(plan: LoadPlan, predictor: DraftPredictor, max_l
     return dataclasses.replace(plan, issues=tuple(i for i in plan.issues if i not in keys), harmless=harmless)
 
 
+def price_deviations(plan: LoadPlan, predictor: DraftPredictor, max_loss: float) -> LoadPlan:
+    """A new plan whose assumed losses (``plan.assumed``) the simulation priced: the draft run with and without
+    each deviation (``Prediction.deviations``, each applied alone to the draft as trained). One costing more
+    than ``max_loss`` becomes a loss with its figure; a cheaper one a note in ``priced``; one the simulation
+    cannot model (or a plan it cannot run, or a draft too weak to price with: ``evidence.WEAK``) stays
+    assumed. ``plan`` itself when nothing is assumed."""
+    from pytest_eagle3.engines.loadplan import LOSS, Issue
+
+    if not plan.assumed:
+        return plan
+    prediction = predictor.predict(plan)
+    if prediction.acceptance is None:
+        return plan
+    trained = prediction.training.acceptance.mean_acceptance_length
+    if trained < WEAK:
+        why = f"too weak to price: {trained:.2f} as trained, below {WEAK:g}"
+        return plan.with_assumed([dataclasses.replace(a, why=why) for a in plan.assumed])
+    costs = {d.field: d for d in prediction.deviations}
+    basis = prediction.basis
+    issues, priced, left = list(plan.issues), list(plan.priced), []
+    for item in plan.assumed:
+        if item.deviation is None:
+            left.append(item)
+            continue
+        found = costs.get(item.deviation)
+        cost = found.cost if found is not None else 0.0
+        figure = (f"priced by simulation: it alone costs {cost:.2f} accepted tokens against {trained:.2f} as trained "
+                  f"(aux layers {basis})")
+        finding = item.finding
+        if cost > max_loss:
+            summary = finding.summary.removeprefix("assumed: ")
+            issues.append(Issue(item.area, LOSS, dataclasses.replace(
+                finding, summary=f"{summary}; {figure}",
+                details=(*finding.details, f"deviation: {found.words if found else item.deviation}",
+                         f"--eagle3-max-loss {max_loss:g}"))))
+        else:
+            priced.append(f"{finding.code}: {figure}, within --eagle3-max-loss {max_loss:g}")
+    return dataclasses.replace(plan, issues=tuple(issues), priced=tuple(priced)).with_assumed(left)
+
+
 def settle(plan: LoadPlan, predictor: DraftPredictor, ckpt: Checkpoint, target: TargetModel | None,
            engines: Sequence[EngineVersion], convention: str | None, measured: Measured | None,
            max_loss: float) -> LoadPlan:
-    """The plan as every contract reads it: each provable config fix proven by simulation, and the
-    'uninitialised' findings the simulation shows harmless dropped. Computed once, where the plan is built;
-    a new plan, never an edit of ``plan``."""
+    """The plan as every contract reads it: each assumed loss priced by simulation, each provable config fix
+    proven by simulation, and the 'uninitialised' findings the simulation shows harmless dropped. Computed
+    once, where the plan is built; a new plan, never an edit of ``plan``."""
+    plan = price_deviations(plan, predictor, max_loss)
     for area in PROVABLE:
         plan = prove_plan_fixes(plan, area, predictor, ckpt, target, engines, convention, measured)
     return drop_harmless_uninitialised(plan, predictor, max_loss)

@@ -255,7 +255,8 @@ def training(ckpt: Checkpoint, simulator: Simulator, ids: tuple[int, ...], conve
     if decision.confirmed and decision.best is not None and not untried:
         reading = decision.best.reading
         feed = _embedding(simulator, Feed(**{**base.__dict__, "indices": reading.indices, "d2t": _d2t(reading, base)}))
-        return Training(feed, simulator.acceptance(feed), MEASURED, f"measured: {decision.words}", decision)
+        return Training(feed, simulator.acceptance(feed), MEASURED,
+                        f"measured: {decision.words}{rope_assumption(ckpt)}", decision)
     aux = ckpt.config.aux
     given = convention or aux.convention
     if aux.ids and given is not None:
@@ -279,17 +280,27 @@ def training(ckpt: Checkpoint, simulator: Simulator, ids: tuple[int, ...], conve
                 f"training reading needs: capture them (python -m pytest_eagle3 capture TARGET DIR --layers "
                 f"{','.join(map(str, sorted(set(lacking) | set(states))))})")
     feed = Feed(**{**base.__dict__, "indices": tuple(indices)})
-    return Training(feed, simulator.acceptance(feed), ASSUMED, source, decision)
+    return Training(feed, simulator.acceptance(feed), ASSUMED, source + rope_assumption(ckpt), decision)
 
 
 def trained_rope_feed(ckpt: Checkpoint) -> RopeKey | None:
-    """The rope the producer is known to have trained with, where it is not the config's (both engines
-    build the config's): ``producers.ROPE_HABITS`` rows that are certain. An uncertain habit is left to
-    ``engine.producer``, which reports it as assumed; the simulation keeps the config's rope then."""
+    """The rope the producer trained with, where it is not the config's (both engines build the config's):
+    ``producers.ROPE_HABITS``. An uncertain habit (ModelOpt's export yarn) is priced the same way, so the
+    config's rope is a deviation with its cost; the training source says it is assumed."""
     from pytest_eagle3.producers.habits import trained_rope
 
     found = trained_rope(ckpt.format.producer, ckpt.config_raw or {})
-    return found[0].key() if found is not None and found[1].certain else None
+    return found[0].key() if found is not None else None
+
+
+def rope_assumption(ckpt: Checkpoint) -> str:
+    """'; rope assumed: ...' where the trained rope rests on an uncertain habit, else ''."""
+    from pytest_eagle3.producers.habits import trained_rope
+
+    found = trained_rope(ckpt.format.producer, ckpt.config_raw or {})
+    if found is None or found[1].certain:
+        return ""
+    return f"; rope assumed: {ckpt.format.producer} trained with {found[0].describe()} ({found[1].why})"
 
 
 def _embedding(simulator: Simulator, feed: Feed) -> Feed:

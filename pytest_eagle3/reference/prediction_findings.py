@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.reference.defaults import DEFAULT_MAX_LOSS
@@ -60,3 +61,32 @@ def acceptance_findings(prediction: Prediction, minimum: float, max_loss: float 
     details += list(prediction.notes)
     return [Finding("predicted-loss" if lossy else "predicted-low", head, evidence,
                     LOSS_FIX, tuple(details))]
+
+
+def judged_findings(predictions: Mapping[str, Prediction], minimum: float,
+                    max_loss: float = DEFAULT_MAX_LOSS) -> tuple[list[Finding], Finding | None]:
+    """``acceptance_findings`` under each reading (label -> its prediction, the first the one reported):
+    (findings, None) when every reading agrees, a failure under all of them saying "whatever the
+    convention"; ([], the undecided finding) when they disagree."""
+    judged = {label: acceptance_findings(p, minimum, max_loss) for label, p in predictions.items()}
+    first = next(iter(judged.values()))
+    if len(judged) == 1 or all(bool(f) == bool(first) for f in judged.values()):
+        if first and len(judged) > 1:
+            head = first[0]
+            first = [dataclasses.replace(head, summary=f"{head.summary} (whatever the convention)",
+                                         details=(*head.details, "judged under every plausible reading: "
+                                                  + ", ".join(judged))), *first[1:]]
+        return first, None
+    said = [f"read as {label}: {summary(p)}" + (f" -> fails: {judged[label][0].summary}" if judged[label] else
+                                                  " -> passes")
+            for label, p in predictions.items()]
+    engine = next(iter(predictions.values())).engine.label
+    return [], Finding(
+        "reading-undecided",
+        f"{engine}: the predicted acceptance passes under one reading of the aux ids and fails under another, "
+        "and the measurement does not decide between them",
+        (Evidence("readings", ", ".join(f"{label}: {'fails' if f else 'passes'}" for label, f in judged.items()),
+                  "the same verdict under every reading"),),
+        f"state the convention with --eagle3-aux-convention={'|'.join(predictions)}",
+        tuple(said),
+    )

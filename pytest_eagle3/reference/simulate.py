@@ -54,6 +54,8 @@ class Feed:
     uninitialised: tuple[str, ...] = ()
     #: The rope the draft runs with (producers.Rope.key) where it is not its config.json's; None: the config's.
     rope: RopeKey | None = None
+    #: The first layer's input_layernorm also runs on the hidden path (ModelOpt's training; no engine).
+    hidden_prenorm: bool = False
 
     def norm(self, name: str) -> bool:
         return dict(self.norms)[name]
@@ -93,6 +95,9 @@ def describe_field(name: str, feed: Feed) -> str:
                 ABSOLUTE: "d2t read as absolute ids"}[feed.d2t]
     if name in ("layers", "later_norm"):
         return f"{feed.layers} draft layer(s), layers >= 1 normed by {feed.later_norm}"
+    if name == "hidden_prenorm":
+        return ("layers.0.input_layernorm " + ("applied" if feed.hidden_prenorm else "not applied")
+                + " on the hidden path before hidden_norm")
     if name == "rope":
         if feed.rope is None:
             return "rope: config.json's rope_theta / rope_scaling, not the rope it was trained with"
@@ -176,7 +181,7 @@ def built_draft(base: ReferenceDraft, feed: Feed, target: TargetFeed) -> tuple[R
     spec = base.spec
     norms = dict(feed.norms)
     flags: dict[str, Any] = {k: norms[k] for k in NORM_FLAGS if k in norms}
-    spec = dataclasses.replace(spec, layers=feed.layers, **flags)
+    spec = dataclasses.replace(spec, layers=feed.layers, hidden_prenorm=feed.hidden_prenorm, **flags)
     if feed.rope is not None and feed.rope != base.config_rope:
         theta, scaling = feed.rope
         same_scaling = base.config_rope is not None and scaling == base.config_rope[1]
@@ -277,4 +282,5 @@ def trained_feed(draft: ReferenceDraft, indices: Sequence[int], d2t: str, target
         indices=tuple(indices), norms=tuple((n, bool(getattr(s, n))) for n in NORM_FLAGS),
         embed=DRAFT if own is not None and not same else TARGET,
         lm_head=DRAFT, d2t=d2t if "d2t" in draft.weights else IDENTITY, layers=s.layers, rope=rope,
+        hidden_prenorm=s.hidden_prenorm,
     )

@@ -131,7 +131,7 @@ def eagle3_load_plan(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoi
                      eagle3_engine: EngineVersion) -> LoadPlan:
     """What ``eagle3_engine`` will do with ``eagle3_checkpoint`` (and the target, when given)."""
     from pytest_eagle3.shell.contract import require_config, require_tensors
-    from pytest_eagle3.engines.plan import load_plan
+    from pytest_eagle3.engines.readings import judged_plan
 
     require_tensors(eagle3_checkpoint)
     require_config(eagle3_checkpoint)
@@ -142,7 +142,7 @@ def eagle3_load_plan(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoi
         target = state.target(options.target) if options.target else None
         usable = target if target is not None and target.problem is None else None
         measured = measured_training(request.config, eagle3_checkpoint, usable)
-        plan = load_plan(eagle3_checkpoint, eagle3_engine, usable, options.aux_convention, measured)
+        plan = judged_plan(eagle3_checkpoint, eagle3_engine, usable, options.aux_convention, measured)
         predictor = draft_predictor(request.config, eagle3_checkpoint, usable)
         if not isinstance(predictor, str):  # with the target's weights: every config fix proven here, once
             from pytest_eagle3.reference.fixes import settle
