@@ -173,3 +173,18 @@ def test_output_of_ids_are_the_inputs_of_the_next_layer(ids: list[int], conventi
     shift = 1 if convention == "output-of" else 0
     assert trained == tuple(sorted({i + shift for i in ids}))
     assert "outputs of layers" in aux.describe_inputs([j for j in trained if j > 0] or [1])
+
+
+@pytest.mark.parametrize("rule", ["+1", "as-is", "+1-if-first-is-1", "+1-unless-max-is-L"])
+@pytest.mark.parametrize("trained", [(0, 2, 4), (1, 2, 4), (2, 4, 8), (3, 5, 7), (1, 4, 8)])
+def test_the_printed_aux_edit_reads_back_as_the_trained_layers(rule: str, trained: tuple[int, ...]) -> None:
+    """The ids a fix writes are never negative and the engine's own rule turns them into the trained
+    layers; where no ids can (SGLang's DeepSeek rule asked for inputs (1, 2, 4)), no edit is proposed."""
+    from pytest_eagle3.engines.aux import inverse_transform, transform
+
+    ids = inverse_transform(rule, trained, 8)
+    if ids is None:
+        assert all(transform(rule, cand, 8) != trained
+                   for cand in (tuple(j - 1 for j in trained), trained) if min(cand) >= 0)
+    else:
+        assert min(ids) >= 0 and transform(rule, ids, 8) == trained

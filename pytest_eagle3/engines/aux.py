@@ -374,7 +374,19 @@ def fix_edit(aux: AuxPlan, prof: Profile) -> tuple[str, tuple[int, ...]] | None:
     family = aux.support.family if aux.support else "llama"
     path, shift = id_field(fields[0])
     rule = str(prof.value(f"aux_transform_{family}"))
-    return path, tuple(j - shift - (1 if rule.startswith("+1") else 0) for j in aux.trained)
+    configured = inverse_transform(rule, aux.trained, aux.target_layers)
+    return None if configured is None else (path, tuple(i - shift for i in configured))
+
+
+def inverse_transform(rule: str, trained: Sequence[int], layers: int | None) -> tuple[int, ...] | None:
+    """Non-negative ids the engine reads as exactly ``trained`` under ``rule``; None when no ids do (a
+    conditional rule such as ``+1-if-first-is-1`` cannot be made to request some index sets)."""
+    wanted = tuple(trained)
+    for offset in (1, 0) if rule.startswith("+1") else (0,):
+        ids = tuple(j - offset for j in wanted)
+        if min(ids, default=0) >= 0 and transform(rule, ids, layers) == wanted:
+            return ids
+    return None
 
 
 def _aux_fix(aux: AuxPlan, prof: Profile) -> str:
