@@ -73,21 +73,23 @@ def _positions(out: Filing, sheet: FactSheet, prof: Profile) -> None:
             f"{head}{why}: past position {draft} the draft reads beyond its rotary table (an out-of-bounds gather: "
             "garbage draft tokens or a CUDA fault), so acceptance collapses on long sequences",
             evidence, fix, details))
-    elif rule == "skips-drafting":
+    elif rule == "skips-drafting" or (rule in ("raised", "raised-or-limited") and table_only):
+        raised = "" if rule == "skips-drafting" else (
+            f": it raises the draft's max_position_embeddings to {served}, but the draft's max_model_len was derived "
+            f"before ({draft}; config/speculative.py _maybe_override_draft_max_model_len)")
+        runner_v2 = ("reads past the rotary table instead" if rule == "skips-drafting"
+                     else "has no such check and drafts on")
         out.lose(AREA, Finding(
             "draft-positions-no-draft",
-            f"{head}: the model runner proposes nothing for a step whose longest sequence + k exceeds {draft}, so "
-            f"no token is speculated past {draft} (the V2 runner, where it is the default, reads past the rotary "
-            "table instead)", evidence, fix, details))
+            f"{head}{raised}: the V1 model runner proposes nothing for a step whose longest sequence + k exceeds "
+            f"{draft}, so no token is speculated past {draft} (the V2 runner, where it is the default, "
+            f"{runner_v2})", evidence, fix, details))
     elif rule == "raised-or-limited" and not table_only:
         out.lose(AREA, Finding(
             "draft-positions-context-cut",
             f"{head}: with rope {'/'.join(sheet.draft_rope_types)} it does not raise the draft's range but cuts the "
             f"whole server's max_model_len to {draft} (the V2 runner; the V1 runner stops drafting past it)",
             evidence, fix, details))
-    else:
-        out.note(NOTE_PREFIX + f"{prof.label} raises the draft's max_position_embeddings from {sheet.draft_max_positions or draft} "
-                 f"to the target's {served} (the V1 model runner still stops drafting past {draft})")
 
 
 # ---------------------------------------------------------------- target_quantization
