@@ -185,16 +185,11 @@ def test_specforge_default_t2d_without_vocab_map(tmp_path: Path, target: Path,
 
 
 # -- ModelOpt -----------------------------------------------------------------------------------
-def _modelopt_export(out: Path, target: Path, trained_norm: bool, lora_file: bool = False) -> Path:
-    """ModelOpt's default EAGLE-3 recipe on the tiny target, exported by ModelOpt's exporter.
-
-    ``trained_norm``: give layers.0.input_layernorm a non-uniform weight before export, as training
-    does (ModelOpt initialises it to ones)."""
-    pytest.importorskip("modelopt", reason="nvidia-modelopt not installed (tox -e producers)")
+def _modelopt_converted(target: Path) -> Any:
+    """The tiny target with ModelOpt's default EAGLE-3 recipe attached (``mtsp.convert``), draft vocab DRAFT_VOCAB."""
     import copy
 
     import modelopt.torch.speculative as mtsp
-    from modelopt.torch.export.unified_export_hf import export_speculative_decoding
     from modelopt.torch.speculative.config import EAGLE3_DEFAULT_CFG
     from transformers import AutoModelForCausalLM
 
@@ -205,6 +200,18 @@ def _modelopt_export(out: Path, target: Path, trained_norm: bool, lora_file: boo
         intermediate_size=128, num_attention_heads=2, num_key_value_heads=1, head_dim=32, draft_vocab_size=DRAFT_VOCAB)
     recipe["config"]["eagle_use_torch_compile"] = False
     mtsp.convert(base, [(recipe["algorithm"], recipe["config"])])
+    return base
+
+
+def _modelopt_export(out: Path, target: Path, trained_norm: bool, lora_file: bool = False) -> Path:
+    """ModelOpt's default EAGLE-3 recipe on the tiny target, exported by ModelOpt's exporter.
+
+    ``trained_norm``: give layers.0.input_layernorm a non-uniform weight before export, as training
+    does (ModelOpt initialises it to ones)."""
+    pytest.importorskip("modelopt", reason="nvidia-modelopt not installed (tox -e producers)")
+    from modelopt.torch.export.unified_export_hf import export_speculative_decoding
+
+    base = _modelopt_converted(target)
     ranked = Counter(FREQUENCIES).most_common(DRAFT_VOCAB)
     with torch.no_grad():  # modelopt utils.calibrate_frequent_vocab's formula: i-th most frequent id - i
         base.eagle_module.d2t.copy_(torch.tensor([token - i for i, (token, _) in enumerate(ranked)]))
@@ -272,18 +279,7 @@ def test_modelopt_hidden_path_is_what_the_habit_table_says(target: Path) -> None
     """producers.NORM_HABITS[modelopt], checked against ModelOpt's own module: the attention of the first
     layer receives cat(input_layernorm(embeds), hidden_norm(input_layernorm(hidden)))."""
     pytest.importorskip("modelopt", reason="nvidia-modelopt not installed (tox -e producers)")
-    import copy
-
-    import modelopt.torch.speculative as mtsp
-    from modelopt.torch.speculative.config import EAGLE3_DEFAULT_CFG
-    from transformers import AutoModelForCausalLM
-
-    base = AutoModelForCausalLM.from_pretrained(str(target), dtype=torch.float32)
-    recipe = copy.deepcopy(EAGLE3_DEFAULT_CFG)
-    recipe["config"]["eagle_architecture_config"].update(
-        intermediate_size=128, num_attention_heads=2, num_key_value_heads=1, head_dim=32, draft_vocab_size=DRAFT_VOCAB)
-    recipe["config"]["eagle_use_torch_compile"] = False
-    mtsp.convert(base, [(recipe["algorithm"], recipe["config"])])
+    base = _modelopt_converted(target)
     module, seen = base.eagle_module, {}
     layer = module.layers[0]
     with torch.no_grad():
@@ -438,24 +434,14 @@ def test_reference_forward_matches_modelopt_first_layer(tmp_path: Path, target: 
     attention pre-hook) and the reference forward with ``hidden_prenorm`` give the same logits; without it
     (as every engine runs the draft) they differ: the deviation engine.producer prices."""
     pytest.importorskip("modelopt", reason="nvidia-modelopt not installed (tox -e producers)")
-    import copy
     import dataclasses
 
-    import modelopt.torch.speculative as mtsp
     from modelopt.torch.export.unified_export_hf import export_speculative_decoding
-    from modelopt.torch.speculative.config import EAGLE3_DEFAULT_CFG
-    from transformers import AutoModelForCausalLM
 
     from pytest_eagle3.checkpoint import Checkpoint
     from pytest_eagle3.reference.draft import ReferenceDraft
 
-    torch.manual_seed(0)
-    base = AutoModelForCausalLM.from_pretrained(str(target), dtype=torch.float32)
-    recipe = copy.deepcopy(EAGLE3_DEFAULT_CFG)
-    recipe["config"]["eagle_architecture_config"].update(
-        intermediate_size=128, num_attention_heads=2, num_key_value_heads=1, head_dim=32, draft_vocab_size=DRAFT_VOCAB)
-    recipe["config"]["eagle_use_torch_compile"] = False
-    mtsp.convert(base, [(recipe["algorithm"], recipe["config"])])
+    base = _modelopt_converted(target)
     module = base.eagle_module
     with torch.no_grad():
         module.layers[0].input_layernorm.weight.copy_(torch.linspace(0.05, 3.0, HIDDEN))
