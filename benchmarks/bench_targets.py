@@ -40,7 +40,8 @@ def child(mode: str, draft: str, target: str, dump: str, engine: str) -> dict[st
         capture_transformers(target, dump, None, 67)
         figure: float | str = "-"
     else:
-        from pytest_eagle3.reference.predict import PredictionSession, predict_acceptance
+        from pytest_eagle3.reference.predict import PredictionSession
+        from pytest_eagle3.verdict import predict_acceptance
 
         session = PredictionSession(hidden_states=dump if mode == "dump" else None)
         where = str(Path(target) / "config.json") if mode == "dump" else target
@@ -51,7 +52,8 @@ def child(mode: str, draft: str, target: str, dump: str, engine: str) -> dict[st
 
 def kimi_child(draft: str, target: str, dump: str, engine: str) -> dict[str, float | str]:
     started = time.perf_counter()
-    from pytest_eagle3.reference.predict import PredictionSession, predict_acceptance
+    from pytest_eagle3.reference.predict import PredictionSession
+    from pytest_eagle3.verdict import predict_acceptance
 
     session = PredictionSession(hidden_states=dump)
     figure = predict_acceptance(draft, str(Path(target) / "config.json"), engine, session=session)

@@ -42,7 +42,7 @@ def test_examples_are_what_the_build_script_writes(tmp_path: Path) -> None:
 def test_readme_support_matrix_is_generated_from_the_profiles() -> None:
     """docs/engines.md's matrix is the one the profiles produce now (regenerate: python -m pytest_eagle3
     matrix --readme docs/engines.md)."""
-    from pytest_eagle3.probes.support_matrix import readme_block, render_matrix
+    from pytest_eagle3.verdict.matrix import readme_block, render_matrix
 
     readme = (Path(__file__).resolve().parents[1] / "docs" / "engines.md").read_text(encoding="utf-8")
     assert readme_block(readme) == render_matrix()
@@ -50,7 +50,7 @@ def test_readme_support_matrix_is_generated_from_the_profiles() -> None:
 
 def test_readme_probe_matrix_is_the_recorded_one() -> None:
     from pytest_eagle3.probes.record import probes_markdown
-    from pytest_eagle3.probes.support_matrix import PROBES_END, PROBES_START, readme_block
+    from pytest_eagle3.verdict.matrix import PROBES_END, PROBES_START, readme_block
 
     readme = (Path(__file__).resolve().parents[1] / "docs" / "engines.md").read_text(encoding="utf-8")
     assert readme_block(readme, PROBES_START, PROBES_END) == probes_markdown()

@@ -41,7 +41,7 @@ def session() -> Any:
 @pytest.mark.parametrize(("version", "draft"), RECORDED, ids=[f"{d}@vllm=={v}" for v, d in RECORDED])
 def test_prediction_matches_recorded_vllm(session: Any, version: str, draft: str) -> None:
     """Every recorded vLLM figure (examples/vllm_acceptance.json) is predicted within 0.05 per position."""
-    from pytest_eagle3.reference.predict import predict_acceptance
+    from pytest_eagle3.verdict import predict_acceptance
 
     measured = TABLE["vllm"][version][draft]
     prediction = predict_acceptance(EXAMPLES / draft, TARGET, f"vllm=={version}", session=session)
@@ -54,7 +54,7 @@ def test_accepted_tokens_per_position_equal_vllms(session: Any, version: str, dr
     """Tokens accepted at each draft position: exactly vLLM's counts (1 % slack). The rate's denominator,
     vLLM's draft count, also holds zero-accepted drafts its scheduler counts near the end of some
     requests, which the walk does not model (up to 15 of 16 requests here)."""
-    from pytest_eagle3.reference.predict import predict_acceptance
+    from pytest_eagle3.verdict import predict_acceptance
 
     measured = TABLE["vllm"][version][draft]
     acc = predict_acceptance(EXAMPLES / draft, TARGET, f"vllm=={version}", session=session).cpu_acceptance
@@ -266,7 +266,7 @@ def test_k_and_continuation_reach_the_prediction(run_contracts: Run) -> None:
 
 def test_fc_bypass_is_simulated_and_priced(session: Any, tmp_path: Path) -> None:
     """eagle_config.use_aux_hidden_state: false: SGLang sends one hidden state and skips fc silently."""
-    from pytest_eagle3.reference.predict import predict_acceptance
+    from pytest_eagle3.verdict import predict_acceptance
 
     draft = tmp_path / "no-aux"
     shutil.copytree(EXAMPLES / "demo-draft-sglang", draft)

@@ -1,4 +1,4 @@
-"""Every deviation the simulation can model is priced (``reference.fixes.price_deviations``): the draft run
+"""Every deviation the simulation can model is priced (``verdict.settle.price_deviations``): the draft run
 with and without ModelOpt's extra first-layer norm and the yarn rope its export writes, and a verdict that
 rests on a deviation it cannot price says "assumed". Copies of the demo draft (trained on the demo target)
 in ModelOpt's and AngelSlim's config layouts."""
@@ -16,7 +16,8 @@ import torch
 
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.reference.draft import ReferenceDraft
-from pytest_eagle3.reference.predict import PredictionSession, predict_acceptance
+from pytest_eagle3.reference.predict import PredictionSession
+from pytest_eagle3.verdict import predict_acceptance
 from tests.conftest import ContractRun
 
 pytest.importorskip("transformers")

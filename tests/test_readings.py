@@ -1,4 +1,4 @@
-"""Verdicts judged under every plausible reading (``pytest_eagle3/engines/readings.py``): when neither the
+"""Verdicts judged under every plausible reading (``pytest_eagle3/verdict/judge.py``): when neither the
 aux-id convention nor the producer is decided by evidence, each engine contract is judged under every
 candidate reading; a failure under all of them stands ("whatever the convention"), a disagreement is
 undecided and says what decides it. Synthetic drafts whose configs are edited into the ambiguous cases."""
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_eagle3.checkpoint import Checkpoint
-from pytest_eagle3.engines.readings import Reading, plausible_readings
+from pytest_eagle3.verdict.judge import Reading, plausible_readings
 from pytest_eagle3.producers.formats import INPUT_OF, OUTPUT_OF, UNKNOWN
 from pytest_eagle3.producers.names import EAGLE, SPECFORGE, SPECULATORS
 from pytest_eagle3.producers.records import RECORDS

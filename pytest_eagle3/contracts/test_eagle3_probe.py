@@ -23,6 +23,8 @@ from pytest_eagle3.shell.contract import (
 )
 from pytest_eagle3.findings import check
 from pytest_eagle3.shell.fixtures import InstalledEngine, probe_result, run_state
+from pytest_eagle3.shell.verdicts import pipeline
+from pytest_eagle3.verdict import TargetSide
 from pytest_eagle3.shell.options import PYTHON_OPTION, UNKNOWN_FAIL, settings
 from pytest_eagle3.shell.report import PROBE_PROPERTY
 
@@ -42,7 +44,6 @@ class TestEagle3Probe:
                         eagle3_installed_engine: InstalledEngine, record_property: RecordProperty) -> None:
         """The installed engine's own loader (sentinel weights, CPU) loads the draft, loses nothing, and does
         what the static plan for that version says, fact by fact."""
-        from pytest_eagle3.engines.plan import load_plan
         from pytest_eagle3.engines.versions import DISPLAY, in_known_range
         from pytest_eagle3.probes.verdict import PROBE_ERROR, UNPLANNED, judge_probe
 
@@ -57,8 +58,9 @@ class TestEagle3Probe:
         require_draft(ckpt)
         engine = installed.row
         target = _target_dir(request, engine.label)
-        model = run_state(request.config).target(target)
-        plan = load_plan(ckpt, engine, model) if in_known_range(engine.engine, engine.version) else None
+        # load-time facts: the pipeline's judge step (readings joined), before any simulation settles losses
+        plan = (pipeline(request.config).judge(ckpt, engine, TargetSide(target))
+                if in_known_range(engine.engine, engine.version) else None)
         probe = probe_result(request.config, ckpt, installed, target)
         reduced = (ckpt.config.draft_vocab_size or 0) < (ckpt.config.vocab_size or 0)
         verdict = judge_probe(probe, engine, plan, reduced_vocab=reduced, python=installed.python)

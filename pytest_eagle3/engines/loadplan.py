@@ -61,7 +61,7 @@ HOW_TO_PRICE = ("pass --eagle3-target=DIR with the target's weights: engine.acce
 class Assumed:
     """A loss resting on a producer habit whose cost the static plan cannot price. Reported as assumed
     (``plan.unknown``, per --eagle3-unknown), never as a failure, until the simulation prices it
-    (``reference.fixes.price_deviations``): ``deviation`` names the simulated feed field that differs
+    (``verdict.settle.price_deviations``): ``deviation`` names the simulated feed field that differs
     (``reference.simulate.Feed``), None where the simulation cannot model it."""
 
     area: str
@@ -211,9 +211,9 @@ class LoadPlan:
     runtime: Any = None
     #: Per contract area, what the profiles cannot judge (reported per --eagle3-unknown).
     unknown: Mapping[str, Finding] = field(default_factory=FrozenDict)
-    #: Areas whose config fixes were proven by simulation where the plan was built (reference.fixes.settle).
+    #: Areas whose config fixes were proven by simulation where the plan was built (verdict.settle.settle).
     proven: frozenset[str] = frozenset()
-    #: The 'uninitialised' parameters the simulation showed harmless, in words (reference.fixes.settle).
+    #: The 'uninitialised' parameters the simulation showed harmless, in words (verdict.settle.settle).
     harmless: str | None = None
     #: Losses resting on an assumption not priced (yet); each is reported in ``unknown`` until priced.
     assumed: tuple[Assumed, ...] = ()

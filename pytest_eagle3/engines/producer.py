@@ -11,7 +11,7 @@ Three checks under the plan area ``producer`` (contract ``engine.producer``):
 
 The first three rest on a producer habit whose cost the static plan cannot know: they are filed as
 *assumed* (``Filing.assume``, reported per --eagle3-unknown, never a failure) with the simulated feed field
-that prices them, and ``reference.fixes.price_deviations`` turns them into a loss with its figure (or a
+that prices them, and ``verdict.settle.price_deviations`` turns them into a loss with its figure (or a
 priced note) once the draft has been run with and without the deviation.
 """
 

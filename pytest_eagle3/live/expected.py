@@ -1,6 +1,6 @@
 """The acceptance the plugin expects from an engine version: the one figure live runs are judged against.
 
-It is ``engine.acceptance``'s prediction (:func:`pytest_eagle3.reference.predict.predict_acceptance`):
+It is ``engine.acceptance``'s prediction (the verdict pipeline's, :mod:`pytest_eagle3.verdict`):
 the draft run the way that version's load plan feeds it. vLLM's CPU backend runs model runner V1,
 which reads aux ids like the profile's other mode from 0.23 on (``Prediction.cpu_acceptance``).
 """
@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING
 from pytest_eagle3.engines.versions import EngineVersion, in_known_range
 
 if TYPE_CHECKING:
-    from pytest_eagle3.checkpoint import Checkpoint
-    from pytest_eagle3.reference.predict import PredictionSession
+    from pytest_eagle3.reference.predict import Prediction
 
 
 @dataclass(frozen=True)
@@ -35,21 +34,16 @@ class NoExpectation(Exception):
     """Nothing to compare with; the message says why (unknown version, refused plan, no reference)."""
 
 
-def expected_acceptance(ckpt: Checkpoint, target: str, engine_version: EngineVersion, *, cpu_backend: bool = False,
-                        session: PredictionSession | None = None, device: str = "cpu",
-                        prompts_path: str | None = None) -> Expected:
-    """What ``engine_version`` should reach with ``ckpt`` on ``target`` (``cpu_backend``: vLLM's CPU build)."""
-    from pytest_eagle3.reference.acceptance import ReferenceInputError
-    from pytest_eagle3.reference.predict import PredictionUnavailable, predict_acceptance
+def expected_acceptance(prediction: Prediction | None, engine_version: EngineVersion, *,
+                        cpu_backend: bool = False, missing: str = "") -> Expected:
+    """What ``engine_version`` should reach: the verdict's ``prediction`` (``cpu_backend``: vLLM's CPU build runs
+    the other runtime mode); :class:`NoExpectation` with ``missing`` (why there is no prediction) when None."""
     from pytest_eagle3.reference.prediction_findings import named_costs
 
     if not in_known_range(engine_version.engine, engine_version.version):
         raise NoExpectation(f"{engine_version.label} is outside the profiles' range: no prediction")
-    try:
-        prediction = predict_acceptance(ckpt, target, engine_version, prompts=prompts_path, device=device,
-                                        session=session)
-    except (PredictionUnavailable, ReferenceInputError) as exc:
-        raise NoExpectation(str(exc)) from exc
+    if prediction is None:
+        raise NoExpectation(missing or f"{engine_version.label}: no prediction")
     acceptance = prediction.cpu_acceptance if cpu_backend else prediction.acceptance
     if acceptance is None:
         raise NoExpectation(prediction.unavailable or f"{engine_version.label}: no prediction")

@@ -324,26 +324,3 @@ def _measured(simulator: Simulator, base: Feed, reading: Reading) -> Acceptance:
     feed = Feed(**{**base.__dict__, "indices": reading.indices, "d2t": _d2t(reading, base)})
     got = simulator.acceptance(feed)
     return Acceptance(reading, got.mean_acceptance_length, got.per_position, got.drafts)
-
-
-def predict_acceptance(checkpoint: str | Path | Checkpoint, target: str | Path, engine: str | EngineVersion, *,
-                       steps: int = DEFAULT_STEPS, continuation: int = DEFAULT_NEW_TOKENS,
-                       prompts: str | None = None, device: str = "cpu",
-                       session: PredictionSession | None = None) -> Prediction:
-    """Predicted acceptance of ``checkpoint`` served with ``target`` by ``engine`` (e.g. ``"vllm==0.32.0"``).
-
-    Raises :class:`PredictionUnavailable` when the reference forward cannot run the draft on this
-    target; a plan the engine refuses gives a Prediction with ``acceptance=None`` and the reason.
-    """
-    from pytest_eagle3.checkpoint import Checkpoint, TargetModel
-    from pytest_eagle3.engines.plan import load_plan
-    from pytest_eagle3.engines.selection import parse_selection
-    from pytest_eagle3.engines.versions import EngineVersion
-
-    ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else Checkpoint.open(str(checkpoint))
-    version = engine if isinstance(engine, EngineVersion) else parse_selection(str(engine))[0]
-    session = session or PredictionSession(device, steps, continuation, prompts)
-    model = TargetModel.open(str(target))
-    plan = load_plan(ckpt, version, model if model.problem is None else None)
-    with torch.no_grad():
-        return session.predictor(ckpt, str(target)).predict(plan)

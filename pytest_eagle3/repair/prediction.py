@@ -17,10 +17,11 @@ class Measurement:
     """One target run (or a dump of its side: ``hidden_states``) shared by the source's and the copy's predictors."""
 
     def __init__(self, target: str, hidden_states: str | None = None) -> None:
-        from pytest_eagle3.reference.predict import PredictionSession
+        from pytest_eagle3.verdict import Pipeline, VerdictSettings
 
         self.target = target
-        self.session = PredictionSession(hidden_states=hidden_states)
+        self.pipeline = Pipeline(VerdictSettings())
+        self.session = self.pipeline.session(hidden_states)
         self.predictors: dict[str, Any] = {}
         self.problems: dict[str, str] = {}
 
@@ -46,13 +47,13 @@ class Measurement:
         return Trained(tuple(predictor.training.feed.indices), predictor.training.source)
 
     def figure(self, path: Path, engine: EngineVersion, convention: str | None) -> str:
-        from pytest_eagle3.checkpoint import Checkpoint, TargetModel
-        from pytest_eagle3.engines.plan import load_plan
+        from pytest_eagle3.checkpoint import Checkpoint
+        from pytest_eagle3.verdict import TargetSide
 
         predictor = self.predictor(path, convention)
         if predictor is None:
             return f"unavailable ({self.problems.get(str(path), 'no predictor')})"
-        plan = load_plan(Checkpoint.open(path), engine, TargetModel.open(self.target), convention)
+        plan = self.pipeline.judge(Checkpoint.open(path), engine, TargetSide(self.target), convention=convention)
         prediction = predictor.predict(plan)
         if prediction.acceptance is None:
             return f"none ({prediction.unavailable})"

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_eagle3.repair import configs, independent, keys
-from pytest_eagle3.repair.planview import PlanIssue, PlanView, aux_ids_for, plan_view
 from pytest_eagle3.repair.record import Change, RepairRefused
 from pytest_eagle3.repair.virtual import VirtualDraft
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
+    from pytest_eagle3.engines.loadplan import Issue, LoadPlan
     from pytest_eagle3.engines.versions import EngineVersion
 
 INPUT_OF, OUTPUT_OF = "input-of", "output-of"
@@ -42,7 +42,7 @@ class Solution:
     changes: list[Change]
     trained: Trained
     convention: str | None
-    plans: dict[str, PlanView] = field(default_factory=dict)
+    plans: dict[str, LoadPlan] = field(default_factory=dict)
     not_served: dict[str, str] = field(default_factory=dict)
     layout: str = "as written"
 
@@ -82,10 +82,23 @@ def copy_convention(draft: VirtualDraft, trained: Trained) -> str | None:
 
 
 def _plans(draft: VirtualDraft, engines: Sequence[EngineVersion], target: TargetModel | None,
-           trained: Trained) -> dict[str, PlanView]:
+           trained: Trained) -> dict[str, LoadPlan]:
+    """Every engine's plan of the copy as it stands (the pipeline's judge step), judged against the training
+    layers the solution knows: each plan's aux fix then names the ids its engine reads as those layers, by the
+    target family's own rule."""
+    from pytest_eagle3.engines.loadplan import Measured
+    from pytest_eagle3.verdict import Pipeline, TargetSide, VerdictSettings
+
     ckpt = draft.checkpoint()
     convention = copy_convention(draft, trained)
-    return {e.spec: plan_view(ckpt, e, target, convention) for e in engines}
+    measured = Measured(trained.inputs, trained.words) if trained.inputs is not None else None
+    judge = Pipeline(VerdictSettings()).judge
+    side = TargetSide(str(target.path)) if target is not None else TargetSide()
+    return {e.spec: judge(ckpt, e, side, measured, convention) for e in engines}
+
+
+def _codes(plan: LoadPlan, area: str | None = None) -> set[str]:
+    return {i.finding.code for i in plan.issues if area is None or i.area == area}
 
 
 class _Claims:
@@ -165,9 +178,9 @@ def solve(ckpt: Checkpoint, engines: Sequence[EngineVersion], target: TargetMode
     return solution
 
 
-def _unfixable(failing: dict[str, PlanView]) -> list[str]:
-    return [f"{plan.engine.label}: [{issue.area}/{issue.code}] {issue.summary}"
-            + (f" (fix: {issue.fix})" if issue.fix else "")
+def _unfixable(failing: dict[str, LoadPlan]) -> list[str]:
+    return [f"{plan.engine.label}: [{issue.area}/{issue.finding.code}] {issue.finding.summary}"
+            + (f" (fix: {issue.finding.fix})" if issue.finding.fix else "")
             for plan in failing.values() for issue in plan.issues] or ["no edit makes the engines load the draft"]
 
 
@@ -188,9 +201,9 @@ def _strip_wrappers(draft: VirtualDraft, changes: list[Change]) -> None:
                               "a trainer wrapper prefix matches no engine parameter (rules/shapes.py leftover-prefix)"))
 
 
-def _layout(solution: Solution, plans: dict[str, PlanView], prefer: str | None) -> bool:
+def _layout(solution: Solution, plans: dict[str, LoadPlan], prefer: str | None) -> bool:
     """Rename to the first layout under which no engine has a key issue; False when the names already work."""
-    if not any(p.codes("keys") for p in plans.values()):
+    if not any(_codes(p, "keys") for p in plans.values()):
         return False
     draft = solution.draft
     engines = [p.engine for p in plans.values()]
@@ -201,7 +214,7 @@ def _layout(solution: Solution, plans: dict[str, PlanView], prefer: str | None) 
         trial = VirtualDraft(draft.source, draft.config, dict(draft.entries), dict(draft.computed), dict(draft.origin))
         trial.rename(mapping)
         views = _plans(trial, engines, None, solution.trained)
-        serves[layout] = [s for s, v in views.items() if not v.codes("keys")]
+        serves[layout] = [s for s, v in views.items() if not _codes(v, "keys")]
         mappings[layout] = mapping
     servable = {s for ok in serves.values() for s in ok}
     if not servable:
@@ -214,7 +227,7 @@ def _layout(solution: Solution, plans: dict[str, PlanView], prefer: str | None) 
                          "name the engine that wins with --prefer ENGINE==VER"])
 
 
-def _rename(solution: Solution, mapping: dict[str, str], layout: str, plans: dict[str, PlanView]) -> bool:
+def _rename(solution: Solution, mapping: dict[str, str], layout: str, plans: dict[str, LoadPlan]) -> bool:
     """Rename to ``layout``; False when no name changes."""
     moved = {old: new for old, new in mapping.items() if old != new}
     if not moved:
@@ -222,26 +235,31 @@ def _rename(solution: Solution, mapping: dict[str, str], layout: str, plans: dic
     solution.draft.rename(moved)
     solution.layout = layout
     first = sorted(moved)[0]
-    why = "; ".join(f"{p.engine.label}: {i.summary}" for p in plans.values() for i in p.issues if i.area == "keys")
+    why = "; ".join(f"{p.engine.label}: {i.finding.summary}" for p in plans.values() for i in p.issues
+                    if i.area == "keys")
     solution.changes.append(Change("rename", f"{len(moved)} tensors to the {layout} layout: {first} -> {moved[first]}, ...",
                                    why, tuple(plans)))
     return True
 
 
-def _aux_misplaced(solution: Solution, plans: dict[str, PlanView]) -> list[tuple[PlanView, str, tuple[int, ...]]]:
+def _aux_misplaced(solution: Solution, plans: dict[str, LoadPlan]) -> list[tuple[LoadPlan, str, tuple[int, ...]]]:
     """Engines whose first aux-id field does not hold the ids that feed the training layers (checked even
-    without a target, when the plans cannot see which layers are fed)."""
+    without a target, when the plans cannot see which layers are fed): the plan's own aux fix, which inverts
+    the engine's rule for the target's family (a Llama default without a target)."""
+    from pytest_eagle3.engines.aux import fix_edit
+    from pytest_eagle3.engines.profiles import profile
+
     if solution.trained.inputs is None:
         return []
     out = []
-    for plan in plans.values():
-        wanted = aux_ids_for(plan.engine, solution.trained.inputs)
+    for plan in plans.values():  # each plan is judged against the training inputs (``_plans``)
+        wanted = plan.aux.fix_edit or fix_edit(plan.aux, profile(plan.engine))
         if wanted is not None and configs.get(solution.draft.config, wanted[0]) != list(wanted[1]):
             out.append((plan, *wanted))
     return out
 
 
-def _place_aux_ids(solution: Solution, plans: dict[str, PlanView], claims: _Claims) -> bool:
+def _place_aux_ids(solution: Solution, plans: dict[str, LoadPlan], claims: _Claims) -> bool:
     progress = False
     for plan, dotted, ids in _aux_misplaced(solution, plans):
         progress |= _config_edit(solution, plan, claims, dotted, ids,
@@ -251,7 +269,7 @@ def _place_aux_ids(solution: Solution, plans: dict[str, PlanView], claims: _Clai
     return progress
 
 
-def _config_edit(solution: Solution, plan: PlanView, claims: _Claims, dotted: str, value: Any, why: str) -> bool:
+def _config_edit(solution: Solution, plan: LoadPlan, claims: _Claims, dotted: str, value: Any, why: str) -> bool:
     config = solution.draft.config
     if configs.get(config, dotted) == (list(value) if isinstance(value, tuple) else value):
         return False
@@ -264,11 +282,11 @@ def _config_edit(solution: Solution, plan: PlanView, claims: _Claims, dotted: st
     return True
 
 
-def _apply(solution: Solution, plan: PlanView, issue: PlanIssue, claims: _Claims) -> bool:
+def _apply(solution: Solution, plan: LoadPlan, issue: Issue, claims: _Claims) -> bool:
     """Apply the edit that fixes ``issue`` for ``plan``'s engine; False when a copy cannot fix it."""
     draft, config = solution.draft, solution.draft.config
-    why = f"{plan.engine.label}: {issue.summary}"
-    code = issue.code
+    why = f"{plan.engine.label}: {issue.finding.summary}"
+    code = issue.finding.code
     if code == "speculators-format":
         if not configs.is_speculators(config) or not claims.claim("<format>", "flat", plan.engine.spec):
             return False
@@ -286,9 +304,9 @@ def _apply(solution: Solution, plan: PlanView, issue: PlanIssue, claims: _Claims
     if code == "mtp-model-type":
         return _config_edit(solution, plan, claims, configs.layer_scope(config) + "model_type", "deepseek_v2", why)
     if code == "aux-layers":
-        if plan.aux_edit is None or solution.trained.inputs is None:
+        if plan.aux.fix_edit is None or solution.trained.inputs is None:
             return False
-        dotted, ids = plan.aux_edit
+        dotted, ids = plan.aux.fix_edit
         return _config_edit(solution, plan, claims, dotted, tuple(ids),
                             f"{why} (training layer inputs {list(solution.trained.inputs)}: {solution.trained.words})")
     if code == "norm-flag":
@@ -301,7 +319,8 @@ def _apply(solution: Solution, plan: PlanView, issue: PlanIssue, claims: _Claims
         return _config_edit(solution, plan, claims, "eagle_config.use_aux_hidden_state", True, why)
     if code == "draft-vocab-size":
         rows = draft.shape("lm_head.weight")
-        return bool(rows) and _config_edit(solution, plan, claims, "draft_vocab_size", rows[0], why)
+        return rows is not None and bool(rows) and _config_edit(solution, plan, claims, "draft_vocab_size", rows[0],
+                                                                why)
     if code == "d2t-full-vocab":
         present = [n for n in ("d2t", "t2d") if n in draft.names()]
         if not present or not claims.claim("<d2t>", "absent", plan.engine.spec):

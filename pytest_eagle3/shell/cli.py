@@ -42,20 +42,32 @@ def _parser() -> argparse.ArgumentParser:
     fix.add_argument("draft", type=Path, metavar="DRAFT")
     fix.add_argument("out", type=Path, metavar="OUT", help="the new directory (refused if it exists, unless --force)")
     fix.add_argument("--to", required=True, metavar="ENGINE==VER[,ENGINE==VER...]", help="the engine versions to serve")
-    fix.add_argument("--target", help="target model dir or config.json (layer counts, vocab, predicted acceptance)")
-    fix.add_argument("--hidden-states", metavar="DUMP",
-                     help="the target's side from `python -m pytest_eagle3 capture` (with --target, which may then "
-                          "be just its config.json): the training layers measured and acceptance predicted from it")
-    fix.add_argument("--aux-convention", choices=CONVENTIONS,
-                     help="how the draft's aux ids name its training layers (default: the producer's convention)")
+    _target_arguments(fix)
     fix.add_argument("--prefer", metavar="ENGINE==VER", help="the engine that wins when two need contradicting edits")
     fix.add_argument("--force", action="store_true", help="replace an existing OUT")
-    plan = sub.add_parser("plan", help="print one engine version's load plan of a draft as a table")
-    plan.add_argument("draft", type=Path, metavar="DRAFT")
-    plan.add_argument("--engine", required=True, metavar="ENGINE==VER")
-    plan.add_argument("--target", help="target model dir or config.json")
-    plan.add_argument("--aux-convention", choices=CONVENTIONS)
+    plan = sub.add_parser("plan", help="print what engine versions will do with a draft: the load plan every "
+                                       "contract judges (the verdict pipeline's), or with --json the report's row")
+    plan.add_argument("draft", type=Path, metavar="DRAFT", help="the draft checkpoint's directory")
+    plan.add_argument("--engine", required=True, metavar="ENGINE==VER[,...]",
+                      help="engine versions, as --eagle3-engine: sglang, vllm, all, NAME==VERSION, comma-separated")
+    _target_arguments(plan)
+    plan.add_argument("--json", action="store_true",
+                      help="print each engine's row of the JSON report (verdict, outcome, failing contracts, "
+                           "prediction, fix), exactly as `pytest --eagle3-report` writes it")
     return parser
+
+
+def _target_arguments(command: argparse.ArgumentParser) -> None:
+    """The target options every command shares with pytest (--eagle3-target, --eagle3-hidden-states,
+    --eagle3-aux-convention)."""
+    command.add_argument("--target", help="target model dir or config.json (layer counts, vocab; with its weights "
+                                          "the training layers are measured and acceptance predicted)")
+    command.add_argument("--hidden-states", metavar="DUMP",
+                         help="the target's side from `python -m pytest_eagle3 capture` (with --target, which may "
+                              "then be just its config.json): the training layers measured and acceptance "
+                              "predicted from it")
+    command.add_argument("--aux-convention", choices=CONVENTIONS,
+                         help="how the draft's aux ids name its training layers (default: the producer's convention)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -157,7 +169,7 @@ def _capture(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 def _matrix(parser: argparse.ArgumentParser, readme: Path | None) -> int:
     from pytest_eagle3.probes.record import probes_markdown
-    from pytest_eagle3.probes.support_matrix import PROBES_END, PROBES_START, render_matrix, splice
+    from pytest_eagle3.verdict.matrix import PROBES_END, PROBES_START, render_matrix, splice
 
     if readme is not None and not readme.is_file():
         parser.error(f"--readme: {readme} is not a file")
@@ -195,10 +207,10 @@ def _synth(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def _engines(parser: argparse.ArgumentParser, flag: str, text: str, one: bool = False) -> list[Any]:
-    from pytest_eagle3.repair.planview import parse_engines
+    from pytest_eagle3.engines.selection import parse_selection
 
     try:
-        engines = list(parse_engines(text))
+        engines = list(parse_selection(text))
     except ValueError as exc:
         parser.error(f"{flag}: {exc}")
     if not engines or (one and len(engines) != 1):
@@ -240,17 +252,53 @@ def _dump(parser: argparse.ArgumentParser, model: Any, dump: str | None) -> str 
 def _plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from pytest_eagle3.checkpoint import Checkpoint
     from pytest_eagle3.repair.table import render_plan
+    from pytest_eagle3.verdict import Pipeline, TargetSide, VerdictSettings
 
-    engine = _engines(parser, "--engine", args.engine, one=True)[0]
-    target = _target(parser, args.target)
+    engines = _engines(parser, "--engine", args.engine)
+    model = _target(parser, args.target)
+    dump = _dump(parser, model, args.hidden_states)
     if not args.draft.exists():
         parser.error(f"DRAFT: {args.draft} does not exist")
+    if args.json:
+        return _plan_json(args, engines, dump)
     ckpt = Checkpoint.open(args.draft)
     problems = ckpt.problems + ([ckpt.config_problem] if ckpt.config_problem else [])
     if problems:
         print(f"plan: {args.draft} cannot be read: " + "; ".join(problems), file=sys.stderr)
         return 1
-    print(render_plan(ckpt, engine, target, args.aux_convention))
+    pipeline = Pipeline(VerdictSettings(tuple(engines), args.aux_convention))
+    side = TargetSide(args.target, dump)
+    print("\n\n".join(render_plan(ckpt, pipeline.verdict(ckpt, engine, side).plan) for engine in engines))
+    return 0
+
+
+def _plan_json(args: argparse.Namespace, engines: Sequence[Any], dump: str | None) -> int:
+    """The report's engine rows for the draft: the contract suite run on it (every contract asks the same
+    pipeline), its JSON report read back. Exit 0 when it ran, whatever the verdict."""
+    import json
+    import tempfile
+
+    import pytest
+
+    with tempfile.TemporaryDirectory(prefix="eagle3-plan-") as work:
+        report = Path(work, "verdict.json")
+        pytest_args = ["-q", "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning",
+                       f"--eagle3-ckpt={args.draft}", f"--eagle3-engine={','.join(e.spec for e in engines)}",
+                       f"--eagle3-report={report}", "-m", "not engine"]
+        pytest_args += [f"--eagle3-target={args.target}"] if args.target else []
+        pytest_args += [f"--eagle3-hidden-states={dump}"] if dump else []
+        pytest_args += [f"--eagle3-aux-convention={args.aux_convention}"] if args.aux_convention else []
+        import contextlib
+        import io
+
+        with contextlib.redirect_stdout(io.StringIO()) as said:
+            code = pytest.main(pytest_args)
+        if not report.is_file():
+            print(said.getvalue(), file=sys.stderr)
+            return int(code) or 1
+        data = json.loads(report.read_text(encoding="utf-8"))
+    rows = [row for ckpt in data["checkpoints"] for row in ckpt["engines"] if row["engine"] != "any"]
+    print(json.dumps(rows[0] if len(rows) == 1 else rows, indent=2))
     return 0
 
 

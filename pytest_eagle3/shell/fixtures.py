@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_eagle3.shell.options import settings
+from pytest_eagle3.shell.verdicts import pipeline, target_side, verdict_of
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
-    from pytest_eagle3.engines.plan import LoadPlan, Measured
+    from pytest_eagle3.engines.plan import LoadPlan
     from pytest_eagle3.engines.versions import EngineVersion
     from pytest_eagle3.reference.predict import DraftPredictor, PredictionSession
 
@@ -29,11 +30,8 @@ class RunState:
 
     checkpoints: dict[str, Checkpoint] = field(default_factory=dict)
     targets: dict[str, TargetModel] = field(default_factory=dict)
-    plans: dict[tuple[str, str, str | None, str | None], LoadPlan] = field(default_factory=dict)
     #: The reference measurement's loaded targets and runs (``reference.readings.ReferenceCache``).
     reference: Any = None
-    #: The predictions' target runs and draft predictors (``reference.predict.PredictionSession``).
-    prediction: Any = None
     #: probe.load: the engines to probe (read once, at collection), and each probe's result.
     installed: tuple[InstalledEngine, ...] | None = None
     probes: dict[tuple[str, str, str, str], dict[str, Any]] = field(default_factory=dict)
@@ -130,71 +128,18 @@ def eagle3_engine(request: pytest.FixtureRequest) -> EngineVersion:
 def eagle3_load_plan(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoint,
                      eagle3_engine: EngineVersion) -> LoadPlan:
     """What ``eagle3_engine`` will do with ``eagle3_checkpoint`` (and the target, when given)."""
-    from pytest_eagle3.shell.contract import require_config, require_tensors
-    from pytest_eagle3.engines.readings import judged_plan
-
-    require_tensors(eagle3_checkpoint)
-    require_config(eagle3_checkpoint)
-    options = settings(request.config)
-    state = run_state(request.config)
-    key = (str(eagle3_checkpoint.path), eagle3_engine.spec, options.target, options.aux_convention)
-    if key not in state.plans:
-        target = state.target(options.target) if options.target else None
-        usable = target if target is not None and target.problem is None else None
-        measured = measured_training(request.config, eagle3_checkpoint, usable)
-        plan = judged_plan(eagle3_checkpoint, eagle3_engine, usable, options.aux_convention, measured)
-        predictor = draft_predictor(request.config, eagle3_checkpoint, usable)
-        if not isinstance(predictor, str):  # with the target's weights: every config fix proven here, once
-            from pytest_eagle3.reference.fixes import settle
-
-            plan = settle(plan, predictor, eagle3_checkpoint, usable, options.engines, options.aux_convention,
-                          measured, options.max_loss)
-        state.plans[key] = plan
-    return state.plans[key]
+    return verdict_of(request.config, eagle3_checkpoint, eagle3_engine).plan
 
 
 def prediction_session(config: pytest.Config) -> PredictionSession:
-    """The run's prediction session: one target run shared by every engine and checkpoint."""
-    from pytest_eagle3.reference.predict import PredictionSession
-
-    state, options = run_state(config), settings(config)
-    if state.prediction is None:
-        state.prediction = PredictionSession(options.device, options.steps, options.continuation, options.prompts,
-                                             hidden_states=options.hidden_states)
-    session: PredictionSession = state.prediction
-    return session
+    """The run's prediction session (the pipeline's): one target run shared by every engine and checkpoint."""
+    return pipeline(config).session(settings(config).hidden_states)
 
 
-def draft_predictor(config: pytest.Config, ckpt: Checkpoint, target: TargetModel | None) -> DraftPredictor | str:
+def draft_predictor(config: pytest.Config, ckpt: Checkpoint, target: TargetModel | None = None) -> DraftPredictor | str:
     """The draft's predictor against the target's weights (or a dump of its side), or why there is none (a skip
     reason)."""
-    dump = settings(config).hidden_states
-    if target is None or (dump is None and (target.weights_dir is None or Path(target.path).is_file())):
-        return ("needs the target's weights: pass --eagle3-target=DIR (the model directory), or a dump of its "
-                "hidden states with --eagle3-hidden-states=DIR")
-    import importlib.util
-
-    if importlib.util.find_spec("transformers") is None:
-        return "needs transformers (pip install 'pytest-eagle3[target]')"
-    from pytest_eagle3.reference.acceptance import ReferenceInputError
-    from pytest_eagle3.reference.predict import PredictionUnavailable
-
-    try:
-        where = str(target.weights_dir) if dump is None else target.path
-        return prediction_session(config).predictor(ckpt, where, settings(config).aux_convention)
-    except (PredictionUnavailable, ReferenceInputError) as exc:
-        return str(exc)
-
-
-def measured_training(config: pytest.Config, ckpt: Checkpoint, target: TargetModel | None) -> Measured | None:
-    """The training layers (and embedding) when the reference measurement settles them; else None."""
-    from pytest_eagle3.engines.plan import Measured
-
-    predictor = draft_predictor(config, ckpt, target)
-    if isinstance(predictor, str) or predictor.training.basis != "measured":
-        return None
-    feed = predictor.training.feed
-    return Measured(feed.indices, predictor.training.source, feed.embed if feed.embed in ("draft", "target") else None)
+    return pipeline(config).predictor(ckpt, target_side(config))
 
 
 def installed_engines(config: pytest.Config) -> tuple[InstalledEngine, ...]:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_eagle3.shell.verdicts import pipeline, target_side
 from pytest_eagle3.shell.options import PYTHON_OPTION, SETTINGS_KEY, device_setting, marker_selected, resolve, settings
 
 if TYPE_CHECKING:
@@ -315,8 +316,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def launch_preview(request: pytest.FixtureRequest, ckpt: Any, engine: EngineVersion) -> tuple[list[str], list[Any]]:
     """The command ``eagle3_server`` would run (port 0 as a placeholder) and the launch findings for it."""
-    from pytest_eagle3.checkpoint import TargetModel
-    from pytest_eagle3.engines.plan import load_plan
     from pytest_eagle3.live.cpu_serving import cpu_serving_finding
     from pytest_eagle3.live.launch import LaunchRequest, args_for, build_command, parse_engine_args
     from pytest_eagle3.live.launch_checks import (
@@ -338,8 +337,6 @@ def launch_preview(request: pytest.FixtureRequest, ckpt: Any, engine: EngineVers
     findings += [blocker] if blocker is not None else []
     findings += draft_path_findings(engine.engine, argv)
     if install.known:
-        model = TargetModel.open(target) if target else None
-        usable = model if model is not None and model.problem is None else None
-        plan = load_plan(ckpt, engine, usable)
+        plan = pipeline(config).judge(ckpt, engine, target_side(config))
         findings += runtime_mode_findings(plan, argv, dict(os.environ), _device(config))
     return argv, findings

@@ -1,9 +1,9 @@
 """pytest hooks only: options, markers, collection, parametrisation, header, report, summary.
 
 Nothing heavy is imported here: an installed pytest-eagle3 costs an unrelated pytest run (no checkpoint
-given) 8 modules of its own, the package and the shell's light ones (``pytest_eagle3``,
-``pytest_eagle3.shell``, and its ``plugin``, ``options``, ``fixtures``, ``live_fixtures``, ``report``,
-``contract``), next to the stdlib and pytest; ``tests/test_plugin.py`` counts them.
+given) 9 modules of its own, the package and the shell's light ones (``pytest_eagle3``,
+``pytest_eagle3.shell``, and its ``plugin``, ``options``, ``fixtures``, ``live_fixtures``, ``verdicts``,
+``report``, ``contract``), next to the stdlib and pytest; ``tests/test_plugin.py`` counts them.
 
 What is collected when a checkpoint is given (``--eagle3-ckpt``, ``EAGLE3_CKPT`` or the ``eagle3_ckpt`` ini key):
 the installed contracts, always, plus the paths given on the command line; with no paths, the ini's

@@ -1,0 +1,47 @@
+"""The run's verdict pipeline, held in ``config.stash``: every fixture, contract and live check asks it.
+
+Imported in every pytest run (by the fixtures): the pipeline itself is imported on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from pytest_eagle3.shell.contract import require_config, require_tensors
+from pytest_eagle3.shell.options import settings
+
+if TYPE_CHECKING:
+    from pytest_eagle3.checkpoint import Checkpoint
+    from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.verdict import Pipeline, TargetSide, Verdict
+
+PIPELINE_KEY = pytest.StashKey["Pipeline"]()
+
+
+def pipeline(config: pytest.Config) -> Pipeline:
+    """The run's pipeline, built from the options on first use: one target run for every engine and checkpoint."""
+    from pytest_eagle3.verdict import Pipeline, VerdictSettings
+
+    if PIPELINE_KEY not in config.stash:
+        options = settings(config)
+        config.stash[PIPELINE_KEY] = Pipeline(VerdictSettings(
+            options.engines, options.aux_convention, options.max_loss, options.device, options.steps,
+            options.continuation, options.prompts))
+    return config.stash[PIPELINE_KEY]
+
+
+def target_side(config: pytest.Config) -> TargetSide:
+    """The target as the options give it: its path and a dump of its side."""
+    from pytest_eagle3.verdict import TargetSide
+
+    options = settings(config)
+    return TargetSide(options.target, options.hidden_states)
+
+
+def verdict_of(config: pytest.Config, ckpt: Checkpoint, engine: EngineVersion) -> Verdict:
+    """The pipeline's verdict for ``engine`` on ``ckpt``; skips where the files or the config are unusable."""
+    require_tensors(ckpt)
+    require_config(ckpt)
+    return pipeline(config).verdict(ckpt, engine, target_side(config))
