@@ -3,6 +3,7 @@
 On the bundled demo pair (real safetensors files): the fact sheet is read once and frozen, an area
 computed twice from it gives the same result, the fc area judges what the aux area says it captures
 (passed in, not read from a shared plan), and the plan refuses every edit: a changed plan is a new one.
+The sheet holds plain values, never the checkpoint or the target: tensor values come through typed readers.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
 from pytest_eagle3.engines.aux import plan_aux
-from pytest_eagle3.engines.facts import fact_sheet
+from pytest_eagle3.engines.facts import FactSheet, fact_sheet
 from pytest_eagle3.engines.fc import plan_fc, plan_fc_shape
 from pytest_eagle3.engines.plan import load_plan
 from pytest_eagle3.engines.profiles import profile
@@ -70,3 +71,32 @@ def test_fc_judges_the_states_the_aux_area_passes_in(demo: tuple[Checkpoint, Tar
     one_state = plan_fc(sheet, prof, built, dataclasses.replace(aux, captured=(4,)))
     assert one_state.fc.states_sent == 1 and one_state.fc.action == "crash"
     assert [i.finding.code for i in one_state.filed.issues] == ["fc-width"]
+
+
+def test_the_fact_sheet_holds_plain_values_only(demo: tuple[Checkpoint, TargetModel]) -> None:
+    ckpt, target = demo
+    for field in dataclasses.fields(FactSheet):
+        assert not {"Any", "Checkpoint", "TargetModel"} & set(str(field.type).replace("[", " ").replace("]", " ")
+                                                           .replace(",", " ").replace("|", " ").split()), field
+    sheet = fact_sheet(ckpt, profile(VLLM), target)
+    assert not [f.name for f in dataclasses.fields(sheet)
+                if isinstance(getattr(sheet, f.name), Checkpoint | TargetModel)]
+    ids = sheet.config["eagle_config"]["eagle_aux_hidden_state_layer_ids"]  # type: ignore[index,call-overload]
+    assert ids == [2, 4, 5] and repr(ids) == "[2, 4, 5]"
+    with pytest.raises(TypeError, match="frozen list"):
+        ids.append(6)
+    # a tensor's values: read on the first question, then kept
+    d2t = sheet.contents.d2t("d2t")
+    assert d2t is not None and len(d2t) == ckpt.shape("d2t")[0] and sheet.contents.d2t("d2t") is d2t  # type: ignore[index]
+    assert sheet.contents.same_as_target("lm_head.weight", ("lm_head.weight",)) is not None
+
+
+def test_another_reading_neither_copies_nor_changes_the_checkpoint(demo: tuple[Checkpoint, TargetModel]) -> None:
+    ckpt, target = demo
+    detected = ckpt.format
+    read = ckpt.as_read_by("eagle")
+    assert read.format.producer == "eagle" and ckpt.format is detected
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        read.format = detected  # type: ignore[misc]
+    sheet = fact_sheet(ckpt, profile(VLLM), target, "eagle")
+    assert sheet.producer == "eagle" and fact_sheet(ckpt, profile(VLLM), target).producer == detected.producer

@@ -6,7 +6,6 @@ into a failed contract. Files are only ever opened for reading.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 from collections.abc import Iterator
@@ -226,20 +225,26 @@ class Checkpoint:
         """Who may have written it (``producers.formats.candidate_producers``)."""
         return candidate_producers(self.config_raw or {}, set(self.tensors), self.files, self.format)
 
-    def as_read_by(self, producer: str) -> Checkpoint:
-        """The same files read as ``producer`` writes them (its habits, defaults and aux-id convention): a
-        shallow copy whose detected format names ``producer``. Nothing is re-read or modified."""
+    def as_read_by(self, producer: str) -> ReadAs:
+        """The format and config of the same files read as ``producer`` writes them (its habits, defaults
+        and aux-id convention): nothing is re-read, the checkpoint is neither copied nor modified."""
         if producer == self.format.producer:
-            return self
-        view = copy.copy(self)
-        evidence = (f"read as {producer}: {self.candidates.why}",)
-        view.__dict__["format"] = DetectedFormat(producer, evidence)
-        view.__dict__["config"] = normalise_config(self.config_raw or {}, view.format, self.tensors)
-        return view
+            return ReadAs(self.format, self.config)
+        detected = DetectedFormat(producer, (f"read as {producer}: {self.candidates.why}",))
+        return ReadAs(detected, normalise_config(self.config_raw or {}, detected, self.tensors))
+
+
+@dataclass(frozen=True)
+class ReadAs:
+    """The checkpoint as one producer writes it: the detected format naming that producer, and the config
+    normalised by its rules."""
+
+    format: DetectedFormat
+    config: DraftConfig
 
 
 def _is_draft_file(path: Path) -> bool:
     return not path.name.startswith(NOT_DRAFT_WEIGHTS)
 
 
-__all__ = ["Checkpoint", "CheckpointReadError", "TensorEntry"]
+__all__ = ["Checkpoint", "CheckpointReadError", "ReadAs", "TensorEntry"]

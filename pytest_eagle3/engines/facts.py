@@ -4,19 +4,25 @@
 (vLLM converts a speculators config with ``speculators/algos.py update_eagle3``; SGLang reads the HF
 config as it is), resolves the norm flags as the engine applies them, and reads every config field,
 tensor shape and target property an area needs. Areas read the sheet, never the raw config.
-Tensor *contents* (d2t, a norm weight, embeddings compared with the target's) are read on demand
-through ``sheet.ckpt``: they are large and only some areas need them.
+The sheet holds plain values only, never the checkpoint or the target: tensor *contents* (d2t, a norm
+weight, embeddings compared with the target's) come through ``sheet.contents`` (``engines.contents``),
+each read on an area's first question and kept, since they can be large and only some areas need them.
+``producer`` reads the files as that producer writes them (``Checkpoint.as_read_by``: one reading of
+``engines.readings``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
+from pytest_eagle3.checkpoint.draft import NOT_DRAFT_WEIGHTS, SAFETENSORS_INDEX
+from pytest_eagle3.checkpoint.tensorfiles import index_safetensors
+from pytest_eagle3.engines.contents import TensorContents, tensor_contents
 from pytest_eagle3.engines.context import context_length, rope_types
-from pytest_eagle3.engines.frozen import FrozenDict, freeze
+from pytest_eagle3.engines.frozen import FrozenDict, JsonValue, freeze, freeze_object
 from pytest_eagle3.engines.geometry import ROUTE_CONFIG_CLASS, Geometry, derive, route_for
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.engines.runtime import LayerKv, target_layers
@@ -35,7 +41,7 @@ from pytest_eagle3.producers.habits import (
 )
 from pytest_eagle3.rules.draft_kind import classify_checkpoint, not_a_draft_finding
 
-__all__ = ["EngineView", "FactSheet", "engine_view", "fact_sheet", "lookup"]
+__all__ = ["EngineView", "FactSheet", "JsonValue", "TensorContents", "engine_view", "fact_sheet", "lookup"]
 
 #: The norm flags an engine may read from the draft config.
 NORM_FLAGS = ("norm_before_residual", "norm_before_fc", "fc_norm", "norm_output")
@@ -45,7 +51,7 @@ NORM_FLAGS = ("norm_before_residual", "norm_before_fc", "fc_norm", "norm_output"
 class EngineView:
     """What the engine's draft class sees: a flat config, and the flags as it applies them."""
 
-    config: Mapping[str, Any]
+    config: Mapping[str, JsonValue]
     speculators: bool
     flags: Mapping[str, bool]
     flag_notes: Mapping[str, str]
@@ -57,20 +63,21 @@ class FactSheet:
 
     #: The flat config the engine's draft class reads, whether it came as a speculators config, and
     #: the norm flags as the engine applies them (with how it reads each).
-    config: Mapping[str, Any]
+    config: Mapping[str, JsonValue]
     speculators: bool
     flags: Mapping[str, bool]
     flag_notes: Mapping[str, str]
-    #: The checkpoint, for tensor contents read on demand (never modified).
-    ckpt: Checkpoint
-    #: The target when usable (its config read; weights where given), else None.
-    target: TargetModel | None
+    #: Tensor values (d2t, a norm weight, a tensor compared with the target's), read on first use.
+    contents: TensorContents
+    #: A target was given, and its config could be read.
+    target_given: bool
+    target_usable: bool
     #: The draft config as written (empty without one).
-    raw: Mapping[str, Any]
+    raw: Mapping[str, JsonValue]
     #: Why this is not a draft at all (a target or another method's checkpoint), else None.
     not_a_draft: Finding | None
     # ---- the draft config, as the engine sees it
-    architectures: Any
+    architectures: JsonValue
     architecture: str
     model_type: str
     num_hidden_layers: int | None
@@ -79,15 +86,15 @@ class FactSheet:
     target_hidden_size: int | None
     vocab_size: int | None
     draft_vocab_present: bool
-    draft_vocab_size: Any
+    draft_vocab_size: JsonValue
     #: The target's vocab (model_config.get_vocab_size()), else the draft config's vocab_size.
     reference_vocab: int | None
     #: The draft vocab is the target's (or unset): vLLM >= 0.30 then builds no d2t.
     full_vocab: bool
     tie_word_embeddings: bool
-    use_aux_hidden_state: Any
+    use_aux_hidden_state: JsonValue
     bias: bool
-    rope_scaling: Any
+    rope_scaling: JsonValue
     #: The norm flags written explicitly (top level or eagle_config), None where absent.
     explicit_norms: Mapping[str, bool | None]
     #: The attention the engine derives for the draft (rules.attention), None where the config cannot say.
@@ -104,6 +111,9 @@ class FactSheet:
     producer: str
     format_label: str
     first_layer_prefix: str | None
+    #: Weight files beside the draft's that are not the draft (adapters, optimizer state) with their tensor
+    #: names, where no shard index lists the draft's files: an engine reading every *.safetensors reads them.
+    stray_weight_files: tuple[tuple[str, tuple[str, ...]], ...]
     #: The aux ids the checkpoint's config names, their field and convention (checkpoint.config.aux).
     aux_written: AuxLayers | None
     #: The rope the engines build from config.json, the rope the producer trained with where it differs,
@@ -111,7 +121,7 @@ class FactSheet:
     served_rope: RopeKey
     config_rope: Rope
     trained_rope: tuple[Rope, RopeHabit] | None
-    unread_fields: tuple[tuple[TrainedField, Any], ...]
+    unread_fields: tuple[tuple[TrainedField, JsonValue], ...]
     # ---- the target
     target_layers: int | None
     target_architecture: str | None
@@ -139,39 +149,42 @@ class FactSheet:
     draft_layer_types: tuple[str, ...] | None = None
     draft_sliding_window: int | None = None
     draft_use_sliding_window: bool | None = None
-    draft_interleaved_window: Any = None
+    draft_interleaved_window: JsonValue | tuple[JsonValue, ...] = None
     #: The dtype each config declares (``dtype``, else ``torch_dtype``), None where absent.
     draft_dtype: str | None = None
     target_dtype: str | None = None
 
 
-def _int(config: Mapping[str, Any], name: str) -> int | None:
+def _int(config: Mapping[str, object], name: str) -> int | None:
     value = config.get(name)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _explicit_flag(raw: Mapping[str, Any], name: str) -> bool | None:
+def _explicit_flag(raw: Mapping[str, object], name: str) -> bool | None:
     for value in (raw.get(name), lookup(raw, f"eagle_config.{name}")):
         if isinstance(value, bool):
             return value
     return None
 
 
-def _ids(value: Any) -> tuple[int, ...] | None:
+def _ids(value: object) -> tuple[int, ...] | None:
     if isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
         return tuple(value)
     return None
 
 
-def _aux_ids(config: Mapping[str, Any], profile: Profile) -> dict[str, tuple[int, ...] | None]:
+def _aux_ids(config: Mapping[str, object], profile: Profile) -> dict[str, tuple[int, ...] | None]:
     """The ids in every field the profile's aux-id resolvers read (``path+1``: read at ``path``)."""
     specs = [*(profile.value("aux_id_fields") or ()), *(profile.value("aux_id_fields_other_mode") or ())]
     paths = dict.fromkeys(spec.partition("+")[0] for spec in specs)
     return {path: _ids(lookup(config, path)) for path in paths}
 
 
-def fact_sheet(ckpt: Checkpoint, profile: Profile, target: TargetModel | None = None) -> FactSheet:
-    """Read once what every area of ``profile``'s plan needs from ``ckpt`` and ``target``."""
+def fact_sheet(ckpt: Checkpoint, profile: Profile, target: TargetModel | None = None,
+               producer: str | None = None) -> FactSheet:
+    """Read once what every area of ``profile``'s plan needs from ``ckpt`` and ``target`` (``producer``: read
+    the files as it writes them; the detected producer without one)."""
+    read = ckpt.as_read_by(producer or ckpt.format.producer)
     raw = ckpt.config_raw or {}
     view = engine_view(raw, profile)
     config = view.config
@@ -180,7 +193,7 @@ def fact_sheet(ckpt: Checkpoint, profile: Profile, target: TargetModel | None = 
     written = _int(config, "target_hidden_size")
     shapes = FrozenDict({name: entry.shape for name, entry in ckpt.tensors.items()})
     fc_shape = shapes.get("fc.weight") or shapes.get("model.fc.weight")
-    cfg = ckpt.config if ckpt.config_raw is not None else None
+    cfg = read.config if ckpt.config_raw is not None else None
     text = target.text_config if target is not None else {}
     layers = target.num_hidden_layers if target is not None else None
     target_vocab = target.vocab_size if target is not None else None
@@ -189,10 +202,12 @@ def fact_sheet(ckpt: Checkpoint, profile: Profile, target: TargetModel | None = 
     present = "draft_vocab_size" in config
     draft_vocab = config.get("draft_vocab_size") if present else "missing"
     reported = target.hidden_size if target is not None else None
-    producer = ckpt.format.producer
+    usable = target is not None and not target.problem
+    producer = read.format.producer
     return FactSheet(
         config=config, speculators=view.speculators, flags=view.flags, flag_notes=view.flag_notes,
-        ckpt=ckpt, target=target, raw=freeze(raw),
+        contents=tensor_contents(ckpt, target), target_given=target is not None, target_usable=usable,
+        raw=freeze_object(raw),
         not_a_draft=not_a_draft_finding(classify_checkpoint(ckpt)),
         architectures=freeze(archs), architecture=str(archs[0]) if isinstance(archs, list) and archs else "",
         model_type=str(config.get("model_type") or ""),
@@ -202,7 +217,7 @@ def fact_sheet(ckpt: Checkpoint, profile: Profile, target: TargetModel | None = 
         reference_vocab=reference_vocab,
         full_vocab=draft_vocab in (None, "missing") or draft_vocab == reference_vocab,
         tie_word_embeddings=bool(config.get("tie_word_embeddings", False)),
-        use_aux_hidden_state=lookup(config, "eagle_config.use_aux_hidden_state"),
+        use_aux_hidden_state=freeze(lookup(config, "eagle_config.use_aux_hidden_state")),
         bias=bool(config.get("bias", False)),
         rope_scaling=freeze(config.get("rope_scaling") or config.get("rope_parameters")),
         explicit_norms=FrozenDict({name: _explicit_flag(raw, name) for name in NORM_FLAGS}),
@@ -213,37 +228,64 @@ def fact_sheet(ckpt: Checkpoint, profile: Profile, target: TargetModel | None = 
         layer_count=cfg.layer_count if cfg is not None else 1,
         trained_norms=FrozenDict(cfg.norm_flags if cfg is not None else {}),
         norm_sources=FrozenDict(cfg.sources if cfg is not None else {}),
-        producer=producer, format_label=ckpt.format.label,
+        producer=producer, format_label=read.format.label,
         first_layer_prefix=cfg.first_layer_prefix if cfg is not None else None,
-        aux_written=ckpt.config.aux,
+        stray_weight_files=_stray_weight_files(ckpt),
+        aux_written=read.config.aux,
         served_rope=served_rope(raw).key(), config_rope=config_rope(config),
-        trained_rope=trained_rope(producer, config), unread_fields=tuple(unread_fields(producer, raw)),
+        trained_rope=trained_rope(producer, config),
+        unread_fields=tuple((row, freeze(value)) for row, value in unread_fields(producer, raw)),
         target_layers=layers,
         target_architecture=target.architectures[0] if target is not None and target.architectures else None,
         target_vocab=target_vocab, target_hidden_reported=reported, target_width=reported or None,
         target_model_type=str(text.get("model_type") or ""),
         default_inputs=default_aux_inputs(layers) if layers is not None else None,
-        target_kv=target_layers(text, derive(text, ROUTE_CONFIG_CLASS)) if target is not None and not target.problem
-        else None,
-        **_serving_facts(raw, config, text if target is not None and not target.problem else None,
+        target_kv=target_layers(text, derive(text, ROUTE_CONFIG_CLASS)) if usable else None,
+        **_serving_facts(raw, config, text if usable else None,
                          target.config if target is not None else {}, profile.engine),
     )
 
 
-def _quant_method(config: Mapping[str, Any]) -> str | None:
+def _stray_weight_files(ckpt: Checkpoint) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The not-draft *.safetensors beside the draft's (none where a shard index lists the files)."""
+    if (ckpt.root / SAFETENSORS_INDEX).is_file():
+        return ()
+    return tuple((path.name, tuple(entry.name for entry in index_safetensors(path).entries))
+                 for path in sorted(ckpt.root.glob("*.safetensors"))
+                 if path.is_file() and path.name.startswith(NOT_DRAFT_WEIGHTS))
+
+
+def _quant_method(config: Mapping[str, object]) -> str | None:
     quant = config.get("quantization_config")
     if not isinstance(quant, dict):
         return None
     return str(quant.get("quant_method") or quant.get("quant_algo") or "unnamed")
 
 
-def _dtype(config: Mapping[str, Any]) -> str | None:
+def _dtype(config: Mapping[str, object]) -> str | None:
     value = config.get("dtype") or config.get("torch_dtype")
     return str(value).removeprefix("torch.") if isinstance(value, str) and value else None
 
 
-def _serving_facts(raw: Mapping[str, Any], config: Mapping[str, Any], text: Mapping[str, Any] | None,
-                   target_raw: Mapping[str, Any], engine: str) -> dict[str, Any]:
+class ServingFacts(TypedDict):
+    """The serving fields of :class:`FactSheet`, as ``_serving_facts`` reads them."""
+
+    draft_context: int | None
+    target_context: int | None
+    draft_max_positions: int | None
+    draft_rope_types: tuple[str, ...]
+    target_quantization: str | None
+    draft_quantization: str | None
+    draft_layer_types: tuple[str, ...] | None
+    draft_sliding_window: int | None
+    draft_use_sliding_window: bool | None
+    draft_interleaved_window: JsonValue | tuple[JsonValue, ...]
+    draft_dtype: str | None
+    target_dtype: str | None
+
+
+def _serving_facts(raw: Mapping[str, object], config: Mapping[str, JsonValue], text: Mapping[str, object] | None,
+                   target_raw: Mapping[str, object], engine: str) -> ServingFacts:
     """What engines.serving reads: positions, quantization, sliding window, dtype of draft and target."""
     kinds = config.get("layer_types")
     window = config.get("sliding_window")
@@ -265,18 +307,18 @@ def _serving_facts(raw: Mapping[str, Any], config: Mapping[str, Any], text: Mapp
     }
 
 
-def engine_view(raw: Mapping[str, Any], profile: Profile) -> EngineView:
+def engine_view(raw: Mapping[str, object], profile: Profile) -> EngineView:
     """Flatten the config the way ``profile``'s engine does, and resolve the norm flags."""
     speculators = is_speculators(raw)
     config = _speculators_to_eagle(raw, profile) if speculators else dict(raw)
     flags, notes = _flags(raw, config, speculators, profile)
-    return EngineView(freeze(config), speculators, FrozenDict(flags), FrozenDict(notes))
+    return EngineView(freeze_object(config), speculators, FrozenDict(flags), FrozenDict(notes))
 
 
-def _speculators_to_eagle(raw: Mapping[str, Any], profile: Profile) -> dict[str, Any]:
+def _speculators_to_eagle(raw: Mapping[str, object], profile: Profile) -> dict[str, object]:
     """vLLM speculators/algos.py update_eagle3: the layer config plus the fields it copies."""
     layer = raw.get("transformer_layer_config")
-    config: dict[str, Any] = dict(layer) if isinstance(layer, dict) else {}
+    config: dict[str, object] = dict(layer) if isinstance(layer, dict) else {}
     config["draft_vocab_size"] = raw.get("draft_vocab_size")
     for name in ("target_hidden_size",):
         if name in raw:
@@ -292,7 +334,7 @@ def _speculators_to_eagle(raw: Mapping[str, Any], profile: Profile) -> dict[str,
     return config
 
 
-def _flag(config: Mapping[str, Any], *names: str) -> bool:
+def _flag(config: Mapping[str, object], *names: str) -> bool:
     for name in names:
         value = lookup(config, name)
         if value is not None:
@@ -300,7 +342,7 @@ def _flag(config: Mapping[str, Any], *names: str) -> bool:
     return False
 
 
-def _flags(raw: Mapping[str, Any], config: Mapping[str, Any], speculators: bool,
+def _flags(raw: Mapping[str, object], config: Mapping[str, object], speculators: bool,
            profile: Profile) -> tuple[dict[str, bool], dict[str, str]]:
     flags: dict[str, bool] = {}
     notes: dict[str, str] = {}

@@ -51,14 +51,16 @@ __all__ = ["LOADS", "LOADS_WITH_LOSS", "LOSS", "REFUSED", "AuxPlan", "FcPlan", "
 
 
 def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | None = None,
-              convention: str | None = None, measured: Measured | None = None) -> LoadPlan:
+              convention: str | None = None, measured: Measured | None = None,
+              read_as: str | None = None) -> LoadPlan:
     """Compute what ``engine`` will do with ``ckpt`` (and the target, when known).
 
     ``measured``: the layer inputs (and embedding) the draft was trained with, as the reference
     measurement settled them; it overrules every convention assumption (``plan.aux.basis``).
+    ``read_as``: the producer whose writing the checkpoint is read as (one reading; the detected one without).
     """
     prof = profile(engine)
-    sheet = fact_sheet(ckpt, prof, target)
+    sheet = fact_sheet(ckpt, prof, target, read_as)
     arch = plan_architecture(sheet, prof)
     if not arch.builds:
         return _assembled(LoadPlan(engine, arch.draft_class, measured=measured), arch.filed)

@@ -18,12 +18,8 @@ priced note) once the draft has been run with and without the deviation.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from pytest_eagle3.checkpoint import Checkpoint
-from pytest_eagle3.checkpoint.draft import NOT_DRAFT_WEIGHTS
-from pytest_eagle3.checkpoint.tensorfiles import index_safetensors
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.frozen import FrozenDict
 from pytest_eagle3.engines.keymap import resolve_keys
@@ -50,20 +46,19 @@ class ProducerArea:
 def plan_producer(sheet: FactSheet, prof: Profile, params: frozenset[str]) -> ProducerArea:
     """The producer findings of ``prof``'s engine version for the checkpoint (``params``: what the class builds)."""
     out = Filing()
-    ckpt = sheet.ckpt
     producer = sheet.producer
     for row, value in sheet.unread_fields:
         out.assume(AREA, Finding(
             "field-not-read",
-            f"{ckpt.format.label} trained with {row.field} = {_json(value)}, which {prof.label} never reads: "
+            f"{sheet.format_label} trained with {row.field} = {_json(value)}, which {prof.label} never reads: "
             f"{row.engine}; {row.trained}",
             (Evidence(row.field, f"{_json(value)} (trained with)", f"{_json(row.engine_value)} (what the engine does)"),),
             f"retrain with {row.field} = {_json(row.engine_value)}, or serve with an engine that reads it",
             (f"producer: {row.source}", f"rule: no {prof.engine} release reads {row.field}"),
         ), None)
-    rope_edit = _rope(out, prof, sheet, producer, ckpt.format.label)
+    rope_edit = _rope(out, prof, sheet, producer, sheet.format_label)
     _norm_habit(out, prof, sheet)
-    _extra_weights(out, prof, ckpt, params)
+    _extra_weights(out, prof, sheet, params)
     return ProducerArea(sheet.served_rope, FrozenDict(rope_edit), out.filed())
 
 
@@ -72,20 +67,18 @@ UNIFORM_RATIO = 1.01
 
 
 def _norm_habit(out: Filing, prof: Profile, sheet: FactSheet) -> None:
-    ckpt = sheet.ckpt
     habit = NORM_HABITS.get(sheet.producer)
     prefix = sheet.first_layer_prefix
     name = f"{prefix}{habit.tensor}" if habit is not None and prefix else None
-    if habit is None or name is None or name not in ckpt.tensors:
+    if habit is None or name is None or name not in sheet.shapes:
         return
-    weight = ckpt.read(name).float().abs()
-    low, high = float(weight.min()), float(weight.max())
+    low, high = sheet.contents.magnitude_range(name)
     if low > 0 and high / low < UNIFORM_RATIO:
         return
     spread = f"{low:.3g}..{high:.3g}"
     out.assume(AREA, Finding(
         "norm-not-applied",
-        f"{prof.label} feeds the first layer hidden_norm(fc output); {ckpt.format.label} trained it with "
+        f"{prof.label} feeds the first layer hidden_norm(fc output); {sheet.format_label} trained it with "
         f"{habit.trained}: {name} ({spread}) is missing from the hidden path, acceptance drops",
         (Evidence(name, f"ranges {spread} (not uniform): the engine skips it on the hidden path",
                   "a uniform weight (then skipping it changes nothing)"),),
@@ -136,19 +129,15 @@ def _rope_fix(rope: Any, certain: bool) -> str:
             "draft is meant to extrapolate beyond its training window")
 
 
-def _extra_weights(out: Filing, prof: Profile, ckpt: Checkpoint, params: frozenset[str]) -> None:
+def _extra_weights(out: Filing, prof: Profile, sheet: FactSheet, params: frozenset[str]) -> None:
     """vLLM and SGLang read every *.safetensors of the folder when no index lists the shards."""
-    root = ckpt.root
-    if prof.value("weight_files") != "all-safetensors" or (root / "model.safetensors.index.json").is_file():
+    if prof.value("weight_files") != "all-safetensors":
         return
-    for path in sorted(root.glob("*.safetensors")):
-        if path.is_file() and path.name.startswith(NOT_DRAFT_WEIGHTS):
-            _one_extra_file(out, prof, path, params)
+    for file_name, names in sheet.stray_weight_files:
+        _one_extra_file(out, prof, file_name, list(names), params)
 
 
-def _one_extra_file(out: Filing, prof: Profile, path: Path, params: frozenset[str]) -> None:
-    index = index_safetensors(path)
-    names = [entry.name for entry in index.entries]
+def _one_extra_file(out: Filing, prof: Profile, file_name: str, names: list[str], params: frozenset[str]) -> None:
     if not names:
         return
     res = resolve_keys(prof, names, set(params))
@@ -157,18 +146,18 @@ def _one_extra_file(out: Filing, prof: Profile, path: Path, params: frozenset[st
         refused = [name for name, _ in res.refused]
         out.refuse(AREA, Finding(
             "extra-weights-loaded",
-            f"{prof.label} loads every *.safetensors in the folder, {path.name} too: {len(refused)} of its tensors "
+            f"{prof.label} loads every *.safetensors in the folder, {file_name} too: {len(refused)} of its tensors "
             f"name no draft parameter ({refused[0]}): {res.refused[0][1]}",
-            (Evidence(path.name, f"{len(names)} tensors read as draft weights", "only the draft's weight files"),),
-            f"move {path.name} out of the draft folder (or list the draft's shards in model.safetensors.index.json)",
+            (Evidence(file_name, f"{len(names)} tensors read as draft weights", "only the draft's weight files"),),
+            f"move {file_name} out of the draft folder (or list the draft's shards in model.safetensors.index.json)",
             (why, f"rule: {prof.source('unknown_key')}"),
         ))
     elif res.loaded:
         out.lose(AREA, Finding(
             "extra-weights-loaded",
-            f"{prof.label} loads {path.name} as draft weights too: it overwrites {short(sorted(res.loaded))}",
-            (Evidence(path.name, "read as draft weights", "only the draft's weight files"),),
-            f"move {path.name} out of the draft folder", (why,),
+            f"{prof.label} loads {file_name} as draft weights too: it overwrites {short(sorted(res.loaded))}",
+            (Evidence(file_name, "read as draft weights", "only the draft's weight files"),),
+            f"move {file_name} out of the draft folder", (why,),
         ))
     else:
-        out.note(f"{prof.label} reads {path.name} and drops its {len(names)} tensors (no draft parameter)")
+        out.note(f"{prof.label} reads {file_name} and drops its {len(names)} tensors (no draft parameter)")

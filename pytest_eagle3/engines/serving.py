@@ -135,7 +135,8 @@ def _window(sheet: FactSheet, rule: str) -> int | None:
         if isinstance(window, int) and not isinstance(window, bool):
             return window
         if isinstance(window, tuple) and window and isinstance(window[0], int) and sheet.target_layers is not None:
-            return window[sheet.target_layers % len(window)]
+            chosen = window[sheet.target_layers % len(window)]
+            return chosen if isinstance(chosen, int) else None
         return None
     if rule == "layer-types" and sheet.draft_layer_types and sheet.draft_layer_types[0] == "sliding_attention":
         return sheet.draft_sliding_window
@@ -191,7 +192,7 @@ def _dtype(out: Filing, sheet: FactSheet, prof: Profile) -> None:
         if draft is not None and target is not None and draft != target:
             out.note(NOTE_PREFIX + f"{prof.label} runs the draft in the target's dtype: its {draft} weights are cast")
         return
-    if sheet.target is None or sheet.target.problem:
+    if not sheet.target_usable:
         return
     ran, fed = sglang_auto_dtype(draft, sheet.model_type), sglang_auto_dtype(target, sheet.target_model_type)
     if ran == fed:

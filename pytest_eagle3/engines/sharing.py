@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pytest_eagle3.checkpoint import Checkpoint, TargetModel
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.loadplan import Filed, Filing, Measured
 from pytest_eagle3.engines.profiles import Profile
@@ -19,26 +18,8 @@ TARGET_EMBED = ("model.embed_tokens.weight", "model.language_model.embed_tokens.
 TARGET_LM_HEAD = ("lm_head.weight", "language_model.lm_head.weight")
 
 
-def same_as_target(ckpt: Checkpoint, draft_name: str | None, target: TargetModel | None,
-                   target_names: tuple[str, ...]) -> bool | None:
-    """Whether the draft tensor equals the target's; None when either side is unavailable."""
-    weights = target.weights if target is not None else None
-    if draft_name is None or weights is None:
-        return None
-    name = next((n for n in target_names if n in weights.tensors), None)
-    if name is None or weights.shape(name) != ckpt.shape(draft_name):
-        return None if name is None else False
-    import torch
-
-    for mine, theirs in zip(ckpt.chunks(draft_name), weights.chunks(name)):
-        # Engines compare after loading both into the served dtype: compare in the draft's dtype.
-        if mine.shape != theirs.shape or not torch.equal(mine, theirs.to(mine.dtype)):
-            return False
-    return True
-
-
-def _draft_name(ckpt: Checkpoint, *names: str) -> str | None:
-    return next((n for n in names if n in ckpt.tensors), None)
+def _draft_name(sheet: FactSheet, *names: str) -> str | None:
+    return next((n for n in names if n in sheet.shapes), None)
 
 
 @dataclass(frozen=True)
@@ -53,9 +34,8 @@ class Sharing:
 def plan_sharing(sheet: FactSheet, prof: Profile, measured: Measured | None) -> Sharing:
     """Whose embed_tokens and lm_head ``prof``'s engine uses for this draft (area ``embeddings``)."""
     out = Filing()
-    ckpt = sheet.ckpt
-    embed = _draft_name(ckpt, "embed_tokens.weight", "model.embed_tokens.weight")
-    head = _draft_name(ckpt, "lm_head.weight")
+    embed = _draft_name(sheet, "embed_tokens.weight", "model.embed_tokens.weight")
+    head = _draft_name(sheet, "lm_head.weight")
     embed_tokens = _embed(out, sheet, prof, measured, embed)
     if measured is not None and measured.embed == "draft" and embed_tokens == "target":
         out.lose("embeddings", Finding(
@@ -73,7 +53,7 @@ def plan_sharing(sheet: FactSheet, prof: Profile, measured: Measured | None) -> 
 def _embed(out: Filing, sheet: FactSheet, prof: Profile, measured: Measured | None, embed: str | None) -> str:
     """Whose embed_tokens the engine uses."""
     rule = prof.value("embed_source")
-    config, ckpt, target = sheet.config, sheet.ckpt, sheet.target
+    config = sheet.config
     hidden, target_hidden = config.get("hidden_size"), config.get("target_hidden_size")
     if rule == "target-unless-hidden-differs":
         return _sglang_embed(out, prof, embed, hidden, target_hidden)
@@ -97,10 +77,10 @@ def _embed(out: Filing, sheet: FactSheet, prof: Profile, measured: Measured | No
         return "draft"
     if rule == "target-if-same-shape":
         vocab = config.get("vocab_size")
-        target_vocab = sheet.target_vocab if target is not None else vocab
-        target_width = sheet.target_hidden_reported if target is not None else target_hidden or hidden
+        target_vocab = sheet.target_vocab if sheet.target_given else vocab
+        target_width = sheet.target_hidden_reported if sheet.target_given else target_hidden or hidden
         return "target" if (target_vocab, target_width) == (vocab, hidden) else "draft"
-    equal = same_as_target(ckpt, embed, target, TARGET_EMBED)
+    equal = sheet.contents.same_as_target(embed, TARGET_EMBED)
     if equal is None:
         return "draft unless identical to the target's (give --eagle3-target with weights to decide)"
     if not equal and measured is not None and measured.embed == "draft":
@@ -161,7 +141,7 @@ def _narrow_embed(out: Filing, prof: Profile, embed: str | None, hidden: object,
 def _lm_head(out: Filing, sheet: FactSheet, prof: Profile, embed_tokens: str, head: str | None) -> str:
     """Whose lm_head the engine uses (``embed_tokens``: whose embedding, for a tied head)."""
     rule = prof.value("lm_head_source")
-    config, ckpt, target = sheet.config, sheet.ckpt, sheet.target
+    config = sheet.config
     draft_vocab = config.get("draft_vocab_size") or config.get("vocab_size")
     vocab = config.get("vocab_size")
     if "draft_vocab_size" in config and config.get("draft_vocab_size") is None \
@@ -199,7 +179,7 @@ def _lm_head(out: Filing, sheet: FactSheet, prof: Profile, embed_tokens: str, he
                 (f"rule: {prof.source('lm_head_source')}",),
             ))
         return "target"
-    equal = same_as_target(ckpt, head, target, TARGET_LM_HEAD)
+    equal = sheet.contents.same_as_target(head, TARGET_LM_HEAD)
     return "target" if equal else "draft"
 
 

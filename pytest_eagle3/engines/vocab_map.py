@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pytest_eagle3.checkpoint import Checkpoint, CheckpointReadError
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.loadplan import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
@@ -59,7 +58,7 @@ def plan_vocab(sheet: FactSheet, prof: Profile, parameters: Mapping[str, object]
                 "serve with vLLM >= 0.9.1", (f"rule: {prof.source('d2t_present')}",),
             ))
         return VocabMap("d2t loaded then discarded: draft ids used as target ids", None, out.filed())
-    d2t = _read_d2t(sheet.ckpt, d2t_name)
+    d2t = sheet.contents.d2t(d2t_name)
     mapped = tuple(int(i + v) for i, v in enumerate(d2t)) if d2t is not None else None
     return VocabMap("offsets: target = i + d2t[i]", mapped, out.filed())
 
@@ -129,14 +128,3 @@ def _no_map(out: Filing, prof: Profile, draft_vocab: int, vocab: int | None, ful
         ))
     return reading
 
-
-def _read_d2t(ckpt: Checkpoint, name: str) -> list[int] | None:
-    try:
-        tensor = ckpt.read(name)
-    except CheckpointReadError:
-        return None
-    if tensor.ndim != 1 or tensor.numel() > 1 << 20:
-        return None
-    import torch
-
-    return [int(v) for v in tensor.to(dtype=torch.int64).tolist()]

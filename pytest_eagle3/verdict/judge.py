@@ -85,7 +85,7 @@ def plan_for(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | None
     """The load plan of one reading; the aux plan says which reading when the option did not state it."""
     from pytest_eagle3.engines.plan import load_plan
 
-    plan = load_plan(ckpt.as_read_by(reading.producer), engine, target, convention, measured)
+    plan = load_plan(ckpt, engine, target, convention, measured, reading.producer)
     if convention is None or stated or "(--eagle3-aux-convention)" not in plan.aux.trained_from:
         return plan
     words = plan.aux.trained_from.replace("(--eagle3-aux-convention)", f"(one reading: {reading.label})")
