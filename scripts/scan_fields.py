@@ -2,7 +2,7 @@
 
     python scripts/scan_fields.py vllm SRC/vllm/*   > vllm.json    (SRC/vllm/<VERSION>: an unpacked release)
     python scripts/scan_fields.py sglang SRC/sglang/* > sglang.json
-    python scripts/scan_fields.py --merge vllm.json sglang.json > pytest_eagle3/engines/field_scan.json
+    python scripts/scan_fields.py --merge vllm.json sglang.json > pytest_eagle3/knowledge/generated/field_scan.json
 
 For each release, the files in :data:`SCOPES` (per engine; a glob, the release range where it exists, and
 for large shared files a regex over the function names or bodies that are the EAGLE-3 path) are parsed

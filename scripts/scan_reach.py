@@ -2,7 +2,7 @@
 
     python scripts/scan_reach.py vllm DIR... > reach.json     (DIR: an unpacked wheel root per release)
     python scripts/scan_reach.py sglang DIR...
-    python scripts/scan_reach.py --module sglang.json vllm.json > pytest_eagle3/engines/reach_table.py
+    python scripts/scan_reach.py --module sglang.json vllm.json > pytest_eagle3/knowledge/generated/reach_table.py
 
 For every registered architecture that captures aux states (the test of ``scan_capture.py``), the
 scan finds the ``forward`` holding the capture loop (the class itself, a base, or the inner model it

@@ -16,7 +16,7 @@ from packaging.version import Version
 
 from pytest_eagle3.engines import aux
 from pytest_eagle3.engines.profiles import profile, segment_starts
-from pytest_eagle3.engines.versions import EngineVersion
+from pytest_eagle3.knowledge.releases import EngineVersion
 
 FIELDS = ("eagle_aux_hidden_state_layer_ids", "eagle_config.eagle_aux_hidden_state_layer_ids",
           "eagle_config.layer_ids", "dflash_config.target_layer_ids", "dflash_config.layer_ids",

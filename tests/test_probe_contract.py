@@ -25,8 +25,8 @@ from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.checkpoint.target import TargetModel
 from pytest_eagle3.engines import profiles
 from pytest_eagle3.engines.plan import load_plan
-from pytest_eagle3.engines.table import Row, Table
-from pytest_eagle3.engines.versions import DISPLAY, KNOWN_RANGES, EngineVersion
+from pytest_eagle3.knowledge.table import Row, Table
+from pytest_eagle3.knowledge.releases import DISPLAY, KNOWN_RANGES, EngineVersion
 from pytest_eagle3.probes.cases import CASES_BY_NAME, write_all
 from pytest_eagle3.probes.record import DEFAULT_OUT, NOT_ON_CPU, verdict
 from pytest_eagle3.probes.run import engine_version, env_variable, find_engine_python

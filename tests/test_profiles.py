@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
-from pytest_eagle3.engines.capture import CAPTURE_TABLES, capture_support
+from pytest_eagle3.knowledge.capture import CAPTURE_TABLES, capture_support
 from pytest_eagle3.engines.profiles import (
     BEHAVIOURS,
     RULES,
@@ -17,7 +17,7 @@ from pytest_eagle3.engines.profiles import (
     value_fits,
 )
 from pytest_eagle3.engines.selection import EngineSelectionError, parse_selection
-from pytest_eagle3.engines.versions import KNOWN_RANGES, EngineVersion
+from pytest_eagle3.knowledge.releases import KNOWN_RANGES, EngineVersion
 
 
 @pytest.mark.parametrize("engine", sorted(KNOWN_RANGES))

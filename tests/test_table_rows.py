@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 from packaging.version import Version
 
-from pytest_eagle3.engines import capture, draft_classes, profiles, runtime
-from pytest_eagle3.engines.table import table
+from pytest_eagle3.engines import profiles, runtime
+from pytest_eagle3.knowledge import capture, draft_classes
+from pytest_eagle3.knowledge.table import table
 from pytest_eagle3.live import cpu_serving
 from pytest_eagle3.live.interpreter import EngineInstall
 from tests.test_engine_plans import CASES, Case, plan_codes  # noqa: F401 (plan_codes: a fixture)

@@ -19,7 +19,7 @@ from pytest_eagle3.findings import Evidence, Finding, check
 from pytest_eagle3.shell.options import settings
 
 if TYPE_CHECKING:
-    from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.live.expected import Expected
     from pytest_eagle3.live.server import LiveServer
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_eagle3.engines import draft_classes
+from pytest_eagle3.knowledge import draft_classes
 from pytest_eagle3.engines.bias import layer_bias
 from pytest_eagle3.engines.facts import FactSheet, lookup
 from pytest_eagle3.engines.keymap import DraftShape
 from pytest_eagle3.engines.loadplan import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
-from pytest_eagle3.engines.versions import SGLANG, VLLM
+from pytest_eagle3.knowledge.releases import SGLANG, VLLM
 from pytest_eagle3.findings import Evidence, Finding
 
 

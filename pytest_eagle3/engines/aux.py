@@ -15,7 +15,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from pytest_eagle3.engines.capture import (
+from pytest_eagle3.knowledge.capture import (
     ALLOWLIST_SOURCE,
     CAPTURES,
     REFUSED,
@@ -26,7 +26,7 @@ from pytest_eagle3.engines.capture import (
 from pytest_eagle3.engines.facts import FactSheet, lookup
 from pytest_eagle3.engines.loadplan import AuxPlan, Filed, Filing, Measured, describe_inputs
 from pytest_eagle3.engines.profiles import Profile
-from pytest_eagle3.engines.reach import (
+from pytest_eagle3.knowledge.reach import (
     CRASH,
     EMBEDDINGS,
     INDEX_ERROR,
@@ -36,7 +36,7 @@ from pytest_eagle3.engines.reach import (
     first_reaching,
     reach_at,
 )
-from pytest_eagle3.engines.reach import label as reach_label
+from pytest_eagle3.knowledge.reach import label as reach_label
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.producers.formats import (
     CONVENTIONS,

@@ -20,7 +20,7 @@ from pytest_eagle3.engines.frozen import FrozenDict, freeze
 from pytest_eagle3.engines.geometry import ROUTE_CONFIG_CLASS, Geometry, derive, route_for
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.engines.runtime import LayerKv, target_layers
-from pytest_eagle3.engines.versions import SGLANG
+from pytest_eagle3.knowledge.releases import SGLANG
 from pytest_eagle3.findings import Finding
 from pytest_eagle3.producers.formats import AuxLayers, default_aux_inputs, is_speculators, lookup
 from pytest_eagle3.producers.habits import (

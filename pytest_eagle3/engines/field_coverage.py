@@ -2,7 +2,7 @@
 no effect on EAGLE-3 (and why).
 
 The fields come from ``field_scan.json``, written by ``scripts/scan_fields.py`` over every released
-engine in :data:`~pytest_eagle3.engines.versions.KNOWN_RANGES` (one record per field and side: the
+engine in :data:`~pytest_eagle3.knowledge.releases.KNOWN_RANGES` (one record per field and side: the
 draft's config, the target's, or ``either`` where the code does not tell). :data:`COVERAGE` classifies
 them: each entry names fields (exact, or ``fnmatch`` patterns), the sides and engines it covers, and
 either the rule that models the field (``behaviour:NAME`` in :data:`~pytest_eagle3.engines.profiles.BEHAVIOURS`,
@@ -26,10 +26,11 @@ from typing import Any
 
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.profiles import BEHAVIOURS
-from pytest_eagle3.engines.versions import SGLANG, VLLM
+from pytest_eagle3.knowledge.generated import FIELD_SCAN
+from pytest_eagle3.knowledge.releases import SGLANG, VLLM
 from pytest_eagle3.producers.kinds import Producer
 
-SCAN_FILE = Path(__file__).with_name("field_scan.json")
+SCAN_FILE = FIELD_SCAN
 DRAFT, TARGET, EITHER = "draft", "target", "either"
 SIDES = (DRAFT, TARGET, EITHER)
 BOTH = (SGLANG, VLLM)
@@ -103,7 +104,7 @@ COVERAGE: tuple[Coverage, ...] = (
     # ---------------------------------------------------------------- modelled: the draft class and its loader
     _m(("architectures",), D, "behaviour:architectures",
        "vllm model_executor/models/registry.py _SPECULATIVE_DECODING_MODELS; sglang models/*eagle3*.py EntryClass "
-       "(engines/draft_classes.py REGISTRY)"),
+       "(knowledge/draft_classes.py REGISTRY)"),
     _m(("model_type",), D, "behaviour:mtp_model_types",
        "vllm config/speculative.py SpeculativeConfig.__post_init__: a draft model_type in MTPModelTypes becomes "
        "method mtp", VL),

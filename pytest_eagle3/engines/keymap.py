@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pytest_eagle3.engines.draft_classes import LLAMA_ATTENTION
+from pytest_eagle3.knowledge.draft_classes import LLAMA_ATTENTION
 from pytest_eagle3.engines.profiles import Profile
-from pytest_eagle3.engines.versions import SGLANG
+from pytest_eagle3.knowledge.releases import SGLANG
 
 #: Checkpoint sub-names stacked into one engine parameter, with the shard they fill.
 #: Source: sglang llama_eagle3.py / vllm llama_eagle3.py stacked_params_mapping.

@@ -15,7 +15,7 @@ from pytest_eagle3.engines.keymap import D2T_PARAM, DraftShape, load_keys
 from pytest_eagle3.engines.loadplan import Filed, Filing
 from pytest_eagle3.engines.param_shapes import parameter_shapes
 from pytest_eagle3.engines.profiles import Profile
-from pytest_eagle3.engines.versions import SGLANG, VLLM
+from pytest_eagle3.knowledge.releases import SGLANG, VLLM
 from pytest_eagle3.findings import Evidence, Finding, short
 from pytest_eagle3.rules.vocab import ACCEPTANCE_NOTE
 

@@ -1,6 +1,6 @@
 """Engine profiles as data: every behaviour that decides whether a draft works, per version range.
 
-Each behaviour is one :class:`~pytest_eagle3.engines.table.Table`: rows of what one engine does from
+Each behaviour is one :class:`~pytest_eagle3.knowledge.table.Table`: rows of what one engine does from
 release ``since`` on (until the next row starts), with a one-line source (file, function, release)
 and ``read_to``, the last release read with that value. ``profile(engine)`` picks the row covering
 the version in every table. The tables are checked when built: each covers the engine's whole known
@@ -9,7 +9,7 @@ range exactly once.
 Values are small strings (or tuples of names): :data:`BEHAVIOURS` says what each behaviour means,
 :data:`VALUES` which values it takes (checked when the tables are built);
 :mod:`pytest_eagle3.engines.plan` gives them meaning. The draft architectures come from the
-registry table in :mod:`pytest_eagle3.engines.draft_classes` (one place).
+registry table in :mod:`pytest_eagle3.knowledge.draft_classes` (one place).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from packaging.version import Version
 
-from pytest_eagle3.engines import draft_classes
-from pytest_eagle3.engines.table import Row, Table, TableError, table
-from pytest_eagle3.engines.versions import SGLANG, VLLM, EngineVersion
+from pytest_eagle3.knowledge import draft_classes
+from pytest_eagle3.knowledge.table import Row, Table, TableError, table
+from pytest_eagle3.knowledge.releases import SGLANG, VLLM, EngineVersion
 
 #: What each behaviour means and which values it takes.
 BEHAVIOURS: dict[str, str] = {
@@ -49,7 +49,7 @@ BEHAVIOURS: dict[str, str] = {
     "aux_transform_deepseek": "how DeepSeek-family targets turn ids into captured layer inputs",
     "aux_transform_gpt_oss": "how gpt-oss targets turn ids into captured layer inputs",
     "capture_range": ("which captured layer-input indices fire: 'inner' = 1..L-1, 'all' = 0..L; for target classes "
-                      "whose loop the reach scan did not read (engines/reach.py has the rest, per class)"),
+                      "whose loop the reach scan did not read (knowledge/reach.py has the rest, per class)"),
     "graph_mode_default_layers": "whether CUDA-graph decode captures the default layers instead",
     "fc_applied": "when fc runs on what the target sends",
     "fc_aux_count": "how the draft sizes fc: the number of aux states it expects",
@@ -117,7 +117,7 @@ Rule = Row[Any]
 
 class FcAuxCount(StrEnum):
     """How the draft class sizes ``fc``: 3 aux states always, or the count its config fields give
-    (the fields and their order: :attr:`~pytest_eagle3.engines.draft_classes.DraftClass.fc_count_fields`)."""
+    (the fields and their order: :attr:`~pytest_eagle3.knowledge.draft_classes.DraftClass.fc_count_fields`)."""
 
     FIXED_3 = "3"
     FROM_CONFIG = "from-config"

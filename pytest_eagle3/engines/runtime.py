@@ -20,8 +20,8 @@ from packaging.version import Version
 from pytest_eagle3.engines.geometry import Geometry
 from pytest_eagle3.engines.loadplan import Filed, Filing
 from pytest_eagle3.engines.param_shapes import VOCAB_PADDING, padded
-from pytest_eagle3.engines.table import Row, Table, table
-from pytest_eagle3.engines.versions import SGLANG, VLLM, EngineVersion
+from pytest_eagle3.knowledge.table import Row, Table, table
+from pytest_eagle3.knowledge.releases import SGLANG, VLLM, EngineVersion
 from pytest_eagle3.findings import Evidence, Finding
 
 FULL = "full"

@@ -14,7 +14,7 @@ from pytest_eagle3.engines.context import CACHE_ONLY_ROPE_TYPES
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.loadplan import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
-from pytest_eagle3.engines.versions import SGLANG
+from pytest_eagle3.knowledge.releases import SGLANG
 from pytest_eagle3.findings import Evidence, Finding
 
 AREA = "runtime"

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
-from pytest_eagle3.engines.table import Row, Table, table
-from pytest_eagle3.engines.versions import VLLM
+from pytest_eagle3.knowledge.table import Row, Table, table
+from pytest_eagle3.knowledge.releases import VLLM
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.live.interpreter import EngineInstall
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from packaging.version import Version
 
-from pytest_eagle3.engines.table import Row, Table, table
-from pytest_eagle3.engines.versions import KNOWN_RANGES, SGLANG, VLLM
+from pytest_eagle3.knowledge.table import Row, Table, table
+from pytest_eagle3.knowledge.releases import KNOWN_RANGES, SGLANG, VLLM
 
 #: Draft steps the live run asks for: vLLM ``num_speculative_tokens``; SGLang steps, topk 1 and
 #: ``steps + 1`` draft tokens (a chain, as vLLM drafts). The reference measures the same k.

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
-from pytest_eagle3.engines.table import Row, Table, table
-from pytest_eagle3.engines.versions import SGLANG, VLLM
+from pytest_eagle3.knowledge.table import Row, Table, table
+from pytest_eagle3.knowledge.releases import SGLANG, VLLM
 from pytest_eagle3.findings import Evidence, Finding
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from packaging.version import Version
 
 from pytest_eagle3.engines.keymap import never_read
 from pytest_eagle3.engines.plan import REFUSED, LoadPlan
-from pytest_eagle3.engines.versions import VLLM
+from pytest_eagle3.knowledge.releases import VLLM
 from pytest_eagle3.findings import short
 
 #: Names each side reports in its own way: embed_tokens / lm_head are judged by their source

@@ -24,7 +24,7 @@ from pytest_eagle3.reference.evidence import WEAK, standard_error
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
     from pytest_eagle3.engines.plan import LoadPlan, Measured
-    from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.reference.predict import DraftPredictor
 
 #: An engine "loses" under an edit when its prediction drops by more than this (accepted tokens).

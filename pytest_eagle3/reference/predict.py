@@ -47,7 +47,7 @@ from pytest_eagle3.reference.simulate import (
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
     from pytest_eagle3.engines.plan import LoadPlan
-    from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.knowledge.releases import EngineVersion
 
 MEASURED, ASSUMED = "measured", "assumed"
 
@@ -338,7 +338,7 @@ def predict_acceptance(checkpoint: str | Path | Checkpoint, target: str | Path, 
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
     from pytest_eagle3.engines.plan import load_plan
     from pytest_eagle3.engines.selection import parse_selection
-    from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.knowledge.releases import EngineVersion
 
     ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else Checkpoint.open(str(checkpoint))
     version = engine if isinstance(engine, EngineVersion) else parse_selection(str(engine))[0]

@@ -8,7 +8,7 @@ from pytest_eagle3.repair.planview import PlanView, plan_lines
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
-    from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.knowledge.releases import EngineVersion
 
 
 def _rows(view: PlanView) -> list[tuple[str, str]]:
