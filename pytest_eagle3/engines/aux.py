@@ -15,6 +15,10 @@ from typing import Any
 
 from packaging.version import Version
 
+from pytest_eagle3.engines.facts import FactSheet, lookup
+from pytest_eagle3.engines.loadplan import AuxPlan, Filed, Filing, Measured, describe_inputs
+from pytest_eagle3.engines.profiles import Profile
+from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge.capture import (
     ALLOWLIST_SOURCE,
     CAPTURES,
@@ -23,9 +27,6 @@ from pytest_eagle3.knowledge.capture import (
     allowlisted,
     capture_support,
 )
-from pytest_eagle3.engines.facts import FactSheet, lookup
-from pytest_eagle3.engines.loadplan import AuxPlan, Filed, Filing, Measured, describe_inputs
-from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.knowledge.reach import (
     CRASH,
     EMBEDDINGS,
@@ -37,7 +38,6 @@ from pytest_eagle3.knowledge.reach import (
     reach_at,
 )
 from pytest_eagle3.knowledge.reach import label as reach_label
-from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.producers.formats import (
     CONVENTIONS,
     DEFAULT_AUX_RULE,
@@ -80,9 +80,9 @@ def firing(requested: Sequence[int], layers: int | None, capture_range: str | Re
 def capture_range_for(prof: Profile, family: str) -> str:
     """The profile's reach for a target the scan did not read: gpt-oss from SGLang 0.5.17 captures at
     every block boundary 0..L (models/gpt_oss.py forward)."""
-    if family == "gpt_oss" and prof.value("aux_transform_gpt_oss") == "+1-unless-max-is-L":
+    if family == "gpt_oss" and prof.behaviours.aux_transform_gpt_oss == "+1-unless-max-is-L":
         return "all"
-    return str(prof.value("capture_range"))
+    return str(prof.behaviours.capture_range)
 
 
 def reach_for(prof: Profile, architecture: str | None, family: str) -> tuple[Reach, str]:
@@ -148,7 +148,7 @@ def resolve_ids(prof: Profile, fields: Sequence[str], found: tuple[str | None, t
     name, ids = found
     if name is None or ids is None:
         return None, None, "default", defaults
-    rule = str(prof.value(f"aux_transform_{family}"))
+    rule = str(prof.behaviours.aux_transform(family))
     shift = id_field(name)[1]
     if shift:  # the resolver's own +1 comes before the target's transform
         used = "+1" if rule == "as-is" else f"+{shift}, then {rule}"
@@ -172,7 +172,7 @@ def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: 
     support = capture_support(prof.engine, prof.version, arch) if arch else None
     family = support.family if support else "llama"
     capture_range, reach_source = reach_for(prof, arch, family)
-    fields = prof.value("aux_id_fields")
+    fields = prof.behaviours.aux_id_fields
     field, configured, used, requested = resolve_ids(prof, fields, first_ids(sheet.aux_ids, fields), family, layers,
                                                      sheet.default_inputs)
     captured: tuple[int, ...] | None = None
@@ -181,13 +181,13 @@ def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: 
     if requested is not None:
         captured, never_fire, crash = firing(requested, layers, capture_range)
     other_mode = None
-    other_fields = prof.value("aux_id_fields_other_mode")
+    other_fields = prof.behaviours.aux_id_fields_other_mode
     if other_fields is not None:
         _, _, _, other = resolve_ids(prof, other_fields, first_ids(sheet.aux_ids, other_fields), family, layers,
                                      sheet.default_inputs)
         other_mode = firing(other, layers, capture_range)[0] if other is not None else None
     graph_mode = None
-    if prof.value("graph_mode_default_layers") and configured and layers is not None:
+    if prof.behaviours.graph_mode_default_layers and configured and layers is not None:
         graph_mode = firing(sheet.default_inputs or (), layers, capture_range)[0]
     if measured is not None:
         trained, trained_from, basis = tuple(measured.inputs), measured.words, "measured"
@@ -342,7 +342,7 @@ def _compare(out: Filing, aux: AuxPlan, prof: Profile, sheet: FactSheet) -> None
 
 def _how_read(aux: AuxPlan, prof: Profile) -> str:
     if aux.configured is None:
-        fields = prof.value("aux_id_fields")
+        fields = prof.behaviours.aux_id_fields
         where = ("nowhere (configured ids are ignored)" if not fields else " or ".join(map(field_text, fields))
                  if len(fields) <= 2 else f"{field_text(fields[0])} and {len(fields) - 1} other fields")
         return f"{prof.label} reads aux ids from {where}; none there, so it uses its defaults ({DEFAULT_AUX_RULE})"
@@ -368,12 +368,12 @@ def fix_edit(aux: AuxPlan, prof: Profile) -> tuple[str, tuple[int, ...]] | None:
     which it reads with the target family's transform; None where no field edit can (graph mode, no field)."""
     if aux.trained is None or (aux.graph_mode is not None and aux.captured == aux.trained):
         return None
-    fields = prof.value("aux_id_fields")
+    fields = prof.behaviours.aux_id_fields
     if not fields:
         return None
     family = aux.support.family if aux.support else "llama"
     path, shift = id_field(fields[0])
-    rule = str(prof.value(f"aux_transform_{family}"))
+    rule = str(prof.behaviours.aux_transform(family))
     configured = inverse_transform(rule, aux.trained, aux.target_layers)
     return None if configured is None else (path, tuple(i - shift for i in configured))
 
@@ -406,7 +406,7 @@ def _aux_details(aux: AuxPlan, prof: Profile) -> tuple[str, ...]:
     details = [f"rule: {prof.source('aux_id_fields')}"]
     if aux.reach:
         details.append(aux.reach)
-    fields = prof.value("aux_id_fields") or ()
+    fields = prof.behaviours.aux_id_fields or ()
     if len(fields) > 2:
         details.append(f"aux-id fields {prof.label} reads, in order: {', '.join(map(field_text, fields))}")
     if aux.configured is not None:

@@ -5,7 +5,7 @@ The fields come from ``field_scan.json``, written by ``scripts/scan_fields.py`` 
 engine in :data:`~pytest_eagle3.knowledge.releases.KNOWN_RANGES` (one record per field and side: the
 draft's config, the target's, or ``either`` where the code does not tell). :data:`COVERAGE` classifies
 them: each entry names fields (exact, or ``fnmatch`` patterns), the sides and engines it covers, and
-either the rule that models the field (``behaviour:NAME`` in :data:`~pytest_eagle3.engines.profiles.BEHAVIOURS`,
+either the rule that models the field (``behaviour:NAME`` in :data:`~pytest_eagle3.knowledge.behaviours.BEHAVIOURS`,
 ``fact:NAME`` a :class:`~pytest_eagle3.engines.facts.FactSheet` field, ``area:NAME`` an engine area module,
 ``producer:NAME`` a :class:`~pytest_eagle3.producers.kinds.Producer` field) or the reason it has no effect,
 with the source it was read in. ``tests/test_field_coverage.py`` fails on a scanned field no entry covers.
@@ -21,11 +21,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from fnmatch import fnmatchcase
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from pytest_eagle3.engines.facts import FactSheet
-from pytest_eagle3.engines.profiles import BEHAVIOURS
+from pytest_eagle3.knowledge.behaviours import BEHAVIOURS
 from pytest_eagle3.knowledge.generated import FIELD_SCAN
 from pytest_eagle3.knowledge.releases import SGLANG, VLLM
 from pytest_eagle3.producers.kinds import Producer

@@ -139,7 +139,7 @@ def _rope_fix(rope: Any, certain: bool) -> str:
 def _extra_weights(out: Filing, prof: Profile, ckpt: Checkpoint, params: frozenset[str]) -> None:
     """vLLM and SGLang read every *.safetensors of the folder when no index lists the shards."""
     root = ckpt.root
-    if prof.value("weight_files") != "all-safetensors" or (root / "model.safetensors.index.json").is_file():
+    if prof.behaviours.weight_files != "all-safetensors" or (root / "model.safetensors.index.json").is_file():
         return
     for path in sorted(root.glob("*.safetensors")):
         if path.is_file() and path.name.startswith(NOT_DRAFT_WEIGHTS):

@@ -14,8 +14,8 @@ from pytest_eagle3.engines.context import CACHE_ONLY_ROPE_TYPES
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.loadplan import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
-from pytest_eagle3.knowledge.releases import SGLANG
 from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.knowledge.releases import SGLANG
 
 AREA = "runtime"
 #: The prefix of this area's notes: engine.runtime shows them in its passing message.
@@ -41,7 +41,7 @@ def _positions(out: Filing, sheet: FactSheet, prof: Profile) -> None:
     draft, served = sheet.draft_context, sheet.target_context
     if draft is None or served is None or draft >= served:
         return
-    rule = prof.value("draft_positions")
+    rule = prof.behaviours.draft_positions
     table_only = set(sheet.draft_rope_types) <= CACHE_ONLY_ROPE_TYPES
     evidence = (Evidence("draft context (rotary table rows) / target context", f"{draft} / {served}",
                          f"draft >= {served}"),)
@@ -94,7 +94,7 @@ def _positions(out: Filing, sheet: FactSheet, prof: Profile) -> None:
 
 # ---------------------------------------------------------------- target_quantization
 def _quantization(out: Filing, sheet: FactSheet, prof: Profile) -> None:
-    rule = prof.value("target_quantization")
+    rule = prof.behaviours.target_quantization
     target, draft = sheet.target_quantization, sheet.draft_quantization
     if target is None and draft is None:
         return
@@ -143,7 +143,7 @@ def _window(sheet: FactSheet, rule: str) -> int | None:
 
 
 def _sliding_window(out: Filing, sheet: FactSheet, prof: Profile) -> None:
-    rule = prof.value("draft_sliding_window")
+    rule = prof.behaviours.draft_sliding_window
     details = (f"rule: {prof.source('draft_sliding_window')}",)
     kinds = sheet.draft_layer_types
     if rule == "layer-types-at-target-index":
@@ -185,7 +185,7 @@ def sglang_auto_dtype(declared: str | None, model_type: str = "") -> str:
 
 
 def _dtype(out: Filing, sheet: FactSheet, prof: Profile) -> None:
-    rule = prof.value("draft_dtype")
+    rule = prof.behaviours.draft_dtype
     draft, target = sheet.draft_dtype, sheet.target_dtype
     if rule == "target":
         if draft is not None and target is not None and draft != target:

@@ -72,7 +72,7 @@ def plan_sharing(sheet: FactSheet, prof: Profile, measured: Measured | None) -> 
 
 def _embed(out: Filing, sheet: FactSheet, prof: Profile, measured: Measured | None, embed: str | None) -> str:
     """Whose embed_tokens the engine uses."""
-    rule = prof.value("embed_source")
+    rule = prof.behaviours.embed_source
     config, ckpt, target = sheet.config, sheet.ckpt, sheet.target
     hidden, target_hidden = config.get("hidden_size"), config.get("target_hidden_size")
     if rule == "target-unless-hidden-differs":
@@ -138,7 +138,7 @@ def _narrow_embed(out: Filing, prof: Profile, embed: str | None, hidden: object,
         out.note(f"embed_tokens kept: the draft is {hidden} wide, the target {target_width}; "
                  "its own embedding is the one it was trained with")
         return "draft"
-    if prof.value("embed_width_check") == "target-width":
+    if prof.behaviours.embed_width_check == "target-width":
         out.refuse("embeddings", Finding(
             "embed-width",
             f"{prof.label} shares the target's {target_width}-wide embed_tokens with a {hidden}-wide draft that ships "
@@ -160,12 +160,12 @@ def _narrow_embed(out: Filing, prof: Profile, embed: str | None, hidden: object,
 
 def _lm_head(out: Filing, sheet: FactSheet, prof: Profile, embed_tokens: str, head: str | None) -> str:
     """Whose lm_head the engine uses (``embed_tokens``: whose embedding, for a tied head)."""
-    rule = prof.value("lm_head_source")
+    rule = prof.behaviours.lm_head_source
     config, ckpt, target = sheet.config, sheet.ckpt, sheet.target
     draft_vocab = config.get("draft_vocab_size") or config.get("vocab_size")
     vocab = config.get("vocab_size")
     if "draft_vocab_size" in config and config.get("draft_vocab_size") is None \
-            and prof.value("draft_vocab_size_null") == "target-lm_head":
+            and prof.behaviours.draft_vocab_size_null == "target-lm_head":
         return "target"
     if prof.engine == "sglang" and config.get("tie_word_embeddings"):
         # lm_head is the draft's embed_tokens module, which set_embed swaps for the target's only

@@ -15,8 +15,8 @@ from functools import cache
 from packaging.version import Version
 
 from pytest_eagle3.knowledge.generated import capture_table
-from pytest_eagle3.knowledge.table import Row, Table, table
 from pytest_eagle3.knowledge.releases import KNOWN_RANGES, SGLANG, VLLM
+from pytest_eagle3.knowledge.table import Row, Table, table
 
 LLAMA = "llama"
 DEEPSEEK = "deepseek"

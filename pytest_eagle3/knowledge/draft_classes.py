@@ -14,8 +14,8 @@ from typing import Any
 
 from packaging.version import Version
 
-from pytest_eagle3.knowledge.table import Row, Table, table
 from pytest_eagle3.knowledge.releases import SGLANG, VLLM, EngineVersion
+from pytest_eagle3.knowledge.table import Row, Table, table
 
 LLAMA = "llama"
 QWEN3 = "qwen3"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
 from pytest_eagle3.engines.plan import load_plan
-from pytest_eagle3.engines.profiles import segment_starts
+from pytest_eagle3.knowledge.behaviours import segment_starts
 from pytest_eagle3.knowledge.releases import DISPLAY, KNOWN_RANGES, EngineVersion
 from pytest_eagle3.testing.synth import PRODUCERS, SynthSpec, write_checkpoint, write_target
 

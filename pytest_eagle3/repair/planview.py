@@ -106,11 +106,11 @@ def aux_ids_for(engine: EngineVersion, inputs: Sequence[int]) -> tuple[str, tupl
     from pytest_eagle3.engines.profiles import profile
 
     prof = profile(engine)
-    fields = prof.value("aux_id_fields") or ()
+    fields = prof.behaviours.aux_id_fields or ()
     if not fields:
         return None
     path, shift = id_field(fields[0])
-    rule = str(prof.value("aux_transform_llama"))
+    rule = str(prof.behaviours.aux_transform_llama)
     return path, tuple(j - shift - (1 if rule.startswith("+1") else 0) for j in inputs)
 
 
