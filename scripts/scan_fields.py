@@ -34,6 +34,10 @@ from pathlib import Path
 
 from packaging.version import Version
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from scan_capture import known_roots  # noqa: E402
+
 DRAFT = "draft"
 TARGET = "target"
 EITHER = "either"
@@ -434,7 +438,7 @@ def ranges(present: list[str], releases: list[str]) -> list[list[str]]:
 
 def scan_engine(engine: str, roots: list[Path], where_per_field: int = 3) -> dict[str, object]:
     """The scan of every release root: the release list and one record per (field, role)."""
-    ordered = sorted(((_version(r), r) for r in roots), key=lambda x: x[0])
+    ordered = known_roots(engine, roots)
     releases = [str(v) for v, _ in ordered]
     seen: dict[tuple[str, str], list[str]] = {}
     where: dict[tuple[str, str], dict[str, None]] = {}

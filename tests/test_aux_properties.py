@@ -17,6 +17,7 @@ from packaging.version import Version
 from pytest_eagle3.engines import aux
 from pytest_eagle3.engines.profiles import profile
 from pytest_eagle3.knowledge.behaviours import segment_starts
+from pytest_eagle3.knowledge.releases import RELEASES as KNOWN_RELEASES
 from pytest_eagle3.knowledge.releases import EngineVersion
 
 FIELDS = ("eagle_aux_hidden_state_layer_ids", "eagle_config.eagle_aux_hidden_state_layer_ids",
@@ -110,10 +111,9 @@ def vllm_reference(version: Version, config: dict[str, Any], layers: int, runner
     return captured, False
 
 
-RELEASES = {
-    "sglang": [Version(f"0.4.{p}") for p in range(5, 11)] + [Version(f"0.5.{p}") for p in range(24)],
-    "vllm": [Version(f"0.{m}.{p}") for m in range(9, 34) for p in range(3)],
-}
+#: The one release list, plus versions between releases (a patch nobody read takes the earlier segment's rules).
+RELEASES = {engine: [Version(v) for v in names] + [Version(f"{Version(v).base_version}.99") for v in names[::7]]
+            for engine, names in KNOWN_RELEASES.items()}
 
 
 def _versions(engine: str) -> st.SearchStrategy[Version]:

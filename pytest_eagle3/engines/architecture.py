@@ -17,6 +17,7 @@ from pytest_eagle3.engines.loadplan import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge import draft_classes
+from pytest_eagle3.knowledge.advice import serve_with
 from pytest_eagle3.knowledge.releases import SGLANG, VLLM
 
 
@@ -142,7 +143,8 @@ def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Lay
             f"{prof.label} builds one-layer EAGLE-3 drafts only: num_hidden_layers={layers} raises "
             "ValueError('EAGLE3 currently only supports 1 layer')",
             (Evidence("config.json num_hidden_layers", str(layers), "1"),),
-            "train a one-layer draft" if by_class else "serve with SGLang >= 0.5.12, or train a one-layer draft",
+            "train a one-layer draft" if by_class
+            else f"serve with {serve_with('multi_layer', SGLANG, lambda v: v == 'supported')}, or train a one-layer draft",
             (f"rule: {klass.source}" if by_class and klass else f"rule: {prof.source('multi_layer')}",),
         ))
     in_checkpoint = sheet.layer_count
@@ -152,7 +154,8 @@ def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Lay
             f"{prof.label} builds one draft layer whatever num_hidden_layers says; the checkpoint has "
             f"{in_checkpoint}: loading layers.1.* raises KeyError",
             (Evidence("draft layers", str(in_checkpoint), "1"),),
-            "serve with vLLM >= 0.11.1, or train a one-layer draft", (f"rule: {prof.source('multi_layer')}",),
+            f"serve with {serve_with('multi_layer', VLLM, lambda v: v == 'supported')}, or train a one-layer draft",
+            (f"rule: {prof.source('multi_layer')}",),
         ))
     built = 1 if rule in ("refused", "one-layer") else layers
     use_aux = sheet.use_aux_hidden_state
@@ -215,7 +218,8 @@ def plan_mla_rope(sheet: FactSheet, prof: Profile, draft_class: str | None) -> F
         f"transformers >= 5): the draft config's rope scaling has no {missing[0]}: KeyError at startup",
         (Evidence("config.json rope_scaling", repr(rope) if rope else "absent",
                   "a YaRN rope_scaling with factor and original_max_position_embeddings"),),
-        "write the target's YaRN rope_scaling into the draft's config.json, or serve with vLLM >= 0.28",
+        "write the target's YaRN rope_scaling into the draft's config.json, or serve with "
+        f"{serve_with('mla_rope', VLLM, lambda v: v == 'as-configured')}",
         (f"rule: {prof.source('mla_rope')}",),
     ))
     return out.filed()

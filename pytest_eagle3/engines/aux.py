@@ -19,7 +19,9 @@ from pytest_eagle3.engines.facts import FactSheet, lookup
 from pytest_eagle3.engines.loadplan import AuxPlan, Filed, Filing, Measured, describe_inputs
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.knowledge.advice import serve_with
 from pytest_eagle3.knowledge.capture import (
+    ALLOWLIST,
     ALLOWLIST_SOURCE,
     CAPTURES,
     REFUSED,
@@ -38,6 +40,7 @@ from pytest_eagle3.knowledge.reach import (
     reach_at,
 )
 from pytest_eagle3.knowledge.reach import label as reach_label
+from pytest_eagle3.knowledge.releases import SGLANG, VLLM
 from pytest_eagle3.producers.formats import (
     CONVENTIONS,
     DEFAULT_AUX_RULE,
@@ -300,7 +303,8 @@ def _allowlist(out: Filing, prof: Profile, model_type: str) -> None:
         f"{prof.label} allows EAGLE-3 only for {list(names)} targets; this target is {model_type!r}: "
         "ValueError 'Eagle3 is only supported for ... models' at startup",
         (Evidence("target model_type", model_type, " / ".join(names)),),
-        "serve this target with vLLM >= 0.17.0 (no allowlist), if its class captures aux states",
+        f"serve this target with {serve_with(ALLOWLIST, VLLM, lambda v: v == ())} (no allowlist), if its class "
+        "captures aux states",
         (f"rule: {ALLOWLIST_SOURCE}",),
     ))
 
@@ -395,7 +399,7 @@ def _aux_fix(aux: AuxPlan, prof: Profile) -> str:
     if unreachable and aux.reach:
         return f"the draft was trained on layer inputs {unreachable}, out of this target's reach: {aux.reach}"
     if aux.graph_mode is not None and aux.captured == aux.trained:
-        return "serve with SGLang >= 0.5.11 (or --disable-cuda-graph, slow)"
+        return f"serve with {serve_with('graph_mode_default_layers', SGLANG, lambda v: not v)} (or --disable-cuda-graph, slow)"
     if aux.fix_edit is None:
         return f"serve with a version that reads configured aux ids ({prof.label} ignores them)"
     path, ids = aux.fix_edit

@@ -16,6 +16,7 @@ from pytest_eagle3.engines.loadplan import Filed, Filing
 from pytest_eagle3.engines.param_shapes import parameter_shapes
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding, short
+from pytest_eagle3.knowledge.advice import serve_with
 from pytest_eagle3.knowledge.releases import SGLANG, VLLM
 from pytest_eagle3.rules.vocab import ACCEPTANCE_NOTE
 
@@ -130,7 +131,8 @@ def _key_fix(prof: Profile, names: list[str] | None = None) -> str:
     if prof.engine == SGLANG and prof.behaviours.first_layer == "midlayer" and any(
         n.startswith(("layers.", "model.layers.")) for n in names
     ):
-        return "rename layers.0.* -> midlayer.* in a copy of the checkpoint, or serve with SGLang >= 0.5.12"
+        return ("rename layers.0.* -> midlayer.* in a copy of the checkpoint, or serve with "
+                f"{serve_with('first_layer', SGLANG, lambda v: v == 'layers')}")
     if prof.engine == VLLM and any(n.startswith("model.") for n in names):
         return "strip the model. prefix from the draft's tensor names (vLLM adds it)"
     return "rename the tensors to the engine's names: midlayer.* or layers.N.*, fc.weight, norm.weight, lm_head.weight, d2t"

@@ -20,6 +20,8 @@ from pytest_eagle3.engines.geometry import Geometry
 from pytest_eagle3.engines.loadplan import Filed, Filing
 from pytest_eagle3.engines.param_shapes import VOCAB_PADDING, padded
 from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.knowledge.advice import last_release_before, serve_with
+from pytest_eagle3.knowledge.releases import SGLANG
 from pytest_eagle3.knowledge.runtime import (
     DTYPE_SOURCE,
     EQUAL_PAGE,
@@ -143,7 +145,8 @@ def _graph_logits(out: Any, prof: Any, config: Mapping[str, Any]) -> None:
         f"of {VOCAB_PADDING}) into a CUDA-graph buffer {rows} wide: the draft-extend graph capture fails at start "
         "while CUDA graphs are on (the default)",
         (Evidence("draft logits width / buffer width", f"{padded(rows)} / {rows}", "equal (a multiple of 64)"),),
-        "serve with SGLang >= 0.5.15, launch with --disable-cuda-graph, or train the draft with a vocab that is "
+        f"serve with {serve_with('draft_extend_logits_buffer', SGLANG, lambda v: v != 'draft-vocab')}, launch with "
+        "--disable-cuda-graph, or train the draft with a vocab that is "
         f"a multiple of {VOCAB_PADDING}",
         (f"rule: {prof.source('draft_extend_logits_buffer')}",),
     ))
@@ -161,9 +164,14 @@ def _graph_width(out: Any, prof: Any, config: Mapping[str, Any]) -> None:
         f"target sends target_hidden_size x 3 = {3 * target_hidden}: the first draft extend fails with a shape "
         "error while CUDA graphs are on (the default)",
         (Evidence("draft-extend buffer width", str(3 * hidden), str(3 * target_hidden)),),
-        "serve with SGLang >= 0.4.10, or launch with --disable-cuda-graph",
+        f"serve with {serve_with('draft_extend_graph_width', SGLANG, lambda v: v != 'draft-hidden')}, or launch with "
+        "--disable-cuda-graph",
         (f"rule: {prof.source('draft_extend_graph_width')}",),
     ))
+
+
+def _not_x3(value: object) -> bool:
+    return value != "target-config-x3"
 
 
 def _graph_aux_count(out: Any, prof: Any, fc_states: int, use_aux: bool | None) -> None:
@@ -177,7 +185,9 @@ def _graph_aux_count(out: Any, prof: Any, fc_states: int, use_aux: bool | None) 
         f"size), but this draft's fc takes {fc_states} aux states: the draft-extend graph capture fails at start "
         "with a shape error while CUDA graphs are on (the default)",
         (Evidence("aux states: draft-extend buffer / fc", f"3 / {fc_states}", "equal"),),
-        "serve with SGLang >= 0.5.15 (or <= 0.5.11 with 3 aux ids), launch with --disable-cuda-graph, or train the "
+        f"serve with {serve_with('draft_extend_graph_width', SGLANG, _not_x3)} (or <= "
+        f"{last_release_before('draft_extend_graph_width', SGLANG, _not_x3)} with 3 aux ids), launch with "
+        "--disable-cuda-graph, or train the "
         "draft on 3 aux layers",
         (f"rule: {prof.source('draft_extend_graph_width')}", f"rule: {prof.source('fc_aux_count')}"),
     ))

@@ -15,7 +15,8 @@ from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.loadplan import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
-from pytest_eagle3.knowledge.releases import SGLANG
+from pytest_eagle3.knowledge.advice import serve_with
+from pytest_eagle3.knowledge.releases import SGLANG, VLLM
 
 AREA = "runtime"
 #: The prefix of this area's notes: engine.runtime shows them in its passing message.
@@ -113,7 +114,7 @@ def _quantization(out: Filing, sheet: FactSheet, prof: Profile) -> None:
             "draft-quantization",
             f"{prof.label} {what}, but the draft is {trained}: {consequence}",
             (Evidence("draft layers' quantization (engine / draft config)", str(built), str(draft)),),
-            "serve with vLLM >= 0.11.1 (the draft's own quantization)" + (
+            f"serve with {serve_with('target_quantization', VLLM, lambda v: v == 'draft')} (the draft's own quantization)" + (
                 ", or ship an unquantized draft" if draft is not None else
                 " (0.11.0 applies the target's quantization_config to every draft)"),
             details))
@@ -153,7 +154,8 @@ def _sliding_window(out: Filing, sheet: FactSheet, prof: Profile) -> None:
                 f"{prof.label} reads the draft's layer_types at index {sheet.target_layers} (the target's layer "
                 f"count), but it has {len(kinds)} entries: start fails with IndexError while building the draft layer",
                 (Evidence("len(layer_types)", str(len(kinds)), f"> {sheet.target_layers}"),),
-                "remove layer_types from the draft's config.json, or serve with vLLM >= 0.10.2", details))
+                "remove layer_types from the draft's config.json, or serve with "
+                f"{serve_with('draft_sliding_window', VLLM, lambda v: v == 'layer-types')}", details))
         return
     window = _window(sheet, rule)
     if window is not None and (sheet.target_context is None or window < sheet.target_context):

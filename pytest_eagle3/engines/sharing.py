@@ -13,6 +13,8 @@ from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.loadplan import Filed, Filing, Measured
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.knowledge.advice import serve_with
+from pytest_eagle3.knowledge.releases import SGLANG, VLLM
 from pytest_eagle3.rules.vocab import ACCEPTANCE_NOTE
 
 TARGET_EMBED = ("model.embed_tokens.weight", "model.language_model.embed_tokens.weight", "embed_tokens.weight")
@@ -63,7 +65,8 @@ def plan_sharing(sheet: FactSheet, prof: Profile, measured: Measured | None) -> 
             f"{prof.label} uses the target's embed_tokens, but the draft was trained with its own (measured: it "
             "reaches clearly more with its own): acceptance drops",
             (Evidence("embed_tokens used", "the target's", "the draft's own (measured)"),),
-            "serve with an engine version that keeps a differing draft embed_tokens (vLLM >= 0.11.1), or retrain "
+            "serve with an engine version that keeps a differing draft embed_tokens "
+            f"({serve_with('embed_source', VLLM, lambda v: v == 'target-if-absent-or-equal')}), or retrain "
             "with the target's embedding", (f"rule: {prof.source('embed_source')}", measured.words),
         ))
     lm_head = _lm_head(out, sheet, prof, embed_tokens, head)
@@ -183,7 +186,8 @@ def _lm_head(out: Filing, sheet: FactSheet, prof: Profile, embed_tokens: str, he
                 f"{prof.label} replaces the draft's trained lm_head with the target's whenever their shapes match "
                 f"(draft vocab = vocab = {vocab}): the draft's predictions go through the wrong head",
                 (Evidence("lm_head.weight", f"[{draft_vocab}, hidden], trained", "kept"),),
-                "serve with vLLM >= 0.11.1, or train with a reduced draft vocab",
+                f"serve with {serve_with('lm_head_source', VLLM, lambda v: v != 'target-if-same-shape')}, or train with a "
+                "reduced draft vocab",
                 (f"rule: {prof.source('lm_head_source')}",),
             ))
         elif not same and head is None:
@@ -209,6 +213,7 @@ def _missing_head(out: Filing, prof: Profile, draft_vocab: object) -> None:
         f"{prof.label} uses the draft's own lm_head, and the checkpoint has none: it stays randomly initialised "
         f"(sglang#27829: accept len 1.00)",
         (Evidence("lm_head.weight", "absent", f"[{draft_vocab}, hidden]"),),
-        "ship lm_head.weight, or set draft_vocab_size: null to borrow the target's (SGLang >= 0.5.2)",
+        "ship lm_head.weight, or set draft_vocab_size: null to borrow the target's "
+        f"({serve_with('draft_vocab_size_null', SGLANG, lambda v: v == 'target-lm_head')})",
         (f"rule: {prof.source('lm_head_source')}",),
     ))

@@ -14,7 +14,9 @@ from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.loadplan import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.knowledge.advice import serve_with
 from pytest_eagle3.knowledge.behaviours import BehaviourName
+from pytest_eagle3.knowledge.releases import VLLM
 from pytest_eagle3.rules.vocab import ACCEPTANCE_NOTE
 
 
@@ -57,7 +59,8 @@ def plan_vocab(sheet: FactSheet, prof: Profile, parameters: Mapping[str, object]
                 f"draft_vocab_size ({sheet.draft_vocab_size}) wide: AssertionError 'Expected logits to have shape' "
                 "at the first draft step",
                 (Evidence("d2t", "shipped", "applied as offsets"),),
-                "serve with vLLM >= 0.9.1", (f"rule: {prof.source('d2t_present')}",),
+                f"serve with {serve_with('d2t_present', VLLM, lambda v: v == 'offsets')}",
+                (f"rule: {prof.source('d2t_present')}",),
             ))
         return VocabMap("d2t loaded then discarded: draft ids used as target ids", None, out.filed())
     d2t = _read_d2t(sheet.ckpt, d2t_name)
