@@ -27,7 +27,7 @@ from pytest_eagle3.engines import profiles
 from pytest_eagle3.engines.plan import load_plan
 from pytest_eagle3.knowledge import behaviours
 from pytest_eagle3.knowledge.releases import DISPLAY, KNOWN_RANGES, EngineVersion
-from pytest_eagle3.knowledge.table import Row, Table
+from pytest_eagle3.knowledge.table import Table, rows
 from pytest_eagle3.probes.cases import CASES_BY_NAME, write_all
 from pytest_eagle3.probes.record import DEFAULT_OUT, NOT_ON_CPU, verdict
 from pytest_eagle3.probes.run import engine_version, env_variable, find_engine_python
@@ -158,7 +158,7 @@ def _profile_rule(engine: str, behaviour: str, value: Any) -> Iterator[None]:
     """Make one of our own rules say ``value`` over the engine's whole known range, in this process only."""
     saved = behaviours.TABLES[behaviour]
     kept = tuple(r for r in saved.rows if r.engine != engine)
-    wrong = Row(engine, KNOWN_RANGES[engine][0], value, "made wrong by the test")
+    (wrong,) = rows(engine, (KNOWN_RANGES[engine][0], None, value, "made wrong by the test"))
     behaviours.TABLES[behaviour] = Table(saved.name, (*kept, wrong), description=saved.description)
     profiles.profile.cache_clear()
     try:

@@ -192,6 +192,7 @@ def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: 
     graph_mode = None
     if prof.behaviours.graph_mode_default_layers and configured and layers is not None:
         graph_mode = firing(sheet.default_inputs or (), layers, capture_range)[0]
+    trained: tuple[int, ...] | None
     if measured is not None:
         trained, trained_from, basis = tuple(measured.inputs), measured.words, "measured"
     else:

@@ -253,7 +253,8 @@ COVERAGE: tuple[Coverage, ...] = (
 @cache
 def scan() -> dict[str, Any]:
     """The committed scan (field_scan.json)."""
-    return json.loads(SCAN_FILE.read_text(encoding="utf-8"))
+    found: dict[str, Any] = json.loads(SCAN_FILE.read_text(encoding="utf-8"))
+    return found
 
 
 def records(engine: str, data: dict[str, Any] | None = None) -> list[dict[str, Any]]:

@@ -15,8 +15,8 @@ class FrozenDict(dict[K, V]):
     def _refuse(self, *_: Any, **__: Any) -> NoReturn:
         raise TypeError("a frozen mapping cannot change: build a new one (dataclasses.replace on the plan)")
 
-    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment]
-    __ior__ = _refuse  # type: ignore[assignment]
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment, unused-ignore]
+    __ior__ = _refuse  # type: ignore[assignment, unused-ignore]
 
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(tuple(sorted(map(repr, self.items()))))

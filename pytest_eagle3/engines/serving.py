@@ -136,7 +136,8 @@ def _window(sheet: FactSheet, rule: str) -> int | None:
         if isinstance(window, int) and not isinstance(window, bool):
             return window
         if isinstance(window, tuple) and window and isinstance(window[0], int) and sheet.target_layers is not None:
-            return window[sheet.target_layers % len(window)]
+            picked: int = window[sheet.target_layers % len(window)]
+            return picked
         return None
     if rule == "layer-types" and sheet.draft_layer_types and sheet.draft_layer_types[0] == "sliding_attention":
         return sheet.draft_sliding_window

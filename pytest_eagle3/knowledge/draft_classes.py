@@ -144,7 +144,8 @@ def accepted_rows() -> tuple[Row[tuple[str, ...] | str], ...]:
     found: list[Row[tuple[str, ...] | str]] = []
     for engine in (SGLANG, VLLM):
         changes: dict[Version, list[Row[Any]]] = {}
-        for t in (*REGISTRY.values(), ARCHITECTURE_READ):
+        tables: tuple[Table[Any], ...] = (*REGISTRY.values(), ARCHITECTURE_READ)
+        for t in tables:
             for row in t.rows_of(engine):
                 changes.setdefault(row.start, []).append(row)
         for start in sorted(changes):

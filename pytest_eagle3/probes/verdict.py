@@ -26,7 +26,7 @@ PROBE_ERROR = "probe-error"
 UNPLANNED = "unplanned"
 #: Lines of the probe's stderr a "probe-error" quotes.
 STDERR_LINES = 15
-PROFILE_FIX = ("trust the engine's result for this version: the rules in pytest_eagle3/engines/profiles.py "
+PROFILE_FIX = ("trust the engine's result for this version: the rows in pytest_eagle3/knowledge/ "
                "are wrong here (each names its source); correct the rule for this range, or report it with this output")
 
 
