@@ -21,6 +21,22 @@ from pathlib import Path
 
 from packaging.version import Version
 
+def known_roots(engine: str, roots: list[Path]) -> list[tuple[Version, Path]]:
+    """The release roots, oldest first, checked against the one release list (pytest_eagle3/knowledge/releases.py
+    RELEASES): a root of an unlisted release, and a listed release without a root, are reported on stderr."""
+    from pytest_eagle3.knowledge.releases import RELEASES
+
+    listed = {Version(v) for v in RELEASES[engine]}
+    found = sorted(((Version(r.name.rsplit("-", 1)[-1]), r) for r in roots), key=lambda x: x[0])
+    for version, root in found:
+        if version not in listed:
+            print(f"{engine} {version} ({root}) is not in RELEASES (add it there)", file=sys.stderr)
+    missing = sorted(listed - {v for v, _ in found})
+    if missing:
+        print(f"{engine}: no root for {', '.join(map(str, missing))} (listed in RELEASES)", file=sys.stderr)
+    return found
+
+
 MARKERS = {"vllm": ("SupportsEagle3", "set_aux_hidden_state_layers"), "sglang": ("set_eagle3_layers_to_capture",)}
 
 
@@ -78,7 +94,7 @@ def scan(engine: str, root: Path) -> tuple[set[str], set[str]]:
 
 def main(argv: list[str]) -> int:
     engine, roots = argv[0], [Path(a) for a in argv[1:]]
-    releases = sorted(((Version(r.name.rsplit("-", 1)[1]), r) for r in roots), key=lambda x: x[0])
+    releases = known_roots(engine, roots)
     since: dict[str, str] = {}
     last: dict[str, str] = {}
     registered: set[str] = set()

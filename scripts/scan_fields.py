@@ -2,7 +2,7 @@
 
     python scripts/scan_fields.py vllm SRC/vllm/*   > vllm.json    (SRC/vllm/<VERSION>: an unpacked release)
     python scripts/scan_fields.py sglang SRC/sglang/* > sglang.json
-    python scripts/scan_fields.py --merge vllm.json sglang.json > pytest_eagle3/engines/field_scan.json
+    python scripts/scan_fields.py --merge vllm.json sglang.json > pytest_eagle3/knowledge/generated/field_scan.json
 
 For each release, the files in :data:`SCOPES` (per engine; a glob, the release range where it exists, and
 for large shared files a regex over the function names or bodies that are the EAGLE-3 path) are parsed
@@ -33,6 +33,10 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 from packaging.version import Version
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from scan_capture import known_roots  # noqa: E402
 
 DRAFT = "draft"
 TARGET = "target"
@@ -434,7 +438,7 @@ def ranges(present: list[str], releases: list[str]) -> list[list[str]]:
 
 def scan_engine(engine: str, roots: list[Path], where_per_field: int = 3) -> dict[str, object]:
     """The scan of every release root: the release list and one record per (field, role)."""
-    ordered = sorted(((_version(r), r) for r in roots), key=lambda x: x[0])
+    ordered = known_roots(engine, roots)
     releases = [str(v) for v, _ in ordered]
     seen: dict[tuple[str, str], list[str]] = {}
     where: dict[tuple[str, str], dict[str, None]] = {}

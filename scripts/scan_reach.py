@@ -2,7 +2,7 @@
 
     python scripts/scan_reach.py vllm DIR... > reach.json     (DIR: an unpacked wheel root per release)
     python scripts/scan_reach.py sglang DIR...
-    python scripts/scan_reach.py --module sglang.json vllm.json > pytest_eagle3/engines/reach_table.py
+    python scripts/scan_reach.py --module sglang.json vllm.json > pytest_eagle3/knowledge/generated/reach_table.py
 
 For every registered architecture that captures aux states (the test of ``scan_capture.py``), the
 scan finds the ``forward`` holding the capture loop (the class itself, a base, or the inner model it
@@ -38,7 +38,7 @@ from packaging.version import Version
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from scan_capture import MARKERS, _sglang_entries, _supports, _vllm_registry  # noqa: E402
+from scan_capture import MARKERS, _sglang_entries, _supports, _vllm_registry, known_roots  # noqa: E402
 
 #: The attribute holding the requested indices, per engine; vLLM 0.18+ also captures via a mixin call.
 CAPTURE_SETS = {"vllm": ("aux_hidden_state_layers",), "sglang": ("layers_to_capture",)}
@@ -301,7 +301,7 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(module(sglang, vllm))
         return 0
     engine, roots = argv[0], [Path(a) for a in argv[1:]]
-    releases = sorted(((Version(r.name.rsplit("-", 1)[-1]), r) for r in roots), key=lambda x: x[0])
+    releases = known_roots(engine, roots)
     changes: dict[str, list[list[object]]] = {}
     for version, root in releases:
         for arch, loop in sorted(scan(engine, root).items()):

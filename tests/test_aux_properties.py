@@ -15,8 +15,10 @@ from hypothesis import strategies as st
 from packaging.version import Version
 
 from pytest_eagle3.engines import aux
-from pytest_eagle3.engines.profiles import profile, segment_starts
-from pytest_eagle3.engines.versions import EngineVersion
+from pytest_eagle3.engines.profiles import profile
+from pytest_eagle3.knowledge.behaviours import segment_starts
+from pytest_eagle3.knowledge.releases import RELEASES as KNOWN_RELEASES
+from pytest_eagle3.knowledge.releases import EngineVersion
 
 FIELDS = ("eagle_aux_hidden_state_layer_ids", "eagle_config.eagle_aux_hidden_state_layer_ids",
           "eagle_config.layer_ids", "dflash_config.target_layer_ids", "dflash_config.layer_ids",
@@ -109,10 +111,9 @@ def vllm_reference(version: Version, config: dict[str, Any], layers: int, runner
     return captured, False
 
 
-RELEASES = {
-    "sglang": [Version(f"0.4.{p}") for p in range(5, 11)] + [Version(f"0.5.{p}") for p in range(24)],
-    "vllm": [Version(f"0.{m}.{p}") for m in range(9, 34) for p in range(3)],
-}
+#: The one release list, plus versions between releases (a patch nobody read takes the earlier segment's rules).
+RELEASES = {engine: [Version(v) for v in names] + [Version(f"{Version(v).base_version}.99") for v in names[::7]]
+            for engine, names in KNOWN_RELEASES.items()}
 
 
 def _versions(engine: str) -> st.SearchStrategy[Version]:
@@ -132,7 +133,7 @@ def test_sglang_capture_matches_the_engine_loop(version: Version, family: str, l
     ids = data.draw(st.lists(st.integers(0, layers + 2), min_size=1, max_size=5))
     config = _config(field, ids)
     prof = profile(EngineVersion("sglang", version))
-    fields = prof.value("aux_id_fields")
+    fields = prof.behaviours.aux_id_fields
     _, _, _, requested = aux.resolve_capture(prof, fields, config, family, layers)
     assert requested is not None
     captured, _, crash = aux.firing(requested, layers, aux.capture_range_for(prof, family))
@@ -155,12 +156,12 @@ def test_vllm_capture_matches_the_engine_loop(runner: str, field: str | None, ve
     ids = data.draw(st.lists(st.integers(0, layers + 2), min_size=1, max_size=5))
     config = _config(field, ids)
     prof = profile(EngineVersion("vllm", version))
-    fields = prof.value(RUNNER_FIELDS[runner])
+    fields = getattr(prof.behaviours, RUNNER_FIELDS[runner])
     if fields is None:
         return  # one model runner in this release: the default's test covers it
     _, _, _, requested = aux.resolve_capture(prof, fields, config, "llama", layers)
     assert requested is not None
-    captured, _, crash = aux.firing(requested, layers, str(prof.value("capture_range")))
+    captured, _, crash = aux.firing(requested, layers, str(prof.behaviours.capture_range))
     expected, expected_crash = vllm_reference(version, config, layers, runner)
     assert crash == expected_crash
     if not crash:

@@ -11,10 +11,10 @@ import pytest
 from packaging.version import Version
 
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
-from pytest_eagle3.engines import capture_table
-from pytest_eagle3.engines.capture import CAPTURES, REFUSED, capture_support
 from pytest_eagle3.engines.plan import load_plan
 from pytest_eagle3.engines.selection import parse_selection
+from pytest_eagle3.knowledge.capture import CAPTURES, REFUSED, capture_support
+from pytest_eagle3.knowledge.generated import capture_table
 from pytest_eagle3.testing.synth import SynthSpec
 
 

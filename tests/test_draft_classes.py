@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
-from pytest_eagle3.engines.draft_classes import QWEN3, REGISTRY, draft_class
 from pytest_eagle3.engines.profiles import rule_for
+from pytest_eagle3.knowledge.draft_classes import QWEN3, REGISTRY, draft_class
 
 
 @pytest.mark.parametrize(("arch", "before", "after", "klass"), [

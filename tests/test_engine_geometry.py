@@ -21,7 +21,6 @@ from pytest_eagle3.engines.geometry import (
 )
 from pytest_eagle3.engines.runtime import (
     FULL,
-    KV_RULES,
     MLA,
     OK,
     REFUSED,
@@ -31,6 +30,7 @@ from pytest_eagle3.engines.runtime import (
     kv_verdict,
     target_layers,
 )
+from pytest_eagle3.knowledge.runtime import KV_RULES
 
 LLAMA = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 2}
 

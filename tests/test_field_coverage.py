@@ -1,6 +1,6 @@
 """Field coverage: every config field the engines' EAGLE-3 paths read is classified, and the scanner finds them.
 
-The committed scan (``pytest_eagle3/engines/field_scan.json``) comes from ``scripts/scan_fields.py`` over
+The committed scan (``pytest_eagle3/knowledge/generated/field_scan.json``) comes from ``scripts/scan_fields.py`` over
 every release of KNOWN_RANGES; these tests fail when a scanned field is neither modelled nor ruled out,
 when a modelled entry names a rule that does not exist, when the scan does not cover the release list,
 and when the scanner misses a form of read on a source tree written here.
@@ -21,7 +21,7 @@ import pytest
 from packaging.version import Version
 
 from pytest_eagle3.engines import field_coverage as fc
-from pytest_eagle3.engines.versions import KNOWN_RANGES
+from pytest_eagle3.knowledge.releases import KNOWN_RANGES
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "scan_fields.py"
 

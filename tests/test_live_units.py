@@ -246,7 +246,7 @@ def test_cuda_graph_mode_that_feeds_default_layers_is_a_launch_finding(
     """SGLang 0.4.9-0.5.10 capture the default layers under CUDA-graph decode (sglang#22836)."""
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
     from pytest_eagle3.engines.plan import load_plan
-    from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.live.launch_checks import runtime_mode_findings
     from pytest_eagle3.testing.synth import SPECFORGE, SynthSpec
 

@@ -16,7 +16,7 @@ from packaging.version import Version
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.checkpoint.target import TargetModel
 from pytest_eagle3.engines.plan import LOADS, REFUSED, load_plan
-from pytest_eagle3.engines.versions import EngineVersion
+from pytest_eagle3.knowledge.releases import EngineVersion
 from pytest_eagle3.probes.compare import differences
 from tests.conftest import config_variant
 

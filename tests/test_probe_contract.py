@@ -25,8 +25,9 @@ from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.checkpoint.target import TargetModel
 from pytest_eagle3.engines import profiles
 from pytest_eagle3.engines.plan import load_plan
-from pytest_eagle3.engines.table import Row, Table
-from pytest_eagle3.engines.versions import DISPLAY, KNOWN_RANGES, EngineVersion
+from pytest_eagle3.knowledge import behaviours
+from pytest_eagle3.knowledge.releases import DISPLAY, KNOWN_RANGES, EngineVersion
+from pytest_eagle3.knowledge.table import Table, rows
 from pytest_eagle3.probes.cases import CASES_BY_NAME, write_all
 from pytest_eagle3.probes.record import DEFAULT_OUT, NOT_ON_CPU, verdict
 from pytest_eagle3.probes.run import engine_version, env_variable, find_engine_python
@@ -155,15 +156,15 @@ def test_a_probe_that_dies_is_no_verdict_and_quotes_its_stderr(
 @contextmanager
 def _profile_rule(engine: str, behaviour: str, value: Any) -> Iterator[None]:
     """Make one of our own rules say ``value`` over the engine's whole known range, in this process only."""
-    saved = profiles.TABLES[behaviour]
+    saved = behaviours.TABLES[behaviour]
     kept = tuple(r for r in saved.rows if r.engine != engine)
-    wrong = Row(engine, KNOWN_RANGES[engine][0], value, "made wrong by the test")
-    profiles.TABLES[behaviour] = Table(saved.name, (*kept, wrong), description=saved.description)
+    (wrong,) = rows(engine, (KNOWN_RANGES[engine][0], None, value, "made wrong by the test"))
+    behaviours.TABLES[behaviour] = Table(saved.name, (*kept, wrong), description=saved.description)
     profiles.profile.cache_clear()
     try:
         yield
     finally:
-        profiles.TABLES[behaviour] = saved
+        behaviours.TABLES[behaviour] = saved
         profiles.profile.cache_clear()
 
 
@@ -187,7 +188,7 @@ def test_the_installed_engine_is_the_ground_truth(engine: str, run_contracts: Ca
     good, refused, altered = (drafts[name] for name in LIVE_CASES[engine])
     # our rule for what the altered draft sets is made to say the opposite of what this release does
     rule, (off, on) = ALTERED_RULE[engine]
-    now = profiles.profile(EngineVersion(engine, Version(str(version)))).value(rule)
+    now = getattr(profiles.profile(EngineVersion(engine, Version(str(version)))).behaviours, rule)
     with _profile_rule(engine, rule, off if now != off else on):
         run = run_contracts([good, refused, altered], f"--eagle3-{engine}-python={python}", f"--eagle3-engine={engine}",
                             "-k", "probe_load", target=target)

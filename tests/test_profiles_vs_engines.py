@@ -24,8 +24,8 @@ from packaging.version import Version
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.checkpoint.target import TargetModel
 from pytest_eagle3.engines.plan import load_plan
-from pytest_eagle3.engines.profiles import segment_starts
-from pytest_eagle3.engines.versions import EngineVersion
+from pytest_eagle3.knowledge.behaviours import segment_starts
+from pytest_eagle3.knowledge.releases import EngineVersion
 from pytest_eagle3.probes.cases import CASES
 from pytest_eagle3.probes.compare import cpu_backend_limit, differences
 from pytest_eagle3.probes.record import DEFAULT_OUT, NOT_ON_CPU

@@ -128,7 +128,7 @@ def test_prediction_fails_under_every_convention(make_variant: Callable[..., Pat
 
 
 def _prediction(mean: float, trained: float) -> Any:
-    from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.reference.acceptance import Acceptance
     from pytest_eagle3.reference.acceptance import Reading as Fed
     from pytest_eagle3.reference.evidence import decide

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
-from pytest_eagle3.engines.table import Row, Table, TableError, table
-from pytest_eagle3.engines.versions import EngineVersion
+from pytest_eagle3.knowledge.releases import EngineVersion
+from pytest_eagle3.knowledge.table import Row, Table, TableError, table
 
 SRC = "vllm some/file.py some_function (read)"
 

@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 from packaging.version import Version
 
-from pytest_eagle3.engines import capture, draft_classes, profiles, runtime
-from pytest_eagle3.engines.table import table
+from pytest_eagle3.engines import profiles
+from pytest_eagle3.knowledge import behaviours, capture, draft_classes, runtime
+from pytest_eagle3.knowledge import cpu_serving as cpu_serving_rows
+from pytest_eagle3.knowledge.table import table
 from pytest_eagle3.live import cpu_serving
 from pytest_eagle3.live.interpreter import EngineInstall
 from tests.test_engine_plans import CASES, Case, plan_codes  # noqa: F401 (plan_codes: a fixture)
@@ -41,17 +43,17 @@ class Picked:
 
 def _profile_row(behaviour: str, engine: str, since: str) -> Callable[[pytest.MonkeyPatch], None]:
     def remove(mp: pytest.MonkeyPatch) -> None:
-        t = profiles.TABLES[behaviour]
+        t = behaviours.TABLES[behaviour]
         row = next(r for r in t.rows_of(engine) if r.since == since)
-        mp.setitem(profiles.TABLES, behaviour, t.without(row))
+        mp.setitem(behaviours.TABLES, behaviour, t.without(row))
     return remove
 
 
 def _registry_row(engine: str, arch: str) -> Callable[[pytest.MonkeyPatch], None]:
     def remove(mp: pytest.MonkeyPatch) -> None:
         mp.delitem(draft_classes.REGISTRY, (engine, arch))
-        mp.setitem(profiles.TABLES, "architectures", table(
-            "architectures", draft_classes.accepted_rows(), description=profiles.BEHAVIOURS["architectures"]))
+        mp.setitem(behaviours.TABLES, "architectures", table(
+            "architectures", draft_classes.accepted_rows(), description=behaviours.BEHAVIOURS["architectures"]))
     return remove
 
 
@@ -97,7 +99,7 @@ PICKED = (
            _attr_row(capture, "ALLOWLIST", "vllm", "0.17.0"),
            lookup=lambda v: capture.allowlisted(Version(v), "glm4_moe")),
     Picked("cpu_serving VLLM_CPU_SPEC_DECODE vllm 0.23.0", "vllm", "0.22.0", "0.23.0",
-           _attr_row(cpu_serving, "VLLM_CPU_SPEC_DECODE", "vllm", "0.23.0"), lookup=_cpu_finding),
+           _attr_row(cpu_serving_rows, "VLLM_CPU_SPEC_DECODE", "vllm", "0.23.0"), lookup=_cpu_finding),
 )
 
 

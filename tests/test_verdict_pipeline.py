@@ -13,7 +13,7 @@ from packaging.version import Version
 
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.engines.profiles import segment_starts
-from pytest_eagle3.engines.versions import KNOWN_RANGES, EngineVersion
+from pytest_eagle3.knowledge.releases import KNOWN_RANGES, EngineVersion
 from pytest_eagle3.shell.cli import main
 from pytest_eagle3.testing.synth import SPECFORGE, SynthSpec, write_checkpoint, write_target
 from pytest_eagle3.verdict import Pipeline, TargetSide, VerdictSettings

@@ -19,7 +19,7 @@ from pytest_eagle3.findings import Evidence, Finding, check
 from pytest_eagle3.shell.options import settings
 
 if TYPE_CHECKING:
-    from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.live.expected import Expected
     from pytest_eagle3.live.server import LiveServer
 
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.engine
 def eagle3_expected(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoint,
                     eagle3_live_engine: EngineVersion) -> Expected | str:
     """engine.acceptance's prediction for the installed engine version, or why there is none."""
-    from pytest_eagle3.engines.versions import in_known_range
+    from pytest_eagle3.knowledge.releases import in_known_range
     from pytest_eagle3.live.expected import NoExpectation, expected_acceptance
     from pytest_eagle3.shell.verdicts import verdict_of
     from pytest_eagle3.shell.live_fixtures import engine_install

@@ -44,7 +44,7 @@ class TestEagle3Probe:
                         eagle3_installed_engine: InstalledEngine, record_property: RecordProperty) -> None:
         """The installed engine's own loader (sentinel weights, CPU) loads the draft, loses nothing, and does
         what the static plan for that version says, fact by fact."""
-        from pytest_eagle3.engines.versions import DISPLAY, in_known_range
+        from pytest_eagle3.knowledge.releases import DISPLAY, in_known_range
         from pytest_eagle3.probes.verdict import PROBE_ERROR, UNPLANNED, judge_probe
 
         installed, ckpt = eagle3_installed_engine, eagle3_checkpoint

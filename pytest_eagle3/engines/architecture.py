@@ -10,14 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_eagle3.engines import draft_classes
 from pytest_eagle3.engines.bias import layer_bias
 from pytest_eagle3.engines.facts import FactSheet, lookup
 from pytest_eagle3.engines.keymap import DraftShape
 from pytest_eagle3.engines.loadplan import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
-from pytest_eagle3.engines.versions import SGLANG, VLLM
 from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.knowledge import draft_classes
+from pytest_eagle3.knowledge.advice import serve_with
+from pytest_eagle3.knowledge.releases import SGLANG, VLLM
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ def plan_architecture(sheet: FactSheet, prof: Profile) -> Architecture:
 
 def _architecture(out: Filing, sheet: FactSheet, prof: Profile) -> str | None:
     if sheet.speculators:
-        if not prof.value("speculators_format"):
+        if not prof.behaviours.speculators_format:
             out.refuse("architecture", Finding(
                 "speculators-format",
                 f"{prof.label} cannot read a speculators-format config: startup fails "
@@ -65,7 +66,7 @@ def _architecture(out: Filing, sheet: FactSheet, prof: Profile) -> str | None:
                 (f"rule: {prof.source('speculators_format')}",),
             ))
             return None
-        allowed = prof.value("speculators_model_types")
+        allowed = prof.behaviours.speculators_model_types
         model_type = str(sheet.config.get("model_type", ""))
         if "*" not in allowed and model_type not in allowed:
             out.refuse("architecture", Finding(
@@ -75,11 +76,11 @@ def _architecture(out: Filing, sheet: FactSheet, prof: Profile) -> str | None:
                 "use a supported layer config (llama or qwen3)", (f"rule: {prof.source('speculators_model_types')}",),
             ))
             return None
-        has_qwen3 = "Eagle3Qwen3ForCausalLM" in prof.value("architectures")  # algos.py update_eagle3, 0.24+
+        has_qwen3 = "Eagle3Qwen3ForCausalLM" in prof.behaviours.architectures  # algos.py update_eagle3, 0.24+
         return draft_classes.speculators_class(model_type) if has_qwen3 else "Eagle3LlamaForCausalLM"
     archs, arch = sheet.architectures, sheet.architecture
-    accepted = prof.value("architectures")
-    resolved = _rewrite(arch, prof.value("arch_rewrite"))
+    accepted = prof.behaviours.architectures
+    resolved = _rewrite(arch, prof.behaviours.arch_rewrite)
     if accepted == "*":
         return "Eagle3LlamaForCausalLM"
     if resolved in accepted:
@@ -101,7 +102,7 @@ def _architecture(out: Filing, sheet: FactSheet, prof: Profile) -> str | None:
 def _rewritten_to_mtp(out: Filing, sheet: FactSheet, prof: Profile) -> bool:
     """vLLM turns a draft of model_type deepseek_v3 (and kin) into its MTP draft, whatever the method."""
     model_type = sheet.model_type
-    if model_type not in prof.value("mtp_model_types"):
+    if model_type not in prof.behaviours.mtp_model_types:
         return False
     out.refuse("architecture", Finding(
         "mtp-model-type",
@@ -135,14 +136,15 @@ def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Lay
     layers = sheet.num_hidden_layers or 1
     klass = draft_class_row(prof, draft_class)
     by_class = bool(klass and klass.max_layers == 1)
-    rule = "refused" if by_class else prof.value("multi_layer")
+    rule = "refused" if by_class else prof.behaviours.multi_layer
     if layers != 1 and rule == "refused":
         out.refuse("layers", Finding(
             "multi-layer",
             f"{prof.label} builds one-layer EAGLE-3 drafts only: num_hidden_layers={layers} raises "
             "ValueError('EAGLE3 currently only supports 1 layer')",
             (Evidence("config.json num_hidden_layers", str(layers), "1"),),
-            "train a one-layer draft" if by_class else "serve with SGLang >= 0.5.12, or train a one-layer draft",
+            "train a one-layer draft" if by_class
+            else f"serve with {serve_with('multi_layer', SGLANG, lambda v: v == 'supported')}, or train a one-layer draft",
             (f"rule: {klass.source}" if by_class and klass else f"rule: {prof.source('multi_layer')}",),
         ))
     in_checkpoint = sheet.layer_count
@@ -152,16 +154,17 @@ def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Lay
             f"{prof.label} builds one draft layer whatever num_hidden_layers says; the checkpoint has "
             f"{in_checkpoint}: loading layers.1.* raises KeyError",
             (Evidence("draft layers", str(in_checkpoint), "1"),),
-            "serve with vLLM >= 0.11.1, or train a one-layer draft", (f"rule: {prof.source('multi_layer')}",),
+            f"serve with {serve_with('multi_layer', VLLM, lambda v: v == 'supported')}, or train a one-layer draft",
+            (f"rule: {prof.source('multi_layer')}",),
         ))
     built = 1 if rule in ("refused", "one-layer") else layers
     use_aux = sheet.use_aux_hidden_state
-    has_fc = not (use_aux is False and prof.value("use_aux_hidden_state") == "honoured" and prof.engine == VLLM)
+    has_fc = not (use_aux is False and prof.behaviours.use_aux_hidden_state == "honoured" and prof.engine == VLLM)
     count = fc_state_count(prof, config, klass)
-    fc_bias_rule = prof.value("fc_bias")
+    fc_bias_rule = prof.behaviours.fc_bias
     has_lm_head = not (prof.engine == SGLANG and sheet.tie_word_embeddings)
-    has_embed = not (prof.engine == VLLM and prof.value("embed_source") == "target-always-key-raises")
-    has_d2t = not (prof.value("d2t_full_vocab") == "refused" and sheet.full_vocab)
+    has_embed = not (prof.engine == VLLM and prof.behaviours.embed_source == "target-always-key-raises")
+    has_d2t = not (prof.behaviours.d2t_full_vocab == "refused" and sheet.full_vocab)
     shape = DraftShape(
         layers=built,
         norm_before_fc=sheet.flags["norm_before_fc"],
@@ -172,7 +175,7 @@ def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Lay
         has_embed=has_embed,
         has_d2t=has_d2t,
         extra_layer_params=klass.extra_layer_params if klass else (),
-        layer_bias=tuple(layer_bias(prof.value("layer_bias"), klass.family if klass else draft_classes.LLAMA,
+        layer_bias=tuple(layer_bias(prof.behaviours.layer_bias, klass.family if klass else draft_classes.LLAMA,
                                     config).items()),
         **_class_layout(klass),
     )
@@ -188,7 +191,7 @@ def _class_layout(klass: draft_classes.DraftClass | None) -> dict[str, Any]:
 
 def fc_state_count(prof: Profile, config: Any, klass: draft_classes.DraftClass | None) -> int:
     """The aux-state count fc is built for: the fields the draft class reads, in its order."""
-    if prof.value("fc_aux_count") == "3":
+    if prof.behaviours.fc_aux_count == "3":
         return 3
     for name in klass.fc_count_fields if klass else draft_classes.LLAMA_COUNT:
         value = lookup(config, name)
@@ -202,7 +205,7 @@ def fc_state_count(prof: Profile, config: Any, klass: draft_classes.DraftClass |
 def plan_mla_rope(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Filed:
     """vLLM 0.18-0.27's MLA class builds DeepSeek YaRN whenever rope_scaling is set (always, under transformers 5)."""
     klass = draft_class_row(prof, draft_class)
-    if klass is None or klass.family != draft_classes.MLA or prof.value("mla_rope") != "forced-yarn":
+    if klass is None or klass.family != draft_classes.MLA or prof.behaviours.mla_rope != "forced-yarn":
         return Filed()
     rope = sheet.rope_scaling
     missing = [k for k in ("factor", "original_max_position_embeddings") if not isinstance(rope, dict) or k not in rope]
@@ -215,7 +218,8 @@ def plan_mla_rope(sheet: FactSheet, prof: Profile, draft_class: str | None) -> F
         f"transformers >= 5): the draft config's rope scaling has no {missing[0]}: KeyError at startup",
         (Evidence("config.json rope_scaling", repr(rope) if rope else "absent",
                   "a YaRN rope_scaling with factor and original_max_position_embeddings"),),
-        "write the target's YaRN rope_scaling into the draft's config.json, or serve with vLLM >= 0.28",
+        "write the target's YaRN rope_scaling into the draft's config.json, or serve with "
+        f"{serve_with('mla_rope', VLLM, lambda v: v == 'as-configured')}",
         (f"rule: {prof.source('mla_rope')}",),
     ))
     return out.filed()

@@ -15,7 +15,13 @@ from typing import Any
 
 from packaging.version import Version
 
-from pytest_eagle3.engines.capture import (
+from pytest_eagle3.engines.facts import FactSheet, lookup
+from pytest_eagle3.engines.loadplan import AuxPlan, Filed, Filing, Measured, describe_inputs
+from pytest_eagle3.engines.profiles import Profile
+from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.knowledge.advice import serve_with
+from pytest_eagle3.knowledge.capture import (
+    ALLOWLIST,
     ALLOWLIST_SOURCE,
     CAPTURES,
     REFUSED,
@@ -23,10 +29,7 @@ from pytest_eagle3.engines.capture import (
     allowlisted,
     capture_support,
 )
-from pytest_eagle3.engines.facts import FactSheet, lookup
-from pytest_eagle3.engines.loadplan import AuxPlan, Filed, Filing, Measured, describe_inputs
-from pytest_eagle3.engines.profiles import Profile
-from pytest_eagle3.engines.reach import (
+from pytest_eagle3.knowledge.reach import (
     CRASH,
     EMBEDDINGS,
     INDEX_ERROR,
@@ -36,8 +39,8 @@ from pytest_eagle3.engines.reach import (
     first_reaching,
     reach_at,
 )
-from pytest_eagle3.engines.reach import label as reach_label
-from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.knowledge.reach import label as reach_label
+from pytest_eagle3.knowledge.releases import SGLANG, VLLM
 from pytest_eagle3.producers.formats import (
     CONVENTIONS,
     DEFAULT_AUX_RULE,
@@ -80,9 +83,9 @@ def firing(requested: Sequence[int], layers: int | None, capture_range: str | Re
 def capture_range_for(prof: Profile, family: str) -> str:
     """The profile's reach for a target the scan did not read: gpt-oss from SGLang 0.5.17 captures at
     every block boundary 0..L (models/gpt_oss.py forward)."""
-    if family == "gpt_oss" and prof.value("aux_transform_gpt_oss") == "+1-unless-max-is-L":
+    if family == "gpt_oss" and prof.behaviours.aux_transform_gpt_oss == "+1-unless-max-is-L":
         return "all"
-    return str(prof.value("capture_range"))
+    return str(prof.behaviours.capture_range)
 
 
 def reach_for(prof: Profile, architecture: str | None, family: str) -> tuple[Reach, str]:
@@ -148,7 +151,7 @@ def resolve_ids(prof: Profile, fields: Sequence[str], found: tuple[str | None, t
     name, ids = found
     if name is None or ids is None:
         return None, None, "default", defaults
-    rule = str(prof.value(f"aux_transform_{family}"))
+    rule = str(prof.behaviours.aux_transform(family))
     shift = id_field(name)[1]
     if shift:  # the resolver's own +1 comes before the target's transform
         used = "+1" if rule == "as-is" else f"+{shift}, then {rule}"
@@ -172,7 +175,7 @@ def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: 
     support = capture_support(prof.engine, prof.version, arch) if arch else None
     family = support.family if support else "llama"
     capture_range, reach_source = reach_for(prof, arch, family)
-    fields = prof.value("aux_id_fields")
+    fields = prof.behaviours.aux_id_fields
     field, configured, used, requested = resolve_ids(prof, fields, first_ids(sheet.aux_ids, fields), family, layers,
                                                      sheet.default_inputs)
     captured: tuple[int, ...] | None = None
@@ -181,14 +184,15 @@ def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: 
     if requested is not None:
         captured, never_fire, crash = firing(requested, layers, capture_range)
     other_mode = None
-    other_fields = prof.value("aux_id_fields_other_mode")
+    other_fields = prof.behaviours.aux_id_fields_other_mode
     if other_fields is not None:
         _, _, _, other = resolve_ids(prof, other_fields, first_ids(sheet.aux_ids, other_fields), family, layers,
                                      sheet.default_inputs)
         other_mode = firing(other, layers, capture_range)[0] if other is not None else None
     graph_mode = None
-    if prof.value("graph_mode_default_layers") and configured and layers is not None:
+    if prof.behaviours.graph_mode_default_layers and configured and layers is not None:
         graph_mode = firing(sheet.default_inputs or (), layers, capture_range)[0]
+    trained: tuple[int, ...] | None
     if measured is not None:
         trained, trained_from, basis = tuple(measured.inputs), measured.words, "measured"
     else:
@@ -300,7 +304,8 @@ def _allowlist(out: Filing, prof: Profile, model_type: str) -> None:
         f"{prof.label} allows EAGLE-3 only for {list(names)} targets; this target is {model_type!r}: "
         "ValueError 'Eagle3 is only supported for ... models' at startup",
         (Evidence("target model_type", model_type, " / ".join(names)),),
-        "serve this target with vLLM >= 0.17.0 (no allowlist), if its class captures aux states",
+        f"serve this target with {serve_with(ALLOWLIST, VLLM, lambda v: v == ())} (no allowlist), if its class "
+        "captures aux states",
         (f"rule: {ALLOWLIST_SOURCE}",),
     ))
 
@@ -342,7 +347,7 @@ def _compare(out: Filing, aux: AuxPlan, prof: Profile, sheet: FactSheet) -> None
 
 def _how_read(aux: AuxPlan, prof: Profile) -> str:
     if aux.configured is None:
-        fields = prof.value("aux_id_fields")
+        fields = prof.behaviours.aux_id_fields
         where = ("nowhere (configured ids are ignored)" if not fields else " or ".join(map(field_text, fields))
                  if len(fields) <= 2 else f"{field_text(fields[0])} and {len(fields) - 1} other fields")
         return f"{prof.label} reads aux ids from {where}; none there, so it uses its defaults ({DEFAULT_AUX_RULE})"
@@ -368,12 +373,12 @@ def fix_edit(aux: AuxPlan, prof: Profile) -> tuple[str, tuple[int, ...]] | None:
     which it reads with the target family's transform; None where no field edit can (graph mode, no field)."""
     if aux.trained is None or (aux.graph_mode is not None and aux.captured == aux.trained):
         return None
-    fields = prof.value("aux_id_fields")
+    fields = prof.behaviours.aux_id_fields
     if not fields:
         return None
     family = aux.support.family if aux.support else "llama"
     path, shift = id_field(fields[0])
-    rule = str(prof.value(f"aux_transform_{family}"))
+    rule = str(prof.behaviours.aux_transform(family))
     configured = inverse_transform(rule, aux.trained, aux.target_layers)
     return None if configured is None else (path, tuple(i - shift for i in configured))
 
@@ -395,7 +400,7 @@ def _aux_fix(aux: AuxPlan, prof: Profile) -> str:
     if unreachable and aux.reach:
         return f"the draft was trained on layer inputs {unreachable}, out of this target's reach: {aux.reach}"
     if aux.graph_mode is not None and aux.captured == aux.trained:
-        return "serve with SGLang >= 0.5.11 (or --disable-cuda-graph, slow)"
+        return f"serve with {serve_with('graph_mode_default_layers', SGLANG, lambda v: not v)} (or --disable-cuda-graph, slow)"
     if aux.fix_edit is None:
         return f"serve with a version that reads configured aux ids ({prof.label} ignores them)"
     path, ids = aux.fix_edit
@@ -406,7 +411,7 @@ def _aux_details(aux: AuxPlan, prof: Profile) -> tuple[str, ...]:
     details = [f"rule: {prof.source('aux_id_fields')}"]
     if aux.reach:
         details.append(aux.reach)
-    fields = prof.value("aux_id_fields") or ()
+    fields = prof.behaviours.aux_id_fields or ()
     if len(fields) > 2:
         details.append(f"aux-id fields {prof.label} reads, in order: {', '.join(map(field_text, fields))}")
     if aux.configured is not None:

@@ -26,8 +26,9 @@ from pytest_eagle3.engines.frozen import FrozenDict, JsonValue, freeze, freeze_o
 from pytest_eagle3.engines.geometry import ROUTE_CONFIG_CLASS, Geometry, derive, route_for
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.engines.runtime import LayerKv, target_layers
-from pytest_eagle3.engines.versions import SGLANG
 from pytest_eagle3.findings import Finding
+from pytest_eagle3.knowledge.releases import SGLANG
+from pytest_eagle3.knowledge.speculators import speculators_copies
 from pytest_eagle3.producers.formats import AuxLayers, default_aux_inputs, is_speculators, lookup
 from pytest_eagle3.producers.habits import (
     Rope,
@@ -175,7 +176,7 @@ def _ids(value: object) -> tuple[int, ...] | None:
 
 def _aux_ids(config: Mapping[str, object], profile: Profile) -> dict[str, tuple[int, ...] | None]:
     """The ids in every field the profile's aux-id resolvers read (``path+1``: read at ``path``)."""
-    specs = [*(profile.value("aux_id_fields") or ()), *(profile.value("aux_id_fields_other_mode") or ())]
+    specs = [*(profile.behaviours.aux_id_fields or ()), *(profile.behaviours.aux_id_fields_other_mode or ())]
     paths = dict.fromkeys(spec.partition("+")[0] for spec in specs)
     return {path: _ids(lookup(config, path)) for path in paths}
 
@@ -324,12 +325,13 @@ def _speculators_to_eagle(raw: Mapping[str, object], profile: Profile) -> dict[s
         if name in raw:
             config[name] = raw[name]
     config["norm_before_residual"] = raw.get("norm_before_residual", True)
-    if profile.at_least("0.19.0"):
+    copied = speculators_copies(profile.target)
+    if "norm_before_fc" in copied:
         config["norm_before_fc"] = raw.get("norm_before_fc", False)
-    if profile.at_least("0.25.0"):
+    if "fc_norm" in copied:
         config["fc_norm"] = raw.get("fc_norm", False)
         config["norm_output"] = raw.get("norm_output", False)
-    if profile.at_least("0.11.1") and "eagle_aux_hidden_state_layer_ids" in raw:
+    if "eagle_aux_hidden_state_layer_ids" in copied and "eagle_aux_hidden_state_layer_ids" in raw:
         config["eagle_aux_hidden_state_layer_ids"] = raw["eagle_aux_hidden_state_layer_ids"]
     return config
 
@@ -346,13 +348,13 @@ def _flags(raw: Mapping[str, object], config: Mapping[str, object], speculators:
            profile: Profile) -> tuple[dict[str, bool], dict[str, str]]:
     flags: dict[str, bool] = {}
     notes: dict[str, str] = {}
-    rule = profile.value("norm_before_residual")
+    rule = profile.behaviours.norm_before_residual
     flags["norm_before_residual"] = bool(config.get("norm_before_residual", False)) if rule == "read" else False
     notes["norm_before_residual"] = (
         "read from the config" + (" (speculators format: default True)" if speculators else " (default False)")
         if rule == "read" else "not read: the residual is always the raw fc output"
     )
-    rule = profile.value("norm_before_fc")
+    rule = profile.behaviours.norm_before_fc
     fields = {"read": ("eagle_config.norm_before_fc", "norm_before_fc"), "top-level": ("norm_before_fc",),
               "eagle-format-only": () if speculators else ("norm_before_fc",)}.get(rule, ())
     flags["norm_before_fc"] = bool(fields) and _flag(config, *fields)
@@ -360,7 +362,7 @@ def _flags(raw: Mapping[str, object], config: Mapping[str, object], speculators:
                                "not propagated from a speculators config" if rule == "eagle-format-only"
                                else "not read: no input_norm")
     for name in ("fc_norm", "norm_output"):
-        rule = profile.value(name)
+        rule = profile.behaviours.fc_norm if name == "fc_norm" else profile.behaviours.norm_output
         reads = rule == "read" or (rule == "eagle-format-only" and not speculators)
         names = (name, "use_aux_norm") if name == "fc_norm" and profile.engine == SGLANG else (name,)
         flags[name] = reads and _flag(config, *names)

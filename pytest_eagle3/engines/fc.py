@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.loadplan import AuxPlan, FcPlan, Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
-from pytest_eagle3.engines.versions import SGLANG
 from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.knowledge.releases import SGLANG
 from pytest_eagle3.rules.vocab import ACCEPTANCE_NOTE
 
 
@@ -35,7 +35,7 @@ def plan_fc_shape(sheet: FactSheet, prof: Profile, fc_states: int, parameters: M
     fc = FcPlan(expects_states=fc_states, expects_width=expects, checkpoint_width=width)
     if "model.fc.weight" in parameters and width and expects and width != expects:
         trained = width // target_hidden if target_hidden else "?"
-        if prof.value("fc_aux_count") == "3":
+        if prof.behaviours.fc_aux_count == "3":
             fix = f"{prof.label} always builds fc for 3 aux states: serve with a version that reads num_aux_hidden_states"
         else:
             fix = (f"write num_aux_hidden_states: {trained} into config.json ({prof.label} reads num_aux_hidden_states, "
@@ -55,7 +55,7 @@ def plan_fc(sheet: FactSheet, prof: Profile, built: FcPlan, aux: AuxPlan) -> Fc:
     """What reaches fc: the states the target captures (``aux``, the aux area's result), and fc's action."""
     out = Filing()
     hidden, target_hidden = sheet.hidden_size, sheet.target_hidden_size
-    honoured = prof.value("use_aux_hidden_state") == "honoured"
+    honoured = prof.behaviours.use_aux_hidden_state == "honoured"
     if sheet.use_aux_hidden_state is False and honoured:
         fc = dataclasses.replace(built, states_sent=1, width_sent=target_hidden,
                                  action="bypassed" if prof.engine == SGLANG else "disabled")
@@ -83,7 +83,7 @@ def plan_fc(sheet: FactSheet, prof: Profile, built: FcPlan, aux: AuxPlan) -> Fc:
     fc = dataclasses.replace(built, states_sent=states, width_sent=width)
     if width == fc.expects_width:
         return Fc(dataclasses.replace(fc, action="fc"))
-    if prof.value("fc_applied") == "when-width-differs" and width == hidden:
+    if prof.behaviours.fc_applied == "when-width-differs" and width == hidden:
         out.lose("fc", Finding(
             "fc-bypassed",
             f"{prof.label} receives {states} hidden state ({width} wide = the draft's hidden size) "

@@ -2,10 +2,10 @@
 no effect on EAGLE-3 (and why).
 
 The fields come from ``field_scan.json``, written by ``scripts/scan_fields.py`` over every released
-engine in :data:`~pytest_eagle3.engines.versions.KNOWN_RANGES` (one record per field and side: the
+engine in :data:`~pytest_eagle3.knowledge.releases.KNOWN_RANGES` (one record per field and side: the
 draft's config, the target's, or ``either`` where the code does not tell). :data:`COVERAGE` classifies
 them: each entry names fields (exact, or ``fnmatch`` patterns), the sides and engines it covers, and
-either the rule that models the field (``behaviour:NAME`` in :data:`~pytest_eagle3.engines.profiles.BEHAVIOURS`,
+either the rule that models the field (``behaviour:NAME`` in :data:`~pytest_eagle3.knowledge.behaviours.BEHAVIOURS`,
 ``fact:NAME`` a :class:`~pytest_eagle3.engines.facts.FactSheet` field, ``area:NAME`` an engine area module,
 ``producer:NAME`` a :class:`~pytest_eagle3.producers.kinds.Producer` field) or the reason it has no effect,
 with the source it was read in. ``tests/test_field_coverage.py`` fails on a scanned field no entry covers.
@@ -21,38 +21,22 @@ from dataclasses import dataclass
 from enum import StrEnum
 from fnmatch import fnmatchcase
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from pytest_eagle3.engines.facts import FactSheet
-from pytest_eagle3.engines.profiles import BEHAVIOURS
-from pytest_eagle3.engines.versions import SGLANG, VLLM
+from pytest_eagle3.knowledge.behaviours import BEHAVIOURS
+from pytest_eagle3.knowledge.generated import FIELD_SCAN
+from pytest_eagle3.knowledge.releases import RELEASES, SGLANG, VLLM
 from pytest_eagle3.producers.kinds import Producer
 
-SCAN_FILE = Path(__file__).with_name("field_scan.json")
+SCAN_FILE = FIELD_SCAN
 DRAFT, TARGET, EITHER = "draft", "target", "either"
 SIDES = (DRAFT, TARGET, EITHER)
 BOTH = (SGLANG, VLLM)
 
-#: The releases the committed scan read, per engine (every final release in KNOWN_RANGES whose source was
-#: unpacked: 45 vLLM, 69 SGLang). The test checks the scan's release list equals this one.
-SCANNED_RELEASES: dict[str, tuple[str, ...]] = {
-    VLLM: ("0.8.5", "0.8.5.post1", "0.9.0", "0.9.0.1", "0.9.1", "0.9.2", "0.10.0", "0.10.1", "0.10.1.1", "0.10.2",
-           "0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.13.0", "0.14.0", "0.14.1", "0.15.0", "0.15.1", "0.16.0",
-           "0.17.0", "0.17.1", "0.18.0", "0.18.1", "0.19.0", "0.19.1", "0.20.0", "0.20.1", "0.20.2", "0.21.0",
-           "0.22.0", "0.22.1", "0.23.0", "0.24.0", "0.25.0", "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0",
-           "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"),
-    SGLANG: ("0.4.4.post2", "0.4.4.post3", "0.4.4.post4", "0.4.5", "0.4.5.post1", "0.4.5.post2", "0.4.5.post3",
-             "0.4.6", "0.4.6.post1", "0.4.6.post2", "0.4.6.post3", "0.4.6.post4", "0.4.6.post5", "0.4.7",
-             "0.4.7.post1", "0.4.8", "0.4.8.post1", "0.4.9", "0.4.9.post1", "0.4.9.post2", "0.4.9.post3",
-             "0.4.9.post4", "0.4.9.post5", "0.4.9.post6", "0.4.10", "0.4.10.post1", "0.4.10.post2", "0.5.1",
-             "0.5.1.post1", "0.5.1.post2", "0.5.1.post3", "0.5.2", "0.5.3", "0.5.3.post1", "0.5.3.post2",
-             "0.5.3.post3", "0.5.4", "0.5.4.post1", "0.5.4.post2", "0.5.4.post3", "0.5.5", "0.5.5.post1",
-             "0.5.5.post2", "0.5.5.post3", "0.5.6", "0.5.6.post1", "0.5.6.post2", "0.5.7", "0.5.8", "0.5.8.post1",
-             "0.5.9", "0.5.10", "0.5.10.post1", "0.5.11", "0.5.12", "0.5.12.post1", "0.5.13", "0.5.13.post1",
-             "0.5.14", "0.5.15", "0.5.15.post1", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21",
-             "0.5.22", "0.5.23"),
-}
+#: The releases the committed scan read, per engine: every release of the one release list. The test checks the
+#: scan's release list equals it.
+SCANNED_RELEASES: dict[str, tuple[str, ...]] = RELEASES
 
 
 class Status(StrEnum):
@@ -103,7 +87,7 @@ COVERAGE: tuple[Coverage, ...] = (
     # ---------------------------------------------------------------- modelled: the draft class and its loader
     _m(("architectures",), D, "behaviour:architectures",
        "vllm model_executor/models/registry.py _SPECULATIVE_DECODING_MODELS; sglang models/*eagle3*.py EntryClass "
-       "(engines/draft_classes.py REGISTRY)"),
+       "(knowledge/draft_classes.py REGISTRY)"),
     _m(("model_type",), D, "behaviour:mtp_model_types",
        "vllm config/speculative.py SpeculativeConfig.__post_init__: a draft model_type in MTPModelTypes becomes "
        "method mtp", VL),
@@ -269,7 +253,8 @@ COVERAGE: tuple[Coverage, ...] = (
 @cache
 def scan() -> dict[str, Any]:
     """The committed scan (field_scan.json)."""
-    return json.loads(SCAN_FILE.read_text(encoding="utf-8"))
+    found: dict[str, Any] = json.loads(SCAN_FILE.read_text(encoding="utf-8"))
+    return found
 
 
 def records(engine: str, data: dict[str, Any] | None = None) -> list[dict[str, Any]]:

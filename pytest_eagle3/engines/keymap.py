@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pytest_eagle3.engines.draft_classes import LLAMA_ATTENTION
 from pytest_eagle3.engines.profiles import Profile
-from pytest_eagle3.engines.versions import SGLANG
+from pytest_eagle3.knowledge.draft_classes import LLAMA_ATTENTION
+from pytest_eagle3.knowledge.releases import SGLANG
 
 #: Checkpoint sub-names stacked into one engine parameter, with the shard they fill.
 #: Source: sglang llama_eagle3.py / vllm llama_eagle3.py stacked_params_mapping.
@@ -72,7 +72,7 @@ class KeyResolution:
 
 def engine_parameters(profile: Profile, shape: DraftShape) -> set[str]:
     """The parameter names the engine's draft module has."""
-    first_layer = shape.first_layer or profile.value("first_layer")
+    first_layer = shape.first_layer or profile.behaviours.first_layer
     params = {"model.norm.weight"}
     if shape.has_embed:
         params.add("model.embed_tokens.weight")
@@ -103,7 +103,7 @@ def never_read(name: str) -> bool:
 
 def unused_parameters(profile: Profile, shape: DraftShape) -> set[str]:
     """Parameters the engine builds but never uses (see :func:`never_read`)."""
-    if profile.value("later_layer_norm") != "input_layernorm" or profile.value("first_layer") == "midlayer":
+    if profile.behaviours.later_layer_norm != "input_layernorm" or profile.behaviours.first_layer == "midlayer":
         return set()
     return {name for name in engine_parameters(profile, shape) if never_read(name)}
 
@@ -112,7 +112,7 @@ def resolve_keys(profile: Profile, names: list[str], params: set[str], shape: Dr
     """Send each checkpoint name through the engine's loader rules (the draft class's, where ``shape`` has them)."""
     out = KeyResolution()
     rules = _ClassRules(STACKED + (shape.stacked if shape else ()),
-                        shape.renames if shape and shape.renames is not None else profile.value("renames"))
+                        shape.renames if shape and shape.renames is not None else profile.behaviours.renames)
     resolver = _sglang_name if profile.engine == SGLANG else _vllm_name
     for name in sorted(names):
         resolver(profile, rules, name, params, out)
@@ -143,7 +143,7 @@ def _load(out: KeyResolution, param: str, source: str, shard: str | None) -> Non
 
 
 def _sglang_name(profile: Profile, rules: _ClassRules, name: str, params: set[str], out: KeyResolution) -> None:
-    if profile.value("key_prefix") == "add-model":
+    if profile.behaviours.key_prefix == "add-model":
         _sglang_legacy_name(rules, name, params, out)
         return
     renamed = rules.rename(name)
@@ -198,7 +198,8 @@ def _vllm_name(profile: Profile, rules: _ClassRules, name: str, params: set[str]
     if prefixed.startswith("model.fc.") and "model.fc.weight" not in params:
         out.dropped.append((name, "fc is skipped when eagle_config.use_aux_hidden_state is false"))
         return
-    if prefixed.startswith("model.input_norm.") and "model.input_norm.weight" not in params and profile.at_least("0.18.0"):
+    if prefixed.startswith("model.input_norm.") and "model.input_norm.weight" not in params \
+            and profile.behaviours.norm_before_fc != "not-read":
         out.dropped.append((name, "input_norm is skipped when norm_before_fc is false"))
         return
     renamed = rules.rename(prefixed)
@@ -206,15 +207,16 @@ def _vllm_name(profile: Profile, rules: _ClassRules, name: str, params: set[str]
     if stacked in params:
         _load(out, stacked, name, shard)
         return
-    if profile.value("unknown_key") == "raise-except-bias" and name.endswith(".bias"):
+    if profile.behaviours.unknown_key == "raise-except-bias" and name.endswith(".bias"):
         out.dropped.append((name, "unexpected *.bias tensors are ignored (debug log only)"))
         return
-    error = "ValueError: There is no module or parameter named" if profile.at_least("0.25.0") else "KeyError:"
+    error = "ValueError: There is no module or parameter named" if profile.behaviours.unknown_key == "raise-except-bias" \
+        else "KeyError:"
     out.refused.append((name, f"{error} '{stacked}'"))
 
 
 def _why_dropped(renamed: str, params: set[str], profile: Profile) -> str:
-    if renamed.startswith(("layers.", "model.layers.")) and profile.value("first_layer") == "midlayer":
+    if renamed.startswith(("layers.", "model.layers.")) and profile.behaviours.first_layer == "midlayer":
         return "the first draft layer is model.midlayer.* in this version; layers.* names match nothing"
     if "q_norm." in renamed or "k_norm." in renamed:
         return "this engine's draft class has no per-head q/k norm (a Llama layer): the attention runs without it"

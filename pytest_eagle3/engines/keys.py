@@ -15,8 +15,9 @@ from pytest_eagle3.engines.keymap import D2T_PARAM, DraftShape, load_keys
 from pytest_eagle3.engines.loadplan import Filed, Filing
 from pytest_eagle3.engines.param_shapes import parameter_shapes
 from pytest_eagle3.engines.profiles import Profile
-from pytest_eagle3.engines.versions import SGLANG, VLLM
 from pytest_eagle3.findings import Evidence, Finding, short
+from pytest_eagle3.knowledge.advice import serve_with
+from pytest_eagle3.knowledge.releases import SGLANG, VLLM
 from pytest_eagle3.rules.vocab import ACCEPTANCE_NOTE
 
 
@@ -49,7 +50,7 @@ def plan_keys(sheet: FactSheet, prof: Profile, shape: DraftShape, fc_states: int
     if unset_bias:  # filed on their own (their fix is the config flag); still in Keys.uninitialised
         _file_unset_bias(out, prof, unset_bias, dict(shape.layer_bias))
     others = tuple(p for p in uninitialised if p not in unset_bias)
-    if prof.value("unloaded_parameter") == "refused":  # the strict check counts every parameter, the map's too
+    if prof.behaviours.unloaded_parameter == "refused":  # the strict check counts every parameter, the map's too
         others += tuple(p for p in sorted(required & (shared | {D2T_PARAM})) if p not in res.loaded)
     for name, error in res.refused:
         out.refuse("keys", Finding(
@@ -71,7 +72,7 @@ def plan_keys(sheet: FactSheet, prof: Profile, shape: DraftShape, fc_states: int
             (f"rule: {prof.source('unknown_key')}", f"rule: {prof.source('first_layer')}"),
         ))
     if others:
-        strict = prof.value("unloaded_parameter") == "refused"
+        strict = prof.behaviours.unloaded_parameter == "refused"
         (out.refuse if strict else out.lose)("keys", Finding(
             "not-initialised" if strict else "uninitialised",
             _unloaded_message(prof, others),
@@ -80,13 +81,13 @@ def plan_keys(sheet: FactSheet, prof: Profile, shape: DraftShape, fc_states: int
             (f"rule: {prof.source('first_layer')}", f"rule: {prof.source('unloaded_parameter')}"),
         ))
     shapes = parameter_shapes(prof.engine, sheet.config, sheet.speculators, params, fc_states or 3,
-                              sheet.draft_geometry, prof.value("mlp_width"))
+                              sheet.draft_geometry, prof.behaviours.mlp_width)
     return Keys(params, parameters, FrozenDict(dict(res.dropped)), uninitialised, res.d2t_name,
                 tuple(sorted(params)), FrozenDict(shapes), out.filed())
 
 
 def _unloaded_message(prof: Profile, names: tuple[str, ...]) -> str:
-    if prof.value("unloaded_parameter") == "refused":
+    if prof.behaviours.unloaded_parameter == "refused":
         return (f"{prof.label} refuses the draft: {len(names)} draft parameters get no checkpoint tensor ({names[0]}, "
                 "...): ValueError 'Following weights were not initialized from checkpoint' at startup")
     return f"{prof.label} leaves {len(names)} draft parameters at their initial values ({names[0]}, ...): {ACCEPTANCE_NOTE}"
@@ -103,13 +104,13 @@ def _file_unset_bias(out: Filing, prof: Profile, names: tuple[str, ...], fields:
                 Evidence("bias parameters without a tensor", short(names), "none"))
     sources = (f"rule: {prof.source('layer_bias')}", f"rule: {prof.source('unset_bias')}",
                f"rule: {prof.source('unloaded_parameter')}")
-    if prof.value("unloaded_parameter") == "refused":
+    if prof.behaviours.unloaded_parameter == "refused":
         out.refuse("keys", Finding(
             "not-initialised",
             f"{prof.label} builds {len(names)} bias parameters because config.json sets {flags}, and the checkpoint "
             f"has none ({names[0]}, ...): ValueError 'Following weights were not initialized from checkpoint' at startup",
             evidence, fix, sources))
-    elif prof.value("unset_bias") == "zeros":
+    elif prof.behaviours.unset_bias == "zeros":
         out.note(f"{prof.label} builds {len(names)} bias parameters for {flags} ({names[0]}, ...) that no tensor fills: "
                  "they stay zero, the same as no bias")
     else:
@@ -127,10 +128,11 @@ def _harmless_drop(name: str, why: str) -> bool:
 
 def _key_fix(prof: Profile, names: list[str] | None = None) -> str:
     names = names or []
-    if prof.engine == SGLANG and prof.value("first_layer") == "midlayer" and any(
+    if prof.engine == SGLANG and prof.behaviours.first_layer == "midlayer" and any(
         n.startswith(("layers.", "model.layers.")) for n in names
     ):
-        return "rename layers.0.* -> midlayer.* in a copy of the checkpoint, or serve with SGLang >= 0.5.12"
+        return ("rename layers.0.* -> midlayer.* in a copy of the checkpoint, or serve with "
+                f"{serve_with('first_layer', SGLANG, lambda v: v == 'layers')}")
     if prof.engine == VLLM and any(n.startswith("model.") for n in names):
         return "strip the model. prefix from the draft's tensor names (vLLM adds it)"
     return "rename the tensors to the engine's names: midlayer.* or layers.N.*, fc.weight, norm.weight, lm_head.weight, d2t"

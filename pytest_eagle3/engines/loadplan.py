@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_eagle3.engines.capture import CaptureSupport
 from pytest_eagle3.engines.frozen import FrozenDict
-from pytest_eagle3.engines.versions import EngineVersion
 from pytest_eagle3.findings import Finding
+from pytest_eagle3.knowledge.capture import CaptureSupport
+from pytest_eagle3.knowledge.releases import EngineVersion
 from pytest_eagle3.producers.habits import RopeKey
 
 

@@ -33,7 +33,7 @@ def _mismatch(sheet: FactSheet, parameters: Mapping[str, tuple[str, ...]], width
 
 def plan_mlp(sheet: FactSheet, prof: Profile, parameters: Mapping[str, tuple[str, ...]]) -> Filed:
     """A llama4_text draft whose MLP tensors are not the intermediate_size_mlp the engine builds."""
-    rule = prof.value("mlp_width")
+    rule = prof.behaviours.mlp_width
     width, field = mlp_width(rule, sheet.config)
     if width is None or field != "intermediate_size_mlp":
         return Filed()  # a plain intermediate_size mismatch is the config.shapes contract's (rules/shapes.py)

@@ -12,6 +12,7 @@ from pytest_eagle3.engines.frozen import FrozenDict
 from pytest_eagle3.engines.loadplan import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.knowledge.behaviours import read_behaviour
 
 NORM_FIX = {
     "norm_before_residual": "the engine feeds the raw fc output as residual",
@@ -49,14 +50,14 @@ def plan_norms(sheet: FactSheet, prof: Profile) -> Norms:
             f"{NORM_FIX[name] if not applied else 'the engine adds a norm the draft never saw'}; acceptance drops",
             (Evidence(name, f"{applied} ({sheet.flag_notes[name]})", f"{want} ({source})"),),
             _norm_fix(prof, name, want),
-            (f"rule: {prof.source(name)}",),
+            (f"rule: {prof.source(read_behaviour(name))}",),
         ))
-        if prof.value(name) not in ("not-read", "eagle-format-only"):
+        if prof.behaviours.read(read_behaviour(name)) not in ("not-read", "eagle-format-only"):
             edits[name] = want
     return Norms(FrozenDict(flags), FrozenDict(edits), out.filed())
 
 
 def _norm_fix(prof: Profile, name: str, want: bool) -> str:
-    if prof.value(name) in ("not-read", "eagle-format-only"):
+    if prof.behaviours.read(read_behaviour(name)) in ("not-read", "eagle-format-only"):
         return f"serve with an engine version that honours {name}, or retrain with {name}={not want}"
     return f"write {name}: {str(want).lower()} into config.json explicitly"

@@ -19,7 +19,6 @@ import dataclasses
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
 from pytest_eagle3.engines.architecture import plan_architecture, plan_layers, plan_mla_rope
 from pytest_eagle3.engines.aux import plan_aux
-from pytest_eagle3.engines.draft_classes import LLAMA_ATTENTION
 from pytest_eagle3.engines.facts import fact_sheet
 from pytest_eagle3.engines.fc import plan_fc, plan_fc_shape
 from pytest_eagle3.engines.geometry import GeometryArea, plan_geometry
@@ -43,8 +42,9 @@ from pytest_eagle3.engines.profiles import profile
 from pytest_eagle3.engines.runtime import plan_runtime
 from pytest_eagle3.engines.serving import plan_serving
 from pytest_eagle3.engines.sharing import plan_sharing
-from pytest_eagle3.engines.versions import EngineVersion
 from pytest_eagle3.engines.vocab_map import plan_vocab
+from pytest_eagle3.knowledge.draft_classes import LLAMA_ATTENTION
+from pytest_eagle3.knowledge.releases import EngineVersion
 
 __all__ = ["LOADS", "LOADS_WITH_LOSS", "LOSS", "REFUSED", "AuxPlan", "FcPlan", "Issue", "LoadPlan", "Measured",
            "load_plan"]

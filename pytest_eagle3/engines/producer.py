@@ -131,7 +131,7 @@ def _rope_fix(rope: Any, certain: bool) -> str:
 
 def _extra_weights(out: Filing, prof: Profile, sheet: FactSheet, params: frozenset[str]) -> None:
     """vLLM and SGLang read every *.safetensors of the folder when no index lists the shards."""
-    if prof.value("weight_files") != "all-safetensors":
+    if prof.behaviours.weight_files != "all-safetensors":
         return
     for file_name, names in sheet.stray_weight_files:
         _one_extra_file(out, prof, file_name, list(names), params)

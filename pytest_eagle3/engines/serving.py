@@ -14,8 +14,9 @@ from pytest_eagle3.engines.context import CACHE_ONLY_ROPE_TYPES
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.loadplan import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
-from pytest_eagle3.engines.versions import SGLANG
 from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.knowledge.advice import serve_with
+from pytest_eagle3.knowledge.releases import SGLANG, VLLM
 
 AREA = "runtime"
 #: The prefix of this area's notes: engine.runtime shows them in its passing message.
@@ -41,7 +42,7 @@ def _positions(out: Filing, sheet: FactSheet, prof: Profile) -> None:
     draft, served = sheet.draft_context, sheet.target_context
     if draft is None or served is None or draft >= served:
         return
-    rule = prof.value("draft_positions")
+    rule = prof.behaviours.draft_positions
     table_only = set(sheet.draft_rope_types) <= CACHE_ONLY_ROPE_TYPES
     evidence = (Evidence("draft context (rotary table rows) / target context", f"{draft} / {served}",
                          f"draft >= {served}"),)
@@ -94,7 +95,7 @@ def _positions(out: Filing, sheet: FactSheet, prof: Profile) -> None:
 
 # ---------------------------------------------------------------- target_quantization
 def _quantization(out: Filing, sheet: FactSheet, prof: Profile) -> None:
-    rule = prof.value("target_quantization")
+    rule = prof.behaviours.target_quantization
     target, draft = sheet.target_quantization, sheet.draft_quantization
     if target is None and draft is None:
         return
@@ -113,7 +114,7 @@ def _quantization(out: Filing, sheet: FactSheet, prof: Profile) -> None:
             "draft-quantization",
             f"{prof.label} {what}, but the draft is {trained}: {consequence}",
             (Evidence("draft layers' quantization (engine / draft config)", str(built), str(draft)),),
-            "serve with vLLM >= 0.11.1 (the draft's own quantization)" + (
+            f"serve with {serve_with('target_quantization', VLLM, lambda v: v == 'draft')} (the draft's own quantization)" + (
                 ", or ship an unquantized draft" if draft is not None else
                 " (0.11.0 applies the target's quantization_config to every draft)"),
             details))
@@ -144,7 +145,7 @@ def _window(sheet: FactSheet, rule: str) -> int | None:
 
 
 def _sliding_window(out: Filing, sheet: FactSheet, prof: Profile) -> None:
-    rule = prof.value("draft_sliding_window")
+    rule = prof.behaviours.draft_sliding_window
     details = (f"rule: {prof.source('draft_sliding_window')}",)
     kinds = sheet.draft_layer_types
     if rule == "layer-types-at-target-index":
@@ -154,7 +155,8 @@ def _sliding_window(out: Filing, sheet: FactSheet, prof: Profile) -> None:
                 f"{prof.label} reads the draft's layer_types at index {sheet.target_layers} (the target's layer "
                 f"count), but it has {len(kinds)} entries: start fails with IndexError while building the draft layer",
                 (Evidence("len(layer_types)", str(len(kinds)), f"> {sheet.target_layers}"),),
-                "remove layer_types from the draft's config.json, or serve with vLLM >= 0.10.2", details))
+                "remove layer_types from the draft's config.json, or serve with "
+                f"{serve_with('draft_sliding_window', VLLM, lambda v: v == 'layer-types')}", details))
         return
     window = _window(sheet, rule)
     if window is not None and (sheet.target_context is None or window < sheet.target_context):
@@ -186,7 +188,7 @@ def sglang_auto_dtype(declared: str | None, model_type: str = "") -> str:
 
 
 def _dtype(out: Filing, sheet: FactSheet, prof: Profile) -> None:
-    rule = prof.value("draft_dtype")
+    rule = prof.behaviours.draft_dtype
     draft, target = sheet.draft_dtype, sheet.target_dtype
     if rule == "target":
         if draft is not None and target is not None and draft != target:

@@ -12,6 +12,8 @@ from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.loadplan import Filed, Filing, Measured
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.knowledge.advice import serve_with
+from pytest_eagle3.knowledge.releases import SGLANG, VLLM
 from pytest_eagle3.rules.vocab import ACCEPTANCE_NOTE
 
 TARGET_EMBED = ("model.embed_tokens.weight", "model.language_model.embed_tokens.weight", "embed_tokens.weight")
@@ -43,7 +45,8 @@ def plan_sharing(sheet: FactSheet, prof: Profile, measured: Measured | None) -> 
             f"{prof.label} uses the target's embed_tokens, but the draft was trained with its own (measured: it "
             "reaches clearly more with its own): acceptance drops",
             (Evidence("embed_tokens used", "the target's", "the draft's own (measured)"),),
-            "serve with an engine version that keeps a differing draft embed_tokens (vLLM >= 0.11.1), or retrain "
+            "serve with an engine version that keeps a differing draft embed_tokens "
+            f"({serve_with('embed_source', VLLM, lambda v: v == 'target-if-absent-or-equal')}), or retrain "
             "with the target's embedding", (f"rule: {prof.source('embed_source')}", measured.words),
         ))
     lm_head = _lm_head(out, sheet, prof, embed_tokens, head)
@@ -52,7 +55,7 @@ def plan_sharing(sheet: FactSheet, prof: Profile, measured: Measured | None) -> 
 
 def _embed(out: Filing, sheet: FactSheet, prof: Profile, measured: Measured | None, embed: str | None) -> str:
     """Whose embed_tokens the engine uses."""
-    rule = prof.value("embed_source")
+    rule = prof.behaviours.embed_source
     config = sheet.config
     hidden, target_hidden = config.get("hidden_size"), config.get("target_hidden_size")
     if rule == "target-unless-hidden-differs":
@@ -118,7 +121,7 @@ def _narrow_embed(out: Filing, prof: Profile, embed: str | None, hidden: object,
         out.note(f"embed_tokens kept: the draft is {hidden} wide, the target {target_width}; "
                  "its own embedding is the one it was trained with")
         return "draft"
-    if prof.value("embed_width_check") == "target-width":
+    if prof.behaviours.embed_width_check == "target-width":
         out.refuse("embeddings", Finding(
             "embed-width",
             f"{prof.label} shares the target's {target_width}-wide embed_tokens with a {hidden}-wide draft that ships "
@@ -140,12 +143,12 @@ def _narrow_embed(out: Filing, prof: Profile, embed: str | None, hidden: object,
 
 def _lm_head(out: Filing, sheet: FactSheet, prof: Profile, embed_tokens: str, head: str | None) -> str:
     """Whose lm_head the engine uses (``embed_tokens``: whose embedding, for a tied head)."""
-    rule = prof.value("lm_head_source")
+    rule = prof.behaviours.lm_head_source
     config = sheet.config
     draft_vocab = config.get("draft_vocab_size") or config.get("vocab_size")
     vocab = config.get("vocab_size")
     if "draft_vocab_size" in config and config.get("draft_vocab_size") is None \
-            and prof.value("draft_vocab_size_null") == "target-lm_head":
+            and prof.behaviours.draft_vocab_size_null == "target-lm_head":
         return "target"
     if prof.engine == "sglang" and config.get("tie_word_embeddings"):
         # lm_head is the draft's embed_tokens module, which set_embed swaps for the target's only
@@ -163,7 +166,8 @@ def _lm_head(out: Filing, sheet: FactSheet, prof: Profile, embed_tokens: str, he
                 f"{prof.label} replaces the draft's trained lm_head with the target's whenever their shapes match "
                 f"(draft vocab = vocab = {vocab}): the draft's predictions go through the wrong head",
                 (Evidence("lm_head.weight", f"[{draft_vocab}, hidden], trained", "kept"),),
-                "serve with vLLM >= 0.11.1, or train with a reduced draft vocab",
+                f"serve with {serve_with('lm_head_source', VLLM, lambda v: v != 'target-if-same-shape')}, or train with a "
+                "reduced draft vocab",
                 (f"rule: {prof.source('lm_head_source')}",),
             ))
         elif not same and head is None:
@@ -189,6 +193,7 @@ def _missing_head(out: Filing, prof: Profile, draft_vocab: object) -> None:
         f"{prof.label} uses the draft's own lm_head, and the checkpoint has none: it stays randomly initialised "
         f"(sglang#27829: accept len 1.00)",
         (Evidence("lm_head.weight", "absent", f"[{draft_vocab}, hidden]"),),
-        "ship lm_head.weight, or set draft_vocab_size: null to borrow the target's (SGLang >= 0.5.2)",
+        "ship lm_head.weight, or set draft_vocab_size: null to borrow the target's "
+        f"({serve_with('draft_vocab_size_null', SGLANG, lambda v: v == 'target-lm_head')})",
         (f"rule: {prof.source('lm_head_source')}",),
     ))

@@ -13,6 +13,9 @@ from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.loadplan import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.knowledge.advice import serve_with
+from pytest_eagle3.knowledge.behaviours import BehaviourName
+from pytest_eagle3.knowledge.releases import VLLM
 from pytest_eagle3.rules.vocab import ACCEPTANCE_NOTE
 
 
@@ -36,7 +39,7 @@ def plan_vocab(sheet: FactSheet, prof: Profile, parameters: Mapping[str, object]
     if d2t_name is None:
         reading = _no_map(out, prof, draft_vocab, sheet.vocab_size, full, head_from_target)
         return VocabMap(reading, None, out.filed())
-    if full and prof.value("d2t_full_vocab") == "refused":
+    if full and prof.behaviours.d2t_full_vocab == "refused":
         out.refuse("vocab", Finding(
             "d2t-full-vocab",
             f"{prof.label} has no d2t parameter when draft_vocab_size == vocab_size ({draft_vocab}): loading the "
@@ -46,7 +49,7 @@ def plan_vocab(sheet: FactSheet, prof: Profile, parameters: Mapping[str, object]
             (f"rule: {prof.source('d2t_full_vocab')}",),
         ))
         return VocabMap("refused", None, out.filed())
-    if prof.value("d2t_present") == "discarded":
+    if prof.behaviours.d2t_present == "discarded":
         if not full:
             out.refuse("vocab", Finding(
                 "d2t-discarded",
@@ -55,7 +58,8 @@ def plan_vocab(sheet: FactSheet, prof: Profile, parameters: Mapping[str, object]
                 f"draft_vocab_size ({sheet.draft_vocab_size}) wide: AssertionError 'Expected logits to have shape' "
                 "at the first draft step",
                 (Evidence("d2t", "shipped", "applied as offsets"),),
-                "serve with vLLM >= 0.9.1", (f"rule: {prof.source('d2t_present')}",),
+                f"serve with {serve_with('d2t_present', VLLM, lambda v: v == 'offsets')}",
+                (f"rule: {prof.source('d2t_present')}",),
             ))
         return VocabMap("d2t loaded then discarded: draft ids used as target ids", None, out.filed())
     d2t = sheet.contents.d2t(d2t_name)
@@ -68,8 +72,8 @@ def _draft_vocab(out: Filing, sheet: FactSheet, prof: Profile) -> tuple[int | No
     present, draft_vocab = sheet.draft_vocab_present, sheet.draft_vocab_size
     if present and draft_vocab is not None:
         return (draft_vocab if isinstance(draft_vocab, int) else None), False
-    behaviour = "draft_vocab_size_missing" if not present else "draft_vocab_size_null"
-    rule = prof.value(behaviour)
+    behaviour: BehaviourName = "draft_vocab_size_missing" if not present else "draft_vocab_size_null"
+    rule = prof.behaviours.draft_vocab_size_missing if not present else prof.behaviours.draft_vocab_size_null
     state = "absent" if not present else "null"
     if rule == "vocab_size-if-tied" and sheet.tie_word_embeddings:
         out.note(f"draft_vocab_size {state}, tie_word_embeddings: {prof.label} never reads it (lm_head = embed_tokens)")
@@ -107,7 +111,7 @@ def _no_map(out: Filing, prof: Profile, draft_vocab: int, vocab: int | None, ful
     reading = "no d2t: draft ids are used as target ids"
     if full:
         return reading
-    if prof.value("d2t_absent") == "crash":
+    if prof.behaviours.d2t_absent == "crash":
         out.refuse("vocab", Finding(
             "d2t-missing-crash",
             f"{prof.label} needs d2t for a reduced draft vocab ({draft_vocab} of {vocab}): " + (

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_eagle3.engines.versions import SGLANG, VLLM
+from pytest_eagle3.knowledge.releases import SGLANG, VLLM
 from pytest_eagle3.live.errors import RequestFailed
 
 DEFAULT_TIMEOUT = 600.0

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_eagle3.engines.versions import EngineVersion, in_known_range
+from pytest_eagle3.knowledge.releases import EngineVersion, in_known_range
 
 if TYPE_CHECKING:
     from pytest_eagle3.reference.predict import Prediction

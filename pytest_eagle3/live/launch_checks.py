@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
-from pytest_eagle3.engines.table import Row, Table, table
-from pytest_eagle3.engines.versions import SGLANG, VLLM
 from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.knowledge.launch import VLLM_MODE, OtherMode
+from pytest_eagle3.knowledge.releases import SGLANG, VLLM
 
 if TYPE_CHECKING:
     from pytest_eagle3.engines.plan import LoadPlan
@@ -117,25 +116,6 @@ def missing_draft_finding(path: str) -> Finding:
     return Finding("launch-draft-path", f"the draft path {path} {what}: the engine cannot load a draft from it",
                    (Evidence("draft path", f"{path} ({what})", "a checkpoint directory with config.json"),),
                    "pass the directory that holds the draft's config.json and weights")
-
-
-class OtherMode(StrEnum):
-    """When a vLLM launch runs the model runner whose aux-id resolver is the profile's other mode
-    (``aux_id_fields_other_mode``); the value is how a user would say it."""
-
-    NEVER = "one model runner"
-    OPT_IN = "VLLM_USE_V2_MODEL_RUNNER=1"
-    CPU_OR_OPT_OUT = "device cpu, or VLLM_USE_V2_MODEL_RUNNER=0"
-
-
-VLLM_MODE: Table[OtherMode] = table("vllm runtime mode", (
-    Row(VLLM, "0.8.5", OtherMode.NEVER, "vllm < 0.22: one model runner reads aux ids", read_to="0.21.0"),
-    Row(VLLM, "0.22.0", OtherMode.OPT_IN,
-        "vllm 0.22.0 config/vllm.py: model runner V2 is opt-in (VLLM_USE_V2_MODEL_RUNNER=1)"),
-    Row(VLLM, "0.23.0", OtherMode.CPU_OR_OPT_OUT,
-        "vllm 0.32.0 config/vllm.py VllmConfig.use_v2_model_runner: the env variable wins; without Triton "
-        "(the CPU build) the V1 runner is used"),
-))
 
 
 def vllm_uses_other_mode(version: Version, device: str, env: Mapping[str, str]) -> bool | None:

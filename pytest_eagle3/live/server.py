@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_eagle3.engines.versions import VLLM
+from pytest_eagle3.knowledge.releases import VLLM
 from pytest_eagle3.live.client import Generation, generate, vllm_metrics_text
 from pytest_eagle3.live.errors import DraftPathMissing, ServerDied
 from pytest_eagle3.live.interpreter import EngineInstall

@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from packaging.version import Version
 
 from pytest_eagle3.engines.keymap import never_read
 from pytest_eagle3.engines.plan import REFUSED, LoadPlan
-from pytest_eagle3.engines.versions import VLLM
+from pytest_eagle3.knowledge.launch import cpu_runs_other_mode
+from pytest_eagle3.knowledge.releases import VLLM
 from pytest_eagle3.findings import short
 
 #: Names each side reports in its own way: embed_tokens / lm_head are judged by their source
@@ -25,8 +25,6 @@ from pytest_eagle3.findings import short
 SHARED = ("model.embed_tokens.weight", "lm_head.weight", "draft_id_to_target_id")
 #: Checkpoint tensors an engine may leave unused without loss (t2d: the map is d2t).
 HARMLESS_DROPS = ("t2d",)
-#: vLLM's CPU backend runs model runner V1; from 0.23 the GPU default is V2 (config/vllm.py).
-V2_DEFAULT = Version("0.23.0")
 
 
 #: Refusals by the CPU backend itself, not by the draft loader: such a probe says nothing about the checkpoint
@@ -96,7 +94,7 @@ def compare(plan: LoadPlan, probe: dict[str, Any]) -> list[Difference]:
               if n not in SHARED and not (plan.engine.engine == VLLM and never_read(n))}
     out += _set_diff(rule, "uninitialised", mine, theirs)
     primary, other = plan.aux.captured, plan.aux.other_mode
-    if plan.engine.engine == VLLM and plan.engine.version >= V2_DEFAULT:
+    if cpu_runs_other_mode(plan.engine):
         primary, other = other, primary
     fc_off = probe.get("fc_applied") is False and probe.get("captured_inputs_of") == []
     if probe.get("captured_inputs_of") is not None and not fc_off:

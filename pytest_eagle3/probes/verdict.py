@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_eagle3.engines.loadplan import LOADS_WITH_LOSS, LOSS, REFUSED, LoadPlan
-from pytest_eagle3.engines.versions import KNOWN_RANGES, EngineVersion
+from pytest_eagle3.knowledge.releases import KNOWN_RANGES, EngineVersion
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.probes.compare import Difference, compare, cpu_backend_limit, losses, map_summary
 from pytest_eagle3.probes.run import SCRIPTS
@@ -26,7 +26,7 @@ PROBE_ERROR = "probe-error"
 UNPLANNED = "unplanned"
 #: Lines of the probe's stderr a "probe-error" quotes.
 STDERR_LINES = 15
-PROFILE_FIX = ("trust the engine's result for this version: the rules in pytest_eagle3/engines/profiles.py "
+PROFILE_FIX = ("trust the engine's result for this version: the rows in pytest_eagle3/knowledge/ "
                "are wrong here (each names its source); correct the rule for this range, or report it with this output")
 
 

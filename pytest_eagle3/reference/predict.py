@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from pytest_eagle3.knowledge.launch import cpu_runs_other_mode
 from pytest_eagle3.producers.formats import default_aux_inputs
 from pytest_eagle3.producers.habits import RopeKey
 from pytest_eagle3.reference.acceptance import (
@@ -47,7 +48,7 @@ from pytest_eagle3.reference.simulate import (
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
     from pytest_eagle3.engines.plan import LoadPlan
-    from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.knowledge.releases import EngineVersion
 
 MEASURED, ASSUMED = "measured", "assumed"
 
@@ -110,10 +111,7 @@ class Prediction:
         return self.other_deviations if self._cpu_runs_other_mode() else self.deviations
 
     def _cpu_runs_other_mode(self) -> bool:
-        from packaging.version import Version
-
-        return (self.engine.engine == "vllm" and self.engine.version >= Version("0.23.0")
-                and self.other_mode is not None)
+        return cpu_runs_other_mode(self.engine) and self.other_mode is not None
 
     def to_json(self) -> dict[str, Any]:
         acc = self.acceptance

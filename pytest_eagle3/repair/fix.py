@@ -17,7 +17,7 @@ from pytest_eagle3.repair.solve import Solution, Trained, solve
 from pytest_eagle3.repair.writer import RECORD, write_copy
 
 if TYPE_CHECKING:
-    from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.knowledge.releases import EngineVersion
 
 SCHEMA = "pytest-eagle3/fix/1"
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_eagle3.repair.solve import Trained
 
 if TYPE_CHECKING:
-    from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.knowledge.releases import EngineVersion
 
 
 class Measurement:

@@ -20,7 +20,7 @@ from pytest_eagle3.repair.virtual import VirtualDraft
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
     from pytest_eagle3.engines.loadplan import Issue, LoadPlan
-    from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.knowledge.releases import EngineVersion
 
 INPUT_OF, OUTPUT_OF = "input-of", "output-of"
 MAX_ROUNDS = 8

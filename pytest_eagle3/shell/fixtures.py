@@ -20,7 +20,7 @@ from pytest_eagle3.shell.verdicts import pipeline, target_side, verdict_of
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
     from pytest_eagle3.engines.plan import LoadPlan
-    from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.reference.predict import DraftPredictor, PredictionSession
 
 
@@ -148,7 +148,7 @@ def installed_engines(config: pytest.Config) -> tuple[InstalledEngine, ...]:
     process is started."""
     from packaging.version import InvalidVersion, Version
 
-    from pytest_eagle3.engines.versions import EngineVersion, newest
+    from pytest_eagle3.knowledge.releases import EngineVersion, newest
     from pytest_eagle3.probes.run import ENGINES, engine_version
 
     state, options = run_state(config), settings(config)

@@ -26,7 +26,7 @@ from pytest_eagle3.shell.verdicts import pipeline, target_side
 from pytest_eagle3.shell.options import PYTHON_OPTION, SETTINGS_KEY, device_setting, marker_selected, resolve, settings
 
 if TYPE_CHECKING:
-    from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.live.devices import CudaDevices
     from pytest_eagle3.live.errors import ServerError
     from pytest_eagle3.live.interpreter import EngineInstall
@@ -141,7 +141,7 @@ def serving_versions(config: pytest.Config, selected: tuple[EngineVersion, ...])
     serves, named in test ids and report rows), in place of the newest selected one. Asked only when ``-m``
     selects live tests; an engine that cannot serve, or a pinned version that is not the installed one, stays
     as selected (its tests skip with the reason)."""
-    from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.knowledge.releases import EngineVersion
 
     if not live_selected(config):
         return selected
@@ -173,7 +173,7 @@ def missing_modules(names: tuple[str, ...]) -> list[str]:
 
 def live_engine(request: pytest.FixtureRequest, selected: EngineVersion) -> EngineVersion:
     """The installed engine version for ``selected``; skips when it cannot serve or another version is pinned."""
-    from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.knowledge.releases import EngineVersion
 
     install = engine_install(request.config, selected.engine)
     problem = install.why_unusable()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.knowledge.releases import EngineVersion
 
 # The idle plugin (installed, no checkpoint given) imports this module in every pytest run: the domain
 # packages are imported inside ``parse_settings`` only. The help texts below quote the defaults those

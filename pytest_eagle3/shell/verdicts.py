@@ -14,7 +14,7 @@ from pytest_eagle3.shell.options import settings
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
-    from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.verdict import Pipeline, TargetSide, Verdict
 
 PIPELINE_KEY = pytest.StashKey["Pipeline"]()

@@ -11,8 +11,8 @@ import tempfile
 from pathlib import Path
 
 from pytest_eagle3.checkpoint import Checkpoint
-from pytest_eagle3.engines.profiles import segment_starts
-from pytest_eagle3.engines.versions import DISPLAY, KNOWN_RANGES, EngineVersion
+from pytest_eagle3.knowledge.behaviours import segment_starts
+from pytest_eagle3.knowledge.releases import DISPLAY, KNOWN_RANGES, EngineVersion
 from pytest_eagle3.testing.synth import PRODUCERS, SynthSpec, write_checkpoint, write_target
 from pytest_eagle3.verdict.pipeline import Pipeline, TargetSide, VerdictSettings
 

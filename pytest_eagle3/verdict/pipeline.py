@@ -28,7 +28,7 @@ from pytest_eagle3.reference.defaults import DEFAULT_MAX_LOSS, DEFAULT_NEW_TOKEN
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
     from pytest_eagle3.engines.loadplan import LoadPlan, Measured
-    from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.reference.predict import DraftPredictor, Prediction, PredictionSession
 
 @dataclass(frozen=True)
@@ -235,7 +235,7 @@ def predict_acceptance(checkpoint: str | Path | Checkpoint, target: str | Path, 
 
     from pytest_eagle3.checkpoint import Checkpoint
     from pytest_eagle3.engines.selection import parse_selection
-    from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.reference.predict import PredictionSession
 
     ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else Checkpoint.open(str(checkpoint))

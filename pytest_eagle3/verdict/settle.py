@@ -24,7 +24,7 @@ from pytest_eagle3.reference.evidence import WEAK, standard_error
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
     from pytest_eagle3.engines.plan import LoadPlan, Measured
-    from pytest_eagle3.engines.versions import EngineVersion
+    from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.reference.predict import DraftPredictor
 
 #: An engine "loses" under an edit when its prediction drops by more than this (accepted tokens).
@@ -87,11 +87,11 @@ def _pins(ckpt: Checkpoint, plans: dict[str, LoadPlan], failing: EngineVersion, 
     pins: dict[str, Any] = {}
     for spec, plan in plans.items():
         prof = profile(plan.engine)
-        own = prof.value("aux_id_fields") or ()
+        own = prof.behaviours.aux_id_fields or ()
         if spec == failing.spec or not own or own[0] in fields or plan.aux.captured is None:
             continue
         as_written = plan.aux.configured if plan.aux.field and not id_field(plan.aux.field)[1] else None
-        if as_written is None and str(prof.value("aux_transform_llama")) != "as-is":
+        if as_written is None and str(prof.behaviours.aux_transform_llama) != "as-is":
             continue
         pins[own[0]] = tuple(as_written) if as_written else tuple(plan.aux.captured)
     return pins
@@ -107,7 +107,7 @@ def prove_aux_fix(predictor: DraftPredictor, ckpt: Checkpoint, target: TargetMod
 
     plans = {e.spec: load_plan(ckpt, e, target, convention, measured) for e in engines}
     # a fix writes ids as the engine uses them: into the fields it reads without its own +1
-    fields = tuple(f for f in profile(failing).value("aux_id_fields") or () if not id_field(f)[1])
+    fields = tuple(f for f in profile(failing).behaviours.aux_id_fields or () if not id_field(f)[1])
     pins = _pins(ckpt, plans, failing, fields)
     candidates = [{f: tuple(ids)} for f in fields] + ([{fields[0]: tuple(ids), **pins}] if pins and fields else [])
     return prove_edits(predictor, ckpt, target, failing, engines, candidates, convention, measured)

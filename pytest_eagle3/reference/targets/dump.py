@@ -294,7 +294,7 @@ def open_dump(path: str | Path, target: TargetModel, new_tokens: int) -> TargetS
         keep = length + new_tokens  # a longer capture is cut to what the measurement asks (causal: same states)
         sequences = torch.stack([f.token_ids[:keep] for f in group])
         states = LayerStates(manifest.num_hidden_layers + 1, available, _loader(group, keep), where)
-        runs.append(TargetRun(sequences, length, states))  # type: ignore[arg-type]
+        runs.append(TargetRun(sequences, length, states))  # type: ignore[arg-type, unused-ignore]
     origin = f"dump {path} ({manifest.engine} {manifest.engine_version})"
     return TargetSide(tuple(runs), head, manifest.num_hidden_layers, manifest.hidden_size, manifest.vocab_size,
                       f"{manifest.prompt_source} (from the dump)", origin)

@@ -198,7 +198,8 @@ def _specforge_file(path: Path, hidden: int) -> tuple[torch.Tensor, int, torch.T
     mask = mask if isinstance(mask, torch.Tensor) and mask.shape == ids.shape else torch.zeros_like(ids)
 
     def read() -> torch.Tensor:
-        return _load_ckpt(path)["aux_hidden_state"][0].reshape(ids.shape[0], count, hidden)
+        states: torch.Tensor = _load_ckpt(path)["aux_hidden_state"][0].reshape(ids.shape[0], count, hidden)
+        return states
     return ids.to(torch.int64).clone(), count, mask, read
 
 
@@ -297,7 +298,7 @@ def open_hidden_states(path: str | Path, target: TargetModel, new_tokens: int) -
         sequences = torch.stack([f.token_ids[:keep] for f in group])
         states = LayerStates(target.num_hidden_layers + 1, frozenset(dump.layers),  # type: ignore[operator]
                              _loader(group, keep, position), where)
-        runs.append(TargetRun(sequences, length, states))  # type: ignore[arg-type]
+        runs.append(TargetRun(sequences, length, states))  # type: ignore[arg-type, unused-ignore]
     return TargetSide(tuple(runs), head, target.num_hidden_layers, target.hidden_size,  # type: ignore[arg-type]
                       target.vocab_size, f"{len(dump.files)} prompts of the {layout} dump",  # type: ignore[arg-type]
                       f"{layout} dump {path}")

@@ -7,7 +7,6 @@ change, oldest first. Read by ``reach.py``.
 
 from __future__ import annotations
 
-
 SGLANG_RELEASES: tuple[str, ...] = (
     '0.4.4.post2', '0.4.4.post3', '0.4.4.post4', '0.4.5', '0.4.5.post1', '0.4.5.post2', '0.4.5.post3', '0.4.6',
     '0.4.6.post1', '0.4.6.post2', '0.4.6.post3', '0.4.6.post4', '0.4.6.post5', '0.4.7', '0.4.7.post1', '0.4.8',

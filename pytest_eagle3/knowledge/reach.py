@@ -2,7 +2,7 @@
 
 Stated in layer-input indices (``aux.py``): j is the residual stream entering decoder layer j, 0 the
 embeddings, L the last layer's output. The rows come from ``scripts/scan_reach.py`` over every
-released source (``reach_table.py``, generated), one :class:`~pytest_eagle3.engines.table.Table` per
+released source (``reach_table.py``, generated), one :class:`~pytest_eagle3.knowledge.table.Table` per
 (engine, target architecture); an architecture the scan could not read falls back to the profile
 behaviour ``capture_range`` (:data:`RANGE_REACH`).
 """
@@ -14,9 +14,9 @@ from functools import cache
 
 from packaging.version import Version
 
-from pytest_eagle3.engines import reach_table
-from pytest_eagle3.engines.table import Row, Table, table
-from pytest_eagle3.engines.versions import DISPLAY, SGLANG, VLLM
+from pytest_eagle3.knowledge.generated import reach_table
+from pytest_eagle3.knowledge.releases import DISPLAY, SGLANG, VLLM
+from pytest_eagle3.knowledge.table import Row, Table, table
 
 EMBEDDINGS = "embeddings"
 CRASH = "crash"

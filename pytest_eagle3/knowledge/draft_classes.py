@@ -14,8 +14,8 @@ from typing import Any
 
 from packaging.version import Version
 
-from pytest_eagle3.engines.table import Row, Table, table
-from pytest_eagle3.engines.versions import SGLANG, VLLM, EngineVersion
+from pytest_eagle3.knowledge.releases import SGLANG, VLLM, EngineVersion
+from pytest_eagle3.knowledge.table import Row, Table, table
 
 LLAMA = "llama"
 QWEN3 = "qwen3"
@@ -144,7 +144,8 @@ def accepted_rows() -> tuple[Row[tuple[str, ...] | str], ...]:
     found: list[Row[tuple[str, ...] | str]] = []
     for engine in (SGLANG, VLLM):
         changes: dict[Version, list[Row[Any]]] = {}
-        for t in (*REGISTRY.values(), ARCHITECTURE_READ):
+        tables: tuple[Table[Any], ...] = (*REGISTRY.values(), ARCHITECTURE_READ)
+        for t in tables:
             for row in t.rows_of(engine):
                 changes.setdefault(row.start, []).append(row)
         for start in sorted(changes):

@@ -14,9 +14,9 @@ from functools import cache
 
 from packaging.version import Version
 
-from pytest_eagle3.engines import capture_table
-from pytest_eagle3.engines.table import Row, Table, table
-from pytest_eagle3.engines.versions import KNOWN_RANGES, SGLANG, VLLM
+from pytest_eagle3.knowledge.generated import capture_table
+from pytest_eagle3.knowledge.releases import KNOWN_RANGES, SGLANG, VLLM
+from pytest_eagle3.knowledge.table import Row, Table, table
 
 LLAMA = "llama"
 DEEPSEEK = "deepseek"

@@ -24,7 +24,7 @@ from typing import Generic, TypeVar
 
 from packaging.version import InvalidVersion, Version
 
-from pytest_eagle3.engines.versions import DISPLAY, KNOWN_RANGES, EngineVersion
+from pytest_eagle3.knowledge.releases import DISPLAY, KNOWN_RANGES, EngineVersion
 
 T = TypeVar("T")
 U = TypeVar("U")

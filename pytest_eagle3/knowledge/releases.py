@@ -1,0 +1,67 @@
+"""Engine names, the one release list (:data:`RELEASES`), the ranges it spans, and one engine at one version."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+SGLANG = "sglang"
+VLLM = "vllm"
+
+#: The one release list: every final release per engine the knowledge was read over, oldest first (patch
+#: releases too). Every table, scanner and test reads it. Source: reference/sglang.md (v0.4.4.post2 first with
+#: EAGLE-3, wheels read to 0.5.23), reference/vllm.md (0.8.5 to 0.33.0); the releases scripts/scan_fields.py read.
+RELEASES: dict[str, tuple[str, ...]] = {
+    VLLM: ("0.8.5", "0.8.5.post1", "0.9.0", "0.9.0.1", "0.9.1", "0.9.2", "0.10.0", "0.10.1", "0.10.1.1", "0.10.2",
+           "0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.13.0", "0.14.0", "0.14.1", "0.15.0", "0.15.1", "0.16.0",
+           "0.17.0", "0.17.1", "0.18.0", "0.18.1", "0.19.0", "0.19.1", "0.20.0", "0.20.1", "0.20.2", "0.21.0",
+           "0.22.0", "0.22.1", "0.23.0", "0.24.0", "0.25.0", "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0",
+           "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"),
+    SGLANG: ("0.4.4.post2", "0.4.4.post3", "0.4.4.post4", "0.4.5", "0.4.5.post1", "0.4.5.post2", "0.4.5.post3",
+             "0.4.6", "0.4.6.post1", "0.4.6.post2", "0.4.6.post3", "0.4.6.post4", "0.4.6.post5", "0.4.7",
+             "0.4.7.post1", "0.4.8", "0.4.8.post1", "0.4.9", "0.4.9.post1", "0.4.9.post2", "0.4.9.post3",
+             "0.4.9.post4", "0.4.9.post5", "0.4.9.post6", "0.4.10", "0.4.10.post1", "0.4.10.post2", "0.5.1",
+             "0.5.1.post1", "0.5.1.post2", "0.5.1.post3", "0.5.2", "0.5.3", "0.5.3.post1", "0.5.3.post2",
+             "0.5.3.post3", "0.5.4", "0.5.4.post1", "0.5.4.post2", "0.5.4.post3", "0.5.5", "0.5.5.post1",
+             "0.5.5.post2", "0.5.5.post3", "0.5.6", "0.5.6.post1", "0.5.6.post2", "0.5.7", "0.5.8", "0.5.8.post1",
+             "0.5.9", "0.5.10", "0.5.10.post1", "0.5.11", "0.5.12", "0.5.12.post1", "0.5.13", "0.5.13.post1",
+             "0.5.14", "0.5.15", "0.5.15.post1", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21",
+             "0.5.22", "0.5.23"),
+}
+
+#: The releases the profiles cover, first and last, per engine (from :data:`RELEASES`).
+KNOWN_RANGES: dict[str, tuple[str, str]] = {engine: (RELEASES[engine][0], RELEASES[engine][-1]) for engine in (SGLANG, VLLM)}
+DISPLAY = {SGLANG: "SGLang", VLLM: "vLLM"}
+
+
+@dataclass(frozen=True, order=True)
+class EngineVersion:
+    """One engine at one version, e.g. ``sglang==0.5.23``."""
+
+    engine: str
+    version: Version
+
+    @property
+    def spec(self) -> str:
+        return f"{self.engine}=={self.version}"
+
+    @property
+    def label(self) -> str:
+        return f"{DISPLAY[self.engine]} {self.version}"
+
+    @property
+    def test_id(self) -> str:
+        return f"{self.engine}-{self.version}"
+
+    def __str__(self) -> str:
+        return self.spec
+
+
+def newest(engine: str) -> EngineVersion:
+    return EngineVersion(engine, Version(KNOWN_RANGES[engine][1]))
+
+
+def in_known_range(engine: str, version: Version) -> bool:
+    first, last = (Version(v) for v in KNOWN_RANGES[engine])
+    return first <= version <= last
