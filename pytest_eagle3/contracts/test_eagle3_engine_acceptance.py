@@ -8,11 +8,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
-from pytest_eagle3.shell.contract import RecordProperty, passed, unknown
+from pytest_eagle3.shell.contract import Eagle3Result, unknown
 from pytest_eagle3.engines.loadplan import LoadPlan
 from pytest_eagle3.findings import check
 from pytest_eagle3.shell.options import UNKNOWN_FAIL, settings
-from pytest_eagle3.shell.report import BASIS_PROPERTY, PREDICTED_PROPERTY
 
 if TYPE_CHECKING:
     from pytest_eagle3.reference.predict import Prediction
@@ -21,7 +20,7 @@ if TYPE_CHECKING:
 class TestEagle3EngineAcceptance:
     @pytest.mark.eagle3_contract("engine.acceptance")
     def test_acceptance(self, eagle3_load_plan: LoadPlan, eagle3_checkpoint: Checkpoint,
-                        eagle3_target: TargetModel, record_property: RecordProperty,
+                        eagle3_target: TargetModel, eagle3_result: Eagle3Result,
                         request: pytest.FixtureRequest) -> None:
         """The engine's predicted mean acceptance length reaches the minimum and loses at most
         --eagle3-max-loss against the draft as trained."""
@@ -33,8 +32,8 @@ class TestEagle3EngineAcceptance:
         if isinstance(predictor, str):
             pytest.skip(f"engine.acceptance {predictor}")
         prediction = predictor.predict(eagle3_load_plan)
-        record_property(PREDICTED_PROPERTY, prediction.to_json())
-        record_property(BASIS_PROPERTY, prediction.basis)
+        eagle3_result.prediction(prediction)
+        eagle3_result.basis(prediction.basis)
         if prediction.acceptance is None:
             pytest.skip(prediction.unavailable)
         predictions = _per_reading(request.config, eagle3_checkpoint, eagle3_target, eagle3_load_plan, prediction)
@@ -42,7 +41,7 @@ class TestEagle3EngineAcceptance:
         check(findings)
         if undecided is not None:
             unknown(undecided, options.unknown == UNKNOWN_FAIL)
-        passed(record_property, summary(prediction))
+        eagle3_result.passed(summary(prediction))
 
 
 def _per_reading(config: pytest.Config, ckpt: Checkpoint, target: TargetModel, plan: LoadPlan,
