@@ -272,6 +272,8 @@ class Eagle3Session:
         self.collector = collector
         self.report_path = options.report
         self.options = options
+        #: Why the JSON report could not be written at the end (the table is printed all the same).
+        self.write_error: str | None = None
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         lines = []
@@ -306,7 +308,10 @@ class Eagle3Session:
             return
         self.collector.fill_formats(_format_label)
         if self.report_path:
-            self.collector.write(Path(self.report_path))
+            try:
+                self.collector.write(Path(self.report_path))
+            except OSError as exc:  # checked writable at start; lost since (disk full, folder removed)
+                self.write_error = exc.strerror or str(exc)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if _is_xdist_worker(self.config) or self.config.option.collectonly:
@@ -321,7 +326,9 @@ class Eagle3Session:
             terminalreporter.write_line(line)
         for line in self.collector.probe_lines():
             terminalreporter.write_line(line)
-        if self.report_path:
+        if self.report_path and self.write_error:
+            terminalreporter.write_line(f"JSON report NOT written to {self.report_path}: {self.write_error}", red=True)
+        elif self.report_path:
             terminalreporter.write_line(f"JSON report: {self.report_path}")
 
 
