@@ -137,6 +137,48 @@ def test_report_to_a_directory_keeps_nothing_half_done(pytester: pytest.Pytester
     assert "IsADirectoryError" not in result.stdout.str() + result.stderr.str()
 
 
+@pytest.mark.parametrize(("report", "reason"), [
+    ("notes.txt/eagle3-report.json", "notes.txt is a file, not a folder"),
+    ("notes.txt/out/eagle3-report.json", "notes.txt is a file, not a folder"),
+    ("/proc/eagle3-report.json", "/proc takes no new files (*)"),
+])
+def test_a_report_that_cannot_be_written_is_a_usage_error_before_anything_runs(
+        pytester: pytest.Pytester, report: str, reason: str) -> None:
+    if report.startswith("/proc") and not Path("/proc/self").exists():
+        pytest.skip("no /proc here")
+    (pytester.path / "notes.txt").write_text("my notes\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--eagle3-ckpt={DEMO}", f"--eagle3-report={report}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: --eagle3-report: {report} cannot be written: {reason}"])
+    output = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in output and "collected" not in output and "EAGLE-3 verdict" not in output
+    assert (pytester.path / "notes.txt").read_text() == "my notes\n"
+
+
+def test_a_report_lost_during_the_run_still_prints_the_verdict(pytester: pytest.Pytester,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_eagle3.shell.report import Collector
+
+    def full_disk(self: Collector, path: Path) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Collector, "write", full_disk)
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--eagle3-ckpt={DEMO}", "--eagle3-report=r.json",
+                                "-m", "not engine")
+    result.stdout.fnmatch_lines(["*EAGLE-3 verdict*", "*demo-draft*any*",
+                                 "JSON report NOT written to r.json: No space left on device"])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+def test_check_with_a_report_that_cannot_be_written_names_its_own_argument(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("my notes\n")
+    done = subprocess.run([sys.executable, "-m", "pytest_eagle3", "check", str(DEMO), "--report",
+                           "notes.txt/verdict.json"], capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert done.returncode == 2, done.stderr
+    assert "--report: notes.txt/verdict.json cannot be written: notes.txt is a file, not a folder" in done.stderr
+    assert "Traceback" not in done.stderr and "EAGLE-3 verdict" not in done.stdout
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["check", "nope"], "PATH: 'nope' does not exist; give the draft checkpoint's directory"),
     (["check", ""], "PATH: '' is empty"),

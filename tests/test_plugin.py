@@ -171,10 +171,56 @@ def test_junit_xml_carries_measured_values(
     run_contracts: Callable[..., ContractRun], make_checkpoint: Callable[..., Path], pytester: pytest.Pytester
 ) -> None:
     xml = pytester.path / "junit.xml"
-    run_contracts([make_checkpoint(producer="modelopt")], f"--junitxml={xml}")
+    run = run_contracts([make_checkpoint(producer="modelopt")], f"--junitxml={xml}")
     text = xml.read_text()
     assert 'name="draft_vocab_size" value="256"' in text
     assert 'name="format" value="modelopt"' in text
+    assert 'name="eagle3.message" value="d2t: 256 offsets into vocab' in text, "the pass message, as before"
+    assert "record_property is incompatible" not in run.result.stdout.str()
+
+
+def test_xdist_report_is_the_serial_report(
+    pytester: pytest.Pytester, make_checkpoint: Callable[..., Path], synth_target: Path
+) -> None:
+    """What contracts record on the workers (messages, measured values, basis) reaches the controller whole."""
+    pytest.importorskip("xdist", reason="pytest-xdist is not installed (pip install -e '.[test]')")
+    good, bad = make_checkpoint(producer="specforge"), make_checkpoint(producer="specforge",
+                                                                       faults=frozenset({"d2t-all-zero"}))
+    texts = {}
+    for name, extra in (("serial", ()), ("xdist", ("-n", "2"))):
+        report, xml = pytester.path / f"{name}.json", pytester.path / f"{name}.xml"
+        result = pytester.runpytest_subprocess(
+            f"--eagle3-ckpt={good}", f"--eagle3-ckpt={bad}", "--eagle3-engine=vllm",
+            f"--eagle3-target={synth_target / 'config.json'}",
+            f"--eagle3-report={report}", f"--junitxml={xml}", "-p", "no:cacheprovider", "-p", "no:randomly", *extra)
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+        texts[name] = (report.read_text(), xml.read_text(), result.stdout.str())
+    # the same report; only the order of a checkpoint's properties follows the order results arrive in
+    assert json.loads(texts["xdist"][0]) == json.loads(texts["serial"][0])
+    data = json.loads(texts["xdist"][0])
+    vocab = next(c for c in data["checkpoints"][0]["engines"][0]["contracts"] if c["id"] == "vocab.map")
+    assert vocab["message"].startswith("d2t: 256 offsets") and vocab["properties"] == {
+        "vocab_size": 1024, "draft_vocab_size": 256}
+    assert 'name="tensor_count"' in texts["xdist"][1] and 'name="eagle3.message"' in texts["xdist"][1]
+    table = [line for line in texts["serial"][2].splitlines() if "vllm==0.33.0" in line]
+    assert table and all(line in texts["xdist"][2].splitlines() for line in table)
+
+
+def test_a_contract_record_survives_its_codec() -> None:
+    """The record a worker serialises with its TestReport is the record the controller rebuilds."""
+    from pytest_eagle3.shell.report import ContractRecord, ContractReport
+
+    record = ContractRecord(message="ok here", basis="measured", reference={"mean_acceptance_length": 3.5},
+                            prediction={"mean_acceptance_length": 2.5, "basis": "measured"}, probe={"status": "ok"},
+                            measured=(("vocab_size", 1024), ("aux_layer_ids", [1, 2, 3]), ("vocab_size", 2048)))
+    entry = ContractReport(checkpoint="ckpt", contract="vocab.map", engine="vllm==0.33.0",
+                           rank=("test_eagle3_vocab.py", 17), outcome="failed", message="vocab.map [x]: y",
+                           format="speculators", findings=({"code": "x"},), basis="measured", record=record)
+    assert ContractReport.from_json(json.loads(json.dumps(entry.to_json()))) == entry
+    assert record.properties() == {"vocab_size": 2048, "aux_layer_ids": [1, 2, 3]}
+    assert [name for name, _ in record.junit_properties()] == [
+        "vocab_size", "aux_layer_ids", "vocab_size", "eagle3.reference", "eagle3.predicted", "eagle3.probe",
+        "eagle3.basis", "eagle3.message"]
 
 
 def test_eagle3_hypothesis_profiles_are_selectable(pytester: pytest.Pytester) -> None:

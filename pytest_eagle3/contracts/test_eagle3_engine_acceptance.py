@@ -6,17 +6,16 @@ from __future__ import annotations
 import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
-from pytest_eagle3.shell.contract import RecordProperty, passed, unknown
+from pytest_eagle3.shell.contract import Eagle3Result, unknown
 from pytest_eagle3.engines.loadplan import LoadPlan
 from pytest_eagle3.findings import check
 from pytest_eagle3.shell.options import UNKNOWN_FAIL, settings
-from pytest_eagle3.shell.report import BASIS_PROPERTY, PREDICTED_PROPERTY
 
 
 class TestEagle3EngineAcceptance:
     @pytest.mark.eagle3_contract("engine.acceptance")
     def test_acceptance(self, eagle3_load_plan: LoadPlan, eagle3_checkpoint: Checkpoint,
-                        eagle3_target: TargetModel, record_property: RecordProperty,
+                        eagle3_target: TargetModel, eagle3_result: Eagle3Result,
                         request: pytest.FixtureRequest) -> None:
         """The engine's predicted mean acceptance length reaches the minimum and loses at most
         --eagle3-max-loss against the draft as trained."""
@@ -28,12 +27,12 @@ class TestEagle3EngineAcceptance:
         prediction = verdict.prediction
         if prediction is None:
             pytest.skip(f"engine.acceptance {verdict.no_prediction}")
-        record_property(PREDICTED_PROPERTY, prediction.to_json())
-        record_property(BASIS_PROPERTY, prediction.basis)
+        eagle3_result.prediction(prediction)
+        eagle3_result.basis(prediction.basis)
         if prediction.acceptance is None:
             pytest.skip(prediction.unavailable)
         findings, undecided = judged_findings(verdict.predictions, options.min_acceptance, options.max_loss)
         check(findings)
         if undecided is not None:
             unknown(undecided, options.unknown == UNKNOWN_FAIL)
-        passed(record_property, summary(prediction))
+        eagle3_result.passed(summary(prediction))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint
-from pytest_eagle3.shell.contract import RecordProperty, passed, require_config
+from pytest_eagle3.shell.contract import Eagle3Result, require_config
 from pytest_eagle3.findings import Evidence, Finding, check
 from pytest_eagle3.shell.options import settings
 
@@ -55,20 +55,20 @@ def eagle3_expected(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoin
 class TestEagle3Live:
     @pytest.mark.eagle3_contract("live.launch")
     def test_live_launch(self, request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoint,
-                         eagle3_live_engine: EngineVersion, record_property: RecordProperty) -> None:
+                         eagle3_live_engine: EngineVersion, eagle3_result: Eagle3Result) -> None:
         """The launch command runs the draft as EAGLE-3, names it, and selects a mode that feeds its layers."""
         from pytest_eagle3.shell.live_fixtures import launch_preview
 
         require_config(eagle3_checkpoint)
         argv, findings = launch_preview(request, eagle3_checkpoint, eagle3_live_engine)
-        record_property("live_command", " ".join(argv))
+        eagle3_result.measured("live_command", " ".join(argv))
         check(findings)
-        passed(record_property, f"{eagle3_live_engine.label}: " + " ".join(argv[2:4]))
+        eagle3_result.passed(f"{eagle3_live_engine.label}: " + " ".join(argv[2:4]))
 
     @pytest.mark.eagle3_contract("live.acceptance")
     def test_live_acceptance(self, request: pytest.FixtureRequest, eagle3_server: LiveServer,
                              eagle3_expected: Expected | str, eagle3_live_engine: EngineVersion,
-                             record_property: RecordProperty) -> None:
+                             eagle3_result: Eagle3Result) -> None:
         """The engine's own acceptance matches the prediction per position, loses at most --eagle3-max-loss
         against the draft as trained, and reaches the minimum."""
         from pytest_eagle3.live.verdict import acceptance_findings
@@ -81,29 +81,29 @@ class TestEagle3Live:
                 (Evidence("drafts counted", "0", "> 0"),), "check that speculative decoding is on in the log")])
             return
         expected = eagle3_expected if not isinstance(eagle3_expected, str) else None
-        record_property("live_server_start_s", round(eagle3_server.process.started_in or 0.0, 2))
-        record_property("live_requests_s", round(run.seconds, 2))
+        eagle3_result.measured("live_server_start_s", round(eagle3_server.process.started_in or 0.0, 2))
+        eagle3_result.measured("live_requests_s", round(run.seconds, 2))
         figures = run.acceptance.to_json()
-        record_property("live_mean_acceptance_length", figures["mean_acceptance_length"])
-        record_property("live_per_position", figures["per_position"])
-        record_property("live_drafts", figures["drafts"])
+        eagle3_result.measured("live_mean_acceptance_length", figures["mean_acceptance_length"])
+        eagle3_result.measured("live_per_position", figures["per_position"])
+        eagle3_result.measured("live_drafts", figures["drafts"])
         if expected is not None:
-            record_property("live_expected_per_position", [round(p, 4) for p in expected.per_position])
-            record_property("live_expected_mean_acceptance_length", round(expected.mean_acceptance_length, 4))
+            eagle3_result.measured("live_expected_per_position", [round(p, 4) for p in expected.per_position])
+            eagle3_result.measured("live_expected_mean_acceptance_length", round(expected.mean_acceptance_length, 4))
             if expected.as_trained is not None:
-                record_property("live_as_trained", round(expected.as_trained, 4))
+                eagle3_result.measured("live_as_trained", round(expected.as_trained, 4))
         options = settings(request.config)
         check(acceptance_findings(run.acceptance, expected, options.min_acceptance, eagle3_live_engine.label,
                                   options.max_loss))
         against = (f"predicted {expected.mean_acceptance_length:.2f}" if expected is not None
                    else f"not compared: {eagle3_expected}")
-        passed(record_property, f"{eagle3_live_engine.label} reached {run.acceptance.mean_acceptance_length:.2f} "
-               f"(per position {[round(p, 3) for p in run.acceptance.per_position]}); {against}")
+        eagle3_result.passed(f"{eagle3_live_engine.label} reached {run.acceptance.mean_acceptance_length:.2f} "
+                             f"(per position {[round(p, 3) for p in run.acceptance.per_position]}); {against}")
 
     @pytest.mark.eagle3_contract("live.greedy")
     def test_live_greedy(self, request: pytest.FixtureRequest, eagle3_server: LiveServer,
                          eagle3_baseline_server: LiveServer, eagle3_live_engine: EngineVersion,
-                         record_property: RecordProperty) -> None:
+                         eagle3_result: Eagle3Result) -> None:
         """At temperature 0 the outputs with the draft equal the target's outputs without it."""
         from pytest_eagle3.live.verdict import greedy_findings
         from pytest_eagle3.shell.live_fixtures import live_run
@@ -111,4 +111,4 @@ class TestEagle3Live:
         with_draft = live_run(request.config, eagle3_server).generation.tokens
         without = live_run(request.config, eagle3_baseline_server).generation.tokens
         check(greedy_findings(with_draft, without, eagle3_live_engine.label))
-        passed(record_property, f"{len(with_draft)} greedy outputs identical with and without the draft")
+        eagle3_result.passed(f"{len(with_draft)} greedy outputs identical with and without the draft")

@@ -14,8 +14,7 @@ import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.shell.contract import (
-    RecordProperty,
-    passed,
+    Eagle3Result,
     require_config,
     require_draft,
     require_tensors,
@@ -26,7 +25,6 @@ from pytest_eagle3.shell.fixtures import InstalledEngine, probe_result, run_stat
 from pytest_eagle3.shell.verdicts import pipeline
 from pytest_eagle3.verdict import TargetSide
 from pytest_eagle3.shell.options import PYTHON_OPTION, UNKNOWN_FAIL, settings
-from pytest_eagle3.shell.report import PROBE_PROPERTY
 
 
 def _target_dir(request: pytest.FixtureRequest, label: str) -> str:
@@ -41,7 +39,7 @@ def _target_dir(request: pytest.FixtureRequest, label: str) -> str:
 class TestEagle3Probe:
     @pytest.mark.eagle3_contract("probe.load")
     def test_probe_load(self, request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoint,
-                        eagle3_installed_engine: InstalledEngine, record_property: RecordProperty) -> None:
+                        eagle3_installed_engine: InstalledEngine, eagle3_result: Eagle3Result) -> None:
         """The installed engine's own loader (sentinel weights, CPU) loads the draft, loses nothing, and does
         what the static plan for that version says, fact by fact."""
         from pytest_eagle3.knowledge.releases import DISPLAY, in_known_range
@@ -64,8 +62,8 @@ class TestEagle3Probe:
         probe = probe_result(request.config, ckpt, installed, target)
         reduced = (ckpt.config.draft_vocab_size or 0) < (ckpt.config.vocab_size or 0)
         verdict = judge_probe(probe, engine, plan, reduced_vocab=reduced, python=installed.python)
-        record_property(PROBE_PROPERTY, verdict.to_json())
+        eagle3_result.probe(verdict)
         if verdict.status in (PROBE_ERROR, UNPLANNED) and not verdict.failed:
             unknown(verdict.findings[0], settings(request.config).unknown == UNKNOWN_FAIL)
         check(list(verdict.findings))
-        passed(record_property, verdict.message)
+        eagle3_result.passed(verdict.message)

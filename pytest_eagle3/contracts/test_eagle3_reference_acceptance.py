@@ -10,11 +10,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
-from pytest_eagle3.shell.contract import RecordProperty, passed, require_config, require_tensors
+from pytest_eagle3.shell.contract import Eagle3Result, require_config, require_tensors
 from pytest_eagle3.findings import Evidence, Finding, check
 from pytest_eagle3.shell.fixtures import run_state
 from pytest_eagle3.shell.options import settings
-from pytest_eagle3.shell.report import BASIS_PROPERTY, REFERENCE_PROPERTY
 
 if TYPE_CHECKING:
     from pytest_eagle3.reference.readings import ReferenceResult
@@ -58,7 +57,7 @@ def eagle3_reference(
 class TestEagle3ReferenceAcceptance:
     @pytest.mark.eagle3_contract("reference.acceptance")
     def test_reference_acceptance(
-        self, eagle3_reference: ReferenceResult | Finding, record_property: RecordProperty, request: pytest.FixtureRequest
+        self, eagle3_reference: ReferenceResult | Finding, eagle3_result: Eagle3Result, request: pytest.FixtureRequest
     ) -> None:
         """Mean acceptance length (greedy, k draft steps, bonus token counted) reaches the minimum."""
         from pytest_eagle3.reference.readings import acceptance_findings, summary
@@ -68,16 +67,16 @@ class TestEagle3ReferenceAcceptance:
             return
         minimum = settings(request.config).min_acceptance
         data = eagle3_reference.to_json()
-        record_property(REFERENCE_PROPERTY, data)
-        record_property("reference_mean_acceptance_length", data["mean_acceptance_length"])
-        record_property("reference_per_position", data["per_position"])
-        record_property("reference_convention", data["convention"])
+        eagle3_result.reference(eagle3_reference)
+        eagle3_result.measured("reference_mean_acceptance_length", data["mean_acceptance_length"])
+        eagle3_result.measured("reference_per_position", data["per_position"])
+        eagle3_result.measured("reference_convention", data["convention"])
         check(acceptance_findings(eagle3_reference, minimum))
-        passed(record_property, summary(eagle3_reference))
+        eagle3_result.passed(summary(eagle3_reference))
 
     @pytest.mark.eagle3_contract("reference.convention")
     def test_reference_convention(
-        self, eagle3_reference: ReferenceResult | Finding, record_property: RecordProperty
+        self, eagle3_reference: ReferenceResult | Finding, eagle3_result: Eagle3Result
     ) -> None:
         """The aux-id convention and d2t reading the config declares are the ones the draft was trained with."""
         from pytest_eagle3.reference.evidence import decide
@@ -86,17 +85,17 @@ class TestEagle3ReferenceAcceptance:
             pytest.skip(f"no reference measured: {eagle3_reference.summary}")
         best = eagle3_reference.inference.best
         decision = decide(eagle3_reference.inference.results)
-        record_property("reference_inferred", best.reading.label)
-        record_property("reference_margin", round(eagle3_reference.inference.margin, 4))
-        record_property(BASIS_PROPERTY, "measured" if decision.confirmed else "assumed")
+        eagle3_result.measured("reference_inferred", best.reading.label)
+        eagle3_result.measured("reference_margin", round(eagle3_reference.inference.margin, 4))
+        eagle3_result.basis("measured" if decision.confirmed else "assumed")
         declared = eagle3_reference.inference.declared
         if not decision.confirmed:
-            passed(record_property, f"{decision.words}; every verdict keeps its assumption (basis: assumed)")
+            eagle3_result.passed(f"{decision.words}; every verdict keeps its assumption (basis: assumed)")
         elif declared is None:
-            passed(record_property, f"nothing declared; measured {decision.words}")
+            eagle3_result.passed(f"nothing declared; measured {decision.words}")
         elif best is declared:
-            passed(record_property, f"declared {declared.reading.label} confirmed: {decision.words}")
+            eagle3_result.passed(f"declared {declared.reading.label} confirmed: {decision.words}")
         else:
-            passed(record_property, f"config declares {declared.reading.label} ({declared.mean_acceptance_length:.2f}) "
-                   f"but the measurement settles it: {decision.words}; every engine contract judges against the "
-                   "measured reading (basis: measured)")
+            eagle3_result.passed(f"config declares {declared.reading.label} ({declared.mean_acceptance_length:.2f}) "
+                                 f"but the measurement settles it: {decision.words}; every engine contract judges against the "
+                                 "measured reading (basis: measured)")

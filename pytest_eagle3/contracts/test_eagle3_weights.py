@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint
-from pytest_eagle3.shell.contract import RecordProperty, passed, require_tensors
+from pytest_eagle3.shell.contract import Eagle3Result, require_tensors
 from pytest_eagle3.findings import check
 from pytest_eagle3.rules.weights import (
     TensorHealth,
@@ -27,17 +27,17 @@ def eagle3_weight_health(eagle3_checkpoint: Checkpoint) -> list[TensorHealth]:
 class TestEagle3Weights:
     @pytest.mark.eagle3_contract("weights.finite")
     def test_weights_finite(
-        self, eagle3_checkpoint: Checkpoint, eagle3_weight_health: list[TensorHealth], record_property: RecordProperty
+        self, eagle3_checkpoint: Checkpoint, eagle3_weight_health: list[TensorHealth], eagle3_result: Eagle3Result
     ) -> None:
         """No NaN or Inf anywhere (speculators saves NaN lm_head/embed before verifier weights load)."""
-        record_property("nonfinite_values", sum(h.nan + h.inf for h in eagle3_weight_health))
+        eagle3_result.measured("nonfinite_values", sum(h.nan + h.inf for h in eagle3_weight_health))
         check(diagnose_finite(eagle3_weight_health, eagle3_checkpoint.format.producer))
-        passed(record_property, f"{len(eagle3_weight_health)} float tensors finite")
+        eagle3_result.passed(f"{len(eagle3_weight_health)} float tensors finite")
 
     @pytest.mark.eagle3_contract("weights.initialised")
     def test_weights_initialised(
-        self, eagle3_weight_health: list[TensorHealth], record_property: RecordProperty
+        self, eagle3_weight_health: list[TensorHealth], eagle3_result: Eagle3Result
     ) -> None:
         """No tensor all zero, no weight matrix holding one repeated value."""
         check(diagnose_initialised(eagle3_weight_health))
-        passed(record_property, f"{len(eagle3_weight_health)} float tensors hold varied values")
+        eagle3_result.passed(f"{len(eagle3_weight_health)} float tensors hold varied values")

@@ -14,7 +14,6 @@ whether the best one leads by more than the noise) or, when the measurement is u
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch

@@ -106,6 +106,12 @@ def _check_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
         parser.error(f"--target: {args.target} does not exist (give the target model's directory or its config.json)")
     if args.report is not None and (not args.report.strip() or Path(args.report).is_dir()):
         parser.error(f"--report: {args.report!r} is not a file path; give one such as verdict.json")
+    if args.report is not None:
+        from pytest_eagle3.shell.options import unwritable
+
+        problem = unwritable(Path(args.report))
+        if problem is not None:
+            parser.error(f"--report: {args.report} cannot be written: {problem}")
 
 
 # -- capture (issue 20): the target's side written once, reused by --eagle3-hidden-states ----------------------

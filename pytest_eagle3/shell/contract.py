@@ -1,4 +1,5 @@
-"""What the contract modules share: skips for unusable inputs, pass messages, and engine-plan verdicts.
+"""What the contract modules share: the result they hand the report, skips for unusable inputs, and
+engine-plan verdicts.
 
 The plugin imports this module in every pytest run (for the marker name): the domain modules are
 imported inside the functions the contracts call.
@@ -7,19 +8,17 @@ imported inside the functions the contracts call.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
-from pytest_eagle3.shell.report import MESSAGE_PROPERTY
+from pytest_eagle3.shell.report import ContractRecord, Measured, basis_of
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
     from pytest_eagle3.findings import Finding
     from pytest_eagle3.engines.loadplan import LoadPlan
 
-RecordProperty = Callable[[str, object], None]
 CONTRACT_MARKER = "eagle3_contract"
 ENGINE_CONTRACT_PREFIX = "engine."
 
@@ -30,6 +29,70 @@ def contract_id(node: pytest.Item) -> str:
     if marker is None or not marker.args:
         raise pytest.UsageError(f"{node.nodeid} has no @pytest.mark.{CONTRACT_MARKER}(id) marker")
     return str(marker.args[0])
+
+
+#: Each running test's record, by node id, until the plugin takes it for the test's report.
+RECORDS_KEY = pytest.StashKey[dict[str, ContractRecord]]()
+
+
+class ToJson(Protocol):
+    """A domain result the report shows as JSON (a reference, a prediction, a probe verdict)."""
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+class Eagle3Result:
+    """What a contract hands the report, written into its :class:`ContractRecord` (the ``eagle3_result`` fixture)."""
+
+    def __init__(self, config: pytest.Config, nodeid: str) -> None:
+        self._records = config.stash.setdefault(RECORDS_KEY, {})
+        self._nodeid = nodeid
+
+    @property
+    def record(self) -> ContractRecord:
+        """What was handed over so far."""
+        return self._records.get(self._nodeid, ContractRecord())
+
+    def _update(self, **fields: Any) -> None:
+        self._records[self._nodeid] = dataclasses.replace(self.record, **fields)
+
+    def passed(self, message: str) -> None:
+        """The one-line message the report shows for the passing contract."""
+        self._update(message=message)
+
+    def measured(self, name: str, value: Measured) -> None:
+        """A measured value: in the report's ``properties`` and in JUnit XML under ``name``."""
+        self._update(measured=(*self.record.measured, (name, value)))
+
+    def basis(self, basis: str) -> None:
+        """Whether the training reading the verdict rests on was ``measured`` or ``assumed``."""
+        known = basis_of(basis)
+        if known is None:
+            raise ValueError(f"a basis is 'measured' or 'assumed', not {basis!r}")
+        self._update(basis=known)
+
+    def reference(self, result: ToJson) -> None:
+        """reference.acceptance's measurement."""
+        self._update(reference=result.to_json())
+
+    def prediction(self, prediction: ToJson) -> None:
+        """engine.acceptance's prediction for the engine version."""
+        self._update(prediction=prediction.to_json())
+
+    def probe(self, verdict: ToJson) -> None:
+        """probe.load's verdict on the installed engine's loader."""
+        self._update(probe=verdict.to_json())
+
+
+@pytest.fixture
+def eagle3_result(request: pytest.FixtureRequest) -> Eagle3Result:
+    """Where the running contract writes what it hands the report."""
+    return Eagle3Result(request.config, request.node.nodeid)
+
+
+def take_record(item: pytest.Item) -> ContractRecord:
+    """The record the test wrote (empty when none), removed from the run's store."""
+    return item.config.stash.get(RECORDS_KEY, {}).pop(item.nodeid, ContractRecord())
 
 
 def require_tensors(ckpt: Checkpoint) -> None:
@@ -55,11 +118,6 @@ def require_draft(ckpt: Checkpoint) -> None:
     kind = classify_checkpoint(ckpt)
     if not kind.is_draft:
         pytest.skip(f"this checkpoint is {kind.summary.split(',')[0]}, not an EAGLE-3 draft: see format.detected")
-
-
-def passed(record_property: RecordProperty, message: str) -> None:
-    """The one-line message the JSON report shows for a passing contract."""
-    record_property(MESSAGE_PROPERTY, message)
 
 
 def readability_findings(ckpt: Checkpoint) -> list[Finding]:

@@ -15,13 +15,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_eagle3.shell.options import settings
-from pytest_eagle3.shell.verdicts import pipeline, target_side, verdict_of
+from pytest_eagle3.shell.verdicts import verdict_of
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
     from pytest_eagle3.engines.plan import LoadPlan
     from pytest_eagle3.knowledge.releases import EngineVersion
-    from pytest_eagle3.reference.predict import DraftPredictor, PredictionSession
 
 
 @dataclass
@@ -129,17 +128,6 @@ def eagle3_load_plan(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoi
                      eagle3_engine: EngineVersion) -> LoadPlan:
     """What ``eagle3_engine`` will do with ``eagle3_checkpoint`` (and the target, when given)."""
     return verdict_of(request.config, eagle3_checkpoint, eagle3_engine).plan
-
-
-def prediction_session(config: pytest.Config) -> PredictionSession:
-    """The run's prediction session (the pipeline's): one target run shared by every engine and checkpoint."""
-    return pipeline(config).session(settings(config).hidden_states)
-
-
-def draft_predictor(config: pytest.Config, ckpt: Checkpoint, target: TargetModel | None = None) -> DraftPredictor | str:
-    """The draft's predictor against the target's weights (or a dump of its side), or why there is none (a skip
-    reason)."""
-    return pipeline(config).predictor(ckpt, target_side(config))
 
 
 def installed_engines(config: pytest.Config) -> tuple[InstalledEngine, ...]:

@@ -320,9 +320,34 @@ def _report_path(flag: str, path: str | None) -> str | None:
     given = Path(path)
     if given.is_dir():
         raise _usage(flag, f"{path} is a directory; give a file path such as {given / 'eagle3-report.json'}")
-    if given.exists() and not os.access(given, os.W_OK):
-        raise _usage(flag, f"{path} is not writable")
+    problem = unwritable(given)
+    if problem is not None:
+        raise _usage(flag, f"{path} cannot be written: {problem}")
     return path
+
+
+def unwritable(path: Path) -> str | None:
+    """Why a file cannot be written at ``path`` (its missing folders created), or None; nothing is left behind."""
+    import tempfile
+
+    if path.exists():
+        if not path.is_file():  # a device or a pipe: opening it could wait for a reader
+            return None if os.access(path, os.W_OK) else "not writable"
+        try:
+            with path.open("a", encoding="utf-8"):  # append mode: nothing is truncated or written
+                return None
+        except OSError as exc:
+            return f"{exc.strerror or exc}"
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"{folder} is a file, not a folder"
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return None
+    except OSError as exc:
+        return f"{folder} takes no new files ({exc.strerror or exc})"
 
 
 def _interpreter(flag: str, python: str | None) -> str | None:

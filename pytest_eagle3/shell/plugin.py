@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from pytest_eagle3.shell.contract import CONTRACT_MARKER
+from pytest_eagle3.shell.contract import CONTRACT_MARKER, eagle3_result, take_record
 from pytest_eagle3.shell.fixtures import (
     checkpoint_ids,
     eagle3_checkpoint,
@@ -41,18 +41,10 @@ from pytest_eagle3.shell.options import (
     parse_settings,
     settings,
 )
-from pytest_eagle3.shell.report import (
-    ANY_ENGINE,
-    BASIS_PROPERTY,
-    MESSAGE_PROPERTY,
-    PREDICTED_PROPERTY,
-    PROBE_PROPERTY,
-    REFERENCE_PROPERTY,
-    Collector,
-    one_line,
-)
+from pytest_eagle3.shell.report import ANY_ENGINE, Collector, ContractReport, basis_of, one_line
 
-__all__ = ["eagle3_checkpoint", "eagle3_engine", "eagle3_installed_engine", "eagle3_load_plan", "eagle3_target"]
+__all__ = ["eagle3_checkpoint", "eagle3_engine", "eagle3_installed_engine", "eagle3_load_plan", "eagle3_result",
+           "eagle3_target"]
 #: Live-engine fixtures and the engine/gpu auto-skip live in their own shell module.
 pytest_plugins = ("pytest_eagle3.shell.live_fixtures",)
 
@@ -225,15 +217,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     from pytest_eagle3.findings import ContractViolation
 
     excinfo = call.excinfo
-    findings: list[dict[str, object]] = []
+    findings: tuple[dict[str, object], ...] = ()
     if excinfo is not None and isinstance(excinfo.value, ContractViolation) and report.failed:
         report.longrepr = excinfo.value.render(str(marker.args[0]), _subject(callspec.params))
-        findings = [f.to_json() for f in excinfo.value.findings]
+        findings = tuple(f.to_json() for f in excinfo.value.findings)
     if report.when == "call" or (report.when == "setup" and not report.passed):
-        engine_version = _engine_param(callspec.params)
-        engine = engine_version.spec if engine_version is not None else ANY_ENGINE
-        data = _contract_data(item, report, str(marker.args[0]), str(callspec.params["eagle3_checkpoint"]))
-        report.eagle3 = {**data, "engine": engine, "findings": findings}  # type: ignore[attr-defined]
+        entry = _contract_report(item, report, str(marker.args[0]), callspec.params, findings)
+        # JUnit XML reads the teardown report's properties, copied from the item's
+        item.user_properties.extend(entry.record.junit_properties())
+        report.eagle3 = entry.to_json()  # type: ignore[attr-defined]
 
 
 def _engine_param(params: dict[str, Any]) -> Any:
@@ -248,41 +240,28 @@ def _subject(params: dict[str, Any]) -> str:
     return f"{where}{ENGINE_ID_SEPARATOR}{engine.spec}" if engine is not None else where
 
 
-def _contract_data(item: pytest.Item, report: pytest.TestReport, contract: str, path: str) -> dict[str, Any]:
-    ckpt = getattr(item, "funcargs", {}).get("eagle3_checkpoint")
+def _contract_report(item: pytest.Item, report: pytest.TestReport, contract: str, params: dict[str, Any],
+                     findings: tuple[dict[str, object], ...]) -> ContractReport:
+    """The test's record (taken from the run's store) with its outcome, checkpoint and engine."""
+    record = take_record(item)
+    funcargs = getattr(item, "funcargs", {})
+    ckpt = funcargs.get("eagle3_checkpoint")
     fmt = ckpt.format.label if ckpt is not None and getattr(ckpt, "tensors", None) else ""
-    props = dict(report.user_properties)
     if report.failed:
         message = one_line(str(report.longrepr))
     elif report.skipped and isinstance(report.longrepr, tuple):
         message = one_line(str(report.longrepr[2]).removeprefix("Skipped: "))
     else:
-        message = str(props.pop(MESSAGE_PROPERTY, "ok"))
-    props.pop(MESSAGE_PROPERTY, None)
-    reference = props.pop(REFERENCE_PROPERTY, None)
-    extra: dict[str, Any] = {"reference": reference} if isinstance(reference, dict) else {}
-    predicted = props.pop(PREDICTED_PROPERTY, None)
-    if isinstance(predicted, dict):
-        extra["predicted_acceptance"] = predicted
-    probe = props.pop(PROBE_PROPERTY, None)
-    if isinstance(probe, dict):
-        extra["probe"] = probe
-    basis = props.pop(BASIS_PROPERTY, None)
-    plan = getattr(item, "funcargs", {}).get("eagle3_load_plan")
-    if basis is None and plan is not None:
-        basis = plan.aux.basis
-    if basis in ("measured", "assumed"):
-        extra["basis"] = basis
-    return extra | {
-        "checkpoint": path,
-        "contract": contract,
+        message = record.message if record.message is not None else "ok"
+    plan = funcargs.get("eagle3_load_plan")
+    basis = record.basis or (basis_of(plan.aux.basis) if plan is not None else None)
+    engine_version = _engine_param(params)
+    return ContractReport(
+        checkpoint=str(params["eagle3_checkpoint"]), contract=contract,
+        engine=engine_version.spec if engine_version is not None else ANY_ENGINE,
         # where the contract is defined: the report lists contracts in this order, not in run order
-        "rank": [Path(item.location[0]).name, item.location[1]],
-        "outcome": report.outcome,
-        "message": message,
-        "format": fmt,
-        "properties": {k: v for k, v in props.items() if isinstance(v, (int, float, str, bool, list))},
-    }
+        rank=(Path(item.location[0]).name, item.location[1] or 0),
+        outcome=report.outcome, message=message, format=fmt, findings=findings, basis=basis, record=record)
 
 
 class Eagle3Session:
@@ -293,6 +272,8 @@ class Eagle3Session:
         self.collector = collector
         self.report_path = options.report
         self.options = options
+        #: Why the JSON report could not be written at the end (the table is printed all the same).
+        self.write_error: str | None = None
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         lines = []
@@ -320,14 +301,17 @@ class Eagle3Session:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, "eagle3", None)
         if isinstance(data, dict):
-            self.collector.add(data)
+            self.collector.add(ContractReport.from_json(data))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if _is_xdist_worker(self.config):
             return
         self.collector.fill_formats(_format_label)
         if self.report_path:
-            self.collector.write(Path(self.report_path))
+            try:
+                self.collector.write(Path(self.report_path))
+            except OSError as exc:  # checked writable at start; lost since (disk full, folder removed)
+                self.write_error = exc.strerror or str(exc)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if _is_xdist_worker(self.config) or self.config.option.collectonly:
@@ -342,7 +326,9 @@ class Eagle3Session:
             terminalreporter.write_line(line)
         for line in self.collector.probe_lines():
             terminalreporter.write_line(line)
-        if self.report_path:
+        if self.report_path and self.write_error:
+            terminalreporter.write_line(f"JSON report NOT written to {self.report_path}: {self.write_error}", red=True)
+        elif self.report_path:
             terminalreporter.write_line(f"JSON report: {self.report_path}")
 
 

@@ -1,29 +1,24 @@
 """Verdicts per (checkpoint, engine, contract): collected from test reports, written as JSON and a table.
 
-Works under pytest-xdist: workers attach ``report.eagle3`` (a plain dict, serialised with the
-report) and the controller aggregates.
+A contract hands its results over in a typed :class:`ContractRecord` (written through
+``shell.contract``'s ``eagle3_result``); the plugin joins it with the test's outcome in a
+:class:`ContractReport`. Works under pytest-xdist: workers attach ``report.eagle3``
+(``ContractReport.to_json``, serialised with the report) and the controller rebuilds the
+record (``ContractReport.from_json``) and aggregates.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeAlias, cast
 
 SCHEMA = "pytest-eagle3/report/3"
 #: The JSON Schema every written report follows (shipped in the package).
 SCHEMA_FILE = Path(__file__).with_name("report.schema.json")
 ANY_ENGINE = "any"
-#: user_properties key a passing contract uses for its one-line report message.
-MESSAGE_PROPERTY = "eagle3.message"
-#: user_properties key the reference-acceptance contract uses for its figures (a dict).
-REFERENCE_PROPERTY = "eagle3.reference"
-#: user_properties key engine.acceptance uses for its prediction (a dict), and every verdict for its basis.
-PREDICTED_PROPERTY = "eagle3.predicted"
-BASIS_PROPERTY = "eagle3.basis"
-#: user_properties key probe.load uses for what the installed engine's loader did next to the plan (a dict).
-PROBE_PROPERTY = "eagle3.probe"
 #: When one contract has several test items for a checkpoint, the worst outcome wins.
 SEVERITY = {"skipped": 0, "passed": 1, "failed": 2}
 PARTIAL = "pass (partial)"
@@ -31,6 +26,97 @@ PARTIAL = "pass (partial)"
 NOT_RUN = "not run"
 #: The reason a row gives when ``-m`` (or ``-k``) selected none of its contracts.
 NONE_SELECTED = "no contract selected (-m / -k deselected them all)"
+
+
+Basis: TypeAlias = Literal["measured", "assumed"]
+Outcome: TypeAlias = Literal["passed", "failed", "skipped"]
+#: A value a contract measured: in the report's ``properties`` and in JUnit XML under its name.
+Measured: TypeAlias = int | float | str | bool | Sequence[int | float | str]
+JsonObject: TypeAlias = Mapping[str, Any]
+#: The JUnit XML property names of the record's typed fields, in the order they are written.
+JUNIT_NAMES = (("reference", "eagle3.reference"), ("prediction", "eagle3.predicted"), ("probe", "eagle3.probe"),
+               ("basis", "eagle3.basis"), ("message", "eagle3.message"))
+
+
+@dataclass(frozen=True)
+class ContractRecord:
+    """What one contract test hands the report while it runs; every field is optional."""
+
+    #: The one-line message of a passing contract (a failure or skip says its own).
+    message: str | None = None
+    #: Set by the contracts that settle or read the training reading; else the load plan's.
+    basis: Basis | None = None
+    #: reference.acceptance's figures (``ReferenceResult.to_json``).
+    reference: JsonObject | None = None
+    #: engine.acceptance's prediction (``Prediction.to_json``).
+    prediction: JsonObject | None = None
+    #: probe.load's verdict (``ProbeVerdict.to_json``).
+    probe: JsonObject | None = None
+    #: (name, value) in the order measured; a name measured twice keeps its last value in the report.
+    measured: tuple[tuple[str, Measured], ...] = ()
+
+    def properties(self) -> dict[str, Measured]:
+        """The measured values the JSON report keeps (JSON scalars and lists)."""
+        return {k: v for k, v in dict(self.measured).items() if isinstance(v, (int, float, str, bool, list))}
+
+    def junit_properties(self) -> list[tuple[str, object]]:
+        """Everything recorded, as JUnit XML ``<property>`` pairs: the measured values, then the typed fields."""
+        typed = [(name, getattr(self, attr)) for attr, name in JUNIT_NAMES if getattr(self, attr) is not None]
+        return [*self.measured, *typed]
+
+
+@dataclass(frozen=True)
+class ContractReport:
+    """One test report's contribution: which contract, checkpoint and engine, its outcome, and its record."""
+
+    checkpoint: str
+    contract: str
+    engine: str
+    #: Where the contract is defined (module file, line): the report lists contracts in this order.
+    rank: tuple[str, int]
+    outcome: Outcome
+    #: The failure's or skip's first line, else the record's message (``ok`` when none).
+    message: str
+    #: The checkpoint's producer format ("" when no readable checkpoint was opened).
+    format: str
+    findings: tuple[JsonObject, ...]
+    #: The record's basis, else the load plan's (none for engine-independent contracts).
+    basis: Basis | None
+    record: ContractRecord
+
+    def to_json(self) -> dict[str, Any]:
+        """A plain dict that travels with the TestReport (pytest-xdist serialises it)."""
+        record = self.record
+        return {"checkpoint": self.checkpoint, "contract": self.contract, "engine": self.engine,
+                "rank": list(self.rank), "outcome": self.outcome, "message": self.message, "format": self.format,
+                "findings": [dict(f) for f in self.findings], "basis": self.basis,
+                "record": {"message": record.message, "basis": record.basis, "reference": record.reference,
+                           "prediction": record.prediction, "probe": record.probe,
+                           "measured": [[k, v] for k, v in record.measured]}}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ContractReport:
+        """The report :meth:`to_json` wrote (on the controller, from a worker's TestReport)."""
+        raw = data["record"]
+        record = ContractRecord(message=raw["message"], basis=basis_of(raw["basis"]), reference=raw["reference"],
+                                prediction=raw["prediction"], probe=raw["probe"],
+                                measured=tuple((str(k), v) for k, v in raw["measured"]))
+        rank = data["rank"]
+        return cls(checkpoint=str(data["checkpoint"]), contract=str(data["contract"]), engine=str(data["engine"]),
+                   rank=(str(rank[0]), int(rank[1])), outcome=_outcome(data["outcome"]),
+                   message=str(data["message"]), format=str(data["format"]),
+                   findings=tuple(data["findings"]), basis=basis_of(data["basis"]), record=record)
+
+
+def basis_of(value: object) -> Basis | None:
+    """``measured`` or ``assumed``; anything else is no basis."""
+    return value if value in ("measured", "assumed") else None
+
+
+def _outcome(value: object) -> Outcome:
+    if value not in SEVERITY:
+        raise ValueError(f"not a test outcome: {value!r}")
+    return cast(Outcome, value)
 
 
 @dataclass
@@ -169,27 +255,26 @@ class Collector:
         for path in paths:
             self.checkpoints.setdefault(path, CheckpointResult(path))
 
-    def add(self, data: dict[str, Any]) -> None:
-        path = str(data["checkpoint"])
+    def add(self, entry: ContractReport) -> None:
+        path = entry.checkpoint
         result = self.checkpoints.setdefault(path, CheckpointResult(path))
-        if data.get("format"):
-            result.format = str(data["format"])
-        properties = dict(data.get("properties", {}))
+        if entry.format:
+            result.format = entry.format
+        record = entry.record
+        properties = record.properties()
         result.properties.update(properties)
-        if isinstance(data.get("reference"), dict):
-            result.reference = data["reference"]
-        rank = data.get("rank")
-        if isinstance(rank, (list, tuple)) and len(rank) == 2:
-            result.ranks.setdefault(str(data["contract"]), (str(rank[0]), int(rank[1])))
-        engine = str(data.get("engine") or ANY_ENGINE)
+        if record.reference is not None:
+            result.reference = dict(record.reference)
+        result.ranks.setdefault(entry.contract, entry.rank)
+        engine = entry.engine or ANY_ENGINE
         table = result.contracts if engine == ANY_ENGINE else result.engines.setdefault(engine, {})
-        _merge_into(table, ContractResult(str(data["contract"]), str(data["outcome"]), str(data["message"]),
-                                          list(data.get("findings", [])), properties,
-                                          str(data.get("basis", "assumed"))))
-        if isinstance(data.get("predicted_acceptance"), dict) and engine != ANY_ENGINE:
-            result.predicted[engine] = data["predicted_acceptance"]
-        if isinstance(data.get("probe"), dict) and engine != ANY_ENGINE:
-            result.probes[engine] = data["probe"]
+        _merge_into(table, ContractResult(entry.contract, entry.outcome, entry.message,
+                                          [dict(f) for f in entry.findings], dict(properties),
+                                          entry.basis or "assumed"))
+        if record.prediction is not None and engine != ANY_ENGINE:
+            result.predicted[engine] = dict(record.prediction)
+        if record.probe is not None and engine != ANY_ENGINE:
+            result.probes[engine] = dict(record.probe)
 
     def to_json(self) -> dict[str, Any]:
         checkpoints = []
