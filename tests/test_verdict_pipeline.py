@@ -76,7 +76,8 @@ def test_plan_json_prints_the_report_row(tmp_path: Path, capsys: pytest.CaptureF
     assert main(["plan", draft, "--engine", "sglang==0.5.23", "--json"]) == 0
     row = json.loads(capsys.readouterr().out)
     assert row["engine"] == "sglang" and row["version"] == "0.5.23"
-    assert row["verdict"] == "fail" and row["failing"] == ["engine.architecture"]
+    assert row["verdict"] == "fail" and row["failing"] == ["engine.architecture"] and row["outcome"] == "refused"
+    assert row["fix"] and "set architectures ['LlamaForCausalLMEagle3']" in row["fix"][0]
     assert main(["check", draft, "--engine", "sglang==0.5.23", "--report", str(tmp_path / "r.json")]) == 1
     capsys.readouterr()
     report = json.loads((tmp_path / "r.json").read_text())
@@ -99,3 +100,4 @@ def test_every_example_at_every_matrix_version_the_contracts_say_what_the_pipeli
         entry = run.engine_entry(path, engine.spec)
         failing = set(entry["failing"]) - independent
         assert failing == {f"engine.{i.area}" for i in plan.issues}, (engine.spec, entry["failing"], plan.issues)
+        assert entry["outcome"] == plan.outcome, engine.spec

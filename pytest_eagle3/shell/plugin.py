@@ -261,7 +261,8 @@ def _contract_report(item: pytest.Item, report: pytest.TestReport, contract: str
         engine=engine_version.spec if engine_version is not None else ANY_ENGINE,
         # where the contract is defined: the report lists contracts in this order, not in run order
         rank=(Path(item.location[0]).name, item.location[1] or 0),
-        outcome=report.outcome, message=message, format=fmt, findings=findings, basis=basis, record=record)
+        outcome=report.outcome, message=message, format=fmt, findings=findings, basis=basis, record=record,
+        load_outcome=plan.outcome if plan is not None else None)
 
 
 class Eagle3Session:

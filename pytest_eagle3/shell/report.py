@@ -83,13 +83,15 @@ class ContractReport:
     #: The record's basis, else the load plan's (none for engine-independent contracts).
     basis: Basis | None
     record: ContractRecord
+    #: The load plan's outcome (loads / loads with loss / refused) when the contract read the engine's plan.
+    load_outcome: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """A plain dict that travels with the TestReport (pytest-xdist serialises it)."""
         record = self.record
         return {"checkpoint": self.checkpoint, "contract": self.contract, "engine": self.engine,
                 "rank": list(self.rank), "outcome": self.outcome, "message": self.message, "format": self.format,
-                "findings": [dict(f) for f in self.findings], "basis": self.basis,
+                "findings": [dict(f) for f in self.findings], "basis": self.basis, "load_outcome": self.load_outcome,
                 "record": {"message": record.message, "basis": record.basis, "reference": record.reference,
                            "prediction": record.prediction, "probe": record.probe,
                            "measured": [[k, v] for k, v in record.measured]}}
@@ -105,7 +107,8 @@ class ContractReport:
         return cls(checkpoint=str(data["checkpoint"]), contract=str(data["contract"]), engine=str(data["engine"]),
                    rank=(str(rank[0]), int(rank[1])), outcome=_outcome(data["outcome"]),
                    message=str(data["message"]), format=str(data["format"]),
-                   findings=tuple(data["findings"]), basis=basis_of(data["basis"]), record=record)
+                   findings=tuple(data["findings"]), basis=basis_of(data["basis"]), record=record,
+                   load_outcome=data.get("load_outcome"))
 
 
 def basis_of(value: object) -> Basis | None:
@@ -158,6 +161,8 @@ class CheckpointResult:
     predicted: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: probe.load's result per engine spec (the installed version).
     probes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The load plan's outcome per engine spec (the plan the engine contracts judged).
+    outcomes: dict[str, str] = field(default_factory=dict)
     #: Each contract's place in the selection (its module and line): the report's order, whatever the run order.
     ranks: dict[str, tuple[str, int]] = field(default_factory=dict)
 
@@ -228,7 +233,15 @@ class CheckpointResult:
             "contracts": [c.to_json() for c in self.ordered(table)],
             "predicted_acceptance": _predicted_json(self.predicted.get(engine)) if engine != ANY_ENGINE else None,
             "probe": self.probes.get(engine),
+            "outcome": self.outcomes.get(engine),
+            "fix": self.fixes(engine),
         }
+
+    def fixes(self, engine: str) -> list[str]:
+        """The fixes the row's failing contracts name, each once, in contract order."""
+        found = [str(f["fix"]) for c in self._table(engine) if c.outcome == "failed" for f in c.findings
+                 if f.get("fix")]
+        return list(dict.fromkeys(found))
 
 
 def _json_verdict(verdict: str) -> str:
@@ -275,6 +288,8 @@ class Collector:
             result.predicted[engine] = dict(record.prediction)
         if record.probe is not None and engine != ANY_ENGINE:
             result.probes[engine] = dict(record.probe)
+        if entry.load_outcome is not None and engine != ANY_ENGINE and entry.contract != "probe.load":
+            result.outcomes[engine] = entry.load_outcome
 
     def to_json(self) -> dict[str, Any]:
         checkpoints = []
