@@ -18,7 +18,7 @@ import torch
 
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
 from pytest_eagle3.verdict import Pipeline, TargetSide, VerdictSettings
-from pytest_eagle3.engines.selection import parse_selection
+from pytest_eagle3.knowledge.selection import parse_selection
 from pytest_eagle3.reference.engine_feed import engine_feed
 from pytest_eagle3.reference.predict import PredictionSession
 

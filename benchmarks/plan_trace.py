@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
     from pytest_eagle3.engines.plan import load_plan
-    from pytest_eagle3.engines.selection import parse_selection
+    from pytest_eagle3.knowledge.selection import parse_selection
 
     ckpt, target = Checkpoint.open(args.draft), TargetModel.open(args.target)
     engine = parse_selection(args.engine)[0]

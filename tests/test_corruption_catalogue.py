@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_eagle3.rules.vocab import diagnose_vocab_map
+from pytest_eagle3.rules.vocab_map import diagnose_vocab_map
 from pytest_eagle3.testing import CATALOGUE, CORRUPTIONS, FAULTS, Corruption, SynthSpec, write_checkpoint
 
 FILE_FORMS = [c for c in CATALOGUE if c.fault is not None]

@@ -20,7 +20,7 @@ from typing import Any
 import psutil
 import pytest
 
-from pytest_eagle3.live.verdict import RATE_TOLERANCE
+from pytest_eagle3.live.live_verdict import RATE_TOLERANCE
 from tests.conftest import validate_report
 from tests.reference_cases import EXAMPLES
 

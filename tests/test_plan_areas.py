@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
-from pytest_eagle3.engines.aux import plan_aux
+from pytest_eagle3.engines.aux_layers import plan_aux
 from pytest_eagle3.engines.facts import FactSheet, fact_sheet
 from pytest_eagle3.engines.fc import plan_fc, plan_fc_shape
 from pytest_eagle3.engines.plan import load_plan
 from pytest_eagle3.engines.profiles import profile
-from pytest_eagle3.engines.selection import parse_selection
+from pytest_eagle3.knowledge.selection import parse_selection
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 VLLM = parse_selection("vllm==0.33.0")[0]

@@ -227,7 +227,7 @@ def test_eagle3_hypothesis_profiles_are_selectable(pytester: pytest.Pytester) ->
     pytester.makepyfile(test_prop="""
         from hypothesis import given, settings
         from pytest_eagle3.testing.strategies import vocab_maps
-        from pytest_eagle3.rules.vocab import diagnose_vocab_map
+        from pytest_eagle3.rules.vocab_map import diagnose_vocab_map
 
         @given(vocab_maps())
         def test_maps(m):

@@ -74,7 +74,7 @@ def test_one_draft_pass_per_distinct_feed(session: Any) -> None:
     """vllm==* (one version per profile segment) costs one pass per distinct feed, not per version."""
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
     from pytest_eagle3.engines.plan import load_plan
-    from pytest_eagle3.engines.selection import parse_selection
+    from pytest_eagle3.knowledge.selection import parse_selection
 
     ckpt = Checkpoint.open(EXAMPLES / "trained-2layer")
     predictor = session.predictor(ckpt, str(TARGET))

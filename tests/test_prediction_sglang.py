@@ -21,7 +21,7 @@ SGLANG_DRAFTS = ("demo-draft-sglang", "trained-inputof-sglang", "trained-inputof
 def test_sglang_feed_is_what_the_probe_sees() -> None:
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
     from pytest_eagle3.engines.plan import load_plan
-    from pytest_eagle3.engines.selection import parse_selection
+    from pytest_eagle3.knowledge.selection import parse_selection
     from pytest_eagle3.probes.run import engine_version, find_engine_python, run_probes
     from pytest_eagle3.reference.draft import ReferenceDraft
     from pytest_eagle3.reference.engine_feed import engine_feed

@@ -31,7 +31,7 @@ from pytest_eagle3.knowledge.table import Table, rows
 from pytest_eagle3.probes.cases import CASES_BY_NAME, write_all
 from pytest_eagle3.probes.record import DEFAULT_OUT, NOT_ON_CPU, verdict
 from pytest_eagle3.probes.run import engine_version, env_variable, find_engine_python
-from pytest_eagle3.probes.verdict import (
+from pytest_eagle3.probes.probe_verdict import (
     AGREES,
     LOSSY,
     PROBE_ERROR,

@@ -6,7 +6,7 @@ import pytest
 from packaging.version import Version
 
 from pytest_eagle3.engines.profiles import profile, rule_for
-from pytest_eagle3.engines.selection import EngineSelectionError, parse_selection
+from pytest_eagle3.knowledge.selection import EngineSelectionError, parse_selection
 from pytest_eagle3.knowledge.behaviours import (
     BEHAVIOURS,
     RULES,

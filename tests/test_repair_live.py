@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_eagle3.live.verdict import RATE_TOLERANCE
+from pytest_eagle3.live.live_verdict import RATE_TOLERANCE
 from pytest_eagle3.shell.cli import main
 from tests.reference_cases import EXAMPLES
 from tests.test_live_vllm import CPU_ENV, ENGINE_ARGS, TARGET, _skip_without_cpu_spec_decode, vllm_python

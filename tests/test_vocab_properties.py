@@ -6,7 +6,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_eagle3.rules.vocab import diagnose_vocab_map
+from pytest_eagle3.rules.vocab_map import diagnose_vocab_map
 from pytest_eagle3.testing.strategies import (
     CORRUPTIONS,
     CorruptedMap,

@@ -7,7 +7,7 @@ import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
 from pytest_eagle3.shell.contract import Eagle3Result, unknown
-from pytest_eagle3.engines.loadplan import LoadPlan
+from pytest_eagle3.engines.plan_types import LoadPlan
 from pytest_eagle3.findings import check
 from pytest_eagle3.shell.options import UNKNOWN_FAIL, settings
 

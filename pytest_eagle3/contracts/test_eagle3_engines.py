@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_eagle3.shell.contract import Eagle3Result, check_plan, contract_id, unknown
-from pytest_eagle3.engines.loadplan import LoadPlan, describe_inputs
+from pytest_eagle3.engines.plan_types import LoadPlan, describe_inputs
 from pytest_eagle3.engines.serving import NOTE_PREFIX
 from pytest_eagle3.findings import Finding
 from pytest_eagle3.shell.options import UNKNOWN_FAIL, settings

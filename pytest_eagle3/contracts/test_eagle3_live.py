@@ -71,7 +71,7 @@ class TestEagle3Live:
                              eagle3_result: Eagle3Result) -> None:
         """The engine's own acceptance matches the prediction per position, loses at most --eagle3-max-loss
         against the draft as trained, and reaches the minimum."""
-        from pytest_eagle3.live.verdict import acceptance_findings
+        from pytest_eagle3.live.live_verdict import acceptance_findings
         from pytest_eagle3.shell.live_fixtures import live_run
 
         run = live_run(request.config, eagle3_server)
@@ -105,7 +105,7 @@ class TestEagle3Live:
                          eagle3_baseline_server: LiveServer, eagle3_live_engine: EngineVersion,
                          eagle3_result: Eagle3Result) -> None:
         """At temperature 0 the outputs with the draft equal the target's outputs without it."""
-        from pytest_eagle3.live.verdict import greedy_findings
+        from pytest_eagle3.live.live_verdict import greedy_findings
         from pytest_eagle3.shell.live_fixtures import live_run
 
         with_draft = live_run(request.config, eagle3_server).generation.tokens

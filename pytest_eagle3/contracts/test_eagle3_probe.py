@@ -43,7 +43,7 @@ class TestEagle3Probe:
         """The installed engine's own loader (sentinel weights, CPU) loads the draft, loses nothing, and does
         what the static plan for that version says, fact by fact."""
         from pytest_eagle3.knowledge.releases import DISPLAY, in_known_range
-        from pytest_eagle3.probes.verdict import PROBE_ERROR, UNPLANNED, judge_probe
+        from pytest_eagle3.probes.probe_verdict import PROBE_ERROR, UNPLANNED, judge_probe
 
         installed, ckpt = eagle3_installed_engine, eagle3_checkpoint
         option = PYTHON_OPTION[installed.engine]

@@ -10,7 +10,7 @@ from pytest_eagle3.checkpoint.tensorfiles import CheckpointReadError
 from pytest_eagle3.shell.contract import Eagle3Result, require_config, require_tensors
 from pytest_eagle3.findings import Evidence, Finding, check
 from pytest_eagle3.rules.exports import export_findings
-from pytest_eagle3.rules.vocab import diagnose_vocab_map
+from pytest_eagle3.rules.vocab_map import diagnose_vocab_map
 
 
 class TestEagle3VocabMap:

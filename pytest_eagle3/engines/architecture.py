@@ -1,19 +1,16 @@
-"""Areas ``architecture`` and ``layers``: which draft class the engine builds from the config, and its shape.
+"""Area ``architecture``: which draft class the engine builds from the config.
 
-Pure functions of the fact sheet and the profile: :func:`plan_architecture` (the class, or a refusal),
-:func:`plan_layers` (the layer count, what the class builds, the aux-state count fc is built for) and
-:func:`plan_mla_rope` (vLLM 0.18-0.27's MLA class and its forced YaRN).
+Pure functions of the fact sheet and the profile: :func:`plan_architecture` (the class, or a refusal) and
+:func:`plan_mla_rope` (vLLM 0.18-0.27's MLA class and its forced YaRN). What the class builds is area
+``layers`` (:mod:`pytest_eagle3.engines.layers`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from pytest_eagle3.engines.bias import layer_bias
-from pytest_eagle3.engines.facts import FactSheet, lookup
-from pytest_eagle3.engines.keymap import DraftShape
-from pytest_eagle3.engines.loadplan import Filed, Filing
+from pytest_eagle3.engines.facts import FactSheet
+from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge import draft_classes
@@ -27,16 +24,6 @@ class Architecture:
 
     draft_class: str | None
     builds: bool
-    filed: Filed = Filed()
-
-
-@dataclass(frozen=True)
-class Layers:
-    """What the draft class builds: its shape, its layer count, and the aux-state count fc is built for."""
-
-    shape: DraftShape
-    draft_layers: int
-    fc_states: int
     filed: Filed = Filed()
 
 
@@ -127,79 +114,6 @@ def draft_class_row(prof: Profile, name: str | None) -> draft_classes.DraftClass
     """The draft class's row: for this version, else the class's own row whatever the version."""
     klass = draft_classes.draft_class(prof.engine, prof.version, name or "")
     return klass or draft_classes.CLASSES.get((prof.engine, name or ""))
-
-
-def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Layers:
-    """What ``draft_class`` builds in ``prof``'s engine for this config (area ``layers``)."""
-    out = Filing()
-    config = sheet.config
-    layers = sheet.num_hidden_layers or 1
-    klass = draft_class_row(prof, draft_class)
-    by_class = bool(klass and klass.max_layers == 1)
-    rule = "refused" if by_class else prof.behaviours.multi_layer
-    if layers != 1 and rule == "refused":
-        out.refuse("layers", Finding(
-            "multi-layer",
-            f"{prof.label} builds one-layer EAGLE-3 drafts only: num_hidden_layers={layers} raises "
-            "ValueError('EAGLE3 currently only supports 1 layer')",
-            (Evidence("config.json num_hidden_layers", str(layers), "1"),),
-            "train a one-layer draft" if by_class
-            else f"serve with {serve_with('multi_layer', SGLANG, lambda v: v == 'supported')}, or train a one-layer draft",
-            (f"rule: {klass.source}" if by_class and klass else f"rule: {prof.source('multi_layer')}",),
-        ))
-    in_checkpoint = sheet.layer_count
-    if rule == "one-layer" and in_checkpoint > 1:
-        out.refuse("layers", Finding(
-            "multi-layer",
-            f"{prof.label} builds one draft layer whatever num_hidden_layers says; the checkpoint has "
-            f"{in_checkpoint}: loading layers.1.* raises KeyError",
-            (Evidence("draft layers", str(in_checkpoint), "1"),),
-            f"serve with {serve_with('multi_layer', VLLM, lambda v: v == 'supported')}, or train a one-layer draft",
-            (f"rule: {prof.source('multi_layer')}",),
-        ))
-    built = 1 if rule in ("refused", "one-layer") else layers
-    use_aux = sheet.use_aux_hidden_state
-    has_fc = not (use_aux is False and prof.behaviours.use_aux_hidden_state == "honoured" and prof.engine == VLLM)
-    count = fc_state_count(prof, config, klass)
-    fc_bias_rule = prof.behaviours.fc_bias
-    has_lm_head = not (prof.engine == SGLANG and sheet.tie_word_embeddings)
-    has_embed = not (prof.engine == VLLM and prof.behaviours.embed_source == "target-always-key-raises")
-    has_d2t = not (prof.behaviours.d2t_full_vocab == "refused" and sheet.full_vocab)
-    shape = DraftShape(
-        layers=built,
-        norm_before_fc=sheet.flags["norm_before_fc"],
-        fc_norm_count=count if sheet.flags["fc_norm"] else 0,
-        fc_bias=fc_bias_rule == "always" or (fc_bias_rule == "config.bias" and sheet.bias),
-        has_fc=has_fc,
-        has_lm_head=has_lm_head,
-        has_embed=has_embed,
-        has_d2t=has_d2t,
-        extra_layer_params=klass.extra_layer_params if klass else (),
-        layer_bias=tuple(layer_bias(prof.behaviours.layer_bias, klass.family if klass else draft_classes.LLAMA,
-                                    config).items()),
-        **_class_layout(klass),
-    )
-    return Layers(shape, built, count, out.filed())
-
-
-def _class_layout(klass: draft_classes.DraftClass | None) -> dict[str, Any]:
-    if klass is None:
-        return {}
-    return {"attention": klass.attention, "stacked": klass.stacked, "renames": klass.renames,
-            "first_layer": klass.first_layer}
-
-
-def fc_state_count(prof: Profile, config: Any, klass: draft_classes.DraftClass | None) -> int:
-    """The aux-state count fc is built for: the fields the draft class reads, in its order."""
-    if prof.behaviours.fc_aux_count == "3":
-        return 3
-    for name in klass.fc_count_fields if klass else draft_classes.LLAMA_COUNT:
-        value = lookup(config, name)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-        if isinstance(value, list) and value:
-            return len(value)
-    return 3
 
 
 def plan_mla_rope(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Filed:

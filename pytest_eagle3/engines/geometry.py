@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_eagle3.engines.frozen import FrozenDict
-from pytest_eagle3.engines.loadplan import Filed, Filing
+from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.rules.attention import (
     CLASS_DEFAULTS,

@@ -1,7 +1,7 @@
 """Area ``keys``: where every checkpoint tensor lands, what is dropped or refused, what stays uninitialised.
 
 A pure function of the fact sheet, the profile and the draft's shape (area ``layers``); the resolution
-itself is ``keymap.resolve_keys``.
+itself is ``key_resolution.resolve_keys``.
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from dataclasses import dataclass
 from pytest_eagle3.engines.bias import field_of, is_layer_bias
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.frozen import FrozenDict
-from pytest_eagle3.engines.keymap import D2T_PARAM, DraftShape, load_keys
-from pytest_eagle3.engines.loadplan import Filed, Filing
+from pytest_eagle3.engines.key_resolution import D2T_PARAM, DraftShape, load_keys
+from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.engines.param_shapes import parameter_shapes
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding, short
 from pytest_eagle3.knowledge.advice import serve_with
 from pytest_eagle3.knowledge.releases import SGLANG, VLLM
-from pytest_eagle3.rules.vocab import ACCEPTANCE_NOTE
+from pytest_eagle3.rules.vocab_map import ACCEPTANCE_NOTE
 
 
 @dataclass(frozen=True)

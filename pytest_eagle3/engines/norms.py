@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.frozen import FrozenDict
-from pytest_eagle3.engines.loadplan import Filed, Filing
+from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge.behaviours import read_behaviour

@@ -24,7 +24,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from pytest_eagle3.engines.geometry import Geometry, derive, route_for
-from pytest_eagle3.engines.keymap import D2T_PARAM
+from pytest_eagle3.engines.key_resolution import D2T_PARAM
 
 VOCAB_PADDING = 64
 Shape = tuple[int, ...]

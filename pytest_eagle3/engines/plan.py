@@ -17,13 +17,14 @@ from __future__ import annotations
 import dataclasses
 
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
-from pytest_eagle3.engines.architecture import plan_architecture, plan_layers, plan_mla_rope
-from pytest_eagle3.engines.aux import plan_aux
+from pytest_eagle3.engines.architecture import plan_architecture, plan_mla_rope
+from pytest_eagle3.engines.aux_layers import plan_aux
 from pytest_eagle3.engines.facts import fact_sheet
 from pytest_eagle3.engines.fc import plan_fc, plan_fc_shape
 from pytest_eagle3.engines.geometry import GeometryArea, plan_geometry
 from pytest_eagle3.engines.keys import plan_keys
-from pytest_eagle3.engines.loadplan import (
+from pytest_eagle3.engines.layers import plan_layers
+from pytest_eagle3.engines.plan_types import (
     LOADS,
     LOADS_WITH_LOSS,
     LOSS,
@@ -41,8 +42,8 @@ from pytest_eagle3.engines.producer import plan_producer
 from pytest_eagle3.engines.profiles import profile
 from pytest_eagle3.engines.runtime import plan_runtime
 from pytest_eagle3.engines.serving import plan_serving
-from pytest_eagle3.engines.sharing import plan_sharing
-from pytest_eagle3.engines.vocab_map import plan_vocab
+from pytest_eagle3.engines.embeddings import plan_embeddings
+from pytest_eagle3.engines.vocab import plan_vocab
 from pytest_eagle3.knowledge.draft_classes import LLAMA_ATTENTION
 from pytest_eagle3.knowledge.releases import EngineVersion
 
@@ -74,7 +75,7 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
     aux = plan_aux(sheet, prof, convention, measured)
     fc = plan_fc(sheet, prof, fc_shape.fc, aux.aux)
     norms = plan_norms(sheet, prof)
-    sharing = plan_sharing(sheet, prof, measured)
+    sharing = plan_embeddings(sheet, prof, measured)
     producer = plan_producer(sheet, prof, keys.params)
     runtime, runtime_filed = plan_runtime(sheet, prof, layers.fc_states)
     serving = plan_serving(sheet, prof)

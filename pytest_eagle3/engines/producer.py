@@ -22,8 +22,8 @@ from typing import Any
 
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.frozen import FrozenDict
-from pytest_eagle3.engines.keymap import resolve_keys
-from pytest_eagle3.engines.loadplan import Filed, Filing
+from pytest_eagle3.engines.key_resolution import resolve_keys
+from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding, short
 from pytest_eagle3.producers.habits import NORM_HABITS, RopeKey

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pytest_eagle3.engines.context import CACHE_ONLY_ROPE_TYPES
 from pytest_eagle3.engines.facts import FactSheet
-from pytest_eagle3.engines.loadplan import Filed, Filing
+from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge.advice import serve_with

@@ -1,6 +1,6 @@
 """Capture reach: which layer inputs a target class's EAGLE-3 capture loop can reach, per engine release.
 
-Stated in layer-input indices (``aux.py``): j is the residual stream entering decoder layer j, 0 the
+Stated in layer-input indices (``engines/aux_layers.py``): j is the residual stream entering decoder layer j, 0 the
 embeddings, L the last layer's output. The rows come from ``scripts/scan_reach.py`` over every
 released source (``reach_table.py``, generated), one :class:`~pytest_eagle3.knowledge.table.Table` per
 (engine, target architecture); an architecture the scan could not read falls back to the profile

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 
-from pytest_eagle3.engines.keymap import never_read
+from pytest_eagle3.engines.key_resolution import never_read
 from pytest_eagle3.engines.plan import REFUSED, LoadPlan
 from pytest_eagle3.knowledge.launch import cpu_runs_other_mode
 from pytest_eagle3.knowledge.releases import VLLM

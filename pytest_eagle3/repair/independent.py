@@ -1,6 +1,6 @@
 """Engine-independent repairs and refusals: readable files, finite weights, the vocab map, shapes.
 
-The diagnoses are the rules' (rules.vocab, rules.weights, rules.shapes): repair acts only on the
+The diagnoses are the rules' (rules.vocab_map, rules.weights, rules.shapes): repair acts only on the
 codes whose remedy is certain and refuses the rest with the rule's own words.
 """
 
@@ -105,7 +105,7 @@ def repair_vocab_map(draft: VirtualDraft, changes: list[Change]) -> None:
     t2d rebuilt from d2t when missing; every other map problem refused."""
     import torch
 
-    from pytest_eagle3.rules.vocab import build_maps, diagnose_vocab_map
+    from pytest_eagle3.rules.vocab_map import build_maps, diagnose_vocab_map
 
     ckpt = draft.checkpoint()
     sizes = _vocab_sizes(ckpt)

@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pytest_eagle3.repair import configs, independent, keys
+from pytest_eagle3.repair import configs, independent, key_layouts
 from pytest_eagle3.repair.record import Change, RepairRefused
 from pytest_eagle3.repair.virtual import VirtualDraft
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
-    from pytest_eagle3.engines.loadplan import Issue, LoadPlan
+    from pytest_eagle3.engines.plan_types import Issue, LoadPlan
     from pytest_eagle3.knowledge.releases import EngineVersion
 
 INPUT_OF, OUTPUT_OF = "input-of", "output-of"
@@ -86,7 +86,7 @@ def _plans(draft: VirtualDraft, engines: Sequence[EngineVersion], target: Target
     """Every engine's plan of the copy as it stands (the pipeline's judge step), judged against the training
     layers the solution knows: each plan's aux fix then names the ids its engine reads as those layers, by the
     target family's own rule."""
-    from pytest_eagle3.engines.loadplan import Measured
+    from pytest_eagle3.engines.plan_types import Measured
     from pytest_eagle3.verdict import Pipeline, TargetSide, VerdictSettings
 
     ckpt = draft.checkpoint()
@@ -140,7 +140,7 @@ def solve(ckpt: Checkpoint, engines: Sequence[EngineVersion], target: TargetMode
     independent.refuse_unhealthy(ckpt)
     draft = VirtualDraft.of(ckpt)
     changes: list[Change] = []
-    for text in keys.split_fused(draft):
+    for text in key_layouts.split_fused(draft):
         changes.append(Change("tensor", text, "the engines load q/k/v and gate/up as shards of their fused "
                                               "parameter (stacked_params_mapping): a fused tensor matches none"))
     _strip_wrappers(draft, changes)
@@ -209,8 +209,8 @@ def _layout(solution: Solution, plans: dict[str, LoadPlan], prefer: str | None) 
     engines = [p.engine for p in plans.values()]
     serves: dict[str, list[str]] = {}
     mappings: dict[str, dict[str, str]] = {}
-    for layout in keys.LAYOUTS:
-        mapping = keys.layout_mapping(draft.names(), layout)
+    for layout in key_layouts.LAYOUTS:
+        mapping = key_layouts.layout_mapping(draft.names(), layout)
         trial = VirtualDraft(draft.source, draft.config, dict(draft.entries), dict(draft.computed), dict(draft.origin))
         trial.rename(mapping)
         views = _plans(trial, engines, None, solution.trained)
@@ -246,7 +246,7 @@ def _aux_misplaced(solution: Solution, plans: dict[str, LoadPlan]) -> list[tuple
     """Engines whose first aux-id field does not hold the ids that feed the training layers (checked even
     without a target, when the plans cannot see which layers are fed): the plan's own aux fix, which inverts
     the engine's rule for the target's family (a Llama default without a target)."""
-    from pytest_eagle3.engines.aux import fix_edit
+    from pytest_eagle3.engines.aux_layers import fix_edit
     from pytest_eagle3.engines.profiles import profile
 
     if solution.trained.inputs is None:

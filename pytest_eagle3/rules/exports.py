@@ -7,7 +7,7 @@ from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.producers.formats import TORCHSPEC
 from pytest_eagle3.producers.habits import EXPORT_BUGS
-from pytest_eagle3.rules.vocab import ACCEPTANCE_NOTE
+from pytest_eagle3.rules.vocab_map import ACCEPTANCE_NOTE
 
 
 def export_findings(ckpt: Checkpoint, vocab_size: int, draft_vocab_size: int) -> list[Finding]:

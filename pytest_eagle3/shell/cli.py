@@ -213,7 +213,7 @@ def _synth(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def _engines(parser: argparse.ArgumentParser, flag: str, text: str, one: bool = False) -> list[Any]:
-    from pytest_eagle3.engines.selection import parse_selection
+    from pytest_eagle3.knowledge.selection import parse_selection
 
     try:
         engines = list(parse_selection(text))
@@ -257,7 +257,7 @@ def _dump(parser: argparse.ArgumentParser, model: Any, dump: str | None) -> str 
 
 def _plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from pytest_eagle3.checkpoint import Checkpoint
-    from pytest_eagle3.repair.table import render_plan
+    from pytest_eagle3.repair.plan_text import render_plan
     from pytest_eagle3.verdict import Pipeline, TargetSide, VerdictSettings
 
     engines = _engines(parser, "--engine", args.engine)

@@ -17,7 +17,7 @@ from pytest_eagle3.shell.report import ContractRecord, Measured, basis_of
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
     from pytest_eagle3.findings import Finding
-    from pytest_eagle3.engines.loadplan import LoadPlan
+    from pytest_eagle3.engines.plan_types import LoadPlan
 
 CONTRACT_MARKER = "eagle3_contract"
 ENGINE_CONTRACT_PREFIX = "engine."

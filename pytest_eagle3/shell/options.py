@@ -397,7 +397,7 @@ def _hidden_states(flag: str, path: str | None, target: str | None, prompts: str
 
 
 def _engines(text: str) -> tuple[EngineVersion, ...]:
-    from pytest_eagle3.engines.selection import EngineSelectionError, parse_selection
+    from pytest_eagle3.knowledge.selection import EngineSelectionError, parse_selection
 
     try:
         return parse_selection(text)

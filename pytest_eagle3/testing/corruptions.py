@@ -149,7 +149,7 @@ def _maps_other_selection(draw: DrawFn, m: VocabMap) -> Maps:
     from hypothesis import assume
     from hypothesis import strategies as st
 
-    from pytest_eagle3.rules.vocab import build_maps
+    from pytest_eagle3.rules.vocab_map import build_maps
 
     assert m.d2t is not None
     assume(bool(m.d2t.any()))  # an all-zero d2t beside a t2d that disagrees is reported as all-zero
@@ -217,7 +217,7 @@ def _maps_t2d_extra_id(draw: DrawFn, m: VocabMap) -> Maps:
     from hypothesis import assume
     from hypothesis import strategies as st
 
-    from pytest_eagle3.rules.vocab import build_maps
+    from pytest_eagle3.rules.vocab_map import build_maps
 
     assume(m.draft_vocab_size < m.vocab_size - 1)
     t2d = build_maps(m.selected, m.vocab_size)[1]

@@ -20,7 +20,7 @@ import torch
 from hypothesis import HealthCheck, assume, settings
 from hypothesis import strategies as st
 
-from pytest_eagle3.rules.vocab import build_maps
+from pytest_eagle3.rules.vocab_map import build_maps
 from pytest_eagle3.testing.corruptions import CATALOGUE, MapCorruption
 
 MAX_VOCAB = 1024

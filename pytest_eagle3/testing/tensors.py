@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pytest_eagle3.producers.names import EAGLE
-from pytest_eagle3.rules.vocab import build_maps
+from pytest_eagle3.rules.vocab_map import build_maps
 from pytest_eagle3.testing.layouts import record_of, saves_embed, tensor_layout
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@
 Four steps, always in this order and nowhere else:
 
 1. **measure**: with the target's weights (or a dump of its side), the reference forward settles which
-   layers (and embedding) the draft was trained with (:class:`~pytest_eagle3.engines.loadplan.Measured`);
+   layers (and embedding) the draft was trained with (:class:`~pytest_eagle3.engines.plan_types.Measured`);
 2. **judge**: the engine's load plan under every plausible reading, joined area by area
    (:mod:`pytest_eagle3.verdict.judge`);
 3. **settle**: with a predictor, assumed losses priced, config fixes proven, harmless uninitialised
@@ -27,7 +27,7 @@ from pytest_eagle3.reference.defaults import DEFAULT_MAX_LOSS, DEFAULT_NEW_TOKEN
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
-    from pytest_eagle3.engines.loadplan import LoadPlan, Measured
+    from pytest_eagle3.engines.plan_types import LoadPlan, Measured
     from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.reference.predict import DraftPredictor, Prediction, PredictionSession
 
@@ -148,7 +148,7 @@ class Pipeline:
     # -- the steps ---------------------------------------------------------------------------------
     def measure(self, ckpt: Checkpoint, side: TargetSide) -> Measured | None:
         """Step 1: the training layers (and embedding) when the reference measurement settles them."""
-        from pytest_eagle3.engines.loadplan import Measured
+        from pytest_eagle3.engines.plan_types import Measured
 
         predictor = self.predictor(ckpt, side)
         if isinstance(predictor, str) or predictor.training.basis != "measured":
@@ -234,7 +234,7 @@ def predict_acceptance(checkpoint: str | Path | Checkpoint, target: str | Path, 
     import torch
 
     from pytest_eagle3.checkpoint import Checkpoint
-    from pytest_eagle3.engines.selection import parse_selection
+    from pytest_eagle3.knowledge.selection import parse_selection
     from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.reference.predict import PredictionSession
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_eagle3.engines.aux import id_field
+from pytest_eagle3.engines.aux_layers import id_field
 from pytest_eagle3.reference.evidence import WEAK, standard_error
 
 if TYPE_CHECKING:
@@ -223,7 +223,7 @@ def price_deviations(plan: LoadPlan, predictor: DraftPredictor, max_loss: float)
     than ``max_loss`` becomes a loss with its figure; a cheaper one a note in ``priced``; one the simulation
     cannot model (or a plan it cannot run, or a draft too weak to price with: ``evidence.WEAK``) stays
     assumed. ``plan`` itself when nothing is assumed."""
-    from pytest_eagle3.engines.loadplan import LOSS, Issue
+    from pytest_eagle3.engines.plan_types import LOSS, Issue
 
     if not plan.assumed:
         return plan

@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pytest_eagle3.engines.facts import FactSheet
-from pytest_eagle3.engines.loadplan import Filed, Filing, Measured
+from pytest_eagle3.engines.plan_types import Filed, Filing, Measured
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge.advice import serve_with
 from pytest_eagle3.knowledge.releases import SGLANG, VLLM
-from pytest_eagle3.rules.vocab import ACCEPTANCE_NOTE
+from pytest_eagle3.rules.vocab_map import ACCEPTANCE_NOTE
 
 TARGET_EMBED = ("model.embed_tokens.weight", "model.language_model.embed_tokens.weight", "embed_tokens.weight")
 TARGET_LM_HEAD = ("lm_head.weight", "language_model.lm_head.weight")
@@ -33,7 +33,7 @@ class Sharing:
     filed: Filed = Filed()
 
 
-def plan_sharing(sheet: FactSheet, prof: Profile, measured: Measured | None) -> Sharing:
+def plan_embeddings(sheet: FactSheet, prof: Profile, measured: Measured | None) -> Sharing:
     """Whose embed_tokens and lm_head ``prof``'s engine uses for this draft (area ``embeddings``)."""
     out = Filing()
     embed = _draft_name(sheet, "embed_tokens.weight", "model.embed_tokens.weight")

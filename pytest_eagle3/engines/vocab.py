@@ -10,13 +10,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pytest_eagle3.engines.facts import FactSheet
-from pytest_eagle3.engines.loadplan import Filed, Filing
+from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge.advice import serve_with
 from pytest_eagle3.knowledge.behaviours import BehaviourName
 from pytest_eagle3.knowledge.releases import VLLM
-from pytest_eagle3.rules.vocab import ACCEPTANCE_NOTE
+from pytest_eagle3.rules.vocab_map import ACCEPTANCE_NOTE
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any
 from packaging.version import Version
 
 from pytest_eagle3.engines.facts import FactSheet, lookup
-from pytest_eagle3.engines.loadplan import AuxPlan, Filed, Filing, Measured, describe_inputs
+from pytest_eagle3.engines.plan_types import AuxPlan, Filed, Filing, Measured, describe_inputs
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge.advice import serve_with

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
-    from pytest_eagle3.engines.loadplan import LoadPlan
+    from pytest_eagle3.engines.plan_types import LoadPlan
 
 
 def _rows(view: LoadPlan) -> list[tuple[str, str]]:
