@@ -53,7 +53,7 @@ def _pp_buffer(runner: Any, model: Any) -> None:
     ``--pipeline-parallel-size`` > 1 fails in ``sync_and_gather_intermediate_tensors`` without it.
     """
     try:
-        from vllm.distributed import get_pp_group
+        from vllm.distributed import get_pp_group  # type: ignore[import-not-found, unused-ignore]
 
         first = get_pp_group().is_first_rank
     except Exception:  # noqa: BLE001 - no distributed state: a single worker
@@ -133,12 +133,12 @@ def _flush(worker: Any, tokens: int) -> str | None:
 
 
 def _llm(job: dict[str, Any]) -> Any:
-    from vllm import LLM
-    from vllm.engine.arg_utils import EngineArgs
+    from vllm import LLM  # type: ignore[import-not-found, unused-ignore]
+    from vllm.engine.arg_utils import EngineArgs  # type: ignore[import-not-found, unused-ignore]
     try:  # vllm >= 0.12 (utils split into modules); before, vllm.utils held it
-        from vllm.utils.argparse_utils import FlexibleArgumentParser
+        from vllm.utils.argparse_utils import FlexibleArgumentParser  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
-        from vllm.utils import FlexibleArgumentParser
+        from vllm.utils import FlexibleArgumentParser  # type: ignore[import-not-found, unused-ignore]
 
     parser = EngineArgs.add_cli_args(FlexibleArgumentParser())
     given = EngineArgs.from_cli_args(parser.parse_args(["--model", job["target"], *job["engine_args"]]))
