@@ -50,12 +50,12 @@ LAYOUTS: dict[str, Callable[[str], str]] = {
 
 
 def _heads(config: dict[str, Any]) -> tuple[int, int] | None:
-    scope = config.get("transformer_layer_config") if isinstance(config.get("transformer_layer_config"), dict) \
-        else config
+    layer = config.get("transformer_layer_config")
+    scope: dict[str, Any] = layer if isinstance(layer, dict) else config
     heads, kv = scope.get("num_attention_heads"), scope.get("num_key_value_heads") or scope.get("num_attention_heads")
     hidden = scope.get("hidden_size")
     head_dim = scope.get("head_dim") or (hidden // heads if isinstance(hidden, int) and heads else None)
-    if not all(isinstance(v, int) for v in (heads, kv, head_dim)):
+    if not (isinstance(heads, int) and isinstance(kv, int) and isinstance(head_dim, int)):
         return None
     return heads * head_dim, kv * head_dim
 

@@ -107,7 +107,7 @@ def _check_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
     if args.report is not None and (not args.report.strip() or Path(args.report).is_dir()):
         parser.error(f"--report: {args.report!r} is not a file path; give one such as verdict.json")
     if args.report is not None:
-        from pytest_eagle3.shell.options import unwritable
+        from pytest_eagle3.shell.option_values import unwritable
 
         problem = unwritable(Path(args.report))
         if problem is not None:

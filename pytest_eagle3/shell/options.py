@@ -6,7 +6,6 @@ option) and returns the typed :class:`Settings` the plugin keeps in ``config.sta
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import shutil
@@ -242,34 +241,36 @@ def parse_settings(config: pytest.Config) -> Settings:
         MIN_CONTINUATION,
     )
 
+    from pytest_eagle3.shell import option_values as check
+
     sources = {spec.dest: resolve(config, spec.dest) for spec in OPTIONS}
     values = {dest: resolved.values for dest, resolved in sources.items()}
     one = {dest: v[0] if v else None for dest, v in values.items()}
     name = {dest: where(dest, resolved) for dest, resolved in sources.items()}
-    steps = int(_number(name["eagle3_k"], one["eagle3_k"], DEFAULT_STEPS, int, 1, MAX_STEPS))
-    continuation = int(_number(name["eagle3_continuation"], one["eagle3_continuation"], DEFAULT_NEW_TOKENS, int,
+    steps = int(check.number(name["eagle3_k"], one["eagle3_k"], DEFAULT_STEPS, int, 1, MAX_STEPS))
+    continuation = int(check.number(name["eagle3_continuation"], one["eagle3_continuation"], DEFAULT_NEW_TOKENS, int,
                                MIN_CONTINUATION, MAX_CONTINUATION))
     return Settings(
-        checkpoints=_checkpoints(name["eagle3_ckpt"], values["eagle3_ckpt"]),
-        target=_target_path(name["eagle3_target"], one["eagle3_target"]),
-        report=_report_path(name["eagle3_report"], one["eagle3_report"]),
+        checkpoints=check.checkpoints(name["eagle3_ckpt"], values["eagle3_ckpt"]),
+        target=check.target_path(name["eagle3_target"], one["eagle3_target"]),
+        report=check.report_path(name["eagle3_report"], one["eagle3_report"]),
         engines=_engines(one["eagle3_engines"] or "all"),
-        aux_convention=_convention(name["eagle3_aux_convention"], one["eagle3_aux_convention"]),
-        min_acceptance=_min_acceptance(name["eagle3_min_acceptance"], one["eagle3_min_acceptance"], steps,
+        aux_convention=check.convention(name["eagle3_aux_convention"], one["eagle3_aux_convention"]),
+        min_acceptance=check.min_acceptance(name["eagle3_min_acceptance"], one["eagle3_min_acceptance"], steps,
                                        DEFAULT_MIN_ACCEPTANCE),
-        max_loss=_number(name["eagle3_max_loss"], one["eagle3_max_loss"], DEFAULT_MAX_LOSS, float, 0.0,
+        max_loss=check.number(name["eagle3_max_loss"], one["eagle3_max_loss"], DEFAULT_MAX_LOSS, float, 0.0,
                          float(MAX_STEPS)),
         steps=steps,
         continuation=continuation,
-        device=_device(name["eagle3_device"], device_setting(config), marker_selected(config, "gpu")),
-        prompts=_existing_file(name["eagle3_prompts"], one["eagle3_prompts"]),
-        hidden_states=_hidden_states(name["eagle3_hidden_states"], one["eagle3_hidden_states"], one["eagle3_target"],
+        device=check.device(name["eagle3_device"], device_setting(config), marker_selected(config, "gpu")),
+        prompts=check.existing_file(name["eagle3_prompts"], one["eagle3_prompts"]),
+        hidden_states=check.hidden_states(name["eagle3_hidden_states"], one["eagle3_hidden_states"], one["eagle3_target"],
                                      one["eagle3_prompts"], continuation + steps),
         unknown=_unknown(name["eagle3_unknown"], one["eagle3_unknown"] or UNKNOWN_SKIP),
         vllm_python=_interpreter(name["eagle3_vllm_python"], one["eagle3_vllm_python"]),
         sglang_python=_interpreter(name["eagle3_sglang_python"], one["eagle3_sglang_python"]),
         engine_args=one["eagle3_engine_args"],
-        server_timeout=_number(name["eagle3_server_timeout"], one["eagle3_server_timeout"], DEFAULT_START_TIMEOUT,
+        server_timeout=check.number(name["eagle3_server_timeout"], one["eagle3_server_timeout"], DEFAULT_START_TIMEOUT,
                                float, 1.0, MAX_START_TIMEOUT),
         sources={dest: r for dest, r in sources.items() if r.values},
     )
@@ -280,74 +281,6 @@ def _usage(flag: str, message: str) -> pytest.UsageError:
 
 
 EMPTY = "is empty (an unset shell variable?)"
-
-
-def _checkpoints(flag: str, paths: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(_checkpoint_dir(flag, p) for p in paths)
-
-
-def _checkpoint_dir(flag: str, path: str) -> str:
-    if not path.strip():
-        raise _usage(flag, f"{EMPTY}: give the draft checkpoint's directory")
-    given = Path(path)
-    if not given.exists():
-        raise _usage(flag, f"{path} does not exist (give the draft checkpoint's directory)")
-    if not given.is_dir():
-        raise _usage(flag, f"{path} is a file; give the draft checkpoint's directory ({given.parent})")
-    return path
-
-
-def _target_path(flag: str, path: str | None) -> str | None:
-    if path is None:
-        return None
-    if not path.strip():
-        raise _usage(flag, f"{EMPTY}: give the target model's directory or its config.json")
-    given = Path(path)
-    if not given.exists():
-        raise _usage(flag, f"{path} does not exist (give the target model's directory or its config.json)")
-    if given.is_file() and given.suffix != ".json":
-        raise _usage(flag, f"{path} is a file but not a config.json; give the target model's "
-                           f"directory ({given.parent}) or its config.json")
-    return path
-
-
-def _report_path(flag: str, path: str | None) -> str | None:
-    """Where the JSON verdict goes: a file path (its folder is created); never a directory, never empty."""
-    if path is None:
-        return None
-    if not path.strip():
-        raise _usage(flag, f"{EMPTY}: give a file path such as eagle3-report.json")
-    given = Path(path)
-    if given.is_dir():
-        raise _usage(flag, f"{path} is a directory; give a file path such as {given / 'eagle3-report.json'}")
-    problem = unwritable(given)
-    if problem is not None:
-        raise _usage(flag, f"{path} cannot be written: {problem}")
-    return path
-
-
-def unwritable(path: Path) -> str | None:
-    """Why a file cannot be written at ``path`` (its missing folders created), or None; nothing is left behind."""
-    import tempfile
-
-    if path.exists():
-        if not path.is_file():  # a device or a pipe: opening it could wait for a reader
-            return None if os.access(path, os.W_OK) else "not writable"
-        try:
-            with path.open("a", encoding="utf-8"):  # append mode: nothing is truncated or written
-                return None
-        except OSError as exc:
-            return f"{exc.strerror or exc}"
-    folder = path.parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
-    if not folder.is_dir():
-        return f"{folder} is a file, not a folder"
-    try:
-        with tempfile.TemporaryFile(dir=folder):
-            return None
-    except OSError as exc:
-        return f"{folder} takes no new files ({exc.strerror or exc})"
 
 
 def _interpreter(flag: str, python: str | None) -> str | None:
@@ -370,32 +303,6 @@ def check_interpreters(config: pytest.Config) -> None:
         _interpreter(where(dest, resolved), resolved.value)
 
 
-def _existing_file(flag: str, path: str | None) -> str | None:
-    if path is not None and not Path(path).is_file():
-        raise _usage(flag, f"{path} is not a file")
-    return path
-
-
-def _hidden_states(flag: str, path: str | None, target: str | None, prompts: str | None,
-                   new_tokens: int) -> str | None:
-    """A dump that fits the target: manifest, target fields and hash, every file's header (no state read)."""
-    if path is None:
-        return None
-    if target is None:
-        raise _usage(flag, "needs --eagle3-target (the target's directory or config.json) to check the dump against")
-    if prompts is not None:
-        raise _usage(flag, "the prompts are the dump's: drop --eagle3-prompts (or capture again with --prompts FILE)")
-    from pytest_eagle3.checkpoint import TargetModel
-    from pytest_eagle3.reference.targets.producer_dumps import check_hidden_states
-    from pytest_eagle3.reference.targets.source import TargetSourceError
-
-    try:
-        check_hidden_states(path, TargetModel.open(target), new_tokens)
-    except TargetSourceError as exc:
-        raise _usage(flag, str(exc)) from None
-    return path
-
-
 def _engines(text: str) -> tuple[EngineVersion, ...]:
     from pytest_eagle3.knowledge.selection import EngineSelectionError, parse_selection
 
@@ -412,63 +319,3 @@ def _unknown(flag: str, value: str) -> str:
     return value
 
 
-def _convention(flag: str, value: str | None) -> str | None:
-    from pytest_eagle3.producers.names import CONVENTIONS
-
-    if value is None:
-        return None
-    value = value.strip().lower()
-    if value not in CONVENTIONS:
-        raise _usage(flag, f"{value!r} is not one of {', '.join(CONVENTIONS)}")
-    return value
-
-
-def _min_acceptance(flag: str, text: str | None, steps: int, default: float) -> float:
-    if text is None:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0.0 <= value <= steps + 1:
-        raise _usage(flag, f"{text!r} is not a mean acceptance length: give a number from "
-                           f"0 (no minimum) to {steps + 1} (k + 1 with k = {steps})")
-    return value
-
-
-def _number(flag: str, text: str | None, default: float, kind: type, low: float, high: float) -> float:
-    """A number in [low, high] (an integer when ``kind`` is int); the usage error names the range."""
-    if text is None or not text.strip():
-        return default
-    try:
-        value = kind(text.strip())
-    except ValueError:
-        raise _usage(flag, f"{text!r} is not {'an integer' if kind is int else 'a number'} in [{low:g}, {high:g}]") from None
-    if not low <= value <= high:
-        raise _usage(flag, f"{text!r} is outside [{low:g}, {high:g}]")
-    return float(value)
-
-
-def _device(flag: str, text: str, gpu_selected: bool) -> str:
-    from pytest_eagle3.reference.defaults import DEVICE_TYPES
-
-    device = text.strip().lower()
-    kind, _, index = device.partition(":")
-    if kind not in DEVICE_TYPES or (index and not index.isdigit()):
-        raise _usage(flag, f"{text!r} is not a device the reference runs on: "
-                           f"{' or '.join(DEVICE_TYPES)} (cuda:N for one GPU)")
-    _cuda_visible(flag, device, gpu_selected)
-    return device
-
-
-def _cuda_visible(flag: str, device: str, gpu_selected: bool) -> None:
-    """``--eagle3-device=cuda`` on a machine with no visible CUDA device is a usage error, found without
-    initialising CUDA here. Under ``-m gpu`` it is not: there the gpu-marked contracts skip with the reason."""
-    from pytest_eagle3.live.devices import cuda_devices
-
-    if not device.startswith("cuda") or gpu_selected:
-        return
-    devices = cuda_devices()
-    if devices.count == 0:
-        raise _usage(flag, f"{device} asked for, but {devices.reason}; use cpu, or run on a machine "
-                           "with a GPU (under -m gpu the GPU contracts skip instead)")

@@ -1,0 +1,173 @@
+"""The checks of each option's value (paths, numbers, the device, the convention): a bad value is a
+``pytest.UsageError`` naming where it was given. Imported by ``options.parse_settings`` only when a
+checkpoint is given: the idle plugin never loads this module."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import pytest
+
+EMPTY = "is empty (an unset shell variable?)"
+
+
+def usage(flag: str, message: str) -> pytest.UsageError:
+    return pytest.UsageError(f"{flag}: {message}")
+
+
+def checkpoints(flag: str, paths: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(checkpoint_dir(flag, p) for p in paths)
+
+
+def checkpoint_dir(flag: str, path: str) -> str:
+    if not path.strip():
+        raise usage(flag, f"{EMPTY}: give the draft checkpoint's directory")
+    given = Path(path)
+    if not given.exists():
+        raise usage(flag, f"{path} does not exist (give the draft checkpoint's directory)")
+    if not given.is_dir():
+        raise usage(flag, f"{path} is a file; give the draft checkpoint's directory ({given.parent})")
+    return path
+
+
+def target_path(flag: str, path: str | None) -> str | None:
+    if path is None:
+        return None
+    if not path.strip():
+        raise usage(flag, f"{EMPTY}: give the target model's directory or its config.json")
+    given = Path(path)
+    if not given.exists():
+        raise usage(flag, f"{path} does not exist (give the target model's directory or its config.json)")
+    if given.is_file() and given.suffix != ".json":
+        raise usage(flag, f"{path} is a file but not a config.json; give the target model's "
+                           f"directory ({given.parent}) or its config.json")
+    return path
+
+
+def report_path(flag: str, path: str | None) -> str | None:
+    """Where the JSON verdict goes: a file path (its folder is created); never a directory, never empty."""
+    if path is None:
+        return None
+    if not path.strip():
+        raise usage(flag, f"{EMPTY}: give a file path such as eagle3-report.json")
+    given = Path(path)
+    if given.is_dir():
+        raise usage(flag, f"{path} is a directory; give a file path such as {given / 'eagle3-report.json'}")
+    problem = unwritable(given)
+    if problem is not None:
+        raise usage(flag, f"{path} cannot be written: {problem}")
+    return path
+
+
+def unwritable(path: Path) -> str | None:
+    """Why a file cannot be written at ``path`` (its missing folders created), or None; nothing is left behind."""
+    import tempfile
+
+    if path.exists():
+        if not path.is_file():  # a device or a pipe: opening it could wait for a reader
+            return None if os.access(path, os.W_OK) else "not writable"
+        try:
+            with path.open("a", encoding="utf-8"):  # append mode: nothing is truncated or written
+                return None
+        except OSError as exc:
+            return f"{exc.strerror or exc}"
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"{folder} is a file, not a folder"
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return None
+    except OSError as exc:
+        return f"{folder} takes no new files ({exc.strerror or exc})"
+
+
+def existing_file(flag: str, path: str | None) -> str | None:
+    if path is not None and not Path(path).is_file():
+        raise usage(flag, f"{path} is not a file")
+    return path
+
+
+def hidden_states(flag: str, path: str | None, target: str | None, prompts: str | None,
+                   new_tokens: int) -> str | None:
+    """A dump that fits the target: manifest, target fields and hash, every file's header (no state read)."""
+    if path is None:
+        return None
+    if target is None:
+        raise usage(flag, "needs --eagle3-target (the target's directory or config.json) to check the dump against")
+    if prompts is not None:
+        raise usage(flag, "the prompts are the dump's: drop --eagle3-prompts (or capture again with --prompts FILE)")
+    from pytest_eagle3.checkpoint import TargetModel
+    from pytest_eagle3.reference.targets.producer_dumps import check_hidden_states
+    from pytest_eagle3.reference.targets.source import TargetSourceError
+
+    try:
+        check_hidden_states(path, TargetModel.open(target), new_tokens)
+    except TargetSourceError as exc:
+        raise usage(flag, str(exc)) from None
+    return path
+
+
+def convention(flag: str, value: str | None) -> str | None:
+    from pytest_eagle3.producers.names import CONVENTIONS
+
+    if value is None:
+        return None
+    value = value.strip().lower()
+    if value not in CONVENTIONS:
+        raise usage(flag, f"{value!r} is not one of {', '.join(CONVENTIONS)}")
+    return value
+
+
+def min_acceptance(flag: str, text: str | None, steps: int, default: float) -> float:
+    if text is None:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 <= value <= steps + 1:
+        raise usage(flag, f"{text!r} is not a mean acceptance length: give a number from "
+                           f"0 (no minimum) to {steps + 1} (k + 1 with k = {steps})")
+    return value
+
+
+def number(flag: str, text: str | None, default: float, kind: type, low: float, high: float) -> float:
+    """A number in [low, high] (an integer when ``kind`` is int); the usage error names the range."""
+    if text is None or not text.strip():
+        return default
+    try:
+        value = kind(text.strip())
+    except ValueError:
+        raise usage(flag, f"{text!r} is not {'an integer' if kind is int else 'a number'} in [{low:g}, {high:g}]") from None
+    if not low <= value <= high:
+        raise usage(flag, f"{text!r} is outside [{low:g}, {high:g}]")
+    return float(value)
+
+
+def device(flag: str, text: str, gpu_selected: bool) -> str:
+    from pytest_eagle3.reference.defaults import DEVICE_TYPES
+
+    device = text.strip().lower()
+    kind, _, index = device.partition(":")
+    if kind not in DEVICE_TYPES or (index and not index.isdigit()):
+        raise usage(flag, f"{text!r} is not a device the reference runs on: "
+                           f"{' or '.join(DEVICE_TYPES)} (cuda:N for one GPU)")
+    cuda_visible(flag, device, gpu_selected)
+    return device
+
+
+def cuda_visible(flag: str, device: str, gpu_selected: bool) -> None:
+    """``--eagle3-device=cuda`` on a machine with no visible CUDA device is a usage error, found without
+    initialising CUDA here. Under ``-m gpu`` it is not: there the gpu-marked contracts skip with the reason."""
+    from pytest_eagle3.live.devices import cuda_devices
+
+    if not device.startswith("cuda") or gpu_selected:
+        return
+    devices = cuda_devices()
+    if devices.count == 0:
+        raise usage(flag, f"{device} asked for, but {devices.reason}; use cpu, or run on a machine "
+                           "with a GPU (under -m gpu the GPU contracts skip instead)")
