@@ -87,11 +87,17 @@ def test_plan_json_prints_the_report_row(tmp_path: Path, capsys: pytest.CaptureF
 
 @pytest.mark.parametrize("draft", DRAFTS)
 def test_every_example_at_every_matrix_version_the_contracts_say_what_the_pipeline_says(
-        draft: str, run_contracts: Callable[..., Any]) -> None:
+        draft: str, run_contracts: Callable[..., Any], capsys: pytest.CaptureFixture[str]) -> None:
     """For each bundled draft and each engine version of the support matrix, the engine contracts that fail are
-    exactly the areas the pipeline's plan files issues under (engine.acceptance aside: it needs weights)."""
+    exactly the areas the pipeline's plan files issues under (engine.acceptance aside: it needs weights), the
+    row's outcome is the plan's, and ``plan --json`` prints the rows the report has."""
     path = EXAMPLES / draft
-    run = run_contracts([path], f"--eagle3-engine={','.join(e.spec for e in MATRIX)}")
+    selection = ",".join(e.spec for e in MATRIX)
+    run = run_contracts([path], f"--eagle3-engine={selection}")
+    capsys.readouterr()
+    assert main(["plan", str(path), "--engine", selection, "--json"]) == 0
+    printed = {(r["engine"], r["version"]): r for r in json.loads(capsys.readouterr().out)}
+    assert len(printed) == len(MATRIX)
     pipeline = Pipeline(VerdictSettings(tuple(MATRIX)))
     ckpt = Checkpoint.open(path)
     independent = set(run.engine_entry(path, "any")["failing"])
@@ -101,3 +107,4 @@ def test_every_example_at_every_matrix_version_the_contracts_say_what_the_pipeli
         failing = set(entry["failing"]) - independent
         assert failing == {f"engine.{i.area}" for i in plan.issues}, (engine.spec, entry["failing"], plan.issues)
         assert entry["outcome"] == plan.outcome, engine.spec
+        assert printed[(engine.engine, str(engine.version))] == entry, engine.spec
