@@ -131,4 +131,3 @@ def _no_map(out: Filing, prof: Profile, draft_vocab: int, vocab: int | None, ful
             (f"rule: {prof.source('d2t_absent')}",),
         ))
     return reading
-
