@@ -8,6 +8,7 @@ imported inside the functions the contracts call.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
@@ -61,7 +62,9 @@ class Eagle3Result:
         self._update(message=message)
 
     def measured(self, name: str, value: Measured) -> None:
-        """A measured value: in the report's ``properties`` and in JUnit XML under ``name``."""
+        """A measured value: in the report's ``properties`` and in JUnit XML under ``name`` (a sequence as a list)."""
+        if isinstance(value, Sequence) and not isinstance(value, str):
+            value = list(value)
         self._update(measured=(*self.record.measured, (name, value)))
 
     def basis(self, basis: str) -> None:
