@@ -42,3 +42,31 @@ def test_a_target_of_another_model_fails_target_consistent_alone(
             "target hidden size: 64 vs 128)" in message, (contract, message)
     output = run.output
     assert "fix: write" not in output and "max_position_embeddings" not in output and "Traceback" not in output
+
+
+# 5. Versions as users type them.
+@pytest.mark.parametrize(("engine", "message"), [
+    ("sglang==0.5", "ERROR: --eagle3-engine: SGLang 0.5 is not a release; it could mean 0.5.1, 0.5.2, 0.5.3, ..., "
+                    "0.5.21, 0.5.22, 0.5.23 (42 releases; give one: sglang==0.5.23)"),
+    ("sglang==0.5.0", "ERROR: --eagle3-engine: SGLang 0.5.0 is not a release; the releases around it: 0.4.10.post2, "
+                      "0.5.1 (give one: sglang==0.4.10.post2)"),
+    ("vllm>=0.30", "ERROR: --eagle3-engine: 'vllm>=0.30' is a range, and a range is not accepted: give one version "
+                   "per entry, comma-separated (vllm==0.30.0,vllm==0.33.0), or NAME==* for one per profile segment"),
+])
+def test_a_version_that_is_no_release_is_a_usage_error_naming_what_it_could_mean(
+        pytester: pytest.Pytester, engine: str, message: str) -> None:
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--eagle3-ckpt={DEMO}", f"--eagle3-engine={engine}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+def test_an_engine_newer_than_the_profiles_is_judged_by_the_newest_rules_and_says_so(
+        run_contracts: Callable[..., ContractRun]) -> None:
+    run = run_contracts([DEMO_SGLANG], "--eagle3-engine=vllm==0.34.0", "-m", "not engine",
+                        target=EXAMPLES / "demo-target" / "config.json")
+    entry = run.engine_entry(DEMO_SGLANG, "vllm==0.34.0")
+    assert (entry["rules_from"], entry["failing"]) == ("0.33.0", ["engine.aux_layers"])
+    assert run.engine_entry(DEMO_SGLANG, "any")["rules_from"] is None
+    run.result.stdout.fnmatch_lines(["engine.aux_layers *vLLM 0.34.0 (judged by 0.33.0's rules) reads aux ids*",
+                                     "*EAGLE-3 verdict*", "*vllm==0.34.0 (0.33.0 rules)*FAIL*engine.aux_layers"])
