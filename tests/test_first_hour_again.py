@@ -4,6 +4,10 @@ it, from a folder outside the clone, asserting what they see."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -70,3 +74,43 @@ def test_an_engine_newer_than_the_profiles_is_judged_by_the_newest_rules_and_say
     assert run.engine_entry(DEMO_SGLANG, "any")["rules_from"] is None
     run.result.stdout.fnmatch_lines(["engine.aux_layers *vLLM 0.34.0 (judged by 0.33.0's rules) reads aux ids*",
                                      "*EAGLE-3 verdict*", "*vllm==0.34.0 (0.33.0 rules)*FAIL*engine.aux_layers"])
+
+
+# 1. Width: the table, the lines under it and the failures fit the terminal; the matrix prints as text.
+def _run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=cwd, check=False,
+                          env={**os.environ, "PYTEST_ADDOPTS": "-p no:randomly", **env})
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_the_verdict_and_the_failures_fit_the_terminal(tmp_path: Path, columns: int) -> None:
+    done = _run(["-m", "pytest", "-p", "no:cacheprovider", f"--eagle3-ckpt={DEMO}", f"--eagle3-ckpt={DEMO_SGLANG}",
+                 f"--eagle3-target={EXAMPLES / 'tiny-target' / 'config.json'}"], tmp_path, COLUMNS=str(columns))
+    assert done.returncode == 1 and "Traceback" not in done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    failures = lines[lines.index(next(line for line in lines if "FAILURES" in line)):
+                     lines.index(next(line for line in lines if "short test summary info" in line))]
+    too_wide = [line for line in failures if len(line) > columns]
+    assert not too_wide, too_wide
+    verdict = "\n".join(failures[next(i for i, line in enumerate(failures) if "EAGLE-3 verdict" in line):])
+    assert f"{DEMO}  speculators" in verdict and re.search(r"\n  sglang==0\.5\.23 +FAIL +- +engine\.architecture\n",
+                                                           verdict), verdict
+    assert "reference.acceptance: reference acceptance needs the target's weights:" in verdict
+
+
+def test_a_log_keeps_whole_lines(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
+                           f"--eagle3-ckpt={DEMO}", "-k", "readable or architecture"], capture_output=True, text=True,
+                          cwd=tmp_path, check=False, env=env)
+    assert re.search(rf"\n{re.escape(str(DEMO))} +speculators +any +PASS", done.stdout), done.stdout[-3000:]
+
+
+def test_the_matrix_prints_as_text_for_a_terminal(tmp_path: Path) -> None:
+    done = _run(["-m", "pytest_eagle3", "matrix"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "<!--" not in done.stdout and "|" not in done.stdout
+    assert max(len(line) for line in done.stdout.splitlines()) <= 80
+    assert re.search(r"\n0\.5\.12 +refused +loads", done.stdout) and "matrix --markdown" in done.stdout
+    markdown = _run(["-m", "pytest_eagle3", "matrix", "--markdown"], tmp_path).stdout
+    assert markdown.startswith("<!-- generated") and "| from | speculators |" in markdown

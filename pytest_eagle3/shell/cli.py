@@ -26,7 +26,10 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--report", help="write the JSON verdict here")
     check.add_argument("--engine", help="engine versions (as --eagle3-engine): sglang, vllm, all, NAME==VERSION")
     _capture_parser(sub)
-    matrix = sub.add_parser("matrix", help="print the engine x version support matrix (markdown) from the profiles")
+    matrix = sub.add_parser("matrix", help="print the engine x version support matrix from the profiles: which "
+                            "releases load each producer's draft")
+    matrix.add_argument("--markdown", action="store_true",
+                        help="print it as the markdown docs/engines.md holds, with each cell's contract codes")
     matrix.add_argument("--readme", type=Path,
                         help="rewrite the matrix blocks (profiles and recorded probes) of this markdown file in place "
                              "(docs/engines.md)")
@@ -86,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         pytest_args += [f"--eagle3-engine={args.engine}"] if args.engine else []
         return int(pytest.main(pytest_args))
     if args.command == "matrix":
-        return _matrix(parser, args.readme)
+        return _matrix(parser, args.readme, args.markdown)
     if args.command == "fix":
         return _fix(parser, args)
     if args.command == "plan":
@@ -173,16 +176,16 @@ def _capture(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     return 0
 
 
-def _matrix(parser: argparse.ArgumentParser, readme: Path | None) -> int:
+def _matrix(parser: argparse.ArgumentParser, readme: Path | None, markdown: bool = False) -> int:
     from pytest_eagle3.probes.record import probes_markdown
-    from pytest_eagle3.verdict.matrix import PROBES_END, PROBES_START, render_matrix, splice
+    from pytest_eagle3.verdict.matrix import PROBES_END, PROBES_START, render_matrix, render_text, splice
 
     if readme is not None and not readme.is_file():
         parser.error(f"--readme: {readme} is not a file")
-    table = render_matrix()
     if readme is None:
-        print(table, end="")
+        print(render_matrix() if markdown else render_text(), end="")
         return 0
+    table = render_matrix()
     try:
         text = splice(readme.read_text(encoding="utf-8"), table)
         text = splice(text, probes_markdown(), PROBES_START, PROBES_END)

@@ -226,6 +226,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         # JUnit XML reads the teardown report's properties, copied from the item's
         item.user_properties.extend(entry.record.junit_properties())
         report.eagle3 = entry.to_json()  # type: ignore[attr-defined]
+    if findings and isinstance(report.longrepr, str):  # the report took the whole lines; the terminal fits them
+        from pytest_eagle3.shell.terminal import width_of, wrap_text
+
+        report.longrepr = wrap_text(report.longrepr, width_of(item.config))
 
 
 def _engine_param(params: dict[str, Any]) -> Any:
@@ -317,20 +321,22 @@ class Eagle3Session:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if _is_xdist_worker(self.config) or self.config.option.collectonly:
             return
+        from pytest_eagle3.shell.terminal import fit_table, width_of, wrap
+
         self.collector.fill_formats(_format_label)
+        width = width_of(self.config)
         terminalreporter.write_sep("=", "EAGLE-3 verdict")
-        for line in self.collector.table():
+        for line in fit_table(self.collector.table_rows(), width):
             terminalreporter.write_line(line)
-        for line in self.collector.partial_lines():
-            terminalreporter.write_line(line)
-        for line in self.collector.reference_lines():
-            terminalreporter.write_line(line)
-        for line in self.collector.probe_lines():
+        under = [*self.collector.partial_lines(), *self.collector.reference_lines(), *self.collector.probe_lines()]
+        for line in (part for text in under for part in wrap(text, width)):
             terminalreporter.write_line(line)
         if self.report_path and self.write_error:
-            terminalreporter.write_line(f"JSON report NOT written to {self.report_path}: {self.write_error}", red=True)
+            for line in wrap(f"JSON report NOT written to {self.report_path}: {self.write_error}", width):
+                terminalreporter.write_line(line, red=True)
         elif self.report_path:
-            terminalreporter.write_line(f"JSON report: {self.report_path}")
+            for line in wrap(f"JSON report: {self.report_path}", width):
+                terminalreporter.write_line(line)
 
 
 def _format_label(path: str) -> str:

@@ -308,6 +308,13 @@ class Collector:
         path.write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
 
     def table(self) -> list[str]:
+        """The verdict table, whole (``shell.terminal.fit_table`` fits it to a terminal)."""
+        rows = self.table_rows()
+        widths = [max(len(r[i]) for r in rows) for i in range(5)]
+        return ["  ".join(cell.ljust(w) for cell, w in zip(row[:5], widths)) + "  " + row[5] for row in rows]
+
+    def table_rows(self) -> list[tuple[str, str, str, str, str, str]]:
+        """The table's heading and rows: checkpoint, format, engine, verdict, predicted, failing contracts."""
         rows = [("checkpoint", "format", "engine", "verdict", "predicted", "failing contracts")]
         for ckpt in self.checkpoints.values():
             for index, spec in enumerate((ANY_ENGINE, *ckpt.engine_specs(self.engines))):
@@ -317,8 +324,7 @@ class Collector:
                 shown = f"{spec} ({newest_rules} rules)" if newest_rules else spec
                 rows.append((*first, shown, ckpt.engine_verdict(spec).upper().replace("(PARTIAL)", "(partial)"),
                              _predicted_cell(ckpt.predicted.get(spec)), failing))
-        widths = [max(len(r[i]) for r in rows) for i in range(5)]
-        return ["  ".join(cell.ljust(w) for cell, w in zip(row[:5], widths)) + "  " + row[5] for row in rows]
+        return rows
 
     def partial_lines(self) -> list[str]:
         """What did not run, per checkpoint, and why: a PASS (partial) is not a pass, NOT RUN is no verdict."""

@@ -114,14 +114,15 @@ class Pipeline:
         return model if model.problem is None else None
 
     def mismatch(self, ckpt: Checkpoint, side: TargetSide) -> str:
-        """Why the target does not match the draft (target.consistent's rule: vocab and hidden size, aux ids in
-        range), "" when it does or none usable was given."""
+        """Why the target is another model than the draft's (target.consistent's ``target-mismatch``: vocab or hidden
+        size), "" when it is the draft's or none usable was given. Aux ids out of range are not a mismatch: they
+        fail target.consistent, and the engine contracts say what each engine's boundary rule makes of them."""
         from pytest_eagle3.rules.shapes import target_findings
 
         model = self.target(side)
         if model is None or ckpt.config_raw is None:
             return ""
-        findings = target_findings(ckpt, model)
+        findings = [f for f in target_findings(ckpt, model) if f.code == "target-mismatch"]
         if not findings:
             return ""
         what = "; ".join(f"{e.key.split(' (')[0]}: {e.obtained} vs {e.expected}" for f in findings for e in f.evidence)
