@@ -114,3 +114,31 @@ def test_the_matrix_prints_as_text_for_a_terminal(tmp_path: Path) -> None:
     assert re.search(r"\n0\.5\.12 +refused +loads", done.stdout) and "matrix --markdown" in done.stdout
     markdown = _run(["-m", "pytest_eagle3", "matrix", "--markdown"], tmp_path).stdout
     assert markdown.startswith("<!-- generated") and "| from | speculators |" in markdown
+
+
+# 9. Install: the README's first line is a user's install with a CPU-only torch; CI runs it as written.
+def test_ci_runs_the_readmes_install_lines_as_written() -> None:
+    root = EXAMPLES.parent
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    block = readme.split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
+    install, tests = block[0].split("#")[0].strip(), block[2]
+    ci = [line.strip() for line in (root / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
+    assert install in ci and "--index-url https://download.pytorch.org/whl/cpu" in install
+    developer = tests.split(": ", 1)[1].strip()
+    assert developer == 'pip install -e ".[test]"' and developer in ci
+
+
+# 10. A checkpoint in the user's own ini (or environment) belongs to their normal run: their testpaths stay.
+@pytest.mark.parametrize("where", ["ini", "env"])
+def test_a_checkpoint_from_the_ini_or_the_environment_keeps_the_projects_testpaths(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    ini = f"[pytest]\ntestpaths = tests\n" + (f"eagle3_ckpt = {DEMO}\n" if where == "ini" else "")
+    pytester.makeini(ini)
+    if where == "env":
+        monkeypatch.setenv("EAGLE3_CKPT", str(DEMO))
+    monkeypatch.setenv("EAGLE3_ENGINES", "vllm")
+    (pytester.mkdir("tests") / "test_mine.py").write_text("def test_one():\n    pass\n\ndef test_two():\n    pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["eagle3: contracts for 1 checkpoint (* tests) + 2 of your tests"])
+    assert "tests/test_mine.py .." in result.stdout.str() and "EAGLE-3 verdict" in result.stdout.str()
+    assert "not collected" not in result.stdout.str()

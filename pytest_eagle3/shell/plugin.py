@@ -7,8 +7,9 @@ given) 9 modules of its own, the package and the shell's light ones (``pytest_ea
 
 What is collected when a checkpoint is given (``--eagle3-ckpt``, ``EAGLE3_CKPT`` or the ``eagle3_ckpt`` ini key):
 the installed contracts, always, plus the paths given on the command line; with no paths, the ini's
-``testpaths`` too only when the ini sets ``eagle3_with_testpaths = true``. The line after "collected N
-items" says what was collected and, when testpaths were left out, how to add them.
+``testpaths`` too when the checkpoint comes from the ini or the environment (the project's normal run), or when
+the ini sets ``eagle3_with_testpaths = true``. The line after "collected N items" says what was collected and,
+when testpaths were left out, how to add them.
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ COLLECTED_KEY = pytest.StashKey[str]()
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
     """With a checkpoint, collect the installed contracts next to the paths given; with no paths, next to
-    the ini's testpaths only when ``eagle3_with_testpaths`` opts in (else their absence is said)."""
+    the ini's testpaths when the checkpoint is not from the command line or ``eagle3_with_testpaths`` opts in
+    (else their absence is said)."""
     namespace = early_config.known_args_namespace
     if not early_checkpoints(early_config, namespace):
         return
@@ -88,7 +90,9 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
             args.append(contracts)
         return
     testpaths = _testpaths(early_config)
-    if testpaths and _with_testpaths(early_config):
+    # a checkpoint from the ini or the environment is part of that project's normal run: its testpaths stay
+    from_settings = getattr(namespace, "eagle3_ckpt", None) is None
+    if testpaths and (from_settings or _with_testpaths(early_config)):
         early_config.stash[COLLECTED_KEY] = "testpaths"
         namespace.file_or_dir = [contracts, *testpaths]
         args.extend([contracts, *testpaths])
