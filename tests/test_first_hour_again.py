@@ -142,3 +142,38 @@ def test_a_checkpoint_from_the_ini_or_the_environment_keeps_the_projects_testpat
     result.stdout.fnmatch_lines(["eagle3: contracts for 1 checkpoint (* tests) + 2 of your tests"])
     assert "tests/test_mine.py .." in result.stdout.str() and "EAGLE-3 verdict" in result.stdout.str()
     assert "not collected" not in result.stdout.str()
+
+
+# 6. Pytest habits: a printed node id re-runs where it was printed; the summary names the repair; check takes
+# what the pytest run takes.
+def test_a_failed_node_id_pasted_back_re_runs_and_the_summary_names_the_repair(tmp_path: Path) -> None:
+    options = [f"--eagle3-ckpt={DEMO_SGLANG}", f"--eagle3-target={EXAMPLES / 'demo-target' / 'config.json'}",
+               "--eagle3-engine=vllm"]
+    first = _run(["-m", "pytest", "-p", "no:cacheprovider", "-q", *options], tmp_path)
+    assert first.returncode == 1, first.stdout[-3000:]
+    assert f"repair {DEMO_SGLANG} (vllm==0.33.0): python -m pytest_eagle3 fix {DEMO_SGLANG} OUT --to vllm==0.33.0" \
+        in first.stdout
+    node = next(line.split()[1] for line in first.stdout.splitlines()
+                if line.startswith("FAILED") and "test_aux_layers" in line)
+    again = _run(["-m", "pytest", "-p", "no:cacheprovider", "-q", node, *options], tmp_path)
+    assert again.returncode == 1 and "1 failed" in again.stdout, again.stdout[-3000:] + again.stderr
+    assert "not found" not in again.stdout + again.stderr and "Traceback" not in again.stdout + again.stderr
+
+
+def test_check_takes_what_the_pytest_run_takes(tmp_path: Path) -> None:
+    done = _run(["-m", "pytest_eagle3", "check", str(DEMO), "-q", "-k", "readable", "--engine", "vllm"], tmp_path)
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-2000:] + done.stderr
+    assert "--hidden-states DUMP" in _run(["-m", "pytest_eagle3", "check", "--help"], tmp_path).stdout
+
+
+# 8. Help texts: no RST, no developer's remark, every argument explained.
+def test_the_help_texts_are_for_users(tmp_path: Path) -> None:
+    top = _run(["-m", "pytest_eagle3", "--help"], tmp_path).stdout
+    assert "``" not in top and "traceback" not in top.lower() and "COMMAND --help" in top
+    for command in ("fix", "plan", "check"):
+        text = _run(["-m", "pytest_eagle3", command, "--help"], tmp_path).stdout
+        assert "`" not in text, text
+        positional = text.split("positional arguments:")[1].split("options:")[0]
+        for line in positional.strip().splitlines():
+            if line.startswith("  ") and not line.startswith("   "):
+                assert len(line.split()) > 1, f"{command}: {line.strip()} has no help text"

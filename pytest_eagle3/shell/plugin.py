@@ -81,8 +81,8 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     namespace = early_config.known_args_namespace
     if not early_checkpoints(early_config, namespace):
         return
-    given = [str(a) for a in getattr(namespace, "file_or_dir", None) or []]
     contracts = contracts_dir()
+    given = _contract_node_ids(early_config, args, contracts)
     if given:
         early_config.stash[COLLECTED_KEY] = "paths"
         if not _names_contracts(given, contracts, bool(getattr(namespace, "pyargs", False))):
@@ -107,6 +107,26 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
         # Only the contracts run and none uses Hypothesis: its pytest plugin would still import
         # hypothesis.internal.observability at the terminal summary (about 1 s).
         early_config.pluginmanager.set_blocked(HYPOTHESIS_PLUGIN)
+
+
+def _contract_node_ids(early_config: pytest.Config, args: list[str], contracts: str) -> list[str]:
+    """The paths given, with a contract's node id as printed (``test_eagle3_engines.py::...`` outside a clone,
+    ``pytest_eagle3/contracts/...`` inside one) pointed at the installed contracts, so that it re-runs where it
+    was printed."""
+    namespace = early_config.known_args_namespace
+    given = [str(a) for a in getattr(namespace, "file_or_dir", None) or []]
+    found = []
+    for arg in given:
+        path, sep, rest = arg.partition("::")
+        name = os.path.basename(path)
+        installed = os.path.join(contracts, name)
+        if sep and not os.path.exists(path) and name.startswith("test_eagle3_") and os.path.isfile(installed):
+            if arg in args:
+                args[args.index(arg)] = installed + sep + rest
+            arg = installed + sep + rest
+        found.append(arg)
+    namespace.file_or_dir = found
+    return found
 
 
 def _names_contracts(given: list[str], contracts: str, pyargs: bool) -> bool:
@@ -332,7 +352,8 @@ class Eagle3Session:
         terminalreporter.write_sep("=", "EAGLE-3 verdict")
         for line in fit_table(self.collector.table_rows(), width):
             terminalreporter.write_line(line)
-        under = [*self.collector.partial_lines(), *self.collector.reference_lines(), *self.collector.probe_lines()]
+        under = [*self.collector.partial_lines(), *self.collector.reference_lines(), *self.collector.probe_lines(),
+                 *self.collector.repair_lines()]
         for line in (part for text in under for part in wrap(text, width)):
             terminalreporter.write_line(line)
         if self.report_path and self.write_error:

@@ -344,6 +344,18 @@ class Collector:
                 lines.extend(f"  {cid}: {reason}" for cid, reason in skipped.items())
         return lines
 
+    def repair_lines(self) -> list[str]:
+        """Which command would repair which rows: a fixed copy for the engine versions whose engine contracts
+        fail (``fix`` refuses what a copy cannot fix, and says why)."""
+        lines = []
+        for ckpt in self.checkpoints.values():
+            specs = [s for s in ckpt.engine_specs(self.engines) if s != ANY_ENGINE and
+                     any(c.startswith("engine.") for c in ckpt.engine_failing(s))]
+            if specs:
+                lines.append(f"repair {ckpt.path} ({', '.join(specs)}): python -m pytest_eagle3 fix {ckpt.path} OUT "
+                             f"--to {','.join(specs)}" + (f" --target {self.target}" if self.target else ""))
+        return lines
+
     def fill_formats(self, read: Any) -> None:
         """The format of every checkpoint no contract read (``read(path)`` gives the label)."""
         for ckpt in self.checkpoints.values():
