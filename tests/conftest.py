@@ -40,6 +40,13 @@ def _engine_interpreters_only_for_engine_tests(request: pytest.FixtureRequest, m
             monkeypatch.delenv(env_variable(engine), raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _inner_runs_keep_whole_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An xdist worker has COLUMNS set (the controller's width): inner runs would fit their output to it
+    (``shell.terminal``). They keep whole lines, as a log does; the width tests set COLUMNS themselves."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 def _no_shuffle(monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 

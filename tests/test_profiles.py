@@ -72,7 +72,9 @@ def test_selection_unknown_version_inside_a_range_resolves_to_its_profile() -> N
 
 @pytest.mark.parametrize(("text", "message"), [
     ("vllm==0.7.0", "vLLM 0.7.0 is outside the known range 0.8.5 to 0.33.0"),
-    ("sglang==0.6.0", "SGLang 0.6.0 is outside the known range 0.4.4.post2 to 0.5.23"),
+    ("sglang==0.4.3", "SGLang 0.4.3 is outside the known range 0.4.4.post2 to 0.5.23"),
+    ("vllm==0.26.1", "vLLM 0.26.1 is not a release; the releases around it: 0.26.0, 0.27.0"),
+    ("vllm==0.10", "vLLM 0.10 is not a release; it could mean 0.10.0, 0.10.1, 0.10.1.1, 0.10.2"),
     ("trtllm", "unknown engine 'trtllm'"),
     ("vllm==latest", "'vllm==latest' is not a version number"),
 ])

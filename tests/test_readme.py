@@ -84,7 +84,9 @@ def test_the_readme_starts_with_install_main_job_and_tests() -> None:
     first = re.search(r"```bash\n(.*?)```", README, re.DOTALL)
     assert first is not None and README.index(first.group(0)) < README.index("\n## ")
     lines = [line.split("#")[0].strip() for line in first.group(1).splitlines()]
-    assert lines[0].startswith("pip install ") and ".[test]" in lines[0]
+    # a user's install: the plugin and what the main job needs, torch from its CPU index; the tests' extra apart
+    assert lines[0].startswith("pip install torch") and "download.pytorch.org/whl/cpu" in lines[0]
+    assert '-e ".[target]"' in lines[0] and ".[test]" not in lines[0] and ".[dev]" not in lines[0]
     assert lines[1].startswith("pytest --eagle3-ckpt=examples/") and "--eagle3-target=examples/" in lines[1]
     assert lines[2].startswith("pytest ") and "--eagle3-ckpt" not in lines[2]
 

@@ -168,7 +168,7 @@ def test_an_interrupted_write_leaves_no_out(tmp_path: Path, capsys: pytest.Captu
 
 def test_bad_engine_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
-        main(["fix", str(EXAMPLES / "demo-draft"), str(tmp_path / "x"), "--to", "sglang==9.9"])
+        main(["fix", str(EXAMPLES / "demo-draft"), str(tmp_path / "x"), "--to", "sglang==0.3"])
     assert exc.value.code == 2
     assert "outside the known range" in capsys.readouterr().err
 

@@ -17,6 +17,7 @@ from pytest_eagle3.engines.plan_types import LoadPlan, describe_inputs
 from pytest_eagle3.engines.serving import NOTE_PREFIX
 from pytest_eagle3.findings import Finding
 from pytest_eagle3.shell.options import UNKNOWN_FAIL, settings
+from pytest_eagle3.shell.verdicts import require_matching_target, skip_for_target
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
@@ -60,8 +61,9 @@ class TestEagle3Engine:
         _judge(request, plan)
         aux = plan.aux
         if aux.captured is None:
-            pytest.skip(f"{plan.engine.label} uses its default aux layers [2, L//2, L-3] or a rule that needs the "
-                        "target's layer count: pass --eagle3-target=DIR")
+            skip_for_target(request.config, _checkpoint(request),
+                            f"{plan.engine.label} uses its default aux layers [2, L//2, L-3] or a rule that needs the "
+                            "target's layer count: pass --eagle3-target=DIR")
         if aux.trained is None:
             pytest.skip(f"cannot tell which layers the draft was trained on ({aux.trained_from}); pass "
                         "--eagle3-aux-convention=input-of|output-of")
@@ -79,8 +81,9 @@ class TestEagle3Engine:
         _judge(request, plan)
         fc = plan.fc
         if fc.action == "unknown":
-            pytest.skip("how many states the target captures depends on its layer count and architecture: "
-                        "pass --eagle3-target=DIR")
+            skip_for_target(request.config, _checkpoint(request),
+                            "how many states the target captures depends on its layer count and architecture: "
+                            "pass --eagle3-target=DIR")
         eagle3_result.passed(f"{plan.engine.label}: {fc.states_sent} states, {fc.width_sent} wide -> fc ({fc.action})")
 
     @pytest.mark.eagle3_contract("engine.norms")
@@ -125,7 +128,8 @@ class TestEagle3Engine:
         _judge(request, plan)
         verdict = plan.runtime
         if verdict is None:
-            pytest.skip("the KV-cache check needs the target's attention geometry: pass --eagle3-target=DIR")
+            skip_for_target(request.config, _checkpoint(request),
+                            "the KV-cache check needs the target's attention geometry: pass --eagle3-target=DIR")
         if verdict.status == "unknown":
             unknown_finding = _runtime_unknown(plan)
             unknown(unknown_finding, settings(request.config).unknown == UNKNOWN_FAIL)
@@ -151,10 +155,16 @@ def _judge(request: pytest.FixtureRequest, plan: LoadPlan, **how: bool) -> None:
     """Fail with the plan's findings for the contract's area; then skip (fail with --eagle3-unknown=fail)
     where the profiles cannot judge the area, or its verdict depends on an undecided reading."""
     __tracebackhide__ = True
-    check_plan(request, plan, **how)
     area = contract_id(request.node).removeprefix("engine.")
+    require_matching_target(request.config, _checkpoint(request), area, plan.engine)
+    check_plan(request, plan, **how)
     if area in plan.unknown:
         unknown(plan.unknown[area], settings(request.config).unknown == UNKNOWN_FAIL)
+
+
+def _checkpoint(request: pytest.FixtureRequest) -> Checkpoint:
+    ckpt: Checkpoint = request.getfixturevalue("eagle3_checkpoint")
+    return ckpt
 
 
 def _runtime_unknown(plan: LoadPlan) -> Finding:

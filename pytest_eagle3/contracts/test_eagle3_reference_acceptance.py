@@ -14,6 +14,7 @@ from pytest_eagle3.shell.contract import Eagle3Result, require_config, require_t
 from pytest_eagle3.findings import Evidence, Finding, check
 from pytest_eagle3.shell.fixtures import run_state
 from pytest_eagle3.shell.options import settings
+from pytest_eagle3.shell.verdicts import require_matching_target
 
 if TYPE_CHECKING:
     from pytest_eagle3.reference.readings import ReferenceResult
@@ -25,6 +26,7 @@ def eagle3_reference(
     """The measured reference for this checkpoint, or the finding that says why it could not run."""
     require_tensors(eagle3_checkpoint)
     require_config(eagle3_checkpoint)
+    require_matching_target(request.config, eagle3_checkpoint)
     options = settings(request.config)
     dump = options.hidden_states
     if dump is None and (eagle3_target.weights_dir is None or Path(eagle3_target.path).is_file()):

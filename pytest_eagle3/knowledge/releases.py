@@ -48,7 +48,9 @@ class EngineVersion:
 
     @property
     def label(self) -> str:
-        return f"{DISPLAY[self.engine]} {self.version}"
+        newest_rules = rules_from(self.engine, self.version)
+        rules = f" (judged by {newest_rules}'s rules)" if newest_rules is not None else ""
+        return f"{DISPLAY[self.engine]} {self.version}{rules}"
 
     @property
     def test_id(self) -> str:
@@ -65,3 +67,34 @@ def newest(engine: str) -> EngineVersion:
 def in_known_range(engine: str, version: Version) -> bool:
     first, last = (Version(v) for v in KNOWN_RANGES[engine])
     return first <= version <= last
+
+
+def rules_from(engine: str, version: Version) -> Version | None:
+    """The newest known release, whose rules judge ``version`` when it is newer than every release read; else None."""
+    last = Version(KNOWN_RANGES[engine][1])
+    return last if version > last else None
+
+
+#: How many releases a "could mean" list names before it elides the middle.
+_LISTED = 8
+
+
+def not_a_release(engine: str, typed: str, version: Version) -> str | None:
+    """Why ``version`` (typed as ``typed``) names no release the profiles judge, with the releases it could mean;
+    None for a known release, or one newer than every release read (judged with the newest rules)."""
+    releases = RELEASES[engine]
+    first, last = Version(releases[0]), Version(releases[-1])
+    if version > last or str(version) in releases:
+        return None
+    if version < first:
+        return f"{DISPLAY[engine]} {typed} is outside the known range {first} to {last}; pick a version in it"
+    meant = [r for r in releases if r.startswith(typed + ".")]
+    if not meant:
+        before = max((r for r in releases if Version(r) < version), key=Version)
+        after = min((r for r in releases if Version(r) > version), key=Version)
+        return (f"{DISPLAY[engine]} {typed} is not a release; the releases around it: {before}, {after} "
+                f"(give one: {engine}=={before})")
+    finals = [r for r in meant if not Version(r).is_postrelease] or meant
+    listed = finals if len(finals) <= _LISTED else [*finals[:3], "...", *finals[-3:]]
+    return (f"{DISPLAY[engine]} {typed} is not a release; it could mean {', '.join(listed)} "
+            f"({len(meant)} releases; give one: {engine}=={meant[-1]})")

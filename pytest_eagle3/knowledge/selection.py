@@ -13,11 +13,13 @@ from pytest_eagle3.knowledge.releases import (
     DISPLAY,
     KNOWN_RANGES,
     EngineVersion,
-    in_known_range,
     newest,
+    not_a_release,
 )
 
 ALL = "all"
+#: What a version range is written with (PEP 440): not accepted, one version per entry is.
+RANGE_OPERATORS = (">", "<", "~=", "!=")
 EVERY_SEGMENT = "*"
 
 
@@ -43,6 +45,11 @@ def parse_selection(text: str) -> tuple[EngineVersion, ...]:
             continue
         name, _, version = item.partition("==")
         name = name.strip()
+        if name not in KNOWN_RANGES and any(op in item for op in RANGE_OPERATORS):
+            raise EngineSelectionError(
+                f"--eagle3-engine: {raw.strip()!r} is a range, and a range is not accepted: give one version "
+                f"per entry, comma-separated (vllm==0.30.0,vllm==0.33.0), or NAME==* for one per profile segment"
+            )
         if name not in KNOWN_RANGES:
             raise EngineSelectionError(
                 f"--eagle3-engine: unknown engine {name!r} in {raw.strip()!r}; "
@@ -63,14 +70,11 @@ def parse_selection(text: str) -> tuple[EngineVersion, ...]:
 
 
 def _known_version(engine: str, text: str, raw: str) -> Version:
-    first, last = KNOWN_RANGES[engine]
     try:
         version = Version(text)
     except InvalidVersion:
         raise EngineSelectionError(f"--eagle3-engine: {raw!r} is not a version number") from None
-    if not in_known_range(engine, version):
-        raise EngineSelectionError(
-            f"--eagle3-engine: {DISPLAY[engine]} {version} is outside the known range "
-            f"{first} to {last}; pick a version in it"
-        )
+    problem = not_a_release(engine, text, version)
+    if problem is not None:
+        raise EngineSelectionError(f"--eagle3-engine: {problem}")
     return version

@@ -17,16 +17,28 @@ from pytest_eagle3.producers.formats import INPUT_OF, OUTPUT_OF, SPECULATORS
 CONVENTIONS = (INPUT_OF, OUTPUT_OF)
 
 
+DESCRIPTION = ("Judge EAGLE-3 draft checkpoints against engine versions (SGLang, vLLM) and repair them: "
+               "python -m pytest_eagle3 COMMAND --help for each command.")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pytest-eagle3", description=__doc__)
+    parser = argparse.ArgumentParser(prog="pytest-eagle3", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
-    check = sub.add_parser("check", help="run the contract suite on checkpoints (same as pytest --eagle3-ckpt)")
-    check.add_argument("checkpoints", nargs="+", metavar="PATH")
-    check.add_argument("--target", help="target model dir or config.json")
+    check = sub.add_parser("check", help="run the contract suite on checkpoints (same as pytest --eagle3-ckpt)",
+                           epilog="Any other pytest option (-q, -x, -rs, --tb=short, -n 2, ...) is passed to the "
+                                  "pytest run.")
+    check.add_argument("checkpoints", nargs="+", metavar="PATH", help="the draft checkpoint's directory (repeat "
+                                                                     "for several)")
+    _target_arguments(check)
     check.add_argument("--report", help="write the JSON verdict here")
     check.add_argument("--engine", help="engine versions (as --eagle3-engine): sglang, vllm, all, NAME==VERSION")
+    check.add_argument("-k", dest="keyword", metavar="EXPRESSION", help="only the contracts matching it (pytest -k)")
+    check.add_argument("-m", dest="markexpr", metavar="MARKEXPR", help="only the tests matching it (pytest -m)")
     _capture_parser(sub)
-    matrix = sub.add_parser("matrix", help="print the engine x version support matrix (markdown) from the profiles")
+    matrix = sub.add_parser("matrix", help="print the engine x version support matrix from the profiles: which "
+                            "releases load each producer's draft")
+    matrix.add_argument("--markdown", action="store_true",
+                        help="print it as the markdown docs/engines.md holds, with each cell's contract codes")
     matrix.add_argument("--readme", type=Path,
                         help="rewrite the matrix blocks (profiles and recorded probes) of this markdown file in place "
                              "(docs/engines.md)")
@@ -39,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     synth.add_argument("--target", type=Path, help="also write the matching tiny target model to this directory")
     synth.add_argument("--list-faults", action="store_true", help="print the known faults and exit")
     fix = sub.add_parser("fix", help="write a fixed copy of a draft for chosen engine versions, proven by the contracts")
-    fix.add_argument("draft", type=Path, metavar="DRAFT")
+    fix.add_argument("draft", type=Path, metavar="DRAFT", help="the draft checkpoint's directory (never modified)")
     fix.add_argument("out", type=Path, metavar="OUT", help="the new directory (refused if it exists, unless --force)")
     fix.add_argument("--to", required=True, metavar="ENGINE==VER[,ENGINE==VER...]", help="the engine versions to serve")
     _target_arguments(fix)
@@ -53,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     _target_arguments(plan)
     plan.add_argument("--json", action="store_true",
                       help="print each engine's row of the JSON report (verdict, outcome, failing contracts, "
-                           "prediction, fix), exactly as `pytest --eagle3-report` writes it")
+                           "prediction, fix), exactly as pytest --eagle3-report writes it")
     return parser
 
 
@@ -63,7 +75,7 @@ def _target_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("--target", help="target model dir or config.json (layer counts, vocab; with its weights "
                                           "the training layers are measured and acceptance predicted)")
     command.add_argument("--hidden-states", metavar="DUMP",
-                         help="the target's side from `python -m pytest_eagle3 capture` (with --target, which may "
+                         help="the target's side written by python -m pytest_eagle3 capture (with --target, which may "
                               "then be just its config.json): the training layers measured and acceptance "
                               "predicted from it")
     command.add_argument("--aux-convention", choices=CONVENTIONS,
@@ -72,7 +84,9 @@ def _target_arguments(command: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "check":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "check":
         import pytest
 
@@ -84,9 +98,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         pytest_args += [f"--eagle3-target={args.target}"] if args.target else []
         pytest_args += [f"--eagle3-report={args.report}"] if args.report else []
         pytest_args += [f"--eagle3-engine={args.engine}"] if args.engine else []
-        return int(pytest.main(pytest_args))
+        pytest_args += [f"--eagle3-hidden-states={args.hidden_states}"] if args.hidden_states else []
+        pytest_args += [f"--eagle3-aux-convention={args.aux_convention}"] if args.aux_convention else []
+        pytest_args += ["-k", args.keyword] if args.keyword is not None else []
+        pytest_args += ["-m", args.markexpr] if args.markexpr is not None else []
+        return int(pytest.main([*pytest_args, *extra]))
     if args.command == "matrix":
-        return _matrix(parser, args.readme)
+        return _matrix(parser, args.readme, args.markdown)
     if args.command == "fix":
         return _fix(parser, args)
     if args.command == "plan":
@@ -173,16 +191,16 @@ def _capture(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     return 0
 
 
-def _matrix(parser: argparse.ArgumentParser, readme: Path | None) -> int:
+def _matrix(parser: argparse.ArgumentParser, readme: Path | None, markdown: bool = False) -> int:
     from pytest_eagle3.probes.record import probes_markdown
-    from pytest_eagle3.verdict.matrix import PROBES_END, PROBES_START, render_matrix, splice
+    from pytest_eagle3.verdict.matrix import PROBES_END, PROBES_START, render_matrix, render_text, splice
 
     if readme is not None and not readme.is_file():
         parser.error(f"--readme: {readme} is not a file")
-    table = render_matrix()
     if readme is None:
-        print(table, end="")
+        print(render_matrix() if markdown else render_text(), end="")
         return 0
+    table = render_matrix()
     try:
         text = splice(readme.read_text(encoding="utf-8"), table)
         text = splice(text, probes_markdown(), PROBES_START, PROBES_END)

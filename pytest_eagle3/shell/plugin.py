@@ -7,8 +7,9 @@ given) 9 modules of its own, the package and the shell's light ones (``pytest_ea
 
 What is collected when a checkpoint is given (``--eagle3-ckpt``, ``EAGLE3_CKPT`` or the ``eagle3_ckpt`` ini key):
 the installed contracts, always, plus the paths given on the command line; with no paths, the ini's
-``testpaths`` too only when the ini sets ``eagle3_with_testpaths = true``. The line after "collected N
-items" says what was collected and, when testpaths were left out, how to add them.
+``testpaths`` too when the checkpoint comes from the ini or the environment (the project's normal run), or when
+the ini sets ``eagle3_with_testpaths = true``. The line after "collected N items" says what was collected and,
+when testpaths were left out, how to add them.
 """
 
 from __future__ import annotations
@@ -75,12 +76,13 @@ COLLECTED_KEY = pytest.StashKey[str]()
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
     """With a checkpoint, collect the installed contracts next to the paths given; with no paths, next to
-    the ini's testpaths only when ``eagle3_with_testpaths`` opts in (else their absence is said)."""
+    the ini's testpaths when the checkpoint is not from the command line or ``eagle3_with_testpaths`` opts in
+    (else their absence is said)."""
     namespace = early_config.known_args_namespace
     if not early_checkpoints(early_config, namespace):
         return
-    given = [str(a) for a in getattr(namespace, "file_or_dir", None) or []]
     contracts = contracts_dir()
+    given = _contract_node_ids(early_config, args, contracts)
     if given:
         early_config.stash[COLLECTED_KEY] = "paths"
         if not _names_contracts(given, contracts, bool(getattr(namespace, "pyargs", False))):
@@ -88,7 +90,9 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
             args.append(contracts)
         return
     testpaths = _testpaths(early_config)
-    if testpaths and _with_testpaths(early_config):
+    # a checkpoint from the ini or the environment is part of that project's normal run: its testpaths stay
+    from_settings = getattr(namespace, "eagle3_ckpt", None) is None
+    if testpaths and (from_settings or _with_testpaths(early_config)):
         early_config.stash[COLLECTED_KEY] = "testpaths"
         namespace.file_or_dir = [contracts, *testpaths]
         args.extend([contracts, *testpaths])
@@ -103,6 +107,26 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
         # Only the contracts run and none uses Hypothesis: its pytest plugin would still import
         # hypothesis.internal.observability at the terminal summary (about 1 s).
         early_config.pluginmanager.set_blocked(HYPOTHESIS_PLUGIN)
+
+
+def _contract_node_ids(early_config: pytest.Config, args: list[str], contracts: str) -> list[str]:
+    """The paths given, with a contract's node id as printed (``test_eagle3_engines.py::...`` outside a clone,
+    ``pytest_eagle3/contracts/...`` inside one) pointed at the installed contracts, so that it re-runs where it
+    was printed."""
+    namespace = early_config.known_args_namespace
+    given = [str(a) for a in getattr(namespace, "file_or_dir", None) or []]
+    found = []
+    for arg in given:
+        path, sep, rest = arg.partition("::")
+        name = os.path.basename(path)
+        installed = os.path.join(contracts, name)
+        if sep and not os.path.exists(path) and name.startswith("test_eagle3_") and os.path.isfile(installed):
+            if arg in args:
+                args[args.index(arg)] = installed + sep + rest
+            arg = installed + sep + rest
+        found.append(arg)
+    namespace.file_or_dir = found
+    return found
 
 
 def _names_contracts(given: list[str], contracts: str, pyargs: bool) -> bool:
@@ -226,6 +250,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         # JUnit XML reads the teardown report's properties, copied from the item's
         item.user_properties.extend(entry.record.junit_properties())
         report.eagle3 = entry.to_json()  # type: ignore[attr-defined]
+    if findings and isinstance(report.longrepr, str):  # the report took the whole lines; the terminal fits them
+        from pytest_eagle3.shell.terminal import width_of, wrap_text
+
+        report.longrepr = wrap_text(report.longrepr, width_of(item.config))
 
 
 def _engine_param(params: dict[str, Any]) -> Any:
@@ -317,20 +345,23 @@ class Eagle3Session:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if _is_xdist_worker(self.config) or self.config.option.collectonly:
             return
+        from pytest_eagle3.shell.terminal import fit_table, width_of, wrap
+
         self.collector.fill_formats(_format_label)
+        width = width_of(self.config)
         terminalreporter.write_sep("=", "EAGLE-3 verdict")
-        for line in self.collector.table():
+        for line in fit_table(self.collector.table_rows(), width):
             terminalreporter.write_line(line)
-        for line in self.collector.partial_lines():
-            terminalreporter.write_line(line)
-        for line in self.collector.reference_lines():
-            terminalreporter.write_line(line)
-        for line in self.collector.probe_lines():
+        under = [*self.collector.partial_lines(), *self.collector.reference_lines(), *self.collector.probe_lines(),
+                 *self.collector.repair_lines()]
+        for line in (part for text in under for part in wrap(text, width)):
             terminalreporter.write_line(line)
         if self.report_path and self.write_error:
-            terminalreporter.write_line(f"JSON report NOT written to {self.report_path}: {self.write_error}", red=True)
+            for line in wrap(f"JSON report NOT written to {self.report_path}: {self.write_error}", width):
+                terminalreporter.write_line(line, red=True)
         elif self.report_path:
-            terminalreporter.write_line(f"JSON report: {self.report_path}")
+            for line in wrap(f"JSON report: {self.report_path}", width):
+                terminalreporter.write_line(line)
 
 
 def _format_label(path: str) -> str:

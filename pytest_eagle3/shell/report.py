@@ -226,7 +226,7 @@ class CheckpointResult:
         table = self.contracts if engine == ANY_ENGINE else self.engines[engine]
         verdict = self.engine_verdict(engine)
         return {
-            "engine": name, "version": version or None,
+            "engine": name, "version": version or None, "rules_from": rules_from(engine),
             "verdict": _json_verdict(verdict), "complete": self.complete(engine),
             "failing": self.engine_failing(engine),
             "not_run": [{"id": cid, "reason": reason} for cid, reason in self.not_run_reasons(engine)],
@@ -308,15 +308,23 @@ class Collector:
         path.write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
 
     def table(self) -> list[str]:
+        """The verdict table, whole (``shell.terminal.fit_table`` fits it to a terminal)."""
+        rows = self.table_rows()
+        widths = [max(len(r[i]) for r in rows) for i in range(5)]
+        return ["  ".join(cell.ljust(w) for cell, w in zip(row[:5], widths)) + "  " + row[5] for row in rows]
+
+    def table_rows(self) -> list[tuple[str, str, str, str, str, str]]:
+        """The table's heading and rows: checkpoint, format, engine, verdict, predicted, failing contracts."""
         rows = [("checkpoint", "format", "engine", "verdict", "predicted", "failing contracts")]
         for ckpt in self.checkpoints.values():
             for index, spec in enumerate((ANY_ENGINE, *ckpt.engine_specs(self.engines))):
                 first = (ckpt.path, ckpt.format or "unreadable") if index == 0 else ("", "")
                 failing = ", ".join(ckpt.engine_failing(spec)) or "-"
-                rows.append((*first, spec, ckpt.engine_verdict(spec).upper().replace("(PARTIAL)", "(partial)"),
+                newest_rules = rules_from(spec)
+                shown = f"{spec} ({newest_rules} rules)" if newest_rules else spec
+                rows.append((*first, shown, ckpt.engine_verdict(spec).upper().replace("(PARTIAL)", "(partial)"),
                              _predicted_cell(ckpt.predicted.get(spec)), failing))
-        widths = [max(len(r[i]) for r in rows) for i in range(5)]
-        return ["  ".join(cell.ljust(w) for cell, w in zip(row[:5], widths)) + "  " + row[5] for row in rows]
+        return rows
 
     def partial_lines(self) -> list[str]:
         """What did not run, per checkpoint, and why: a PASS (partial) is not a pass, NOT RUN is no verdict."""
@@ -334,6 +342,18 @@ class Collector:
                 else:
                     lines.append(f"partial verdict for {ckpt.path}: {len(skipped)} contracts did not run:")
                 lines.extend(f"  {cid}: {reason}" for cid, reason in skipped.items())
+        return lines
+
+    def repair_lines(self) -> list[str]:
+        """Which command would repair which rows: a fixed copy for the engine versions whose engine contracts
+        fail (``fix`` refuses what a copy cannot fix, and says why)."""
+        lines = []
+        for ckpt in self.checkpoints.values():
+            specs = [s for s in ckpt.engine_specs(self.engines) if s != ANY_ENGINE and
+                     any(c.startswith("engine.") for c in ckpt.engine_failing(s))]
+            if specs:
+                lines.append(f"repair {ckpt.path} ({', '.join(specs)}): python -m pytest_eagle3 fix {ckpt.path} OUT "
+                             f"--to {','.join(specs)}" + (f" --target {self.target}" if self.target else ""))
         return lines
 
     def fill_formats(self, read: Any) -> None:
@@ -378,6 +398,23 @@ def _probe_summary(probe: dict[str, Any]) -> str:
     if differences:
         return f"{done}; the static plan differs on " + ", ".join(dict.fromkeys(d["fact"] for d in differences))
     return f"{done}; the static plan agrees"
+
+
+def rules_from(spec: str) -> str | None:
+    """The newest known release whose rules judged ``spec`` (``vllm==0.34.0``: newer than every release read), else None."""
+    name, _, version = spec.partition("==")
+    if not version:
+        return None
+    from packaging.version import InvalidVersion, Version
+
+    from pytest_eagle3.knowledge.releases import KNOWN_RANGES
+    from pytest_eagle3.knowledge.releases import rules_from as newest_rules
+
+    try:
+        found = newest_rules(name, Version(version)) if name in KNOWN_RANGES else None
+    except InvalidVersion:
+        return None
+    return str(found) if found is not None else None
 
 
 def _predicted_cell(predicted: dict[str, Any] | None) -> str:

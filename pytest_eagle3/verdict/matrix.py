@@ -8,6 +8,7 @@ layout that producer writes, with its own aux-id convention) and what the load p
 from __future__ import annotations
 
 import tempfile
+import textwrap
 from pathlib import Path
 
 from pytest_eagle3.checkpoint import Checkpoint
@@ -23,29 +24,66 @@ def _cell(outcome: str, codes: list[str]) -> str:
     return outcome if not codes else f"{outcome} ({', '.join(sorted(set(codes)))})"
 
 
-def render_matrix() -> str:
-    """A markdown table per engine: segment start x producer -> plan outcome."""
-    lines = [HEADER, ""]
+#: One engine's rows: each segment's first release, and per producer the plan's outcome and its issue codes.
+Rows = list[tuple[str, list[tuple[str, list[str]]]]]
+
+
+def matrix_rows() -> dict[str, Rows]:
+    """Per engine, each profile segment's first release x producer -> (plan outcome, issue codes)."""
+    found: dict[str, Rows] = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         side = TargetSide(str(write_target(SynthSpec(), root / "target")))
         judge = Pipeline(VerdictSettings()).judge
         drafts = {p: Checkpoint.open(write_checkpoint(SynthSpec(producer=p), root / p)) for p in PRODUCERS}
         for engine in KNOWN_RANGES:
-            newest = KNOWN_RANGES[engine][1]
-            lines.append(f"**{DISPLAY[engine]}**: each row holds from its version until the next row; "
-                         f"the last until {newest}, the newest known")
-            lines.append("")
-            lines.append("| from | " + " | ".join(PRODUCERS) + " |")
-            lines.append("|---|" + "---|" * len(PRODUCERS))
+            found[engine] = []
             for version in segment_starts(engine):
                 cells = []
                 for producer in PRODUCERS:
                     plan = judge(drafts[producer], EngineVersion(engine, version), side)
-                    cells.append(_cell(plan.outcome, [i.finding.code for i in plan.issues]))
-                lines.append(f"| {version} | " + " | ".join(cells) + " |")
-            lines.append("")
+                    cells.append((plan.outcome, [i.finding.code for i in plan.issues]))
+                found[engine].append((str(version), cells))
+    return found
+
+
+def _heading(engine: str) -> str:
+    return (f"each row holds from its version until the next row; the last until {KNOWN_RANGES[engine][1]}, "
+            "the newest known")
+
+
+def render_matrix() -> str:
+    """A markdown table per engine: segment start x producer -> plan outcome."""
+    lines = [HEADER, ""]
+    for engine, rows in matrix_rows().items():
+        lines.append(f"**{DISPLAY[engine]}**: {_heading(engine)}")
+        lines.append("")
+        lines.append("| from | " + " | ".join(PRODUCERS) + " |")
+        lines.append("|---|" + "---|" * len(PRODUCERS))
+        for version, cells in rows:
+            lines.append(f"| {version} | " + " | ".join(_cell(o, c) for o, c in cells) + " |")
+        lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+#: The text form's width (the tables themselves are narrower).
+TEXT_WIDTH = 79
+#: The text table's cells: the outcome in one word.
+SHORT = {"loads": "loads", "loads with loss": "loss", "refused": "refused"}
+
+
+def render_text() -> str:
+    """The matrix for a terminal: one plain table per engine, each cell the plan's outcome in one word."""
+    lines = []
+    for engine, rows in matrix_rows().items():
+        lines.extend(textwrap.wrap(f"{DISPLAY[engine]}: {_heading(engine)}", TEXT_WIDTH))
+        table = [("from", *PRODUCERS), *((v, *(SHORT.get(o, o) for o, _ in cells)) for v, cells in rows)]
+        widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+        lines.extend("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table)
+        lines.append("")
+    lines.extend(["loss: loads with loss. Why each cell (its contract codes):", "  python -m pytest_eagle3 matrix --markdown",
+                  "one version on one draft in full:", "  python -m pytest_eagle3 plan DRAFT --engine NAME==VERSION"])
+    return "\n".join(lines) + "\n"
 
 
 START = "<!-- matrix:start -->\n"

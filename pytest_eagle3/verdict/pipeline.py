@@ -75,6 +75,11 @@ class Verdict:
     measured: Measured | None = None
     predictions: dict[str, Prediction] = field(default_factory=dict)
     no_prediction: str = ""
+    #: Why the given target is not this draft's (target.consistent's rule), "" when it is or none was given:
+    #: the plan was then judged as if no target were given.
+    target_mismatch: str = ""
+    #: With a mismatched target: the plan areas whose verdict the target would have changed (not run).
+    target_areas: frozenset[str] = frozenset()
 
     @property
     def prediction(self) -> Prediction | None:
@@ -107,6 +112,21 @@ class Pipeline:
             self._targets[side.path] = TargetModel.open(side.path)
         model = self._targets[side.path]
         return model if model.problem is None else None
+
+    def mismatch(self, ckpt: Checkpoint, side: TargetSide) -> str:
+        """Why the target is another model than the draft's (target.consistent's ``target-mismatch``: vocab or hidden
+        size), "" when it is the draft's or none usable was given. Aux ids out of range are not a mismatch: they
+        fail target.consistent, and the engine contracts say what each engine's boundary rule makes of them."""
+        from pytest_eagle3.rules.shapes import target_findings
+
+        model = self.target(side)
+        if model is None or ckpt.config_raw is None:
+            return ""
+        findings = [f for f in target_findings(ckpt, model) if f.code == "target-mismatch"]
+        if not findings:
+            return ""
+        what = "; ".join(f"{e.key.split(' (')[0]}: {e.obtained} vs {e.expected}" for f in findings for e in f.evidence)
+        return f"the target does not match the draft ({what or findings[0].summary}): see target.consistent"
 
     def session(self, hidden_states: str | None = None) -> PredictionSession:
         """The prediction session: one target run shared by every engine and checkpoint."""
@@ -179,6 +199,14 @@ class Pipeline:
         from pytest_eagle3.verdict.settle import settle
 
         s = self.settings
+        mismatch = self.mismatch(ckpt, side)
+        if mismatch:  # judged as if no target were given; what the target would change is not run
+            plan, wrong = self.judge(ckpt, engine), self.judge(ckpt, engine, side)
+            areas = {i.area for i in (*plan.issues, *wrong.issues)} | set(plan.unknown) | set(wrong.unknown)
+            changed = frozenset(a for a in areas if (plan.issues_for(a), plan.unknown.get(a))
+                                != (wrong.issues_for(a), wrong.unknown.get(a)))
+            return Verdict(engine, plan, no_prediction=f"not run: {mismatch}", target_mismatch=mismatch,
+                           target_areas=changed)
         measured = self.measure(ckpt, side)
         plan = self.judge(ckpt, engine, side, measured)
         predictor = self.predictor(ckpt, side)
