@@ -40,6 +40,12 @@ def _engine_interpreters_only_for_engine_tests(request: pytest.FixtureRequest, m
             monkeypatch.delenv(env_variable(engine), raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _no_job_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under GitHub Actions every inner contract run would append its verdict table to the job's summary."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
 def _no_shuffle(monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 

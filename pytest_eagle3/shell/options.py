@@ -47,6 +47,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "target model directory or its config.json: unlocks target-consistency checks"),
     OptionSpec("eagle3_report", "--eagle3-report", "EAGLE3_REPORT", "eagle3_report",
                "write the verdict per checkpoint and contract as JSON to this path"),
+    OptionSpec("eagle3_summary", "--eagle3-summary", "EAGLE3_SUMMARY", "eagle3_summary",
+               "write the verdicts as a markdown table to this path (a CI job summary; with $GITHUB_STEP_SUMMARY "
+               "set, the table is appended there too)"),
     OptionSpec("eagle3_engines", "--eagle3-engine", "EAGLE3_ENGINES", "eagle3_engines",
                "engine versions to judge against: comma list of sglang, vllm, all, NAME==VERSION or NAME==* "
                "(the first version of every profile segment, and the newest); a bare name is the newest known "
@@ -174,6 +177,7 @@ class Settings:
     checkpoints: tuple[str, ...]
     target: str | None
     report: str | None
+    summary: str | None
     engines: tuple[EngineVersion, ...]
     aux_convention: str | None
     min_acceptance: float
@@ -253,6 +257,7 @@ def parse_settings(config: pytest.Config) -> Settings:
         checkpoints=_checkpoints(name["eagle3_ckpt"], values["eagle3_ckpt"]),
         target=_target_path(name["eagle3_target"], one["eagle3_target"]),
         report=_report_path(name["eagle3_report"], one["eagle3_report"]),
+        summary=_report_path(name["eagle3_summary"], one["eagle3_summary"], "eagle3-summary.md"),
         engines=_engines(one["eagle3_engines"] or "all"),
         aux_convention=_convention(name["eagle3_aux_convention"], one["eagle3_aux_convention"]),
         min_acceptance=_min_acceptance(name["eagle3_min_acceptance"], one["eagle3_min_acceptance"], steps,
@@ -311,15 +316,16 @@ def _target_path(flag: str, path: str | None) -> str | None:
     return path
 
 
-def _report_path(flag: str, path: str | None) -> str | None:
-    """Where the JSON verdict goes: a file path (its folder is created); never a directory, never empty."""
+def _report_path(flag: str, path: str | None, example: str = "eagle3-report.json") -> str | None:
+    """Where the JSON verdict (or the summary) goes: a file path (its folder is created); never a directory,
+    never empty."""
     if path is None:
         return None
     if not path.strip():
-        raise _usage(flag, f"{EMPTY}: give a file path such as eagle3-report.json")
+        raise _usage(flag, f"{EMPTY}: give a file path such as {example}")
     given = Path(path)
     if given.is_dir():
-        raise _usage(flag, f"{path} is a directory; give a file path such as {given / 'eagle3-report.json'}")
+        raise _usage(flag, f"{path} is a directory; give a file path such as {given / example}")
     problem = unwritable(given)
     if problem is not None:
         raise _usage(flag, f"{path} cannot be written: {problem}")
