@@ -98,6 +98,17 @@ def test_without_matplotlib_the_plot_is_skipped_with_a_note(tmp_path: Path, monk
     assert "sweep.png" not in md and "best for vllm==0.33.0: `step-2` (2.70, pass)" in md
 
 
+def test_an_engine_refusing_every_checkpoint_has_no_best(tmp_path: Path) -> None:
+    refused = EngineRow("sglang==0.5.23", "fail", "refused", ("engine.architecture",), None, "measured", "convert")
+    rows = tuple(CheckpointRow(f"run/step-{n}", 3.0, (refused,)) for n in (1, 2))
+    sweep = Sweep("target", ("sglang==0.5.23",), rows, 1)
+    assert sweep.best() == {"sglang==0.5.23": None}
+    write(sweep, tmp_path / "out")
+    md = (tmp_path / "out" / "sweep.md").read_text(encoding="utf-8")
+    assert "- best for sglang==0.5.23: none: it refuses every checkpoint" in md
+    assert "| `step-1` | 3.00 | refused **FAIL** engine.architecture |" in md
+
+
 def _run_folder(tmp_path: Path, names: tuple[str, ...]) -> Path:
     for name in names:
         (tmp_path / "run" / name).mkdir(parents=True)
@@ -131,6 +142,10 @@ def test_bad_inputs_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "neither a checkpoint (no config.json) nor a folder of checkpoints" in err
     err = _usage_error(["sweep", str(EXAMPLES / "trained-2layer"), "--target", target, "--out", str(tmp_path)], capsys)
     assert f"--out: {tmp_path} already exists; sweep never overwrites" in err
+    (tmp_path / "notes.txt").write_text("a file\n", encoding="utf-8")
+    err = _usage_error(["sweep", str(EXAMPLES / "trained-2layer"), "--target", target, "--out",
+                        str(tmp_path / "notes.txt" / "o")], capsys)
+    assert f"--out: {tmp_path / 'notes.txt' / 'o'} cannot be written: {tmp_path / 'notes.txt'} is a file" in err
     err = _usage_error(["sweep", str(EXAMPLES / "trained-2layer"), "--out", str(tmp_path / "o")], capsys)
     assert "--target: give the target model's directory" in err
     assert not (tmp_path / "o").exists()

@@ -333,6 +333,11 @@ def _sweep(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         parser.error("--target: give the target model's directory (or its config.json with --hidden-states)")
     if args.out.exists():
         parser.error(f"--out: {args.out} already exists; sweep never overwrites (choose a new folder)")
+    from pytest_eagle3.shell.options import unwritable
+
+    problem = unwritable(args.out / "sweep.json")
+    if problem is not None:
+        parser.error(f"--out: {args.out} cannot be written: {problem}")
     engines = _engines(parser, "--engine", args.engine)
     dump = _dump(parser, _target(parser, args.target), args.hidden_states)
     try:
@@ -350,7 +355,7 @@ def _sweep(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     print(f"sweep: {len(paths)} checkpoints x {len(engines)} engine versions in {time.monotonic() - start:.0f} s, "
           f"{result.target_runs} target run{'s' if result.target_runs != 1 else ''}")
     for engine, best in result.best().items():
-        print(f"best for {engine}: {best.path if best is not None else 'none predicted'}")
+        print(f"best for {engine}: {best.path if best is not None else result.why_no_best(engine)}")
     return 0
 
 

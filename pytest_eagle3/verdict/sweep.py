@@ -133,6 +133,14 @@ class Sweep:
             out[engine] = max(passing, key=lambda cr: cr[1].predicted or 0.0)[0] if passing else None
         return out
 
+    def why_no_best(self, engine: str) -> str:
+        """Why no checkpoint is best for ``engine``: every one refused, or nothing predicted."""
+        index = self.engines.index(engine)
+        rows = [c.engines[index] for c in self.checkpoints if c.engines]
+        if rows and all(r.outcome == "refused" for r in rows):
+            return "none: it refuses every checkpoint"
+        return "none predicted (needs the target's weights or a dump of its side)"
+
     def to_json(self) -> dict[str, Any]:
         best = {e: (None if c is None else c.path) for e, c in self.best().items()}
         return {"schema": SCHEMA, "target": self.target, "engines": list(self.engines), "target_runs": self.target_runs,
@@ -195,7 +203,7 @@ def markdown(sweep: Sweep, plot: str | None) -> str:
     lines.append("")
     for engine, best in sweep.best().items():
         if best is None:
-            lines.append(f"- best for {engine}: none predicted (needs the target's weights or a dump)")
+            lines.append(f"- best for {engine}: {sweep.why_no_best(engine)}")
             continue
         row = best.engines[sweep.engines.index(engine)]
         lines.append(f"- best for {engine}: `{best.name}` ({_figure(row.predicted)}, {row.verdict})")
