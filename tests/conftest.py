@@ -47,6 +47,12 @@ def _inner_runs_keep_whole_lines(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("COLUMNS", raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _no_job_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under GitHub Actions every inner contract run would append its verdict table to the job's summary."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
 def _no_shuffle(monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 

@@ -69,6 +69,7 @@ def prove(out: Path, engines: Sequence[EngineVersion], target: str | None, conve
     command += [f"--eagle3-aux-convention={convention}"] if convention else []
     command += [f"--eagle3-hidden-states={hidden_states}"] if hidden_states else []
     env = dict(os.environ)
+    env.pop("GITHUB_STEP_SUMMARY", None)  # the proof's verdict is the fix's output, not a job summary
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=str(out.resolve().parent), check=False)
     return Proof(tuple(command), done.returncode, (done.stdout + done.stderr)[-6000:])
 

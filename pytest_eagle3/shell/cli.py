@@ -1,4 +1,4 @@
-"""Command line: ``python -m pytest_eagle3 check PATH...``, ``synth``, ``matrix``, ``fix`` and ``plan``.
+"""Command line: ``python -m pytest_eagle3 check PATH...``, ``synth``, ``matrix``, ``fix``, ``plan`` and ``sweep``.
 
 A bad argument is an argparse usage error (exit 2, one line naming the argument), never a traceback.
 """
@@ -66,7 +66,18 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("--json", action="store_true",
                       help="print each engine's row of the JSON report (verdict, outcome, failing contracts, "
                            "prediction, fix), exactly as pytest --eagle3-report writes it")
+    _sweep_parser(sub)
     return parser
+
+
+def _sweep_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    sweep = sub.add_parser("sweep", help="a training run's checkpoints judged and predicted per engine version "
+                                         "(one target run): DIR/sweep.json, sweep.md, sweep.png")
+    sweep.add_argument("checkpoints", nargs="+", metavar="CKPT",
+                       help="checkpoint folders in training order, a folder of them, or a glob (sorted naturally)")
+    sweep.add_argument("--out", required=True, type=Path, metavar="DIR", help="the new folder to write")
+    sweep.add_argument("--engine", default="all", metavar="ENGINE==VER[,...]", help="as --eagle3-engine (default all)")
+    _target_arguments(sweep)
 
 
 def _target_arguments(command: argparse.ArgumentParser) -> None:
@@ -111,6 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _plan(parser, args)
     if args.command == "capture":
         return _capture(parser, args)
+    if args.command == "sweep":
+        return _sweep(parser, args)
     return _synth(parser, args)
 
 
@@ -315,7 +328,9 @@ def _plan_json(args: argparse.Namespace, engines: Sequence[Any], dump: str | Non
         import contextlib
         import io
 
-        with contextlib.redirect_stdout(io.StringIO()) as said:
+        from pytest_eagle3.shell.summary import without_step_summary
+
+        with contextlib.redirect_stdout(io.StringIO()) as said, without_step_summary():
             code = pytest.main(pytest_args)
         if not report.is_file():
             print(said.getvalue(), file=sys.stderr)
@@ -323,6 +338,42 @@ def _plan_json(args: argparse.Namespace, engines: Sequence[Any], dump: str | Non
         data = json.loads(report.read_text(encoding="utf-8"))
     rows = [row for ckpt in data["checkpoints"] for row in ckpt["engines"] if row["engine"] != "any"]
     print(json.dumps(rows[0] if len(rows) == 1 else rows, indent=2))
+    return 0
+
+
+def _sweep(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    import time
+
+    from pytest_eagle3.verdict import Pipeline, TargetSide, VerdictSettings
+    from pytest_eagle3.verdict.sweep import SweepInputError, checkpoints_from, run_sweep, write
+
+    if args.target is None:
+        parser.error("--target: give the target model's directory (or its config.json with --hidden-states)")
+    if args.out.exists():
+        parser.error(f"--out: {args.out} already exists; sweep never overwrites (choose a new folder)")
+    from pytest_eagle3.shell.options import unwritable
+
+    problem = unwritable(args.out / "sweep.json")
+    if problem is not None:
+        parser.error(f"--out: {args.out} cannot be written: {problem}")
+    engines = _engines(parser, "--engine", args.engine)
+    dump = _dump(parser, _target(parser, args.target), args.hidden_states)
+    try:
+        paths = checkpoints_from(args.checkpoints)
+    except SweepInputError as exc:
+        parser.error(f"CKPT: {exc}")
+    start = time.monotonic()
+
+    def progress(done: int, total: int) -> None:
+        print(f"\rsweep: {done}/{total} checkpoints", end="\n" if done == total else "", file=sys.stderr, flush=True)
+
+    pipeline = Pipeline(VerdictSettings(tuple(engines), args.aux_convention))
+    result = run_sweep(paths, engines, TargetSide(args.target, dump), pipeline, progress=progress)
+    print("\n".join(write(result, args.out)))
+    print(f"sweep: {len(paths)} checkpoints x {len(engines)} engine versions in {time.monotonic() - start:.0f} s, "
+          f"{result.target_runs} target run{'s' if result.target_runs != 1 else ''}")
+    for engine, best in result.best().items():
+        print(f"best for {engine}: {best.path if best is not None else result.why_no_best(engine)}")
     return 0
 
 

@@ -46,15 +46,16 @@ def target_path(flag: str, path: str | None) -> str | None:
     return path
 
 
-def report_path(flag: str, path: str | None) -> str | None:
-    """Where the JSON verdict goes: a file path (its folder is created); never a directory, never empty."""
+def report_path(flag: str, path: str | None, example: str = "eagle3-report.json") -> str | None:
+    """Where the JSON verdict (or the summary) goes: a file path (its folder is created); never a directory,
+    never empty."""
     if path is None:
         return None
     if not path.strip():
-        raise usage(flag, f"{EMPTY}: give a file path such as eagle3-report.json")
+        raise usage(flag, f"{EMPTY}: give a file path such as {example}")
     given = Path(path)
     if given.is_dir():
-        raise usage(flag, f"{path} is a directory; give a file path such as {given / 'eagle3-report.json'}")
+        raise usage(flag, f"{path} is a directory; give a file path such as {given / example}")
     problem = unwritable(given)
     if problem is not None:
         raise usage(flag, f"{path} cannot be written: {problem}")

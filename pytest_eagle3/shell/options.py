@@ -46,6 +46,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "target model directory or its config.json: unlocks target-consistency checks"),
     OptionSpec("eagle3_report", "--eagle3-report", "EAGLE3_REPORT", "eagle3_report",
                "write the verdict per checkpoint and contract as JSON to this path"),
+    OptionSpec("eagle3_summary", "--eagle3-summary", "EAGLE3_SUMMARY", "eagle3_summary",
+               "write the verdicts as a markdown table to this path (a CI job summary; with $GITHUB_STEP_SUMMARY "
+               "set, the table is appended there too)"),
     OptionSpec("eagle3_engines", "--eagle3-engine", "EAGLE3_ENGINES", "eagle3_engines",
                "engine versions to judge against: comma list of sglang, vllm, all, NAME==VERSION or NAME==* "
                "(the first version of every profile segment, and the newest); a bare name is the newest known "
@@ -173,6 +176,7 @@ class Settings:
     checkpoints: tuple[str, ...]
     target: str | None
     report: str | None
+    summary: str | None
     engines: tuple[EngineVersion, ...]
     aux_convention: str | None
     min_acceptance: float
@@ -254,6 +258,7 @@ def parse_settings(config: pytest.Config) -> Settings:
         checkpoints=check.checkpoints(name["eagle3_ckpt"], values["eagle3_ckpt"]),
         target=check.target_path(name["eagle3_target"], one["eagle3_target"]),
         report=check.report_path(name["eagle3_report"], one["eagle3_report"]),
+        summary=check.report_path(name["eagle3_summary"], one["eagle3_summary"], "eagle3-summary.md"),
         engines=_engines(one["eagle3_engines"] or "all"),
         aux_convention=check.convention(name["eagle3_aux_convention"], one["eagle3_aux_convention"]),
         min_acceptance=check.min_acceptance(name["eagle3_min_acceptance"], one["eagle3_min_acceptance"], steps,

@@ -303,6 +303,8 @@ class Eagle3Session:
         self.options = options
         #: Why the JSON report could not be written at the end (the table is printed all the same).
         self.write_error: str | None = None
+        #: What the markdown summary step said (``shell.summary``), for the terminal.
+        self.summary_lines: list[str] = []
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         lines = []
@@ -341,6 +343,12 @@ class Eagle3Session:
                 self.collector.write(Path(self.report_path))
             except OSError as exc:  # checked writable at start; lost since (disk full, folder removed)
                 self.write_error = exc.strerror or str(exc)
+        step_summary = os.environ.get("GITHUB_STEP_SUMMARY", "").strip()
+        if self.options.summary or step_summary:
+            from pytest_eagle3.shell.summary import publish, render
+
+            text = render(self.collector.to_json(), self.report_path)
+            self.summary_lines = publish(text, self.options.summary, step_summary or None)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if _is_xdist_worker(self.config) or self.config.option.collectonly:
@@ -362,6 +370,8 @@ class Eagle3Session:
         elif self.report_path:
             for line in wrap(f"JSON report: {self.report_path}", width):
                 terminalreporter.write_line(line)
+        for line in self.summary_lines:
+            terminalreporter.write_line(line, red=" NOT " in line)
 
 
 def _format_label(path: str) -> str:

@@ -1,0 +1,130 @@
+"""The verdicts as a markdown table, for a CI job summary (``--eagle3-summary``, ``$GITHUB_STEP_SUMMARY``).
+
+Rendered from the JSON report's rows (``Collector.to_json``): one row per checkpoint and engine, with
+the failing contracts, the prediction, the load plan's outcome and the first fix. Cells stay short: a
+long fix is cut and points at the JSON report, which keeps every finding in full.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+#: The environment variable GitHub Actions sets to the job summary's file.
+STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+#: A fix cell keeps this many characters of the first fix.
+FIX_CHARS = 90
+TITLE = "## EAGLE-3 verdict"
+HEADER = ("checkpoint", "engine", "verdict", "failing contracts", "predicted", "load plan", "fix")
+
+
+def render(report: Mapping[str, Any], json_report: str | None = None) -> str:
+    """The markdown summary of one report (``Collector.to_json()``); ``json_report`` is where the full report is."""
+    checkpoints: Sequence[Mapping[str, Any]] = report.get("checkpoints", [])
+    failed = sum(1 for c in checkpoints if c["verdict"] == "fail")
+    facts = [f"target `{report['target']}`" if report.get("target") else "no target",
+             "engines " + (", ".join(f"`{e}`" for e in report.get("engines", [])) or "-"),
+             f"{failed} of {len(checkpoints)} checkpoint{'s' if len(checkpoints) != 1 else ''} failing"]
+    lines = [TITLE, "", " · ".join(facts), "", _row(HEADER), _row(("---",) * len(HEADER))]
+    partial = []
+    for ckpt in checkpoints:
+        for index, entry in enumerate(ckpt["engines"]):
+            lines.append(_row(_cells(ckpt, entry, index == 0)))
+        rows = [_engine(e) for e in ckpt["engines"] if e["verdict"] == "pass" and not e["complete"]]
+        if rows:
+            partial.append(f"`{ckpt['path']}` ({', '.join(rows)})")
+    if partial:
+        lines += ["", "PASS (partial): some contracts did not run for " + "; ".join(partial)
+                  + ". The JSON report's `not_run` names them and what would run them."]
+    if json_report:
+        lines += ["", f"Every finding in full, with its evidence: the JSON report `{json_report}`."]
+    return "\n".join(lines) + "\n"
+
+
+def _cells(ckpt: Mapping[str, Any], entry: Mapping[str, Any], first: bool) -> tuple[str, ...]:
+    name = f"`{ckpt['path']}`" if first else ""
+    return (name, _engine(entry), _verdict(entry), ", ".join(entry["failing"]) or "-",
+            _predicted(ckpt, entry), entry.get("outcome") or "-", _fix(entry.get("fix") or []))
+
+
+def _engine(entry: Mapping[str, Any]) -> str:
+    return entry["engine"] if entry["version"] is None else f"{entry['engine']}=={entry['version']}"
+
+
+def _verdict(entry: Mapping[str, Any]) -> str:
+    """The terminal's words: FAIL in bold, PASS, PASS (partial), NOT RUN."""
+    verdict = entry["verdict"]
+    if verdict == "fail":
+        return "**FAIL**"
+    if verdict == "pass":
+        return "PASS" if entry["complete"] else "PASS (partial)"
+    return "NOT RUN"
+
+
+def _predicted(ckpt: Mapping[str, Any], entry: Mapping[str, Any]) -> str:
+    """An engine's predicted mean acceptance length (``refused`` when it will not load); on the ``any`` row,
+    the reference acceptance of the draft as trained."""
+    if entry["version"] is None:
+        reference = ckpt.get("reference")
+        return f"{reference['mean_acceptance_length']:.2f} as trained" if reference else "-"
+    predicted = entry.get("predicted_acceptance")
+    if not predicted:
+        return "-"
+    value = predicted.get("mean_acceptance_length")
+    return "refused" if value is None else f"{value:.2f} ({predicted.get('basis') or 'assumed'})"
+
+
+def _fix(fixes: Sequence[str]) -> str:
+    """The first fix that names an edit (engine.acceptance's "see the engine contracts ..." points at the
+    others), cut to :data:`FIX_CHARS`; a cut or further fixes point at the JSON report."""
+    if not fixes:
+        return "-"
+    edits = [f for f in fixes if not str(f).startswith("see ")] or list(fixes)
+    first = " ".join(str(edits[0]).split())
+    cut = len(first) > FIX_CHARS
+    text = first[:FIX_CHARS].rstrip() + "…" if cut else first
+    where = "JSON report"
+    if len(fixes) > 1:
+        return f"{text} (+{len(fixes) - 1} more: {where})"
+    return f"{text} (in full: {where})" if cut else text
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
+
+
+def publish(text: str, path: str | None, step_summary: str | None) -> list[str]:
+    """Write the summary to ``path`` and append it to the job summary file ``step_summary``; one terminal line
+    each (what was written, or why not)."""
+    said = []
+    if path:
+        try:
+            target = Path(path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+            said.append(f"markdown summary: {path}")
+        except OSError as exc:  # checked writable at start; lost since (disk full, folder removed)
+            said.append(f"markdown summary NOT written to {path}: {exc.strerror or exc}")
+    if step_summary:
+        try:
+            with Path(step_summary).open("a", encoding="utf-8") as out:
+                out.write(text + "\n")
+            said.append(f"markdown summary appended to ${STEP_SUMMARY_ENV}")
+        except OSError as exc:
+            said.append(f"markdown summary NOT appended to ${STEP_SUMMARY_ENV} ({step_summary}): "
+                        f"{exc.strerror or exc}")
+    return said
+
+
+@contextlib.contextmanager
+def without_step_summary() -> Iterator[None]:
+    """An inner contract run (``plan --json``) whose verdict is the command's output, not a job summary."""
+    saved = os.environ.pop(STEP_SUMMARY_ENV, None)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ[STEP_SUMMARY_ENV] = saved

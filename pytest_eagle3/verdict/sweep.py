@@ -1,0 +1,237 @@
+"""A training run at a glance: every checkpoint judged and predicted per engine version, one target run.
+
+``python -m pytest_eagle3 sweep CKPT... --target T --out DIR``: the checkpoints (a folder of checkpoint
+folders, a glob, or a list, in training order) each asked of one :class:`~pytest_eagle3.verdict.Pipeline`
+(the target run once, its side shared by every draft), written as ``sweep.json``, ``sweep.md`` and
+``sweep.png`` (``verdict.sweep_plot``), naming the best checkpoint per engine version.
+
+The verdict per engine is the engine contracts' (the load plan's issues and ``engine.acceptance`` on the
+prediction); the engine-independent contracts (files, config, weights) are ``pytest --eagle3-ckpt``'s.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_eagle3.reference.defaults import DEFAULT_MIN_ACCEPTANCE
+
+if TYPE_CHECKING:
+    from pytest_eagle3.knowledge.releases import EngineVersion
+    from pytest_eagle3.verdict.pipeline import Pipeline, TargetSide, Verdict
+
+SCHEMA = "pytest-eagle3/sweep/1"
+FILES = ("sweep.json", "sweep.md", "sweep.png")
+CELLS = ("Cells: predicted mean acceptance length, then the verdict (FAIL names the failing engine contracts); "
+         "`sweep.json` has each first fix.")
+
+
+class SweepInputError(ValueError):
+    """The checkpoints or the output folder cannot be used; the message says which and why."""
+
+
+def natural_key(text: str) -> list[Any]:
+    """``step-2`` before ``step-10``: digit runs compare as numbers."""
+    return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", text)]
+
+
+def _is_checkpoint(path: Path) -> bool:
+    return path.is_dir() and (path / "config.json").is_file()
+
+
+def checkpoints_from(given: Sequence[str]) -> list[Path]:
+    """The checkpoints in training order: each argument a checkpoint folder (kept where given), a folder of
+    checkpoint folders, or a glob (both sorted naturally). Nothing found, or an argument matching nothing,
+    is a :class:`SweepInputError`."""
+    found: list[Path] = []
+    for arg in given:
+        path = Path(arg)
+        if glob.has_magic(arg):
+            matches = [Path(m) for m in glob.glob(arg)]
+            inside = sorted((m for m in matches if _is_checkpoint(m)), key=lambda p: natural_key(str(p)))
+            if not inside:
+                raise SweepInputError(f"{arg}: no checkpoint folder (with a config.json) matches")
+            found.extend(inside)
+        elif _is_checkpoint(path):
+            found.append(path)
+        elif path.is_dir():
+            inside = sorted((p for p in path.iterdir() if _is_checkpoint(p)), key=lambda p: natural_key(p.name))
+            if not inside:
+                raise SweepInputError(f"{arg}: neither a checkpoint (no config.json) nor a folder of checkpoints")
+            found.extend(inside)
+        else:
+            raise SweepInputError(f"{arg}: {'is a file' if path.exists() else 'does not exist'}; give checkpoint "
+                                  "folders, a folder of them, or a glob")
+    if not found:
+        raise SweepInputError("no checkpoints given")
+    return list(dict.fromkeys(found))
+
+
+@dataclass(frozen=True)
+class EngineRow:
+    """One engine version's verdict on one checkpoint."""
+
+    engine: str
+    verdict: str
+    outcome: str
+    failing: tuple[str, ...]
+    predicted: float | None
+    basis: str | None
+    fix: str | None
+    #: Why nothing was predicted (a refusal, no target weights), else "".
+    unavailable: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"engine": self.engine, "verdict": self.verdict, "outcome": self.outcome, "failing": list(self.failing),
+                "predicted_acceptance": None if self.predicted is None else round(self.predicted, 4),
+                "basis": self.basis, "fix": self.fix, "unavailable": self.unavailable or None}
+
+
+@dataclass(frozen=True)
+class CheckpointRow:
+    """One checkpoint: its acceptance as trained (the reference) and each engine's row."""
+
+    path: str
+    as_trained: float | None
+    engines: tuple[EngineRow, ...]
+    #: Why the checkpoint could not be read ("" when it was).
+    problem: str = ""
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).name
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "name": self.name, "problem": self.problem or None,
+                "as_trained": None if self.as_trained is None else round(self.as_trained, 4),
+                "engines": [e.to_json() for e in self.engines]}
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """Every checkpoint x engine version of one training run, against one target side."""
+
+    target: str
+    engines: tuple[str, ...]
+    checkpoints: tuple[CheckpointRow, ...]
+    #: How many times the target's side was computed (run here or read from a dump): 1 for the whole sweep.
+    target_runs: int
+
+    def best(self) -> dict[str, CheckpointRow | None]:
+        """Per engine version, the checkpoint with the highest predicted mean acceptance length that passes
+        (any checkpoint when none passes; the earliest on a tie); None when nothing was predicted."""
+        out: dict[str, CheckpointRow | None] = {}
+        for index, engine in enumerate(self.engines):
+            scored = [(c, c.engines[index]) for c in self.checkpoints if c.engines
+                      and c.engines[index].predicted is not None]
+            passing = [(c, r) for c, r in scored if r.verdict == "pass"] or scored
+            out[engine] = max(passing, key=lambda cr: cr[1].predicted or 0.0)[0] if passing else None
+        return out
+
+    def why_no_best(self, engine: str) -> str:
+        """Why no checkpoint is best for ``engine``: every one refused, or nothing predicted."""
+        index = self.engines.index(engine)
+        rows = [c.engines[index] for c in self.checkpoints if c.engines]
+        if rows and all(r.outcome == "refused" for r in rows):
+            return "none: it refuses every checkpoint"
+        return "none predicted (needs the target's weights or a dump of its side)"
+
+    def to_json(self) -> dict[str, Any]:
+        best = {e: (None if c is None else c.path) for e, c in self.best().items()}
+        return {"schema": SCHEMA, "target": self.target, "engines": list(self.engines), "target_runs": self.target_runs,
+                "best": best, "checkpoints": [c.to_json() for c in self.checkpoints]}
+
+
+def run_sweep(paths: Sequence[Path], engines: Sequence[EngineVersion], side: TargetSide, pipeline: Pipeline,
+              min_acceptance: float = DEFAULT_MIN_ACCEPTANCE, progress: Any = None) -> Sweep:
+    """Judge and predict every checkpoint for every engine version with one pipeline (one target run)."""
+    from pytest_eagle3.checkpoint import Checkpoint
+
+    rows = []
+    for done, path in enumerate(paths, 1):
+        ckpt = Checkpoint.open(path)
+        problems = ckpt.problems + ([ckpt.config_problem] if ckpt.config_problem else [])
+        if problems:
+            rows.append(CheckpointRow(str(path), None, (), "; ".join(problems)))
+        else:
+            verdicts = [pipeline.verdict(ckpt, engine, side) for engine in engines]
+            trained = next((v.prediction.training.acceptance.mean_acceptance_length for v in verdicts
+                            if v.prediction is not None), None)
+            rows.append(CheckpointRow(str(path), trained, tuple(_engine_row(v, min_acceptance, pipeline)
+                                                                for v in verdicts)))
+        if progress is not None:
+            progress(done, len(paths))
+    session = pipeline.session(side.hidden_states) if side.given else None
+    return Sweep(str(side.path), tuple(e.spec for e in engines), tuple(rows),
+                 len(session.targets) if session is not None else 0)
+
+
+def _engine_row(verdict: Verdict, min_acceptance: float, pipeline: Pipeline) -> EngineRow:
+    """The engine contracts' verdict: the plan's issues, then engine.acceptance on the prediction."""
+    from pytest_eagle3.reference.prediction_findings import judged_findings
+
+    plan, prediction = verdict.plan, verdict.prediction
+    failing = [f"engine.{issue.area}" for issue in plan.issues]
+    fixes = [issue.finding.fix for issue in plan.issues if issue.finding.fix]
+    if verdict.predictions and prediction is not None and prediction.acceptance is not None:
+        findings, _ = judged_findings(verdict.predictions, min_acceptance, pipeline.settings.max_loss)
+        if findings:
+            failing.append("engine.acceptance")
+            fixes.extend(f.fix for f in findings if f.fix)
+    unavailable = verdict.no_prediction if prediction is None else prediction.unavailable
+    return EngineRow(verdict.engine.spec, "fail" if failing else "pass", plan.outcome,
+                     tuple(sorted(set(failing))), None if prediction is None else prediction.mean_acceptance_length,
+                     None if prediction is None else prediction.basis, fixes[0] if fixes else None, unavailable)
+
+
+def markdown(sweep: Sweep, plot: str | None) -> str:
+    """``sweep.md``: one row per checkpoint, one column per engine version, the best one named per engine."""
+    head = ["checkpoint", "as trained", *sweep.engines]
+    facts = f"target `{sweep.target}` · {len(sweep.checkpoints)} checkpoints · target runs: {sweep.target_runs}"
+    lines = ["## EAGLE-3 sweep", "", facts, "", _md_row(head), _md_row(["---"] * len(head))]
+    for ckpt in sweep.checkpoints:
+        if ckpt.problem:
+            lines.append(_md_row([f"`{ckpt.name}`", "unreadable", *["-"] * len(sweep.engines)]))
+            continue
+        cells = [_cell(row) for row in ckpt.engines]
+        lines.append(_md_row([f"`{ckpt.name}`", _figure(ckpt.as_trained), *cells]))
+    lines.append("")
+    for engine, best in sweep.best().items():
+        if best is None:
+            lines.append(f"- best for {engine}: {sweep.why_no_best(engine)}")
+            continue
+        row = best.engines[sweep.engines.index(engine)]
+        lines.append(f"- best for {engine}: `{best.name}` ({_figure(row.predicted)}, {row.verdict})")
+    lines += ["", CELLS]
+    lines += ["", f"![predicted acceptance per checkpoint]({plot})" if plot else ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _cell(row: EngineRow) -> str:
+    figure = "refused" if row.outcome == "refused" else _figure(row.predicted)
+    return f"{figure} PASS" if row.verdict == "pass" else f"{figure} **FAIL** {', '.join(row.failing)}"
+
+
+def _figure(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _md_row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+def write(sweep: Sweep, out: Path) -> list[str]:
+    """Write ``sweep.json``, ``sweep.md`` and (with matplotlib) ``sweep.png`` into the new folder ``out``;
+    one line per file, or the note saying why the plot was skipped."""
+    from pytest_eagle3.verdict.sweep_plot import plot
+
+    out.mkdir(parents=True)
+    note = plot(sweep, out / "sweep.png")
+    (out / "sweep.json").write_text(json.dumps(sweep.to_json(), indent=2) + "\n", encoding="utf-8")
+    (out / "sweep.md").write_text(markdown(sweep, None if note else "sweep.png"), encoding="utf-8")
+    return [str(out / name) for name in FILES if (out / name).exists()] + ([note] if note else [])
