@@ -21,6 +21,7 @@ from pytest_eagle3.rules.attention import (
     implied,
 )
 from pytest_eagle3.rules.draft_kind import classify_checkpoint, not_a_draft_finding
+from pytest_eagle3.rules.quantized import is_packed, not_modelled, present_weights
 
 DEFAULT_AUX_COUNT = 3
 REQUIRED_CONFIG_FIELDS = ("hidden_size", "vocab_size")
@@ -97,7 +98,8 @@ def shape_findings(ckpt: Checkpoint) -> list[Finding]:
         ))
         prefix = "layers.0."
     required = [prefix + t for t in FIRST_LAYER_TENSORS] + ["fc.weight", "norm.weight"]
-    missing = [name for name in required if name not in ckpt.tensors]
+    present = present_weights(ckpt.tensors)
+    missing = [name for name in required if name not in present]
     if missing and cfg.first_layer_prefix:
         findings.append(Finding(
             "missing-tensors",
@@ -161,10 +163,35 @@ def _shape_rules(cfg: DraftConfig, prefix: str) -> list[ShapeRule]:
     return rules
 
 
+def packed_weights(ckpt: Checkpoint) -> list[str]:
+    """Weights stored packed (uint8 NVFP4, int32 weight_packed): their saved shape is not the matrix's."""
+    return sorted(n for n, e in ckpt.tensors.items() if is_packed(n, e, ckpt.tensors))
+
+
+def logical_shape(ckpt: Checkpoint, name: str) -> tuple[int, ...] | None:
+    """The shape the rules compare: None for a packed weight (not modelled, ``shape_unmodelled``)."""
+    entry = ckpt.tensors.get(name)
+    if entry is not None and is_packed(name, entry, ckpt.tensors):
+        return None
+    return ckpt.shape(name)
+
+
+def shape_unmodelled(ckpt: Checkpoint) -> list[Finding]:
+    """What config.shapes does not check: the shapes of packed quantized weights."""
+    packed = packed_weights(ckpt)
+    if not packed:
+        return []
+    return [not_modelled("config.shapes", packed,
+                         "the engine's own loader (probe.load with --eagle3-vllm-python / --eagle3-sglang-python), "
+                         "which unpacks them with the quantization_config",
+                         "packed quantized weights (several values a byte or word): their saved shape is not the "
+                         "matrix's, so q/k/v/o and MLP widths are not compared with config.json")]
+
+
 def _mismatched_shapes(ckpt: Checkpoint, rules: list[ShapeRule]) -> list[Finding]:
     evidence = []
     for rule in rules:
-        shape = ckpt.shape(rule.tensor)
+        shape = logical_shape(ckpt, rule.tensor)
         if shape is None:
             continue
         fits = len(shape) == len(rule.expected) and all(
@@ -193,7 +220,9 @@ def _attention(ckpt: Checkpoint) -> list[Finding]:
     layer = raw.get("transformer_layer_config")
     config = layer if isinstance(layer, dict) else raw
     readings = [derive(config, route) for route in (ROUTE_CONFIG_CLASS, ROUTE_AS_WRITTEN)]
-    found = [disagreements(g, ckpt.shape, set(ckpt.tensors)) for g in readings if g is not None]
+    packed = set(packed_weights(ckpt))
+    names = {n for n in ckpt.tensors if n not in packed}
+    found = [disagreements(g, lambda n: logical_shape(ckpt, n), names) for g in readings if g is not None]
     if not found or not all(found):
         return []
     geometry = readings[0]
