@@ -51,6 +51,8 @@ def plan_keys(sheet: FactSheet, prof: Profile, shape: DraftShape, fc_states: int
     refused, dropped, packed = _quantized_keys(out, sheet, prof, list(res.refused), list(res.dropped))
     if packed:  # the scheme's parameters replace the weights': what stays unset is not simulated either
         missing, uninitialised = [], ()
+    bypassed = _fc_bypassed(out, sheet, prof, uninitialised)
+    uninitialised = tuple(p for p in uninitialised if p not in bypassed)
     unset_bias = tuple(p for p in uninitialised if is_layer_bias(p))
     if unset_bias:  # filed on their own (their fix is the config flag); still in Keys.uninitialised
         _file_unset_bias(out, prof, unset_bias, dict(shape.layer_bias))
@@ -82,13 +84,34 @@ def plan_keys(sheet: FactSheet, prof: Profile, shape: DraftShape, fc_states: int
             "not-initialised" if strict else "uninitialised",
             _unloaded_message(prof, others),
             (Evidence("uninitialised", short(others), "every parameter loaded from the checkpoint"),),
-            _key_fix(prof, sorted(lost)) if lost else "ship the missing tensors under the names the engine expects",
+            _key_fix(prof, sorted(lost)) if lost else _unset_fix(sheet, prof, others),
             (f"rule: {prof.source('first_layer')}", f"rule: {prof.source('unloaded_parameter')}"),
         ))
     shapes = parameter_shapes(prof.engine, sheet.config, sheet.speculators, params, fc_states or 3,
                               sheet.draft_geometry, prof.behaviours.mlp_width)
     return Keys(params, parameters, FrozenDict(dict(res.dropped)), uninitialised, res.d2t_name,
                 tuple(sorted(params)), FrozenDict(shapes), out.filed())
+
+
+def _fc_bypassed(out: Filing, sheet: FactSheet, prof: Profile, unset: tuple[str, ...]) -> tuple[str, ...]:
+    """fc parameters a release builds but never runs: ``use_aux_hidden_state: false`` honoured by a release that
+    still builds fc (SGLang: the target sends one hidden state, fc is skipped by the width check), so their initial
+    values cost nothing. A release that ignores the flag runs fc (engine.fc says so)."""
+    if sheet.use_aux_hidden_state is not False or prof.behaviours.use_aux_hidden_state != "honoured":
+        return ()
+    fc = tuple(p for p in unset if p.removeprefix("model.").startswith("fc."))
+    if fc:
+        out.note(f"{prof.label} builds {', '.join(fc)} with no checkpoint tensor, but use_aux_hidden_state: false "
+                 f"sends one hidden state and fc is never run (rule: {prof.source('use_aux_hidden_state')}; "
+                 f"{prof.source('fc_applied')})")
+    return fc
+
+
+def _unset_fix(sheet: FactSheet, prof: Profile, unset: tuple[str, ...]) -> str:
+    if sheet.use_aux_hidden_state is False and any(p.removeprefix("model.").startswith("fc.") for p in unset):
+        return ("the draft says use_aux_hidden_state: false and has no fc; serve with "
+                f"{serve_with('use_aux_hidden_state', prof.engine, lambda v: v == 'honoured')}, which honours it")
+    return "ship the missing tensors under the names the engine expects"
 
 
 def _quantized(name: str) -> bool:

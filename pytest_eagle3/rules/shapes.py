@@ -97,7 +97,8 @@ def shape_findings(ckpt: Checkpoint) -> list[Finding]:
             "export the draft's decoder layer",
         ))
         prefix = "layers.0."
-    required = [prefix + t for t in FIRST_LAYER_TENSORS] + ["fc.weight", "norm.weight"]
+    required = [prefix + t for t in FIRST_LAYER_TENSORS] + (["fc.weight"] if uses_aux_states(ckpt) else []) \
+        + ["norm.weight"]
     present = present_weights(ckpt.tensors)
     missing = [name for name in required if name not in present]
     if missing and cfg.first_layer_prefix:
@@ -108,7 +109,7 @@ def shape_findings(ckpt: Checkpoint) -> list[Finding]:
             "export the full draft state dict (norms included)",
         ))
     findings += _lm_head(ckpt, cfg)
-    findings += _mismatched_shapes(ckpt, _shape_rules(cfg, prefix))
+    findings += _mismatched_shapes(ckpt, _shape_rules(cfg, prefix, uses_aux_states(ckpt)))
     findings += _layer_count(cfg)
     findings += _attention(ckpt)
     findings += _optional_norms(ckpt, cfg)
@@ -141,12 +142,23 @@ def _lm_head(ckpt: Checkpoint, cfg: DraftConfig) -> list[Finding]:
     return []
 
 
-def _shape_rules(cfg: DraftConfig, prefix: str) -> list[ShapeRule]:
+def uses_aux_states(ckpt: Checkpoint) -> bool:
+    """False where the draft says it was trained on the target's last hidden state alone: no fc, no aux ids.
+
+    The one spelling EAGLE-3 readers know is ``eagle_config.use_aux_hidden_state`` (SpecForge and ModelOpt write
+    it; vllm 0.33.0 model_executor/models/llama_eagle3.py LlamaModel.__init__ and v1/spec_decode/llm_base_proposer.py
+    _get_eagle3_use_aux_hidden_state_from_config, sglang 0.5.23 speculative/eagle_utils.py get_eagle_config; a
+    speculators config has none: vllm speculators/algos.py update_eagle3 does not carry it)."""
+    eagle = (ckpt.config_raw or {}).get("eagle_config")
+    return not (isinstance(eagle, dict) and eagle.get("use_aux_hidden_state") is False)
+
+
+def _shape_rules(cfg: DraftConfig, prefix: str, aux_states: bool = True) -> list[ShapeRule]:
     rules = []
     h, dv, v = cfg.hidden_size, cfg.draft_vocab_size, cfg.vocab_size
     if h and dv:
         rules.append(ShapeRule("lm_head.weight", (dv, h), "lm_head rows = draft_vocab_size"))
-    width = expected_fc_width(cfg)
+    width = expected_fc_width(cfg) if aux_states else None
     if h and width:
         aux = f"{len(cfg.aux.ids)} aux ids" if cfg.aux.ids else "3 aux states (default)"
         rules.append(ShapeRule("fc.weight", (h, width),
