@@ -64,6 +64,8 @@ SP = SynthSpec(producer=SPECULATORS)
 EA = SynthSpec(producer=EAGLE)
 MO = SynthSpec(producer=MODELOPT)
 SGL, VLL = "sglang", "vllm"
+NO_AUX = SynthSpec(producer=SPECFORGE, aux_hidden_state=False)
+NO_AUX_MO = SynthSpec(producer=MODELOPT, aux_hidden_state=False)
 #: A 32-wide draft for the 64-wide default target (target_hidden_size set by the variant).
 NARROW = SynthSpec(producer=SPECULATORS, hidden_size=32, num_attention_heads=1, head_dim=32, intermediate_size=64)
 NARROW_SF = SynthSpec(producer=SPECFORGE, hidden_size=32, num_attention_heads=1, head_dim=32, intermediate_size=64)
@@ -102,6 +104,9 @@ CASES = [
          variant={"config": _set(draft_vocab_size=None), "drop": ("lm_head.weight", "d2t", "t2d")}),
     case("use_aux_hidden_state", SGL, "0.5.7", "0.5.8", SF, set(), {"fc-unused"},
          variant={"config": _set(**{"eagle_config.use_aux_hidden_state": False})}),
+    # a draft trained without aux states (no fc.weight, no aux ids; gpt-oss Eagle3-v2): a release that ignores the
+    # flag captures aux states into a random fc; one that honours it sends one state (SGLang: fc built, bypassed)
+    case("use_aux_hidden_state", SGL, "0.5.7", "0.5.8", NO_AUX, {"uninitialised", "aux-flag-ignored"}, set()),
     case("graph_mode_default_layers", SGL, "0.5.10", "0.5.11", SynthSpec(producer=SPECFORGE, aux_layer_ids=(2, 3, 4)),
          {"aux-layers"}, set()),
     case("aux_transform_deepseek", SGL, "0.5.12", "0.5.13", SynthSpec(producer=SPECFORGE, aux_layer_ids=(2, 4, 5)),
@@ -135,6 +140,8 @@ CASES = [
          {"multi-layer", "key-refused"}, set()),
     case("use_aux_hidden_state", VLL, "0.11.2", "0.12.0", SF, set(), {"fc-unused"},
          variant={"config": _set(**{"eagle_config.use_aux_hidden_state": False})}),
+    case("use_aux_hidden_state", VLL, "0.11.2", "0.12.0", NO_AUX, {"uninitialised", "aux-flag-ignored"}, set()),
+    case("use_aux_hidden_state", VLL, "0.11.2", "0.12.0", NO_AUX_MO, {"uninitialised", "aux-flag-ignored"}, set()),
     case("norm_before_residual", VLL, "0.10.0", "0.10.1", EA, {"norm-flag"}, set(),
          variant={"config": _set(norm_before_residual=True)}),
     case("norm_before_fc", VLL, "0.17.0", "0.18.0", SF, {"norm-flag", "key-refused"}, set(),

@@ -19,7 +19,9 @@ if TYPE_CHECKING:
     import torch
 
 #: safetensors dtype code -> (torch dtype attribute, bytes per element).
-#: Source: safetensors format spec (huggingface/safetensors README, "Format").
+#: Source: safetensors format spec (huggingface/safetensors README, "Format"); the float8 variants, C64 and the
+#: sub-byte codes from safetensors 0.8.0 (bindings/python/py_src/safetensors/torch.py _TYPES / _SIZE; the Rust
+#: Dtype enum's F4, F6_E2M3, F6_E3M2 and F8_E8M0, whose shapes count elements, not bytes).
 SAFETENSORS_DTYPES: dict[str, tuple[str, int]] = {
     "F64": ("float64", 8),
     "F32": ("float32", 4),
@@ -36,9 +38,17 @@ SAFETENSORS_DTYPES: dict[str, tuple[str, int]] = {
     "U32": ("uint32", 4),
     "U64": ("uint64", 8),
     "BOOL": ("bool", 1),
+    "F8_E4M3FNUZ": ("float8_e4m3fnuz", 1),
+    "F8_E5M2FNUZ": ("float8_e5m2fnuz", 1),
+    "F8_E8M0": ("float8_e8m0fnu", 1),
+    "C64": ("complex64", 8),
 }
+#: Codes of fewer bits than a byte an element (MXFP4 / NVFP4 values, MXFP6): bits per element. They have no
+#: element view in torch (float4_e2m1fn_x2 holds two a byte), so no rule reads their values.
+SUB_BYTE_BITS: dict[str, int] = {"F4": 4, "F6_E2M3": 6, "F6_E3M2": 6}
 TORCH_TO_CODE: dict[str, str] = {name: code for code, (name, _) in SAFETENSORS_DTYPES.items()}
-FLOAT_CODES = frozenset({"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2"})
+FLOAT_CODES = frozenset({"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2", "F8_E4M3FNUZ", "F8_E5M2FNUZ",
+                         "F8_E8M0"})
 
 #: The safetensors library refuses headers above 100 MB (safetensors/src/tensor.rs, MAX_HEADER_SIZE).
 MAX_HEADER_BYTES = 100_000_000
@@ -126,7 +136,7 @@ def _parse_entry(
     if not isinstance(info, dict):
         return None, f"{where}: header entry is not an object"
     dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
-    if dtype not in SAFETENSORS_DTYPES:
+    if dtype not in SAFETENSORS_DTYPES and dtype not in SUB_BYTE_BITS:
         return None, f"{where}: unknown dtype {dtype!r}"
     if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
         return None, f"{where}: shape {shape!r} is not a list of non-negative integers"
@@ -138,7 +148,8 @@ def _parse_entry(
     ):
         return None, f"{where}: data_offsets {offsets!r} are not [begin, end] with begin <= end"
     begin, end = offsets
-    expected = math.prod(shape) * SAFETENSORS_DTYPES[dtype][1]
+    expected = (-(-math.prod(shape) * SUB_BYTE_BITS[dtype] // 8) if dtype in SUB_BYTE_BITS
+                else math.prod(shape) * SAFETENSORS_DTYPES[dtype][1])
     if end - begin != expected:
         return None, (
             f"{where}: data_offsets span {end - begin} bytes but {dtype}{shape} needs {expected}"
@@ -196,8 +207,11 @@ def index_torch_bin(path: Path) -> tuple[FileIndex, dict[str, torch.Tensor]]:
 
 
 def torch_dtype(code: str) -> torch.dtype:
+    """The torch dtype of a safetensors code; CheckpointReadError where torch has no element view of it."""
     import torch
 
+    if code not in SAFETENSORS_DTYPES or not hasattr(torch, SAFETENSORS_DTYPES[code][0]):
+        raise CheckpointReadError(f"dtype {code} has no element view in this torch: its values cannot be read")
     dtype: torch.dtype = getattr(torch, SAFETENSORS_DTYPES[code][0])
     return dtype
 
@@ -216,11 +230,11 @@ def iter_safetensors_chunks(entry: TensorEntry, chunk_bytes: int) -> Iterator[to
     """Yield the tensor as flat chunks of at most ``chunk_bytes``, reusing one buffer."""
     import torch
 
+    dtype = torch_dtype(entry.dtype)
     itemsize = SAFETENSORS_DTYPES[entry.dtype][1]
     step = max(itemsize, chunk_bytes - chunk_bytes % itemsize)
     buffer = bytearray(min(step, entry.nbytes))
     view = memoryview(buffer)
-    dtype = torch_dtype(entry.dtype)
     with entry.file.open("rb") as handle:
         handle.seek(entry.start)
         done = 0

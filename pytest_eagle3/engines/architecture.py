@@ -15,7 +15,8 @@ from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge import draft_classes
 from pytest_eagle3.knowledge.advice import serve_with
-from pytest_eagle3.knowledge.releases import SGLANG, VLLM
+from pytest_eagle3.knowledge.releases import DISPLAY, SGLANG, VLLM
+from pytest_eagle3.rules.mla import attention_family
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ def _architecture(out: Filing, sheet: FactSheet, prof: Profile) -> str | None:
     if accepted == "*":
         return "Eagle3LlamaForCausalLM"
     if resolved in accepted:
-        return str(resolved)
+        return _family_checked(out, sheet, prof, str(resolved))
     if prof.engine == SGLANG and arch in ("LlamaForCausalLM", "Qwen3ForCausalLM", "Qwen2ForCausalLM"):
         consequence = "SGLang builds the plain target class instead: startup fails (vocab-row assert / KeyError)"
     else:
@@ -80,10 +81,45 @@ def _architecture(out: Filing, sheet: FactSheet, prof: Profile) -> str | None:
         "architecture",
         f"{prof.label} does not build an EAGLE-3 draft for architectures {archs!r}: {consequence}",
         (Evidence("config.json architectures[0]", repr(arch), " or ".join(accepted)),),
-        'set architectures to ["LlamaForCausalLMEagle3"]',
+        architecture_fix(prof, attention_family(sheet.tensors)),
         (f"rule: {prof.source('architectures')}", f"rule: {prof.source('arch_rewrite')}"),
     ))
     return None
+
+
+FAMILY_NAMES = {draft_classes.MLA: "MLA (DeepSeek-V2 attention)", draft_classes.LLAMA: "Llama (q/k/v attention)"}
+
+
+def _family_checked(out: Filing, sheet: FactSheet, prof: Profile, name: str) -> str:
+    """The class; where it is of another attention family than the draft's tensors (MLA vs q/k/v), a finding: the
+    class has none of the draft's attention parameters (the key plan says what the loader does with them)."""
+    family = attention_family(sheet.tensors)
+    klass = draft_classes.draft_class(prof.engine, prof.version, name)
+    if klass is None or (draft_classes.MLA not in (family, klass.family)) or klass.family == family:
+        return name
+    out.lose("architecture", Finding(
+        "architecture-family",
+        f"{prof.label} builds {name} ({FAMILY_NAMES.get(klass.family, klass.family)}) for a draft whose layers are "
+        f"{FAMILY_NAMES.get(family, family)}: none of its attention tensors has a parameter there, so the draft "
+        "layer's attention runs on its initial values (or the loader refuses the tensors: engine.keys)",
+        (Evidence("config.json architectures[0]", repr(sheet.architecture), f"a {family} draft class"),),
+        architecture_fix(prof, family),
+        (f"rule: {klass.source}", f"rule: {prof.source('architectures')}"),
+    ))
+    return name
+
+
+def architecture_fix(prof: Profile, family: str) -> str:
+    """A class of the draft's own family (the registry's rows), in this release or the first that has one."""
+    names = draft_classes.family_architectures(prof.engine, prof.version, family)
+    if names:
+        return f'set architectures to ["{names[0]}"]'
+    first = draft_classes.first_family_release(prof.engine, family)
+    what = FAMILY_NAMES.get(family, family)
+    if first is not None:
+        return (f"serve with {DISPLAY[prof.engine]} >= {first[0]}, the first release with an EAGLE-3 draft class of "
+                f'the draft\'s family, {what} (architectures ["{first[1]}"])')
+    return f"no {DISPLAY[prof.engine]} release the registry rows name builds an EAGLE-3 draft of the {what} family"
 
 
 def _rewritten_to_mtp(out: Filing, sheet: FactSheet, prof: Profile) -> bool:

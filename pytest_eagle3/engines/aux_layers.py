@@ -311,9 +311,10 @@ def _allowlist(out: Filing, prof: Profile, model_type: str) -> None:
 
 
 def _ids_missing(sheet: FactSheet) -> bool:
-    """A ModelOpt draft whose config names no aux ids at all."""
+    """A ModelOpt draft whose config names no aux ids at all (and does not say it uses no aux states)."""
     written = sheet.aux_written
-    return written is not None and not written.ids and written.field is None and sheet.producer == MODELOPT
+    return written is not None and not written.ids and written.field is None and sheet.producer == MODELOPT \
+        and sheet.use_aux_hidden_state is not False
 
 
 def _fed(aux: AuxPlan) -> tuple[int, ...] | None:

@@ -20,6 +20,7 @@ from typing import TypedDict
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
 from pytest_eagle3.checkpoint.draft import NOT_DRAFT_WEIGHTS, SAFETENSORS_INDEX
 from pytest_eagle3.checkpoint.tensorfiles import index_safetensors
+from pytest_eagle3.rules.quantized import is_packed
 from pytest_eagle3.engines.contents import TensorContents, tensor_contents
 from pytest_eagle3.engines.context import context_length, rope_types
 from pytest_eagle3.engines.frozen import FrozenDict, JsonValue, freeze, freeze_object
@@ -192,7 +193,9 @@ def fact_sheet(ckpt: Checkpoint, profile: Profile, target: TargetModel | None = 
     archs = raw.get("architectures")
     hidden = _int(config, "hidden_size")
     written = _int(config, "target_hidden_size")
-    shapes = FrozenDict({name: entry.shape for name, entry in ckpt.tensors.items()})
+    # a packed quantized weight's saved shape is not its matrix's: no shape rule compares it (rules.quantized)
+    shapes = FrozenDict({name: entry.shape for name, entry in ckpt.tensors.items()
+                         if not is_packed(name, entry, ckpt.tensors)})
     fc_shape = shapes.get("fc.weight") or shapes.get("model.fc.weight")
     cfg = read.config if ckpt.config_raw is not None else None
     text = target.text_config if target is not None else {}

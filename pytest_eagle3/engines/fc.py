@@ -14,6 +14,7 @@ from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.plan_types import AuxPlan, FcPlan, Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.knowledge.advice import serve_with
 from pytest_eagle3.knowledge.releases import SGLANG
 from pytest_eagle3.rules.vocab_map import ACCEPTANCE_NOTE
 
@@ -72,17 +73,19 @@ def plan_fc(sheet: FactSheet, prof: Profile, built: FcPlan, aux: AuxPlan) -> Fc:
                 (f"rule: {prof.source('use_aux_hidden_state')}", f"rule: {prof.source('fc_applied')}"),
             ))
         return Fc(fc, out.filed())
+    if sheet.use_aux_hidden_state is False:
+        _flag_ignored(out, sheet, prof, built)
     states = built.states_sent
     if aux.support is not None and aux.support.support == "silent-no-capture":
         states = 1
     elif aux.captured is not None:
         states = len(aux.captured)
     if states is None or target_hidden is None or hidden is None:
-        return Fc(dataclasses.replace(built, states_sent=states))
+        return Fc(dataclasses.replace(built, states_sent=states), out.filed())
     width = states * target_hidden
     fc = dataclasses.replace(built, states_sent=states, width_sent=width)
     if width == fc.expects_width:
-        return Fc(dataclasses.replace(fc, action="fc"))
+        return Fc(dataclasses.replace(fc, action="fc"), out.filed())
     if prof.behaviours.fc_applied == "when-width-differs" and width == hidden:
         out.lose("fc", Finding(
             "fc-bypassed",
@@ -102,6 +105,27 @@ def plan_fc(sheet: FactSheet, prof: Profile, built: FcPlan, aux: AuxPlan) -> Fc:
         (f"rule: {prof.source('fc_applied')}", f"rule: {prof.source('fc_aux_count')}"),
     ))
     return Fc(dataclasses.replace(fc, action="crash"), out.filed())
+
+
+def _flag_ignored(out: Filing, sheet: FactSheet, prof: Profile, built: FcPlan) -> None:
+    """``use_aux_hidden_state: false`` where the release does not read it: it captures aux states and runs fc."""
+    if built.checkpoint_width and sheet.target_hidden_size and built.checkpoint_width != sheet.target_hidden_size:
+        return  # the checkpoint's fc takes several states: the width rules below judge it
+    out.lose("fc", Finding(
+        "aux-flag-ignored",
+        f"eagle_config.use_aux_hidden_state is false (the draft was trained on the target's last hidden state), but "
+        f"{prof.label} does not read it: it captures aux states and runs them through fc, which this draft "
+        f"{'does not have (fc stays at its initial values)' if not built.checkpoint_width else 'was not trained with'}: "
+        f"{ACCEPTANCE_NOTE}",
+        (Evidence("eagle_config.use_aux_hidden_state", "false (no fc.weight)" if not built.checkpoint_width else "false",
+                  f"a release that honours it ({serve_with('use_aux_hidden_state', prof.engine, _honoured)})"),),
+        f"serve with {serve_with('use_aux_hidden_state', prof.engine, _honoured)}",
+        (f"rule: {prof.source('use_aux_hidden_state')}", f"rule: {prof.source('fc_applied')}"),
+    ))
+
+
+def _honoured(value: str) -> bool:
+    return value == "honoured"
 
 
 def _capture_fix(aux: AuxPlan) -> str:

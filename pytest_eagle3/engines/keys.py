@@ -15,9 +15,11 @@ from pytest_eagle3.engines.key_resolution import D2T_PARAM, DraftShape, load_key
 from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.engines.param_shapes import parameter_shapes
 from pytest_eagle3.engines.profiles import Profile
+from pytest_eagle3.engines.serving import draft_built_with
 from pytest_eagle3.findings import Evidence, Finding, short
 from pytest_eagle3.knowledge.advice import serve_with
 from pytest_eagle3.knowledge.releases import SGLANG, VLLM
+from pytest_eagle3.rules.quantized import PACKED_SUFFIX, is_scale, not_modelled
 from pytest_eagle3.rules.vocab_map import ACCEPTANCE_NOTE
 
 
@@ -46,13 +48,18 @@ def plan_keys(sheet: FactSheet, prof: Profile, shape: DraftShape, fc_states: int
     shared = {"model.embed_tokens.weight", "lm_head.weight"}
     missing = [p for p in sorted(required) if p not in res.loaded and p not in shared and p != "draft_id_to_target_id"]
     uninitialised = tuple(missing) + load.incomplete
+    refused, dropped, packed = _quantized_keys(out, sheet, prof, list(res.refused), list(res.dropped))
+    if packed:  # the scheme's parameters replace the weights': what stays unset is not simulated either
+        missing, uninitialised = [], ()
+    bypassed = _fc_bypassed(out, sheet, prof, uninitialised)
+    uninitialised = tuple(p for p in uninitialised if p not in bypassed)
     unset_bias = tuple(p for p in uninitialised if is_layer_bias(p))
     if unset_bias:  # filed on their own (their fix is the config flag); still in Keys.uninitialised
         _file_unset_bias(out, prof, unset_bias, dict(shape.layer_bias))
     others = tuple(p for p in uninitialised if p not in unset_bias)
-    if prof.behaviours.unloaded_parameter == "refused":  # the strict check counts every parameter, the map's too
+    if prof.behaviours.unloaded_parameter == "refused" and not packed:  # the strict check counts every parameter
         others += tuple(p for p in sorted(required & (shared | {D2T_PARAM})) if p not in res.loaded)
-    for name, error in res.refused:
+    for name, error in refused:
         out.refuse("keys", Finding(
             "key-refused",
             f"{prof.label} refuses tensor {name} at load: {error}",
@@ -60,7 +67,7 @@ def plan_keys(sheet: FactSheet, prof: Profile, shape: DraftShape, fc_states: int
             _key_fix(prof),
             (f"rule: {prof.source('unknown_key')}", f"rule: {prof.source('key_prefix')}"),
         ))
-    lost = {n: why for n, why in res.dropped if not _harmless_drop(n, why)}
+    lost = {n: why for n, why in dropped if not _harmless_drop(n, why)}
     if lost:
         names = sorted(lost)
         out.lose("keys", Finding(
@@ -77,13 +84,60 @@ def plan_keys(sheet: FactSheet, prof: Profile, shape: DraftShape, fc_states: int
             "not-initialised" if strict else "uninitialised",
             _unloaded_message(prof, others),
             (Evidence("uninitialised", short(others), "every parameter loaded from the checkpoint"),),
-            _key_fix(prof, sorted(lost)) if lost else "ship the missing tensors under the names the engine expects",
+            _key_fix(prof, sorted(lost)) if lost else _unset_fix(sheet, prof, others),
             (f"rule: {prof.source('first_layer')}", f"rule: {prof.source('unloaded_parameter')}"),
         ))
     shapes = parameter_shapes(prof.engine, sheet.config, sheet.speculators, params, fc_states or 3,
                               sheet.draft_geometry, prof.behaviours.mlp_width)
     return Keys(params, parameters, FrozenDict(dict(res.dropped)), uninitialised, res.d2t_name,
                 tuple(sorted(params)), FrozenDict(shapes), out.filed())
+
+
+def _fc_bypassed(out: Filing, sheet: FactSheet, prof: Profile, unset: tuple[str, ...]) -> tuple[str, ...]:
+    """fc parameters a release builds but never runs: ``use_aux_hidden_state: false`` honoured by a release that
+    still builds fc (SGLang: the target sends one hidden state, fc is skipped by the width check), so their initial
+    values cost nothing. A release that ignores the flag runs fc (engine.fc says so)."""
+    if sheet.use_aux_hidden_state is not False or prof.behaviours.use_aux_hidden_state != "honoured":
+        return ()
+    fc = tuple(p for p in unset if p.removeprefix("model.").startswith("fc."))
+    if fc:
+        out.note(f"{prof.label} builds {', '.join(fc)} with no checkpoint tensor, but use_aux_hidden_state: false "
+                 f"sends one hidden state and fc is never run (rule: {prof.source('use_aux_hidden_state')}; "
+                 f"{prof.source('fc_applied')})")
+    return fc
+
+
+def _unset_fix(sheet: FactSheet, prof: Profile, unset: tuple[str, ...]) -> str:
+    if sheet.use_aux_hidden_state is False and any(p.removeprefix("model.").startswith("fc.") for p in unset):
+        return ("the draft says use_aux_hidden_state: false and has no fc; serve with "
+                f"{serve_with('use_aux_hidden_state', prof.engine, lambda v: v == 'honoured')}, which honours it")
+    return "ship the missing tensors under the names the engine expects"
+
+
+def _quantized(name: str) -> bool:
+    return is_scale(name) or name.endswith(PACKED_SUFFIX)
+
+
+def _quantized_keys(out: Filing, sheet: FactSheet, prof: Profile, refused: list[tuple[str, str]],
+                    dropped: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], list[tuple[str, str]], bool]:
+    """Scale tensors where the engine builds the draft with its own quantization_config (``draft_built_with``, the
+    rule engine.runtime reads too): their parameters are the scheme's (static or dynamic input scales, the modules
+    it ignores), which the key map does not simulate: not modelled. Where it builds the draft unquantized or with
+    the target's quantization, they stay refused or dropped as resolved (engine.runtime refuses the draft too).
+    The flag: packed weights (``weight_packed``) replace the weights' parameters, so no parameter left unset is
+    judged either."""
+    built = draft_built_with(prof, sheet)
+    if built is None or built != sheet.draft_quantization:
+        return refused, dropped, False
+    scales = sorted({n for n, _ in refused + dropped if _quantized(n)})
+    if scales:
+        out.unknown("keys", not_modelled(
+            f"the key plan of {prof.label}", scales,
+            f"probe.load with {prof.label} installed (--eagle3-{prof.engine}-python)",
+            f"it builds the draft's layers with the draft's own quantization_config ({built}), whose method declares "
+            f"the scale parameters (rule: {prof.source('target_quantization')})"))
+    return ([(n, e) for n, e in refused if not _quantized(n)], [(n, w) for n, w in dropped if not _quantized(n)],
+            any(n.endswith(PACKED_SUFFIX) for n in scales))
 
 
 def _unloaded_message(prof: Profile, names: tuple[str, ...]) -> str:

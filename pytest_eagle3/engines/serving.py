@@ -94,6 +94,18 @@ def _positions(out: Filing, sheet: FactSheet, prof: Profile) -> None:
 
 
 # ---------------------------------------------------------------- target_quantization
+def draft_built_with(prof: Profile, sheet: FactSheet) -> str | None:
+    """The quantization the engine builds the draft's layers with (behaviour ``target_quantization``), the one rule
+    the serving area and the key plan read: none, the target's, or the draft's own quantization_config (the launch's
+    flags aside, which default to it)."""
+    rule = prof.behaviours.target_quantization
+    if rule == "none":
+        return None
+    if rule == "target":
+        return sheet.target_quantization
+    return sheet.draft_quantization
+
+
 def _quantization(out: Filing, sheet: FactSheet, prof: Profile) -> None:
     rule = prof.behaviours.target_quantization
     target, draft = sheet.target_quantization, sheet.draft_quantization
@@ -101,7 +113,7 @@ def _quantization(out: Filing, sheet: FactSheet, prof: Profile) -> None:
         return
     details = (f"rule: {prof.source('target_quantization')}",)
     if rule in ("none", "target"):
-        built = target if rule == "target" else None
+        built = draft_built_with(prof, sheet)
         if built == draft:
             return
         what = (f"builds the draft's layers with the target's quantization ({built})" if built is not None

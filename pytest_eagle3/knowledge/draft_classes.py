@@ -16,10 +16,11 @@ from packaging.version import Version
 
 from pytest_eagle3.knowledge.releases import SGLANG, VLLM, EngineVersion
 from pytest_eagle3.knowledge.table import Row, Table, table
+from pytest_eagle3.rules.mla import FAMILY_LLAMA, FAMILY_MLA
 
-LLAMA = "llama"
+LLAMA = FAMILY_LLAMA
 QWEN3 = "qwen3"
-MLA = "mla"
+MLA = FAMILY_MLA
 LLAMA_ATTENTION = ("self_attn.qkv_proj.weight", "self_attn.o_proj.weight")
 MLA_NORMS_AND_B = ("self_attn.q_a_layernorm.weight", "self_attn.q_b_proj.weight", "self_attn.kv_a_layernorm.weight",
                    "self_attn.kv_b_proj.weight", "self_attn.o_proj.weight")
@@ -163,6 +164,35 @@ def draft_class(engine: str, version: Version, architecture: str) -> DraftClass 
     registered = REGISTRY.get((engine, architecture))
     row = registered.find(engine, version) if registered is not None else None
     return CLASSES[(engine, row.value)] if row is not None else None
+
+
+#: The architecture a fix names first for a family (both engines register it for their Llama class).
+PREFERRED = {LLAMA: "LlamaForCausalLMEagle3"}
+
+
+def _family(engine: str, row: Row[str]) -> str:
+    return CLASSES[(engine, row.value)].family
+
+
+def family_architectures(engine: str, version: Version, family: str) -> tuple[str, ...]:
+    """The architectures ``version`` registers whose class is of ``family`` (the preferred one first): the only
+    names an architecture fix may offer a draft of that family."""
+    names = []
+    for (eng, arch), rows in REGISTRY.items():
+        row = rows.find(engine, version) if eng == engine else None
+        if row is not None and _family(engine, row) == family:
+            names.append(arch)
+    return tuple(sorted(names, key=lambda a: (a != PREFERRED.get(family), a)))
+
+
+def first_family_release(engine: str, family: str) -> tuple[str, str] | None:
+    """The first release (and the architecture) from which ``engine`` registers a class of ``family``."""
+    found = [(row.start, row.since, arch) for (eng, arch), rows in REGISTRY.items() if eng == engine
+             for row in rows.rows_of(engine) if _family(engine, row) == family]
+    if not found:
+        return None
+    _, since, arch = min(found, key=lambda item: (item[0], item[2] != PREFERRED.get(family), item[2]))
+    return since, arch
 
 
 def arch_source(engine: str, architecture: str) -> str:

@@ -21,14 +21,16 @@ from pytest_eagle3.rules.attention import (
     implied,
 )
 from pytest_eagle3.rules.draft_kind import classify_checkpoint, not_a_draft_finding
+from pytest_eagle3.rules.mla import FAMILY_MLA, attention_family, mla_required, mla_shapes
+from pytest_eagle3.rules.quantized import is_packed, not_modelled, present_weights
 
 DEFAULT_AUX_COUNT = 3
 REQUIRED_CONFIG_FIELDS = ("hidden_size", "vocab_size")
-FIRST_LAYER_TENSORS = (
-    "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
-    "self_attn.o_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight",
-    "hidden_norm.weight", "input_layernorm.weight", "post_attention_layernorm.weight",
-)
+LLAMA_ATTENTION = ("self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+                   "self_attn.o_proj.weight")
+LAYER_REST = ("mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight",
+              "hidden_norm.weight", "input_layernorm.weight", "post_attention_layernorm.weight")
+FIRST_LAYER_TENSORS = LLAMA_ATTENTION + LAYER_REST
 
 
 def config_findings(ckpt: Checkpoint) -> list[Finding]:
@@ -96,8 +98,12 @@ def shape_findings(ckpt: Checkpoint) -> list[Finding]:
             "export the draft's decoder layer",
         ))
         prefix = "layers.0."
-    required = [prefix + t for t in FIRST_LAYER_TENSORS] + ["fc.weight", "norm.weight"]
-    missing = [name for name in required if name not in ckpt.tensors]
+    present = present_weights(ckpt.tensors)
+    mla = attention_family(ckpt.tensors) == FAMILY_MLA
+    attention = mla_required(prefix, present) if mla else [prefix + t for t in LLAMA_ATTENTION]
+    required = attention + [prefix + t for t in LAYER_REST] + (["fc.weight"] if uses_aux_states(ckpt) else []) \
+        + ["norm.weight"]
+    missing = [name for name in required if name not in present]
     if missing and cfg.first_layer_prefix:
         findings.append(Finding(
             "missing-tensors",
@@ -106,9 +112,12 @@ def shape_findings(ckpt: Checkpoint) -> list[Finding]:
             "export the full draft state dict (norms included)",
         ))
     findings += _lm_head(ckpt, cfg)
-    findings += _mismatched_shapes(ckpt, _shape_rules(cfg, prefix))
+    rules = _shape_rules(cfg, prefix, uses_aux_states(ckpt), attention=not mla)
+    if mla:  # an MLA layer: its own projections, sized by the MLA fields (rules.mla); no q/k/v geometry
+        rules += [ShapeRule(t, shape, why) for t, shape, why in mla_shapes(_layer_config(ckpt), prefix, present).rules]
+    findings += _mismatched_shapes(ckpt, rules)
     findings += _layer_count(cfg)
-    findings += _attention(ckpt)
+    findings += [] if mla else _attention(ckpt)
     findings += _optional_norms(ckpt, cfg)
     return findings
 
@@ -139,17 +148,35 @@ def _lm_head(ckpt: Checkpoint, cfg: DraftConfig) -> list[Finding]:
     return []
 
 
-def _shape_rules(cfg: DraftConfig, prefix: str) -> list[ShapeRule]:
+def uses_aux_states(ckpt: Checkpoint) -> bool:
+    """False where the draft says it was trained on the target's last hidden state alone: no fc, no aux ids.
+
+    The one spelling EAGLE-3 readers know is ``eagle_config.use_aux_hidden_state`` (SpecForge and ModelOpt write
+    it; vllm 0.33.0 model_executor/models/llama_eagle3.py LlamaModel.__init__ and v1/spec_decode/llm_base_proposer.py
+    _get_eagle3_use_aux_hidden_state_from_config, sglang 0.5.23 speculative/eagle_utils.py get_eagle_config; a
+    speculators config has none: vllm speculators/algos.py update_eagle3 does not carry it)."""
+    eagle = (ckpt.config_raw or {}).get("eagle_config")
+    return not (isinstance(eagle, dict) and eagle.get("use_aux_hidden_state") is False)
+
+
+def _layer_config(ckpt: Checkpoint) -> dict[str, object]:
+    """The decoder-layer fields as engines read them (speculators: transformer_layer_config)."""
+    raw = ckpt.config_raw or {}
+    layer = raw.get("transformer_layer_config")
+    return dict(layer) if isinstance(layer, dict) else dict(raw)
+
+
+def _shape_rules(cfg: DraftConfig, prefix: str, aux_states: bool = True, attention: bool = True) -> list[ShapeRule]:
     rules = []
     h, dv, v = cfg.hidden_size, cfg.draft_vocab_size, cfg.vocab_size
     if h and dv:
         rules.append(ShapeRule("lm_head.weight", (dv, h), "lm_head rows = draft_vocab_size"))
-    width = expected_fc_width(cfg)
+    width = expected_fc_width(cfg) if aux_states else None
     if h and width:
         aux = f"{len(cfg.aux.ids)} aux ids" if cfg.aux.ids else "3 aux states (default)"
         rules.append(ShapeRule("fc.weight", (h, width),
                                f"fc input = {aux} x target hidden {cfg.target_hidden_size}"))
-    if h:
+    if h and attention:
         for proj in ("q_proj", "k_proj", "v_proj"):
             rules.append(ShapeRule(f"{prefix}self_attn.{proj}.weight", (-1, 2 * h),
                                    "first-layer attention takes cat(embeds, hidden) = 2 x hidden"))
@@ -161,10 +188,56 @@ def _shape_rules(cfg: DraftConfig, prefix: str) -> list[ShapeRule]:
     return rules
 
 
+def packed_weights(ckpt: Checkpoint) -> list[str]:
+    """Weights stored packed (uint8 NVFP4, int32 weight_packed): their saved shape is not the matrix's."""
+    return sorted(n for n, e in ckpt.tensors.items() if is_packed(n, e, ckpt.tensors))
+
+
+def logical_shape(ckpt: Checkpoint, name: str) -> tuple[int, ...] | None:
+    """The shape the rules compare: None for a packed weight (not modelled, ``shape_unmodelled``)."""
+    entry = ckpt.tensors.get(name)
+    if entry is not None and is_packed(name, entry, ckpt.tensors):
+        return None
+    return ckpt.shape(name)
+
+
+def shape_unmodelled(ckpt: Checkpoint) -> list[Finding]:
+    """What config.shapes does not check: the shapes of packed quantized weights; the MLA shapes whose fields the
+    config omits."""
+    return _packed_unmodelled(ckpt) + _mla_unmodelled(ckpt)
+
+
+def _mla_unmodelled(ckpt: Checkpoint) -> list[Finding]:
+    prefix = ckpt.config.first_layer_prefix
+    if prefix is None or attention_family(ckpt.tensors) != FAMILY_MLA:
+        return []
+    shapes = mla_shapes(_layer_config(ckpt), prefix, present_weights(ckpt.tensors))
+    if not shapes.missing_fields:
+        return []
+    checked = {t for t, _, _ in shapes.rules}
+    names = sorted(n for n in ckpt.tensors if n.startswith(prefix + "self_attn.") and n not in checked)
+    return [not_modelled(
+        "config.shapes (MLA layer)", names or [prefix + "self_attn.*"],
+        "the real loader (probe.load with --eagle3-sglang-python / --eagle3-vllm-python): the engine's config class "
+        "fills the omitted fields with its defaults",
+        f"config.json omits {', '.join(shapes.missing_fields)}, which size these MLA projections")]
+
+
+def _packed_unmodelled(ckpt: Checkpoint) -> list[Finding]:
+    packed = packed_weights(ckpt)
+    if not packed:
+        return []
+    return [not_modelled("config.shapes", packed,
+                         "the engine's own loader (probe.load with --eagle3-vllm-python / --eagle3-sglang-python), "
+                         "which unpacks them with the quantization_config",
+                         "packed quantized weights (several values a byte or word): their saved shape is not the "
+                         "matrix's, so q/k/v/o and MLP widths are not compared with config.json")]
+
+
 def _mismatched_shapes(ckpt: Checkpoint, rules: list[ShapeRule]) -> list[Finding]:
     evidence = []
     for rule in rules:
-        shape = ckpt.shape(rule.tensor)
+        shape = logical_shape(ckpt, rule.tensor)
         if shape is None:
             continue
         fits = len(shape) == len(rule.expected) and all(
@@ -193,7 +266,9 @@ def _attention(ckpt: Checkpoint) -> list[Finding]:
     layer = raw.get("transformer_layer_config")
     config = layer if isinstance(layer, dict) else raw
     readings = [derive(config, route) for route in (ROUTE_CONFIG_CLASS, ROUTE_AS_WRITTEN)]
-    found = [disagreements(g, ckpt.shape, set(ckpt.tensors)) for g in readings if g is not None]
+    packed = set(packed_weights(ckpt))
+    names = {n for n in ckpt.tensors if n not in packed}
+    found = [disagreements(g, lambda n: logical_shape(ckpt, n), names) for g in readings if g is not None]
     if not found or not all(found):
         return []
     geometry = readings[0]

@@ -3,6 +3,11 @@
 One ``aminmax`` pass per chunk answers all three questions: NaN propagates into min/max, an
 infinity shows as a bound, all-zero is ``min == max == 0``, constant is ``min == max``.
 Only a chunk that holds a non-finite value is scanned again to count them.
+
+Quantized drafts (``rules.quantized``): a float8 chunk is upcast to float32 first (``aminmax`` has no float8
+kernel; the upcast keeps NaN and Inf bit patterns as NaN and Inf); a weight with a scalar scale reports its
+dequantized range; scale tensors are scanned as scales (a zero scale zeroes its weight; a constant per-channel
+scale is legitimate); packed weights (uint8 / int32, no float view) are "not modelled", never an exception.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from pytest_eagle3.checkpoint import Checkpoint, CheckpointReadError
 from pytest_eagle3.checkpoint.draft import DEFAULT_CHUNK_BYTES
 from pytest_eagle3.findings import Evidence, Finding, short
 from pytest_eagle3.producers.formats import SPECULATORS
+from pytest_eagle3.rules.quantized import FP8_CODES, base_weight, is_packed, is_scale, not_modelled
 
 #: speculators fills these with NaN until ``load_verifier_weights()`` runs.
 #: Source: speculators 0.9.0 speculators/model.py DraftVocabMixin._init_vocab.
@@ -31,10 +37,12 @@ class TensorHealth:
     minimum: float
     maximum: float
     error: str | None = None
+    #: Why the rule cannot read this tensor's values (a packed weight, a dtype with no float view): not modelled.
+    unmodelled: str | None = None
 
     @property
     def finite(self) -> bool:
-        return self.nan == 0 and self.inf == 0 and self.error is None
+        return self.nan == 0 and self.inf == 0 and self.error is None and self.unmodelled is None
 
     @property
     def all_zero(self) -> bool:
@@ -51,11 +59,14 @@ def scan_tensor(ckpt: Checkpoint, name: str, chunk_bytes: int) -> TensorHealth:
 
     nan = inf = 0
     lo, hi = math.inf, -math.inf
-    numel = ckpt.tensors[name].numel
+    entry = ckpt.tensors[name]
+    numel = entry.numel
+    upcast = entry.dtype in FP8_CODES
     try:
-        for chunk in ckpt.chunks(name, chunk_bytes):
-            if chunk.numel() == 0:
+        for raw in ckpt.chunks(name, chunk_bytes):
+            if raw.numel() == 0:
                 continue
+            chunk = raw.float() if upcast else raw
             cmin, cmax = (float(v) for v in torch.aminmax(chunk))
             if math.isfinite(cmin) and math.isfinite(cmax):
                 lo, hi = min(lo, cmin), max(hi, cmax)
@@ -68,12 +79,45 @@ def scan_tensor(ckpt: Checkpoint, name: str, chunk_bytes: int) -> TensorHealth:
                 lo, hi = min(lo, fmin), max(hi, fmax)
     except CheckpointReadError as exc:
         return TensorHealth(name, numel, nan, inf, lo, hi, str(exc))
+    except (RuntimeError, NotImplementedError, TypeError) as exc:  # a dtype torch cannot reduce: not modelled
+        return TensorHealth(name, numel, 0, 0, lo, hi, unmodelled=f"{entry.dtype}: {str(exc).splitlines()[0]}")
     return TensorHealth(name, numel, nan, inf, lo, hi)
 
 
 def scan_weights(ckpt: Checkpoint, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> list[TensorHealth]:
-    """Scan every floating-point tensor of the checkpoint."""
-    return [scan_tensor(ckpt, name, chunk_bytes) for name, e in sorted(ckpt.tensors.items()) if e.is_float]
+    """Scan every floating-point tensor of the checkpoint; packed quantized weights are listed, unscanned."""
+    health = []
+    for name, entry in sorted(ckpt.tensors.items()):
+        if entry.is_float:
+            health.append(scan_tensor(ckpt, name, chunk_bytes))
+        elif not is_scale(name) and (is_packed(name, entry, ckpt.tensors) or name.endswith(".weight")):
+            health.append(TensorHealth(name, entry.numel, 0, 0, math.nan, math.nan, unmodelled=(
+                f"{entry.dtype} weights (packed quantized codes or no float view): the scan reads no values")))
+    return _dequantized(health)
+
+
+def _dequantized(health: list[TensorHealth]) -> list[TensorHealth]:
+    """A weight with a scalar scale (per-tensor FP8) reports its dequantized range: raw range x scale."""
+    scalars = {base_weight(h.name): h for h in health
+               if h.name.endswith((".weight_scale", ".weight_scale_inv")) and h.numel == 1 and h.finite}
+    out = []
+    for h in health:
+        scale = scalars.get(h.name)
+        if scale is not None and h.finite and h.numel and scale.minimum > 0:
+            h = TensorHealth(h.name, h.numel, h.nan, h.inf, h.minimum * scale.minimum, h.maximum * scale.minimum)
+        out.append(h)
+    return out
+
+
+def unmodelled_findings(health: list[TensorHealth]) -> list[Finding]:
+    """The tensors the scan cannot read (packed weights, dtypes without a float view): not modelled."""
+    names = [h.name for h in health if h.unmodelled]
+    if not names:
+        return []
+    first = next(h for h in health if h.unmodelled)
+    return [not_modelled("the weight scan", names,
+                         "the engine's own loader (probe.load with --eagle3-vllm-python / --eagle3-sglang-python), "
+                         "which unpacks them, or a dequantized export", first.unmodelled or "")]
 
 
 def diagnose_finite(health: list[TensorHealth], producer: str) -> list[Finding]:
@@ -114,7 +158,8 @@ def diagnose_finite(health: list[TensorHealth], producer: str) -> list[Finding]:
 def diagnose_initialised(health: list[TensorHealth]) -> list[Finding]:
     """All-zero or constant tensors: never trained, or never written."""
     zero = [h for h in health if h.all_zero]
-    constant = [h for h in health if h.constant and not h.all_zero and h.numel > 1 and not _is_norm(h.name)]
+    constant = [h for h in health if h.constant and not h.all_zero and h.numel > 1 and not _is_norm(h.name)
+                and not is_scale(h.name)]
     findings = []
     if zero:
         findings.append(Finding(

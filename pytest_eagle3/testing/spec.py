@@ -30,6 +30,12 @@ class SynthSpec:
     seed: int = 0
     sharded: bool = False
     faults: frozenset[str] = field(default_factory=frozenset)
+    #: Quantize the decoder layers' projections as an exporter does (``testing.quantize.QUANTIZATIONS``: "fp8",
+    #: "modelopt-nvfp4", "compressed-tensors-w4a16", ...): scales beside, quantization_config in config.json.
+    quantization: str | None = None
+    #: False: a draft trained on the target's last hidden state alone (gpt-oss Eagle3-v2 style): no fc.weight, no
+    #: aux ids, ``eagle_config.use_aux_hidden_state: false`` (the layouts with an eagle_config: SpecForge, ModelOpt).
+    aux_hidden_state: bool = True
 
     def with_faults(self, *names: str) -> SynthSpec:
         """This spec with the named faults (``FAULTS``) added; ValueError for an unknown or unfit one."""

@@ -7,9 +7,11 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_eagle3.producers.formats import EAGLE
+from pytest_eagle3.producers.formats import EAGLE, MODELOPT, SPECFORGE
+from pytest_eagle3.testing.layouts import SPECFORGE_HF
 from pytest_eagle3.testing.configs import draft_config
 from pytest_eagle3.testing.faults import Draft, apply_tensor_faults, damage_file
+from pytest_eagle3.testing.quantize import quantization_config, quantize
 from pytest_eagle3.testing.spec import SynthSpec
 from pytest_eagle3.testing.tensors import draft_tensors
 
@@ -26,12 +28,28 @@ def write_checkpoint(spec: SynthSpec, out: str | Path) -> Path:
     draft = Draft(spec, draft_tensors(spec), draft_config(spec))
     apply_tensor_faults(draft)
     tensors, config = draft.tensors, draft.config
+    if not spec.aux_hidden_state:
+        tensors, config = without_aux_hidden_state(spec, tensors, config)
+    if spec.quantization is not None:
+        tensors = quantize(tensors, spec.quantization)
+        config = config | {"quantization_config": quantization_config(spec.quantization)}
     _write_config(spec, config, out)
     if spec.producer == EAGLE:
         _write_bin(spec, tensors, out)
     else:
         _write_safetensors(spec, tensors, out)
     return out
+
+
+def without_aux_hidden_state(spec: SynthSpec, tensors: dict[str, torch.Tensor],
+                             config: dict[str, Any]) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """A draft without aux hidden states: fc.weight left out, ``eagle_config`` says ``use_aux_hidden_state: false``
+    and names no aux ids (nvidia/gpt-oss-120b-Eagle3-v2's config)."""
+    if "eagle_config" not in config and spec.producer not in (SPECFORGE, SPECFORGE_HF, MODELOPT):
+        raise ValueError(f"the {spec.producer} layout has no eagle_config to say use_aux_hidden_state: false")
+    eagle = {k: v for k, v in dict(config.get("eagle_config") or {}).items() if k != "eagle_aux_hidden_state_layer_ids"}
+    eagle["use_aux_hidden_state"] = False
+    return {k: t for k, t in tensors.items() if not k.startswith("fc.")}, config | {"eagle_config": eagle}
 
 
 def _write_config(spec: SynthSpec, config: dict[str, Any], out: Path) -> None:
