@@ -49,7 +49,8 @@ def _calls(name: str) -> list[str]:
     for path in _modules():
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             code = line.split("#", 1)[0]
-            if f"{name}(" in code and not code.lstrip().startswith(("def ", "class ", '"', "'")) and "``" not in code:
+            called = re.search(rf"(?<![\w]){re.escape(name)}\(", code)
+            if called and not code.lstrip().startswith(("def ", "class ", '"', "'")) and "``" not in code:
                 found.append(f"{path.relative_to(ROOT)}:{number}")
     return found
 

@@ -351,7 +351,7 @@ def _sweep(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         parser.error("--target: give the target model's directory (or its config.json with --hidden-states)")
     if args.out.exists():
         parser.error(f"--out: {args.out} already exists; sweep never overwrites (choose a new folder)")
-    from pytest_eagle3.shell.options import unwritable
+    from pytest_eagle3.shell.option_values import unwritable
 
     problem = unwritable(args.out / "sweep.json")
     if problem is not None:
