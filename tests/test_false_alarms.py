@@ -24,6 +24,7 @@ from pytest_eagle3.engines.plan import LOADS, REFUSED
 from pytest_eagle3.knowledge.releases import EngineVersion
 from pytest_eagle3.probes.cases import CASES
 from pytest_eagle3.probes.compare import cpu_backend_limit
+from pytest_eagle3.probes.record import verdict as probe_verdict_word
 from pytest_eagle3.verdict.judge import judged_plan
 from tests.test_profiles_vs_engines import RECORDED, RUNS
 
@@ -40,7 +41,11 @@ def _false_alarms(engine: str, version: str, results: dict[str, dict[str, Any]],
     for case, probe in results.items():
         if cpu_backend_limit(probe) or case not in drafts:
             continue
-        plan = judged_plan(Checkpoint.open(drafts[case]), EngineVersion(engine, Version(version)), target_model)
+        ckpt = Checkpoint.open(drafts[case])
+        plan = judged_plan(ckpt, EngineVersion(engine, Version(version)), target_model)
+        # a live probe carries no verdict word yet: the recorder's own rule gives it (probes.record.verdict)
+        reduced = (ckpt.config.draft_vocab_size or 0) < (ckpt.config.vocab_size or 0)
+        probe = {**probe, "verdict": probe.get("verdict") or probe_verdict_word(engine, probe, reduced)}
         failing = [f"{i.area}/{i.finding.code}" for i in plan.issues if i.area in LOAD_AREAS]
         refused = plan.outcome == REFUSED or any(i.kind == REFUSED for i in plan.issues if i.area in LOAD_AREAS)
         where = f"[{engine} {version} {case}] the loader: {probe['verdict']}; the plan: {', '.join(failing) or 'none'}"
