@@ -8,6 +8,7 @@ a second time by the next and crash; hypothesis would be re-imported by every in
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,8 +44,13 @@ def _engine_interpreters_only_for_engine_tests(request: pytest.FixtureRequest, m
 @pytest.fixture(autouse=True)
 def _inner_runs_keep_whole_lines(monkeypatch: pytest.MonkeyPatch) -> None:
     """An xdist worker has COLUMNS set (the controller's width): inner runs would fit their output to it
-    (``shell.terminal``). They keep whole lines, as a log does; the width tests set COLUMNS themselves."""
+    (``shell.terminal``). They keep whole lines, as a log does; the width tests set COLUMNS themselves.
+    GNU readline (imported by pytest's debugging plugin) exports COLUMNS and LINES into the C environment
+    behind ``os.environ``'s back, and a subprocess inherits that: unset it there too."""
     monkeypatch.delenv("COLUMNS", raising=False)
+    for name in ("COLUMNS", "LINES"):
+        if name not in os.environ:
+            os.unsetenv(name)
 
 
 @pytest.fixture(autouse=True)
