@@ -7,12 +7,25 @@ sequences; the measurement (one forward capturing every layer's state, k batched
 the engine walk); the greedy continuation (token by token, reported apart); and the ratio
 measurement / forward next to the goal 1.2 x (1 + k x draft FLOPs / target FLOPs), FLOPs per token
 counted as the weight-matrix sizes each token goes through (embedding lookups excluded).
+
+    python benchmarks/bench_reference.py --main-job [--rounds 3]
+
+The main job on the demo pair (``pytest -p no:cacheprovider --eagle3-ckpt=examples/demo-draft
+--eagle3-ckpt=examples/demo-draft-sglang --eagle3-target=examples/demo-target``), each round a fresh
+process: the median wall time, and the target's forward passes (every call of its transformers model)
+next to those of ``python -m pytest_eagle3 capture`` on the same target and prompts (one target pass:
+the reference, the predictions and the fix proofs share it, so the two are equal).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import json
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -50,13 +63,69 @@ def _matrix_params(tensors: dict[str, torch.Tensor] | torch.nn.Module, skip: tup
     return sum(t.numel() for name, t in items if t.dim() == 2 and not any(s in name for s in skip))
 
 
+MAIN_JOB = ("-p", "no:cacheprovider", "-q", "--eagle3-ckpt=examples/demo-draft",
+            "--eagle3-ckpt=examples/demo-draft-sglang", "--eagle3-target=examples/demo-target")
+
+
+def _counted_child(what: str) -> None:
+    """Run the main job or the capture here, counting the target model's forward calls; print them as JSON."""
+    import contextlib
+    import io
+
+    from transformers.models.llama.modeling_llama import LlamaForCausalLM
+
+    calls = [0]
+    real = LlamaForCausalLM.forward
+
+    @functools.wraps(real)  # its signature kept: reference.acceptance reads the cache argument's name from it
+    def counted(self: LlamaForCausalLM, *args: object, **kwargs: object) -> object:
+        calls[0] += 1
+        return real(self, *args, **kwargs)
+
+    LlamaForCausalLM.forward = counted  # type: ignore[method-assign]
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        if what == "main-job":
+            import pytest
+
+            pytest.main(list(MAIN_JOB))
+        else:
+            from pytest_eagle3.shell.cli import main as cli
+
+            with tempfile.TemporaryDirectory() as work:
+                cli(["capture", "examples/demo-target", str(Path(work) / "dump")])
+    print(json.dumps({"forwards": calls[0]}))
+
+
+def _child(what: str) -> tuple[float, int]:
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, __file__, "--child", what], capture_output=True, text=True, cwd=ROOT,
+                          check=True)
+    return time.perf_counter() - started, int(json.loads(done.stdout.splitlines()[-1])["forwards"])
+
+
+def main_job(rounds: int) -> None:
+    """The main job's median wall time and its target forward passes, next to the capture's."""
+    runs = [_child("main-job") for _ in range(rounds)]
+    _, captured = _child("capture")
+    wall = statistics.median(t for t, _ in runs)
+    print(f"main job (demo pair, 2 drafts): median {wall:.1f} s of {rounds} rounds "
+          f"({', '.join(f'{t:.1f}' for t, _ in runs)} s)")
+    print(f"target forward passes: main job {runs[0][1]}, capture on the same target and prompts {captured}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--draft", default=str(ROOT / "examples" / "demo-draft"))
     parser.add_argument("--target", default=str(ROOT / "examples" / "demo-target"))
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--main-job", action="store_true", help="the main job's wall time and target passes")
+    parser.add_argument("--child", choices=("main-job", "capture"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        return _counted_child(args.child)
+    if args.main_job:
+        return main_job(args.rounds)
     torch.set_num_threads(args.threads)
     steps = DEFAULT_STEPS
     ckpt = Checkpoint.open(args.draft)

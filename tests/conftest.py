@@ -7,9 +7,12 @@ a second time by the next and crash; hypothesis would be re-imported by every in
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import io
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -257,3 +260,35 @@ def engine_results(probe_cases: tuple[Path, dict[str, Path]]) -> Callable[[str],
         return cache[engine]
 
     return get
+
+
+@contextlib.contextmanager
+def counted_forwards() -> Iterator[list[int]]:
+    """Every call of a Llama target's transformers model (``LlamaForCausalLM.forward``: the demo target's), counted."""
+    pytest.importorskip("transformers", reason="the target runs with transformers (pip install -e '.[target]')")
+    from transformers.models.llama.modeling_llama import LlamaForCausalLM
+
+    calls: list[int] = []
+    real = LlamaForCausalLM.forward
+
+    @functools.wraps(real)  # its signature kept: reference.acceptance reads the cache argument's name from it
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(self, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(LlamaForCausalLM, "forward", counted)
+        yield calls
+
+
+@pytest.fixture(scope="session")
+def capture_forwards(tmp_path_factory: pytest.TempPathFactory) -> int:
+    """The target's forward passes in ``python -m pytest_eagle3 capture examples/demo-target`` (built-in prompts)."""
+    from pytest_eagle3.shell.cli import main
+
+    out = tmp_path_factory.mktemp("capture") / "dump"
+    target = Path(__file__).resolve().parent.parent / "examples" / "demo-target"
+    with counted_forwards() as calls, contextlib.redirect_stdout(io.StringIO()), \
+            contextlib.redirect_stderr(io.StringIO()):
+        assert main(["capture", str(target), str(out)]) == 0
+    return len(calls)

@@ -13,6 +13,7 @@ import pytest
 from pytest_eagle3.shell.cli import main
 from pytest_eagle3.verdict import sweep_plot
 from pytest_eagle3.verdict.sweep import CheckpointRow, EngineRow, Sweep, checkpoints_from, write
+from tests.conftest import counted_forwards
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -22,8 +23,9 @@ DRAFTS = ("trained-outputof-speculators", "trained-2layer", "trained-inputof-top
 
 
 @pytest.fixture(scope="module")
-def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, int]:
-    """The sweep of three trained drafts against the demo target; how many times the target's side was built."""
+def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, int, int]:
+    """The sweep of three trained drafts against the demo target; how many times the target's side was built,
+    and the target's forward passes."""
     pytest.importorskip("transformers", reason="the sweep's predictions need transformers (pip install -e '.[target]')")
     from pytest_eagle3.reference import predict
 
@@ -36,24 +38,26 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, int]:
         return real(*args, **kwargs)
 
     with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(io.StringIO()) as said, \
-            contextlib.redirect_stderr(io.StringIO()):
+            contextlib.redirect_stderr(io.StringIO()), counted_forwards() as forwards:
         mp.setattr(predict, "build_target_feed", counted)
         code = main(["sweep", *(str(EXAMPLES / d) for d in DRAFTS), "--target", str(EXAMPLES / "demo-target"),
                      "--engine", ENGINES, "--out", str(out)])
     assert code == 0
-    return out, said.getvalue(), len(built)
+    return out, said.getvalue(), len(built), len(forwards)
 
 
-def test_one_target_run_serves_every_checkpoint_and_engine(swept: tuple[Path, str, int]) -> None:
-    out, printed, built = swept
+def test_one_target_run_serves_every_checkpoint_and_engine(swept: tuple[Path, str, int, int],
+                                                            capture_forwards: int) -> None:
+    out, printed, built, forwards = swept
     assert built == 1
+    assert 0 < forwards <= capture_forwards  # three checkpoints, two engines: the passes of one capture
     data = json.loads((out / "sweep.json").read_text(encoding="utf-8"))
     assert data["target_runs"] == 1
     assert "sweep: 3 checkpoints x 2 engine versions in" in printed and "1 target run" in printed
 
 
-def test_the_sweep_names_the_best_checkpoint_per_engine(swept: tuple[Path, str, int]) -> None:
-    out, printed, _ = swept
+def test_the_sweep_names_the_best_checkpoint_per_engine(swept: tuple[Path, str, int, int]) -> None:
+    out, printed, _, _ = swept
     data = json.loads((out / "sweep.json").read_text(encoding="utf-8"))
     assert [c["name"] for c in data["checkpoints"]] == list(DRAFTS)
     assert data["best"] == {"sglang==0.5.23": str(EXAMPLES / "trained-inputof-toplevel"),
@@ -70,8 +74,8 @@ def test_the_sweep_names_the_best_checkpoint_per_engine(swept: tuple[Path, str, 
     assert all(3.5 < c["as_trained"] < 4.0 for c in data["checkpoints"])
 
 
-def test_the_markdown_table_and_the_plot(swept: tuple[Path, str, int]) -> None:
-    out, printed, _ = swept
+def test_the_markdown_table_and_the_plot(swept: tuple[Path, str, int, int]) -> None:
+    out, printed, _, _ = swept
     md = (out / "sweep.md").read_text(encoding="utf-8")
     assert "| `trained-outputof-speculators` | 3.75 | refused **FAIL** engine.architecture | 2.51 **FAIL** " \
            "engine.acceptance, engine.aux_layers |" in md

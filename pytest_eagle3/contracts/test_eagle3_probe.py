@@ -21,7 +21,7 @@ from pytest_eagle3.shell.contract import (
     unknown,
 )
 from pytest_eagle3.findings import check
-from pytest_eagle3.shell.fixtures import InstalledEngine, probe_result, run_state
+from pytest_eagle3.shell.fixtures import InstalledEngine, probe_result
 from pytest_eagle3.shell.verdicts import pipeline
 from pytest_eagle3.verdict import TargetSide
 from pytest_eagle3.shell.options import PYTHON_OPTION, UNKNOWN_FAIL, settings
@@ -29,7 +29,7 @@ from pytest_eagle3.shell.options import PYTHON_OPTION, UNKNOWN_FAIL, settings
 
 def _target_dir(request: pytest.FixtureRequest, label: str) -> str:
     target = settings(request.config).target
-    model = run_state(request.config).target(target) if target else None
+    model = pipeline(request.config).target_model(target) if target else None
     if model is None or model.problem is not None or model.weights_dir is None or Path(target or "").is_file():
         pytest.skip(f"{label}'s loader builds the target too: pass --eagle3-target=DIR (the target model's "
                     "directory, with its weights)")

@@ -12,9 +12,8 @@ import pytest
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
 from pytest_eagle3.shell.contract import Eagle3Result, require_config, require_tensors
 from pytest_eagle3.findings import Evidence, Finding, check
-from pytest_eagle3.shell.fixtures import run_state
 from pytest_eagle3.shell.options import settings
-from pytest_eagle3.shell.verdicts import require_matching_target
+from pytest_eagle3.shell.verdicts import pipeline, require_matching_target
 
 if TYPE_CHECKING:
     from pytest_eagle3.reference.readings import ReferenceResult
@@ -35,19 +34,13 @@ def eagle3_reference(
     pytest.importorskip("transformers", reason="reference acceptance needs transformers "
                         "(pip install 'pytest-eagle3[target]')")
     from pytest_eagle3.reference.acceptance import ReferenceInputError
-    from pytest_eagle3.reference.readings import (
-        ReferenceCache,
-        ReferenceUnavailable,
-        measure_reference,
-    )
+    from pytest_eagle3.reference.readings import ReferenceUnavailable, measure_reference
 
-    state = run_state(request.config)
-    if state.reference is None:
-        state.reference = ReferenceCache()
-    try:
+    try:  # the pipeline's target pass: the one the predictions use, cut to the reference's length
         where = str(eagle3_target.weights_dir) if dump is None else eagle3_target.path
         return measure_reference(eagle3_checkpoint, where, options.device, options.prompts, options.steps,
-                                 cache=state.reference, new_tokens=options.continuation, hidden_states=dump)
+                                 passes=pipeline(request.config).passes, new_tokens=options.continuation,
+                                 hidden_states=dump)
     except ReferenceUnavailable as exc:
         pytest.skip(str(exc))
     except ReferenceInputError as exc:

@@ -32,7 +32,7 @@ from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
 from pytest_eagle3.reference.draft import DraftLoadError, ReferenceDraft
 from pytest_eagle3.reference.engine_feed import engine_feed
 from pytest_eagle3.reference.evidence import Decision, decide
-from pytest_eagle3.reference.targets.choose import target_side
+from pytest_eagle3.reference.targets.passes import TargetPasses
 from pytest_eagle3.reference.targets.source import TargetSourceError, available_layers
 from pytest_eagle3.reference.simulate import (
     ABSOLUTE,
@@ -182,11 +182,17 @@ class PredictionSession:
     predictors: dict[tuple[str, str, str | None], DraftPredictor] = field(default_factory=dict)
     #: A dump of the target's side (``--eagle3-hidden-states``) used in place of running the target here.
     hidden_states: str | None = None
+    #: The run's target passes (the pipeline's, shared with the reference measurement); one of its own
+    #: when none is given.
+    passes: TargetPasses | None = None
 
     def target_feed(self, target_path: str) -> TargetFeed:
+        if self.passes is None:
+            self.passes = TargetPasses(self.continuation + self.steps)
         if target_path not in self.targets:
             self.targets[target_path] = build_target_feed(target_path, self.device, self.prompts_path,
-                                                          self.continuation, self.steps, self.hidden_states)
+                                                          self.continuation, self.steps, self.hidden_states,
+                                                          self.passes)
         return self.targets[target_path]
 
     def predictor(self, ckpt: Checkpoint, target_path: str, convention: str | None = None) -> DraftPredictor:
@@ -198,11 +204,12 @@ class PredictionSession:
 
 
 def build_target_feed(target_path: str, device: str, prompts_path: str | None, continuation: int,
-                      steps: int, hidden_states: str | None = None) -> TargetFeed:
+                      steps: int, hidden_states: str | None = None, passes: TargetPasses | None = None) -> TargetFeed:
     """The target's side for ``continuation + steps`` tokens per prompt: the target run here (every layer
-    captured), or read from a dump (``reference.targets``)."""
+    captured), or read from a dump (``reference.targets``); taken from ``passes`` (the run's one pass)."""
+    passes = passes if passes is not None else TargetPasses()
     try:
-        side = target_side(target_path, device, prompts_path, continuation + steps, hidden_states)
+        side = passes.side(target_path, device, prompts_path, continuation + steps, hidden_states)
     except TargetSourceError as exc:
         raise PredictionUnavailable(str(exc)) from exc
     head = side.head

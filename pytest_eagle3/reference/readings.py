@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from pytest_eagle3.checkpoint import Checkpoint
@@ -20,8 +19,8 @@ from pytest_eagle3.reference.acceptance import (
 )
 from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
 from pytest_eagle3.reference.draft import DraftLoadError, ReferenceDraft
-from pytest_eagle3.reference.targets.choose import target_side
-from pytest_eagle3.reference.targets.source import TargetSide, TargetSourceError
+from pytest_eagle3.reference.targets.passes import TargetPasses
+from pytest_eagle3.reference.targets.source import TargetSourceError
 
 #: A declared reading "loses clearly" when another is this much longer in mean acceptance length.
 #: Source: demo pair (examples/build_demo_pair.py): the trained reading leads wrong ones by > 1;
@@ -64,31 +63,20 @@ class ReferenceResult:
         }
 
 
-@dataclass
-class ReferenceCache:
-    """The target's side per (target, device, dump, prompts, tokens), kept by the caller for one run: drafts
-    checked against one target share it."""
-
-    runs: dict[tuple[object, ...], TargetSide] = field(default_factory=dict)
-
-
 def measure_reference(ckpt: Checkpoint, target_path: str, device: str = "cpu", prompts_path: str | None = None,
-                      steps: int = DEFAULT_STEPS, cache: ReferenceCache | None = None,
+                      steps: int = DEFAULT_STEPS, passes: TargetPasses | None = None,
                       new_tokens: int = DEFAULT_NEW_TOKENS, hidden_states: str | None = None) -> ReferenceResult:
-    """Load the draft and (once per cache) the target's side (run here, or a dump), try every reading."""
-    cache = cache if cache is not None else ReferenceCache()
+    """Load the draft and take the target's side (run here, or a dump) from ``passes``, the run's one target
+    pass (``reference.targets.passes``: the pipeline's, shared with the predictions); try every reading."""
+    passes = passes if passes is not None else TargetPasses()
     try:
         draft = ReferenceDraft.from_checkpoint(ckpt, device=device)
     except DraftLoadError as exc:
         raise ReferenceUnavailable(f"the reference forward cannot run this draft: {exc}") from exc
-    stamp = Path(prompts_path).stat().st_mtime_ns if prompts_path and Path(prompts_path).is_file() else None
-    runs_key = (target_path, device, hidden_states, prompts_path, stamp, new_tokens)
-    if runs_key not in cache.runs:
-        try:
-            cache.runs[runs_key] = target_side(target_path, device, prompts_path, new_tokens, hidden_states)
-        except TargetSourceError as exc:
-            raise ReferenceUnavailable(str(exc)) from exc
-    target = cache.runs[runs_key]
+    try:
+        target = passes.side(target_path, device, prompts_path, new_tokens, hidden_states)
+    except TargetSourceError as exc:
+        raise ReferenceUnavailable(str(exc)) from exc
     ids, source = _aux_ids(ckpt, target.layers)
     hidden = target.hidden_size
     if draft.fc_in != len(ids) * hidden:

@@ -18,6 +18,7 @@ from pytest_eagle3.repair.writer import RECORD, write_copy
 
 if TYPE_CHECKING:
     from pytest_eagle3.knowledge.releases import EngineVersion
+    from pytest_eagle3.verdict import Pipeline
 
 SCHEMA = "pytest-eagle3/fix/1"
 
@@ -104,8 +105,9 @@ def tree_hash(path: Path) -> str:
 
 def fix(source: Path, out: Path, engines: Sequence[EngineVersion], target: str | None = None,
         convention: str | None = None, force: bool = False, prefer: str | None = None,
-        trained: Trained | None = None) -> tuple[Solution, Path]:
-    """Solve and write the copy (the proof is a separate step: :func:`prove`)."""
+        trained: Trained | None = None, pipeline: Pipeline | None = None) -> tuple[Solution, Path]:
+    """Solve and write the copy (the proof is a separate step: :func:`prove`); ``pipeline`` judges the plans
+    (the measurement's, when there is one)."""
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
 
     source, out = Path(source), Path(out)
@@ -114,7 +116,7 @@ def fix(source: Path, out: Path, engines: Sequence[EngineVersion], target: str |
         raise FileExistsError(f"{out} already exists; fix never overwrites (pass --force to replace it)")
     ckpt = Checkpoint.open(source)
     model = TargetModel.open(target) if target else None
-    solution = solve(ckpt, engines, model, convention, prefer, trained)
+    solution = solve(ckpt, engines, model, convention, prefer, trained, pipeline)
     write_copy(solution.draft, out, record_of(solution, source, engines), force)
     return solution, out
 

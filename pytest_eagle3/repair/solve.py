@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
     from pytest_eagle3.engines.plan_types import Issue, LoadPlan
     from pytest_eagle3.knowledge.releases import EngineVersion
+    from pytest_eagle3.verdict import Pipeline
 
 INPUT_OF, OUTPUT_OF = "input-of", "output-of"
 MAX_ROUNDS = 8
@@ -36,12 +37,15 @@ class Trained:
 
 @dataclass
 class Solution:
-    """The copy to write, every change made, the engines it serves and the plans that show it."""
+    """The copy to write, every change made, the engines it serves and the plans that show it.
+
+    ``pipeline`` judges every plan of the search (one for the whole solve: the target's config opened once)."""
 
     draft: VirtualDraft
     changes: list[Change]
     trained: Trained
     convention: str | None
+    pipeline: Pipeline
     plans: dict[str, LoadPlan] = field(default_factory=dict)
     not_served: dict[str, str] = field(default_factory=dict)
     layout: str = "as written"
@@ -81,20 +85,19 @@ def copy_convention(draft: VirtualDraft, trained: Trained) -> str | None:
     return None
 
 
-def _plans(draft: VirtualDraft, engines: Sequence[EngineVersion], target: TargetModel | None,
+def _plans(pipeline: Pipeline, draft: VirtualDraft, engines: Sequence[EngineVersion], target: TargetModel | None,
            trained: Trained) -> dict[str, LoadPlan]:
     """Every engine's plan of the copy as it stands (the pipeline's judge step), judged against the training
     layers the solution knows: each plan's aux fix then names the ids its engine reads as those layers, by the
     target family's own rule."""
     from pytest_eagle3.engines.plan_types import Measured
-    from pytest_eagle3.verdict import Pipeline, TargetSide, VerdictSettings
+    from pytest_eagle3.verdict import TargetSide
 
     ckpt = draft.checkpoint()
     convention = copy_convention(draft, trained)
     measured = Measured(trained.inputs, trained.words) if trained.inputs is not None else None
-    judge = Pipeline(VerdictSettings()).judge
     side = TargetSide(str(target.path)) if target is not None else TargetSide()
-    return {e.spec: judge(ckpt, e, side, measured, convention) for e in engines}
+    return {e.spec: pipeline.judge(ckpt, e, side, measured, convention) for e in engines}
 
 
 def _codes(plan: LoadPlan, area: str | None = None) -> set[str]:
@@ -132,9 +135,14 @@ class _Claims:
 
 
 def solve(ckpt: Checkpoint, engines: Sequence[EngineVersion], target: TargetModel | None = None,
-          convention: str | None = None, prefer: str | None = None, measured: Trained | None = None) -> Solution:
+          convention: str | None = None, prefer: str | None = None, measured: Trained | None = None,
+          pipeline: Pipeline | None = None) -> Solution:
     """The copy that every engine in ``engines`` loads as trained, or :class:`RepairRefused` with why not.
-    ``measured``: the training layer inputs the reference measurement settled (overrules every convention)."""
+    ``measured``: the training layer inputs the reference measurement settled (overrules every convention);
+    ``pipeline``: the one that judges every plan (a new one when none is given)."""
+    from pytest_eagle3.verdict import Pipeline, VerdictSettings
+
+    pipeline = pipeline if pipeline is not None else Pipeline(VerdictSettings())
     independent.refuse_unreadable(ckpt)
     independent.refuse_config(ckpt, known_convention=bool(convention or measured))
     independent.refuse_unhealthy(ckpt)
@@ -147,10 +155,10 @@ def solve(ckpt: Checkpoint, engines: Sequence[EngineVersion], target: TargetMode
     independent.repair_shapes(draft, changes)
     independent.repair_vocab_map(draft, changes)
     trained = measured or trained_layers(ckpt, convention, target)
-    solution = Solution(draft, changes, trained, None)
+    solution = Solution(draft, changes, trained, None, pipeline)
     claims = _Claims(prefer)
     for _ in range(MAX_ROUNDS):
-        plans = _plans(draft, engines, target, trained)
+        plans = _plans(pipeline, draft, engines, target, trained)
         failing = {s: p for s, p in plans.items() if p.issues}
         if not failing and not _aux_misplaced(solution, plans):
             break
@@ -166,14 +174,15 @@ def solve(ckpt: Checkpoint, engines: Sequence[EngineVersion], target: TargetMode
             progress = True
         if claims.losers:  # start again for the engines served, so the copy carries no edit made for a loser
             served = [e for e in engines if e.spec not in claims.losers]
-            again = solve(ckpt, served, target, convention, prefer, measured)
+            again = solve(ckpt, served, target, convention, prefer, measured, pipeline)
             again.not_served = {**claims.losers, **again.not_served}
             return again
         if not progress:
             raise RepairRefused(_unfixable(failing))
     else:
-        raise RepairRefused(_unfixable({s: p for s, p in _plans(draft, engines, target, trained).items() if p.issues}))
-    solution.plans = _plans(draft, engines, target, trained)
+        raise RepairRefused(_unfixable({s: p for s, p in _plans(pipeline, draft, engines, target, trained).items()
+                                        if p.issues}))
+    solution.plans = _plans(pipeline, draft, engines, target, trained)
     solution.convention = copy_convention(draft, trained)
     return solution
 
@@ -213,7 +222,7 @@ def _layout(solution: Solution, plans: dict[str, LoadPlan], prefer: str | None) 
         mapping = key_layouts.layout_mapping(draft.names(), layout)
         trial = VirtualDraft(draft.source, draft.config, dict(draft.entries), dict(draft.computed), dict(draft.origin))
         trial.rename(mapping)
-        views = _plans(trial, engines, None, solution.trained)
+        views = _plans(solution.pipeline, trial, engines, None, solution.trained)
         serves[layout] = [s for s, v in views.items() if not _codes(v, "keys")]
         mappings[layout] = mapping
     servable = {s for ok in serves.values() for s in ok}

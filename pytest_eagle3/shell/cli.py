@@ -397,7 +397,7 @@ def _fix(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     try:
         target = str(Path(args.target).resolve()) if args.target else None
         solution, out = fix(args.draft, args.out, engines, target, args.aux_convention, args.force, prefer,
-                            trained)
+                            trained, measurement.pipeline if measurement else None)
     except RepairRefused as exc:
         print(exc.render(), file=sys.stderr)
         return 1

@@ -1,7 +1,8 @@
 """Public fixtures: the checkpoint view, the target model, the engine version and its load plan.
 
-Per-run state (opened checkpoints, the target, computed plans, the reference's loaded target) lives
-in ``config.stash`` under :data:`RUN_STATE_KEY`, never in module globals. The plugin imports this
+Per-run state (opened checkpoints, probe results) lives in ``config.stash`` under :data:`RUN_STATE_KEY`,
+never in module globals; the target (its config and its one pass) is the run's pipeline's
+(``shell.verdicts.pipeline``). The plugin imports this
 module in every pytest run, so the readers and the planner are imported inside the fixtures: an
 installed plugin costs a run without ``--eagle3-ckpt`` nothing.
 """
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_eagle3.shell.options import settings
-from pytest_eagle3.shell.verdicts import verdict_of
+from pytest_eagle3.shell.verdicts import pipeline, verdict_of
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
@@ -28,9 +29,6 @@ class RunState:
     """What one pytest run opens or computes once and shares between contracts."""
 
     checkpoints: dict[str, Checkpoint] = field(default_factory=dict)
-    targets: dict[str, TargetModel] = field(default_factory=dict)
-    #: The reference measurement's loaded targets and runs (``reference.readings.ReferenceCache``).
-    reference: Any = None
     #: probe.load: the engines to probe (read once, at collection), and each probe's result.
     installed: tuple[InstalledEngine, ...] | None = None
     probes: dict[tuple[str, str, str, str], dict[str, Any]] = field(default_factory=dict)
@@ -41,13 +39,6 @@ class RunState:
         if path not in self.checkpoints:
             self.checkpoints[path] = Checkpoint.open(path)
         return self.checkpoints[path]
-
-    def target(self, path: str) -> TargetModel:
-        from pytest_eagle3.checkpoint import TargetModel
-
-        if path not in self.targets:
-            self.targets[path] = TargetModel.open(path)
-        return self.targets[path]
 
 
 @dataclass(frozen=True)
@@ -113,7 +104,7 @@ def eagle3_target(request: pytest.FixtureRequest) -> TargetModel:
     path = settings(request.config).target
     if path is None:
         pytest.skip("needs the target model: pass --eagle3-target=DIR (or its config.json)")
-    return run_state(request.config).target(path)
+    return pipeline(request.config).target_model(path)
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,9 @@ Four steps, always in this order and nowhere else:
 
 The contracts' fixture, ``check``, ``plan``, ``fix``, the live expectation and ``probe.load`` all ask a
 :class:`Pipeline`; nothing else builds a load plan. A pipeline caches what it computed (the target run,
-each draft's predictor, each verdict) for the life of one run.
+each draft's predictor, each verdict) for the life of one run: the target's config is opened once, and the
+target is run once (:attr:`Pipeline.passes`, at the longest length any consumer needs) for the reference
+measurement, the predictions, the fix proofs and every checkpoint.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
     from pytest_eagle3.engines.plan_types import LoadPlan, Measured
     from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.reference.predict import DraftPredictor, Prediction, PredictionSession
+    from pytest_eagle3.reference.targets.passes import TargetPasses
 
 @dataclass(frozen=True)
 class TargetSide:
@@ -97,21 +100,42 @@ class Pipeline:
     def __init__(self, settings: VerdictSettings, session: PredictionSession | None = None) -> None:
         self.settings = settings
         self._session = session
+        self._passes: TargetPasses | None = None
         self._targets: dict[str, TargetModel] = {}
         self._predictors: dict[tuple[str, str | None, str | None], DraftPredictor | str] = {}
         self._verdicts: dict[tuple[str, str, TargetSide], Verdict] = {}
 
     # -- the target side ---------------------------------------------------------------------------
-    def target(self, side: TargetSide) -> TargetModel | None:
-        """The target's config as the plans read it; None when none was given or it cannot be read."""
+    def target_model(self, path: str) -> TargetModel:
+        """The target at ``path`` as opened (once per run; ``problem`` set when it cannot be read)."""
         from pytest_eagle3.checkpoint import TargetModel
 
+        if path not in self._targets:
+            self._targets[path] = TargetModel.open(path)
+        return self._targets[path]
+
+    def target(self, side: TargetSide) -> TargetModel | None:
+        """The target's config as the plans read it; None when none was given or it cannot be read."""
         if side.path is None:
             return None
-        if side.path not in self._targets:
-            self._targets[side.path] = TargetModel.open(side.path)
-        model = self._targets[side.path]
+        model = self.target_model(side.path)
         return model if model.problem is None else None
+
+    @property
+    def passes(self) -> TargetPasses:
+        """The run's target passes: the target run once per prompts, for the longest length any consumer
+        needs (``continuation + k``), shared by the reference measurement and every predictor."""
+        from pytest_eagle3.reference.targets.passes import TargetPasses
+
+        if self._passes is None:
+            session, s = self._session, self.settings
+            if session is None:
+                self._passes = TargetPasses(s.continuation + s.steps)
+            else:  # a session given: its passes, long enough for its predictions and this run's reference
+                if session.passes is None:
+                    session.passes = TargetPasses(max(s.continuation + s.steps, session.continuation + session.steps))
+                self._passes = session.passes
+        return self._passes
 
     def mismatch(self, ckpt: Checkpoint, side: TargetSide) -> str:
         """Why the target is another model than the draft's (target.consistent's ``target-mismatch``: vocab or hidden
@@ -135,7 +159,7 @@ class Pipeline:
         if self._session is None:
             s = self.settings
             self._session = PredictionSession(s.device, s.steps, s.continuation, s.prompts,
-                                              hidden_states=hidden_states)
+                                              hidden_states=hidden_states, passes=self.passes)
         return self._session
 
     def predictor(self, ckpt: Checkpoint, side: TargetSide, convention: str | None = None,
