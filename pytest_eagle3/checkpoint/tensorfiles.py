@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import torch
@@ -58,6 +58,54 @@ class CheckpointReadError(Exception):
     """A file of the checkpoint cannot be read as it claims to be."""
 
 
+class WeightsNotDownloaded(CheckpointReadError):
+    """A read that needs the weights' bytes, of a checkpoint whose weights stayed on the Hub."""
+
+
+class TensorSource(Protocol):
+    """Where a checkpoint's files are: on disk (:data:`LOCAL`) or on the Hub (``checkpoint.hub.HubFiles``).
+
+    ``local`` is True when every weight byte is on disk (a scan or a forward may read them all)."""
+
+    local: bool
+
+    def exists(self, path: Path) -> bool: ...
+    def glob(self, root: Path, pattern: str) -> list[Path]: ...
+    def listing(self, root: Path) -> list[Path]: ...
+    def size(self, path: Path) -> int: ...
+    def read(self, path: Path, start: int, nbytes: int) -> bytes: ...
+    def read_tensor_bytes(self, path: Path, start: int, nbytes: int) -> bytes: ...
+
+
+class LocalFiles:
+    """Files on disk, read with plain seeks."""
+
+    local = True
+
+    def exists(self, path: Path) -> bool:
+        return path.is_file()
+
+    def glob(self, root: Path, pattern: str) -> list[Path]:
+        return sorted(root.glob(pattern))
+
+    def listing(self, root: Path) -> list[Path]:
+        return sorted(p for p in root.iterdir() if p.is_file())
+
+    def size(self, path: Path) -> int:
+        return path.stat().st_size
+
+    def read(self, path: Path, start: int, nbytes: int) -> bytes:
+        with path.open("rb") as handle:
+            handle.seek(start)
+            return handle.read(nbytes)
+
+    def read_tensor_bytes(self, path: Path, start: int, nbytes: int) -> bytes:
+        return bytes(_read_bytes(path, start, nbytes))
+
+
+LOCAL: TensorSource = LocalFiles()
+
+
 @dataclass(frozen=True)
 class TensorEntry:
     """Where one tensor lives: enough to read it without loading anything else."""
@@ -87,27 +135,27 @@ class FileIndex:
     metadata: dict[str, str]
 
 
-def index_safetensors(path: Path) -> FileIndex:
-    """Parse a safetensors header and validate every entry against the file's real size."""
+def index_safetensors(path: Path, files: TensorSource = LOCAL) -> FileIndex:
+    """Parse a safetensors header (its 8-byte length, then the header: two reads, ranged on the Hub) and
+    validate every entry against the file's real size."""
     problems: list[str] = []
-    size = path.stat().st_size
-    with path.open("rb") as handle:
-        prefix = handle.read(8)
-        if len(prefix) < 8:
-            return FileIndex((), (f"{path.name}: {size} bytes, too short for a safetensors header",), {})
-        (header_len,) = struct.unpack("<Q", prefix)
-        if header_len > MAX_HEADER_BYTES or 8 + header_len > size:
-            return FileIndex(
-                (),
+    size = files.size(path)
+    prefix = files.read(path, 0, min(8, size))
+    if len(prefix) < 8:
+        return FileIndex((), (f"{path.name}: {size} bytes, too short for a safetensors header",), {})
+    (header_len,) = struct.unpack("<Q", prefix)
+    if header_len > MAX_HEADER_BYTES or 8 + header_len > size:
+        return FileIndex(
+            (),
+            (
                 (
-                    (
-                        f"{path.name}: header claims {header_len} bytes but the file has {size} bytes "
-                        "(truncated file or corrupt length prefix)"
-                    ),
+                    f"{path.name}: header claims {header_len} bytes but the file has {size} bytes "
+                    "(truncated file or corrupt length prefix)"
                 ),
-                {},
-            )
-        raw = handle.read(header_len)
+            ),
+            {},
+        )
+    raw = files.read(path, 8, header_len)
     try:
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -216,11 +264,12 @@ def torch_dtype(code: str) -> torch.dtype:
     return dtype
 
 
-def read_safetensors_tensor(entry: TensorEntry) -> torch.Tensor:
-    """Read one tensor's bytes into fresh memory (no mmap)."""
+def read_safetensors_tensor(entry: TensorEntry, files: TensorSource = LOCAL) -> torch.Tensor:
+    """Read one tensor's bytes into fresh memory (no mmap; by range on the Hub)."""
     import torch
 
-    buffer = _read_bytes(entry.file, entry.start, entry.nbytes)
+    buffer = (_read_bytes(entry.file, entry.start, entry.nbytes) if files is LOCAL
+              else bytearray(files.read_tensor_bytes(entry.file, entry.start, entry.nbytes)))
     if entry.nbytes == 0:
         return torch.empty(entry.shape, dtype=torch_dtype(entry.dtype))
     return torch.frombuffer(buffer, dtype=torch_dtype(entry.dtype)).reshape(entry.shape)
