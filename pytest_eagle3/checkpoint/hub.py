@@ -13,7 +13,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -96,10 +96,10 @@ class HubFiles:
     snapshot: Path
     sizes: dict[str, int]
     transferred: int = 0
-    local: bool = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.local = all((self.snapshot / name).is_file() for name in weight_names(list(self.sizes)))
+    @property
+    def local(self) -> bool:
+        return all((self.snapshot / name).is_file() for name in weight_names(list(self.sizes)))
 
     @property
     def spec(self) -> str:
@@ -160,16 +160,21 @@ class HubFiles:
         return self.read(path, start, nbytes)
 
 
-@functools.cache
 def open_repo(spec: str) -> HubFiles:
-    """The files of a pinned ``hf://ORG/NAME@SHA`` (the listing is read once per commit: it never changes)."""
+    """The files of a pinned ``hf://ORG/NAME@SHA`` (the listing is read once per commit and cache: it never
+    changes)."""
+    from huggingface_hub import constants
+
+    return _open_repo(spec, str(constants.HF_HUB_CACHE), offline())
+
+
+@functools.cache
+def _open_repo(spec: str, cache: str, is_offline: bool) -> HubFiles:
     repo, sha = parse(spec)
     if sha is None:
         raise HubError(f"{spec}: not pinned to a commit (pin it first)")
-    from huggingface_hub import constants
-
-    snapshot = Path(constants.HF_HUB_CACHE).expanduser().resolve() / f"models--{repo.replace('/', '--')}" / "snapshots" / sha
-    if offline():
+    snapshot = Path(cache).expanduser().resolve() / f"models--{repo.replace('/', '--')}" / "snapshots" / sha
+    if is_offline:
         return HubFiles(repo, sha, snapshot, {p.relative_to(snapshot).as_posix(): p.stat().st_size
                                               for p in snapshot.rglob("*") if p.is_file()})
     return HubFiles(repo, sha, snapshot, _calls(spec, lambda: _listing(repo, sha))[1])

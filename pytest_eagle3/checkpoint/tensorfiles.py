@@ -67,7 +67,8 @@ class TensorSource(Protocol):
 
     ``local`` is True when every weight byte is on disk (a scan or a forward may read them all)."""
 
-    local: bool
+    @property
+    def local(self) -> bool: ...
 
     def exists(self, path: Path) -> bool: ...
     def glob(self, root: Path, pattern: str) -> list[Path]: ...
@@ -80,7 +81,9 @@ class TensorSource(Protocol):
 class LocalFiles:
     """Files on disk, read with plain seeks."""
 
-    local = True
+    @property
+    def local(self) -> bool:
+        return True
 
     def exists(self, path: Path) -> bool:
         return path.is_file()
