@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,18 +162,19 @@ class HubFiles:
 
 
 def open_repo(spec: str) -> HubFiles:
-    """The files of a pinned ``hf://ORG/NAME@SHA`` (the listing is read once per commit and cache: it never
-    changes)."""
+    """The files of ``hf://ORG/NAME@SHA`` (pinned first when it names a branch or tag; the listing is read once
+    per commit and cache: it never changes)."""
     from huggingface_hub import constants
 
+    if not re.fullmatch(r"[0-9a-f]{40}", parse(spec)[1] or ""):
+        spec = pin(spec)
     return _open_repo(spec, str(constants.HF_HUB_CACHE), offline())
 
 
 @functools.cache
 def _open_repo(spec: str, cache: str, is_offline: bool) -> HubFiles:
     repo, sha = parse(spec)
-    if sha is None:
-        raise HubError(f"{spec}: not pinned to a commit (pin it first)")
+    assert sha is not None
     snapshot = Path(cache).expanduser().resolve() / f"models--{repo.replace('/', '--')}" / "snapshots" / sha
     if is_offline:
         return HubFiles(repo, sha, snapshot, {p.relative_to(snapshot).as_posix(): p.stat().st_size

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -299,6 +299,43 @@ def iter_safetensors_chunks(entry: TensorEntry, chunk_bytes: int) -> Iterator[to
                 )
             yield torch.frombuffer(buffer, dtype=dtype, count=want // itemsize)
             done += want
+
+
+def read_rows(entry: TensorEntry, rows: Iterable[int], files: TensorSource = LOCAL,
+              block_bytes: int = 16 * 1024 * 1024) -> Iterator[tuple[int, torch.Tensor]]:
+    """Some rows of a 2-D tensor, as ``(first row, [n, columns])`` blocks: each run of consecutive rows in one read
+    of at most ``block_bytes`` (a range request on the Hub), nothing else of the tensor."""
+    import torch
+
+    if len(entry.shape) != 2 or entry.start < 0:
+        raise CheckpointReadError(f"{entry.file.name}: tensor {entry.name!r} is not a 2-D safetensors tensor")
+    dtype, columns = torch_dtype(entry.dtype), entry.shape[1]
+    row_bytes = columns * SAFETENSORS_DTYPES[entry.dtype][1]
+    most = max(1, block_bytes // max(1, row_bytes))
+    wanted = sorted({r for r in rows if 0 <= r < entry.shape[0]})
+    i = 0
+    while i < len(wanted):
+        first = wanted[i]
+        count = 1
+        while i + count < len(wanted) and wanted[i + count] == first + count and count < most:
+            count += 1
+        raw = bytearray(files.read_tensor_bytes(entry.file, entry.start + first * row_bytes, count * row_bytes))
+        yield first, torch.frombuffer(raw, dtype=dtype).reshape(count, columns)
+        i += count
+
+
+def rows_matrix(entry: TensorEntry, rows: Iterable[int], files: TensorSource = LOCAL) -> torch.Tensor:
+    """The 2-D tensor as a float32 matrix of its full shape holding only ``rows`` (the others zero): backed by an
+    anonymous mapping, so memory is spent on the rows written, not on the matrix (163840 x 7168 is 4.7 GB)."""
+    import mmap
+
+    import torch
+
+    count = math.prod(entry.shape)
+    matrix = torch.frombuffer(mmap.mmap(-1, max(4, 4 * count)), dtype=torch.float32, count=count).reshape(entry.shape)
+    for first, block in read_rows(entry, rows, files):
+        matrix[first:first + block.shape[0]] = block.float()
+    return matrix
 
 
 def _read_bytes(path: Path, start: int, nbytes: int) -> bytearray:
