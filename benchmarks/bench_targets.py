@@ -13,7 +13,9 @@ and per state, and the predicted mean acceptance length (equal for both sources)
 built for targets of each ``--target-layers`` count, each with a config-only target and a synthetic dump
 (random states at the capture's default layers, random token ids, random head: the figures are costs,
 the predicted length is noise) of ``--prompts`` and twice as many prompts. Prints time and peak RSS of
-the prediction per case: they follow the draft and the captured tokens, not the target's layer count.
+the prediction per case: they follow the draft and the captured tokens, not the target's layer count; and per
+case a JSON line with ``peak_rss_mb``, ``draft_file_mb`` (MiB) and the bound, 2 x the draft's file + 1 GiB
+(the draft runs in float32; of the target, only the embedding rows of the dump's tokens are read).
 ``--vocab`` scales the vocabulary (163840 for Kimi-K2.5; the head is then 2 x 4.7 GB in float32).
 """
 
@@ -32,6 +34,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def peak_rss_mb() -> float:
+    """This process's own peak RSS (VmHWM): ``ru_maxrss`` keeps the parent's across fork and exec (getrusage(2),
+    NOTES), so a child forked from a parent holding a synthetic head would report the parent's memory."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def child(mode: str, draft: str, target: str, dump: str, engine: str) -> dict[str, float | str]:
     started = time.perf_counter()
     if mode == "capture":
@@ -46,8 +60,7 @@ def child(mode: str, draft: str, target: str, dump: str, engine: str) -> dict[st
         session = PredictionSession(hidden_states=dump if mode == "dump" else None)
         where = str(Path(target) / "config.json") if mode == "dump" else target
         figure = predict_acceptance(draft, where, engine, session=session).mean_acceptance_length or 0.0
-    return {"seconds": time.perf_counter() - started, "peak_rss_mb": resource.getrusage(
-        resource.RUSAGE_SELF).ru_maxrss / 1024, "predicted": figure}
+    return {"seconds": time.perf_counter() - started, "peak_rss_mb": peak_rss_mb(), "predicted": figure}
 
 
 def kimi_child(draft: str, target: str, dump: str, engine: str) -> dict[str, float | str]:
@@ -57,8 +70,8 @@ def kimi_child(draft: str, target: str, dump: str, engine: str) -> dict[str, flo
 
     session = PredictionSession(hidden_states=dump)
     figure = predict_acceptance(draft, str(Path(target) / "config.json"), engine, session=session)
-    return {"seconds": time.perf_counter() - started, "peak_rss_mb": resource.getrusage(
-        resource.RUSAGE_SELF).ru_maxrss / 1024, "predicted": figure.mean_acceptance_length or 0.0}
+    return {"seconds": time.perf_counter() - started, "peak_rss_mb": peak_rss_mb(),
+            "predicted": figure.mean_acceptance_length or 0.0}
 
 
 def synthetic_dump(target: Path, out: Path, prompts: int, prompt_length: int = 20, new_tokens: int = 67) -> int:
@@ -117,6 +130,10 @@ def kimi(args: argparse.Namespace) -> None:
                 row = json.loads(out.stdout.strip().splitlines()[-1])
                 print(f"{layers:13d} {prompts:7d} {prompts * 87:6d} {states:6d} {dump_mb:8.0f} {draft_mb:8.0f} "
                       f"{row['seconds']:8.1f} {row['peak_rss_mb']:12.0f} {row['predicted']:9.4f}", flush=True)
+                draft_mib = draft_mb * 1e6 / 2**20  # the bound: 2 x the draft's file + 1 GiB, all in MiB
+                print(json.dumps({"target_layers": layers, "prompts": prompts, "peak_rss_mb": round(row["peak_rss_mb"]),
+                                  "draft_file_mb": round(draft_mib), "bound_mb": round(2 * draft_mib + 1024),
+                                  "within_bound": row["peak_rss_mb"] <= 2 * draft_mib + 1024}), flush=True)
                 shutil.rmtree(dump)
 
 

@@ -193,6 +193,33 @@ def test_capture_refuses_to_overwrite_and_a_config_only_target(dump: Path, tmp_p
     assert "transformers cannot load the target" in capsys.readouterr().err
 
 
+def test_a_dump_reads_only_the_head_rows_its_tokens_use(dump: Path) -> None:
+    """With a dump the prediction reads the target's embedding rows of the dump's tokens alone, and its lm_head
+    only when a draft borrows it (demo-draft-sglang has its own): the rest of both is never read, and where a
+    whole matrix is asked for (a borrowed lm_head, an embedding compared whole) it is the file's."""
+    import torch
+    from safetensors.torch import load_file
+
+    from pytest_eagle3.reference.predict import PredictionSession
+    from pytest_eagle3.verdict import predict_acceptance
+
+    session = PredictionSession(hidden_states=str(dump))
+    predict_acceptance(DRAFT, TARGET / "config.json", "vllm==0.32.0", session=session)
+    feed = session.targets[str(TARGET / "config.json")]
+    assert feed.whole is not None and "lm_head" not in feed.whole.cache and feed.lm_head.is_meta
+    whole = load_file(dump / "head.safetensors")
+    tokens = sorted(set(torch.cat([load_file(p)["token_ids"] for p in dump.glob("prompt-*.safetensors")]).tolist()))
+    read = feed.embed.abs().sum(dim=1).nonzero().flatten().tolist()
+    assert read == tokens and len(tokens) < whole["embed_tokens"].shape[0]
+    assert torch.equal(feed.embed[tokens], whole["embed_tokens"][tokens].float())
+    assert torch.equal(feed.full("lm_head"), whole["lm_head"].float())
+    embed = whole["embed_tokens"].float()
+    assert feed.same_embed(embed)
+    unread = next(i for i in range(embed.shape[0]) if i not in set(tokens))
+    embed[unread] += 1.0
+    assert not feed.same_embed(embed)  # compared whole, not only on the rows read
+
+
 def test_head_is_read_by_name_from_the_index() -> None:
     """embed / lm_head / norm come from the safetensors headers and those tensors alone."""
     import torch

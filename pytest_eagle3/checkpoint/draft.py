@@ -15,9 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_eagle3.checkpoint.tensorfiles import (
+    LOCAL,
     CheckpointReadError,
     FileIndex,
     TensorEntry,
+    TensorSource,
+    WeightsNotDownloaded,
     index_safetensors,
     index_torch_bin,
     iter_safetensors_chunks,
@@ -56,11 +59,15 @@ class Checkpoint:
     config_problem: str | None = None
     notes: list[str] = field(default_factory=list)
     _bin_tensors: dict[str, torch.Tensor] = field(default_factory=dict, repr=False)
+    #: Where the files are read from: the disk, or the Hub (headers and small tensors by range).
+    source: TensorSource = field(default=LOCAL, repr=False)
 
     @classmethod
     def open(cls, path: str | Path) -> Checkpoint:
-        """Index the checkpoint at ``path`` (a directory, or a file inside one)."""
+        """Index the checkpoint at ``path`` (a directory, or a file inside one, or a pinned ``hf://ORG/NAME@SHA``)."""
         given = str(path)
+        if given.startswith("hf://"):
+            return cls._open_hub(given)
         root = Path(path)
         if root.is_file():
             root = root.parent
@@ -72,6 +79,27 @@ class Checkpoint:
         ckpt._read_config()
         ckpt._index_weights()
         return ckpt
+
+    @classmethod
+    def _open_hub(cls, spec: str) -> Checkpoint:
+        from pytest_eagle3.checkpoint.hub import HubError, open_repo
+
+        try:
+            files = open_repo(spec)
+        except HubError as exc:
+            ckpt = cls(path=spec, root=Path(spec))
+            ckpt.problems.append(str(exc))
+            ckpt.config_problem = f"no config.json: {exc}"
+            return ckpt
+        ckpt = cls(path=spec, root=files.snapshot, source=files)
+        ckpt._read_config()
+        ckpt._index_weights()
+        return ckpt
+
+    @property
+    def weights_local(self) -> bool:
+        """Whether every weight byte is on disk (False for a Hub id read by its headers)."""
+        return self.source.local
 
     # -- config -------------------------------------------------------------------------
     def _read_config(self) -> None:
@@ -95,12 +123,13 @@ class Checkpoint:
             if (self.root / index_name).is_file():
                 self._index_sharded(self.root / index_name, kind)
                 return
-        candidates = sorted(p for p in self.root.glob("*.safetensors") if _is_draft_file(p))
+        exists = self.source.exists
+        candidates = [p for p in self.source.glob(self.root, "*.safetensors") if _is_draft_file(p)]
         if not candidates:
-            candidates = sorted(p for p in self.root.glob("pytorch_model*.bin") if _is_draft_file(p))
-        for odd in [p for p in candidates if not p.is_file()]:
+            candidates = [p for p in self.source.glob(self.root, "pytorch_model*.bin") if _is_draft_file(p)]
+        for odd in [p for p in candidates if not exists(p)]:
             self.problems.append(f"{odd.name}: not a readable file (a directory or a broken link)")
-        candidates = [p for p in candidates if p.is_file()]
+        candidates = [p for p in candidates if exists(p)]
         if (self.root / "training_state.pt").is_file() and not candidates:
             self.notes.append(
                 "training_state.pt is a SpecForge 0.2.0 training checkpoint, not a servable draft: "
@@ -140,7 +169,7 @@ class Checkpoint:
                 continue
             shards.setdefault(shard, set()).add(name)
         for shard, names in sorted(shards.items()):
-            if not shard.is_file():
+            if not self.source.exists(shard):
                 self.problems.append(f"{index_path.name}: shard {shard.name} is missing ({len(names)} tensors)")
                 continue
             found = self._add_file(shard, kind)
@@ -155,11 +184,11 @@ class Checkpoint:
         kind = kind or ("safetensors" if file.suffix == ".safetensors" else "bin")
         try:
             if kind == "safetensors":
-                index = index_safetensors(file)
+                index = index_safetensors(file, self.source)
             else:
                 index, tensors = index_torch_bin(file)
                 self._bin_tensors.update(tensors)
-        except OSError as exc:
+        except (OSError, CheckpointReadError) as exc:
             self.problems.append(f"{file.name}: cannot read ({exc})")
             return set()
         self.files += (file,)
@@ -184,11 +213,15 @@ class Checkpoint:
         entry = self.tensors[name]
         if entry.start < 0:
             return self._bin_tensors[name]
-        return read_safetensors_tensor(entry)
+        return read_safetensors_tensor(entry, self.source)
 
     def chunks(self, name: str, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[torch.Tensor]:
-        """Iterate over a tensor as flat chunks of bounded size."""
+        """Iterate over a tensor as flat chunks of bounded size (``WeightsNotDownloaded`` on the Hub)."""
         entry = self.tensors[name]
+        if not self.source.local:
+            from pytest_eagle3.checkpoint.hub import NOT_DOWNLOADED
+
+            raise WeightsNotDownloaded(f"{entry.file.name}: tensor {name!r}: {NOT_DOWNLOADED}")
         if entry.start >= 0:
             yield from iter_safetensors_chunks(entry, chunk_bytes)
             return
@@ -247,4 +280,4 @@ def _is_draft_file(path: Path) -> bool:
     return not path.name.startswith(NOT_DRAFT_WEIGHTS)
 
 
-__all__ = ["Checkpoint", "CheckpointReadError", "ReadAs", "TensorEntry"]
+__all__ = ["Checkpoint", "CheckpointReadError", "ReadAs", "TensorEntry", "WeightsNotDownloaded"]

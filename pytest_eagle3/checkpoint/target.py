@@ -27,6 +27,13 @@ class TargetModel:
     def open(cls, path: str | Path) -> TargetModel:
         given = str(path)
         config_path = Path(path)
+        if given.startswith("hf://"):  # a pinned Hub id: its config.json is in the cache's snapshot folder
+            from pytest_eagle3.checkpoint.hub import HubError, open_repo
+
+            try:
+                config_path = open_repo(given).snapshot
+            except HubError as exc:
+                return cls(given, {}, f"target {given}: {exc}")
         if config_path.is_dir():
             config_path = config_path / "config.json"
         if not config_path.is_file():
@@ -69,15 +76,42 @@ class TargetModel:
         return tuple(str(a) for a in value) if isinstance(value, list) else ()
 
     @property
+    def on_hub(self) -> bool:
+        return self.path.startswith("hf://")
+
+    @property
     def weights_dir(self) -> Path | None:
-        """The folder holding the target's weights; None when only a config.json was given."""
+        """The folder holding the target's weights (on disk: a Hub id's cache snapshot once downloaded); None
+        when only a config.json was given."""
         root = Path(self.path)
+        if self.on_hub:
+            from pytest_eagle3.checkpoint.hub import HubError, open_repo
+
+            try:
+                files = open_repo(self.path)
+            except HubError:
+                return None
+            return files.snapshot if files.local else None
         if not root.is_dir():
             return None
         has_weights = any(root.glob("*.safetensors")) or any(root.glob("pytorch_model*.bin"))
         return root if has_weights else None
 
+    @property
+    def no_weights(self) -> str | None:
+        """Why the target's forward cannot run here (no weights on disk), or None when it can."""
+        if self.weights_dir is not None:
+            return None
+        if self.on_hub:
+            from pytest_eagle3.checkpoint.hub import NOT_DOWNLOADED
+
+            return f"{NOT_DOWNLOADED.removeprefix('not run: ')} for the target {self.path}"
+        return f"--eagle3-target={self.path} names only a config"
+
     @cached_property
     def weights(self) -> Checkpoint | None:
-        """The target's tensors, indexed once from their headers; None when only a config was given."""
+        """The target's tensors, indexed once from their headers (on the Hub: by range); None when only a
+        config was given."""
+        if self.on_hub and self.problem is None:
+            return Checkpoint.open(self.path)
         return Checkpoint.open(self.weights_dir) if self.weights_dir is not None else None

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import math
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import torch
@@ -58,6 +58,57 @@ class CheckpointReadError(Exception):
     """A file of the checkpoint cannot be read as it claims to be."""
 
 
+class WeightsNotDownloaded(CheckpointReadError):
+    """A read that needs the weights' bytes, of a checkpoint whose weights stayed on the Hub."""
+
+
+class TensorSource(Protocol):
+    """Where a checkpoint's files are: on disk (:data:`LOCAL`) or on the Hub (``checkpoint.hub.HubFiles``).
+
+    ``local`` is True when every weight byte is on disk (a scan or a forward may read them all)."""
+
+    @property
+    def local(self) -> bool: ...
+
+    def exists(self, path: Path) -> bool: ...
+    def glob(self, root: Path, pattern: str) -> list[Path]: ...
+    def listing(self, root: Path) -> list[Path]: ...
+    def size(self, path: Path) -> int: ...
+    def read(self, path: Path, start: int, nbytes: int) -> bytes: ...
+    def read_tensor_bytes(self, path: Path, start: int, nbytes: int) -> bytes: ...
+
+
+class LocalFiles:
+    """Files on disk, read with plain seeks."""
+
+    @property
+    def local(self) -> bool:
+        return True
+
+    def exists(self, path: Path) -> bool:
+        return path.is_file()
+
+    def glob(self, root: Path, pattern: str) -> list[Path]:
+        return sorted(root.glob(pattern))
+
+    def listing(self, root: Path) -> list[Path]:
+        return sorted(p for p in root.iterdir() if p.is_file())
+
+    def size(self, path: Path) -> int:
+        return path.stat().st_size
+
+    def read(self, path: Path, start: int, nbytes: int) -> bytes:
+        with path.open("rb") as handle:
+            handle.seek(start)
+            return handle.read(nbytes)
+
+    def read_tensor_bytes(self, path: Path, start: int, nbytes: int) -> bytes:
+        return bytes(_read_bytes(path, start, nbytes))
+
+
+LOCAL: TensorSource = LocalFiles()
+
+
 @dataclass(frozen=True)
 class TensorEntry:
     """Where one tensor lives: enough to read it without loading anything else."""
@@ -87,27 +138,27 @@ class FileIndex:
     metadata: dict[str, str]
 
 
-def index_safetensors(path: Path) -> FileIndex:
-    """Parse a safetensors header and validate every entry against the file's real size."""
+def index_safetensors(path: Path, files: TensorSource = LOCAL) -> FileIndex:
+    """Parse a safetensors header (its 8-byte length, then the header: two reads, ranged on the Hub) and
+    validate every entry against the file's real size."""
     problems: list[str] = []
-    size = path.stat().st_size
-    with path.open("rb") as handle:
-        prefix = handle.read(8)
-        if len(prefix) < 8:
-            return FileIndex((), (f"{path.name}: {size} bytes, too short for a safetensors header",), {})
-        (header_len,) = struct.unpack("<Q", prefix)
-        if header_len > MAX_HEADER_BYTES or 8 + header_len > size:
-            return FileIndex(
-                (),
+    size = files.size(path)
+    prefix = files.read(path, 0, min(8, size))
+    if len(prefix) < 8:
+        return FileIndex((), (f"{path.name}: {size} bytes, too short for a safetensors header",), {})
+    (header_len,) = struct.unpack("<Q", prefix)
+    if header_len > MAX_HEADER_BYTES or 8 + header_len > size:
+        return FileIndex(
+            (),
+            (
                 (
-                    (
-                        f"{path.name}: header claims {header_len} bytes but the file has {size} bytes "
-                        "(truncated file or corrupt length prefix)"
-                    ),
+                    f"{path.name}: header claims {header_len} bytes but the file has {size} bytes "
+                    "(truncated file or corrupt length prefix)"
                 ),
-                {},
-            )
-        raw = handle.read(header_len)
+            ),
+            {},
+        )
+    raw = files.read(path, 8, header_len)
     try:
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -216,11 +267,12 @@ def torch_dtype(code: str) -> torch.dtype:
     return dtype
 
 
-def read_safetensors_tensor(entry: TensorEntry) -> torch.Tensor:
-    """Read one tensor's bytes into fresh memory (no mmap)."""
+def read_safetensors_tensor(entry: TensorEntry, files: TensorSource = LOCAL) -> torch.Tensor:
+    """Read one tensor's bytes into fresh memory (no mmap; by range on the Hub)."""
     import torch
 
-    buffer = _read_bytes(entry.file, entry.start, entry.nbytes)
+    buffer = (_read_bytes(entry.file, entry.start, entry.nbytes) if files is LOCAL
+              else bytearray(files.read_tensor_bytes(entry.file, entry.start, entry.nbytes)))
     if entry.nbytes == 0:
         return torch.empty(entry.shape, dtype=torch_dtype(entry.dtype))
     return torch.frombuffer(buffer, dtype=torch_dtype(entry.dtype)).reshape(entry.shape)
@@ -247,6 +299,43 @@ def iter_safetensors_chunks(entry: TensorEntry, chunk_bytes: int) -> Iterator[to
                 )
             yield torch.frombuffer(buffer, dtype=dtype, count=want // itemsize)
             done += want
+
+
+def read_rows(entry: TensorEntry, rows: Iterable[int], files: TensorSource = LOCAL,
+              block_bytes: int = 16 * 1024 * 1024) -> Iterator[tuple[int, torch.Tensor]]:
+    """Some rows of a 2-D tensor, as ``(first row, [n, columns])`` blocks: each run of consecutive rows in one read
+    of at most ``block_bytes`` (a range request on the Hub), nothing else of the tensor."""
+    import torch
+
+    if len(entry.shape) != 2 or entry.start < 0:
+        raise CheckpointReadError(f"{entry.file.name}: tensor {entry.name!r} is not a 2-D safetensors tensor")
+    dtype, columns = torch_dtype(entry.dtype), entry.shape[1]
+    row_bytes = columns * SAFETENSORS_DTYPES[entry.dtype][1]
+    most = max(1, block_bytes // max(1, row_bytes))
+    wanted = sorted({r for r in rows if 0 <= r < entry.shape[0]})
+    i = 0
+    while i < len(wanted):
+        first = wanted[i]
+        count = 1
+        while i + count < len(wanted) and wanted[i + count] == first + count and count < most:
+            count += 1
+        raw = bytearray(files.read_tensor_bytes(entry.file, entry.start + first * row_bytes, count * row_bytes))
+        yield first, torch.frombuffer(raw, dtype=dtype).reshape(count, columns)
+        i += count
+
+
+def rows_matrix(entry: TensorEntry, rows: Iterable[int], files: TensorSource = LOCAL) -> torch.Tensor:
+    """The 2-D tensor as a float32 matrix of its full shape holding only ``rows`` (the others zero): backed by an
+    anonymous mapping, so memory is spent on the rows written, not on the matrix (163840 x 7168 is 4.7 GB)."""
+    import mmap
+
+    import torch
+
+    count = math.prod(entry.shape)
+    matrix = torch.frombuffer(mmap.mmap(-1, max(4, 4 * count)), dtype=torch.float32, count=count).reshape(entry.shape)
+    for first, block in read_rows(entry, rows, files):
+        matrix[first:first + block.shape[0]] = block.float()
+    return matrix
 
 
 def _read_bytes(path: Path, start: int, nbytes: int) -> bytearray:

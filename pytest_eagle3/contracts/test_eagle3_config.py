@@ -59,7 +59,8 @@ class TestEagle3Checkpoint:
                         "measurement with --eagle3-target=DIR decides the convention, or state it with "
                         "--eagle3-aux-convention)")
         check(format_findings(eagle3_checkpoint))
-        extra = beside_weights(eagle3_checkpoint.root, eagle3_checkpoint.files, fmt.producer)
+        extra = beside_weights(eagle3_checkpoint.source.listing(eagle3_checkpoint.root), eagle3_checkpoint.files,
+                               fmt.producer)
         eagle3_result.measured("files_beside_weights", extra)
         beside = f"; beside the weights: {', '.join(extra)}" if extra else ""
         eagle3_result.passed(f"{fmt.label}: {'; '.join(fmt.evidence)}{beside}")

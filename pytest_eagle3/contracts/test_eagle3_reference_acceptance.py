@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
-from pytest_eagle3.shell.contract import Eagle3Result, require_config, require_tensors
+from pytest_eagle3.shell.contract import Eagle3Result, require_config, require_tensors, require_weights
 from pytest_eagle3.findings import Evidence, Finding, check
 from pytest_eagle3.shell.options import settings
 from pytest_eagle3.shell.verdicts import pipeline, require_matching_target
@@ -26,8 +26,11 @@ def eagle3_reference(
     require_tensors(eagle3_checkpoint)
     require_config(eagle3_checkpoint)
     require_matching_target(request.config, eagle3_checkpoint)
+    require_weights(eagle3_checkpoint)
     options = settings(request.config)
     dump = options.hidden_states
+    if dump is None and eagle3_target.on_hub and eagle3_target.no_weights:
+        pytest.skip(f"not run: {eagle3_target.no_weights}")
     if dump is None and (eagle3_target.weights_dir is None or Path(eagle3_target.path).is_file()):
         pytest.skip(f"reference acceptance needs the target's weights: --eagle3-target={eagle3_target.path} "
                     "names only a config (give the model directory, or a dump with --eagle3-hidden-states=DIR)")

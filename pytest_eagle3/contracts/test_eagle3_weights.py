@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint
-from pytest_eagle3.shell.contract import Eagle3Result, require_tensors, unknown
+from pytest_eagle3.shell.contract import Eagle3Result, require_tensors, require_weights, unknown
 from pytest_eagle3.findings import check
 from pytest_eagle3.rules.weights import (
     TensorHealth,
@@ -23,6 +23,7 @@ from pytest_eagle3.shell.options import UNKNOWN_FAIL, settings
 def eagle3_weight_health(eagle3_checkpoint: Checkpoint) -> list[TensorHealth]:
     """One chunked scan of every floating-point tensor, shared by the weight contracts."""
     require_tensors(eagle3_checkpoint)
+    require_weights(eagle3_checkpoint)
     return scan_weights(eagle3_checkpoint)
 
 

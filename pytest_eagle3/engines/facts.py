@@ -254,9 +254,9 @@ def _stray_weight_files(ckpt: Checkpoint) -> tuple[tuple[str, tuple[str, ...]], 
     """The not-draft *.safetensors beside the draft's (none where a shard index lists the files)."""
     if (ckpt.root / SAFETENSORS_INDEX).is_file():
         return ()
-    return tuple((path.name, tuple(entry.name for entry in index_safetensors(path).entries))
-                 for path in sorted(ckpt.root.glob("*.safetensors"))
-                 if path.is_file() and path.name.startswith(NOT_DRAFT_WEIGHTS))
+    return tuple((path.name, tuple(entry.name for entry in index_safetensors(path, ckpt.source).entries))
+                 for path in ckpt.source.glob(ckpt.root, "*.safetensors")
+                 if ckpt.source.exists(path) and path.name.startswith(NOT_DRAFT_WEIGHTS))
 
 
 def _quant_method(config: Mapping[str, object]) -> str | None:

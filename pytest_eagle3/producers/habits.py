@@ -20,7 +20,7 @@ them as the training ids (``PRODUCER_AUX_FIELDS``) and ``engine.aux_layers`` jud
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -80,11 +80,12 @@ ORDINARY = ("config.json", "generation_config.json", "model.safetensors.index.js
             "tokenizer", "special_tokens_map.json", "README.md", ".")
 
 
-def beside_weights(root: Path, weights: tuple[Path, ...], producer: str) -> list[str]:
-    """The files next to the weights, each with what it is (the producer's own rows first). Nothing is opened."""
+def beside_weights(files: Iterable[Path], weights: tuple[Path, ...], producer: str) -> list[str]:
+    """The files next to the weights (``files``: the checkpoint folder's), each with what it is (the producer's
+    own rows first). Nothing is opened."""
     rows = sorted(EXTRA_FILES, key=lambda r: r.producer != producer)
     found = []
-    for path in sorted(p for p in root.iterdir() if p.is_file() and p not in weights):
+    for path in sorted(p for p in files if p not in weights):
         if path.name.startswith(ORDINARY):
             continue
         row = next((r for r in rows if path.name.startswith(r.name)), None)

@@ -214,7 +214,7 @@ def build_target_feed(target_path: str, device: str, prompts_path: str | None, c
         raise PredictionUnavailable(str(exc)) from exc
     head = side.head
     return TargetFeed(side.runs, head.embed, head.lm_head, head.final_norm, head.final_norm_eps, continuation,
-                      side.layers)
+                      side.layers, head.whole)
 
 
 def build_predictor(ckpt: Checkpoint, target: TargetFeed, steps: int, device: str = "cpu",

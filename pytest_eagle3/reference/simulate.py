@@ -22,13 +22,16 @@ import dataclasses
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from pytest_eagle3.producers.habits import Rope, RopeKey
 from pytest_eagle3.reference.acceptance import Acceptance, Reading, TargetRun, greedy_walk
 from pytest_eagle3.reference.draft import ReferenceDraft, rms_norm
+
+if TYPE_CHECKING:
+    from pytest_eagle3.reference.targets.source import WholeHead
 
 DRAFT, TARGET, RANDOM, TARGET_EMBED = "draft", "target", "random", "target embed_tokens (tied)"
 OFFSETS, IDENTITY, ABSOLUTE = "offsets", "identity", "absolute"
@@ -122,6 +125,22 @@ class TargetFeed:
     final_norm_eps: float
     continuation: int
     layers: int
+    #: Set when the head was read in part (a dump): the whole embedding / lm_head, read where one is needed.
+    whole: WholeHead | None = None
+
+    def full(self, name: str) -> torch.Tensor:
+        """The target's whole ``embed`` or ``lm_head`` (read now, once, where only part of it was read)."""
+        if self.whole is not None:
+            return self.whole.matrix(name)
+        return self.embed if name == "embed" else self.lm_head
+
+    def same_embed(self, other: torch.Tensor) -> bool:
+        """Whether ``other`` equals the target's embedding (compared in ``other``'s dtype)."""
+        if other.shape != self.embed.shape:
+            return False
+        if self.whole is not None:
+            return self.whole.embed_equals(other)
+        return bool(torch.equal(other, self.embed.to(other.dtype)))
 
 
 @dataclass
@@ -262,9 +281,9 @@ def _embed(base: ReferenceDraft, feed: Feed, target: TargetFeed) -> torch.Tensor
 def _head(base: ReferenceDraft, feed: Feed, target: TargetFeed) -> torch.Tensor:
     own = base.weights.get("lm_head.weight")
     if feed.lm_head == TARGET:
-        return target.lm_head
+        return target.full("lm_head")
     if feed.lm_head == TARGET_EMBED:
-        return target.embed
+        return target.full("embed")
     if feed.lm_head == DRAFT and own is not None:
         return own
     rows = own.shape[0] if own is not None else target.lm_head.shape[0]
@@ -277,7 +296,7 @@ def trained_feed(draft: ReferenceDraft, indices: Sequence[int], d2t: str, target
     rope its producer trained with where that is not the config's."""
     s = draft.spec
     own = draft.weights.get("embed_tokens.weight")
-    same = own is not None and own.shape == target.embed.shape and bool(torch.equal(own, target.embed.to(own.dtype)))
+    same = own is not None and target.same_embed(own)
     return Feed(
         indices=tuple(indices), norms=tuple((n, bool(getattr(s, n))) for n in NORM_FLAGS),
         embed=DRAFT if own is not None and not same else TARGET,

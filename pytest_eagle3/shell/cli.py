@@ -27,8 +27,8 @@ def _parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="run the contract suite on checkpoints (same as pytest --eagle3-ckpt)",
                            epilog="Any other pytest option (-q, -x, -rs, --tb=short, -n 2, ...) is passed to the "
                                   "pytest run.")
-    check.add_argument("checkpoints", nargs="+", metavar="PATH", help="the draft checkpoint's directory (repeat "
-                                                                     "for several)")
+    check.add_argument("checkpoints", nargs="+", metavar="PATH", help="the draft checkpoint's directory or Hub id "
+                                                                     "hf://ORG/NAME[@REV] (repeat for several)")
     _target_arguments(check)
     check.add_argument("--report", help="write the JSON verdict here")
     check.add_argument("--engine", help="engine versions (as --eagle3-engine): sglang, vllm, all, NAME==VERSION")
@@ -51,7 +51,8 @@ def _parser() -> argparse.ArgumentParser:
     synth.add_argument("--target", type=Path, help="also write the matching tiny target model to this directory")
     synth.add_argument("--list-faults", action="store_true", help="print the known faults and exit")
     fix = sub.add_parser("fix", help="write a fixed copy of a draft for chosen engine versions, proven by the contracts")
-    fix.add_argument("draft", type=Path, metavar="DRAFT", help="the draft checkpoint's directory (never modified)")
+    fix.add_argument("draft", metavar="DRAFT", help="the draft checkpoint's directory (never modified), or Hub id "
+                                                   "hf://ORG/NAME[@REV] (its weights downloaded)")
     fix.add_argument("out", type=Path, metavar="OUT", help="the new directory (refused if it exists, unless --force)")
     fix.add_argument("--to", required=True, metavar="ENGINE==VER[,ENGINE==VER...]", help="the engine versions to serve")
     _target_arguments(fix)
@@ -59,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     fix.add_argument("--force", action="store_true", help="replace an existing OUT")
     plan = sub.add_parser("plan", help="print what engine versions will do with a draft: the load plan every "
                                        "contract judges (the verdict pipeline's), or with --json the report's row")
-    plan.add_argument("draft", type=Path, metavar="DRAFT", help="the draft checkpoint's directory")
+    plan.add_argument("draft", metavar="DRAFT", help="the draft checkpoint's directory, or Hub id hf://ORG/NAME[@REV]")
     plan.add_argument("--engine", required=True, metavar="ENGINE==VER[,...]",
                       help="engine versions, as --eagle3-engine: sglang, vllm, all, NAME==VERSION, comma-separated")
     _target_arguments(plan)
@@ -91,6 +92,8 @@ def _target_arguments(command: argparse.ArgumentParser) -> None:
                               "predicted from it")
     command.add_argument("--aux-convention", choices=CONVENTIONS,
                          help="how the draft's aux ids name its training layers (default: the producer's convention)")
+    command.add_argument("--download-weights", action="store_true",
+                         help="download the weights of hf:// ids (default: headers and small tensors read by range)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -111,6 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         pytest_args += [f"--eagle3-engine={args.engine}"] if args.engine else []
         pytest_args += [f"--eagle3-hidden-states={args.hidden_states}"] if args.hidden_states else []
         pytest_args += [f"--eagle3-aux-convention={args.aux_convention}"] if args.aux_convention else []
+        pytest_args += ["--eagle3-download-weights"] if args.download_weights else []
         pytest_args += ["-k", args.keyword] if args.keyword is not None else []
         pytest_args += ["-m", args.markexpr] if args.markexpr is not None else []
         return int(pytest.main([*pytest_args, *extra]))
@@ -130,10 +134,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _check_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """``check``'s own arguments are named in its usage errors (PATH, --target, --report), not pytest's options."""
     for path in args.checkpoints:
-        if not path.strip() or not Path(path).is_dir():
+        if not path.startswith("hf://") and (not path.strip() or not Path(path).is_dir()):
             what = "is empty" if not path.strip() else "does not exist" if not Path(path).exists() else "is a file"
             parser.error(f"PATH: {path!r} {what}; give the draft checkpoint's directory")
-    if args.target is not None and not Path(args.target).exists():
+    if args.target is not None and not args.target.startswith("hf://") and not Path(args.target).exists():
         parser.error(f"--target: {args.target} does not exist (give the target model's directory or its config.json)")
     if args.report is not None and (not args.report.strip() or Path(args.report).is_dir()):
         parser.error(f"--report: {args.report!r} is not a file path; give one such as verdict.json")
@@ -151,7 +155,7 @@ def _capture_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     capture = sub.add_parser("capture", help="run the target (here, or in the engine that serves it) on the prompts "
                                              "and write its hidden states for --eagle3-hidden-states")
-    capture.add_argument("target", help="the target model directory")
+    capture.add_argument("target", help="the target model directory, or Hub id hf://ORG/NAME[@REV] (downloaded)")
     capture.add_argument("out", type=Path, help="the dump directory to write (must not exist yet)")
     capture.add_argument("--engine", choices=("transformers", "vllm"), default="transformers",
                          help="who runs the target: transformers here (default), or vLLM's own workers")
@@ -171,7 +175,11 @@ def _capture_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _capture(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from pytest_eagle3.reference.defaults import MAX_CONTINUATION, MAX_STEPS
+    from pytest_eagle3.shell.cli_hub import local
 
+    if args.out.exists():
+        parser.error(f"out: {args.out} already exists; capture never overwrites (choose a new directory)")
+    args.target = local(parser, "target", args.target, "capture runs the target")
     if not Path(args.target, "config.json").is_file():
         parser.error(f"target: {args.target} has no config.json (give the target model's directory)")
     if args.out.exists():
@@ -260,7 +268,7 @@ def _target(parser: argparse.ArgumentParser, target: str | None) -> Any:
         return None
     from pytest_eagle3.checkpoint import TargetModel
 
-    if not Path(target).exists():
+    if not target.startswith("hf://") and not Path(target).exists():
         parser.error(f"--target: {target} does not exist")
     model = TargetModel.open(target)
     if model.problem:
@@ -289,12 +297,15 @@ def _dump(parser: argparse.ArgumentParser, model: Any, dump: str | None) -> str 
 def _plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from pytest_eagle3.checkpoint import Checkpoint
     from pytest_eagle3.repair.plan_text import render_plan
+    from pytest_eagle3.shell.cli_hub import pinned
     from pytest_eagle3.verdict import Pipeline, TargetSide, VerdictSettings
 
     engines = _engines(parser, "--engine", args.engine)
+    args.target = pinned(parser, "--target", args.target, args.download_weights)
+    args.draft = pinned(parser, "DRAFT", args.draft, args.download_weights)
     model = _target(parser, args.target)
     dump = _dump(parser, model, args.hidden_states)
-    if not args.draft.exists():
+    if not args.draft.startswith("hf://") and not Path(args.draft).exists():
         parser.error(f"DRAFT: {args.draft} does not exist")
     if args.json:
         return _plan_json(args, engines, dump)
@@ -325,6 +336,7 @@ def _plan_json(args: argparse.Namespace, engines: Sequence[Any], dump: str | Non
         pytest_args += [f"--eagle3-target={args.target}"] if args.target else []
         pytest_args += [f"--eagle3-hidden-states={dump}"] if dump else []
         pytest_args += [f"--eagle3-aux-convention={args.aux_convention}"] if args.aux_convention else []
+        pytest_args += ["--eagle3-download-weights"] if args.download_weights else []
         import contextlib
         import io
 
@@ -349,6 +361,9 @@ def _sweep(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
     if args.target is None:
         parser.error("--target: give the target model's directory (or its config.json with --hidden-states)")
+    from pytest_eagle3.shell.cli_hub import pinned
+
+    args.target = pinned(parser, "--target", args.target, args.download_weights)
     if args.out.exists():
         parser.error(f"--out: {args.out} already exists; sweep never overwrites (choose a new folder)")
     from pytest_eagle3.shell.option_values import unwritable
@@ -382,12 +397,16 @@ def _fix(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from pytest_eagle3.repair.prediction import Measurement, predicted_lines
     from pytest_eagle3.repair.record import RepairRefused
 
+    from pytest_eagle3.shell.cli_hub import config_only, local
+
     engines = _engines(parser, "--to", args.to)
     prefer = _engines(parser, "--prefer", args.prefer, one=True)[0].spec if args.prefer else None
     if prefer and prefer not in {e.spec for e in engines}:
         parser.error(f"--prefer: {prefer} is not one of --to {args.to}")
+    args.target = config_only(parser, "--target", args.target, args.download_weights)
     model = _target(parser, args.target)
     dump = _dump(parser, model, args.hidden_states)
+    args.draft = Path(local(parser, "DRAFT", args.draft, "fix writes a copy of every tensor"))
     if not args.draft.exists():
         parser.error(f"DRAFT: {args.draft} does not exist")
     # the measurement needs the target's weights or a dump of its side: a config.json alone gives layer counts only

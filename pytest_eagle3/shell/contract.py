@@ -108,6 +108,15 @@ def require_tensors(ckpt: Checkpoint) -> None:
         pytest.skip("the checkpoint's files are damaged: see checkpoint.readable")
 
 
+def require_weights(ckpt: Checkpoint) -> None:
+    """Skip a contract that reads every weight byte when the weights stayed on the Hub (a ``hf://`` id read by
+    its headers): it says how to run it."""
+    if not ckpt.weights_local:
+        from pytest_eagle3.checkpoint.hub import NOT_DOWNLOADED
+
+        pytest.skip(NOT_DOWNLOADED)
+
+
 def require_config(ckpt: Checkpoint) -> None:
     """Skip a contract that needs the config when config.json is unusable (config.parseable fails)."""
     if ckpt.config_raw is None:

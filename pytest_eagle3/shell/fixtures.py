@@ -74,7 +74,7 @@ def run_state(config: pytest.Config) -> RunState:
 
 def checkpoint_ids(paths: tuple[str, ...]) -> list[str]:
     """Readable, unique test ids: the folder name, with parents added only to break ties."""
-    parts = [Path(p).resolve().parts or (p,) for p in paths]
+    parts = [(_hub_id(p),) if p.startswith("hf://") else Path(p).resolve().parts or (p,) for p in paths]
     depth = 1
     while True:
         ids = ["/".join(part[-depth:]) for part in parts]
@@ -87,6 +87,12 @@ def checkpoint_ids(paths: tuple[str, ...]) -> list[str]:
         seen[name] = seen.get(name, 0) + 1
         unique.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
     return unique
+
+
+def _hub_id(spec: str) -> str:
+    """``hf://ORG/NAME@SHA`` as a test id: ``ORG/NAME@`` and the commit's first 7 digits."""
+    repo, _, sha = spec.removeprefix("hf://").partition("@")
+    return f"{repo}@{sha[:7]}" if sha else repo
 
 
 @pytest.fixture(scope="session")
@@ -179,5 +185,5 @@ def probe_ready(ckpt: Checkpoint) -> bool:
     """Whether an engine's loader can be pointed at the checkpoint (readable files, a config, a draft)."""
     from pytest_eagle3.rules.draft_kind import classify_checkpoint
 
-    return not ckpt.problems and bool(ckpt.tensors) and ckpt.config_raw is not None and \
+    return not ckpt.problems and bool(ckpt.tensors) and ckpt.config_raw is not None and ckpt.weights_local and \
         classify_checkpoint(ckpt).is_draft

@@ -17,13 +17,26 @@ def usage(flag: str, message: str) -> pytest.UsageError:
     return pytest.UsageError(f"{flag}: {message}")
 
 
-def checkpoints(flag: str, paths: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(checkpoint_dir(flag, p) for p in paths)
+def checkpoints(flag: str, paths: tuple[str, ...], download: bool = False) -> tuple[str, ...]:
+    return tuple(checkpoint_dir(flag, p, download) for p in paths)
 
 
-def checkpoint_dir(flag: str, path: str) -> str:
+def hub_id(flag: str, spec: str, download: bool) -> str:
+    """A Hub id pinned to its commit (``hf://ORG/NAME@SHA``), its JSON files (and with ``download`` its
+    weights) in the cache; a usage error naming what to do when the Hub cannot give it."""
+    from pytest_eagle3.checkpoint.hub import HubError, pin
+
+    try:
+        return pin(spec, download=download)
+    except HubError as exc:
+        raise usage(flag, str(exc)) from None
+
+
+def checkpoint_dir(flag: str, path: str, download: bool = False) -> str:
     if not path.strip():
         raise usage(flag, f"{EMPTY}: give the draft checkpoint's directory")
+    if path.startswith("hf://"):
+        return hub_id(flag, path, download)
     given = Path(path)
     if not given.exists():
         raise usage(flag, f"{path} does not exist (give the draft checkpoint's directory)")
@@ -32,11 +45,13 @@ def checkpoint_dir(flag: str, path: str) -> str:
     return path
 
 
-def target_path(flag: str, path: str | None) -> str | None:
+def target_path(flag: str, path: str | None, download: bool = False) -> str | None:
     if path is None:
         return None
     if not path.strip():
         raise usage(flag, f"{EMPTY}: give the target model's directory or its config.json")
+    if path.startswith("hf://"):
+        return hub_id(flag, path, download)
     given = Path(path)
     if not given.exists():
         raise usage(flag, f"{path} does not exist (give the target model's directory or its config.json)")
@@ -98,7 +113,8 @@ def hidden_states(flag: str, path: str | None, target: str | None, prompts: str 
     if path is None:
         return None
     if target is None:
-        raise usage(flag, "needs --eagle3-target (the target's directory or config.json) to check the dump against")
+        raise usage(flag, "needs --eagle3-target (the target's directory, config.json or Hub id) to check the dump "
+                          "against")
     if prompts is not None:
         raise usage(flag, "the prompts are the dump's: drop --eagle3-prompts (or capture again with --prompts FILE)")
     from pytest_eagle3.checkpoint import TargetModel
@@ -110,6 +126,18 @@ def hidden_states(flag: str, path: str | None, target: str | None, prompts: str 
     except TargetSourceError as exc:
         raise usage(flag, str(exc)) from None
     return path
+
+
+def switch(flag: str, text: str | None) -> bool:
+    """A yes/no setting: the flag given, or 1/true/yes/on (0/false/no/off) from the env or the ini."""
+    if text is None:
+        return False
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("", "0", "false", "no", "off"):
+        return False
+    raise usage(flag, f"{text!r} is not one of 1, true, yes, on, 0, false, no, off")
 
 
 def convention(flag: str, value: str | None) -> str | None:

@@ -36,14 +36,21 @@ class OptionSpec:
     repeatable: bool = False
     metavar: str = "PATH"
     is_path: bool = True
+    #: A yes/no flag (``--eagle3-download-weights``): no value on the command line.
+    switch: bool = False
 
 
 OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("eagle3_ckpt", "--eagle3-ckpt", "EAGLE3_CKPT", "eagle3_ckpt",
-               "EAGLE-3 draft checkpoint directory to check; repeat for several "
+               "EAGLE-3 draft checkpoint directory, or Hub id hf://ORG/NAME[@REVISION], to check; repeat for several "
                f"(env: {os.pathsep}-separated list)", repeatable=True),
     OptionSpec("eagle3_target", "--eagle3-target", "EAGLE3_TARGET", "eagle3_target",
-               "target model directory or its config.json: unlocks target-consistency checks"),
+               "target model directory, its config.json, or Hub id hf://ORG/NAME[@REVISION]: unlocks "
+               "target-consistency checks"),
+    OptionSpec("eagle3_download_weights", "--eagle3-download-weights", "EAGLE3_DOWNLOAD_WEIGHTS",
+               "eagle3_download_weights", "download the weights of hf:// drafts and targets into the Hugging Face "
+               "cache (default: headers and small tensors read by range; the weight scans and the acceptance "
+               "measurements then do not run)", metavar="", is_path=False, switch=True),
     OptionSpec("eagle3_report", "--eagle3-report", "EAGLE3_REPORT", "eagle3_report",
                "write the verdict per checkpoint and contract as JSON to this path"),
     OptionSpec("eagle3_summary", "--eagle3-summary", "EAGLE3_SUMMARY", "eagle3_summary",
@@ -121,6 +128,8 @@ def add_options(parser: pytest.Parser) -> None:
         if spec.repeatable:
             group.addoption(spec.flag, dest=spec.dest, action="append", default=None, metavar=spec.metavar,
                             help=spec.help)
+        elif spec.switch:
+            group.addoption(spec.flag, dest=spec.dest, action="store_const", const="1", default=None, help=spec.help)
         else:
             group.addoption(spec.flag, dest=spec.dest, default=None, metavar=spec.metavar, help=spec.help)
         ini_help = f"{spec.help} (ini; {spec.flag} and ${spec.env} take precedence)"
@@ -175,6 +184,7 @@ class Settings:
 
     checkpoints: tuple[str, ...]
     target: str | None
+    download_weights: bool
     report: str | None
     summary: str | None
     engines: tuple[EngineVersion, ...]
@@ -254,9 +264,12 @@ def parse_settings(config: pytest.Config) -> Settings:
     steps = int(check.number(name["eagle3_k"], one["eagle3_k"], DEFAULT_STEPS, int, 1, MAX_STEPS))
     continuation = int(check.number(name["eagle3_continuation"], one["eagle3_continuation"], DEFAULT_NEW_TOKENS, int,
                                MIN_CONTINUATION, MAX_CONTINUATION))
+    download = check.switch(name["eagle3_download_weights"], one["eagle3_download_weights"])
+    target = check.target_path(name["eagle3_target"], one["eagle3_target"], download)
     return Settings(
-        checkpoints=check.checkpoints(name["eagle3_ckpt"], values["eagle3_ckpt"]),
-        target=check.target_path(name["eagle3_target"], one["eagle3_target"]),
+        checkpoints=check.checkpoints(name["eagle3_ckpt"], values["eagle3_ckpt"], download),
+        target=target,
+        download_weights=download,
         report=check.report_path(name["eagle3_report"], one["eagle3_report"]),
         summary=check.report_path(name["eagle3_summary"], one["eagle3_summary"], "eagle3-summary.md"),
         engines=_engines(one["eagle3_engines"] or "all"),
@@ -269,7 +282,7 @@ def parse_settings(config: pytest.Config) -> Settings:
         continuation=continuation,
         device=check.device(name["eagle3_device"], device_setting(config), marker_selected(config, "gpu")),
         prompts=check.existing_file(name["eagle3_prompts"], one["eagle3_prompts"]),
-        hidden_states=check.hidden_states(name["eagle3_hidden_states"], one["eagle3_hidden_states"], one["eagle3_target"],
+        hidden_states=check.hidden_states(name["eagle3_hidden_states"], one["eagle3_hidden_states"], target,
                                      one["eagle3_prompts"], continuation + steps),
         unknown=_unknown(name["eagle3_unknown"], one["eagle3_unknown"] or UNKNOWN_SKIP),
         vllm_python=_interpreter(name["eagle3_vllm_python"], one["eagle3_vllm_python"]),

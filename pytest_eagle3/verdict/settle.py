@@ -65,7 +65,7 @@ def edited_copy(ckpt: Checkpoint, raw: dict[str, Any]) -> Checkpoint:
     from pytest_eagle3.checkpoint import Checkpoint
 
     folder = Path(tempfile.mkdtemp(prefix="eagle3-fix-"))
-    for item in Path(ckpt.path).iterdir():
+    for item in ckpt.root.iterdir():
         if item.name != "config.json":
             (folder / item.name).symlink_to(item.resolve())
     (folder / "config.json").write_text(json.dumps(raw, indent=2) + "\n", encoding="utf-8")

@@ -26,6 +26,7 @@ import torch
 
 from pytest_eagle3.checkpoint import TargetModel
 from pytest_eagle3.checkpoint.tensorfiles import (
+    LOCAL,
     CheckpointReadError,
     TensorEntry,
     index_safetensors,
@@ -251,10 +252,13 @@ def _head_entries(root: Path, manifest: Manifest) -> tuple[dict[str, TensorEntry
     return entries, eps
 
 
-def _read_head(root: Path, manifest: Manifest) -> TargetHead:
+def _read_head(root: Path, manifest: Manifest, files: Sequence[DumpFile]) -> TargetHead:
+    """Only what the prediction needs: the embedding rows of the dump's tokens, the norm, lm_head when borrowed."""
+    from pytest_eagle3.reference.targets.head import partial_head
+
     entries, eps = _head_entries(root, manifest)
-    tensors = {name: read_safetensors_tensor(entries[name]).float() for name in ("embed_tokens", "lm_head", "norm")}
-    return TargetHead(tensors["embed_tokens"], tensors["lm_head"], tensors["norm"], eps)
+    tokens = sorted(set(torch.cat([f.token_ids for f in files]).tolist())) if files else []
+    return partial_head(entries, LOCAL, ("embed_tokens", "lm_head", "norm"), eps, tokens)
 
 
 def check_dump(path: str | Path, target: TargetModel, new_tokens: int) -> tuple[Manifest, list[DumpFile]]:
@@ -283,7 +287,7 @@ def open_dump(path: str | Path, target: TargetModel, new_tokens: int) -> TargetS
     root = Path(path)
     manifest, files = check_dump(root, target, new_tokens)
     where = f"hidden states {path}"
-    head = _read_head(root, manifest)
+    head = _read_head(root, manifest, files)
     groups: dict[int, list[int]] = {}
     for index, length in enumerate(manifest.prompt_lengths):
         groups.setdefault(length, []).append(index)

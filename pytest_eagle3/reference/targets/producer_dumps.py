@@ -258,7 +258,9 @@ def check_hidden_states(path: str | Path, target: TargetModel, new_tokens: int) 
     return layout
 
 
-def _target_dir(target: TargetModel) -> Path:
+def _target_dir(target: TargetModel) -> Path | str:
+    if target.on_hub:  # a pinned hf:// id: its headers and the rows needed are read by range
+        return target.path
     path = Path(target.path)
     return path.parent if path.is_file() else path
 
@@ -286,7 +288,8 @@ def open_hidden_states(path: str | Path, target: TargetModel, new_tokens: int) -
     dump = read_producer_dump(root, layout, target, new_tokens)
     from pytest_eagle3.reference.targets.head import read_head
 
-    head = read_head(_target_dir(target), target)
+    tokens = sorted(set(torch.cat([f.token_ids for f in dump.files]).tolist())) if dump.files else []
+    head = read_head(_target_dir(target), target, token_ids=tokens)  # the rows the dump's tokens use, no more
     where = f"hidden states {path}"
     position = {k: i for i, k in enumerate(dump.layers)}
     groups: dict[int, list[ProducerFile]] = {}

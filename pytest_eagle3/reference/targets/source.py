@@ -8,8 +8,8 @@ Source: reference/acceptance.py ``capture_states``; reference/producers.md §5.3
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -41,12 +41,31 @@ class PromptStates:
 
 @dataclass(frozen=True)
 class TargetHead:
-    """The target tensors a draft may borrow: embedding, lm_head, final norm (float32)."""
+    """The target tensors a draft may borrow: embedding, lm_head, final norm (float32).
+
+    With a dump only what the prediction needs is read (``whole`` is then set): ``embed`` holds the rows of the
+    dump's tokens, the others zero (a draft's later steps embed other tokens only after a rejection, which ends
+    the count), and ``lm_head`` is its shape alone (a meta tensor) until a draft borrows it."""
 
     embed: torch.Tensor
     lm_head: torch.Tensor
     final_norm: torch.Tensor
     final_norm_eps: float
+    whole: WholeHead | None = None
+
+
+@dataclass
+class WholeHead:
+    """The whole embedding or lm_head behind a head read in part: each read on first use (float32), once."""
+
+    read: Callable[[str], torch.Tensor]  # "embed" or "lm_head" -> the whole matrix
+    embed_equals: Callable[[torch.Tensor], bool]  # whether a tensor equals the whole embedding (read in blocks)
+    cache: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    def matrix(self, name: str) -> torch.Tensor:
+        if name not in self.cache:
+            self.cache[name] = self.read(name)
+        return self.cache[name]
 
 
 @dataclass(frozen=True)
