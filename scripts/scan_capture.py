@@ -1,29 +1,345 @@
 """Scan released engine sources for the target architectures that capture EAGLE-3 aux states.
 
-    python scripts/scan_capture.py vllm DIR... > table.json     (DIR: an unpacked wheel root per release)
-    python scripts/scan_capture.py sglang DIR...
+    python scripts/scan_capture.py --out pytest_eagle3/knowledge/generated/capture_table.py \\
+        --vllm ROOT... --sglang ROOT... [--unavailable ENGINE==V ...]
 
-vLLM: a registered architecture captures when its class (or a base, resolved by name across the
-model files) lists ``SupportsEagle3`` or defines ``set_aux_hidden_state_layers``. SGLang: when it
-defines or inherits ``set_eagle3_layers_to_capture`` (the method the model runner calls). Prints
-``{"releases": [...], "since": {arch: first release}, "last": {arch: last release}, "never": [registered
-architectures that capture in no release read]}``; an
-architecture whose support ends before the newest release read was removed or broken there.
+ROOT: an unpacked release (a wheel's files) named ``vllm-0.11.2`` / ``sglang-0.5.2``. A class is resolved
+through its module's imports (``from .qwen3_vl import X as Y``, the package's absolute imports), its bases
+followed to any depth across modules, and the method that captures is checked for delegation:
+``self.language_model.set_...(...)`` / ``self.model.layers_to_capture = ...`` need the inner model (the class
+assigned to that attribute in an ``__init__``, or named by ``init_vllm_registered_model(architectures=[...])``)
+to capture in turn; an inner model that cannot be resolved statically is trusted.
+
+vLLM: the registry's architecture -> (module, class); from 0.10.1 (``SupportsEagle3`` in interfaces.py) the
+class must have the interface in its MRO (``supports_eagle3`` is an ``isinstance`` check) and a concrete
+``set_aux_hidden_state_layers`` (the interface's own default, where it has one, delegates to the language
+model's ``model``, which must be an ``EagleModelMixin``); before 0.10.1 the method alone. SGLang: every
+``EntryClass``, which must define or inherit ``set_eagle3_layers_to_capture`` (the model runner calls it).
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
-import json
-import re
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.version import Version
 
+MODELS = {"vllm": "vllm/model_executor/models", "sglang": "sglang/srt/models"}
+ABSOLUTE = {"vllm": "vllm.model_executor.models.", "sglang": "sglang.srt.models."}
+METHOD = {"vllm": "set_aux_hidden_state_layers", "sglang": "set_eagle3_layers_to_capture"}
+FLAG = {"vllm": "aux_hidden_state_layers", "sglang": "layers_to_capture"}
+
+
+@dataclass
+class Module:
+    name: str
+    classes: dict[str, ast.ClassDef] = field(default_factory=dict)
+    imports: dict[str, tuple[str, str]] = field(default_factory=dict)  # local name -> (module, name)
+
+
+ClassRef = tuple[str, ast.ClassDef]  # (module name, class node)
+
+
+class Release:
+    """One release's model package, parsed once."""
+
+    def __init__(self, engine: str, root: Path) -> None:
+        self.engine = engine
+        self.root = root / MODELS[engine]
+        self.modules: dict[str, Module] = {}
+        self._mro: dict[int, list[ClassRef]] = {}
+        for path in sorted(self.root.rglob("*.py")):
+            rel = path.relative_to(self.root).with_suffix("")
+            parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+            self.modules[".".join(parts)] = self._parse(".".join(parts), path, rel.name == "__init__")
+        self.interface = self.resolve("interfaces", "SupportsEagle3") if engine == "vllm" else None
+
+    def _parse(self, name: str, path: Path, package: bool) -> Module:
+        module = Module(name)
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError):
+            return module
+        base = name.split(".") if package else name.split(".")[:-1]
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                module.classes[node.name] = node
+            elif isinstance(node, ast.ImportFrom):
+                source = self._source(node, base)
+                for alias in node.names:
+                    if source is not None:
+                        module.imports[alias.asname or alias.name] = (source, alias.name)
+        return module
+
+    def _source(self, node: ast.ImportFrom, base: list[str]) -> str | None:
+        if node.level:
+            up = base[: len(base) - (node.level - 1)] if node.level > 1 else base
+            return ".".join([*up, *(node.module.split(".") if node.module else [])])
+        prefix = ABSOLUTE[self.engine]
+        if node.module and node.module.startswith(prefix):
+            return node.module[len(prefix):]
+        return None
+
+    def resolve(self, module: str, name: str, depth: int = 0) -> ClassRef | None:
+        """The class ``name`` means in ``module``, through imports and re-exports."""
+        found = self.modules.get(module)
+        if found is None or depth > 8:
+            return None
+        if name in found.classes:
+            return module, found.classes[name]
+        if name in found.imports:
+            source, real = found.imports[name]
+            return self.resolve(source, real, depth + 1)
+        return None
+
+    def base_refs(self, ref: ClassRef) -> Iterator[ClassRef]:
+        module, node = ref
+        for base in node.bases:
+            while isinstance(base, ast.Subscript):
+                base = base.value
+            if isinstance(base, ast.Name):
+                found = self.resolve(module, base.id)
+            elif isinstance(base, ast.Attribute):
+                found = self.by_name(base.attr)
+            else:
+                found = None
+            if found is not None:
+                yield found
+
+    def by_name(self, name: str) -> ClassRef | None:
+        for module in self.modules.values():
+            if name in module.classes:
+                return module.name, module.classes[name]
+        return None
+
+    def mro(self, ref: ClassRef) -> list[ClassRef]:
+        """The class and its resolved bases, depth first, each once."""
+        cached = self._mro.get(id(ref[1]))
+        if cached is not None:
+            return cached
+        out: list[ClassRef] = []
+        seen: set[int] = set()
+
+        def walk(r: ClassRef) -> None:
+            if id(r[1]) in seen:
+                return
+            seen.add(id(r[1]))
+            out.append(r)
+            for b in self.base_refs(r):
+                walk(b)
+        walk(ref)
+        self._mro[id(ref[1])] = out
+        return out
+
+    def method(self, ref: ClassRef, name: str) -> tuple[ClassRef, ast.FunctionDef] | None:
+        for r in self.mro(ref):
+            for node in r[1].body:
+                if isinstance(node, ast.FunctionDef) and node.name == name:
+                    return r, node
+        return None
+
+    def attribute_classes(self, ref: ClassRef, attr: str) -> list[ClassRef]:
+        """The classes assigned to ``self.<attr>`` in an ``__init__`` along the MRO (a registered model named by
+        ``architectures=[...]`` too)."""
+        out: list[ClassRef] = []
+        for r in self.mro(ref):
+            init = next((n for n in r[1].body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+            for node in ast.walk(init) if init else ():
+                if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+                    continue
+                if not any(_self_attr(t) == attr for t in node.targets):
+                    continue
+                out.extend(self._called(r[0], node.value))
+            if out:
+                return out
+        return out
+
+    def _called(self, module: str, call: ast.Call) -> list[ClassRef]:
+        func = call.func
+        if isinstance(func, ast.Name) and func.id == "init_vllm_registered_model":
+            archs = [k.value for k in call.keywords if k.arg == "architectures"]
+            names = [e.value for a in archs if isinstance(a, ast.List) for e in a.elts
+                     if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            return [c for c in (self.registered(n) for n in names) if c is not None]
+        if isinstance(func, ast.Name):
+            found = self.resolve(module, func.id)
+            return [found] if found is not None else []
+        return []
+
+    registry: dict[str, tuple[str, str]] = {}
+
+    def registered(self, arch: str) -> ClassRef | None:
+        entry = self.registry.get(arch)
+        return self.resolve(*entry) if entry else None
+
+
+def _self_attr(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return None
+
+
+def _self_chain(node: ast.expr) -> list[str] | None:
+    """``self.a.b`` -> ["a", "b"]."""
+    chain: list[str] = []
+    while isinstance(node, ast.Attribute):
+        chain.insert(0, node.attr)
+        node = node.value
+    return chain if isinstance(node, ast.Name) and node.id == "self" else None
+
+
+def _is_stub(func: ast.FunctionDef) -> bool:
+    body = [n for n in func.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    return not body
+
+
+class Scanner:
+    """Which classes of one release capture."""
+
+    def __init__(self, release: Release) -> None:
+        self.release = release
+        self.engine = release.engine
+        self.memo: dict[int, bool] = {}
+
+    def captures(self, ref: ClassRef, depth: int = 0) -> bool:
+        key = id(ref[1])
+        if key not in self.memo:
+            self.memo[key] = False  # a cycle does not capture
+            self.memo[key] = self._captures(ref, depth)
+        return self.memo[key]
+
+    def _captures(self, ref: ClassRef, depth: int) -> bool:
+        r = self.release
+        mro = r.mro(ref)
+        if r.interface is not None and not any(c[1] is r.interface[1] for c in mro):
+            return False
+        found = r.method(ref, METHOD[self.engine])
+        if found is None:
+            return False
+        owner, func = found
+        if r.interface is not None and owner[1] is r.interface[1]:
+            return False if _is_stub(func) else self._default(ref, depth)
+        return self._delegates_to_capture(ref, func, depth)
+
+    def _default(self, ref: ClassRef, depth: int) -> bool:
+        """vLLM's interface default: the language model's (else the class's own) ``model`` is an EagleModelMixin."""
+        r = self.release
+        holders = r.attribute_classes(ref, "language_model") or [ref]
+        inner = [m for h in holders for m in r.attribute_classes(h, "model")]
+        if not inner:
+            return True  # not resolvable statically: trust the interface
+        return any(any(c[1].name == "EagleModelMixin" for c in r.mro(m)) for m in inner)
+
+    def _delegates_to_capture(self, ref: ClassRef, func: ast.FunctionDef, depth: int) -> bool:
+        """A method that forwards to ``self.X...`` captures when that inner model does; otherwise it captures."""
+        method, flag = METHOD[self.engine], FLAG[self.engine]
+        for node in ast.walk(func):
+            chain: list[str] | None = None
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == method:
+                chain = _self_chain(node.func.value)
+                check = "method"
+            elif isinstance(node, ast.Assign):
+                target = node.targets[0]
+                if isinstance(target, ast.Attribute) and target.attr == flag:
+                    chain = _self_chain(target.value)
+                    check = "flag"
+            if not chain:
+                continue
+            inner = self._chain_classes(ref, chain)
+            if not inner or depth > 6:
+                return True
+            if check == "method":
+                return any(self.captures(c, depth + 1) for c in inner)
+            return any(self._reads_flag(c) for c in inner)
+        return True
+
+    def _chain_classes(self, ref: ClassRef, chain: list[str]) -> list[ClassRef]:
+        current = [ref]
+        for attr in chain:
+            current = [c for r in current for c in self.release.attribute_classes(r, attr)]
+            if not current:
+                return []
+        return current
+
+    def _reads_flag(self, ref: ClassRef) -> bool:
+        """The inner model's ``forward`` (the first along its MRO) reads the capture flag or builds the aux list
+        (vLLM >= 0.20: EagleModelMixin._maybe_add_hidden_state); an override of forward without it captures
+        nothing (vLLM 0.12-0.14.1 Qwen3MoeLLMModel, SGLang 0.5.2-0.5.4 Glm4Model)."""
+        found = self.release.method(ref, "forward")
+        if found is None:
+            return True  # not resolvable statically: trusted
+        flag = FLAG[self.engine]
+        for sub in ast.walk(found[1]):
+            if isinstance(sub, ast.Attribute) and sub.attr in (flag, "_maybe_add_hidden_state"):
+                return True
+            if isinstance(sub, ast.Name) and sub.id == "aux_hidden_states":
+                return True  # a per-layer flag (SGLang MiniMax-M3 ``_is_layer_to_capture``) feeding the list
+        return False
+
+
+def vllm_registry(root: Path) -> dict[str, tuple[str, str]]:
+    """architecture -> (module, class) from the registry's dict literals (speculative drafts left out)."""
+    tree = ast.parse((root / MODELS["vllm"] / "registry.py").read_text(encoding="utf-8"))
+    out: dict[str, tuple[str, str]] = {}
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) else node.target if isinstance(node, ast.AnnAssign) else None
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        if not isinstance(target, ast.Name) or not isinstance(value, ast.Dict) or "SPECULATIVE" in target.id:
+            continue
+        for key, item in zip(value.keys, value.values):
+            if (isinstance(key, ast.Constant) and isinstance(key.value, str) and isinstance(item, ast.Tuple)
+                    and len(item.elts) >= 2 and all(isinstance(e, ast.Constant) for e in item.elts[:2])):
+                module, cls = (e.value for e in item.elts[:2])  # type: ignore[attr-defined]
+                out[key.value] = (str(module), str(cls))
+    return out
+
+
+def sglang_entries(release: Release) -> dict[str, tuple[str, str]]:
+    """class name -> (module, class) for every ``EntryClass`` (SGLang registers a model by its class name)."""
+    out: dict[str, tuple[str, str]] = {}
+    for path in sorted(release.root.rglob("*.py")):
+        name = ".".join(path.relative_to(release.root).with_suffix("").parts)
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "EntryClass"
+                                                    for t in node.targets):
+                items = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
+                for item in items:
+                    if isinstance(item, ast.Name):
+                        found = release.resolve(name, item.id)
+                        out[found[1].name if found else item.id] = (found[0], found[1].name) if found else (name, item.id)
+    return out
+
+
+def capturing_classes(engine: str, root: Path) -> tuple[dict[str, str], set[str]]:
+    """(architecture -> its class name, for those that capture; every registered architecture) in one release."""
+    release = Release(engine, root)
+    registry = vllm_registry(root) if engine == "vllm" else sglang_entries(release)
+    release.registry = registry
+    scanner = Scanner(release)
+    capturing: dict[str, str] = {}
+    for arch, (module, cls) in registry.items():
+        ref = release.resolve(module, cls)
+        if ref is not None and scanner.captures(ref):
+            capturing[arch] = ref[1].name
+    return capturing, set(registry)
+
+
+def scan(engine: str, root: Path) -> tuple[set[str], set[str]]:
+    """(architectures that capture, every registered architecture) in one release."""
+    capturing, registered = capturing_classes(engine, root)
+    return set(capturing), registered
+
+
 def known_roots(engine: str, roots: list[Path]) -> list[tuple[Version, Path]]:
-    """The release roots, oldest first, checked against the one release list (pytest_eagle3/knowledge/releases.py
-    RELEASES): a root of an unlisted release, and a listed release without a root, are reported on stderr."""
+    """The roots, oldest first; a root of a release missing from RELEASES is reported on stderr."""
     from pytest_eagle3.knowledge.releases import RELEASES
 
     listed = {Version(v) for v in RELEASES[engine]}
@@ -31,81 +347,85 @@ def known_roots(engine: str, roots: list[Path]) -> list[tuple[Version, Path]]:
     for version, root in found:
         if version not in listed:
             print(f"{engine} {version} ({root}) is not in RELEASES (add it there)", file=sys.stderr)
-    missing = sorted(listed - {v for v, _ in found})
-    if missing:
-        print(f"{engine}: no root for {', '.join(map(str, missing))} (listed in RELEASES)", file=sys.stderr)
     return found
 
 
-MARKERS = {"vllm": ("SupportsEagle3", "set_aux_hidden_state_layers"), "sglang": ("set_eagle3_layers_to_capture",)}
-
-
-def _classes(models: Path) -> dict[str, tuple[list[str], set[str]]]:
-    """class name -> (base names, method names), over every model file (later files win on clashes)."""
-    found: dict[str, tuple[list[str], set[str]]] = {}
-    for path in sorted(models.glob("*.py")):
-        try:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-        except (SyntaxError, UnicodeDecodeError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ClassDef):
-                bases = [b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else "" for b in node.bases]
-                methods = {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
-                found.setdefault(node.name, (bases, methods))
-    return found
-
-
-def _supports(name: str, classes: dict[str, tuple[list[str], set[str]]], markers: tuple[str, ...],
-              seen: set[str] | None = None) -> bool:
-    seen = seen or set()
-    if name in seen or name not in classes:
-        return False
-    seen.add(name)
-    bases, methods = classes[name]
-    if any(m in bases or m in methods for m in markers):
-        return True
-    return any(_supports(b, classes, markers, seen) for b in bases)
-
-
-def _vllm_registry(root: Path) -> dict[str, str]:
-    text = (root / "vllm/model_executor/models/registry.py").read_text(encoding="utf-8")
-    head = text.split("_SPECULATIVE_DECODING_MODELS")[0]
-    return {arch: cls for arch, cls in re.findall(r'"(\w+)":\s*\(\s*"[\w.]+",\s*"(\w+)"\s*\)', head)}
-
-
-def _sglang_entries(root: Path) -> dict[str, str]:
-    entries: dict[str, str] = {}
-    for path in (root / "sglang/srt/models").glob("*.py"):
-        text = path.read_text(encoding="utf-8", errors="replace")
-        for match in re.finditer(r"^EntryClass\s*=\s*(\[[^\]]*\]|\w+)", text, re.MULTILINE):
-            for name in re.findall(r"\w+", match.group(1)):
-                entries[name] = name
-    return entries
-
-
-def scan(engine: str, root: Path) -> tuple[set[str], set[str]]:
-    """(architectures that capture, every registered architecture) in one release."""
-    models = root / ("vllm/model_executor/models" if engine == "vllm" else "sglang/srt/models")
-    classes = _classes(models)
-    registry = _vllm_registry(root) if engine == "vllm" else _sglang_entries(root)
-    return {arch for arch, cls in registry.items() if _supports(cls, classes, MARKERS[engine])}, set(registry)
-
-
-def main(argv: list[str]) -> int:
-    engine, roots = argv[0], [Path(a) for a in argv[1:]]
+def spans(engine: str, roots: list[Path]) -> tuple[list[str], dict[str, list[tuple[str, str]]], set[str]]:
+    """(releases read, arch -> runs of consecutive releases read in which it captures, registered archs)."""
     releases = known_roots(engine, roots)
-    since: dict[str, str] = {}
-    last: dict[str, str] = {}
+    runs: dict[str, list[tuple[str, str]]] = {}
     registered: set[str] = set()
+    previous: set[str] = set()
     for version, root in releases:
         capturing, known = scan(engine, root)
         registered |= known
-        for arch in sorted(capturing):
-            since.setdefault(arch, str(version))
-            last[arch] = str(version)
-    json.dump({"releases": [str(v) for v, _ in releases], "since": since, "last": last,
-               "never": sorted(registered - set(since))}, sys.stdout, indent=1, sort_keys=True)
+        for arch in capturing:
+            if arch in previous:
+                runs[arch][-1] = (runs[arch][-1][0], str(version))
+            else:
+                runs.setdefault(arch, []).append((str(version), str(version)))
+        previous = capturing
+        print(f"{engine} {version}: {len(capturing)} of {len(known)} capture", file=sys.stderr)
+    return [str(v) for v, _ in releases], runs, registered
+
+
+HEADER = '''"""Target architectures that capture EAGLE-3 aux states, per engine, scanned from the released sources.
+
+Generated by ``scripts/scan_capture.py`` (do not edit) over the unpacked wheel of every release listed in
+``*_RELEASES`` ({counts}).
+``*_UNAVAILABLE``: releases in ``knowledge.releases.RELEASES`` with no archive on the index to read (a release not read takes the row of the release read before it).
+
+Classes are resolved through imports across modules, bases to any depth; a method that forwards to an inner
+language model captures only when that model's forward collects the aux states (vLLM: ``SupportsEagle3`` in
+the MRO from 0.10.1 and a concrete ``set_aux_hidden_state_layers``; SGLang: an ``EntryClass`` defining or
+inheriting ``set_eagle3_layers_to_capture``). ``*_SPANS``: per architecture, the runs (first, last) of
+consecutive releases read in which it captures. ``*_NEVER``: registered architectures that capture in no
+release read (vLLM: v1/worker/gpu_model_runner.py RuntimeError "Model does not support EAGLE3 interface",
+read 0.12.0-0.17.0; SGLang: AttributeError, or ValueError from 0.5.23). A static scan: a method that exists
+may still capture nothing (SGLang Qwen3.5 before 0.5.22): hand-checked rows in ``capture.py`` take precedence.
+"""
+
+from __future__ import annotations
+'''
+
+
+def _tuple(items: list[str], per_line: int = 10) -> str:
+    lines = [", ".join(repr(i) for i in items[k:k + per_line]) + "," for k in range(0, len(items), per_line)]
+    return "(\n" + "".join(f"    {line}\n" for line in lines) + ")" if items else "()"
+
+
+def render(found: dict[str, tuple[list[str], dict[str, list[tuple[str, str]]], set[str]]],
+           unavailable: dict[str, list[str]]) -> str:
+    counts = "; ".join(f"{e}: {len(r)} releases, {r[0]} to {r[-1]}" for e, (r, _, _) in found.items())
+    out = [HEADER.format(counts=counts)]
+    for engine, (releases, runs, registered) in found.items():
+        p = engine.upper()
+        out.append(f"\n{p}_RELEASES: tuple[str, ...] = {_tuple(releases)}")
+        out.append(f"{p}_UNAVAILABLE: tuple[str, ...] = {_tuple(unavailable.get(engine, []))}")
+        out.append(f"{p}_SPANS: dict[str, tuple[tuple[str, str], ...]] = {{")
+        for arch in sorted(runs):
+            out.append(f"    {arch!r}: ({''.join(f'({a!r}, {b!r}), ' for a, b in runs[arch]).rstrip()}),")
+        out.append("}")
+        never = sorted(registered - set(runs))
+        out.append(f"{p}_NEVER: frozenset[str] = frozenset({{")
+        out.extend(f"    {a!r}," for a in never)
+        out.append("})")
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--vllm", nargs="*", type=Path, default=[])
+    parser.add_argument("--sglang", nargs="*", type=Path, default=[])
+    parser.add_argument("--unavailable", nargs="*", default=[], help="ENGINE==VERSION not on the index")
+    args = parser.parse_args(argv)
+    unavailable: dict[str, list[str]] = {}
+    for item in args.unavailable:
+        engine, version = item.split("==")
+        unavailable.setdefault(engine, []).append(version)
+    found = {engine: spans(engine, roots) for engine, roots in (("vllm", args.vllm), ("sglang", args.sglang))}
+    args.out.write_text(render(found, unavailable), encoding="utf-8")
     return 0
 
 

@@ -38,7 +38,7 @@ from packaging.version import Version
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from scan_capture import MARKERS, _sglang_entries, _supports, _vllm_registry, known_roots  # noqa: E402
+from scan_capture import capturing_classes, known_roots  # noqa: E402
 
 #: The attribute holding the requested indices, per engine; vLLM 0.18+ also captures via a mixin call.
 CAPTURE_SETS = {"vllm": ("aux_hidden_state_layers",), "sglang": ("layers_to_capture",)}
@@ -256,12 +256,9 @@ def scan(engine: str, root: Path) -> dict[str, Loop]:
     where the scan cannot read it: the table then falls back to the profile for that release)."""
     models = root / ("vllm/model_executor/models" if engine == "vllm" else "sglang/srt/models")
     found = classes(models, CAPTURE_SETS[engine])
-    plain = {n: (i.bases, i.methods) for n, i in found.items()}
-    registry = _vllm_registry(root) if engine == "vllm" else _sglang_entries(root)
     reach: dict[str, Loop] = {}
-    for arch, cls in registry.items():
-        if _supports(cls, plain, MARKERS[engine]):
-            reach[arch] = find_loop(cls, found) or Loop(UNREAD, False, "", "")
+    for arch, cls in capturing_classes(engine, root)[0].items():  # the capture scan's own decision
+        reach[arch] = find_loop(cls, found) or Loop(UNREAD, False, "", "")
     return reach
 
 

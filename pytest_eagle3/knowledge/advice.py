@@ -6,11 +6,16 @@ row moves the advice with it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+import re
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from packaging.version import Version
+
+from pytest_eagle3.findings import Finding
 from pytest_eagle3.knowledge.behaviours import TABLES, BehaviourName
-from pytest_eagle3.knowledge.releases import DISPLAY
+from pytest_eagle3.knowledge.releases import DISPLAY, SGLANG, VLLM
 from pytest_eagle3.knowledge.table import Table
 
 T = TypeVar("T")
@@ -40,8 +45,40 @@ def last_release_before(source: Table[T] | BehaviourName, engine: str, predicate
     return None
 
 
+def other_engine(engine: str) -> str:
+    return VLLM if engine == SGLANG else SGLANG
+
+
+def release_words(engine: str, since: str | None, elsewhere: str | None) -> str:
+    """``vLLM >= 0.12.0``; where no release of ``engine`` works, the other engine's (``elsewhere``) release."""
+    if since:
+        return f"{DISPLAY[engine]} >= {since}"
+    other = DISPLAY[other_engine(engine)]
+    if elsewhere:
+        return f"{other} >= {elsewhere} (no {DISPLAY[engine]} release read does)"
+    return f"a release the rows do not name yet (none of {DISPLAY[engine]} or {other} read does)"
+
+
 def serve_with(source: Table[T] | BehaviourName, engine: str, predicate: Callable[[T], bool]) -> str:
-    """``SGLang >= 0.5.12``: the first release from which the rows satisfy ``predicate`` (``a release the rows do
-    not name`` when none does)."""
+    """``SGLang >= 0.5.12``: the first release from which the rows satisfy ``predicate``; where no release of
+    ``engine`` does, the other engine's first such release."""
     since = first_release(source, engine, predicate)
-    return f"{DISPLAY[engine]} >= {since}" if since else f"a {DISPLAY[engine]} release the rows do not name yet"
+    elsewhere = None if since else first_release(source, other_engine(engine), predicate)
+    return release_words(engine, since, elsewhere)
+
+
+_SERVE = re.compile(r"(serve (?:this target )?with (vLLM|SGLang) (?:>= )?)(\d+(?:\.\d+)+(?:\.post\d+)?)")
+
+
+def one_upgrade(findings: Sequence[Finding], engine: str) -> list[Finding]:
+    """The findings of one engine version with one upgrade: every "serve with RELEASE" of ``engine`` names the
+    newest release any of them names (each holds from its release on, so the newest satisfies all)."""
+    display = DISPLAY[engine]
+    named = [Version(m.group(3)) for f in findings for m in _SERVE.finditer(f.fix) if m.group(2) == display]
+    if len(set(named)) < 2:
+        return list(findings)
+    newest = str(max(named))
+
+    def lift(match: re.Match[str]) -> str:
+        return match.group(1) + newest if match.group(2) == display else match.group(0)
+    return [dataclasses.replace(f, fix=_SERVE.sub(lift, f.fix)) for f in findings]

@@ -70,7 +70,7 @@ class Behaviours:
     embed_width_check: Literal["target-width", "uninitialised"]
     lm_head_source: Sharing
     mtp_model_types: Names
-    mla_rope: Literal["as-configured", "forced-yarn"]
+    mla_rope: Literal["as-configured", "yarn-if-set", "forced-yarn"]
     draft_rope: Literal["config"]
     first_layer_hidden_path: Literal["hidden_norm"]
     mlp_width: Literal["intermediate_size", "intermediate_size_mlp-if-llama4_text", "intermediate_size_mlp-if-llama4_text-padded"]
@@ -213,8 +213,9 @@ BEHAVIOURS: dict[str, str] = {
                           "target-width (the target's, wrong width) / uninitialised (kept separate, never loaded)"),
     "lm_head_source": "whose lm_head the draft uses",
     "mtp_model_types": "draft model_type values the engine rewrites to its MTP draft (refused for EAGLE-3)",
-    "mla_rope": ("how the MLA draft class builds its rope: forced-yarn (DeepSeek YaRN whenever rope_scaling is set, "
-                 "which needs factor and original_max_position_embeddings) / as-configured"),
+    "mla_rope": ("how the MLA draft class builds its rope: yarn-if-set (DeepSeek YaRN when rope_scaling is set, "
+                 "which needs factor and original_max_position_embeddings) / forced-yarn (the same, and transformers 5 "
+                 "always sets it) / as-configured"),
     "draft_rope": "the rope the draft layers apply: config (the draft config's rope_theta and rope_scaling)",
     "first_layer_hidden_path": "what the first draft layer applies to the fc output before attention: hidden_norm",
     "mlp_width": ("the config field the draft's MLP width comes from: intermediate_size / "

@@ -15,14 +15,21 @@ SPANS += spans(SGLANG, "mla_rope",
                 ("sglang models/kimi_k25_eagle3.py Eagle3MLADecoderLayer.__init__: rope_scaling = rope_parameters unless "
                  "rope_type is default (0.5.12, 0.5.23 read; CPU run 0.5.23)")))
 SPANS += spans(VLLM, "mla_rope",
-               ("0.8.5", "0.17.0", "as-configured", "vllm < 0.18: no MLA draft class"),
-               ("0.18.0", "0.27.0", "forced-yarn",
+               ("0.8.5", "0.17.1", "as-configured", "vllm < 0.18: no MLA draft class (deepseek_eagle3.py absent)"),
+               ("0.18.0", "0.23.0", "yarn-if-set",
                 ("vllm 0.18.0 model_executor/models/deepseek_eagle3.py DeepseekV2Eagle3DecoderLayer.__init__: "
-                 "if rope_scaling: rope_type = 'deepseek_yarn', and get_rope reads factor and "
-                 "original_max_position_embeddings; under transformers >= 5 rope_scaling is always set "
-                 "(0.18.0-0.27.0 read; CPU runs 0.20.0-0.26.0: KeyError 'factor')")),
+                 "if rope_scaling: rope_type = 'deepseek_yarn', and layers/rotary_embedding/__init__.py get_rope reads "
+                 "rope_parameters['factor'] and ['original_max_position_embeddings']; transformers 4 still allowed "
+                 "(transformers_utils/config.py patch_rope_parameters has its v4 branch), where an absent rope_scaling "
+                 "stays None (0.18.0-0.23.0 read; CPU runs 0.20.0-0.23.0 under transformers 5: KeyError 'factor')")),
+               ("0.24.0", "0.27.1", "forced-yarn",
+                ("vllm 0.24.0 transformers_utils/config.py: ImportError 'Support for Transformers v4 ... was removed "
+                 "in vLLM v0.24.0'; transformers 5.0.0 configuration_utils.py rope_scaling is rope_parameters, "
+                 "standardized to {rope_type: default, rope_theta}: deepseek_eagle3.py rewrites it to deepseek_yarn "
+                 "and get_rope raises KeyError 'factor' (vllm#51092; 0.24.0-0.27.1 read; CPU runs 0.24.0-0.26.0: KeyError 'factor')")),
                ("0.28.0", None, "as-configured",
-                "vllm 0.28.0 deepseek_eagle3.py: the draft config's rope_parameters as they are (0.28.0-0.32.0 read)"))
+                "vllm 0.28.0 deepseek_eagle3.py: the rewrite is gone, the draft config's rope_parameters as they are "
+                "(0.28.0-0.33.0 read)"))
 # ---------------------------------------------------------------- draft_rope
 SPANS += spans(SGLANG, "draft_rope",
                ("0.4.4.post2", None, "config",
