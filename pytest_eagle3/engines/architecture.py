@@ -105,8 +105,9 @@ def _speculators_only(out: Filing, sheet: FactSheet, prof: Profile) -> None:
         "draft's tensors ('Received parameters not in model'): startup fails",
         (Evidence("config.json", "flat (architectures / model_type)",
                   "speculators_model_type: eagle3 with transformer_layer_config"),),
-        f"write a speculators-format config (python -m pytest_eagle3 fix DRAFT OUT --to {prof.target.spec} writes "
-        "one, with the aux ids and layers.0.* names)",
+        "write a speculators-format config (speculators_model_type: eagle3, the layer fields under "
+        "transformer_layer_config, the aux ids at the top level), rename midlayer.* tensors to layers.0.* and ship "
+        "embed_tokens.weight (fix --to does not write this conversion yet)",
         (f"rule: {prof.source('architectures')}", f"rule: {prof.source('speculators_format')}"),
     ))
 
