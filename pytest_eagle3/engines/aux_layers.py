@@ -40,7 +40,7 @@ from pytest_eagle3.knowledge.reach import (
     reach_at,
 )
 from pytest_eagle3.knowledge.reach import label as reach_label
-from pytest_eagle3.knowledge.releases import SGLANG, VLLM
+from pytest_eagle3.knowledge.releases import SGLANG, VLLM, newest
 from pytest_eagle3.producers.formats import (
     CONVENTIONS,
     DEFAULT_AUX_RULE,
@@ -278,8 +278,7 @@ def _support_issues(out: Filing, prof: Profile, support: Any, arch: str | None) 
             "target-no-capture",
             f"{prof.label} cannot capture aux hidden states from target {arch}: startup fails",
             (Evidence("target architecture", str(arch), "a target class that captures EAGLE-3 aux states"),),
-            "serve this target with an engine version whose target class captures aux states",
-            (f"rule: {support.source}",),
+            _no_capture_fix(prof, str(arch)), (f"rule: {support.source}",),
         ))
     elif support.support == SILENT:
         out.lose("aux_layers", Finding(
@@ -298,6 +297,15 @@ def _support_issues(out: Filing, prof: Profile, support: Any, arch: str | None) 
             "the engine's own loader on it",
             (f"rule: {support.source}",),
         ))
+
+
+def _no_capture_fix(prof: Profile, arch: str) -> str:
+    """A newer release of the engine whose target class captures, else another engine."""
+    newest_support = capture_support(prof.engine, newest(prof.engine).version, arch)
+    if newest_support.support == CAPTURES:
+        return "serve this target with an engine version whose target class captures aux states"
+    return (f"no {prof.label.split()[0]} release read captures aux states from {arch}: serve it with another engine "
+            "(python -m pytest_eagle3 matrix)")
 
 
 def _allowlist(out: Filing, prof: Profile, model_type: str) -> None:
