@@ -15,8 +15,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import empty_result, error_text, main  # noqa: E402
+if __package__:
+    from pytest_eagle3.probes.harness import empty_result, error_text, main
+else:  # run by path in mlx-vlm's interpreter: the harness next to this file
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from harness import empty_result, error_text, main  # type: ignore[import-not-found,no-redef]
 
 ENGINE = "mlx-vlm"
 
@@ -53,7 +56,7 @@ def _matches(param: Any, tensors: dict[str, Any]) -> list[str]:
             if tuple(t.shape) == tuple(param.shape) and np.array_equal(_numpy(t), value)]
 
 
-def probe(draft: str, target: str) -> dict[str, Any]:
+def probe(draft: str, target: str) -> Any:
     import mlx.nn as nn
     from mlx.utils import tree_flatten
     from mlx_vlm.utils import get_model_type, load_model
