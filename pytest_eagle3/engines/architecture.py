@@ -64,6 +64,9 @@ def _architecture(out: Filing, sheet: FactSheet, prof: Profile) -> str | None:
                 "use a supported layer config (llama or qwen3)", (f"rule: {prof.source('speculators_model_types')}",),
             ))
             return None
+        own = draft_classes.SPECULATORS_CLASS.get(prof.engine)
+        if own is not None:
+            return own
         has_qwen3 = "Eagle3Qwen3ForCausalLM" in prof.behaviours.architectures  # algos.py update_eagle3, 0.24+
         return draft_classes.speculators_class(model_type) if has_qwen3 else "Eagle3LlamaForCausalLM"
     archs, arch = sheet.architectures, sheet.architecture
@@ -73,8 +76,13 @@ def _architecture(out: Filing, sheet: FactSheet, prof: Profile) -> str | None:
         return "Eagle3LlamaForCausalLM"
     if resolved in accepted:
         return _family_checked(out, sheet, prof, str(resolved))
+    if not accepted and prof.behaviours.speculators_format:
+        _speculators_only(out, sheet, prof)
+        return None
     if prof.engine == SGLANG and arch in ("LlamaForCausalLM", "Qwen3ForCausalLM", "Qwen2ForCausalLM"):
         consequence = "SGLang builds the plain target class instead: startup fails (vocab-row assert / KeyError)"
+    elif prof.behaviours.arch_rewrite == "nextn-unless-eagle" and resolved != arch:
+        consequence = f"{prof.label} renames it {resolved}, which no model file registers: startup fails"
     else:
         consequence = f"{prof.label} has no draft class named {resolved or '(none)'}: startup fails"
     out.refuse("architecture", Finding(
@@ -85,6 +93,23 @@ def _architecture(out: Filing, sheet: FactSheet, prof: Profile) -> str | None:
         (f"rule: {prof.source('architectures')}", f"rule: {prof.source('arch_rewrite')}"),
     ))
     return None
+
+
+def _speculators_only(out: Filing, sheet: FactSheet, prof: Profile) -> None:
+    """An engine that builds its drafter only from a speculators-format config, given a flat one."""
+    model_type = str(sheet.config.get("model_type", "?"))
+    out.refuse("architecture", Finding(
+        "speculators-only",
+        f"{prof.label} builds its EAGLE-3 drafter only from a speculators-format config; this flat config "
+        f"(model_type {model_type!r}) builds its plain {model_type} model instead, and the strict load refuses the "
+        "draft's tensors ('Received parameters not in model'): startup fails",
+        (Evidence("config.json", "flat (architectures / model_type)",
+                  "speculators_model_type: eagle3 with transformer_layer_config"),),
+        "write a speculators-format config (speculators_model_type: eagle3, the layer fields under "
+        "transformer_layer_config, the aux ids at the top level), rename midlayer.* tensors to layers.0.* and ship "
+        "embed_tokens.weight (fix --to does not write this conversion yet)",
+        (f"rule: {prof.source('architectures')}", f"rule: {prof.source('speculators_format')}"),
+    ))
 
 
 FAMILY_NAMES = {draft_classes.MLA: "MLA (DeepSeek-V2 attention)", draft_classes.LLAMA: "Llama (q/k/v attention)"}
@@ -143,7 +168,13 @@ def _rewrite(arch: str, rule: str) -> str:
         return "Eagle3" + arch
     if rule == "prefix-unless-starts-or-ends" and arch and not (arch.startswith("Eagle3") or arch.endswith("Eagle3")):
         return "Eagle3" + arch
+    if rule == "nextn-unless-eagle" and arch and not any(m in arch for m in NEXTN_KEEPS):
+        return arch + "NextN"
     return arch
+
+
+#: Markers that keep a draft architecture's name in TokenSpeed (runtime/utils/hf_transformers_utils.py get_config).
+NEXTN_KEEPS = ("NextN", "MTP", "Eagle", "DFlash", "DSpark")
 
 
 def draft_class_row(prof: Profile, name: str | None) -> draft_classes.DraftClass | None:

@@ -51,12 +51,18 @@ from pytest_eagle3.producers.formats import (
 )
 
 
+#: mlx-vlm's default when the config names no ids (behaviour aux_default draft-layers).
+DRAFT_DEFAULT_RULE = "ids 2, n//2, max(n-3, 0) of the DRAFT's n layers, each the output of layer max(id-1, 0)"
+
+
 def transform(rule: str, ids: Sequence[int], layers: int | None) -> tuple[int, ...] | None:
     """Requested layer-input indices for configured ``ids`` under a profile's transform rule."""
     if rule == "+1":
         return tuple(i + 1 for i in ids)
     if rule == "as-is":
         return tuple(ids)
+    if rule == "as-is-at-least-1":  # mlx-vlm: the output of layer max(id - 1, 0)
+        return tuple(max(i, 1) for i in ids)
     if rule == "+1-if-first-is-1":
         return tuple(i + 1 for i in ids) if ids and ids[0] == 1 else tuple(ids)
     if rule == "+1-unless-max-is-L":
@@ -241,8 +247,8 @@ def _reach_words(prof: Profile, arch: str | None, reach: Reach, source: str, nev
     words = f"{arch or 'the target'}'s capture loop in {prof.label} reaches {reach.words}"
     if layers is not None and layers in never and arch:
         since = first_reaching(prof.engine, arch, "last", prof.version)
-        other = next(e for e in ("sglang", "vllm") if e != prof.engine)
-        elsewhere = first_reaching(other, arch, "last", Version("0"))
+        other = next((e for e in (SGLANG, VLLM) if e != prof.engine), None) if prof.engine in (SGLANG, VLLM) else None
+        elsewhere = first_reaching(other, arch, "last", Version("0")) if other else None
         words += (f"; L (the last layer's output) is reached from {since}" if since else
                   f"; no {prof.label.split()[0]} release read reaches L for {arch}"
                   + (f", {elsewhere} does" if elsewhere else ""))
@@ -260,8 +266,8 @@ def _trained(sheet: FactSheet, layers: int | None, convention: str | None) -> tu
     if written and written.ids:
         return None, (f"{written.field} = {list(written.ids)}, convention unknown: "
                       "state it with --eagle3-aux-convention=input-of|output-of")
-    if sheet.default_inputs is not None:
-        return sheet.default_inputs, f"assumed: no ids in config.json: the producer's default, {DEFAULT_AUX_RULE}"
+    if layers is not None:
+        return default_aux_inputs(layers), f"assumed: no ids in config.json: the producer's default, {DEFAULT_AUX_RULE}"
     return None, ""
 
 
@@ -358,7 +364,8 @@ def _how_read(aux: AuxPlan, prof: Profile) -> str:
         fields = prof.behaviours.aux_id_fields
         where = ("nowhere (configured ids are ignored)" if not fields else " or ".join(map(field_text, fields))
                  if len(fields) <= 2 else f"{field_text(fields[0])} and {len(fields) - 1} other fields")
-        return f"{prof.label} reads aux ids from {where}; none there, so it uses its defaults ({DEFAULT_AUX_RULE})"
+        rule = DEFAULT_AUX_RULE if prof.behaviours.aux_default == "target-layers" else DRAFT_DEFAULT_RULE
+        return f"{prof.label} reads aux ids from {where}; none there, so it uses its defaults ({rule})"
     if aux.transform == "+1" or (aux.transform != "as-is" and tuple(aux.requested or ()) != aux.configured):
         return f"{prof.label} adds +1 to {list(aux.configured)} -> captures inputs of layers {list(aux.requested or ())}"
     return f"{prof.label} uses {list(aux.configured)} as-is -> captures inputs of layers {list(aux.requested or ())}"

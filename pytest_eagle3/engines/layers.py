@@ -15,7 +15,7 @@ from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge import draft_classes
 from pytest_eagle3.knowledge.advice import serve_with
-from pytest_eagle3.knowledge.releases import SGLANG, VLLM
+from pytest_eagle3.knowledge.releases import LINEAGE, SGLANG, VLLM
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,8 @@ def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Lay
     has_fc = not (use_aux is False and prof.behaviours.use_aux_hidden_state == "honoured" and prof.engine == VLLM)
     count = fc_state_count(prof, config, klass)
     fc_bias_rule = prof.behaviours.fc_bias
-    has_lm_head = not (prof.engine == SGLANG and sheet.tie_word_embeddings)
+    has_lm_head = not (LINEAGE[prof.engine] == SGLANG and sheet.tie_word_embeddings) and not (
+        prof.behaviours.lm_head_source == "draft-else-embed" and not any("lm_head" in t for t in sheet.tensors))
     has_embed = not (prof.engine == VLLM and prof.behaviours.embed_source == "target-always-key-raises")
     has_d2t = not (prof.behaviours.d2t_full_vocab == "refused" and sheet.full_vocab)
     shape = DraftShape(

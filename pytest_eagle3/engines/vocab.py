@@ -15,7 +15,7 @@ from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge.advice import serve_with
 from pytest_eagle3.knowledge.behaviours import BehaviourName
-from pytest_eagle3.knowledge.releases import VLLM
+from pytest_eagle3.knowledge.releases import LINEAGE, VLLM
 from pytest_eagle3.rules.vocab_map import ACCEPTANCE_NOTE
 
 
@@ -115,7 +115,9 @@ def _no_map(out: Filing, prof: Profile, draft_vocab: int, vocab: int | None, ful
         out.refuse("vocab", Finding(
             "d2t-missing-crash",
             f"{prof.label} needs d2t for a reduced draft vocab ({draft_vocab} of {vocab}): " + (
-                "startup fails (hot_token_id is None)" if prof.engine == "sglang" else
+                "startup fails (hot_token_id is None)" if LINEAGE[prof.engine] == "sglang" else
+                "its d2t parameter is left unfilled: the strict load fails ('Missing parameters: d2t')"
+                if prof.behaviours.unloaded_parameter == "refused" else
                 "the map is set to None and compute_logits asserts the logits are vocab_size wide: AssertionError "
                 "'Expected logits to have shape' at the first draft step"),
             (Evidence("d2t", "absent", f"{draft_vocab} offsets"),), "save d2t (offsets) with the draft",

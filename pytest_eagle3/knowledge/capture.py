@@ -14,6 +14,7 @@ from functools import cache
 
 from packaging.version import Version
 
+from pytest_eagle3.knowledge import capture_engines
 from pytest_eagle3.knowledge.generated import capture_table
 from pytest_eagle3.knowledge.releases import KNOWN_RANGES, RELEASES, SGLANG, VLLM
 from pytest_eagle3.knowledge.table import Row, Table, table
@@ -97,7 +98,9 @@ _HAND_ROWS: tuple[tuple[str, Row[Capture]], ...] = tuple(pair for group in (
          "(allowlist to 0.16); v1/worker/gpu_model_runner.py RuntimeError 'Model does not support EAGLE3 interface' "
          "(read 0.12.0-0.17.0)",
          "KimiVLForConditionalGeneration", support=REFUSED),
-) for pair in group)
+) for pair in group) + tuple(
+    pair for engine, since, family, support, source, archs in capture_engines.ENTRIES
+    for pair in _row(engine, since, family, source, *archs, support=Support(support)))
 
 
 def _hand_tables() -> dict[tuple[str, str], Table[Capture]]:
@@ -161,6 +164,8 @@ def scanned_table(engine: str, architecture: str) -> Table[Capture] | None:
     """The source scan (capture_table.py) of one architecture as a full table; None when the scan never saw it.
 
     A row ends at the next release read: a release between two read ones takes the earlier row."""
+    if engine not in (SGLANG, VLLM):
+        return None  # no source scan: knowledge/capture_engines.py rows only
     releases, spans_table, never = _scan(engine)
     first, family = KNOWN_RANGES[engine][0], _guess_family(architecture)
     where = f"source scan of {engine} {releases[0]}-{releases[-1]} ({len(releases)} releases)"

@@ -14,7 +14,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from pytest_eagle3.knowledge.releases import SGLANG, VLLM, EngineVersion
+from pytest_eagle3.knowledge.releases import MLX_VLM, SGLANG, TOKENSPEED, VLLM, EngineVersion
 from pytest_eagle3.knowledge.table import Row, Table, table
 from pytest_eagle3.rules.mla import FAMILY_LLAMA, FAMILY_MLA
 
@@ -83,7 +83,17 @@ CLASSES: dict[tuple[str, str], DraftClass] = {
         stacked=((".q_a_proj", ".fused_qkv_a_proj_with_mqa", "q_a"),
                  (".kv_a_proj_with_mqa", ".fused_qkv_a_proj_with_mqa", "kv_a")),
         renames=(("layers.0.", "midlayer."),), first_layer="midlayer", max_layers=1),
+    (TOKENSPEED, "LlamaForCausalLMEagle3"): DraftClass(
+        TOKENSPEED, "LlamaForCausalLMEagle3", LLAMA, (), ("eagle_aux_hidden_state_layer_ids",),
+        "tokenspeed runtime/models/llama_eagle3.py LlamaForCausalLMEagle3 (SGLang's Llama class: qkv/o, gate_up/down)",
+        max_layers=1),
+    (MLX_VLM, "Eagle3DraftModel"): DraftClass(
+        MLX_VLM, "Eagle3DraftModel", LLAMA, (), (),
+        ("mlx_vlm speculative/drafters/eagle3/eagle3.py Eagle3DraftModel (q/k/v/o, gate/up/down, three norms on "
+         "layer 0, input_layernorm on later layers)")),
 }
+#: The class a speculators-format config builds, for engines that build one class whatever its model_type.
+SPECULATORS_CLASS = {MLX_VLM: "Eagle3DraftModel"}
 
 
 REG = "vllm model_executor/models/registry.py _SPECULATIVE_DECODING_MODELS"
@@ -111,6 +121,8 @@ _REGISTRY_ROWS: tuple[tuple[str, Row[str]], ...] = (
                                    "sglang models/llama_eagle3.py EntryClass (v0.4.4.post2 9e0186f352)")),
     ("Eagle3DeepseekV2ForCausalLM", Row(SGLANG, "0.5.12", "Eagle3DeepseekV2ForCausalLM",
                                     "sglang models/kimi_k25_eagle3.py EntryClass (v0.5.12 a87fb399de)")),
+    ("LlamaForCausalLMEagle3", Row(TOKENSPEED, "0.1.0", "LlamaForCausalLMEagle3",
+                                   "tokenspeed runtime/models/llama_eagle3.py EntryClass (0.1.0, 0.1.1 read)")),
 )
 
 
@@ -131,6 +143,11 @@ ARCHITECTURE_READ: Table[bool] = table("architecture field read", (
         read_to="0.8.5"),
     Row(VLLM, "0.9.0", True, "vllm 0.9.0 model_executor/models/registry.py: the architecture selects the class"),
     Row(SGLANG, "0.4.4.post2", True, "sglang model_loader: the architecture selects the EntryClass"),
+    Row(TOKENSPEED, "0.1.0", True, "tokenspeed runtime/models/registry.py: the architecture selects the EntryClass"),
+    Row(MLX_VLM, "0.6.0", True,
+        ("mlx_vlm utils.py get_model_type: only speculators_model_type 'eagle3' reaches the drafter; a flat config "
+         "builds mlx_vlm.models.<model_type>, which refuses the draft's tensors (no flat architecture builds it; "
+         "0.6.0-0.7.10 read)")),
 ))
 
 
@@ -143,7 +160,7 @@ def accepted_rows() -> tuple[Row[tuple[str, ...] | str], ...]:
     """The profile's ``architectures`` behaviour, derived from the registry: one row wherever it changes
     ('*' while the engine ignores the field)."""
     found: list[Row[tuple[str, ...] | str]] = []
-    for engine in (SGLANG, VLLM):
+    for engine in (SGLANG, VLLM, TOKENSPEED, MLX_VLM):
         changes: dict[Version, list[Row[Any]]] = {}
         tables: tuple[Table[Any], ...] = (*REGISTRY.values(), ARCHITECTURE_READ)
         for t in tables:

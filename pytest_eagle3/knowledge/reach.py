@@ -62,6 +62,8 @@ _SCANS = {SGLANG: (reach_table.SGLANG_RELEASES, reach_table.SGLANG_REACH),
 @cache
 def reach_table_of(engine: str, architecture: str) -> Table[Reach] | None:
     """The scanned reach of one target architecture, one row per change; None when the scan never read it."""
+    if engine not in _SCANS:
+        return None  # no reach scan for this engine: its profile's capture_range decides
     releases, scanned = _SCANS[engine]
     entries = scanned.get(architecture)
     if not entries:

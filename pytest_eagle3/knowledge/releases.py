@@ -8,6 +8,8 @@ from packaging.version import Version
 
 SGLANG = "sglang"
 VLLM = "vllm"
+TOKENSPEED = "tokenspeed"
+MLX_VLM = "mlx-vlm"
 
 #: The one release list: every final release per engine the knowledge was read over, oldest first (patch
 #: releases too). Every table, scanner and test reads it. Source: reference/sglang.md (v0.4.4.post2 first with
@@ -28,11 +30,23 @@ RELEASES: dict[str, tuple[str, ...]] = {
              "0.5.9", "0.5.10", "0.5.10.post1", "0.5.11", "0.5.12", "0.5.12.post1", "0.5.13", "0.5.13.post1",
              "0.5.14", "0.5.15", "0.5.15.post1", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21",
              "0.5.22", "0.5.23"),
+    # tokenspeed: every release on the index (0.1.0 first, with runtime/models/llama_eagle3.py), both wheels read
+    TOKENSPEED: ("0.1.0", "0.1.1"),
+    # mlx-vlm: 0.6.0 is the first with speculative/drafters/eagle3 (0.5.0 has none); wheels read 0.6.0, 0.6.5,
+    # 0.6.10, 0.6.12, 0.6.13, 0.6.14, 0.6.17, 0.7.0-0.7.10 (0.7.7 is not on the index)
+    MLX_VLM: ("0.6.0", "0.6.1", "0.6.2", "0.6.3", "0.6.4", "0.6.5", "0.6.6", "0.6.7", "0.6.8", "0.6.9", "0.6.10",
+              "0.6.12", "0.6.13", "0.6.14", "0.6.15", "0.6.16", "0.6.17", "0.7.0", "0.7.1", "0.7.2", "0.7.3", "0.7.4",
+              "0.7.5", "0.7.6", "0.7.8", "0.7.9", "0.7.10"),
 }
 
 #: The releases the profiles cover, first and last, per engine (from :data:`RELEASES`).
-KNOWN_RANGES: dict[str, tuple[str, str]] = {engine: (RELEASES[engine][0], RELEASES[engine][-1]) for engine in (SGLANG, VLLM)}
-DISPLAY = {SGLANG: "SGLang", VLLM: "vLLM"}
+KNOWN_RANGES: dict[str, tuple[str, str]] = {engine: (RELEASES[engine][0], RELEASES[engine][-1]) for engine in (SGLANG, VLLM, TOKENSPEED, MLX_VLM)}
+DISPLAY = {SGLANG: "SGLang", VLLM: "vLLM", TOKENSPEED: "TokenSpeed", MLX_VLM: "mlx-vlm"}
+#: The engines a run judges by default (``--eagle3-engine`` unset): the two most used; ``all`` adds the others.
+DEFAULT_ENGINES = (SGLANG, VLLM)
+#: Whose loader code an engine's own descends from (TokenSpeed is derived from SGLang): the engine-specific
+#: code paths in ``engines/`` that are not behaviours yet follow it.
+LINEAGE = {SGLANG: SGLANG, VLLM: VLLM, TOKENSPEED: SGLANG, MLX_VLM: MLX_VLM}
 
 
 @dataclass(frozen=True, order=True)

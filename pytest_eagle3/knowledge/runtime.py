@@ -6,7 +6,7 @@ from enum import StrEnum
 
 from packaging.version import Version
 
-from pytest_eagle3.knowledge.releases import SGLANG, VLLM, EngineVersion
+from pytest_eagle3.knowledge.releases import MLX_VLM, SGLANG, TOKENSPEED, VLLM, EngineVersion
 from pytest_eagle3.knowledge.table import Row, Table, table
 
 
@@ -53,12 +53,20 @@ KV_TABLE: Table[KvGrouping] = table("KV-cache grouping of draft and target layer
         "sglang speculative/eagle_worker_v2.py shares req_to_token_pool and token_to_kv_pool_allocator only; "
         "model_executor/pool_configurator.py sizes the draft worker's KV pool from its own model config "
         "(0.5.23 read; static reading)"),
+    Row(TOKENSPEED, "0.1.0", SEPARATE_POOL,
+        "tokenspeed runtime/execution/factory.py create_model_runner: the draft gets its own ModelRunner and "
+        "KV pool (0.1.0, 0.1.1 read)"),
+    Row(MLX_VLM, "0.6.0", SEPARATE_POOL,
+        "mlx_vlm speculative/drafters/eagle3/eagle3.py make_cache: one KVCache per draft layer, its own "
+        "(0.6.0-0.7.10 read)"),
 ))
 KV_RULES: tuple[KvRule, ...] = KV_TABLE.rows
 DTYPE_SOURCE = {
     "vllm": "vllm config/speculative.py SpeculativeConfig: draft ModelConfig(dtype=self.target_model_config.dtype) "
             "(0.9.2-0.32.0)",
     "sglang": "sglang configs/model_config.py ModelConfig.from_server_args(is_draft_model=True): the server's --dtype",
+    "tokenspeed": "tokenspeed runtime/configs/model_config.py (as SGLang: the server's --dtype)",
+    "mlx-vlm": "mlx_vlm utils.py load_model: the drafter's tensors as stored",
 }
 
 

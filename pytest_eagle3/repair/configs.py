@@ -62,3 +62,24 @@ def put(config: dict[str, Any], dotted: str, value: Any) -> None:
 def layer_scope(config: dict[str, Any]) -> str:
     """Where layer fields (rope, num_hidden_layers) live: ``transformer_layer_config.`` or the top level."""
     return "transformer_layer_config." if isinstance(config.get("transformer_layer_config"), dict) else ""
+
+
+#: Top-level fields a speculators config carries beside transformer_layer_config (mlx_vlm Eagle3Config's).
+SPECULATORS_TOP = ("draft_vocab_size", "target_hidden_size", "tie_word_embeddings", "norm_before_residual",
+                   "norm_before_fc", "torch_dtype", "dtype")
+
+
+def to_speculators(config: dict[str, Any], aux_inputs: tuple[int, ...] | None) -> dict[str, Any]:
+    """The speculators-format config of a flat one: its layer fields under ``transformer_layer_config``,
+    ``speculators_model_type: eagle3``, and the training layer inputs as top-level ids (speculators' input-of
+    convention; mlx-vlm captures the output of layer id - 1, the same layer input)."""
+    layer = {k: copy.deepcopy(v) for k, v in config.items()
+             if k not in (*SPECULATORS_TOP, "architectures", "eagle_config", "eagle_aux_hidden_state_layer_ids")}
+    out: dict[str, Any] = {"architectures": ["Eagle3DraftModel"], "speculators_model_type": "eagle3",
+                           "transformer_layer_config": layer}
+    for name in SPECULATORS_TOP:
+        if name in config:
+            out[name] = copy.deepcopy(config[name])
+    if aux_inputs is not None:
+        out["eagle_aux_hidden_state_layer_ids"] = list(aux_inputs)
+    return out

@@ -47,6 +47,8 @@ class Solution:
     convention: str | None
     pipeline: Pipeline
     plans: dict[str, LoadPlan] = field(default_factory=dict)
+    #: The target, whose tensors a copy may need (its embedding, for an engine that requires the draft to ship one).
+    target: TargetModel | None = None
     not_served: dict[str, str] = field(default_factory=dict)
     layout: str = "as written"
 
@@ -155,7 +157,7 @@ def solve(ckpt: Checkpoint, engines: Sequence[EngineVersion], target: TargetMode
     independent.repair_shapes(draft, changes)
     independent.repair_vocab_map(draft, changes)
     trained = measured or trained_layers(ckpt, convention, target)
-    solution = Solution(draft, changes, trained, None, pipeline)
+    solution = Solution(draft, changes, trained, None, pipeline, target=target)
     claims = _Claims(prefer)
     for _ in range(MAX_ROUNDS):
         plans = _plans(pipeline, draft, engines, target, trained)
@@ -308,6 +310,16 @@ def _apply(solution: Solution, plan: LoadPlan, issue: Issue, claims: _Claims) ->
                                        f"(transformer_layer_config lifted, architectures ['{configs.FLAT_ARCHITECTURE}'], "
                                        "eagle_config)", why, (plan.engine.spec,)))
         return True
+    if code == "speculators-only":
+        if configs.is_speculators(config) or not claims.claim("<format>", "speculators", plan.engine.spec):
+            return False
+        solution.draft.config = configs.to_speculators(config, solution.trained.inputs)
+        solution.changes.append(Change("config", "flat config -> speculators format (transformer_layer_config, "
+                                       "speculators_model_type eagle3, top-level aux ids: the training layer inputs "
+                                       f"{list(solution.trained.inputs or ())})", why, (plan.engine.spec,)))
+        return True
+    if code == "embed-required":
+        return _copy_target_embedding(solution, plan, why)
     if code == "architecture":
         return _config_edit(solution, plan, claims, "architectures", [configs.FLAT_ARCHITECTURE], why)
     if code == "mtp-model-type":
@@ -339,3 +351,15 @@ def _apply(solution: Solution, plan: LoadPlan, issue: Issue, claims: _Claims) ->
         solution.changes.append(Change("drop", ", ".join(present), why, (plan.engine.spec,)))
         return True
     return False
+
+
+def _copy_target_embedding(solution: Solution, plan: LoadPlan, why: str) -> bool:
+    """Write the target's embed_tokens into the copy (mlx-vlm's drafter must ship one; it binds the target's)."""
+    weights = solution.target.weights if solution.target is not None else None
+    name = next((n for n in (weights.tensors if weights is not None else {}) if n.endswith("embed_tokens.weight")), None)
+    if weights is None or name is None or "embed_tokens.weight" in solution.draft.names():
+        return False
+    solution.draft.put("embed_tokens.weight", weights.read(name), f"the target's {name}")
+    solution.changes.append(Change("tensor", f"embed_tokens.weight: a copy of the target's {name}", why,
+                                   (plan.engine.spec,)))
+    return True

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 # packages are imported inside ``parse_settings`` only. The help texts below quote the defaults those
 # packages define (reference.defaults, live.process); tests/test_plugin.py holds each quote to its constant.
 VLLM, SGLANG = "vllm", "sglang"
+#: An unset --eagle3-engine: knowledge.selection.DEFAULT_SELECTION, quoted here (the idle plugin imports no knowledge).
+DEFAULT_SELECTION = "sglang,vllm"
 
 
 @dataclass(frozen=True)
@@ -57,9 +59,10 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "write the verdicts as a markdown table to this path (a CI job summary; with $GITHUB_STEP_SUMMARY "
                "set, the table is appended there too)"),
     OptionSpec("eagle3_engines", "--eagle3-engine", "EAGLE3_ENGINES", "eagle3_engines",
-               "engine versions to judge against: comma list of sglang, vllm, all, NAME==VERSION or NAME==* "
-               "(the first version of every profile segment, and the newest); a bare name is the newest known "
-               "version (default: all; the known versions: python -m pytest_eagle3 matrix)",
+               "engine versions to judge against: comma list of sglang, vllm, tokenspeed, mlx-vlm, all (every "
+               "engine's newest), NAME==VERSION or NAME==* (the first version of every profile segment, and the "
+               "newest); a bare name is the newest known version (default: sglang,vllm; the known versions: "
+               "python -m pytest_eagle3 matrix)",
                metavar="LIST", is_path=False),
     OptionSpec("eagle3_aux_convention", "--eagle3-aux-convention", "EAGLE3_AUX_CONVENTION", "eagle3_aux_convention",
                "how the draft's aux ids were meant in training: input-of (id k = input of layer k) or output-of "
@@ -272,7 +275,7 @@ def parse_settings(config: pytest.Config) -> Settings:
         download_weights=download,
         report=check.report_path(name["eagle3_report"], one["eagle3_report"]),
         summary=check.report_path(name["eagle3_summary"], one["eagle3_summary"], "eagle3-summary.md"),
-        engines=_engines(one["eagle3_engines"] or "all"),
+        engines=_engines(one["eagle3_engines"] or DEFAULT_SELECTION),
         aux_convention=check.convention(name["eagle3_aux_convention"], one["eagle3_aux_convention"]),
         min_acceptance=check.min_acceptance(name["eagle3_min_acceptance"], one["eagle3_min_acceptance"], steps,
                                        DEFAULT_MIN_ACCEPTANCE),

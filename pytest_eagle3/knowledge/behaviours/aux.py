@@ -92,3 +92,10 @@ SPANS += spans(SGLANG, "graph_mode_default_layers",
                  "(fixed v0.5.11 43925d179d, #22836)")),
                ("0.5.11", None, False, "sglang v0.5.11 43925d179d (#22836)"))
 SPANS += spans(VLLM, "graph_mode_default_layers", ("0.8.5", None, False, "vllm: one capture set for every mode"))
+# ---------------------------------------------------------------- aux_default
+SPANS += spans(SGLANG, "aux_default",
+               ("0.4.4.post2", None, "target-layers",
+                "sglang models/llama.py set_eagle3_layers_to_capture(None): [2, L // 2, L - 3] of the target"))
+SPANS += spans(VLLM, "aux_default",
+               ("0.8.5", None, "target-layers",
+                "vllm models/llama.py get_eagle3_aux_hidden_state_layers: (2, L // 2, L - 3) of the target"))

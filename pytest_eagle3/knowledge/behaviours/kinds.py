@@ -24,9 +24,10 @@ class FcAuxCount(StrEnum):
 Names = tuple[str, ...]
 Renames = tuple[tuple[str, str], ...]
 Read = Literal["not-read", "read", "eagle-format-only", "top-level"]
-AuxTransform = Literal["+1", "+1-if-first-is-1", "+1-unless-max-is-L", "as-is"]
+AuxTransform = Literal["+1", "+1-if-first-is-1", "+1-unless-max-is-L", "as-is", "as-is-at-least-1"]
 Sharing = Literal["draft", "target-unless-hidden-differs", "target-if-absent", "target-always-key-raises",
-                  "target-if-same-shape", "target-if-absent-or-equal"]
+                  "target-if-same-shape", "target-if-absent-or-equal", "target-if-same-shape-required",
+                  "draft-else-embed"]
 Refusal = Literal["refused", "vocab_size", "vocab_size-if-tied", "target-lm_head"]
 
 
@@ -35,13 +36,13 @@ class Behaviours:
     """What one engine version does, one field per behaviour (its meaning: :data:`BEHAVIOURS`)."""
 
     architectures: Names | Literal["*"]
-    arch_rewrite: Literal["none", "prefix-unless-starts", "prefix-unless-starts-or-ends"]
+    arch_rewrite: Literal["none", "prefix-unless-starts", "prefix-unless-starts-or-ends", "nextn-unless-eagle"]
     speculators_format: bool
     speculators_model_types: Names
-    key_prefix: Literal["add-model", "optional-model", "add-model-except-lm_head"]
+    key_prefix: Literal["add-model", "optional-model", "add-model-except-lm_head", "as-is"]
     first_layer: Literal["midlayer", "layers"]
     renames: Renames
-    unknown_key: Literal["warn-or-raise-stacked", "drop", "raise", "raise-except-bias"]
+    unknown_key: Literal["warn-or-raise-stacked", "drop", "raise", "raise-except-bias", "raise-strict"]
     multi_layer: Literal["refused", "one-layer", "supported"]
     later_layer_norm: Literal["hidden_norm", "input_layernorm"]
     d2t_present: Literal["offsets", "discarded"]
@@ -74,14 +75,16 @@ class Behaviours:
     draft_rope: Literal["config"]
     first_layer_hidden_path: Literal["hidden_norm"]
     mlp_width: Literal["intermediate_size", "intermediate_size_mlp-if-llama4_text", "intermediate_size_mlp-if-llama4_text-padded"]
-    layer_bias: Literal["o_proj", "o_proj+mlp", "qkv+o_proj+mlp"]
+    layer_bias: Literal["o_proj", "o_proj+mlp", "qkv+o_proj+mlp", "qkv+o_proj"]
     unset_bias: Literal["empty", "zeros"]
     unloaded_parameter: Literal["kept", "refused"]
     weight_files: Literal["all-safetensors"]
-    draft_positions: Literal["reads-past", "skips-drafting", "raised", "raised-or-limited", "warns-reads-past", "refuses", "refuses-or-raises"]
+    draft_positions: Literal["reads-past", "skips-drafting", "raised", "raised-or-limited", "warns-reads-past", "refuses", "refuses-or-raises",
+                             "unbounded"]
     target_quantization: Literal["none", "target", "draft", "server-flag", "server-flag-or-draft-flag"]
     draft_sliding_window: Literal["none", "interleaved-only", "layer-types-at-target-index", "layer-types", "server-flag"]
     draft_dtype: Literal["target", "draft-config"]
+    aux_default: Literal["target-layers", "draft-layers"]
 
     def aux_transform(self, family: str) -> AuxTransform:
         """The aux-id transform for a target family (``llama``, ``deepseek``, ``gpt_oss``)."""
@@ -147,6 +150,7 @@ BehaviourName = Literal[
     "target_quantization",
     "draft_sliding_window",
     "draft_dtype",
+    "aux_default",
 ]
 #: The behaviours whose value is a :data:`Read`.
 ReadBehaviour = Literal["norm_before_residual", "norm_before_fc", "fc_norm", "norm_output"]
@@ -250,6 +254,9 @@ BEHAVIOURS: dict[str, str] = {
                              "(only --speculative-draft-window-size)"),
     "draft_dtype": ("the dtype the draft runs in: target (the target's, whatever the draft config says) / "
                     "draft-config (the draft's own config under --dtype auto: float32 or absent becomes float16)"),
+    "aux_default": ("whose layer count the default aux ids (2, n//2, n-3) come from when the config names none: "
+                    "target-layers (the target's) / draft-layers (the draft's own num_hidden_layers: [2, 0, 0] for a "
+                    "one-layer draft)"),
 }
 
 if NAMES != tuple(f.name for f in fields(Behaviours)) or set(BEHAVIOURS) != set(NAMES):

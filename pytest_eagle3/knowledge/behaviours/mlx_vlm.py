@@ -1,0 +1,90 @@
+"""Behaviour rows: mlx-vlm's EAGLE-3 drafter, every behaviour from its first release (0.6.0) on.
+
+Read in the wheels: ``speculative/drafters/eagle3/config.py`` and ``eagle3.py`` are the same file in every
+release from 0.6.0 to 0.7.10 (0.5.0 has no EAGLE-3 path); ``utils.py`` load_model changes at 0.6.14
+(``_drop_modules_without_weights``: a top-level module the checkpoint has no tensor for is set to None
+instead of failing the strict load). The loader is probed on CPU (``pytest_eagle3/probes``, tox env mlxvlm0710).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_eagle3.knowledge.behaviours.common import TOP_FIELD, Span, spans
+from pytest_eagle3.knowledge.behaviours.kinds import FcAuxCount
+from pytest_eagle3.knowledge.releases import MLX_VLM
+
+MX = "mlx_vlm speculative/drafters/eagle3/eagle3.py"
+CFG = "mlx_vlm speculative/drafters/eagle3/config.py"
+LOAD = "mlx_vlm utils.py load_model"
+READ = "0.6.0-0.7.10 read"
+
+#: (behaviour, value, source): one row each from 0.6.0 (the drafter files never changed up to 0.7.10).
+_ROWS: tuple[tuple[str, Any, str], ...] = (
+    ("arch_rewrite", "none", f"{LOAD}: architectures are not read for EAGLE-3; model_type / speculators_model_type is"),
+    ("speculators_format", True,
+     (f"{LOAD} get_model_type: model_type or speculators_model_type 'eagle3' -> drafters/eagle3; a flat config's "
+      "model_type ('llama') builds mlx_vlm.models.llama, and the strict load refuses the draft's tensors")),
+    ("speculators_model_types", ("*",), f"{CFG} TextConfig: transformer_layer_config.model_type not checked"),
+    ("key_prefix", "as-is", f"{MX} Eagle3DraftModel: parameters at the top level (embed_tokens, fc, layers.N, norm, lm_head, d2t)"),
+    ("first_layer", "layers", f"{MX} Eagle3DraftModel.__init__: self.layers = [Eagle3FirstLayer, DecoderLayer...]"),
+    ("renames", (), f"{MX} sanitize: no rename (midlayer.* is not a parameter: 'Received parameters not in model')"),
+    ("unknown_key", "raise-strict", f"{LOAD} model.load_weights(strict=True): ValueError 'Received parameters not in model'"),
+    ("multi_layer", "supported", f"{MX} __init__: DecoderLayer for range(1, num_hidden_layers)"),
+    ("later_layer_norm", "input_layernorm", f"{MX} DecoderLayer: input_layernorm only (no hidden_norm)"),
+    ("d2t_present", "offsets", f"{MX} _draft_to_target: draft_ids + d2t[draft_ids]; sanitize casts d2t to int32"),
+    ("d2t_absent", "crash", f"{MX} __init__: d2t is a parameter when draft vocab != vocab: strict load 'Missing parameters: d2t'"),
+    ("d2t_full_vocab", "refused", f"{MX} __init__: d2t = None when draft_vocab_size == vocab_size: a shipped d2t is 'not in model'"),
+    ("draft_vocab_size_missing", "refused",
+     f"{CFG} Eagle3Config: draft_vocab_size defaults to 32000: lm_head [32000, hidden] fails the strict load's shape check"),
+    ("draft_vocab_size_null", "refused", f"{MX} __init__: int(config.draft_vocab_size): TypeError for null"),
+    ("aux_id_fields", ("capture_layer_ids+1", "target_layer_ids", TOP_FIELD),
+     (f"{CFG} Eagle3Config.__post_init__: capture_layer_ids (layer outputs) if given, else target_layer_ids, else "
+      "eagle_aux_hidden_state_layer_ids, else the default (aux_default); capture = max(id - 1, 0)")),
+    ("aux_id_fields_other_mode", None, "mlx_vlm: one aux-id resolver"),
+    ("aux_transform_llama", "as-is-at-least-1",
+     f"{CFG} __post_init__: capture_layer_ids = [max(id - 1, 0)], the output of that layer = input max(id, 1)"),
+    ("aux_transform_deepseek", "as-is-at-least-1", f"{CFG}: the same rule for every target"),
+    ("aux_transform_gpt_oss", "as-is-at-least-1", f"{CFG}: the same rule for every target"),
+    ("capture_range", "all",
+     "mlx_vlm models/qwen3_5/language.py forward: h appended after layer i for i in capture_set (outputs 0..L-1)"),
+    ("graph_mode_default_layers", False, "mlx_vlm: no CUDA graphs"),
+    ("fc_applied", "when-width-differs", f"{MX} _prepare_target_hidden: returns hidden when its width == hidden_size"),
+    ("fc_aux_count", FcAuxCount.FIXED_3, f"{MX} __init__: fc = Linear(3 * target_hidden_size, hidden_size)"),
+    ("fc_bias", "none", f"{MX} __init__: fc bias=False"),
+    ("use_aux_hidden_state", "ignored", f"{CFG}: use_aux_hidden_state not a field"),
+    ("norm_before_residual", "read", f"{MX} Eagle3FirstLayer: residual = hidden_normed if norm_before_residual"),
+    ("norm_before_fc", "read", f"{MX} __init__: input_norm over 3 x target_hidden_size if norm_before_fc"),
+    ("fc_norm", "not-read", f"{CFG}: no fc_norm field"),
+    ("norm_output", "not-read", f"{CFG}: no norm_output field"),
+    ("embed_source", "target-if-same-shape-required",
+     (f"{MX} bind: the target's embed_tokens replaces the draft's when the shapes match; the draft must ship one "
+      "(0.6.0-0.6.13 strict load 'Missing parameters'; from 0.6.14 the module is set to None and bind raises)")),
+    ("draft_extend_logits_buffer", "none", "mlx_vlm: no CUDA graphs"),
+    ("draft_extend_graph_width", "target-hidden", "mlx_vlm: no CUDA graphs"),
+    ("embed_width_check", "uninitialised", f"{MX} bind: shared only when the shapes match"),
+    ("mtp_model_types", (), "mlx_vlm: model_type eagle3 is its own drafter"),
+    ("mla_rope", "as-configured", "mlx_vlm: no MLA EAGLE-3 drafter"),
+    ("draft_rope", "config", f"{MX} Attention: nn.RoPE(base=rope_theta) (rope scaling not applied: not modelled)"),
+    ("first_layer_hidden_path", "hidden_norm", f"{MX} Eagle3FirstLayer: hidden_norm(hidden), input_layernorm(embeds)"),
+    ("mlp_width", "intermediate_size", f"{MX} MLP: config.intermediate_size"),
+    ("layer_bias", "qkv+o_proj", f"{MX} Attention: q/k/v/o_proj bias=attention_bias; MLP without bias"),
+    ("unset_bias", "zeros", f"{LOAD} strict load: an unfilled bias is refused, never left unset"),
+    ("unloaded_parameter", "refused", f"{LOAD} model.load_weights(strict=True): 'Missing parameters'"),
+    ("weight_files", "all-safetensors", f"{LOAD}: the index's shards, else *.safetensors except consolidated.safetensors"),
+    ("draft_positions", "unbounded", f"{MX} Attention: nn.RoPE computes every position (no table)"),
+    ("target_quantization", "draft", f"{LOAD}: the drafter's own config quantization"),
+    ("draft_sliding_window", "none", f"{MX}: no sliding window"),
+    ("draft_dtype", "draft-config", f"{LOAD}: the checkpoint's tensors as stored (closest modelled value)"),
+    ("aux_default", "draft-layers",
+     f"{CFG} __post_init__: [2, n // 2, max(n - 3, 0)] with n the DRAFT's num_hidden_layers ([2, 0, 0] for one layer)"),
+)
+
+SPANS: list[Span] = [span for name, value, source in _ROWS
+                     for span in spans(MLX_VLM, name, ("0.6.0", "0.7.10", value, source))]
+# ---------------------------------------------------------------- lm_head_source: the 0.6.14 boundary
+SPANS += spans(MLX_VLM, "lm_head_source",
+               ("0.6.0", "0.6.13", "draft", f"{MX} __init__: own lm_head; strict load refuses a draft without one (0.6.0-0.6.13 read)"),
+               ("0.6.14", "0.7.10", "draft-else-embed",
+                (f"{LOAD} _drop_modules_without_weights (0.6.14; text-only configs, every config from 0.6.16): no "
+                 "lm_head.weight -> lm_head = None -> _logits uses embed_tokens.as_linear (the target's, after bind)")))

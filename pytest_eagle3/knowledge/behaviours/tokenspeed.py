@@ -1,0 +1,88 @@
+"""Behaviour rows: TokenSpeed (derived from SGLang), every behaviour from its first release on.
+
+Read in the wheels 0.1.0 and 0.1.1 (the only releases on the index; both have the EAGLE-3 path and the
+same loader). Rows marked "as SGLang" were not read in TokenSpeed's own code: the value is the SGLang
+class's it was derived from (its llama_eagle3.py keeps SGLang's structure), stated so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_eagle3.knowledge.behaviours.common import TOP_FIELD, Span, spans
+from pytest_eagle3.knowledge.behaviours.kinds import FcAuxCount
+from pytest_eagle3.knowledge.releases import TOKENSPEED
+
+TS = "tokenspeed runtime/models/llama_eagle3.py"
+FACTORY = ("tokenspeed 0.1.0 runtime/execution/model_executor.py _eagle_aux_layer_ids (0.1.1 "
+           "runtime/execution/factory.py, which also reads text_config and takes --eagle3-layers-to-capture first)")
+CAPTURE = "tokenspeed runtime/models/base/causal_lm.py set_eagle3_layers_to_capture: [val + 1 for val in layer_ids]"
+AS_SGLANG = "as SGLang (not read in tokenspeed; its llama_eagle3.py is SGLang's class)"
+
+#: (behaviour, value, source): one row each from 0.1.0, read to 0.1.1.
+_ROWS: tuple[tuple[str, Any, str], ...] = (
+    ("arch_rewrite", "nextn-unless-eagle",
+     ("tokenspeed runtime/utils/hf_transformers_utils.py get_config: a draft architecture without Eagle, NextN, "
+      "MTP, DFlash or DSpark gets 'NextN' appended (LlamaForCausalLM -> LlamaForCausalLMNextN, registered nowhere)")),
+    ("speculators_format", False, "tokenspeed: no speculators_model_type / transformer_layer_config handling (grep)"),
+    ("speculators_model_types", (), "tokenspeed: speculators format unsupported"),
+    ("key_prefix", "optional-model", f"{TS} load_weights: name as-is if a parameter, else model.+name"),
+    ("first_layer", "midlayer", f"{TS} Eagle3LlamaModel.__init__: self.midlayer = self.layers[0]; del self.layers"),
+    ("renames", (("layers.0.", "midlayer."),), f"{TS} load_weights: name.startswith('layers.0.') -> 'midlayer.'"),
+    ("unknown_key", "drop", f"{TS} load_weights: a name not in params_dict is skipped, no log"),
+    ("multi_layer", "refused", f"{TS} LlamaForCausalLMEagle3.__init__: ValueError('EAGLE3 currently only supports 1 layer')"),
+    ("later_layer_norm", "hidden_norm", f"{TS}: one layer only (no later layers)"),
+    ("d2t_present", "offsets", f"{TS} load_weights: hot_token_id = d2t + arange (substring 'd2t'); 't2d' skipped"),
+    ("d2t_absent", "identity", "tokenspeed runtime/execution/drafter/eagle.py: hot_token_ids None -> draft ids as-is"),
+    ("d2t_full_vocab", "offsets", f"{TS} load_weights: d2t always read"),
+    ("draft_vocab_size_missing", "target-lm_head",
+     f"{TS} __init__: draft_vocab_size None -> load_lm_head_from_target; set_embed_and_head replaces the trained head"),
+    ("draft_vocab_size_null", "target-lm_head", f"{TS} __init__: getattr(config, 'draft_vocab_size', None) is None"),
+    ("aux_id_fields", ("eagle_config.eagle_aux_hidden_state_layer_ids", TOP_FIELD),
+     (f"{FACTORY}: an eagle_config dict gives its ids (the top level is then not read, even when it has none: not "
+      "modelled), else the top level")),
+    ("aux_id_fields_other_mode", None, "tokenspeed: one aux-id resolver"),
+    ("aux_transform_llama", "+1", CAPTURE),
+    ("aux_transform_deepseek", "+1", "tokenspeed runtime/models/deepseek_v3.py set_eagle3_layers_to_capture: val + 1"),
+    ("aux_transform_gpt_oss", "+1", f"{CAPTURE} (gpt_oss.py GptOssForCausalLM(BaseCausalLM))"),
+    ("capture_range", "inner",
+     ("tokenspeed runtime/models/base/transformer_model.py forward: capture before layer i for i in range(L) (an id "
+      "of L, index L + 1, takes the final residual: not modelled)")),
+    ("graph_mode_default_layers", False, "tokenspeed: the ids are set once, for every mode"),
+    ("fc_applied", "when-width-differs", f"{TS} Eagle3LlamaModel.forward: if hidden_states.size(-1) != embeds.size(-1)"),
+    ("fc_aux_count", FcAuxCount.FROM_CONFIG,
+     (f"{TS} Eagle3LlamaModel.__init__: num_fc_input_dim = len(config.eagle_aux_hidden_state_layer_ids) (top level) "
+      "else 3; fc = hidden_size (the DRAFT's) x that")),
+    ("fc_bias", "none", f"{TS} Eagle3LlamaModel.__init__: fc ColumnParallelLinear(bias=False)"),
+    ("use_aux_hidden_state", "ignored", "tokenspeed: use_aux_hidden_state not read (grep)"),
+    ("norm_before_residual", "not-read", f"{TS} Eagle3DecoderLayer.forward: residual = hidden_states (before hidden_norm)"),
+    ("norm_before_fc", "top-level", f"{TS} Eagle3LlamaModel.__init__: input_norm if getattr(config, 'norm_before_fc')"),
+    ("fc_norm", "top-level", f"{TS} Eagle3LlamaModel.__init__: fc_norm if getattr(config, 'fc_norm')"),
+    ("norm_output", "top-level", f"{TS} Eagle3LlamaModel.__init__: getattr(config, 'norm_output', False)"),
+    ("embed_source", "target-unless-hidden-differs",
+     (f"{TS} set_embed_and_head: returns when target_hidden_size != hidden_size; runtime/execution/factory.py "
+      "_share_target_embed_and_head")),
+    ("draft_extend_logits_buffer", "none", "tokenspeed: no draft-extend logits buffer (grep)"),
+    ("draft_extend_graph_width", "draft-aux-count",
+     f"{TS} prepare_model_kwargs: the warm-up hidden states are hidden_size x num_fc_input_dim"),
+    ("embed_width_check", "uninitialised", f"{TS} set_embed_and_head: skipped when the widths differ"),
+    ("lm_head_source", "draft", f"{TS} __init__: own ParallelLMHead(draft_vocab_size); the target's only without one"),
+    ("mtp_model_types", (), "tokenspeed: NextN rewrite by architecture name, not by model_type"),
+    ("mla_rope", "as-configured", "tokenspeed: no MLA EAGLE-3 draft class registered (EntryClass grep)"),
+    ("draft_rope", "config", "tokenspeed runtime/models/llama.py LlamaAttention: the draft config's rope"),
+    ("first_layer_hidden_path", "hidden_norm", f"{TS} Eagle3DecoderLayer.forward: fused input_layernorm / hidden_norm"),
+    ("mlp_width", "intermediate_size_mlp-if-llama4_text",
+     f"{TS} Eagle3DecoderLayer.resolve_mlp: intermediate_size_mlp if model_type == 'llama4_text'"),
+    ("layer_bias", "o_proj", AS_SGLANG),
+    ("unset_bias", "empty", AS_SGLANG),
+    ("unloaded_parameter", "kept", f"{TS} load_weights: no check that every parameter was filled"),
+    ("weight_files", "all-safetensors", AS_SGLANG),
+    ("draft_positions", "refuses-or-raises", AS_SGLANG),
+    ("target_quantization", "server-flag", AS_SGLANG),
+    ("draft_sliding_window", "none", f"{TS}: no sliding_window read"),
+    ("draft_dtype", "draft-config", AS_SGLANG),
+    ("aux_default", "target-layers", "tokenspeed runtime/models/base/causal_lm.py: [2, L // 2, L - 3] of the target"),
+)
+
+SPANS: list[Span] = [span for name, value, source in _ROWS
+                     for span in spans(TOKENSPEED, name, ("0.1.0", "0.1.1", value, source))]
