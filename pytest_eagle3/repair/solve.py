@@ -132,12 +132,15 @@ class _Claims:
 
 
 def solve(ckpt: Checkpoint, engines: Sequence[EngineVersion], target: TargetModel | None = None,
-          convention: str | None = None, prefer: str | None = None, measured: Trained | None = None) -> Solution:
+          convention: str | None = None, prefer: str | None = None, measured: Trained | None = None,
+          *, scanned: bool = False) -> Solution:
     """The copy that every engine in ``engines`` loads as trained, or :class:`RepairRefused` with why not.
-    ``measured``: the training layer inputs the reference measurement settled (overrules every convention)."""
+    ``measured``: the training layer inputs the reference measurement settled (overrules every convention);
+    ``scanned``: the caller ran ``independent.refuse_unhealthy`` on ``ckpt`` already (the weights are read once)."""
     independent.refuse_unreadable(ckpt)
     independent.refuse_config(ckpt, known_convention=bool(convention or measured))
-    independent.refuse_unhealthy(ckpt)
+    if not scanned:
+        independent.refuse_unhealthy(ckpt)
     draft = VirtualDraft.of(ckpt)
     changes: list[Change] = []
     for text in key_layouts.split_fused(draft):
@@ -166,7 +169,7 @@ def solve(ckpt: Checkpoint, engines: Sequence[EngineVersion], target: TargetMode
             progress = True
         if claims.losers:  # start again for the engines served, so the copy carries no edit made for a loser
             served = [e for e in engines if e.spec not in claims.losers]
-            again = solve(ckpt, served, target, convention, prefer, measured)
+            again = solve(ckpt, served, target, convention, prefer, measured, scanned=True)
             again.not_served = {**claims.losers, **again.not_served}
             return again
         if not progress:
