@@ -33,7 +33,7 @@ def test_a_run_where_no_contract_ran_says_not_run_with_the_reasons(
         f"*{DEMO}*speculators*any*NOT RUN*",
         "*vllm==*NOT RUN*",
         f"not run for {DEMO} (any, vllm==*): no contract ran:",
-        "  [*]: no contract selected (-m / -k deselected them all)",
+        "  [*]: no contract selected (-m, -k or the test ids given left none for this row)",
         "  live.launch: vllm is not installed for *",
     ])
     assert "PASS" not in run.output.split("EAGLE-3 verdict")[1]

@@ -158,6 +158,85 @@ def test_a_failed_node_id_pasted_back_re_runs_and_the_summary_names_the_repair(t
     again = _run(["-m", "pytest", "-p", "no:cacheprovider", "-q", node, *options], tmp_path)
     assert again.returncode == 1 and "1 failed" in again.stdout, again.stdout[-3000:] + again.stderr
     assert "not found" not in again.stdout + again.stderr and "Traceback" not in again.stdout + again.stderr
+    assert f"FAILED {node}" in again.stdout.splitlines()  # printed again as it re-runs, file part and all
+
+
+def test_the_summary_offers_fix_only_for_the_rows_a_copy_repairs_and_says_the_rest_by_hand(tmp_path: Path) -> None:
+    """SGLang 0.4.9 captures the wrong layers under CUDA graphs whatever the config says: no copy repairs that
+    row, so it is told what to do by hand; vLLM's aux ids are a config edit, and the offered command writes it."""
+    target = EXAMPLES / "demo-target" / "config.json"
+    first = _run(["-m", "pytest", "-p", "no:cacheprovider", "-q", f"--eagle3-ckpt={DEMO_SGLANG}", f"--eagle3-target={target}",
+                  "--eagle3-engine=sglang==0.4.9,sglang==0.5.23,vllm==0.33.0"], tmp_path)
+    assert first.returncode == 1 and "Traceback" not in first.stdout + first.stderr, first.stdout[-3000:]
+    repair = [line for line in first.stdout.splitlines() if line.startswith("repair ")]
+    assert repair == [
+        (f"repair {DEMO_SGLANG} (vllm==0.33.0): python -m pytest_eagle3 fix {DEMO_SGLANG} OUT --to vllm==0.33.0 "
+         f"--target {target}"),
+        (f"repair {DEMO_SGLANG} (sglang==0.4.9) by hand, python -m pytest_eagle3 fix cannot: serve with SGLang >= "
+         "0.5.11 (or --disable-cuda-graph, slow)")], repair
+    words = repair[0].split(": ", 1)[1].split()
+    fixed = _run([*words[1:]], tmp_path)  # the command as offered, OUT and all
+    assert fixed.returncode == 0 and "proof: the contracts pass on OUT for vllm==0.33.0" in fixed.stdout, fixed.stderr
+
+
+# 7. The fixed copy reads as what its record says it is; no reason under the table is cut.
+def test_a_fixed_copy_is_read_as_its_record_says_and_no_reason_is_cut(tmp_path: Path) -> None:
+    fixed = _run(["-m", "pytest_eagle3", "fix", str(DEMO), "OUT", "--to", "sglang==0.5.23"], tmp_path)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    check = ["-m", "pytest_eagle3", "check", "OUT", "--engine", "sglang==0.5.23", "-p", "no:cacheprovider",
+             "--target", str(EXAMPLES / "demo-target" / "config.json")]
+    done = _run(check, tmp_path, COLUMNS="100")
+    assert done.returncode == 0 and "Traceback" not in done.stdout + done.stderr, done.stdout[-3000:]
+    assert re.search(r"\nOUT +speculators \(fixed copy\) +any +PASS \(partial\)", done.stdout), done.stdout[-3000:]
+    assert "unknown" not in done.stdout.split("EAGLE-3 verdict")[1] and "format.detected" not in done.stdout
+    record = tmp_path / "OUT" / "eagle3-fix.json"  # a copy an older fix wrote: no producer in its record
+    data = json.loads(record.read_text())
+    record.write_text(json.dumps({k: v for k, v in data.items() if k != "producer"}))
+    older = _run(check, tmp_path, COLUMNS="100").stdout
+    under = older.split("EAGLE-3 verdict")[1].split("\n", 1)[1]
+    assert "format.detected: a layout several producers share" in under, older[-3000:]
+    reason = " ".join(under.split("format.detected: ", 1)[1].split("\n  reference.")[0].split())
+    assert reason.endswith("(the reference measurement with --eagle3-target=DIR decides the convention, or state "
+                           "it with --eagle3-aux-convention)"), reason
+    assert not [line for line in under.splitlines() if line.rstrip().endswith("...") or len(line) > 100], under
+
+
+# 8. Small leaks: a run that collected nothing says what to give; a pipe that closes early; help without RST.
+@pytest.mark.parametrize("args", [["-m", "gpu"], []], ids=["-m gpu", "plain"])
+def test_nothing_collected_without_a_checkpoint_says_what_to_give(tmp_path: Path, args: list[str]) -> None:
+    done = _run(["-m", "pytest", "-p", "no:cacheprovider", *args], tmp_path, COLUMNS="200")
+    assert done.returncode == 5 and "collected 0 items" in done.stdout and "Traceback" not in done.stderr
+    assert "eagle3: no checkpoint given, so no EAGLE-3 contract was collected: give the draft with --eagle3-ckpt=PATH " \
+           "(or eagle3_ckpt = PATH in the ini file, or $EAGLE3_CKPT)" in done.stdout.splitlines(), done.stdout
+
+
+def test_a_run_that_collects_tests_is_left_as_it_was(tmp_path: Path) -> None:
+    (tmp_path / "test_mine.py").write_text("def test_one():\n    pass\n")
+    done = _run(["-m", "pytest", "-p", "no:cacheprovider", "-m", "gpu"], tmp_path)
+    assert done.returncode == 5 and "1 deselected" in done.stdout and "no checkpoint given" not in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("program", [["-m", "pytest_eagle3"],
+                                     ["-c", "import sys; from pytest_eagle3.shell.cli import main; sys.exit(main())"]],
+                         ids=["python -m pytest_eagle3", "pytest-eagle3"])
+def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path: Path, program: list[str]) -> None:
+    """``... | head -1``: the reader is gone before the first line is written (``pytest-eagle3`` is the console
+    script, which calls ``main`` as this does)."""
+    child = subprocess.Popen([sys.executable, *program, "plan", str(DEMO), "--engine", "sglang==*,vllm"], cwd=tmp_path,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()
+    error = child.stderr.read()
+    assert child.wait(timeout=300) == 0 and "Traceback" not in error and "BrokenPipe" not in error, error
+
+
+def test_pytest_help_shows_the_eagle3_options_without_rst(tmp_path: Path) -> None:
+    text = _run(["-m", "pytest", "--help"], tmp_path, COLUMNS="200").stdout
+    ours = [line for line in text.split("EAGLE-3 draft checkpoint contracts:")[1].split("\n\n")[0].splitlines()]
+    ours += [line for line in text.splitlines() if line.lstrip().startswith("eagle3_")]
+    assert len(ours) > 20 and not [line for line in ours if "`" in line], ours
+    markers = _run(["-m", "pytest", "--markers"], tmp_path, COLUMNS="200").stdout
+    assert not [line for line in markers.splitlines() if ("eagle3" in line or "gpu" in line) and "`" in line]
 
 
 def test_check_takes_what_the_pytest_run_takes(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ into a failed contract. Files are only ever opened for reading.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -27,6 +28,7 @@ from pytest_eagle3.checkpoint.tensorfiles import (
     read_safetensors_tensor,
 )
 from pytest_eagle3.producers.formats import (
+    CONVENTIONS,
     Candidates,
     DetectedFormat,
     DraftConfig,
@@ -34,12 +36,15 @@ from pytest_eagle3.producers.formats import (
     detect_format,
     normalise_config,
 )
+from pytest_eagle3.producers.records import RECORDS
 
 if TYPE_CHECKING:
     import torch
 
 
 SAFETENSORS_INDEX = "model.safetensors.index.json"
+#: The record ``python -m pytest_eagle3 fix`` writes into its copy (``repair.fix.record_of``).
+FIX_RECORD = "eagle3-fix.json"
 BIN_INDEX = "pytorch_model.bin.index.json"
 #: Files that hold weights but are not the draft (LoRA adapters, optimizer state, trainer state).
 NOT_DRAFT_WEIGHTS = ("adapter_model", "optimizer", "scheduler", "training_state", "rng_state")
@@ -247,7 +252,22 @@ class Checkpoint:
     # -- interpretation ---------------------------------------------------------------------
     @cached_property
     def format(self) -> DetectedFormat:
-        return detect_format(self.config_raw or {}, set(self.tensors), self.files)
+        return self._fixed_copy() or detect_format(self.config_raw or {}, set(self.tensors), self.files)
+
+    def _fixed_copy(self) -> DetectedFormat | None:
+        """A copy ``python -m pytest_eagle3 fix`` wrote, as its record says (the source's producer, the copy's
+        aux-id convention) while the config is the one it wrote; None for anything else."""
+        try:
+            record = json.loads((self.root / FIX_RECORD).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(record, dict) or self.config_raw is None or record.get("producer") not in RECORDS \
+                or record.get("config_sha256") != config_digest(self.config_raw):
+            return None
+        convention = record.get("aux_convention_of_copy")
+        stated = (convention, f"{FIX_RECORD} aux_convention_of_copy") if convention in CONVENTIONS else None
+        why = f"{FIX_RECORD}: a copy python -m pytest_eagle3 fix wrote from a {record.get('format_of_source')} draft"
+        return DetectedFormat(str(record["producer"]), (why,), "fixed copy", stated)
 
     @cached_property
     def config(self) -> DraftConfig:
@@ -255,7 +275,9 @@ class Checkpoint:
 
     @cached_property
     def candidates(self) -> Candidates:
-        """Who may have written it (``producers.formats.candidate_producers``)."""
+        """Who may have written it (``producers.formats.candidate_producers``; a fixed copy: its record's)."""
+        if self.format.convention is not None:
+            return Candidates((self.format.producer,), True, self.format.evidence[0])
         return candidate_producers(self.config_raw or {}, set(self.tensors), self.files, self.format)
 
     def as_read_by(self, producer: str) -> ReadAs:
@@ -274,6 +296,11 @@ class ReadAs:
 
     format: DetectedFormat
     config: DraftConfig
+
+
+def config_digest(config: dict[str, Any]) -> str:
+    """sha256 of a config as canonical JSON (the fix record's ``config_sha256``)."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode("utf-8")).hexdigest()
 
 
 def _is_draft_file(path: Path) -> bool:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_eagle3 import progress
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
 from pytest_eagle3.shell.contract import Eagle3Result, require_config, require_tensors, require_weights
 from pytest_eagle3.findings import Evidence, Finding, check
@@ -41,9 +42,10 @@ def eagle3_reference(
 
     try:  # the pipeline's target pass: the one the predictions use, cut to the reference's length
         where = str(eagle3_target.weights_dir) if dump is None else eagle3_target.path
-        return measure_reference(eagle3_checkpoint, where, options.device, options.prompts, options.steps,
-                                 passes=pipeline(request.config).passes, new_tokens=options.continuation,
-                                 hidden_states=dump)
+        with progress.step("reference acceptance"):
+            return measure_reference(eagle3_checkpoint, where, options.device, options.prompts, options.steps,
+                                     passes=pipeline(request.config).passes, new_tokens=options.continuation,
+                                     hidden_states=dump)
     except ReferenceUnavailable as exc:
         pytest.skip(str(exc))
     except ReferenceInputError as exc:

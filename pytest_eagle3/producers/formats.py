@@ -95,6 +95,8 @@ class DetectedFormat:
     producer: str
     evidence: tuple[str, ...]
     variant: str = ""
+    #: The aux-id convention a record states for these very files (a fixed copy's), and where: over the producer's.
+    convention: tuple[str, str] | None = None
 
     @property
     def label(self) -> str:
@@ -222,7 +224,8 @@ def _int_field(
     return None
 
 
-def _aux_layers(config: Config, producer: str, problems: list[str]) -> AuxLayers:
+def _aux_layers(config: Config, producer: str, problems: list[str],
+                stated: tuple[str, str] | None = None) -> AuxLayers:
     candidates = {
         "eagle_aux_hidden_state_layer_ids": config.get("eagle_aux_hidden_state_layer_ids"),
         "eagle_config.eagle_aux_hidden_state_layer_ids": eagle_config(config).get(
@@ -234,8 +237,8 @@ def _aux_layers(config: Config, producer: str, problems: list[str]) -> AuxLayers
         candidates[own[0]] = config.get(own[0])
     present = {k: v for k, v in candidates.items() if v is not None}
     record = RECORDS.get(producer)
-    convention, convention_source = (record.aux_convention if record is not None and record.aux_convention
-                                     else (None, "producer unknown"))
+    convention, convention_source = stated or (record.aux_convention if record is not None and record.aux_convention
+                                               else (None, "producer unknown"))
     for name, value in present.items():
         if not isinstance(value, list) or not all(
             isinstance(v, int) and not isinstance(v, bool) for v in value
@@ -321,7 +324,7 @@ def normalise_config(config: Config, detected: DetectedFormat, tensor_names: Ite
         num_key_value_heads=ints["num_key_value_heads"],
         head_dim=ints["head_dim"],
         intermediate_size=ints["intermediate_size"],
-        aux=_aux_layers(config, detected.producer, problems),
+        aux=_aux_layers(config, detected.producer, problems, detected.convention),
         norm_flags=_norm_flags(config, detected.producer, sources),
         first_layer_prefix=first_layer_prefix(keys),
         layer_count=layer_count(keys),

@@ -78,6 +78,8 @@ PICKLE_SUFFIXES = (".pt", ".pth", ".bin", ".pkl", ".pickle")
 #: Files every HF-style draft folder has; not worth naming.
 ORDINARY = ("config.json", "generation_config.json", "model.safetensors.index.json", "pytorch_model.bin.index.json",
             "tokenizer", "special_tokens_map.json", "README.md", ".")
+#: Files this plugin writes beside the weights, and what they are.
+OURS = {"eagle3-fix.json": "the record of python -m pytest_eagle3 fix, which wrote this copy"}
 
 
 def beside_weights(files: Iterable[Path], weights: tuple[Path, ...], producer: str) -> list[str]:
@@ -90,7 +92,7 @@ def beside_weights(files: Iterable[Path], weights: tuple[Path, ...], producer: s
             continue
         row = next((r for r in rows if path.name.startswith(r.name)), None)
         pickle = row.pickle if row is not None else path.suffix in PICKLE_SUFFIXES
-        what = f"{row.what}, {row.producer}" if row is not None else "unknown to the producer tables"
+        what = f"{row.what}, {row.producer}" if row is not None else OURS.get(path.name, "unknown to the producer tables")
         found.append(f"{path.name} ({what}{'; a pickle, never loaded here' if pickle else ''})")
     return found
 

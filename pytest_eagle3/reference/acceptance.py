@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from pytest_eagle3 import progress
 from pytest_eagle3.producers.formats import INPUT_OF, OUTPUT_OF
 from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
 from pytest_eagle3.reference.draft import ReferenceDraft
@@ -70,14 +71,22 @@ class Target:
 def load_target(path: str, device: str = "cpu") -> Target:
     """``AutoModelForCausalLM`` from a local directory (never the hub); float32 on CPU."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging
 
     root = Path(path)
     root = root.parent if root.is_file() else root
     dtype = torch.float32 if device == "cpu" else "auto"
+    hf_logging: Any = logging
+    bar = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # the run's own progress line says what is loading (pytest_eagle3.progress)
+    progress.tick(f"loading the target {root.name}")
     try:
         model: Any = AutoModelForCausalLM.from_pretrained(str(root), local_files_only=True, dtype=dtype)
     except Exception as exc:  # transformers raises many types for a bad directory
         raise ReferenceInputError(f"transformers cannot load the target {path}: {str(exc).splitlines()[0]}") from exc
+    finally:
+        if bar:
+            hf_logging.enable_progress_bar()
     model.to(device).eval()
     tokenizer = None
     if any((root / name).is_file() for name in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")):
@@ -151,20 +160,30 @@ def iter_target_runs(target: Target, prompts: Sequence[Sequence[int]],
     groups: dict[int, list[Sequence[int]]] = {}
     for prompt in prompts:
         groups.setdefault(len(prompt), []).append(prompt)
+    done = 0
     with torch.no_grad():
         for length, group in sorted(groups.items()):
             ids = torch.tensor(group, dtype=torch.long, device=target.device)
-            sequences = greedy_continue(target.model, ids, new_tokens)
+            span = f"prompt {done + 1}" if len(group) == 1 else f"prompts {done + 1}-{done + len(group)}"
+            which = f" on {len(group)} prompts" if len(group) == len(prompts) else f", {span} of {len(prompts)}"
+            where = f"running the target{which}: token"
+            sequences = greedy_continue(target.model, ids, new_tokens,
+                                        lambda t: progress.tick(f"{where} {t}/{new_tokens}"))
+            done += len(group)
             yield TargetRun(sequences, length, capture_states(target.model, sequences))
 
 
-def greedy_continue(model: Any, ids: torch.Tensor, new_tokens: int) -> torch.Tensor:
-    """Greedy decoding with the KV cache, no stop token: ``new_tokens`` appended to every row."""
+def greedy_continue(model: Any, ids: torch.Tensor, new_tokens: int,
+                    on_token: Callable[[int], None] | None = None) -> torch.Tensor:
+    """Greedy decoding with the KV cache, no stop token: ``new_tokens`` appended to every row (``on_token(n)``
+    after the n-th)."""
     # transformers >= 5.2x names the cache argument ``cache``; earlier versions ``past_key_values``
     name = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
     out = model(input_ids=ids, use_cache=True)
     tokens = [out.logits[:, -1].argmax(-1)]
     for _ in range(new_tokens - 1):
+        if on_token is not None:
+            on_token(len(tokens))
         out = model(input_ids=tokens[-1][:, None], use_cache=True, **{name: out[name]})
         tokens.append(out.logits[:, -1].argmax(-1))
     return torch.cat([ids, torch.stack(tokens, dim=1)], dim=1)
@@ -304,7 +323,8 @@ def infer(draft: ReferenceDraft, embed: torch.Tensor, runs: Sequence[TargetRun],
     def rank(a: Acceptance) -> tuple[float, int, bool]:  # ties go to the declared reading
         return (-a.mean_acceptance_length, abs(a.reading.offset - declared_offset), a.reading.d2t != "offsets")
 
-    results = [measure(draft, embed, runs, r, steps) for r in candidate_readings(ids, layers, available)]
+    results = [measure(draft, embed, runs, r, steps)
+               for r in progress.counted(candidate_readings(ids, layers, available), "measuring the draft, reading")]
     if not results:
         captured = "" if available is None else f" among the captured states {sorted(available)}"
         raise ReferenceInputError(f"aux ids {list(ids)} name no layer of this {layers}-layer target{captured}")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from pytest_eagle3 import progress
 from pytest_eagle3.knowledge.launch import cpu_runs_other_mode
 from pytest_eagle3.producers.formats import default_aux_inputs
 from pytest_eagle3.producers.habits import RopeKey
@@ -249,7 +250,7 @@ def training(ckpt: Checkpoint, simulator: Simulator, ids: tuple[int, ...], conve
     available = available_layers(simulator.target.runs)
     readings = candidate_readings(ids, simulator.target.layers, available)
     untried = untried_readings(ids, simulator.target.layers, available)
-    results = [_measured(simulator, base, r) for r in readings]
+    results = [_measured(simulator, base, r) for r in progress.counted(readings, "measuring the draft, reading")]
     results.sort(key=lambda a: -a.mean_acceptance_length)
     if results and "d2t" in simulator.draft.weights:
         best = results[0].reading

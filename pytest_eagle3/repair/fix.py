@@ -7,11 +7,14 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_eagle3 import progress
 from pytest_eagle3.repair.record import RepairRefused
 from pytest_eagle3.repair.solve import Solution, Trained, solve
 from pytest_eagle3.repair.writer import RECORD, write_copy
@@ -19,6 +22,7 @@ from pytest_eagle3.repair.writer import RECORD, write_copy
 if TYPE_CHECKING:
     from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.verdict import Pipeline
+    from pytest_eagle3.producers.formats import DetectedFormat
 
 SCHEMA = "pytest-eagle3/fix/1"
 
@@ -42,11 +46,19 @@ def _refuse_paths(source: Path, out: Path) -> None:
         raise RepairRefused([f"OUT {out} overlaps the draft {source}: the source is never touched; choose another folder"])
 
 
-def record_of(solution: Solution, source: Path, engines: Sequence[EngineVersion]) -> dict[str, Any]:
-    """``OUT/eagle3-fix.json``: the source, the engines, every change and where each tensor came from."""
+def record_of(solution: Solution, source: Path, engines: Sequence[EngineVersion],
+              producer: DetectedFormat | None = None) -> dict[str, Any]:
+    """``OUT/eagle3-fix.json``: the source and its producer, the engines, every change and where each tensor came
+    from. The producer, the copy's aux-id convention and its config's digest let a reader of the copy read it
+    as its trainer wrote it (``checkpoint.draft.FIX_RECORD``)."""
+    from pytest_eagle3.checkpoint.draft import config_digest
+
     return {
         "schema": SCHEMA,
         "source": str(source),
+        "producer": producer.producer if producer is not None else None,
+        "format_of_source": producer.label if producer is not None else None,
+        "config_sha256": config_digest(solution.draft.config),
         "engines": [e.spec for e in engines],
         "not_served": solution.not_served,
         "training_layers": {"inputs": list(solution.trained.inputs) if solution.trained.inputs else None,
@@ -71,8 +83,19 @@ def prove(out: Path, engines: Sequence[EngineVersion], target: str | None, conve
     command += [f"--eagle3-hidden-states={hidden_states}"] if hidden_states else []
     env = dict(os.environ)
     env.pop("GITHUB_STEP_SUMMARY", None)  # the proof's verdict is the fix's output, not a job summary
-    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=str(out.resolve().parent), check=False)
-    return Proof(tuple(command), done.returncode, (done.stdout + done.stderr)[-6000:])
+    with progress.step(f"proof: the contracts on {out} for {', '.join(e.spec for e in engines)}"), \
+            tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        done = subprocess.Popen(command, stdout=stdout, stderr=stderr, text=True, env=env, cwd=str(out.resolve().parent))
+        start = time.monotonic()
+        while True:
+            try:
+                done.wait(timeout=1)
+                break
+            except subprocess.TimeoutExpired:
+                progress.tick(f"{time.monotonic() - start:.0f} s")
+        stdout.seek(0)
+        stderr.seek(0)
+        return Proof(tuple(command), done.returncode, (stdout.read() + stderr.read())[-6000:])
 
 
 def check_command(out: Path, engines: Sequence[EngineVersion], target: str | None, convention: str | None,
@@ -117,7 +140,7 @@ def fix(source: Path, out: Path, engines: Sequence[EngineVersion], target: str |
     ckpt = Checkpoint.open(source)
     model = TargetModel.open(target) if target else None
     solution = solve(ckpt, engines, model, convention, prefer, trained, pipeline)
-    write_copy(solution.draft, out, record_of(solution, source, engines), force)
+    write_copy(solution.draft, out, record_of(solution, source, engines, ckpt.format), force)
     return solution, out
 
 

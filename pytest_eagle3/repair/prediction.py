@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_eagle3.progress import step
 from pytest_eagle3.repair.solve import Trained
 
 if TYPE_CHECKING:
@@ -65,8 +66,9 @@ def predicted_lines(measurement: Measurement, source: Path, out: Path, engines: 
     """'predicted acceptance, sglang==0.5.23: before none (refused ...), after 3.10 (as trained 3.12)'."""
     lines = []
     for engine in engines:
-        before = measurement.figure(source, engine, convention)
-        after = measurement.figure(out, engine, copy_convention)
+        with step(f"predicting {engine.label}"):
+            before = measurement.figure(source, engine, convention)
+            after = measurement.figure(out, engine, copy_convention)
         predictor = measurement.predictor(source, convention)
         trained = (f" (as trained {predictor.training.acceptance.mean_acceptance_length:.2f})"
                    if predictor is not None else "")

@@ -138,16 +138,18 @@ class _Claims:
 
 def solve(ckpt: Checkpoint, engines: Sequence[EngineVersion], target: TargetModel | None = None,
           convention: str | None = None, prefer: str | None = None, measured: Trained | None = None,
-          pipeline: Pipeline | None = None) -> Solution:
+          pipeline: Pipeline | None = None, *, scanned: bool = False) -> Solution:
     """The copy that every engine in ``engines`` loads as trained, or :class:`RepairRefused` with why not.
     ``measured``: the training layer inputs the reference measurement settled (overrules every convention);
-    ``pipeline``: the one that judges every plan (a new one when none is given)."""
+    ``pipeline``: the one that judges every plan (a new one when none is given); ``scanned``: the caller ran
+    ``independent.refuse_unhealthy`` on ``ckpt`` already (the weights are read once)."""
     from pytest_eagle3.verdict import Pipeline, VerdictSettings
 
     pipeline = pipeline if pipeline is not None else Pipeline(VerdictSettings())
     independent.refuse_unreadable(ckpt)
     independent.refuse_config(ckpt, known_convention=bool(convention or measured))
-    independent.refuse_unhealthy(ckpt)
+    if not scanned:
+        independent.refuse_unhealthy(ckpt)
     draft = VirtualDraft.of(ckpt)
     changes: list[Change] = []
     for text in key_layouts.split_fused(draft):
@@ -176,7 +178,7 @@ def solve(ckpt: Checkpoint, engines: Sequence[EngineVersion], target: TargetMode
             progress = True
         if claims.losers:  # start again for the engines served, so the copy carries no edit made for a loser
             served = [e for e in engines if e.spec not in claims.losers]
-            again = solve(ckpt, served, target, convention, prefer, measured, pipeline)
+            again = solve(ckpt, served, target, convention, prefer, measured, pipeline, scanned=True)
             again.not_served = {**claims.losers, **again.not_served}
             return again
         if not progress:

@@ -16,13 +16,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from pytest_eagle3.checkpoint.draft import FIX_RECORD
 from pytest_eagle3.repair.virtual import VirtualDraft, dtype_code
 
 if TYPE_CHECKING:
     import torch
 
 CHUNK_BYTES = 8 * 1024 * 1024
-RECORD = "eagle3-fix.json"
+RECORD = FIX_RECORD
 INDEX = "model.safetensors.index.json"
 
 

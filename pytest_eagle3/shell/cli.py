@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_eagle3.testing import synth as synthetic
 from pytest_eagle3.producers.formats import INPUT_OF, OUTPUT_OF, SPECULATORS
+from pytest_eagle3.shell.capture_command import capture, capture_parser
+from pytest_eagle3.testing import synth as synthetic
 
 CONVENTIONS = (INPUT_OF, OUTPUT_OF)
 
@@ -34,7 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--engine", help="engine versions (as --eagle3-engine): sglang, vllm, all, NAME==VERSION")
     check.add_argument("-k", dest="keyword", metavar="EXPRESSION", help="only the contracts matching it (pytest -k)")
     check.add_argument("-m", dest="markexpr", metavar="MARKEXPR", help="only the tests matching it (pytest -m)")
-    _capture_parser(sub)
+    capture_parser(sub)
     matrix = sub.add_parser("matrix", help="print the engine x version support matrix from the profiles: which "
                             "releases load each producer's draft")
     matrix.add_argument("--markdown", action="store_true",
@@ -97,6 +98,20 @@ def _target_arguments(command: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command (``python -m pytest_eagle3`` and the ``pytest-eagle3`` script); a reader that leaves early
+    (``... | head -1``) ends it quietly, with no traceback."""
+    import os
+
+    try:
+        code = _main(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error at exit either
+        return 0
+    return code
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args, extra = parser.parse_known_args(argv)
     if extra and args.command != "check":
@@ -125,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "plan":
         return _plan(parser, args)
     if args.command == "capture":
-        return _capture(parser, args)
+        return capture(parser, args)
     if args.command == "sweep":
         return _sweep(parser, args)
     return _synth(parser, args)
@@ -147,69 +162,6 @@ def _check_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
         problem = unwritable(Path(args.report))
         if problem is not None:
             parser.error(f"--report: {args.report} cannot be written: {problem}")
-
-
-# -- capture (issue 20): the target's side written once, reused by --eagle3-hidden-states ----------------------
-def _capture_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
-
-    capture = sub.add_parser("capture", help="run the target (here, or in the engine that serves it) on the prompts "
-                                             "and write its hidden states for --eagle3-hidden-states")
-    capture.add_argument("target", help="the target model directory, or Hub id hf://ORG/NAME[@REV] (downloaded)")
-    capture.add_argument("out", type=Path, help="the dump directory to write (must not exist yet)")
-    capture.add_argument("--engine", choices=("transformers", "vllm"), default="transformers",
-                         help="who runs the target: transformers here (default), or vLLM's own workers")
-    capture.add_argument("--vllm-python", metavar="PY", help="interpreter of the venv where vLLM is installed "
-                                                              "(--engine vllm; default: this one)")
-    capture.add_argument("--engine-args", default="", metavar="ARGS",
-                         help="extra vLLM engine arguments, shell-quoted (e.g. \"--tensor-parallel-size 8\")")
-    capture.add_argument("--prompts", metavar="FILE", help="one prompt per line: JSON token ids or text "
-                                                             "(default: the built-in set)")
-    capture.add_argument("--new-tokens", type=int, default=DEFAULT_NEW_TOKENS + DEFAULT_STEPS, metavar="N",
-                         help="tokens generated per prompt (default %(default)s: --eagle3-continuation + --eagle3-k)")
-    capture.add_argument("--layers", metavar="LIST", help="states to keep besides the defaults (around the "
-                                                         "engines' default aux ids, and the last layer): 'all' or "
-                                                         "a comma list; state k = input of layer k")
-    capture.add_argument("--device", default="cpu", help="device for --engine transformers (default cpu)")
-
-
-def _capture(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from pytest_eagle3.reference.defaults import MAX_CONTINUATION, MAX_STEPS
-    from pytest_eagle3.shell.cli_hub import local
-
-    if args.out.exists():
-        parser.error(f"out: {args.out} already exists; capture never overwrites (choose a new directory)")
-    args.target = local(parser, "target", args.target, "capture runs the target")
-    if not Path(args.target, "config.json").is_file():
-        parser.error(f"target: {args.target} has no config.json (give the target model's directory)")
-    if args.out.exists():
-        parser.error(f"out: {args.out} already exists; capture never overwrites (choose a new directory)")
-    if args.prompts is not None and not Path(args.prompts).is_file():
-        parser.error(f"--prompts: {args.prompts} is not a file")
-    if not 2 <= args.new_tokens <= MAX_CONTINUATION + MAX_STEPS:
-        parser.error(f"--new-tokens: {args.new_tokens} is outside [2, {MAX_CONTINUATION + MAX_STEPS}]")
-    from pytest_eagle3.reference.acceptance import ReferenceInputError
-    from pytest_eagle3.reference.targets.source import TargetSourceError
-
-    def progress(done: int, total: int) -> None:
-        print(f"\rcapture: {done}/{total} prompts", end="\n" if done == total else "", file=sys.stderr, flush=True)
-
-    try:
-        if args.engine == "vllm":
-            from pytest_eagle3.live.capture import capture_vllm
-
-            manifest = capture_vllm(args.target, args.out, args.prompts, args.new_tokens, args.layers,
-                                    args.vllm_python or sys.executable, args.engine_args, progress)
-        else:
-            from pytest_eagle3.reference.targets.capture import capture_transformers
-
-            manifest = capture_transformers(args.target, args.out, args.prompts, args.new_tokens, args.layers,
-                                            args.device, progress)
-    except (TargetSourceError, ReferenceInputError) as exc:
-        print(f"pytest-eagle3 capture: error: {exc}", file=sys.stderr)
-        return 2
-    print(manifest)
-    return 0
 
 
 def _matrix(parser: argparse.ArgumentParser, readme: Path | None, markdown: bool = False) -> int:
@@ -377,13 +329,14 @@ def _sweep(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         paths = checkpoints_from(args.checkpoints)
     except SweepInputError as exc:
         parser.error(f"CKPT: {exc}")
+    from pytest_eagle3.progress import step, tick
+    from pytest_eagle3.shell.progress import on_stderr
+
     start = time.monotonic()
-
-    def progress(done: int, total: int) -> None:
-        print(f"\rsweep: {done}/{total} checkpoints", end="\n" if done == total else "", file=sys.stderr, flush=True)
-
     pipeline = Pipeline(VerdictSettings(tuple(engines), args.aux_convention))
-    result = run_sweep(paths, engines, TargetSide(args.target, dump), pipeline, progress=progress)
+    with on_stderr(), step("sweep"):
+        result = run_sweep(paths, engines, TargetSide(args.target, dump), pipeline,
+                           progress=lambda done, total: tick(f"{done}/{total} checkpoints"))
     print("\n".join(write(result, args.out)))
     print(f"sweep: {len(paths)} checkpoints x {len(engines)} engine versions in {time.monotonic() - start:.0f} s, "
           f"{result.target_runs} target run{'s' if result.target_runs != 1 else ''}")
@@ -393,6 +346,14 @@ def _sweep(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def _fix(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from pytest_eagle3.shell.progress import on_stderr
+
+    with on_stderr():  # the measurement, the predictions and the proof say how far they are
+        return _fix_steps(parser, args)
+
+
+def _fix_steps(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from pytest_eagle3.progress import step
     from pytest_eagle3.repair.fix import check_command, copy_flag, fix, prove, render
     from pytest_eagle3.repair.prediction import Measurement, predicted_lines
     from pytest_eagle3.repair.record import RepairRefused
@@ -412,7 +373,8 @@ def _fix(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     # the measurement needs the target's weights or a dump of its side: a config.json alone gives layer counts only
     measurement = (Measurement(args.target, dump) if args.target and (dump or Path(args.target).is_dir())
                    else None)
-    trained = measurement.trained(args.draft, args.aux_convention) if measurement else None
+    with step("measuring the training layers"):
+        trained = measurement.trained(args.draft, args.aux_convention) if measurement else None
     try:
         target = str(Path(args.target).resolve()) if args.target else None
         solution, out = fix(args.draft, args.out, engines, target, args.aux_convention, args.force, prefer,

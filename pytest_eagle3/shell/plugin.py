@@ -183,6 +183,22 @@ def pytest_configure(config: pytest.Config) -> None:
     collector = Collector(target=options.target, engines=[e.spec for e in options.engines])
     collector.expect(options.checkpoints)
     config.pluginmanager.register(Eagle3Session(config, options, collector), "eagle3-session")
+    from pytest_eagle3.shell.progress import listen_during
+
+    listen_during(config)  # the long steps (reference acceptance, predictions) say how far they are
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """No checkpoint given and nothing collected at all ("collected 0 items", exit 5): one line says what to give.
+    A run that collected tests, even all deselected, is left as it is."""
+    session = getattr(terminalreporter, "_session", None)
+    collected = getattr(session, "testscollected", 0) + len(terminalreporter.stats.get("deselected", []))
+    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and SETTINGS_KEY not in config.stash and not collected:
+        from pytest_eagle3.shell.terminal import width_of, wrap
+
+        for line in wrap("eagle3: no checkpoint given, so no EAGLE-3 contract was collected: give the draft with "
+                         "--eagle3-ckpt=PATH (or eagle3_ckpt = PATH in the ini file, or $EAGLE3_CKPT)", width_of(config)):
+            terminalreporter.write_line(line)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -278,7 +294,7 @@ def _contract_report(item: pytest.Item, report: pytest.TestReport, contract: str
     if report.failed:
         message = one_line(str(report.longrepr))
     elif report.skipped and isinstance(report.longrepr, tuple):
-        message = one_line(str(report.longrepr[2]).removeprefix("Skipped: "))
+        message = one_line(str(report.longrepr[2]).removeprefix("Skipped: "), None)  # shown whole under the table
     else:
         message = record.message if record.message is not None else "ok"
     plan = funcargs.get("eagle3_load_plan")
@@ -329,6 +345,15 @@ class Eagle3Session:
                      f"line, or set {WITH_TESTPATHS_INI} = true in the ini file")
         return [line]
 
+    def pytest_pycollect_makemodule(self, module_path: Path, parent: pytest.Collector) -> pytest.Module | None:
+        """A contract module outside the rootdir keeps the id it is printed with (``test_eagle3_engines.py::...``)
+        when a node id of it is pasted back: pytest would name the module by its path relative to itself (an
+        empty file part) when the module is the path given."""
+        if str(module_path.parent) != contracts_dir() or module_path.is_relative_to(self.config.rootpath):
+            return None
+        module: pytest.Module = pytest.Module.from_parent(parent, path=module_path, nodeid=module_path.name)
+        return module
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, "eagle3", None)
         if isinstance(data, dict):
@@ -360,8 +385,10 @@ class Eagle3Session:
         terminalreporter.write_sep("=", "EAGLE-3 verdict")
         for line in fit_table(self.collector.table_rows(), width):
             terminalreporter.write_line(line)
+        from pytest_eagle3.shell.repair_hint import repair_lines
+
         under = [*self.collector.partial_lines(), *self.collector.reference_lines(), *self.collector.probe_lines(),
-                 *self.collector.repair_lines()]
+                 *repair_lines(self.collector, self.options.aux_convention, self.options.hidden_states)]
         for line in (part for text in under for part in wrap(text, width)):
             terminalreporter.write_line(line)
         if self.report_path and self.write_error:

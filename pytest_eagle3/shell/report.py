@@ -25,7 +25,7 @@ PARTIAL = "pass (partial)"
 #: A row where no contract ran (all skipped, or none selected by ``-m``): never a pass.
 NOT_RUN = "not run"
 #: The reason a row gives when ``-m`` (or ``-k``) selected none of its contracts.
-NONE_SELECTED = "no contract selected (-m / -k deselected them all)"
+NONE_SELECTED = "no contract selected (-m, -k or the test ids given left none for this row)"
 
 
 Basis: TypeAlias = Literal["measured", "assumed"]
@@ -344,18 +344,6 @@ class Collector:
                 lines.extend(f"  {cid}: {reason}" for cid, reason in skipped.items())
         return lines
 
-    def repair_lines(self) -> list[str]:
-        """Which command would repair which rows: a fixed copy for the engine versions whose engine contracts
-        fail (``fix`` refuses what a copy cannot fix, and says why)."""
-        lines = []
-        for ckpt in self.checkpoints.values():
-            specs = [s for s in ckpt.engine_specs(self.engines) if s != ANY_ENGINE and
-                     any(c.startswith("engine.") for c in ckpt.engine_failing(s))]
-            if specs:
-                lines.append(f"repair {ckpt.path} ({', '.join(specs)}): python -m pytest_eagle3 fix {ckpt.path} OUT "
-                             f"--to {','.join(specs)}" + (f" --target {self.target}" if self.target else ""))
-        return lines
-
     def fill_formats(self, read: Any) -> None:
         """The format of every checkpoint no contract read (``read(path)`` gives the label)."""
         for ckpt in self.checkpoints.values():
@@ -391,7 +379,7 @@ def _probe_summary(probe: dict[str, Any]) -> str:
     status, differences = probe["status"], probe["differences"]
     if status == "probe-error":
         return f"no answer: {probe.get('error')}"
-    done = ("refused: " + one_line(str(probe.get("error")), 200).rstrip(".") if probe["outcome"] == "refused"
+    done = ("refused: " + one_line(str(probe.get("error")), None).rstrip(".") if probe["outcome"] == "refused"
             else "loaded with loss" if status == "loss" else "loaded")
     if status == "unplanned":
         return f"{done}; no static plan (version outside the profiles' range)"
@@ -433,7 +421,7 @@ def _predicted_json(predicted: dict[str, Any] | None) -> dict[str, Any] | None:
     return {k: predicted.get(k) for k in keys}
 
 
-def one_line(text: str, limit: int = 300) -> str:
-    """The first line of a message, bounded, for the JSON report."""
+def one_line(text: str, limit: int | None = 300) -> str:
+    """The first line of a message, bounded (``limit``; None: whole), for the JSON report."""
     first = text.strip().splitlines()[0] if text.strip() else ""
-    return first if len(first) <= limit else first[: limit - 3] + "..."
+    return first if limit is None or len(first) <= limit else first[: limit - 3] + "..."

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_eagle3 import progress
 from pytest_eagle3.reference.defaults import DEFAULT_MAX_LOSS, DEFAULT_NEW_TOKENS, DEFAULT_STEPS
 
 if TYPE_CHECKING:
@@ -222,7 +223,8 @@ class Pipeline:
         """Every step: measure, judge, settle, predict (cached per checkpoint, engine and target side)."""
         key = (str(ckpt.path), engine.spec, side)
         if key not in self._verdicts:
-            self._verdicts[key] = self._verdict(ckpt, engine, side)
+            with progress.step(f"predicting {engine.label}"):  # the long part: the target run, the readings
+                self._verdicts[key] = self._verdict(ckpt, engine, side)
         return self._verdicts[key]
 
     def _verdict(self, ckpt: Checkpoint, engine: EngineVersion, side: TargetSide) -> Verdict:

@@ -1,0 +1,107 @@
+"""The lines under the verdict table that say how to repair the failing rows.
+
+A row gets the ``python -m pytest_eagle3 fix`` command only when the repair solver (``repair.solve``, what
+``fix`` runs) writes a copy that changes something for it; every other failing row says what to change by
+hand: the failing contracts' own fixes (else the solver's reason), rows of one cause on one line. A row whose target does not match the draft
+gets neither a copy nor an edit of the draft: the target is what to check first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pytest_eagle3.shell.report import ANY_ENGINE, CheckpointResult, Collector
+
+if TYPE_CHECKING:
+    from pytest_eagle3.repair.solve import Solution
+
+def repair_lines(collector: Collector, convention: str | None = None, hidden_states: str | None = None) -> list[str]:
+    """Per checkpoint: a ``repair`` line with the command for the rows one copy repairs (one line per row when
+    their copies contradict), one ``by hand`` line per other reason."""
+    lines = []
+    for ckpt in collector.checkpoints.values():
+        rows = [s for s in ckpt.engine_specs(collector.engines) if s != ANY_ENGINE and ckpt.engine_failing(s)]
+        if not rows:
+            continue
+        copies, by_hand = _sort(ckpt, rows, collector.target, convention)
+        for specs in copies:
+            command = f"python -m pytest_eagle3 fix {ckpt.path} OUT --to {','.join(specs)}"
+            command += f" --target {collector.target}" if collector.target else ""
+            command += f" --hidden-states {hidden_states}" if hidden_states else ""
+            command += f" --aux-convention {convention}" if convention else ""
+            lines.append(f"repair {ckpt.path} ({', '.join(specs)}): {command}")
+        grouped: dict[str, list[str]] = {}
+        for spec, why in by_hand.items():
+            grouped.setdefault(why, []).append(spec)
+        lines.extend(f"repair {ckpt.path} ({', '.join(specs)}) by hand, python -m pytest_eagle3 fix cannot: {why}"
+                     for why, specs in grouped.items())
+    return lines
+
+
+def _sort(ckpt: CheckpointResult, rows: list[str], target: str | None,
+          convention: str | None) -> tuple[list[list[str]], dict[str, str]]:
+    """The copies that repair rows (their engine versions), and what to change by hand for each other row."""
+    by_hand = {s: "the target does not match the draft: check --eagle3-target names the model it was trained "
+                  "for (see target.consistent)" for s in rows if "target.consistent" in ckpt.engine_failing(s)}
+    rest = [s for s in rows if s not in by_hand]
+    solve = _solver(ckpt.path, target, convention) if rest else None
+    if isinstance(solve, str):
+        return [], {**by_hand, **{s: solve for s in rest}}
+    fixable = []
+    for spec in rest:
+        assert solve is not None
+        alone = solve([spec])
+        if isinstance(alone, str):  # refused: the fixes its reasons name (shared by the rows of one cause)
+            by_hand[spec] = _fixes_named(alone)
+        elif not alone.changes:  # nothing a copy changes helps: the failing contracts' own fixes
+            by_hand[spec] = "; ".join(ckpt.fixes(spec)) or f"{', '.join(ckpt.engine_failing(spec))} fail as it is"
+        else:
+            fixable.append(spec)
+    if not fixable or solve is None:
+        return [], by_hand
+    together = solve(fixable)
+    return ([fixable] if not isinstance(together, str) else [[s] for s in fixable]), by_hand
+
+
+def _fixes_named(refusal: str) -> str:
+    """The fixes a refusal's reasons name ("... (fix: serve with SGLang >= 0.5.11)"), each once; else the
+    refusal itself."""
+    fixes = []
+    for reason in refusal.split("; "):
+        for mark in (" (fix: ", " (fix by hand: "):
+            if mark in reason and reason.endswith(")"):
+                fixes.append(reason[reason.rindex(mark) + len(mark):-1])
+                break
+    return "; ".join(dict.fromkeys(fixes)) or refusal
+
+
+def _solver(path: str, target: str | None, convention: str | None) -> Callable[[list[str]], Solution | str] | str:
+    """What the repair solver makes of the draft for some engine versions (the copy, or why none), once the
+    engine-independent refusals (unreadable, unhealthy weights) are out of the way; else why it writes no copy."""
+    from pytest_eagle3.checkpoint import Checkpoint, TargetModel
+    from pytest_eagle3.knowledge.selection import parse_selection
+    from pytest_eagle3.repair import independent
+    from pytest_eagle3.repair.record import RepairRefused
+    from pytest_eagle3.repair.solve import solve
+
+    try:
+        ckpt = Checkpoint.open(path)
+        independent.refuse_unreadable(ckpt)
+        independent.refuse_unhealthy(ckpt)
+    except RepairRefused as exc:
+        return "; ".join(exc.reasons)
+    except (ValueError, OSError, RuntimeError) as exc:  # the summary never fails on a draft the run judged
+        return f"the repair solver cannot read it: {exc}"
+    model: Any = TargetModel.open(target) if target else None
+    model = model if model is not None and model.problem is None else None
+
+    def run(specs: list[str]) -> Solution | str:
+        try:
+            return solve(ckpt, [parse_selection(s)[0] for s in specs], model, convention, scanned=True)
+        except RepairRefused as exc:
+            return "; ".join(exc.reasons)
+        except (ValueError, OSError, RuntimeError) as exc:
+            return f"the repair solver cannot read it: {exc}"
+
+    return run
