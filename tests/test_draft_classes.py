@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
+from pytest_eagle3.knowledge.releases import KNOWN_RANGES
+
 from pytest_eagle3.engines.profiles import rule_for
 from pytest_eagle3.knowledge.draft_classes import QWEN3, REGISTRY, draft_class
 
@@ -38,6 +40,6 @@ def test_profile_architectures_follow_each_registry_row(engine: str, arch: str) 
     after = rule_for(engine, "architectures", since).value
     assert arch in after or (engine, str(since)) == ("vllm", "0.8.5") and after == "*"
     before = Version(f"{since.major}.{since.minor}.{since.micro}rc0")
-    if before >= Version({"vllm": "0.8.5", "sglang": "0.4.4.post2"}[engine]):
+    if before >= Version(KNOWN_RANGES[engine][0]):
         value = rule_for(engine, "architectures", before).value
         assert value == "*" or arch not in value, (engine, arch, before)

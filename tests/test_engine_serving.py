@@ -217,8 +217,8 @@ def test_dtype_that_agrees_or_an_engine_that_casts_is_quiet(plan_for: Plan) -> N
 
 def test_every_serving_behaviour_has_rows_for_both_engines() -> None:
     for name in ("draft_positions", "target_quantization", "draft_sliding_window", "draft_dtype"):
-        assert set(TABLES[name].engines) == {SGLANG, VLLM}, name
-        for engine in (SGLANG, VLLM):
+        assert {SGLANG, VLLM} <= set(TABLES[name].engines), name
+        for engine in TABLES[name].engines:
             TABLES[name].at(EngineVersion(engine, segment_starts(engine)[-1]))
 
 

@@ -83,7 +83,7 @@ def test_every_entry_is_sourced_and_used(entry: fc.Coverage) -> None:
     assert used, f"{entry.fields} ({entry.status}) covers no scanned field: drop it or fix the name"
 
 
-@pytest.mark.parametrize("engine", sorted(KNOWN_RANGES))
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])  # the engines scripts/scan_fields.py reads
 def test_the_scan_covers_the_committed_release_list(engine: str) -> None:
     assert fc.scan()["releases"][engine] == list(fc.SCANNED_RELEASES[engine])
     releases = [Version(v) for v in fc.SCANNED_RELEASES[engine]]

@@ -51,9 +51,10 @@ def test_fix_writes_the_ids_sglang_reads_as_trained_for_a_kimi_family_target(
     assert "eagle_config.eagle_aux_hidden_state_layer_ids: [2, 4, 6] -> [3, 5, 7]" in out
     assert "proof: the contracts pass" in out
     copy = Checkpoint.open(tmp_path / "fixed")
-    # the copy's ids name layer inputs now: the fix record says so, and the check command passes it on
+    # the copy's ids name layer inputs now: the fix record says so, and the copy is read that way unasked
     convention = json.loads((tmp_path / "fixed" / "eagle3-fix.json").read_text())["aux_convention_of_copy"]
-    assert convention == "input-of" and "--eagle3-aux-convention=input-of" in out
+    assert convention == "input-of" and copy.config.aux.convention == "input-of"
+    assert "--eagle3-aux-convention=output-of" not in out
     after = Pipeline(VerdictSettings()).judge(copy, engine, TargetSide(str(target)), convention=convention)
     assert after.aux.captured == after.aux.trained == (3, 5, 7) and not after.issues
 
