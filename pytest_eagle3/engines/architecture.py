@@ -107,7 +107,8 @@ def _speculators_only(out: Filing, sheet: FactSheet, prof: Profile) -> None:
                   "speculators_model_type: eagle3 with transformer_layer_config"),),
         "write a speculators-format config (speculators_model_type: eagle3, the layer fields under "
         "transformer_layer_config, the aux ids at the top level), rename midlayer.* tensors to layers.0.* and ship "
-        "embed_tokens.weight (fix --to does not write this conversion yet)",
+        f"embed_tokens.weight (python -m pytest_eagle3 fix DRAFT OUT --to {prof.engine}=={prof.version} --target TARGET "
+        "writes this copy, for a target whose class captures)",
         (f"rule: {prof.source('architectures')}", f"rule: {prof.source('speculators_format')}"),
     ))
 

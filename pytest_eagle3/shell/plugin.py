@@ -386,9 +386,11 @@ class Eagle3Session:
         for line in fit_table(self.collector.table_rows(), width):
             terminalreporter.write_line(line)
         from pytest_eagle3.shell.repair_hint import repair_lines
+        from pytest_eagle3.shell.verdicts import pipeline
 
         under = [*self.collector.partial_lines(), *self.collector.reference_lines(), *self.collector.probe_lines(),
-                 *repair_lines(self.collector, self.options.aux_convention, self.options.hidden_states)]
+                 *repair_lines(self.collector, pipeline(self.config), self.options.aux_convention,
+                              self.options.hidden_states)]
         for line in (part for text in under for part in wrap(text, width)):
             terminalreporter.write_line(line)
         if self.report_path and self.write_error:

@@ -15,16 +15,22 @@ from pytest_eagle3.shell.report import ANY_ENGINE, CheckpointResult, Collector
 
 if TYPE_CHECKING:
     from pytest_eagle3.repair.solve import Solution
+    from pytest_eagle3.verdict import Pipeline
 
-def repair_lines(collector: Collector, convention: str | None = None, hidden_states: str | None = None) -> list[str]:
+#: The contracts whose pass means the weights were scanned healthy in this run (the solver need not scan again).
+HEALTH_CONTRACTS = ("weights.finite", "weights.initialised")
+
+def repair_lines(collector: Collector, pipeline: Pipeline, convention: str | None = None,
+                 hidden_states: str | None = None) -> list[str]:
     """Per checkpoint: a ``repair`` line with the command for the rows one copy repairs (one line per row when
-    their copies contradict), one ``by hand`` line per other reason."""
+    their copies contradict), one ``by hand`` line per other reason. ``pipeline``: the run's, so the solver judges
+    with the run's settings and caches."""
     lines = []
     for ckpt in collector.checkpoints.values():
         rows = [s for s in ckpt.engine_specs(collector.engines) if s != ANY_ENGINE and ckpt.engine_failing(s)]
         if not rows:
             continue
-        copies, by_hand = _sort(ckpt, rows, collector.target, convention)
+        copies, by_hand = _sort(ckpt, rows, collector.target, convention, pipeline)
         for specs in copies:
             command = f"python -m pytest_eagle3 fix {ckpt.path} OUT --to {','.join(specs)}"
             command += f" --target {collector.target}" if collector.target else ""
@@ -39,13 +45,13 @@ def repair_lines(collector: Collector, convention: str | None = None, hidden_sta
     return lines
 
 
-def _sort(ckpt: CheckpointResult, rows: list[str], target: str | None,
-          convention: str | None) -> tuple[list[list[str]], dict[str, str]]:
+def _sort(ckpt: CheckpointResult, rows: list[str], target: str | None, convention: str | None,
+          pipeline: Pipeline) -> tuple[list[list[str]], dict[str, str]]:
     """The copies that repair rows (their engine versions), and what to change by hand for each other row."""
     by_hand = {s: "the target does not match the draft: check --eagle3-target names the model it was trained "
                   "for (see target.consistent)" for s in rows if "target.consistent" in ckpt.engine_failing(s)}
     rest = [s for s in rows if s not in by_hand]
-    solve = _solver(ckpt.path, target, convention) if rest else None
+    solve = _solver(ckpt, target, convention, pipeline) if rest else None
     if isinstance(solve, str):
         return [], {**by_hand, **{s: solve for s in rest}}
     fixable = []
@@ -76,29 +82,33 @@ def _fixes_named(refusal: str) -> str:
     return "; ".join(dict.fromkeys(fixes)) or refusal
 
 
-def _solver(path: str, target: str | None, convention: str | None) -> Callable[[list[str]], Solution | str] | str:
+def _solver(result: CheckpointResult, target: str | None, convention: str | None,
+            pipeline: Pipeline) -> Callable[[list[str]], Solution | str] | str:
     """What the repair solver makes of the draft for some engine versions (the copy, or why none), once the
-    engine-independent refusals (unreadable, unhealthy weights) are out of the way; else why it writes no copy."""
-    from pytest_eagle3.checkpoint import Checkpoint, TargetModel
+    engine-independent refusals (unreadable, unhealthy weights) are out of the way; else why it writes no copy.
+    The weights are scanned again only when this run's weight contracts did not pass."""
+    from pytest_eagle3.checkpoint import Checkpoint
     from pytest_eagle3.knowledge.selection import parse_selection
     from pytest_eagle3.repair import independent
     from pytest_eagle3.repair.record import RepairRefused
     from pytest_eagle3.repair.solve import solve
 
     try:
-        ckpt = Checkpoint.open(path)
+        ckpt = Checkpoint.open(result.path)
         independent.refuse_unreadable(ckpt)
-        independent.refuse_unhealthy(ckpt)
+        if not all(c in result.contracts and result.contracts[c].outcome == "passed" for c in HEALTH_CONTRACTS):
+            independent.refuse_unhealthy(ckpt)
     except RepairRefused as exc:
         return "; ".join(exc.reasons)
     except (ValueError, OSError, RuntimeError) as exc:  # the summary never fails on a draft the run judged
         return f"the repair solver cannot read it: {exc}"
-    model: Any = TargetModel.open(target) if target else None
+    model: Any = pipeline.target_model(target) if target else None
     model = model if model is not None and model.problem is None else None
 
     def run(specs: list[str]) -> Solution | str:
         try:
-            return solve(ckpt, [parse_selection(s)[0] for s in specs], model, convention, scanned=True)
+            return solve(ckpt, [parse_selection(s)[0] for s in specs], model, convention, pipeline=pipeline,
+                         scanned=True)
         except RepairRefused as exc:
             return "; ".join(exc.reasons)
         except (ValueError, OSError, RuntimeError) as exc:
