@@ -183,8 +183,10 @@ def _default_inputs(profile: Profile, target_layers: int | None, draft_layers: i
     if profile.behaviours.aux_default == "draft-layers":
         n = draft_layers or 1
         return tuple(max(i, 1) for i in (2, n // 2, max(n - 3, 0)))
-    launched = captured_layers(profile.target) if profile.behaviours.aux_default == "launch-setting" else None
-    if launched is not None:  # TensorRT-LLM: layer outputs, -1 the final state (modelled as input L)
+    if profile.behaviours.aux_default == "launch-setting":  # TensorRT-LLM: layer outputs, -1 the final state (L)
+        launched = captured_layers(profile.target)
+        if launched is None:  # its default (1, L//2 - 1, L - 4) raises for L <= 5: nothing is captured
+            return default_aux_inputs(target_layers) if target_layers is not None and target_layers > 5 else None
         return tuple(sorted({i + 1 for i in launched if i >= 0} | ({target_layers} if -1 in launched and
                                                                     target_layers is not None else set())))
     return default_aux_inputs(target_layers) if target_layers is not None else None

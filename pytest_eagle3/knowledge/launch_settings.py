@@ -11,6 +11,7 @@ the YAML ``speculative_config: {eagle3_layers_to_capture: [...]}`` of ``trtllm-s
 from __future__ import annotations
 
 import dataclasses
+import re
 import shlex
 from collections.abc import Sequence
 
@@ -29,6 +30,14 @@ class LaunchSettingError(ValueError):
     """A plan-changing setting whose value cannot be read."""
 
 
+_LIST = re.compile(r"[\[{][^\]}]*[\]}]")
+
+
+def _tight(match: re.Match[str]) -> str:
+    """``[5, 1, 3]`` as one word: the spaces a YAML-style list has."""
+    return re.sub(r"\s+", "", match.group())
+
+
 def sections(text: str | None) -> dict[str, tuple[str, ...]]:
     """``--eagle3-engine-args`` split per engine (``*``: every engine), shell-quoted words each."""
     parsed: dict[str, tuple[str, ...]] = {}
@@ -37,7 +46,7 @@ def sections(text: str | None) -> dict[str, tuple[str, ...]]:
         name = head.strip().lower()
         key, words = (name, rest) if sep and name in KNOWN_RANGES else ("*", section)
         try:
-            parsed[key] = parsed.get(key, ()) + tuple(shlex.split(words))
+            parsed[key] = parsed.get(key, ()) + tuple(shlex.split(_LIST.sub(_tight, words)))
         except ValueError as exc:
             raise LaunchSettingError(f"--eagle3-engine-args: {exc}") from None
     return parsed
@@ -56,13 +65,14 @@ def layer_ids(value: str) -> tuple[int, ...]:
 
 
 def settings_for(engine: str, text: str | None) -> tuple[tuple[str, str], ...]:
-    """The plan-changing settings ``--eagle3-engine-args`` gives ``engine``: ``((path, canonical value), ...)``."""
+    """The plan-changing settings ``--eagle3-engine-args`` gives ``engine`` in its own section (``trtllm: ...``):
+    ``((path, canonical value), ...)``."""
     wanted = SETTINGS.get(engine, ())
     if not wanted:
         return ()
     parsed = sections(text)
     found: dict[str, str] = {}
-    for word in (*parsed.get("*", ()), *parsed.get(engine, ())):
+    for word in parsed.get(engine, ()):  # its own section only: the common words go to every live server
         name, sep, value = word.partition("=")
         name = name.strip().lstrip("-").replace("-", "_")
         path = LAYERS_PATH if name in (LAYERS_TO_CAPTURE, LAYERS_PATH) else None
@@ -87,3 +97,10 @@ def launch_fix(ids: Sequence[int]) -> str:
     """The launch a fix names: the setting with ``ids`` and where TensorRT-LLM reads it."""
     return (f"{LAUNCH_FIX}{LAYERS_PATH}: {list(ids)} (trtllm-serve --extra_llm_api_options FILE; here: "
             f"--eagle3-engine-args 'trtllm: {LAYERS_TO_CAPTURE}=[{','.join(map(str, ids))}]')")
+
+
+def engine_args(engines: Sequence[EngineVersion]) -> str | None:
+    """``--eagle3-engine-args`` that gives ``engines`` their launch settings again (None without any)."""
+    parts = [f"{e.engine}: " + " ".join(f"{name.rpartition('.')[2]}={value.replace(' ', '')}" for name, value in e.launch)
+             for e in engines if e.launch]
+    return "; ".join(dict.fromkeys(parts)) or None
