@@ -49,7 +49,9 @@ def test_an_unread_patch_release_takes_the_earlier_rule() -> None:
 
 
 def test_selection_bare_names_and_all() -> None:
-    assert [e.spec for e in parse_selection("all")] == ["sglang==0.5.23", "vllm==0.33.0", "tokenspeed==0.1.1", "mlx-vlm==0.7.10"]
+    assert [e.spec for e in parse_selection("all")][:4] == ["sglang==0.5.23", "vllm==0.33.0", "tokenspeed==0.1.1",
+                                                          "mlx-vlm==0.7.10"]
+    assert "trtllm==1.2.1" in [e.spec for e in parse_selection("all")]
     assert [e.spec for e in parse_selection("sglang==0.5.11,sglang,vllm==0.11.0,vllm")] == [
         "sglang==0.5.11", "sglang==0.5.23", "vllm==0.11.0", "vllm==0.33.0"]
     assert [e.spec for e in parse_selection(" vllm , vllm==0.33.0 ")] == ["vllm==0.33.0"]
@@ -75,7 +77,7 @@ def test_selection_unknown_version_inside_a_range_resolves_to_its_profile() -> N
     ("sglang==0.4.3", "SGLang 0.4.3 is outside the known range 0.4.4.post2 to 0.5.23"),
     ("vllm==0.26.1", "vLLM 0.26.1 is not a release; the releases around it: 0.26.0, 0.27.0"),
     ("vllm==0.10", "vLLM 0.10 is not a release; it could mean 0.10.0, 0.10.1, 0.10.1.1, 0.10.2"),
-    ("trtllm", "unknown engine 'trtllm'"),
+    ("tensorrt", "unknown engine 'tensorrt'"),
     ("vllm==latest", "'vllm==latest' is not a version number"),
 ])
 def test_selection_errors_name_the_known_range(text: str, message: str) -> None:

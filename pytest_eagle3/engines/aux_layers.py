@@ -15,6 +15,7 @@ from typing import Any
 
 from packaging.version import Version
 
+from pytest_eagle3.engines import aux_launch
 from pytest_eagle3.engines.facts import FactSheet, lookup
 from pytest_eagle3.engines.plan_types import AuxPlan, Filed, Filing, Measured, describe_inputs
 from pytest_eagle3.engines.profiles import Profile
@@ -229,7 +230,8 @@ def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: 
             (Evidence("aux ids", str(list(aux.configured or ())), f"ids whose captured layer input is < {layers}"),),
             f"drop the ids that map to layer input {layers} or beyond", (f"rule: {reach_source}",),
         ))
-    _compare(out, aux, prof, sheet)
+    if not aux_launch.no_default(out, prof, layers, aux.trained):
+        _compare(out, aux, prof, sheet)
     return Aux(aux, out.filed())
 
 
@@ -360,6 +362,8 @@ def _compare(out: Filing, aux: AuxPlan, prof: Profile, sheet: FactSheet) -> None
 
 
 def _how_read(aux: AuxPlan, prof: Profile) -> str:
+    if aux_launch.launched(prof):
+        return aux_launch.how_read(prof, aux.requested)
     if aux.configured is None:
         fields = prof.behaviours.aux_id_fields
         where = ("nowhere (configured ids are ignored)" if not fields else " or ".join(map(field_text, fields))
@@ -416,6 +420,8 @@ def _aux_fix(aux: AuxPlan, prof: Profile) -> str:
         return f"the draft was trained on layer inputs {unreachable}, out of this target's reach: {aux.reach}"
     if aux.graph_mode is not None and aux.captured == aux.trained:
         return f"serve with {serve_with('graph_mode_default_layers', SGLANG, lambda v: not v)} (or --disable-cuda-graph, slow)"
+    if aux_launch.launched(prof):
+        return aux_launch.aux_fix(aux)
     if aux.fix_edit is None:
         return f"serve with a version that reads configured aux ids ({prof.label} ignores them)"
     path, ids = aux.fix_edit

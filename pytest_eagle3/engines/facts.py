@@ -28,6 +28,7 @@ from pytest_eagle3.engines.geometry import ROUTE_CONFIG_CLASS, Geometry, derive,
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.engines.runtime import LayerKv, target_layers
 from pytest_eagle3.findings import Finding
+from pytest_eagle3.knowledge.launch_settings import captured_layers
 from pytest_eagle3.knowledge.releases import LINEAGE, SGLANG
 from pytest_eagle3.knowledge.speculators import speculators_copies
 from pytest_eagle3.producers.formats import AuxLayers, default_aux_inputs, is_speculators, lookup
@@ -177,10 +178,17 @@ def _ids(value: object) -> tuple[int, ...] | None:
 
 def _default_inputs(profile: Profile, target_layers: int | None, draft_layers: int | None) -> tuple[int, ...] | None:
     """The layer inputs the engine captures when the config names no ids (behaviour ``aux_default``): the
-    target's [2, L//2, L-3]; or mlx-vlm's from the draft's own layer count, captured at max(id - 1, 0)'s output."""
+    target's [2, L//2, L-3]; or mlx-vlm's from the draft's own layer count, captured at max(id - 1, 0)'s output;
+    or the layers TensorRT-LLM's launch setting names (``knowledge.launch_settings``)."""
     if profile.behaviours.aux_default == "draft-layers":
         n = draft_layers or 1
         return tuple(max(i, 1) for i in (2, n // 2, max(n - 3, 0)))
+    if profile.behaviours.aux_default == "launch-setting":  # TensorRT-LLM: layer outputs, -1 the final state (L)
+        launched = captured_layers(profile.target)
+        if launched is None:  # its default (1, L//2 - 1, L - 4) raises for L <= 5: nothing is captured
+            return default_aux_inputs(target_layers) if target_layers is not None and target_layers > 5 else None
+        return tuple(sorted({i + 1 for i in launched if i >= 0} | ({target_layers} if -1 in launched and
+                                                                    target_layers is not None else set())))
     return default_aux_inputs(target_layers) if target_layers is not None else None
 
 

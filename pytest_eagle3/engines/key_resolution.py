@@ -207,6 +207,9 @@ def _vllm_name(profile: Profile, rules: _ClassRules, name: str, params: set[str]
     if stacked in params:
         _load(out, stacked, name, shard)
         return
+    if profile.behaviours.unknown_key == "drop":
+        out.dropped.append((name, _why_dropped(renamed, params, profile)))
+        return
     if profile.behaviours.unknown_key == "raise-except-bias" and name.endswith(".bias"):
         out.dropped.append((name, "unexpected *.bias tensors are ignored (debug log only)"))
         return

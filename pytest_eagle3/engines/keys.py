@@ -58,7 +58,8 @@ def plan_keys(sheet: FactSheet, prof: Profile, shape: DraftShape, fc_states: int
         _file_unset_bias(out, prof, unset_bias, dict(shape.layer_bias))
     others = tuple(p for p in uninitialised if p not in unset_bias)
     if prof.behaviours.unloaded_parameter == "refused" and not packed:  # the strict check counts every parameter
-        others += tuple(p for p in sorted(required & (shared | {D2T_PARAM})) if p not in res.loaded)
+        others += tuple(p for p in sorted(required & (shared | {D2T_PARAM}))
+                        if p not in res.loaded and not _target_fills(sheet, prof, p))
     for name, error in refused:
         out.refuse("keys", Finding(
             "key-refused",
@@ -91,6 +92,15 @@ def plan_keys(sheet: FactSheet, prof: Profile, shape: DraftShape, fc_states: int
                               sheet.draft_geometry, prof.behaviours.mlp_width)
     return Keys(params, parameters, FrozenDict(dict(res.dropped)), uninitialised, res.d2t_name,
                 tuple(sorted(params)), FrozenDict(shapes), out.filed())
+
+
+def _target_fills(sheet: FactSheet, prof: Profile, name: str) -> bool:
+    """A shared parameter the engine takes from the target, never from the checkpoint (no strict check on it):
+    lm_head when absent, embed_tokens when the widths agree (behaviours lm_head_source, embed_source)."""
+    if name == "lm_head.weight":
+        return prof.behaviours.lm_head_source == "target-if-absent"
+    return name == "model.embed_tokens.weight" and prof.behaviours.embed_source == "target-unless-hidden-differs" \
+        and sheet.target_hidden_size == sheet.hidden_size
 
 
 def _fc_bypassed(out: Filing, sheet: FactSheet, prof: Profile, unset: tuple[str, ...]) -> tuple[str, ...]:

@@ -65,7 +65,7 @@ def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Lay
     has_lm_head = not (LINEAGE[prof.engine] == SGLANG and sheet.tie_word_embeddings) and not (
         prof.behaviours.lm_head_source == "draft-else-embed" and not any("lm_head" in t for t in sheet.tensors))
     has_embed = not (prof.engine == VLLM and prof.behaviours.embed_source == "target-always-key-raises")
-    has_d2t = not (prof.behaviours.d2t_full_vocab == "refused" and sheet.full_vocab)
+    has_d2t = not (prof.behaviours.d2t_full_vocab in ("refused", "ignored") and sheet.full_vocab)
     shape = DraftShape(
         layers=built,
         norm_before_fc=sheet.flags["norm_before_fc"],

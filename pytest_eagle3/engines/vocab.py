@@ -49,6 +49,10 @@ def plan_vocab(sheet: FactSheet, prof: Profile, parameters: Mapping[str, object]
             (f"rule: {prof.source('d2t_full_vocab')}",),
         ))
         return VocabMap("refused", None, out.filed())
+    if full and prof.behaviours.d2t_full_vocab == "ignored":
+        out.note(f"draft_vocab_size == vocab_size ({draft_vocab}): {prof.label} builds no d2t and never reads the "
+                 "shipped one (draft ids are target ids)")
+        return VocabMap("no d2t parameter for a full vocab: draft ids are used as target ids", None, out.filed())
     if prof.behaviours.d2t_present == "discarded":
         if not full:
             out.refuse("vocab", Finding(

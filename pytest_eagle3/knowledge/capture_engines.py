@@ -6,7 +6,7 @@ reads them into its capture tables; an architecture no entry names is unknown fo
 
 from __future__ import annotations
 
-from pytest_eagle3.knowledge.releases import MLX_VLM, TOKENSPEED
+from pytest_eagle3.knowledge.releases import MLX_VLM, TOKENSPEED, TRTLLM
 
 CAPTURES, REFUSED = "captures", "refused"
 TS_BASE = ("tokenspeed runtime/models/base/causal_lm.py BaseCausalLM.set_eagle3_layers_to_capture, inherited; "
@@ -14,6 +14,9 @@ TS_BASE = ("tokenspeed runtime/models/base/causal_lm.py BaseCausalLM.set_eagle3_
 MLX_CAPTURE = "mlx_vlm models/{}/language.py forward(capture_layer_ids): h appended after each captured layer"
 MLX_NONE = ("mlx_vlm models/{}: the language model takes no capture_layer_ids; speculative/eagle3.py "
             "_eagle3_verify_target passes it: TypeError on the first verify step (0.6.0-0.7.10 read)")
+
+TRT_CAPTURE = ("tensorrt_llm _torch/models/{}: spec_metadata.maybe_capture_hidden_states(layer_idx, hidden_states, "
+               "residual) after each decoder layer (main read; the first release with the class not read)")
 
 ENTRIES: tuple[tuple[str, str, str, str, str, tuple[str, ...]], ...] = (
     (TOKENSPEED, "0.1.0", "llama", CAPTURES, f"{TS_BASE} (llama.py, qwen2.py, qwen3.py)",
@@ -31,4 +34,11 @@ ENTRIES: tuple[tuple[str, str, str, str, str, tuple[str, ...]], ...] = (
     (MLX_VLM, "0.6.0", "llama", REFUSED, MLX_NONE.format("llama"), ("LlamaForCausalLM",)),
     (MLX_VLM, "0.6.0", "llama", REFUSED, MLX_NONE.format("qwen2 / qwen3 / qwen3_moe"),
      ("Qwen2ForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM")),
+    (TRTLLM, "0.19.0", "llama", CAPTURES, TRT_CAPTURE.format("modeling_llama.py LlamaDecoderLayer"),
+     ("LlamaForCausalLM", "MistralForCausalLM")),
+    (TRTLLM, "0.19.0", "llama", CAPTURES, TRT_CAPTURE.format("modeling_qwen3.py / modeling_qwen3_moe.py"),
+     ("Qwen3ForCausalLM", "Qwen3MoeForCausalLM")),
+    (TRTLLM, "0.19.0", "deepseek", CAPTURES, TRT_CAPTURE.format("modeling_deepseekv3.py DeepseekV3DecoderLayer"),
+     ("DeepseekV3ForCausalLM",)),
+    (TRTLLM, "0.19.0", "gpt_oss", CAPTURES, TRT_CAPTURE.format("modeling_gpt_oss.py"), ("GptOssForCausalLM",)),
 )

@@ -14,7 +14,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from pytest_eagle3.knowledge.releases import MLX_VLM, SGLANG, TOKENSPEED, VLLM, EngineVersion
+from pytest_eagle3.knowledge.releases import MLX_VLM, SGLANG, TOKENSPEED, TRTLLM, VLLM, EngineVersion
 from pytest_eagle3.knowledge.table import Row, Table, table
 from pytest_eagle3.rules.mla import FAMILY_LLAMA, FAMILY_MLA
 
@@ -91,6 +91,10 @@ CLASSES: dict[tuple[str, str], DraftClass] = {
         MLX_VLM, "Eagle3DraftModel", LLAMA, (), (),
         ("mlx_vlm speculative/drafters/eagle3/eagle3.py Eagle3DraftModel (q/k/v/o, gate/up/down, three norms on "
          "layer 0, input_layernorm on later layers)")),
+    (TRTLLM, "Eagle3LlamaForCausalLM"): DraftClass(
+        TRTLLM, "Eagle3LlamaForCausalLM", LLAMA, (), (),
+        ("tensorrt_llm _torch/models/modeling_speculative.py Eagle3ForCausalLM (registered EAGLE3LlamaForCausalLM; "
+         "q/k/v fused into qkv_proj, gate/up into gate_up_proj; midlayer, or midlayer.N for N > 1 layers)")),
 }
 #: The class a speculators-format config builds, for engines that build one class whatever its model_type.
 SPECULATORS_CLASS = {MLX_VLM: "Eagle3DraftModel"}
@@ -148,6 +152,10 @@ ARCHITECTURE_READ: Table[bool] = table("architecture field read", (
         ("mlx_vlm utils.py get_model_type: only speculators_model_type 'eagle3' reaches the drafter; a flat config "
          "builds mlx_vlm.models.<model_type>, which refuses the draft's tensors (no flat architecture builds it; "
          "0.6.0-0.7.10 read)")),
+    Row(TRTLLM, "0.19.0", False,
+        ("tensorrt_llm _torch/models/modeling_speculative.py _build_eagle3_one_model_draft: eagle3_model_arch llama3 "
+         "builds Eagle3ForCausalLM whatever architectures says (two-model mode: 'EAGLE3' + the name without 'Eagle3', "
+         "when draft_vocab_size is set; modeling_auto.py _resolve_class) (main read)")),
 ))
 
 
@@ -160,7 +168,7 @@ def accepted_rows() -> tuple[Row[tuple[str, ...] | str], ...]:
     """The profile's ``architectures`` behaviour, derived from the registry: one row wherever it changes
     ('*' while the engine ignores the field)."""
     found: list[Row[tuple[str, ...] | str]] = []
-    for engine in (SGLANG, VLLM, TOKENSPEED, MLX_VLM):
+    for engine in (SGLANG, VLLM, TOKENSPEED, MLX_VLM, TRTLLM):
         changes: dict[Version, list[Row[Any]]] = {}
         tables: tuple[Table[Any], ...] = (*REGISTRY.values(), ARCHITECTURE_READ)
         for t in tables:

@@ -53,7 +53,8 @@ class Reach:
 
 
 #: The profile behaviour ``capture_range`` as a reach, for targets the scan did not read.
-RANGE_REACH = {"inner": Reach(CRASH, False), "all": Reach(EMBEDDINGS, True)}
+RANGE_REACH = {"inner": Reach(CRASH, False), "all": Reach(EMBEDDINGS, True),
+               "outputs": Reach(UNREACHED, True)}  # layer outputs 0..L-1 = inputs 1..L (TensorRT-LLM)
 
 _SCANS = {SGLANG: (reach_table.SGLANG_RELEASES, reach_table.SGLANG_REACH),
           VLLM: (reach_table.VLLM_RELEASES, reach_table.VLLM_REACH)}

@@ -10,6 +10,7 @@ SGLANG = "sglang"
 VLLM = "vllm"
 TOKENSPEED = "tokenspeed"
 MLX_VLM = "mlx-vlm"
+TRTLLM = "trtllm"
 
 #: The one release list: every final release per engine the knowledge was read over, oldest first (patch
 #: releases too). Every table, scanner and test reads it. Source: reference/sglang.md (v0.4.4.post2 first with
@@ -37,16 +38,20 @@ RELEASES: dict[str, tuple[str, ...]] = {
     MLX_VLM: ("0.6.0", "0.6.1", "0.6.2", "0.6.3", "0.6.4", "0.6.5", "0.6.6", "0.6.7", "0.6.8", "0.6.9", "0.6.10",
               "0.6.12", "0.6.13", "0.6.14", "0.6.15", "0.6.16", "0.6.17", "0.7.0", "0.7.1", "0.7.2", "0.7.3", "0.7.4",
               "0.7.5", "0.7.6", "0.7.8", "0.7.9", "0.7.10"),
+    # trtllm (PyTorch backend): 0.19.0 first with Eagle3ForCausalLM; tags pinned by tensorrtllm_backend's submodule:
+    # 0.19.0 c6f7d42, 0.20.0 7965842, 0.21.0 b4b1185, 1.0.0 ae8270b, 1.1.0 48b7b5d; 1.2.0 / 1.2.1 from release/1.2
+    # (36e34ee). Source read: main-branch versions of the files (behaviours/trtllm.py says which, per row)
+    TRTLLM: ("0.19.0", "0.20.0", "0.21.0", "1.0.0", "1.1.0", "1.2.0", "1.2.1"),
 }
 
 #: The releases the profiles cover, first and last, per engine (from :data:`RELEASES`).
-KNOWN_RANGES: dict[str, tuple[str, str]] = {engine: (RELEASES[engine][0], RELEASES[engine][-1]) for engine in (SGLANG, VLLM, TOKENSPEED, MLX_VLM)}
-DISPLAY = {SGLANG: "SGLang", VLLM: "vLLM", TOKENSPEED: "TokenSpeed", MLX_VLM: "mlx-vlm"}
+KNOWN_RANGES: dict[str, tuple[str, str]] = {engine: (RELEASES[engine][0], RELEASES[engine][-1]) for engine in (SGLANG, VLLM, TOKENSPEED, MLX_VLM, TRTLLM)}
+DISPLAY = {SGLANG: "SGLang", VLLM: "vLLM", TOKENSPEED: "TokenSpeed", MLX_VLM: "mlx-vlm", TRTLLM: "TensorRT-LLM"}
 #: The engines a run judges by default (``--eagle3-engine`` unset): the two most used; ``all`` adds the others.
 DEFAULT_ENGINES = (SGLANG, VLLM)
 #: Whose loader code an engine's own descends from (TokenSpeed is derived from SGLang): the engine-specific
 #: code paths in ``engines/`` that are not behaviours yet follow it.
-LINEAGE = {SGLANG: SGLANG, VLLM: VLLM, TOKENSPEED: SGLANG, MLX_VLM: MLX_VLM}
+LINEAGE = {SGLANG: SGLANG, VLLM: VLLM, TOKENSPEED: SGLANG, MLX_VLM: MLX_VLM, TRTLLM: TRTLLM}
 
 
 @dataclass(frozen=True, order=True)
@@ -55,6 +60,9 @@ class EngineVersion:
 
     engine: str
     version: Version
+    #: Launch settings that change the plan, as (setting, value) (knowledge.launch_settings): e.g. TensorRT-LLM's
+    #: ``speculative_config.eagle3_layers_to_capture``; empty: the engine's defaults.
+    launch: tuple[tuple[str, str], ...] = ()
 
     @property
     def spec(self) -> str:
@@ -64,7 +72,8 @@ class EngineVersion:
     def label(self) -> str:
         newest_rules = rules_from(self.engine, self.version)
         rules = f" (judged by {newest_rules}'s rules)" if newest_rules is not None else ""
-        return f"{DISPLAY[self.engine]} {self.version}{rules}"
+        launched = "".join(f" (launched with {name}: {value})" for name, value in self.launch)
+        return f"{DISPLAY[self.engine]} {self.version}{rules}{launched}"
 
     @property
     def test_id(self) -> str:

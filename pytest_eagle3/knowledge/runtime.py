@@ -6,7 +6,7 @@ from enum import StrEnum
 
 from packaging.version import Version
 
-from pytest_eagle3.knowledge.releases import MLX_VLM, SGLANG, TOKENSPEED, VLLM, EngineVersion
+from pytest_eagle3.knowledge.releases import MLX_VLM, SGLANG, TOKENSPEED, TRTLLM, VLLM, EngineVersion
 from pytest_eagle3.knowledge.table import Row, Table, table
 
 
@@ -59,6 +59,10 @@ KV_TABLE: Table[KvGrouping] = table("KV-cache grouping of draft and target layer
     Row(MLX_VLM, "0.6.0", SEPARATE_POOL,
         "mlx_vlm speculative/drafters/eagle3/eagle3.py make_cache: one KVCache per draft layer, its own "
         "(0.6.0-0.7.10 read)"),
+    Row(TRTLLM, "0.19.0", SEPARATE_POOL,
+        "tensorrt_llm _torch/models/modeling_speculative.py SpecDecOneEngineForCausalLM: "
+        "should_use_separate_draft_kv_cache; two-model mode: the draft's own engine and KV cache manager (main read; "
+        "a one-model draft in the target's manager with its own per-layer head count: not modelled)"),
 ))
 KV_RULES: tuple[KvRule, ...] = KV_TABLE.rows
 DTYPE_SOURCE = {
@@ -67,6 +71,7 @@ DTYPE_SOURCE = {
     "sglang": "sglang configs/model_config.py ModelConfig.from_server_args(is_draft_model=True): the server's --dtype",
     "tokenspeed": "tokenspeed runtime/configs/model_config.py (as SGLang: the server's --dtype)",
     "mlx-vlm": "mlx_vlm utils.py load_model: the drafter's tensors as stored",
+    "trtllm": "tensorrt_llm _torch/models/modeling_speculative.py Eagle3DraftModel: dtype=config.torch_dtype (the draft's)",
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_eagle3 import progress
+from pytest_eagle3.knowledge.launch_settings import engine_args
 from pytest_eagle3.repair.record import RepairRefused
 from pytest_eagle3.repair.solve import Solution, Trained, solve
 from pytest_eagle3.repair.writer import RECORD, write_copy
@@ -81,6 +83,7 @@ def prove(out: Path, engines: Sequence[EngineVersion], target: str | None, conve
     command += [f"--eagle3-target={target}"] if target else []
     command += [f"--eagle3-aux-convention={convention}"] if convention else []
     command += [f"--eagle3-hidden-states={hidden_states}"] if hidden_states else []
+    command += [f"--eagle3-engine-args={launch}"] if (launch := engine_args(engines)) else []
     env = dict(os.environ)
     env.pop("GITHUB_STEP_SUMMARY", None)  # the proof's verdict is the fix's output, not a job summary
     with progress.step(f"proof: the contracts on {out} for {', '.join(e.spec for e in engines)}"), \
@@ -105,6 +108,7 @@ def check_command(out: Path, engines: Sequence[EngineVersion], target: str | Non
     words += [f"--eagle3-target={target}"] if target else []
     words += [f"--eagle3-aux-convention={convention}"] if convention else []
     words += [f"--eagle3-hidden-states={hidden_states}"] if hidden_states else []
+    words += [shlex.quote(f"--eagle3-engine-args={launch}")] if (launch := engine_args(engines)) else []
     return " ".join(words)
 
 

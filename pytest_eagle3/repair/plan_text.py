@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pytest_eagle3.knowledge.launch_settings import LAUNCH_FIX
+
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
     from pytest_eagle3.engines.plan_types import LoadPlan
@@ -40,6 +42,6 @@ def render_plan(ckpt: Checkpoint, view: LoadPlan) -> str:
     lines += [f"  [{i.area}/{i.finding.code}] {i.finding.summary}" + (f"\n    fix: {i.finding.fix}" if i.finding.fix else "")
               for i in view.issues]
     lines += [f"  [{area}/undecided] {finding.summary}" for area, finding in view.unknown.items()]
-    if view.issues:
+    if any(not i.finding.fix.startswith(LAUNCH_FIX) for i in view.issues):  # a launch setting is no copy's
         lines.append(f"a fixed copy for {engine.spec}: python -m pytest_eagle3 fix {ckpt.path} OUT --to {engine.spec}")
     return "\n".join(lines)

@@ -93,6 +93,9 @@ def _target_arguments(command: argparse.ArgumentParser) -> None:
                               "predicted from it")
     command.add_argument("--aux-convention", choices=CONVENTIONS,
                          help="how the draft's aux ids name its training layers (default: the producer's convention)")
+    command.add_argument("--engine-args", metavar="ARGS",
+                         help="as --eagle3-engine-args: the launch settings the plan reads, e.g. "
+                              "'trtllm: eagle3_layers_to_capture=[1,3,4]'")
     command.add_argument("--download-weights", action="store_true",
                          help="download the weights of hf:// ids (default: headers and small tensors read by range)")
 
@@ -130,6 +133,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         pytest_args += [f"--eagle3-hidden-states={args.hidden_states}"] if args.hidden_states else []
         pytest_args += [f"--eagle3-aux-convention={args.aux_convention}"] if args.aux_convention else []
         pytest_args += ["--eagle3-download-weights"] if args.download_weights else []
+        pytest_args += [f"--eagle3-engine-args={args.engine_args}"] if args.engine_args else []
         pytest_args += ["-k", args.keyword] if args.keyword is not None else []
         pytest_args += ["-m", args.markexpr] if args.markexpr is not None else []
         return int(pytest.main([*pytest_args, *extra]))
@@ -203,13 +207,19 @@ def _synth(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     return 0
 
 
-def _engines(parser: argparse.ArgumentParser, flag: str, text: str, one: bool = False) -> list[Any]:
+def _engines(parser: argparse.ArgumentParser, flag: str, text: str, engine_args: str | None = None,
+             one: bool = False) -> list[Any]:
+    from pytest_eagle3.knowledge.launch_settings import with_launch
     from pytest_eagle3.knowledge.selection import parse_selection
 
     try:
         engines = list(parse_selection(text))
     except ValueError as exc:
         parser.error(f"{flag}: {exc}")
+    try:
+        engines = list(with_launch(engines, engine_args))
+    except ValueError as exc:
+        parser.error(f"--engine-args: {exc}")
     if not engines or (one and len(engines) != 1):
         parser.error(f"{flag}: name {'one engine version' if one else 'engine versions'} as ENGINE==VER")
     return engines
@@ -252,7 +262,7 @@ def _plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from pytest_eagle3.shell.cli_hub import pinned
     from pytest_eagle3.verdict import Pipeline, TargetSide, VerdictSettings
 
-    engines = _engines(parser, "--engine", args.engine)
+    engines = _engines(parser, "--engine", args.engine, args.engine_args)
     args.target = pinned(parser, "--target", args.target, args.download_weights)
     args.draft = pinned(parser, "DRAFT", args.draft, args.download_weights)
     model = _target(parser, args.target)
@@ -289,6 +299,7 @@ def _plan_json(args: argparse.Namespace, engines: Sequence[Any], dump: str | Non
         pytest_args += [f"--eagle3-hidden-states={dump}"] if dump else []
         pytest_args += [f"--eagle3-aux-convention={args.aux_convention}"] if args.aux_convention else []
         pytest_args += ["--eagle3-download-weights"] if args.download_weights else []
+        pytest_args += [f"--eagle3-engine-args={args.engine_args}"] if args.engine_args else []
         import contextlib
         import io
 
@@ -323,7 +334,7 @@ def _sweep(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     problem = unwritable(args.out / "sweep.json")
     if problem is not None:
         parser.error(f"--out: {args.out} cannot be written: {problem}")
-    engines = _engines(parser, "--engine", args.engine)
+    engines = _engines(parser, "--engine", args.engine, args.engine_args)
     dump = _dump(parser, _target(parser, args.target), args.hidden_states)
     try:
         paths = checkpoints_from(args.checkpoints)
@@ -360,7 +371,7 @@ def _fix_steps(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
 
     from pytest_eagle3.shell.cli_hub import config_only, local
 
-    engines = _engines(parser, "--to", args.to)
+    engines = _engines(parser, "--to", args.to, args.engine_args)
     prefer = _engines(parser, "--prefer", args.prefer, one=True)[0].spec if args.prefer else None
     if prefer and prefer not in {e.spec for e in engines}:
         parser.error(f"--prefer: {prefer} is not one of --to {args.to}")

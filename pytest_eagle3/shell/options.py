@@ -59,7 +59,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "write the verdicts as a markdown table to this path (a CI job summary; with $GITHUB_STEP_SUMMARY "
                "set, the table is appended there too)"),
     OptionSpec("eagle3_engines", "--eagle3-engine", "EAGLE3_ENGINES", "eagle3_engines",
-               "engine versions to judge against: comma list of sglang, vllm, tokenspeed, mlx-vlm, all (every "
+               "engine versions to judge against: comma list of sglang, vllm, tokenspeed, mlx-vlm, trtllm, all (every "
                "engine's newest), NAME==VERSION or NAME==* (the first version of every profile segment, and the "
                "newest); a bare name is the newest known version (default: sglang,vllm; the known versions: "
                "python -m pytest_eagle3 matrix)",
@@ -103,7 +103,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "checkpoint; live engine tests serve with it (default for those: this interpreter)",
                metavar="PYTHON"),
     OptionSpec("eagle3_engine_args", "--eagle3-engine-args", "EAGLE3_ENGINE_ARGS", "eagle3_engine_args",
-               "extra arguments for every live server, shell-quoted; or per engine: 'vllm: ARGS; sglang: ARGS'",
+               "extra arguments for every live server, shell-quoted; or per engine: 'vllm: ARGS; sglang: ARGS'; "
+               "the static plan reads 'trtllm: eagle3_layers_to_capture=[A,B,C]' (TensorRT-LLM's "
+               "speculative_config.eagle3_layers_to_capture)",
                metavar="ARGS", is_path=False),
     OptionSpec("eagle3_server_timeout", "--eagle3-server-timeout", "EAGLE3_SERVER_TIMEOUT", "eagle3_server_timeout",
                "seconds a live server may take to become healthy (default 600)", metavar="SECONDS", is_path=False),
@@ -275,7 +277,7 @@ def parse_settings(config: pytest.Config) -> Settings:
         download_weights=download,
         report=check.report_path(name["eagle3_report"], one["eagle3_report"]),
         summary=check.report_path(name["eagle3_summary"], one["eagle3_summary"], "eagle3-summary.md"),
-        engines=_engines(one["eagle3_engines"] or DEFAULT_SELECTION),
+        engines=_engines(one["eagle3_engines"] or DEFAULT_SELECTION, one["eagle3_engine_args"]),
         aux_convention=check.convention(name["eagle3_aux_convention"], one["eagle3_aux_convention"]),
         min_acceptance=check.min_acceptance(name["eagle3_min_acceptance"], one["eagle3_min_acceptance"], steps,
                                        DEFAULT_MIN_ACCEPTANCE),
@@ -324,12 +326,13 @@ def check_interpreters(config: pytest.Config) -> None:
         _interpreter(where(dest, resolved), resolved.value)
 
 
-def _engines(text: str) -> tuple[EngineVersion, ...]:
+def _engines(text: str, engine_args: str | None = None) -> tuple[EngineVersion, ...]:
+    from pytest_eagle3.knowledge.launch_settings import LaunchSettingError, with_launch
     from pytest_eagle3.knowledge.selection import EngineSelectionError, parse_selection
 
     try:
-        return parse_selection(text)
-    except EngineSelectionError as exc:
+        return with_launch(parse_selection(text), engine_args)
+    except (EngineSelectionError, LaunchSettingError) as exc:
         raise pytest.UsageError(str(exc)) from None
 
 

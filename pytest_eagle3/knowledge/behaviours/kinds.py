@@ -47,7 +47,7 @@ class Behaviours:
     later_layer_norm: Literal["hidden_norm", "input_layernorm"]
     d2t_present: Literal["offsets", "discarded"]
     d2t_absent: Literal["crash", "identity"]
-    d2t_full_vocab: Literal["offsets", "refused"]
+    d2t_full_vocab: Literal["offsets", "refused", "ignored"]
     draft_vocab_size_missing: Refusal
     draft_vocab_size_null: Refusal
     aux_id_fields: Names
@@ -55,7 +55,7 @@ class Behaviours:
     aux_transform_llama: AuxTransform
     aux_transform_deepseek: AuxTransform
     aux_transform_gpt_oss: AuxTransform
-    capture_range: Literal["inner", "all"]
+    capture_range: Literal["inner", "all", "outputs"]
     graph_mode_default_layers: bool
     fc_applied: Literal["when-width-differs", "always"]
     fc_aux_count: FcAuxCount
@@ -84,7 +84,7 @@ class Behaviours:
     target_quantization: Literal["none", "target", "draft", "server-flag", "server-flag-or-draft-flag"]
     draft_sliding_window: Literal["none", "interleaved-only", "layer-types-at-target-index", "layer-types", "server-flag"]
     draft_dtype: Literal["target", "draft-config"]
-    aux_default: Literal["target-layers", "draft-layers"]
+    aux_default: Literal["target-layers", "draft-layers", "launch-setting"]
 
     def aux_transform(self, family: str) -> AuxTransform:
         """The aux-id transform for a target family (``llama``, ``deepseek``, ``gpt_oss``)."""
@@ -185,7 +185,8 @@ BEHAVIOURS: dict[str, str] = {
     "later_layer_norm": "the norm layers >= 1 apply to their input",
     "d2t_present": "how a shipped d2t is used",
     "d2t_absent": "what an absent d2t means",
-    "d2t_full_vocab": "what a d2t does when draft_vocab_size == vocab_size",
+    "d2t_full_vocab": ("what a d2t does when draft_vocab_size == vocab_size: offsets / refused / ignored (no d2t "
+                       "parameter; the shipped tensor is never read)"),
     "draft_vocab_size_missing": "what a config without draft_vocab_size leads to",
     "draft_vocab_size_null": "what draft_vocab_size: null leads to",
     "aux_id_fields": "draft-config fields the target side reads aux layer ids from, in order",
@@ -194,7 +195,8 @@ BEHAVIOURS: dict[str, str] = {
     "aux_transform_deepseek": "how DeepSeek-family targets turn ids into captured layer inputs",
     "aux_transform_gpt_oss": "how gpt-oss targets turn ids into captured layer inputs",
     "capture_range": ("which captured layer-input indices fire: 'inner' = 1..L-1, 'all' = 0..L; for target classes "
-                      "whose loop the reach scan did not read (knowledge/reach.py has the rest, per class)"),
+                      "whose loop the reach scan did not read (knowledge/reach.py has the rest, per class); 'outputs' = "
+                      "1..L (each layer's output, the last one's too; 0 never fires)"),
     "graph_mode_default_layers": "whether CUDA-graph decode captures the default layers instead",
     "fc_applied": "when fc runs on what the target sends",
     "fc_aux_count": "how the draft sizes fc: the number of aux states it expects",
@@ -256,7 +258,8 @@ BEHAVIOURS: dict[str, str] = {
                     "draft-config (the draft's own config under --dtype auto: float32 or absent becomes float16)"),
     "aux_default": ("whose layer count the default aux ids (2, n//2, n-3) come from when the config names none: "
                     "target-layers (the target's) / draft-layers (the draft's own num_hidden_layers: [2, 0, 0] for a "
-                    "one-layer draft)"),
+                    "one-layer draft) / launch-setting (the draft config's ids are not read: a launch setting names "
+                    "the layers, TensorRT-LLM's speculative_config.eagle3_layers_to_capture, else the target's)"),
 }
 
 if NAMES != tuple(f.name for f in fields(Behaviours)) or set(BEHAVIOURS) != set(NAMES):

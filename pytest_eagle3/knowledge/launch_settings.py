@@ -1,0 +1,106 @@
+"""Launch settings that change a load plan: read from ``--eagle3-engine-args`` into :attr:`EngineVersion.launch`.
+
+``--eagle3-engine-args`` is one string for every engine, or per engine ``vllm: ...; trtllm: ...`` (the same
+grammar as ``live.launch.parse_engine_args``). Most of it is passed to a live server untouched; the settings
+named in :data:`SETTINGS` are also what the static plan reads. TensorRT-LLM's ``eagle3_layers_to_capture`` is
+the YAML ``speculative_config: {eagle3_layers_to_capture: [...]}`` of ``trtllm-serve --extra_llm_api_options``
+(``LLM(speculative_config=EagleDecodingConfig(eagle3_layers_to_capture=...))``); written here
+``trtllm: eagle3_layers_to_capture=[1,3,4]`` (or ``speculative_config.eagle3_layers_to_capture=...``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shlex
+from collections.abc import Sequence
+
+from pytest_eagle3.knowledge.releases import KNOWN_RANGES, TRTLLM, EngineVersion
+
+#: The setting's name as TensorRT-LLM spells it (llmapi/llm_args.py EagleDecodingConfig), and the YAML path.
+LAYERS_TO_CAPTURE = "eagle3_layers_to_capture"
+LAYERS_PATH = f"speculative_config.{LAYERS_TO_CAPTURE}"
+#: The settings each engine's static plan reads (the path a fix names).
+SETTINGS: dict[str, tuple[str, ...]] = {TRTLLM: (LAYERS_PATH,)}
+#: How a fix that only a launch can make begins (no fixed copy is offered for it).
+LAUNCH_FIX = "launch with "
+
+
+class LaunchSettingError(ValueError):
+    """A plan-changing setting whose value cannot be read."""
+
+
+_LIST = re.compile(r"[\[{][^\]}]*[\]}]")
+
+
+def _tight(match: re.Match[str]) -> str:
+    """``[5, 1, 3]`` as one word: the spaces a YAML-style list has."""
+    return re.sub(r"\s+", "", match.group())
+
+
+def sections(text: str | None) -> dict[str, tuple[str, ...]]:
+    """``--eagle3-engine-args`` split per engine (``*``: every engine), shell-quoted words each."""
+    parsed: dict[str, tuple[str, ...]] = {}
+    for section in (s for s in (text or "").split(";") if s.strip()):
+        head, sep, rest = section.partition(":")
+        name = head.strip().lower()
+        key, words = (name, rest) if sep and name in KNOWN_RANGES else ("*", section)
+        try:
+            parsed[key] = parsed.get(key, ()) + tuple(shlex.split(_LIST.sub(_tight, words)))
+        except ValueError as exc:
+            raise LaunchSettingError(f"--eagle3-engine-args: {exc}") from None
+    return parsed
+
+
+def layer_ids(value: str) -> tuple[int, ...]:
+    """``[1,3,4]`` / ``1,3,4`` / ``{1, 3, 4}`` as sorted unique ints (TensorRT-LLM sorts the set); -1 allowed."""
+    body = value.strip().strip("[]{}() ")
+    try:
+        ids = sorted({int(part) for part in body.replace(" ", ",").split(",") if part})
+    except ValueError:
+        raise LaunchSettingError(f"{LAYERS_TO_CAPTURE}={value!r}: expected a list of layer ids, e.g. [1,3,4]") from None
+    if not ids:
+        raise LaunchSettingError(f"{LAYERS_TO_CAPTURE}={value!r}: name at least one layer id")
+    return tuple(ids)
+
+
+def settings_for(engine: str, text: str | None) -> tuple[tuple[str, str], ...]:
+    """The plan-changing settings ``--eagle3-engine-args`` gives ``engine`` in its own section (``trtllm: ...``):
+    ``((path, canonical value), ...)``."""
+    wanted = SETTINGS.get(engine, ())
+    if not wanted:
+        return ()
+    parsed = sections(text)
+    found: dict[str, str] = {}
+    for word in parsed.get(engine, ()):  # its own section only: the common words go to every live server
+        name, sep, value = word.partition("=")
+        name = name.strip().lstrip("-").replace("-", "_")
+        path = LAYERS_PATH if name in (LAYERS_TO_CAPTURE, LAYERS_PATH) else None
+        if sep and path in wanted:
+            found[path] = str(list(layer_ids(value)))
+    return tuple(found.items())
+
+
+def with_launch(engines: Sequence[EngineVersion], text: str | None) -> tuple[EngineVersion, ...]:
+    """``engines``, each carrying the plan-changing settings ``text`` gives its engine."""
+    return tuple(dataclasses.replace(e, launch=settings_for(e.engine, text)) if SETTINGS.get(e.engine) else e
+                 for e in engines)
+
+
+def captured_layers(engine: EngineVersion) -> tuple[int, ...] | None:
+    """The layer ids the launch tells TensorRT-LLM to capture (layer OUTPUTS; -1: the final state), or None."""
+    value = dict(engine.launch).get(LAYERS_PATH)
+    return layer_ids(value) if value is not None else None
+
+
+def launch_fix(ids: Sequence[int]) -> str:
+    """The launch a fix names: the setting with ``ids`` and where TensorRT-LLM reads it."""
+    return (f"{LAUNCH_FIX}{LAYERS_PATH}: {list(ids)} (trtllm-serve --extra_llm_api_options FILE; here: "
+            f"--eagle3-engine-args 'trtllm: {LAYERS_TO_CAPTURE}=[{','.join(map(str, ids))}]')")
+
+
+def engine_args(engines: Sequence[EngineVersion]) -> str | None:
+    """``--eagle3-engine-args`` that gives ``engines`` their launch settings again (None without any)."""
+    parts = [f"{e.engine}: " + " ".join(f"{name.rpartition('.')[2]}={value.replace(' ', '')}" for name, value in e.launch)
+             for e in engines if e.launch]
+    return "; ".join(dict.fromkeys(parts)) or None
