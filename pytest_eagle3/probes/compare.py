@@ -49,9 +49,11 @@ CPU_BACKEND_LIMITS: tuple[tuple[str, str], ...] = (
       "Fp8LinearMethod.process_weights_after_loading -> fp8_utils.process_fp8_weight_tensor_strategy -> "
       "w8a8_utils.requantize_with_max_scale calls it for every per-tensor FP8 draft, after load_weights has filled "
       "every parameter (CPU run 0.32.0): the CPU kernel's limit, not the loader's")),
-    ("Fp8LinearMethod on CPU requires that CPU has AMX support",
-     ("sglang 0.5.23 layers/quantization/fp8.py Fp8LinearMethod.process_weights_after_loading: assert "
-      "_is_cpu_amx_available on CPU, after load_weights (CPU run 0.5.23 without AMX): the CPU backend's limit")),
+    ("name 'sgl_per_tensor_quant_fp8' is not defined",
+     ("sglang 0.5.23 kernels/ops/quantization/fp8_kernel.py imports sgl_per_tensor_quant_fp8 on CUDA, XPU and MUSA "
+      "only; layers/quantization/fp8.py Fp8LinearMethod.process_weights_after_loading -> quantization/utils.py "
+      "requantize_with_max_scale -> scaled_fp8_quant calls it for every per-tensor FP8 draft, after load_weights "
+      "(CPU run 0.5.23; past it, the CPU path asserts AMX support): the CPU backend's limit, not the loader's")),
 )
 
 
