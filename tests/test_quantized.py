@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from pytest_eagle3.checkpoint import Checkpoint, CheckpointReadError
 from pytest_eagle3.checkpoint.tensorfiles import SAFETENSORS_DTYPES, SUB_BYTE_BITS
 from pytest_eagle3.knowledge.selection import parse_selection
+from pytest_eagle3.probes.cases import CASES_BY_NAME, write_case
 from pytest_eagle3.rules.exports import export_findings
 from pytest_eagle3.rules.quantized import NOT_MODELLED, is_scale
 from pytest_eagle3.rules.shapes import config_findings, format_findings, shape_findings, shape_unmodelled
@@ -167,6 +168,24 @@ def test_fp8_draft_runs_every_contract(run_contracts: Callable[..., Any], tmp_pa
     assert old["outcome"] == "failed" and "_scale" in old["message"]
     runtime = rows[("vllm==0.10.2", "engine.runtime")]
     assert runtime["outcome"] == "failed" and "unquantized" in runtime["message"]
+
+
+def test_fp8_probe_case_plain_and_per_engine(run_contracts: Callable[..., Any], tmp_path: Path) -> None:
+    """The probe corpus's FP8 draft (fc quantized too, AutoFP8's config): plain ``pytest --eagle3-ckpt`` prints
+    verdicts, no traceback; SGLang's plain-Linear fc loses fc's scales (a FAIL naming the rule and the fix), vLLM
+    builds fc with the draft's quantization (no key failure)."""
+    draft = write_case(CASES_BY_NAME["specforge-fp8"], tmp_path / "fp8")
+    plain = run_contracts([draft])
+    out = plain.result.stdout.str()
+    assert "Traceback" not in out and "EAGLE-3 verdict" in out
+    assert _rows(plain.report)[("any", "weights.finite")]["outcome"] == "passed"
+    run = run_contracts([draft], "--eagle3-engine=sglang==0.5.23,vllm==0.32.0")
+    out, rows = run.result.stdout.str(), _rows(run.report)
+    assert "Traceback" not in out
+    keys = rows[("sglang==0.5.23", "engine.keys")]
+    assert keys["outcome"] == "failed" and "builds fc as a plain torch Linear" in keys["message"]
+    assert "fc.weight_scale" in keys["message"] and "ignored layers" in out
+    assert rows[("vllm==0.32.0", "engine.keys")]["outcome"] != "failed"
 
 
 def test_packed_draft_is_not_modelled_not_failed(run_contracts: Callable[..., Any], tmp_path: Path) -> None:

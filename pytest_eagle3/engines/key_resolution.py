@@ -56,6 +56,8 @@ class DraftShape:
     first_layer: str | None = None
     #: Per-layer bias parameters the config asks for, with the field that does (behaviour layer_bias, bias.py).
     layer_bias: tuple[tuple[str, str], ...] = ()
+    #: The source line where the class builds fc as a plain torch Linear, never quantized (draft_classes.py).
+    plain_fc: str | None = None
 
 
 @dataclass

@@ -48,7 +48,7 @@ def plan_keys(sheet: FactSheet, prof: Profile, shape: DraftShape, fc_states: int
     shared = {"model.embed_tokens.weight", "lm_head.weight"}
     missing = [p for p in sorted(required) if p not in res.loaded and p not in shared and p != "draft_id_to_target_id"]
     uninitialised = tuple(missing) + load.incomplete
-    refused, dropped, packed = _quantized_keys(out, sheet, prof, list(res.refused), list(res.dropped))
+    refused, dropped, packed = _quantized_keys(out, sheet, prof, list(res.refused), list(res.dropped), shape.plain_fc)
     if packed:  # the scheme's parameters replace the weights': what stays unset is not simulated either
         missing, uninitialised = [], ()
     bypassed = _fc_bypassed(out, sheet, prof, uninitialised)
@@ -129,7 +129,8 @@ def _quantized(name: str) -> bool:
 
 
 def _quantized_keys(out: Filing, sheet: FactSheet, prof: Profile, refused: list[tuple[str, str]],
-                    dropped: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], list[tuple[str, str]], bool]:
+                    dropped: list[tuple[str, str]], plain_fc: str | None = None,
+                    ) -> tuple[list[tuple[str, str]], list[tuple[str, str]], bool]:
     """Scale tensors where the engine builds the draft with its own quantization_config (``draft_built_with``, the
     rule engine.runtime reads too): their parameters are the scheme's (static or dynamic input scales, the modules
     it ignores), which the key map does not simulate: not modelled. Where it builds the draft unquantized or with
@@ -139,6 +140,8 @@ def _quantized_keys(out: Filing, sheet: FactSheet, prof: Profile, refused: list[
     built = draft_built_with(prof, sheet)
     if built is None or built != sheet.draft_quantization:
         return refused, dropped, False
+    fc = _plain_fc_loss(out, prof, [n for n, _ in refused + dropped if _quantized(n)], plain_fc)
+    refused, dropped = [(n, e) for n, e in refused if n not in fc], [(n, w) for n, w in dropped if n not in fc]
     scales = sorted({n for n, _ in refused + dropped if _quantized(n)})
     if scales:
         out.unknown("keys", not_modelled(
@@ -148,6 +151,26 @@ def _quantized_keys(out: Filing, sheet: FactSheet, prof: Profile, refused: list[
             f"the scale parameters (rule: {prof.source('target_quantization')})"))
     return ([(n, e) for n, e in refused if not _quantized(n)], [(n, w) for n, w in dropped if not _quantized(n)],
             any(n.endswith(PACKED_SUFFIX) for n in scales))
+
+
+def _plain_fc_loss(out: Filing, prof: Profile, quantized: list[str], plain_fc: str | None) -> set[str]:
+    """fc's quantization companions where the class builds fc as a plain torch Linear (``DraftClass.plain_fc``):
+    no parameter takes them, and fc.weight is copied in as if it were unquantized. Filed as a loss; returned."""
+    if plain_fc is None:
+        return set()
+    fc = sorted(n for n in quantized if n.removeprefix("model.").startswith("fc."))
+    if fc:
+        out.lose("keys", Finding(
+            "fc-quantized",
+            f"{prof.label} builds fc as a plain torch Linear, never quantized: {short(fc, 2)} get no parameter and "
+            "are skipped, and the quantized fc.weight is copied in without its scale",
+            (Evidence("fc quantization tensors", short(fc), "an unquantized fc (no scale tensors)"),),
+            "keep fc unquantized: add it to the quantization config's ignored layers and save fc.weight in the "
+            f"draft's float dtype, or serve with {serve_with('target_quantization', VLLM, lambda v: v == 'draft')}, "
+            "which builds fc with the draft's quantization_config",
+            (f"rule: {plain_fc}", f"rule: {prof.source('target_quantization')}"),
+        ))
+    return set(fc)
 
 
 def _unloaded_message(prof: Profile, names: tuple[str, ...]) -> str:

@@ -87,7 +87,7 @@ def _class_layout(klass: draft_classes.DraftClass | None) -> dict[str, Any]:
     if klass is None:
         return {}
     return {"attention": klass.attention, "stacked": klass.stacked, "renames": klass.renames,
-            "first_layer": klass.first_layer}
+            "first_layer": klass.first_layer, "plain_fc": klass.plain_fc}
 
 
 def fc_state_count(prof: Profile, config: Any, klass: draft_classes.DraftClass | None) -> int:

@@ -47,6 +47,9 @@ class DraftClass:
     first_layer: str | None = None
     #: The most layers the class builds; more raises at construction (None: the profile's ``multi_layer``).
     max_layers: int | None = None
+    #: Where fc is a plain torch Linear (no quantization method, whatever the draft's quantization_config): the
+    #: source line; None where fc is built as the other layers are.
+    plain_fc: str | None = None
 
 
 VL = "vllm model_executor/models/"
@@ -71,7 +74,10 @@ CLASSES: dict[tuple[str, str], DraftClass] = {
     ("sglang", "LlamaForCausalLMEagle3"): DraftClass(
         "sglang", "LlamaForCausalLMEagle3", LLAMA, (), ("num_aux_hidden_states",
                                                          "eagle_config.eagle_aux_hidden_state_layer_ids"),
-        "sglang models/llama_eagle3.py LlamaForCausalLMEagle3 (no q_norm/k_norm whatever the model_type)"),
+        "sglang models/llama_eagle3.py LlamaForCausalLMEagle3 (no q_norm/k_norm whatever the model_type)",
+        plain_fc=("sglang models/llama_eagle3.py LlamaModel.__init__: self.fc = torch.nn.Linear (no quant_config, "
+                  "unlike the decoder layer's projections); load_weights skips names without a parameter and copies "
+                  "fc.weight with default_weight_loader (0.5.23 read; CPU run 0.5.23)")),
     ("sglang", "Eagle3DeepseekV2ForCausalLM"): DraftClass(
         "sglang", "Eagle3DeepseekV2ForCausalLM", MLA, (), ("eagle_config.eagle_aux_hidden_state_layer_ids",
                                                             "eagle_aux_hidden_state_layer_ids"),

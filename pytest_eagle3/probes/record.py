@@ -69,10 +69,10 @@ def summary(engine: str, result: dict[str, Any], reduced_vocab: bool) -> dict[st
     }
 
 
-def probe_all(python: str, root: Path) -> tuple[str, str, dict[str, Any]]:
-    """(engine, version, {case: summary}) for one interpreter."""
+def probe_all(python: str, root: Path, names: tuple[str, ...] | None = None) -> tuple[str, str, dict[str, Any]]:
+    """(engine, version, {case: summary}) for one interpreter (every case, or the named ones)."""
     engine = next(e for e in ENGINES if engine_version(e, python))
-    target, drafts = write_all(root)
+    target, drafts = write_all(root, names)
     results = run_probes(engine, python, [(d, target) for d in drafts.values()], timeout=240)
     version = next((r["version"] for r in results if r["version"]), engine_version(engine, python) or "?")
     for result in results:  # no machine paths in the record: case folders and the engine's install
@@ -133,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", action="append", help="an engine interpreter (repeatable)")
     parser.add_argument("--rejudge", action="store_true", help="recompute the verdicts of the stored runs")
     parser.add_argument("--markdown", action="store_true", help="print the support matrix table")
+    parser.add_argument("--case", action="append", help="probe only this case (repeatable) and merge it into the "
+                        "release's recorded run, which must exist; the case's result carries its own date")
     parser.add_argument("--out", default=str(DEFAULT_OUT))
     args = parser.parse_args(argv)
     out = Path(args.out)
@@ -146,12 +148,18 @@ def main(argv: list[str] | None = None) -> int:
                 spec = CASES_BY_NAME[name].spec
                 result["verdict"] = verdict(run["engine"], result, spec.draft_vocab_size < spec.vocab_size)
     for python in args.python or ():
+        names = tuple(args.case) if args.case else None
         with tempfile.TemporaryDirectory(prefix="eagle3-matrix-") as tmp:
-            engine, version, results = probe_all(python, Path(tmp))
-        runs[f"{engine}=={version}"] = {
-            "engine": engine, "version": version, "torch": _torch_version(python),
-            "date": datetime.date.today().isoformat(), "results": results,
-        }
+            engine, version, results = probe_all(python, Path(tmp), names)
+        today = datetime.date.today().isoformat()
+        if names:
+            run = runs[f"{engine}=={version}"]
+            run["results"].update({n: {**r, "probed": today} for n, r in results.items()})
+        else:
+            runs[f"{engine}=={version}"] = {
+                "engine": engine, "version": version, "torch": _torch_version(python), "date": today,
+                "results": results,
+            }
         verdicts = [r["verdict"] for r in results.values()]
         print(f"{engine}=={version}: " + ", ".join(f"{v} {verdicts.count(v)}" for v in sorted(set(verdicts))))
     data["runs"] = dict(sorted(runs.items(), key=lambda item: run_key(item[0])))

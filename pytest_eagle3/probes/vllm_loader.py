@@ -61,9 +61,18 @@ def _install_load_hook() -> None:
     DefaultModelLoader.load_weights = load_weights
 
 
-def _engine_config(draft: str, target: str) -> Any:
+def _engine_config(draft: str, target: str, notes: list[str] | None = None) -> Any:
+    import dataclasses
+
     from vllm.engine.arg_utils import EngineArgs  # type: ignore[import-not-found]
 
+    extra: dict[str, Any] = {}
+    if _multimodal(target) and "language_model_only" in {f.name for f in dataclasses.fields(EngineArgs)}:
+        # the multimodal processor needs a tokenizer and torchvision's image ops; the decoder, the drafter and the
+        # aux layers load the same without the vision tower (EngineArgs.language_model_only, 0.3x)
+        extra["language_model_only"] = True
+        if notes is not None:
+            notes.append("multimodal target: language_model_only=True (vision tower not built)")
     args = EngineArgs(
         model=target,
         skip_tokenizer_init=True,
@@ -71,8 +80,52 @@ def _engine_config(draft: str, target: str) -> Any:
         max_model_len=256,
         max_num_seqs=4,
         speculative_config={"method": "eagle3", "model": draft, "num_speculative_tokens": NUM_SPECULATIVE_TOKENS},
+        **extra,
     )
     return args.create_engine_config()
+
+
+def _multimodal(target: str) -> bool:
+    import json
+
+    path = Path(target) / "config.json"
+    return path.is_file() and "vision_config" in json.loads(path.read_text())
+
+
+#: A stand-in ``torchvision`` for multimodal targets: vLLM's Qwen2-VL modules import transformers' image processors,
+#: which import torchvision at module level; PyPI's torchvision is a CUDA build that fails on CPU torch. Every
+#: attribute is a class that raises when called: a loading path that used one would fail loudly.
+_VISION_STUB = (
+    "class _Stub(type):\n"
+    "    def __getattr__(cls, name):\n"
+    "        if name.startswith('__'):\n            raise AttributeError(name)\n"
+    "        return _Stub(name, (), {})\n"
+    "    def __call__(cls, *args, **kwargs):\n"
+    "        raise RuntimeError(f'torchvision placeholder {cls.__name__} was called by the loading path')\n"
+    "def __getattr__(name):\n"
+    "    if name.startswith('__'):\n        raise AttributeError(name)\n"
+    "    return _Stub(name, (), {})\n"
+)
+_VISION_MODULES = ("__init__", "io", "ops", "models", "utils", "transforms/__init__", "transforms/functional",
+                   "transforms/v2/__init__", "transforms/v2/functional")
+
+
+def _vision_placeholder(target: str, notes: list[str]) -> None:
+    """Put the stand-in torchvision first on the path of this process and of vLLM's registry subprocesses."""
+    import importlib.util
+    import os
+    import tempfile
+
+    if not _multimodal(target) or importlib.util.find_spec("torchvision") is not None:
+        return
+    root = Path(tempfile.mkdtemp(prefix="eagle3-placeholders-"))
+    for name in _VISION_MODULES:
+        path = root / "torchvision" / f"{name}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(_VISION_STUB)
+    sys.path.insert(0, str(root))
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p)
+    notes.append("import placeholder: torchvision (multimodal target)")
 
 
 def _init_distributed() -> None:
@@ -176,8 +229,21 @@ def _gpu_runner_aux_setup(stub: _RunnerStub, runner_cls: Any, notes: list[str]) 
     notes.append("aux layers: GPUModelRunner.load_model's aux-layer lines")
 
 
+def _decoder(target: Any) -> Any:
+    """The target's decoder (the module holding ``layers``, ``embed_tokens`` and the aux layers): a multimodal
+    target's language model unwrapped as SupportsEagle3.set_aux_hidden_state_layers does (models/interfaces.py)."""
+    parent = target.get_language_model() if hasattr(target, "get_language_model") else getattr(
+        target, "language_model", target)
+    return getattr(parent, "model", parent)
+
+
+def _language_model(target: Any) -> Any:
+    """The module holding the target's lm_head (the language model of a multimodal target)."""
+    return target.get_language_model() if hasattr(target, "get_language_model") else target
+
+
 def _aux_layers(target: Any) -> list[int] | None:
-    for owner in (getattr(target, "model", None), target):
+    for owner in (_decoder(target), getattr(target, "model", None), target):
         value = getattr(owner, "aux_hidden_state_layers", None)
         if value is not None:
             return [int(i) for i in value]
@@ -188,7 +254,7 @@ def _captured(target: Any, ids: list[int] | None) -> list[int] | None:
     """Layer inputs the target's forward captures for these ids (vLLM: id k = input of layer k)."""
     if ids is None:
         return None
-    inner = getattr(target, "model", target)
+    inner = _decoder(target)
     layers = len(getattr(inner, "layers", []))
     # EagleModelMixin (0.18+) captures the embeddings (k = 0) and the last layer's output (k = L);
     # the older loop captured before running layer k, so only 0 < k < L fire.
@@ -270,8 +336,9 @@ def probe(draft: str, target: str) -> dict[str, Any]:
 
 def _probe(draft: str, target: str, state: _State, result: dict[str, Any]) -> None:
     notes: list[str] = result["notes"]
+    _vision_placeholder(target, notes)
     try:
-        config = _engine_config(draft, target)
+        config = _engine_config(draft, target, notes)
     except Exception as exc:  # noqa: BLE001 (any refusal is the engine's answer)
         result.update(stage="config", error=common.error_text(exc))
         return
@@ -313,8 +380,9 @@ def _fill_from_models(result: dict[str, Any], state: _State, target: Any, propos
     if result["outcome"] != "loaded" or target is None:
         return
     result["embed_tokens"] = common.shared_flag(getattr(getattr(draft, "model", None), "embed_tokens", None),
-                                                getattr(getattr(target, "model", None), "embed_tokens", None))
-    result["lm_head"] = common.shared_flag(getattr(draft, "lm_head", None), getattr(target, "lm_head", None))
+                                                getattr(_decoder(target), "embed_tokens", None))
+    result["lm_head"] = common.shared_flag(getattr(draft, "lm_head", None),
+                                           getattr(_language_model(target), "lm_head", None))
     ids = _aux_layers(target)
     result["aux_layer_ids"] = ids
     result["captured_inputs_of"] = _captured(target, ids)
