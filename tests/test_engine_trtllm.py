@@ -152,3 +152,13 @@ def test_settings_parse_as_trtllm_spells_them() -> None:
     assert engine_args(engines) == TRAINED and engines[1].launch == ()
     with pytest.raises(LaunchSettingError):
         settings_for("trtllm", "trtllm: eagle3_layers_to_capture=[]")
+
+
+def test_an_mla_draft_is_not_modelled(tmp_path: Path) -> None:
+    """TensorRT-LLM builds MLA attention for a draft with kv_lora_rank, by a key plan not read here: no FAIL."""
+    from pytest_eagle3.probes.cases import write_all
+
+    write_all(tmp_path, ("specforge-mla",))
+    text = _plan(tmp_path / "specforge-mla", target=TARGET_CONFIG)
+    assert "[architecture/undecided] not modelled: TensorRT-LLM 1.2.1 builds MLA attention for this draft" in text
+    assert "outcome:              refused" not in text
