@@ -72,6 +72,7 @@ def test_the_launch_setting_decides_the_aux_layers(launch: str, outcome: str, fa
     assert f"outcome:              {outcome}\n" in text
     assert ("[aux_layers/aux-layers]" in text) is fails
     assert "launched with speculative_config.eagle3_layers_to_capture" in text
+    assert "layer inputs fed:     [" in text and "(from the launch: speculative_config.eagle3_layers_to_capture: [" in text
     if fails:
         assert "captures speculative_config.eagle3_layers_to_capture = [1, 3, 4] (layer outputs)" in text
 
