@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+import pytest_eagle3.repair.solve  # noqa: F401  (imported before any in-process pytester run, which would drop it
+# from sys.modules while pytest_eagle3.repair keeps the stale submodule: two RepairRefused classes afterwards)
 from pytest_eagle3.knowledge.launch_settings import LaunchSettingError, engine_args, settings_for, with_launch
 from pytest_eagle3.knowledge.releases import RELEASES
 from pytest_eagle3.knowledge.selection import parse_selection
@@ -70,6 +72,7 @@ def test_the_launch_setting_decides_the_aux_layers(launch: str, outcome: str, fa
     assert f"outcome:              {outcome}\n" in text
     assert ("[aux_layers/aux-layers]" in text) is fails
     assert "launched with speculative_config.eagle3_layers_to_capture" in text
+    assert "layer inputs fed:     [" in text and "(from the launch: speculative_config.eagle3_layers_to_capture: [" in text
     if fails:
         assert "captures speculative_config.eagle3_layers_to_capture = [1, 3, 4] (layer outputs)" in text
 
@@ -150,3 +153,13 @@ def test_settings_parse_as_trtllm_spells_them() -> None:
     assert engine_args(engines) == TRAINED and engines[1].launch == ()
     with pytest.raises(LaunchSettingError):
         settings_for("trtllm", "trtllm: eagle3_layers_to_capture=[]")
+
+
+def test_an_mla_draft_is_not_modelled(tmp_path: Path) -> None:
+    """TensorRT-LLM builds MLA attention for a draft with kv_lora_rank, by a key plan not read here: no FAIL."""
+    from pytest_eagle3.probes.cases import write_all
+
+    write_all(tmp_path, ("specforge-mla",))
+    text = _plan(tmp_path / "specforge-mla", target=TARGET_CONFIG)
+    assert "[architecture/undecided] not modelled: TensorRT-LLM 1.2.1 builds MLA attention for this draft" in text
+    assert "outcome:              refused" not in text

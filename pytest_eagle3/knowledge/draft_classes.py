@@ -104,6 +104,10 @@ CLASSES: dict[tuple[str, str], DraftClass] = {
 }
 #: The class a speculators-format config builds, for engines that build one class whatever its model_type.
 SPECULATORS_CLASS = {MLX_VLM: "Eagle3DraftModel"}
+#: Engines whose one class (architectures ignored) builds MLA attention for a draft with kv_lora_rank, by a key
+#: plan not read here: such a draft is not modelled for them (the source says where that plan lives).
+MLA_UNMODELLED = {TRTLLM: ("tensorrt_llm _torch/models/modeling_speculative.py Eagle3ForCausalLM: _use_mla when "
+                           "kv_lora_rank is set, Eagle3MLAttention, weights through DeepseekV3WeightLoader (main read)")}
 
 
 REG = "vllm model_executor/models/registry.py _SPECULATIVE_DECODING_MODELS"

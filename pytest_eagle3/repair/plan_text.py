@@ -29,7 +29,9 @@ def render_plan(ckpt: Checkpoint, view: LoadPlan) -> str:
     lines.append("")
     fed = list(aux.captured) if aux.captured is not None else "unknown (pass --target)"
     trained = list(aux.trained) if aux.trained is not None else "unknown"
-    lines.append(f"layer inputs fed:     {fed}" + (f" (from {aux.field})" if aux.field else " (defaults)"))
+    launched = ", ".join(f"{name}: {value}" for name, value in engine.launch)
+    lines.append(f"layer inputs fed:     {fed}" + (f" (from {aux.field})" if aux.field else
+                                                   f" (from the launch: {launched})" if launched else " (defaults)"))
     lines.append(f"layer inputs trained: {trained} ({aux.trained_from or 'no aux ids'})")
     lines.append(f"draft layers built:   {view.draft_layers}")
     lines.append(f"fc:                   {fc.action} (width sent {fc.width_sent}, fc expects "
