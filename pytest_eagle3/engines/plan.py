@@ -72,7 +72,7 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
     mlp = plan_mlp(sheet, prof, keys.parameters)
     mla_rope = plan_mla_rope(sheet, prof, arch.draft_class)
     geometry = plan_geometry(sheet, prof) if layers.shape.attention == LLAMA_ATTENTION else GeometryArea()
-    vocab = plan_vocab(sheet, prof, keys.parameters, keys.d2t_name)
+    vocab = plan_vocab(sheet, prof, keys.parameters, keys.d2t_name, arch.draft_class)
     aux = plan_aux(sheet, prof, convention, measured)
     fc = plan_fc(sheet, prof, fc_shape.fc, aux.aux)
     norms = plan_norms(sheet, prof)

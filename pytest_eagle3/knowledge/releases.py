@@ -10,6 +10,7 @@ SGLANG = "sglang"
 VLLM = "vllm"
 TOKENSPEED = "tokenspeed"
 MLX_VLM = "mlx-vlm"
+LMDEPLOY = "lmdeploy"
 
 #: The one release list: every final release per engine the knowledge was read over, oldest first (patch
 #: releases too). Every table, scanner and test reads it. Source: reference/sglang.md (v0.4.4.post2 first with
@@ -37,16 +38,20 @@ RELEASES: dict[str, tuple[str, ...]] = {
     MLX_VLM: ("0.6.0", "0.6.1", "0.6.2", "0.6.3", "0.6.4", "0.6.5", "0.6.6", "0.6.7", "0.6.8", "0.6.9", "0.6.10",
               "0.6.12", "0.6.13", "0.6.14", "0.6.15", "0.6.16", "0.6.17", "0.7.0", "0.7.1", "0.7.2", "0.7.3", "0.7.4",
               "0.7.5", "0.7.6", "0.7.8", "0.7.9", "0.7.10"),
+    # lmdeploy: 0.11.0 is the first with pytorch/models/llama_eagle3.py and spec_decode/proposers/eagle3.py (0.10.2
+    # has neither); every final release from there read in its manylinux wheel (0.11.0-0.18.0)
+    LMDEPLOY: ("0.11.0", "0.11.1", "0.12.0", "0.12.1", "0.12.2", "0.12.3", "0.13.0", "0.14.0", "0.15.0", "0.16.0",
+               "0.17.0", "0.18.0"),
 }
 
 #: The releases the profiles cover, first and last, per engine (from :data:`RELEASES`).
-KNOWN_RANGES: dict[str, tuple[str, str]] = {engine: (RELEASES[engine][0], RELEASES[engine][-1]) for engine in (SGLANG, VLLM, TOKENSPEED, MLX_VLM)}
-DISPLAY = {SGLANG: "SGLang", VLLM: "vLLM", TOKENSPEED: "TokenSpeed", MLX_VLM: "mlx-vlm"}
+KNOWN_RANGES: dict[str, tuple[str, str]] = {engine: (RELEASES[engine][0], RELEASES[engine][-1]) for engine in (SGLANG, VLLM, TOKENSPEED, MLX_VLM, LMDEPLOY)}
+DISPLAY = {SGLANG: "SGLang", VLLM: "vLLM", TOKENSPEED: "TokenSpeed", MLX_VLM: "mlx-vlm", LMDEPLOY: "LMDeploy"}
 #: The engines a run judges by default (``--eagle3-engine`` unset): the two most used; ``all`` adds the others.
 DEFAULT_ENGINES = (SGLANG, VLLM)
 #: Whose loader code an engine's own descends from (TokenSpeed is derived from SGLang): the engine-specific
 #: code paths in ``engines/`` that are not behaviours yet follow it.
-LINEAGE = {SGLANG: SGLANG, VLLM: VLLM, TOKENSPEED: SGLANG, MLX_VLM: MLX_VLM}
+LINEAGE = {SGLANG: SGLANG, VLLM: VLLM, TOKENSPEED: SGLANG, MLX_VLM: MLX_VLM, LMDEPLOY: LMDEPLOY}
 
 
 @dataclass(frozen=True, order=True)

@@ -6,7 +6,7 @@ from enum import StrEnum
 
 from packaging.version import Version
 
-from pytest_eagle3.knowledge.releases import MLX_VLM, SGLANG, TOKENSPEED, VLLM, EngineVersion
+from pytest_eagle3.knowledge.releases import LMDEPLOY, MLX_VLM, SGLANG, TOKENSPEED, VLLM, EngineVersion
 from pytest_eagle3.knowledge.table import Row, Table, table
 
 
@@ -59,6 +59,8 @@ KV_TABLE: Table[KvGrouping] = table("KV-cache grouping of draft and target layer
     Row(MLX_VLM, "0.6.0", SEPARATE_POOL,
         "mlx_vlm speculative/drafters/eagle3/eagle3.py make_cache: one KVCache per draft layer, its own "
         "(0.6.0-0.7.10 read)"),
+    Row(LMDEPLOY, "0.11.0", SEPARATE_POOL,
+        "lmdeploy pytorch/spec_decode/spec_agent.py build_cache_engine: the draft's own CacheEngine from its cache_config (0.11.0-0.18.0 read)"),
 ))
 KV_RULES: tuple[KvRule, ...] = KV_TABLE.rows
 DTYPE_SOURCE = {
@@ -67,6 +69,7 @@ DTYPE_SOURCE = {
     "sglang": "sglang configs/model_config.py ModelConfig.from_server_args(is_draft_model=True): the server's --dtype",
     "tokenspeed": "tokenspeed runtime/configs/model_config.py (as SGLang: the server's --dtype)",
     "mlx-vlm": "mlx_vlm utils.py load_model: the drafter's tensors as stored",
+    "lmdeploy": "lmdeploy pytorch/config.py _update_torch_dtype: the draft config's own dtype (float16 / bfloat16, else float16)",
 }
 
 
