@@ -14,7 +14,14 @@ from typing import Any
 
 from packaging.version import Version
 
-from pytest_eagle3.knowledge.releases import LMDEPLOY, MLX_VLM, SGLANG, TOKENSPEED, VLLM, EngineVersion
+from pytest_eagle3.knowledge.releases import (
+    LMDEPLOY,
+    MLX_VLM,
+    SGLANG,
+    TOKENSPEED,
+    VLLM,
+    EngineVersion,
+)
 from pytest_eagle3.knowledge.table import Row, Table, table
 from pytest_eagle3.rules.mla import FAMILY_LLAMA, FAMILY_MLA
 

@@ -6,7 +6,14 @@ from enum import StrEnum
 
 from packaging.version import Version
 
-from pytest_eagle3.knowledge.releases import LMDEPLOY, MLX_VLM, SGLANG, TOKENSPEED, VLLM, EngineVersion
+from pytest_eagle3.knowledge.releases import (
+    LMDEPLOY,
+    MLX_VLM,
+    SGLANG,
+    TOKENSPEED,
+    VLLM,
+    EngineVersion,
+)
 from pytest_eagle3.knowledge.table import Row, Table, table
 
 
