@@ -132,6 +132,7 @@ def test_fix_writes_a_copy_lmdeploy_loads(spec: str, capsys: pytest.CaptureFixtu
 
 def test_speculators_config_refused_with_lmdeploys_fix(capsys: pytest.CaptureFixture[str]) -> None:
     code, out = _cli(capsys, "plan", str(EXAMPLES / "speculators-draft"), "--engine", "lmdeploy")
+    assert code == 0 and "outcome:              refused" in out
     assert "LMDeploy 0.18.0 cannot read a speculators-format config" in out
     assert ("fix: convert the config for LMDeploy: flatten transformer_layer_config, set architectures "
             "['LlamaForCausalLM'] (LMDeploy 0.18.0 reads no aux ids from the draft)") in out
