@@ -210,3 +210,20 @@ def test_qwen3_target_never_captures(make_variant: Callable[..., Path], make_tar
     for spec in (FIRST, "lmdeploy==0.18.0"):
         outcome, fixes = _plan_of(_flat_llama(make_variant), spec, make_target(8, "Qwen3ForCausalLM"))
         assert outcome == LOADS_WITH_LOSS and "target-silent-no-capture" in fixes
+
+
+def test_norm_output_read_by_the_mla_class_only(mla_draft: Path, capsys: pytest.CaptureFixture[str],
+                                                 make_variant: Callable[..., Path], tmp_path: Path) -> None:
+    """The Llama class never reads norm_output (a loss for a draft trained with it); the MLA class does."""
+    def with_norm_output(config: dict[str, object]) -> None:
+        config["architectures"] = ["LlamaForCausalLM"]
+        config["norm_output"] = True
+    outcome, fixes = _plan_of(make_variant(SynthSpec(producer=SPECFORGE), config=with_norm_output, name="lmd-no"),
+                              "lmdeploy", target=None)
+    assert outcome == LOADS_WITH_LOSS and "norm-flag" in fixes
+    out_dir = tmp_path / "fixed"
+    assert _cli(capsys, "fix", str(mla_draft), str(out_dir), "--to", MLA)[0] == 0
+    config = json.loads((out_dir / "config.json").read_text())
+    (out_dir / "config.json").write_text(json.dumps({**config, "norm_output": True}))
+    plan = load_plan(Checkpoint.open(out_dir), parse_selection(MLA)[0], None)
+    assert plan.outcome == LOADS and plan.norms["norm_output"] is True

@@ -75,7 +75,7 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
     vocab = plan_vocab(sheet, prof, keys.parameters, keys.d2t_name, arch.draft_class)
     aux = plan_aux(sheet, prof, convention, measured)
     fc = plan_fc(sheet, prof, fc_shape.fc, aux.aux)
-    norms = plan_norms(sheet, prof)
+    norms = plan_norms(sheet, prof, arch.draft_class)
     sharing = plan_embeddings(sheet, prof, measured)
     producer = plan_producer(sheet, prof, keys.params)
     runtime, runtime_filed = plan_runtime(sheet, prof, layers.fc_states)

@@ -56,6 +56,9 @@ class DraftClass:
     max_layers: int | None = None
     #: The draft config model_type values the engine reaches the class with (empty: any).
     model_types: tuple[str, ...] = ()
+    #: Norm flags the class reads from its config whatever the profile's rows (which describe the engine's
+    #: Llama class) say.
+    reads: tuple[str, ...] = ()
 
 
 VL = "vllm model_executor/models/"
@@ -116,7 +119,8 @@ CLASSES: dict[tuple[str, str], DraftClass] = {
         attention=("self_attn.fused_qkv_a_proj_with_mqa.weight", *MLA_NORMS_AND_B),
         stacked=((".q_a_proj", ".fused_qkv_a_proj_with_mqa", "q_a"),
                  (".kv_a_proj_with_mqa", ".fused_qkv_a_proj_with_mqa", "kv_a")),
-        renames=(("layers.0.", "midlayer."),), first_layer="midlayer", max_layers=1, model_types=("kimi_k2",)),
+        renames=(("layers.0.", "midlayer."),), first_layer="midlayer", max_layers=1, model_types=("kimi_k2",),
+        reads=("fc_norm", "norm_output")),
 }
 #: The class a speculators-format config builds, for engines that build one class whatever its model_type.
 SPECULATORS_CLASS = {MLX_VLM: "Eagle3DraftModel"}
@@ -153,7 +157,10 @@ _REGISTRY_ROWS: tuple[tuple[str, Row[str]], ...] = (
                              "lmdeploy pytorch/configurations/llama.py LlamaModelConfigBuilder.build: a draft's "
                              "architectures[0] 'LlamaForCausalLM' becomes 'Eagle3LlamaForCausalLM' (0.11.0-0.18.0 read)")),
     ("Eagle3LlamaForCausalLM", Row(LMDEPLOY, "0.11.0", "Eagle3LlamaForCausalLM",
-                                   "lmdeploy pytorch/models/module_map.py 'Eagle3LlamaForCausalLM' (0.11.0-0.18.0 read)")),
+                                   ("lmdeploy pytorch/models/module_map.py 'Eagle3LlamaForCausalLM', reached through "
+                                    "DefaultModelConfigBuilder, which leaves the draft's ModelConfig at the target "
+                                    "vocab and paradigm 'ar' (what that changes at run time: not modelled; "
+                                    "0.11.0-0.18.0 read)"))),
     ("Eagle3DeepseekV2ForCausalLM", Row(LMDEPLOY, "0.17.0", "Eagle3DeepseekV2ForCausalLM",
                                         "lmdeploy pytorch/models/module_map.py -> kimi_k25_eagle3.py (0.17.0; absent 0.16.0)")),
 )
