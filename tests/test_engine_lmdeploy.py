@@ -2,8 +2,8 @@
 
 The engine does not load on a CPU (device types cuda / ascend / maca / camb), so no probe runs here: these
 tests hold the rows (knowledge/behaviours/lmdeploy.py) to what ``plan``, ``fix`` and ``pytest --eagle3-ckpt``
-print. Boundaries: 0.11.0 (the first release with an EAGLE-3 path; 0.10.2 has none) and 0.16.0 / 0.17.0 (the
-Kimi MLA draft class and the Kimi-K2.5 target's capture).
+print. Boundaries: 0.11.0 (the first release with an EAGLE-3 path; 0.10.2 has none), 0.14.0 / 0.15.0 (how a
+speculators config fails) and 0.16.0 / 0.17.0 (the Kimi MLA draft class and the Kimi-K2.5 target's capture).
 """
 
 from __future__ import annotations
@@ -227,3 +227,12 @@ def test_norm_output_read_by_the_mla_class_only(mla_draft: Path, capsys: pytest.
     (out_dir / "config.json").write_text(json.dumps({**config, "norm_output": True}))
     plan = load_plan(Checkpoint.open(out_dir), parse_selection(MLA)[0], None)
     assert plan.outcome == LOADS and plan.norms["norm_output"] is True
+
+
+@pytest.mark.parametrize(("spec", "how"), [("lmdeploy==0.14.0", "ValueError 'Unrecognized model"),
+                                           ("lmdeploy==0.15.0", "falls back to a bare PretrainedConfig")])
+def test_speculators_failure_changes_at_0_15(spec: str, how: str) -> None:
+    """0.15.0's config_from_pretrained falls back to a bare PretrainedConfig: the draft still fails, later."""
+    plan = load_plan(Checkpoint.open(EXAMPLES / "speculators-draft"), parse_selection(spec)[0], None)
+    (issue,) = [i for i in plan.issues if i.finding.code == "speculators-format"]
+    assert plan.outcome == REFUSED and any(how in d for d in issue.finding.details)

@@ -119,8 +119,8 @@ def _speculators_only(out: Filing, sheet: FactSheet, prof: Profile) -> None:
 #: What a speculators config's missing model_type leads to, by the loader's lineage.
 SPECULATORS_ERROR = {
     SGLANG: "('Unrecognized model ... Should have a model_type key')",
-    LMDEPLOY: ("(no model_type: a bare PretrainedConfig whose hidden_size sits under transformer_layer_config: "
-               "AttributeError)"),
+    LMDEPLOY: ("(no model_type: ValueError 'Unrecognized model', or where the loader falls back to a bare "
+               "PretrainedConfig, AttributeError on hidden_size, which sits under transformer_layer_config)"),
 }
 
 

@@ -26,10 +26,6 @@ _ROWS: tuple[tuple[str, Any, str], ...] = (
     ("arch_rewrite", "none",
      (f"{CFG}: only architectures[0] == 'LlamaForCausalLM' becomes 'Eagle3' + it (the registry row); every other "
       "name is looked up as written in pytorch/models/module_map.py")),
-    ("speculators_format", False,
-     ("lmdeploy hf_configs config_from_pretrained: a config without model_type falls back to a bare PretrainedConfig; "
-      "DefaultModelConfigBuilder.build reads hf_config.hidden_size (AttributeError: the layer fields sit under "
-      "transformer_layer_config) and architectures ['Eagle3DraftModel'] is in no module map")),
     ("speculators_model_types", (), "lmdeploy: speculators format unsupported (no speculators_model_type read, grep)"),
     ("key_prefix", "add-model-except-lm_head",
      f"{LM} Eagle3LlamaForCausalLM.load_weights: name = 'model.' + name unless 'lm_head.weight' in name"),
@@ -104,3 +100,13 @@ _ROWS: tuple[tuple[str, Any, str], ...] = (
 
 SPANS: list[Span] = [span for name, value, source in _ROWS
                      for span in spans(LMDEPLOY, name, ("0.11.0", "0.18.0", value, f"{source} ({READ})"))]
+# ---------------------------------------------------------------- speculators_format: how a speculators config fails
+SPANS += spans(LMDEPLOY, "speculators_format",
+               ("0.11.0", "0.14.0", False,
+                ("lmdeploy pytorch/config.py ModelConfig.from_pretrained: AutoConfig.from_pretrained (0.12.0-0.14.0 through "
+                 "pytorch/transformers config_from_pretrained, which re-raises): ValueError 'Unrecognized model ... "
+                 "Should have a model_type key' (0.11.0-0.14.0 read)")),
+               ("0.15.0", "0.18.0", False,
+                ("lmdeploy hf_configs config_from_pretrained: a config without model_type falls back to a bare "
+                 "PretrainedConfig; DefaultModelConfigBuilder.build reads hf_config.hidden_size (AttributeError: the "
+                 "layer fields sit under transformer_layer_config; 0.15.0-0.18.0 read)")))
