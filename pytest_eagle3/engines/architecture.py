@@ -15,7 +15,7 @@ from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge import draft_classes
 from pytest_eagle3.knowledge.advice import serve_with
-from pytest_eagle3.knowledge.releases import DISPLAY, SGLANG, VLLM
+from pytest_eagle3.knowledge.releases import DISPLAY, LINEAGE, LMDEPLOY, SGLANG, VLLM
 from pytest_eagle3.rules.mla import FAMILY_MLA, attention_family
 from pytest_eagle3.rules.quantized import NOT_MODELLED
 
@@ -44,14 +44,18 @@ def plan_architecture(sheet: FactSheet, prof: Profile) -> Architecture:
 def _architecture(out: Filing, sheet: FactSheet, prof: Profile) -> str | None:
     if sheet.speculators:
         if not prof.behaviours.speculators_format:
+            flat = (draft_classes.family_architectures(prof.engine, prof.version, attention_family(sheet.tensors))
+                    or ("LlamaForCausalLMEagle3",))[0]
+            aux = (", put the aux ids in eagle_config.eagle_aux_hidden_state_layer_ids" if prof.behaviours.aux_id_fields
+                   else f" ({prof.label} reads no aux ids from the draft)")
             out.refuse("architecture", Finding(
                 "speculators-format",
                 f"{prof.label} cannot read a speculators-format config: startup fails "
-                "('Unrecognized model ... Should have a model_type key')",
+                + SPECULATORS_ERROR.get(LINEAGE[prof.engine], SPECULATORS_ERROR[SGLANG]),
                 (Evidence("config.json", "speculators_model_type / transformer_layer_config",
-                          "a flat HF config with architectures ['LlamaForCausalLMEagle3']"),),
-                "convert the config for SGLang: flatten transformer_layer_config, set architectures "
-                "['LlamaForCausalLMEagle3'], put the aux ids in eagle_config.eagle_aux_hidden_state_layer_ids",
+                          f"a flat HF config with architectures ['{flat}']"),),
+                f"convert the config for {DISPLAY[prof.engine] if prof.engine == LMDEPLOY else 'SGLang'}: flatten "
+                f"transformer_layer_config, set architectures ['{flat}']{aux}",
                 (f"rule: {prof.source('speculators_format')}",),
             ))
             return None
@@ -76,7 +80,7 @@ def _architecture(out: Filing, sheet: FactSheet, prof: Profile) -> str | None:
     if accepted == "*":
         return _mla_unmodelled(out, sheet, prof)
     if resolved in accepted:
-        return _family_checked(out, sheet, prof, str(resolved))
+        return _model_type_checked(out, sheet, prof, _family_checked(out, sheet, prof, str(resolved)))
     if not accepted and prof.behaviours.speculators_format:
         _speculators_only(out, sheet, prof)
         return None
@@ -128,6 +132,14 @@ def _speculators_only(out: Filing, sheet: FactSheet, prof: Profile) -> None:
     ))
 
 
+#: What a speculators config's missing model_type leads to, by the loader's lineage.
+SPECULATORS_ERROR = {
+    SGLANG: "('Unrecognized model ... Should have a model_type key')",
+    LMDEPLOY: ("(no model_type: ValueError 'Unrecognized model', or where the loader falls back to a bare "
+               "PretrainedConfig, AttributeError on hidden_size, which sits under transformer_layer_config)"),
+}
+
+
 FAMILY_NAMES = {draft_classes.MLA: "MLA (DeepSeek-V2 attention)", draft_classes.LLAMA: "Llama (q/k/v attention)"}
 
 
@@ -148,6 +160,23 @@ def _family_checked(out: Filing, sheet: FactSheet, prof: Profile, name: str) -> 
         (f"rule: {klass.source}", f"rule: {prof.source('architectures')}"),
     ))
     return name
+
+
+def _model_type_checked(out: Filing, sheet: FactSheet, prof: Profile, name: str) -> str | None:
+    """The class, unless the engine reaches it only from other draft model_type values (LMDeploy's MLA class:
+    kimi_k2, through its Kimi-K2 config builder); then a refusal."""
+    klass = draft_classes.draft_class(prof.engine, prof.version, name)
+    if klass is None or not klass.model_types or sheet.model_type in klass.model_types:
+        return name
+    out.refuse("architecture", Finding(
+        "draft-model-type",
+        f"{prof.label} builds {name} only for a draft config of model_type {' or '.join(klass.model_types)}; this "
+        f"one is {sheet.model_type!r}: another config builder takes it and startup fails",
+        (Evidence("config.json model_type", repr(sheet.model_type), " or ".join(klass.model_types)),),
+        f'set "model_type": "{klass.model_types[0]}" in the draft\'s config.json',
+        (f"rule: {klass.source}",),
+    ))
+    return None
 
 
 def architecture_fix(prof: Profile, family: str) -> str:

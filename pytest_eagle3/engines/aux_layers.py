@@ -16,6 +16,7 @@ from typing import Any
 from packaging.version import Version
 
 from pytest_eagle3.engines import aux_launch
+from pytest_eagle3.engines.aux_elsewhere import hard_coded_fix, hard_coded_without_target
 from pytest_eagle3.engines.facts import FactSheet, lookup
 from pytest_eagle3.engines.plan_types import AuxPlan, Filed, Filing, Measured, describe_inputs
 from pytest_eagle3.engines.profiles import Profile
@@ -232,6 +233,7 @@ def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: 
         ))
     if not aux_launch.no_default(out, prof, layers, aux.trained):
         _compare(out, aux, prof, sheet)
+    hard_coded_without_target(out, aux, prof, fix_edit)
     return Aux(aux, out.filed())
 
 
@@ -357,8 +359,8 @@ def _compare(out: Filing, aux: AuxPlan, prof: Profile, sheet: FactSheet) -> None
     if not _feeds_other_layers(aux, sheet):
         return
     fed = _fed(aux) or ()
-    out.lose("aux_layers", Finding("aux-layers", _aux_headline(aux, prof, fed), _aux_evidence(aux), _aux_fix(aux, prof),
-                                   _aux_details(aux, prof)))
+    out.lose("aux_layers", Finding("aux-layers", _aux_headline(aux, prof, fed), _aux_evidence(aux),
+                                   _aux_fix(aux, prof, sheet.target_architecture), _aux_details(aux, prof)))
 
 
 def _how_read(aux: AuxPlan, prof: Profile) -> str:
@@ -366,9 +368,11 @@ def _how_read(aux: AuxPlan, prof: Profile) -> str:
         return aux_launch.how_read(prof, aux.requested)
     if aux.configured is None:
         fields = prof.behaviours.aux_id_fields
-        where = ("nowhere (configured ids are ignored)" if not fields else " or ".join(map(field_text, fields))
-                 if len(fields) <= 2 else f"{field_text(fields[0])} and {len(fields) - 1} other fields")
         rule = DEFAULT_AUX_RULE if prof.behaviours.aux_default == "target-layers" else DRAFT_DEFAULT_RULE
+        if not fields:
+            return f"{prof.label} hard-codes the aux layers (no draft config field is read): {rule}"
+        where = " or ".join(map(field_text, fields)) if len(fields) <= 2 else \
+            f"{field_text(fields[0])} and {len(fields) - 1} other fields"
         return f"{prof.label} reads aux ids from {where}; none there, so it uses its defaults ({rule})"
     if aux.transform == "+1" or (aux.transform != "as-is" and tuple(aux.requested or ()) != aux.configured):
         return f"{prof.label} adds +1 to {list(aux.configured)} -> captures inputs of layers {list(aux.requested or ())}"
@@ -413,7 +417,7 @@ def inverse_transform(rule: str, trained: Sequence[int], layers: int | None) -> 
     return None
 
 
-def _aux_fix(aux: AuxPlan, prof: Profile) -> str:
+def _aux_fix(aux: AuxPlan, prof: Profile, arch: str | None) -> str:
     trained = list(aux.trained or ())
     unreachable = sorted(set(aux.never_fire) & set(trained))
     if unreachable and aux.reach:
@@ -422,6 +426,8 @@ def _aux_fix(aux: AuxPlan, prof: Profile) -> str:
         return f"serve with {serve_with('graph_mode_default_layers', SGLANG, lambda v: not v)} (or --disable-cuda-graph, slow)"
     if aux_launch.launched(prof):
         return aux_launch.aux_fix(aux)
+    if aux.fix_edit is None and not prof.behaviours.aux_id_fields:
+        return hard_coded_fix(aux, prof, _fed(aux) or (), arch, fix_edit)
     if aux.fix_edit is None:
         return f"serve with a version that reads configured aux ids ({prof.label} ignores them)"
     path, ids = aux.fix_edit

@@ -15,7 +15,7 @@ from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge import draft_classes
 from pytest_eagle3.knowledge.advice import serve_with
-from pytest_eagle3.knowledge.releases import LINEAGE, SGLANG, VLLM
+from pytest_eagle3.knowledge.releases import LINEAGE, LMDEPLOY, SGLANG, VLLM
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,10 @@ class Layers:
     fc_states: int
     filed: Filed = Filed()
 
+
+
+#: The error a one-layer class raises for more layers, where it is not SGLang's text.
+ONE_LAYER_ERROR = {LMDEPLOY: "ValueError('eagle3 only supports 1 decode layer')"}
 
 
 def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Layers:
@@ -41,7 +45,7 @@ def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Lay
         out.refuse("layers", Finding(
             "multi-layer",
             f"{prof.label} builds one-layer EAGLE-3 drafts only: num_hidden_layers={layers} raises "
-            "ValueError('EAGLE3 currently only supports 1 layer')",
+            + ONE_LAYER_ERROR.get(LINEAGE[prof.engine], "ValueError('EAGLE3 currently only supports 1 layer')"),
             (Evidence("config.json num_hidden_layers", str(layers), "1"),),
             "train a one-layer draft" if by_class
             else f"serve with {serve_with('multi_layer', SGLANG, lambda v: v == 'supported')}, or train a one-layer draft",

@@ -12,6 +12,7 @@ from pytest_eagle3.engines.frozen import FrozenDict
 from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.knowledge import draft_classes
 from pytest_eagle3.knowledge.behaviours import read_behaviour
 
 NORM_FIX = {
@@ -31,12 +32,14 @@ class Norms:
     filed: Filed = Filed()
 
 
-def plan_norms(sheet: FactSheet, prof: Profile) -> Norms:
+def plan_norms(sheet: FactSheet, prof: Profile, draft_class: str | None = None) -> Norms:
     """Each norm flag the engine applies differently from training (flags left implicit by the config and
-    read only by one format are not judged)."""
+    read only by one format are not judged; flags the draft class reads itself are applied as configured)."""
     out = Filing()
     edits: dict[str, bool] = {}
-    flags = sheet.flags
+    klass = draft_classes.draft_class(prof.engine, prof.version, draft_class or "")
+    own = klass.reads if klass is not None else ()
+    flags = {name: (_configured(sheet, name) if name in own else applied) for name, applied in sheet.flags.items()}
     for name, applied in flags.items():
         want = sheet.trained_norms.get(name)
         if want is None or want == applied:
@@ -61,3 +64,9 @@ def _norm_fix(prof: Profile, name: str, want: bool) -> str:
     if prof.behaviours.read(read_behaviour(name)) in ("not-read", "eagle-format-only"):
         return f"serve with an engine version that honours {name}, or retrain with {name}={not want}"
     return f"write {name}: {str(want).lower()} into config.json explicitly"
+
+
+def _configured(sheet: FactSheet, name: str) -> bool:
+    """A flag as a class reading it from the top level applies it (fc_norm: also use_aux_norm)."""
+    names = (name, "use_aux_norm") if name == "fc_norm" else (name,)
+    return any(bool(sheet.config.get(n, False)) for n in names)

@@ -13,6 +13,7 @@ from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.knowledge import draft_classes
 from pytest_eagle3.knowledge.advice import serve_with
 from pytest_eagle3.knowledge.behaviours import BehaviourName
 from pytest_eagle3.knowledge.releases import LINEAGE, VLLM
@@ -28,14 +29,18 @@ class VocabMap:
     filed: Filed = Filed()
 
 
-def plan_vocab(sheet: FactSheet, prof: Profile, parameters: Mapping[str, object], d2t_name: str | None) -> VocabMap:
-    """The engine's reading of the draft -> target map (``parameters`` and ``d2t_name``: the keys area's)."""
+def plan_vocab(sheet: FactSheet, prof: Profile, parameters: Mapping[str, object], d2t_name: str | None,
+               draft_class: str | None = None) -> VocabMap:
+    """The engine's reading of the draft -> target map (``parameters`` and ``d2t_name``: the keys area's;
+    ``draft_class``: the architecture area's, whose family decides LMDeploy's map without d2t)."""
     out = Filing()
     draft_vocab, head_from_target = _draft_vocab(out, sheet, prof)
     if draft_vocab is None:
         return VocabMap(filed=out.filed())
     _lm_head_rows(out, sheet, prof, parameters, draft_vocab)
     full = draft_vocab == sheet.reference_vocab
+    if d2t_name is None and prof.behaviours.d2t_absent == "zeros" and _llama_class(prof, draft_class):
+        return VocabMap(_zero_map(out, prof, draft_vocab, full), (0,) * draft_vocab, out.filed())
     if d2t_name is None:
         reading = _no_map(out, prof, draft_vocab, sheet.vocab_size, full, head_from_target)
         return VocabMap(reading, None, out.filed())
@@ -137,3 +142,25 @@ def _no_map(out: Filing, prof: Profile, draft_vocab: int, vocab: int | None, ful
             (f"rule: {prof.source('d2t_absent')}",),
         ))
     return reading
+
+
+def _llama_class(prof: Profile, draft_class: str | None) -> bool:
+    """Whether the class built is of the Llama family (LMDeploy's MLA class starts its map from arange)."""
+    klass = draft_classes.draft_class(prof.engine, prof.version, draft_class or "")
+    return klass is None or klass.family == draft_classes.LLAMA
+
+
+def _zero_map(out: Filing, prof: Profile, draft_vocab: int, full: bool) -> str:
+    """LMDeploy keeps its all-zero draft_id_to_target_id when no d2t is shipped: every draft token is target 0."""
+    kind = "a full-vocab draft" if full else f"a reduced draft vocab ({draft_vocab})"
+    out.lose("vocab", Finding(
+        "d2t-missing-zeros",
+        f"{prof.label} maps every draft token through draft_id_to_target_id, which stays all zeros without a shipped "
+        f"d2t ({kind}): every draft token becomes target id 0 and acceptance will be ~1.0",
+        (Evidence("d2t", "absent", f"{draft_vocab} offsets (target = i + d2t[i]"
+                  + ("; all zeros for a full vocab)" if full else ")")),),
+        "save d2t with the draft" + (" (a full-vocab draft: d2t = zeros(vocab_size), the identity as offsets)" if full
+                                     else " (build it from t2d: d2t = nonzero(t2d) - arange(draft_vocab_size))"),
+        (f"rule: {prof.source('d2t_absent')}",),
+    ))
+    return "no d2t: draft_id_to_target_id stays all zeros (every draft token becomes target id 0)"

@@ -6,14 +6,20 @@ reads them into its capture tables; an architecture no entry names is unknown fo
 
 from __future__ import annotations
 
-from pytest_eagle3.knowledge.releases import MLX_VLM, TOKENSPEED, TRTLLM
+from pytest_eagle3.knowledge.releases import LMDEPLOY, MLX_VLM, TOKENSPEED, TRTLLM
 
-CAPTURES, REFUSED = "captures", "refused"
+CAPTURES, REFUSED, SILENT = "captures", "refused", "silent-no-capture"
 TS_BASE = ("tokenspeed runtime/models/base/causal_lm.py BaseCausalLM.set_eagle3_layers_to_capture, inherited; "
            "runtime/execution/model_executor.py (0.1.0; factory.py 0.1.1) calls it when the target has it")
 MLX_CAPTURE = "mlx_vlm models/{}/language.py forward(capture_layer_ids): h appended after each captured layer"
 MLX_NONE = ("mlx_vlm models/{}: the language model takes no capture_layer_ids; speculative/eagle3.py "
             "_eagle3_verify_target passes it: TypeError on the first verify step (0.6.0-0.7.10 read)")
+LMD_LLAMA = ("lmdeploy pytorch/configurations/llama.py LlamaModelConfigBuilder.build (architectures[0] == "
+             "'LlamaForCausalLM' under spec method eagle3) sets aux_hidden_state_layers; models/llama.py LlamaModel.forward "
+             "captures hidden_states + residual before those layers (0.11.0-0.18.0 read)")
+LMD_NONE = ("lmdeploy pytorch/models/{}: no EAGLE-3 aux capture (aux_hidden_state_layers is set only by the Llama and "
+            "Kimi-K2 config builders; 0.18.0's spec_model_ctx ids are DFlash's only): the target sends its final hidden "
+            "state, as wide as the draft's embeddings, so fc is skipped (eager reading; 0.11.0-0.18.0 read)")
 
 TRT_CAPTURE = ("tensorrt_llm _torch/models/{}: spec_metadata.maybe_capture_hidden_states(layer_idx, hidden_states, "
                "residual) after each decoder layer (main read; the first release with the class not read)")
@@ -41,4 +47,18 @@ ENTRIES: tuple[tuple[str, str, str, str, str, tuple[str, ...]], ...] = (
     (TRTLLM, "0.19.0", "deepseek", CAPTURES, TRT_CAPTURE.format("modeling_deepseekv3.py DeepseekV3DecoderLayer"),
      ("DeepseekV3ForCausalLM",)),
     (TRTLLM, "0.19.0", "gpt_oss", CAPTURES, TRT_CAPTURE.format("modeling_gpt_oss.py"), ("GptOssForCausalLM",)),
+    (LMDEPLOY, "0.11.0", "llama", CAPTURES, LMD_LLAMA, ("LlamaForCausalLM",)),
+    (LMDEPLOY, "0.11.0", "llama", SILENT, LMD_NONE.format("qwen2.py / qwen3.py / qwen3_moe.py"),
+     ("Qwen2ForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM")),
+    (LMDEPLOY, "0.12.3", "llama", SILENT, LMD_NONE.format("qwen3_5.py / qwen3_5_moe.py") + " (absent 0.12.2)",
+     ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration")),
+    (LMDEPLOY, "0.11.0", "deepseek", REFUSED,
+     ("lmdeploy pytorch/configurations/deepseek_v2.py DeepseekV2ModelConfigBuilder.build: assert spec_method == "
+      "'deepseek_mtp' for model_type deepseek_v2 / deepseek_v3: AssertionError at startup (0.11.0-0.18.0 read)"),
+     ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM")),
+    (LMDEPLOY, "0.17.0", "deepseek", CAPTURES,
+     ("lmdeploy pytorch/configurations/kimi_k2.py KimiK2ModelConfigBuilder.build (via kimi_k25.py): "
+      "aux_hidden_state_layers = (2, L // 2, L - 3), at least 5 layers; models/kimi_k2_language.py forward captures "
+      "the residual entering those layers (0.17.0; absent 0.16.0)"),
+     ("KimiK25ForConditionalGeneration", "Kimi_K25ForConditionalGeneration")),
 )

@@ -14,7 +14,16 @@ from typing import Any
 
 from packaging.version import Version
 
-from pytest_eagle3.knowledge.releases import MLX_VLM, SGLANG, TOKENSPEED, TRTLLM, VLLM, EngineVersion
+from pytest_eagle3.knowledge.releases import (
+    LMDEPLOY,
+    MLX_VLM,
+    RELEASES,
+    SGLANG,
+    TOKENSPEED,
+    TRTLLM,
+    VLLM,
+    EngineVersion,
+)
 from pytest_eagle3.knowledge.table import Row, Table, table
 from pytest_eagle3.rules.mla import FAMILY_LLAMA, FAMILY_MLA
 
@@ -50,6 +59,11 @@ class DraftClass:
     #: Where fc is a plain torch Linear (no quantization method, whatever the draft's quantization_config): the
     #: source line; None where fc is built as the other layers are.
     plain_fc: str | None = None
+    #: The draft config model_type values the engine reaches the class with (empty: any).
+    model_types: tuple[str, ...] = ()
+    #: Norm flags the class reads from its config whatever the profile's rows (which describe the engine's
+    #: Llama class) say.
+    reads: tuple[str, ...] = ()
 
 
 VL = "vllm model_executor/models/"
@@ -101,6 +115,24 @@ CLASSES: dict[tuple[str, str], DraftClass] = {
         TRTLLM, "Eagle3LlamaForCausalLM", LLAMA, (), (),
         ("tensorrt_llm _torch/models/modeling_speculative.py Eagle3ForCausalLM (registered EAGLE3LlamaForCausalLM; "
          "q/k/v fused into qkv_proj, gate/up into gate_up_proj; midlayer, or midlayer.N for N > 1 layers)")),
+    (LMDEPLOY, "Eagle3LlamaForCausalLM"): DraftClass(
+        LMDEPLOY, "Eagle3LlamaForCausalLM", LLAMA, (), (),
+        ("lmdeploy pytorch/models/llama_eagle3.py Eagle3LlamaForCausalLM: one Eagle3LlamaDecoderLayer at model.midlayer "
+         "(qkv_proj over 2 x hidden, gate_up/down, input_layernorm / hidden_norm / post_attention_layernorm), fc "
+         "3 x target_hidden_size (0.11.0-0.18.0 read)"), max_layers=1),
+    (LMDEPLOY, "Eagle3DeepseekV2ForCausalLM"): DraftClass(
+        LMDEPLOY, "Eagle3DeepseekV2ForCausalLM", MLA, (), ("eagle_config.eagle_aux_hidden_state_layer_ids",
+                                                           "eagle_aux_hidden_state_layer_ids"),
+        ("lmdeploy pytorch/models/kimi_k25_eagle3.py Eagle3DeepseekV2ForCausalLM: one Eagle3MLADecoderLayer at "
+         "model.midlayer (ValueError unless num_hidden_layers == 1); load_weights strips 'model.', renames layers.0. -> "
+         "midlayer., fuses q_a_proj + kv_a_proj_with_mqa into fused_qkv_a_proj_with_mqa, splits kv_b_proj into kc / "
+         "vc, skips embed_tokens (always the target's), KeyError on other names; fc over 3 unique aux ids (else "
+         "ValueError); reached only with model_type kimi_k2 (configurations/kimi_k2.py; 0.17.0-0.18.0 read)"),
+        attention=("self_attn.fused_qkv_a_proj_with_mqa.weight", *MLA_NORMS_AND_B),
+        stacked=((".q_a_proj", ".fused_qkv_a_proj_with_mqa", "q_a"),
+                 (".kv_a_proj_with_mqa", ".fused_qkv_a_proj_with_mqa", "kv_a")),
+        renames=(("layers.0.", "midlayer."),), first_layer="midlayer", max_layers=1, model_types=("kimi_k2",),
+        reads=("fc_norm", "norm_output")),
 }
 #: The class a speculators-format config builds, for engines that build one class whatever its model_type.
 SPECULATORS_CLASS = {MLX_VLM: "Eagle3DraftModel"}
@@ -137,6 +169,16 @@ _REGISTRY_ROWS: tuple[tuple[str, Row[str]], ...] = (
                                     "sglang models/kimi_k25_eagle3.py EntryClass (v0.5.12 a87fb399de)")),
     ("LlamaForCausalLMEagle3", Row(TOKENSPEED, "0.1.0", "LlamaForCausalLMEagle3",
                                    "tokenspeed runtime/models/llama_eagle3.py EntryClass (0.1.0, 0.1.1 read)")),
+    ("LlamaForCausalLM", Row(LMDEPLOY, "0.11.0", "Eagle3LlamaForCausalLM",
+                             "lmdeploy pytorch/configurations/llama.py LlamaModelConfigBuilder.build: a draft's "
+                             "architectures[0] 'LlamaForCausalLM' becomes 'Eagle3LlamaForCausalLM' (0.11.0-0.18.0 read)")),
+    ("Eagle3LlamaForCausalLM", Row(LMDEPLOY, "0.11.0", "Eagle3LlamaForCausalLM",
+                                   ("lmdeploy pytorch/models/module_map.py 'Eagle3LlamaForCausalLM', reached through "
+                                    "DefaultModelConfigBuilder, which leaves the draft's ModelConfig at the target "
+                                    "vocab and paradigm 'ar' (what that changes at run time: not modelled; "
+                                    "0.11.0-0.18.0 read)"))),
+    ("Eagle3DeepseekV2ForCausalLM", Row(LMDEPLOY, "0.17.0", "Eagle3DeepseekV2ForCausalLM",
+                                        "lmdeploy pytorch/models/module_map.py -> kimi_k25_eagle3.py (0.17.0; absent 0.16.0)")),
 )
 
 
@@ -166,6 +208,7 @@ ARCHITECTURE_READ: Table[bool] = table("architecture field read", (
         ("tensorrt_llm _torch/models/modeling_speculative.py _build_eagle3_one_model_draft: eagle3_model_arch llama3 "
          "builds Eagle3ForCausalLM whatever architectures says (two-model mode: 'EAGLE3' + the name without 'Eagle3', "
          "when draft_vocab_size is set; modeling_auto.py _resolve_class) (main read)")),
+    Row(LMDEPLOY, "0.11.0", True, "lmdeploy pytorch/models/patch.py _get_model_class: architectures select the class"),
 ))
 
 
@@ -178,7 +221,7 @@ def accepted_rows() -> tuple[Row[tuple[str, ...] | str], ...]:
     """The profile's ``architectures`` behaviour, derived from the registry: one row wherever it changes
     ('*' while the engine ignores the field)."""
     found: list[Row[tuple[str, ...] | str]] = []
-    for engine in (SGLANG, VLLM, TOKENSPEED, MLX_VLM, TRTLLM):
+    for engine in RELEASES:
         changes: dict[Version, list[Row[Any]]] = {}
         tables: tuple[Table[Any], ...] = (*REGISTRY.values(), ARCHITECTURE_READ)
         for t in tables:
@@ -203,6 +246,12 @@ def draft_class(engine: str, version: Version, architecture: str) -> DraftClass 
 
 #: The architecture a fix names first for a family (both engines register it for their Llama class).
 PREFERRED = {LLAMA: "LlamaForCausalLMEagle3"}
+#: Where an engine's own first choice differs (LMDeploy sets its draft vocab only on the LlamaForCausalLM path).
+PREFERRED_BY_ENGINE = {LMDEPLOY: {LLAMA: "LlamaForCausalLM"}}
+
+
+def _preferred(engine: str, family: str) -> str | None:
+    return PREFERRED_BY_ENGINE.get(engine, PREFERRED).get(family)
 
 
 def _family(engine: str, row: Row[str]) -> str:
@@ -217,7 +266,7 @@ def family_architectures(engine: str, version: Version, family: str) -> tuple[st
         row = rows.find(engine, version) if eng == engine else None
         if row is not None and _family(engine, row) == family:
             names.append(arch)
-    return tuple(sorted(names, key=lambda a: (a != PREFERRED.get(family), a)))
+    return tuple(sorted(names, key=lambda a: (a != _preferred(engine, family), a)))
 
 
 def first_family_release(engine: str, family: str) -> tuple[str, str] | None:
@@ -226,7 +275,7 @@ def first_family_release(engine: str, family: str) -> tuple[str, str] | None:
              for row in rows.rows_of(engine) if _family(engine, row) == family]
     if not found:
         return None
-    _, since, arch = min(found, key=lambda item: (item[0], item[2] != PREFERRED.get(family), item[2]))
+    _, since, arch = min(found, key=lambda item: (item[0], item[2] != _preferred(engine, family), item[2]))
     return since, arch
 
 

@@ -11,6 +11,7 @@ VLLM = "vllm"
 TOKENSPEED = "tokenspeed"
 MLX_VLM = "mlx-vlm"
 TRTLLM = "trtllm"
+LMDEPLOY = "lmdeploy"
 
 #: The one release list: every final release per engine the knowledge was read over, oldest first (patch
 #: releases too). Every table, scanner and test reads it. Source: reference/sglang.md (v0.4.4.post2 first with
@@ -42,16 +43,23 @@ RELEASES: dict[str, tuple[str, ...]] = {
     # 0.19.0 c6f7d42, 0.20.0 7965842, 0.21.0 b4b1185, 1.0.0 ae8270b, 1.1.0 48b7b5d; 1.2.0 / 1.2.1 from release/1.2
     # (36e34ee). Source read: main-branch versions of the files (behaviours/trtllm.py says which, per row)
     TRTLLM: ("0.19.0", "0.20.0", "0.21.0", "1.0.0", "1.1.0", "1.2.0", "1.2.1"),
+    # lmdeploy: 0.11.0 is the first with pytorch/models/llama_eagle3.py and spec_decode/proposers/eagle3.py (0.10.2
+    # has neither); every final release from there read in its manylinux wheel (0.11.0-0.18.0)
+    LMDEPLOY: ("0.11.0", "0.11.1", "0.12.0", "0.12.1", "0.12.2", "0.12.3", "0.13.0", "0.14.0", "0.15.0", "0.16.0",
+               "0.17.0", "0.18.0"),
 }
 
 #: The releases the profiles cover, first and last, per engine (from :data:`RELEASES`).
-KNOWN_RANGES: dict[str, tuple[str, str]] = {engine: (RELEASES[engine][0], RELEASES[engine][-1]) for engine in (SGLANG, VLLM, TOKENSPEED, MLX_VLM, TRTLLM)}
-DISPLAY = {SGLANG: "SGLang", VLLM: "vLLM", TOKENSPEED: "TokenSpeed", MLX_VLM: "mlx-vlm", TRTLLM: "TensorRT-LLM"}
+#: Every engine, in the order the selection ``all``, the tables and the reports list them.
+ENGINES = (SGLANG, VLLM, TOKENSPEED, MLX_VLM, TRTLLM, LMDEPLOY)
+KNOWN_RANGES: dict[str, tuple[str, str]] = {engine: (RELEASES[engine][0], RELEASES[engine][-1]) for engine in ENGINES}
+DISPLAY = {SGLANG: "SGLang", VLLM: "vLLM", TOKENSPEED: "TokenSpeed", MLX_VLM: "mlx-vlm", TRTLLM: "TensorRT-LLM",
+           LMDEPLOY: "LMDeploy"}
 #: The engines a run judges by default (``--eagle3-engine`` unset): the two most used; ``all`` adds the others.
 DEFAULT_ENGINES = (SGLANG, VLLM)
 #: Whose loader code an engine's own descends from (TokenSpeed is derived from SGLang): the engine-specific
 #: code paths in ``engines/`` that are not behaviours yet follow it.
-LINEAGE = {SGLANG: SGLANG, VLLM: VLLM, TOKENSPEED: SGLANG, MLX_VLM: MLX_VLM, TRTLLM: TRTLLM}
+LINEAGE = {SGLANG: SGLANG, VLLM: VLLM, TOKENSPEED: SGLANG, MLX_VLM: MLX_VLM, TRTLLM: TRTLLM, LMDEPLOY: LMDEPLOY}
 
 
 @dataclass(frozen=True, order=True)

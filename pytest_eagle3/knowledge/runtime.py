@@ -6,7 +6,15 @@ from enum import StrEnum
 
 from packaging.version import Version
 
-from pytest_eagle3.knowledge.releases import MLX_VLM, SGLANG, TOKENSPEED, TRTLLM, VLLM, EngineVersion
+from pytest_eagle3.knowledge.releases import (
+    LMDEPLOY,
+    MLX_VLM,
+    SGLANG,
+    TOKENSPEED,
+    TRTLLM,
+    VLLM,
+    EngineVersion,
+)
 from pytest_eagle3.knowledge.table import Row, Table, table
 
 
@@ -63,6 +71,8 @@ KV_TABLE: Table[KvGrouping] = table("KV-cache grouping of draft and target layer
         "tensorrt_llm _torch/models/modeling_speculative.py SpecDecOneEngineForCausalLM: "
         "should_use_separate_draft_kv_cache; two-model mode: the draft's own engine and KV cache manager (main read; "
         "a one-model draft in the target's manager with its own per-layer head count: not modelled)"),
+    Row(LMDEPLOY, "0.11.0", SEPARATE_POOL,
+        "lmdeploy pytorch/spec_decode/spec_agent.py build_cache_engine: the draft's own CacheEngine from its cache_config (0.11.0-0.18.0 read)"),
 ))
 KV_RULES: tuple[KvRule, ...] = KV_TABLE.rows
 DTYPE_SOURCE = {
@@ -72,6 +82,7 @@ DTYPE_SOURCE = {
     "tokenspeed": "tokenspeed runtime/configs/model_config.py (as SGLang: the server's --dtype)",
     "mlx-vlm": "mlx_vlm utils.py load_model: the drafter's tensors as stored",
     "trtllm": "tensorrt_llm _torch/models/modeling_speculative.py Eagle3DraftModel: dtype=config.torch_dtype (the draft's)",
+    "lmdeploy": "lmdeploy pytorch/config.py _update_torch_dtype: the draft config's own dtype (float16 / bfloat16, else float16)",
 }
 
 

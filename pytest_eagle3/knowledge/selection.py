@@ -1,7 +1,7 @@
 """Parsing of ``--eagle3-engine``: which engine versions a run judges against.
 
-A selection is a comma list of engine names (``sglang``, ``vllm``, ``tokenspeed``, ``mlx-vlm``), ``all``
-(every engine's newest release) or ``NAME==VERSION``. A bare name means the newest known version;
+A selection is a comma list of engine names (``sglang``, ``vllm``, ``tokenspeed``, ``mlx-vlm``,
+``lmdeploy``), ``all`` (every engine's newest release) or ``NAME==VERSION``. A bare name means the newest known version;
 ``NAME==*`` means one version per distinct profile segment. Unset, a run judges :data:`DEFAULT_SELECTION`.
 """
 

@@ -323,7 +323,11 @@ def _apply(solution: Solution, plan: LoadPlan, issue: Issue, claims: _Claims) ->
     if code == "embed-required":
         return _copy_target_embedding(solution, plan, why)
     if code == "architecture":
-        return _config_edit(solution, plan, claims, "architectures", [configs.FLAT_ARCHITECTURE], why)
+        return _config_edit(solution, plan, claims, "architectures", [_architecture(solution, plan)], why)
+    if code == "draft-model-type":
+        model_type = _class_model_type(config, plan)
+        return model_type is not None and _config_edit(solution, plan, claims,
+                                                       configs.layer_scope(config) + "model_type", model_type, why)
     if code == "mtp-model-type":
         return _config_edit(solution, plan, claims, configs.layer_scope(config) + "model_type", "deepseek_v2", why)
     if code == "aux-layers":
@@ -344,6 +348,8 @@ def _apply(solution: Solution, plan: LoadPlan, issue: Issue, claims: _Claims) ->
         rows = draft.shape("lm_head.weight")
         return rows is not None and bool(rows) and _config_edit(solution, plan, claims, "draft_vocab_size", rows[0],
                                                                 why)
+    if code == "d2t-missing-zeros":
+        return _zero_d2t(solution, plan, claims, why)
     if code == "d2t-full-vocab":
         present = [n for n in ("d2t", "t2d") if n in draft.names()]
         if not present or not claims.claim("<d2t>", "absent", plan.engine.spec):
@@ -353,6 +359,41 @@ def _apply(solution: Solution, plan: LoadPlan, issue: Issue, claims: _Claims) ->
         solution.changes.append(Change("drop", ", ".join(present), why, (plan.engine.spec,)))
         return True
     return False
+
+
+def _architecture(solution: Solution, plan: LoadPlan) -> str:
+    """The engine's own first name for the draft's family (LMDeploy: LlamaForCausalLM), else the flat default."""
+    from pytest_eagle3.knowledge.draft_classes import family_architectures
+    from pytest_eagle3.rules.mla import attention_family
+
+    names = family_architectures(plan.engine.engine, plan.engine.version, attention_family(solution.draft.names()))
+    return names[0] if names else configs.FLAT_ARCHITECTURE
+
+
+def _zero_d2t(solution: Solution, plan: LoadPlan, claims: _Claims, why: str) -> bool:
+    """A full-vocab draft for an engine whose map stays all zeros without d2t (LMDeploy): ship d2t = zeros, the
+    identity as offsets. A reduced vocab needs the trained map, which a copy cannot invent."""
+    import torch
+
+    config, draft = solution.draft.config, solution.draft
+    vocab = configs.get(config, configs.layer_scope(config) + "vocab_size")
+    rows = config.get("draft_vocab_size") or vocab
+    if "d2t" in draft.names() or not isinstance(rows, int) or rows != vocab \
+            or not claims.claim("<d2t>", "present", plan.engine.spec):
+        return False
+    draft.put("d2t", torch.zeros(rows, dtype=torch.int64), "zeros: the identity map as offsets")
+    solution.changes.append(Change("tensor", f"d2t: zeros({rows}) (full vocab: target = i + 0)", why,
+                                   (plan.engine.spec,)))
+    return True
+
+
+def _class_model_type(config: dict[str, Any], plan: LoadPlan) -> str | None:
+    """The model_type the engine reaches the config's draft class with (draft_classes.DraftClass.model_types)."""
+    from pytest_eagle3.knowledge.draft_classes import draft_class
+
+    names = config.get("architectures") or [""]
+    klass = draft_class(plan.engine.engine, plan.engine.version, str(names[0]))
+    return klass.model_types[0] if klass is not None and klass.model_types else None
 
 
 def _copy_target_embedding(solution: Solution, plan: LoadPlan, why: str) -> bool:

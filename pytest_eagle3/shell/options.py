@@ -59,8 +59,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "write the verdicts as a markdown table to this path (a CI job summary; with $GITHUB_STEP_SUMMARY "
                "set, the table is appended there too)"),
     OptionSpec("eagle3_engines", "--eagle3-engine", "EAGLE3_ENGINES", "eagle3_engines",
-               "engine versions to judge against: comma list of sglang, vllm, tokenspeed, mlx-vlm, trtllm, all (every "
-               "engine's newest), NAME==VERSION or NAME==* (the first version of every profile segment, and the "
+               "engine versions to judge against: comma list of sglang, vllm, tokenspeed, mlx-vlm, trtllm, lmdeploy, "
+               "all (every engine's newest), NAME==VERSION or NAME==* (the first version of every profile segment, and the "
                "newest); a bare name is the newest known version (default: sglang,vllm; the known versions: "
                "python -m pytest_eagle3 matrix)",
                metavar="LIST", is_path=False),

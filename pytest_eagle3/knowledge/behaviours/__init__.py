@@ -15,7 +15,18 @@ from typing import Any
 from packaging.version import Version
 
 from pytest_eagle3.knowledge import draft_classes
-from pytest_eagle3.knowledge.behaviours import aux, fc_norms, keys, layers, mlx_vlm, sharing, tokenspeed, trtllm, vocab
+from pytest_eagle3.knowledge.behaviours import (
+    aux,
+    fc_norms,
+    keys,
+    layers,
+    lmdeploy,
+    mlx_vlm,
+    sharing,
+    tokenspeed,
+    trtllm,
+    vocab,
+)
 from pytest_eagle3.knowledge.behaviours.common import Span
 from pytest_eagle3.knowledge.behaviours.kinds import (
     BEHAVIOURS,
@@ -39,8 +50,7 @@ __all__ = ["BEHAVIOURS", "NAMES", "RULES", "TABLES", "VALUES", "BehaviourName", 
 Rule = Row[Any]
 
 _SPANS: tuple[Span, ...] = (*keys.SPANS, *vocab.SPANS, *aux.SPANS, *fc_norms.SPANS, *sharing.SPANS, *layers.SPANS,
-                          *tokenspeed.SPANS, *mlx_vlm.SPANS,
-                          *trtllm.SPANS)
+                          *tokenspeed.SPANS, *mlx_vlm.SPANS, *trtllm.SPANS, *lmdeploy.SPANS)
 
 
 def _tables() -> dict[BehaviourName, Table[Any]]:

@@ -46,7 +46,7 @@ class Behaviours:
     multi_layer: Literal["refused", "one-layer", "supported"]
     later_layer_norm: Literal["hidden_norm", "input_layernorm"]
     d2t_present: Literal["offsets", "discarded"]
-    d2t_absent: Literal["crash", "identity"]
+    d2t_absent: Literal["crash", "identity", "zeros"]
     d2t_full_vocab: Literal["offsets", "refused", "ignored"]
     draft_vocab_size_missing: Refusal
     draft_vocab_size_null: Refusal
@@ -184,7 +184,8 @@ BEHAVIOURS: dict[str, str] = {
     "multi_layer": "whether drafts with num_hidden_layers > 1 are built",
     "later_layer_norm": "the norm layers >= 1 apply to their input",
     "d2t_present": "how a shipped d2t is used",
-    "d2t_absent": "what an absent d2t means",
+    "d2t_absent": ("what an absent d2t means: crash / identity (draft ids are target ids) / zeros (the map stays "
+                   "all zeros: every draft token becomes target id 0, full vocab or not)"),
     "d2t_full_vocab": ("what a d2t does when draft_vocab_size == vocab_size: offsets / refused / ignored (no d2t "
                        "parameter; the shipped tensor is never read)"),
     "draft_vocab_size_missing": "what a config without draft_vocab_size leads to",

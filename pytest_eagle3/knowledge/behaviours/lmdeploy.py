@@ -1,0 +1,112 @@
+"""Behaviour rows: LMDeploy's PyTorch engine (TurboMind has no EAGLE-3), every behaviour from 0.11.0 on.
+
+Read in the manylinux wheels of every final release 0.11.0-0.18.0 (0.10.2 has no ``pytorch/spec_decode``).
+``pytorch/models/llama_eagle3.py`` (Eagle3LlamaForCausalLM), ``pytorch/configurations/llama.py`` and the capture
+loop of ``pytorch/models/llama.py`` are the same code in every one of them (0.12.3 only modernises type hints);
+``spec_decode/proposers/eagle3.py`` changes at 0.15.0 (guided-decoding bitmask translation) and 0.17.0 (the
+Kimi MLA draft's own aux output), neither a load-time behaviour. The rows describe the Llama class; the MLA class
+of 0.17.0 on (``models/kimi_k25_eagle3.py``) is a row of ``knowledge/draft_classes.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_eagle3.knowledge.behaviours.common import Span, spans
+from pytest_eagle3.knowledge.behaviours.kinds import FcAuxCount
+from pytest_eagle3.knowledge.releases import LMDEPLOY
+
+LM = "lmdeploy pytorch/models/llama_eagle3.py"
+CFG = "lmdeploy pytorch/configurations/llama.py LlamaModelConfigBuilder.build"
+PROP = "lmdeploy pytorch/spec_decode/proposers/eagle3.py Eagle3"
+READ = "0.11.0-0.18.0 read"
+
+#: (behaviour, value, source): one row each from 0.11.0 (the Llama draft path never changed up to 0.18.0).
+_ROWS: tuple[tuple[str, Any, str], ...] = (
+    ("arch_rewrite", "none",
+     (f"{CFG}: only architectures[0] == 'LlamaForCausalLM' becomes 'Eagle3' + it (the registry row); every other "
+      "name is looked up as written in pytorch/models/module_map.py")),
+    ("speculators_model_types", (), "lmdeploy: speculators format unsupported (no speculators_model_type read, grep)"),
+    ("key_prefix", "add-model-except-lm_head",
+     f"{LM} Eagle3LlamaForCausalLM.load_weights: name = 'model.' + name unless 'lm_head.weight' in name"),
+    ("first_layer", "midlayer", f"{LM} Eagle3LlamaModel.__init__: self.midlayer = Eagle3LlamaDecoderLayer"),
+    ("renames", (), f"{LM} load_weights: no rename (layers.0.* becomes model.layers.0.*)"),
+    ("unknown_key", "raise", f"{LM} load_weights: param = params_dict[name]: KeyError for any other name"),
+    ("multi_layer", "refused",
+     f"{LM} Eagle3LlamaForCausalLM.__init__: ValueError('eagle3 only supports 1 decode layer')"),
+    ("later_layer_norm", "hidden_norm", f"{LM}: one layer only (no later layers)"),
+    ("d2t_present", "offsets",
+     f"{LM} load_weights: 'd2t' in name -> draft_id_to_target_id = d2t + arange(draft_vocab_size) (absolute ids)"),
+    ("d2t_absent", "zeros",
+     (f"{LM} __init__: draft_id_to_target_id = zeros(draft_vocab_size); {PROP}.get_outputs maps every draft token "
+      "through it, full vocab or not")),
+    ("d2t_full_vocab", "offsets", f"{LM} load_weights: d2t read whatever the vocab sizes"),
+    ("draft_vocab_size_missing", "refused",
+     f"{LM} __init__: config.draft_vocab_size (AttributeError on a config without it)"),
+    ("draft_vocab_size_null", "refused", f"{LM} __init__: torch.zeros(None): TypeError"),
+    ("aux_id_fields", (),
+     (f"{CFG}: the TARGET's config gets aux_hidden_state_layers = (2, L // 2, L - 3); no draft field is read "
+      "(hard-coded)")),
+    ("aux_id_fields_other_mode", None, "lmdeploy: one capture set for every mode"),
+    ("aux_transform_llama", "as-is",
+     "lmdeploy pytorch/models/llama.py LlamaModel.forward: hidden_states + residual appended before layer idx runs"),
+    ("aux_transform_deepseek", "as-is",
+     ("lmdeploy pytorch/models/kimi_k2_language.py forward: capture_input_residual before layer idx (0.17.0-0.18.0; "
+      "no DeepSeek target captures before)")),
+    ("aux_transform_gpt_oss", "as-is", "lmdeploy: no gpt-oss target captures (aux_hidden_state_layers grep)"),
+    ("capture_range", "inner",
+     "lmdeploy pytorch/models/llama.py LlamaModel.forward: inputs of layers 0..L-1 (hidden_states + None at 0 raises)"),
+    ("graph_mode_default_layers", False, "lmdeploy: aux_hidden_state_layers is set once on the target config"),
+    ("fc_applied", "when-width-differs",
+     f"{LM} Eagle3LlamaModel.forward: fc only if previous_hidden_states.shape[-1] != inputs_embeds.shape[-1]"),
+    ("fc_aux_count", FcAuxCount.FIXED_3, f"{LM} Eagle3LlamaModel.__init__: fc = target_hidden_size * 3 -> hidden_size"),
+    ("fc_bias", "none", f"{LM} Eagle3LlamaModel.__init__: build_rowwise_linear(bias=False)"),
+    ("use_aux_hidden_state", "ignored", "lmdeploy: use_aux_hidden_state not read (grep)"),
+    ("norm_before_residual", "not-read",
+     f"{LM} Eagle3LlamaDecoderLayer.forward: residual = hidden_states (before hidden_norm), no flag"),
+    ("norm_before_fc", "not-read", f"{LM}: no input_norm"),
+    ("fc_norm", "not-read", f"{LM}: no fc_norm (the MLA class of 0.17.0 reads it)"),
+    ("norm_output", "not-read", f"{LM}: no norm_output (the MLA class of 0.17.0 reads it)"),
+    ("embed_source", "target-if-absent",
+     (f"{LM} load_weights: include_embed_tokens when the checkpoint has embed_tokens; {PROP}.build_model swaps in "
+      "target_model.get_input_embeddings() otherwise")),
+    ("draft_extend_logits_buffer", "none", "lmdeploy: no draft-extend logits buffer"),
+    ("draft_extend_graph_width", "target-hidden",
+     f"{PROP}.get_target_hidden_size: getattr(hf_config, 'target_hidden_size', hidden_size) * 3 sizes the graph buffer"),
+    ("embed_width_check", "target-width",
+     f"{PROP}.build_model: the target's embedding replaces the draft's whatever its width"),
+    ("lm_head_source", "draft", f"{LM} __init__: own lm_head [draft_vocab_size, hidden]; nothing fills a missing one"),
+    ("mtp_model_types", (), "lmdeploy: an MTP rewrite only under spec method deepseek_mtp"),
+    ("mla_rope", "as-configured", "lmdeploy pytorch/models/kimi_k25_eagle3.py Eagle3MLAModel: build_rotary_params(config)"),
+    ("draft_rope", "config", f"{LM} Eagle3LlamaModel.__init__: build_rotary_embedding_from_config(config)"),
+    ("first_layer_hidden_path", "hidden_norm", f"{LM} Eagle3LlamaDecoderLayer.forward: hidden_norm(hidden_states)"),
+    ("mlp_width", "intermediate_size", "lmdeploy pytorch/models/llama.py LlamaMLP: config.intermediate_size"),
+    ("layer_bias", "o_proj+mlp",
+     (f"{LM} Eagle3LlamaDecoderLayer: qkv_proj rebuilt with bias=False; o_proj bias=attention_bias and "
+      "gate_up/down bias=mlp_bias from LlamaDecoderLayer")),
+    ("unset_bias", "empty", "lmdeploy pytorch/nn/linear: parameters allocated with torch.empty"),
+    ("unloaded_parameter", "kept", f"{LM} load_weights: no check that every parameter was filled"),
+    ("weight_files", "all-safetensors",
+     ("lmdeploy pytorch/weight_loader/model_weight_loader.py _get_weight_type: model.safetensors, else its index, "
+      "else pytorch_model.bin (closest modelled value)")),
+    ("draft_positions", "unbounded", "lmdeploy pytorch/nn/rotary_embedding.py: cos/sin computed per position (no table)"),
+    ("target_quantization", "draft",
+     f"{LM} Eagle3LlamaDecoderLayer: quant_config = the draft config's quantization_config"),
+    ("draft_sliding_window", "none", "lmdeploy pytorch/models/llama.py: no sliding_window read"),
+    ("draft_dtype", "draft-config",
+     "lmdeploy pytorch/config.py _update_torch_dtype: the draft config's dtype under auto; float32 or absent -> float16"),
+    ("aux_default", "target-layers", f"{CFG}: (2, L // 2, L - 3) of the target's num_layers"),
+)
+
+SPANS: list[Span] = [span for name, value, source in _ROWS
+                     for span in spans(LMDEPLOY, name, ("0.11.0", "0.18.0", value, f"{source} ({READ})"))]
+# ---------------------------------------------------------------- speculators_format: how a speculators config fails
+SPANS += spans(LMDEPLOY, "speculators_format",
+               ("0.11.0", "0.14.0", False,
+                ("lmdeploy pytorch/config.py ModelConfig.from_pretrained: AutoConfig.from_pretrained (0.12.0-0.14.0 through "
+                 "pytorch/transformers config_from_pretrained, which re-raises): ValueError 'Unrecognized model ... "
+                 "Should have a model_type key' (0.11.0-0.14.0 read)")),
+               ("0.15.0", "0.18.0", False,
+                ("lmdeploy hf_configs config_from_pretrained: a config without model_type falls back to a bare "
+                 "PretrainedConfig; DefaultModelConfigBuilder.build reads hf_config.hidden_size (AttributeError: the "
+                 "layer fields sit under transformer_layer_config; 0.15.0-0.18.0 read)")))
