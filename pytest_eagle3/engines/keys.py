@@ -58,7 +58,8 @@ def plan_keys(sheet: FactSheet, prof: Profile, shape: DraftShape, fc_states: int
         _file_unset_bias(out, prof, unset_bias, dict(shape.layer_bias))
     others = tuple(p for p in uninitialised if p not in unset_bias)
     if prof.behaviours.unloaded_parameter == "refused" and not packed:  # the strict check counts every parameter
-        others += tuple(p for p in sorted(required & (shared | {D2T_PARAM})) if p not in res.loaded)
+        others += tuple(p for p in sorted(required & (shared | {D2T_PARAM})) if p not in res.loaded
+                        and not _optional(prof, p))
     for name, error in refused:
         out.refuse("keys", Finding(
             "key-refused",
@@ -91,6 +92,14 @@ def plan_keys(sheet: FactSheet, prof: Profile, shape: DraftShape, fc_states: int
                               sheet.draft_geometry, prof.behaviours.mlp_width)
     return Keys(params, parameters, FrozenDict(dict(res.dropped)), uninitialised, res.d2t_name,
                 tuple(sorted(params)), FrozenDict(shapes), out.filed())
+
+
+def _optional(prof: Profile, parameter: str) -> bool:
+    """A strict loader's parameter the draft may leave out: the target's is used (llama.cpp's optional token_embd
+    and output), or no d2t means the identity."""
+    b = prof.behaviours
+    return {"model.embed_tokens.weight": b.embed_source, "lm_head.weight": b.lm_head_source,
+            D2T_PARAM: b.d2t_absent}.get(parameter) in ("target-if-absent", "identity")
 
 
 def _fc_bypassed(out: Filing, sheet: FactSheet, prof: Profile, unset: tuple[str, ...]) -> tuple[str, ...]:

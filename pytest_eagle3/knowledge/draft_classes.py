@@ -14,7 +14,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from pytest_eagle3.knowledge.releases import MLX_VLM, SGLANG, TOKENSPEED, VLLM, EngineVersion
+from pytest_eagle3.knowledge.releases import LLAMACPP, MLX_VLM, SGLANG, TOKENSPEED, VLLM, EngineVersion
 from pytest_eagle3.knowledge.table import Row, Table, table
 from pytest_eagle3.rules.mla import FAMILY_LLAMA, FAMILY_MLA
 
@@ -91,12 +91,17 @@ CLASSES: dict[tuple[str, str], DraftClass] = {
         MLX_VLM, "Eagle3DraftModel", LLAMA, (), (),
         ("mlx_vlm speculative/drafters/eagle3/eagle3.py Eagle3DraftModel (q/k/v/o, gate/up/down, three norms on "
          "layer 0, input_layernorm on later layers)")),
+    (LLAMACPP, "LlamaModel"): DraftClass(
+        LLAMACPP, "LlamaModel", LLAMA, (), (),
+        ("llama.cpp conversion/llama.py LlamaModel (EAGLE-3 by hparams) -> GGUF arch eagle3, src/models/eagle3.cpp "
+         "(q/k/v/o, gate/up/down, attn_norm + attn_norm_2 (hidden_norm), one layer)"), max_layers=1),
 }
 #: The class a speculators-format config builds, for engines that build one class whatever its model_type.
-SPECULATORS_CLASS = {MLX_VLM: "Eagle3DraftModel"}
+SPECULATORS_CLASS = {MLX_VLM: "Eagle3DraftModel", LLAMACPP: "LlamaModel"}
 
 
 REG = "vllm model_executor/models/registry.py _SPECULATIVE_DECODING_MODELS"
+_LC = "llama.cpp conversion/llama.py @ModelBase.register on LlamaModel; EAGLE-3 when draft_vocab_size and one layer"
 #: Registry rows: from ``since``, the engine maps the draft architecture to the class named by the value.
 _REGISTRY_ROWS: tuple[tuple[str, Row[str]], ...] = (
     ("Eagle3LlamaForCausalLM", Row(VLLM, "0.8.5", "Eagle3LlamaForCausalLM",
@@ -123,6 +128,9 @@ _REGISTRY_ROWS: tuple[tuple[str, Row[str]], ...] = (
                                     "sglang models/kimi_k25_eagle3.py EntryClass (v0.5.12 a87fb399de)")),
     ("LlamaForCausalLMEagle3", Row(TOKENSPEED, "0.1.0", "LlamaForCausalLMEagle3",
                                    "tokenspeed runtime/models/llama_eagle3.py EntryClass (0.1.0, 0.1.1 read)")),
+    *((arch, Row(LLAMACPP, "9625", "LlamaModel", f"{_LC} (b9625-b11312 read)"))
+      for arch in ("LlamaForCausalLM", "LlamaForCausalLMEagle3", "Eagle3Speculator", "Eagle3DraftModel")),
+    ("Eagle3LlamaForCausalLM", Row(LLAMACPP, "9837", "LlamaModel", f"{_LC} (b9837; absent b9625, #24977)")),
 )
 
 
@@ -148,6 +156,7 @@ ARCHITECTURE_READ: Table[bool] = table("architecture field read", (
         ("mlx_vlm utils.py get_model_type: only speculators_model_type 'eagle3' reaches the drafter; a flat config "
          "builds mlx_vlm.models.<model_type>, which refuses the draft's tensors (no flat architecture builds it; "
          "0.6.0-0.7.10 read)")),
+    Row(LLAMACPP, "9625", True, "llama.cpp convert_hf_to_gguf.py: the architecture selects the converter class"),
 ))
 
 
@@ -160,7 +169,7 @@ def accepted_rows() -> tuple[Row[tuple[str, ...] | str], ...]:
     """The profile's ``architectures`` behaviour, derived from the registry: one row wherever it changes
     ('*' while the engine ignores the field)."""
     found: list[Row[tuple[str, ...] | str]] = []
-    for engine in (SGLANG, VLLM, TOKENSPEED, MLX_VLM):
+    for engine in (SGLANG, VLLM, TOKENSPEED, MLX_VLM, LLAMACPP):
         changes: dict[Version, list[Row[Any]]] = {}
         tables: tuple[Table[Any], ...] = (*REGISTRY.values(), ARCHITECTURE_READ)
         for t in tables:

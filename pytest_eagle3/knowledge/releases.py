@@ -10,6 +10,7 @@ SGLANG = "sglang"
 VLLM = "vllm"
 TOKENSPEED = "tokenspeed"
 MLX_VLM = "mlx-vlm"
+LLAMACPP = "llamacpp"
 
 #: The one release list: every final release per engine the knowledge was read over, oldest first (patch
 #: releases too). Every table, scanner and test reads it. Source: reference/sglang.md (v0.4.4.post2 first with
@@ -37,16 +38,25 @@ RELEASES: dict[str, tuple[str, ...]] = {
     MLX_VLM: ("0.6.0", "0.6.1", "0.6.2", "0.6.3", "0.6.4", "0.6.5", "0.6.6", "0.6.7", "0.6.8", "0.6.9", "0.6.10",
               "0.6.12", "0.6.13", "0.6.14", "0.6.15", "0.6.16", "0.6.17", "0.7.0", "0.7.1", "0.7.2", "0.7.3", "0.7.4",
               "0.7.5", "0.7.6", "0.7.8", "0.7.9", "0.7.10"),
+    # llama.cpp: build numbers (tag bNNNN, kept without the b; shown with it: release_text), the builds the
+    # llama-cpp-python sdists read vendor (knowledge/llamacpp_builds.py): b9625 the first with src/models/eagle3.cpp
+    # (#18039; b9553 has none), b9976 the last with hard-coded aux ids, b10454 the first reading the config's (#25794),
+    # b11312 the newest vendored (llama-cpp-python 0.3.36)
+    LLAMACPP: ("9625", "9837", "9976", "10454", "11312"),
 }
 
 #: The releases the profiles cover, first and last, per engine (from :data:`RELEASES`).
-KNOWN_RANGES: dict[str, tuple[str, str]] = {engine: (RELEASES[engine][0], RELEASES[engine][-1]) for engine in (SGLANG, VLLM, TOKENSPEED, MLX_VLM)}
+KNOWN_RANGES: dict[str, tuple[str, str]] = {engine: (RELEASES[engine][0], RELEASES[engine][-1]) for engine in RELEASES}
 DISPLAY = {SGLANG: "SGLang", VLLM: "vLLM", TOKENSPEED: "TokenSpeed", MLX_VLM: "mlx-vlm"}
+DISPLAY[LLAMACPP] = "llama.cpp"
+#: How an engine writes its release numbers, when not as its version: llama.cpp's builds are tags ``bNNNN``.
+RELEASE_PREFIX = {LLAMACPP: "b"}
 #: The engines a run judges by default (``--eagle3-engine`` unset): the two most used; ``all`` adds the others.
 DEFAULT_ENGINES = (SGLANG, VLLM)
 #: Whose loader code an engine's own descends from (TokenSpeed is derived from SGLang): the engine-specific
 #: code paths in ``engines/`` that are not behaviours yet follow it.
 LINEAGE = {SGLANG: SGLANG, VLLM: VLLM, TOKENSPEED: SGLANG, MLX_VLM: MLX_VLM}
+LINEAGE[LLAMACPP] = LLAMACPP
 
 
 @dataclass(frozen=True, order=True)
@@ -58,20 +68,25 @@ class EngineVersion:
 
     @property
     def spec(self) -> str:
-        return f"{self.engine}=={self.version}"
+        return f"{self.engine}=={release_text(self.engine, self.version)}"
 
     @property
     def label(self) -> str:
         newest_rules = rules_from(self.engine, self.version)
-        rules = f" (judged by {newest_rules}'s rules)" if newest_rules is not None else ""
-        return f"{DISPLAY[self.engine]} {self.version}{rules}"
+        rules = f" (judged by {release_text(self.engine, newest_rules)}'s rules)" if newest_rules is not None else ""
+        return f"{DISPLAY[self.engine]} {release_text(self.engine, self.version)}{rules}"
 
     @property
     def test_id(self) -> str:
-        return f"{self.engine}-{self.version}"
+        return f"{self.engine}-{release_text(self.engine, self.version)}"
 
     def __str__(self) -> str:
         return self.spec
+
+
+def release_text(engine: str, version: Version | str) -> str:
+    """A release as its engine writes it: ``0.5.23``, or llama.cpp's ``b11312``."""
+    return f"{RELEASE_PREFIX.get(engine, '')}{version}"
 
 
 def newest(engine: str) -> EngineVersion:
@@ -100,6 +115,10 @@ def not_a_release(engine: str, typed: str, version: Version) -> str | None:
     first, last = Version(releases[0]), Version(releases[-1])
     if version > last or str(version) in releases:
         return None
+    if engine in RELEASE_PREFIX:  # every build is a release: one between two read takes the earlier's rows
+        return None if version >= first else (
+            f"{DISPLAY[engine]} {typed} is outside the known range {release_text(engine, first)} to "
+            f"{release_text(engine, last)}; pick a build in it")
     if version < first:
         return f"{DISPLAY[engine]} {typed} is outside the known range {first} to {last}; pick a version in it"
     meant = [r for r in releases if r.startswith(typed + ".")]

@@ -6,7 +6,7 @@ from enum import StrEnum
 
 from packaging.version import Version
 
-from pytest_eagle3.knowledge.releases import MLX_VLM, SGLANG, TOKENSPEED, VLLM, EngineVersion
+from pytest_eagle3.knowledge.releases import LLAMACPP, MLX_VLM, SGLANG, TOKENSPEED, VLLM, EngineVersion
 from pytest_eagle3.knowledge.table import Row, Table, table
 
 
@@ -59,6 +59,8 @@ KV_TABLE: Table[KvGrouping] = table("KV-cache grouping of draft and target layer
     Row(MLX_VLM, "0.6.0", SEPARATE_POOL,
         "mlx_vlm speculative/drafters/eagle3/eagle3.py make_cache: one KVCache per draft layer, its own "
         "(0.6.0-0.7.10 read)"),
+    Row(LLAMACPP, "9625", SEPARATE_POOL,
+        "llama.cpp common/speculative.cpp: the draft has its own llama_context (ctx_dft) and KV cache (b9625-b11312 read)"),
 ))
 KV_RULES: tuple[KvRule, ...] = KV_TABLE.rows
 DTYPE_SOURCE = {
@@ -67,6 +69,7 @@ DTYPE_SOURCE = {
     "sglang": "sglang configs/model_config.py ModelConfig.from_server_args(is_draft_model=True): the server's --dtype",
     "tokenspeed": "tokenspeed runtime/configs/model_config.py (as SGLang: the server's --dtype)",
     "mlx-vlm": "mlx_vlm utils.py load_model: the drafter's tensors as stored",
+    "llamacpp": "llama.cpp convert_hf_to_gguf.py --outtype: the GGUF's tensor types",
 }
 
 

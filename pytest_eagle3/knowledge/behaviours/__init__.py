@@ -16,6 +16,7 @@ from packaging.version import Version
 
 from pytest_eagle3.knowledge import draft_classes
 from pytest_eagle3.knowledge.behaviours import aux, fc_norms, keys, layers, mlx_vlm, sharing, tokenspeed, vocab
+from pytest_eagle3.knowledge.behaviours import llamacpp
 from pytest_eagle3.knowledge.behaviours.common import Span
 from pytest_eagle3.knowledge.behaviours.kinds import (
     BEHAVIOURS,
@@ -39,7 +40,8 @@ __all__ = ["BEHAVIOURS", "NAMES", "RULES", "TABLES", "VALUES", "BehaviourName", 
 Rule = Row[Any]
 
 _SPANS: tuple[Span, ...] = (*keys.SPANS, *vocab.SPANS, *aux.SPANS, *fc_norms.SPANS, *sharing.SPANS, *layers.SPANS,
-                          *tokenspeed.SPANS, *mlx_vlm.SPANS)
+                          *tokenspeed.SPANS, *mlx_vlm.SPANS,
+                          *llamacpp.SPANS)
 
 
 def _tables() -> dict[BehaviourName, Table[Any]]:
