@@ -31,6 +31,10 @@ VENDORED: dict[str, Vendored] = {
     "0.3.35": Vendored("10454", "4df29be4f", True, _SDIST.format("0.3.35") + " (first with the config's aux ids)"),
     "0.3.36": Vendored("11312", "0c1e57098", True, _SDIST.format("0.3.36")),
 }
+#: llama.cpp serves a GGUF: the fixed copy is converted by llama.cpp's own converter (its gguf-py; PyPI's gguf has no
+#: EAGLE-3 entries), which writes the copy's top-level aux ids into ``eagle3.target_layers``
+#: (conversion/llama.py LlamaModel.__init__, b10454-b11312; before b10454 the ids are always [2, L//2, L-3]).
+CONVERT_COMMAND = "python convert_hf_to_gguf.py {draft} --target-model-dir {target} --outfile {gguf}"
 #: The distribution a ``llamacpp==0.x.y`` version names.
 PYTHON_PACKAGE = "llama-cpp-python"
 

@@ -32,6 +32,11 @@ ENGINE = "llamacpp"
 #: The llama.cpp tree (convert_hf_to_gguf.py, conversion/, gguf-py/).
 DIR_VARIABLE = "EAGLE3_LLAMACPP_DIR"
 ARCH = "eagle3"
+#: The tensors src/models/eagle3.cpp load_arch_tensors creates (some optional); any other fails the load.
+_EAGLE3_TENSORS = {"token_embd.weight", "fc.weight", "enc.output_norm.weight", "output_norm.weight", "output.weight",
+                   "d2t", "rope_freqs.weight",
+                   *(f"blk.0.{n}.weight" for n in ("attn_norm", "attn_norm_2", "attn_q", "attn_k", "attn_v",
+                                                   "attn_output", "ffn_norm", "ffn_gate", "ffn_down", "ffn_up"))}
 
 
 def tree() -> Path | None:
@@ -105,7 +110,7 @@ def probe(draft: str, target: str) -> Any:
                                                 f"(architecture {result['draft_class']!r} not supported)")
             return result
         except Exception as exc:  # noqa: BLE001 (the converter's refusal is the result)
-            result.update(stage="load" if written else "config", error=error_text(exc))
+            result.update(stage="load" if written or "map tensor" in str(exc) else "config", error=error_text(exc))
             return result
         finally:
             sys.argv = saved
@@ -147,6 +152,24 @@ def _read_back(result: dict[str, Any], reader: Any, written: dict[str, list[str]
         result["draft_to_target"] = [int(v) for v in tensors["d2t"].data.tolist()]
     result["embed_tokens"] = "draft" if "token_embd.weight" in tensors else "target"
     result["lm_head"] = "draft" if "output.weight" in tensors else "target"
+    extra = sorted(n for n in tensors if n not in _EAGLE3_TENSORS)
+    if extra:  # llama_model_loader::done_getting_tensors counts every tensor of the file
+        result.update(stage="load", error=f"the GGUF holds tensors llama_model_eagle3 never creates ({', '.join(extra)}): "
+                                          "llama.cpp's loader raises 'wrong number of tensors'")
+        return
+    heads = _field(reader, f"{ARCH}.attention.head_count")
+    width = _field(reader, f"{ARCH}.attention.key_length") or (_field(reader, f"{ARCH}.embedding_length") // heads)
+    q_rows = result["shapes"].get("blk.0.attn_q.weight", [None])[0]
+    if q_rows is not None and q_rows != width * heads:
+        result.update(stage="load", error=f"blk.0.attn_q.weight has {q_rows} rows; llama.cpp's loader expects "
+                                          f"head_dim {width} x {heads} heads = {width * heads}: 'wrong shape'")
+        return
+    fc_width, target_width = result["fc_input_width"], _field(reader, f"{ARCH}.target_hidden_size")
+    if ids and fc_width is not None and target_width and fc_width != len(ids) * target_width:
+        result.update(stage="load", error=f"fc.weight takes {fc_width} inputs; llama.cpp's loader expects "
+                                          f"{len(ids)} target layers x {target_width} = {len(ids) * target_width}: "
+                                          "'wrong shape'")
+        return
     if ids is not None and len(ids) != 3:
         result.update(stage="share", error=f"eagle3.target_layers has {len(ids)} entries: llama.cpp's loader raises "
                                            "'EAGLE3 requires exactly 3 entries in extract_layers'")

@@ -37,7 +37,7 @@ _ROWS: tuple[tuple[str, Any, str], ...] = (
      (f"{CONV}.__init__: EAGLE-3 only when num_hidden_layers == 1 (else a plain llama GGUF: fc.weight cannot be "
       f"mapped); {MODEL} graph: GGML_ASSERT(n_layer == 1)")),
     ("later_layer_norm", "hidden_norm", f"{MODEL}: one layer only (no later layers)"),
-    ("d2t_present", "offsets",
+    ("d2t_present", "offsets-checked",
      (f"{CONV}.prepare_tensors: d2t + arange written as ABSOLUTE int64 ids (range check against the target "
       "vocab, duplicate check: ValueError); the graph scatters logits through them; t2d skipped")),
     ("d2t_absent", "identity",
@@ -60,7 +60,9 @@ _ROWS: tuple[tuple[str, Any, str], ...] = (
     ("fc_aux_count", FcAuxCount.FIXED_3,
      (f"{MODEL}.load_arch_hparams: 'EAGLE3 requires exactly 3 entries in extract_layers'; "
       f"{SPEC}: 'expected 3 extract layers'; fc = 3 x target_hidden_size")),
-    ("fc_bias", "none", f"{MODEL}.load_arch_tensors: fc weight only (fc.bias cannot be mapped by the converter)"),
+    ("fc_bias", "none",
+     (f"{MODEL}.load_arch_tensors: fc weight only; the converter writes a shipped fc.bias, and "
+      "llama-model-loader.cpp done_getting_tensors refuses it ('wrong number of tensors')")),
     ("use_aux_hidden_state", "ignored", f"{CONV}: use_aux_hidden_state not read"),
     ("norm_before_residual", "top-level",
      f"{CONV}.__init__: eagle3_raw_config.get('norm_before_residual', False) (the raw config's top level)"),
