@@ -66,7 +66,8 @@ def converted(probe_cases: tuple[Path, dict[str, Path]], tmp_path_factory: pytes
     drafts = {**shared, "demo-draft-sglang": sglang, "demo-draft": EXAMPLES / "demo-draft",
               "nested-ids-136": _variant(sglang, root / "nested", _nested_136),
               "top-level-ids-136": _variant(sglang, root / "top", _top_136),
-              "no-draft-vocab-size": _variant(sglang, root / "no-dvs", _no_draft_vocab)}
+              "no-draft-vocab-size": _variant(sglang, root / "no-dvs", _no_draft_vocab),
+              "speculators-ids-136": _variant(EXAMPLES / "demo-draft", root / "spec-136", _top_136)}
     demo_target = EXAMPLES / "demo-target"
     pairs = [(d, demo_target if d.parent in (EXAMPLES, root) else target) for d in drafts.values()]
     results = dict(zip(drafts, run_probes(ENGINE, sys.executable, pairs, timeout=120)))
@@ -120,6 +121,7 @@ def test_aux_ids_only_from_the_top_level(converted: tuple[Path, dict[str, Path],
     assert results["nested-ids-136"]["aux_layer_ids"] == [2, 4, 5]
     reads_top_level = int(_build(results)) >= 10454
     assert results["top-level-ids-136"]["aux_layer_ids"] == ([1, 3, 6] if reads_top_level else [2, 4, 5])
+    assert results["speculators-ids-136"]["aux_layer_ids"] == results["top-level-ids-136"]["aux_layer_ids"]
     assert "aux-layers" in {i.finding.code for i in _plan(converted, "nested-ids-136").issues}
 
 

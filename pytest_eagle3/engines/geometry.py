@@ -47,7 +47,7 @@ LOAD_ASSERT = {
     "mlx-vlm": "mlx nn.Module.load_weights(strict=True): every tensor's shape must equal its parameter's",
 }
 #: Engines whose loader checks shapes exactly (no shard narrow): a larger tensor is refused, never cut.
-EXACT_SHAPES = ("mlx-vlm",)
+EXACT_SHAPES: tuple[str, ...] = ("mlx-vlm",)
 LOAD_ASSERT["llamacpp"] = ("llama.cpp src/llama-model.cpp create_tensor: the GGUF tensor's shape must equal the one "
                            "the hparams give (llama_model_loader check_tensor_dims)")
 EXACT_SHAPES += ("llamacpp",)

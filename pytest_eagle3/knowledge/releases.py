@@ -46,7 +46,7 @@ RELEASES: dict[str, tuple[str, ...]] = {
 }
 
 #: The releases the profiles cover, first and last, per engine (from :data:`RELEASES`).
-KNOWN_RANGES: dict[str, tuple[str, str]] = {engine: (RELEASES[engine][0], RELEASES[engine][-1]) for engine in RELEASES}
+KNOWN_RANGES: dict[str, tuple[str, str]] = {engine: (RELEASES[engine][0], RELEASES[engine][-1]) for engine in (SGLANG, VLLM, TOKENSPEED, MLX_VLM, LLAMACPP)}
 DISPLAY = {SGLANG: "SGLang", VLLM: "vLLM", TOKENSPEED: "TokenSpeed", MLX_VLM: "mlx-vlm"}
 DISPLAY[LLAMACPP] = "llama.cpp"
 #: How an engine writes its release numbers, when not as its version: llama.cpp's builds are tags ``bNNNN``.

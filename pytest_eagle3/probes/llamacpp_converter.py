@@ -190,7 +190,7 @@ def _checkpoint_names(folder: Path) -> list[str]:
     names: list[str] = []
     for path in sorted(folder.glob("*.safetensors")):
         with safe_open(str(path), framework="pt") as handle:
-            names.extend(handle.keys())  # noqa: SIM118 (safe_open has no __iter__)
+            names.extend(handle.keys())
     return names
 
 

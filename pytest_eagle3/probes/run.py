@@ -20,7 +20,7 @@ from typing import Any
 
 from pytest_eagle3.probes.harness import SCHEMA, empty_result
 
-ENGINES = ("vllm", "sglang", "mlx-vlm")
+ENGINES: tuple[str, ...] = ("vllm", "sglang", "mlx-vlm")
 ENGINES += ("llamacpp",)
 SCRIPTS = {"vllm": Path(__file__).with_name("vllm_loader.py"), "sglang": Path(__file__).with_name("sglang_loader.py"),
            "mlx-vlm": Path(__file__).with_name("mlx_loader.py")}
