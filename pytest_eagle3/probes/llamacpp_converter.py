@@ -115,6 +115,11 @@ def probe(draft: str, target: str) -> Any:
         finally:
             sys.argv = saved
             llama.LlamaModel.modify_tensors = original
+        keep = os.environ.get("EAGLE3_LLAMACPP_KEEP")  # a folder to keep each GGUF in (for llama.cpp's own loader)
+        if keep:
+            import shutil
+
+            shutil.copy(out, Path(keep) / f"{Path(draft).name}.gguf")
         reader = gguf.GGUFReader(str(out))
         _read_back(result, reader, written, draft, target)
     return result
