@@ -67,6 +67,8 @@ def test_sglang_export_nested_ids_ignored_on_both_sides(tmp_path: Path) -> None:
     assert ("serve with llama.cpp >= b10454, which reads configured aux ids, and write the trained layer inputs "
             "[3, 5, 6] there") in done.stdout
     assert "fix examples/demo-draft-sglang OUT --to llamacpp==b11312" in done.stdout.replace(str(EXAMPLES), "examples")
+    assert ("fix: write [3, 5, 6] into eagle_aux_hidden_state_layer_ids (for llama.cpp b11312): predicted 3.67; then "
+            "convert: python convert_hf_to_gguf.py DRAFT --target-model-dir TARGET") in done.stdout
 
 
 def test_speculators_demo_passes(tmp_path: Path) -> None:
