@@ -16,6 +16,7 @@ from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.engines.param_shapes import parameter_shapes
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.engines.serving import draft_built_with
+from pytest_eagle3.knowledge.releases import LINEAGE
 from pytest_eagle3.findings import Evidence, Finding, short
 from pytest_eagle3.knowledge.advice import serve_with
 from pytest_eagle3.knowledge.releases import SGLANG, VLLM
@@ -98,6 +99,8 @@ def _optional(prof: Profile, parameter: str) -> bool:
     """A strict loader's parameter the draft may leave out: the target's is used (llama.cpp's optional token_embd
     and output), or no d2t means the identity."""
     b = prof.behaviours
+    if parameter == D2T_PARAM and LINEAGE[prof.engine] == "llamacpp":
+        return True  # a d2t tensor, not a parameter: engine.vocab says what its absence costs
     return {"model.embed_tokens.weight": b.embed_source, "lm_head.weight": b.lm_head_source,
             D2T_PARAM: b.d2t_absent}.get(parameter) in ("target-if-absent", "identity")
 

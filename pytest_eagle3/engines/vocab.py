@@ -127,6 +127,8 @@ def _no_map(out: Filing, prof: Profile, draft_vocab: int, vocab: int | None, ful
             "d2t-missing-crash",
             f"{prof.label} needs d2t for a reduced draft vocab ({draft_vocab} of {vocab}): " + (
                 "startup fails (hot_token_id is None)" if LINEAGE[prof.engine] == "sglang" else
+                f"without d2t the output is sized to the target vocab ({vocab}); the draft's lm_head has {draft_vocab} "
+                "rows: the load fails (check_tensor_dims 'wrong shape')" if LINEAGE[prof.engine] == "llamacpp" else
                 "its d2t parameter is left unfilled: the strict load fails ('Missing parameters: d2t')"
                 if prof.behaviours.unloaded_parameter == "refused" else
                 "the map is set to None and compute_logits asserts the logits are vocab_size wide: AssertionError "

@@ -169,6 +169,12 @@ def _read_back(result: dict[str, Any], reader: Any, written: dict[str, list[str]
         result.update(stage="load", error=f"blk.0.attn_q.weight has {q_rows} rows; llama.cpp's loader expects "
                                           f"head_dim {width} x {heads} heads = {width * heads}: 'wrong shape'")
         return
+    vocab, head = _field(reader, f"{ARCH}.vocab_size"), result["shapes"].get("output.weight", [None])[0]
+    rows = len(result["draft_to_target"]) if result["draft_to_target"] is not None else vocab
+    if head is not None and rows is not None and head != rows:
+        result.update(stage="load", error=f"output.weight has {head} rows; llama.cpp's loader expects {rows} (the "
+                                          f"{'d2t length' if 'd2t' in tensors else 'vocab, no d2t'}): 'wrong shape'")
+        return
     fc_width, target_width = result["fc_input_width"], _field(reader, f"{ARCH}.target_hidden_size")
     if ids and fc_width is not None and target_width and fc_width != len(ids) * target_width:
         result.update(stage="load", error=f"fc.weight takes {fc_width} inputs; llama.cpp's loader expects "

@@ -40,8 +40,9 @@ _ROWS: tuple[tuple[str, Any, str], ...] = (
     ("d2t_present", "offsets-checked",
      (f"{CONV}.prepare_tensors: d2t + arange written as ABSOLUTE int64 ids (range check against the target "
       "vocab, duplicate check: ValueError); the graph scatters logits through them; t2d skipped")),
-    ("d2t_absent", "identity",
-     f"{MODEL}.load_arch_tensors: no d2t -> draft vocab = the target's vocab, draft ids used as target ids"),
+    ("d2t_absent", "crash",
+     (f"{MODEL}.load_arch_tensors: no d2t -> output sized to the vocab ({{arch}}.vocab_size); a reduced lm_head "
+      "fails check_tensor_dims 'wrong shape' (libllama b11312 loading the converted probe case)")),
     ("d2t_full_vocab", "offsets", f"{CONV}.prepare_tensors: d2t converted and written whatever the vocab sizes"),
     ("draft_vocab_size_missing", "refused",
      f"{CONV}.__init__: no draft_vocab_size -> not detected as EAGLE-3; a plain llama conversion cannot map fc.weight"),
