@@ -16,9 +16,9 @@ MLX_NONE = ("mlx_vlm models/{}: the language model takes no capture_layer_ids; s
             "_eagle3_verify_target passes it: TypeError on the first verify step (0.6.0-0.7.10 read)")
 
 LC_CAPTURE = ("llama.cpp src/models/{}: t_layer_inp[il] = inpL, extracted when common/speculative.cpp sets "
-              "llama_set_embeddings_layer_inp (b11312 read)")
+              "llama_set_embeddings_layer_inp (b9625, b11312 read)")
 LC_NONE = ("llama.cpp src/models/{}: no t_layer_inp; llama-graph.cpp GGML_ASSERT 'layer input tensor is null' "
-           "aborts the first target pass (b11312 read)")
+           "aborts the first target pass (b9625, b11312 read)")
 
 ENTRIES: tuple[tuple[str, str, str, str, str, tuple[str, ...]], ...] = (
     (TOKENSPEED, "0.1.0", "llama", CAPTURES, f"{TS_BASE} (llama.py, qwen2.py, qwen3.py)",
