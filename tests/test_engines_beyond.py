@@ -27,7 +27,7 @@ def _codes(path: Path, spec: str, target: TargetModel = DEMO_TARGET) -> tuple[st
 def test_selection_names_the_new_engines() -> None:
     assert [e.spec for e in parse_selection("tokenspeed,mlx-vlm==0.6.14")] == ["tokenspeed==0.1.1", "mlx-vlm==0.6.14"]
     assert {e.engine for e in parse_selection(ALL)} == set(KNOWN_RANGES) >= {"sglang", "vllm", "tokenspeed", "mlx-vlm",
-                                                                            "trtllm", "lmdeploy"}
+                                                                            "trtllm", "lmdeploy", "llamacpp"}
     assert [e.engine for e in parse_selection(DEFAULT_SELECTION)] == ["sglang", "vllm"]
     with pytest.raises(EngineSelectionError, match="outside the known range 0.6.0"):
         parse_selection("mlx-vlm==0.5.0")

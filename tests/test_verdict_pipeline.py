@@ -13,7 +13,7 @@ from packaging.version import Version
 
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.engines.profiles import segment_starts
-from pytest_eagle3.knowledge.releases import KNOWN_RANGES, EngineVersion
+from pytest_eagle3.knowledge.releases import KNOWN_RANGES, EngineVersion, release_text
 from pytest_eagle3.shell.cli import main
 from pytest_eagle3.testing.synth import SPECFORGE, SynthSpec, write_checkpoint, write_target
 from pytest_eagle3.verdict import Pipeline, TargetSide, VerdictSettings
@@ -108,4 +108,4 @@ def test_every_example_at_every_matrix_version_the_contracts_say_what_the_pipeli
         failing = set(entry["failing"]) - independent
         assert failing == {f"engine.{i.area}" for i in plan.issues}, (engine.spec, entry["failing"], plan.issues)
         assert entry["outcome"] == plan.outcome, engine.spec
-        assert printed[(engine.engine, str(engine.version))] == entry, engine.spec
+        assert printed[(engine.engine, release_text(engine.engine, engine.version))] == entry, engine.spec

@@ -21,7 +21,7 @@ from pytest_eagle3.engines.facts import FactSheet, lookup
 from pytest_eagle3.engines.plan_types import AuxPlan, Filed, Filing, Measured, describe_inputs
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
-from pytest_eagle3.knowledge.advice import other_engine, release_words, serve_with
+from pytest_eagle3.knowledge.advice import first_release, other_engine, release_words, serve_with
 from pytest_eagle3.knowledge.capture import (
     ALLOWLIST,
     ALLOWLIST_SOURCE,
@@ -429,6 +429,10 @@ def _aux_fix(aux: AuxPlan, prof: Profile, arch: str | None) -> str:
     if aux.fix_edit is None and not prof.behaviours.aux_id_fields:
         return hard_coded_fix(aux, prof, _fed(aux) or (), arch, fix_edit)
     if aux.fix_edit is None:
+        since = first_release("aux_id_fields", prof.engine, bool) if prof.engine not in (SGLANG, VLLM) else None
+        if since is not None:  # a later release of the same engine reads them: name it (computed from the rows)
+            return (f"serve with {release_words(prof.engine, since, None)}, which reads configured aux ids, and "
+                    f"write the trained layer inputs {trained} there ({prof.label} ignores them)")
         return f"serve with a version that reads configured aux ids ({prof.label} ignores them)"
     path, ids = aux.fix_edit
     return f"write {list(ids)} into {path} (for {prof.label}: layer inputs {trained})"

@@ -332,6 +332,7 @@ def engine_view(raw: Mapping[str, object], profile: Profile) -> EngineView:
     """Flatten the config the way ``profile``'s engine does, and resolve the norm flags."""
     speculators = is_speculators(raw)
     config = (_speculators_own(raw) if profile.engine in OWN_SPECULATORS_READER else
+              _speculators_merged(raw) if profile.engine in MERGED_SPECULATORS_READER else
               _speculators_to_eagle(raw, profile)) if speculators else dict(raw)
     flags, notes = _flags(raw, config, speculators, profile)
     return EngineView(freeze_object(config), speculators, FrozenDict(flags), FrozenDict(notes))
@@ -355,6 +356,17 @@ def _speculators_own(raw: Mapping[str, object]) -> dict[str, object]:
         if name in raw:
             config[name] = raw[name]
     return config
+
+
+#: Engines that read a speculators config as its top level with transformer_layer_config merged over it
+#: (llama.cpp conversion/llama.py LlamaModel.index_tensors; its EAGLE-3 fields come from the raw top level).
+MERGED_SPECULATORS_READER = ("llamacpp",)
+
+
+def _speculators_merged(raw: Mapping[str, object]) -> dict[str, object]:
+    """llama.cpp: ``{**config, **config["transformer_layer_config"]}``, every top-level field kept as written."""
+    layer = raw.get("transformer_layer_config")
+    return {**raw, **(layer if isinstance(layer, dict) else {})}
 
 
 def _speculators_to_eagle(raw: Mapping[str, object], profile: Profile) -> dict[str, object]:

@@ -49,7 +49,10 @@ LOAD_ASSERT = {
                "(one tensor-parallel rank; main read)"),
 }
 #: Engines whose loader checks shapes exactly (no shard narrow): a larger tensor is refused, never cut.
-EXACT_SHAPES = ("mlx-vlm", "trtllm")
+EXACT_SHAPES: tuple[str, ...] = ("mlx-vlm", "trtllm")
+LOAD_ASSERT["llamacpp"] = ("llama.cpp src/llama-model.cpp create_tensor: the GGUF tensor's shape must equal the one "
+                           "the hparams give (llama_model_loader check_tensor_dims)")
+EXACT_SHAPES += ("llamacpp",)
 
 
 def route_for(engine: str, speculators: bool) -> str:

@@ -16,6 +16,7 @@ from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.engines.param_shapes import parameter_shapes
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.engines.serving import draft_built_with
+from pytest_eagle3.knowledge.releases import LINEAGE
 from pytest_eagle3.findings import Evidence, Finding, short
 from pytest_eagle3.knowledge.advice import serve_with
 from pytest_eagle3.knowledge.releases import SGLANG, VLLM
@@ -58,8 +59,8 @@ def plan_keys(sheet: FactSheet, prof: Profile, shape: DraftShape, fc_states: int
         _file_unset_bias(out, prof, unset_bias, dict(shape.layer_bias))
     others = tuple(p for p in uninitialised if p not in unset_bias)
     if prof.behaviours.unloaded_parameter == "refused" and not packed:  # the strict check counts every parameter
-        others += tuple(p for p in sorted(required & (shared | {D2T_PARAM}))
-                        if p not in res.loaded and not _target_fills(sheet, prof, p))
+        others += tuple(p for p in sorted(required & (shared | {D2T_PARAM})) if p not in res.loaded
+                        and not _target_fills(sheet, prof, p) and not _optional(prof, p))
     for name, error in refused:
         out.refuse("keys", Finding(
             "key-refused",
@@ -101,6 +102,14 @@ def _target_fills(sheet: FactSheet, prof: Profile, name: str) -> bool:
         return prof.behaviours.lm_head_source == "target-if-absent"
     return name == "model.embed_tokens.weight" and prof.behaviours.embed_source == "target-unless-hidden-differs" \
         and sheet.target_hidden_size == sheet.hidden_size
+def _optional(prof: Profile, parameter: str) -> bool:
+    """A strict loader's parameter the draft may leave out: the target's is used (llama.cpp's optional token_embd
+    and output), or no d2t means the identity."""
+    b = prof.behaviours
+    if parameter == D2T_PARAM and LINEAGE[prof.engine] == "llamacpp":
+        return True  # a d2t tensor, not a parameter: engine.vocab says what its absence costs
+    return {"model.embed_tokens.weight": b.embed_source, "lm_head.weight": b.lm_head_source,
+            D2T_PARAM: b.d2t_absent}.get(parameter) in ("target-if-absent", "identity")
 
 
 def _fc_bypassed(out: Filing, sheet: FactSheet, prof: Profile, unset: tuple[str, ...]) -> tuple[str, ...]:

@@ -73,6 +73,17 @@ def plan_vocab(sheet: FactSheet, prof: Profile, parameters: Mapping[str, object]
         return VocabMap("d2t loaded then discarded: draft ids used as target ids", None, out.filed())
     d2t = sheet.contents.d2t(d2t_name)
     mapped = tuple(int(i + v) for i, v in enumerate(d2t)) if d2t is not None else None
+    if mapped is not None and prof.behaviours.d2t_present == "offsets-checked":
+        bad = _checked_map(mapped, sheet.vocab_size)
+        if bad:
+            out.refuse("vocab", Finding(
+                "d2t-checked",
+                f"{prof.label} turns d2t into absolute target ids at conversion and refuses the map: {bad}",
+                (Evidence("i + d2t[i]", bad, "distinct ids below the target vocab size"),),
+                "write d2t as offsets (target id - draft index), one distinct target id per draft token",
+                (f"rule: {prof.source('d2t_present')}",),
+            ))
+            return VocabMap("refused", None, out.filed())
     return VocabMap("offsets: target = i + d2t[i]", mapped, out.filed())
 
 
@@ -125,6 +136,8 @@ def _no_map(out: Filing, prof: Profile, draft_vocab: int, vocab: int | None, ful
             "d2t-missing-crash",
             f"{prof.label} needs d2t for a reduced draft vocab ({draft_vocab} of {vocab}): " + (
                 "startup fails (hot_token_id is None)" if LINEAGE[prof.engine] == "sglang" else
+                f"without d2t the output is sized to the target vocab ({vocab}); the draft's lm_head has {draft_vocab} "
+                "rows: the load fails (check_tensor_dims 'wrong shape')" if LINEAGE[prof.engine] == "llamacpp" else
                 "its d2t parameter is left unfilled: the strict load fails ('Missing parameters: d2t')"
                 if prof.behaviours.unloaded_parameter == "refused" else
                 "the map is set to None and compute_logits asserts the logits are vocab_size wide: AssertionError "
@@ -164,3 +177,11 @@ def _zero_map(out: Filing, prof: Profile, draft_vocab: int, full: bool) -> str:
         (f"rule: {prof.source('d2t_absent')}",),
     ))
     return "no d2t: draft_id_to_target_id stays all zeros (every draft token becomes target id 0)"
+def _checked_map(mapped: tuple[int, ...], vocab: int | None) -> str | None:
+    """Why a converter that checks the absolute map refuses it (an id out of range, a repeated id), or None."""
+    out = [t for t in mapped if t < 0 or (vocab is not None and t >= vocab)]
+    if out:
+        return f"{len(out)} ids outside 0..{vocab - 1 if vocab else '?'} (first {out[0]}): 'd2t target ids out of range'"
+    if len(set(mapped)) != len(mapped):
+        return f"{len(mapped) - len(set(mapped))} repeated ids: 'd2t contains duplicate target ids'"
+    return None

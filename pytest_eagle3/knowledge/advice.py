@@ -15,7 +15,7 @@ from packaging.version import Version
 
 from pytest_eagle3.findings import Finding
 from pytest_eagle3.knowledge.behaviours import TABLES, BehaviourName
-from pytest_eagle3.knowledge.releases import DISPLAY, SGLANG, VLLM
+from pytest_eagle3.knowledge.releases import DISPLAY, SGLANG, VLLM, release_text
 from pytest_eagle3.knowledge.table import Table
 
 T = TypeVar("T")
@@ -52,7 +52,7 @@ def other_engine(engine: str) -> str:
 def release_words(engine: str, since: str | None, elsewhere: str | None) -> str:
     """``vLLM >= 0.12.0``; where no release of ``engine`` works, the other engine's (``elsewhere``) release."""
     if since:
-        return f"{DISPLAY[engine]} >= {since}"
+        return f"{DISPLAY[engine]} >= {release_text(engine, since)}"
     other = DISPLAY[other_engine(engine)]
     if elsewhere:
         return f"{other} >= {elsewhere} (no {DISPLAY[engine]} release read does)"

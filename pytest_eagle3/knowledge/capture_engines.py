@@ -6,7 +6,7 @@ reads them into its capture tables; an architecture no entry names is unknown fo
 
 from __future__ import annotations
 
-from pytest_eagle3.knowledge.releases import LMDEPLOY, MLX_VLM, TOKENSPEED, TRTLLM
+from pytest_eagle3.knowledge.releases import LLAMACPP, LMDEPLOY, MLX_VLM, TOKENSPEED, TRTLLM
 
 CAPTURES, REFUSED, SILENT = "captures", "refused", "silent-no-capture"
 TS_BASE = ("tokenspeed runtime/models/base/causal_lm.py BaseCausalLM.set_eagle3_layers_to_capture, inherited; "
@@ -23,6 +23,11 @@ LMD_NONE = ("lmdeploy pytorch/models/{}: no EAGLE-3 aux capture (aux_hidden_stat
 
 TRT_CAPTURE = ("tensorrt_llm _torch/models/{}: spec_metadata.maybe_capture_hidden_states(layer_idx, hidden_states, "
                "residual) after each decoder layer (main read; the first release with the class not read)")
+
+LC_CAPTURE = ("llama.cpp src/models/{}: t_layer_inp[il] = inpL, extracted when common/speculative.cpp sets "
+              "llama_set_embeddings_layer_inp (b9625, b11312 read)")
+LC_NONE = ("llama.cpp src/models/{}: no t_layer_inp; llama-graph.cpp GGML_ASSERT 'layer input tensor is null' "
+           "aborts the first target pass (b9625, b11312 read)")
 
 ENTRIES: tuple[tuple[str, str, str, str, str, tuple[str, ...]], ...] = (
     (TOKENSPEED, "0.1.0", "llama", CAPTURES, f"{TS_BASE} (llama.py, qwen2.py, qwen3.py)",
@@ -61,4 +66,8 @@ ENTRIES: tuple[tuple[str, str, str, str, str, tuple[str, ...]], ...] = (
       "aux_hidden_state_layers = (2, L // 2, L - 3), at least 5 layers; models/kimi_k2_language.py forward captures "
       "the residual entering those layers (0.17.0; absent 0.16.0)"),
      ("KimiK25ForConditionalGeneration", "Kimi_K25ForConditionalGeneration")),
+    (LLAMACPP, "9625", "llama", CAPTURES, LC_CAPTURE.format("llama.cpp, qwen3.cpp, qwen3moe.cpp"),
+     ("LlamaForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM")),
+    (LLAMACPP, "9625", "gpt_oss", CAPTURES, LC_CAPTURE.format("openai-moe.cpp"), ("GptOssForCausalLM",)),
+    (LLAMACPP, "9625", "llama", REFUSED, LC_NONE.format("qwen2.cpp"), ("Qwen2ForCausalLM",)),
 )

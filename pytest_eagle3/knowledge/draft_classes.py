@@ -15,6 +15,7 @@ from typing import Any
 from packaging.version import Version
 
 from pytest_eagle3.knowledge.releases import (
+    LLAMACPP,
     LMDEPLOY,
     MLX_VLM,
     RELEASES,
@@ -133,9 +134,13 @@ CLASSES: dict[tuple[str, str], DraftClass] = {
                  (".kv_a_proj_with_mqa", ".fused_qkv_a_proj_with_mqa", "kv_a")),
         renames=(("layers.0.", "midlayer."),), first_layer="midlayer", max_layers=1, model_types=("kimi_k2",),
         reads=("fc_norm", "norm_output")),
+    (LLAMACPP, "LlamaModel"): DraftClass(
+        LLAMACPP, "LlamaModel", LLAMA, (), (),
+        ("llama.cpp conversion/llama.py LlamaModel (EAGLE-3 by hparams) -> GGUF arch eagle3, src/models/eagle3.cpp "
+         "(q/k/v/o, gate/up/down, attn_norm + attn_norm_2 (hidden_norm), one layer)"), max_layers=1),
 }
 #: The class a speculators-format config builds, for engines that build one class whatever its model_type.
-SPECULATORS_CLASS = {MLX_VLM: "Eagle3DraftModel"}
+SPECULATORS_CLASS = {MLX_VLM: "Eagle3DraftModel", LLAMACPP: "LlamaModel"}
 #: Engines whose one class (architectures ignored) builds MLA attention for a draft with kv_lora_rank, by a key
 #: plan not read here: such a draft is not modelled for them (the source says where that plan lives).
 MLA_UNMODELLED = {TRTLLM: ("tensorrt_llm _torch/models/modeling_speculative.py Eagle3ForCausalLM: _use_mla when "
@@ -143,6 +148,7 @@ MLA_UNMODELLED = {TRTLLM: ("tensorrt_llm _torch/models/modeling_speculative.py E
 
 
 REG = "vllm model_executor/models/registry.py _SPECULATIVE_DECODING_MODELS"
+_LC = "llama.cpp conversion/llama.py @ModelBase.register on LlamaModel; EAGLE-3 when draft_vocab_size and one layer"
 #: Registry rows: from ``since``, the engine maps the draft architecture to the class named by the value.
 _REGISTRY_ROWS: tuple[tuple[str, Row[str]], ...] = (
     ("Eagle3LlamaForCausalLM", Row(VLLM, "0.8.5", "Eagle3LlamaForCausalLM",
@@ -179,6 +185,9 @@ _REGISTRY_ROWS: tuple[tuple[str, Row[str]], ...] = (
                                     "0.11.0-0.18.0 read)"))),
     ("Eagle3DeepseekV2ForCausalLM", Row(LMDEPLOY, "0.17.0", "Eagle3DeepseekV2ForCausalLM",
                                         "lmdeploy pytorch/models/module_map.py -> kimi_k25_eagle3.py (0.17.0; absent 0.16.0)")),
+    *((arch, Row(LLAMACPP, "9625", "LlamaModel", f"{_LC} (b9625-b11312 read)"))
+      for arch in ("LlamaForCausalLM", "LlamaForCausalLMEagle3", "Eagle3Speculator", "Eagle3DraftModel")),
+    ("Eagle3LlamaForCausalLM", Row(LLAMACPP, "9837", "LlamaModel", f"{_LC} (b9837; absent b9625, #24977)")),
 )
 
 
@@ -209,6 +218,7 @@ ARCHITECTURE_READ: Table[bool] = table("architecture field read", (
          "builds Eagle3ForCausalLM whatever architectures says (two-model mode: 'EAGLE3' + the name without 'Eagle3', "
          "when draft_vocab_size is set; modeling_auto.py _resolve_class) (main read)")),
     Row(LMDEPLOY, "0.11.0", True, "lmdeploy pytorch/models/patch.py _get_model_class: architectures select the class"),
+    Row(LLAMACPP, "9625", True, "llama.cpp convert_hf_to_gguf.py: the architecture selects the converter class"),
 ))
 
 

@@ -12,6 +12,7 @@ TOKENSPEED = "tokenspeed"
 MLX_VLM = "mlx-vlm"
 TRTLLM = "trtllm"
 LMDEPLOY = "lmdeploy"
+LLAMACPP = "llamacpp"
 
 #: The one release list: every final release per engine the knowledge was read over, oldest first (patch
 #: releases too). Every table, scanner and test reads it. Source: reference/sglang.md (v0.4.4.post2 first with
@@ -47,19 +48,27 @@ RELEASES: dict[str, tuple[str, ...]] = {
     # has neither); every final release from there read in its manylinux wheel (0.11.0-0.18.0)
     LMDEPLOY: ("0.11.0", "0.11.1", "0.12.0", "0.12.1", "0.12.2", "0.12.3", "0.13.0", "0.14.0", "0.15.0", "0.16.0",
                "0.17.0", "0.18.0"),
+    # llama.cpp: build numbers (tag bNNNN, kept without the b; shown with it: release_text), the builds the
+    # llama-cpp-python sdists read vendor (knowledge/llamacpp_builds.py): b9625 the first with src/models/eagle3.cpp
+    # (#18039; b9553 has none), b9976 the last with hard-coded aux ids, b10454 the first reading the config's (#25794),
+    # b11312 the newest vendored (llama-cpp-python 0.3.36)
+    LLAMACPP: ("9625", "9837", "9976", "10454", "11312"),
 }
 
-#: The releases the profiles cover, first and last, per engine (from :data:`RELEASES`).
 #: Every engine, in the order the selection ``all``, the tables and the reports list them.
-ENGINES = (SGLANG, VLLM, TOKENSPEED, MLX_VLM, TRTLLM, LMDEPLOY)
+ENGINES = (SGLANG, VLLM, TOKENSPEED, MLX_VLM, TRTLLM, LMDEPLOY, LLAMACPP)
+#: The releases the profiles cover, first and last, per engine (from :data:`RELEASES`).
 KNOWN_RANGES: dict[str, tuple[str, str]] = {engine: (RELEASES[engine][0], RELEASES[engine][-1]) for engine in ENGINES}
 DISPLAY = {SGLANG: "SGLang", VLLM: "vLLM", TOKENSPEED: "TokenSpeed", MLX_VLM: "mlx-vlm", TRTLLM: "TensorRT-LLM",
-           LMDEPLOY: "LMDeploy"}
+           LMDEPLOY: "LMDeploy", LLAMACPP: "llama.cpp"}
+#: How an engine writes its release numbers, when not as its version: llama.cpp's builds are tags ``bNNNN``.
+RELEASE_PREFIX = {LLAMACPP: "b"}
 #: The engines a run judges by default (``--eagle3-engine`` unset): the two most used; ``all`` adds the others.
 DEFAULT_ENGINES = (SGLANG, VLLM)
 #: Whose loader code an engine's own descends from (TokenSpeed is derived from SGLang): the engine-specific
 #: code paths in ``engines/`` that are not behaviours yet follow it.
-LINEAGE = {SGLANG: SGLANG, VLLM: VLLM, TOKENSPEED: SGLANG, MLX_VLM: MLX_VLM, TRTLLM: TRTLLM, LMDEPLOY: LMDEPLOY}
+LINEAGE = {SGLANG: SGLANG, VLLM: VLLM, TOKENSPEED: SGLANG, MLX_VLM: MLX_VLM, TRTLLM: TRTLLM, LMDEPLOY: LMDEPLOY,
+           LLAMACPP: LLAMACPP}
 
 
 @dataclass(frozen=True, order=True)
@@ -74,21 +83,26 @@ class EngineVersion:
 
     @property
     def spec(self) -> str:
-        return f"{self.engine}=={self.version}"
+        return f"{self.engine}=={release_text(self.engine, self.version)}"
 
     @property
     def label(self) -> str:
         newest_rules = rules_from(self.engine, self.version)
-        rules = f" (judged by {newest_rules}'s rules)" if newest_rules is not None else ""
+        rules = f" (judged by {release_text(self.engine, newest_rules)}'s rules)" if newest_rules is not None else ""
         launched = "".join(f" (launched with {name}: {value})" for name, value in self.launch)
-        return f"{DISPLAY[self.engine]} {self.version}{rules}{launched}"
+        return f"{DISPLAY[self.engine]} {release_text(self.engine, self.version)}{rules}{launched}"
 
     @property
     def test_id(self) -> str:
-        return f"{self.engine}-{self.version}"
+        return f"{self.engine}-{release_text(self.engine, self.version)}"
 
     def __str__(self) -> str:
         return self.spec
+
+
+def release_text(engine: str, version: Version | str) -> str:
+    """A release as its engine writes it: ``0.5.23``, or llama.cpp's ``b11312``."""
+    return f"{RELEASE_PREFIX.get(engine, '')}{version}"
 
 
 def newest(engine: str) -> EngineVersion:
@@ -117,6 +131,10 @@ def not_a_release(engine: str, typed: str, version: Version) -> str | None:
     first, last = Version(releases[0]), Version(releases[-1])
     if version > last or str(version) in releases:
         return None
+    if engine in RELEASE_PREFIX:  # every build is a release: one between two read takes the earlier's rows
+        return None if version >= first else (
+            f"{DISPLAY[engine]} {typed} is outside the known range {release_text(engine, first)} to "
+            f"{release_text(engine, last)}; pick a build in it")
     if version < first:
         return f"{DISPLAY[engine]} {typed} is outside the known range {first} to {last}; pick a version in it"
     meant = [r for r in releases if r.startswith(typed + ".")]

@@ -7,6 +7,7 @@ from enum import StrEnum
 from packaging.version import Version
 
 from pytest_eagle3.knowledge.releases import (
+    LLAMACPP,
     LMDEPLOY,
     MLX_VLM,
     SGLANG,
@@ -73,6 +74,8 @@ KV_TABLE: Table[KvGrouping] = table("KV-cache grouping of draft and target layer
         "a one-model draft in the target's manager with its own per-layer head count: not modelled)"),
     Row(LMDEPLOY, "0.11.0", SEPARATE_POOL,
         "lmdeploy pytorch/spec_decode/spec_agent.py build_cache_engine: the draft's own CacheEngine from its cache_config (0.11.0-0.18.0 read)"),
+    Row(LLAMACPP, "9625", SEPARATE_POOL,
+        "llama.cpp common/speculative.cpp: the draft has its own llama_context (ctx_dft) and KV cache (b9625-b11312 read)"),
 ))
 KV_RULES: tuple[KvRule, ...] = KV_TABLE.rows
 DTYPE_SOURCE = {
@@ -83,6 +86,7 @@ DTYPE_SOURCE = {
     "mlx-vlm": "mlx_vlm utils.py load_model: the drafter's tensors as stored",
     "trtllm": "tensorrt_llm _torch/models/modeling_speculative.py Eagle3DraftModel: dtype=config.torch_dtype (the draft's)",
     "lmdeploy": "lmdeploy pytorch/config.py _update_torch_dtype: the draft config's own dtype (float16 / bfloat16, else float16)",
+    "llamacpp": "llama.cpp convert_hf_to_gguf.py --outtype: the GGUF's tensor types",
 }
 
 

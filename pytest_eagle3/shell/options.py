@@ -60,9 +60,11 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "set, the table is appended there too)"),
     OptionSpec("eagle3_engines", "--eagle3-engine", "EAGLE3_ENGINES", "eagle3_engines",
                "engine versions to judge against: comma list of sglang, vllm, tokenspeed, mlx-vlm, trtllm, lmdeploy, "
-               "all (every engine's newest), NAME==VERSION or NAME==* (the first version of every profile segment, and the "
+               "llamacpp, all (every engine's newest), NAME==VERSION or NAME==* (the first version of every profile "
+               "segment, and the "
                "newest); a bare name is the newest known version (default: sglang,vllm; the known versions: "
-               "python -m pytest_eagle3 matrix)",
+               "python -m pytest_eagle3 matrix; llama.cpp's are builds, llamacpp==bNNNN, or a llama-cpp-python "
+               "release, meaning the build it vendors)",
                metavar="LIST", is_path=False),
     OptionSpec("eagle3_aux_convention", "--eagle3-aux-convention", "EAGLE3_AUX_CONVENTION", "eagle3_aux_convention",
                "how the draft's aux ids were meant in training: input-of (id k = input of layer k) or output-of "
@@ -210,7 +212,7 @@ class Settings:
 
     def python_for(self, engine: str) -> str | None:
         """The interpreter given for ``engine`` (option, env or ini), or None."""
-        return self.vllm_python if engine == VLLM else self.sglang_python
+        return self.vllm_python if engine == VLLM else self.sglang_python if engine == SGLANG else None
 
 
 SETTINGS_KEY = pytest.StashKey[Settings]()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.knowledge.behaviours import segment_starts
-from pytest_eagle3.knowledge.releases import DISPLAY, KNOWN_RANGES, EngineVersion
+from pytest_eagle3.knowledge.releases import DISPLAY, KNOWN_RANGES, EngineVersion, release_text
 from pytest_eagle3.testing.synth import PRODUCERS, SynthSpec, write_checkpoint, write_target
 from pytest_eagle3.verdict.pipeline import Pipeline, TargetSide, VerdictSettings
 
@@ -44,7 +44,7 @@ def matrix_rows() -> dict[str, Rows]:
                 for producer in PRODUCERS:
                     plan = judge(drafts[producer], EngineVersion(engine, version), sides.get(engine, side))
                     cells.append((plan.outcome, [i.finding.code for i in plan.issues]))
-                found[engine].append((str(version), cells))
+                found[engine].append((release_text(engine, version), cells))
     return found
 
 
@@ -65,7 +65,8 @@ def _target_as(root: Path, architecture: str) -> TargetSide:
 def _heading(engine: str) -> str:
     arch = CAPTURING_TARGET.get(engine)
     target = f" (a target named {arch}: its Llama class captures no aux states)" if arch else ""
-    return (f"each row holds from its version until the next row; the last until {KNOWN_RANGES[engine][1]}, "
+    return (f"each row holds from its version until the next row; the last until "
+            f"{release_text(engine, KNOWN_RANGES[engine][1])}, "
             f"the newest known{target}")
 
 

@@ -20,6 +20,7 @@ from pytest_eagle3.knowledge.behaviours import (
     fc_norms,
     keys,
     layers,
+    llamacpp,
     lmdeploy,
     mlx_vlm,
     sharing,
@@ -50,7 +51,7 @@ __all__ = ["BEHAVIOURS", "NAMES", "RULES", "TABLES", "VALUES", "BehaviourName", 
 Rule = Row[Any]
 
 _SPANS: tuple[Span, ...] = (*keys.SPANS, *vocab.SPANS, *aux.SPANS, *fc_norms.SPANS, *sharing.SPANS, *layers.SPANS,
-                          *tokenspeed.SPANS, *mlx_vlm.SPANS, *trtllm.SPANS, *lmdeploy.SPANS)
+                          *tokenspeed.SPANS, *mlx_vlm.SPANS, *trtllm.SPANS, *lmdeploy.SPANS, *llamacpp.SPANS)
 
 
 def _tables() -> dict[BehaviourName, Table[Any]]:

@@ -45,7 +45,7 @@ class Behaviours:
     unknown_key: Literal["warn-or-raise-stacked", "drop", "raise", "raise-except-bias", "raise-strict"]
     multi_layer: Literal["refused", "one-layer", "supported"]
     later_layer_norm: Literal["hidden_norm", "input_layernorm"]
-    d2t_present: Literal["offsets", "discarded"]
+    d2t_present: Literal["offsets", "discarded", "offsets-checked"]
     d2t_absent: Literal["crash", "identity", "zeros"]
     d2t_full_vocab: Literal["offsets", "refused", "ignored"]
     draft_vocab_size_missing: Refusal
@@ -183,7 +183,8 @@ BEHAVIOURS: dict[str, str] = {
     "unknown_key": "what happens to a checkpoint tensor with no matching parameter",
     "multi_layer": "whether drafts with num_hidden_layers > 1 are built",
     "later_layer_norm": "the norm layers >= 1 apply to their input",
-    "d2t_present": "how a shipped d2t is used",
+    "d2t_present": ("how a shipped d2t is used: offsets / discarded / offsets-checked (made absolute at conversion; "
+                    "an id outside the target vocab or a repeated one is refused)"),
     "d2t_absent": ("what an absent d2t means: crash / identity (draft ids are target ids) / zeros (the map stays "
                    "all zeros: every draft token becomes target id 0, full vocab or not)"),
     "d2t_full_vocab": ("what a d2t does when draft_vocab_size == vocab_size: offsets / refused / ignored (no d2t "
