@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_eagle3.engines.aux_layers import id_field
+from pytest_eagle3.engines.aux_ids import id_field
 from pytest_eagle3.knowledge.llamacpp_builds import CONVERT_COMMAND
 from pytest_eagle3.knowledge.releases import LLAMACPP
 from pytest_eagle3.reference.evidence import WEAK, standard_error
