@@ -1,7 +1,8 @@
 """Where a draft's trained aux layers can be fed when this engine hard-codes its own (LMDeploy: no field read).
 
-Computed from the tables: the first release of another engine from which the aux ids are read from the draft
-config, whose class for the target captures, and the ids to write there (the engine's own transform inverted).
+Computed from the tables: the first later release of this engine, else of another engine, from which the aux ids
+are read from the draft config, whose class for the target captures, and the ids to write there (that engine's own
+transform inverted).
 """
 
 from __future__ import annotations
@@ -9,12 +10,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
+from packaging.version import Version
+
 from pytest_eagle3.engines.plan_types import AuxPlan, Filing, describe_inputs
 from pytest_eagle3.engines.profiles import Profile, profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge.advice import first_release
 from pytest_eagle3.knowledge.capture import CAPTURES, capture_support
-from pytest_eagle3.knowledge.releases import DISPLAY, RELEASES, newest
+from pytest_eagle3.knowledge.releases import DISPLAY, RELEASES, newest, release_text
 
 #: The config edit an engine profile needs to feed ``aux.trained`` (aux_layers.fix_edit).
 Edit = Callable[[AuxPlan, Profile], "tuple[str, tuple[int, ...]] | None"]
@@ -23,11 +26,9 @@ Edit = Callable[[AuxPlan, Profile], "tuple[str, tuple[int, ...]] | None"]
 def elsewhere(aux: AuxPlan, prof: Profile, architecture: str | None, edit: Edit) -> str | None:
     """``vLLM >= 0.8.5 with [3, 5, 6] in eagle_aux_hidden_state_layer_ids``: the first engine (release-list order)
     that reads configured ids and captures for the target; None when no engine's rows do."""
-    for engine in RELEASES:
-        if engine == prof.engine:
-            continue
+    for engine in (prof.engine, *(e for e in RELEASES if e != prof.engine)):  # a later release of its own first
         since = first_release("aux_id_fields", engine, bool)
-        if since is None:
+        if since is None or (engine == prof.engine and Version(since) <= prof.version):
             continue
         other = profile(newest(engine))
         support = capture_support(engine, other.version, architecture) if architecture else None
@@ -35,7 +36,7 @@ def elsewhere(aux: AuxPlan, prof: Profile, architecture: str | None, edit: Edit)
             continue
         found = edit(dataclasses.replace(aux, support=support, graph_mode=None), other)
         if found is not None:
-            return f"{DISPLAY[engine]} >= {since} with {list(found[1])} in {found[0]}"
+            return f"{DISPLAY[engine]} >= {release_text(engine, since)} with {list(found[1])} in {found[0]}"
     return None
 
 

@@ -365,13 +365,13 @@ def _aux_fix(aux: AuxPlan, prof: Profile, arch: str | None) -> str:
         return f"serve with {serve_with('graph_mode_default_layers', SGLANG, lambda v: not v)} (or --disable-cuda-graph, slow)"
     if aux_launch.launched(prof):
         return aux_launch.aux_fix(aux)
-    if aux.fix_edit is None and not prof.behaviours.aux_id_fields:
-        return hard_coded_fix(aux, prof, _fed(aux) or (), arch, fix_edit)
     if aux.fix_edit is None:
         since = first_release("aux_id_fields", prof.engine, bool) if prof.engine not in (SGLANG, VLLM) else None
         if since is not None:  # a later release of the same engine reads them: name it (computed from the rows)
             return (f"serve with {release_words(prof.engine, since, None)}, which reads configured aux ids, and "
                     f"write the trained layer inputs {trained} there ({prof.label} ignores them)")
+        if not prof.behaviours.aux_id_fields:  # no release of this engine reads them: another engine's, or retrain
+            return hard_coded_fix(aux, prof, _fed(aux) or (), arch, fix_edit)
         return f"serve with a version that reads configured aux ids ({prof.label} ignores them)"
     path, ids = aux.fix_edit
     return f"write {list(ids)} into {path} (for {prof.label}: layer inputs {trained})"
