@@ -1,8 +1,8 @@
 """Launch settings that change a load plan: read from ``--eagle3-engine-args`` into :attr:`EngineVersion.launch`.
 
-``--eagle3-engine-args`` is one string for every engine, or per engine ``vllm: ...; trtllm: ...`` (the same
-grammar as ``live.launch.parse_engine_args``). Most of it is passed to a live server untouched; the settings
-named in :data:`SETTINGS` are also what the static plan reads. TensorRT-LLM's ``eagle3_layers_to_capture`` is
+``--eagle3-engine-args`` is one string for every engine, or per engine ``vllm: ...; trtllm: ...``
+(:func:`sections` splits it, for ``live.launch.parse_engine_args`` too). Most of it is passed to a live server
+untouched; the settings named in :data:`SETTINGS` are also what the static plan reads. TensorRT-LLM's ``eagle3_layers_to_capture`` is
 the YAML ``speculative_config: {eagle3_layers_to_capture: [...]}`` of ``trtllm-serve --extra_llm_api_options``
 (``LLM(speculative_config=EagleDecodingConfig(eagle3_layers_to_capture=...))``); written here
 ``trtllm: eagle3_layers_to_capture=[1,3,4]`` (or ``speculative_config.eagle3_layers_to_capture=...``).
@@ -38,15 +38,18 @@ def _tight(match: re.Match[str]) -> str:
     return re.sub(r"\s+", "", match.group())
 
 
-def sections(text: str | None) -> dict[str, tuple[str, ...]]:
-    """``--eagle3-engine-args`` split per engine (``*``: every engine), shell-quoted words each."""
+def sections(text: str | None, *, lists_as_words: bool = True) -> dict[str, tuple[str, ...]]:
+    """``--eagle3-engine-args`` split per engine (``*``: every engine), shell-quoted words each; with
+    ``lists_as_words`` a ``[1, 3, 4]`` list is one word (the settings read here), else the words go to a live
+    server as typed (``live.launch.parse_engine_args``)."""
     parsed: dict[str, tuple[str, ...]] = {}
     for section in (s for s in (text or "").split(";") if s.strip()):
         head, sep, rest = section.partition(":")
         name = head.strip().lower()
         key, words = (name, rest) if sep and name in KNOWN_RANGES else ("*", section)
         try:
-            parsed[key] = parsed.get(key, ()) + tuple(shlex.split(_LIST.sub(_tight, words)))
+            typed = _LIST.sub(_tight, words) if lists_as_words else words
+            parsed[key] = parsed.get(key, ()) + tuple(shlex.split(typed))
         except ValueError as exc:
             raise LaunchSettingError(f"--eagle3-engine-args: {exc}") from None
     return parsed

@@ -7,13 +7,13 @@ found on PATH, so the version read from that interpreter is the version that run
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from packaging.version import Version
 
 from pytest_eagle3.knowledge.launch import LAUNCH_TABLES, LaunchRule
+from pytest_eagle3.knowledge.launch_settings import sections
 from pytest_eagle3.knowledge.releases import KNOWN_RANGES, VLLM
 
 #: Draft steps the live run asks for: vLLM ``num_speculative_tokens``; SGLang steps, topk 1 and
@@ -96,20 +96,9 @@ def build_command(request: LaunchRequest) -> LaunchCommand:
 def parse_engine_args(text: str | None) -> dict[str, tuple[str, ...]]:
     """``--eagle3-engine-args``: one shell-quoted string for every engine, or ``vllm: ...; sglang: ...``.
 
-    Returns a mapping from engine name (or ``*`` for all) to its arguments.
+    Returns a mapping from engine name (or ``*`` for all) to its arguments, as typed.
     """
-    if not text or not text.strip():
-        return {}
-    sections = [s for s in text.split(";") if s.strip()]
-    parsed: dict[str, tuple[str, ...]] = {}
-    for section in sections:
-        head, sep, rest = section.partition(":")
-        name = head.strip().lower()
-        if sep and name in KNOWN_RANGES:
-            parsed[name] = parsed.get(name, ()) + tuple(shlex.split(rest))
-        else:
-            parsed["*"] = parsed.get("*", ()) + tuple(shlex.split(section))
-    return parsed
+    return sections(text, lists_as_words=False)
 
 
 def args_for(engine: str, parsed: Mapping[str, Sequence[str]]) -> tuple[str, ...]:
