@@ -59,8 +59,8 @@ def plan_keys(sheet: FactSheet, prof: Profile, shape: DraftShape, fc_states: int
         _file_unset_bias(out, prof, unset_bias, dict(shape.layer_bias))
     others = tuple(p for p in uninitialised if p not in unset_bias)
     if prof.behaviours.unloaded_parameter == "refused" and not packed:  # the strict check counts every parameter
-        others += tuple(p for p in sorted(required & (shared | {D2T_PARAM})) if p not in res.loaded
-                        and not _target_fills(sheet, prof, p) and not _optional(prof, p))
+        others += tuple(p for p in sorted(required & (shared | {D2T_PARAM}))
+                        if p not in res.loaded and not _not_required(sheet, prof, p))
     for name, error in refused:
         out.refuse("keys", Finding(
             "key-refused",
@@ -95,21 +95,18 @@ def plan_keys(sheet: FactSheet, prof: Profile, shape: DraftShape, fc_states: int
                 tuple(sorted(params)), FrozenDict(shapes), out.filed())
 
 
-def _target_fills(sheet: FactSheet, prof: Profile, name: str) -> bool:
-    """A shared parameter the engine takes from the target, never from the checkpoint (no strict check on it):
-    lm_head when absent, embed_tokens when the widths agree (behaviours lm_head_source, embed_source)."""
-    if name == "lm_head.weight":
-        return prof.behaviours.lm_head_source == "target-if-absent"
-    return name == "model.embed_tokens.weight" and prof.behaviours.embed_source == "target-unless-hidden-differs" \
-        and sheet.target_hidden_size == sheet.hidden_size
-def _optional(prof: Profile, parameter: str) -> bool:
-    """A strict loader's parameter the draft may leave out: the target's is used (llama.cpp's optional token_embd
-    and output), or no d2t means the identity."""
+def _not_required(sheet: FactSheet, prof: Profile, name: str) -> bool:
+    """A parameter a strict loader does not demand from the checkpoint: the target's is used (lm_head when
+    absent; embed_tokens when absent, or always when the widths agree), no d2t means the identity, or llama.cpp's
+    d2t is a tensor, not a parameter (engine.vocab says what its absence costs). Behaviours lm_head_source,
+    embed_source, d2t_absent."""
     b = prof.behaviours
-    if parameter == D2T_PARAM and LINEAGE[prof.engine] == "llamacpp":
-        return True  # a d2t tensor, not a parameter: engine.vocab says what its absence costs
-    return {"model.embed_tokens.weight": b.embed_source, "lm_head.weight": b.lm_head_source,
-            D2T_PARAM: b.d2t_absent}.get(parameter) in ("target-if-absent", "identity")
+    if name == D2T_PARAM:
+        return LINEAGE[prof.engine] == "llamacpp" or b.d2t_absent == "identity"
+    if name == "lm_head.weight":
+        return b.lm_head_source == "target-if-absent"
+    return name == "model.embed_tokens.weight" and (b.embed_source == "target-if-absent" or (
+        b.embed_source == "target-unless-hidden-differs" and sheet.target_hidden_size == sheet.hidden_size))
 
 
 def _fc_bypassed(out: Filing, sheet: FactSheet, prof: Profile, unset: tuple[str, ...]) -> tuple[str, ...]:
