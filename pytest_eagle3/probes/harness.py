@@ -96,6 +96,16 @@ def offline_environment() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+def distribution_record(folder: Path, name: str, version: str) -> None:
+    """An installed-distribution record (``NAME-VERSION.dist-info/METADATA``) in ``folder`` for an import
+    placeholder: transformers compares ``importlib.metadata.version(NAME)`` with a release at import (5.19.0
+    ``image_processing_auto``: ``is_torchvision_greater_or_equal("0.27")``), and a module without a record reads
+    "N/A" and raises InvalidVersion there."""
+    record = folder / f"{name}-{version}.dist-info"
+    record.mkdir(parents=True, exist_ok=True)
+    (record / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+
+
 def free_port() -> int:
     import socket
 

@@ -122,9 +122,7 @@ def _torchvision_record() -> None:
     import tempfile
 
     folder = Path(tempfile.mkdtemp(prefix="eagle3-placeholders-"))
-    record = folder / "torchvision-0.26.0.dist-info"
-    record.mkdir()
-    (record / "METADATA").write_text("Metadata-Version: 2.1\nName: torchvision\nVersion: 0.26.0\n")
+    common.distribution_record(folder, "torchvision", "0.26.0")
     sys.path.append(str(folder))
 
 

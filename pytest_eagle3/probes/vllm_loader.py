@@ -108,6 +108,9 @@ _VISION_STUB = (
 )
 _VISION_MODULES = ("__init__", "io", "ops", "models", "utils", "transforms/__init__", "transforms/functional",
                    "transforms/v2/__init__", "transforms/v2/functional")
+#: The stand-in's release, in its distribution record (``harness.distribution_record``): the torchvision paired
+#: with torch 2.13, new enough for transformers 5.19's import-time check (>= 0.27).
+_VISION_VERSION = "0.28.0"
 
 
 def _vision_placeholder(target: str, notes: list[str]) -> None:
@@ -123,6 +126,7 @@ def _vision_placeholder(target: str, notes: list[str]) -> None:
         path = root / "torchvision" / f"{name}.py"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(_VISION_STUB)
+    common.distribution_record(root, "torchvision", _VISION_VERSION)
     sys.path.insert(0, str(root))
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p)
     notes.append("import placeholder: torchvision (multimodal target)")
