@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
-from pytest_eagle3.verdict import Pipeline, TargetSide, VerdictSettings
+from pytest_eagle3.verdict import RunSettings, TargetSide, pipeline_for
 from pytest_eagle3.knowledge.selection import parse_selection
 from pytest_eagle3.reference.engine_feed import engine_feed
 from pytest_eagle3.reference.predict import PredictionSession
@@ -48,7 +48,7 @@ def main() -> None:
         t_training = time.perf_counter() - started
         base = predictor.simulator.passes
         started = time.perf_counter()
-        plans = [Pipeline(VerdictSettings()).judge(ckpt, e, TargetSide(str(target.path))) for e in engines]
+        plans = [pipeline_for(RunSettings()).judge(ckpt, e, TargetSide(str(target.path))) for e in engines]
         t_plans = time.perf_counter() - started
         started = time.perf_counter()
         with torch.no_grad():

@@ -127,7 +127,7 @@ def validate_report(data: dict[str, Any]) -> None:
     """Every report the tests write follows the JSON Schema shipped in the package."""
     import jsonschema
 
-    from pytest_eagle3.shell.report import SCHEMA_FILE
+    from pytest_eagle3.verdict.report import SCHEMA_FILE
 
     jsonschema.validate(data, json.loads(SCHEMA_FILE.read_text(encoding="utf-8")))
 

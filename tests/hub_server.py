@@ -64,10 +64,10 @@ def _handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *args: object) -> None:  # quiet
             pass
 
-        def do_HEAD(self) -> None:  # noqa: N802
+        def do_HEAD(self) -> None:
             self._serve(head=True)
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             self._serve(head=False)
 
         def _error(self, status: int, code: str, message: str = "") -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_eagle3.shell.options import OPTIONS
+from pytest_eagle3.option_table import OPTIONS
 
 ROOT = Path(__file__).resolve().parent.parent
 #: yaml comes with the target extra (transformers and huggingface_hub need it).

@@ -20,8 +20,8 @@ from packaging.version import Version
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.checkpoint.target import TargetModel
 from pytest_eagle3.engines.plan import REFUSED, load_plan
-from pytest_eagle3.knowledge.selection import parse_selection
 from pytest_eagle3.knowledge import reach
+from pytest_eagle3.knowledge.selection import parse_selection
 from pytest_eagle3.testing.synth import SPECFORGE, SPECULATORS, SynthSpec
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"

@@ -12,10 +12,10 @@ from packaging.version import Version
 
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
 from pytest_eagle3.engines.plan import load_plan
-from pytest_eagle3.knowledge.selection import parse_selection
 from pytest_eagle3.knowledge.capture import CAPTURES, REFUSED, capture_support
 from pytest_eagle3.knowledge.generated import capture_table
 from pytest_eagle3.knowledge.releases import RELEASES, in_known_range
+from pytest_eagle3.knowledge.selection import parse_selection
 from pytest_eagle3.testing.synth import SynthSpec, write_checkpoint, write_target
 
 

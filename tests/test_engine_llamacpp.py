@@ -54,6 +54,7 @@ def test_builds_and_llama_cpp_python_releases_parse() -> None:
     assert "llama.cpp b12000 (judged by b11312's rules)" == parse_selection("llamacpp==b12000")[0].label
 
 
+@pytest.mark.slow
 def test_sglang_export_nested_ids_ignored_on_both_sides(tmp_path: Path) -> None:
     """The SpecForge demo export (ids nested in eagle_config, trained on outputs [2, 4, 5]): every build feeds the
     target's default layer inputs [2, 4, 5]. Before b10454 the fix names the first build that reads ids; from
@@ -71,6 +72,7 @@ def test_sglang_export_nested_ids_ignored_on_both_sides(tmp_path: Path) -> None:
             "convert: python convert_hf_to_gguf.py DRAFT --target-model-dir TARGET") in done.stdout
 
 
+@pytest.mark.slow
 def test_speculators_demo_passes(tmp_path: Path) -> None:
     done = _cli("check", str(EXAMPLES / "demo-draft"), "--target", str(EXAMPLES / "demo-target"),
                 "--engine", "llamacpp==b9625,llamacpp==b11312")
@@ -118,6 +120,7 @@ def test_multi_layer_and_missing_draft_vocab_size_are_refused(tmp_path: Path) ->
     assert _codes(no_vocab, "llamacpp")[0] == REFUSED
 
 
+@pytest.mark.slow
 def test_fix_to_llamacpp_names_the_converter(tmp_path: Path) -> None:
     out = tmp_path / "fixed"
     done = _cli("fix", str(EXAMPLES / "demo-draft-sglang"), str(out), "--to", "llamacpp==0.3.36",

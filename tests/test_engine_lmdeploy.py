@@ -114,6 +114,7 @@ def test_hard_coded_aux_layers_without_a_target(make_variant: Callable[..., Path
     assert "which no L gives" in out and "fix: no config edit changes it: serve with vLLM >= " in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", [FIRST, "lmdeploy==0.18.0"])
 def test_fix_writes_a_copy_lmdeploy_loads(spec: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """The speculators draft trained on inputs 2, 4, 5 (what LMDeploy feeds an 8-layer target): flat config,

@@ -19,8 +19,8 @@ import torch
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.checkpoint.target import TargetModel
 from pytest_eagle3.engines.plan import LOADS, REFUSED, load_plan
-from pytest_eagle3.knowledge.selection import parse_selection
 from pytest_eagle3.knowledge.behaviours import BEHAVIOURS, RULES
+from pytest_eagle3.knowledge.selection import parse_selection
 from pytest_eagle3.testing.synth import EAGLE, MODELOPT, SPECFORGE, SPECULATORS, SynthSpec
 
 

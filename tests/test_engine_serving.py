@@ -19,11 +19,11 @@ import pytest
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.checkpoint.target import TargetModel
 from pytest_eagle3.engines.context import context_length
-from pytest_eagle3.engines.plan_types import LoadPlan
 from pytest_eagle3.engines.plan import LOSS, REFUSED, load_plan
-from pytest_eagle3.knowledge.selection import parse_selection
+from pytest_eagle3.engines.plan_types import LoadPlan
 from pytest_eagle3.knowledge.behaviours import TABLES, segment_starts
 from pytest_eagle3.knowledge.releases import SGLANG, VLLM, EngineVersion
+from pytest_eagle3.knowledge.selection import parse_selection
 from pytest_eagle3.testing.synth import EAGLE, SPECFORGE, SynthSpec
 from tests.conftest import ContractRun, config_variant
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import pytest_eagle3.repair.solve  # noqa: F401  (imported before any in-process pytester run, which would drop it
+
 # from sys.modules while pytest_eagle3.repair keeps the stale submodule: two RepairRefused classes afterwards)
 from pytest_eagle3.knowledge.launch_settings import LaunchSettingError, engine_args, settings_for, with_launch
 from pytest_eagle3.knowledge.releases import RELEASES

@@ -98,6 +98,7 @@ def test_good_checkpoints_pass(
     assert not problems, "good checkpoints misjudged:\n  " + "\n  ".join(problems)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("producer", PRODUCERS)
 def test_faults_caught(
     producer: str,

@@ -157,7 +157,7 @@ def test_a_report_that_cannot_be_written_is_a_usage_error_before_anything_runs(
 
 def test_a_report_lost_during_the_run_still_prints_the_verdict(pytester: pytest.Pytester,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_eagle3.shell.report import Collector
+    from pytest_eagle3.verdict.report import Collector
 
     def full_disk(self: Collector, path: Path) -> None:
         raise OSError(28, "No space left on device")
@@ -212,8 +212,8 @@ def test_idle_plugin_imports_only_the_shells_light_modules(pytester: pytest.Pyte
     result.assert_outcomes(passed=1)
     line = next(line for line in result.stdout.lines if "OWN [" in line)
     own = re.findall(r"'([\w.]+)'", line.split("OWN ", 1)[1])
-    light = {"pytest_eagle3", "pytest_eagle3.shell", *(f"pytest_eagle3.shell.{m}" for m in (
-        "plugin", "options", "fixtures", "live_fixtures", "verdicts", "report", "contract"))}
+    light = {"pytest_eagle3", "pytest_eagle3.option_table", "pytest_eagle3.shell", *(
+        f"pytest_eagle3.shell.{m}" for m in ("plugin", "options", "fixtures", "live_fixtures", "verdicts", "contract"))}
     assert set(own) == light
     from pytest_eagle3.shell import plugin
 
@@ -222,13 +222,13 @@ def test_idle_plugin_imports_only_the_shells_light_modules(pytester: pytest.Pyte
 
 def test_option_help_quotes_the_defaults_the_domain_defines() -> None:
     from pytest_eagle3.live.process import DEFAULT_START_TIMEOUT
+    from pytest_eagle3.option_table import BY_DEST
     from pytest_eagle3.reference.defaults import (
         DEFAULT_MAX_LOSS,
         DEFAULT_MIN_ACCEPTANCE,
         DEFAULT_NEW_TOKENS,
         DEFAULT_STEPS,
     )
-    from pytest_eagle3.shell.options import BY_DEST
 
     quoted = {dest: re.search(r"\(default ([\d.]+)", BY_DEST[dest].help).group(1)  # type: ignore[union-attr]
               for dest in ("eagle3_min_acceptance", "eagle3_max_loss", "eagle3_k", "eagle3_continuation",
@@ -237,6 +237,10 @@ def test_option_help_quotes_the_defaults_the_domain_defines() -> None:
         "eagle3_min_acceptance": DEFAULT_MIN_ACCEPTANCE, "eagle3_max_loss": DEFAULT_MAX_LOSS,
         "eagle3_k": DEFAULT_STEPS, "eagle3_continuation": DEFAULT_NEW_TOKENS,
         "eagle3_server_timeout": DEFAULT_START_TIMEOUT}
+    from pytest_eagle3.live.process import MAX_START_TIMEOUT
+    from pytest_eagle3.verdict import settings
+
+    assert (settings.DEFAULT_SERVER_TIMEOUT, settings.MAX_SERVER_TIMEOUT) == (DEFAULT_START_TIMEOUT, MAX_START_TIMEOUT)
 
 
 # 7. Bare tox runs the plugin's own tests alone; engines and producers by label or -e.
@@ -260,7 +264,6 @@ def test_bare_tox_runs_only_the_plugins_own_tests() -> None:
 def _requirements(extra: str | None, seen: frozenset[str] = frozenset()) -> set[str]:
     """The distribution names the core dependencies (and ``extra``, following self-references) name."""
     import tomllib
-
     from packaging.requirements import Requirement
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]

@@ -132,7 +132,7 @@ def test_ci_runs_the_readmes_install_lines_as_written() -> None:
 @pytest.mark.parametrize("where", ["ini", "env"])
 def test_a_checkpoint_from_the_ini_or_the_environment_keeps_the_projects_testpaths(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
-    ini = f"[pytest]\ntestpaths = tests\n" + (f"eagle3_ckpt = {DEMO}\n" if where == "ini" else "")
+    ini = "[pytest]\ntestpaths = tests\n" + (f"eagle3_ckpt = {DEMO}\n" if where == "ini" else "")
     pytester.makeini(ini)
     if where == "env":
         monkeypatch.setenv("EAGLE3_CKPT", str(DEMO))
@@ -163,6 +163,7 @@ def test_a_failed_node_id_pasted_back_re_runs_and_the_summary_names_the_repair(t
         again.stdout[-3000:]
 
 
+@pytest.mark.slow
 def test_the_summary_offers_fix_only_for_the_rows_a_copy_repairs_and_says_the_rest_by_hand(tmp_path: Path) -> None:
     """SGLang 0.4.9 captures the wrong layers under CUDA graphs whatever the config says: no copy repairs that
     row, so it is told what to do by hand; vLLM's aux ids are a config edit, and the offered command writes it."""
@@ -182,6 +183,7 @@ def test_the_summary_offers_fix_only_for_the_rows_a_copy_repairs_and_says_the_re
 
 
 # 7. The fixed copy reads as what its record says it is; no reason under the table is cut.
+@pytest.mark.slow
 def test_a_fixed_copy_is_read_as_its_record_says_and_no_reason_is_cut(tmp_path: Path) -> None:
     fixed = _run(["-m", "pytest_eagle3", "fix", str(DEMO), "OUT", "--to", "sglang==0.5.23"], tmp_path)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
@@ -244,7 +246,7 @@ def test_pytest_help_shows_the_eagle3_options_without_rst(tmp_path: Path) -> Non
 def test_check_takes_what_the_pytest_run_takes(tmp_path: Path) -> None:
     done = _run(["-m", "pytest_eagle3", "check", str(DEMO), "-q", "-k", "readable", "--engine", "vllm"], tmp_path)
     assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-2000:] + done.stderr
-    assert "--hidden-states DUMP" in _run(["-m", "pytest_eagle3", "check", "--help"], tmp_path).stdout
+    assert "--hidden-states DIR" in _run(["-m", "pytest_eagle3", "check", "--help"], tmp_path).stdout
 
 
 # 8. Help texts: no RST, no developer's remark, every argument explained.

@@ -66,6 +66,7 @@ def test_on_a_terminal_the_long_steps_say_what_they_do_and_leave_pytests_lines_a
     assert "2 passed" in screen.splitlines()[-1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("args", "env"), [(("-q",), {"EAGLE3_PROGRESS": "1"}), ((), {}), ((), {"EAGLE3_PROGRESS": "0"})],
                          ids=["quiet", "not-a-terminal", "turned-off"])
 def test_no_progress_under_q_or_into_a_pipe(tmp_path: Path, args: tuple[str, ...], env: dict[str, str]) -> None:
@@ -74,6 +75,7 @@ def test_no_progress_under_q_or_into_a_pipe(tmp_path: Path, args: tuple[str, ...
     assert "\b" not in done.stdout + done.stderr and "running the target" not in done.stdout + done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal is a POSIX device")
 def test_a_real_terminal_shows_it_unasked(tmp_path: Path) -> None:
     """pytest's own isatty decides, as for its "collecting ..." line: a pseudo-terminal as stdout."""
@@ -102,6 +104,7 @@ def test_a_real_terminal_shows_it_unasked(tmp_path: Path) -> None:
     assert "reference acceptance: running the target" in text and "\b" in text, text[-3000:]
 
 
+@pytest.mark.slow
 def test_capture_and_fix_with_a_target_show_their_steps_on_a_terminals_stderr(tmp_path: Path) -> None:
     """``capture`` (its prompts) and ``fix --target`` (the training layers measured, each engine predicted, the
     proof): on stderr, erased at each step's end, stdout as it always was."""

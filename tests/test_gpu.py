@@ -17,8 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.reference_cases import EXAMPLES
-
 pytest.importorskip("transformers", reason="the reference on CUDA needs transformers (pip install -e '.[test]')")
 
 pytestmark = pytest.mark.gpu

@@ -10,7 +10,6 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -92,6 +91,11 @@ def test_hub_ids_read_by_headers_give_the_verdicts_of_the_same_files(
     weights = sum((EXAMPLES / n / "model.safetensors").stat().st_size for n in (*DRAFTS, "demo-target"))
     sent = sum(hub.file_bytes(f"org/{n}") for n in (*DRAFTS, "demo-target"))
     assert 0 < sent < 0.02 * weights, f"{sent} of {weights} weight bytes sent"
+    # the README's and docs/hub.md's figure is this measurement, not a figure written by hand
+    figure = f"{round(sent / 1000)} KB of {weights / 1e6:.1f} MB ({100 * sent / weights:.1f}%)"
+    for name in ("README.md", "docs/hub.md"):
+        text = " ".join((EXAMPLES.parent / name).read_text(encoding="utf-8").split()).replace("of their", "of")
+        assert figure in text, (name, figure)
 
 
 def test_download_weights_runs_the_weight_scans_on_the_cached_files(

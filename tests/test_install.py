@@ -63,7 +63,7 @@ def _check(cwd: Path, pythonpath: Path | None, report: Path) -> tuple[str, str]:
 def test_the_wheel_carries_the_contracts_and_finds_them(wheel_install: Path, tmp_path: Path) -> None:
     plugin, contracts = _check(tmp_path, wheel_install, tmp_path / "r.json")
     assert Path(plugin).is_relative_to(wheel_install) and Path(contracts) == wheel_install / "pytest_eagle3" / "contracts"
-    assert (wheel_install / "pytest_eagle3" / "shell" / "report.schema.json").is_file()
+    assert (wheel_install / "pytest_eagle3" / "verdict" / "report.schema.json").is_file()
 
 
 def test_a_non_editable_install_run_from_the_clones_root_uses_the_source_tree(wheel_install: Path,

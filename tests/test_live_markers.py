@@ -68,6 +68,7 @@ def test_gpu_run_without_gpu_skips_every_selected_contract(
     assert reasons and all("no CUDA device visible (CUDA_VISIBLE_DEVICES='-1')" in line for line in reasons)
 
 
+@pytest.mark.slow
 def test_gpu_alone_selects_the_gpu_end_to_end_tests(monkeypatch: pytest.MonkeyPatch) -> None:
     """`pytest -m gpu` in the clone, no other flag: the GPU acceptance tests are selected (and skip here)."""
     import subprocess

@@ -46,9 +46,8 @@ def test_live_rows_and_ids_name_the_installed_version(request: pytest.FixtureReq
 
 def test_failed_start_quotes_the_engines_root_cause(request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """vLLM's CPU backend asked for 99% of the machine's memory refuses at start; the failure says so first."""
-    from pytest_eagle3.live.interpreter import inspect_engine
-
     from pytest_eagle3.live.cpu_serving import cpu_serving_finding
+    from pytest_eagle3.live.interpreter import inspect_engine
 
     python, _ = _installed(request.config)
     install = inspect_engine("vllm", python)

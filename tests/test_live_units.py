@@ -19,9 +19,9 @@ from pytest_eagle3.live.expected import Expected
 from pytest_eagle3.live.interpreter import inspect_engine
 from pytest_eagle3.live.launch import LaunchRequest, args_for, build_command, parse_engine_args
 from pytest_eagle3.live.launch_checks import algorithm_findings, draft_path_findings, flag_value
+from pytest_eagle3.live.live_verdict import acceptance_findings, greedy_findings
 from pytest_eagle3.live.metrics import LiveAcceptance, parse_vllm_metrics, sglang_request_acceptance
 from pytest_eagle3.live.process import MARKER_ENV, ServerProcess, free_port, marked_processes
-from pytest_eagle3.live.live_verdict import acceptance_findings, greedy_findings
 
 DATA = Path(__file__).parent / "data"
 EAGLE3_ARCH = ("LlamaForCausalLMEagle3",)

@@ -27,8 +27,9 @@ from pytest_eagle3.testing.synth import SynthSpec
 from pytest_eagle3.verdict.judge import judged_plan
 
 
-def write_qwen25_vl_target(out: Path, spec: SynthSpec = SynthSpec()) -> Path:
+def write_qwen25_vl_target(out: Path, spec: SynthSpec | None = None) -> Path:
     """A Qwen2.5-VL checkpoint whose decoder has the synthetic target's sizes (random bf16 weights)."""
+    spec = spec or SynthSpec()
     import torch
     from transformers import AutoConfig, AutoModelForImageTextToText
 

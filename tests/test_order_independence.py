@@ -56,6 +56,7 @@ def in_order(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return main_job(tmp_path_factory.mktemp("order"), "in-order", "-n", "0")
 
 
+@pytest.mark.slow
 def test_the_report_is_the_same_split_over_two_workers(in_order: dict[str, Any], tmp_path: Path) -> None:
     # the run the others are compared with is the documented verdict, with a proven fix among its findings
     assert ("examples/demo-draft-sglang", "vllm", "0.33.0", "fail", ["engine.acceptance", "engine.aux_layers"]) \
@@ -67,6 +68,7 @@ def test_the_report_is_the_same_split_over_two_workers(in_order: dict[str, Any],
     assert split == in_order
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("pytest_randomly") is None,
                     reason="needs pytest-randomly (pip install 'pytest-eagle3[test]')")
 @pytest.mark.parametrize("seed", SEEDS)

@@ -106,6 +106,7 @@ def test_motivating_case_gets_no_failing_vllm_verdict(run_contracts: Run) -> Non
 SERVED_WELL = sorted(d for d, e in TABLE["vllm"]["0.32.0"].items() if e.get("mean_acceptance_length", 0) >= 3.4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("draft", SERVED_WELL)
 def test_drafts_vllm_serves_well_pass_on_vllm(run_contracts: Run, draft: str) -> None:
     """A draft vLLM 0.32 serves at >= 3.4 end to end gets a passing vLLM verdict and no fix for vLLM."""
@@ -117,6 +118,7 @@ def test_drafts_vllm_serves_well_pass_on_vllm(run_contracts: Run, draft: str) ->
 TRAINED = sorted(p.name for p in EXAMPLES.iterdir() if p.name.startswith(("trained-", "demo-draft")))
 
 
+@pytest.mark.slow
 def test_verdicts_agree_with_predictions_on_every_engine_version(run_contracts: Run) -> None:
     """Over every profile segment of both engines: an engine the prediction says serves a draft at its
     as-trained level (within 0.1) passes, with no fix printed for it; one that loses more fails."""
@@ -157,6 +159,7 @@ def _apply(fix: str, config: dict[str, Any]) -> None:
         scope[last] = json.loads(ids)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("draft", "engines"), FIX_CASES)
 def test_every_printed_fix_is_proven_and_converges(run_contracts: Run, tmp_path: Path, draft: str,
                                                     engines: str) -> None:
@@ -188,6 +191,7 @@ def _fixes_converge(run_contracts: Run, tmp_path: Path, draft: Path, engines: st
     return first
 
 
+@pytest.mark.slow
 def test_a_rope_the_producer_did_not_train_with_is_priced_and_its_fix_converges(run_contracts: Run,
                                                                                tmp_path: Path) -> None:
     """AngelSlim trains with rope base 10000 whatever config.json says (producers.ROPE_HABITS): a draft

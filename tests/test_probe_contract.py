@@ -29,8 +29,6 @@ from pytest_eagle3.knowledge import behaviours
 from pytest_eagle3.knowledge.releases import DISPLAY, KNOWN_RANGES, EngineVersion
 from pytest_eagle3.knowledge.table import Table, rows
 from pytest_eagle3.probes.cases import CASES_BY_NAME, write_all
-from pytest_eagle3.probes.record import DEFAULT_OUT, NOT_ON_CPU, verdict
-from pytest_eagle3.probes.run import engine_version, env_variable, find_engine_python
 from pytest_eagle3.probes.probe_verdict import (
     AGREES,
     LOSSY,
@@ -39,6 +37,8 @@ from pytest_eagle3.probes.probe_verdict import (
     UNPLANNED,
     judge_probe,
 )
+from pytest_eagle3.probes.record import DEFAULT_OUT, NOT_ON_CPU, verdict
+from pytest_eagle3.probes.run import engine_version, env_variable, find_engine_python
 from tests.conftest import HOW_TO, ContractRun
 
 RECORDED = json.loads(DEFAULT_OUT.read_text(encoding="utf-8"))

@@ -6,7 +6,6 @@ import pytest
 from packaging.version import Version
 
 from pytest_eagle3.engines.profiles import profile, rule_for
-from pytest_eagle3.knowledge.selection import EngineSelectionError, parse_selection
 from pytest_eagle3.knowledge.behaviours import (
     BEHAVIOURS,
     RULES,
@@ -17,6 +16,7 @@ from pytest_eagle3.knowledge.behaviours import (
 )
 from pytest_eagle3.knowledge.capture import CAPTURE_TABLES, capture_support
 from pytest_eagle3.knowledge.releases import KNOWN_RANGES, EngineVersion
+from pytest_eagle3.knowledge.selection import EngineSelectionError, parse_selection
 
 
 @pytest.mark.parametrize("engine", sorted(KNOWN_RANGES))

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from pytest_eagle3.checkpoint import Checkpoint
-from pytest_eagle3.verdict.judge import Reading, plausible_readings
 from pytest_eagle3.producers.formats import INPUT_OF, OUTPUT_OF, UNKNOWN
 from pytest_eagle3.producers.names import EAGLE, SPECFORGE, SPECULATORS
 from pytest_eagle3.producers.records import RECORDS
 from pytest_eagle3.testing.synth import SynthSpec
+from pytest_eagle3.verdict.judge import Reading, plausible_readings
 from tests.conftest import ContractRun
 
 VLLM = "vllm==0.32.0"

@@ -43,6 +43,7 @@ def test_the_readme_shows_console_blocks() -> None:
     assert BLOCKS, "README.md has no ```console block starting with a $ command"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("command", "shown"), BLOCKS, ids=[command[:70] for command, _ in BLOCKS])
 def test_console_block_is_what_the_command_prints(command: str, shown: str) -> None:
     printed = [_normalise(line) for line in _run(command).splitlines()]
@@ -65,7 +66,7 @@ def _keys(value: object) -> set[str]:
 
 
 def test_json_examples_name_keys_a_real_report_has(tmp_path: Path) -> None:
-    from pytest_eagle3.shell.report import SCHEMA
+    from pytest_eagle3.verdict.report import SCHEMA
 
     report = tmp_path / "report.json"
     _run("pytest --eagle3-ckpt=examples/demo-draft-sglang --eagle3-target=examples/demo-target "
@@ -102,7 +103,7 @@ def test_the_readme_is_read_in_ten_minutes() -> None:
 
 
 def test_every_option_is_in_the_readmes_table() -> None:
-    from pytest_eagle3.shell.options import OPTIONS
+    from pytest_eagle3.option_table import OPTIONS
 
     missing = [spec.flag for spec in OPTIONS if f"`{spec.flag}" not in README]
     assert missing == []

@@ -54,6 +54,7 @@ def assert_same_bytes(source: Path, out: Path) -> None:
     assert compared >= 10
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", FIXABLE)
 def test_fixable_fault_round_trips_to_a_passing_verdict(fault: str, tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
@@ -93,6 +94,7 @@ TARGET_CONFIG = EXAMPLES / "demo-target" / "config.json"
     ("broken-d2t-draft", "vllm==0.33.0", "vocab.map", None),
     ("speculators-draft", "sglang==0.5.11,vllm==0.33.0", "engine.architecture", None),
 ])
+@pytest.mark.slow
 def test_bundled_broken_example_round_trips(example: str, engines: str, failing: str, target: Path | None,
                                             tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = EXAMPLES / example

@@ -120,7 +120,7 @@ def _case(picked: Picked) -> Case:
 
 
 @pytest.mark.parametrize("picked", PICKED, ids=[p.name for p in PICKED])
-def test_removing_the_row_changes_the_verdict(picked: Picked, plan_codes: Callable[[Case, str], Any]) -> None:
+def test_removing_the_row_changes_the_verdict(picked: Picked, plan_codes: Callable[[Case, str], Any]) -> None:  # noqa: F811
     if picked.case is not None:
         c = _case(picked)
         assert c.before == picked.before

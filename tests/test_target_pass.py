@@ -37,12 +37,12 @@ def test_the_reference_cut_from_the_pipelines_pass_is_the_one_of_its_own_length(
     from pytest_eagle3.checkpoint import Checkpoint
     from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
     from pytest_eagle3.reference.readings import measure_reference
-    from pytest_eagle3.verdict import Pipeline, TargetSide, VerdictSettings
+    from pytest_eagle3.verdict import RunSettings, TargetSide, pipeline_for
 
     ckpt = Checkpoint.open(DRAFTS[1])
     with counted_forwards() as alone:
         own = measure_reference(ckpt, str(TARGET)).to_json()
-    pipeline = Pipeline(VerdictSettings())
+    pipeline = pipeline_for(RunSettings())
     with counted_forwards() as shared:
         predictor = pipeline.predictor(ckpt, TargetSide(str(TARGET)))
         cut = measure_reference(ckpt, str(TARGET), passes=pipeline.passes).to_json()

@@ -256,9 +256,9 @@ def test_vllm_capture_gives_the_same_prediction(request: pytest.FixtureRequest, 
     import torch
 
     from pytest_eagle3.reference.predict import PredictionSession
-    from pytest_eagle3.verdict import predict_acceptance
     from pytest_eagle3.shell.cli import main
     from pytest_eagle3.shell.live_fixtures import engine_python
+    from pytest_eagle3.verdict import predict_acceptance
 
     python = engine_python(request.config, "vllm")
     _vllm_or_skip(python)
@@ -300,9 +300,9 @@ def test_vllm_capture_spread_over_two_workers(request: pytest.FixtureRequest, mo
     from pytest_eagle3.live.capture import CAPTURE_SINCE
     from pytest_eagle3.live.interpreter import inspect_engine
     from pytest_eagle3.reference.predict import PredictionSession
-    from pytest_eagle3.verdict import predict_acceptance
     from pytest_eagle3.shell.cli import main
     from pytest_eagle3.shell.live_fixtures import engine_python
+    from pytest_eagle3.verdict import predict_acceptance
 
     python = engine_python(request.config, "vllm")
     _vllm_or_skip(python)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 from packaging.version import Version
@@ -16,7 +16,7 @@ from pytest_eagle3.engines.profiles import segment_starts
 from pytest_eagle3.knowledge.releases import KNOWN_RANGES, EngineVersion, release_text
 from pytest_eagle3.shell.cli import main
 from pytest_eagle3.testing.synth import SPECFORGE, SynthSpec, write_checkpoint, write_target
-from pytest_eagle3.verdict import Pipeline, TargetSide, VerdictSettings
+from pytest_eagle3.verdict import RunSettings, TargetSide, pipeline_for
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 DRAFTS = sorted(p.name for p in EXAMPLES.iterdir() if (p / "config.json").is_file() and "target" not in p.name)
@@ -41,7 +41,7 @@ def test_fix_writes_the_ids_sglang_reads_as_trained_for_a_kimi_family_target(
     copy back as the trained layers, and the proof passes."""
     draft, target = _kimi_family_pair(tmp_path)
     engine = EngineVersion("sglang", Version("0.5.23"))
-    before = Pipeline(VerdictSettings()).judge(Checkpoint.open(draft), engine, TargetSide(str(target)))
+    before = pipeline_for(RunSettings()).judge(Checkpoint.open(draft), engine, TargetSide(str(target)))
     assert [i.finding.fix for i in before.issues if i.area == "aux_layers"] == [
         "write [3, 5, 7] into eagle_config.eagle_aux_hidden_state_layer_ids (for SGLang 0.5.23: layer inputs [3, 5, 7])"]
 
@@ -55,7 +55,7 @@ def test_fix_writes_the_ids_sglang_reads_as_trained_for_a_kimi_family_target(
     convention = json.loads((tmp_path / "fixed" / "eagle3-fix.json").read_text())["aux_convention_of_copy"]
     assert convention == "input-of" and copy.config.aux.convention == "input-of"
     assert "--eagle3-aux-convention=output-of" not in out
-    after = Pipeline(VerdictSettings()).judge(copy, engine, TargetSide(str(target)), convention=convention)
+    after = pipeline_for(RunSettings()).judge(copy, engine, TargetSide(str(target)), convention=convention)
     assert after.aux.captured == after.aux.trained == (3, 5, 7) and not after.issues
 
 
@@ -86,6 +86,7 @@ def test_plan_json_prints_the_report_row(tmp_path: Path, capsys: pytest.CaptureF
     assert row == reported
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("draft", DRAFTS)
 def test_every_example_at_every_matrix_version_the_contracts_say_what_the_pipeline_says(
         draft: str, run_contracts: Callable[..., Any], capsys: pytest.CaptureFixture[str]) -> None:
@@ -99,7 +100,7 @@ def test_every_example_at_every_matrix_version_the_contracts_say_what_the_pipeli
     assert main(["plan", str(path), "--engine", selection, "--json"]) == 0
     printed = {(r["engine"], r["version"]): r for r in json.loads(capsys.readouterr().out)}
     assert len(printed) == len(MATRIX)
-    pipeline = Pipeline(VerdictSettings(tuple(MATRIX)))
+    pipeline = pipeline_for(RunSettings(engines=tuple(MATRIX)))
     ckpt = Checkpoint.open(path)
     independent = set(run.engine_entry(path, "any")["failing"])
     for engine in MATRIX:

@@ -76,6 +76,15 @@ class TargetModel:
         return tuple(str(a) for a in value) if isinstance(value, list) else ()
 
     @property
+    def draft_signs(self) -> list[str]:
+        """What says this config is an EAGLE draft's, not a target's (empty for a target): the fields only draft
+        configs carry (``speculators_config``, ``draft_vocab_size``, ``eagle_config``) and an Eagle architecture."""
+        signs = [f"it has {key}" for key in ("speculators_config", "draft_vocab_size", "eagle_config")
+                 if key in self.config]
+        signs += [f"its architecture is {a}" for a in self.architectures if "eagle" in a.lower()]
+        return signs
+
+    @property
     def on_hub(self) -> bool:
         return self.path.startswith("hf://")
 

@@ -233,7 +233,7 @@ def index_torch_bin(path: Path) -> tuple[FileIndex, dict[str, torch.Tensor]]:
             if "mmap" not in str(exc):
                 raise
             loaded = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 -- any failure of a hostile or broken pickle is a verdict
+    except Exception as exc:
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         refused = "weights_only" in str(exc) or "Unsupported global" in str(exc)
         why = "refused to unpickle it (it holds code or objects, not only tensors)" if refused else "could not read it"

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint
-from pytest_eagle3.shell.contract import Eagle3Result, require_config
 from pytest_eagle3.findings import Evidence, Finding, check
+from pytest_eagle3.shell.contract import Eagle3Result, require_config
 from pytest_eagle3.shell.options import settings
 
 if TYPE_CHECKING:
@@ -32,8 +32,8 @@ def eagle3_expected(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoin
     """engine.acceptance's prediction for the installed engine version, or why there is none."""
     from pytest_eagle3.knowledge.releases import in_known_range
     from pytest_eagle3.live.expected import NoExpectation, expected_acceptance
-    from pytest_eagle3.shell.verdicts import verdict_of
     from pytest_eagle3.shell.live_fixtures import engine_install
+    from pytest_eagle3.shell.verdicts import verdict_of
 
     options = settings(request.config)
     target = options.target

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint
+from pytest_eagle3.findings import check
 from pytest_eagle3.shell.contract import (
     Eagle3Result,
     require_config,
@@ -20,11 +21,10 @@ from pytest_eagle3.shell.contract import (
     require_tensors,
     unknown,
 )
-from pytest_eagle3.findings import check
 from pytest_eagle3.shell.fixtures import InstalledEngine, probe_result
+from pytest_eagle3.shell.options import PYTHON_OPTION, settings
 from pytest_eagle3.shell.verdicts import pipeline
 from pytest_eagle3.verdict import TargetSide
-from pytest_eagle3.shell.options import PYTHON_OPTION, UNKNOWN_FAIL, settings
 
 
 def _target_dir(request: pytest.FixtureRequest, label: str) -> str:
@@ -64,6 +64,6 @@ class TestEagle3Probe:
         verdict = judge_probe(probe, engine, plan, reduced_vocab=reduced, python=installed.python)
         eagle3_result.probe(verdict)
         if verdict.status in (PROBE_ERROR, UNPLANNED) and not verdict.failed:
-            unknown(verdict.findings[0], settings(request.config).unknown == UNKNOWN_FAIL)
+            unknown(verdict.findings[0], settings(request.config).unknown_fails)
         check(list(verdict.findings))
         eagle3_result.passed(verdict.message)

@@ -20,7 +20,6 @@ from typing import TypedDict
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
 from pytest_eagle3.checkpoint.draft import NOT_DRAFT_WEIGHTS, SAFETENSORS_INDEX
 from pytest_eagle3.checkpoint.tensorfiles import index_safetensors
-from pytest_eagle3.rules.quantized import is_packed
 from pytest_eagle3.engines.contents import TensorContents, tensor_contents
 from pytest_eagle3.engines.context import context_length, rope_types
 from pytest_eagle3.engines.frozen import FrozenDict, JsonValue, freeze, freeze_object
@@ -29,7 +28,7 @@ from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.engines.runtime import LayerKv, target_layers
 from pytest_eagle3.findings import Finding
 from pytest_eagle3.knowledge.launch_settings import captured_layers
-from pytest_eagle3.knowledge.releases import LINEAGE, SGLANG
+from pytest_eagle3.knowledge.releases import SGLANG
 from pytest_eagle3.knowledge.speculators import speculators_copies
 from pytest_eagle3.producers.formats import AuxLayers, default_aux_inputs, is_speculators, lookup
 from pytest_eagle3.producers.habits import (
@@ -43,6 +42,7 @@ from pytest_eagle3.producers.habits import (
     unread_fields,
 )
 from pytest_eagle3.rules.draft_kind import classify_checkpoint, not_a_draft_finding
+from pytest_eagle3.rules.quantized import is_packed
 
 __all__ = ["EngineView", "FactSheet", "JsonValue", "TensorContents", "engine_view", "fact_sheet", "lookup"]
 

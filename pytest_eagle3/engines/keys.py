@@ -12,14 +12,13 @@ from pytest_eagle3.engines.bias import field_of, is_layer_bias
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.frozen import FrozenDict
 from pytest_eagle3.engines.key_resolution import D2T_PARAM, DraftShape, load_keys
-from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.engines.param_shapes import parameter_shapes
+from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.engines.serving import draft_built_with
-from pytest_eagle3.knowledge.releases import LINEAGE
 from pytest_eagle3.findings import Evidence, Finding, short
 from pytest_eagle3.knowledge.advice import serve_with
-from pytest_eagle3.knowledge.releases import SGLANG, VLLM
+from pytest_eagle3.knowledge.releases import LINEAGE, SGLANG, VLLM
 from pytest_eagle3.rules.quantized import PACKED_SUFFIX, is_scale, not_modelled
 from pytest_eagle3.rules.vocab_map import ACCEPTANCE_NOTE
 

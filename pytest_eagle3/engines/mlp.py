@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pytest_eagle3.engines.facts import FactSheet
-from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.engines.param_shapes import mlp_width
+from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 

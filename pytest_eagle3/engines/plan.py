@@ -19,11 +19,14 @@ import dataclasses
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
 from pytest_eagle3.engines.architecture import plan_architecture, plan_mla_rope
 from pytest_eagle3.engines.aux_layers import plan_aux
+from pytest_eagle3.engines.embeddings import plan_embeddings
 from pytest_eagle3.engines.facts import fact_sheet
 from pytest_eagle3.engines.fc import plan_fc, plan_fc_shape
 from pytest_eagle3.engines.geometry import GeometryArea, plan_geometry
 from pytest_eagle3.engines.keys import plan_keys
 from pytest_eagle3.engines.layers import plan_layers
+from pytest_eagle3.engines.mlp import plan_mlp
+from pytest_eagle3.engines.norms import plan_norms
 from pytest_eagle3.engines.plan_types import (
     LOADS,
     LOADS_WITH_LOSS,
@@ -36,13 +39,10 @@ from pytest_eagle3.engines.plan_types import (
     LoadPlan,
     Measured,
 )
-from pytest_eagle3.engines.mlp import plan_mlp
-from pytest_eagle3.engines.norms import plan_norms
 from pytest_eagle3.engines.producer import plan_producer
 from pytest_eagle3.engines.profiles import profile
 from pytest_eagle3.engines.runtime import plan_runtime
 from pytest_eagle3.engines.serving import plan_serving
-from pytest_eagle3.engines.embeddings import plan_embeddings
 from pytest_eagle3.engines.vocab import plan_vocab
 from pytest_eagle3.knowledge.advice import one_upgrade
 from pytest_eagle3.knowledge.draft_classes import LLAMA_ATTENTION

@@ -17,8 +17,8 @@ from typing import Any
 from packaging.version import Version
 
 from pytest_eagle3.engines.geometry import Geometry
-from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.engines.param_shapes import VOCAB_PADDING, padded
+from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge.advice import last_release_before, serve_with
 from pytest_eagle3.knowledge.releases import SGLANG

@@ -93,6 +93,17 @@ class EngineVersion:
         return f"{DISPLAY[self.engine]} {release_text(self.engine, self.version)}{rules}{launched}"
 
     @property
+    def beyond_known(self) -> str | None:
+        """The warning a version newer than every release read deserves (None for a known one): its verdict is the
+        newest read release's rules, not its own."""
+        newest_rules = rules_from(self.engine, self.version)
+        if newest_rules is None:
+            return None
+        newest = release_text(self.engine, newest_rules)
+        return (f"{self.spec} is newer than every {DISPLAY[self.engine]} release read (newest {newest}): it is "
+                f"judged by {newest}'s rules, not by its own; what it really does may differ")
+
+    @property
     def test_id(self) -> str:
         return f"{self.engine}-{release_text(self.engine, self.version)}"
 

@@ -190,7 +190,7 @@ class ServerProcess:
         if self._executor is not None:
             try:
                 self._executor.stop(expected_returncode=None)
-            except Exception:  # a non-zero exit on SIGTERM is still a stop  # noqa: BLE001
+            except Exception:  # a non-zero exit on SIGTERM is still a stop
                 self._executor.kill()
         survivors = self._cleanup()
         if survivors:

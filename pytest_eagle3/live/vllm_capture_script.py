@@ -53,10 +53,10 @@ def _pp_buffer(runner: Any, model: Any) -> None:
     ``--pipeline-parallel-size`` > 1 fails in ``sync_and_gather_intermediate_tensors`` without it.
     """
     try:
-        from vllm.distributed import get_pp_group  # type: ignore[import-not-found, unused-ignore]
+        from vllm.distributed import get_pp_group
 
         first = get_pp_group().is_first_rank
-    except Exception:  # noqa: BLE001 - no distributed state: a single worker
+    except Exception:
         return
     if first or getattr(runner, "intermediate_tensors", "absent") is not None:
         return
@@ -118,7 +118,7 @@ def _flush(worker: Any, tokens: int) -> str | None:
         from vllm.distributed import get_pp_group, get_tensor_model_parallel_rank
 
         tp_rank, pp_rank = get_tensor_model_parallel_rank(), get_pp_group().rank_in_group
-    except Exception:  # noqa: BLE001 - no distributed state: a single worker
+    except Exception:
         tp_rank, pp_rank = 0, 0
     if tp_rank != 0 or index is None:
         return None
@@ -133,12 +133,12 @@ def _flush(worker: Any, tokens: int) -> str | None:
 
 
 def _llm(job: dict[str, Any]) -> Any:
-    from vllm import LLM  # type: ignore[import-not-found, unused-ignore]
-    from vllm.engine.arg_utils import EngineArgs  # type: ignore[import-not-found, unused-ignore]
+    from vllm import LLM
+    from vllm.engine.arg_utils import EngineArgs
     try:  # vllm >= 0.12 (utils split into modules); before, vllm.utils held it
-        from vllm.utils.argparse_utils import FlexibleArgumentParser  # type: ignore[import-not-found, unused-ignore]
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
     except ImportError:
-        from vllm.utils import FlexibleArgumentParser  # type: ignore[import-not-found, unused-ignore]
+        from vllm.utils import FlexibleArgumentParser
 
     parser = EngineArgs.add_cli_args(FlexibleArgumentParser())
     given = EngineArgs.from_cli_args(parser.parse_args(["--model", job["target"], *job["engine_args"]]))

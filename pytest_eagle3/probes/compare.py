@@ -13,12 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-
 from pytest_eagle3.engines.key_resolution import never_read
 from pytest_eagle3.engines.plan import REFUSED, LoadPlan
+from pytest_eagle3.findings import short
 from pytest_eagle3.knowledge.launch import cpu_runs_other_mode
 from pytest_eagle3.knowledge.releases import VLLM
-from pytest_eagle3.findings import short
 
 #: Names each side reports in its own way: embed_tokens / lm_head are judged by their source
 #: (draft / target), d2t by the map, and vLLM's unused hidden_norm of layers >= 1 by neither.

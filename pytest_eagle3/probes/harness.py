@@ -126,7 +126,7 @@ def read_checkpoint(folder: str | Path) -> dict[str, torch.Tensor]:
     for path in files:
         if path.suffix == ".safetensors":
             with safe_open(str(path), framework="pt") as handle:
-                for name in handle.keys():  # noqa: SIM118 (safe_open has no __iter__)
+                for name in handle.keys():
                     tensors[name] = handle.get_tensor(name)
         else:
             state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
@@ -375,7 +375,7 @@ def main(engine: str, probe: Callable[[str, str], dict[str, Any]], argv: list[st
         with quiet_stdout():
             try:
                 result = probe(str(Path(job["draft"]).resolve()), str(Path(job["target"]).resolve()))
-            except Exception as exc:  # noqa: BLE001 (a bug of the probe, not an engine outcome)
+            except Exception as exc:
                 result = empty_result(engine)
                 result.update(outcome="probe-error", error=error_text(exc), stderr_tail=crash_note(exc))
         write_result(result, job["out"])

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_eagle3.engines.plan_types import LOADS_WITH_LOSS, LOSS, REFUSED, LoadPlan
-from pytest_eagle3.knowledge.releases import KNOWN_RANGES, EngineVersion
 from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.knowledge.releases import KNOWN_RANGES, EngineVersion
 from pytest_eagle3.probes.compare import Difference, compare, cpu_backend_limit, losses, map_summary
 from pytest_eagle3.probes.run import SCRIPTS
 

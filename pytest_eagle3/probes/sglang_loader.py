@@ -139,7 +139,7 @@ _CURRENT: list[_State] = []
 
 def _install_load_hook() -> None:
     """Wrap ``DefaultModelLoader.load_weights_and_postprocess``: sentinel before, audit after."""
-    from sglang.srt.model_loader.loader import DefaultModelLoader  # type: ignore[import-not-found]
+    from sglang.srt.model_loader.loader import DefaultModelLoader
 
     original = DefaultModelLoader.load_weights_and_postprocess
     if getattr(original, "eagle3_probe_hook", False):
@@ -156,13 +156,13 @@ def _install_load_hook() -> None:
 
 
 def _init_distributed() -> None:
-    from sglang.srt.distributed import parallel_state  # type: ignore[import-not-found]
+    from sglang.srt.distributed import parallel_state
 
     if parallel_state.model_parallel_is_initialized():
         return
     port = common.free_port()
     try:
-        from sglang.test.layer_ut_utils import init_single_process_dist  # type: ignore[import-not-found]
+        from sglang.test.layer_ut_utils import init_single_process_dist
     except ImportError:
         parallel_state.init_distributed_environment(
             world_size=1, rank=0, local_rank=0, backend="gloo",
@@ -175,7 +175,7 @@ def _init_distributed() -> None:
 
 def _global_server_args(notes: list[str]) -> None:
     """Versions whose layers read process-wide server args (0.5.11): set them as SGLang's own tests do."""
-    from sglang.srt import server_args  # type: ignore[import-not-found]
+    from sglang.srt import server_args
 
     setter = getattr(server_args, "set_global_server_args_for_scheduler", None)
     if setter is None:
@@ -184,7 +184,7 @@ def _global_server_args(notes: list[str]) -> None:
         server_args.get_global_server_args()
     except ValueError:  # "not set yet": set below
         pass
-    except Exception:  # noqa: BLE001 (0.5.23: the getter is retired and raises; nothing to set)
+    except Exception:
         return
     else:
         return
@@ -193,7 +193,7 @@ def _global_server_args(notes: list[str]) -> None:
 
 
 def _model_config(path: str, draft: bool) -> Any:
-    from sglang.srt.configs.model_config import ModelConfig  # type: ignore[import-not-found]
+    from sglang.srt.configs.model_config import ModelConfig
 
     # model_override_args: "{}" as ServerArgs.json_model_override_args gives it (<= 0.4.9 json.loads it unguarded)
     kwargs: dict[str, Any] = {"is_draft_model": draft, "context_length": 256, "model_override_args": "{}"}
@@ -207,9 +207,9 @@ def _model_config(path: str, draft: bool) -> Any:
 
 
 def _get_model(model_config: Any) -> Any:
-    from sglang.srt.configs.device_config import DeviceConfig  # type: ignore[import-not-found]
-    from sglang.srt.configs.load_config import LoadConfig  # type: ignore[import-not-found]
-    from sglang.srt.model_loader import get_model  # type: ignore[import-not-found]
+    from sglang.srt.configs.device_config import DeviceConfig
+    from sglang.srt.configs.load_config import LoadConfig
+    from sglang.srt.model_loader import get_model
 
     return get_model(model_config=model_config, load_config=LoadConfig(), device_config=DeviceConfig("cpu"))
 
@@ -226,7 +226,7 @@ def _configured_aux(draft_hf_config: Any) -> tuple[bool, list[int] | None]:
         eagle_config = getattr(draft_hf_config, "eagle_config", None)
         use_aux = bool(eagle_config.get("use_aux_hidden_state", True))  # type: ignore[union-attr]
         ids = eagle_config["eagle_aux_hidden_state_layer_ids"]  # type: ignore[index]
-    except Exception:  # noqa: BLE001 (SGLang's own bare except)
+    except Exception:
         ids = None
     return use_aux, (list(ids) if ids is not None else None)
 
@@ -241,7 +241,7 @@ def probe(draft: str, target: str) -> dict[str, Any]:
     placeholders = install_placeholders()
     if placeholders:
         notes.append(f"import placeholders: {', '.join(placeholders)}")
-    import sglang  # type: ignore[import-not-found]
+    import sglang
 
     result["version"] = str(getattr(sglang, "__version__", None) or _dist_version())
     state = _State()
@@ -261,11 +261,11 @@ def _probe(draft: str, target: str, state: _State, result: dict[str, Any]) -> No
     notes: list[str] = result["notes"]
     try:
         draft_config = _model_config(draft, draft=True)
-    except Exception as exc:  # noqa: BLE001 (a refusal is the engine's answer)
+    except Exception as exc:
         result.update(stage="config", error=common.error_text(exc))
         return
     with contextlib.suppress(Exception):
-        from sglang.srt.model_loader.utils import get_model_architecture  # type: ignore[import-not-found]
+        from sglang.srt.model_loader.utils import get_model_architecture
 
         result["draft_class"] = get_model_architecture(draft_config)[0].__name__
     _init_distributed()
@@ -280,7 +280,7 @@ def _probe(draft: str, target: str, state: _State, result: dict[str, Any]) -> No
             state.active = False
         state.stage = "share"
         _share(draft_model, target_model, notes)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         result.update(stage=state.stage, error=common.error_text(exc))
     else:
         result.update(outcome="loaded", stage=None)

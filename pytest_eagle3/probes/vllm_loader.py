@@ -43,7 +43,7 @@ _CURRENT: list[_State] = []
 
 def _install_load_hook() -> None:
     """Wrap the default loader's ``load_weights``: sentinel before, audit after (draft only)."""
-    from vllm.model_executor.model_loader.default_loader import (  # type: ignore[import-not-found]
+    from vllm.model_executor.model_loader.default_loader import (
         DefaultModelLoader,
     )
 
@@ -64,7 +64,7 @@ def _install_load_hook() -> None:
 def _engine_config(draft: str, target: str, notes: list[str] | None = None) -> Any:
     import dataclasses
 
-    from vllm.engine.arg_utils import EngineArgs  # type: ignore[import-not-found]
+    from vllm.engine.arg_utils import EngineArgs
 
     extra: dict[str, Any] = {}
     if _multimodal(target) and "language_model_only" in {f.name for f in dataclasses.fields(EngineArgs)}:
@@ -134,11 +134,11 @@ def _vision_placeholder(target: str, notes: list[str]) -> None:
 
 def _init_distributed() -> None:
     """A gloo process group of one (once per process: jobs of a batch share it)."""
-    from vllm.distributed import (  # type: ignore[import-not-found]
+    from vllm.distributed import (
         ensure_model_parallel_initialized,
         init_distributed_environment,
     )
-    from vllm.distributed.parallel_state import model_parallel_is_initialized  # type: ignore[import-not-found]
+    from vllm.distributed.parallel_state import model_parallel_is_initialized
 
     if model_parallel_is_initialized():
         return
@@ -152,7 +152,7 @@ def _init_distributed() -> None:
 
 def _draft_class_name(config: Any) -> str | None:
     with contextlib.suppress(Exception):
-        from vllm.model_executor.model_loader.utils import (  # type: ignore[import-not-found]
+        from vllm.model_executor.model_loader.utils import (
             get_model_architecture,
         )
 
@@ -164,7 +164,7 @@ def _draft_class_name(config: Any) -> str | None:
 def _load_with_runner(config: Any, notes: list[str]) -> tuple[Any, Any]:
     """The CPU runner's own ``load_model``; (target model, proposer)."""
     import torch
-    from vllm.v1.worker.cpu_model_runner import CPUModelRunner  # type: ignore[import-not-found]
+    from vllm.v1.worker.cpu_model_runner import CPUModelRunner
 
     runner = CPUModelRunner(config, torch.device("cpu"))
     runner.load_model()
@@ -180,8 +180,8 @@ def _load_with_runner(config: Any, notes: list[str]) -> tuple[Any, Any]:
 def _load_step_by_step(config: Any, notes: list[str]) -> tuple[Any, Any]:
     """For versions whose CPU runner refuses spec decode: the runner's steps called directly."""
     import torch
-    from vllm.model_executor.model_loader import get_model  # type: ignore[import-not-found]
-    from vllm.v1.spec_decode.eagle import EagleProposer  # type: ignore[import-not-found]
+    from vllm.model_executor.model_loader import get_model
+    from vllm.v1.spec_decode.eagle import EagleProposer
 
     target = get_model(vllm_config=config)
     proposer = EagleProposer(config, torch.device("cpu"))
@@ -193,7 +193,7 @@ def _load_step_by_step(config: Any, notes: list[str]) -> tuple[Any, Any]:
 
 def _gpu_aux_setup(config: Any, target: Any, notes: list[str]) -> None:
     """The GPU runner's aux-layer resolution, applied to ``target``."""
-    from vllm.v1.worker.gpu_model_runner import GPUModelRunner  # type: ignore[import-not-found]
+    from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
     stub = _RunnerStub(config, target)
     if hasattr(GPUModelRunner, "_setup_eagle3_aux_hidden_state_outputs"):
@@ -269,7 +269,7 @@ def _captured(target: Any, ids: list[int] | None) -> list[int] | None:
 def _other_mode(config: Any, target: Any, notes: list[str]) -> list[int] | None:
     """What Model Runner V2 resolves for the same config (0.3x), restored afterwards."""
     try:
-        from vllm.v1.worker.gpu.spec_decode.eagle import eagle3_utils  # type: ignore[import-not-found]
+        from vllm.v1.worker.gpu.spec_decode.eagle import eagle3_utils
     except ImportError:
         return None
     setter = getattr(eagle3_utils, "set_eagle3_aux_hidden_state_layers", None)
@@ -331,7 +331,7 @@ def probe(draft: str, target: str) -> dict[str, Any]:
     common.offline_environment()
     result = common.empty_result(ENGINE)
     state = _State(str(draft))
-    import vllm  # type: ignore[import-not-found]
+    import vllm
 
     result["version"] = str(vllm.__version__)
     return common.run_audited(state, draft, result, _install_load_hook, _CURRENT,
@@ -343,10 +343,10 @@ def _probe(draft: str, target: str, state: _State, result: dict[str, Any]) -> No
     _vision_placeholder(target, notes)
     try:
         config = _engine_config(draft, target, notes)
-    except Exception as exc:  # noqa: BLE001 (any refusal is the engine's answer)
+    except Exception as exc:
         result.update(stage="config", error=common.error_text(exc))
         return
-    from vllm.config import set_current_vllm_config  # type: ignore[import-not-found]
+    from vllm.config import set_current_vllm_config
 
     result["draft_class"] = _draft_class_name(config)
     with set_current_vllm_config(config):
@@ -364,7 +364,7 @@ def _probe(draft: str, target: str, state: _State, result: dict[str, Any]) -> No
                     raise
                 notes.append(f"CPUModelRunner refuses or is absent: {common.error_text(exc)}")
                 target_model, proposer = _load_step_by_step(config, notes)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             result.update(stage=state.stage, error=common.error_text(exc))
         else:
             result.update(outcome="loaded", stage=None)

@@ -41,9 +41,12 @@ _LAZY = {
 }
 
 __all__ = [
-    "ANGELSLIM", "DEEPSPEC", "EAGLE", "INPUT_OF", "MODELOPT", "OUTPUT_OF", "SPECFORGE", "SPECULATORS", "TORCHSPEC",
-    "UNKNOWN", *_LAZY,
+    "ANGELSLIM", "DEEPSPEC", "EAGLE", "EXPORT_BUGS", "EXTRA_FILES", "INPUT_OF", "MODELOPT", "NORM_HABITS", "OUTPUT_OF",
+    "RECORDS", "ROPE_HABITS", "SPECFORGE", "SPECULATORS", "TORCHSPEC", "TRAINED_FIELDS", "UNKNOWN", "DetectedFormat",
+    "DraftConfig", "Layout", "Producer", "Rope", "RopeKey", "config_rope", "detect_format", "forward_rope",
+    "normalise_config", "served_rope",
 ]
+assert set(__all__) >= set(_LAZY)
 
 
 def __getattr__(name: str) -> Any:

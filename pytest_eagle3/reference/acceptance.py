@@ -167,8 +167,11 @@ def iter_target_runs(target: Target, prompts: Sequence[Sequence[int]],
             span = f"prompt {done + 1}" if len(group) == 1 else f"prompts {done + 1}-{done + len(group)}"
             which = f" on {len(group)} prompts" if len(group) == len(prompts) else f", {span} of {len(prompts)}"
             where = f"running the target{which}: token"
-            sequences = greedy_continue(target.model, ids, new_tokens,
-                                        lambda t: progress.tick(f"{where} {t}/{new_tokens}"))
+
+            def tick(token: int, where: str = where) -> None:
+                progress.tick(f"{where} {token}/{new_tokens}")
+
+            sequences = greedy_continue(target.model, ids, new_tokens, tick)
             done += len(group)
             yield TargetRun(sequences, length, capture_states(target.model, sequences))
 

@@ -13,6 +13,7 @@ whether the best one leads by more than the noise) or, when the measurement is u
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -33,8 +34,6 @@ from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
 from pytest_eagle3.reference.draft import DraftLoadError, ReferenceDraft
 from pytest_eagle3.reference.engine_feed import engine_feed
 from pytest_eagle3.reference.evidence import Decision, decide
-from pytest_eagle3.reference.targets.passes import TargetPasses
-from pytest_eagle3.reference.targets.source import TargetSourceError, available_layers
 from pytest_eagle3.reference.simulate import (
     ABSOLUTE,
     OFFSETS,
@@ -44,6 +43,8 @@ from pytest_eagle3.reference.simulate import (
     describe_field,
     trained_feed,
 )
+from pytest_eagle3.reference.targets.passes import TargetPasses
+from pytest_eagle3.reference.targets.source import TargetSourceError, available_layers
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
@@ -262,6 +263,9 @@ def training(ckpt: Checkpoint, simulator: Simulator, ids: tuple[int, ...], conve
         feed = _embedding(simulator, Feed(**{**base.__dict__, "indices": reading.indices, "d2t": _d2t(reading, base)}))
         return Training(feed, simulator.acceptance(feed), MEASURED,
                         f"measured: {decision.words}{rope_assumption(ckpt)}", decision)
+    with_target = _with_target_embedding(simulator, base, readings) if not untried else None
+    if with_target is not None:
+        return with_target
     aux = ckpt.config.aux
     given = convention or aux.convention
     if aux.ids and given is not None:
@@ -306,6 +310,25 @@ def rope_assumption(ckpt: Checkpoint) -> str:
     if found is None or found[1].certain:
         return ""
     return f"; rope assumed: {ckpt.format.producer} trained with {found[0].describe()} ({found[1].why})"
+
+
+def _with_target_embedding(simulator: Simulator, base: Feed, readings: Sequence[Reading]) -> Training | None:
+    """No reading settles the training with the draft's own embed_tokens: the readings again with the target's
+    (producers train with its frozen copy; a stale or random saved copy, TorchSpec#38, hides every reading). The
+    training it settles, when one leads clearly; else None."""
+    from pytest_eagle3.reference.simulate import DRAFT, TARGET
+
+    if base.embed != DRAFT:
+        return None
+    other = Feed(**{**base.__dict__, "embed": TARGET})
+    results = sorted((_measured(simulator, other, r) for r in readings), key=lambda a: -a.mean_acceptance_length)
+    decision = decide(results)
+    if not decision.confirmed or decision.best is None:
+        return None
+    reading = decision.best.reading
+    feed = Feed(**{**other.__dict__, "indices": reading.indices, "d2t": _d2t(reading, other)})
+    return Training(feed, simulator.acceptance(feed), MEASURED,
+                    f"measured with the target's embedding (the draft's own gives nothing): {decision.words}", decision)
 
 
 def _embedding(simulator: Simulator, feed: Feed) -> Feed:

@@ -10,12 +10,12 @@ from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.producers.formats import DEFAULT_AUX_RULE, INPUT_OF, OUTPUT_OF, default_aux_inputs
 from pytest_eagle3.reference.acceptance import (
     CONVENTION_OFFSETS,
-    missing_states,
-    untried_readings,
     Acceptance,
     Inference,
     Reading,
     infer,
+    missing_states,
+    untried_readings,
 )
 from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
 from pytest_eagle3.reference.draft import DraftLoadError, ReferenceDraft

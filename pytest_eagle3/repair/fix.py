@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shlex
-import subprocess
-import sys
-import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,23 +18,29 @@ from pytest_eagle3.repair.writer import RECORD, write_copy
 
 if TYPE_CHECKING:
     from pytest_eagle3.knowledge.releases import EngineVersion
-    from pytest_eagle3.verdict import Pipeline
     from pytest_eagle3.producers.formats import DetectedFormat
+    from pytest_eagle3.verdict import Pipeline, TargetSide
 
 SCHEMA = "pytest-eagle3/fix/1"
 
 
 @dataclass(frozen=True)
 class Proof:
-    """The contracts' verdict on the copy: the command run, its exit code and the tail of what it printed."""
+    """The contracts' verdict on the copy: its judgement per engine version, as ``check`` would report it."""
 
-    command: tuple[str, ...]
-    returncode: int
-    output: str
+    #: (contract, engine version or "any", failure line) of every failing contract.
+    failures: tuple[tuple[str, str, str], ...]
+    #: The row's verdict per engine version ("any" first), as the table shows it.
+    verdicts: tuple[tuple[str, str], ...]
 
     @property
     def passed(self) -> bool:
-        return self.returncode == 0
+        return not self.failures
+
+    @property
+    def output(self) -> str:
+        """What failed, one line per contract and engine version."""
+        return "\n".join(f"  {contract} ({engine}): {line}" for contract, engine, line in self.failures)
 
 
 def _refuse_paths(source: Path, out: Path) -> None:
@@ -75,30 +76,22 @@ def record_of(solution: Solution, source: Path, engines: Sequence[EngineVersion]
     }
 
 
-def prove(out: Path, engines: Sequence[EngineVersion], target: str | None, convention: str | None,
-          hidden_states: str | None = None) -> Proof:
-    """Run the contract suite on ``out`` for ``engines`` in a fresh interpreter (the ``check`` entry)."""
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--eagle3-ckpt={out.resolve()}",
-               f"--eagle3-engine={','.join(e.spec for e in engines)}"]
-    command += [f"--eagle3-target={target}"] if target else []
-    command += [f"--eagle3-aux-convention={convention}"] if convention else []
-    command += [f"--eagle3-hidden-states={hidden_states}"] if hidden_states else []
-    command += [f"--eagle3-engine-args={launch}"] if (launch := engine_args(engines)) else []
-    env = dict(os.environ)
-    env.pop("GITHUB_STEP_SUMMARY", None)  # the proof's verdict is the fix's output, not a job summary
-    with progress.step(f"proof: the contracts on {out} for {', '.join(e.spec for e in engines)}"), \
-            tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
-        done = subprocess.Popen(command, stdout=stdout, stderr=stderr, text=True, env=env, cwd=str(out.resolve().parent))
-        start = time.monotonic()
-        while True:
-            try:
-                done.wait(timeout=1)
-                break
-            except subprocess.TimeoutExpired:
-                progress.tick(f"{time.monotonic() - start:.0f} s")
-        stdout.seek(0)
-        stderr.seek(0)
-        return Proof(tuple(command), done.returncode, (stdout.read() + stderr.read())[-6000:])
+def prove(out: Path, engines: Sequence[EngineVersion], pipeline: Pipeline, side: TargetSide) -> Proof:
+    """The judgement of every contract on ``out`` for ``engines`` (the copy read as its record says): the same rows
+    ``check`` reports, computed by ``pipeline`` (its settings, the copy's convention; the target's run shared)."""
+    from pytest_eagle3.checkpoint import Checkpoint
+    from pytest_eagle3.verdict.judgement import FAIL
+    from pytest_eagle3.verdict.report import Collector
+
+    ckpt = Checkpoint.open(out)
+    with progress.step(f"proof: the contracts on {out} for {', '.join(e.spec for e in engines)}"):
+        judgements = [pipeline.judgement(ckpt, None, side), *(pipeline.judgement(ckpt, e, side) for e in engines)]
+    collector = Collector(target=side.path, engines=[e.spec for e in engines])
+    for judgement in judgements:
+        collector.add_judgement(judgement)
+    row = collector.checkpoints[ckpt.path]
+    failures = tuple((o.contract, j.spec, o.message) for j in judgements for o in j if o.status == FAIL)
+    return Proof(failures, tuple((spec, row.engine_verdict(spec)) for spec in ("any", *row.engine_specs([]))))
 
 
 def check_command(out: Path, engines: Sequence[EngineVersion], target: str | None, convention: str | None,

@@ -40,7 +40,9 @@ def render_plan(ckpt: Checkpoint, view: LoadPlan) -> str:
     lines.append(f"embed_tokens from:    {view.embed_tokens}")
     lines.append(f"lm_head from:         {view.lm_head}")
     lines.append(f"map reading:          {view.map_reading or 'unknown'}")
-    lines.append(f"outcome:              {view.outcome}")
+    unjudged = " (what the layers fed cost is not judged: pass --target)" if aux.captured is None and \
+        view.outcome != "refused" else ""
+    lines.append(f"outcome:              {view.outcome}{unjudged}")
     lines += [f"  [{i.area}/{i.finding.code}] {i.finding.summary}" + (f"\n    fix: {i.finding.fix}" if i.finding.fix else "")
               for i in view.issues]
     lines += [f"  [{area}/undecided] {finding.summary}" for area, finding in view.unknown.items()]

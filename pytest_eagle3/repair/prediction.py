@@ -12,16 +12,17 @@ from pytest_eagle3.repair.solve import Trained
 
 if TYPE_CHECKING:
     from pytest_eagle3.knowledge.releases import EngineVersion
+    from pytest_eagle3.verdict import RunSettings
 
 
 class Measurement:
     """One target run (or a dump of its side: ``hidden_states``) shared by the source's and the copy's predictors."""
 
-    def __init__(self, target: str, hidden_states: str | None = None) -> None:
-        from pytest_eagle3.verdict import Pipeline, VerdictSettings
+    def __init__(self, target: str, hidden_states: str | None = None, settings: RunSettings | None = None) -> None:
+        from pytest_eagle3.verdict import RunSettings, pipeline_for
 
         self.target = target
-        self.pipeline = Pipeline(VerdictSettings())
+        self.pipeline = pipeline_for(settings or RunSettings())
         self.session = self.pipeline.session(hidden_states)
         self.predictors: dict[str, Any] = {}
         self.problems: dict[str, str] = {}

@@ -143,9 +143,9 @@ def solve(ckpt: Checkpoint, engines: Sequence[EngineVersion], target: TargetMode
     ``measured``: the training layer inputs the reference measurement settled (overrules every convention);
     ``pipeline``: the one that judges every plan (a new one when none is given); ``scanned``: the caller ran
     ``independent.refuse_unhealthy`` on ``ckpt`` already (the weights are read once)."""
-    from pytest_eagle3.verdict import Pipeline, VerdictSettings
+    from pytest_eagle3.verdict import pipeline_for
 
-    pipeline = pipeline if pipeline is not None else Pipeline(VerdictSettings())
+    pipeline = pipeline if pipeline is not None else pipeline_for()
     independent.refuse_unreadable(ckpt)
     independent.refuse_config(ckpt, known_convention=bool(convention or measured))
     if not scanned:
@@ -167,7 +167,7 @@ def solve(ckpt: Checkpoint, engines: Sequence[EngineVersion], target: TargetMode
         if not failing and not _aux_misplaced(solution, plans):
             break
         progress = _layout(solution, plans, prefer)
-        for spec, plan in failing.items():
+        for plan in failing.values():
             for issue in plan.issues:
                 if issue.area != "keys":
                     progress |= _apply(solution, plan, issue, claims)

@@ -6,20 +6,21 @@ A bad argument is an argparse usage error (exit 2, one line naming the argument)
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_eagle3.producers.formats import INPUT_OF, OUTPUT_OF, SPECULATORS
+from pytest_eagle3.option_table import BY_DEST, OPTIONS, Resolved, as_argv
+from pytest_eagle3.producers.formats import SPECULATORS
 from pytest_eagle3.shell.capture_command import capture, capture_parser
+from pytest_eagle3.shell.cli_settings import OWN_ENGINE, add_settings, settings_of
 from pytest_eagle3.testing import synth as synthetic
 
-CONVENTIONS = (INPUT_OF, OUTPUT_OF)
-
-
-DESCRIPTION = ("Judge EAGLE-3 draft checkpoints against engine versions (SGLang, vLLM) and repair them: "
-               "python -m pytest_eagle3 COMMAND --help for each command.")
+DESCRIPTION = ("Judge EAGLE-3 draft checkpoints against engine versions (SGLang, vLLM, TensorRT-LLM, LMDeploy, "
+               "llama.cpp, mlx-vlm, TokenSpeed) and repair them: python -m pytest_eagle3 COMMAND --help for each "
+               "command.")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -30,9 +31,9 @@ def _parser() -> argparse.ArgumentParser:
                                   "pytest run.")
     check.add_argument("checkpoints", nargs="+", metavar="PATH", help="the draft checkpoint's directory or Hub id "
                                                                      "hf://ORG/NAME[@REV] (repeat for several)")
-    _target_arguments(check)
     check.add_argument("--report", help="write the JSON verdict here")
-    check.add_argument("--engine", help="engine versions (as --eagle3-engine): sglang, vllm, all, NAME==VERSION")
+    check.add_argument("--engine", help=BY_DEST["eagle3_engines"].help)
+    add_settings(check, without=OWN_ENGINE)
     check.add_argument("-k", dest="keyword", metavar="EXPRESSION", help="only the contracts matching it (pytest -k)")
     check.add_argument("-m", dest="markexpr", metavar="MARKEXPR", help="only the tests matching it (pytest -m)")
     capture_parser(sub)
@@ -56,15 +57,14 @@ def _parser() -> argparse.ArgumentParser:
                                                    "hf://ORG/NAME[@REV] (its weights downloaded)")
     fix.add_argument("out", type=Path, metavar="OUT", help="the new directory (refused if it exists, unless --force)")
     fix.add_argument("--to", required=True, metavar="ENGINE==VER[,ENGINE==VER...]", help="the engine versions to serve")
-    _target_arguments(fix)
+    add_settings(fix, without=OWN_ENGINE)
     fix.add_argument("--prefer", metavar="ENGINE==VER", help="the engine that wins when two need contradicting edits")
     fix.add_argument("--force", action="store_true", help="replace an existing OUT")
     plan = sub.add_parser("plan", help="print what engine versions will do with a draft: the load plan every "
                                        "contract judges (the verdict pipeline's), or with --json the report's row")
     plan.add_argument("draft", metavar="DRAFT", help="the draft checkpoint's directory, or Hub id hf://ORG/NAME[@REV]")
-    plan.add_argument("--engine", required=True, metavar="ENGINE==VER[,...]",
-                      help="engine versions, as --eagle3-engine: sglang, vllm, all, NAME==VERSION, comma-separated")
-    _target_arguments(plan)
+    plan.add_argument("--engine", metavar="ENGINE==VER[,...]", help=BY_DEST["eagle3_engines"].help)
+    add_settings(plan, without=OWN_ENGINE)
     plan.add_argument("--json", action="store_true",
                       help="print each engine's row of the JSON report (verdict, outcome, failing contracts, "
                            "prediction, fix), exactly as pytest --eagle3-report writes it")
@@ -78,26 +78,8 @@ def _sweep_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     sweep.add_argument("checkpoints", nargs="+", metavar="CKPT",
                        help="checkpoint folders in training order, a folder of them, or a glob (sorted naturally)")
     sweep.add_argument("--out", required=True, type=Path, metavar="DIR", help="the new folder to write")
-    sweep.add_argument("--engine", default="all", metavar="ENGINE==VER[,...]", help="as --eagle3-engine (default all)")
-    _target_arguments(sweep)
-
-
-def _target_arguments(command: argparse.ArgumentParser) -> None:
-    """The target options every command shares with pytest (--eagle3-target, --eagle3-hidden-states,
-    --eagle3-aux-convention)."""
-    command.add_argument("--target", help="target model dir or config.json (layer counts, vocab; with its weights "
-                                          "the training layers are measured and acceptance predicted)")
-    command.add_argument("--hidden-states", metavar="DUMP",
-                         help="the target's side written by python -m pytest_eagle3 capture (with --target, which may "
-                              "then be just its config.json): the training layers measured and acceptance "
-                              "predicted from it")
-    command.add_argument("--aux-convention", choices=CONVENTIONS,
-                         help="how the draft's aux ids name its training layers (default: the producer's convention)")
-    command.add_argument("--engine-args", metavar="ARGS",
-                         help="as --eagle3-engine-args: the launch settings the plan reads, e.g. "
-                              "'trtllm: eagle3_layers_to_capture=[1,3,4]'")
-    command.add_argument("--download-weights", action="store_true",
-                         help="download the weights of hf:// ids (default: headers and small tensors read by range)")
+    sweep.add_argument("--engine", metavar="ENGINE==VER[,...]", help=BY_DEST["eagle3_engines"].help)
+    add_settings(sweep, without=OWN_ENGINE)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -127,13 +109,10 @@ def _main(argv: Sequence[str] | None = None) -> int:
         # pytest's warning about it says nothing to the user.
         pytest_args = ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
         pytest_args += [f"--eagle3-ckpt={p}" for p in args.checkpoints]
-        pytest_args += [f"--eagle3-target={args.target}"] if args.target else []
         pytest_args += [f"--eagle3-report={args.report}"] if args.report else []
         pytest_args += [f"--eagle3-engine={args.engine}"] if args.engine else []
-        pytest_args += [f"--eagle3-hidden-states={args.hidden_states}"] if args.hidden_states else []
-        pytest_args += [f"--eagle3-aux-convention={args.aux_convention}"] if args.aux_convention else []
-        pytest_args += ["--eagle3-download-weights"] if args.download_weights else []
-        pytest_args += [f"--eagle3-engine-args={args.engine_args}"] if args.engine_args else []
+        pytest_args += as_argv({spec.dest: Resolved((str(getattr(args, spec.dest)),), "option") for spec in OPTIONS
+                                if spec.judges and getattr(args, spec.dest, None) is not None})
         pytest_args += ["-k", args.keyword] if args.keyword is not None else []
         pytest_args += ["-m", args.markexpr] if args.markexpr is not None else []
         return int(pytest.main([*pytest_args, *extra]))
@@ -156,12 +135,13 @@ def _check_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
         if not path.startswith("hf://") and (not path.strip() or not Path(path).is_dir()):
             what = "is empty" if not path.strip() else "does not exist" if not Path(path).exists() else "is a file"
             parser.error(f"PATH: {path!r} {what}; give the draft checkpoint's directory")
-    if args.target is not None and not args.target.startswith("hf://") and not Path(args.target).exists():
-        parser.error(f"--target: {args.target} does not exist (give the target model's directory or its config.json)")
+    target = args.eagle3_target
+    if target is not None and not target.startswith("hf://") and not Path(target).exists():
+        parser.error(f"--target: {target} does not exist (give the target model's directory or its config.json)")
     if args.report is not None and (not args.report.strip() or Path(args.report).is_dir()):
         parser.error(f"--report: {args.report!r} is not a file path; give one such as verdict.json")
     if args.report is not None:
-        from pytest_eagle3.shell.option_values import unwritable
+        from pytest_eagle3.verdict.setting_values import unwritable
 
         problem = unwritable(Path(args.report))
         if problem is not None:
@@ -170,7 +150,13 @@ def _check_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
 
 def _matrix(parser: argparse.ArgumentParser, readme: Path | None, markdown: bool = False) -> int:
     from pytest_eagle3.probes.record import probes_markdown
-    from pytest_eagle3.verdict.matrix import PROBES_END, PROBES_START, render_matrix, render_text, splice
+    from pytest_eagle3.verdict.matrix import (
+        PROBES_END,
+        PROBES_START,
+        render_matrix,
+        render_text,
+        splice,
+    )
 
     if readme is not None and not readme.is_file():
         parser.error(f"--readme: {readme} is not a file")
@@ -207,150 +193,111 @@ def _synth(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     return 0
 
 
-def _engines(parser: argparse.ArgumentParser, flag: str, text: str, engine_args: str | None = None,
-             one: bool = False) -> list[Any]:
-    from pytest_eagle3.knowledge.launch_settings import with_launch
-    from pytest_eagle3.knowledge.selection import parse_selection
-
-    try:
-        engines = list(parse_selection(text))
-    except ValueError as exc:
-        parser.error(f"{flag}: {exc}")
-    try:
-        engines = list(with_launch(engines, engine_args))
-    except ValueError as exc:
-        parser.error(f"--engine-args: {exc}")
-    if not engines or (one and len(engines) != 1):
-        parser.error(f"{flag}: name {'one engine version' if one else 'engine versions'} as ENGINE==VER")
-    return engines
-
-
-def _target(parser: argparse.ArgumentParser, target: str | None) -> Any:
+def _target_model(parser: argparse.ArgumentParser, target: str | None) -> Any:
+    """The target's config, opened once (an unreadable one is a usage error naming it)."""
     if target is None:
         return None
     from pytest_eagle3.checkpoint import TargetModel
 
-    if not target.startswith("hf://") and not Path(target).exists():
-        parser.error(f"--target: {target} does not exist")
     model = TargetModel.open(target)
     if model.problem:
         parser.error(f"--target: {model.problem}")
     return model
 
 
-def _dump(parser: argparse.ArgumentParser, model: Any, dump: str | None) -> str | None:
-    """The dump's absolute path once it fits the target (manifest, target hash, every file's header)."""
-    if dump is None:
-        return None
-    if model is None:
-        parser.error("--hidden-states: needs --target (the target's directory or config.json) to check the dump "
-                     "against")
-    from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
-    from pytest_eagle3.reference.targets.dump import check_dump
-    from pytest_eagle3.reference.targets.source import TargetSourceError
-
-    try:
-        check_dump(dump, model, DEFAULT_NEW_TOKENS + DEFAULT_STEPS)
-    except TargetSourceError as exc:
-        parser.error(f"--hidden-states: {exc}")
-    return str(Path(dump).resolve())
-
-
 def _plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from pytest_eagle3.checkpoint import Checkpoint
+    from pytest_eagle3.progress import step
     from pytest_eagle3.repair.plan_text import render_plan
     from pytest_eagle3.shell.cli_hub import pinned
-    from pytest_eagle3.verdict import Pipeline, TargetSide, VerdictSettings
+    from pytest_eagle3.shell.progress import on_stderr
+    from pytest_eagle3.shell.terminal import stream_width, wrap
+    from pytest_eagle3.verdict import TargetSide, pipeline_for
 
-    engines = _engines(parser, "--engine", args.engine, args.engine_args)
-    args.target = pinned(parser, "--target", args.target, args.download_weights)
-    args.draft = pinned(parser, "DRAFT", args.draft, args.download_weights)
-    model = _target(parser, args.target)
-    dump = _dump(parser, model, args.hidden_states)
-    if not args.draft.startswith("hf://") and not Path(args.draft).exists():
-        parser.error(f"DRAFT: {args.draft} does not exist")
+    settings = settings_of(parser, args, engines=args.engine)
+    _target_model(parser, settings.target)
+    draft = pinned(parser, "DRAFT", args.draft, settings.download_weights) or args.draft
+    if not draft.startswith("hf://") and not Path(draft).exists():
+        parser.error(f"DRAFT: {draft} does not exist")
+    pipeline, side = pipeline_for(settings), TargetSide(settings.target, settings.hidden_states)
+    ckpt = Checkpoint.open(draft)
     if args.json:
-        return _plan_json(args, engines, dump)
-    ckpt = Checkpoint.open(args.draft)
+        with on_stderr(), step(f"judging {draft}"):
+            rows = _report_rows(pipeline, ckpt, side)
+        print(json.dumps(rows[0] if len(rows) == 1 else rows, indent=2))
+        return 0
     problems = ckpt.problems + ([ckpt.config_problem] if ckpt.config_problem else [])
     if problems:
-        print(f"plan: {args.draft} cannot be read: " + "; ".join(problems), file=sys.stderr)
+        print(f"plan: {draft} cannot be read: " + "; ".join(problems), file=sys.stderr)
         return 1
-    pipeline = Pipeline(VerdictSettings(tuple(engines), args.aux_convention))
-    side = TargetSide(args.target, dump)
-    print("\n\n".join(render_plan(ckpt, pipeline.verdict(ckpt, engine, side).plan) for engine in engines))
+    with on_stderr(), step(f"judging {draft}"):
+        by_spec = {row["engine"] + "==" + str(row["version"]): row for row in _report_rows(pipeline, ckpt, side)}
+        texts = [render_plan(ckpt, pipeline.verdict(ckpt, engine, side).plan) + "\n" + _verdict_line(by_spec[engine.spec])
+                 for engine in settings.engines]
+    width = stream_width(sys.stdout)
+    print("\n".join(part for line in "\n\n".join(texts).splitlines() for part in wrap(line, width)))
     return 0
 
 
-def _plan_json(args: argparse.Namespace, engines: Sequence[Any], dump: str | None) -> int:
-    """The report's engine rows for the draft: the contract suite run on it (every contract asks the same
-    pipeline), its JSON report read back. Exit 0 when it ran, whatever the verdict."""
-    import json
-    import tempfile
+def _verdict_line(row: dict[str, Any]) -> str:
+    """The row's verdict as ``check`` reports it, and what it rests without."""
+    complete = row["verdict"] == "pass" and row["complete"]
+    word = "PASS" if complete else "PASS (partial)" if row["verdict"] == "pass" else row["verdict"].upper()
+    line = f"verdict:              {word}"
+    if row["failing"]:
+        line += f": failing {', '.join(row['failing'])}"
+    elif row["not_judged"]:
+        reasons = {n["id"]: n["reason"] for n in row["not_run"]}
+        line += "; not judged: " + "; ".join(f"{c} ({reasons.get(c, 'not run')})" for c in row["not_judged"])
+    return line
 
-    import pytest
 
-    with tempfile.TemporaryDirectory(prefix="eagle3-plan-") as work:
-        report = Path(work, "verdict.json")
-        pytest_args = ["-q", "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning",
-                       f"--eagle3-ckpt={args.draft}", f"--eagle3-engine={','.join(e.spec for e in engines)}",
-                       f"--eagle3-report={report}", "-m", "not engine"]
-        pytest_args += [f"--eagle3-target={args.target}"] if args.target else []
-        pytest_args += [f"--eagle3-hidden-states={dump}"] if dump else []
-        pytest_args += [f"--eagle3-aux-convention={args.aux_convention}"] if args.aux_convention else []
-        pytest_args += ["--eagle3-download-weights"] if args.download_weights else []
-        pytest_args += [f"--eagle3-engine-args={args.engine_args}"] if args.engine_args else []
-        import contextlib
-        import io
+def _report_rows(pipeline: Any, ckpt: Any, side: Any) -> list[dict[str, Any]]:
+    """Each engine's row of the JSON report, from the pipeline's judgements (exactly as ``pytest --eagle3-report``
+    writes it)."""
+    from pytest_eagle3.verdict.report import Collector
 
-        from pytest_eagle3.shell.summary import without_step_summary
-
-        with contextlib.redirect_stdout(io.StringIO()) as said, without_step_summary():
-            code = pytest.main(pytest_args)
-        if not report.is_file():
-            print(said.getvalue(), file=sys.stderr)
-            return int(code) or 1
-        data = json.loads(report.read_text(encoding="utf-8"))
-    rows = [row for ckpt in data["checkpoints"] for row in ckpt["engines"] if row["engine"] != "any"]
-    print(json.dumps(rows[0] if len(rows) == 1 else rows, indent=2))
-    return 0
+    engines = pipeline.settings.engines
+    collector = Collector(target=side.path, engines=[e.spec for e in engines])
+    collector.expect((ckpt.path,))
+    if not side.given:
+        collector.name_target(ckpt.path, pipeline.named_target(ckpt))
+    for engine in (None, *engines):
+        collector.add_judgement(pipeline.judgement(ckpt, engine, side))
+    data = collector.to_json()
+    return [row for c in data["checkpoints"] for row in c["engines"] if row["engine"] != "any"]
 
 
 def _sweep(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     import time
 
-    from pytest_eagle3.verdict import Pipeline, TargetSide, VerdictSettings
+    from pytest_eagle3.progress import step, tick
+    from pytest_eagle3.shell.progress import on_stderr
+    from pytest_eagle3.verdict import TargetSide, pipeline_for
+    from pytest_eagle3.verdict.setting_values import unwritable
     from pytest_eagle3.verdict.sweep import SweepInputError, checkpoints_from, run_sweep, write
 
-    if args.target is None:
-        parser.error("--target: give the target model's directory (or its config.json with --hidden-states)")
-    from pytest_eagle3.shell.cli_hub import pinned
-
-    args.target = pinned(parser, "--target", args.target, args.download_weights)
     if args.out.exists():
         parser.error(f"--out: {args.out} already exists; sweep never overwrites (choose a new folder)")
-    from pytest_eagle3.shell.option_values import unwritable
-
     problem = unwritable(args.out / "sweep.json")
     if problem is not None:
         parser.error(f"--out: {args.out} cannot be written: {problem}")
-    engines = _engines(parser, "--engine", args.engine, args.engine_args)
-    dump = _dump(parser, _target(parser, args.target), args.hidden_states)
+    settings = settings_of(parser, args, engines=args.engine)
+    if settings.target is None:
+        parser.error("--target: give the target model's directory (or its config.json with --hidden-states)")
+    _target_model(parser, settings.target)
     try:
-        paths = checkpoints_from(args.checkpoints)
+        paths = checkpoints_from(args.checkpoints, settings.download_weights)
     except SweepInputError as exc:
         parser.error(f"CKPT: {exc}")
-    from pytest_eagle3.progress import step, tick
-    from pytest_eagle3.shell.progress import on_stderr
-
     start = time.monotonic()
-    pipeline = Pipeline(VerdictSettings(tuple(engines), args.aux_convention))
+    pipeline = pipeline_for(settings)
     with on_stderr(), step("sweep"):
-        result = run_sweep(paths, engines, TargetSide(args.target, dump), pipeline,
+        result = run_sweep(paths, settings.engines, TargetSide(settings.target, settings.hidden_states), pipeline,
                            progress=lambda done, total: tick(f"{done}/{total} checkpoints"))
     print("\n".join(write(result, args.out)))
-    print(f"sweep: {len(paths)} checkpoints x {len(engines)} engine versions in {time.monotonic() - start:.0f} s, "
-          f"{result.target_runs} target run{'s' if result.target_runs != 1 else ''}")
+    print(f"sweep: {len(paths)} checkpoints x {len(settings.engines)} engine versions in "
+          f"{time.monotonic() - start:.0f} s, {result.target_runs} target run{'s' if result.target_runs != 1 else ''}")
     for engine, best in result.best().items():
         print(f"best for {engine}: {best.path if best is not None else result.why_no_best(engine)}")
     return 0
@@ -364,33 +311,46 @@ def _fix(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def _fix_steps(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from pytest_eagle3.knowledge.llamacpp_builds import CONVERT_COMMAND
+    from pytest_eagle3.knowledge.releases import LLAMACPP
     from pytest_eagle3.progress import step
     from pytest_eagle3.repair.fix import check_command, copy_flag, fix, prove, render
     from pytest_eagle3.repair.prediction import Measurement, predicted_lines
-    from pytest_eagle3.knowledge.llamacpp_builds import CONVERT_COMMAND
-    from pytest_eagle3.knowledge.releases import LLAMACPP
     from pytest_eagle3.repair.record import RepairRefused
-
     from pytest_eagle3.shell.cli_hub import config_only, local
+    from pytest_eagle3.verdict import TargetSide, pipeline_for
+    from pytest_eagle3.verdict.setting_values import SettingError
+    from pytest_eagle3.verdict.settings import engines as engine_versions
 
-    engines = _engines(parser, "--to", args.to, args.engine_args)
-    prefer = _engines(parser, "--prefer", args.prefer, one=True)[0].spec if args.prefer else None
-    if prefer and prefer not in {e.spec for e in engines}:
-        parser.error(f"--prefer: {prefer} is not one of --to {args.to}")
-    args.target = config_only(parser, "--target", args.target, args.download_weights)
-    model = _target(parser, args.target)
-    dump = _dump(parser, model, args.hidden_states)
-    args.draft = Path(local(parser, "DRAFT", args.draft, "fix writes a copy of every tensor"))
-    if not args.draft.exists():
-        parser.error(f"DRAFT: {args.draft} does not exist")
+    settings = settings_of(parser, args, engines=args.to, engines_flag="--to")
+    engines = list(settings.engines)
+    prefer = None
+    if args.prefer:
+        try:
+            chosen = engine_versions("--prefer", args.prefer)
+        except SettingError as exc:
+            parser.error(str(exc))
+        if len(chosen) != 1:
+            parser.error("--prefer: name one engine version as ENGINE==VER")
+        prefer = chosen[0].spec
+        if prefer not in {e.spec for e in engines}:
+            parser.error(f"--prefer: {prefer} is not one of --to {args.to}")
+    target = config_only(parser, "--target", settings.target, settings.download_weights)
+    settings = dataclasses.replace(settings, target=target)
+    _target_model(parser, target)
+    dump = settings.hidden_states
+    draft = Path(local(parser, "DRAFT", args.draft, "fix writes a copy of every tensor"))
+    if not draft.exists():
+        parser.error(f"DRAFT: {draft} does not exist")
     # the measurement needs the target's weights or a dump of its side: a config.json alone gives layer counts only
-    measurement = (Measurement(args.target, dump) if args.target and (dump or Path(args.target).is_dir())
-                   else None)
+    measurement = (Measurement(target, dump, settings) if target and (dump or Path(target).is_dir()) else None)
     with step("measuring the training layers"):
-        trained = measurement.trained(args.draft, args.aux_convention) if measurement else None
+        trained = measurement.trained(draft, settings.aux_convention) if measurement else None
+    resolved = str(Path(target).resolve()) if target else None
     try:
-        target = str(Path(args.target).resolve()) if args.target else None
-        solution, out = fix(args.draft, args.out, engines, target, args.aux_convention, args.force, prefer,
+        solution, out = fix(draft, args.out, engines, resolved, settings.aux_convention, args.force, prefer,
                             trained, measurement.pipeline if measurement else None)
     except RepairRefused as exc:
         print(exc.render(), file=sys.stderr)
@@ -401,20 +361,23 @@ def _fix_steps(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     print("\n".join(render(solution, out)))
     served = [e for e in engines if e.spec not in solution.not_served]
     if measurement is not None:
-        print("\n".join(predicted_lines(measurement, args.draft, out, served, args.aux_convention,
+        print("\n".join(predicted_lines(measurement, draft, out, served, settings.aux_convention,
                                          solution.convention)))
-    proof = prove(out, served, str(Path(args.target).resolve()) if args.target else None, solution.convention, dump)
+    # the copy judged as check would judge it: its own convention, the served engines, the target run shared
+    proving = dataclasses.replace(settings, engines=tuple(served), aux_convention=solution.convention, target=resolved)
+    proof = prove(out, served, pipeline_for(proving, measurement.session if measurement else None),
+                  TargetSide(resolved, dump))
     if not proof.passed:
         print(f"proof FAILED: the contracts do not pass on {out} for {', '.join(e.spec for e in served)}:",
               file=sys.stderr)
         print(proof.output, file=sys.stderr)
         return 1
     print(f"proof: the contracts pass on {out} for {', '.join(e.spec for e in served)}")
-    print(f"  check again: {check_command(out, served, args.target, copy_flag(out, solution.convention), args.hidden_states)}")
+    print(f"  check again: {check_command(out, served, target, copy_flag(out, solution.convention), dump)}")
     if any(e.engine == LLAMACPP for e in served):
         gguf = out.with_name(out.name + ".gguf")
         print(f"  convert for llama.cpp (its own converter, from the llama.cpp tree of that build): "
-              f"{CONVERT_COMMAND.format(draft=out, target=args.target or 'TARGET', gguf=gguf)}")
+              f"{CONVERT_COMMAND.format(draft=out, target=target or 'TARGET', gguf=gguf)}")
     return 1 if solution.not_served else 0
 
 

@@ -8,17 +8,16 @@ imported inside the functions the contracts call.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
-from pytest_eagle3.shell.report import ContractRecord, Measured, basis_of
-
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
     from pytest_eagle3.findings import Finding
-    from pytest_eagle3.engines.plan_types import LoadPlan
+    from pytest_eagle3.verdict.judgement import ContractOutcome, Judgement, Measured
+    from pytest_eagle3.verdict.report import ContractRecord
 
 CONTRACT_MARKER = "eagle3_contract"
 ENGINE_CONTRACT_PREFIX = "engine."
@@ -33,7 +32,7 @@ def contract_id(node: pytest.Item) -> str:
 
 
 #: Each running test's record, by node id, until the plugin takes it for the test's report.
-RECORDS_KEY = pytest.StashKey[dict[str, ContractRecord]]()
+RECORDS_KEY = pytest.StashKey[dict[str, "ContractRecord"]]()
 
 
 class ToJson(Protocol):
@@ -52,6 +51,8 @@ class Eagle3Result:
     @property
     def record(self) -> ContractRecord:
         """What was handed over so far."""
+        from pytest_eagle3.verdict.report import ContractRecord
+
         return self._records.get(self._nodeid, ContractRecord())
 
     def _update(self, **fields: Any) -> None:
@@ -69,6 +70,8 @@ class Eagle3Result:
 
     def basis(self, basis: str) -> None:
         """Whether the training reading the verdict rests on was ``measured`` or ``assumed``."""
+        from pytest_eagle3.verdict.judgement import basis_of
+
         known = basis_of(basis)
         if known is None:
             raise ValueError(f"a basis is 'measured' or 'assumed', not {basis!r}")
@@ -86,6 +89,11 @@ class Eagle3Result:
         """probe.load's verdict on the installed engine's loader."""
         self._update(probe=verdict.to_json())
 
+    def hand_over(self, outcome: ContractOutcome) -> None:
+        """Everything a judged contract measured, its basis, reference, prediction and the plan's outcome."""
+        self._update(measured=(*self.record.measured, *outcome.measured), basis=outcome.basis,
+                     reference=outcome.reference, prediction=outcome.prediction, load_outcome=outcome.load_outcome)
+
 
 @pytest.fixture
 def eagle3_result(request: pytest.FixtureRequest) -> Eagle3Result:
@@ -95,84 +103,64 @@ def eagle3_result(request: pytest.FixtureRequest) -> Eagle3Result:
 
 def take_record(item: pytest.Item) -> ContractRecord:
     """The record the test wrote (empty when none), removed from the run's store."""
+    from pytest_eagle3.verdict.report import ContractRecord
+
     return item.config.stash.get(RECORDS_KEY, {}).pop(item.nodeid, ContractRecord())
 
 
+def assert_outcome(request: pytest.FixtureRequest, result: Eagle3Result, judgement: Judgement) -> None:
+    """The running contract's outcome, as pytest reports it: what it measured handed to the report, then a pass
+    with its message, a failure with its findings, or a skip with its reason (not run, not modelled)."""
+    from pytest_eagle3.findings import ContractViolation
+    from pytest_eagle3.verdict.judgement import FAIL, PASS
+
+    __tracebackhide__ = True
+    outcome = judgement[contract_id(request.node)]
+    result.hand_over(outcome)
+    if outcome.status == FAIL:
+        raise ContractViolation(outcome.findings)
+    if outcome.status != PASS:
+        pytest.skip(outcome.message)
+    result.passed(outcome.message)
+
+
+def _skip_unless(ready: Callable[[Checkpoint], None], ckpt: Checkpoint) -> None:
+    from pytest_eagle3.verdict.assess import NotRun
+
+    __tracebackhide__ = True
+    try:
+        ready(ckpt)
+    except NotRun as exc:
+        pytest.skip(str(exc))
+
+
 def require_tensors(ckpt: Checkpoint) -> None:
-    """Skip a contract that needs tensors when the files are damaged (checkpoint.readable fails).
+    """Skip a contract that needs tensors when the files are damaged (``verdict.assess.require_tensors``)."""
+    from pytest_eagle3.verdict.assess import require_tensors as ready
 
-    A damaged file hides tensors; judging what remains would blame the wrong thing (a "missing"
-    d2t that is really unreadable).
-    """
-    if ckpt.problems or not ckpt.tensors:
-        pytest.skip("the checkpoint's files are damaged: see checkpoint.readable")
-
-
-def require_weights(ckpt: Checkpoint) -> None:
-    """Skip a contract that reads every weight byte when the weights stayed on the Hub (a ``hf://`` id read by
-    its headers): it says how to run it."""
-    if not ckpt.weights_local:
-        from pytest_eagle3.checkpoint.hub import NOT_DOWNLOADED
-
-        pytest.skip(NOT_DOWNLOADED)
+    _skip_unless(ready, ckpt)
 
 
 def require_config(ckpt: Checkpoint) -> None:
-    """Skip a contract that needs the config when config.json is unusable (config.parseable fails)."""
-    if ckpt.config_raw is None:
-        pytest.skip("config.json is unusable: see config.parseable")
+    """Skip a contract that needs the config when config.json is unusable."""
+    from pytest_eagle3.verdict.assess import require_config as ready
+
+    _skip_unless(ready, ckpt)
 
 
 def require_draft(ckpt: Checkpoint) -> None:
-    """Skip a contract that judges a draft when the checkpoint is another kind of model (format.detected says which)."""
-    from pytest_eagle3.rules.draft_kind import classify_checkpoint
+    """Skip a contract that judges a draft when the checkpoint is another kind of model."""
+    from pytest_eagle3.verdict.assess import require_draft as ready
 
-    kind = classify_checkpoint(ckpt)
-    if not kind.is_draft:
-        pytest.skip(f"this checkpoint is {kind.summary.split(',')[0]}, not an EAGLE-3 draft: see format.detected")
-
-
-def readability_findings(ckpt: Checkpoint) -> list[Finding]:
-    """Every file problem met while indexing the checkpoint."""
-    from pytest_eagle3.findings import Evidence, Finding
-
-    if not ckpt.problems:
-        return []
-    return [Finding(
-        "unreadable",
-        f"{len(ckpt.problems)} problems reading {ckpt.path}: {ckpt.problems[0]}",
-        tuple(Evidence("file", problem, "a readable tensor file") for problem in ckpt.problems[:8]),
-        "re-export the checkpoint (files truncated, corrupted, or not what their names claim)",
-        tuple(ckpt.notes),
-    )]
-
-
-def check_plan(request: pytest.FixtureRequest, plan: LoadPlan, *, with_plan: bool = True,
-               needs_class: bool = False) -> None:
-    """Fail the running engine contract with the plan's findings for its area; skip when it cannot be judged.
-
-    The area is the contract id without ``engine.`` (``engine.aux_layers`` judges the plan's ``aux_layers``).
-    """
-    from pytest_eagle3.findings import check
-
-    __tracebackhide__ = True
-    area = contract_id(request.node).removeprefix(ENGINE_CONTRACT_PREFIX)
-    if area != "architecture" and plan.draft_class is None:
-        pytest.skip(f"{plan.engine.label} does not build a draft from this config: see engine.architecture")
-    if needs_class and plan.draft_class and plan.draft_class.startswith("Eagle3Deepseek"):
-        pytest.skip(f"the key map of {plan.draft_class} (MLA draft) is not simulated")
-    findings = plan.issues_for(area)
-    if findings and with_plan:
-        first = findings[0]
-        findings = [dataclasses.replace(first, details=(*first.details, *plan.describe())), *findings[1:]]
-    check(findings)
+    _skip_unless(ready, ckpt)
 
 
 def unknown(finding: Finding, fail: bool) -> None:
     """A case the profiles do not know: fail with the reason when ``fail`` (``--eagle3-unknown=fail``), else skip."""
-    from pytest_eagle3.findings import check
+    from pytest_eagle3.findings import ContractViolation
+    from pytest_eagle3.verdict.assess import UNKNOWN_HINT
 
     __tracebackhide__ = True
     if fail:
-        check([finding])
-    pytest.skip(f"{finding.summary} (--eagle3-unknown=fail makes this a failure)")
+        raise ContractViolation([finding])
+    pytest.skip(f"{finding.summary} {UNKNOWN_HINT}")

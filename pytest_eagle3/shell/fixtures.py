@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_eagle3.shell.options import settings
-from pytest_eagle3.shell.verdicts import pipeline, verdict_of
+from pytest_eagle3.shell.verdicts import pipeline, target_side, verdict_of
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
     from pytest_eagle3.engines.plan import LoadPlan
     from pytest_eagle3.knowledge.releases import EngineVersion
+    from pytest_eagle3.verdict.judgement import Judgement
 
 
 @dataclass
@@ -125,6 +126,14 @@ def eagle3_load_plan(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoi
                      eagle3_engine: EngineVersion) -> LoadPlan:
     """What ``eagle3_engine`` will do with ``eagle3_checkpoint`` (and the target, when given)."""
     return verdict_of(request.config, eagle3_checkpoint, eagle3_engine).plan
+
+
+@pytest.fixture
+def eagle3_judgement(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoint) -> Judgement:
+    """Every contract's outcome for this checkpoint and, when the test takes ``eagle3_engine``, that engine
+    version: the pipeline's judgement, which the contracts assert on and every command renders."""
+    engine = request.getfixturevalue("eagle3_engine") if "eagle3_engine" in request.fixturenames else None
+    return pipeline(request.config).judgement(eagle3_checkpoint, engine, target_side(request.config))
 
 
 def installed_engines(config: pytest.Config) -> tuple[InstalledEngine, ...]:

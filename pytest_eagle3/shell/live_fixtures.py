@@ -22,8 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_eagle3.shell.contract import CONTRACT_MARKER
+from pytest_eagle3.shell.options import (
+    PYTHON_OPTION,
+    SETTINGS_KEY,
+    device_setting,
+    marker_selected,
+    resolve,
+    settings,
+)
 from pytest_eagle3.shell.verdicts import pipeline, target_side
-from pytest_eagle3.shell.options import PYTHON_OPTION, SETTINGS_KEY, device_setting, marker_selected, resolve, settings
 
 if TYPE_CHECKING:
     from pytest_eagle3.knowledge.releases import EngineVersion
@@ -36,7 +44,9 @@ SERVER_FIXTURES = ("eagle3_server", "eagle3_baseline_server")
 #: What the live tests import, from the ``live`` extra (pyproject.toml).
 LIVE_MODULES = ("mirakuru", "psutil", "prometheus_client")
 LIVE_EXTRA = "pip install 'pytest-eagle3[live]' (from a clone: pip install -e '.[live]')"
-GPU_WHEN_CUDA = ("eagle3_reference", *SERVER_FIXTURES)
+GPU_WHEN_CUDA = SERVER_FIXTURES
+#: The contracts that run the draft (and the target) on the run's device: ``gpu`` on CUDA.
+GPU_CONTRACTS = ("reference.acceptance", "reference.convention")
 LOG_SECTION_LINES = 120
 LIVE_CONTRACTS = "test_eagle3_live.py"
 
@@ -94,8 +104,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         names = getattr(item, "fixturenames", ())
         if any(n in names for n in SERVER_FIXTURES) and item.get_closest_marker("engine") is None:
             item.add_marker(pytest.mark.engine)
-        if cuda and any(n in names for n in GPU_WHEN_CUDA) and item.get_closest_marker("gpu") is None:
+        on_device = any(n in names for n in GPU_WHEN_CUDA) or _contract(item) in GPU_CONTRACTS
+        if cuda and on_device and item.get_closest_marker("gpu") is None:
             item.add_marker(pytest.mark.gpu)
+
+
+def _contract(item: pytest.Item) -> str | None:
+    marker = item.get_closest_marker(CONTRACT_MARKER)
+    return str(marker.args[0]) if marker is not None and marker.args else None
 
 
 def live_selected(config: pytest.Config) -> bool:

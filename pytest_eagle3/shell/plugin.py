@@ -1,9 +1,10 @@
 """pytest hooks only: options, markers, collection, parametrisation, header, report, summary.
 
 Nothing heavy is imported here: an installed pytest-eagle3 costs an unrelated pytest run (no checkpoint
-given) 9 modules of its own, the package and the shell's light ones (``pytest_eagle3``,
-``pytest_eagle3.shell``, and its ``plugin``, ``options``, ``fixtures``, ``live_fixtures``, ``verdicts``,
-``report``, ``contract``), next to the stdlib and pytest; ``tests/test_plugin.py`` counts them.
+given) 9 modules of its own, the package, its option table and the shell's light ones (``pytest_eagle3``,
+``pytest_eagle3.option_table``, ``pytest_eagle3.shell``, and its ``plugin``, ``options``, ``fixtures``,
+``live_fixtures``, ``verdicts``, ``contract``), next to the stdlib and pytest; ``tests/test_first_hour.py``
+counts them.
 
 What is collected when a checkpoint is given (``--eagle3-ckpt``, ``EAGLE3_CKPT`` or the ``eagle3_ckpt`` ini key):
 the installed contracts, always, plus the paths given on the command line; with no paths, the ini's
@@ -18,34 +19,37 @@ import importlib.util
 import os
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_eagle3.option_table import OPTIONS
 from pytest_eagle3.shell.contract import CONTRACT_MARKER, eagle3_result, take_record
 from pytest_eagle3.shell.fixtures import (
     checkpoint_ids,
     eagle3_checkpoint,
     eagle3_engine,
     eagle3_installed_engine,
+    eagle3_judgement,
     eagle3_load_plan,
     eagle3_target,
     installed_engines,
 )
 from pytest_eagle3.shell.options import (
-    OPTIONS,
     SETTINGS_KEY,
-    Settings,
     add_options,
     check_interpreters,
     early_checkpoints,
     parse_settings,
     settings,
 )
-from pytest_eagle3.shell.report import ANY_ENGINE, Collector, ContractReport, basis_of, one_line
 
-__all__ = ["eagle3_checkpoint", "eagle3_engine", "eagle3_installed_engine", "eagle3_load_plan", "eagle3_result",
-           "eagle3_target"]
+if TYPE_CHECKING:
+    from pytest_eagle3.verdict.report import Collector, ContractReport
+    from pytest_eagle3.verdict.settings import RunSettings
+
+__all__ = ["eagle3_checkpoint", "eagle3_engine", "eagle3_installed_engine", "eagle3_judgement", "eagle3_load_plan",
+           "eagle3_result", "eagle3_target"]
 #: Live-engine fixtures and the engine/gpu auto-skip live in their own shell module.
 pytest_plugins = ("pytest_eagle3.shell.live_fixtures",)
 
@@ -178,6 +182,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if not early_checkpoints(config, config.option):
         check_interpreters(config)
         return
+    from pytest_eagle3.verdict.report import Collector
+
     options = parse_settings(config)
     config.stash[SETTINGS_KEY] = options
     collector = Collector(target=options.target, engines=[e.spec for e in options.engines])
@@ -287,6 +293,10 @@ def _subject(params: dict[str, Any]) -> str:
 def _contract_report(item: pytest.Item, report: pytest.TestReport, contract: str, params: dict[str, Any],
                      findings: tuple[dict[str, object], ...]) -> ContractReport:
     """The test's record (taken from the run's store) with its outcome, checkpoint and engine."""
+    from pytest_eagle3.verdict.judgement import CONTRACTS, basis_of
+    from pytest_eagle3.verdict.judgement import rank as contract_rank
+    from pytest_eagle3.verdict.report import ANY_ENGINE, ContractReport, one_line
+
     record = take_record(item)
     funcargs = getattr(item, "funcargs", {})
     ckpt = funcargs.get("eagle3_checkpoint")
@@ -297,22 +307,23 @@ def _contract_report(item: pytest.Item, report: pytest.TestReport, contract: str
         message = one_line(str(report.longrepr[2]).removeprefix("Skipped: "), None)  # shown whole under the table
     else:
         message = record.message if record.message is not None else "ok"
-    plan = funcargs.get("eagle3_load_plan")
+    plan = funcargs.get("eagle3_load_plan")  # a user's own contract test may judge the plan itself
     basis = record.basis or (basis_of(plan.aux.basis) if plan is not None else None)
     engine_version = _engine_param(params)
     return ContractReport(
         checkpoint=str(params["eagle3_checkpoint"]), contract=contract,
         engine=engine_version.spec if engine_version is not None else ANY_ENGINE,
-        # where the contract is defined: the report lists contracts in this order, not in run order
-        rank=(Path(item.location[0]).name, item.location[1] or 0),
+        # the report lists contracts in this order, not in run order: the judgement's, then a user's own by place
+        rank=contract_rank(contract) if contract in CONTRACTS else ("~" + Path(item.location[0]).name,
+                                                                     item.location[1] or 0),
         outcome=report.outcome, message=message, format=fmt, findings=findings, basis=basis, record=record,
-        load_outcome=plan.outcome if plan is not None else None)
+        load_outcome=plan.outcome if plan is not None else record.load_outcome)
 
 
 class Eagle3Session:
     """Per-run hooks, registered only when a checkpoint is configured."""
 
-    def __init__(self, config: pytest.Config, options: Settings, collector: Collector) -> None:
+    def __init__(self, config: pytest.Config, options: RunSettings, collector: Collector) -> None:
         self.config = config
         self.collector = collector
         self.report_path = options.report
@@ -329,7 +340,20 @@ class Eagle3Session:
             if resolved is not None:
                 name = spec.flag.removeprefix("--eagle3-")
                 lines.append(f"eagle3: {name}={', '.join(resolved.values)} (from {resolved.source})")
-        return lines
+        lines.extend(f"eagle3: WARNING {e.beyond_known}" for e in self.options.engines if e.beyond_known)
+        return lines + [f"eagle3: {line}" for line in self._name_targets()]
+
+    def _name_targets(self) -> list[str]:
+        """With no target given, the target each draft's config names (read once, on the controller)."""
+        if self.options.target is not None or self.options.hidden_states is not None:
+            return []
+        from pytest_eagle3.shell.fixtures import run_state
+        from pytest_eagle3.shell.verdicts import pipeline
+
+        for path in self.options.checkpoints:
+            named = pipeline(self.config).named_target(run_state(self.config).checkpoint(path))
+            self.collector.name_target(path, named)
+        return self.collector.named_lines()
 
     def pytest_report_collectionfinish(self, config: pytest.Config, items: list[pytest.Item]) -> list[str]:
         """What was collected: the contracts for N checkpoints, and the user's own tests (or why not)."""
@@ -357,12 +381,17 @@ class Eagle3Session:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, "eagle3", None)
         if isinstance(data, dict):
+            from pytest_eagle3.verdict.report import ContractReport
+
             self.collector.add(ContractReport.from_json(data))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if _is_xdist_worker(self.config):
             return
         self.collector.fill_formats(_format_label)
+        self._name_targets()
+        if self.options.not_judged_fails and session.exitstatus == pytest.ExitCode.OK and self.collector.not_judged():
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # --eagle3-not-judged=fail: a CI gate
         if self.report_path:
             try:
                 self.collector.write(Path(self.report_path))
@@ -383,16 +412,27 @@ class Eagle3Session:
         self.collector.fill_formats(_format_label)
         width = width_of(self.config)
         terminalreporter.write_sep("=", "EAGLE-3 verdict")
-        for line in fit_table(self.collector.table_rows(), width):
+        from pytest_eagle3.verdict.report_lines import (
+            partial_lines,
+            probe_lines,
+            reference_lines,
+            table_rows,
+        )
+
+        for line in fit_table(table_rows(self.collector), width):
             terminalreporter.write_line(line)
         from pytest_eagle3.shell.repair_hint import repair_lines
         from pytest_eagle3.shell.verdicts import pipeline
 
-        under = [*self.collector.partial_lines(), *self.collector.reference_lines(), *self.collector.probe_lines(),
+        under = [*self.collector.named_lines(), *partial_lines(self.collector), *reference_lines(self.collector),
+                 *probe_lines(self.collector),
                  *repair_lines(self.collector, pipeline(self.config), self.options.aux_convention,
                               self.options.hidden_states)]
         for line in (part for text in under for part in wrap(text, width)):
             terminalreporter.write_line(line)
+        for line in (part for e in self.options.engines if e.beyond_known for part in wrap(f"WARNING {e.beyond_known}",
+                                                                                              width)):
+            terminalreporter.write_line(line, yellow=True)
         if self.report_path and self.write_error:
             for line in wrap(f"JSON report NOT written to {self.report_path}: {self.write_error}", width):
                 terminalreporter.write_line(line, red=True)

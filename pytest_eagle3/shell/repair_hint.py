@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pytest_eagle3.shell.report import ANY_ENGINE, CheckpointResult, Collector
+from pytest_eagle3.verdict.report import ANY_ENGINE, CheckpointResult, Collector
 
 if TYPE_CHECKING:
     from pytest_eagle3.repair.solve import Solution
@@ -30,7 +30,10 @@ def repair_lines(collector: Collector, pipeline: Pipeline, convention: str | Non
         rows = [s for s in ckpt.engine_specs(collector.engines) if s != ANY_ENGINE and ckpt.engine_failing(s)]
         if not rows:
             continue
-        copies, by_hand = _sort(ckpt, rows, collector.target, convention, pipeline)
+        if _accepts_nothing(ckpt, pipeline, collector.target, hidden_states):  # the root cause: fixes would follow
+            lines.append(f"repair {ckpt.path} ({', '.join(rows)}): first the target: {NOTHING_ACCEPTED}")
+            continue
+        copies, by_hand = _sort(ckpt, rows, collector.target, convention, pipeline, hidden_states)
         for specs in copies:
             command = f"python -m pytest_eagle3 fix {ckpt.path} OUT --to {','.join(specs)}"
             command += f" --target {collector.target}" if collector.target else ""
@@ -45,13 +48,30 @@ def repair_lines(collector: Collector, pipeline: Pipeline, convention: str | Non
     return lines
 
 
+#: What a draft that accepts nothing on the target under any reading needs before any engine's fix.
+NOTHING_ACCEPTED = ("the draft accepts nothing on it under any reading (see reference.acceptance): check that "
+                    "--eagle3-target names the model it was trained for, or retrain it; no engine fix is offered "
+                    "until it does")
+
+
+def _accepts_nothing(result: CheckpointResult, pipeline: Pipeline, target: str | None,
+                     hidden_states: str | None) -> bool:
+    from pytest_eagle3.checkpoint import Checkpoint
+    from pytest_eagle3.verdict import TargetSide
+
+    reference = result.contracts.get("reference.acceptance")
+    if reference is None or reference.outcome != "failed":
+        return False
+    return pipeline.at_floor(Checkpoint.open(result.path), TargetSide(target, hidden_states))
+
+
 def _sort(ckpt: CheckpointResult, rows: list[str], target: str | None, convention: str | None,
-          pipeline: Pipeline) -> tuple[list[list[str]], dict[str, str]]:
+          pipeline: Pipeline, hidden_states: str | None = None) -> tuple[list[list[str]], dict[str, str]]:
     """The copies that repair rows (their engine versions), and what to change by hand for each other row."""
     by_hand = {s: "the target does not match the draft: check --eagle3-target names the model it was trained "
                   "for (see target.consistent)" for s in rows if "target.consistent" in ckpt.engine_failing(s)}
     rest = [s for s in rows if s not in by_hand]
-    solve = _solver(ckpt, target, convention, pipeline) if rest else None
+    solve = _solver(ckpt, target, convention, pipeline, hidden_states) if rest else None
     if isinstance(solve, str):
         return [], {**by_hand, **{s: solve for s in rest}}
     fixable = []
@@ -82,33 +102,43 @@ def _fixes_named(refusal: str) -> str:
     return "; ".join(dict.fromkeys(fixes)) or refusal
 
 
-def _solver(result: CheckpointResult, target: str | None, convention: str | None,
-            pipeline: Pipeline) -> Callable[[list[str]], Solution | str] | str:
+def _solver(result: CheckpointResult, target: str | None, convention: str | None, pipeline: Pipeline,
+            hidden_states: str | None = None) -> Callable[[list[str]], Solution | str] | str:
     """What the repair solver makes of the draft for some engine versions (the copy, or why none), once the
     engine-independent refusals (unreadable, unhealthy weights) are out of the way; else why it writes no copy.
     The weights are scanned again only when this run's weight contracts did not pass."""
     from pytest_eagle3.checkpoint import Checkpoint
     from pytest_eagle3.knowledge.selection import parse_selection
-    from pytest_eagle3.repair import independent
+    from pytest_eagle3.repair.independent import refuse_unhealthy, refuse_unreadable
     from pytest_eagle3.repair.record import RepairRefused
-    from pytest_eagle3.repair.solve import solve
+    from pytest_eagle3.repair.solve import Trained, solve
+    from pytest_eagle3.verdict import TargetSide
 
+    ckpt = Checkpoint.open(result.path)
     try:
-        ckpt = Checkpoint.open(result.path)
-        independent.refuse_unreadable(ckpt)
-        if not all(c in result.contracts and result.contracts[c].outcome == "passed" for c in HEALTH_CONTRACTS):
-            independent.refuse_unhealthy(ckpt)
+        refuse_unreadable(ckpt)
+    except RepairRefused as exc:  # checkpoint.readable said each problem: one line says what to do
+        return (f"re-export the checkpoint: {len(exc.reasons)} problem{'s' if len(exc.reasons) != 1 else ''} "
+                "reading its files (see checkpoint.readable)")
+    try:
+        # a Hub id read by its headers: its weights are not here to scan (fix downloads them, then scans)
+        scanned = all(c in result.contracts and result.contracts[c].outcome == "passed" for c in HEALTH_CONTRACTS)
+        if ckpt.weights_local and not scanned:
+            refuse_unhealthy(ckpt)
     except RepairRefused as exc:
         return "; ".join(exc.reasons)
     except (ValueError, OSError, RuntimeError) as exc:  # the summary never fails on a draft the run judged
         return f"the repair solver cannot read it: {exc}"
     model: Any = pipeline.target_model(target) if target else None
     model = model if model is not None and model.problem is None else None
+    # the layers the measurement settled (as fix --target takes them): the solver writes what was trained
+    measured = pipeline.measure(ckpt, TargetSide(target, hidden_states)) if model is not None else None
+    trained = Trained(measured.inputs, measured.words) if measured is not None else None
 
     def run(specs: list[str]) -> Solution | str:
         try:
-            return solve(ckpt, [parse_selection(s)[0] for s in specs], model, convention, pipeline=pipeline,
-                         scanned=True)
+            return solve(ckpt, [parse_selection(s)[0] for s in specs], model, convention, measured=trained,
+                         pipeline=pipeline, scanned=True)
         except RepairRefused as exc:
             return "; ".join(exc.reasons)
         except (ValueError, OSError, RuntimeError) as exc:

@@ -25,9 +25,11 @@ def render(report: Mapping[str, Any], json_report: str | None = None) -> str:
     """The markdown summary of one report (``Collector.to_json()``); ``json_report`` is where the full report is."""
     checkpoints: Sequence[Mapping[str, Any]] = report.get("checkpoints", [])
     failed = sum(1 for c in checkpoints if c["verdict"] == "fail")
+    unjudged = sum(1 for c in checkpoints if c["verdict"] == "not judged")
     facts = [f"target `{report['target']}`" if report.get("target") else "no target",
              "engines " + (", ".join(f"`{e}`" for e in report.get("engines", [])) or "-"),
-             f"{failed} of {len(checkpoints)} checkpoint{'s' if len(checkpoints) != 1 else ''} failing"]
+             f"{failed} of {len(checkpoints)} checkpoint{'s' if len(checkpoints) != 1 else ''} failing"
+             + (f", {unjudged} not judged" if unjudged else "")]
     lines = [TITLE, "", " · ".join(facts), "", _row(HEADER), _row(("---",) * len(HEADER))]
     partial = []
     for ckpt in checkpoints:
@@ -36,6 +38,12 @@ def render(report: Mapping[str, Any], json_report: str | None = None) -> str:
         rows = [_engine(e) for e in ckpt["engines"] if e["verdict"] == "pass" and not e["complete"]]
         if rows:
             partial.append(f"`{ckpt['path']}` ({', '.join(rows)})")
+    unjudged_rows = [f"`{c['path']}` ({', '.join(_engine(e) for e in c['engines'] if e['verdict'] == 'not judged')})"
+                     for c in checkpoints if any(e["verdict"] == "not judged" for e in c["engines"])]
+    if unjudged_rows:
+        lines += ["", "NOT JUDGED: the aux layers fed or the acceptance reached could not be judged for "
+                  + "; ".join(unjudged_rows) + " (no target, or a target without weights): no PASS. The JSON "
+                  "report's `not_judged` and `not_run` name them and what would run them."]
     if partial:
         lines += ["", "PASS (partial): some contracts did not run for " + "; ".join(partial)
                   + ". The JSON report's `not_run` names them and what would run them."]
@@ -55,10 +63,12 @@ def _engine(entry: Mapping[str, Any]) -> str:
 
 
 def _verdict(entry: Mapping[str, Any]) -> str:
-    """The terminal's words: FAIL in bold, PASS, PASS (partial), NOT RUN."""
+    """The terminal's words: FAIL in bold, PASS, PASS (partial), NOT JUDGED, NOT RUN."""
     verdict = entry["verdict"]
     if verdict == "fail":
         return "**FAIL**"
+    if verdict == "not judged":
+        return "NOT JUDGED"
     if verdict == "pass":
         return "PASS" if entry["complete"] else "PASS (partial)"
     return "NOT RUN"
@@ -80,10 +90,11 @@ def _predicted(ckpt: Mapping[str, Any], entry: Mapping[str, Any]) -> str:
 def _fix(fixes: Sequence[str]) -> str:
     """The first fix that names an edit (engine.acceptance's "see the engine contracts ..." points at the
     others), cut to :data:`FIX_CHARS`; a cut or further fixes point at the JSON report."""
+    from pytest_eagle3.verdict.report import edits_first
+
     if not fixes:
         return "-"
-    edits = [f for f in fixes if not str(f).startswith("see ")] or list(fixes)
-    first = " ".join(str(edits[0]).split())
+    first = " ".join(str(edits_first([str(f) for f in fixes])[0]).split())
     cut = len(first) > FIX_CHARS
     text = first[:FIX_CHARS].rstrip() + "…" if cut else first
     where = "JSON report"

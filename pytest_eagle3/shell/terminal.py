@@ -32,6 +32,18 @@ def width_of(config: pytest.Config) -> int | None:
     return max(width, MIN_WIDTH)
 
 
+def stream_width(stream: Any) -> int | None:
+    """A command's width for ``stream``: ``COLUMNS`` when set, else the terminal's when it is one, else None (a pipe
+    or a file keeps whole lines)."""
+    import shutil
+
+    columns = os.environ.get("COLUMNS", "")
+    if columns.strip().isdigit():
+        return max(int(columns), MIN_WIDTH)
+    isatty = getattr(stream, "isatty", None)
+    return max(shutil.get_terminal_size().columns, MIN_WIDTH) if callable(isatty) and isatty() else None
+
+
 def wrap(line: str, width: int | None) -> list[str]:
     """One line as lines no wider than ``width``: continuations keep the line's indentation plus :data:`HANG`."""
     if width is None or len(line) <= width:

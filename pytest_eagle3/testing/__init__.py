@@ -39,9 +39,11 @@ _STRATEGIES = ("CORRUPTIONS", "CorruptedMap", "VocabMap", "corrupted_vocab_maps"
                "register_profiles", "vocab_maps")
 
 __all__ = [
-    "CATALOGUE", "FAULTS", "PRODUCERS", "SPECFORGE_HF", "Corruption", "Fault", "SynthSpec", "pickle_marker",
-    "write_checkpoint", "write_target", *_STRATEGIES,
+    "CATALOGUE", "CORRUPTIONS", "FAULTS", "PRODUCERS", "SPECFORGE_HF", "CorruptedMap", "Corruption", "Fault",
+    "SynthSpec", "VocabMap", "corrupted_vocab_maps", "full_vocab_maps", "pickle_marker", "register_profiles",
+    "vocab_maps", "write_checkpoint", "write_target",
 ]
+assert set(__all__) >= set(_STRATEGIES)
 
 
 def __getattr__(name: str) -> Any:

@@ -1,6 +1,31 @@
 """One verdict pipeline: checkpoint x engine version x target side -> a frozen verdict (measure, judge,
-settle, predict). Every command and every contract asks it; nothing else builds a load plan."""
+settle, predict) and a judgement (every contract's outcome). Every command and every contract asks it;
+nothing else builds a load plan.
 
-from pytest_eagle3.verdict.pipeline import Pipeline, TargetSide, Verdict, VerdictSettings, predict_acceptance, verdict
+The names below are imported on first use: the idle plugin imports ``verdict.report`` in every pytest run.
+"""
 
-__all__ = ["Pipeline", "TargetSide", "Verdict", "VerdictSettings", "predict_acceptance", "verdict"]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_eagle3.verdict.pipeline import (
+        Pipeline,
+        TargetSide,
+        Verdict,
+        pipeline_for,
+        predict_acceptance,
+        verdict,
+    )
+    from pytest_eagle3.verdict.settings import RunSettings
+
+__all__ = ["Pipeline", "RunSettings", "TargetSide", "Verdict", "pipeline_for", "predict_acceptance", "verdict"]
+_HOME = {"RunSettings": "pytest_eagle3.verdict.settings"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOME.get(name, "pytest_eagle3.verdict.pipeline")), name)

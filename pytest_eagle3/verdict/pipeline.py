@@ -26,14 +26,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_eagle3 import progress
-from pytest_eagle3.reference.defaults import DEFAULT_MAX_LOSS, DEFAULT_NEW_TOKENS, DEFAULT_STEPS
+from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
+from pytest_eagle3.verdict.settings import RunSettings
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
+    from pytest_eagle3.checkpoint.named_target import NamedTarget
     from pytest_eagle3.engines.plan_types import LoadPlan, Measured
+    from pytest_eagle3.findings import Finding
     from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.reference.predict import DraftPredictor, Prediction, PredictionSession
+    from pytest_eagle3.reference.readings import ReferenceResult
     from pytest_eagle3.reference.targets.passes import TargetPasses
+    from pytest_eagle3.rules.weights import TensorHealth
+    from pytest_eagle3.verdict.judgement import Judgement
 
 @dataclass(frozen=True)
 class TargetSide:
@@ -49,20 +55,6 @@ class TargetSide:
     @property
     def given(self) -> bool:
         return self.path is not None
-
-
-@dataclass(frozen=True)
-class VerdictSettings:
-    """The options a verdict depends on (the pytest options of the same names)."""
-
-    #: Every engine version judged in this run: a fix is proven against all of them.
-    engines: tuple[EngineVersion, ...] = ()
-    aux_convention: str | None = None
-    max_loss: float = DEFAULT_MAX_LOSS
-    device: str = "cpu"
-    steps: int = DEFAULT_STEPS
-    continuation: int = DEFAULT_NEW_TOKENS
-    prompts: str | None = None
 
 
 @dataclass(frozen=True)
@@ -98,13 +90,17 @@ class Verdict:
 class Pipeline:
     """One run's verdicts: the target measured and run once, each draft's predictor built once."""
 
-    def __init__(self, settings: VerdictSettings, session: PredictionSession | None = None) -> None:
+    def __init__(self, settings: RunSettings, session: PredictionSession | None = None) -> None:
         self.settings = settings
         self._session = session
         self._passes: TargetPasses | None = None
         self._targets: dict[str, TargetModel] = {}
         self._predictors: dict[tuple[str, str | None, str | None], DraftPredictor | str] = {}
         self._verdicts: dict[tuple[str, str, TargetSide], Verdict] = {}
+        self._judgements: dict[tuple[str, str | None, TargetSide], Judgement] = {}
+        self._health: dict[str, list[TensorHealth]] = {}
+        self._references: dict[tuple[str, TargetSide], ReferenceResult | Finding | str] = {}
+        self._named: dict[str, NamedTarget | None] = {}
 
     # -- the target side ---------------------------------------------------------------------------
     def target_model(self, path: str) -> TargetModel:
@@ -152,6 +148,19 @@ class Pipeline:
             return ""
         what = "; ".join(f"{e.key.split(' (')[0]}: {e.obtained} vs {e.expected}" for f in findings for e in f.evidence)
         return f"the target does not match the draft ({what or findings[0].summary}): see target.consistent"
+
+    def at_floor(self, ckpt: Checkpoint, side: TargetSide) -> bool:
+        """Whether the draft accepts nothing on this target under any reading, with its own embedding or the target's
+        (below ``--eagle3-min-acceptance``): then no reading is measured (each leads the others by noise), so nothing
+        is concluded from the measurement; the target may not be the draft's, or the draft untrained."""
+        predictor = self.predictor(ckpt, side) if self.target(side) is not None else "no target"
+        if isinstance(predictor, str):
+            return False
+        training = predictor.training
+        best = training.acceptance.mean_acceptance_length
+        if training.decision.best is not None:
+            best = max(best, training.decision.best.mean_acceptance_length)
+        return best < self.settings.min_acceptance
 
     def session(self, hidden_states: str | None = None) -> PredictionSession:
         """The prediction session: one target run shared by every engine and checkpoint."""
@@ -202,7 +211,7 @@ class Pipeline:
         from pytest_eagle3.engines.plan_types import Measured
 
         predictor = self.predictor(ckpt, side)
-        if isinstance(predictor, str) or predictor.training.basis != "measured":
+        if isinstance(predictor, str) or predictor.training.basis != "measured" or self.at_floor(ckpt, side):
             return None
         feed = predictor.training.feed
         return Measured(feed.indices, predictor.training.source,
@@ -221,11 +230,83 @@ class Pipeline:
 
     def verdict(self, ckpt: Checkpoint, engine: EngineVersion, side: TargetSide = TargetSide()) -> Verdict:
         """Every step: measure, judge, settle, predict (cached per checkpoint, engine and target side)."""
+        side = self.side_for(ckpt, side)
         key = (str(ckpt.path), engine.spec, side)
         if key not in self._verdicts:
             with progress.step(f"predicting {engine.label}"):  # the long part: the target run, the readings
                 self._verdicts[key] = self._verdict(ckpt, engine, side)
         return self._verdicts[key]
+
+    def named_target(self, ckpt: Checkpoint) -> NamedTarget | None:
+        """The target the draft's config names (``checkpoint.named_target``), resolved once; None when none."""
+        from pytest_eagle3.checkpoint.named_target import named_target
+
+        if ckpt.path not in self._named:
+            self._named[ckpt.path] = named_target(ckpt.config_raw, ckpt.root)
+        return self._named[ckpt.path]
+
+    def side_for(self, ckpt: Checkpoint, side: TargetSide) -> TargetSide:
+        """The target side a checkpoint is judged with: the one given, else the target its config names (config and
+        headers only for a Hub id), else none."""
+        if side.given or side.hidden_states is not None:
+            return side
+        named = self.named_target(ckpt)
+        return TargetSide(named.path) if named is not None and named.path is not None else side
+
+    def judgement(self, ckpt: Checkpoint, engine: EngineVersion | None, side: TargetSide = TargetSide()) -> Judgement:
+        """Every contract's outcome for ``engine`` on ``ckpt`` (``engine`` None: the contracts that do not depend on
+        an engine), computed once: what the contract tests assert and every command renders."""
+        from pytest_eagle3.verdict.rows import judge_checkpoint, judge_engine
+
+        side = self.side_for(ckpt, side)
+        key = (str(ckpt.path), engine.spec if engine is not None else None, side)
+        if key not in self._judgements:
+            self._judgements[key] = (judge_checkpoint(self, ckpt, side) if engine is None
+                                     else judge_engine(self, ckpt, engine, side))
+        return self._judgements[key]
+
+    def weight_health(self, ckpt: Checkpoint) -> list[TensorHealth]:
+        """One chunked scan of every floating-point tensor, shared by the weight contracts (raises
+        ``assess.NotRun`` when the files are damaged or the weights stayed on the Hub)."""
+        from pytest_eagle3.rules.weights import scan_weights
+        from pytest_eagle3.verdict.assess import require_tensors, require_weights
+
+        require_tensors(ckpt)
+        require_weights(ckpt)
+        if str(ckpt.path) not in self._health:
+            self._health[str(ckpt.path)] = scan_weights(ckpt)
+        return self._health[str(ckpt.path)]
+
+    def reference(self, ckpt: Checkpoint, side: TargetSide) -> ReferenceResult | Finding | str:
+        """The measured reference acceptance of ``ckpt`` (the run's one target pass, cut to the reference's
+        length), the finding that says why its inputs are wrong, or why it cannot run here."""
+        key = (str(ckpt.path), side)
+        if key not in self._references:
+            self._references[key] = self._reference(ckpt, side)
+        return self._references[key]
+
+    def _reference(self, ckpt: Checkpoint, side: TargetSide) -> ReferenceResult | Finding | str:
+        from pytest_eagle3.findings import Evidence, Finding
+        from pytest_eagle3.verdict.assess_checkpoint import reference_inputs
+
+        why = reference_inputs(self, ckpt, side)
+        if why is not None or side.path is None:
+            return why or ""
+        from pytest_eagle3.reference.acceptance import ReferenceInputError
+        from pytest_eagle3.reference.readings import ReferenceUnavailable, measure_reference
+
+        s, model = self.settings, self.target_model(side.path)
+        try:
+            where = str(model.weights_dir) if side.hidden_states is None else model.path
+            with progress.step("reference acceptance"):
+                return measure_reference(ckpt, where, s.device, s.prompts, s.steps, passes=self.passes,
+                                         new_tokens=s.continuation, hidden_states=side.hidden_states)
+        except ReferenceUnavailable as exc:
+            return str(exc)
+        except ReferenceInputError as exc:
+            return Finding("reference-input", str(exc), (Evidence("--eagle3-target / --eagle3-prompts", str(exc),
+                                                                  "a loadable target and valid prompts"),),
+                           "give a local transformers model directory; prompts one per line (JSON ids or text)")
 
     def _verdict(self, ckpt: Checkpoint, engine: EngineVersion, side: TargetSide) -> Verdict:
         from pytest_eagle3.verdict.settle import settle
@@ -240,7 +321,9 @@ class Pipeline:
             return Verdict(engine, plan, no_prediction=f"not run: {mismatch}", target_mismatch=mismatch,
                            target_areas=changed)
         measured = self.measure(ckpt, side)
-        plan = self.judge(ckpt, engine, side, measured)
+        # a draft that accepts nothing on this target: its weights are no evidence (the target may be another
+        # model's), so the plan reads the target's config only
+        plan = self.judge(ckpt, engine, _config_only(side) if self.at_floor(ckpt, side) else side, measured)
         predictor = self.predictor(ckpt, side)
         if isinstance(predictor, str):
             return Verdict(engine, plan, measured, no_prediction=predictor)
@@ -274,10 +357,23 @@ class Pipeline:
         return readings
 
 
-def verdict(checkpoint: Checkpoint, engine: EngineVersion, side: TargetSide = TargetSide(),
-            settings: VerdictSettings = VerdictSettings()) -> Verdict:
+def _config_only(side: TargetSide) -> TargetSide:
+    """The target side with the target's config alone (its weights left out)."""
+    if side.path is None or side.path.startswith("hf://") or not Path(side.path).is_dir():
+        return side
+    return TargetSide(str(Path(side.path) / "config.json"), side.hidden_states)
+
+
+def pipeline_for(settings: RunSettings | None = None, session: PredictionSession | None = None) -> Pipeline:
+    """The pipeline of one run with these settings (the defaults when None; the only place one is built): every
+    entry, pytest's and each command's, holds one for its whole run so that the target is run once."""
+    return Pipeline(settings or RunSettings(), session)
+
+
+def verdict(checkpoint: Checkpoint, engine: EngineVersion, side: TargetSide | None = None,
+            settings: RunSettings | None = None) -> Verdict:
     """The verdict of one engine version on one checkpoint (a fresh :class:`Pipeline`; hold one to share work)."""
-    return Pipeline(settings).verdict(checkpoint, engine, side)
+    return pipeline_for(settings).verdict(checkpoint, engine, side or TargetSide())
 
 
 def predict_acceptance(checkpoint: str | Path | Checkpoint, target: str | Path, engine: str | EngineVersion, *,
@@ -294,13 +390,13 @@ def predict_acceptance(checkpoint: str | Path | Checkpoint, target: str | Path, 
     import torch
 
     from pytest_eagle3.checkpoint import Checkpoint
-    from pytest_eagle3.knowledge.selection import parse_selection
     from pytest_eagle3.knowledge.releases import EngineVersion
+    from pytest_eagle3.knowledge.selection import parse_selection
     from pytest_eagle3.reference.predict import PredictionSession
 
     ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else Checkpoint.open(str(checkpoint))
     version = engine if isinstance(engine, EngineVersion) else parse_selection(str(engine))[0]
     session = session or PredictionSession(device, steps, continuation, prompts)
-    plan = Pipeline(VerdictSettings(), session).judge(ckpt, version, TargetSide(str(target)))
+    plan = pipeline_for(None, session).judge(ckpt, version, TargetSide(str(target)))
     with torch.no_grad():
         return session.predictor(ckpt, str(target)).predict(plan)

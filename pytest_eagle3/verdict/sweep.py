@@ -5,8 +5,9 @@ folders, a glob, or a list, in training order) each asked of one :class:`~pytest
 (the target run once, its side shared by every draft), written as ``sweep.json``, ``sweep.md`` and
 ``sweep.png`` (``verdict.sweep_plot``), naming the best checkpoint per engine version.
 
-The verdict per engine is the engine contracts' (the load plan's issues and ``engine.acceptance`` on the
-prediction); the engine-independent contracts (files, config, weights) are ``pytest --eagle3-ckpt``'s.
+The verdict per engine version is the row ``pytest --eagle3-ckpt`` and ``check`` give: the pipeline's judgement
+of every contract (files, config, weights and the engine's own), aggregated by the same report code. A checkpoint
+is named best for an engine version only when its row passes.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from pytest_eagle3.reference.defaults import DEFAULT_MIN_ACCEPTANCE
 
 if TYPE_CHECKING:
     from pytest_eagle3.knowledge.releases import EngineVersion
@@ -44,14 +43,22 @@ def _is_checkpoint(path: Path) -> bool:
     return path.is_dir() and (path / "config.json").is_file()
 
 
-def checkpoints_from(given: Sequence[str]) -> list[Path]:
-    """The checkpoints in training order: each argument a checkpoint folder (kept where given), a folder of
+def checkpoints_from(given: Sequence[str], download: bool = False) -> list[Path | str]:
+    """The checkpoints in training order: each argument a checkpoint folder (kept where given), a Hub id
+    (``hf://ORG/NAME[@REV]``, pinned to its commit; its weights downloaded with ``download``), a folder of
     checkpoint folders, or a glob (both sorted naturally). Nothing found, or an argument matching nothing,
     is a :class:`SweepInputError`."""
-    found: list[Path] = []
+    from pytest_eagle3.checkpoint.hub import HubError, is_hub, pin
+
+    found: list[Path | str] = []
     for arg in given:
         path = Path(arg)
-        if glob.has_magic(arg):
+        if is_hub(arg):
+            try:
+                found.append(pin(arg, download=download))
+            except HubError as exc:
+                raise SweepInputError(f"{arg}: {exc}") from None
+        elif glob.has_magic(arg):
             matches = [Path(m) for m in glob.glob(arg)]
             inside = sorted((m for m in matches if _is_checkpoint(m)), key=lambda p: natural_key(str(p)))
             if not inside:
@@ -85,6 +92,11 @@ class EngineRow:
     fix: str | None
     #: Why nothing was predicted (a refusal, no target weights), else "".
     unavailable: str = ""
+
+    @property
+    def passes(self) -> bool:
+        """The row passes: PASS, or PASS (partial) where only inessential contracts did not run."""
+        return self.verdict.startswith("pass")
 
     def to_json(self) -> dict[str, Any]:
         return {"engine": self.engine, "verdict": self.verdict, "outcome": self.outcome, "failing": list(self.failing),
@@ -123,22 +135,26 @@ class Sweep:
     target_runs: int
 
     def best(self) -> dict[str, CheckpointRow | None]:
-        """Per engine version, the checkpoint with the highest predicted mean acceptance length that passes
-        (any checkpoint when none passes; the earliest on a tie); None when nothing was predicted."""
+        """Per engine version, the passing checkpoint with the highest predicted mean acceptance length (the
+        earliest on a tie); None when no checkpoint passes there or nothing was predicted."""
         out: dict[str, CheckpointRow | None] = {}
         for index, engine in enumerate(self.engines):
-            scored = [(c, c.engines[index]) for c in self.checkpoints if c.engines
-                      and c.engines[index].predicted is not None]
-            passing = [(c, r) for c, r in scored if r.verdict == "pass"] or scored
+            passing = [(c, c.engines[index]) for c in self.checkpoints if c.engines
+                       and c.engines[index].predicted is not None and c.engines[index].passes]
             out[engine] = max(passing, key=lambda cr: cr[1].predicted or 0.0)[0] if passing else None
         return out
 
     def why_no_best(self, engine: str) -> str:
-        """Why no checkpoint is best for ``engine``: every one refused, or nothing predicted."""
+        """Why no checkpoint is best for ``engine``: every one refused, none passes, or nothing predicted."""
         index = self.engines.index(engine)
-        rows = [c.engines[index] for c in self.checkpoints if c.engines]
-        if rows and all(r.outcome == "refused" for r in rows):
+        rows = [(c, c.engines[index]) for c in self.checkpoints if c.engines]
+        if rows and all(r.outcome == "refused" for _, r in rows):
             return "none: it refuses every checkpoint"
+        scored = [(c, r) for c, r in rows if r.predicted is not None]
+        if scored:
+            top, row = max(scored, key=lambda cr: cr[1].predicted or 0.0)
+            return (f"none: no checkpoint passes (the highest predicted, {top.name} at {row.predicted:.2f}, "
+                    f"reads {row.verdict.upper()}: {', '.join(row.failing) or '-'})")
         return "none predicted (needs the target's weights or a dump of its side)"
 
     def to_json(self) -> dict[str, Any]:
@@ -147,10 +163,12 @@ class Sweep:
                 "best": best, "checkpoints": [c.to_json() for c in self.checkpoints]}
 
 
-def run_sweep(paths: Sequence[Path], engines: Sequence[EngineVersion], side: TargetSide, pipeline: Pipeline,
-              min_acceptance: float = DEFAULT_MIN_ACCEPTANCE, progress: Any = None) -> Sweep:
-    """Judge and predict every checkpoint for every engine version with one pipeline (one target run)."""
+def run_sweep(paths: Sequence[Path | str], engines: Sequence[EngineVersion], side: TargetSide, pipeline: Pipeline,
+              progress: Any = None) -> Sweep:
+    """Judge and predict every checkpoint for every engine version with one pipeline (one target run): each row
+    the one ``check`` gives, from the pipeline's judgements."""
     from pytest_eagle3.checkpoint import Checkpoint
+    from pytest_eagle3.verdict.report import Collector
 
     rows = []
     for done, path in enumerate(paths, 1):
@@ -159,10 +177,14 @@ def run_sweep(paths: Sequence[Path], engines: Sequence[EngineVersion], side: Tar
         if problems:
             rows.append(CheckpointRow(str(path), None, (), "; ".join(problems)))
         else:
+            collector = Collector(target=side.path, engines=[e.spec for e in engines])
+            for engine in (None, *engines):
+                collector.add_judgement(pipeline.judgement(ckpt, engine, side))
+            row = collector.checkpoints[ckpt.path]
             verdicts = [pipeline.verdict(ckpt, engine, side) for engine in engines]
             trained = next((v.prediction.training.acceptance.mean_acceptance_length for v in verdicts
                             if v.prediction is not None), None)
-            rows.append(CheckpointRow(str(path), trained, tuple(_engine_row(v, min_acceptance, pipeline)
+            rows.append(CheckpointRow(str(path), trained, tuple(_engine_row(v, row.entry(v.engine.spec))
                                                                 for v in verdicts)))
         if progress is not None:
             progress(done, len(paths))
@@ -171,22 +193,17 @@ def run_sweep(paths: Sequence[Path], engines: Sequence[EngineVersion], side: Tar
                  len(session.targets) if session is not None else 0)
 
 
-def _engine_row(verdict: Verdict, min_acceptance: float, pipeline: Pipeline) -> EngineRow:
-    """The engine contracts' verdict: the plan's issues, then engine.acceptance on the prediction."""
-    from pytest_eagle3.reference.prediction_findings import judged_findings
+def _engine_row(verdict: Verdict, entry: dict[str, Any]) -> EngineRow:
+    """The report's row for one engine version (``Collector`` over the judgements), with the prediction."""
+    from pytest_eagle3.verdict.report import edits_first
 
-    plan, prediction = verdict.plan, verdict.prediction
-    failing = [f"engine.{issue.area}" for issue in plan.issues]
-    fixes = [issue.finding.fix for issue in plan.issues if issue.finding.fix]
-    if verdict.predictions and prediction is not None and prediction.acceptance is not None:
-        findings, _ = judged_findings(verdict.predictions, min_acceptance, pipeline.settings.max_loss)
-        if findings:
-            failing.append("engine.acceptance")
-            fixes.extend(f.fix for f in findings if f.fix)
+    prediction = verdict.prediction
+    words = {"pass": "pass (partial)" if not entry["complete"] else "pass"}
     unavailable = verdict.no_prediction if prediction is None else prediction.unavailable
-    return EngineRow(verdict.engine.spec, "fail" if failing else "pass", plan.outcome,
-                     tuple(sorted(set(failing))), None if prediction is None else prediction.mean_acceptance_length,
-                     None if prediction is None else prediction.basis, fixes[0] if fixes else None, unavailable)
+    return EngineRow(verdict.engine.spec, words.get(entry["verdict"], entry["verdict"]), verdict.plan.outcome,
+                     tuple(entry["failing"]), None if prediction is None else prediction.mean_acceptance_length,
+                     None if prediction is None else prediction.basis, next(iter(edits_first(entry["fix"])), None),
+                     unavailable)
 
 
 def markdown(sweep: Sweep, plot: str | None) -> str:
@@ -214,7 +231,9 @@ def markdown(sweep: Sweep, plot: str | None) -> str:
 
 def _cell(row: EngineRow) -> str:
     figure = "refused" if row.outcome == "refused" else _figure(row.predicted)
-    return f"{figure} PASS" if row.verdict == "pass" else f"{figure} **FAIL** {', '.join(row.failing)}"
+    if row.verdict == "fail":
+        return f"{figure} **FAIL** {', '.join(row.failing)}"
+    return f"{figure} {row.verdict.upper().replace('(PARTIAL)', '(partial)')}"
 
 
 def _figure(value: float | None) -> str:

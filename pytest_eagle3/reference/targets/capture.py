@@ -14,8 +14,8 @@ from pytest_eagle3.checkpoint import TargetModel
 from pytest_eagle3.producers.formats import default_aux_inputs
 from pytest_eagle3.reference.acceptance import TRIED_OFFSETS, iter_target_runs, load_prompts, load_target
 from pytest_eagle3.reference.targets.dump import DumpWriter, Manifest, config_hash
-from pytest_eagle3.reference.targets.source import TargetSourceError
 from pytest_eagle3.reference.targets.head import read_head
+from pytest_eagle3.reference.targets.source import TargetSourceError
 from pytest_eagle3.reference.targets.transformers_source import prompt_states
 
 Progress = Callable[[int, int], None]

@@ -17,6 +17,7 @@ from pytest_eagle3.reference.acceptance import TargetRun
 from pytest_eagle3.reference.targets.choose import target_side
 from pytest_eagle3.reference.targets.source import TargetSide
 
+
 @dataclass
 class TargetPasses:
     """The run's target sides, one pass per target and prompts, shared by every consumer and checkpoint."""

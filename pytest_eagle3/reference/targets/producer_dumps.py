@@ -175,7 +175,7 @@ def _load_ckpt(path: Path) -> dict[str, Any]:
                 data = torch.load(io.BytesIO(handle.read()), weights_only=True, map_location="cpu")
         else:
             data = torch.load(path, weights_only=True, map_location="cpu", mmap=True)
-    except Exception as exc:  # noqa: BLE001 - torch.load raises many kinds; the message names the file
+    except Exception as exc:
         raise TargetSourceError(f"{where}: cannot be read as a SpecForge feature file ({type(exc).__name__}: "
                                 f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
     if not isinstance(data, dict):

@@ -1,6 +1,6 @@
-"""The checks of each option's value (paths, numbers, the device, the convention): a bad value is a
-``pytest.UsageError`` naming where it was given. Imported by ``options.parse_settings`` only when a
-checkpoint is given: the idle plugin never loads this module."""
+"""The checks of each setting's value (paths, numbers, the device, the convention): a bad value is a
+:class:`SettingError` naming where it was given (pytest shows it as a usage error, the command line as an
+argparse error). Imported by ``verdict.settings.build`` only: the idle plugin never loads this module."""
 
 from __future__ import annotations
 
@@ -8,13 +8,15 @@ import math
 import os
 from pathlib import Path
 
-import pytest
-
 EMPTY = "is empty (an unset shell variable?)"
 
 
-def usage(flag: str, message: str) -> pytest.UsageError:
-    return pytest.UsageError(f"{flag}: {message}")
+class SettingError(ValueError):
+    """A setting's value that cannot be used: ``str()`` names where it was given, then why."""
+
+
+def usage(flag: str, message: str) -> SettingError:
+    return SettingError(f"{flag}: {message}")
 
 
 def checkpoints(flag: str, paths: tuple[str, ...], download: bool = False) -> tuple[str, ...]:
@@ -51,13 +53,20 @@ def target_path(flag: str, path: str | None, download: bool = False) -> str | No
     if not path.strip():
         raise usage(flag, f"{EMPTY}: give the target model's directory or its config.json")
     if path.startswith("hf://"):
-        return hub_id(flag, path, download)
-    given = Path(path)
-    if not given.exists():
-        raise usage(flag, f"{path} does not exist (give the target model's directory or its config.json)")
-    if given.is_file() and given.suffix != ".json":
-        raise usage(flag, f"{path} is a file but not a config.json; give the target model's "
-                           f"directory ({given.parent}) or its config.json")
+        path = hub_id(flag, path, download)
+    else:
+        given = Path(path)
+        if not given.exists():
+            raise usage(flag, f"{path} does not exist (give the target model's directory or its config.json)")
+        if given.is_file() and given.suffix != ".json":
+            raise usage(flag, f"{path} is a file but not a config.json; give the target model's "
+                               f"directory ({given.parent}) or its config.json")
+    from pytest_eagle3.checkpoint.target import TargetModel
+
+    signs = TargetModel.open(path).draft_signs
+    if signs:
+        raise usage(flag, f"{path} is an EAGLE-3 draft ({'; '.join(signs)}), not a target model: give the model the "
+                          "draft was trained against (its directory or config.json)")
     return path
 
 
@@ -108,15 +117,16 @@ def existing_file(flag: str, path: str | None) -> str | None:
 
 
 def hidden_states(flag: str, path: str | None, target: str | None, prompts: str | None,
-                   new_tokens: int) -> str | None:
+                  new_tokens: int, target_flag: str = "--eagle3-target", prompts_flag: str = "--eagle3-prompts",
+                  ) -> str | None:
     """A dump that fits the target: manifest, target fields and hash, every file's header (no state read)."""
     if path is None:
         return None
     if target is None:
-        raise usage(flag, "needs --eagle3-target (the target's directory, config.json or Hub id) to check the dump "
+        raise usage(flag, f"needs {target_flag} (the target's directory, config.json or Hub id) to check the dump "
                           "against")
     if prompts is not None:
-        raise usage(flag, "the prompts are the dump's: drop --eagle3-prompts (or capture again with --prompts FILE)")
+        raise usage(flag, f"the prompts are the dump's: drop {prompts_flag} (or capture again with --prompts FILE)")
     from pytest_eagle3.checkpoint import TargetModel
     from pytest_eagle3.reference.targets.producer_dumps import check_hidden_states
     from pytest_eagle3.reference.targets.source import TargetSourceError
@@ -200,3 +210,25 @@ def cuda_visible(flag: str, device: str, gpu_selected: bool) -> None:
     if devices.count == 0:
         raise usage(flag, f"{device} asked for, but {devices.reason}; use cpu, or run on a machine "
                            "with a GPU (under -m gpu the GPU contracts skip instead)")
+
+
+def choice(flag: str, text: str | None, choices: tuple[str, ...]) -> str:
+    """One of ``choices`` (the first when unset), case-insensitive."""
+    value = (text or choices[0]).strip().lower()
+    if value not in choices:
+        raise usage(flag, f"{value!r} is not one of {', '.join(choices)}")
+    return value
+
+
+def interpreter(flag: str, python: str | None) -> str | None:
+    """An engine's interpreter: an existing file, or a command on PATH."""
+    import shutil
+
+    if python is None:
+        return None
+    if not python.strip():
+        raise usage(flag, f"{EMPTY}: give the python of the venv where the engine is installed")
+    if Path(python).is_file() or (os.sep not in python and shutil.which(python)):
+        return python
+    raise usage(flag, f"{python} does not exist; give the python of the venv where the engine is installed "
+                      "(VENV/bin/python)")

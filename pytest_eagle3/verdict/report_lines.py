@@ -1,0 +1,106 @@
+"""The verdict as the terminal shows it: the table (one row per checkpoint and engine version) and the lines under
+it (what did not run and why, the reference acceptance, the real loaders), rendered from a :class:`Collector`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_eagle3.verdict.report import (
+    ANY_ENGINE,
+    NOT_JUDGED,
+    NOT_RUN,
+    PARTIAL,
+    Collector,
+    one_line,
+    rules_from,
+)
+
+
+def table(collector: Collector) -> list[str]:
+    """The verdict table, whole (``shell.terminal.fit_table`` fits it to a terminal)."""
+    rows = table_rows(collector)
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row[:5], widths)) + "  " + row[5] for row in rows]
+
+def table_rows(collector: Collector) -> list[tuple[str, str, str, str, str, str]]:
+    """The table's heading and rows: checkpoint, format, engine, verdict, predicted, failing contracts."""
+    rows = [("checkpoint", "format", "engine", "verdict", "predicted", "failing contracts")]
+    for ckpt in collector.checkpoints.values():
+        for index, spec in enumerate((ANY_ENGINE, *ckpt.engine_specs(collector.engines))):
+            first = (ckpt.path, ckpt.format or "unreadable") if index == 0 else ("", "")
+            failing = ", ".join(ckpt.engine_failing(spec)) or "-"
+            newest_rules = rules_from(spec)
+            shown = f"{spec} ({newest_rules} rules)" if newest_rules else spec
+            rows.append((*first, shown, ckpt.engine_verdict(spec).upper().replace("(PARTIAL)", "(partial)"),
+                         _predicted_cell(ckpt.predicted.get(spec)), failing))
+    return rows
+
+def partial_lines(collector: Collector) -> list[str]:
+    """What did not run, per checkpoint, and why: a PASS (partial) is not a pass, NOT RUN is no verdict."""
+    lines = []
+    for ckpt in collector.checkpoints.values():
+        shown: set[tuple[str, str]] = set()  # a reason is said once per checkpoint, under its worst row
+        for verdict in (NOT_RUN, NOT_JUDGED, PARTIAL):
+            skipped: dict[str, str] = {}
+            specs = [s for s in (ANY_ENGINE, *ckpt.engine_specs(collector.engines)) if ckpt.engine_verdict(s) == verdict]
+            for spec in specs:
+                skipped.update({c: r for c, r in ckpt.not_run_reasons(spec) if (c, r) not in shown})
+            shown.update(skipped.items())
+            if not skipped:
+                continue
+            if verdict == NOT_RUN:
+                lines.append(f"not run for {ckpt.path} ({', '.join(specs)}): no contract ran:")
+            elif verdict == NOT_JUDGED:
+                essential = dict.fromkeys(c for s in specs for c in ckpt.not_judged(s))
+                lines.append(f"NOT JUDGED for {ckpt.path} ({', '.join(specs)}): {', '.join(essential)} did not run, "
+                             "so no PASS (--eagle3-not-judged=fail makes this fail the run):")
+            else:
+                lines.append(f"partial verdict for {ckpt.path}: {len(skipped)} contracts did not run:")
+            lines.extend(f"  {cid}: {reason}" for cid, reason in skipped.items())
+    return lines
+
+
+def reference_lines(collector: Collector) -> list[str]:
+    """One line per checkpoint with a measured reference acceptance."""
+    lines = []
+    for ckpt in collector.checkpoints.values():
+        ref = ckpt.reference
+        if ref is None:
+            continue
+        inferred = ref["inferred"]
+        lines.append(
+            f"reference acceptance {ckpt.path}: {ref['mean_acceptance_length']:.2f} at k={ref['draft_steps']} "
+            f"(per position {ref['per_position']}) with aux ids read as {ref['convention']}; inferred "
+            f"convention {inferred['convention']}, d2t as {inferred['d2t']} "
+            f"({inferred['mean_acceptance_length']:.2f}, leads by {inferred['margin']:.2f})")
+    return lines
+
+def probe_lines(collector: Collector) -> list[str]:
+    """One line per probe.load run: what the installed engine's loader did, and the static plan beside it."""
+    lines = []
+    for ckpt in collector.checkpoints.values():
+        for spec, probe in ckpt.probes.items():
+            lines.append(f"real loader {ckpt.path}@{spec} ({probe['python']}): {_probe_summary(probe)}")
+    return lines
+
+
+def _probe_summary(probe: dict[str, Any]) -> str:
+    """The engine's outcome, then how the static plan compares."""
+    status, differences = probe["status"], probe["differences"]
+    if status == "probe-error":
+        return f"no answer: {probe.get('error')}"
+    done = ("refused: " + one_line(str(probe.get("error")), None).rstrip(".") if probe["outcome"] == "refused"
+            else "loaded with loss" if status == "loss" else "loaded")
+    if status == "unplanned":
+        return f"{done}; no static plan (version outside the profiles' range)"
+    if differences:
+        return f"{done}; the static plan differs on " + ", ".join(dict.fromkeys(d["fact"] for d in differences))
+    return f"{done}; the static plan agrees"
+
+
+def _predicted_cell(predicted: dict[str, Any] | None) -> str:
+    """The terminal table's predicted mean acceptance length and its basis."""
+    if not predicted:
+        return "-"
+    value = predicted.get("mean_acceptance_length")
+    return "refused" if value is None else f"{value:.2f} ({predicted.get('basis', 'assumed')})"

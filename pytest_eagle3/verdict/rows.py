@@ -1,0 +1,49 @@
+"""A row's judgement: every contract of the table's ``any`` row, or of one engine version's row, judged once."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pytest_eagle3.verdict.assess import (
+    SUBJECT_SEPARATOR,
+    NotRun,
+    assess,
+    require_config,
+    require_tensors,
+)
+from pytest_eagle3.verdict.assess_checkpoint import contracts as checkpoint_contracts
+from pytest_eagle3.verdict.assess_engine import contracts as engine_contracts
+from pytest_eagle3.verdict.judgement import ENGINE_CONTRACTS, NOT_RUN, ContractOutcome, Judgement
+
+if TYPE_CHECKING:
+    from pytest_eagle3.checkpoint import Checkpoint
+    from pytest_eagle3.knowledge.releases import EngineVersion
+    from pytest_eagle3.verdict.pipeline import Pipeline, TargetSide
+
+
+def judge_checkpoint(pipeline: Pipeline, ckpt: Checkpoint, side: TargetSide) -> Judgement:
+    """The contracts that do not depend on an engine (the table's ``any`` row)."""
+    fails = pipeline.settings.unknown_fails
+    rows = checkpoint_contracts(pipeline, ckpt, side)
+    outcomes = tuple(assess(cid, ckpt.path, run, unknown_fails=fails) for cid, run in rows)
+    return Judgement(ckpt.path, None, _format(ckpt), outcomes)
+
+
+def judge_engine(pipeline: Pipeline, ckpt: Checkpoint, engine: EngineVersion, side: TargetSide) -> Judgement:
+    """The engine contracts of one engine version (its row)."""
+    fails = pipeline.settings.unknown_fails
+    subject = f"{ckpt.path}{SUBJECT_SEPARATOR}{engine.spec}"
+    try:
+        require_tensors(ckpt)
+        require_config(ckpt)
+    except NotRun as exc:  # no plan: every engine contract says why
+        outcomes = tuple(ContractOutcome(cid, NOT_RUN, str(exc)) for cid in ENGINE_CONTRACTS)
+        return Judgement(ckpt.path, engine, _format(ckpt), outcomes)
+    verdict = pipeline.verdict(ckpt, engine, side)
+    rows = engine_contracts(pipeline, verdict, ckpt, side)
+    outcomes = tuple(assess(cid, subject, run, unknown_fails=fails, plan=verdict.plan) for cid, run in rows)
+    return Judgement(ckpt.path, engine, _format(ckpt), outcomes)
+
+
+def _format(ckpt: Checkpoint) -> str:
+    return ckpt.format.label if ckpt.tensors else ""

@@ -1,0 +1,170 @@
+"""The first hour, third pass: each trap a new user met, typed as the user types it, from outside the clone.
+
+1. No quiet green: a row whose aux layers or acceptance were not judged reads NOT JUDGED (table, JSON, summary),
+   ``--eagle3-not-judged=fail`` fails the run, and a draft that names its target is judged against it.
+2. ``plan`` without a target does not read as a clean load, and fits the terminal.
+3. A Hub draft read by its headers is never called corrupt by the repair line.
+4. A wrong target (a draft given as the target; a same-shape model the draft accepts nothing on) blames no draft.
+9. A truncated file's problems are counted ("+N more") and its repair line is one line.
+Also: a version newer than every release read is judged with a loud warning, ``--help`` names all seven engines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+DEMO, DEMO_SGLANG, TARGET = EXAMPLES / "demo-draft", EXAMPLES / "demo-draft-sglang", EXAMPLES / "demo-target"
+
+
+def _run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "GITHUB_STEP_SUMMARY")}
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=cwd, check=False,
+                          env={**base, "PYTEST_ADDOPTS": "-p no:randomly", **env}, timeout=900)
+
+
+def _report(path: Path) -> dict[str, object]:
+    data: dict[str, object] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def _rows(report: dict[str, object]) -> dict[tuple[str, str], dict[str, object]]:
+    checkpoints = report["checkpoints"]
+    assert isinstance(checkpoints, list)
+    return {(Path(c["path"]).name, f"{e['engine']}=={e['version']}"): e for c in checkpoints for e in c["engines"]}
+
+
+# 1. No quiet green ------------------------------------------------------------------------------------------
+def test_a_draft_judged_without_its_target_reads_not_judged_and_exits_as_documented(tmp_path: Path) -> None:
+    report = tmp_path / "verdict.json"
+    done = _run(["-m", "pytest", "-p", "no:cacheprovider", f"--eagle3-ckpt={DEMO_SGLANG}", f"--eagle3-report={report}",
+                 f"--eagle3-summary={tmp_path / 'summary.md'}"], tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:]  # nothing failed: by default not judged is no failure
+    table = [line for line in done.stdout.splitlines() if re.match(r"\s+(sglang|vllm)==", line)]
+    assert len(table) == 2 and all("NOT JUDGED" in line and "PASS" not in line for line in table), table
+    assert "NOT JUDGED for" in done.stdout and "engine.aux_layers" in done.stdout
+    rows = _rows(_report(report))
+    vllm = rows[("demo-draft-sglang", "vllm==0.33.0")]
+    assert vllm["verdict"] == "not judged" and vllm["complete"] is False
+    assert vllm["not_judged"] == ["engine.aux_layers", "engine.acceptance"]
+    summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert "0 of 1 checkpoint failing, 1 not judged" in summary and "| NOT JUDGED |" in summary
+    strict = _run(["-m", "pytest", "-p", "no:cacheprovider", f"--eagle3-ckpt={DEMO_SGLANG}", "--eagle3-not-judged=fail",
+                   "-q"], tmp_path)
+    assert strict.returncode == 1, strict.stdout[-2000:]
+    with_target = _run(["-m", "pytest", "-p", "no:cacheprovider", f"--eagle3-ckpt={DEMO_SGLANG}",
+                        f"--eagle3-target={TARGET}", "--eagle3-not-judged=fail", "-q"], tmp_path)
+    assert with_target.returncode == 1 and re.search(r"vllm==0\.33\.0\s+FAIL", with_target.stdout)
+
+
+def test_a_draft_that_names_its_target_is_judged_against_it_without_the_flag(tmp_path: Path) -> None:
+    draft = tmp_path / "draft"
+    shutil.copytree(DEMO, draft)
+    shutil.copytree(TARGET, tmp_path / "verifier")
+    config = json.loads((draft / "config.json").read_text())
+    config["speculators_config"]["verifier"]["name_or_path"] = "../verifier"  # as speculators writes a local path
+    (draft / "config.json").write_text(json.dumps(config))
+    report = tmp_path / "verdict.json"
+    done = _run(["-m", "pytest", "-p", "no:cacheprovider", f"--eagle3-ckpt={draft}", "--eagle3-engine=vllm",
+                 f"--eagle3-report={report}"], tmp_path)
+    assert "named by its config (speculators_config.verifier.name_or_path" in done.stdout, done.stdout[-3000:]
+    data = _report(report)
+    named = data["checkpoints"][0]["named_target"]  # type: ignore[index]
+    assert named["field"] == "speculators_config.verifier.name_or_path" and named["named"] == "../verifier"
+    row = _rows(data)[("draft", "vllm==0.33.0")]
+    outcomes = {c["id"]: c["outcome"] for c in row["contracts"]}  # type: ignore[union-attr]
+    assert outcomes["engine.aux_layers"] == "passed" and outcomes["engine.acceptance"] == "passed", row
+    assert row["verdict"] == "pass"
+
+
+def test_a_named_target_that_cannot_be_found_says_so_and_names_the_flag(tmp_path: Path) -> None:
+    draft = tmp_path / "draft"
+    shutil.copytree(DEMO, draft)
+    config = json.loads((draft / "config.json").read_text())
+    config["speculators_config"]["verifier"]["name_or_path"] = "no/such-model"
+    (draft / "config.json").write_text(json.dumps(config))
+    done = _run(["-m", "pytest", "-p", "no:cacheprovider", f"--eagle3-ckpt={draft}", "--eagle3-engine=vllm", "-q"],
+                tmp_path, HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"))
+    assert done.returncode == 0 and "its config names 'no/such-model'" in done.stdout, done.stdout[-3000:]
+    assert "--eagle3-target" in done.stdout and "NOT JUDGED" in done.stdout
+
+
+# 2. plan without a target -------------------------------------------------------------------------------------
+def test_plan_without_a_target_says_what_it_did_not_judge_and_fits_the_terminal(tmp_path: Path) -> None:
+    done = _run(["-m", "pytest_eagle3", "plan", str(DEMO_SGLANG), "--engine", "vllm"], tmp_path, COLUMNS="100")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 100, max(lines, key=len)
+    assert any(line.startswith("outcome:") and "not judged" in line for line in lines)
+    assert any(line.startswith("verdict:") and "NOT JUDGED" in line for line in lines)
+    with_target = _run(["-m", "pytest_eagle3", "plan", str(DEMO_SGLANG), "--engine", "vllm", "--target", str(TARGET)],
+                       tmp_path)
+    assert "outcome:              loads with loss" in with_target.stdout
+    assert "verdict:              FAIL: failing engine.acceptance, engine.aux_layers" in with_target.stdout
+
+
+# 4. wrong targets -------------------------------------------------------------------------------------------
+def test_a_draft_given_as_the_target_is_a_usage_error(tmp_path: Path) -> None:
+    done = _run(["-m", "pytest", "-p", "no:cacheprovider", f"--eagle3-ckpt={DEMO}", f"--eagle3-target={DEMO_SGLANG}"],
+                tmp_path)
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "is an EAGLE-3 draft" in done.stderr and "not a target model" in done.stderr
+    plan = _run(["-m", "pytest_eagle3", "plan", str(DEMO), "--target", str(DEMO_SGLANG)], tmp_path)
+    assert plan.returncode == 2 and "--target:" in plan.stderr and "is an EAGLE-3 draft" in plan.stderr
+
+
+def test_a_same_shape_wrong_target_blames_no_draft_and_advises_no_draft_edit(tmp_path: Path) -> None:
+    done = _run(["-m", "pytest", "-p", "no:cacheprovider", f"--eagle3-ckpt={DEMO}", "--eagle3-engine=vllm",
+                 f"--eagle3-target={EXAMPLES / 'tiny-target'}", f"--eagle3-report={tmp_path / 'v.json'}"], tmp_path)
+    assert done.returncode == 1
+    rows = _rows(_report(tmp_path / "v.json"))
+    failing = rows[("demo-draft", "vllm==0.33.0")]["failing"]
+    assert failing[0] == "reference.acceptance" and "engine.embeddings" not in failing, failing  # no measured embed
+    assert "drop embed_tokens.weight" not in done.stdout, done.stdout[-3000:]
+    repair = [line for line in done.stdout.splitlines() if line.startswith("repair ")]
+    assert len(repair) == 1 and "first the target" in repair[0] and "--eagle3-target names the model" in repair[0]
+
+
+# 3 and 9. repair lines -------------------------------------------------------------------------------------------
+def test_a_truncated_file_counts_its_problems_and_its_repair_line_is_one_line(tmp_path: Path) -> None:
+    from pytest_eagle3.testing.synth import SynthSpec, write_checkpoint
+
+    draft = write_checkpoint(SynthSpec().with_faults("truncated"), tmp_path / "draft")
+    done = _run(["-m", "pytest", "-p", "no:cacheprovider", f"--eagle3-ckpt={draft}", "--eagle3-engine=vllm",
+                 f"--eagle3-report={tmp_path / 'v.json'}"], tmp_path)
+    report = _report(tmp_path / "v.json")
+    readable = next(c for c in report["checkpoints"][0]["engines"][0]["contracts"]  # type: ignore[index]
+                    if c["id"] == "checkpoint.readable")
+    finding = readable["findings"][0]
+    count = int(finding["summary"].split()[0])
+    if count > 8:
+        assert finding["details"][0].startswith(f"+{count - 8} more: "), finding
+    repair = [line for line in done.stdout.splitlines() if line.startswith("repair ")]
+    assert repair and all("re-export the checkpoint" in line for line in repair), repair
+    assert len(" ".join(repair)) < 400, repair
+
+
+# also ---------------------------------------------------------------------------------------------------
+def test_a_version_newer_than_every_release_read_is_judged_with_a_loud_warning(tmp_path: Path) -> None:
+    for version in ("0.34.0", "9.9"):
+        done = _run(["-m", "pytest", "-p", "no:cacheprovider", f"--eagle3-ckpt={DEMO}", f"--eagle3-engine=vllm=={version}",
+                     "-q"], tmp_path)
+        said = f"vllm=={version} is newer than every vLLM release read (newest 0.33.0): it is judged by 0.33.0's rules"
+        assert said in " ".join(done.stdout.split()), done.stdout[-2000:]
+        plan = _run(["-m", "pytest_eagle3", "plan", str(DEMO), "--engine", f"vllm=={version}"], tmp_path)
+        assert said in " ".join(plan.stderr.split()) and plan.returncode == 0
+
+
+def test_help_names_every_engine(tmp_path: Path) -> None:
+    done = _run(["-m", "pytest_eagle3", "--help"], tmp_path, COLUMNS="200")
+    for name in ("SGLang", "vLLM", "TensorRT-LLM", "LMDeploy", "llama.cpp", "mlx-vlm", "TokenSpeed"):
+        assert name in done.stdout
