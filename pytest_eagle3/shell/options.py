@@ -104,6 +104,10 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "python interpreter of the venv where SGLang is installed: probe.load runs its loader on each "
                "checkpoint; live engine tests serve with it (default for those: this interpreter)",
                metavar="PYTHON"),
+    OptionSpec("eagle3_llamacpp_server", "--eagle3-llamacpp-server", "EAGLE3_LLAMACPP_SERVER",
+               "eagle3_llamacpp_server", "llama.cpp's llama-server binary (or the folder it was built in) for the "
+               "live llamacpp tests; its tree's convert_hf_to_gguf.py converts target and draft (default: the "
+               "cache python .ci/build_llama_server.py builds into)", metavar="PATH"),
     OptionSpec("eagle3_engine_args", "--eagle3-engine-args", "EAGLE3_ENGINE_ARGS", "eagle3_engine_args",
                "extra arguments for every live server, shell-quoted; or per engine: 'vllm: ARGS; sglang: ARGS'; "
                "the static plan reads 'trtllm: eagle3_layers_to_capture=[A,B,C]' (TensorRT-LLM's "
@@ -206,6 +210,7 @@ class Settings:
     unknown: str
     vllm_python: str | None
     sglang_python: str | None
+    llamacpp_server: str | None
     engine_args: str | None
     server_timeout: float
     sources: dict[str, Resolved] = field(default_factory=dict)
@@ -261,7 +266,6 @@ def parse_settings(config: pytest.Config) -> Settings:
         MAX_STEPS,
         MIN_CONTINUATION,
     )
-
     from pytest_eagle3.shell import option_values as check
 
     sources = {spec.dest: resolve(config, spec.dest) for spec in OPTIONS}
@@ -294,6 +298,7 @@ def parse_settings(config: pytest.Config) -> Settings:
         unknown=_unknown(name["eagle3_unknown"], one["eagle3_unknown"] or UNKNOWN_SKIP),
         vllm_python=_interpreter(name["eagle3_vllm_python"], one["eagle3_vllm_python"]),
         sglang_python=_interpreter(name["eagle3_sglang_python"], one["eagle3_sglang_python"]),
+        llamacpp_server=_existing(name["eagle3_llamacpp_server"], one["eagle3_llamacpp_server"]),
         engine_args=one["eagle3_engine_args"],
         server_timeout=check.number(name["eagle3_server_timeout"], one["eagle3_server_timeout"], DEFAULT_START_TIMEOUT,
                                float, 1.0, MAX_START_TIMEOUT),
@@ -318,6 +323,13 @@ def _interpreter(flag: str, python: str | None) -> str | None:
         return python
     raise _usage(flag, f"{python} does not exist; give the python of the venv where the engine is installed "
                        "(VENV/bin/python)")
+
+
+def _existing(flag: str, path: str | None) -> str | None:
+    """A path that must exist (a file or a folder)."""
+    if path is not None and not Path(path).exists():
+        raise _usage(flag, f"{path} does not exist (build the server: python .ci/build_llama_server.py)")
+    return path
 
 
 def check_interpreters(config: pytest.Config) -> None:
