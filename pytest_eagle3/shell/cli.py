@@ -170,17 +170,26 @@ def _check_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
 
 def _matrix(parser: argparse.ArgumentParser, readme: Path | None, markdown: bool = False) -> int:
     from pytest_eagle3.probes.record import probes_markdown
-    from pytest_eagle3.verdict.matrix import PROBES_END, PROBES_START, render_matrix, render_text, splice
+    from pytest_eagle3.verdict import confirmation
+    from pytest_eagle3.verdict.matrix import (
+        PROBES_END,
+        PROBES_START,
+        render_matrix,
+        render_text,
+        splice,
+    )
 
     if readme is not None and not readme.is_file():
         parser.error(f"--readme: {readme} is not a file")
     if readme is None:
         print(render_matrix() if markdown else render_text(), end="")
+        print("\n" + (confirmation.confirmation_markdown() if markdown else confirmation.confirmation_text()), end="")
         return 0
     table = render_matrix()
     try:
         text = splice(readme.read_text(encoding="utf-8"), table)
         text = splice(text, probes_markdown(), PROBES_START, PROBES_END)
+        text = splice(text, confirmation.confirmation_markdown(), confirmation.START, confirmation.END)
     except ValueError as exc:
         parser.error(f"--readme: {readme}: {exc}")
     readme.write_text(text, encoding="utf-8")
@@ -364,13 +373,12 @@ def _fix(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def _fix_steps(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from pytest_eagle3.knowledge.llamacpp_builds import CONVERT_COMMAND
+    from pytest_eagle3.knowledge.releases import LLAMACPP
     from pytest_eagle3.progress import step
     from pytest_eagle3.repair.fix import check_command, copy_flag, fix, prove, render
     from pytest_eagle3.repair.prediction import Measurement, predicted_lines
-    from pytest_eagle3.knowledge.llamacpp_builds import CONVERT_COMMAND
-    from pytest_eagle3.knowledge.releases import LLAMACPP
     from pytest_eagle3.repair.record import RepairRefused
-
     from pytest_eagle3.shell.cli_hub import config_only, local
 
     engines = _engines(parser, "--to", args.to, args.engine_args)
