@@ -5,8 +5,9 @@ extracts ``vendor/llama.cpp`` under ``DIR/llama-cpp-python-VERSION``, configures
 the server only: no tests, examples, web UI download or OpenSSL) and builds the ``llama-server`` target alone.
 Prints the binary's path: the value of ``--eagle3-llamacpp-server`` / ``EAGLE3_LLAMACPP_SERVER``. The tree
 beside it holds the same build's ``convert_hf_to_gguf.py`` and gguf-py, which the live fixture converts with.
-A second run finds the binary and only prints it. DIR defaults to ``$XDG_CACHE_HOME/pytest-eagle3`` (else
-``~/.cache/pytest-eagle3``). About 15 minutes on 2 cores.
+A second run finds the binary and only prints it, as does a run with ``EAGLE3_LLAMACPP_SERVER`` naming an existing
+binary (a server the user built). DIR defaults to ``$XDG_CACHE_HOME/pytest-eagle3`` (else ``~/.cache/pytest-eagle3``).
+About 15 minutes on 2 cores; needs CMake >= 3.18 and a C++17 compiler.
 """
 
 from __future__ import annotations
@@ -77,6 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=default_cache(), help="where the tree and build go")
     parser.add_argument("--jobs", "-j", type=int, default=2, help="parallel compile jobs (default 2)")
     args = parser.parse_args(argv)
+    given = os.environ.get("EAGLE3_LLAMACPP_SERVER", "")
+    if given and Path(given).is_file():
+        print(given)
+        return 0
     print(build(args.version, args.cache.resolve(), args.jobs))
     return 0
 
