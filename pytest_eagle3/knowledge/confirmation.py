@@ -49,7 +49,7 @@ ROWS: tuple[Confirmation, ...] = (
                  "llama-server b11312 (CPU build): ten drafts equal the prediction to 4 decimals, the 2-layer "
                  "draft refused by the converter as planned",
                  f"{NO}: the same fixture with --eagle3-device=cuda needs a CUDA build of llama-server",
-                 "tox -e llamacpp11312, llamacpp11312live; tests/test_live_llamacpp.py; docs/live.md"),
+                 "tox -e llamacpp11312,llamacpp11312live; tests/test_live_llamacpp.py; docs/live.md"),
     Confirmation(MLX_VLM, "0.6.0-0.7.10", "every release's drafter files",
                  "0.7.10 (mlx-cpu): strict load, bind, first fc",
                  "0.7.10: its generate loop with the EAGLE-3 drafter on the demo pair stops where the plan says "

@@ -28,7 +28,8 @@ def confirmation_markdown() -> str:
 
 def confirmation_text(width: int = 79) -> str:
     """The table for a terminal: one block per engine, each kind of evidence on its own wrapped line."""
-    lines = ["How each engine's facts are known (python -m pytest_eagle3 matrix --markdown: as a table):"]
+    lines = textwrap.wrap("How each engine's facts are known (as a table: python -m pytest_eagle3 matrix --markdown):",
+                          width)
     for cells in _cells():
         lines.append(f"{cells[0]} {cells[1]}")
         for name, value in zip(COLUMNS[2:], cells[2:]):
