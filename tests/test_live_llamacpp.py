@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -162,3 +163,48 @@ def test_live_run_leaves_no_process(live_run: dict[str, Any]) -> None:
               f"{gap(props):.4f} | {props['live_server_start_s']} | {props['live_requests_s']} |")
     print(f"whole live run ({len(DRAFTS)} drafts): {live_run['seconds']:.1f} s")
 
+
+
+
+def test_a_server_that_dies_is_reported_and_gone(request: pytest.FixtureRequest, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """llama-server given a GGUF that is not there exits while starting: ServerDied with the command and the log
+    tail; nothing carrying the marker is left running."""
+    from pytest_eagle3.live.errors import ServerDied
+    from pytest_eagle3.live.llamacpp import inspect_server
+    from pytest_eagle3.live.server import start_server
+
+    binary = Path(llamacpp_server(request.config))
+    marker = uuid.uuid4().hex
+    monkeypatch.setenv(RUN_MARKER, marker)
+    with pytest.raises(ServerDied) as caught:
+        start_server(inspect_server(binary), str(TARGET), None, tmp_path, timeout=120, env=dict(os.environ),
+                     served=(str(tmp_path / "absent.gguf"), None))
+    text = str(caught.value)
+    assert text.startswith("the server died during start: the process exited with code")
+    assert "absent.gguf" in text and "| " in text
+    assert leftovers(marker) == []
+
+
+def test_an_unusable_draft_is_served_without_drafting(request: pytest.FixtureRequest, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A draft GGUF that is not EAGLE-3 does not stop llama-server b11312: it logs the error and serves the target
+    alone (tools/server/server-context.cpp L1241-1248); the run counts no drafts, so live.acceptance cannot pass."""
+    from pytest_eagle3.live.llamacpp import convert_pair, converter_tree, inspect_server
+    from pytest_eagle3.live.server import start_server
+
+    binary = Path(llamacpp_server(request.config))
+    tree = converter_tree(binary)
+    assert tree is not None
+    target = convert_pair(tree, TARGET, None, tmp_path).target
+    marker = uuid.uuid4().hex
+    monkeypatch.setenv(RUN_MARKER, marker)
+    server = start_server(inspect_server(binary), str(TARGET), str(EXAMPLES / "demo-draft"), tmp_path, timeout=120,
+                          env=dict(os.environ), served=(str(target), str(target)))
+    try:
+        run = server.run(PROMPTS[:2], 16)
+        assert "draft model is not eagle3 (expected 3 extract layers, got 0)" in server.log_text()
+    finally:
+        server.stop()
+    assert run.acceptance is None and all(len(t) == 16 for t in run.generation.tokens)
+    assert leftovers(marker) == []
