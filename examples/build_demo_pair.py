@@ -1,6 +1,7 @@
 """Build the demo target and drafts deterministically on CPU: ``python examples/build_demo_pair.py``.
 
 demo-target          Llama, 8 layers, hidden 64, vocab 1024, trained on the "mode-chain" language
+                     (+ gguf-tokenizer/, for llama.cpp's converter: examples/build_demo_tokenizer.py)
 demo-draft           EAGLE-3 draft in speculators 0.9.0 layout, trained on the target's inputs of
                      layers [2, 4, 5] (input-of ids [2, 4, 5])
 demo-draft-sglang    EAGLE-3 draft in SpecForge's SGLang layout, trained on the target's outputs of
@@ -32,6 +33,11 @@ import torch
 from pytest_eagle3.reference.acceptance import capture_states
 from pytest_eagle3.reference.draft import DraftSpec, ReferenceDraft
 from pytest_eagle3.testing.synth import SPECFORGE, SPECULATORS, SynthSpec, decoder_layer, draft_config
+
+try:  # run as a script (python examples/build_demo_pair.py): the folder is on the path
+    from build_demo_tokenizer import write as write_tokenizer  # type: ignore[import-not-found,unused-ignore]
+except ModuleNotFoundError:  # imported as examples.build_demo_pair (build_trained_drafts.py)
+    from examples.build_demo_tokenizer import write as write_tokenizer
 
 HERE = Path(__file__).resolve().parent
 SEED = 1234
@@ -178,6 +184,7 @@ def train_target(out: Path, log: Iterator[None] | None = None) -> dict[str, obje
     config.pop("transformers_version", None)
     (out / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     (out / "generation_config.json").unlink(missing_ok=True)
+    write_tokenizer(out / "gguf-tokenizer")  # for llama.cpp's converter only (examples/build_demo_tokenizer.py)
     return {"plain_s": round(plain_s), "finetune_s": round(finetune_s), "accuracy": round(accuracy, 4),
             "neighbour_cos_plain": plain_cos, "neighbour_cos": cos}
 

@@ -118,6 +118,10 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "python interpreter of the venv where SGLang is installed: probe.load runs its loader on each "
                "checkpoint; live engine tests serve with it (default for those: this interpreter)",
                metavar="PYTHON", judges=False),
+    OptionSpec("eagle3_llamacpp_server", "--eagle3-llamacpp-server", "EAGLE3_LLAMACPP_SERVER",
+               "eagle3_llamacpp_server", "llama.cpp's llama-server binary (or the folder it was built in) for the "
+               "live llamacpp tests; its tree's convert_hf_to_gguf.py converts target and draft (default: the "
+               "cache python .ci/build_llama_server.py builds into)", metavar="PATH", judges=False),
     OptionSpec("eagle3_engine_args", "--eagle3-engine-args", "EAGLE3_ENGINE_ARGS", "eagle3_engine_args",
                "extra arguments for every live server, shell-quoted; or per engine: 'vllm: ARGS; sglang: ARGS'; "
                "the static plan reads 'trtllm: eagle3_layers_to_capture=[A,B,C]' (TensorRT-LLM's "

@@ -94,3 +94,29 @@ def test_gpu_with_a_checkpoint_runs_on_cuda_without_the_device_flag(
     reference = run.outcomes(EXAMPLES / "demo-draft")["reference.acceptance"]
     assert reference[0] == "skipped" and "no CUDA device visible" in reference[1]
     assert run.report["checkpoints"][0]["verdict"] == "not run"
+
+
+def test_llamacpp_without_a_server_skips_naming_the_build(run_contracts: Callable[..., ContractRun],
+                                                           tmp_path: Path) -> None:
+    """No llama-server where --eagle3-llamacpp-server points: each live llama.cpp contract skips saying how to build
+    one; nothing is converted or started."""
+    empty = tmp_path / "no-server-here"
+    empty.mkdir()
+    run = run_contracts([EXAMPLES / "demo-draft"], "-m", "engine", "-rs", "--eagle3-engine=llamacpp",
+                        f"--eagle3-llamacpp-server={empty}", target=EXAMPLES / "demo-target")
+    entry = run.engine_entry(EXAMPLES / "demo-draft", "llamacpp==b11312")
+    outcomes = {c["id"]: (c["outcome"], c["message"]) for c in entry["contracts"]}
+    assert {outcomes[c][0] for c in ("live.launch", "live.acceptance", "live.greedy")} == {"skipped"}
+    reason = outcomes["live.acceptance"][1]
+    assert f"{empty} holds no llama-server; build it with python .ci/build_llama_server.py" in reason
+    assert "--eagle3-llamacpp-server=PATH or set EAGLE3_LLAMACPP_SERVER" in reason
+
+
+def test_llamacpp_server_option_must_exist(pytester: pytest.Pytester) -> None:
+    """A server path that does not exist is a usage error naming the option and the build command."""
+    result = pytester.runpytest(f"--eagle3-ckpt={EXAMPLES / 'demo-draft'}",
+                                "--eagle3-llamacpp-server=no-such-dir/llama-server")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    expected = ("*--eagle3-llamacpp-server: no-such-dir/llama-server does not exist (build the server: "
+                "python .ci/build_llama_server.py)*")
+    result.stderr.fnmatch_lines([expected])

@@ -6,7 +6,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pytest_eagle3.knowledge.releases import SGLANG, VLLM, EngineVersion
+from pytest_eagle3.knowledge.releases import LLAMACPP, SGLANG, VLLM, EngineVersion
 from pytest_eagle3.knowledge.table import Row, Table, table
 
 #: A launch row: the argv fragment (or health path) for one aspect, from ``since`` on.
@@ -46,6 +46,25 @@ _LAUNCH_ROWS: tuple[tuple[str, LaunchRule], ...] = (
         "sglang server_args.py --skip-tokenizer-init (0.5.11 L4228)")),
     ("health", Row(SGLANG, "0.4.4.post2", "/health",
         "sglang srt/entrypoints/http_server.py @app.get('/health') (0.5.23 L721)")),
+    # llama.cpp: the llama-server binary itself (no interpreter); target and draft are the GGUFs its tree's
+    # convert_hf_to_gguf.py wrote. Read in b11312 (llama-cpp-python 0.3.36 vendor/llama.cpp).
+    ("module", Row(LLAMACPP, "11312", ("--model", "{target}", "--parallel", "1", "--metrics", "--no-webui"),
+        "llama.cpp common/arg.cpp -m/--model (L3035), -np/--parallel (L2544: one slot, requests one at a time), "
+        "--metrics (L3592: tools/server/server.cpp GET /metrics, L253), --no-webui (L3470)")),
+    ("address", Row(LLAMACPP, "11312", ("--host", "{host}", "--port", "{port}"),
+        "llama.cpp common/arg.cpp --host (L3314), --port (L3330)")),
+    ("speculative", Row(LLAMACPP, "11312", ("--spec-draft-model", "{draft}", "--spec-type", "draft-eagle3",
+                                             "--spec-draft-n-max", "{steps}", "--spec-draft-p-min", "0"),
+        "llama.cpp common/arg.cpp --spec-draft-model/-md (L4241), --spec-type draft-eagle3 (L4249; "
+        "common/speculative.cpp common_speculative_impl_draft_eagle3), --spec-draft-n-max (L4140), "
+        "--spec-draft-p-min 0: no early stop of a chain (L4197; speculative.cpp draft(): 'set to 0.0 to disable')")),
+    ("device_cpu", Row(LLAMACPP, "11312", ("--n-gpu-layers", "0", "--spec-draft-ngl", "0"),
+        "llama.cpp common/arg.cpp -ngl/--n-gpu-layers (L2789), --spec-draft-ngl (L4222): no layer offloaded")),
+    ("device_cuda", Row(LLAMACPP, "11312", ("--n-gpu-layers", "all", "--spec-draft-ngl", "all"),
+        "llama.cpp common/arg.cpp -ngl/--n-gpu-layers 'all' (L2789), --spec-draft-ngl 'all' (L4222): every layer on "
+        "the GPU of a CUDA build")),
+    ("health", Row(LLAMACPP, "11312", "/health",
+        "llama.cpp tools/server/server.cpp GET /health (L251): 503 while the model loads, 200 once ready")),
 )
 
 

@@ -5,6 +5,9 @@ entrypoints/openai/protocol.py CompletionRequest from 0.11.0 L1158; openai/compl
 in 0.32.0 L171), ``ignore_eos``; counters from ``GET /metrics``.
 SGLang: ``POST /generate`` with ``input_ids`` (srt/entrypoints/http_server.py), ``output_ids`` and
 ``meta_info`` per request; ``GET /server_info`` (``/get_server_info`` before 0.5.6).
+llama.cpp: ``POST /completion`` with a token-id ``prompt``, ``return_tokens`` and ``cache_prompt: false`` (b11312
+tools/server/server-schema.cpp fields; the final result's ``tokens`` and ``timings``, server-task.cpp
+to_json_non_oaicompat L339-357); counters from ``GET /metrics`` (``--metrics``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_eagle3.knowledge.releases import SGLANG, VLLM
+from pytest_eagle3.knowledge.releases import LLAMACPP, SGLANG, VLLM
 from pytest_eagle3.live.errors import RequestFailed
 
 DEFAULT_TIMEOUT = 600.0
@@ -58,6 +61,8 @@ def generate(engine: str, base_url: str, prompts: Sequence[Sequence[int]], new_t
         return _vllm_generate(base_url, prompts, new_tokens, model)
     if engine == SGLANG:
         return _sglang_generate(base_url, prompts, new_tokens)
+    if engine == LLAMACPP:
+        return _llamacpp_generate(base_url, prompts, new_tokens)
     raise ValueError(f"unknown engine {engine!r}")
 
 
@@ -80,6 +85,18 @@ def _sglang_generate(base_url: str, prompts: Sequence[Sequence[int]], new_tokens
     items = reply if isinstance(reply, list) else [reply]
     return Generation(tuple(tuple(int(t) for t in item["output_ids"]) for item in items),
                       tuple(dict(item.get("meta_info", {})) for item in items))
+
+
+def _llamacpp_generate(base_url: str, prompts: Sequence[Sequence[int]], new_tokens: int) -> Generation:
+    """One request per prompt; ``meta`` holds each response's ``timings`` (drafted / accepted tokens)."""
+    tokens, meta = [], []
+    for prompt in prompts:
+        body = {"prompt": [int(t) for t in prompt], "n_predict": new_tokens, "temperature": 0.0, "top_k": 1,
+                "cache_prompt": False, "return_tokens": True, "stream": False}
+        reply = post_json(f"{base_url}/completion", body)
+        tokens.append(tuple(int(t) for t in reply["tokens"]))
+        meta.append(dict(reply.get("timings", {})))
+    return Generation(tuple(tokens), tuple(meta))
 
 
 def vllm_metrics_text(base_url: str) -> str:

@@ -14,7 +14,7 @@ from packaging.version import Version
 
 from pytest_eagle3.knowledge.launch import LAUNCH_TABLES, LaunchRule
 from pytest_eagle3.knowledge.launch_settings import sections
-from pytest_eagle3.knowledge.releases import KNOWN_RANGES, VLLM
+from pytest_eagle3.knowledge.releases import KNOWN_RANGES, LLAMACPP, VLLM
 
 #: Draft steps the live run asks for: vLLM ``num_speculative_tokens``; SGLang steps, topk 1 and
 #: ``steps + 1`` draft tokens (a chain, as vLLM drafts). The reference measures the same k.
@@ -51,6 +51,8 @@ class LaunchRequest:
     skip_tokenizer: bool = False
     extra_args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
+    #: ``cpu`` or ``cuda``: where a server that is told (llama.cpp's layer offload) puts the model.
+    device: str = "cpu"
 
 
 @dataclass(frozen=True)
@@ -74,14 +76,17 @@ def build_command(request: LaunchRequest) -> LaunchCommand:
     aspects = [module, "address"]
     if request.draft is not None:
         aspects.append("speculative")
-    if request.skip_tokenizer:
+    if engine == LLAMACPP:  # a GGUF carries its vocabulary; the binary is told where the layers go
+        aspects.append(f"device_{request.device.partition(':')[0]}")
+    elif request.skip_tokenizer:
         aspects.append("no_tokenizer")
     values = {
         "target": request.target, "host": request.host, "port": str(request.port), "draft": request.draft or "",
         "steps": str(request.steps), "draft_tokens": str(request.steps + 1),
         "speculative_json": speculative_json(request.draft or "", request.steps),
     }
-    argv: list[str] = [request.python, "-m"]
+    # The engine's own interpreter with a module; llama.cpp's server is its binary (``python`` names it).
+    argv: list[str] = [request.python] if engine == LLAMACPP else [request.python, "-m"]
     sources = []
     for aspect in aspects:
         rule = launch_rule(engine, aspect, version)

@@ -18,6 +18,18 @@ VLLM_DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
 VLLM_ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
 VLLM_ACCEPTED_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos"
 
+#: llama-server's ``/metrics`` (with ``--metrics``): the same four counters under its own prefix. llama.cpp b11312
+#: tools/server/server-task.cpp server_task_result_metrics::to_json counters (L1553-1566: drafted tokens,
+#: accepted tokens, ``spec_decode_num_drafts_total`` = verification steps) and the per-position family (L1606-1613);
+#: summed when each request ends (server-context.cpp metrics_on_prediction, L4109-4129).
+LLAMACPP_NAMES = ("llamacpp:spec_decode_num_drafts", "llamacpp:spec_decode_num_draft_tokens",
+                  "llamacpp:spec_decode_num_accepted_tokens", "llamacpp:spec_decode_num_accepted_tokens_per_pos")
+VLLM_NAMES = (VLLM_DRAFTS, VLLM_DRAFT_TOKENS, VLLM_ACCEPTED, VLLM_ACCEPTED_PER_POS)
+#: llama-server's per-request counters: each completion's ``timings`` has ``draft_n`` (tokens drafted) and
+#: ``draft_n_accepted`` (b11312 tools/server/server-common.cpp server_slot_stats::to_json, L99-101), no count of
+#: verification steps and none per position: the mean acceptance length needs ``/metrics`` too.
+LLAMACPP_TIMINGS = ("draft_n", "draft_n_accepted")
+
 #: SGLang per-request ``meta_info`` histogram of accepted drafts per verify step, newest name first:
 #: managers/tokenizer_manager.py _calculate_spec_decoding_metrics (``spec_accept_histogram`` from
 #: 0.5.9; ``spec_correct_drafts_histogram`` from 0.5.12, the old name an alias until 0.5.20).
@@ -55,20 +67,21 @@ class VllmCounters:
         return VllmCounters(self.drafts - earlier.drafts, self.draft_tokens - earlier.draft_tokens,
                             self.accepted - earlier.accepted, tuple(a - b for a, b in zip(mine, theirs)))
 
-    def acceptance(self) -> LiveAcceptance | None:
+    def acceptance(self, source: str = "vLLM /metrics spec_decode counters") -> LiveAcceptance | None:
         """None when no draft was made."""
         if self.drafts <= 0:
             return None
         per_position = tuple(a / self.drafts for a in self.per_position)
-        return LiveAcceptance(1.0 + self.accepted / self.drafts, per_position, int(self.drafts),
-                              "vLLM /metrics spec_decode counters")
+        return LiveAcceptance(1.0 + self.accepted / self.drafts, per_position, int(self.drafts), source)
 
 
-def parse_vllm_metrics(text: str) -> VllmCounters:
-    """Parse the Prometheus text of vLLM's ``/metrics`` (``prometheus_client`` text parser)."""
+def parse_vllm_metrics(text: str, names: tuple[str, str, str, str] = VLLM_NAMES) -> VllmCounters:
+    """Parse the Prometheus text of vLLM's ``/metrics`` (``prometheus_client`` text parser); ``names``: the
+    drafts, draft-token, accepted and per-position families (:data:`LLAMACPP_NAMES` for llama-server)."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    totals = {VLLM_DRAFTS: 0.0, VLLM_DRAFT_TOKENS: 0.0, VLLM_ACCEPTED: 0.0}
+    drafts, draft_tokens, accepted, per_pos = names
+    totals = {drafts: 0.0, draft_tokens: 0.0, accepted: 0.0}
     per_position: dict[int, float] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
@@ -77,11 +90,30 @@ def parse_vllm_metrics(text: str) -> VllmCounters:
             name = sample.name.removesuffix("_total")
             if name in totals:
                 totals[name] += sample.value
-            elif name == VLLM_ACCEPTED_PER_POS and "position" in sample.labels:
+            elif name == per_pos and "position" in sample.labels:
                 position = int(sample.labels["position"])
                 per_position[position] = per_position.get(position, 0.0) + sample.value
     positions = tuple(per_position.get(i, 0.0) for i in range(max(per_position, default=-1) + 1))
-    return VllmCounters(totals[VLLM_DRAFTS], totals[VLLM_DRAFT_TOKENS], totals[VLLM_ACCEPTED], positions)
+    return VllmCounters(totals[drafts], totals[draft_tokens], totals[accepted], positions)
+
+
+def llamacpp_acceptance(counted: VllmCounters, timings: Iterable[Mapping[str, Any]]) -> LiveAcceptance | None:
+    """Acceptance over llama-server requests: drafted and accepted tokens from each response's ``timings``, the
+    verification steps and per-position counts from ``/metrics`` (``counted``, the growth over the same requests).
+    The two must agree on drafted and accepted tokens; :class:`CountersDisagree` says so when they do not."""
+    rows = list(timings)
+    drafted = sum(int(t.get(LLAMACPP_TIMINGS[0], 0) or 0) for t in rows)
+    accepted = sum(int(t.get(LLAMACPP_TIMINGS[1], 0) or 0) for t in rows)
+    if (drafted, accepted) != (round(counted.draft_tokens), round(counted.accepted)):
+        raise CountersDisagree(
+            f"llama-server's per-request timings count {drafted} drafted / {accepted} accepted tokens, its /metrics "
+            f"{counted.draft_tokens:g} / {counted.accepted:g} over the same {len(rows)} requests")
+    return counted.acceptance(f"llama-server timings draft_n / draft_n_accepted ({accepted} of {drafted} drafted), "
+                              "verification steps and per position from /metrics")
+
+
+class CountersDisagree(ValueError):
+    """An engine's two accounts of the same requests differ."""
 
 
 def sglang_server_info_acceptance(info: Mapping[str, Any]) -> float | None:

@@ -7,14 +7,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_eagle3.knowledge.releases import VLLM
+from pytest_eagle3.knowledge.releases import LLAMACPP, VLLM
 from pytest_eagle3.live.client import Generation, generate, vllm_metrics_text
 from pytest_eagle3.live.errors import DraftPathMissing, ServerDied
 from pytest_eagle3.live.interpreter import EngineInstall
 from pytest_eagle3.live.launch import DEFAULT_STEPS, LaunchCommand, LaunchRequest, build_command
 from pytest_eagle3.live.metrics import (
+    LLAMACPP_NAMES,
+    VLLM_NAMES,
     LiveAcceptance,
     VllmCounters,
+    llamacpp_acceptance,
     parse_vllm_metrics,
     sglang_request_acceptance,
 )
@@ -74,11 +77,16 @@ class LiveServer:
         one at a time 0.908/0.890/0.887, the reference 0.904/0.886/0.882; both deterministic.
         """
         began = time.monotonic()
-        if self.engine == VLLM:
-            before = parse_vllm_metrics(vllm_metrics_text(self.base_url))
+        if self.engine in (VLLM, LLAMACPP):
+            names = LLAMACPP_NAMES if self.engine == LLAMACPP else VLLM_NAMES
+            before = parse_vllm_metrics(vllm_metrics_text(self.base_url), names)
             generation = self._one_by_one(prompts, new_tokens)
-            counted = self._settled_counters(before)
-            return LiveRun(generation, counted.acceptance() if self.draft else None, time.monotonic() - began)
+            counted = self._settled_counters(before, names)
+            if self.engine == LLAMACPP:
+                acceptance = llamacpp_acceptance(counted, generation.meta) if self.draft else None
+            else:
+                acceptance = counted.acceptance() if self.draft else None
+            return LiveRun(generation, acceptance, time.monotonic() - began)
         generation = self._one_by_one(prompts, new_tokens)
         acceptance = sglang_request_acceptance(generation.meta, self.steps) if self.draft else None
         return LiveRun(generation, acceptance, time.monotonic() - began)
@@ -87,13 +95,14 @@ class LiveServer:
         parts = [generate(self.engine, self.base_url, [prompt], new_tokens) for prompt in prompts]
         return Generation(tuple(t for p in parts for t in p.tokens), tuple(m for p in parts for m in p.meta))
 
-    def _settled_counters(self, before: VllmCounters, wait: float = 5.0) -> VllmCounters:
+    def _settled_counters(self, before: VllmCounters, names: tuple[str, str, str, str] = VLLM_NAMES,
+                          wait: float = 5.0) -> VllmCounters:
         """The counters' growth since ``before``, read until two reads agree (stats are recorded per step)."""
-        last = parse_vllm_metrics(vllm_metrics_text(self.base_url)) - before
+        last = parse_vllm_metrics(vllm_metrics_text(self.base_url), names) - before
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             time.sleep(0.3)
-            now = parse_vllm_metrics(vllm_metrics_text(self.base_url)) - before
+            now = parse_vllm_metrics(vllm_metrics_text(self.base_url), names) - before
             if now == last:
                 break
             last = now
@@ -106,8 +115,10 @@ class LiveServer:
 def start_server(install: EngineInstall, target: str, draft: str | None, log_dir: str | Path, *,
                  timeout: float = DEFAULT_START_TIMEOUT, steps: int = DEFAULT_STEPS, extra_args: Sequence[str] = (),
                  env: Mapping[str, str] | None = None, port: int | None = None,
-                 check_draft: bool = True) -> LiveServer:
-    """Build the launch command for the installed version, start it, wait for health.
+                 check_draft: bool = True, device: str = "cpu",
+                 served: tuple[str, str | None] | None = None) -> LiveServer:
+    """Build the launch command for the installed version, start it, wait for health. ``served``: the files the
+    command names when they are not ``target`` and ``draft`` themselves (llama.cpp's GGUFs of them).
 
     Raises a :class:`~pytest_eagle3.live.errors.ServerError` subclass (with the log tail) on failure.
     """
@@ -116,8 +127,10 @@ def start_server(install: EngineInstall, target: str, draft: str | None, log_dir
     if draft is not None and check_draft and not (Path(draft) / "config.json").is_file():
         raise DraftPathMissing(f"{draft} is not a checkpoint directory (no config.json); nothing was started")
     chosen = port if port is not None else free_port()
-    request = LaunchRequest(install.engine, install.version, install.python, target, draft, chosen, LOOPBACK,
-                            steps, install.has_vllm_dist, not has_tokenizer(target), tuple(extra_args))
+    model, drafted = served if served is not None else (target, draft)
+    request = LaunchRequest(install.engine, install.version, install.python, model, drafted, chosen, LOOPBACK,
+                            steps, install.has_vllm_dist, not has_tokenizer(target), tuple(extra_args),
+                            device=device)
     command = build_command(request)
     name = f"{install.engine}-{Path(target).name}-{Path(draft).name if draft else 'alone'}-{chosen}.log"
     process = ServerProcess(command.argv, chosen, Path(log_dir) / name, health_path=command.health_path,

@@ -246,15 +246,23 @@ class Acceptance:
     drafts: int
 
 
-def greedy_walk(proposals: torch.Tensor, run: TargetRun, usable: int, steps: int, counts: torch.Tensor) -> None:
+def greedy_walk(proposals: torch.Tensor, run: TargetRun, usable: int, steps: int, counts: torch.Tensor,
+                budget: int | None = None) -> None:
     """The engine's greedy walk over one run's proposals: from the last prompt token, accept the longest
-    prefix that matches the target, advance by accepted + 1; ``counts[a]`` counts verifications accepting a."""
+    prefix that matches the target, advance by accepted + 1; ``counts[a]`` counts verifications accepting a.
+    ``budget``: the request's token limit, to which the engine cuts each draft (the tokens left, minus one;
+    no draft with one left: knowledge.draft_budget); None: ``steps`` drafted at every verification."""
     gold = torch.stack([run.sequences[:, 2 + j: usable + 2 + j] for j in range(steps)], dim=-1)
     accepted = torch.cumprod((proposals == gold).long(), dim=-1).sum(-1).cpu()
     for row in accepted:
         position = run.prompt_length - 1
         while position < usable:
             count = int(row[position])
+            if budget is not None:  # generated so far: position - prompt_length + 2
+                drafted = min(steps, budget - (position - run.prompt_length + 2) - 1)
+                if drafted <= 0:
+                    break
+                count = min(count, drafted)
             counts[count] += 1
             position += count + 1
 

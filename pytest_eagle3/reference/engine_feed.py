@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from pytest_eagle3.engines.plan import REFUSED, LoadPlan
 from pytest_eagle3.engines.profiles import profile
+from pytest_eagle3.knowledge.draft_budget import draft_budget
 from pytest_eagle3.reference.simulate import (
     DRAFT,
     FC_BYPASSED,
@@ -73,7 +74,8 @@ def engine_feed(plan: LoadPlan, draft: ReferenceDraft, target_layers: int) -> En
     # the plan's rope differs from the draft's own only for a plan of an edited config (a rope fix being proven)
     feed = Feed(indices=tuple(fed), fc=fc, norms=_norms(plan), embed=embed, lm_head=lm_head,
                 d2t=_d2t(plan), layers=plan.draft_layers or 1, later_norm=later, uninitialised=uninit,
-                rope=plan.draft_rope if plan.draft_rope != draft.config_rope else None)
+                rope=plan.draft_rope if plan.draft_rope != draft.config_rope else None,
+                budget=str(draft_budget(plan.engine)))
     other = None
     mode = plan.aux.other_mode
     if mode is not None and tuple(mode) != tuple(fed) and all(0 <= i <= target_layers for i in mode):

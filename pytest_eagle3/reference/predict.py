@@ -13,6 +13,7 @@ whether the best one leads by more than the noise) or, when the measurement is u
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -146,20 +147,30 @@ class DraftPredictor:
             return Prediction(plan.engine, None, self.training, unavailable=engine.unavailable, notes=engine.notes)
         try:
             with torch.no_grad():
+                training = self.training_for(engine.feed)
                 predicted = self.simulator.acceptance(engine.feed)
                 other = self.simulator.acceptance(engine.other_mode) if engine.other_mode is not None else None
-                deviations = self.deviations(engine.feed)
-                others = self.deviations(engine.other_mode) if engine.other_mode is not None else ()
+                deviations = self.deviations(engine.feed, training)
+                others = self.deviations(engine.other_mode, training) if engine.other_mode is not None else ()
         except (RuntimeError, ValueError, IndexError, KeyError) as exc:
             return Prediction(plan.engine, None, self.training, notes=engine.notes,
                               unavailable=f"the simulation cannot run {plan.engine.label}'s plan: {exc}")
-        return Prediction(plan.engine, predicted, self.training, deviations, other, notes=engine.notes,
+        return Prediction(plan.engine, predicted, training, deviations, other, notes=engine.notes,
                           other_deviations=others)
 
-    def deviations(self, feed: Feed) -> tuple[Deviation, ...]:
+    def training_for(self, feed: Feed) -> Training:
+        """The draft as trained, walked the way ``feed``'s engine drafts at the end of a request (its serving
+        loop, not a deviation: a good draft loses nothing to it)."""
+        if feed.budget == self.training.feed.budget:
+            return self.training
+        trained = dataclasses.replace(self.training.feed, budget=feed.budget)
+        return dataclasses.replace(self.training, feed=trained, acceptance=self.simulator.acceptance(trained))
+
+    def deviations(self, feed: Feed, training: Training | None = None) -> tuple[Deviation, ...]:
         """Each difference from training applied alone, with its cost in accepted tokens."""
-        trained = self.training.feed
-        base = self.training.acceptance.mean_acceptance_length
+        training = training if training is not None else self.training
+        trained = training.feed
+        base = training.acceptance.mean_acceptance_length
         out = []
         for name in dict.fromkeys(trained.differences(feed)):
             if name == "later_norm" and "layers" in trained.differences(feed):

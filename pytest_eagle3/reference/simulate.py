@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from pytest_eagle3.knowledge.draft_budget import DraftBudget
 from pytest_eagle3.producers.habits import Rope, RopeKey
 from pytest_eagle3.reference.acceptance import Acceptance, Reading, TargetRun, greedy_walk
 from pytest_eagle3.reference.draft import ReferenceDraft, rms_norm
@@ -59,13 +60,16 @@ class Feed:
     rope: RopeKey | None = None
     #: The first layer's input_layernorm also runs on the hidden path (ModelOpt's training; no engine).
     hidden_prenorm: bool = False
+    #: How the engine drafts at the end of a request (knowledge.draft_budget): a property of its serving loop,
+    #: never a deviation from training (``differences`` leaves it out).
+    budget: str = "full"
 
     def norm(self, name: str) -> bool:
         return dict(self.norms)[name]
 
     def differences(self, other: Feed) -> list[str]:
         """Field names where ``other`` differs (norm flags one by one)."""
-        names = [f.name for f in dataclasses.fields(self) if f.name != "norms"
+        names = [f.name for f in dataclasses.fields(self) if f.name not in ("norms", "budget")
                  and getattr(self, f.name) != getattr(other, f.name)]
         names += [f"norms.{n}" for n in NORM_FLAGS if dict(self.norms).get(n) != dict(other.norms).get(n)]
         return names
@@ -182,7 +186,8 @@ class Simulator:
             aux = torch.cat([run.states[i][:, :usable] for i in feed.indices], dim=-1)
         next_ids = run.sequences[:, 1: usable + 1]
         proposals, _ = draft.propose(aux, next_ids, steps, embed, ABSOLUTE if feed.d2t == ABSOLUTE else OFFSETS)
-        greedy_walk(proposals, run, usable, steps, counts)
+        cut = self.target.continuation if feed.budget == DraftBudget.CUT else None
+        greedy_walk(proposals, run, usable, steps, counts, cut)
         return counts
 
 

@@ -150,6 +150,7 @@ def _check_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
 
 def _matrix(parser: argparse.ArgumentParser, readme: Path | None, markdown: bool = False) -> int:
     from pytest_eagle3.probes.record import probes_markdown
+    from pytest_eagle3.verdict import confirmation
     from pytest_eagle3.verdict.matrix import (
         PROBES_END,
         PROBES_START,
@@ -162,11 +163,13 @@ def _matrix(parser: argparse.ArgumentParser, readme: Path | None, markdown: bool
         parser.error(f"--readme: {readme} is not a file")
     if readme is None:
         print(render_matrix() if markdown else render_text(), end="")
+        print("\n" + (confirmation.confirmation_markdown() if markdown else confirmation.confirmation_text()), end="")
         return 0
     table = render_matrix()
     try:
         text = splice(readme.read_text(encoding="utf-8"), table)
         text = splice(text, probes_markdown(), PROBES_START, PROBES_END)
+        text = splice(text, confirmation.confirmation_markdown(), confirmation.START, confirmation.END)
     except ValueError as exc:
         parser.error(f"--readme: {readme}: {exc}")
     readme.write_text(text, encoding="utf-8")

@@ -36,10 +36,12 @@ from pytest_eagle3.shell.verdicts import pipeline, target_side
 if TYPE_CHECKING:
     from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.live.devices import CudaDevices
-    from pytest_eagle3.live.errors import ServerError
     from pytest_eagle3.live.interpreter import EngineInstall
     from pytest_eagle3.live.server import LiveRun, LiveServer
 
+#: The engines the live fixtures start servers of (llama.cpp: its llama-server binary, --eagle3-llamacpp-server).
+LLAMACPP = "llamacpp"
+LIVE_ENGINES = ("vllm", "sglang", LLAMACPP)
 SERVER_FIXTURES = ("eagle3_server", "eagle3_baseline_server")
 #: What the live tests import, from the ``live`` extra (pyproject.toml).
 LIVE_MODULES = ("mirakuru", "psutil", "prometheus_client")
@@ -56,9 +58,11 @@ class LiveState:
     """Per-run live state (kept in ``config.stash``): installs read, servers started, runs made."""
 
     installs: dict[tuple[str, str], EngineInstall] = field(default_factory=dict)
-    servers: dict[tuple[str, str, str | None], LiveServer | ServerError] = field(default_factory=dict)
+    servers: dict[tuple[str, str, str | None], LiveServer | Exception] = field(default_factory=dict)
     runs: dict[tuple[str, str, str | None], LiveRun] = field(default_factory=dict)
     cuda: CudaDevices | None = None
+    #: llama.cpp: the folder this run converts targets and drafts into (one GGUF per model).
+    gguf_dir: Path | None = None
 
 
 STATE = pytest.StashKey[LiveState]()
@@ -76,14 +80,37 @@ def engine_python(config: pytest.Config, engine: str) -> str:
 
 
 def engine_install(config: pytest.Config, engine: str) -> EngineInstall:
-    """What ``engine``'s interpreter has installed (asked once per run)."""
-    from pytest_eagle3.live.interpreter import inspect_engine
+    """What ``engine``'s interpreter has installed (asked once per run); llama.cpp: the llama-server binary's build
+    (``python`` is the binary)."""
+    from pytest_eagle3.live.interpreter import EngineInstall, inspect_engine
 
+    if engine == LLAMACPP:
+        from pytest_eagle3.live.llamacpp import inspect_server, missing_reason, server_binary
+
+        given = settings(config).llamacpp_server
+        binary = server_binary(given)
+        key = (engine, str(binary) if binary is not None else f"missing:{given}")
+        state = live_state(config)
+        if key not in state.installs:
+            state.installs[key] = (inspect_server(binary) if binary is not None else
+                                   EngineInstall(engine, key[1], None, None, missing_reason(given)))
+        return state.installs[key]
     python = engine_python(config, engine)
     state = live_state(config)
     if (engine, python) not in state.installs:
         state.installs[(engine, python)] = inspect_engine(engine, python)
     return state.installs[(engine, python)]
+
+
+def unusable(install: EngineInstall) -> str | None:
+    """Why ``install`` cannot serve, with how to give one; None when it can."""
+    if install.engine == LLAMACPP:
+        return install.import_error if install.distribution is None else None
+    problem = install.why_unusable()
+    if problem is None:
+        return None
+    option = PYTHON_OPTION[install.engine].flag if install.engine in PYTHON_OPTION else "an engine option"
+    return f"{problem}: pass {option}=PYTHON of a venv with {install.engine}"
 
 
 def _device(config: pytest.Config) -> str:
@@ -145,11 +172,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         if missing:
             pytest.skip(f"the live tests need {', '.join(missing)}: {LIVE_EXTRA}")
         engine = item_engine(item)
-        if engine in PYTHON_OPTION:
-            problem = engine_install(item.config, engine).why_unusable()
+        if engine in LIVE_ENGINES:
+            problem = unusable(engine_install(item.config, engine))
             if problem:
-                option = PYTHON_OPTION[engine].flag
-                pytest.skip(f"{problem}: pass {option}=PYTHON of a venv with {engine}")
+                pytest.skip(problem)
 
 
 def serving_versions(config: pytest.Config, selected: tuple[EngineVersion, ...]) -> tuple[EngineVersion, ...]:
@@ -164,8 +190,11 @@ def serving_versions(config: pytest.Config, selected: tuple[EngineVersion, ...])
     pinned = (resolve(config, "eagle3_engines").value or "").replace(" ", "").lower()
     versions: list[EngineVersion] = []
     for engine in selected:
+        if engine.engine not in LIVE_ENGINES:
+            versions += [engine] if engine not in versions else []
+            continue
         install = engine_install(config, engine.engine)
-        if install.why_unusable() is None and install.version is not None and f"{engine.engine}==" not in pinned:
+        if unusable(install) is None and install.version is not None and f"{engine.engine}==" not in pinned:
             engine = EngineVersion(engine.engine, install.version)
         if engine not in versions:
             versions.append(engine)
@@ -191,11 +220,12 @@ def live_engine(request: pytest.FixtureRequest, selected: EngineVersion) -> Engi
     """The installed engine version for ``selected``; skips when it cannot serve or another version is pinned."""
     from pytest_eagle3.knowledge.releases import EngineVersion
 
+    if selected.engine not in LIVE_ENGINES:
+        pytest.skip(f"no live server for {selected.label}: the live tests serve with {', '.join(LIVE_ENGINES)}")
     install = engine_install(request.config, selected.engine)
-    problem = install.why_unusable()
+    problem = unusable(install)
     if problem or install.version is None:
-        option = PYTHON_OPTION[selected.engine].flag
-        pytest.skip(f"{problem or 'no version'}: pass {option}=PYTHON of a venv with {selected.engine}")
+        pytest.skip(problem or f"{selected.engine}: no version")
     selection = resolve(request.config, "eagle3_engines").value or ""
     pinned = f"{selected.engine}==" in selection.replace(" ", "").lower()
     if pinned and install.version != selected.version:
@@ -207,6 +237,7 @@ def _server(request: pytest.FixtureRequest, engine: str, target: str, draft: str
     from pytest_eagle3.live.cpu_serving import cpu_memory_env, cpu_serving_finding
     from pytest_eagle3.live.errors import ServerError
     from pytest_eagle3.live.launch import args_for, parse_engine_args
+    from pytest_eagle3.live.llamacpp import ConversionRefused
     from pytest_eagle3.live.server import start_server
 
     config = request.config
@@ -221,15 +252,42 @@ def _server(request: pytest.FixtureRequest, engine: str, target: str, draft: str
         extra = args_for(engine, parse_engine_args(settings(config).engine_args))
         log_dir = request.getfixturevalue("tmp_path_factory").mktemp("eagle3-servers")
         try:
+            served = _gguf_pair(request, install, target, draft) if engine == LLAMACPP else None
             state.servers[key] = start_server(install, target, draft, log_dir,
                                               timeout=timeout, steps=settings(config).steps, extra_args=extra,
-                                              env=cpu_memory_env(install, dict(os.environ), extra))
-        except ServerError as exc:
+                                              env=cpu_memory_env(install, dict(os.environ), extra),
+                                              device=_device(config), served=served)
+        except (ServerError, ConversionRefused) as exc:  # a refusing converter: a finding, kept like a failed start
             state.servers[key] = exc
     found = state.servers[key]
     if isinstance(found, Exception):
         pytest.fail(str(found), pytrace=False)
     return found
+
+
+def _gguf_pair(request: pytest.FixtureRequest, install: EngineInstall, target: str,
+               draft: str | None) -> tuple[str, str | None]:
+    """llama.cpp serves GGUFs: target and draft converted by the converter of the server's own tree (once a run)."""
+    from pytest_eagle3.live.llamacpp import (
+        BUILD_COMMAND,
+        convert_pair,
+        converter_missing,
+        converter_tree,
+    )
+
+    tree = converter_tree(Path(install.python))
+    if tree is None:
+        pytest.skip(f"{install.python} is not in a llama.cpp tree with convert_hf_to_gguf.py and gguf-py (set "
+                    f"EAGLE3_LLAMACPP_DIR to it, or build with {BUILD_COMMAND})")
+    missing = converter_missing()
+    if missing:
+        pytest.skip(f"llama.cpp's converter needs {', '.join(missing)} in this interpreter: "
+                    "pip install -r .ci/requirements/llamacpp11312live.txt")
+    state = live_state(request.config)
+    if state.gguf_dir is None:
+        state.gguf_dir = request.getfixturevalue("tmp_path_factory").mktemp("eagle3-gguf")
+    pair = convert_pair(tree, Path(target), Path(draft) if draft else None, state.gguf_dir)
+    return str(pair.target), str(pair.draft) if pair.draft else None
 
 
 def _target_dir(config: pytest.Config) -> str:
@@ -345,9 +403,13 @@ def launch_preview(request: pytest.FixtureRequest, ckpt: Any, engine: EngineVers
     target = settings(config).target or ""
     install = engine_install(config, engine.engine)
     extra = args_for(engine.engine, parse_engine_args(settings(config).engine_args))
+    model, draft = target, str(ckpt.path)
+    if engine.engine == LLAMACPP:  # what the server is given: the GGUFs the converter writes of them
+        model, draft = f"{Path(target).name}.gguf", f"{Path(draft).name}.gguf"
     argv = list(build_command(LaunchRequest(
-        engine.engine, engine.version, install.python, target, str(ckpt.path), 0, steps=settings(config).steps,
-        has_vllm_dist=install.has_vllm_dist, skip_tokenizer=not has_tokenizer(target), extra_args=extra)).argv)
+        engine.engine, engine.version, install.python, model, draft, 0, steps=settings(config).steps,
+        has_vllm_dist=install.has_vllm_dist, skip_tokenizer=not has_tokenizer(target), extra_args=extra,
+        device=_device(config))).argv)
     findings = algorithm_findings(engine.engine, argv, ckpt.config.architectures, ckpt.format.producer)
     blocker = cpu_serving_finding(install)
     findings += [blocker] if blocker is not None else []

@@ -110,6 +110,13 @@ def unwritable(path: Path) -> str | None:
         return f"{folder} takes no new files ({exc.strerror or exc})"
 
 
+def existing(flag: str, path: str | None, how: str) -> str | None:
+    """A path that must exist (a file or a folder); the usage error says ``how`` to make it."""
+    if path is not None and not Path(path).exists():
+        raise usage(flag, f"{path} does not exist ({how})")
+    return path
+
+
 def existing_file(flag: str, path: str | None) -> str | None:
     if path is not None and not Path(path).is_file():
         raise usage(flag, f"{path} is not a file")

@@ -69,6 +69,7 @@ class RunSettings:
     not_judged: str = NOT_JUDGED_PASS
     vllm_python: str | None = None
     sglang_python: str | None = None
+    llamacpp_server: str | None = None
     engine_args: str | None = None
     server_timeout: float = DEFAULT_SERVER_TIMEOUT
     sources: dict[str, Resolved] = field(default_factory=dict, compare=False)
@@ -142,6 +143,8 @@ def build(sources: Mapping[str, Resolved], names: Mapping[str, str], *, device: 
         not_judged=check.choice(name["eagle3_not_judged"], one["eagle3_not_judged"], (NOT_JUDGED_PASS, NOT_JUDGED_FAIL)),
         vllm_python=check.interpreter(name["eagle3_vllm_python"], one["eagle3_vllm_python"]),
         sglang_python=check.interpreter(name["eagle3_sglang_python"], one["eagle3_sglang_python"]),
+        llamacpp_server=check.existing(name["eagle3_llamacpp_server"], one["eagle3_llamacpp_server"],
+                                       "build the server: python .ci/build_llama_server.py"),
         engine_args=one["eagle3_engine_args"],
         server_timeout=check.number(name["eagle3_server_timeout"], one["eagle3_server_timeout"],
                                     DEFAULT_SERVER_TIMEOUT, float, 1.0, MAX_SERVER_TIMEOUT),

