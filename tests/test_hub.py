@@ -167,3 +167,48 @@ def test_plan_reads_a_hub_draft_by_its_headers(hub: HubServer, capsys: pytest.Ca
     out = capsys.readouterr().out
     assert "target feeds: outputs of layers [1, 3, 4]; draft trained on: outputs of layers [2, 4, 5]" in out
     assert hub.file_bytes("org/demo-draft-sglang") < 0.05 * (EXAMPLES / "demo-draft-sglang" / "model.safetensors").stat().st_size
+
+
+def test_fix_downloads_a_hub_draft_writes_the_copy_and_proves_it(hub: HubServer, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """``fix hf://...``: the draft's weights come through the library's cache (every byte is copied), the copy is
+    written and judged; the Hub target gives its config (no measurement without its weights)."""
+    from pytest_eagle3.shell.cli import main
+
+    out = tmp_path / "fixed"
+    code = main(["fix", "hf://org/demo-draft-sglang", str(out), "--to", "vllm==0.33.0", "--target",
+                 "hf://org/demo-target"])
+    said = capsys.readouterr()
+    assert code == 0, said.err[-3000:]
+    assert "downloading the weights of hf://org/demo-draft-sglang" in said.err
+    assert "proof: the contracts pass on" in said.out and (out / "eagle3-fix.json").is_file()
+    assert hub.file_bytes("org/demo-draft-sglang") >= (EXAMPLES / "demo-draft-sglang" / "model.safetensors").stat().st_size
+    assert hub.file_bytes("org/demo-target") < (EXAMPLES / "demo-target" / "model.safetensors").stat().st_size
+
+
+def test_capture_downloads_a_hub_target_and_writes_the_dump(hub: HubServer, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_eagle3.shell.cli import main
+
+    dump = tmp_path / "dump"
+    assert main(["capture", "hf://org/demo-target", str(dump), "--new-tokens", "8"]) == 0
+    said = capsys.readouterr()
+    assert "downloading the weights of hf://org/demo-target" in said.err
+    assert (dump / "manifest.json").is_file() and said.out.strip().endswith("manifest.json")
+
+
+def test_sweep_takes_hub_checkpoints(hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Hub drafts in a sweep are pinned to their commit and judged by their headers, as pytest judges them."""
+    import json
+
+    from pytest_eagle3.shell.cli import main
+
+    out = tmp_path / "sweep"
+    assert main(["sweep", *(f"hf://org/{d}" for d in DRAFTS), "--target", "hf://org/demo-target", "--out", str(out),
+                 "--engine", "vllm==0.33.0"]) == 0
+    capsys.readouterr()
+    data = json.loads((out / "sweep.json").read_text(encoding="utf-8"))
+    paths = [c["path"] for c in data["checkpoints"]]
+    assert paths == [f"hf://org/{d}@{hub.repos[f'org/{d}'].sha}" for d in DRAFTS]
+    rows = {c["name"].split("@")[0]: c["engines"][0] for c in data["checkpoints"]}
+    assert rows["demo-draft-sglang"]["failing"] == ["engine.aux_layers"]

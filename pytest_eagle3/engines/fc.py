@@ -36,8 +36,13 @@ def plan_fc_shape(sheet: FactSheet, prof: Profile, fc_states: int, parameters: M
     fc = FcPlan(expects_states=fc_states, expects_width=expects, checkpoint_width=width)
     if "model.fc.weight" in parameters and width and expects and width != expects:
         trained = width // target_hidden if target_hidden else "?"
+        written = sheet.aux_written.ids if sheet.aux_written is not None else ()
         if prof.behaviours.fc_aux_count == "3":
             fix = f"{prof.label} always builds fc for 3 aux states: serve with a version that reads num_aux_hidden_states"
+        elif written and len(written) != trained:  # the ids disagree with fc: one edit makes both agree
+            fix = (f"config.json names {len(written)} aux ids {list(written)} but fc was trained on {trained} states: "
+                   f"write the {trained} ids the draft was trained on ({prof.label} sizes fc from them and captures "
+                   "them; see config.shapes)")
         else:
             fix = (f"write num_aux_hidden_states: {trained} into config.json ({prof.label} reads num_aux_hidden_states, "
                    "else len(eagle_config.eagle_aux_hidden_state_layer_ids), else 3; never the top-level ids)")

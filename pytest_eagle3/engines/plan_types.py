@@ -254,7 +254,11 @@ class LoadPlan:
             lines.append(f"  target feeds: {describe_inputs(self.aux.captured)}; "
                          f"draft trained on: {describe_inputs(self.aux.trained)}")
         if self.fc.action != "unknown":
-            lines.append(f"  fc: {self.fc.action} (width sent {self.fc.width_sent}, fc expects {self.fc.expects_width})")
+            fc = self.fc
+            own = f", the checkpoint's fc takes {fc.checkpoint_width}" if fc.checkpoint_width not in (
+                None, fc.expects_width) else ""
+            lines.append(f"  fc: {fc.action} (width sent {fc.width_sent}, the engine builds fc for "
+                         f"{fc.expects_width}{own})")
         if self.norms:
             lines.append("  norms applied: " + ", ".join(f"{k}={v}" for k, v in self.norms.items()))
         lines.append(f"  embed_tokens: {self.embed_tokens}; lm_head: {self.lm_head}; map: {self.map_reading}")

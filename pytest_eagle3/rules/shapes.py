@@ -248,13 +248,28 @@ def _mismatched_shapes(ckpt: Checkpoint, rules: list[ShapeRule]) -> list[Finding
             evidence.append(Evidence(f"{rule.tensor} ({rule.why})", str(list(shape)), expected))
     if not evidence:
         return []
+    fc = next((e for e in evidence if e.key.startswith("fc.weight ")), None)
+    fc_fix = _fc_fix(ckpt) if fc is not None and len(evidence) == 1 else None
     return [Finding(
         "shape-mismatch",
         f"{len(evidence)} tensors disagree with config.json: engines raise on load or read the wrong widths",
         tuple(evidence),
-        "make config.json describe the saved tensors (hidden_size, draft_vocab_size, "
+        fc_fix or "make config.json describe the saved tensors (hidden_size, draft_vocab_size, "
         "eagle_aux_hidden_state_layer_ids, target_hidden_size)",
     )]
+
+
+def _fc_fix(ckpt: Checkpoint) -> str | None:
+    """fc alone disagrees: the states it was trained on against the aux ids the config names, one way to agree."""
+    cfg, shape = ckpt.config, logical_shape(ckpt, "fc.weight")
+    if shape is None or len(shape) != 2 or not cfg.target_hidden_size or shape[1] % cfg.target_hidden_size:
+        return None
+    trained = shape[1] // cfg.target_hidden_size
+    named = f"{len(cfg.aux.ids)} aux ids {list(cfg.aux.ids)} in {cfg.aux.field}" if cfg.aux.ids else \
+        f"no aux ids (the engines' {DEFAULT_AUX_COUNT} defaults)"
+    return (f"fc.weight was trained on {trained} concatenated states but the config names {named}: write the "
+            f"{trained} ids the draft was trained on there (the engines size fc and capture from them), or export "
+            "the fc trained on those ids")
 
 
 def _attention(ckpt: Checkpoint) -> list[Finding]:

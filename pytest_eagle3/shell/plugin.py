@@ -332,6 +332,9 @@ class Eagle3Session:
         self.write_error: str | None = None
         #: What the markdown summary step said (``shell.summary``), for the terminal.
         self.summary_lines: list[str] = []
+        #: Tests deselected here (-m, -k, and the plugin's own: probe.load without an interpreter, the live ones).
+        self.deselected = 0
+        self._collection_said = self._deselected_said = False
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         lines = []
@@ -359,15 +362,42 @@ class Eagle3Session:
         """What was collected: the contracts for N checkpoints, and the user's own tests (or why not)."""
         contracts = os.path.realpath(contracts_dir())
         own = [i for i in items if not os.path.realpath(str(i.path)).startswith(contracts + os.sep)]
+        return [self._collected_line(len(items) - len(own), len(own))]
+
+    def _collected_line(self, contracts: int, own: int) -> str:
         count = len(self.options.checkpoints)
-        line = f"eagle3: contracts for {count} checkpoint{'s' if count != 1 else ''} ({len(items) - len(own)} tests)"
-        kept = config.stash.get(COLLECTED_KEY, "contracts")
+        line = f"eagle3: contracts for {count} checkpoint{'s' if count != 1 else ''} ({contracts} tests)"
+        kept = self.config.stash.get(COLLECTED_KEY, "contracts")
         if own or kept in ("paths", "testpaths"):
-            line += f" + {len(own)} of your tests"
+            line += f" + {own} of your tests"
         if kept.startswith("left out: "):
             line += (f"; your testpaths ({kept.removeprefix('left out: ')}) not collected: name them on the command "
                      f"line, or set {WITH_TESTPATHS_INI} = true in the ini file")
-        return [line]
+        return line
+
+    # -- under pytest-xdist: the controller says what the workers collected and deselected ---------------------
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """The collection line, once, on the controller (the workers collect; the controller prints)."""
+        if self._collection_said:
+            return
+        self._collection_said = True
+        contracts = [i for i in ids if os.path.basename(i.split("::")[0]).startswith("test_eagle3_")]
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(self._collected_line(len(contracts), len(ids) - len(contracts)))
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        self.deselected += len(items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """A worker's deselected count reaches the controller's summary line (every worker collects the same)."""
+        count = getattr(node, "workeroutput", {}).get(DESELECTED_OUTPUT, 0)
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if count and not self._deselected_said and reporter is not None:
+            self._deselected_said = True
+            reporter.stats.setdefault("deselected", []).extend(DeselectedOnWorker() for _ in range(count))
 
     def pytest_pycollect_makemodule(self, module_path: Path, parent: pytest.Collector) -> pytest.Module | None:
         """A contract module outside the rootdir keeps the id it is printed with (``test_eagle3_engines.py::...``)
@@ -387,6 +417,7 @@ class Eagle3Session:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if _is_xdist_worker(self.config):
+            self.config.workeroutput[DESELECTED_OUTPUT] = self.deselected  # type: ignore[attr-defined]
             return
         self.collector.fill_formats(_format_label)
         self._name_targets()
@@ -441,6 +472,14 @@ class Eagle3Session:
                 terminalreporter.write_line(line)
         for line in self.summary_lines:
             terminalreporter.write_line(line, red=" NOT " in line)
+
+
+#: The worker output key carrying a worker's deselected count to the controller.
+DESELECTED_OUTPUT = "eagle3_deselected"
+
+
+class DeselectedOnWorker:
+    """A test a worker deselected, counted in the controller's summary line as pytest counts its own."""
 
 
 def _format_label(path: str) -> str:
