@@ -3,11 +3,12 @@ aux-state count fc is built for). A pure function of the fact sheet and the prof
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_eagle3.engines.architecture import draft_class_row
 from pytest_eagle3.engines.bias import layer_bias
+from pytest_eagle3.engines.class_flags import class_flags
 from pytest_eagle3.engines.facts import FactSheet, lookup
 from pytest_eagle3.engines.key_resolution import DraftShape
 from pytest_eagle3.engines.plan_types import Filed, Filing
@@ -25,7 +26,7 @@ class Layers:
     shape: DraftShape
     draft_layers: int
     fc_states: int
-    filed: Filed = Filed()
+    filed: Filed = field(default_factory=Filed)
 
 
 
@@ -70,10 +71,13 @@ def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Lay
         prof.behaviours.lm_head_source == "draft-else-embed" and not any("lm_head" in t for t in sheet.tensors))
     has_embed = not (prof.engine == VLLM and prof.behaviours.embed_source == "target-always-key-raises")
     has_d2t = not (prof.behaviours.d2t_full_vocab in ("refused", "ignored") and sheet.full_vocab)
+    flags = class_flags(sheet, prof, draft_class)
+    input_norm = flags.rows.get("norm_before_fc")
     shape = DraftShape(
         layers=built,
-        norm_before_fc=sheet.flags["norm_before_fc"],
-        fc_norm_count=count if sheet.flags["fc_norm"] else 0,
+        norm_before_fc=flags.built["norm_before_fc"],
+        fc_norm_count=count if flags.built["fc_norm"] else 0,
+        input_norm_skipped=None if input_norm is None else input_norm.value != "not-read",
         fc_bias=fc_bias_rule == "always" or (fc_bias_rule == "config.bias" and sheet.bias),
         has_fc=has_fc,
         has_lm_head=has_lm_head,
