@@ -14,7 +14,7 @@ from pytest_eagle3.engines.key_resolution import DraftShape
 from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
-from pytest_eagle3.knowledge import draft_classes
+from pytest_eagle3.knowledge import draft_class_rows, draft_classes
 from pytest_eagle3.knowledge.advice import serve_with
 from pytest_eagle3.knowledge.releases import LINEAGE, LMDEPLOY, SGLANG, VLLM
 
@@ -30,6 +30,8 @@ class Layers:
 
 
 
+#: A scanned class's layer count (knowledge.draft_class_rows ``layer_count``) as the profile's multi_layer value.
+CLASS_LAYERS = {"one": "one-layer", "config": "supported", "one-or-raise": "refused"}
 #: The error a one-layer class raises for more layers, where it is not SGLang's text.
 ONE_LAYER_ERROR = {LMDEPLOY: "ValueError('eagle3 only supports 1 decode layer')"}
 
@@ -40,8 +42,12 @@ def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Lay
     config = sheet.config
     layers = sheet.num_hidden_layers or 1
     klass = draft_class_row(prof, draft_class)
+    scanned = draft_class_rows.class_row(prof.engine, prof.version, draft_class, "layer_count")
     by_class = bool(klass and klass.max_layers == 1)
-    rule = "refused" if by_class else prof.behaviours.multi_layer
+    rule = "refused" if by_class else CLASS_LAYERS.get(scanned.value, prof.behaviours.multi_layer) \
+        if scanned is not None else prof.behaviours.multi_layer
+    layer_rule = f"rule: {scanned.source}" if scanned is not None else \
+        f"rule: {klass.source}" if by_class and klass else f"rule: {prof.source('multi_layer')}"
     if layers != 1 and rule == "refused":
         out.refuse("layers", Finding(
             "multi-layer",
@@ -50,7 +56,7 @@ def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Lay
             (Evidence("config.json num_hidden_layers", str(layers), "1"),),
             "train a one-layer draft" if by_class
             else f"serve with {serve_with('multi_layer', SGLANG, lambda v: v == 'supported')}, or train a one-layer draft",
-            (f"rule: {klass.source}" if by_class and klass else f"rule: {prof.source('multi_layer')}",),
+            (layer_rule,),
         ))
     in_checkpoint = sheet.layer_count
     if rule == "one-layer" and in_checkpoint > 1:
@@ -60,7 +66,7 @@ def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Lay
             f"{in_checkpoint}: loading layers.1.* raises KeyError",
             (Evidence("draft layers", str(in_checkpoint), "1"),),
             f"serve with {serve_with('multi_layer', VLLM, lambda v: v == 'supported')}, or train a one-layer draft",
-            (f"rule: {prof.source('multi_layer')}",),
+            (layer_rule,),
         ))
     built = 1 if rule in ("refused", "one-layer") else layers
     use_aux = sheet.use_aux_hidden_state
