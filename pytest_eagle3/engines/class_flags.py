@@ -11,11 +11,14 @@ fact sheet resolved them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pytest_eagle3.engines.facts import FactSheet, lookup
+from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
+from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge import draft_class_rows, draft_classes
 from pytest_eagle3.knowledge.table import Row
 
@@ -88,3 +91,36 @@ def _configured(config: Mapping[str, object], fields: tuple[str, ...]) -> bool:
         if value is not None:
             return bool(value)
     return False
+
+
+def plan_unreached(prof: Profile, draft_class: str | None, parameters: Mapping[str, object],
+                   flags: ClassFlags) -> Filed:
+    """Weights of the class's own module that its forward path never reaches (the scan's ``unreached``), filled by
+    this checkpoint: loaded, not applied; a loss under ``keys`` with the class's row. The norm-flag modules
+    (fc_norm, input_norm) are the norms area's (``flags.unused``)."""
+    out = Filing()
+    row = draft_class_rows.class_row(prof.engine, prof.version, draft_class, "unreached")
+    if row is None or not row.value:
+        return out.filed()
+    for module in row.value:
+        name = [part for part in module.split(".") if part != "*"][-1]
+        if name in FLAG_MODULES.values() and any(f in flags.rows for f in FLAG_MODULES):
+            continue
+        pattern = re.compile("^" + re.escape(module).replace(r"\*", r"\d+") + r"\.")
+        filled = sorted(p for p in parameters if pattern.match(p))
+        if not filled:
+            continue
+        out.lose("keys", Finding(
+            "loaded-not-applied",
+            f"{prof.label}'s {draft_class} loads {module} ({len(filled)} tensors) but its forward path never uses it "
+            "(loaded, not applied): acceptance is what the draft gets without that module",
+            (Evidence(module, f"loaded into {', '.join(filled[:3])}{' ...' if len(filled) > 3 else ''}",
+                      "a module the forward path applies"),),
+            f"serve with an engine version whose {draft_class} applies {module}",
+            (f"rule: {row.source}",),
+        ))
+    return out.filed()
+
+
+#: The norm flags whose modules the norms area judges (their rows say loaded, not applied), and the modules.
+FLAG_MODULES = {"fc_norm": "fc_norm", "norm_before_fc": "input_norm"}
