@@ -28,10 +28,13 @@ from pathlib import Path
 
 from packaging.version import Version
 
-MODELS = {"vllm": "vllm/model_executor/models", "sglang": "sglang/srt/models"}
-ABSOLUTE = {"vllm": "vllm.model_executor.models.", "sglang": "sglang.srt.models."}
-METHOD = {"vllm": "set_aux_hidden_state_layers", "sglang": "set_eagle3_layers_to_capture"}
-FLAG = {"vllm": "aux_hidden_state_layers", "sglang": "layers_to_capture"}
+MODELS = {"vllm": "vllm/model_executor/models", "sglang": "sglang/srt/models",
+          "tokenspeed": "tokenspeed/runtime/models"}
+ABSOLUTE = {"vllm": "vllm.model_executor.models.", "sglang": "sglang.srt.models.",
+            "tokenspeed": "tokenspeed.runtime.models."}
+METHOD = {"vllm": "set_aux_hidden_state_layers", "sglang": "set_eagle3_layers_to_capture",
+          "tokenspeed": "set_eagle3_layers_to_capture"}
+FLAG = {"vllm": "aux_hidden_state_layers", "sglang": "layers_to_capture", "tokenspeed": "layers_to_capture"}
 
 
 @dataclass
@@ -153,7 +156,7 @@ class Release:
                     continue
                 if not any(_self_attr(t) == attr for t in node.targets):
                     continue
-                out.extend(self._called(r[0], node.value))
+                out.extend(self._called(r[0], node.value) or self._factory(ref, node.value))
             if out:
                 return out
         return out
@@ -168,6 +171,29 @@ class Release:
         if isinstance(func, ast.Name):
             found = self.resolve(module, func.id)
             return [found] if found is not None else []
+        return []
+
+    def _factory(self, ref: ClassRef, call: ast.Call) -> list[ClassRef]:
+        """``self.resolve_model(...)`` returning ``self.model_cls(...)``, ``model_cls = X`` in a class body along
+        ``ref``'s MRO (TokenSpeed's BaseCausalLM), or ``self.model_cls(...)`` itself."""
+        chain = _self_chain(call.func)
+        if not chain or len(chain) != 1:
+            return []
+        name = chain[0]
+        found = self.method(ref, name)
+        if found is not None:
+            for node in ast.walk(found[1]):
+                if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
+                    inner = _self_chain(node.value.func)
+                    if inner and len(inner) == 1:
+                        name = inner[0]
+                        break
+        for r in self.mro(ref):
+            for node in r[1].body:
+                if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets) \
+                        and isinstance(node.value, ast.Name):
+                    klass = self.resolve(r[0], node.value.id)
+                    return [klass] if klass is not None else []
         return []
 
     registry: dict[str, tuple[str, str]] = {}
@@ -350,23 +376,32 @@ def known_roots(engine: str, roots: list[Path]) -> list[tuple[Version, Path]]:
     return found
 
 
-def spans(engine: str, roots: list[Path]) -> tuple[list[str], dict[str, list[tuple[str, str]]], set[str]]:
-    """(releases read, arch -> runs of consecutive releases read in which it captures, registered archs)."""
+def _run(runs: dict[str, list[tuple[str, str]]], names: set[str], previous: set[str], version: str) -> None:
+    for arch in names:
+        if arch in previous:
+            runs[arch][-1] = (runs[arch][-1][0], version)
+        else:
+            runs.setdefault(arch, []).append((version, version))
+
+
+def spans(engine: str, roots: list[Path]) -> tuple[list[str], dict[str, list[tuple[str, str]]], set[str],
+                                                   dict[str, list[tuple[str, str]]]]:
+    """(releases read, arch -> runs of consecutive releases read in which it captures, registered archs,
+    arch -> runs of consecutive releases read that register it)."""
     releases = known_roots(engine, roots)
     runs: dict[str, list[tuple[str, str]]] = {}
+    listed: dict[str, list[tuple[str, str]]] = {}
     registered: set[str] = set()
     previous: set[str] = set()
+    previous_known: set[str] = set()
     for version, root in releases:
         capturing, known = scan(engine, root)
         registered |= known
-        for arch in capturing:
-            if arch in previous:
-                runs[arch][-1] = (runs[arch][-1][0], str(version))
-            else:
-                runs.setdefault(arch, []).append((str(version), str(version)))
-        previous = capturing
+        _run(runs, capturing, previous, str(version))
+        _run(listed, known, previous_known, str(version))
+        previous, previous_known = capturing, known
         print(f"{engine} {version}: {len(capturing)} of {len(known)} capture", file=sys.stderr)
-    return [str(v) for v, _ in releases], runs, registered
+    return [str(v) for v, _ in releases], runs, registered, listed
 
 
 HEADER = '''"""Target architectures that capture EAGLE-3 aux states, per engine, scanned from the released sources.
@@ -379,7 +414,7 @@ Classes are resolved through imports across modules, bases to any depth; a metho
 language model captures only when that model's forward collects the aux states (vLLM: ``SupportsEagle3`` in
 the MRO from 0.10.1 and a concrete ``set_aux_hidden_state_layers``; SGLang: an ``EntryClass`` defining or
 inheriting ``set_eagle3_layers_to_capture``). ``*_SPANS``: per architecture, the runs (first, last) of
-consecutive releases read in which it captures. ``*_NEVER``: registered architectures that capture in no
+consecutive releases read in which it captures; ``*_REGISTERED``: the runs in which the registry lists it. ``*_NEVER``: registered architectures that capture in no
 release read (vLLM: v1/worker/gpu_model_runner.py RuntimeError "Model does not support EAGLE3 interface",
 read 0.12.0-0.17.0; SGLang: AttributeError, or ValueError from 0.5.23). A static scan: a method that exists
 may still capture nothing (SGLang Qwen3.5 before 0.5.22): hand-checked rows in ``capture.py`` take precedence.
@@ -394,11 +429,12 @@ def _tuple(items: list[str], per_line: int = 10) -> str:
     return "(\n" + "".join(f"    {line}\n" for line in lines) + ")" if items else "()"
 
 
-def render(found: dict[str, tuple[list[str], dict[str, list[tuple[str, str]]], set[str]]],
+def render(found: dict[str, tuple[list[str], dict[str, list[tuple[str, str]]], set[str],
+                                  dict[str, list[tuple[str, str]]]]],
            unavailable: dict[str, list[str]]) -> str:
-    counts = "; ".join(f"{e}: {len(r)} releases, {r[0]} to {r[-1]}" for e, (r, _, _) in found.items())
+    counts = "; ".join(f"{e}: {len(r)} releases, {r[0]} to {r[-1]}" for e, (r, _, _, _) in found.items() if r)
     out = [HEADER.format(counts=counts)]
-    for engine, (releases, runs, registered) in found.items():
+    for engine, (releases, runs, registered, listed) in found.items():
         p = engine.upper()
         out.append(f"\n{p}_RELEASES: tuple[str, ...] = {_tuple(releases)}")
         out.append(f"{p}_UNAVAILABLE: tuple[str, ...] = {_tuple(unavailable.get(engine, []))}")
@@ -410,6 +446,10 @@ def render(found: dict[str, tuple[list[str], dict[str, list[tuple[str, str]]], s
         out.append(f"{p}_NEVER: frozenset[str] = frozenset({{")
         out.extend(f"    {a!r}," for a in never)
         out.append("})")
+        out.append(f"{p}_REGISTERED: dict[str, tuple[tuple[str, str], ...]] = {{")
+        for arch in sorted(listed):
+            out.append(f"    {arch!r}: ({''.join(f'({a!r}, {b!r}), ' for a, b in listed[arch]).rstrip()}),")
+        out.append("}")
     return "\n".join(out) + "\n"
 
 
@@ -418,13 +458,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--vllm", nargs="*", type=Path, default=[])
     parser.add_argument("--sglang", nargs="*", type=Path, default=[])
+    parser.add_argument("--tokenspeed", nargs="*", type=Path, default=[])
     parser.add_argument("--unavailable", nargs="*", default=[], help="ENGINE==VERSION not on the index")
     args = parser.parse_args(argv)
     unavailable: dict[str, list[str]] = {}
     for item in args.unavailable:
         engine, version = item.split("==")
         unavailable.setdefault(engine, []).append(version)
-    found = {engine: spans(engine, roots) for engine, roots in (("vllm", args.vllm), ("sglang", args.sglang))}
+    found = {engine: spans(engine, roots) for engine, roots in (("vllm", args.vllm), ("sglang", args.sglang),
+                                                                ("tokenspeed", args.tokenspeed))}
     args.out.write_text(render(found, unavailable), encoding="utf-8")
     return 0
 

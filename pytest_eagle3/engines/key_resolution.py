@@ -58,6 +58,9 @@ class DraftShape:
     layer_bias: tuple[tuple[str, str], ...] = ()
     #: The source line where the class builds fc as a plain torch Linear, never quantized (draft_classes.py).
     plain_fc: str | None = None
+    #: Whether the class's loader skips input_norm.* when it builds no input_norm (its class row,
+    #: knowledge.draft_class_rows); None: the profile's norm_before_fc row says.
+    input_norm_skipped: bool | None = None
 
 
 @dataclass
@@ -113,8 +116,10 @@ def unused_parameters(profile: Profile, shape: DraftShape) -> set[str]:
 def resolve_keys(profile: Profile, names: list[str], params: set[str], shape: DraftShape | None = None) -> KeyResolution:
     """Send each checkpoint name through the engine's loader rules (the draft class's, where ``shape`` has them)."""
     out = KeyResolution()
+    skipped = shape.input_norm_skipped if shape is not None else None
     rules = _ClassRules(STACKED + (shape.stacked if shape else ()),
-                        shape.renames if shape and shape.renames is not None else profile.behaviours.renames)
+                        shape.renames if shape and shape.renames is not None else profile.behaviours.renames,
+                        profile.behaviours.norm_before_fc != "not-read" if skipped is None else skipped)
     resolver = _sglang_name if LINEAGE[profile.engine] == SGLANG else _vllm_name
     for name in sorted(names):
         resolver(profile, rules, name, params, out)
@@ -125,6 +130,8 @@ def resolve_keys(profile: Profile, names: list[str], params: set[str], shape: Dr
 class _ClassRules:
     stacked: tuple[tuple[str, str, str], ...]
     renames: tuple[tuple[str, str], ...]
+    #: The loader skips input_norm.* when the class builds none (vLLM's skip_substrs, where the class reads it).
+    input_norm_skipped: bool = True
 
     def stack(self, name: str) -> tuple[str, str | None]:
         for weight, param, shard in self.stacked:
@@ -201,7 +208,7 @@ def _vllm_name(profile: Profile, rules: _ClassRules, name: str, params: set[str]
         out.dropped.append((name, "fc is skipped when eagle_config.use_aux_hidden_state is false"))
         return
     if prefixed.startswith("model.input_norm.") and "model.input_norm.weight" not in params \
-            and profile.behaviours.norm_before_fc != "not-read":
+            and rules.input_norm_skipped:
         out.dropped.append((name, "input_norm is skipped when norm_before_fc is false"))
         return
     renamed = rules.rename(prefixed)

@@ -3,17 +3,18 @@ aux-state count fc is built for). A pure function of the fact sheet and the prof
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_eagle3.engines.architecture import draft_class_row
 from pytest_eagle3.engines.bias import layer_bias
+from pytest_eagle3.engines.class_flags import class_flags
 from pytest_eagle3.engines.facts import FactSheet, lookup
 from pytest_eagle3.engines.key_resolution import DraftShape
 from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
-from pytest_eagle3.knowledge import draft_classes
+from pytest_eagle3.knowledge import draft_class_rows, draft_classes
 from pytest_eagle3.knowledge.advice import serve_with
 from pytest_eagle3.knowledge.releases import LINEAGE, LMDEPLOY, SGLANG, VLLM
 
@@ -25,10 +26,12 @@ class Layers:
     shape: DraftShape
     draft_layers: int
     fc_states: int
-    filed: Filed = Filed()
+    filed: Filed = field(default_factory=Filed)
 
 
 
+#: A scanned class's layer count (knowledge.draft_class_rows ``layer_count``) as the profile's multi_layer value.
+CLASS_LAYERS = {"one": "one-layer", "config": "supported", "one-or-raise": "refused"}
 #: The error a one-layer class raises for more layers, where it is not SGLang's text.
 ONE_LAYER_ERROR = {LMDEPLOY: "ValueError('eagle3 only supports 1 decode layer')"}
 
@@ -39,8 +42,12 @@ def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Lay
     config = sheet.config
     layers = sheet.num_hidden_layers or 1
     klass = draft_class_row(prof, draft_class)
+    scanned = draft_class_rows.class_row(prof.engine, prof.version, draft_class, "layer_count")
     by_class = bool(klass and klass.max_layers == 1)
-    rule = "refused" if by_class else prof.behaviours.multi_layer
+    rule = "refused" if by_class else CLASS_LAYERS.get(scanned.value, prof.behaviours.multi_layer) \
+        if scanned is not None else prof.behaviours.multi_layer
+    layer_rule = f"rule: {scanned.source}" if scanned is not None else \
+        f"rule: {klass.source}" if by_class and klass else f"rule: {prof.source('multi_layer')}"
     if layers != 1 and rule == "refused":
         out.refuse("layers", Finding(
             "multi-layer",
@@ -49,7 +56,7 @@ def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Lay
             (Evidence("config.json num_hidden_layers", str(layers), "1"),),
             "train a one-layer draft" if by_class
             else f"serve with {serve_with('multi_layer', SGLANG, lambda v: v == 'supported')}, or train a one-layer draft",
-            (f"rule: {klass.source}" if by_class and klass else f"rule: {prof.source('multi_layer')}",),
+            (layer_rule,),
         ))
     in_checkpoint = sheet.layer_count
     if rule == "one-layer" and in_checkpoint > 1:
@@ -59,7 +66,7 @@ def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Lay
             f"{in_checkpoint}: loading layers.1.* raises KeyError",
             (Evidence("draft layers", str(in_checkpoint), "1"),),
             f"serve with {serve_with('multi_layer', VLLM, lambda v: v == 'supported')}, or train a one-layer draft",
-            (f"rule: {prof.source('multi_layer')}",),
+            (layer_rule,),
         ))
     built = 1 if rule in ("refused", "one-layer") else layers
     use_aux = sheet.use_aux_hidden_state
@@ -70,10 +77,13 @@ def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Lay
         prof.behaviours.lm_head_source == "draft-else-embed" and not any("lm_head" in t for t in sheet.tensors))
     has_embed = not (prof.engine == VLLM and prof.behaviours.embed_source == "target-always-key-raises")
     has_d2t = not (prof.behaviours.d2t_full_vocab in ("refused", "ignored") and sheet.full_vocab)
+    flags = class_flags(sheet, prof, draft_class)
+    input_norm = flags.rows.get("norm_before_fc")
     shape = DraftShape(
         layers=built,
-        norm_before_fc=sheet.flags["norm_before_fc"],
-        fc_norm_count=count if sheet.flags["fc_norm"] else 0,
+        norm_before_fc=flags.built["norm_before_fc"],
+        fc_norm_count=count if flags.built["fc_norm"] else 0,
+        input_norm_skipped=None if input_norm is None else input_norm.value != "not-read",
         fc_bias=fc_bias_rule == "always" or (fc_bias_rule == "config.bias" and sheet.bias),
         has_fc=has_fc,
         has_lm_head=has_lm_head,

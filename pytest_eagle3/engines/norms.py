@@ -5,14 +5,14 @@ A pure function of the fact sheet (the flags as the engine resolves them, the fl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from pytest_eagle3.engines.class_flags import class_flags
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.frozen import FrozenDict
 from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
-from pytest_eagle3.knowledge import draft_classes
 from pytest_eagle3.knowledge.behaviours import read_behaviour
 
 NORM_FIX = {
@@ -29,17 +29,18 @@ class Norms:
 
     applied: FrozenDict[str, bool]
     edits: FrozenDict[str, bool]
-    filed: Filed = Filed()
+    filed: Filed = field(default_factory=Filed)
 
 
 def plan_norms(sheet: FactSheet, prof: Profile, draft_class: str | None = None) -> Norms:
     """Each norm flag the engine applies differently from training (flags left implicit by the config and
-    read only by one format are not judged; flags the draft class reads itself are applied as configured)."""
+    read only by one format are not judged). The draft class's own rows decide where the source scan read it
+    (``engines.class_flags``): a flag another class of the release reads is not read by this one, and a module the
+    class loads but never applies is a loss with that row as its source."""
     out = Filing()
     edits: dict[str, bool] = {}
-    klass = draft_classes.draft_class(prof.engine, prof.version, draft_class or "")
-    own = klass.reads if klass is not None else ()
-    flags = {name: (_configured(sheet, name) if name in own else applied) for name, applied in sheet.flags.items()}
+    resolved = class_flags(sheet, prof, draft_class)
+    flags = dict(resolved.applied)
     for name, applied in flags.items():
         want = sheet.trained_norms.get(name)
         if want is None or want == applied:
@@ -47,26 +48,39 @@ def plan_norms(sheet: FactSheet, prof: Profile, draft_class: str | None = None) 
         if name in ("fc_norm", "norm_output", "norm_before_fc") and sheet.explicit_norms.get(name) is None:
             continue
         source = sheet.norm_sources.get(name, "")
+        row = resolved.rows.get(name)
+        rule = f"rule: {row.source}" if row is not None else f"rule: {prof.source(read_behaviour(name))}"
+        if resolved.unused(name) and want:
+            out.lose("norms", Finding(
+                "loaded-not-applied",
+                f"{prof.label}'s {draft_class} builds {name} and loads its weights, but its forward path never "
+                f"applies it (loaded, not applied): {NORM_FIX[name]}; acceptance drops as without {name}",
+                (Evidence(name, f"loaded, not applied ({resolved.notes[name]})", f"{want} ({source})"),),
+                f"serve with an engine version whose {draft_class} applies {name}, or retrain with {name}=false",
+                (rule,),
+            ))
+            continue
+        reads = _reads(prof, name) if row is None else row.value == "read" and not (
+            sheet.speculators and prof.behaviours.read(read_behaviour(name)) == "eagle-format-only")
         out.lose("norms", Finding(
             "norm-flag",
             f"{prof.label} applies {name}={applied}, the draft was trained with {name}={want}: "
             f"{NORM_FIX[name] if not applied else 'the engine adds a norm the draft never saw'}; acceptance drops",
-            (Evidence(name, f"{applied} ({sheet.flag_notes[name]})", f"{want} ({source})"),),
-            _norm_fix(prof, name, want),
-            (f"rule: {prof.source(read_behaviour(name))}",),
+            (Evidence(name, f"{applied} ({resolved.notes[name]})", f"{want} ({source})"),),
+            _norm_fix(prof, name, want, reads, draft_class if row is not None else None),
+            (rule,),
         ))
-        if prof.behaviours.read(read_behaviour(name)) not in ("not-read", "eagle-format-only"):
+        if reads:
             edits[name] = want
     return Norms(FrozenDict(flags), FrozenDict(edits), out.filed())
 
 
-def _norm_fix(prof: Profile, name: str, want: bool) -> str:
-    if prof.behaviours.read(read_behaviour(name)) in ("not-read", "eagle-format-only"):
-        return f"serve with an engine version that honours {name}, or retrain with {name}={not want}"
+def _reads(prof: Profile, name: str) -> bool:
+    return prof.behaviours.read(read_behaviour(name)) not in ("not-read", "eagle-format-only")
+
+
+def _norm_fix(prof: Profile, name: str, want: bool, reads: bool, draft_class: str | None) -> str:
+    if not reads:
+        where = f"whose {draft_class} honours {name}" if draft_class else f"that honours {name}"
+        return f"serve with an engine version {where}, or retrain with {name}={not want}"
     return f"write {name}: {str(want).lower()} into config.json explicitly"
-
-
-def _configured(sheet: FactSheet, name: str) -> bool:
-    """A flag as a class reading it from the top level applies it (fc_norm: also use_aux_norm)."""
-    names = (name, "use_aux_norm") if name == "fc_norm" else (name,)
-    return any(bool(sheet.config.get(n, False)) for n in names)

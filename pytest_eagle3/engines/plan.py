@@ -19,6 +19,7 @@ import dataclasses
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
 from pytest_eagle3.engines.architecture import plan_architecture, plan_mla_rope
 from pytest_eagle3.engines.aux_layers import plan_aux
+from pytest_eagle3.engines.class_flags import class_flags, plan_unreached
 from pytest_eagle3.engines.embeddings import plan_embeddings
 from pytest_eagle3.engines.facts import fact_sheet
 from pytest_eagle3.engines.fc import plan_fc, plan_fc_shape
@@ -68,6 +69,7 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
         return _assembled(LoadPlan(engine, arch.draft_class, measured=measured), arch.filed)
     layers = plan_layers(sheet, prof, arch.draft_class)
     keys = plan_keys(sheet, prof, layers.shape, layers.fc_states)
+    unreached = plan_unreached(prof, arch.draft_class, keys.parameters, class_flags(sheet, prof, arch.draft_class))
     fc_shape = plan_fc_shape(sheet, prof, layers.fc_states, keys.parameters)
     mlp = plan_mlp(sheet, prof, keys.parameters)
     mla_rope = plan_mla_rope(sheet, prof, arch.draft_class)
@@ -90,7 +92,7 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
         measured=measured, draft_rope=producer.draft_rope, rope_edit=producer.rope_edit, runtime=runtime,
     )
     # in the order the areas were always filed: the findings of one contract keep their order
-    return _assembled(plan, arch.filed + layers.filed + keys.filed + fc_shape.filed + mlp + mla_rope + geometry.filed
+    return _assembled(plan, arch.filed + layers.filed + keys.filed + unreached + fc_shape.filed + mlp + mla_rope + geometry.filed
                       + vocab.filed + aux.filed + fc.filed + norms.filed + sharing.filed + producer.filed
                       + runtime_filed + serving)
 

@@ -15,8 +15,15 @@ from functools import cache
 from packaging.version import Version
 
 from pytest_eagle3.knowledge import capture_engines
-from pytest_eagle3.knowledge.generated import capture_table
-from pytest_eagle3.knowledge.releases import KNOWN_RANGES, RELEASES, SGLANG, VLLM
+from pytest_eagle3.knowledge.generated import capture_table, llamacpp_capture_table
+from pytest_eagle3.knowledge.releases import (
+    KNOWN_RANGES,
+    LLAMACPP,
+    RELEASES,
+    SGLANG,
+    TOKENSPEED,
+    VLLM,
+)
 from pytest_eagle3.knowledge.table import Row, Table, table
 
 LLAMA = "llama"
@@ -153,10 +160,54 @@ def allowlisted(version: Version, model_type: str) -> tuple[str, ...] | None:
     return names
 
 
+#: The engines whose target classes a source scan read (scripts/scan_capture.py; llama.cpp:
+#: scripts/scan_llamacpp_capture.py, by the architectures its converter registers).
+SCANNED = (VLLM, SGLANG, TOKENSPEED, LLAMACPP)
+
+
 def _scan(engine: str) -> tuple[tuple[str, ...], dict[str, tuple[tuple[str, str], ...]], frozenset[str]]:
     if engine == VLLM:
         return capture_table.VLLM_RELEASES, capture_table.VLLM_SPANS, capture_table.VLLM_NEVER
+    if engine == TOKENSPEED:
+        return capture_table.TOKENSPEED_RELEASES, capture_table.TOKENSPEED_SPANS, capture_table.TOKENSPEED_NEVER
     return capture_table.SGLANG_RELEASES, capture_table.SGLANG_SPANS, capture_table.SGLANG_NEVER
+
+
+def registered_runs(engine: str) -> dict[str, tuple[tuple[str, str], ...]]:
+    """architecture -> runs (first, last) of the releases read whose registry lists it (llama.cpp: whose converter
+    registers it)."""
+    if engine == LLAMACPP:
+        return {arch: tuple((a, b) for a, b, _, _ in runs)
+                for arch, runs in llamacpp_capture_table.LLAMACPP_CAPTURE.items()}
+    if engine not in SCANNED:
+        return {}
+    return dict(getattr(capture_table, f"{engine.upper()}_REGISTERED"))
+
+
+def scanned_releases(engine: str) -> tuple[str, ...]:
+    if engine == LLAMACPP:
+        return llamacpp_capture_table.LLAMACPP_BUILDS
+    return _scan(engine)[0] if engine in SCANNED else ()
+
+
+def _llamacpp_table(architecture: str) -> Table[Capture] | None:
+    """llama.cpp: the graph of the architecture's GGUF arch sets t_layer_inp (captures) or not (refused), per build;
+    a build between two read takes the earlier's row."""
+    runs = llamacpp_capture_table.LLAMACPP_CAPTURE.get(architecture)
+    if runs is None:
+        return None
+    builds = llamacpp_capture_table.LLAMACPP_BUILDS
+    family = _guess_family(architecture)
+    found: list[Row[Capture]] = []
+    for i, (first, last, support, where) in enumerate(runs):
+        following = runs[i + 1][0] if i + 1 < len(runs) else None
+        after = builds[builds.index(last) + 1] if last != builds[-1] else None
+        source = (f"llama.cpp src/models graph {where}: {'sets' if support == CAPTURES else 'no'} t_layer_inp"
+                  f"{'' if support == CAPTURES else ': GGML_ASSERT layer input tensor is null'} "
+                  f"(b{first}-b{last} read; scripts/scan_llamacpp_capture.py)")
+        found.append(Row(LLAMACPP, first, Capture(Support(support), family), source,
+                         until=after if after is not None and after != following else None, read_to=last))
+    return table(f"llama.cpp capture scan: {architecture}", found, full=False)
 
 
 @cache
@@ -164,7 +215,9 @@ def scanned_table(engine: str, architecture: str) -> Table[Capture] | None:
     """The source scan (capture_table.py) of one architecture as a full table; None when the scan never saw it.
 
     A row ends at the next release read: a release between two read ones takes the earlier row."""
-    if engine not in (SGLANG, VLLM):
+    if engine == LLAMACPP:
+        return _llamacpp_table(architecture)
+    if engine not in SCANNED:
         return None  # no source scan: knowledge/capture_engines.py rows only
     releases, spans_table, never = _scan(engine)
     first, family = KNOWN_RANGES[engine][0], _guess_family(architecture)

@@ -1,0 +1,124 @@
+"""Behaviour rows per (engine release, draft class), read from the source scan of every release.
+
+``generated/draft_class_table.py`` (``scripts/scan_draft_classes.py``) says, for every EAGLE-3 draft class each
+scanned release registers, what that class builds, loads and applies: whether it builds ``fc_norm`` / ``input_norm``
+and whether its forward path uses them, whether ``norm_output`` / ``norm_before_residual`` steer it, its layers, its
+loader's renames and d2t match, and the weights of its own module that the forward path never reaches ("loaded, not
+applied"). Each (engine, class, behaviour) is one :class:`~pytest_eagle3.knowledge.table.Table` whose rows start
+where that class's own source changes, never at another class's boundary.
+
+The engine-level rows (:mod:`pytest_eagle3.knowledge.behaviours`) keep what is not a class's: how the engine
+turns a speculators config into the flat one the class reads (``fc_norm`` "eagle-format-only" in vLLM 0.22-0.24),
+and the engines no scan covers (TensorRT-LLM's source is not on the index; llama.cpp's converter).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from packaging.version import Version
+
+from pytest_eagle3.knowledge.generated import draft_class_table as generated
+from pytest_eagle3.knowledge.releases import (
+    LMDEPLOY,
+    MLX_VLM,
+    SGLANG,
+    TOKENSPEED,
+    VLLM,
+    release_text,
+)
+from pytest_eagle3.knowledge.table import Row, Table, table
+
+GENERATOR = "scripts/scan_draft_classes.py"
+#: Class behaviour values: the module or flag is used on the forward path / built and loaded but never used / absent.
+READ, UNUSED, NOT_READ = "read", "loaded-not-applied", "not-read"
+#: The norm flags the class rows decide, and the behaviour holding the config fields that gate each module.
+FLAG_FIELDS = {"fc_norm": "fc_norm_fields", "norm_before_fc": "norm_before_fc_fields"}
+NORM_FLAGS = ("norm_before_residual", "norm_before_fc", "fc_norm", "norm_output")
+#: Every behaviour a scanned class has a row for (the rules read the norm flags, the layers and ``unreached``).
+BEHAVIOURS = ("fc_norm", "fc_norm_fields", "norm_before_fc", "norm_before_fc_fields", "norm_output",
+              "norm_before_residual", "first_layer", "layer_count", "layer_norms", "attention", "rope", "renames",
+              "d2t", "unreached")
+
+_SCANS: dict[str, tuple[tuple[str, ...], dict[str, Any], dict[str, Any]]] = {
+    VLLM: (generated.VLLM_RELEASES, generated.VLLM_REGISTERED, generated.VLLM_CLASSES),
+    SGLANG: (generated.SGLANG_RELEASES, generated.SGLANG_REGISTERED, generated.SGLANG_CLASSES),
+    TOKENSPEED: (generated.TOKENSPEED_RELEASES, generated.TOKENSPEED_REGISTERED, generated.TOKENSPEED_CLASSES),
+    LMDEPLOY: (generated.LMDEPLOY_RELEASES, generated.LMDEPLOY_REGISTERED, generated.LMDEPLOY_CLASSES),
+    MLX_VLM: (generated.MLX_VLM_RELEASES, generated.MLX_VLM_REGISTERED, generated.MLX_VLM_CLASSES),
+}
+#: The engines whose draft classes the scan read.
+SCANNED = tuple(_SCANS)
+
+
+def releases(engine: str) -> tuple[str, ...]:
+    """The releases the scan read for ``engine`` (empty where none)."""
+    return _SCANS[engine][0] if engine in _SCANS else ()
+
+
+def registered(engine: str) -> dict[str, tuple[tuple[str, str, str], ...]]:
+    """architecture -> runs (first, last, class) of the releases whose registry maps it to that class."""
+    return dict(_SCANS[engine][1]) if engine in _SCANS else {}
+
+
+def classes(engine: str) -> tuple[str, ...]:
+    """The draft classes the scan found in any release of ``engine``."""
+    return tuple(_SCANS[engine][2]) if engine in _SCANS else ()
+
+
+def registered_at(engine: str, version: Version) -> dict[str, str]:
+    """architecture -> class, as the scanned release ``version`` registers them (a release not read: the one before)."""
+    read = [r for r in releases(engine) if Version(r) <= version]
+    if not read:
+        return {}
+    at = Version(read[-1])
+    return {arch: cls for arch, runs in registered(engine).items() for first, last, cls in runs
+            if Version(first) <= at <= Version(last)}
+
+
+@cache
+def class_table(engine: str, klass: str, behaviour: str) -> Table[Any] | None:
+    """One behaviour of one draft class as a table: a row per run of releases read with one value, from the
+    class's first release; a gap (the class unregistered) ends the row. None where the scan has no such class."""
+    if engine not in _SCANS or klass not in _SCANS[engine][2]:
+        return None
+    read = _SCANS[engine][0]
+    runs = _SCANS[engine][2][klass].get(behaviour)
+    if runs is None:
+        return None
+    rows = []
+    for i, (first, last, value, where) in enumerate(runs):
+        following = runs[i + 1][0] if i + 1 < len(runs) else None
+        after = read[read.index(last) + 1] if last != read[-1] else None
+        until = after if after is not None and after != following else None
+        rows.append(Row(engine, first, _frozen(value),
+                        f"{engine} {release_text(engine, first)}-{release_text(engine, last)} {where} ({GENERATOR})",
+                        until=until, read_to=last))
+    return table(f"{engine} {klass}: {behaviour}", rows, full=False)
+
+
+def _frozen(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+def class_row(engine: str, version: Version, klass: str | None, behaviour: str) -> Row[Any] | None:
+    """The scanned row of ``klass`` in force at ``version``; None where no scan covers that class there (a release
+    newer than every release read takes the newest row)."""
+    if not klass:
+        return None
+    found = class_table(engine, klass, behaviour)
+    if found is None:
+        return None
+    row = found.find(engine, version)
+    if row is None and releases(engine) and version > Version(releases(engine)[-1]):
+        last = found.rows_of(engine)[-1]
+        row = last if last.until is None else None
+    return row
+
+
+def label(row: Row[Any]) -> str:
+    """A row's source (it names the releases, the file and class, and the generator)."""
+    return row.source

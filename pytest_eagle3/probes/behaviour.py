@@ -1,0 +1,129 @@
+"""Behaviour probes: the engine's own draft-class pieces against the reference forward of what the producer trained.
+
+    python -m pytest_eagle3.probes.behaviour --python /venv-vllm/bin/python [--out probes/behaviour_results.json]
+
+For each case of :data:`CASES` (the probe cases whose draft layout the reference reads: Llama decoder drafts), the
+engine's interpreter runs ``vllm_behaviour.py`` (the class's ``combine_hidden_states``, ``compute_logits``, final norm
+and embedding on one fixed input) and this process runs ``reference/draft.py`` on the same checkpoint and input:
+
+- ``combine``: the engine's output against ``ReferenceDraft.project`` with every module the checkpoint has and
+  without each of ``fc_norm`` / ``input_norm``: ``applied`` (matches the trained path), ``loaded-not-applied``
+  (matches the path without that module: acceptance is predicted without it) or ``differs``;
+- ``logits``: each row's best target id against the reference's lm_head and d2t offsets (``as-trained`` or
+  ``differs``).
+
+Results are merged into ``--out`` per (engine, version), like the loader probes' ``results.json``; the default test
+run (``tests/test_behaviour_probes.py``) reads the records without the engine installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+SCHEMA = "pytest-eagle3/behaviour-results/1"
+DEFAULT_OUT = Path(__file__).with_name("behaviour_results.json")
+SCRIPT = Path(__file__).with_name("vllm_behaviour.py")
+#: Cases whose draft the reference forward reads (Llama decoder layer), with the modules they train.
+CASES = ("specforge", "specforge-norm-flags", "speculators-norm-before-fc")
+#: Modules of the fc path the comparison can find missing, and the checkpoint tensors they are.
+MODULES = {"fc_norm": "fc_norm.", "input_norm": "input_norm."}
+#: Relative tolerance of a match (bfloat16 / float32 round-off of one RMSNorm and one matmul).
+TOLERANCE = 2e-2
+
+
+def _distance(a: Any, b: Any) -> float:
+    import torch
+
+    x, y = torch.tensor(a, dtype=torch.float32), torch.tensor(b, dtype=torch.float32)
+    if x.shape != y.shape:
+        return float("inf")
+    return float((x - y).abs().max() / (y.abs().max() + 1e-6))
+
+
+def compare(draft: Path, engine_out: dict[str, Any]) -> dict[str, Any]:
+    """The verdicts of one case: what the engine's pieces did against the reference of what was trained."""
+    import torch
+
+    from pytest_eagle3.checkpoint import Checkpoint
+    from pytest_eagle3.reference.draft import ReferenceDraft
+
+    found: dict[str, Any] = {"draft_class": engine_out.get("draft_class"), "error": engine_out.get("error")}
+    if engine_out.get("error") or not isinstance(engine_out.get("combine"), list):
+        found["combine"] = {"verdict": "not run", "error": engine_out.get("error") or engine_out.get("combine")}
+        return found
+    ref = ReferenceDraft.from_checkpoint(Checkpoint.open(draft))
+    gen = torch.Generator().manual_seed(0)
+    rows = len(engine_out["combine"])
+    width, hidden = engine_out["inputs"]["aux_width"], engine_out["inputs"]["hidden"]
+    aux = torch.randn(rows, width, generator=gen)
+    h = torch.randn(rows, hidden, generator=gen)
+    trained = ref.project(aux).tolist()
+    distances = {"as-trained": _distance(engine_out["combine"], trained)}
+    present = [m for m, prefix in MODULES.items() if any(k.startswith(prefix) for k in ref.weights)]
+    for module in present:
+        without = ReferenceDraft(ref.spec, {k: v for k, v in ref.weights.items() if not k.startswith(MODULES[module])})
+        distances[f"without {module}"] = _distance(engine_out["combine"], without.project(aux).tolist())
+    best = min(distances, key=lambda k: distances[k])
+    verdict = "differs" if distances[best] > TOLERANCE else "applied" if best == "as-trained" else \
+        f"loaded-not-applied: {best.removeprefix('without ')}"
+    found["combine"] = {"verdict": verdict, "modules": present,
+                        "distances": {k: round(v, 6) for k, v in distances.items()}}
+    logits = engine_out.get("logits")
+    if isinstance(logits, dict) and "argmax" in logits:
+        scores = torch.nn.functional.linear(h, ref.weights["lm_head.weight"])
+        ids = scores.argmax(dim=-1)
+        targets = ref.target_ids()
+        expected = [int(targets[i]) if targets is not None else int(i) for i in ids]
+        found["logits"] = {"verdict": "as-trained" if logits["argmax"] == expected else "differs",
+                           "engine": logits["argmax"], "reference": expected}
+    return found
+
+
+def probe_all(python: str, root: Path) -> tuple[str, str, dict[str, Any]]:
+    from pytest_eagle3.probes.cases import write_all
+
+    target, drafts = write_all(root, CASES)
+    results: dict[str, Any] = {}
+    version = "?"
+    for name, draft in drafts.items():
+        out = root / f"{name}.behaviour.json"
+        done = subprocess.run([python, str(SCRIPT), "--draft", str(draft), "--target", str(target), "--out", str(out)],
+                              capture_output=True, text=True, timeout=900, check=False)
+        if not out.is_file():
+            results[name] = {"combine": {"verdict": "probe-error"}, "error": done.stderr[-600:]}
+            continue
+        engine_out = json.loads(out.read_text())
+        version = engine_out.get("version") or version
+        results[name] = compare(draft, engine_out)
+    return "vllm", version, results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--python", action="append", required=True, help="an engine interpreter (repeatable)")
+    parser.add_argument("--out", default=str(DEFAULT_OUT))
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    data: dict[str, Any] = json.loads(out.read_text()) if out.is_file() else {}
+    data.setdefault("schema", SCHEMA)
+    data["cases"] = list(CASES)
+    runs = data.setdefault("runs", {})
+    for python in args.python:
+        with tempfile.TemporaryDirectory(prefix="eagle3-behaviour-") as tmp:
+            engine, version, results = probe_all(python, Path(tmp))
+        runs[f"{engine}=={version}"] = {"engine": engine, "version": version,
+                                        "date": datetime.date.today().isoformat(), "results": results}
+        print(f"{engine}=={version}: " + ", ".join(f"{n} {r['combine']['verdict']}" for n, r in results.items()))
+    out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
