@@ -365,3 +365,27 @@ def test_contract_run_does_not_import_hypothesis(tmp_path: Path, make_checkpoint
                           cwd=tmp_path, capture_output=True, text=True, check=False)
     assert "EAGLE-3 verdict" in done.stdout
     assert "hypothesis.internal" not in done.stderr
+
+
+@pytest.mark.slow
+def test_under_xdist_the_target_is_passed_once_and_the_report_is_the_serial_one(tmp_path: Path) -> None:
+    """With the target's weights, ``-n 2`` runs the target once on the controller (every worker reads that pass)
+    and writes the report a serial run writes."""
+    import subprocess
+    import sys
+
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    base = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
+            f"--eagle3-ckpt={examples / 'demo-draft'}", f"--eagle3-ckpt={examples / 'demo-draft-sglang'}",
+            f"--eagle3-target={examples / 'demo-target'}", "--eagle3-engine=vllm"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("EAGLE3_", "GITHUB_STEP_SUMMARY"))}
+    runs = {}
+    for name, extra in (("serial", []), ("xdist", ["-n", "2"])):
+        done = subprocess.run([*base, f"--eagle3-report={tmp_path / name}.json", *extra], capture_output=True,
+                              text=True, cwd=tmp_path, env={**env, "EAGLE3_PROGRESS": "1"}, check=False, timeout=1800)
+        assert done.returncode == pytest.ExitCode.TESTS_FAILED, done.stdout[-3000:]
+        runs[name] = done
+    assert json.loads((tmp_path / "xdist.json").read_text()) == json.loads((tmp_path / "serial.json").read_text())
+    said = runs["xdist"].stdout + runs["xdist"].stderr
+    assert "the target's pass, once for every worker" in said
+    assert "eagle3: contracts for 2 checkpoints" in said and "deselected" in said.splitlines()[-1]

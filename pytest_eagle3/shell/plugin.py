@@ -335,6 +335,8 @@ class Eagle3Session:
         #: Tests deselected here (-m, -k, and the plugin's own: probe.load without an interpreter, the live ones).
         self.deselected = 0
         self._collection_said = self._deselected_said = False
+        #: The dump of the target's side written for pytest-xdist's workers ("" when none is, None until asked).
+        self._shared: str | None = None
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         lines = []
@@ -389,6 +391,23 @@ class Eagle3Session:
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         self.deselected += len(items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """Each worker gets the run's one target pass: written here once (a dump of the target's side), read by
+        all, so ``-n 2`` runs the target once, as a serial run does."""
+        from pytest_eagle3.shell.shared_pass import SHARED_PASS_INPUT
+
+        dump = self._shared_pass()
+        if dump is not None:
+            node.workerinput[SHARED_PASS_INPUT] = dump
+
+    def _shared_pass(self) -> str | None:
+        if self._shared is None:
+            from pytest_eagle3.shell.shared_pass import shared_pass
+
+            self._shared = shared_pass(self.options, self.config) or ""
+        return self._shared or None
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:

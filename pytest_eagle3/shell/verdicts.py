@@ -25,7 +25,11 @@ def pipeline(config: pytest.Config) -> Pipeline:
     from pytest_eagle3.verdict import pipeline_for
 
     if PIPELINE_KEY not in config.stash:
-        config.stash[PIPELINE_KEY] = pipeline_for(settings(config))
+        built = config.stash[PIPELINE_KEY] = pipeline_for(settings(config))
+        if hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller's one target pass, if any
+            from pytest_eagle3.shell.shared_pass import share
+
+            share(config, built.passes)
     return config.stash[PIPELINE_KEY]
 
 

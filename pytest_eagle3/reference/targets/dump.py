@@ -301,7 +301,11 @@ def open_dump(path: str | Path, target: TargetModel, new_tokens: int) -> TargetS
         runs.append(TargetRun(sequences, length, states))  # type: ignore[arg-type, unused-ignore]
     origin = f"dump {path} ({manifest.engine} {manifest.engine_version})"
     return TargetSide(tuple(runs), head, manifest.num_hidden_layers, manifest.hidden_size, manifest.vocab_size,
-                      f"{manifest.prompt_source} (from the dump)", origin)
+                      f"{manifest.prompt_source}{DUMP_SUFFIX}", origin)
+
+
+#: How a prompt set read from a dump is labelled.
+DUMP_SUFFIX = " (from the dump)"
 
 
 def _loader(group: Sequence[DumpFile], keep: int) -> Any:

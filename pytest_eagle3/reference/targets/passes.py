@@ -27,6 +27,9 @@ class TargetPasses:
     sides: dict[tuple[object, ...], tuple[int, TargetSide]] = field(default_factory=dict)
     #: How many times the target's side was computed or opened (a run's figure: one per target here).
     computed: int = 0
+    #: Targets whose side was written once for the whole run (pytest-xdist's controller, for its workers): target
+    #: path -> the dump, opened in place of running the target and labelled as the pass here would be.
+    shared: dict[str, str] = field(default_factory=dict)
 
     def side(self, target_path: str, device: str, prompts_path: str | None, new_tokens: int,
              hidden_states: str | None = None) -> TargetSide:
@@ -38,11 +41,25 @@ class TargetPasses:
         held = self.sides.get(key)
         if held is None or held[0] < new_tokens:
             length = new_tokens if hidden_states is not None else max(new_tokens, self.longest)
-            held = (length, target_side(target_path, device, prompts_path, length, hidden_states))
+            if hidden_states is None and target_path in self.shared:
+                held = (length, shared_side(target_path, self.shared[target_path], length))
+            else:
+                held = (length, target_side(target_path, device, prompts_path, length, hidden_states))
             self.sides[key] = held
             self.computed += 1
         length, side = held
         return side if length == new_tokens else shortened(side, new_tokens)
+
+
+def shared_side(target_path: str, dump: str, new_tokens: int) -> TargetSide:
+    """The side a run's own shared dump holds, as the in-process pass would have given it (same states, labels)."""
+    import dataclasses
+
+    from pytest_eagle3.checkpoint import TargetModel
+    from pytest_eagle3.reference.targets.dump import DUMP_SUFFIX, open_dump
+
+    side = open_dump(dump, TargetModel.open(target_path), new_tokens)
+    return dataclasses.replace(side, prompts=side.prompts.removesuffix(DUMP_SUFFIX), origin="transformers in-process")
 
 
 def shortened(side: TargetSide, new_tokens: int) -> TargetSide:
