@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_eagle3.shell.contract import Eagle3Result, check_plan, contract_id, unknown
 from pytest_eagle3.engines.plan_types import LoadPlan, describe_inputs
 from pytest_eagle3.engines.serving import NOTE_PREFIX
 from pytest_eagle3.findings import Finding
+from pytest_eagle3.shell.contract import Eagle3Result, check_plan, contract_id, unknown
 from pytest_eagle3.shell.options import UNKNOWN_FAIL, settings
 from pytest_eagle3.shell.verdicts import require_matching_target, skip_for_target
 
@@ -71,7 +71,8 @@ class TestEagle3Engine:
         other = ""
         if aux.other_mode is not None and aux.other_mode != aux.captured:
             other = f"; the other runtime mode would feed {describe_inputs(aux.other_mode)}"
-        eagle3_result.passed(f"{plan.engine.label} feeds {describe_inputs(aux.captured)} = training{other}")
+        eagle3_result.passed(f"{plan.engine.label} feeds {describe_inputs(aux.captured)} = training{other}"
+                             + (f" ({plan.assumptions['aux_layers']})" if "aux_layers" in plan.assumptions else ""))
 
     @pytest.mark.eagle3_contract("engine.fc")
     def test_fc(self, eagle3_load_plan: LoadPlan, eagle3_result: Eagle3Result,
@@ -92,7 +93,8 @@ class TestEagle3Engine:
         """The engine applies the norms the draft was trained with."""
         plan = eagle3_load_plan
         _judge(request, plan)
-        eagle3_result.passed(f"{plan.engine.label}: " + ", ".join(f"{k}={v}" for k, v in plan.norms.items()))
+        eagle3_result.passed(f"{plan.engine.label}: " + ", ".join(f"{k}={v}" for k, v in plan.norms.items())
+                             + (f" ({plan.assumptions['norms']})" if "norms" in plan.assumptions else ""))
 
     @pytest.mark.eagle3_contract("engine.embeddings")
     def test_embeddings(self, eagle3_load_plan: LoadPlan, eagle3_result: Eagle3Result,

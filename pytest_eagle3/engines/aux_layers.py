@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from packaging.version import Version
 
-from pytest_eagle3.engines import aux_launch
+from pytest_eagle3.engines import aux_launch, habit
 from pytest_eagle3.engines.aux_elsewhere import hard_coded_fix, hard_coded_without_target
 from pytest_eagle3.engines.aux_ids import (
     field_text,
@@ -53,10 +53,11 @@ from pytest_eagle3.knowledge.reach import (
 )
 from pytest_eagle3.knowledge.reach import label as reach_label
 from pytest_eagle3.knowledge.releases import SGLANG, VLLM
+from pytest_eagle3.producers.aux_defaults import AuxDefault, candidate_defaults
 from pytest_eagle3.producers.formats import (
     CONVENTIONS,
     DEFAULT_AUX_RULE,
-    MODELOPT,
+    UNKNOWN,
     default_aux_inputs,
 )
 
@@ -123,7 +124,7 @@ class Aux:
     """The aux plan and what the area files."""
 
     aux: AuxPlan
-    filed: Filed = Filed()
+    filed: Filed = field(default_factory=Filed)
 
 
 def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: Measured | None = None) -> Aux:
@@ -161,6 +162,9 @@ def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: 
                   never_fire=never_fire, trained=trained, trained_from=trained_from, basis=basis,
                   other_mode=other_mode, graph_mode=graph_mode, target_layers=layers, support=support,
                   reach=_reach_words(prof, arch, capture_range, reach_source, never_fire, layers))
+    call = None
+    if measured is None and _ids_missing(sheet):
+        aux, call = _default_habit(aux, sheet, prof)
     if _feeds_other_layers(aux, sheet):
         aux = dataclasses.replace(aux, fix_edit=fix_edit(aux, prof))
     _support_issues(out, prof, support, arch)
@@ -182,7 +186,7 @@ def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: 
             f"drop the ids that map to layer input {layers} or beyond", (f"rule: {reach_source}",),
         ))
     if not aux_launch.no_default(out, prof, layers, aux.trained):
-        _compare(out, aux, prof, sheet)
+        _compare(out, aux, prof, sheet, call)
     hard_coded_without_target(out, aux, prof, fix_edit)
     return Aux(aux, out.filed())
 
@@ -220,8 +224,8 @@ def _trained(sheet: FactSheet, layers: int | None, convention: str | None) -> tu
     if written and written.ids:
         return None, (f"{written.field} = {list(written.ids)}, convention unknown: "
                       "state it with --eagle3-aux-convention=input-of|output-of")
-    if layers is not None:
-        return default_aux_inputs(layers), f"assumed: no ids in config.json: the producer's default, {DEFAULT_AUX_RULE}"
+    if layers is not None and sheet.use_aux_hidden_state is False:
+        return default_aux_inputs(layers), "the draft uses no aux hidden states (eagle_config.use_aux_hidden_state)"
     return None, ""
 
 
@@ -278,10 +282,38 @@ def _allowlist(out: Filing, prof: Profile, model_type: str) -> None:
 
 
 def _ids_missing(sheet: FactSheet) -> bool:
-    """A ModelOpt draft whose config names no aux ids at all (and does not say it uses no aux states)."""
+    """A draft that uses aux states and whose config names no aux ids in any field: its producer's default applies."""
     written = sheet.aux_written
-    return written is not None and not written.ids and written.field is None and sheet.producer == MODELOPT \
-        and sheet.use_aux_hidden_state is not False
+    return written is not None and not written.ids and written.field is None and sheet.use_aux_hidden_state is not False
+
+
+def _producer_words(rows: Sequence[AuxDefault]) -> str:
+    """``modelopt (>= 0.35.0)``; several rows joined."""
+    return "; ".join(dict.fromkeys(f"{r.producer} ({r.releases})" for r in rows))
+
+
+def _default_habit(aux: AuxPlan, sheet: FactSheet, prof: Profile) -> tuple[AuxPlan, habit.Call[AuxDefault] | None]:
+    """No ids: the producer's default training layers (producers.aux_defaults) against what the engine feeds,
+    by the one habit rule (engines.habit)."""
+    fed, layers = _fed(aux), sheet.target_layers
+    if fed is None or layers is None:
+        return dataclasses.replace(aux, trained=None, trained_from=""), None
+    rows = candidate_defaults(sheet.producer, sheet.raw)
+    call = habit.judge(sheet.producer, rows, lambda r: r.inputs(layers) == tuple(fed))
+    sets = {r.inputs(layers) for r in rows}
+    if call.outcome == habit.AGREES:
+        pin = fix_edit(dataclasses.replace(aux, trained=tuple(fed)), prof)
+        how = (f"pin them: write {list(pin[1])} into {pin[0]}" if pin is not None
+               else f"nothing to pin: {prof.label} reads no aux-id field")
+        rule = " / ".join(dict.fromkeys(r.rule for r in rows))
+        words = (f"assumed: no ids in config.json; the default of {_producer_words(rows)}, {rule}, is "
+                 f"{describe_inputs(fed)}, what {prof.label} feeds; {how}")
+        return dataclasses.replace(aux, trained=tuple(fed), trained_from=words, assumed=words), call
+    if call.outcome == habit.DIFFERS and len(sets) == 1:
+        (inputs,) = sets
+        words = f"assumed: no ids in config.json; the default of {_producer_words(rows)}, {rows[0].rule}"
+        return dataclasses.replace(aux, trained=inputs, trained_from=words), call
+    return dataclasses.replace(aux, trained=None, trained_from=""), call
 
 
 def _fed(aux: AuxPlan) -> tuple[int, ...] | None:
@@ -290,27 +322,67 @@ def _fed(aux: AuxPlan) -> tuple[int, ...] | None:
 
 
 def _feeds_other_layers(aux: AuxPlan, sheet: FactSheet) -> bool:
-    if _ids_missing(sheet) or aux.trained is None or aux.captured is None:
+    if aux.trained is None or aux.captured is None:
         return False
     return tuple(_fed(aux) or ()) != tuple(aux.trained)
 
 
-def _compare(out: Filing, aux: AuxPlan, prof: Profile, sheet: FactSheet) -> None:
-    if _ids_missing(sheet):
-        out.lose("aux_layers", Finding(
-            "aux-ids-missing",
-            f"config.json names no aux layer ids: {prof.label} captures its defaults "
-            f"({describe_inputs(aux.captured)}), not necessarily the layers this ModelOpt draft was trained on",
-            (Evidence("eagle_config.eagle_aux_hidden_state_layer_ids", "absent", "the ids used in training"),),
-            "write the training ids into eagle_config.eagle_aux_hidden_state_layer_ids (vllm#50170: acceptance 1.036)",
-            (f"rule: {prof.source('aux_id_fields')}",),
-        ))
+def _compare(out: Filing, aux: AuxPlan, prof: Profile, sheet: FactSheet,
+             call: habit.Call[AuxDefault] | None = None) -> None:
+    if call is not None and call.outcome == habit.UNDECIDED:
+        out.unknown("aux_layers", _undecided(aux, prof, sheet, call))
+        return
+    if call is not None and call.outcome == habit.DIFFERS:
+        out.lose("aux_layers", _default_differs(aux, prof, sheet, call))
         return
     if not _feeds_other_layers(aux, sheet):
         return
     fed = _fed(aux) or ()
     out.lose("aux_layers", Finding("aux-layers", _aux_headline(aux, prof, fed), _aux_evidence(aux),
                                    _aux_fix(aux, prof, sheet.target_architecture), _aux_details(aux, prof)))
+
+
+def _id_field_words(prof: Profile) -> str:
+    fields = prof.behaviours.aux_id_fields or ()
+    return field_text(fields[0]) if fields else "the engine's launch setting"
+
+
+def _default_differs(aux: AuxPlan, prof: Profile, sheet: FactSheet, call: habit.Call[AuxDefault]) -> Finding:
+    layers = sheet.target_layers or 0
+    trains = "; ".join(dict.fromkeys(f"{r.producer} ({r.releases}) trains on {describe_inputs(r.inputs(layers))} "
+                                      f"({r.rule})" for r in call.candidates))
+    fed = _fed(aux) or ()
+    fix = _aux_fix(aux, prof, sheet.target_architecture) if aux.trained is not None else \
+        f"write the ids the draft was trained on into {_id_field_words(prof)}"
+    return Finding(
+        "aux-ids-missing",
+        f"config.json names no aux layer ids: {prof.label} feeds its defaults ({describe_inputs(fed)}); {trains}: "
+        "the draft sees the wrong layers, acceptance drops",
+        (Evidence("eagle_aux_hidden_state_layer_ids", "absent", "the ids used in training"),
+         Evidence("layer inputs fed", str(list(fed)), " / ".join(str(list(r.inputs(layers))) for r in call.candidates))),
+        fix,
+        (*(f"producer default: {r.source}" for r in call.candidates), f"rule: {prof.source('aux_id_fields')}"),
+    )
+
+
+def _undecided(aux: AuxPlan, prof: Profile, sheet: FactSheet, call: habit.Call[AuxDefault]) -> Finding:
+    layers = sheet.target_layers or 0
+    fed = _fed(aux) or ()
+    who = "the producer is unknown" if sheet.producer == UNKNOWN else (
+        f"no default of {sheet.producer} is on record" if not call.candidates
+        else f"{sheet.producer}'s releases disagree and the checkpoint names none")
+    each = [f"{r.producer} ({r.releases}): {describe_inputs(r.inputs(layers))} "
+            f"({'agrees' if r.inputs(layers) == tuple(fed) else 'differs'})" for r in call.candidates]
+    return Finding(
+        "aux-ids-undecided",
+        f"config.json names no aux layer ids: {prof.label} feeds its defaults ({describe_inputs(fed)}), and whether "
+        f"the draft was trained on them is not known: {who}",
+        (Evidence("eagle_aux_hidden_state_layer_ids", "absent", "the ids used in training"),),
+        f"write the ids the draft was trained on into {_id_field_words(prof)}, or pass --eagle3-target=DIR with the "
+        "target's weights (the reference measures which layers the draft was trained on)",
+        (*each[:6], *((f"and {len(each) - 6} more defaults",) if len(each) > 6 else ()),
+         f"rule: {prof.source('aux_id_fields')}"),
+    )
 
 
 def _how_read(aux: AuxPlan, prof: Profile) -> str:

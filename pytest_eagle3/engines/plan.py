@@ -19,11 +19,14 @@ import dataclasses
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
 from pytest_eagle3.engines.architecture import plan_architecture, plan_mla_rope
 from pytest_eagle3.engines.aux_layers import plan_aux
+from pytest_eagle3.engines.embeddings import plan_embeddings
 from pytest_eagle3.engines.facts import fact_sheet
 from pytest_eagle3.engines.fc import plan_fc, plan_fc_shape
 from pytest_eagle3.engines.geometry import GeometryArea, plan_geometry
 from pytest_eagle3.engines.keys import plan_keys
 from pytest_eagle3.engines.layers import plan_layers
+from pytest_eagle3.engines.mlp import plan_mlp
+from pytest_eagle3.engines.norms import plan_norms
 from pytest_eagle3.engines.plan_types import (
     LOADS,
     LOADS_WITH_LOSS,
@@ -36,13 +39,10 @@ from pytest_eagle3.engines.plan_types import (
     LoadPlan,
     Measured,
 )
-from pytest_eagle3.engines.mlp import plan_mlp
-from pytest_eagle3.engines.norms import plan_norms
 from pytest_eagle3.engines.producer import plan_producer
 from pytest_eagle3.engines.profiles import profile
 from pytest_eagle3.engines.runtime import plan_runtime
 from pytest_eagle3.engines.serving import plan_serving
-from pytest_eagle3.engines.embeddings import plan_embeddings
 from pytest_eagle3.engines.vocab import plan_vocab
 from pytest_eagle3.knowledge.advice import one_upgrade
 from pytest_eagle3.knowledge.draft_classes import LLAMA_ATTENTION
@@ -88,6 +88,8 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
         aux=aux.aux, fc=fc.fc, norms=norms.applied, norm_edits=norms.edits,
         embed_tokens=sharing.embed_tokens, lm_head=sharing.lm_head, draft_layers=layers.draft_layers,
         measured=measured, draft_rope=producer.draft_rope, rope_edit=producer.rope_edit, runtime=runtime,
+        assumptions={area: words for area, words in (("aux_layers", aux.aux.assumed), ("norms", norms.assumed))
+                     if words},
     )
     # in the order the areas were always filed: the findings of one contract keep their order
     return _assembled(plan, arch.filed + layers.filed + keys.filed + fc_shape.filed + mlp + mla_rope + geometry.filed
