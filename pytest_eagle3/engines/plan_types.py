@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_eagle3.engines.causes import Cause, root_causes
 from pytest_eagle3.engines.frozen import FrozenDict
 from pytest_eagle3.findings import Finding
 from pytest_eagle3.knowledge.capture import CaptureSupport
@@ -257,6 +258,17 @@ class LoadPlan:
     def outcome(self) -> str:
         kinds = {i.kind for i in self.issues}
         return REFUSED if REFUSED in kinds else LOADS_WITH_LOSS if LOSS in kinds else LOADS
+
+    @property
+    def causes(self) -> tuple[Cause, ...]:
+        """The failing findings as root causes first, each naming the findings it explains (engines.causes)."""
+        return root_causes(self.issues)
+
+    @property
+    def root_cause(self) -> Cause | None:
+        """The first root cause (the area a fix should start with), None when nothing fails."""
+        causes = self.causes
+        return causes[0] if causes else None
 
     def issues_for(self, area: str) -> list[Finding]:
         return [i.finding for i in self.issues if i.area == area]
