@@ -17,6 +17,12 @@ from packaging.version import Version
 
 from pytest_eagle3.engines import aux_launch, habit
 from pytest_eagle3.engines.aux_elsewhere import hard_coded_fix, hard_coded_without_target
+from pytest_eagle3.engines.aux_habit import (
+    default_habit,
+    differs_finding,
+    ids_missing,
+    undecided_finding,
+)
 from pytest_eagle3.engines.aux_ids import (
     field_text,
     first_ids,
@@ -53,11 +59,10 @@ from pytest_eagle3.knowledge.reach import (
 )
 from pytest_eagle3.knowledge.reach import label as reach_label
 from pytest_eagle3.knowledge.releases import SGLANG, VLLM
-from pytest_eagle3.producers.aux_defaults import AuxDefault, candidate_defaults
+from pytest_eagle3.producers.aux_defaults import AuxDefault
 from pytest_eagle3.producers.formats import (
     CONVENTIONS,
     DEFAULT_AUX_RULE,
-    UNKNOWN,
     default_aux_inputs,
 )
 
@@ -163,8 +168,8 @@ def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: 
                   other_mode=other_mode, graph_mode=graph_mode, target_layers=layers, support=support,
                   reach=_reach_words(prof, arch, capture_range, reach_source, never_fire, layers))
     call = None
-    if measured is None and _ids_missing(sheet):
-        aux, call = _default_habit(aux, sheet, prof)
+    if measured is None and ids_missing(sheet):
+        aux, call = default_habit(aux, sheet, prof, _fed(aux), fix_edit)
     if _feeds_other_layers(aux, sheet):
         aux = dataclasses.replace(aux, fix_edit=fix_edit(aux, prof))
     _support_issues(out, prof, support, arch)
@@ -281,41 +286,6 @@ def _allowlist(out: Filing, prof: Profile, model_type: str) -> None:
     ))
 
 
-def _ids_missing(sheet: FactSheet) -> bool:
-    """A draft that uses aux states and whose config names no aux ids in any field: its producer's default applies."""
-    written = sheet.aux_written
-    return written is not None and not written.ids and written.field is None and sheet.use_aux_hidden_state is not False
-
-
-def _producer_words(rows: Sequence[AuxDefault]) -> str:
-    """``modelopt (>= 0.35.0)``; several rows joined."""
-    return "; ".join(dict.fromkeys(f"{r.producer} ({r.releases})" for r in rows))
-
-
-def _default_habit(aux: AuxPlan, sheet: FactSheet, prof: Profile) -> tuple[AuxPlan, habit.Call[AuxDefault] | None]:
-    """No ids: the producer's default training layers (producers.aux_defaults) against what the engine feeds,
-    by the one habit rule (engines.habit)."""
-    fed, layers = _fed(aux), sheet.target_layers
-    if fed is None or layers is None:
-        return dataclasses.replace(aux, trained=None, trained_from=""), None
-    rows = candidate_defaults(sheet.producer, sheet.raw)
-    call = habit.judge(sheet.producer, rows, lambda r: r.inputs(layers) == tuple(fed))
-    sets = {r.inputs(layers) for r in rows}
-    if call.outcome == habit.AGREES:
-        pin = fix_edit(dataclasses.replace(aux, trained=tuple(fed)), prof)
-        how = (f"pin them: write {list(pin[1])} into {pin[0]}" if pin is not None
-               else f"nothing to pin: {prof.label} reads no aux-id field")
-        rule = " / ".join(dict.fromkeys(r.rule for r in rows))
-        words = (f"assumed: no ids in config.json; the default of {_producer_words(rows)}, {rule}, is "
-                 f"{describe_inputs(fed)}, what {prof.label} feeds; {how}")
-        return dataclasses.replace(aux, trained=tuple(fed), trained_from=words, assumed=words), call
-    if call.outcome == habit.DIFFERS and len(sets) == 1:
-        (inputs,) = sets
-        words = f"assumed: no ids in config.json; the default of {_producer_words(rows)}, {rows[0].rule}"
-        return dataclasses.replace(aux, trained=inputs, trained_from=words), call
-    return dataclasses.replace(aux, trained=None, trained_from=""), call
-
-
 def _fed(aux: AuxPlan) -> tuple[int, ...] | None:
     """The layer inputs that reach the draft in the default runtime mode (CUDA-graph decode where it differs)."""
     return aux.graph_mode if aux.graph_mode is not None else aux.captured
@@ -330,59 +300,17 @@ def _feeds_other_layers(aux: AuxPlan, sheet: FactSheet) -> bool:
 def _compare(out: Filing, aux: AuxPlan, prof: Profile, sheet: FactSheet,
              call: habit.Call[AuxDefault] | None = None) -> None:
     if call is not None and call.outcome == habit.UNDECIDED:
-        out.unknown("aux_layers", _undecided(aux, prof, sheet, call))
+        out.unknown("aux_layers", undecided_finding(prof, sheet, call, _fed(aux) or ()))
         return
     if call is not None and call.outcome == habit.DIFFERS:
-        out.lose("aux_layers", _default_differs(aux, prof, sheet, call))
+        fix = _aux_fix(aux, prof, sheet.target_architecture) if aux.trained is not None else None
+        out.lose("aux_layers", differs_finding(prof, sheet, call, _fed(aux) or (), fix))
         return
     if not _feeds_other_layers(aux, sheet):
         return
     fed = _fed(aux) or ()
     out.lose("aux_layers", Finding("aux-layers", _aux_headline(aux, prof, fed), _aux_evidence(aux),
                                    _aux_fix(aux, prof, sheet.target_architecture), _aux_details(aux, prof)))
-
-
-def _id_field_words(prof: Profile) -> str:
-    fields = prof.behaviours.aux_id_fields or ()
-    return field_text(fields[0]) if fields else "the engine's launch setting"
-
-
-def _default_differs(aux: AuxPlan, prof: Profile, sheet: FactSheet, call: habit.Call[AuxDefault]) -> Finding:
-    layers = sheet.target_layers or 0
-    trains = "; ".join(dict.fromkeys(f"{r.producer} ({r.releases}) trains on {describe_inputs(r.inputs(layers))} "
-                                      f"({r.rule})" for r in call.candidates))
-    fed = _fed(aux) or ()
-    fix = _aux_fix(aux, prof, sheet.target_architecture) if aux.trained is not None else \
-        f"write the ids the draft was trained on into {_id_field_words(prof)}"
-    return Finding(
-        "aux-ids-missing",
-        f"config.json names no aux layer ids: {prof.label} feeds its defaults ({describe_inputs(fed)}); {trains}: "
-        "the draft sees the wrong layers, acceptance drops",
-        (Evidence("eagle_aux_hidden_state_layer_ids", "absent", "the ids used in training"),
-         Evidence("layer inputs fed", str(list(fed)), " / ".join(str(list(r.inputs(layers))) for r in call.candidates))),
-        fix,
-        (*(f"producer default: {r.source}" for r in call.candidates), f"rule: {prof.source('aux_id_fields')}"),
-    )
-
-
-def _undecided(aux: AuxPlan, prof: Profile, sheet: FactSheet, call: habit.Call[AuxDefault]) -> Finding:
-    layers = sheet.target_layers or 0
-    fed = _fed(aux) or ()
-    who = "the producer is unknown" if sheet.producer == UNKNOWN else (
-        f"no default of {sheet.producer} is on record" if not call.candidates
-        else f"{sheet.producer}'s releases disagree and the checkpoint names none")
-    each = [f"{r.producer} ({r.releases}): {describe_inputs(r.inputs(layers))} "
-            f"({'agrees' if r.inputs(layers) == tuple(fed) else 'differs'})" for r in call.candidates]
-    return Finding(
-        "aux-ids-undecided",
-        f"config.json names no aux layer ids: {prof.label} feeds its defaults ({describe_inputs(fed)}), and whether "
-        f"the draft was trained on them is not known: {who}",
-        (Evidence("eagle_aux_hidden_state_layer_ids", "absent", "the ids used in training"),),
-        f"write the ids the draft was trained on into {_id_field_words(prof)}, or pass --eagle3-target=DIR with the "
-        "target's weights (the reference measures which layers the draft was trained on)",
-        (*each[:6], *((f"and {len(each) - 6} more defaults",) if len(each) > 6 else ()),
-         f"rule: {prof.source('aux_id_fields')}"),
-    )
 
 
 def _how_read(aux: AuxPlan, prof: Profile) -> str:

@@ -86,7 +86,7 @@ class AuxDefault:
     def releases(self) -> str:
         """The releases the row covers, in words."""
         if self.since is None:
-            return "every release on record"
+            return f"before {self.until}" if self.until else "every release on record"
         return f"{self.since} up to {self.until}" if self.until else f">= {self.since}"
 
     def covers(self, release: Version) -> bool:
