@@ -54,12 +54,13 @@ def _qwen35_target(make_target: Callable[..., Path]) -> TargetModel:
 
 def test_mlx_default_ids_come_from_the_draft(make_variant: Callable[..., Path],
                                              make_target: Callable[..., Path]) -> None:
-    """Without ids mlx-vlm captures [2, 0, 0] of a one-layer draft: two states reach a 3-state fc."""
+    """Without ids mlx-vlm captures [2, 0, 0] of a one-layer draft: two states reach a 3-state fc; speculators'
+    default (inputs of 2, N//2, N-3 of the target) differs, a failure naming both (engines.habit)."""
     def no_ids(config: dict[str, object]) -> None:
         config.pop("eagle_aux_hidden_state_layer_ids", None)
     path = make_variant(SynthSpec(producer=SPECULATORS), config=no_ids, name="mlx-no-ids")
     outcome, codes = _codes(path, "mlx-vlm", _qwen35_target(make_target))
-    assert outcome == REFUSED and {"aux-layers", "fc-width"} <= codes
+    assert outcome == REFUSED and {"aux-ids-missing", "fc-width"} <= codes
     plan = load_plan(Checkpoint.open(path), parse_selection("mlx-vlm")[0], _qwen35_target(make_target))
     assert plan.aux.captured == (1, 2)
     assert plan.aux.fix_edit is not None and plan.aux.fix_edit[0] == "capture_layer_ids"

@@ -27,18 +27,16 @@ def _producer(run: ContractRun, draft: Path, engine: str) -> tuple[str, str]:
 @pytest.mark.parametrize(("theta", "fails"), [(1000000, True), (10000, False)])
 def test_angelslim_rope_theta_it_never_trained_with(theta: int, fails: bool, make_variant: Callable[..., Path],
                                                     run_contracts: Callable[..., ContractRun]) -> None:
-    """AngelSlim's qwen3 configs write rope_theta 1e6; its draft attention always uses base 10000. Without the
-    target's weights its cost is not priced: assumed (skipped; a failure with --eagle3-unknown=fail)."""
+    """AngelSlim's qwen3 configs write rope_theta 1e6; its draft attention always uses base 10000 (read from its
+    code, so certain): the habit differs from what the engine applies, a failure (engines.habit); a target with
+    weights prices it (tests/test_priced_deviations.py)."""
     draft = make_variant(SynthSpec(producer="angelslim"), name=f"angelslim-theta-{theta}",
                          config=lambda c: c.update(rope_theta=theta))
     run = run_contracts([draft], "--eagle3-engine=vllm==0.32.0")  # SGLang builds no Eagle3LlamaForCausalLM
     outcome, message = _producer(run, draft, "vllm==0.32.0")
     if fails:
-        assert outcome == "skipped" and message.startswith(
-            "assumed (not priced without the target's weights): vLLM 0.32.0 applies the config's rope"), message
-        run = run_contracts([draft], "--eagle3-engine=vllm==0.32.0", "--eagle3-unknown=fail")
-        outcome, message = _producer(run, draft, "vllm==0.32.0")
         assert outcome == "failed" and "[rope-trained]" in message, message
+        assert "vLLM 0.32.0 applies the config's rope" in message
         assert "(rope_theta 1000000, no scaling)" in message and "with rope_theta 10000, no scaling" in message
         assert "llama_eagle3.py LlamaAttention._init_rope" in run.output
         assert "fix: write rope_theta: 10000 and rope_scaling: null into config.json" in run.output
@@ -86,21 +84,18 @@ def test_modelopt_fields_no_engine_reads(edit: dict[str, Any], code: str, make_v
 
 def test_modelopt_trained_input_layernorm(make_variant: Callable[..., Path],
                                           run_contracts: Callable[..., ContractRun]) -> None:
-    """A trained (non-uniform) layers.0.input_layernorm: ModelOpt applied it to the hidden path, engines do not.
-    Not priced without the target's weights: assumed (a failure with --eagle3-unknown=fail)."""
+    """A trained (non-uniform) layers.0.input_layernorm: ModelOpt applied it to the hidden path (read from its
+    forward), engines do not: a habit known to apply that differs fails (engines.habit), and says how to price it."""
     draft = make_variant(SynthSpec(producer="modelopt"), name="modelopt-norm",
                          replace={"layers.0.input_layernorm.weight": torch.linspace(0.5, 1.5, 64)})
     run = run_contracts([draft], ENGINES)
     for engine in BOTH:
         outcome, message = _producer(run, draft, engine)
-        assert outcome == "skipped" and message.startswith("assumed (not priced without the target's weights): "), \
-            message
-    run = run_contracts([draft], ENGINES, "--eagle3-unknown=fail")
-    for engine in BOTH:
-        outcome, message = _producer(run, draft, engine)
         assert outcome == "failed" and "[norm-not-applied]" in message, message
     assert "layers.0.input_layernorm.weight (0.5..1.5) is missing from the hidden path" in run.output
     assert "_eagle3_attention_forward_pre_hook" in run.output
+    assert "pass --eagle3-target=DIR with the target's weights: engine.acceptance runs the draft with and without" \
+        in run.output
 
 
 class _Payload:

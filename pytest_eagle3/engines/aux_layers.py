@@ -10,13 +10,19 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from packaging.version import Version
 
-from pytest_eagle3.engines import aux_launch
+from pytest_eagle3.engines import aux_launch, habit
 from pytest_eagle3.engines.aux_elsewhere import hard_coded_fix, hard_coded_without_target
+from pytest_eagle3.engines.aux_habit import (
+    default_habit,
+    differs_finding,
+    ids_missing,
+    undecided_finding,
+)
 from pytest_eagle3.engines.aux_ids import (
     field_text,
     first_ids,
@@ -53,10 +59,10 @@ from pytest_eagle3.knowledge.reach import (
 )
 from pytest_eagle3.knowledge.reach import label as reach_label
 from pytest_eagle3.knowledge.releases import SGLANG, VLLM
+from pytest_eagle3.producers.aux_defaults import AuxDefault
 from pytest_eagle3.producers.formats import (
     CONVENTIONS,
     DEFAULT_AUX_RULE,
-    MODELOPT,
     default_aux_inputs,
 )
 
@@ -123,7 +129,7 @@ class Aux:
     """The aux plan and what the area files."""
 
     aux: AuxPlan
-    filed: Filed = Filed()
+    filed: Filed = field(default_factory=Filed)
 
 
 def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: Measured | None = None) -> Aux:
@@ -161,6 +167,9 @@ def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: 
                   never_fire=never_fire, trained=trained, trained_from=trained_from, basis=basis,
                   other_mode=other_mode, graph_mode=graph_mode, target_layers=layers, support=support,
                   reach=_reach_words(prof, arch, capture_range, reach_source, never_fire, layers))
+    call = None
+    if measured is None and ids_missing(sheet):
+        aux, call = default_habit(aux, sheet, prof, _fed(aux), fix_edit)
     if _feeds_other_layers(aux, sheet):
         aux = dataclasses.replace(aux, fix_edit=fix_edit(aux, prof))
     _support_issues(out, prof, support, arch)
@@ -182,7 +191,7 @@ def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: 
             f"drop the ids that map to layer input {layers} or beyond", (f"rule: {reach_source}",),
         ))
     if not aux_launch.no_default(out, prof, layers, aux.trained):
-        _compare(out, aux, prof, sheet)
+        _compare(out, aux, prof, sheet, call)
     hard_coded_without_target(out, aux, prof, fix_edit)
     return Aux(aux, out.filed())
 
@@ -220,8 +229,8 @@ def _trained(sheet: FactSheet, layers: int | None, convention: str | None) -> tu
     if written and written.ids:
         return None, (f"{written.field} = {list(written.ids)}, convention unknown: "
                       "state it with --eagle3-aux-convention=input-of|output-of")
-    if layers is not None:
-        return default_aux_inputs(layers), f"assumed: no ids in config.json: the producer's default, {DEFAULT_AUX_RULE}"
+    if layers is not None and sheet.use_aux_hidden_state is False:
+        return default_aux_inputs(layers), "the draft uses no aux hidden states (eagle_config.use_aux_hidden_state)"
     return None, ""
 
 
@@ -277,34 +286,25 @@ def _allowlist(out: Filing, prof: Profile, model_type: str) -> None:
     ))
 
 
-def _ids_missing(sheet: FactSheet) -> bool:
-    """A ModelOpt draft whose config names no aux ids at all (and does not say it uses no aux states)."""
-    written = sheet.aux_written
-    return written is not None and not written.ids and written.field is None and sheet.producer == MODELOPT \
-        and sheet.use_aux_hidden_state is not False
-
-
 def _fed(aux: AuxPlan) -> tuple[int, ...] | None:
     """The layer inputs that reach the draft in the default runtime mode (CUDA-graph decode where it differs)."""
     return aux.graph_mode if aux.graph_mode is not None else aux.captured
 
 
 def _feeds_other_layers(aux: AuxPlan, sheet: FactSheet) -> bool:
-    if _ids_missing(sheet) or aux.trained is None or aux.captured is None:
+    if aux.trained is None or aux.captured is None:
         return False
     return tuple(_fed(aux) or ()) != tuple(aux.trained)
 
 
-def _compare(out: Filing, aux: AuxPlan, prof: Profile, sheet: FactSheet) -> None:
-    if _ids_missing(sheet):
-        out.lose("aux_layers", Finding(
-            "aux-ids-missing",
-            f"config.json names no aux layer ids: {prof.label} captures its defaults "
-            f"({describe_inputs(aux.captured)}), not necessarily the layers this ModelOpt draft was trained on",
-            (Evidence("eagle_config.eagle_aux_hidden_state_layer_ids", "absent", "the ids used in training"),),
-            "write the training ids into eagle_config.eagle_aux_hidden_state_layer_ids (vllm#50170: acceptance 1.036)",
-            (f"rule: {prof.source('aux_id_fields')}",),
-        ))
+def _compare(out: Filing, aux: AuxPlan, prof: Profile, sheet: FactSheet,
+             call: habit.Call[AuxDefault] | None = None) -> None:
+    if call is not None and call.outcome == habit.UNDECIDED:
+        out.unknown("aux_layers", undecided_finding(prof, sheet, call, _fed(aux) or ()))
+        return
+    if call is not None and call.outcome == habit.DIFFERS:
+        fix = _aux_fix(aux, prof, sheet.target_architecture) if aux.trained is not None else None
+        out.lose("aux_layers", differs_finding(prof, sheet, call, _fed(aux) or (), fix))
         return
     if not _feeds_other_layers(aux, sheet):
         return

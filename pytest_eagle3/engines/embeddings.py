@@ -6,14 +6,16 @@ with the target's weights is decided only when ``--eagle3-target`` holds weights
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from pytest_eagle3.engines import habit
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.plan_types import Filed, Filing, Measured
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge.advice import serve_with
 from pytest_eagle3.knowledge.releases import LINEAGE, SGLANG, VLLM
+from pytest_eagle3.producers.habits import embed_habits
 from pytest_eagle3.rules.vocab_map import ACCEPTANCE_NOTE
 
 TARGET_EMBED = ("model.embed_tokens.weight", "model.language_model.embed_tokens.weight", "embed_tokens.weight")
@@ -30,7 +32,7 @@ class Sharing:
 
     embed_tokens: str
     lm_head: str
-    filed: Filed = Filed()
+    filed: Filed = field(default_factory=Filed)
 
 
 def plan_embeddings(sheet: FactSheet, prof: Profile, measured: Measured | None) -> Sharing:
@@ -103,15 +105,37 @@ def _embed(out: Filing, sheet: FactSheet, prof: Profile, measured: Measured | No
         out.note("embed_tokens: the draft's own, and the measurement shows it was trained with it")
         return "draft"
     if not equal:
-        out.lose("embeddings", Finding(
-            "embed-kept",
-            f"{prof.label} keeps the draft's own embed_tokens because it differs from the target's; producers train "
-            f"with the target's frozen embedding, so this one is untrained or stale (TorchSpec#38): acceptance drops",
-            (Evidence(embed, "differs from the target's embed_tokens", "identical to the target's, or absent"),),
-            "drop embed_tokens.weight from the checkpoint (the engine then shares the target's)",
-            (f"rule: {prof.source('embed_source')}", "SGLang replaces it with the target's instead"),
-        ))
+        _kept(out, sheet, prof, embed)
     return "target" if equal else "draft"
+
+
+def _kept(out: Filing, sheet: FactSheet, prof: Profile, embed: str) -> None:
+    """The engine keeps the draft's own embed_tokens, which differs from the target's: right only where the producer
+    trains its own (engines.habit)."""
+    habits = embed_habits(sheet.producer, sheet.raw)
+    call = habit.judge(sheet.producer, habits, lambda h: h[0])
+    sources = tuple(f"producer: {source}" for _, source in habits[:5])
+    if call.outcome == habit.AGREES:
+        out.note(f"embed_tokens: the draft's own, which {sheet.producer} trains ({habits[0][1]})")
+        return
+    evidence = (Evidence(embed, "differs from the target's embed_tokens", "identical to the target's, or absent"),)
+    if call.outcome == habit.UNDECIDED:
+        out.unknown("embeddings", Finding(
+            "embed-kept-undecided",
+            f"{prof.label} keeps the draft's own embed_tokens, which differs from the target's; whether the draft was "
+            "trained with it or with the target's is not known (producer unknown)",
+            evidence, "pass --eagle3-target=DIR with the target's weights (the reference measures which embedding the "
+            "draft was trained with), or drop embed_tokens.weight if it is a stale copy",
+            (f"rule: {prof.source('embed_source')}", *sources),
+        ))
+        return
+    out.lose("embeddings", Finding(
+        "embed-kept",
+        f"{prof.label} keeps the draft's own embed_tokens because it differs from the target's; {sheet.producer} "
+        f"trains with the target's frozen embedding, so this one is untrained or stale (TorchSpec#38): acceptance drops",
+        evidence, "drop embed_tokens.weight from the checkpoint (the engine then shares the target's)",
+        (f"rule: {prof.source('embed_source')}", *sources, "SGLang replaces it with the target's instead"),
+    ))
 
 
 def _sglang_embed(out: Filing, prof: Profile, embed: str | None, hidden: object, target_hidden: object) -> str:

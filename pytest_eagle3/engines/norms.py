@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pytest_eagle3.engines import habit
 from pytest_eagle3.engines.class_flags import class_flags
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.frozen import FrozenDict
@@ -14,6 +15,7 @@ from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge.behaviours import read_behaviour
+from pytest_eagle3.producers.formats import NORM_FLAG_DEFAULTS, UNKNOWN
 
 NORM_FIX = {
     "norm_before_residual": "the engine feeds the raw fc output as residual",
@@ -30,6 +32,8 @@ class Norms:
     applied: FrozenDict[str, bool]
     edits: FrozenDict[str, bool]
     filed: Filed = field(default_factory=Filed)
+    #: The producer defaults a pass rests on, in words, with how to pin them (engines.habit).
+    assumed: str = ""
 
 
 def plan_norms(sheet: FactSheet, prof: Profile, draft_class: str | None = None) -> Norms:
@@ -41,11 +45,25 @@ def plan_norms(sheet: FactSheet, prof: Profile, draft_class: str | None = None) 
     edits: dict[str, bool] = {}
     resolved = class_flags(sheet, prof, draft_class)
     flags = dict(resolved.applied)
+    assumed: list[str] = []
     for name, applied in flags.items():
         want = sheet.trained_norms.get(name)
-        if want is None or want == applied:
+        if want is None:
             continue
-        if name in ("fc_norm", "norm_output", "norm_before_fc") and sheet.explicit_norms.get(name) is None:
+        implicit = sheet.explicit_norms.get(name) is None
+        if implicit and name in ("fc_norm", "norm_output", "norm_before_fc"):
+            continue
+        if implicit:
+            call = habit.judge(sheet.producer, _defaults(sheet.producer, name), applied.__eq__)
+            if call.outcome == habit.AGREES:
+                assumed.append(f"assumed: {name}={str(applied).lower()}, the default of "
+                               f"{'every producer on record' if sheet.producer == UNKNOWN else sheet.producer}; "
+                               f"pin it: write {name}: {str(applied).lower()} into config.json")
+                continue
+            if call.outcome == habit.UNDECIDED:
+                out.unknown("norms", _undecided(prof, name, applied, sheet))
+                continue
+        if want == applied:
             continue
         source = sheet.norm_sources.get(name, "")
         row = resolved.rows.get(name)
@@ -72,7 +90,24 @@ def plan_norms(sheet: FactSheet, prof: Profile, draft_class: str | None = None) 
         ))
         if reads:
             edits[name] = want
-    return Norms(FrozenDict(flags), FrozenDict(edits), out.filed())
+    return Norms(FrozenDict(flags), FrozenDict(edits), out.filed(), "; ".join(assumed))
+
+
+def _defaults(producer: str, name: str) -> list[bool]:
+    """The producer's default for the flag (its record's), or every record's where the producer is unknown."""
+    records = NORM_FLAG_DEFAULTS.values() if producer == UNKNOWN else [NORM_FLAG_DEFAULTS.get(producer, {})]
+    return [record[name][0] for record in records if name in record]
+
+
+def _undecided(prof: Profile, name: str, applied: bool, sheet: FactSheet) -> Finding:
+    return Finding(
+        "norm-default-undecided",
+        f"{prof.label} applies {name}={applied}; config.json does not say what the draft was trained with, and "
+        f"{'the producer is unknown' if sheet.producer == UNKNOWN else 'no default of ' + sheet.producer + ' is on record'}",
+        (Evidence(name, f"{applied} ({sheet.flag_notes.get(name, '')})", "the value the draft was trained with"),),
+        f"write {name}: true|false into config.json (the value used in training)",
+        (f"rule: {prof.source(read_behaviour(name))}",),
+    )
 
 
 def _reads(prof: Profile, name: str) -> bool:

@@ -90,6 +90,8 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
         aux=aux.aux, fc=fc.fc, norms=norms.applied, norm_edits=norms.edits,
         embed_tokens=sharing.embed_tokens, lm_head=sharing.lm_head, draft_layers=layers.draft_layers,
         measured=measured, draft_rope=producer.draft_rope, rope_edit=producer.rope_edit, runtime=runtime,
+        assumptions={area: words for area, words in (("aux_layers", aux.aux.assumed), ("norms", norms.assumed))
+                     if words},
     )
     # in the order the areas were always filed: the findings of one contract keep their order
     return _assembled(plan, arch.filed + layers.filed + keys.filed + unreached + fc_shape.filed + mlp + mla_rope + geometry.filed

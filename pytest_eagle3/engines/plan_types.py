@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_eagle3.engines.causes import Cause, root_causes
 from pytest_eagle3.engines.frozen import FrozenDict
 from pytest_eagle3.findings import Finding
 from pytest_eagle3.knowledge.capture import CaptureSupport
@@ -69,6 +70,13 @@ class Assumed:
     deviation: str | None
     #: Why it is not priced where the default reason does not hold (a draft too weak to price with).
     why: str = ""
+    #: The habit is known to apply (engines.habit DIFFERS): unpriced, it is a loss, not an unknown.
+    fails: bool = False
+
+    def as_issue(self) -> Issue:
+        """The loss this assumption files while it is not priced (``fails``), saying how to price it."""
+        how = (HOW_TO_PRICE,) if self.deviation is not None and not self.why else (self.why,) if self.why else ()
+        return Issue(self.area, LOSS, dataclasses.replace(self.finding, details=(*self.finding.details, *how)))
 
     def reported(self) -> Finding:
         """The finding as an assumption: 'assumed (not priced without the target's weights): ...'."""
@@ -115,9 +123,10 @@ class Filing:
     def unknown(self, area: str, finding: Finding) -> None:
         self._unknown.append((area, finding))
 
-    def assume(self, area: str, finding: Finding, deviation: str | None) -> None:
-        """A loss that rests on an assumption whose cost is not priced here (:class:`Assumed`)."""
-        self._assumed.append(Assumed(area, finding, deviation))
+    def assume(self, area: str, finding: Finding, deviation: str | None, fails: bool = False) -> None:
+        """A loss that rests on an assumption whose cost is not priced here (:class:`Assumed`); ``fails``: the
+        habit is known to apply, so it is a loss until the simulation prices it."""
+        self._assumed.append(Assumed(area, finding, deviation, fails=fails))
 
     def filed(self) -> Filed:
         return Filed(tuple(self._issues), tuple(self._notes), tuple(self._unknown), tuple(self._assumed))
@@ -152,6 +161,8 @@ class AuxPlan:
     support: CaptureSupport | None = None
     #: What the target's capture loop reaches, in words, when a requested index lies outside it.
     reach: str = ""
+    #: The producer habit a pass rests on, in words, with how to pin it (engines.habit; empty when none).
+    assumed: str = ""
 
 
 @dataclass(frozen=True)
@@ -219,27 +230,45 @@ class LoadPlan:
     assumed: tuple[Assumed, ...] = ()
     #: The assumed losses the simulation priced, in words ('rope ...: priced, costs 0.42').
     priced: tuple[str, ...] = ()
+    #: Per area, the producer habit its pass rests on, in words, with how to pin it (engines.habit).
+    assumptions: Mapping[str, str] = field(default_factory=FrozenDict)
 
     def __post_init__(self) -> None:
-        for name in ("parameters", "shapes", "dropped", "norms", "norm_edits", "rope_edit", "unknown"):
+        for name in ("parameters", "shapes", "dropped", "norms", "norm_edits", "rope_edit", "unknown", "assumptions"):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
         for name in ("built", "uninitialised", "issues", "notes", "assumed", "priced"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         object.__setattr__(self, "proven", frozenset(self.proven))
 
     def with_assumed(self, assumed: Sequence[Assumed]) -> LoadPlan:
-        """This plan whose assumed losses are ``assumed``: each area's first one reported in ``unknown``
-        (where the area has no other unknown), an area whose assumptions are all priced reported no more."""
-        ours = {_reported(self.assumed, a.area) for a in self.assumed}
+        """This plan whose assumed losses are ``assumed``: each area's first undecided one reported in ``unknown``
+        (where the area has no other unknown), each known one (``fails``) a loss; an area whose assumptions are all
+        priced reported no more."""
+        open_ = [a for a in self.assumed if not a.fails]
+        ours = {_reported(open_, a.area) for a in open_}
         unknown = {area: f for area, f in self.unknown.items() if f not in ours}
-        for item in assumed:
-            unknown.setdefault(item.area, _reported(assumed, item.area))
-        return dataclasses.replace(self, assumed=tuple(assumed), unknown=unknown)
+        undecided = [a for a in assumed if not a.fails]
+        for item in undecided:
+            unknown.setdefault(item.area, _reported(undecided, item.area))
+        derived = {a.as_issue() for a in self.assumed if a.fails}
+        issues = (*(i for i in self.issues if i not in derived), *(a.as_issue() for a in assumed if a.fails))
+        return dataclasses.replace(self, assumed=tuple(assumed), unknown=unknown, issues=issues)
 
     @property
     def outcome(self) -> str:
         kinds = {i.kind for i in self.issues}
         return REFUSED if REFUSED in kinds else LOADS_WITH_LOSS if LOSS in kinds else LOADS
+
+    @property
+    def causes(self) -> tuple[Cause, ...]:
+        """The failing findings as root causes first, each naming the findings it explains (engines.causes)."""
+        return root_causes(self.issues)
+
+    @property
+    def root_cause(self) -> Cause | None:
+        """The first root cause (the area a fix should start with), None when nothing fails."""
+        causes = self.causes
+        return causes[0] if causes else None
 
     def issues_for(self, area: str) -> list[Finding]:
         return [i.finding for i in self.issues if i.area == area]

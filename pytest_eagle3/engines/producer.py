@@ -9,15 +9,18 @@ Three checks under the plan area ``producer`` (contract ``engine.producer``):
 * weight files the engine's loader reads although they are not the draft's (profile behaviour
   ``weight_files``): their tensors go through the engine's own key rules.
 
-The first three rest on a producer habit whose cost the static plan cannot know: they are filed as
-*assumed* (``Filing.assume``, reported per --eagle3-unknown, never a failure) with the simulated feed field
-that prices them, and ``verdict.settle.price_deviations`` turns them into a loss with its figure (or a
-priced note) once the draft has been run with and without the deviation.
+The first three rest on a producer habit, judged by the one habit rule (:mod:`pytest_eagle3.engines.habit`): a
+habit known to apply and to differ from what the engine does (a rope habit marked certain, ModelOpt's extra norm
+read from its forward) is a loss; one the checkpoint cannot settle (``rope-trained-assumed``) is undecided
+(reported per --eagle3-unknown). Both are filed with ``Filing.assume`` and the simulated feed field that prices
+them: with the target's weights ``verdict.settle.price_deviations`` turns each into a loss with its figure, or a
+priced note when it costs less than --eagle3-max-loss (the measurement overrules the habit). A trained field no
+engine reads has a cost nothing here models: it stays undecided (``field-not-read``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_eagle3.engines.facts import FactSheet
@@ -40,7 +43,7 @@ class ProducerArea:
 
     draft_rope: RopeKey
     rope_edit: FrozenDict[str, Any]
-    filed: Filed = Filed()
+    filed: Filed = field(default_factory=Filed)
 
 
 def plan_producer(sheet: FactSheet, prof: Profile, params: frozenset[str]) -> ProducerArea:
@@ -85,7 +88,7 @@ def _norm_habit(out: Filing, prof: Profile, sheet: FactSheet) -> None:
         "no engine applies this norm: serve the draft where it is applied, or retrain with a draft whose first "
         "layer normalises the hidden path once",
         (f"producer: {habit.source}", f"rule: {prof.source('first_layer_hidden_path')}"),
-    ), HIDDEN_PRENORM)
+    ), HIDDEN_PRENORM, fails=True)
 
 
 def _json(value: Any) -> str:
@@ -111,7 +114,7 @@ def _rope(out: Filing, prof: Profile, sheet: FactSheet, producer: str, label: st
         (f"producer: {habit.source}", f"rule: {prof.source('draft_rope')}"),
     )
     if habit.certain:
-        out.assume(AREA, finding, ROPE)
+        out.assume(AREA, finding, ROPE, fails=True)
         return {"rope_theta": rope.theta, "rope_scaling": rope.scaling}
     out.assume(AREA, Finding(
         "rope-trained-assumed", f"assumed: {finding.summary}", finding.evidence, finding.fix, finding.details,

@@ -32,7 +32,15 @@ from pytest_eagle3.producers.kinds import (
     RopeHabit,
     TrainedField,
 )
-from pytest_eagle3.producers.names import TORCHSPEC
+from pytest_eagle3.producers.names import (
+    ANGELSLIM,
+    EAGLE,
+    MODELOPT,
+    SPECFORGE,
+    SPECULATORS,
+    TORCHSPEC,
+    UNKNOWN,
+)
 from pytest_eagle3.producers.records import RECORDS
 from pytest_eagle3.producers.rope import Rope, RopeKey, config_rope, served_rope
 
@@ -58,6 +66,33 @@ def unread_fields(producer: str, config: Mapping[str, Any]) -> list[tuple[Traine
     """The trained fields of ``producer`` whose value differs from what every engine hard-wires."""
     rows = [row for row in TRAINED_FIELDS if row.producer == producer and row.engine_value is not None]
     return [(row, row.value(config)) for row in rows if row.value(config) != row.engine_value]
+
+
+# ---------------------------------------------------------------- embedding
+
+#: Whether a producer trains the draft's own embed_tokens (True) or keeps a frozen copy of the target's (False).
+EMBED_TRAINED: dict[str, tuple[bool, str]] = {
+    SPECULATORS: (False, ("speculators 0.4.0-0.9.0 models/eagle3/core.py:68 embed_tokens.weight.requires_grad = "
+                          "config.embed_requires_grad (default False, models/eagle3/config.py:84; 0.3.0 has no field)")),
+    SPECFORGE: (False, ("specforge 0.2.0 algorithms/model_providers.py:111 draft_model.freeze_embedding() "
+                        "(modeling/draft/base.py:128)")),
+    EAGLE: (False, "SafeAILab/EAGLE eagle/traineagle3/cnets.py Model.__init__ freezes embed_tokens (reference notes)"),
+    MODELOPT: (False, ("nvidia-modelopt 0.47.0 torch/export/plugins/hf_spec_export.py: the export has no embed_tokens "
+                       "(the draft embeds with the base model's)")),
+    ANGELSLIM: (False, "angelslim 0.5.0 train/trainer/eagle3_trainer.py drops every key containing 'embed' on save"),
+}
+#: The config field that says a speculators draft trained its own embedding.
+EMBED_FIELD = "embed_requires_grad"
+
+
+def embed_habits(producer: str, config: Mapping[str, Any]) -> list[tuple[bool, str]]:
+    """(trains its own embed_tokens?, source) for the producer, or for every producer on record when unknown;
+    speculators' ``embed_requires_grad`` written in the config is evidence, not a habit."""
+    if producer == SPECULATORS and isinstance(config.get(EMBED_FIELD), bool):
+        return [(bool(config[EMBED_FIELD]), f"config.json {EMBED_FIELD} (speculators core.py:68 reads it)")]
+    if producer == UNKNOWN:
+        return list(EMBED_TRAINED.values())
+    return [EMBED_TRAINED[producer]] if producer in EMBED_TRAINED else []
 
 
 # ---------------------------------------------------------------- rope
@@ -98,6 +133,7 @@ def beside_weights(files: Iterable[Path], weights: tuple[Path, ...], producer: s
 
 __all__ = [
     "DEFAULT_NORM_OUTPUT",
+    "EMBED_TRAINED",
     "EXPORT_BUGS",
     "EXTRA_FILES",
     "NORM_HABITS",
@@ -115,6 +151,7 @@ __all__ = [
     "TrainedField",
     "beside_weights",
     "config_rope",
+    "embed_habits",
     "norm_output_reading",
     "served_rope",
     "trained_rope",

@@ -114,7 +114,8 @@ def aux_layers(hand: Assessment, row: Judged) -> str:
     other = ""
     if aux.other_mode is not None and aux.other_mode != aux.captured:
         other = f"; the other runtime mode would feed {describe_inputs(aux.other_mode)}"
-    return f"{plan.engine.label} feeds {describe_inputs(aux.captured)} = training{other}"
+    return (f"{plan.engine.label} feeds {describe_inputs(aux.captured)} = training{other}"
+            + (f" ({plan.assumptions['aux_layers']})" if "aux_layers" in plan.assumptions else ""))
 
 
 def fc(hand: Assessment, row: Judged) -> str:
@@ -130,7 +131,9 @@ def fc(hand: Assessment, row: Judged) -> str:
 def norms(hand: Assessment, row: Judged) -> str:
     """The engine applies the norms the draft was trained with."""
     _judge(row, "norms")
-    return f"{row.plan.engine.label}: " + ", ".join(f"{k}={v}" for k, v in row.plan.norms.items())
+    plan = row.plan
+    return (f"{plan.engine.label}: " + ", ".join(f"{k}={v}" for k, v in plan.norms.items())
+            + (f" ({plan.assumptions['norms']})" if "norms" in plan.assumptions else ""))
 
 
 def embeddings(hand: Assessment, row: Judged) -> str:

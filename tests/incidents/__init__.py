@@ -1,0 +1,1 @@
+"""Real incidents from public threads, reproduced as small checkpoints (``incidents.json``, ``build``)."""
