@@ -121,11 +121,13 @@ def test_ci_runs_the_readmes_install_lines_as_written() -> None:
     root = EXAMPLES.parent
     readme = (root / "README.md").read_text(encoding="utf-8")
     block = readme.split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
-    install, tests = block[0].split("#")[0].strip(), block[2]
+    install, tests = block[0].split("#")[0].strip(), block[2].split("#")[0].strip()
     ci = [line.strip() for line in (root / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
     assert install in ci and "--index-url https://download.pytorch.org/whl/cpu" in install
-    developer = tests.split(": ", 1)[1].strip()
-    assert developer == 'pip install -e ".[test]"' and developer in ci
+    developer, _, command = tests.partition(" && ")
+    assert developer == 'pip install -e ".[test]"' and command.startswith("pytest -n 2")
+    # .ci/run installs the dev extra (the test extra and the linters) and runs the README's test command as written
+    assert 'pip install -e ".[dev]"' in ci and any(line.endswith(command.removeprefix("pytest ")) for line in ci)
 
 
 # 10. A checkpoint in the user's own ini (or environment) belongs to their normal run: their testpaths stay.

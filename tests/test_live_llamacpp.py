@@ -27,8 +27,10 @@ from tests.reference_cases import EXAMPLES
 from tests.test_live_vllm import RUN_MARKER, absolute_d2t_copy, findings, gap, leftovers
 
 pytest.importorskip("transformers", reason="the live prediction needs transformers (pip install -e '.[test]')")
+pytest.importorskip("sentencepiece", reason="llama.cpp's converter imports sentencepiece: run tox -e llamacpp11312live "
+                    "(or pip install -r .ci/requirements/llamacpp11312live.txt)")
 
-pytestmark = pytest.mark.engine("llamacpp")
+pytestmark = [pytest.mark.engine("llamacpp"), pytest.mark.slow]
 TARGET = EXAMPLES / "demo-target"
 ABSOLUTE = "demo-draft-absolute-d2t"
 TRAINED = tuple(sorted(p.name for p in EXAMPLES.glob("trained-*") if (p / "config.json").is_file()))

@@ -233,10 +233,20 @@ def test_prompts_file_and_bad_prompts_get_a_verdict(
 
 
 def test_a_target_transformers_cannot_load_is_a_verdict(
-    run_contracts: Callable[..., ContractRun], constant_pair: dict[str, Path]
+    run_contracts: Callable[..., ContractRun], constant_pair: dict[str, Path], tmp_path: Path
 ) -> None:
+    import json
+    import shutil
+
     draft = constant_pair["draft"]
-    run = run_contracts([draft], target=draft)  # a draft directory is no causal LM
+    target = tmp_path / "target"
+    shutil.copytree(constant_pair["target"], target)
+    config = json.loads((target / "config.json").read_text())
+    config.update(model_type="no_such_model", architectures=["NoSuchModelForCausalLM"])  # no transformers class
+    (target / "config.json").write_text(json.dumps(config))
+    run = run_contracts([draft], target=target)
     outcome, message = run.outcomes(draft)["reference.acceptance"]
     assert outcome == "failed" and "transformers cannot load the target" in message
     assert "Traceback" not in run.output
+    as_target = run_contracts([draft], target=draft)  # a draft directory given as the target: a usage error
+    assert as_target.result.ret == pytest.ExitCode.USAGE_ERROR and "is an EAGLE-3 draft" in as_target.result.stderr.str()

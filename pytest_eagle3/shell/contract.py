@@ -23,6 +23,15 @@ CONTRACT_MARKER = "eagle3_contract"
 ENGINE_CONTRACT_PREFIX = "engine."
 
 
+def contracts_dir() -> str:
+    """Where the installed contract modules are."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pytest_eagle3.contracts")
+    assert spec is not None and spec.submodule_search_locations
+    return str(next(iter(spec.submodule_search_locations)))
+
+
 def contract_id(node: pytest.Item) -> str:
     """The contract id, stated once: the first argument of the test's ``eagle3_contract`` marker."""
     marker = node.get_closest_marker(CONTRACT_MARKER)

@@ -21,6 +21,10 @@ if TYPE_CHECKING:
 
 # The idle plugin (installed, no checkpoint given) imports this module in every pytest run: the option table is
 # standard library only, and the settings are built (``verdict.settings.build``) inside ``parse_settings`` only.
+#: What the contract run collected besides the contracts, for the line after "collected N items" (the plugin sets it).
+COLLECTED_KEY = pytest.StashKey[str]()
+#: ini key: with a checkpoint and no paths, collect the ini's testpaths next to the contracts.
+WITH_TESTPATHS_INI = "eagle3_with_testpaths"
 #: Each engine's interpreter option.
 PYTHON_OPTION = {VLLM: BY_DEST["eagle3_vllm_python"], SGLANG: BY_DEST["eagle3_sglang_python"]}
 

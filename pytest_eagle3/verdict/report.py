@@ -222,11 +222,12 @@ class CheckpointResult:
         return [(c.id, c.message) for c in self.not_run(engine)]
 
     def not_judged(self, engine: str) -> list[str]:
-        """The essential contracts this engine row did not run (skipped, or not selected)."""
+        """The essential contracts this engine row ran and could not judge (skipped: no target, no weights, not
+        modelled); one ``-m`` or ``-k`` left out is the user's choice, not a verdict the run could not give."""
         if engine == ANY_ENGINE:
             return []
         own = self.engines.get(engine, {})
-        return [cid for cid in ESSENTIAL if cid not in own or own[cid].outcome == "skipped"]
+        return [cid for cid in ESSENTIAL if cid in own and own[cid].outcome == "skipped"]
 
     def engine_verdict(self, engine: str) -> str:
         if self.engine_failing(engine):
