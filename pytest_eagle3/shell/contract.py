@@ -101,7 +101,8 @@ class Eagle3Result:
     def hand_over(self, outcome: ContractOutcome) -> None:
         """Everything a judged contract measured, its basis, reference, prediction and the plan's outcome."""
         self._update(measured=(*self.record.measured, *outcome.measured), basis=outcome.basis,
-                     reference=outcome.reference, prediction=outcome.prediction, load_outcome=outcome.load_outcome)
+                     reference=outcome.reference, prediction=outcome.prediction, load_outcome=outcome.load_outcome,
+                     consequence_of=outcome.consequence_of, root_cause=outcome.root_cause)
 
 
 @pytest.fixture

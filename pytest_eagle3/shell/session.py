@@ -162,6 +162,7 @@ class Eagle3Session:
         width = width_of(self.config)
         terminalreporter.write_sep("=", "EAGLE-3 verdict")
         from pytest_eagle3.verdict.report_lines import (
+            cause_lines,
             partial_lines,
             probe_lines,
             reference_lines,
@@ -173,7 +174,8 @@ class Eagle3Session:
         from pytest_eagle3.shell.repair_hint import repair_lines
         from pytest_eagle3.shell.verdicts import pipeline
 
-        under = [*self.collector.named_lines(), *partial_lines(self.collector), *reference_lines(self.collector),
+        under = [*self.collector.named_lines(), *cause_lines(self.collector), *partial_lines(self.collector),
+                 *reference_lines(self.collector),
                  *probe_lines(self.collector),
                  *repair_lines(self.collector, pipeline(self.config), self.options.aux_convention,
                               self.options.hidden_states)]

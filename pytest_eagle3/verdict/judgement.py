@@ -81,6 +81,10 @@ class ContractOutcome:
     prediction: Mapping[str, Any] | None = None
     #: The load plan's outcome (loads / loads with loss / refused) for an engine contract.
     load_outcome: str | None = None
+    #: A failing engine contract whose every finding another area's explains: that root cause, "contract [code]".
+    consequence_of: str = ""
+    #: The row's root cause, "contract [code]: summary" (the same on each engine contract of the row; "" for none).
+    root_cause: str = ""
 
     @property
     def test_outcome(self) -> str:

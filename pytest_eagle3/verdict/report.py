@@ -62,6 +62,9 @@ class ContractRecord:
     probe: JsonObject | None = None
     #: The load plan's outcome (loads / loads with loss / refused) when the contract judged an engine's plan.
     load_outcome: str | None = None
+    #: The root cause this failing contract follows from ("contract [code]"), and the row's root cause.
+    consequence_of: str = ""
+    root_cause: str = ""
     #: (name, value) in the order measured; a name measured twice keeps its last value in the report.
     measured: tuple[tuple[str, Measured], ...] = ()
 
@@ -104,6 +107,7 @@ class ContractReport:
                 "findings": [dict(f) for f in self.findings], "basis": self.basis, "load_outcome": self.load_outcome,
                 "record": {"message": record.message, "basis": record.basis, "reference": record.reference,
                            "prediction": record.prediction, "probe": record.probe, "load_outcome": record.load_outcome,
+                           "consequence_of": record.consequence_of, "root_cause": record.root_cause,
                            "measured": [[k, v] for k, v in record.measured]}}
 
     @classmethod
@@ -111,7 +115,8 @@ class ContractReport:
         """The report a contract test asserting ``outcome`` gives (shell.contract.assert_outcome), without pytest."""
         record = ContractRecord(message=outcome.message if outcome.status == "pass" else None, basis=outcome.basis,
                                 reference=outcome.reference, prediction=outcome.prediction,
-                                load_outcome=outcome.load_outcome, measured=outcome.measured)
+                                load_outcome=outcome.load_outcome, measured=outcome.measured,
+                                consequence_of=outcome.consequence_of, root_cause=outcome.root_cause)
         message = (outcome.message if outcome.status == "pass" else
                    one_line(outcome.message) if outcome.status == "fail" else one_line(outcome.message, None))
         return cls(checkpoint=judgement.checkpoint, contract=outcome.contract, engine=judgement.spec,
@@ -125,6 +130,7 @@ class ContractReport:
         raw = data["record"]
         record = ContractRecord(message=raw["message"], basis=basis_of(raw["basis"]), reference=raw["reference"],
                                 prediction=raw["prediction"], probe=raw["probe"], load_outcome=raw.get("load_outcome"),
+                                consequence_of=raw.get("consequence_of", ""), root_cause=raw.get("root_cause", ""),
                                 measured=tuple((str(k), v) for k, v in raw["measured"]))
         rank = data["rank"]
         return cls(checkpoint=str(data["checkpoint"]), contract=str(data["contract"]), engine=str(data["engine"]),
@@ -151,6 +157,8 @@ class ContractResult:
     properties: dict[str, Any] = field(default_factory=dict)
     #: "measured" when the reference measurement settled the training reading judged against, else "assumed".
     basis: str = "assumed"
+    #: The root cause this failure follows from ("contract [code]"), "" when it is one itself or passed.
+    consequence_of: str = ""
 
     def merge(self, other: ContractResult) -> None:
         self.properties.update(other.properties)
@@ -158,10 +166,12 @@ class ContractResult:
             self.basis = other.basis
         if SEVERITY[other.outcome] > SEVERITY[self.outcome]:
             self.outcome, self.message, self.findings = other.outcome, other.message, other.findings
+            self.consequence_of = other.consequence_of
 
     def to_json(self) -> dict[str, Any]:
+        cause = {"consequence_of": self.consequence_of} if self.consequence_of else {}
         return {"id": self.id, "outcome": self.outcome, "message": self.message, "findings": self.findings,
-                "properties": self.properties, "basis": self.basis}
+                "properties": self.properties, "basis": self.basis, **cause}
 
 
 @dataclass
@@ -183,6 +193,8 @@ class CheckpointResult:
     outcomes: dict[str, str] = field(default_factory=dict)
     #: Each contract's place in the selection (its module and line): the report's order, whatever the run order.
     ranks: dict[str, tuple[str, int]] = field(default_factory=dict)
+    #: The root cause of each engine row with several failing contracts ("contract [code]: summary").
+    root_causes: dict[str, str] = field(default_factory=dict)
     #: The target the draft's config names, when none was given: {"path": what was read (None: not found),
     #: "named": the name as written, "field": where}.
     named_target: dict[str, Any] | None = None
@@ -268,6 +280,7 @@ class CheckpointResult:
             "probe": self.probes.get(engine),
             "outcome": self.outcomes.get(engine),
             "fix": self.fixes(engine),
+            **({"root_cause": self.root_causes[engine]} if engine in self.root_causes else {}),
         }
 
     def fixes(self, engine: str) -> list[str]:
@@ -348,7 +361,9 @@ class Collector:
         table = result.contracts if engine == ANY_ENGINE else result.engines.setdefault(engine, {})
         _merge_into(table, ContractResult(entry.contract, entry.outcome, entry.message,
                                           [dict(f) for f in entry.findings], dict(properties),
-                                          entry.basis or "assumed"))
+                                          entry.basis or "assumed", record.consequence_of))
+        if record.root_cause and engine != ANY_ENGINE:
+            result.root_causes[engine] = record.root_cause
         if record.prediction is not None and engine != ANY_ENGINE:
             result.predicted[engine] = dict(record.prediction)
         if record.probe is not None and engine != ANY_ENGINE:

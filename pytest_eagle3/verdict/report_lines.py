@@ -104,3 +104,18 @@ def _predicted_cell(predicted: dict[str, Any] | None) -> str:
         return "-"
     value = predicted.get("mean_acceptance_length")
     return "refused" if value is None else f"{value:.2f} ({predicted.get('basis', 'assumed')})"
+
+
+def cause_lines(collector: Collector) -> list[str]:
+    """One line per engine row with several failing contracts: the root cause, and what follows from it."""
+    lines = []
+    for ckpt in collector.checkpoints.values():
+        for spec in ckpt.engine_specs(collector.engines):
+            root = ckpt.root_causes.get(spec)
+            if not root or len(ckpt.engine_failing(spec)) < 2:
+                continue
+            table = ckpt.engines.get(spec, {})
+            follow = [c.id for c in ckpt.ordered(table) if c.outcome == "failed" and c.consequence_of]
+            then = f"; {', '.join(follow)} follow{'s' if len(follow) == 1 else ''} from it" if follow else ""
+            lines.append(f"root cause for {ckpt.path} ({spec}): {root}{then}")
+    return lines

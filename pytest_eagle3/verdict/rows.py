@@ -13,10 +13,11 @@ from pytest_eagle3.verdict.assess import (
 )
 from pytest_eagle3.verdict.assess_checkpoint import contracts as checkpoint_contracts
 from pytest_eagle3.verdict.assess_engine import contracts as engine_contracts
-from pytest_eagle3.verdict.judgement import ENGINE_CONTRACTS, NOT_RUN, ContractOutcome, Judgement
+from pytest_eagle3.verdict.judgement import ENGINE_CONTRACTS, FAIL, NOT_RUN, ContractOutcome, Judgement
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
+    from pytest_eagle3.engines.plan_types import LoadPlan
     from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.verdict.pipeline import Pipeline, TargetSide
 
@@ -42,7 +43,33 @@ def judge_engine(pipeline: Pipeline, ckpt: Checkpoint, engine: EngineVersion, si
     verdict = pipeline.verdict(ckpt, engine, side)
     rows = engine_contracts(pipeline, verdict, ckpt, side)
     outcomes = tuple(assess(cid, subject, run, unknown_fails=fails, plan=verdict.plan) for cid, run in rows)
-    return Judgement(ckpt.path, engine, _format(ckpt), outcomes)
+    return Judgement(ckpt.path, engine, _format(ckpt), with_causes(outcomes, verdict.plan))
+
+
+def with_causes(outcomes: tuple[ContractOutcome, ...], plan: LoadPlan) -> tuple[ContractOutcome, ...]:
+    """The row's root cause on each outcome, and on each failing contract that only follows from another area's
+    finding, which one (``engines.causes``; the predicted loss follows from the plan's first cause)."""
+    import dataclasses
+
+    failing = {o.contract for o in outcomes if o.status == FAIL}
+    causes = [c for c in plan.causes if f"engine.{c.area}" in failing]
+    if len(failing) < 2 or not causes:
+        return outcomes
+    root = causes[0]
+    named = {(c.area, c.code): c for c in causes}
+    explained = {pair: f"engine.{c.area} [{c.code}]" for c in causes for pair in c.consequences}
+    words = f"engine.{root.area} [{root.code}]: {root.summary}"
+    out = []
+    for outcome in outcomes:
+        cause = ""
+        if outcome.status == FAIL and outcome.contract == "engine.acceptance":
+            cause = f"engine.{root.area} [{root.code}]"  # the prediction prices the plan's losses
+        elif outcome.status == FAIL:
+            pairs = {(outcome.contract.removeprefix("engine."), f.code) for f in outcome.findings}
+            if pairs and all(p in explained and p not in named for p in pairs):
+                cause = explained[next(iter(pairs))]
+        out.append(dataclasses.replace(outcome, consequence_of=cause, root_cause=words))
+    return tuple(out)
 
 
 def _format(ckpt: Checkpoint) -> str:
