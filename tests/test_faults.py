@@ -89,6 +89,8 @@ def test_good_checkpoints_pass(
             labels.setdefault(producer, label)
         for engine in ("sglang==0.5.23", "vllm==0.33.0"):
             expected = "fail" if (engine, producer) in REFUSED_BY_NEWEST else "pass"
+            if (engine, producer) == ("vllm==0.33.0", ANGELSLIM):  # no ids, AngelSlim's releases' defaults disagree
+                expected = "not judged"  # and a random draft measures nothing: the aux layers are undecided
             got = run.engine_entry(path, engine)
             if got["verdict"] != expected:
                 problems.append(f"{name}: {engine} {got['verdict']} ({got['failing']}), expected {expected}")

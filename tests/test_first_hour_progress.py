@@ -126,3 +126,20 @@ def test_capture_and_fix_with_a_target_show_their_steps_on_a_terminals_stderr(tm
         assert line in fixed.stderr, line
     assert not shown(fixed.stderr).strip() and "\b" not in fixed.stdout
     assert "proof: the contracts pass on" in fixed.stdout
+
+
+def test_plan_and_sweep_with_a_target_show_their_steps_on_a_terminals_stderr(tmp_path: Path) -> None:
+    """``plan --target`` and ``sweep`` say what they do while the target runs (stderr; stdout keeps whole lines)."""
+    env = {**{k: v for k, v in os.environ.items() if k != "COLUMNS"}, "EAGLE3_PROGRESS": "1", "COLUMNS": "120",
+           "PYTEST_ADDOPTS": "-p no:randomly"}
+    plan = subprocess.run([sys.executable, "-m", "pytest_eagle3", "plan", str(EXAMPLES / "demo-draft-sglang"),
+                           "--engine", "vllm", "--target", str(TARGET)], capture_output=True, text=True, cwd=tmp_path,
+                          env=env, check=False)
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    assert "judging" in plan.stderr and "running the target" in plan.stderr and "predicting vLLM 0.33.0" in plan.stderr
+    assert "\b" not in plan.stdout and "verdict:" in plan.stdout
+    sweep = subprocess.run([sys.executable, "-m", "pytest_eagle3", "sweep", str(EXAMPLES / "demo-draft-sglang"),
+                            "--target", str(TARGET), "--engine", "vllm", "--out", "out"], capture_output=True, text=True,
+                           cwd=tmp_path, env=env, check=False)
+    assert sweep.returncode == 0, sweep.stderr[-3000:]
+    assert "sweep: " in sweep.stderr and "running the target" in sweep.stderr and "1/1 checkpoints" in sweep.stderr
