@@ -141,9 +141,8 @@ def neighbour_cosines(model: torch.nn.Module, lang: Language) -> list[float]:
     return out
 
 
-def train_target(out: Path, log: Iterator[None] | None = None) -> dict[str, object]:
-    lang = Language()
-    model = _target_model()
+def fit(model: torch.nn.Module, lang: Language) -> dict[str, object]:
+    """Train ``model`` on the language, then fine-tune it with the layer-separation penalty (one thread)."""
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
     started = time.perf_counter()
@@ -178,15 +177,27 @@ def train_target(out: Path, log: Iterator[None] | None = None) -> dict[str, obje
     model.eval()
     cos = neighbour_cosines(model, lang)
     print(f"fine-tune {finetune_s:.0f} s, acc {accuracy:.4f}, neighbour |cos| {cos}", flush=True)
+    return {"plain_s": round(plain_s), "finetune_s": round(finetune_s), "accuracy": round(accuracy, 4),
+            "neighbour_cos_plain": plain_cos, "neighbour_cos": cos}
+
+
+def save_target(model: torch.nn.Module, out: Path) -> None:
+    """``save_pretrained`` as transformers writes it, less its version stamp and generation_config.json."""
     shutil.rmtree(out, ignore_errors=True)
     model.save_pretrained(out)
     config = json.loads((out / "config.json").read_text())
     config.pop("transformers_version", None)
     (out / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     (out / "generation_config.json").unlink(missing_ok=True)
+
+
+def train_target(out: Path, log: Iterator[None] | None = None) -> dict[str, object]:
+    lang = Language()
+    model = _target_model()
+    figures = fit(model, lang)
+    save_target(model, out)
     write_tokenizer(out / "gguf-tokenizer")  # for llama.cpp's converter only (examples/build_demo_tokenizer.py)
-    return {"plain_s": round(plain_s), "finetune_s": round(finetune_s), "accuracy": round(accuracy, 4),
-            "neighbour_cos_plain": plain_cos, "neighbour_cos": cos}
+    return figures
 
 
 DRAFTS = {
