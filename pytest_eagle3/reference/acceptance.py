@@ -247,11 +247,11 @@ class Acceptance:
 
 
 def greedy_walk(proposals: torch.Tensor, run: TargetRun, usable: int, steps: int, counts: torch.Tensor,
-                budget: int | None = None) -> None:
+                budget: int | None = None, reserve: int = 1) -> None:
     """The engine's greedy walk over one run's proposals: from the last prompt token, accept the longest
     prefix that matches the target, advance by accepted + 1; ``counts[a]`` counts verifications accepting a.
-    ``budget``: the request's token limit, to which the engine cuts each draft (the tokens left, minus one;
-    no draft with one left: knowledge.draft_budget); None: ``steps`` drafted at every verification."""
+    ``budget``: the request's token limit, to which the engine cuts each draft (the tokens left, minus ``reserve``;
+    no draft when that is 0: knowledge.draft_budget); None: ``steps`` drafted at every verification."""
     gold = torch.stack([run.sequences[:, 2 + j: usable + 2 + j] for j in range(steps)], dim=-1)
     accepted = torch.cumprod((proposals == gold).long(), dim=-1).sum(-1).cpu()
     for row in accepted:
@@ -259,7 +259,7 @@ def greedy_walk(proposals: torch.Tensor, run: TargetRun, usable: int, steps: int
         while position < usable:
             count = int(row[position])
             if budget is not None:  # generated so far: position - prompt_length + 2
-                drafted = min(steps, budget - (position - run.prompt_length + 2) - 1)
+                drafted = min(steps, budget - (position - run.prompt_length + 2) - reserve)
                 if drafted <= 0:
                     break
                 count = min(count, drafted)

@@ -186,8 +186,9 @@ class Simulator:
             aux = torch.cat([run.states[i][:, :usable] for i in feed.indices], dim=-1)
         next_ids = run.sequences[:, 1: usable + 1]
         proposals, _ = draft.propose(aux, next_ids, steps, embed, ABSOLUTE if feed.d2t == ABSOLUTE else OFFSETS)
-        cut = self.target.continuation if feed.budget == DraftBudget.CUT else None
-        greedy_walk(proposals, run, usable, steps, counts, cut)
+        budget = DraftBudget(feed.budget)
+        cut = self.target.continuation if budget != DraftBudget.FULL else None
+        greedy_walk(proposals, run, usable, steps, counts, cut, budget.reserve)
         return counts
 
 
