@@ -1,6 +1,7 @@
 """mlx-vlm's own generate loop with its EAGLE-3 drafter, run in mlx-vlm's interpreter (by path; mlx, no torch).
 
-``python mlx_generate.py REQUEST.json``: REQUEST holds ``target``, ``draft`` (or null: the target alone),
+``python mlx_generate.py REQUEST.json``, or ``python mlx_generate.py --target DIR [--draft DIR] --prompts FILE
+[--steps 3] [--max-tokens 64]`` (FILE: one JSON token-id list a line, ``--eagle3-prompts``' format). REQUEST holds ``target``, ``draft`` (or null: the target alone),
 ``prompts`` (token-id lists), ``steps`` (draft tokens per round; mlx-vlm's ``draft_block_size`` is steps + 1: without
 it the loop drafts one token a round, ``speculative/eagle3.py`` ``_eagle3_rounds``), ``max_tokens`` and, optionally,
 ``prefill_step_size`` (``generate_step``'s; absent: its default, 2048). Each prompt
@@ -9,12 +10,14 @@ time. What it reports is the drafter's own record (``speculative/common.py`` ``_
 ``accept_lens`` and ``draft_lens`` per round, which the loop clears at the start of each request (``reset``), read
 after each; and the lifetime ``speculative_total_rounds`` / ``_accepted`` / ``_drafted``, read at the end.
 Prints one JSON line: ``version``, ``tokens`` per prompt, ``accept_lens`` / ``draft_lens`` per prompt, ``rounds``,
-``accepted``, ``drafted``, ``seconds``, and ``error`` / ``raised_at`` (the mlx-vlm file and line that raised) when
-the loop fails.
+``accepted``, ``drafted``, ``seconds``, ``acceptance`` (from the rounds, with the plugin's definitions: the rate at
+draft position j is the share of rounds accepting at least j drafts, the mean acceptance length 1 + accepted /
+rounds), and ``error`` / ``raised_at`` (the mlx-vlm file and line that raised) when the loop fails.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -36,6 +39,15 @@ def _record(draft: Any, result: dict[str, Any]) -> None:
     """The request's rounds as the drafter recorded them (accepted per round: an int at batch size 1)."""
     result["accept_lens"].append([round(a) for a in getattr(draft, "accept_lens", [])])
     result["draft_lens"].append([int(d) for d in getattr(draft, "draft_lens", [])])
+
+
+def acceptance(accept_lens: list[list[int]], steps: int) -> dict[str, Any] | None:
+    """Mean acceptance length and the rate per draft position over every round (None: no round)."""
+    rounds = [a for request in accept_lens for a in request]
+    if not rounds:
+        return None
+    return {"mean_acceptance_length": round(1.0 + sum(rounds) / len(rounds), 4), "rounds": len(rounds),
+            "per_position": [round(sum(a >= j for a in rounds) / len(rounds), 4) for j in range(1, steps + 1)]}
 
 
 def generate(request: dict[str, Any]) -> dict[str, Any]:
@@ -72,8 +84,26 @@ def generate(request: dict[str, Any]) -> dict[str, Any]:
         result["rounds"] = int(getattr(draft, "speculative_total_rounds", 0))
         result["accepted"] = round(getattr(draft, "speculative_total_accepted", 0.0))
         result["drafted"] = int(getattr(draft, "speculative_total_drafted", 0))
+        result["acceptance"] = acceptance(result["accept_lens"], int(request["steps"]))
     return result
 
 
+def request_from(argv: list[str]) -> dict[str, Any]:
+    """The request: a JSON file, or the options."""
+    if len(argv) == 1 and not argv[0].startswith("-"):
+        loaded: dict[str, Any] = json.loads(Path(argv[0]).read_text())
+        return loaded
+    parser = argparse.ArgumentParser(description="mlx-vlm's generate loop with its EAGLE-3 drafter, greedy")
+    parser.add_argument("--target", required=True)
+    parser.add_argument("--draft", default=None, help="the EAGLE-3 draft (absent: the target alone)")
+    parser.add_argument("--prompts", required=True, help="one JSON token-id list a line")
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--max-tokens", type=int, default=64)
+    args = parser.parse_args(argv)
+    prompts = [json.loads(line) for line in Path(args.prompts).read_text().splitlines() if line.strip()]
+    return {"target": args.target, "draft": args.draft, "prompts": prompts, "steps": args.steps,
+            "max_tokens": args.max_tokens}
+
+
 if __name__ == "__main__":
-    print(json.dumps(generate(json.loads(Path(sys.argv[1]).read_text()))))
+    print(json.dumps(generate(request_from(sys.argv[1:]))))
