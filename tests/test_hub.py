@@ -212,3 +212,13 @@ def test_sweep_takes_hub_checkpoints(hub: HubServer, tmp_path: Path, capsys: pyt
     assert paths == [f"hf://org/{d}@{hub.repos[f'org/{d}'].sha}" for d in DRAFTS]
     rows = {c["name"].split("@")[0]: c["engines"][0] for c in data["checkpoints"]}
     assert rows["demo-draft-sglang"]["failing"] == ["engine.aux_layers"]
+
+
+def test_a_hub_draft_read_by_headers_is_not_called_corrupt_by_the_repair_line(
+        hub: HubServer, run_contracts: Callable[..., ContractRun]) -> None:
+    """Its weights were only not downloaded: the repair line offers the fix (which downloads them), never
+    '[unreadable-tensor] ... truncated or its header lies'."""
+    run = run_contracts(["hf://org/demo-draft-sglang"], "--eagle3-engine=vllm", target="hf://org/demo-target")
+    repair = [line for line in run.output.splitlines() if line.startswith("repair ")]
+    assert repair and not any("cannot be read" in line or "truncated" in line for line in repair), repair
+    assert any("python -m pytest_eagle3 fix hf://org/demo-draft-sglang" in line for line in repair), repair
