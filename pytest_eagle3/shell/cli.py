@@ -376,7 +376,9 @@ def _fix_steps(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
         print(proof.output, file=sys.stderr)
         return 1
     print(f"proof: the contracts pass on {out} for {', '.join(e.spec for e in served)}")
-    print(f"  check again: {check_command(out, served, target, copy_flag(out, solution.convention), dump)}")
+    again = dataclasses.replace(settings, checkpoints=(str(out),), engines=tuple(served),
+                                aux_convention=copy_flag(out, solution.convention), engine_args=None)
+    print(f"  check again: {check_command(out, again)}")
     if any(e.engine == LLAMACPP for e in served):
         gguf = out.with_name(out.name + ".gguf")
         print(f"  convert for llama.cpp (its own converter, from the llama.cpp tree of that build): "
