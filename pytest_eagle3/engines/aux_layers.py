@@ -35,7 +35,7 @@ from pytest_eagle3.engines.aux_ids import (
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.plan_types import AuxPlan, Filed, Filing, Measured, describe_inputs
 from pytest_eagle3.engines.profiles import Profile
-from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.findings import MEASURED, Evidence, Finding
 from pytest_eagle3.knowledge.advice import first_release, other_engine, release_words, serve_with
 from pytest_eagle3.knowledge.capture import (
     ALLOWLIST,
@@ -159,7 +159,7 @@ def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: 
         graph_mode = firing(sheet.default_inputs or (), layers, capture_range)[0]
     trained: tuple[int, ...] | None
     if measured is not None:
-        trained, trained_from, basis = tuple(measured.inputs), measured.words, "measured"
+        trained, trained_from, basis = tuple(measured.inputs), measured.words, MEASURED
     else:
         trained, trained_from = _trained(sheet, layers, convention)
         basis = "assumed"
