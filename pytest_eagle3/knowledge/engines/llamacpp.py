@@ -119,6 +119,7 @@ SPANS += spans("norm_before_fc",
 
 ENGINE = Engine(
     NAME, "llama.cpp", RELEASES, lineage=NAME, release_prefix="b", behaviour_rows=tuple(SPANS),
+    draft_dtype_source="llama.cpp convert_hf_to_gguf.py --outtype: the GGUF's tensor types",
     d2t_is_converted_tensor=True,
     missing_d2t_error=("without d2t the output is sized to the target vocab ({vocab}); the draft's lm_head has "
                        "{draft_vocab} rows: the load fails (check_tensor_dims 'wrong shape')"),

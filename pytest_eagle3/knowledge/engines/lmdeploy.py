@@ -121,6 +121,8 @@ SPANS += spans("speculators_format",
 
 ENGINE = Engine(
     NAME, "LMDeploy", RELEASES, lineage=NAME, behaviour_rows=tuple(SPANS),
+    draft_dtype_source=("lmdeploy pytorch/config.py _update_torch_dtype: the draft config's own dtype (float16 / bfloat16, "
+                       "else float16)"),
     speculators_error=("(no model_type: ValueError 'Unrecognized model', or where the loader falls back to a bare "
                        "PretrainedConfig, AttributeError on hidden_size, which sits under transformer_layer_config)"),
     flat_config_for="LMDeploy",

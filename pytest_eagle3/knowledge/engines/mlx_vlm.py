@@ -100,6 +100,7 @@ SPANS += spans("lm_head_source",
 
 ENGINE = Engine(
     NAME, "mlx-vlm", RELEASES, lineage=NAME, behaviour_rows=tuple(SPANS),
+    draft_dtype_source="mlx_vlm utils.py load_model: the drafter's tensors as stored",
     speculators_reader="own-config-class", speculators_class="Eagle3DraftModel",
     load_assert="mlx nn.Module.load_weights(strict=True): every tensor's shape must equal its parameter's",
     exact_shapes=True, probe=Probe("mlx_loader.py", "mlx_vlm", ("mlx-vlm",)),

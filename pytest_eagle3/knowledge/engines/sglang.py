@@ -310,6 +310,8 @@ SPANS += spans("draft_dtype",
 
 ENGINE = Engine(
     NAME, "SGLang", RELEASES, lineage=NAME, default=True, release_list_rank=1, behaviour_rows=tuple(SPANS),
+    draft_dtype_source=("sglang configs/model_config.py ModelConfig.from_server_args(is_draft_model=True): the server's "
+                       "--dtype"),
     key_resolver="as-named-or-model-prefixed", d2t_is_parameter=False,
     missing_d2t_error="startup fails (hot_token_id is None)", key_fix_renames_first_layer=True,
     plain_target_classes=("LlamaForCausalLM", "Qwen3ForCausalLM", "Qwen2ForCausalLM"),

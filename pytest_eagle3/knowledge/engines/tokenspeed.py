@@ -95,6 +95,7 @@ SPANS: list[BehaviourSpan] = [span for name, value, source in _ROWS
 
 ENGINE = Engine(
     NAME, "TokenSpeed", RELEASES, lineage="sglang", behaviour_rows=tuple(SPANS),
+    draft_dtype_source="tokenspeed runtime/configs/model_config.py (as SGLang: the server's --dtype)",
     key_resolver="as-named-or-model-prefixed", d2t_is_parameter=False,
     missing_d2t_error="startup fails (hot_token_id is None)", fc_without_aux="bypassed", ties_lm_head_to_embed=True,
     load_assert="tokenspeed runtime/layers/linear.py weight_loader (SGLang's: narrow to the shard, then assert)",

@@ -132,6 +132,8 @@ SPANS += spans("draft_vocab_size_missing",
 
 ENGINE = Engine(
     NAME, "TensorRT-LLM", RELEASES, lineage=NAME, behaviour_rows=tuple(SPANS),
+    draft_dtype_source=("tensorrt_llm _torch/models/modeling_speculative.py Eagle3DraftModel: dtype=config.torch_dtype (the "
+                       "draft's)"),
     mla_unmodelled=("tensorrt_llm _torch/models/modeling_speculative.py Eagle3ForCausalLM: _use_mla when "
                     "kv_lora_rank is set, Eagle3MLAttention, weights through DeepseekV3WeightLoader (main read)"),
     load_assert=("tensorrt_llm _torch/modules/linear.py load_weight_shard, then param.data.copy_: another shape raises "

