@@ -1,6 +1,5 @@
-"""llama.cpp: the engine object, and its behaviour rows.
-
-llama.cpp's EAGLE-3 path, the HF -> GGUF converter and the runtime, from its first build read on.
+"""llama.cpp: the engine object, and its behaviour rows (its EAGLE-3 path, the HF -> GGUF converter and the
+runtime), from its first build read on.
 
 llama.cpp serves a GGUF: the draft is converted first (``convert_hf_to_gguf.py DRAFT --target-model-dir TARGET``),
 so what the converter reads from the draft config and which tensors it keeps are this engine's load plan.

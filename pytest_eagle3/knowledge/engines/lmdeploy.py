@@ -1,6 +1,5 @@
-"""LMDeploy: the engine object, and its behaviour rows.
-
-LMDeploy's PyTorch engine (TurboMind has no EAGLE-3), every behaviour from 0.11.0 on.
+"""LMDeploy: the engine object, and its behaviour rows (its PyTorch engine; TurboMind has no EAGLE-3), every
+behaviour from 0.11.0 on.
 
 Read in the manylinux wheels of every final release 0.11.0-0.18.0 (0.10.2 has no ``pytorch/spec_decode``).
 ``pytorch/models/llama_eagle3.py`` (Eagle3LlamaForCausalLM), ``pytorch/configurations/llama.py`` and the capture

@@ -1,6 +1,5 @@
-"""mlx-vlm: the engine object, and its behaviour rows.
-
-mlx-vlm's EAGLE-3 drafter, every behaviour from its first release (0.6.0) on.
+"""mlx-vlm: the engine object, and its behaviour rows (its EAGLE-3 drafter), every behaviour from its first
+release (0.6.0) on.
 
 Read in the wheels: ``speculative/drafters/eagle3/config.py`` and ``eagle3.py`` are the same file in every
 release from 0.6.0 to 0.7.10 (0.5.0 has no EAGLE-3 path); ``utils.py`` load_model changes at 0.6.14

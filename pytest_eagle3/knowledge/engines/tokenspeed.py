@@ -1,6 +1,5 @@
-"""TokenSpeed (derived from SGLang): the engine object, and its behaviour rows.
-
-TokenSpeed (derived from SGLang), every behaviour from its first release on.
+"""TokenSpeed (derived from SGLang): the engine object, and its behaviour rows, every behaviour from its first
+release on.
 
 Read in the wheels 0.1.0 and 0.1.1 (the only releases on the index; both have the EAGLE-3 path and the
 same loader). Rows marked "as SGLang" were not read in TokenSpeed's own code: the value is the SGLang

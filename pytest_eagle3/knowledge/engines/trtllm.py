@@ -1,6 +1,5 @@
-"""TensorRT-LLM (PyTorch backend): the engine object, and its behaviour rows.
-
-TensorRT-LLM's PyTorch backend (``Eagle3ForCausalLM``), every behaviour from 0.19.0 on.
+"""TensorRT-LLM: the engine object, and its behaviour rows (its PyTorch backend, ``Eagle3ForCausalLM``), every
+behaviour from 0.19.0 on.
 
 No wheel is on PyPI (the index package is a stub that fetches NVIDIA's own wheel), and no stored copy of the
 repository at a release tag could be read: the rows come from main-branch versions of the files, read in the
