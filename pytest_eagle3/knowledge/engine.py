@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 #: One behaviour row as an engine's module writes it: ``(behaviour, since, read_to, value, source)``; the
 #: behaviour tables (``knowledge.behaviours``) turn it into a ``Row`` of the engine.
-BehaviourSpan = tuple[str, str, "str | None", Any, str]
+BehaviourSpan = tuple[str, str, str | None, Any, str]
 
 #: How a loader matches a checkpoint name to a parameter: as named, else with ``model.`` (SGLang's; d2t becomes
 #: the hot_token_id buffer), or always ``model.`` + name except lm_head (vLLM's; d2t a parameter).
