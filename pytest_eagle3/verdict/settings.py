@@ -17,10 +17,8 @@ from pytest_eagle3.option_table import (
     NOT_JUDGED_FAIL,
     NOT_JUDGED_PASS,
     OPTIONS,
-    SGLANG,
     UNKNOWN_FAIL,
     UNKNOWN_SKIP,
-    VLLM,
     Resolved,
 )
 from pytest_eagle3.reference.defaults import (
@@ -75,7 +73,11 @@ class RunSettings:
 
     def python_for(self, engine: str) -> str | None:
         """The interpreter given for ``engine`` (option, env or ini), or None."""
-        return self.vllm_python if engine == VLLM else self.sglang_python if engine == SGLANG else None
+        from pytest_eagle3.knowledge.engines import BY_NAME
+
+        dest = BY_NAME[engine].python_option if engine in BY_NAME else None  # the engine's option, if any
+        given = {"eagle3_vllm_python": self.vllm_python, "eagle3_sglang_python": self.sglang_python}
+        return given.get(dest) if dest is not None else None
 
     @property
     def unknown_fails(self) -> bool:
