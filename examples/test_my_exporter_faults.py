@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_eagle3.testing import FAULTS, SynthSpec, write_checkpoint
+from pytest_eagle3.testing import FAULTS, SynthSpec, write_checkpoint, write_target
 
 
 def check(draft: Path, report: Path) -> dict:  # type: ignore[type-arg]
-    """``python -m pytest_eagle3 check`` on one draft; its JSON report's entry for it."""
-    subprocess.run([sys.executable, "-m", "pytest_eagle3", "check", str(draft), "--report", str(report)],
-                   capture_output=True, check=False, timeout=900)
+    """``python -m pytest_eagle3 check`` on one draft against its target's config; its JSON report's entry."""
+    target = write_target(SynthSpec(), report.parent / "target", False) / "config.json"
+    subprocess.run([sys.executable, "-m", "pytest_eagle3", "check", str(draft), "--target", str(target),
+                    "--report", str(report)], capture_output=True, check=False, timeout=900)
     entry: dict = json.loads(report.read_text())["checkpoints"][0]  # type: ignore[type-arg]
     return entry
 
@@ -34,4 +35,5 @@ def test_a_draft_with_the_exporter_bug_fails(fault: str, tmp_path: Path) -> None
 
 def test_the_same_draft_without_the_bug_passes(tmp_path: Path) -> None:
     entry = check(write_checkpoint(SynthSpec(producer="specforge"), tmp_path / "draft"), tmp_path / "report.json")
-    assert entry["verdict"] == "pass"
+    # nothing fails; with the target's config only, the acceptance is not judged (no weights to run it)
+    assert [(e["failing"], e["not_judged"]) for e in entry["engines"]] == [([], [])] + [([], ["engine.acceptance"])] * 2

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
+
+#: What a verdict rests on: the reference measurement settled it, or a convention, default or habit was assumed.
+Basis: TypeAlias = Literal["measured", "assumed"]
+MEASURED: Basis = "measured"
+ASSUMED: Basis = "assumed"
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-VLLM, SGLANG = "vllm", "sglang"
 #: An unset --eagle3-engine: knowledge.selection.DEFAULT_SELECTION, quoted here (the idle plugin imports no knowledge).
 DEFAULT_SELECTION = "sglang,vllm"
 UNKNOWN_SKIP = "skip"
@@ -131,8 +130,6 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "seconds a live server may take to become healthy (default 600)", metavar="SECONDS", is_path=False, judges=False),
 )
 BY_DEST = {spec.dest: spec for spec in OPTIONS}
-#: The option naming each engine's interpreter.
-PYTHON_OPTION = {VLLM: BY_DEST["eagle3_vllm_python"], SGLANG: BY_DEST["eagle3_sglang_python"]}
 
 
 @dataclass(frozen=True)

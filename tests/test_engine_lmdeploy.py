@@ -1,7 +1,7 @@
 """LMDeploy (PyTorch engine, 0.11.0-0.18.0): the verdicts and fixes a user sees, on both sides of its boundaries.
 
 The engine does not load on a CPU (device types cuda / ascend / maca / camb), so no probe runs here: these
-tests hold the rows (knowledge/behaviours/lmdeploy.py) to what ``plan``, ``fix`` and ``pytest --eagle3-ckpt``
+tests hold the rows (knowledge/engines/lmdeploy.py) to what ``plan``, ``fix`` and ``pytest --eagle3-ckpt``
 print. Boundaries: 0.11.0 (the first release with an EAGLE-3 path; 0.10.2 has none), 0.14.0 / 0.15.0 (how a
 speculators config fails) and 0.16.0 / 0.17.0 (the Kimi MLA draft class and the Kimi-K2.5 target's capture).
 """

@@ -168,3 +168,51 @@ def test_help_names_every_engine(tmp_path: Path) -> None:
     done = _run(["-m", "pytest_eagle3", "--help"], tmp_path, COLUMNS="200")
     for name in ("SGLang", "vLLM", "TensorRT-LLM", "LMDeploy", "llama.cpp", "mlx-vlm", "TokenSpeed"):
         assert name in done.stdout
+
+
+# 6. sweep never calls a failing checkpoint best ---------------------------------------------------------------
+def test_a_checkpoint_that_fails_is_never_named_best() -> None:
+    from pytest_eagle3.verdict.sweep import CheckpointRow, EngineRow, Sweep
+
+    failing = EngineRow("tokenspeed==0.1.1", "fail", "loads with loss", ("engine.aux_layers",), 1.43, "measured", "x")
+    passing = EngineRow("tokenspeed==0.1.1", "pass", "loads", (), 1.20, "measured", None)
+    high = Sweep("t", ("tokenspeed==0.1.1",), (CheckpointRow("run/inputof", 3.7, (failing,)),), 1)
+    assert high.best() == {"tokenspeed==0.1.1": None}
+    assert "no checkpoint passes" in high.why_no_best("tokenspeed==0.1.1") and "FAIL" in high.why_no_best("tokenspeed==0.1.1")
+    both = Sweep("t", ("tokenspeed==0.1.1",), (CheckpointRow("run/a", 3.7, (failing,)), CheckpointRow("run/b", 3.7, (passing,))), 1)
+    best = both.best()["tokenspeed==0.1.1"]
+    assert best is not None and best.path == "run/b"
+
+
+# 7. a two-state fc gets one consistent fix --------------------------------------------------------------------
+def test_an_fc_trained_on_two_states_gets_one_fix_everywhere(tmp_path: Path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    draft = tmp_path / "fc2"
+    shutil.copytree(DEMO_SGLANG, draft)
+    weights = load_file(draft / "model.safetensors")
+    weights["fc.weight"] = weights["fc.weight"][:, :128].contiguous()
+    save_file(weights, draft / "model.safetensors")
+    done = _run(["-m", "pytest", "-p", "no:cacheprovider", f"--eagle3-ckpt={draft}", "--eagle3-engine=vllm",
+                 f"--eagle3-target={TARGET / 'config.json'}"], tmp_path)
+    said = " ".join(done.stdout.split())
+    assert "fc.weight was trained on 2 concatenated states but the config names 3 aux ids [2, 4, 5]" in said
+    assert "config.json names 3 aux ids [2, 4, 5] but fc was trained on 2 states" in said  # engine.fc agrees
+    assert "num_aux_hidden_states: 2" not in said and "fc expects 192" not in said
+    assert "the checkpoint's fc takes 128" in said
+
+
+# 8. an off-by-one draft gets the fix command, not "fix cannot" --------------------------------------------------
+def test_aux_ids_off_by_one_get_the_fix_that_writes_the_measured_layers(tmp_path: Path) -> None:
+    draft = tmp_path / "off-by-one"
+    shutil.copytree(DEMO_SGLANG, draft)
+    config = json.loads((draft / "config.json").read_text())
+    config["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = [1, 3, 4]  # trained on outputs of [2, 4, 5]
+    (draft / "config.json").write_text(json.dumps(config))
+    done = _run(["-m", "pytest", "-p", "no:cacheprovider", f"--eagle3-ckpt={draft}", f"--eagle3-target={TARGET}"],
+                tmp_path)
+    repair = [line for line in done.stdout.splitlines() if line.startswith("repair ")]
+    assert repair == [f"repair {draft} (sglang==0.5.23, vllm==0.33.0): python -m pytest_eagle3 fix {draft} OUT --to "
+                      f"sglang==0.5.23,vllm==0.33.0 --target {TARGET}"], repair
+    assert "fix cannot" not in done.stdout and "input-of" in (ROOT / "README.md").read_text()
+

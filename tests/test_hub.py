@@ -212,3 +212,32 @@ def test_sweep_takes_hub_checkpoints(hub: HubServer, tmp_path: Path, capsys: pyt
     assert paths == [f"hf://org/{d}@{hub.repos[f'org/{d}'].sha}" for d in DRAFTS]
     rows = {c["name"].split("@")[0]: c["engines"][0] for c in data["checkpoints"]}
     assert rows["demo-draft-sglang"]["failing"] == ["engine.aux_layers"]
+
+
+def test_a_hub_draft_read_by_headers_is_not_called_corrupt_by_the_repair_line(
+        hub: HubServer, run_contracts: Callable[..., ContractRun]) -> None:
+    """Its weights were only not downloaded: the repair line offers the fix (which downloads them), never
+    '[unreadable-tensor] ... truncated or its header lies'."""
+    run = run_contracts(["hf://org/demo-draft-sglang"], "--eagle3-engine=vllm", target="hf://org/demo-target")
+    repair = [line for line in run.output.splitlines() if line.startswith("repair ")]
+    assert repair and not any("cannot be read" in line or "truncated" in line for line in repair), repair
+    assert any("python -m pytest_eagle3 fix hf://org/demo-draft-sglang" in line for line in repair), repair
+
+
+def test_a_draft_naming_its_target_by_hub_id_is_judged_against_it(
+        hub: HubServer, run_contracts: Callable[..., ContractRun], tmp_path: Path) -> None:
+    """speculators' verifier.name_or_path "org/demo-target": read as hf://org/demo-target (config and headers), so
+    the aux layers are judged with no --eagle3-target; the report says where the target came from."""
+    import json
+    import shutil
+
+    draft = tmp_path / "draft"
+    shutil.copytree(EXAMPLES / "demo-draft", draft)
+    config = json.loads((draft / "config.json").read_text())
+    config["speculators_config"]["verifier"]["name_or_path"] = "org/demo-target"
+    (draft / "config.json").write_text(json.dumps(config))
+    run = run_contracts([draft], "--eagle3-engine=vllm")
+    named = run.report["checkpoints"][0]["named_target"]
+    assert named["named"] == "org/demo-target" and named["path"].startswith("hf://org/demo-target@")
+    assert run.engine_outcomes(draft, "vllm==0.33.0")["engine.aux_layers"][0] == "passed"
+    assert hub.file_bytes("org/demo-target") < (EXAMPLES / "demo-target" / "model.safetensors").stat().st_size

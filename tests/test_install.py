@@ -64,6 +64,10 @@ def test_the_wheel_carries_the_contracts_and_finds_them(wheel_install: Path, tmp
     plugin, contracts = _check(tmp_path, wheel_install, tmp_path / "r.json")
     assert Path(plugin).is_relative_to(wheel_install) and Path(contracts) == wheel_install / "pytest_eagle3" / "contracts"
     assert (wheel_install / "pytest_eagle3" / "verdict" / "report.schema.json").is_file()
+    # every data file the package reads (recorded probe runs, scans, the schema) is in the wheel
+    data = [p.relative_to(ROOT) for p in (ROOT / "pytest_eagle3").rglob("*")
+            if p.is_file() and p.suffix in (".json", ".typed") and "__pycache__" not in p.parts]
+    assert data and [p for p in data if not (wheel_install / p).is_file()] == []
 
 
 def test_a_non_editable_install_run_from_the_clones_root_uses_the_source_tree(wheel_install: Path,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 import subprocess
@@ -83,3 +84,71 @@ def test_no_logic_module_is_over_450_lines() -> None:
     long = {str(p.relative_to(ROOT)): n for p in _modules() if GENERATED not in p.parents
             and (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LOGIC_LINES}
     assert long == {}, long
+
+
+#: The registry and the engines' own modules: the only place an engine's name may decide anything.
+ENGINE_MODULES = PACKAGE / "knowledge" / "engines"
+#: The names the tables use for the engines (knowledge.releases), and the lineage map an engine used to be.
+ENGINE_CONSTANTS = frozenset({"SGLANG", "VLLM", "TOKENSPEED", "MLX_VLM", "TRTLLM", "LMDEPLOY", "LLAMACPP"})
+
+
+def _names_an_engine(node: ast.AST, names: frozenset[str]) -> bool:
+    """A string literal that is an engine's name, one of the name constants, or a tuple / list / set of them."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and node.value in names
+    if isinstance(node, ast.Name):
+        return node.id in ENGINE_CONSTANTS
+    if isinstance(node, ast.Attribute):
+        return node.attr in ENGINE_CONSTANTS
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return any(_names_an_engine(e, names) for e in node.elts)
+    return False
+
+
+def _decides_by_name(node: ast.AST, names: frozenset[str]) -> str | None:
+    """What ``node`` does with an engine's name, where it decides by it: a comparison, a lookup, a switch."""
+    if isinstance(node, ast.Compare) and any(_names_an_engine(n, names) for n in (node.left, *node.comparators)):
+        return "compares an engine's name"
+    if isinstance(node, (ast.Name, ast.Attribute)) and (getattr(node, "id", None) or getattr(node, "attr", "")) \
+            in ("LINEAGE", "RELEASE_PREFIX"):
+        return "reads the lineage map"
+    if isinstance(node, ast.Dict) and any(k is not None and not isinstance(k, ast.Tuple) and _names_an_engine(k, names)
+                                          for k in node.keys):  # a (engine, class) key is a row, not a switch
+        return "keys a table by engine name"
+    if isinstance(node, ast.Subscript) and _names_an_engine(node.slice, names):
+        return "looks up by engine name"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
+            and node.args and _names_an_engine(node.args[0], names):
+        return "looks up by engine name"
+    if isinstance(node, ast.MatchValue) and _names_an_engine(node.value, names):
+        return "matches an engine's name"
+    return None
+
+
+def test_no_module_outside_the_engines_own_decides_by_an_engines_name() -> None:
+    """An engine is an object (knowledge/engine.py): the areas, the verdict, the probes, the live code and the
+    commands ask it (``prof.kind.fc_without_aux``, ``engine.kind.converts_checkpoint``), never compare its name or
+    lineage. Only the registry and the engines' modules (knowledge/engines/) may; a row naming its engine
+    (``Row(VLLM, ...)``) or a fix naming another engine's release is not a decision by name."""
+    from pytest_eagle3.knowledge.engines import REGISTRY
+
+    names = frozenset(engine.name for engine in REGISTRY)
+    found = []
+    for path in _modules():
+        if ENGINE_MODULES in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            what = _decides_by_name(node, names)
+            if what is not None:
+                found.append(f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', '?')}: {what}")
+    assert found == [], "\n".join(found)
+
+
+def test_the_layout_check_sees_each_way_of_deciding_by_name() -> None:
+    names = frozenset({"vllm", "llamacpp"})
+    decides = ['engine == "vllm"', "e.engine != LLAMACPP", "engine in (SGLANG, VLLM)", "LINEAGE[engine]",
+               '{"vllm": 1}', "TEXT[VLLM]", "TEXT.get(LMDEPLOY)", 'match e:\n    case "llamacpp":\n        pass']
+    fine = ["Row(VLLM, '0.8.5', 1, 'source')", "engine == other", "prof.kind.converts_checkpoint",
+            'serve_with("multi_layer", SGLANG, ok)', "engine_named(name).display"]
+    seen = {code: any(_decides_by_name(n, names) for n in ast.walk(ast.parse(code))) for code in decides + fine}
+    assert seen == {**dict.fromkeys(decides, True), **dict.fromkeys(fine, False)}

@@ -25,7 +25,7 @@ from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.checkpoint.target import TargetModel
 from pytest_eagle3.engines import profiles
 from pytest_eagle3.engines.plan import load_plan
-from pytest_eagle3.knowledge import behaviours
+from pytest_eagle3.knowledge import behaviours, draft_class_rows
 from pytest_eagle3.knowledge.releases import DISPLAY, KNOWN_RANGES, EngineVersion
 from pytest_eagle3.knowledge.table import Table, rows
 from pytest_eagle3.probes.cases import CASES_BY_NAME, write_all
@@ -160,11 +160,21 @@ def _profile_rule(engine: str, behaviour: str, value: Any) -> Iterator[None]:
     kept = tuple(r for r in saved.rows if r.engine != engine)
     (wrong,) = rows(engine, (KNOWN_RANGES[engine][0], None, value, "made wrong by the test"))
     behaviours.TABLES[behaviour] = Table(saved.name, (*kept, wrong), description=saved.description)
+    scanned = draft_class_rows.class_row
+
+    def class_row(engine_: str, version: Version, klass: str | None, behaviour_: str) -> Any:
+        """A scanned class row would decide the behaviour before the table: the made-wrong rule decides."""
+        if (engine_, behaviour_) == (engine, behaviour):
+            return None
+        return scanned(engine_, version, klass, behaviour_)
+
+    draft_class_rows.class_row = class_row  # type: ignore[assignment]
     profiles.profile.cache_clear()
     try:
         yield
     finally:
         behaviours.TABLES[behaviour] = saved
+        draft_class_rows.class_row = scanned  # type: ignore[assignment]
         profiles.profile.cache_clear()
 
 

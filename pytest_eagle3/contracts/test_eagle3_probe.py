@@ -22,7 +22,7 @@ from pytest_eagle3.shell.contract import (
     unknown,
 )
 from pytest_eagle3.shell.fixtures import InstalledEngine, probe_result
-from pytest_eagle3.shell.options import PYTHON_OPTION, settings
+from pytest_eagle3.shell.options import python_option, settings
 from pytest_eagle3.shell.verdicts import pipeline
 from pytest_eagle3.verdict import TargetSide
 
@@ -46,10 +46,11 @@ class TestEagle3Probe:
         from pytest_eagle3.probes.probe_verdict import PROBE_ERROR, UNPLANNED, judge_probe
 
         installed, ckpt = eagle3_installed_engine, eagle3_checkpoint
-        option = PYTHON_OPTION[installed.engine]
+        option = python_option(installed.engine)
         name = DISPLAY[installed.engine]
         if installed.version is None:
-            pytest.skip(f"{installed.engine} is not installed for {installed.python}: pass {option.flag}=PYTHON "
+            flag = option.flag if option is not None else "an engine option"
+            pytest.skip(f"{installed.engine} is not installed for {installed.python}: pass {flag}=PYTHON "
                         f"of a venv with {name}")
         require_tensors(ckpt)
         require_config(ckpt)

@@ -15,7 +15,7 @@ from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge import draft_classes
 from pytest_eagle3.knowledge.advice import serve_with
-from pytest_eagle3.knowledge.releases import DISPLAY, LINEAGE, LMDEPLOY, SGLANG, VLLM
+from pytest_eagle3.knowledge.releases import DISPLAY, VLLM
 from pytest_eagle3.rules.mla import FAMILY_MLA, attention_family
 from pytest_eagle3.rules.quantized import NOT_MODELLED
 
@@ -51,10 +51,10 @@ def _architecture(out: Filing, sheet: FactSheet, prof: Profile) -> str | None:
             out.refuse("architecture", Finding(
                 "speculators-format",
                 f"{prof.label} cannot read a speculators-format config: startup fails "
-                + SPECULATORS_ERROR.get(LINEAGE[prof.engine], SPECULATORS_ERROR[SGLANG]),
+                + prof.kind.speculators_error,
                 (Evidence("config.json", "speculators_model_type / transformer_layer_config",
                           f"a flat HF config with architectures ['{flat}']"),),
-                f"convert the config for {DISPLAY[prof.engine] if prof.engine == LMDEPLOY else 'SGLang'}: flatten "
+                f"convert the config for {prof.kind.flat_config_for}: flatten "
                 f"transformer_layer_config, set architectures ['{flat}']{aux}",
                 (f"rule: {prof.source('speculators_format')}",),
             ))
@@ -69,7 +69,7 @@ def _architecture(out: Filing, sheet: FactSheet, prof: Profile) -> str | None:
                 "use a supported layer config (llama or qwen3)", (f"rule: {prof.source('speculators_model_types')}",),
             ))
             return None
-        own = draft_classes.SPECULATORS_CLASS.get(prof.engine)
+        own = prof.kind.speculators_class
         if own is not None:
             return own
         has_qwen3 = "Eagle3Qwen3ForCausalLM" in prof.behaviours.architectures  # algos.py update_eagle3, 0.24+
@@ -84,8 +84,9 @@ def _architecture(out: Filing, sheet: FactSheet, prof: Profile) -> str | None:
     if not accepted and prof.behaviours.speculators_format:
         _speculators_only(out, sheet, prof)
         return None
-    if prof.engine == SGLANG and arch in ("LlamaForCausalLM", "Qwen3ForCausalLM", "Qwen2ForCausalLM"):
-        consequence = "SGLang builds the plain target class instead: startup fails (vocab-row assert / KeyError)"
+    if arch in prof.kind.plain_target_classes:
+        consequence = (f"{prof.kind.display} builds the plain target class instead: startup fails (vocab-row assert / "
+                       "KeyError)")
     elif prof.behaviours.arch_rewrite == "nextn-unless-eagle" and resolved != arch:
         consequence = f"{prof.label} renames it {resolved}, which no model file registers: startup fails"
     else:
@@ -102,8 +103,8 @@ def _architecture(out: Filing, sheet: FactSheet, prof: Profile) -> str | None:
 
 def _mla_unmodelled(out: Filing, sheet: FactSheet, prof: Profile) -> str | None:
     """The class an engine that ignores architectures builds: its Llama class, unless it builds MLA attention for an
-    MLA draft by a key plan not read here (``draft_classes.MLA_UNMODELLED``): then not modelled."""
-    source = draft_classes.MLA_UNMODELLED.get(prof.engine)
+    MLA draft by a key plan not read here (the engine's ``mla_unmodelled``): then not modelled."""
+    source = prof.kind.mla_unmodelled
     if source is None or attention_family(sheet.tensors) != FAMILY_MLA:
         return "Eagle3LlamaForCausalLM"
     out.unknown("architecture", Finding(
@@ -130,14 +131,6 @@ def _speculators_only(out: Filing, sheet: FactSheet, prof: Profile) -> None:
         "writes this copy, for a target whose class captures)",
         (f"rule: {prof.source('architectures')}", f"rule: {prof.source('speculators_format')}"),
     ))
-
-
-#: What a speculators config's missing model_type leads to, by the loader's lineage.
-SPECULATORS_ERROR = {
-    SGLANG: "('Unrecognized model ... Should have a model_type key')",
-    LMDEPLOY: ("(no model_type: ValueError 'Unrecognized model', or where the loader falls back to a bare "
-               "PretrainedConfig, AttributeError on hidden_size, which sits under transformer_layer_config)"),
-}
 
 
 FAMILY_NAMES = {draft_classes.MLA: "MLA (DeepSeek-V2 attention)", draft_classes.LLAMA: "Llama (q/k/v attention)"}

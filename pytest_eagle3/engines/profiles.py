@@ -17,6 +17,7 @@ from pytest_eagle3.knowledge.behaviours import (
     behaviours_at,
     segment_starts,
 )
+from pytest_eagle3.knowledge.engine import Engine
 from pytest_eagle3.knowledge.releases import EngineVersion
 
 __all__ = ["Profile", "profile", "rule_for", "segment_starts"]
@@ -33,6 +34,11 @@ class Profile:
     @property
     def engine(self) -> str:
         return self.target.engine
+
+    @property
+    def kind(self) -> Engine:
+        """The registered engine: what holds for every release of it (the rows say what changes)."""
+        return self.target.kind
 
     @property
     def version(self) -> Version:

@@ -16,7 +16,7 @@ from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge.advice import serve_with
-from pytest_eagle3.knowledge.releases import LINEAGE, SGLANG, VLLM
+from pytest_eagle3.knowledge.releases import VLLM
 
 AREA = "runtime"
 #: The prefix of this area's notes: engine.runtime shows them in its passing message.
@@ -52,7 +52,7 @@ def _positions(out: Filing, sheet: FactSheet, prof: Profile) -> None:
             f"{'/'.join(sheet.draft_rope_types)}: it only lengthens the rotary table)" if table_only else
             f"serve a draft whose rope covers {served} positions (rope {'/'.join(sheet.draft_rope_types)}: "
             "max_position_embeddings alone does not size its table)")
-    shorter = "--context-length" if LINEAGE[prof.engine] == SGLANG else "--max-model-len"
+    shorter = prof.kind.context_length_flag
     fix = f"{edit}, or serve with {shorter} {draft}"
     details = (f"rule: {prof.source('draft_positions')}",)
     head = f"{prof.label}: the draft's config gives it {draft} positions, the target is served with {served}"

@@ -16,7 +16,6 @@ from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge import draft_classes
 from pytest_eagle3.knowledge.advice import serve_with
 from pytest_eagle3.knowledge.behaviours import BehaviourName
-from pytest_eagle3.knowledge.releases import LINEAGE, VLLM
 from pytest_eagle3.rules.vocab_map import ACCEPTANCE_NOTE
 
 
@@ -67,7 +66,7 @@ def plan_vocab(sheet: FactSheet, prof: Profile, parameters: Mapping[str, object]
                 f"draft_vocab_size ({sheet.draft_vocab_size}) wide: AssertionError 'Expected logits to have shape' "
                 "at the first draft step",
                 (Evidence("d2t", "shipped", "applied as offsets"),),
-                f"serve with {serve_with('d2t_present', VLLM, lambda v: v == 'offsets')}",
+                f"serve with {serve_with('d2t_present', prof.engine, lambda v: v == 'offsets')}",
                 (f"rule: {prof.source('d2t_present')}",),
             ))
         return VocabMap("d2t loaded then discarded: draft ids used as target ids", None, out.filed())
@@ -135,9 +134,8 @@ def _no_map(out: Filing, prof: Profile, draft_vocab: int, vocab: int | None, ful
         out.refuse("vocab", Finding(
             "d2t-missing-crash",
             f"{prof.label} needs d2t for a reduced draft vocab ({draft_vocab} of {vocab}): " + (
-                "startup fails (hot_token_id is None)" if LINEAGE[prof.engine] == "sglang" else
-                f"without d2t the output is sized to the target vocab ({vocab}); the draft's lm_head has {draft_vocab} "
-                "rows: the load fails (check_tensor_dims 'wrong shape')" if LINEAGE[prof.engine] == "llamacpp" else
+                prof.kind.missing_d2t_error.format(vocab=vocab, draft_vocab=draft_vocab)
+                if prof.kind.missing_d2t_error is not None else
                 "its d2t parameter is left unfilled: the strict load fails ('Missing parameters: d2t')"
                 if prof.behaviours.unloaded_parameter == "refused" else
                 "the map is set to None and compute_logits asserts the logits are vocab_size wide: AssertionError "

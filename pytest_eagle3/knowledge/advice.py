@@ -15,7 +15,8 @@ from packaging.version import Version
 
 from pytest_eagle3.findings import Finding
 from pytest_eagle3.knowledge.behaviours import TABLES, BehaviourName
-from pytest_eagle3.knowledge.releases import DISPLAY, SGLANG, VLLM, release_text
+from pytest_eagle3.knowledge.engines import engine_named
+from pytest_eagle3.knowledge.releases import DISPLAY, release_text
 from pytest_eagle3.knowledge.table import Table
 
 T = TypeVar("T")
@@ -46,7 +47,8 @@ def last_release_before(source: Table[T] | BehaviourName, engine: str, predicate
 
 
 def other_engine(engine: str) -> str:
-    return VLLM if engine == SGLANG else SGLANG
+    """The engine a fix names where no release of ``engine`` works (its registered alternative)."""
+    return engine_named(engine).alternative
 
 
 def release_words(engine: str, since: str | None, elsewhere: str | None) -> str:

@@ -15,13 +15,13 @@ from functools import cache
 from packaging.version import Version
 
 from pytest_eagle3.knowledge import capture_engines
+from pytest_eagle3.knowledge.engines import REGISTRY, engine_named
 from pytest_eagle3.knowledge.generated import capture_table, llamacpp_capture_table
 from pytest_eagle3.knowledge.releases import (
     KNOWN_RANGES,
     LLAMACPP,
     RELEASES,
     SGLANG,
-    TOKENSPEED,
     VLLM,
 )
 from pytest_eagle3.knowledge.table import Row, Table, table
@@ -151,9 +151,10 @@ ALLOWLIST: Table[tuple[str, ...]] = table("vllm eagle3 target allowlist", (
 ))
 
 
-def allowlisted(version: Version, model_type: str) -> tuple[str, ...] | None:
-    """The vLLM allowlist at ``version`` when ``model_type`` fails it; None when it passes or none applies."""
-    row = ALLOWLIST.find(VLLM, version)
+def allowlisted(version: Version, model_type: str, engine: str = VLLM) -> tuple[str, ...] | None:
+    """The target allowlist of ``engine`` (vLLM's rows) at ``version`` when ``model_type`` fails it; None when it
+    passes or none applies (every other engine: no allowlist row)."""
+    row = ALLOWLIST.find(engine, version)
     names = row.value if row is not None else ()
     if not names or any(n in model_type for n in names):
         return None
@@ -162,32 +163,33 @@ def allowlisted(version: Version, model_type: str) -> tuple[str, ...] | None:
 
 #: The engines whose target classes a source scan read (scripts/scan_capture.py; llama.cpp:
 #: scripts/scan_llamacpp_capture.py, by the architectures its converter registers).
-SCANNED = (VLLM, SGLANG, TOKENSPEED, LLAMACPP)
+SCANNED = tuple(engine.name for engine in REGISTRY if engine.capture_scan is not None)
 
 
 def _scan(engine: str) -> tuple[tuple[str, ...], dict[str, tuple[tuple[str, str], ...]], frozenset[str]]:
-    if engine == VLLM:
-        return capture_table.VLLM_RELEASES, capture_table.VLLM_SPANS, capture_table.VLLM_NEVER
-    if engine == TOKENSPEED:
-        return capture_table.TOKENSPEED_RELEASES, capture_table.TOKENSPEED_SPANS, capture_table.TOKENSPEED_NEVER
-    return capture_table.SGLANG_RELEASES, capture_table.SGLANG_SPANS, capture_table.SGLANG_NEVER
+    """A wheel-scanned engine's releases read, spans and never-capturing classes (``capture_table.<PREFIX>_*``)."""
+    prefix = engine_named(engine).scan_prefix
+    return (getattr(capture_table, f"{prefix}_RELEASES"), getattr(capture_table, f"{prefix}_SPANS"),
+            getattr(capture_table, f"{prefix}_NEVER"))
 
 
 def registered_runs(engine: str) -> dict[str, tuple[tuple[str, str], ...]]:
     """architecture -> runs (first, last) of the releases read whose registry lists it (llama.cpp: whose converter
     registers it)."""
-    if engine == LLAMACPP:
+    scan = engine_named(engine).capture_scan
+    if scan == "graphs":
         return {arch: tuple((a, b) for a, b, _, _ in runs)
                 for arch, runs in llamacpp_capture_table.LLAMACPP_CAPTURE.items()}
-    if engine not in SCANNED:
+    if scan is None:
         return {}
-    return dict(getattr(capture_table, f"{engine.upper()}_REGISTERED"))
+    return dict(getattr(capture_table, f"{engine_named(engine).scan_prefix}_REGISTERED"))
 
 
 def scanned_releases(engine: str) -> tuple[str, ...]:
-    if engine == LLAMACPP:
+    scan = engine_named(engine).capture_scan
+    if scan == "graphs":
         return llamacpp_capture_table.LLAMACPP_BUILDS
-    return _scan(engine)[0] if engine in SCANNED else ()
+    return _scan(engine)[0] if scan == "wheels" else ()
 
 
 def _llamacpp_table(architecture: str) -> Table[Capture] | None:
@@ -215,9 +217,10 @@ def scanned_table(engine: str, architecture: str) -> Table[Capture] | None:
     """The source scan (capture_table.py) of one architecture as a full table; None when the scan never saw it.
 
     A row ends at the next release read: a release between two read ones takes the earlier row."""
-    if engine == LLAMACPP:
+    scan = engine_named(engine).capture_scan
+    if scan == "graphs":
         return _llamacpp_table(architecture)
-    if engine not in SCANNED:
+    if scan is None:
         return None  # no source scan: knowledge/capture_engines.py rows only
     releases, spans_table, never = _scan(engine)
     first, family = KNOWN_RANGES[engine][0], _guess_family(architecture)

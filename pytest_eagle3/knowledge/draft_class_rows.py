@@ -19,15 +19,10 @@ from typing import Any
 
 from packaging.version import Version
 
+from pytest_eagle3.knowledge.engine import Engine
+from pytest_eagle3.knowledge.engines import REGISTRY
 from pytest_eagle3.knowledge.generated import draft_class_table as generated
-from pytest_eagle3.knowledge.releases import (
-    LMDEPLOY,
-    MLX_VLM,
-    SGLANG,
-    TOKENSPEED,
-    VLLM,
-    release_text,
-)
+from pytest_eagle3.knowledge.releases import release_text
 from pytest_eagle3.knowledge.table import Row, Table, table
 
 GENERATOR = "scripts/scan_draft_classes.py"
@@ -41,13 +36,16 @@ BEHAVIOURS = ("fc_norm", "fc_norm_fields", "norm_before_fc", "norm_before_fc_fie
               "norm_before_residual", "first_layer", "layer_count", "layer_norms", "attention", "rope", "renames",
               "d2t", "unreached")
 
-_SCANS: dict[str, tuple[tuple[str, ...], dict[str, Any], dict[str, Any]]] = {
-    VLLM: (generated.VLLM_RELEASES, generated.VLLM_REGISTERED, generated.VLLM_CLASSES),
-    SGLANG: (generated.SGLANG_RELEASES, generated.SGLANG_REGISTERED, generated.SGLANG_CLASSES),
-    TOKENSPEED: (generated.TOKENSPEED_RELEASES, generated.TOKENSPEED_REGISTERED, generated.TOKENSPEED_CLASSES),
-    LMDEPLOY: (generated.LMDEPLOY_RELEASES, generated.LMDEPLOY_REGISTERED, generated.LMDEPLOY_CLASSES),
-    MLX_VLM: (generated.MLX_VLM_RELEASES, generated.MLX_VLM_REGISTERED, generated.MLX_VLM_CLASSES),
-}
+
+
+def _scan(engine: Engine) -> tuple[tuple[str, ...], dict[str, Any], dict[str, Any]]:
+    """An engine's releases read, registry and classes (``draft_class_table.<PREFIX>_RELEASES / ...``)."""
+    prefix = engine.scan_prefix
+    return (getattr(generated, f"{prefix}_RELEASES"), getattr(generated, f"{prefix}_REGISTERED"),
+            getattr(generated, f"{prefix}_CLASSES"))
+
+
+_SCANS = {engine.name: _scan(engine) for engine in REGISTRY if engine.draft_class_scan}
 #: The engines whose draft classes the scan read.
 SCANNED = tuple(_SCANS)
 

@@ -14,6 +14,8 @@ from typing import Any
 
 from packaging.version import Version
 
+from pytest_eagle3.knowledge.engines import REGISTRY as ENGINE_REGISTRY
+from pytest_eagle3.knowledge.engines import engine_named
 from pytest_eagle3.knowledge.releases import (
     LLAMACPP,
     LMDEPLOY,
@@ -140,11 +142,12 @@ CLASSES: dict[tuple[str, str], DraftClass] = {
          "(q/k/v/o, gate/up/down, attn_norm + attn_norm_2 (hidden_norm), one layer)"), max_layers=1),
 }
 #: The class a speculators-format config builds, for engines that build one class whatever its model_type.
-SPECULATORS_CLASS = {MLX_VLM: "Eagle3DraftModel", LLAMACPP: "LlamaModel"}
+#: (Each engine's ``speculators_class``.)
+SPECULATORS_CLASS = {engine.name: engine.speculators_class for engine in ENGINE_REGISTRY if engine.speculators_class}
 #: Engines whose one class (architectures ignored) builds MLA attention for a draft with kv_lora_rank, by a key
-#: plan not read here: such a draft is not modelled for them (the source says where that plan lives).
-MLA_UNMODELLED = {TRTLLM: ("tensorrt_llm _torch/models/modeling_speculative.py Eagle3ForCausalLM: _use_mla when "
-                           "kv_lora_rank is set, Eagle3MLAttention, weights through DeepseekV3WeightLoader (main read)")}
+#: plan not read here: such a draft is not modelled for them (the source says where that plan lives; each engine's
+#: ``mla_unmodelled``).
+MLA_UNMODELLED = {engine.name: engine.mla_unmodelled for engine in ENGINE_REGISTRY if engine.mla_unmodelled}
 
 
 REG = "vllm model_executor/models/registry.py _SPECULATIVE_DECODING_MODELS"
@@ -257,12 +260,13 @@ def draft_class(engine: str, version: Version, architecture: str) -> DraftClass 
 
 #: The architecture a fix names first for a family (both engines register it for their Llama class).
 PREFERRED = {LLAMA: "LlamaForCausalLMEagle3"}
-#: Where an engine's own first choice differs (LMDeploy sets its draft vocab only on the LlamaForCausalLM path).
-PREFERRED_BY_ENGINE = {LMDEPLOY: {LLAMA: "LlamaForCausalLM"}}
 
 
 def _preferred(engine: str, family: str) -> str | None:
-    return PREFERRED_BY_ENGINE.get(engine, PREFERRED).get(family)
+    """The architecture a fix names first; an engine's own first choice where it differs (its
+    ``preferred_architectures``: LMDeploy sets its draft vocab only on the LlamaForCausalLM path)."""
+    own = engine_named(engine).preferred_architectures
+    return (dict(own) if own is not None else PREFERRED).get(family)
 
 
 def _family(engine: str, row: Row[str]) -> str:

@@ -101,5 +101,5 @@ VLLM_MODE: Table[OtherMode] = table("vllm runtime mode", (
 def cpu_runs_other_mode(target: EngineVersion) -> bool:
     """Whether vLLM's CPU build runs the profile's other runtime mode at this version (the V1 runner, once V2
     is the GPU default): read from :data:`VLLM_MODE`."""
-    row = VLLM_MODE.find(target.engine, target.version) if target.engine == VLLM else None
+    row = VLLM_MODE.find(target.engine, target.version)  # vLLM's rows only: None for every other engine
     return row is not None and row.value == OtherMode.CPU_OR_OPT_OUT

@@ -15,13 +15,14 @@ import re
 import shlex
 from collections.abc import Sequence
 
-from pytest_eagle3.knowledge.releases import KNOWN_RANGES, TRTLLM, EngineVersion
+from pytest_eagle3.knowledge.engines import REGISTRY
+from pytest_eagle3.knowledge.releases import KNOWN_RANGES, EngineVersion
 
 #: The setting's name as TensorRT-LLM spells it (llmapi/llm_args.py EagleDecodingConfig), and the YAML path.
 LAYERS_TO_CAPTURE = "eagle3_layers_to_capture"
 LAYERS_PATH = f"speculative_config.{LAYERS_TO_CAPTURE}"
 #: The settings each engine's static plan reads (the path a fix names).
-SETTINGS: dict[str, tuple[str, ...]] = {TRTLLM: (LAYERS_PATH,)}
+SETTINGS: dict[str, tuple[str, ...]] = {engine.name: engine.launch_settings for engine in REGISTRY if engine.launch_settings}
 #: How a fix that only a launch can make begins (no fixed copy is offered for it).
 LAUNCH_FIX = "launch with "
 

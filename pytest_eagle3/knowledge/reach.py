@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from packaging.version import Version
 
+from pytest_eagle3.knowledge.engines import REGISTRY
 from pytest_eagle3.knowledge.generated import reach_table
-from pytest_eagle3.knowledge.releases import DISPLAY, SGLANG, VLLM
+from pytest_eagle3.knowledge.releases import DISPLAY
 from pytest_eagle3.knowledge.table import Row, Table, table
 
 EMBEDDINGS = "embeddings"
@@ -56,8 +58,11 @@ class Reach:
 RANGE_REACH = {"inner": Reach(CRASH, False), "all": Reach(EMBEDDINGS, True),
                "outputs": Reach(UNREACHED, True)}  # layer outputs 0..L-1 = inputs 1..L (TensorRT-LLM)
 
-_SCANS = {SGLANG: (reach_table.SGLANG_RELEASES, reach_table.SGLANG_REACH),
-          VLLM: (reach_table.VLLM_RELEASES, reach_table.VLLM_REACH)}
+#: Each scanned engine's releases read and reach per architecture (``reach_table.<PREFIX>_RELEASES / _REACH``).
+_SCANS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
+    engine.name: (getattr(reach_table, f"{engine.scan_prefix}_RELEASES"),
+                  getattr(reach_table, f"{engine.scan_prefix}_REACH"))
+    for engine in REGISTRY if engine.reach_scan}
 
 
 @cache

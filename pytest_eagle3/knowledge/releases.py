@@ -1,4 +1,5 @@
-"""Engine names, the one release list (:data:`RELEASES`), the ranges it spans, and one engine at one version."""
+"""Engine names, the one release list (:data:`RELEASES`, from the registry), the ranges it spans, and one engine at
+one version (:class:`EngineVersion`, whose :attr:`~EngineVersion.kind` is its registered engine)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,10 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
+from pytest_eagle3.knowledge.engine import Engine
+from pytest_eagle3.knowledge.engines import BY_NAME, REGISTRY, engine_named
+
+#: The engines' names, for the tables that name one in their rows (each engine's module holds its own name).
 SGLANG = "sglang"
 VLLM = "vllm"
 TOKENSPEED = "tokenspeed"
@@ -15,60 +20,17 @@ LMDEPLOY = "lmdeploy"
 LLAMACPP = "llamacpp"
 
 #: The one release list: every final release per engine the knowledge was read over, oldest first (patch
-#: releases too). Every table, scanner and test reads it. Source: reference/sglang.md (v0.4.4.post2 first with
-#: EAGLE-3, wheels read to 0.5.23), reference/vllm.md (0.8.5 to 0.33.0); the releases scripts/scan_fields.py read.
+#: releases too), from each engine's module. Every table, scanner and test reads it. Its order (each engine's
+#: ``release_list_rank``: vLLM, SGLang, then the registry's) is the order a fix looks for another engine's release.
 RELEASES: dict[str, tuple[str, ...]] = {
-    VLLM: ("0.8.5", "0.8.5.post1", "0.9.0", "0.9.0.1", "0.9.1", "0.9.2", "0.10.0", "0.10.1", "0.10.1.1", "0.10.2",
-           "0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.13.0", "0.14.0", "0.14.1", "0.15.0", "0.15.1", "0.16.0",
-           "0.17.0", "0.17.1", "0.18.0", "0.18.1", "0.19.0", "0.19.1", "0.20.0", "0.20.1", "0.20.2", "0.21.0",
-           "0.22.0", "0.22.1", "0.23.0", "0.24.0", "0.25.0", "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0",
-           "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"),
-    SGLANG: ("0.4.4.post2", "0.4.4.post3", "0.4.4.post4", "0.4.5", "0.4.5.post1", "0.4.5.post2", "0.4.5.post3",
-             "0.4.6", "0.4.6.post1", "0.4.6.post2", "0.4.6.post3", "0.4.6.post4", "0.4.6.post5", "0.4.7",
-             "0.4.7.post1", "0.4.8", "0.4.8.post1", "0.4.9", "0.4.9.post1", "0.4.9.post2", "0.4.9.post3",
-             "0.4.9.post4", "0.4.9.post5", "0.4.9.post6", "0.4.10", "0.4.10.post1", "0.4.10.post2", "0.5.1",
-             "0.5.1.post1", "0.5.1.post2", "0.5.1.post3", "0.5.2", "0.5.3", "0.5.3.post1", "0.5.3.post2",
-             "0.5.3.post3", "0.5.4", "0.5.4.post1", "0.5.4.post2", "0.5.4.post3", "0.5.5", "0.5.5.post1",
-             "0.5.5.post2", "0.5.5.post3", "0.5.6", "0.5.6.post1", "0.5.6.post2", "0.5.7", "0.5.8", "0.5.8.post1",
-             "0.5.9", "0.5.10", "0.5.10.post1", "0.5.11", "0.5.12", "0.5.12.post1", "0.5.13", "0.5.13.post1",
-             "0.5.14", "0.5.15", "0.5.15.post1", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21",
-             "0.5.22", "0.5.23"),
-    # tokenspeed: every release on the index (0.1.0 first, with runtime/models/llama_eagle3.py), both wheels read
-    TOKENSPEED: ("0.1.0", "0.1.1"),
-    # mlx-vlm: 0.6.0 is the first with speculative/drafters/eagle3 (0.5.0 has none); wheels read 0.6.0, 0.6.5,
-    # 0.6.10, 0.6.12, 0.6.13, 0.6.14, 0.6.17, 0.7.0-0.7.10 (0.7.7 is not on the index)
-    MLX_VLM: ("0.6.0", "0.6.1", "0.6.2", "0.6.3", "0.6.4", "0.6.5", "0.6.6", "0.6.7", "0.6.8", "0.6.9", "0.6.10",
-              "0.6.12", "0.6.13", "0.6.14", "0.6.15", "0.6.16", "0.6.17", "0.7.0", "0.7.1", "0.7.2", "0.7.3", "0.7.4",
-              "0.7.5", "0.7.6", "0.7.8", "0.7.9", "0.7.10"),
-    # trtllm (PyTorch backend): 0.19.0 first with Eagle3ForCausalLM; tags pinned by tensorrtllm_backend's submodule:
-    # 0.19.0 c6f7d42, 0.20.0 7965842, 0.21.0 b4b1185, 1.0.0 ae8270b, 1.1.0 48b7b5d; 1.2.0 / 1.2.1 from release/1.2
-    # (36e34ee). Source read: main-branch versions of the files (behaviours/trtllm.py says which, per row)
-    TRTLLM: ("0.19.0", "0.20.0", "0.21.0", "1.0.0", "1.1.0", "1.2.0", "1.2.1"),
-    # lmdeploy: 0.11.0 is the first with pytorch/models/llama_eagle3.py and spec_decode/proposers/eagle3.py (0.10.2
-    # has neither); every final release from there read in its manylinux wheel (0.11.0-0.18.0)
-    LMDEPLOY: ("0.11.0", "0.11.1", "0.12.0", "0.12.1", "0.12.2", "0.12.3", "0.13.0", "0.14.0", "0.15.0", "0.16.0",
-               "0.17.0", "0.18.0"),
-    # llama.cpp: build numbers (tag bNNNN, kept without the b; shown with it: release_text), the builds the
-    # llama-cpp-python sdists read vendor (knowledge/llamacpp_builds.py): b9625 the first with src/models/eagle3.cpp
-    # (#18039; b9553 has none), b9976 the last with hard-coded aux ids, b10454 the first reading the config's (#25794),
-    # b11312 the newest vendored (llama-cpp-python 0.3.36)
-    LLAMACPP: ("9625", "9837", "9976", "10454", "11312"),
-}
-
+    engine.name: engine.releases for engine in sorted(REGISTRY, key=lambda engine: engine.release_list_rank)}
 #: Every engine, in the order the selection ``all``, the tables and the reports list them.
-ENGINES = (SGLANG, VLLM, TOKENSPEED, MLX_VLM, TRTLLM, LMDEPLOY, LLAMACPP)
+ENGINES = tuple(engine.name for engine in REGISTRY)
 #: The releases the profiles cover, first and last, per engine (from :data:`RELEASES`).
 KNOWN_RANGES: dict[str, tuple[str, str]] = {engine: (RELEASES[engine][0], RELEASES[engine][-1]) for engine in ENGINES}
-DISPLAY = {SGLANG: "SGLang", VLLM: "vLLM", TOKENSPEED: "TokenSpeed", MLX_VLM: "mlx-vlm", TRTLLM: "TensorRT-LLM",
-           LMDEPLOY: "LMDeploy", LLAMACPP: "llama.cpp"}
-#: How an engine writes its release numbers, when not as its version: llama.cpp's builds are tags ``bNNNN``.
-RELEASE_PREFIX = {LLAMACPP: "b"}
+DISPLAY = {engine.name: engine.display for engine in REGISTRY}
 #: The engines a run judges by default (``--eagle3-engine`` unset): the two most used; ``all`` adds the others.
-DEFAULT_ENGINES = (SGLANG, VLLM)
-#: Whose loader code an engine's own descends from (TokenSpeed is derived from SGLang): the engine-specific
-#: code paths in ``engines/`` that are not behaviours yet follow it.
-LINEAGE = {SGLANG: SGLANG, VLLM: VLLM, TOKENSPEED: SGLANG, MLX_VLM: MLX_VLM, TRTLLM: TRTLLM, LMDEPLOY: LMDEPLOY,
-           LLAMACPP: LLAMACPP}
+DEFAULT_ENGINES = tuple(engine.name for engine in REGISTRY if engine.default)
 
 
 @dataclass(frozen=True, order=True)
@@ -80,6 +42,11 @@ class EngineVersion:
     #: Launch settings that change the plan, as (setting, value) (knowledge.launch_settings): e.g. TensorRT-LLM's
     #: ``speculative_config.eagle3_layers_to_capture``; empty: the engine's defaults.
     launch: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def kind(self) -> Engine:
+        """The registered engine (its name is :attr:`engine`): what the areas and commands ask."""
+        return engine_named(self.engine)
 
     @property
     def spec(self) -> str:
@@ -113,7 +80,7 @@ class EngineVersion:
 
 def release_text(engine: str, version: Version | str) -> str:
     """A release as its engine writes it: ``0.5.23``, or llama.cpp's ``b11312``."""
-    return f"{RELEASE_PREFIX.get(engine, '')}{version}"
+    return BY_NAME[engine].release_text(version) if engine in BY_NAME else str(version)
 
 
 def newest(engine: str) -> EngineVersion:
@@ -142,7 +109,7 @@ def not_a_release(engine: str, typed: str, version: Version) -> str | None:
     first, last = Version(releases[0]), Version(releases[-1])
     if version > last or str(version) in releases:
         return None
-    if engine in RELEASE_PREFIX:  # every build is a release: one between two read takes the earlier's rows
+    if engine_named(engine).release_prefix:  # every build is a release: one between two read takes the earlier's rows
         return None if version >= first else (
             f"{DISPLAY[engine]} {typed} is outside the known range {release_text(engine, first)} to "
             f"{release_text(engine, last)}; pick a build in it")

@@ -6,6 +6,7 @@ from enum import StrEnum
 
 from packaging.version import Version
 
+from pytest_eagle3.knowledge.engines import REGISTRY
 from pytest_eagle3.knowledge.releases import (
     LLAMACPP,
     LMDEPLOY,
@@ -78,16 +79,8 @@ KV_TABLE: Table[KvGrouping] = table("KV-cache grouping of draft and target layer
         "llama.cpp common/speculative.cpp: the draft has its own llama_context (ctx_dft) and KV cache (b9625-b11312 read)"),
 ))
 KV_RULES: tuple[KvRule, ...] = KV_TABLE.rows
-DTYPE_SOURCE = {
-    "vllm": "vllm config/speculative.py SpeculativeConfig: draft ModelConfig(dtype=self.target_model_config.dtype) "
-            "(0.9.2-0.32.0)",
-    "sglang": "sglang configs/model_config.py ModelConfig.from_server_args(is_draft_model=True): the server's --dtype",
-    "tokenspeed": "tokenspeed runtime/configs/model_config.py (as SGLang: the server's --dtype)",
-    "mlx-vlm": "mlx_vlm utils.py load_model: the drafter's tensors as stored",
-    "trtllm": "tensorrt_llm _torch/models/modeling_speculative.py Eagle3DraftModel: dtype=config.torch_dtype (the draft's)",
-    "lmdeploy": "lmdeploy pytorch/config.py _update_torch_dtype: the draft config's own dtype (float16 / bfloat16, else float16)",
-    "llamacpp": "llama.cpp convert_hf_to_gguf.py --outtype: the GGUF's tensor types",
-}
+#: Where each engine's draft dtype comes from (its ``draft_dtype_source``).
+DTYPE_SOURCE = {engine.name: engine.draft_dtype_source for engine in REGISTRY}
 
 
 def kv_rule(engine: str, version: Version) -> KvRule:

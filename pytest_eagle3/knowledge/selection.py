@@ -12,12 +12,12 @@ from __future__ import annotations
 from packaging.version import InvalidVersion, Version
 
 from pytest_eagle3.knowledge.behaviours import segment_starts
+from pytest_eagle3.knowledge.engines import engine_named
 from pytest_eagle3.knowledge.llamacpp_builds import PYTHON_PACKAGE, VENDORED, vendored_build
 from pytest_eagle3.knowledge.releases import (
     DEFAULT_ENGINES,
     DISPLAY,
     KNOWN_RANGES,
-    RELEASE_PREFIX,
     EngineVersion,
     newest,
     not_a_release,
@@ -78,7 +78,7 @@ def parse_selection(text: str) -> tuple[EngineVersion, ...]:
 
 
 def _known_version(engine: str, text: str, raw: str) -> Version:
-    if engine in RELEASE_PREFIX:
+    if engine_named(engine).release_prefix:
         text = _build_number(engine, text, raw)
     try:
         version = Version(text)
@@ -93,7 +93,7 @@ def _known_version(engine: str, text: str, raw: str) -> Version:
 def _build_number(engine: str, text: str, raw: str) -> str:
     """llama.cpp's ``b11312`` (or ``11312``) as its number; a llama-cpp-python version (``0.3.36``) as the build
     its sdist vendors."""
-    prefix = RELEASE_PREFIX[engine]
+    prefix = engine_named(engine).release_prefix
     if text.startswith(prefix) and text[len(prefix):].isdigit():
         return text[len(prefix):]
     if text.isdigit():

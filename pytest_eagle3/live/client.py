@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_eagle3.knowledge.releases import LLAMACPP, SGLANG, VLLM
+from pytest_eagle3.knowledge.engines import BY_NAME
 from pytest_eagle3.live.errors import RequestFailed
 
 DEFAULT_TIMEOUT = 600.0
@@ -56,12 +56,14 @@ class Generation:
 
 def generate(engine: str, base_url: str, prompts: Sequence[Sequence[int]], new_tokens: int,
              model: str | None = None) -> Generation:
-    """Temperature 0, ``new_tokens`` per prompt, end-of-sequence ignored."""
-    if engine == VLLM:
+    """Temperature 0, ``new_tokens`` per prompt, end-of-sequence ignored (asked the way the engine's
+    ``live_client`` says)."""
+    client = BY_NAME[engine].live_client if engine in BY_NAME else None
+    if client == "openai-completions":
         return _vllm_generate(base_url, prompts, new_tokens, model)
-    if engine == SGLANG:
+    if client == "generate-endpoint":
         return _sglang_generate(base_url, prompts, new_tokens)
-    if engine == LLAMACPP:
+    if client == "llama-server-completion":
         return _llamacpp_generate(base_url, prompts, new_tokens)
     raise ValueError(f"unknown engine {engine!r}")
 

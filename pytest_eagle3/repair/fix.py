@@ -19,7 +19,7 @@ from pytest_eagle3.repair.writer import RECORD, write_copy
 if TYPE_CHECKING:
     from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.producers.formats import DetectedFormat
-    from pytest_eagle3.verdict import Pipeline, TargetSide
+    from pytest_eagle3.verdict import Pipeline, RunSettings, TargetSide
 
 SCHEMA = "pytest-eagle3/fix/1"
 
@@ -94,15 +94,12 @@ def prove(out: Path, engines: Sequence[EngineVersion], pipeline: Pipeline, side:
     return Proof(failures, tuple((spec, row.engine_verdict(spec)) for spec in ("any", *row.engine_specs([]))))
 
 
-def check_command(out: Path, engines: Sequence[EngineVersion], target: str | None, convention: str | None,
-                  hidden_states: str | None = None) -> str:
-    """The command a user runs to check the copy again (the convention flag where the copy needs it)."""
-    words = ["pytest", f"--eagle3-ckpt={out}", f"--eagle3-engine={','.join(e.spec for e in engines)}"]
-    words += [f"--eagle3-target={target}"] if target else []
-    words += [f"--eagle3-aux-convention={convention}"] if convention else []
-    words += [f"--eagle3-hidden-states={hidden_states}"] if hidden_states else []
-    words += [shlex.quote(f"--eagle3-engine-args={launch}")] if (launch := engine_args(engines)) else []
-    return " ".join(words)
+def check_command(out: Path, settings: RunSettings) -> str:
+    """The command a user runs to check the copy again: the run's settings for the copy (``RunSettings.to_argv``),
+    its engines' launch settings, the convention flag where the copy needs it."""
+    words = ["pytest", *settings.to_argv()]
+    words += [f"--eagle3-engine-args={launch}"] if (launch := engine_args(settings.engines)) else []
+    return " ".join(shlex.quote(w) if any(c in w for c in " '\";[]") else w for w in words)
 
 
 def copy_flag(out: Path, convention: str | None) -> str | None:

@@ -41,7 +41,7 @@ class Measurement:
 
     def trained(self, path: Path, convention: str | None) -> Trained | None:
         """The measured training layer inputs, when the measurement settles them."""
-        from pytest_eagle3.reference.predict import MEASURED
+        from pytest_eagle3.findings import MEASURED
 
         predictor = self.predictor(path, convention)
         if predictor is None or predictor.training.basis != MEASURED:

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.verdict import Pipeline
 
-INPUT_OF, OUTPUT_OF = "input-of", "output-of"
+from pytest_eagle3.producers.names import INPUT_OF, OUTPUT_OF
+
 MAX_ROUNDS = 8
 
 

@@ -7,6 +7,9 @@ import argparse
 import sys
 from pathlib import Path
 
+#: The capture command's default backend: the target's forward in this process (the other: vLLM's workers).
+TRANSFORMERS = "transformers"
+
 
 def capture_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
@@ -15,7 +18,7 @@ def capture_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
                                              "and write its hidden states for --eagle3-hidden-states")
     capture.add_argument("target", help="the target model directory, or Hub id hf://ORG/NAME[@REV] (downloaded)")
     capture.add_argument("out", type=Path, help="the dump directory to write (must not exist yet)")
-    capture.add_argument("--engine", choices=("transformers", "vllm"), default="transformers",
+    capture.add_argument("--engine", choices=(TRANSFORMERS, "vllm"), default=TRANSFORMERS,
                          help="who runs the target: transformers here (default), or vLLM's own workers")
     capture.add_argument("--vllm-python", metavar="PY", help="interpreter of the venv where vLLM is installed "
                                                               "(--engine vllm; default: this one)")
@@ -54,7 +57,7 @@ def capture(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
     try:
         with on_stderr(), step(f"capture {args.out}"):
-            if args.engine == "vllm":
+            if args.engine != TRANSFORMERS:  # the other choice: vLLM's own workers
                 from pytest_eagle3.live.capture import capture_vllm
 
                 manifest = capture_vllm(args.target, args.out, args.prompts, args.new_tokens, args.layers,

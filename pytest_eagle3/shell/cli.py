@@ -317,7 +317,6 @@ def _fix_steps(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     import dataclasses
 
     from pytest_eagle3.knowledge.llamacpp_builds import CONVERT_COMMAND
-    from pytest_eagle3.knowledge.releases import LLAMACPP
     from pytest_eagle3.progress import step
     from pytest_eagle3.repair.fix import check_command, copy_flag, fix, prove, render
     from pytest_eagle3.repair.prediction import Measurement, predicted_lines
@@ -376,8 +375,10 @@ def _fix_steps(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
         print(proof.output, file=sys.stderr)
         return 1
     print(f"proof: the contracts pass on {out} for {', '.join(e.spec for e in served)}")
-    print(f"  check again: {check_command(out, served, target, copy_flag(out, solution.convention), dump)}")
-    if any(e.engine == LLAMACPP for e in served):
+    again = dataclasses.replace(settings, checkpoints=(str(out),), engines=tuple(served),
+                                aux_convention=copy_flag(out, solution.convention), engine_args=None)
+    print(f"  check again: {check_command(out, again)}")
+    if any(e.kind.converts_checkpoint for e in served):
         gguf = out.with_name(out.name + ".gguf")
         print(f"  convert for llama.cpp (its own converter, from the llama.cpp tree of that build): "
               f"{CONVERT_COMMAND.format(draft=out, target=target or 'TARGET', gguf=gguf)}")

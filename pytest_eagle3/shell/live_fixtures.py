@@ -24,24 +24,22 @@ import pytest
 
 from pytest_eagle3.shell.contract import CONTRACT_MARKER
 from pytest_eagle3.shell.options import (
-    PYTHON_OPTION,
     SETTINGS_KEY,
     device_setting,
     marker_selected,
+    python_option,
     resolve,
     settings,
 )
 from pytest_eagle3.shell.verdicts import pipeline, target_side
 
 if TYPE_CHECKING:
+    from pytest_eagle3.knowledge.engine import Engine
     from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.live.devices import CudaDevices
     from pytest_eagle3.live.interpreter import EngineInstall
     from pytest_eagle3.live.server import LiveRun, LiveServer
 
-#: The engines the live fixtures start servers of (llama.cpp: its llama-server binary, --eagle3-llamacpp-server).
-LLAMACPP = "llamacpp"
-LIVE_ENGINES = ("vllm", "sglang", LLAMACPP)
 SERVER_FIXTURES = ("eagle3_server", "eagle3_baseline_server")
 #: What the live tests import, from the ``live`` extra (pyproject.toml).
 LIVE_MODULES = ("mirakuru", "psutil", "prometheus_client")
@@ -74,6 +72,32 @@ def live_state(config: pytest.Config) -> LiveState:
     return config.stash[STATE]
 
 
+def _kind(engine: str | None) -> Engine | None:
+    """The registered engine of that name (None for another name); the registry is read only when asked."""
+    from pytest_eagle3.knowledge.engines import BY_NAME
+
+    return BY_NAME.get(engine) if engine is not None else None
+
+
+def serves_live(engine: str | None) -> bool:
+    """Whether the live fixtures start servers of ``engine`` (llama.cpp: its llama-server binary,
+    --eagle3-llamacpp-server)."""
+    kind = _kind(engine)
+    return kind is not None and kind.serves_live
+
+
+def live_engines() -> tuple[str, ...]:
+    """The engines the live fixtures start servers of, in the release list's order."""
+    from pytest_eagle3.knowledge.releases import RELEASES
+
+    return tuple(name for name in RELEASES if serves_live(name))
+
+
+def _server_binary(engine: str) -> bool:
+    kind = _kind(engine)
+    return kind is not None and kind.server_binary
+
+
 def engine_python(config: pytest.Config, engine: str) -> str:
     """The interpreter for ``engine``: its option, else this interpreter."""
     return settings(config).python_for(engine) or sys.executable
@@ -84,7 +108,7 @@ def engine_install(config: pytest.Config, engine: str) -> EngineInstall:
     (``python`` is the binary)."""
     from pytest_eagle3.live.interpreter import EngineInstall, inspect_engine
 
-    if engine == LLAMACPP:
+    if _server_binary(engine):
         from pytest_eagle3.live.llamacpp import inspect_server, missing_reason, server_binary
 
         given = settings(config).llamacpp_server
@@ -104,12 +128,13 @@ def engine_install(config: pytest.Config, engine: str) -> EngineInstall:
 
 def unusable(install: EngineInstall) -> str | None:
     """Why ``install`` cannot serve, with how to give one; None when it can."""
-    if install.engine == LLAMACPP:
+    if _server_binary(install.engine):
         return install.import_error if install.distribution is None else None
     problem = install.why_unusable()
     if problem is None:
         return None
-    option = PYTHON_OPTION[install.engine].flag if install.engine in PYTHON_OPTION else "an engine option"
+    spec = python_option(install.engine)
+    option = spec.flag if spec is not None else "an engine option"
     return f"{problem}: pass {option}=PYTHON of a venv with {install.engine}"
 
 
@@ -172,7 +197,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         if missing:
             pytest.skip(f"the live tests need {', '.join(missing)}: {LIVE_EXTRA}")
         engine = item_engine(item)
-        if engine in LIVE_ENGINES:
+        if engine is not None and serves_live(engine):
             problem = unusable(engine_install(item.config, engine))
             if problem:
                 pytest.skip(problem)
@@ -190,7 +215,7 @@ def serving_versions(config: pytest.Config, selected: tuple[EngineVersion, ...])
     pinned = (resolve(config, "eagle3_engines").value or "").replace(" ", "").lower()
     versions: list[EngineVersion] = []
     for engine in selected:
-        if engine.engine not in LIVE_ENGINES:
+        if not engine.kind.serves_live:
             versions += [engine] if engine not in versions else []
             continue
         install = engine_install(config, engine.engine)
@@ -220,8 +245,8 @@ def live_engine(request: pytest.FixtureRequest, selected: EngineVersion) -> Engi
     """The installed engine version for ``selected``; skips when it cannot serve or another version is pinned."""
     from pytest_eagle3.knowledge.releases import EngineVersion
 
-    if selected.engine not in LIVE_ENGINES:
-        pytest.skip(f"no live server for {selected.label}: the live tests serve with {', '.join(LIVE_ENGINES)}")
+    if not selected.kind.serves_live:
+        pytest.skip(f"no live server for {selected.label}: the live tests serve with {', '.join(live_engines())}")
     install = engine_install(request.config, selected.engine)
     problem = unusable(install)
     if problem or install.version is None:
@@ -252,7 +277,8 @@ def _server(request: pytest.FixtureRequest, engine: str, target: str, draft: str
         extra = args_for(engine, parse_engine_args(settings(config).engine_args))
         log_dir = request.getfixturevalue("tmp_path_factory").mktemp("eagle3-servers")
         try:
-            served = _gguf_pair(request, install, target, draft) if engine == LLAMACPP else None
+            kind = _kind(engine)  # llama.cpp: given the GGUFs its converter writes of the target and the draft
+            served = _gguf_pair(request, install, target, draft) if kind and kind.converts_checkpoint else None
             state.servers[key] = start_server(install, target, draft, log_dir,
                                               timeout=timeout, steps=settings(config).steps, extra_args=extra,
                                               env=cpu_memory_env(install, dict(os.environ), extra),
@@ -404,7 +430,7 @@ def launch_preview(request: pytest.FixtureRequest, ckpt: Any, engine: EngineVers
     install = engine_install(config, engine.engine)
     extra = args_for(engine.engine, parse_engine_args(settings(config).engine_args))
     model, draft = target, str(ckpt.path)
-    if engine.engine == LLAMACPP:  # what the server is given: the GGUFs the converter writes of them
+    if engine.kind.converts_checkpoint:  # what the server is given: the GGUFs the converter writes of them
         model, draft = f"{Path(target).name}.gguf", f"{Path(draft).name}.gguf"
     argv = list(build_command(LaunchRequest(
         engine.engine, engine.version, install.python, model, draft, 0, steps=settings(config).steps,

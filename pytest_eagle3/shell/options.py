@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_eagle3.option_table import BY_DEST, OPTIONS, SGLANG, VLLM, Resolved
+from pytest_eagle3.option_table import BY_DEST, OPTIONS, OptionSpec, Resolved
 from pytest_eagle3.option_table import resolve as resolve_value
 
 if TYPE_CHECKING:
@@ -25,8 +25,14 @@ if TYPE_CHECKING:
 COLLECTED_KEY = pytest.StashKey[str]()
 #: ini key: with a checkpoint and no paths, collect the ini's testpaths next to the contracts.
 WITH_TESTPATHS_INI = "eagle3_with_testpaths"
-#: Each engine's interpreter option.
-PYTHON_OPTION = {VLLM: BY_DEST["eagle3_vllm_python"], SGLANG: BY_DEST["eagle3_sglang_python"]}
+
+
+def python_option(engine: str) -> OptionSpec | None:
+    """The option naming ``engine``'s interpreter (its ``python_option``), or None where it has none."""
+    from pytest_eagle3.knowledge.engines import BY_NAME
+
+    dest = BY_NAME[engine].python_option if engine in BY_NAME else None
+    return BY_DEST[dest] if dest is not None else None
 
 
 def add_options(parser: pytest.Parser) -> None:

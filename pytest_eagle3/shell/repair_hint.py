@@ -30,22 +30,36 @@ def repair_lines(collector: Collector, pipeline: Pipeline, convention: str | Non
         rows = [s for s in ckpt.engine_specs(collector.engines) if s != ANY_ENGINE and ckpt.engine_failing(s)]
         if not rows:
             continue
+        if ckpt.path.startswith("hf://") and not _weights_here(ckpt.path):  # read by its headers: fix downloads
+            lines.append(f"repair {ckpt.path} ({', '.join(rows)}): {_command(ckpt.path, rows, collector.target, hidden_states, convention)} "
+                         "(it downloads the weights to write the copy, and says what a copy cannot fix)")
+            continue
         if _accepts_nothing(ckpt, pipeline, collector.target, hidden_states):  # the root cause: fixes would follow
             lines.append(f"repair {ckpt.path} ({', '.join(rows)}): first the target: {NOTHING_ACCEPTED}")
             continue
         copies, by_hand = _sort(ckpt, rows, collector.target, convention, pipeline, hidden_states)
         for specs in copies:
-            command = f"python -m pytest_eagle3 fix {ckpt.path} OUT --to {','.join(specs)}"
-            command += f" --target {collector.target}" if collector.target else ""
-            command += f" --hidden-states {hidden_states}" if hidden_states else ""
-            command += f" --aux-convention {convention}" if convention else ""
-            lines.append(f"repair {ckpt.path} ({', '.join(specs)}): {command}")
+            lines.append(f"repair {ckpt.path} ({', '.join(specs)}): "
+                         f"{_command(ckpt.path, specs, collector.target, hidden_states, convention)}")
         grouped: dict[str, list[str]] = {}
         for spec, why in by_hand.items():
             grouped.setdefault(why, []).append(spec)
         lines.extend(f"repair {ckpt.path} ({', '.join(specs)}) by hand, python -m pytest_eagle3 fix cannot: {why}"
                      for why, specs in grouped.items())
     return lines
+
+
+def _command(path: str, specs: list[str], target: str | None, hidden_states: str | None, convention: str | None) -> str:
+    command = f"python -m pytest_eagle3 fix {path} OUT --to {','.join(specs)}"
+    command += f" --target {target}" if target else ""
+    command += f" --hidden-states {hidden_states}" if hidden_states else ""
+    return command + (f" --aux-convention {convention}" if convention else "")
+
+
+def _weights_here(path: str) -> bool:
+    from pytest_eagle3.checkpoint import Checkpoint
+
+    return Checkpoint.open(path).weights_local
 
 
 #: What a draft that accepts nothing on the target under any reading needs before any engine's fix.

@@ -13,13 +13,12 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pytest_eagle3.findings import ContractViolation, Evidence, Finding
+from pytest_eagle3.findings import Basis, ContractViolation, Evidence, Finding
 from pytest_eagle3.verdict.judgement import (
     FAIL,
     NOT_MODELLED,
     NOT_RUN,
     PASS,
-    Basis,
     ContractOutcome,
     Measured,
     basis_of,

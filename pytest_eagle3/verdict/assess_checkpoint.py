@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_eagle3.findings import ContractViolation, Evidence, Finding, check
+from pytest_eagle3.findings import ASSUMED, MEASURED, ContractViolation, Evidence, Finding, check
 from pytest_eagle3.verdict.assess import (
     NEEDS_TARGET,
     Assessment,
@@ -190,7 +190,7 @@ def reference_convention(hand: Assessment, pipeline: Pipeline, ckpt: Checkpoint,
     decision = decide(reference.inference.results)
     hand.measure("reference_inferred", best.reading.label)
     hand.measure("reference_margin", round(reference.inference.margin, 4))
-    hand.basis = "measured" if decision.confirmed else "assumed"
+    hand.basis = MEASURED if decision.confirmed else ASSUMED
     declared = reference.inference.declared
     if not decision.confirmed:
         return f"{decision.words}; every verdict keeps its assumption (basis: assumed)"

@@ -12,6 +12,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+from pytest_eagle3.findings import ASSUMED, MEASURED, Basis
+
 if TYPE_CHECKING:
     from pytest_eagle3.findings import Finding
     from pytest_eagle3.knowledge.releases import EngineVersion
@@ -22,9 +24,7 @@ FAIL: Status = "fail"
 NOT_RUN: Status = "not run"
 #: Outside what the rules model: never a pass, never a failure (``--eagle3-unknown=fail`` makes it one).
 NOT_MODELLED: Status = "not modelled"
-Basis: TypeAlias = Literal["measured", "assumed"]
-MEASURED: Basis = "measured"
-ASSUMED: Basis = "assumed"
+
 #: A value a contract measured: in the report's ``properties`` and in JUnit XML under its name.
 Measured: TypeAlias = int | float | str | bool | Sequence[int | float | str]
 #: The test outcome pytest reports for each status (a not-run or not-modelled contract is a skip).

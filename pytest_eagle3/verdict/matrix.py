@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.knowledge.behaviours import segment_starts
+from pytest_eagle3.knowledge.engines import REGISTRY
 from pytest_eagle3.knowledge.releases import DISPLAY, KNOWN_RANGES, EngineVersion, release_text
 from pytest_eagle3.testing.synth import PRODUCERS, SynthSpec, write_checkpoint, write_target
 from pytest_eagle3.verdict.pipeline import TargetSide, pipeline_for
@@ -48,8 +49,9 @@ def matrix_rows() -> dict[str, Rows]:
     return found
 
 
-#: The synthetic target's architecture per engine whose Llama class feeds no EAGLE-3 draft (capture rows).
-CAPTURING_TARGET = {"mlx-vlm": "Qwen3_5ForConditionalGeneration"}
+#: The synthetic target's architecture per engine whose Llama class feeds no EAGLE-3 draft (capture rows; each
+#: engine's ``matrix_target``).
+CAPTURING_TARGET = {engine.name: engine.matrix_target for engine in REGISTRY if engine.matrix_target}
 
 
 def _target_as(root: Path, architecture: str) -> TargetSide:

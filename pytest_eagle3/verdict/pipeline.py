@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_eagle3 import progress
+from pytest_eagle3.findings import MEASURED
 from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
 from pytest_eagle3.verdict.settings import RunSettings
 
@@ -211,7 +212,7 @@ class Pipeline:
         from pytest_eagle3.engines.plan_types import Measured
 
         predictor = self.predictor(ckpt, side)
-        if isinstance(predictor, str) or predictor.training.basis != "measured" or self.at_floor(ckpt, side):
+        if isinstance(predictor, str) or predictor.training.basis != MEASURED or self.at_floor(ckpt, side):
             return None
         feed = predictor.training.feed
         return Measured(feed.indices, predictor.training.source,
@@ -342,7 +343,7 @@ class Pipeline:
         only = {prediction.training.source.split(":")[0]: prediction}
         conventions = list(dict.fromkeys(r.convention for r in plausible_readings(ckpt, self.settings.aux_convention)
                                          if r.convention))
-        if prediction.acceptance is None or prediction.basis == "measured" or self.settings.aux_convention is not None \
+        if prediction.acceptance is None or prediction.basis == MEASURED or self.settings.aux_convention is not None \
                 or len(conventions) < 2 or not ckpt.config.aux.ids:
             return only
         readings: dict[str, Prediction] = {}

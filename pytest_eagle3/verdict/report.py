@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 
-from pytest_eagle3.verdict.judgement import ESSENTIAL, Basis, Measured, basis_of, rank
+from pytest_eagle3.findings import MEASURED, Basis
+from pytest_eagle3.verdict.judgement import ESSENTIAL, Measured, basis_of, rank
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint.named_target import NamedTarget
@@ -162,7 +163,7 @@ class ContractResult:
 
     def merge(self, other: ContractResult) -> None:
         self.properties.update(other.properties)
-        if other.basis == "measured":
+        if other.basis == MEASURED:
             self.basis = other.basis
         if SEVERITY[other.outcome] > SEVERITY[self.outcome]:
             self.outcome, self.message, self.findings = other.outcome, other.message, other.findings

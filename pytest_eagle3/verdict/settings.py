@@ -17,12 +17,9 @@ from pytest_eagle3.option_table import (
     NOT_JUDGED_FAIL,
     NOT_JUDGED_PASS,
     OPTIONS,
-    SGLANG,
     UNKNOWN_FAIL,
     UNKNOWN_SKIP,
-    VLLM,
     Resolved,
-    as_argv,
 )
 from pytest_eagle3.reference.defaults import (
     DEFAULT_MAX_LOSS,
@@ -76,7 +73,11 @@ class RunSettings:
 
     def python_for(self, engine: str) -> str | None:
         """The interpreter given for ``engine`` (option, env or ini), or None."""
-        return self.vllm_python if engine == VLLM else self.sglang_python if engine == SGLANG else None
+        from pytest_eagle3.knowledge.engines import BY_NAME
+
+        dest = BY_NAME[engine].python_option if engine in BY_NAME else None  # the engine's option, if any
+        given = {"eagle3_vllm_python": self.vllm_python, "eagle3_sglang_python": self.sglang_python}
+        return given.get(dest) if dest is not None else None
 
     @property
     def unknown_fails(self) -> bool:
@@ -88,10 +89,23 @@ class RunSettings:
         """``--eagle3-not-judged=fail``: a row that could not judge its aux layers or acceptance fails the run."""
         return self.not_judged == NOT_JUDGED_FAIL
 
-    def to_argv(self, *, given_only: bool = False) -> list[str]:
-        """The settings as pytest options (``--eagle3-target=DIR`` ...): every setting that has a value, or with
-        ``given_only`` the ones given as options (env and ini are read again by the run that takes the list)."""
-        return as_argv(self.sources, given_only=given_only)
+    def to_argv(self) -> list[str]:
+        """These settings as pytest options (``--eagle3-target=DIR`` ...): every judging setting that differs from
+        its default, and the checkpoints (the command that checks a fixed copy, a run started from a command)."""
+        default = RunSettings()
+        argv = [f"{BY_DEST['eagle3_ckpt'].flag}={path}" for path in self.checkpoints]
+        for spec in OPTIONS:
+            name = FIELD_OF.get(spec.dest, spec.dest.removeprefix("eagle3_"))
+            value = getattr(self, name)
+            if not spec.judges or value == getattr(default, name) or value is None:
+                continue
+            if spec.switch:
+                argv.append(spec.flag)
+            elif name == "engines":
+                argv.append(f"{spec.flag}={','.join(e.spec for e in value)}")
+            else:
+                argv.append(f"{spec.flag}={value:g}" if isinstance(value, float) else f"{spec.flag}={value}")
+        return argv
 
 
 #: The RunSettings field of each option (``eagle3_k`` -> ``steps``), for the two whose names differ.

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_eagle3.engines.aux_ids import id_field
 from pytest_eagle3.knowledge.llamacpp_builds import CONVERT_COMMAND
-from pytest_eagle3.knowledge.releases import LLAMACPP
 from pytest_eagle3.reference.evidence import WEAK, standard_error
 
 if TYPE_CHECKING:
@@ -199,7 +198,7 @@ def prove_plan_fixes(plan: LoadPlan, area: str, predictor: DraftPredictor, ckpt:
     text = proven_fix_text(proof, plan.engine.label)
     if text is None:
         text = unproven_fix_text(proof, predictor.training.acceptance.mean_acceptance_length)
-    elif plan.engine.engine == LLAMACPP:  # a config edit reaches llama.cpp through its converter
+    elif plan.engine.kind.converts_checkpoint:  # a config edit reaches llama.cpp through its converter
         text += "; then convert: " + CONVERT_COMMAND.format(draft="DRAFT", target="TARGET", gguf="DRAFT.gguf")
     fixed = tuple(dataclasses.replace(i, finding=dataclasses.replace(i.finding, fix=text)) if i in issues else i
                   for i in plan.issues)

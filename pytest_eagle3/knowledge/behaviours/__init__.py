@@ -1,9 +1,8 @@
 """Engine behaviours as data: one table per behaviour, rows of what each engine does from a release on.
 
-The rows live in one data module per area (:mod:`.keys`, :mod:`.vocab`, :mod:`.aux`, :mod:`.fc_norms`,
-:mod:`.sharing`, :mod:`.layers`); the draft architectures come from the registry in
-:mod:`pytest_eagle3.knowledge.draft_classes`. Every table covers each engine's whole known range exactly
-once, and every row's value fits its :class:`~.kinds.Behaviours` field (checked when built).
+The rows live in each engine's module (``knowledge/engines/<name>.py``, areas as sections), gathered through
+the engine registry; the draft architectures come from the registry in :mod:`pytest_eagle3.knowledge.draft_classes`.
+Every table covers each engine's whole known range exactly once, and every row's value fits its :class:`~.kinds.Behaviours` field (checked when built).
 :func:`behaviours_at` gives one engine version's typed record and the row behind each field.
 """
 
@@ -15,20 +14,6 @@ from typing import Any
 from packaging.version import Version
 
 from pytest_eagle3.knowledge import draft_classes
-from pytest_eagle3.knowledge.behaviours import (
-    aux,
-    fc_norms,
-    keys,
-    layers,
-    llamacpp,
-    lmdeploy,
-    mlx_vlm,
-    sharing,
-    tokenspeed,
-    trtllm,
-    vocab,
-)
-from pytest_eagle3.knowledge.behaviours.common import Span
 from pytest_eagle3.knowledge.behaviours.kinds import (
     BEHAVIOURS,
     NAMES,
@@ -40,6 +25,7 @@ from pytest_eagle3.knowledge.behaviours.kinds import (
     read_behaviour,
     value_fits,
 )
+from pytest_eagle3.knowledge.engines import REGISTRY
 from pytest_eagle3.knowledge.releases import EngineVersion
 from pytest_eagle3.knowledge.table import Row, Table, TableError, table
 
@@ -50,8 +36,10 @@ __all__ = ["BEHAVIOURS", "NAMES", "RULES", "TABLES", "VALUES", "BehaviourName", 
 #: One behaviour row: a behaviour's value for one engine from ``since`` on.
 Rule = Row[Any]
 
-_SPANS: tuple[Span, ...] = (*keys.SPANS, *vocab.SPANS, *aux.SPANS, *fc_norms.SPANS, *sharing.SPANS, *layers.SPANS,
-                          *tokenspeed.SPANS, *mlx_vlm.SPANS, *trtllm.SPANS, *lmdeploy.SPANS, *llamacpp.SPANS)
+#: Every engine's behaviour rows, as ``(behaviour, row)``, in the registry's order.
+_SPANS: tuple[tuple[str, Rule], ...] = tuple(
+    (behaviour, Row(engine.name, since, value, source, read_to=read_to))
+    for engine in REGISTRY for behaviour, since, read_to, value, source in engine.behaviour_rows)
 
 
 def _tables() -> dict[BehaviourName, Table[Any]]:

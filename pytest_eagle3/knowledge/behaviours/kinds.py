@@ -8,18 +8,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from enum import StrEnum
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
-
-class FcAuxCount(StrEnum):
-    """How the draft class sizes ``fc``: 3 aux states always, or the count its config fields give
-    (the fields and their order: :attr:`~pytest_eagle3.knowledge.draft_classes.DraftClass.fc_count_fields`)."""
-
-    FIXED_3 = "3"
-    FROM_CONFIG = "from-config"
-
+from pytest_eagle3.knowledge.engines.shared import FcAuxCount as FcAuxCount  # written by the engines' rows
 
 Names = tuple[str, ...]
 Renames = tuple[tuple[str, str], ...]

@@ -60,7 +60,9 @@ from pytest_eagle3.reference.targets.dump import HEAD_FILE, MANIFEST, check_dump
 from pytest_eagle3.reference.targets.source import LayerStates, TargetSide, TargetSourceError
 
 SIDECAR = "pytest-eagle3.json"
-LAYOUTS = ("pytest-eagle3", "speculators", "vllm", "specforge")
+#: vLLM extract_hidden_states' files: a producer layout (named after its writer), not the engine.
+VLLM_LAYOUT = "vllm"
+LAYOUTS = ("pytest-eagle3", "speculators", VLLM_LAYOUT, "specforge")
 _HS_NAME = re.compile(r"hs_(\d+)\.safetensors$")
 _CKPT_NAME = re.compile(r"data_(\d+)\.ckpt(\.gz)?$")
 
@@ -68,7 +70,7 @@ _CKPT_NAME = re.compile(r"data_(\d+)\.ckpt(\.gz)?$")
 def default_layers(layout: str, layers: int, count: int) -> tuple[int, ...] | None:
     """The producer's default states for a file holding ``count`` of them (None: no default fits)."""
     aux = (2, layers // 2, layers - 3)
-    if layout in ("speculators", "vllm") and count == 4:
+    if layout in ("speculators", VLLM_LAYOUT) and count == 4:
         return (*aux, layers)  # speculators resolve_target_layer_ids + --include-last-layer
     if count == 3:
         return aux  # SpecForge prepare_hidden_states.py; vLLM/SGLang EAGLE-3 defaults
@@ -86,7 +88,7 @@ def detect_layout(root: Path) -> str:
     if _specforge_files(root):
         return "specforge"
     if sorted(root.glob("*.safetensors")):
-        return "vllm"
+        return VLLM_LAYOUT
     raise TargetSourceError(
         f"hidden states {root}: no {MANIFEST} (pytest-eagle3), hs_N.safetensors (speculators), "
         "rows_*/data_N.ckpt (SpecForge) or *.safetensors (vLLM extract_hidden_states): an incomplete dump "

@@ -1,4 +1,5 @@
-"""Behaviour rows: llama.cpp's EAGLE-3 path, the HF -> GGUF converter and the runtime, from its first build read on.
+"""llama.cpp: the engine object, and its behaviour rows (its EAGLE-3 path, the HF -> GGUF converter and the
+runtime), from its first build read on.
 
 llama.cpp serves a GGUF: the draft is converted first (``convert_hf_to_gguf.py DRAFT --target-model-dir TARGET``),
 so what the converter reads from the draft config and which tensors it keeps are this engine's load plan.
@@ -13,9 +14,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_eagle3.knowledge.behaviours.common import MIDLAYER_RENAMES, TOP_FIELD, Span, spans
-from pytest_eagle3.knowledge.behaviours.kinds import FcAuxCount
-from pytest_eagle3.knowledge.releases import LLAMACPP
+from pytest_eagle3.knowledge.engine import BehaviourSpan, Engine, Probe, spans
+from pytest_eagle3.knowledge.engines.shared import MIDLAYER_RENAMES, TOP_FIELD, FcAuxCount
+
+NAME = "llamacpp"
+
+#: Build numbers (tag bNNNN, kept without the b), the builds the llama-cpp-python sdists read vendor
+#: (knowledge/llamacpp_builds.py): b9625 the first with src/models/eagle3.cpp (#18039; b9553 has none), b9976 the
+#: last with hard-coded aux ids, b10454 the first reading the config's (#25794), b11312 the newest vendored
+#: (llama-cpp-python 0.3.36).
+RELEASES = ("9625", "9837", "9976", "10454", "11312")
 
 CONV = "llama.cpp conversion/llama.py LlamaModel"
 MODEL = "llama.cpp src/models/eagle3.cpp llama_model_eagle3"
@@ -94,16 +102,30 @@ _ROWS: tuple[tuple[str, Any, str], ...] = (
      f"{CONV}.__init__: [2, L // 2, L - 3] with L the TARGET's num_hidden_layers (--target-model-dir config.json)"),
 )
 
-SPANS: list[Span] = [span for name, value, source in _ROWS
-                     for span in spans(LLAMACPP, name, ("9625", "11312", value, source))]
+SPANS: list[BehaviourSpan] = [span for name, value, source in _ROWS
+                     for span in spans(name, ("9625", "11312", value, source))]
 # ---------------------------------------------------------------- the #25794 boundary (b9976 -> b10454)
-SPANS += spans(LLAMACPP, "aux_id_fields",
+SPANS += spans("aux_id_fields",
                ("9625", "9976", (),
                 f"{CONV}.__init__: target_layers = [2, L // 2, L - 3] of the target, always (no config field read)"),
                ("10454", "11312", (TOP_FIELD,),
                 (f"{CONV}.__init__: eagle3_raw_config.get('eagle_aux_hidden_state_layer_ids') (top level only; "
                  "eagle_config's ids ignored), else the default (#25794)")))
-SPANS += spans(LLAMACPP, "norm_before_fc",
+SPANS += spans("norm_before_fc",
                ("9625", "9976", "not-read", f"{CONV}: no norm_before_fc; input_norm.weight cannot be mapped"),
                ("10454", "11312", "top-level",
                 f"{CONV}.__init__: eagle3_raw_config.get('norm_before_fc', False); input_norm -> enc_output_norm"))
+
+ENGINE = Engine(
+    NAME, "llama.cpp", RELEASES, lineage=NAME, release_prefix="b", behaviour_rows=tuple(SPANS),
+    draft_dtype_source="llama.cpp convert_hf_to_gguf.py --outtype: the GGUF's tensor types",
+    d2t_is_converted_tensor=True,
+    missing_d2t_error=("without d2t the output is sized to the target vocab ({vocab}); the draft's lm_head has "
+                       "{draft_vocab} rows: the load fails (check_tensor_dims 'wrong shape')"),
+    speculators_reader="merged-over-top", speculators_class="LlamaModel",
+    load_assert=("llama.cpp src/llama-model.cpp create_tensor: the GGUF tensor's shape must equal the one "
+                 "the hparams give (llama_model_loader check_tensor_dims)"),
+    exact_shapes=True, converts_checkpoint=True, server_binary=True,
+    live_client="llama-server-completion", live_acceptance="llama-server-counters",
+    probe=Probe("llamacpp_converter.py", "convert_hf_to_gguf", ("llama-cpp-python",)), capture_scan="graphs",
+)

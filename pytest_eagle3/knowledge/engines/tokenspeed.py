@@ -1,4 +1,5 @@
-"""Behaviour rows: TokenSpeed (derived from SGLang), every behaviour from its first release on.
+"""TokenSpeed (derived from SGLang): the engine object, and its behaviour rows, every behaviour from its first
+release on.
 
 Read in the wheels 0.1.0 and 0.1.1 (the only releases on the index; both have the EAGLE-3 path and the
 same loader). Rows marked "as SGLang" were not read in TokenSpeed's own code: the value is the SGLang
@@ -9,9 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_eagle3.knowledge.behaviours.common import TOP_FIELD, Span, spans
-from pytest_eagle3.knowledge.behaviours.kinds import FcAuxCount
-from pytest_eagle3.knowledge.releases import TOKENSPEED
+from pytest_eagle3.knowledge.engine import BehaviourSpan, Engine, spans
+from pytest_eagle3.knowledge.engines.shared import TOP_FIELD, FcAuxCount
+
+NAME = "tokenspeed"
+
+#: Every release on the index (0.1.0 first, with runtime/models/llama_eagle3.py), both wheels read.
+RELEASES = ("0.1.0", "0.1.1")
 
 TS = "tokenspeed runtime/models/llama_eagle3.py"
 FACTORY = ("tokenspeed 0.1.0 runtime/execution/model_executor.py _eagle_aux_layer_ids (0.1.1 "
@@ -84,5 +89,15 @@ _ROWS: tuple[tuple[str, Any, str], ...] = (
     ("aux_default", "target-layers", "tokenspeed runtime/models/base/causal_lm.py: [2, L // 2, L - 3] of the target"),
 )
 
-SPANS: list[Span] = [span for name, value, source in _ROWS
-                     for span in spans(TOKENSPEED, name, ("0.1.0", "0.1.1", value, source))]
+SPANS: list[BehaviourSpan] = [span for name, value, source in _ROWS
+                     for span in spans(name, ("0.1.0", "0.1.1", value, source))]
+
+ENGINE = Engine(
+    NAME, "TokenSpeed", RELEASES, lineage="sglang", behaviour_rows=tuple(SPANS),
+    draft_dtype_source="tokenspeed runtime/configs/model_config.py (as SGLang: the server's --dtype)",
+    key_resolver="as-named-or-model-prefixed", d2t_is_parameter=False,
+    missing_d2t_error="startup fails (hot_token_id is None)", fc_without_aux="bypassed", ties_lm_head_to_embed=True,
+    load_assert="tokenspeed runtime/layers/linear.py weight_loader (SGLang's: narrow to the shard, then assert)",
+    context_rule="first-key-scaled", context_length_flag="--context-length",
+    capture_scan="wheels", draft_class_scan=True,
+)

@@ -1,4 +1,5 @@
-"""Behaviour rows: mlx-vlm's EAGLE-3 drafter, every behaviour from its first release (0.6.0) on.
+"""mlx-vlm: the engine object, and its behaviour rows (its EAGLE-3 drafter), every behaviour from its first
+release (0.6.0) on.
 
 Read in the wheels: ``speculative/drafters/eagle3/config.py`` and ``eagle3.py`` are the same file in every
 release from 0.6.0 to 0.7.10 (0.5.0 has no EAGLE-3 path); ``utils.py`` load_model changes at 0.6.14
@@ -10,9 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_eagle3.knowledge.behaviours.common import TOP_FIELD, Span, spans
-from pytest_eagle3.knowledge.behaviours.kinds import FcAuxCount
-from pytest_eagle3.knowledge.releases import MLX_VLM
+from pytest_eagle3.knowledge.engine import BehaviourSpan, Engine, Probe, spans
+from pytest_eagle3.knowledge.engines.shared import TOP_FIELD, FcAuxCount
+
+NAME = "mlx-vlm"
+
+#: 0.6.0 is the first with speculative/drafters/eagle3 (0.5.0 has none); wheels read 0.6.0, 0.6.5, 0.6.10, 0.6.12,
+#: 0.6.13, 0.6.14, 0.6.17, 0.7.0-0.7.10 (0.7.7 is not on the index).
+RELEASES = ("0.6.0", "0.6.1", "0.6.2", "0.6.3", "0.6.4", "0.6.5", "0.6.6", "0.6.7", "0.6.8", "0.6.9", "0.6.10",
+            "0.6.12", "0.6.13", "0.6.14", "0.6.15", "0.6.16", "0.6.17", "0.7.0", "0.7.1", "0.7.2", "0.7.3", "0.7.4",
+            "0.7.5", "0.7.6", "0.7.8", "0.7.9", "0.7.10")
 
 MX = "mlx_vlm speculative/drafters/eagle3/eagle3.py"
 CFG = "mlx_vlm speculative/drafters/eagle3/config.py"
@@ -80,11 +88,20 @@ _ROWS: tuple[tuple[str, Any, str], ...] = (
      f"{CFG} __post_init__: [2, n // 2, max(n - 3, 0)] with n the DRAFT's num_hidden_layers ([2, 0, 0] for one layer)"),
 )
 
-SPANS: list[Span] = [span for name, value, source in _ROWS
-                     for span in spans(MLX_VLM, name, ("0.6.0", "0.7.10", value, source))]
+SPANS: list[BehaviourSpan] = [span for name, value, source in _ROWS
+                     for span in spans(name, ("0.6.0", "0.7.10", value, source))]
 # ---------------------------------------------------------------- lm_head_source: the 0.6.14 boundary
-SPANS += spans(MLX_VLM, "lm_head_source",
+SPANS += spans("lm_head_source",
                ("0.6.0", "0.6.13", "draft", f"{MX} __init__: own lm_head; strict load refuses a draft without one (0.6.0-0.6.13 read)"),
                ("0.6.14", "0.7.10", "draft-else-embed",
                 (f"{LOAD} _drop_modules_without_weights (0.6.14; text-only configs, every config from 0.6.16): no "
                  "lm_head.weight -> lm_head = None -> _logits uses embed_tokens.as_linear (the target's, after bind)")))
+
+ENGINE = Engine(
+    NAME, "mlx-vlm", RELEASES, lineage=NAME, behaviour_rows=tuple(SPANS),
+    draft_dtype_source="mlx_vlm utils.py load_model: the drafter's tensors as stored",
+    speculators_reader="own-config-class", speculators_class="Eagle3DraftModel",
+    load_assert="mlx nn.Module.load_weights(strict=True): every tensor's shape must equal its parameter's",
+    exact_shapes=True, probe=Probe("mlx_loader.py", "mlx_vlm", ("mlx-vlm",)),
+    matrix_target="Qwen3_5ForConditionalGeneration", draft_class_scan=True,
+)

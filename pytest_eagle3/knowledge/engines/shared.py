@@ -1,18 +1,16 @@
-"""What the behaviour data modules share: the span helper and the names their rows repeat."""
+"""What the engines' modules share: the names their rows repeat, and the fc-width value several write."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from pytest_eagle3.knowledge.table import Row
-
-#: One behaviour row: ``(behaviour, row)``.
-Span = tuple[str, Row[Any]]
+from enum import StrEnum
 
 
-def spans(engine: str, behaviour: str, *rows: tuple[str, str | None, Any, str]) -> list[Span]:
-    """``(since, read_to, value, source)`` spans of one behaviour: each holds until the next starts."""
-    return [(behaviour, Row(engine, since, value, source, read_to=read_to)) for since, read_to, value, source in rows]
+class FcAuxCount(StrEnum):
+    """How the draft class sizes ``fc``: 3 aux states always, or the count its config fields give
+    (the fields and their order: :attr:`~pytest_eagle3.knowledge.draft_classes.DraftClass.fc_count_fields`)."""
+
+    FIXED_3 = "3"
+    FROM_CONFIG = "from-config"
 
 
 SG_EAGLE3 = "models/llama_eagle3.py"
@@ -24,10 +22,6 @@ SGLANG_LEGACY_RENAMES = (
     ("aux_norm_mid", "fc_norm.1"),
     ("aux_norm_high", "fc_norm.2"),
 )
-LLAMA_DRAFTS = ("Eagle3LlamaForCausalLM", "LlamaForCausalLMEagle3")
-DEEPSEEK_DRAFTS = ("Eagle3DeepseekV2ForCausalLM", "Eagle3DeepseekV3ForCausalLM")
-VL_DRAFTS = ("Eagle3Qwen2_5vlForCausalLM", "Eagle3Qwen3vlForCausalLM")
-PEAGLE_DRAFTS = ("PEagleDraftModel", "PeagleLlamaForCausalLM")
 #: Aux-id fields an engine reads, in its order; ``FIELD+1``: the engine adds 1 to the ids it reads there
 #: (DFlash / DSpark ids name the layer whose *output* is captured).
 TOP_FIELD = "eagle_aux_hidden_state_layer_ids"

@@ -1,4 +1,5 @@
-"""Behaviour rows: TensorRT-LLM's PyTorch backend (``Eagle3ForCausalLM``), every behaviour from 0.19.0 on.
+"""TensorRT-LLM: the engine object, and its behaviour rows (its PyTorch backend, ``Eagle3ForCausalLM``), every
+behaviour from 0.19.0 on.
 
 No wheel is on PyPI (the index package is a stub that fetches NVIDIA's own wheel), and no stored copy of the
 repository at a release tag could be read: the rows come from main-branch versions of the files, read in the
@@ -15,9 +16,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_eagle3.knowledge.behaviours.common import MIDLAYER_RENAMES, Span, spans
-from pytest_eagle3.knowledge.behaviours.kinds import FcAuxCount
-from pytest_eagle3.knowledge.releases import TRTLLM
+from pytest_eagle3.knowledge.engine import BehaviourSpan, Engine, spans
+from pytest_eagle3.knowledge.engines.shared import MIDLAYER_RENAMES, FcAuxCount
+
+NAME = "trtllm"
+
+#: 0.19.0 first with Eagle3ForCausalLM; tags pinned by tensorrtllm_backend's submodule: 0.19.0 c6f7d42, 0.20.0
+#: 7965842, 0.21.0 b4b1185, 1.0.0 ae8270b, 1.1.0 48b7b5d; 1.2.0 / 1.2.1 from release/1.2 (36e34ee). Source read:
+#: main-branch versions of the files (the rows say which, per row).
+RELEASES = ("0.19.0", "0.20.0", "0.21.0", "1.0.0", "1.1.0", "1.2.0", "1.2.1")
 
 SPEC = "tensorrt_llm _torch/models/modeling_speculative.py"
 META = "tensorrt_llm _torch/speculative/eagle3.py"
@@ -111,13 +118,24 @@ _ROWS: tuple[tuple[str, Any, str], ...] = (
       "layers for default EAGLE3 capture' when L <= 5")),
 )
 
-SPANS: list[Span] = [span for name, value, source in _ROWS
-                     for span in spans(TRTLLM, name, ("0.19.0", "1.2.1", value, source))]
+SPANS: list[BehaviourSpan] = [span for name, value, source in _ROWS
+                     for span in spans(name, ("0.19.0", "1.2.1", value, source))]
 # ---------------------------------------------------------------- draft_vocab_size_missing: TensorRT-LLM#10124
-SPANS += spans(TRTLLM, "draft_vocab_size_missing",
+SPANS += spans("draft_vocab_size_missing",
                ("0.19.0", "1.1.0", "refused",
                 f"{SPEC} Eagle3ForCausalLM.__init__: vocab_size=config.draft_vocab_size: AttributeError without the "
                 "field (before TensorRT-LLM#10124)"),
                ("1.2.0", "1.2.1", "vocab_size",
                 f"{SPEC} _ensure_draft_vocab_size (TensorRT-LLM#10124, merged 2025-12/2026-01 before 1.2.0): warns "
                 "'Missing draft_vocab_size ... defaulting to vocab_size' (the 1.2.0 tag not read)"))
+
+ENGINE = Engine(
+    NAME, "TensorRT-LLM", RELEASES, lineage=NAME, behaviour_rows=tuple(SPANS),
+    draft_dtype_source=("tensorrt_llm _torch/models/modeling_speculative.py Eagle3DraftModel: dtype=config.torch_dtype (the "
+                       "draft's)"),
+    mla_unmodelled=("tensorrt_llm _torch/models/modeling_speculative.py Eagle3ForCausalLM: _use_mla when "
+                    "kv_lora_rank is set, Eagle3MLAttention, weights through DeepseekV3WeightLoader (main read)"),
+    load_assert=("tensorrt_llm _torch/modules/linear.py load_weight_shard, then param.data.copy_: another shape raises "
+                 "(one tensor-parallel rank; main read)"),
+    exact_shapes=True, launch_settings=("speculative_config.eagle3_layers_to_capture",),
+)

@@ -1,4 +1,5 @@
-"""Behaviour rows: LMDeploy's PyTorch engine (TurboMind has no EAGLE-3), every behaviour from 0.11.0 on.
+"""LMDeploy: the engine object, and its behaviour rows (its PyTorch engine; TurboMind has no EAGLE-3), every
+behaviour from 0.11.0 on.
 
 Read in the manylinux wheels of every final release 0.11.0-0.18.0 (0.10.2 has no ``pytorch/spec_decode``).
 ``pytorch/models/llama_eagle3.py`` (Eagle3LlamaForCausalLM), ``pytorch/configurations/llama.py`` and the capture
@@ -12,9 +13,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_eagle3.knowledge.behaviours.common import Span, spans
-from pytest_eagle3.knowledge.behaviours.kinds import FcAuxCount
-from pytest_eagle3.knowledge.releases import LMDEPLOY
+from pytest_eagle3.knowledge.engine import BehaviourSpan, Engine, spans
+from pytest_eagle3.knowledge.engines.shared import FcAuxCount
+
+NAME = "lmdeploy"
+
+#: 0.11.0 is the first with pytorch/models/llama_eagle3.py and spec_decode/proposers/eagle3.py (0.10.2 has
+#: neither); every final release from there read in its manylinux wheel (0.11.0-0.18.0).
+RELEASES = ("0.11.0", "0.11.1", "0.12.0", "0.12.1", "0.12.2", "0.12.3", "0.13.0", "0.14.0", "0.15.0", "0.16.0",
+            "0.17.0", "0.18.0")
 
 LM = "lmdeploy pytorch/models/llama_eagle3.py"
 CFG = "lmdeploy pytorch/configurations/llama.py LlamaModelConfigBuilder.build"
@@ -98,10 +105,10 @@ _ROWS: tuple[tuple[str, Any, str], ...] = (
     ("aux_default", "target-layers", f"{CFG}: (2, L // 2, L - 3) of the target's num_layers"),
 )
 
-SPANS: list[Span] = [span for name, value, source in _ROWS
-                     for span in spans(LMDEPLOY, name, ("0.11.0", "0.18.0", value, f"{source} ({READ})"))]
+SPANS: list[BehaviourSpan] = [span for name, value, source in _ROWS
+                     for span in spans(name, ("0.11.0", "0.18.0", value, f"{source} ({READ})"))]
 # ---------------------------------------------------------------- speculators_format: how a speculators config fails
-SPANS += spans(LMDEPLOY, "speculators_format",
+SPANS += spans("speculators_format",
                ("0.11.0", "0.14.0", False,
                 ("lmdeploy pytorch/config.py ModelConfig.from_pretrained: AutoConfig.from_pretrained (0.12.0-0.14.0 through "
                  "pytorch/transformers config_from_pretrained, which re-raises): ValueError 'Unrecognized model ... "
@@ -110,3 +117,15 @@ SPANS += spans(LMDEPLOY, "speculators_format",
                 ("lmdeploy hf_configs config_from_pretrained: a config without model_type falls back to a bare "
                  "PretrainedConfig; DefaultModelConfigBuilder.build reads hf_config.hidden_size (AttributeError: the "
                  "layer fields sit under transformer_layer_config; 0.15.0-0.18.0 read)")))
+
+ENGINE = Engine(
+    NAME, "LMDeploy", RELEASES, lineage=NAME, behaviour_rows=tuple(SPANS),
+    draft_dtype_source=("lmdeploy pytorch/config.py _update_torch_dtype: the draft config's own dtype (float16 / bfloat16, "
+                       "else float16)"),
+    speculators_error=("(no model_type: ValueError 'Unrecognized model', or where the loader falls back to a bare "
+                       "PretrainedConfig, AttributeError on hidden_size, which sits under transformer_layer_config)"),
+    flat_config_for="LMDeploy",
+    # it sets its draft vocab only on the LlamaForCausalLM path
+    preferred_architectures=(("llama", "LlamaForCausalLM"),),
+    one_layer_error="ValueError('eagle3 only supports 1 decode layer')", draft_class_scan=True,
+)

