@@ -117,6 +117,10 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "python interpreter of the venv where SGLang is installed: probe.load runs its loader on each "
                "checkpoint; live engine tests serve with it (default for those: this interpreter)",
                metavar="PYTHON", judges=False),
+    OptionSpec("eagle3_mlx_vlm_python", "--eagle3-mlx-vlm-python", "EAGLE3_MLX_VLM_PYTHON", "eagle3_mlx_vlm_python",
+               "python interpreter of the venv where mlx-vlm is installed: probe.load runs its loader on each "
+               "checkpoint; the live mlx-vlm tests run its generate loop with it (default for those: this "
+               "interpreter)", metavar="PYTHON", judges=False),
     OptionSpec("eagle3_llamacpp_server", "--eagle3-llamacpp-server", "EAGLE3_LLAMACPP_SERVER",
                "eagle3_llamacpp_server", "llama.cpp's llama-server binary (or the folder it was built in) for the "
                "live llamacpp tests; its tree's convert_hf_to_gguf.py converts target and draft (default: the "

@@ -16,8 +16,11 @@ Runs where an mlx-vlm interpreter is found (``EAGLE3_MLX_VLM_PYTHON``, or ``tox 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +28,9 @@ import pytest
 
 from pytest_eagle3.live.live_verdict import RATE_TOLERANCE
 from pytest_eagle3.probes.run import env_variable, find_engine_python
+from tests.conftest import validate_report
 from tests.reference_cases import EXAMPLES
+from tests.test_live_vllm import RUN_MARKER, findings, gap, leftovers
 
 pytest.importorskip("transformers", reason="the reference target run needs transformers (pip install -e '.[test]')")
 
@@ -275,3 +280,74 @@ def test_a_chunked_prefill_seeds_the_first_draft_from_the_first_prompt_position(
     print(f"\nchunked prefill (mlx-vlm's default): {[round(p, 4) for p in live_acceptance(chunked).per_position]}; "
           f"unchunked: {[round(p, 4) for p in live_acceptance(whole).per_position]}; predicted: "
           f"{list(expected.per_position)}; requests whose rounds differ: {len(differ)} of {len(LONGER)}")
+
+
+# -- as a user runs it: pytest -m engine --eagle3-engine=mlx-vlm ------------------------------------------------
+
+def user_run(python: str, work: Path, drafts: dict[str, Path], target: Path, prompts: list[list[int]]) -> dict[str, Any]:
+    """One ``pytest -m engine --eagle3-engine=mlx-vlm`` run over ``drafts`` (subprocess): its report and output."""
+    prompts_file = work / f"prompts-{target.name}.txt"
+    prompts_file.write_text("".join(json.dumps(p) + "\n" for p in prompts))
+    report = work / f"report-{target.name}.json"
+    marker = uuid.uuid4().hex
+    argv = [sys.executable, "-m", "pytest", "-m", "engine", "-p", "no:cacheprovider", "-p", "no:randomly", "-rA",
+            *[f"--eagle3-ckpt={path}" for path in drafts.values()], f"--eagle3-target={target}",
+            "--eagle3-engine=mlx-vlm", f"--eagle3-mlx-vlm-python={python}", f"--eagle3-prompts={prompts_file}",
+            f"--eagle3-report={report}"]
+    done = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=2400, check=False,
+                          env={**os.environ, RUN_MARKER: marker})
+    assert report.exists(), f"no report (rc {done.returncode}):\n{done.stdout[-4000:]}\n{done.stderr[-2000:]}"
+    data = json.loads(report.read_text())
+    validate_report(data)
+    by_path = {c["path"]: c for c in data["checkpoints"]}
+    entries = {}
+    for name, path in drafts.items():
+        entry = by_path[str(path)]
+        engine = next(e for e in entry["engines"] if e["engine"] == ENGINE)
+        entries[name] = {c["id"]: c for c in engine["contracts"]} | {"_properties": entry["properties"]}
+    return {"contracts": entries, "stdout": done.stdout, "returncode": done.returncode, "marker": marker}
+
+
+@pytest.fixture(scope="module")
+def user_runs(mlx_python: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The bundled Qwen3.5 pair and its broken variants; and the Llama demo pair, which mlx-vlm cannot feed."""
+    work = tmp_path_factory.mktemp("live-mlx-user")
+    drafts = {name: EXAMPLES / name for name in DRAFTS if name != ABSOLUTE}
+    drafts[ABSOLUTE] = absolute_d2t_copy(EXAMPLES / GOOD, work / ABSOLUTE)
+    return {"qwen35": user_run(mlx_python, work, drafts, TARGET, PROMPTS),
+            "demo": user_run(mlx_python, work, {"demo-draft": DEMO_DRAFT}, DEMO_TARGET, DEMO_PROMPTS)}
+
+
+@pytest.mark.parametrize("name", DRAFTS)
+def test_live_acceptance_as_a_user_reads_it(user_runs: dict[str, Any], name: str) -> None:
+    """``live.acceptance`` passes the draft mlx-vlm serves as trained, with the live and predicted figures on its
+    line, and fails the ones it feeds wrongly, naming the drop the prediction names; live and predicted agree per
+    position either way, and greedy output is the target's alone."""
+    run = user_runs["qwen35"]
+    found = run["contracts"][name]
+    props, acceptance = found["_properties"], found["live.acceptance"]
+    assert gap(props) <= RATE_TOLERANCE, props
+    assert found["live.launch"]["outcome"] == "passed" and found["live.greedy"]["outcome"] == "passed"
+    assert "mlx_generate.py" in props["live_command"] and "--steps 3" in props["live_command"]
+    if name not in DROPS:
+        assert acceptance["outcome"] == "passed", acceptance["message"]
+        assert f"mlx-vlm 0.7.10 reached {props['live_mean_acceptance_length']:.2f}" in acceptance["message"]
+        assert f"predicted {props['live_expected_mean_acceptance_length']:.2f}" in acceptance["message"]
+        return
+    summary = findings(acceptance)["live-loss"]
+    assert acceptance["outcome"] == "failed" and summary.startswith(
+        f"mlx-vlm 0.7.10 reached {props['live_mean_acceptance_length']:.2f}"), summary
+    assert f"the drop engine.acceptance predicted: {DROPS[name]}: -" in summary, summary
+    assert f"live.acceptance [live-loss]: {summary}" in run["stdout"]  # what the user reads
+
+
+def test_a_target_mlx_vlm_cannot_feed_fails_live_in_its_own_words(user_runs: dict[str, Any]) -> None:
+    """The Llama demo target: mlx-vlm's loop raises before its first round; live.acceptance and live.greedy fail
+    with where mlx-vlm raised, not a traceback of the plugin's; no process is left of either run."""
+    found = user_runs["demo"]["contracts"]["demo-draft"]
+    for contract in ("live.acceptance", "live.greedy"):
+        message = found[contract]["message"]
+        assert found[contract]["outcome"] == "failed", message
+        assert "mlx-vlm 0.7.10's loop raised TypeError: concatenate()" in message, message
+        assert "at mlx_vlm/speculative/utils.py:" in message and "Traceback" not in message, message
+    assert all(leftovers(run["marker"]) == [] for run in user_runs.values())

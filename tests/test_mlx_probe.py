@@ -109,7 +109,9 @@ def test_default_ids_come_from_the_drafts_own_layer_count(mlx: tuple[Path, dict[
     assert results["mlx-no-ids"]["aux_layer_ids"] == [2, 0, 0]
     assert results["mlx-no-ids"]["captured_inputs_of"] == [1, 2]
     assert results["mlx-no-ids"]["outcome"] == "refused" and "first round" in results["mlx-no-ids"]["error"]
-    assert {"aux-layers", "fc-width"} <= {i.finding.code for i in _plan(mlx, "mlx-no-ids").issues}
+    # the plan: no ids written (what the engine reads then is the habit's aux-ids-missing), and the refusal itself,
+    # an fc wider than the states the engine's default ids feed it
+    assert {"aux-ids-missing", "fc-width"} <= {i.finding.code for i in _plan(mlx, "mlx-no-ids").issues}
 
 
 def test_embedding_and_head_sharing(mlx: tuple[Path, dict[str, Path], Results]) -> None:

@@ -21,7 +21,7 @@ from pytest_eagle3.shell.options import settings
 if TYPE_CHECKING:
     from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.live.expected import Expected
-    from pytest_eagle3.live.server import LiveServer
+    from pytest_eagle3.live.server import Served
 
 pytestmark = pytest.mark.engine
 
@@ -57,7 +57,7 @@ class TestEagle3Live:
     def test_live_launch(self, request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoint,
                          eagle3_live_engine: EngineVersion, eagle3_result: Eagle3Result) -> None:
         """The launch command runs the draft as EAGLE-3, names it, and selects a mode that feeds its layers."""
-        from pytest_eagle3.shell.live_fixtures import launch_preview
+        from pytest_eagle3.shell.live_launch import launch_preview
 
         require_config(eagle3_checkpoint)
         argv, findings = launch_preview(request, eagle3_checkpoint, eagle3_live_engine)
@@ -66,7 +66,7 @@ class TestEagle3Live:
         eagle3_result.passed(f"{eagle3_live_engine.label}: " + " ".join(argv[2:4]))
 
     @pytest.mark.eagle3_contract("live.acceptance")
-    def test_live_acceptance(self, request: pytest.FixtureRequest, eagle3_server: LiveServer,
+    def test_live_acceptance(self, request: pytest.FixtureRequest, eagle3_server: Served,
                              eagle3_expected: Expected | str, eagle3_live_engine: EngineVersion,
                              eagle3_result: Eagle3Result) -> None:
         """The engine's own acceptance matches the prediction per position, loses at most --eagle3-max-loss
@@ -81,7 +81,7 @@ class TestEagle3Live:
                 (Evidence("drafts counted", "0", "> 0"),), "check that speculative decoding is on in the log")])
             return
         expected = eagle3_expected if not isinstance(eagle3_expected, str) else None
-        eagle3_result.measured("live_server_start_s", round(eagle3_server.process.started_in or 0.0, 2))
+        eagle3_result.measured("live_server_start_s", round(eagle3_server.started_in or 0.0, 2))
         eagle3_result.measured("live_requests_s", round(run.seconds, 2))
         figures = run.acceptance.to_json()
         eagle3_result.measured("live_mean_acceptance_length", figures["mean_acceptance_length"])
@@ -101,8 +101,8 @@ class TestEagle3Live:
                              f"(per position {[round(p, 3) for p in run.acceptance.per_position]}); {against}")
 
     @pytest.mark.eagle3_contract("live.greedy")
-    def test_live_greedy(self, request: pytest.FixtureRequest, eagle3_server: LiveServer,
-                         eagle3_baseline_server: LiveServer, eagle3_live_engine: EngineVersion,
+    def test_live_greedy(self, request: pytest.FixtureRequest, eagle3_server: Served,
+                         eagle3_baseline_server: Served, eagle3_live_engine: EngineVersion,
                          eagle3_result: Eagle3Result) -> None:
         """At temperature 0 the outputs with the draft equal the target's outputs without it."""
         from pytest_eagle3.live.live_verdict import greedy_findings

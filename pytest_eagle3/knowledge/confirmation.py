@@ -52,8 +52,9 @@ ROWS: tuple[Confirmation, ...] = (
                  "tox -e llamacpp11312,llamacpp11312live; tests/test_live_llamacpp.py; docs/live.md"),
     Confirmation(MLX_VLM, "0.6.0-0.7.10", "every release's drafter files",
                  "0.7.10 (mlx-cpu): strict load, bind, first fc",
-                 "0.7.10 (mlx-cpu, its generate loop): three drafts on a Qwen3.5 target equal the prediction to 4 "
-                 "decimals (one near-tie: 0.002); the Llama demo target stops where the plan says",
+                 "0.7.10 (mlx-cpu, its generate loop, -m engine --eagle3-engine=mlx-vlm): three drafts on a "
+                 "Qwen3.5 target equal the prediction to 4 decimals (one near-tie: 0.002); the Llama demo target "
+                 "stops where the plan says",
                  f"{NO}: mlx runs on Apple GPUs, none here",
                  "tox -e mlxvlm0710; tests/test_mlx_probe.py, tests/test_live_mlx.py; docs/live.md"),
     Confirmation(TRTLLM, "0.19.0-1.2.1", "main-branch files (no wheel or tag readable)", f"{NO}: CUDA only",

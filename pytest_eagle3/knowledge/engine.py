@@ -29,10 +29,12 @@ ContextRule = Literal["first-key-scaled", "min-of-keys"]
 SpeculativeFlags = Literal["--speculative-algorithm", "--speculative-config"]
 #: The launch setting that picks a runtime mode feeding other aux layers: SGLang's CUDA-graph decode, vLLM's runner.
 RuntimeModeSwitch = Literal["cuda-graph", "model-runner"]
-#: How a live server is asked for greedy tokens: OpenAI completions (vLLM), /generate (SGLang), llama-server.
-LiveClient = Literal["openai-completions", "generate-endpoint", "llama-server-completion"]
-#: Where a live server's acceptance is read: its spec-decode counters, llama-server's counters, each request's meta.
-LiveAcceptance = Literal["spec-decode-counters", "llama-server-counters", "request-meta"]
+#: How a live engine is asked for greedy tokens: OpenAI completions (vLLM), /generate (SGLang), llama-server, or
+#: the engine's own generate loop run in its interpreter, no server (mlx-vlm).
+LiveClient = Literal["openai-completions", "generate-endpoint", "llama-server-completion", "generate-loop"]
+#: Where a live engine's acceptance is read: its spec-decode counters, llama-server's counters, each request's meta,
+#: or the drafter's own per-round record (mlx-vlm's accept_lens).
+LiveAcceptance = Literal["spec-decode-counters", "llama-server-counters", "request-meta", "drafter-rounds"]
 #: Which source scan of target classes covers the engine: its wheels (scripts/scan_capture.py) or llama.cpp's
 #: graphs (scripts/scan_llamacpp_capture.py).
 CaptureScan = Literal["wheels", "graphs"]
@@ -168,6 +170,11 @@ class Engine:
     def serves_live(self) -> bool:
         """The live fixtures start servers of it."""
         return self.live_client is not None
+
+    @property
+    def runs_own_loop(self) -> bool:
+        """Live, it is its own generate loop run in its interpreter, no server (mlx-vlm)."""
+        return self.live_client == "generate-loop"
 
     def release_text(self, version: object) -> str:
         """A release as the engine writes it: ``0.5.23``, or llama.cpp's ``b11312``."""

@@ -82,8 +82,10 @@ class EngineInstall:
 def inspect_engine(engine: str, python: str, timeout: float = 120.0) -> EngineInstall:
     """Read ``engine``'s distribution, version and importability from ``python``."""
     names = DISTRIBUTIONS[engine]
+    kind = BY_NAME.get(engine)
+    module = kind.probe.module if kind is not None and kind.probe is not None else engine  # mlx-vlm: mlx_vlm
     try:
-        done = subprocess.run([python, "-c", _PROBE, json.dumps(list(names)), engine], capture_output=True,
+        done = subprocess.run([python, "-c", _PROBE, json.dumps(list(names)), module], capture_output=True,
                               text=True, timeout=timeout, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return EngineInstall(engine, python, None, None, f"cannot run {python}: {exc}")

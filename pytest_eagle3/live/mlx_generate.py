@@ -1,10 +1,11 @@
 """mlx-vlm's own generate loop with its EAGLE-3 drafter, run in mlx-vlm's interpreter (by path; mlx, no torch).
 
 ``python mlx_generate.py REQUEST.json``, or ``python mlx_generate.py --target DIR [--draft DIR] --prompts FILE
-[--steps 3] [--max-tokens 64]`` (FILE: one JSON token-id list a line, ``--eagle3-prompts``' format). REQUEST holds ``target``, ``draft`` (or null: the target alone),
+[--steps 3] [--max-tokens 64] [--device cpu]`` (FILE: one JSON token-id list a line, ``--eagle3-prompts``' format). REQUEST holds ``target``, ``draft`` (or null: the target alone),
 ``prompts`` (token-id lists), ``steps`` (draft tokens per round; mlx-vlm's ``draft_block_size`` is steps + 1: without
 it the loop drafts one token a round, ``speculative/eagle3.py`` ``_eagle3_rounds``), ``max_tokens`` and, optionally,
-``prefill_step_size`` (``generate_step``'s; absent: its default, 2048). Each prompt
+``prefill_step_size`` (``generate_step``'s; absent: its default, 2048) and ``device`` (``cpu``, the default, or
+another: mlx's GPU, Metal or CUDA). Each prompt
 goes through ``mlx_vlm.generate.ar.generate_step`` at temperature 0 with ``draft_kind="eagle3"``, one request at a
 time. What it reports is the drafter's own record (``speculative/common.py`` ``_record_speculative_round``):
 ``accept_lens`` and ``draft_lens`` per round, which the loop clears at the start of each request (``reset``), read
@@ -60,6 +61,7 @@ def generate(request: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = {"version": importlib.metadata.version("mlx-vlm"), "tokens": [], "accept_lens": [],
                               "draft_lens": [], "rounds": 0, "accepted": 0, "drafted": 0, "seconds": 0.0,
                               "error": None, "raised_at": ""}
+    mx.set_default_device(mx.cpu if request.get("device", "cpu") == "cpu" else mx.gpu)
     target = load_model(Path(request["target"]))
     draft = load_model(Path(request["draft"])) if request.get("draft") else None
     options: dict[str, Any] = {}
@@ -99,10 +101,11 @@ def request_from(argv: list[str]) -> dict[str, Any]:
     parser.add_argument("--prompts", required=True, help="one JSON token-id list a line")
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--device", default="cpu", help="cpu, or another for mlx's GPU (Metal or CUDA)")
     args = parser.parse_args(argv)
     prompts = [json.loads(line) for line in Path(args.prompts).read_text().splitlines() if line.strip()]
     return {"target": args.target, "draft": args.draft, "prompts": prompts, "steps": args.steps,
-            "max_tokens": args.max_tokens}
+            "max_tokens": args.max_tokens, "device": args.device.partition(":")[0]}
 
 
 if __name__ == "__main__":

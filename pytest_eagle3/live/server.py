@@ -6,6 +6,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from pytest_eagle3.knowledge.engines import engine_named
 from pytest_eagle3.live.client import Generation, generate, vllm_metrics_text
@@ -41,6 +42,32 @@ class LiveRun:
     seconds: float = 0.0  # from the first request to the settled counters
 
 
+class Served(Protocol):
+    """What the live contracts use of a live engine: a server (``LiveServer``), or an engine's own generate loop
+    (``generate_loop.GenerateLoop``)."""
+
+    target: str
+    draft: str | None
+
+    @property
+    def engine(self) -> str: ...
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def log_path(self) -> Path: ...
+
+    @property
+    def started_in(self) -> float | None: ...
+
+    def log_text(self) -> str: ...
+
+    def run(self, prompts: Sequence[Sequence[int]], new_tokens: int) -> LiveRun: ...
+
+    def stop(self) -> None: ...
+
+
 @dataclass
 class LiveServer:
     """A started server for ``target`` (with ``draft``, or alone when ``draft`` is None)."""
@@ -65,6 +92,14 @@ class LiveServer:
         version = self.install.version or "?"
         return f"{self.engine} {version} serving {Path(self.target).name}" + (
             f" with {Path(self.draft).name}" if self.draft else " alone")
+
+    @property
+    def log_path(self) -> Path:
+        return Path(self.process.log_path)
+
+    @property
+    def started_in(self) -> float | None:
+        return self.process.started_in
 
     def log_text(self) -> str:
         return self.process.log_text()

@@ -31,14 +31,13 @@ from pytest_eagle3.shell.options import (
     resolve,
     settings,
 )
-from pytest_eagle3.shell.verdicts import pipeline, target_side
 
 if TYPE_CHECKING:
     from pytest_eagle3.knowledge.engine import Engine
     from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.live.devices import CudaDevices
     from pytest_eagle3.live.interpreter import EngineInstall
-    from pytest_eagle3.live.server import LiveRun, LiveServer
+    from pytest_eagle3.live.server import LiveRun, Served
 
 SERVER_FIXTURES = ("eagle3_server", "eagle3_baseline_server")
 #: What the live tests import, from the ``live`` extra (pyproject.toml).
@@ -56,7 +55,7 @@ class LiveState:
     """Per-run live state (kept in ``config.stash``): installs read, servers started, runs made."""
 
     installs: dict[tuple[str, str], EngineInstall] = field(default_factory=dict)
-    servers: dict[tuple[str, str, str | None], LiveServer | Exception] = field(default_factory=dict)
+    servers: dict[tuple[str, str, str | None], Served | Exception] = field(default_factory=dict)
     runs: dict[tuple[str, str, str | None], LiveRun] = field(default_factory=dict)
     cuda: CudaDevices | None = None
     #: llama.cpp: the folder this run converts targets and drafts into (one GGUF per model).
@@ -138,7 +137,7 @@ def unusable(install: EngineInstall) -> str | None:
     return f"{problem}: pass {option}=PYTHON of a venv with {install.engine}"
 
 
-def _device(config: pytest.Config) -> str:
+def live_device(config: pytest.Config) -> str:
     """The run's device; for the idle plugin, read without importing the domain packages."""
     return settings(config).device if SETTINGS_KEY in config.stash else device_setting(config)
 
@@ -146,7 +145,7 @@ def _device(config: pytest.Config) -> str:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark live-server tests ``engine`` (and, on CUDA, reference and live tests ``gpu``) before ``-m``."""
-    cuda = _device(config).startswith("cuda")
+    cuda = live_device(config).startswith("cuda")
     if not live_selected(config):
         kept = [i for i in items if not i.nodeid.split("::")[0].endswith(LIVE_CONTRACTS)]
         if len(kept) != len(items):
@@ -193,10 +192,11 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         if state.cuda.count == 0:
             pytest.skip(state.cuda.reason)
     if item.get_closest_marker("engine") is not None:
-        missing = missing_modules(LIVE_MODULES)
-        if missing:
-            pytest.skip(f"the live tests need {', '.join(missing)}: {LIVE_EXTRA}")
         engine = item_engine(item)
+        kind = _kind(engine)
+        missing = missing_modules(LIVE_MODULES) if kind is None or not kind.runs_own_loop else []
+        if missing:  # an engine's own generate loop (mlx-vlm) starts no server: none of them is needed
+            pytest.skip(f"the live tests need {', '.join(missing)}: {LIVE_EXTRA}")
         if engine is not None and serves_live(engine):
             problem = unusable(engine_install(item.config, engine))
             if problem:
@@ -258,7 +258,7 @@ def live_engine(request: pytest.FixtureRequest, selected: EngineVersion) -> Engi
     return EngineVersion(selected.engine, install.version)
 
 
-def _server(request: pytest.FixtureRequest, engine: str, target: str, draft: str | None) -> LiveServer:
+def _server(request: pytest.FixtureRequest, engine: str, target: str, draft: str | None) -> Served:
     from pytest_eagle3.live.cpu_serving import cpu_memory_env, cpu_serving_finding
     from pytest_eagle3.live.errors import ServerError
     from pytest_eagle3.live.launch import args_for, parse_engine_args
@@ -277,12 +277,18 @@ def _server(request: pytest.FixtureRequest, engine: str, target: str, draft: str
         extra = args_for(engine, parse_engine_args(settings(config).engine_args))
         log_dir = request.getfixturevalue("tmp_path_factory").mktemp("eagle3-servers")
         try:
-            kind = _kind(engine)  # llama.cpp: given the GGUFs its converter writes of the target and the draft
-            served = _gguf_pair(request, install, target, draft) if kind and kind.converts_checkpoint else None
-            state.servers[key] = start_server(install, target, draft, log_dir,
-                                              timeout=timeout, steps=settings(config).steps, extra_args=extra,
-                                              env=cpu_memory_env(install, dict(os.environ), extra),
-                                              device=_device(config), served=served)
+            kind = _kind(engine)
+            if kind is not None and kind.runs_own_loop:  # mlx-vlm: its own loop, no server
+                from pytest_eagle3.live.generate_loop import GenerateLoop
+
+                state.servers[key] = GenerateLoop(install, target, draft, log_dir, steps=settings(config).steps,
+                                                  device=live_device(config), timeout=max(timeout, 900.0))
+            else:  # llama.cpp: given the GGUFs its converter writes of the target and the draft
+                served = _gguf_pair(request, install, target, draft) if kind and kind.converts_checkpoint else None
+                state.servers[key] = start_server(install, target, draft, log_dir,
+                                                  timeout=timeout, steps=settings(config).steps, extra_args=extra,
+                                                  env=cpu_memory_env(install, dict(os.environ), extra),
+                                                  device=live_device(config), served=served)
         except (ServerError, ConversionRefused) as exc:  # a refusing converter: a finding, kept like a failed start
             state.servers[key] = exc
     found = state.servers[key]
@@ -354,7 +360,7 @@ def eagle3_live_engine(request: pytest.FixtureRequest, eagle3_engine: EngineVers
 
 @pytest.fixture(scope="session")
 def eagle3_server(request: pytest.FixtureRequest, eagle3_checkpoint: Any, eagle3_live_engine: EngineVersion,
-                  _eagle3_live_servers: LiveState) -> Generator[LiveServer, None, None]:
+                  _eagle3_live_servers: LiveState) -> Generator[Served, None, None]:
     """A real server of the engine serving ``--eagle3-target`` with the checkpoint as EAGLE-3 draft.
 
     Stopped once the tests of its checkpoint are done (pytest groups them and tears session fixtures
@@ -365,7 +371,7 @@ def eagle3_server(request: pytest.FixtureRequest, eagle3_checkpoint: Any, eagle3
     _stop(live_state(request.config), server)
 
 
-def _stop(state: LiveState, server: LiveServer) -> None:
+def _stop(state: LiveState, server: Served) -> None:
     """Stop ``server`` and forget it (the runs it made stay); a leftover process fails the test that used it."""
     from pytest_eagle3.live.errors import ServerError
 
@@ -381,20 +387,25 @@ def _stop(state: LiveState, server: LiveServer) -> None:
 
 @pytest.fixture(scope="session")
 def eagle3_baseline_server(request: pytest.FixtureRequest, eagle3_live_engine: EngineVersion,
-                           _eagle3_live_servers: LiveState) -> LiveServer:
+                           _eagle3_live_servers: LiveState) -> Served:
     """The same engine serving ``--eagle3-target`` alone: the greedy baseline."""
     return _server(request, eagle3_live_engine.engine, _target_dir(request.config), None)
 
 
-def live_run(config: pytest.Config, server: LiveServer) -> LiveRun:
+def live_run(config: pytest.Config, server: Served) -> LiveRun:
     """The server's run over the reference prompts (once per server and run)."""
     from pytest_eagle3.live.expected import live_prompts
 
     state, options = live_state(config), settings(config)
     key = (server.engine, server.target, server.draft)
     if key not in state.runs:
+        from pytest_eagle3.live.errors import ServerError
+
         prompts = live_prompts(server.target, options.prompts)
-        state.runs[key] = server.run(prompts, options.continuation)
+        try:
+            state.runs[key] = server.run(prompts, options.continuation)
+        except ServerError as exc:  # the engine's own words, not a traceback of ours
+            pytest.fail(str(exc), pytrace=False)
     return state.runs[key]
 
 
@@ -410,37 +421,5 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         server = funcargs.get(name)
         if server is not None and hasattr(server, "log_text"):
             lines = server.log_text().splitlines()[-LOG_SECTION_LINES:]
-            header = f"log: {server.process.log_path} (last {len(lines)} lines)"
+            header = f"log: {server.log_path} (last {len(lines)} lines)"
             report.sections.append((f"eagle3 server: {server.label}", "\n".join([header, *lines])))
-
-
-def launch_preview(request: pytest.FixtureRequest, ckpt: Any, engine: EngineVersion) -> tuple[list[str], list[Any]]:
-    """The command ``eagle3_server`` would run (port 0 as a placeholder) and the launch findings for it."""
-    from pytest_eagle3.live.cpu_serving import cpu_serving_finding
-    from pytest_eagle3.live.launch import LaunchRequest, args_for, build_command, parse_engine_args
-    from pytest_eagle3.live.launch_checks import (
-        algorithm_findings,
-        draft_path_findings,
-        runtime_mode_findings,
-    )
-    from pytest_eagle3.live.server import has_tokenizer
-
-    config = request.config
-    target = settings(config).target or ""
-    install = engine_install(config, engine.engine)
-    extra = args_for(engine.engine, parse_engine_args(settings(config).engine_args))
-    model, draft = target, str(ckpt.path)
-    if engine.kind.converts_checkpoint:  # what the server is given: the GGUFs the converter writes of them
-        model, draft = f"{Path(target).name}.gguf", f"{Path(draft).name}.gguf"
-    argv = list(build_command(LaunchRequest(
-        engine.engine, engine.version, install.python, model, draft, 0, steps=settings(config).steps,
-        has_vllm_dist=install.has_vllm_dist, skip_tokenizer=not has_tokenizer(target), extra_args=extra,
-        device=_device(config))).argv)
-    findings = algorithm_findings(engine.engine, argv, ckpt.config.architectures, ckpt.format.producer)
-    blocker = cpu_serving_finding(install)
-    findings += [blocker] if blocker is not None else []
-    findings += draft_path_findings(engine.engine, argv)
-    if install.known:
-        plan = pipeline(config).judge(ckpt, engine, target_side(config))
-        findings += runtime_mode_findings(plan, argv, dict(os.environ), _device(config))
-    return argv, findings

@@ -66,6 +66,7 @@ class RunSettings:
     not_judged: str = NOT_JUDGED_PASS
     vllm_python: str | None = None
     sglang_python: str | None = None
+    mlx_vlm_python: str | None = None
     llamacpp_server: str | None = None
     engine_args: str | None = None
     server_timeout: float = DEFAULT_SERVER_TIMEOUT
@@ -76,7 +77,8 @@ class RunSettings:
         from pytest_eagle3.knowledge.engines import BY_NAME
 
         dest = BY_NAME[engine].python_option if engine in BY_NAME else None  # the engine's option, if any
-        given = {"eagle3_vllm_python": self.vllm_python, "eagle3_sglang_python": self.sglang_python}
+        given = {"eagle3_vllm_python": self.vllm_python, "eagle3_sglang_python": self.sglang_python,
+                 "eagle3_mlx_vlm_python": self.mlx_vlm_python}
         return given.get(dest) if dest is not None else None
 
     @property
@@ -157,6 +159,7 @@ def build(sources: Mapping[str, Resolved], names: Mapping[str, str], *, device: 
         not_judged=check.choice(name["eagle3_not_judged"], one["eagle3_not_judged"], (NOT_JUDGED_PASS, NOT_JUDGED_FAIL)),
         vllm_python=check.interpreter(name["eagle3_vllm_python"], one["eagle3_vllm_python"]),
         sglang_python=check.interpreter(name["eagle3_sglang_python"], one["eagle3_sglang_python"]),
+        mlx_vlm_python=check.interpreter(name["eagle3_mlx_vlm_python"], one["eagle3_mlx_vlm_python"]),
         llamacpp_server=check.existing(name["eagle3_llamacpp_server"], one["eagle3_llamacpp_server"],
                                        "build the server: python .ci/build_llama_server.py"),
         engine_args=one["eagle3_engine_args"],
