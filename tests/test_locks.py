@@ -112,6 +112,10 @@ def test_the_lock_satisfies_what_the_env_asks_for(env: str) -> None:
 
 
 def test_ci_installs_from_the_py3_lock() -> None:
+    """The README's install runs first, as a user runs it (torch's own dependencies from what its CPU index line
+    reaches: the lock's versions are PyPI's); the lock then applies to it and to every install after."""
     run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert 'export PIP_CONSTRAINT="$PWD/.ci/locks/py3.txt"' in run
-    assert run.index("export PIP_CONSTRAINT") < run.index("pip install torch==2.13.0")
+    lock = run.index('export PIP_CONSTRAINT="$PWD/.ci/locks/py3.txt"')
+    assert run.index("pip install torch==2.13.0 --index-url") < lock
+    assert lock < run.index('pip install --quiet -e ".[target]"') < run.index('pip install -e ".[dev]"')
+    assert lock < run.index("tox -e vllm0320")
