@@ -92,16 +92,10 @@ def absolute_d2t_copy(source: Path, out: Path) -> Path:
 
 
 def live_acceptance(result: dict[str, Any], steps: int = STEPS) -> Any:
-    """Acceptance from mlx-vlm's own per-round record, with the reference's definitions: rate at position j =
-    rounds accepting at least j drafts / rounds; mean acceptance length = 1 + accepted / rounds."""
-    from pytest_eagle3.live.metrics import LiveAcceptance
+    """Acceptance from mlx-vlm's own per-round record, as the live fixture reads it (generate_loop)."""
+    from pytest_eagle3.live.generate_loop import rounds_acceptance
 
-    rounds = [a for request in result["accept_lens"] for a in request]
-    if not rounds:
-        return None
-    per_position = tuple(sum(a >= j for a in rounds) / len(rounds) for j in range(1, steps + 1))
-    return LiveAcceptance(1.0 + sum(rounds) / len(rounds), per_position, len(rounds),
-                          f"mlx-vlm {result['version']} drafter accept_lens")
+    return rounds_acceptance(result["accept_lens"], steps, result["version"])
 
 
 @pytest.fixture(scope="module")
