@@ -22,16 +22,16 @@ from __future__ import annotations
 import argparse
 import ast
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.version import Version
 
 MODELS = {"vllm": "vllm/model_executor/models", "sglang": "sglang/srt/models",
-          "tokenspeed": "tokenspeed/runtime/models"}
+          "tokenspeed": "tokenspeed/runtime/models", "mlx-vlm": "mlx_vlm/models", "lmdeploy": "lmdeploy/pytorch/models"}
 ABSOLUTE = {"vllm": "vllm.model_executor.models.", "sglang": "sglang.srt.models.",
-            "tokenspeed": "tokenspeed.runtime.models."}
+            "tokenspeed": "tokenspeed.runtime.models.", "mlx-vlm": "mlx_vlm.models.", "lmdeploy": "lmdeploy.pytorch.models."}
 METHOD = {"vllm": "set_aux_hidden_state_layers", "sglang": "set_eagle3_layers_to_capture",
           "tokenspeed": "set_eagle3_layers_to_capture"}
 FLAG = {"vllm": "aux_hidden_state_layers", "sglang": "layers_to_capture", "tokenspeed": "layers_to_capture"}
@@ -49,6 +49,9 @@ ClassRef = tuple[str, ast.ClassDef]  # (module name, class node)
 
 class Release:
     """One release's model package, parsed once."""
+
+    #: engine -> the absolute import prefix of its model package (a subclass reading another package sets its own)
+    absolute: dict[str, str] = ABSOLUTE
 
     def __init__(self, engine: str, root: Path) -> None:
         self.engine = engine
@@ -82,7 +85,7 @@ class Release:
         if node.level:
             up = base[: len(base) - (node.level - 1)] if node.level > 1 else base
             return ".".join([*up, *(node.module.split(".") if node.module else [])])
-        prefix = ABSOLUTE[self.engine]
+        prefix = self.absolute[self.engine]
         if node.module and node.module.startswith(prefix):
             return node.module[len(prefix):]
         return None
@@ -427,6 +430,23 @@ from __future__ import annotations
 def _tuple(items: list[str], per_line: int = 10) -> str:
     lines = [", ".join(repr(i) for i in items[k:k + per_line]) + "," for k in range(0, len(items), per_line)]
     return "(\n" + "".join(f"    {line}\n" for line in lines) + ")" if items else "()"
+
+
+def runs_dict(name: str, found: dict[str, list[tuple[str, str]]]) -> list[str]:
+    """The lines of a generated ``NAME: dict[arch, runs]`` literal, architectures sorted."""
+    return [f"{name}: dict[str, tuple[tuple[str, str], ...]] = {{",
+            *(f"    {arch!r}: ({''.join(f'({a!r}, {b!r}), ' for a, b in found[arch]).rstrip()})," for arch in sorted(found)),
+            "}"]
+
+
+def scan_main(doc: str, render_roots: Callable[[list[Path]], str], argv: list[str]) -> int:
+    """``--out FILE ROOT...``: a one-engine scan's command line (scripts/scan_mlx_capture.py, scan_lmdeploy_capture.py)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("roots", nargs="+", type=Path)
+    args = parser.parse_args(argv)
+    args.out.write_text(render_roots(args.roots), encoding="utf-8")
+    return 0
 
 
 def render(found: dict[str, tuple[list[str], dict[str, list[tuple[str, str]]], set[str],

@@ -70,6 +70,8 @@ READ, UNUSED = "read", "loaded-not-applied"
 class DraftRelease(Release):
     """One release's model package (scan_capture's), read for another engine's layout as well."""
 
+    absolute = ABSOLUTE
+
     def __init__(self, engine: str, root: Path) -> None:
         self.engine = engine
         self.root = root / MODELS[engine]
@@ -81,15 +83,6 @@ class DraftRelease(Release):
             parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
             self.paths[".".join(parts)] = (path, rel.name == "__init__")
         self.modules = _Lazy(self)
-
-    def _source(self, node: ast.ImportFrom, base: list[str]) -> str | None:
-        if node.level:
-            up = base[: len(base) - (node.level - 1)] if node.level > 1 else base
-            return ".".join([*up, *(node.module.split(".") if node.module else [])])
-        prefix = ABSOLUTE[self.engine]
-        if node.module and node.module.startswith(prefix):
-            return node.module[len(prefix):]
-        return None
 
     def _parse(self, name: str, path: Path, package: bool) -> Any:
         """scan_capture's reading, plus module-level aliases (``X = Base``, the runtime branch of an ``if
@@ -508,7 +501,7 @@ class Reach:
                         self.graphs.built_graph(built)
                     nxt = f"{text}.{part}" if text else part
                     if built.kind == "alias":
-                        for alt_text, alt in self.classes_at(cls, list(built.target)):
+                        for _alt_text, alt in self.classes_at(cls, list(built.target)):
                             target = alt.target if alt.kind == "class" else None
                             following.append((target, nxt, alt))
                         continue

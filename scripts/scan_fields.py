@@ -36,7 +36,7 @@ from packaging.version import Version
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from scan_capture import known_roots  # noqa: E402
+from scan_capture import known_roots
 
 DRAFT = "draft"
 TARGET = "target"

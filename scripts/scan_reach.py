@@ -34,11 +34,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from packaging.version import Version
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from scan_capture import capturing_classes, known_roots  # noqa: E402
+from scan_capture import capturing_classes, known_roots
 
 #: The attribute holding the requested indices, per engine; vLLM 0.18+ also captures via a mixin call.
 CAPTURE_SETS = {"vllm": ("aux_hidden_state_layers",), "sglang": ("layers_to_capture",)}

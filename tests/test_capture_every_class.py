@@ -19,13 +19,14 @@ from pytest_eagle3.knowledge.capture import (
     CAPTURES,
     REFUSED,
     SCANNED,
+    SILENT,
     capture_support,
     registered_runs,
     scanned_releases,
     scanned_table,
 )
-from pytest_eagle3.knowledge.releases import LLAMACPP, RELEASES, TOKENSPEED
-from pytest_eagle3.testing.synth import SPECFORGE, SynthSpec, write_checkpoint, write_target
+from pytest_eagle3.knowledge.releases import LLAMACPP, LMDEPLOY, MLX_VLM, RELEASES, TOKENSPEED
+from pytest_eagle3.testing.synth import SPECFORGE, SPECULATORS, SynthSpec, write_checkpoint, write_target
 
 
 @pytest.mark.parametrize("engine", SCANNED)
@@ -50,7 +51,7 @@ def test_every_registered_target_class_has_a_row_in_every_release(engine: str) -
     assert not missing, missing[:20]
 
 
-@pytest.mark.parametrize("engine", [TOKENSPEED, LLAMACPP])
+@pytest.mark.parametrize("engine", [TOKENSPEED, LLAMACPP, MLX_VLM, LMDEPLOY])
 def test_the_hand_rows_agree_with_the_scan(engine: str) -> None:
     """capture_engines.py's rows for an engine the scan now reads say what the source says, build by build (whether
     the target captures; the hand row says how one that does not fails: refused, or silently without fc)."""
@@ -118,3 +119,40 @@ def test_a_llamacpp_target_no_row_covers_is_unknown(run_contracts: Callable[...,
     run = run_contracts([draft], "--eagle3-engine=llamacpp==b11312", f"--eagle3-unknown={mode}", target=target)
     result, message = run.engine_outcomes(draft, "llamacpp==b11312")["engine.aux_layers"]
     assert result == outcome and "BrandNewForCausalLM" in message and "unknown" in message
+
+
+@pytest.mark.parametrize(("engine", "arch", "release", "support"), [
+    (MLX_VLM, "Qwen3_5ForConditionalGeneration", "0.6.0", CAPTURES),      # models/qwen3_5/language.py reads capture_layer_ids
+    (MLX_VLM, "MiniCPMV4_6ForConditionalGeneration", "0.6.0", CAPTURES),  # its LanguageModel subclasses qwen3_5's
+    (MLX_VLM, "Lfm2ForCausalLM", "0.6.15", REFUSED),                      # models/lfm2 reads capture_layer_ids from 0.6.16
+    (MLX_VLM, "Lfm2ForCausalLM", "0.6.16", CAPTURES),
+    (MLX_VLM, "LlamaForCausalLM", "0.6.13", REFUSED),                     # models/text_only.py: mlx_lm's classes
+    (MLX_VLM, "LlamaForCausalLM", "0.7.10", REFUSED),                     # models/llama LanguageModel ignores it
+    (LMDEPLOY, "LlamaForCausalLM", "0.11.0", CAPTURES),                   # configurations/llama.py sets the layers
+    (LMDEPLOY, "MistralForCausalLM", "0.18.0", SILENT),                   # llama.py's class, the default builder
+    (LMDEPLOY, "InternVLChatModel", "0.18.0", SILENT),                    # internvl.py: DefaultModelConfigBuilder
+    (LMDEPLOY, "Glm4MoeForCausalLM", "0.12.1", SILENT),
+    (LMDEPLOY, "Glm4MoeForCausalLM", "0.12.2", REFUSED),                  # glm4.py asserts spec_method == 'deepseek_mtp'
+    (LMDEPLOY, "KimiK25ForConditionalGeneration", "0.17.0", CAPTURES),    # kimi_k25.py -> kimi_k2.py, the alias too
+])
+def test_scanned_capture_per_release(engine: str, arch: str, release: str, support: str) -> None:
+    found = capture_support(engine, Version(release), arch)
+    assert found.support == support, found
+
+
+def test_an_mlx_vlm_target_whose_language_model_inherits_capture_is_judged(
+        run_contracts: Callable[..., Any], tmp_path: Path) -> None:
+    """MiniCPM-V 4.6 on mlx-vlm 0.6.0: no hand row names it; its language model inherits Qwen3.5's capture
+    (models/minicpmv4_6/language.py), so the scan gives it a row and the aux layers are judged, not 'unknown';
+    LFM2 on 0.6.15 takes no capture_layer_ids and fails with the scan's source."""
+    draft = write_checkpoint(SynthSpec(producer=SPECULATORS), tmp_path / "draft")  # mlx-vlm's format
+    inherits = _target(tmp_path, "MiniCPMV4_6ForConditionalGeneration", "minicpmv4_6")
+    run = run_contracts([draft], "--eagle3-engine=mlx-vlm==0.6.0", "--eagle3-unknown=fail", target=inherits)
+    result, message = run.engine_outcomes(draft, "mlx-vlm==0.6.0")["engine.aux_layers"]
+    assert "unknown" not in message and "MiniCPMV4_6ForConditionalGeneration" not in message, (result, message)
+    refused = _target(tmp_path, "Lfm2ForCausalLM", "lfm2")
+    run = run_contracts([draft], "--eagle3-engine=mlx-vlm==0.6.15", target=refused)
+    (aux,) = [c for c in run.engine_entry(draft, "mlx-vlm==0.6.15")["contracts"] if c["id"] == "engine.aux_layers"]
+    assert aux["outcome"] == "failed" and "Lfm2ForCausalLM" in aux["message"], aux["message"]
+    rules = " ".join(d for f in aux["findings"] for d in f["details"])
+    assert "source scan of mlx-vlm" in rules and "0.6.16" in rules, rules

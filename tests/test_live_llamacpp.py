@@ -21,10 +21,16 @@ from typing import Any
 
 import pytest
 
-from pytest_eagle3.live.live_verdict import RATE_TOLERANCE
 from tests.conftest import validate_report
 from tests.reference_cases import EXAMPLES
-from tests.test_live_vllm import RUN_MARKER, absolute_d2t_copy, findings, gap, leftovers
+from tests.test_live_vllm import (
+    RUN_MARKER,
+    absolute_d2t_copy,
+    assert_live_matches_prediction,
+    findings,
+    gap,
+    leftovers,
+)
 
 pytest.importorskip("transformers", reason="the live prediction needs transformers (pip install -e '.[test]')")
 pytest.importorskip("sentencepiece", reason="llama.cpp's converter imports sentencepiece: run tox -e llamacpp11312live "
@@ -105,12 +111,7 @@ SERVED = tuple(name for name in DRAFTS if name not in REFUSED)
 def test_live_acceptance_matches_the_prediction(live_run: dict[str, Any], name: str) -> None:
     """llama-server's own counters within 0.05 per position of engine.acceptance's prediction for b11312; a larger
     gap fails live.acceptance saying the profile is wrong (and this test with it: the figure is the claim)."""
-    found = contracts(live_run, name)
-    props = found["_properties"]
-    said = findings(found["live.acceptance"]).get("live-prediction-gap", "")
-    assert said.endswith("is wrong here") == (gap(props) > RATE_TOLERANCE), found["live.acceptance"]["message"]
-    assert props["live_per_position"] == pytest.approx(props["live_expected_per_position"], abs=RATE_TOLERANCE)
-    assert found["live.launch"]["outcome"] == "passed" and found["live.greedy"]["outcome"] == "passed"
+    assert_live_matches_prediction(contracts(live_run, name))
 
 
 @pytest.mark.parametrize("name", SERVED)

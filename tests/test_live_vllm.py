@@ -134,16 +134,21 @@ def gap(props: dict[str, Any]) -> float:
     return max(abs(a - b) for a, b in zip(props["live_per_position"], props["live_expected_per_position"]))
 
 
-@pytest.mark.parametrize("name", DRAFTS)
-def test_live_acceptance_matches_the_prediction(live_run: dict[str, Any], name: str) -> None:
-    """The engine's own counters within 0.05 per position of engine.acceptance's prediction; a larger
-    gap fails live.acceptance saying the profile is wrong (then this test fails too: the figure is the claim)."""
-    found = contracts(live_run, name)
+def assert_live_matches_prediction(found: dict[str, Any]) -> None:
+    """The engine's own counters within 0.05 per position of the prediction, live.acceptance saying "is wrong here"
+    exactly when they are not, and the launch and greedy checks passed (every live engine's tests)."""
     props = found["_properties"]
     said = findings(found["live.acceptance"]).get("live-prediction-gap", "")
     assert said.endswith("is wrong here") == (gap(props) > RATE_TOLERANCE), found["live.acceptance"]["message"]
     assert props["live_per_position"] == pytest.approx(props["live_expected_per_position"], abs=RATE_TOLERANCE)
     assert found["live.launch"]["outcome"] == "passed" and found["live.greedy"]["outcome"] == "passed"
+
+
+@pytest.mark.parametrize("name", DRAFTS)
+def test_live_acceptance_matches_the_prediction(live_run: dict[str, Any], name: str) -> None:
+    """The engine's own counters within 0.05 per position of engine.acceptance's prediction; a larger
+    gap fails live.acceptance saying the profile is wrong (then this test fails too: the figure is the claim)."""
+    assert_live_matches_prediction(contracts(live_run, name))
 
 
 @pytest.mark.parametrize("name", DRAFTS)

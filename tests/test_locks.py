@@ -118,4 +118,4 @@ def test_ci_installs_from_the_py3_lock() -> None:
     lock = run.index('export PIP_CONSTRAINT="$PWD/.ci/locks/py3.txt"')
     assert run.index("pip install torch==2.13.0 --index-url") < lock
     assert lock < run.index('pip install --quiet -e ".[target]"') < run.index('pip install -e ".[dev]"')
-    assert lock < run.index("tox -e vllm0320")
+    assert lock < run.index("for env in vllm0320 sglang0523") < run.index("tox --workdir")

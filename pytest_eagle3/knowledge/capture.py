@@ -11,12 +11,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
+from typing import Any
 
 from packaging.version import Version
 
 from pytest_eagle3.knowledge import capture_engines
 from pytest_eagle3.knowledge.engines import REGISTRY, engine_named
-from pytest_eagle3.knowledge.generated import capture_table, llamacpp_capture_table
+from pytest_eagle3.knowledge.generated import (
+    capture_table,
+    llamacpp_capture_table,
+    lmdeploy_capture_table,
+    mlx_vlm_capture_table,
+)
 from pytest_eagle3.knowledge.releases import (
     KNOWN_RANGES,
     LLAMACPP,
@@ -166,11 +172,28 @@ def allowlisted(version: Version, model_type: str, engine: str = VLLM) -> tuple[
 SCANNED = tuple(engine.name for engine in REGISTRY if engine.capture_scan is not None)
 
 
-def _scan(engine: str) -> tuple[tuple[str, ...], dict[str, tuple[tuple[str, str], ...]], frozenset[str]]:
-    """A wheel-scanned engine's releases read, spans and never-capturing classes (``capture_table.<PREFIX>_*``)."""
+#: The generated wheel scans: ``capture_table`` (scripts/scan_capture.py: vLLM, SGLang, TokenSpeed),
+#: ``mlx_vlm_capture_table`` (scripts/scan_mlx_capture.py) and ``lmdeploy_capture_table``
+#: (scripts/scan_lmdeploy_capture.py), each naming its tables ``<PREFIX>_*``.
+_WHEEL_SCANS = (capture_table, mlx_vlm_capture_table, lmdeploy_capture_table)
+
+
+_MISSING = object()
+
+
+def _scanned(engine: str, what: str, default: Any = _MISSING) -> Any:
+    """``<PREFIX>_<what>`` of the generated scan that holds the engine's (``default`` where that scan has none)."""
     prefix = engine_named(engine).scan_prefix
-    return (getattr(capture_table, f"{prefix}_RELEASES"), getattr(capture_table, f"{prefix}_SPANS"),
-            getattr(capture_table, f"{prefix}_NEVER"))
+    module = next(m for m in _WHEEL_SCANS if hasattr(m, f"{prefix}_RELEASES"))
+    found = getattr(module, f"{prefix}_{what}", default)
+    if found is _MISSING:
+        raise AttributeError(f"{module.__name__} has no {prefix}_{what}")
+    return found
+
+
+def _scan(engine: str) -> tuple[tuple[str, ...], dict[str, tuple[tuple[str, str], ...]], frozenset[str]]:
+    """A wheel-scanned engine's releases read, spans and never-capturing classes."""
+    return _scanned(engine, "RELEASES"), _scanned(engine, "SPANS"), _scanned(engine, "NEVER")
 
 
 def registered_runs(engine: str) -> dict[str, tuple[tuple[str, str], ...]]:
@@ -182,7 +205,7 @@ def registered_runs(engine: str) -> dict[str, tuple[tuple[str, str], ...]]:
                 for arch, runs in llamacpp_capture_table.LLAMACPP_CAPTURE.items()}
     if scan is None:
         return {}
-    return dict(getattr(capture_table, f"{engine_named(engine).scan_prefix}_REGISTERED"))
+    return dict(_scanned(engine, "REGISTERED"))
 
 
 def scanned_releases(engine: str) -> tuple[str, ...]:
@@ -212,37 +235,60 @@ def _llamacpp_table(architecture: str) -> Table[Capture] | None:
     return table(f"llama.cpp capture scan: {architecture}", found, full=False)
 
 
+def _not_capturing(engine: str, architecture: str, release: str) -> Support:
+    """What a scanned class that does not capture does in ``release``: refused at startup where the scan says so
+    (``<PREFIX>_REFUSED`` runs), else the scan's ``<PREFIX>_OTHERWISE`` (refused when the scan names none)."""
+    refused = _scanned(engine, "REFUSED", {}).get(architecture, ())
+    if _within(release, refused) or not _within(release, _scanned(engine, "REGISTERED", {}).get(architecture, ())):
+        return REFUSED
+    return Support(_scanned(engine, "OTHERWISE", REFUSED))
+
+
+def _within(release: str, runs: tuple[tuple[str, str], ...]) -> bool:
+    return any(Version(a) <= Version(release) <= Version(b) for a, b in runs)
+
+
+def _why(engine: str, architecture: str, support: Support, release: str) -> str:
+    """The scan's words for a class that does not capture in ``release``."""
+    if not _within(release, _scanned(engine, "REGISTERED", {}).get(architecture, ())):
+        return "not registered"
+    said: dict[str, str] = _scanned(engine, "WHY", {})
+    return said.get(support, "registered, but its class lacks the EAGLE-3 capture interface")
+
+
 @cache
 def scanned_table(engine: str, architecture: str) -> Table[Capture] | None:
-    """The source scan (capture_table.py) of one architecture as a full table; None when the scan never saw it.
+    """The source scan of one architecture as a full table; None when the scan never saw it.
 
-    A row ends at the next release read: a release between two read ones takes the earlier row."""
+    Consecutive releases read with one support make one row; a release between two read ones takes the earlier
+    row, and the first row holds from the engine's first known release."""
     scan = engine_named(engine).capture_scan
     if scan == "graphs":
         return _llamacpp_table(architecture)
     if scan is None:
         return None  # no source scan: knowledge/capture_engines.py rows only
     releases, spans_table, never = _scan(engine)
-    first, family = KNOWN_RANGES[engine][0], _guess_family(architecture)
+    spans: tuple[tuple[str, str], ...] = spans_table.get(architecture, ())
+    if not spans and architecture not in never:
+        return None
+    family = _guess_family(architecture)
     where = f"source scan of {engine} {releases[0]}-{releases[-1]} ({len(releases)} releases)"
-    spans = spans_table.get(architecture)
-    if spans is None:
-        if architecture not in never:
-            return None
-        return table(f"{engine} capture scan: {architecture}", (Row(
-            engine, first, Capture(REFUSED, family),
-            f"{where}: registered, but no release read gives its class the EAGLE-3 capture interface"),))
+    runs: list[tuple[str, str, Support, str]] = []
+    for release in releases:
+        support = CAPTURES if _within(release, spans) else _not_capturing(engine, architecture, release)
+        what = "captures" if support == CAPTURES else _why(engine, architecture, support, release)
+        if runs and runs[-1][2:] == (support, what):
+            runs[-1] = (runs[-1][0], release, support, what)
+        else:
+            runs.append((release, release, support, what))
     found = []
-    if Version(spans[0][0]) > Version(first):
-        found.append(Row(engine, first, Capture(REFUSED, family),
-                         f"{where}: captures from {spans[0][0]}, not before"))
-    for since, last in spans:
-        found.append(Row(engine, since, Capture(CAPTURES, family), f"{where}: captures in {since}-{last}",
+    for i, (first, last, support, what) in enumerate(runs):
+        since = KNOWN_RANGES[engine][0] if i == 0 else first
+        following = runs[i + 1] if i + 1 < len(runs) else None
+        later = "" if following is None else f"; not from {following[0]}" if support == CAPTURES else \
+            f"; captures from {following[0]}" if following[2] == CAPTURES else ""
+        found.append(Row(engine, since, Capture(support, family), f"{where}: {what} in {first}-{last}{later}",
                          read_to=last))
-        if last != releases[-1]:
-            stop = releases[releases.index(last) + 1]
-            found.append(Row(engine, stop, Capture(REFUSED, family),
-                             f"{where}: captures up to {last}, not in {stop} (removed or interface lost)"))
     return table(f"{engine} capture scan: {architecture}", found)
 
 

@@ -1,7 +1,9 @@
-"""Hand-read capture rows of the engines beyond vLLM and SGLang (no wheel scan covers them).
+"""Hand-read capture rows of the engines beyond vLLM and SGLang.
 
 Each entry: (engine, since, family, support, source, target architectures). ``knowledge/capture.py``
-reads them into its capture tables; an architecture no entry names is unknown for these engines.
+reads them into its capture tables ahead of the source scans (TokenSpeed, mlx-vlm, LMDeploy, llama.cpp: a test
+checks that each agrees with its engine's scan); TensorRT-LLM has no scan, and an architecture no entry names is
+unknown there.
 """
 
 from __future__ import annotations

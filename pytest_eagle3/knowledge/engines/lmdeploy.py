@@ -128,4 +128,5 @@ ENGINE = Engine(
     # it sets its draft vocab only on the LlamaForCausalLM path
     preferred_architectures=(("llama", "LlamaForCausalLM"),),
     one_layer_error="ValueError('eagle3 only supports 1 decode layer')", draft_class_scan=True,
+    capture_scan="wheels",
 )

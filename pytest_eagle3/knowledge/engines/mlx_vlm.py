@@ -103,7 +103,7 @@ ENGINE = Engine(
     speculators_reader="own-config-class", speculators_class="Eagle3DraftModel",
     load_assert="mlx nn.Module.load_weights(strict=True): every tensor's shape must equal its parameter's",
     exact_shapes=True, probe=Probe("mlx_loader.py", "mlx_vlm", ("mlx-vlm",)),
-    matrix_target="Qwen3_5ForConditionalGeneration", draft_class_scan=True,
+    matrix_target="Qwen3_5ForConditionalGeneration", draft_class_scan=True, capture_scan="wheels",
     # live: mlx_vlm.generate.ar.generate_step with the EAGLE-3 drafter (pytest_eagle3/live/mlx_generate.py); the
     # acceptance is the drafter's accept_lens (speculative/common.py _record_speculative_round)
     python_option="eagle3_mlx_vlm_python", live_client="generate-loop", live_acceptance="drafter-rounds",
