@@ -270,3 +270,16 @@ def test_sglang_qwen_moe_index_past_the_end(plan_for: Callable[..., object], ver
     if "aux-index-past-end" in codes:
         finding = next(i.finding for i in plan.issues if i.finding.code == "aux-index-past-end")  # type: ignore[attr-defined]
         assert "IndexError" in finding.summary and "qwen2_moe.py" in " ".join(finding.details)
+
+
+@pytest.mark.parametrize(("ids", "captured", "never"), [
+    ((2, 4, 8), (3, 5, 8), ()),    # +1 = 9 = L + 1: the final residual after the loop, the last layer's output
+    ((2, 4, 7), (3, 5), (8,)),     # +1 = 8 = L: no layer 8 in the loop, and the after-loop check asks L + 1
+])
+def test_tokenspeed_takes_the_last_output_for_an_id_of_l(plan_for: Callable[..., object], ids: tuple[int, ...],
+                                                         captured: tuple[int, ...], never: tuple[int, ...]) -> None:
+    """TokenSpeed 0.1.1 on an 8-layer Llama target (runtime/models/base/transformer_model.py forward): an id of L
+    is captured as the last layer's output, an id of L - 1 never fires (fc gets 2 of 3 states: refused)."""
+    plan = plan_for(SynthSpec(producer=SPECFORGE, aux_layer_ids=ids), "tokenspeed==0.1.1", "LlamaForCausalLM")
+    assert plan.aux.captured == captured and plan.aux.never_fire == never  # type: ignore[attr-defined]
+    assert (plan.outcome == REFUSED) is bool(never)  # type: ignore[attr-defined]

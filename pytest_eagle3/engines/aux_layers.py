@@ -79,8 +79,10 @@ def firing(requested: Sequence[int], layers: int | None, capture_range: str | Re
     if layers is None:
         return tuple(sorted({j for j in requested if j >= low})), (), crash
     low, high = reach.bounds(layers)
-    captured = tuple(sorted({j for j in requested if low <= j <= high}))
-    never = tuple(sorted({j for j in requested if j > high or j < 0 or (j == 0 and reach.zero == UNREACHED)}))
+    final = {layers} if reach.final_past and layers + 1 in requested else set()  # the last output, after the loop
+    captured = tuple(sorted({j for j in requested if low <= j <= high} | final))
+    never = tuple(sorted({j for j in requested if (j > high and not (final and j == layers + 1)) or j < 0
+                          or (j == 0 and reach.zero == UNREACHED)}))
     return captured, never, crash
 
 

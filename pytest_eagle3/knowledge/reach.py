@@ -35,12 +35,14 @@ class Reach:
     residual`` while residual is None) or never fires (``unreached``); ``last``: index L is reachable;
     ``index``: ``global`` ids are model layer ids under pipeline parallelism, ``stage`` ids count from
     each stage's first layer (the loop enumerates the stage's slice); ``past``: an index past the loop
-    ``never-fires`` (silently) or raises ``index-error`` at startup (the model flags ``self.layers[i]``)."""
+    ``never-fires`` (silently) or raises ``index-error`` at startup (the model flags ``self.layers[i]``);
+    ``final_past``: index L + 1 takes the last layer's output after the loop (TokenSpeed's final residual)."""
 
     zero: str
     last: bool
     index: str = "global"
     past: str = "never-fires"
+    final_past: bool = False
 
     def bounds(self, layers: int) -> tuple[int, int]:
         """(lowest, highest) layer input that fires with ``layers`` target layers."""
@@ -51,12 +53,14 @@ class Reach:
         low = "0 (the embeddings)" if self.zero == EMBEDDINGS else "1"
         high = "L (the last layer's output)" if self.last else "L-1"
         tail = "; 0 fails the first forward (residual is None)" if self.zero == CRASH else ""
-        return f"layer inputs {low}..{high}{tail}"
+        final = "; index L+1 takes L (the last layer's output, after the loop)" if self.final_past else ""
+        return f"layer inputs {low}..{high}{tail}{final}"
 
 
 #: The profile behaviour ``capture_range`` as a reach, for targets the scan did not read.
 RANGE_REACH = {"inner": Reach(CRASH, False), "all": Reach(EMBEDDINGS, True),
-               "outputs": Reach(UNREACHED, True)}  # layer outputs 0..L-1 = inputs 1..L (TensorRT-LLM)
+               "outputs": Reach(UNREACHED, True),  # layer outputs 0..L-1 = inputs 1..L (TensorRT-LLM)
+               "inner-final": Reach(CRASH, False, final_past=True)}  # TokenSpeed: L + 1 is the final residual
 
 #: Each scanned engine's releases read and reach per architecture (``reach_table.<PREFIX>_RELEASES / _REACH``).
 _SCANS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {

@@ -47,7 +47,7 @@ class Behaviours:
     aux_transform_llama: AuxTransform
     aux_transform_deepseek: AuxTransform
     aux_transform_gpt_oss: AuxTransform
-    capture_range: Literal["inner", "all", "outputs"]
+    capture_range: Literal["inner", "all", "outputs", "inner-final"]
     graph_mode_default_layers: bool
     fc_applied: Literal["when-width-differs", "always"]
     fc_aux_count: FcAuxCount

@@ -50,9 +50,10 @@ _ROWS: tuple[tuple[str, Any, str], ...] = (
     ("aux_transform_llama", "+1", CAPTURE),
     ("aux_transform_deepseek", "+1", "tokenspeed runtime/models/deepseek_v3.py set_eagle3_layers_to_capture: val + 1"),
     ("aux_transform_gpt_oss", "+1", f"{CAPTURE} (gpt_oss.py GptOssForCausalLM(BaseCausalLM))"),
-    ("capture_range", "inner",
-     ("tokenspeed runtime/models/base/transformer_model.py forward: capture before layer i for i in range(L) (an id "
-      "of L, index L + 1, takes the final residual: not modelled)")),
+    ("capture_range", "inner-final",
+     ("tokenspeed runtime/models/base/transformer_model.py forward: capture before layer i for i in range(L); after "
+      "the loop, index L + 1 (an id of L) takes the final norm's residual, the last layer's output; index L (an id "
+      "of L - 1) never fires (0.1.0 L230, 0.1.1 L247 read)")),
     ("graph_mode_default_layers", False, "tokenspeed: the ids are set once, for every mode"),
     ("fc_applied", "when-width-differs", f"{TS} Eagle3LlamaModel.forward: if hidden_states.size(-1) != embeds.size(-1)"),
     ("fc_aux_count", FcAuxCount.FROM_CONFIG,
