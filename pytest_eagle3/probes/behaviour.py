@@ -1,10 +1,13 @@
 """Behaviour probes: the engine's own draft-class pieces against the reference forward of what the producer trained.
 
     python -m pytest_eagle3.probes.behaviour --python /venv-vllm/bin/python [--out probes/behaviour_results.json]
+    python -m pytest_eagle3.probes.behaviour --engine mlx-vlm --python /venv-mlx/bin/python
 
-For each case of :data:`CASES` (the probe cases whose draft layout the reference reads: Llama decoder drafts), the
-engine's interpreter runs ``vllm_behaviour.py`` (the class's ``combine_hidden_states``, ``compute_logits``, final norm
-and embedding on one fixed input) and this process runs ``reference/draft.py`` on the same checkpoint and input:
+For each case of :data:`CASES` of the engine (the probe cases whose draft layout the reference reads and the engine
+loads: Llama decoder drafts), the engine's interpreter runs its script of :data:`SCRIPTS` (vLLM: the class's
+``combine_hidden_states``, ``compute_logits``, final norm and embedding; mlx-vlm: the drafter's
+``_prepare_target_hidden``, ``_logits`` and ``_draft_to_target``; on one fixed input) and this process runs
+``reference/draft.py`` on the same checkpoint and input:
 
 - ``combine``: the engine's output against ``ReferenceDraft.project`` with every module the checkpoint has and
   without each of ``fc_norm`` / ``input_norm``: ``applied`` (matches the trained path), ``loaded-not-applied``
@@ -29,9 +32,12 @@ from typing import Any
 
 SCHEMA = "pytest-eagle3/behaviour-results/1"
 DEFAULT_OUT = Path(__file__).with_name("behaviour_results.json")
-SCRIPT = Path(__file__).with_name("vllm_behaviour.py")
-#: Cases whose draft the reference forward reads (Llama decoder layer), with the modules they train.
-CASES = ("specforge", "specforge-norm-flags", "speculators-norm-before-fc")
+#: The script each engine's interpreter runs.
+SCRIPTS = {"vllm": Path(__file__).with_name("vllm_behaviour.py"), "mlx-vlm": Path(__file__).with_name("mlx_behaviour.py")}
+#: Per engine, the cases whose draft the reference forward reads (Llama decoder layer) and the engine loads (mlx-vlm:
+#: the speculators format only), with the modules they train.
+CASES = {"vllm": ("specforge", "specforge-norm-flags", "speculators-norm-before-fc"),
+         "mlx-vlm": ("speculators", "speculators-norm-before-fc", "speculators-full-vocab")}
 #: Modules of the fc path the comparison can find missing, and the checkpoint tensors they are.
 MODULES = {"fc_norm": "fc_norm.", "input_norm": "input_norm."}
 #: Relative tolerance of a match (bfloat16 / float32 round-off of one RMSNorm and one matmul).
@@ -59,11 +65,14 @@ def compare(draft: Path, engine_out: dict[str, Any]) -> dict[str, Any]:
         found["combine"] = {"verdict": "not run", "error": engine_out.get("error") or engine_out.get("combine")}
         return found
     ref = ReferenceDraft.from_checkpoint(Checkpoint.open(draft))
-    gen = torch.Generator().manual_seed(0)
-    rows = len(engine_out["combine"])
-    width, hidden = engine_out["inputs"]["aux_width"], engine_out["inputs"]["hidden"]
-    aux = torch.randn(rows, width, generator=gen)
-    h = torch.randn(rows, hidden, generator=gen)
+    inputs = engine_out["inputs"]
+    if "aux" in inputs:  # the engine's script wrote the inputs it drew
+        aux, h = torch.tensor(inputs["aux"]), torch.tensor(inputs["h"])
+    else:  # vllm_behaviour.py: torch's generator, seed 0
+        gen = torch.Generator().manual_seed(0)
+        rows = len(engine_out["combine"])
+        aux = torch.randn(rows, inputs["aux_width"], generator=gen)
+        h = torch.randn(rows, inputs["hidden"], generator=gen)
     trained = ref.project(aux).tolist()
     distances = {"as-trained": _distance(engine_out["combine"], trained)}
     present = [m for m, prefix in MODULES.items() if any(k.startswith(prefix) for k in ref.weights)]
@@ -77,7 +86,10 @@ def compare(draft: Path, engine_out: dict[str, Any]) -> dict[str, Any]:
                         "distances": {k: round(v, 6) for k, v in distances.items()}}
     logits = engine_out.get("logits")
     if isinstance(logits, dict) and "argmax" in logits:
-        scores = torch.nn.functional.linear(h, ref.weights["lm_head.weight"])
+        from pytest_eagle3.reference.draft import rms_norm
+
+        normed = rms_norm(h, ref.weights["norm.weight"], ref.spec.rms_norm_eps) if logits.get("normed") else h
+        scores = torch.nn.functional.linear(normed, ref.weights["lm_head.weight"])
         ids = scores.argmax(dim=-1)
         targets = ref.target_ids()
         expected = [int(targets[i]) if targets is not None else int(i) for i in ids]
@@ -86,38 +98,39 @@ def compare(draft: Path, engine_out: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
-def probe_all(python: str, root: Path) -> tuple[str, str, dict[str, Any]]:
+def probe_all(python: str, root: Path, engine: str = "vllm") -> tuple[str, str, dict[str, Any]]:
     from pytest_eagle3.probes.cases import write_all
 
-    target, drafts = write_all(root, CASES)
+    target, drafts = write_all(root, CASES[engine])
     results: dict[str, Any] = {}
     version = "?"
     for name, draft in drafts.items():
         out = root / f"{name}.behaviour.json"
-        done = subprocess.run([python, str(SCRIPT), "--draft", str(draft), "--target", str(target), "--out", str(out)],
-                              capture_output=True, text=True, timeout=900, check=False)
+        done = subprocess.run([python, str(SCRIPTS[engine]), "--draft", str(draft), "--target", str(target),
+                               "--out", str(out)], capture_output=True, text=True, timeout=900, check=False)
         if not out.is_file():
             results[name] = {"combine": {"verdict": "probe-error"}, "error": done.stderr[-600:]}
             continue
         engine_out = json.loads(out.read_text())
         version = engine_out.get("version") or version
         results[name] = compare(draft, engine_out)
-    return "vllm", version, results
+    return engine, version, results
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--python", action="append", required=True, help="an engine interpreter (repeatable)")
+    parser.add_argument("--engine", choices=sorted(SCRIPTS), default="vllm", help="the engine of every --python")
     parser.add_argument("--out", default=str(DEFAULT_OUT))
     args = parser.parse_args(argv)
     out = Path(args.out)
     data: dict[str, Any] = json.loads(out.read_text()) if out.is_file() else {}
     data.setdefault("schema", SCHEMA)
-    data["cases"] = list(CASES)
+    data["cases"] = {engine: list(cases) for engine, cases in CASES.items()}
     runs = data.setdefault("runs", {})
     for python in args.python:
         with tempfile.TemporaryDirectory(prefix="eagle3-behaviour-") as tmp:
-            engine, version, results = probe_all(python, Path(tmp))
+            engine, version, results = probe_all(python, Path(tmp), args.engine)
         runs[f"{engine}=={version}"] = {"engine": engine, "version": version,
                                         "date": datetime.date.today().isoformat(), "results": results}
         print(f"{engine}=={version}: " + ", ".join(f"{n} {r['combine']['verdict']}" for n, r in results.items()))

@@ -57,6 +57,25 @@ def _matches(param: Any, tensors: dict[str, Any]) -> list[str]:
 
 
 def probe(draft: str, target: str) -> Any:
+    model, result = load_bound(draft, target)
+    if model is None:
+        return result
+    cfg = model.config
+    try:  # the fusion step of the first round: the captured states, concatenated, through fc
+        import mlx.core as mx
+
+        states = len(set(cfg.capture_layer_ids)) * int(model.target_hidden_size)
+        result["fc_applied"] = states != int(model.hidden_size)
+        mx.eval(model._prepare_target_hidden(mx.zeros((1, 1, states))))
+    except Exception as exc:
+        result.update(stage="share", error=f"first round, fc on the captured states: {error_text(exc)}")
+        return result
+    result["outcome"] = "loaded"
+    return result
+
+
+def load_bound(draft: str, target: str) -> tuple[Any, dict[str, Any]]:
+    """(the drafter loaded by load_model and bound to the target's embedding, or None; the probe result so far)."""
     import mlx.nn as nn
     from mlx.utils import tree_flatten
     from mlx_vlm.utils import get_model_type, load_model
@@ -75,14 +94,14 @@ def probe(draft: str, target: str) -> Any:
         model = load_model(folder)
     except Exception as exc:
         result.update(stage="config" if "not supported" in str(exc) else "load", error=error_text(exc))
-        return result
+        return None, result
     finally:
         logging.getLogger().removeHandler(handler)
     result["notes"].extend(warnings)
     if model_type != "eagle3":
         result.update(stage="construct", error=f"model_type {model_type!r} builds {result['draft_class']}, "
                                                 "not the EAGLE-3 drafter")
-        return result
+        return None, result
     tensors = _checkpoint(folder)
     params = dict(tree_flatten(model.parameters()))
     used: set[str] = set()
@@ -111,20 +130,10 @@ def probe(draft: str, target: str) -> Any:
         model.bind(_Target(embed))
     except Exception as exc:
         result.update(stage="share", error=error_text(exc))
-        return result
-    try:  # the fusion step of the first round: the captured states, concatenated, through fc
-        import mlx.core as mx
-
-        states = len(set(cfg.capture_layer_ids)) * int(model.target_hidden_size)
-        result["fc_applied"] = states != int(model.hidden_size)
-        mx.eval(model._prepare_target_hidden(mx.zeros((1, 1, states))))
-    except Exception as exc:
-        result.update(stage="share", error=f"first round, fc on the captured states: {error_text(exc)}")
-        return result
+        return None, result
     result["embed_tokens"] = "target" if embed is not None and model.embed_tokens is embed else "draft"
     result["lm_head"] = "draft" if model.lm_head is not None else "embed_tokens"
-    result["outcome"] = "loaded"
-    return result
+    return model, result
 
 
 if __name__ == "__main__":
