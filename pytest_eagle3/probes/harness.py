@@ -386,3 +386,14 @@ def crash_note(exc: BaseException) -> str:
     """The last frames of an unexpected exception inside the probe itself."""
     frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
     return "".join(frames)[-ERROR_CHARS:]
+
+
+def behaviour_main(behaviour: Callable[[str, str], dict[str, Any]], argv: list[str] | None, doc: str | None) -> int:
+    """Command line of the behaviour scripts (vllm_behaviour.py, mlx_behaviour.py): ``--draft --target --out``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0] if doc else None)
+    parser.add_argument("--draft", required=True)
+    parser.add_argument("--target", required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    Path(args.out).write_text(json.dumps(behaviour(args.draft, args.target)))
+    return 0

@@ -16,19 +16,17 @@ The plugin compares them with its reference forward of what the producer trained
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 if __package__:
     from pytest_eagle3.probes import mlx_loader as loader
-    from pytest_eagle3.probes.harness import error_text
+    from pytest_eagle3.probes.harness import behaviour_main, error_text
 else:  # run by path in mlx-vlm's interpreter: the files next to this one
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import mlx_loader as loader  # type: ignore[import-not-found,no-redef]
-    from harness import error_text  # type: ignore[import-not-found,no-redef]
+    from harness import behaviour_main, error_text  # type: ignore[import-not-found,no-redef]
 
 SCHEMA = "pytest-eagle3/behaviour/1"
 ROWS = 4
@@ -67,13 +65,7 @@ def behaviour(draft: str, target: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--draft", required=True)
-    parser.add_argument("--target", required=True)
-    parser.add_argument("--out", required=True)
-    args = parser.parse_args(argv)
-    Path(args.out).write_text(json.dumps(behaviour(args.draft, args.target)))
-    return 0
+    return behaviour_main(behaviour, argv, __doc__)
 
 
 if __name__ == "__main__":

@@ -19,8 +19,6 @@ the class loads and never applies shows as the output without that module.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -95,13 +93,7 @@ def _safe(run: Any) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--draft", required=True)
-    parser.add_argument("--target", required=True)
-    parser.add_argument("--out", required=True)
-    args = parser.parse_args(argv)
-    Path(args.out).write_text(json.dumps(behaviour(args.draft, args.target)))
-    return 0
+    return common.behaviour_main(behaviour, argv, __doc__)
 
 
 if __name__ == "__main__":
