@@ -50,16 +50,18 @@ ROWS: tuple[Confirmation, ...] = (
                  "draft refused by the converter as planned",
                  f"{NO}: the same fixture with --eagle3-device=cuda needs a CUDA build of llama-server",
                  "tox -e llamacpp11312,llamacpp11312live; tests/test_live_llamacpp.py; docs/live.md"),
-    Confirmation(MLX_VLM, "0.6.0-0.7.10", "every release's drafter files",
-                 "0.7.10 (mlx-cpu): strict load, bind, first fc",
+    Confirmation(MLX_VLM, "0.6.0-0.7.10", "every release's drafter and model files",
+                 "0.7.10 (mlx-cpu): strict load, bind, first fc; the drafter's own fc path, logits and d2t against "
+                 "the reference (behaviour probe); the capture scan against its 123 imported model packages",
                  "0.7.10 (mlx-cpu, its generate loop, -m engine --eagle3-engine=mlx-vlm): three drafts on a "
                  "Qwen3.5 target equal the prediction to 4 decimals (one near-tie: 0.002); the Llama demo target "
                  "stops where the plan says",
                  f"{NO}: mlx runs on Apple GPUs, none here",
-                 "tox -e mlxvlm0710; tests/test_mlx_probe.py, tests/test_live_mlx.py; docs/live.md"),
+                 "tox -e mlxvlm0710; tests/test_mlx_probe.py, tests/test_behaviour_probes.py, "
+                 "tests/test_mlx_capture_scan.py, tests/test_live_mlx.py; docs/live.md"),
     Confirmation(TRTLLM, "0.19.0-1.2.1", "main-branch files (no wheel or tag readable)", f"{NO}: CUDA only",
                  f"{NO}: CUDA only", f"{NO}: no GPU fixture", "docs/engines.md (TensorRT-LLM)"),
-    Confirmation(LMDEPLOY, "0.11.0-0.18.0", "every final release's wheel", f"{NO}: no CPU device type",
+    Confirmation(LMDEPLOY, "0.11.0-0.18.0", "every final release's wheel (lmdeploy/pytorch)", f"{NO}: no CPU device type",
                  f"{NO}: no CPU device type", f"{NO}: no GPU fixture", "docs/engines.md (LMDeploy)"),
     Confirmation(TOKENSPEED, "0.1.0-0.1.1", "both wheels",
                  f"{NO}: its model files import tokenspeed_kernel (CUDA)", f"{NO}: CUDA only",
