@@ -58,6 +58,10 @@ class Probe:
     distributions: tuple[str, ...]
     #: The loader lists parameters built and never read (later layers' hidden_norm) as left at initial values.
     lists_unread_norms: bool = False
+    #: The behaviour probe's script beside ``probes/behaviour.py`` (the draft's own pieces against the reference),
+    #: and the probe cases it runs: those the reference reads and the engine loads.
+    behaviour_script: str | None = None
+    behaviour_cases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -30,14 +30,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from pytest_eagle3.knowledge.engines import REGISTRY
+from pytest_eagle3.knowledge.releases import VLLM
+
 SCHEMA = "pytest-eagle3/behaviour-results/1"
 DEFAULT_OUT = Path(__file__).with_name("behaviour_results.json")
-#: The script each engine's interpreter runs.
-SCRIPTS = {"vllm": Path(__file__).with_name("vllm_behaviour.py"), "mlx-vlm": Path(__file__).with_name("mlx_behaviour.py")}
-#: Per engine, the cases whose draft the reference forward reads (Llama decoder layer) and the engine loads (mlx-vlm:
-#: the speculators format only), with the modules they train.
-CASES = {"vllm": ("specforge", "specforge-norm-flags", "speculators-norm-before-fc"),
-         "mlx-vlm": ("speculators", "speculators-norm-before-fc", "speculators-full-vocab")}
+#: The engines with a behaviour probe (``Probe.behaviour_script``): the script each one's interpreter runs, and the
+#: cases whose draft the reference forward reads (Llama decoder layer) and the engine loads.
+_PROBED = [e for e in REGISTRY if e.probe is not None and e.probe.behaviour_script is not None]
+SCRIPTS = {e.name: Path(__file__).with_name(str(e.probe.behaviour_script)) for e in _PROBED if e.probe is not None}
+CASES = {e.name: e.probe.behaviour_cases for e in _PROBED if e.probe is not None}
 #: Modules of the fc path the comparison can find missing, and the checkpoint tensors they are.
 MODULES = {"fc_norm": "fc_norm.", "input_norm": "input_norm."}
 #: Relative tolerance of a match (bfloat16 / float32 round-off of one RMSNorm and one matmul).
@@ -98,7 +100,7 @@ def compare(draft: Path, engine_out: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
-def probe_all(python: str, root: Path, engine: str = "vllm") -> tuple[str, str, dict[str, Any]]:
+def probe_all(python: str, root: Path, engine: str = VLLM) -> tuple[str, str, dict[str, Any]]:
     from pytest_eagle3.probes.cases import write_all
 
     target, drafts = write_all(root, CASES[engine])
@@ -120,7 +122,7 @@ def probe_all(python: str, root: Path, engine: str = "vllm") -> tuple[str, str, 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--python", action="append", required=True, help="an engine interpreter (repeatable)")
-    parser.add_argument("--engine", choices=sorted(SCRIPTS), default="vllm", help="the engine of every --python")
+    parser.add_argument("--engine", choices=sorted(SCRIPTS), default=VLLM, help="the engine of every --python")
     parser.add_argument("--out", default=str(DEFAULT_OUT))
     args = parser.parse_args(argv)
     out = Path(args.out)

@@ -102,7 +102,10 @@ ENGINE = Engine(
     draft_dtype_source="mlx_vlm utils.py load_model: the drafter's tensors as stored",
     speculators_reader="own-config-class", speculators_class="Eagle3DraftModel",
     load_assert="mlx nn.Module.load_weights(strict=True): every tensor's shape must equal its parameter's",
-    exact_shapes=True, probe=Probe("mlx_loader.py", "mlx_vlm", ("mlx-vlm",)),
+    exact_shapes=True,
+    # the behaviour probe's cases: the speculators format only (a flat config builds the plain model)
+    probe=Probe("mlx_loader.py", "mlx_vlm", ("mlx-vlm",), behaviour_script="mlx_behaviour.py",
+                behaviour_cases=("speculators", "speculators-norm-before-fc", "speculators-full-vocab")),
     matrix_target="Qwen3_5ForConditionalGeneration", draft_class_scan=True, capture_scan="wheels",
     # live: mlx_vlm.generate.ar.generate_step with the EAGLE-3 drafter (pytest_eagle3/live/mlx_generate.py); the
     # acceptance is the drafter's accept_lens (speculative/common.py _record_speculative_round)

