@@ -1,6 +1,7 @@
 """Honoured means used on the forward path: the engine's own draft-class pieces (vLLM: ``combine_hidden_states``,
 ``compute_logits``, probes/vllm_behaviour.py; mlx-vlm: the drafter's ``_prepare_target_hidden``, ``_logits``,
-``_draft_to_target``, probes/mlx_behaviour.py) run on the checkpoint's weights and a fixed input in the engine's tox
+``_draft_to_target``, probes/mlx_behaviour.py; SGLang: the draft forward up to its first decoder layer, the final
+norm, ``_compute_lm_head`` and ``hot_token_id``, probes/sglang_behaviour.py) run on the checkpoint's weights and a fixed input in the engine's tox
 env, compared with the reference forward of what the producer trained (probes/behaviour.py), recorded per release in
 ``probes/behaviour_results.json``. The default run reads the records: each one must agree with the static reading of
 the same class in the same release (knowledge/draft_class_rows.py), so a module the scan calls applied that the engine

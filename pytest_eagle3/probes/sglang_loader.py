@@ -233,6 +233,11 @@ def _configured_aux(draft_hf_config: Any) -> tuple[bool, list[int] | None]:
 
 def probe(draft: str, target: str) -> dict[str, Any]:
     """Everything the schema asks for; never raises for a refusal, only for a probe bug."""
+    return load(draft, target)[1]
+
+
+def load(draft: str, target: str) -> tuple[_State, dict[str, Any]]:
+    """The probe's result and its state (``state.draft``: the draft as SGLang built, loaded and shared it)."""
     common.offline_environment()
     result = common.empty_result(ENGINE)
     notes: list[str] = result["notes"]
@@ -245,8 +250,9 @@ def probe(draft: str, target: str) -> dict[str, Any]:
 
     result["version"] = str(getattr(sglang, "__version__", None) or _dist_version())
     state = _State()
-    return common.run_audited(state, draft, result, _install_load_hook, _CURRENT,
-                              lambda: _probe(draft, target, state, result))
+    common.run_audited(state, draft, result, _install_load_hook, _CURRENT,
+                       lambda: _probe(draft, target, state, result))
+    return state, result
 
 
 def _dist_version() -> str | None:

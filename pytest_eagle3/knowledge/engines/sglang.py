@@ -322,6 +322,7 @@ ENGINE = Engine(
     aux_fix_names_own_release=False,
     speculative_flags="--speculative-algorithm", runtime_mode_switch="cuda-graph",
     python_option="eagle3_sglang_python", live_client="generate-endpoint", live_acceptance="request-meta",
-    probe=Probe("sglang_loader.py", "sglang", ("sglang",)),
+    probe=Probe("sglang_loader.py", "sglang", ("sglang",), behaviour_script="sglang_behaviour.py",
+                behaviour_cases=("specforge", "specforge-norm-flags", "specforge-full-vocab-d2t")),
     capture_scan="wheels", draft_class_scan=True, reach_scan=True,
 )
