@@ -19,10 +19,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
     "captures from 0.18.0",
     ("llamacpp-gemma4-speculator", "llamacpp==11312"): "norm_before_residual on llama.cpp (the converter writes "
     "it, conversion/llama.py:96): the norms area says it is not applied",
-    ("tokenspeed-gpt-oss-v3", "tokenspeed==0.1.0"): "the gpt-oss boundary ids [24, 30, 36] (36 = L): TokenSpeed's "
-    "capture of id L (the final residual) is modelled, but the ids are read as ModelOpt's outputs (no layer 36: "
-    "target.consistent) where an id of L says boundaries (SGLang's +1-unless-max-is-L)",
-    ("tokenspeed-gpt-oss-v3", "tokenspeed==0.1.1"): "as 0.1.0: the boundary reading of ids that name L",
     ("vllm-eagle31-mla", "vllm==0.19.0"): "the MLA draft class's own loader (issue 38 item 2): it drops unknown "
     "keys where the Llama class raises",
     ("vllm-eagle31-mla", "vllm==0.22.0"): "the MLA draft class's own rows (issue 38 item 2)",

@@ -222,14 +222,16 @@ def _reach_words(prof: Profile, arch: str | None, reach: Reach, source: str, nev
 def _trained(sheet: FactSheet, layers: int | None, convention: str | None) -> tuple[tuple[int, ...] | None, str]:
     """The layer inputs the draft was trained on as the config (and its convention) says, and the words."""
     written = sheet.aux_written
-    given = convention or (written.convention if written else None)
+    given = convention or (written.convention_on(layers) if written else None)
     how = "--eagle3-aux-convention" if convention else written.convention_source if written else ""
     if written and written.ids and given in CONVENTIONS:
         return (trained_inputs(written.ids, given),
                 f"assumed: {written.field} = {list(written.ids)}, {given} ({how})")
     if written and written.ids:
-        return None, (f"{written.field} = {list(written.ids)}, convention unknown: "
-                      "state it with --eagle3-aux-convention=input-of|output-of")
+        why = (f" (the largest id is L = {layers}: not {written.convention} ids, as {written.convention_source}, "
+               "since layer L has no output; read as block boundaries they name real states)"
+               if written.contradicted_on(layers) else "")
+        return None, f"{written.field} = {list(written.ids)}, convention unknown{why}"
     if layers is not None and sheet.use_aux_hidden_state is False:
         return default_aux_inputs(layers), "the draft uses no aux hidden states (eagle_config.use_aux_hidden_state)"
     return None, ""

@@ -215,6 +215,26 @@ class AuxLayers:
     convention: str | None
     convention_source: str
     all_fields: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: The convention is stated for these very files (a fixed copy's record), not the producer's habit.
+    stated: bool = False
+
+    def convention_on(self, layers: int | None) -> str | None:
+        """The ids' convention on a target of ``layers`` decoder layers; None where the files contradict it.
+
+        An output-of habit whose largest id is L cannot be what these files mean: layer L has no output (ModelOpt's
+        hook on ``layers[L]`` would raise). Read as block boundaries (hidden-state index L = the last layer's output,
+        SGLang's reading of such ids: models/gpt_oss.py set_eagle3_layers_to_capture, +1 unless the largest id is L,
+        v0.5.17 #32334) they name real states, but nothing in the files says so: the convention is unknown, and a
+        target with weights (reference.convention) or ``--eagle3-aux-convention`` decides. A stated one is kept.
+        """
+        if self.contradicted_on(layers):
+            return None
+        return self.convention
+
+    def contradicted_on(self, layers: int | None) -> bool:
+        """The producer's output-of habit names layer L's output, which no layer has (see :meth:`convention_on`)."""
+        return (self.convention == OUTPUT_OF and not self.stated and bool(self.ids) and layers is not None
+                and max(self.ids or ()) == layers)
 
 
 @dataclass(frozen=True)
@@ -281,7 +301,7 @@ def _aux_layers(config: Config, producer: str, problems: list[str],
     if not present:
         return AuxLayers(None, None, convention, convention_source, present)
     name, value = next(iter(present.items()))
-    return AuxLayers(tuple(value), name, convention, convention_source, present)
+    return AuxLayers(tuple(value), name, convention, convention_source, present, stated is not None)
 
 
 def _norm_flags(config: Config, producer: str, sources: dict[str, str]) -> dict[str, bool]:

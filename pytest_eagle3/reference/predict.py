@@ -278,7 +278,7 @@ def training(ckpt: Checkpoint, simulator: Simulator, ids: tuple[int, ...], conve
     if with_target is not None:
         return with_target
     aux = ckpt.config.aux
-    given = convention or aux.convention
+    given = convention or aux.convention_on(simulator.target.layers)
     if aux.ids and given is not None:
         indices, source = trained_inputs(aux.ids, given), (
             f"assumed: {aux.field} = {list(aux.ids)} read as {given} ("

@@ -60,7 +60,8 @@ def trained_layers(ckpt: Checkpoint, convention: str | None, target: TargetModel
 
     aux = ckpt.config.aux
     if aux.ids:
-        given = convention or aux.convention
+        layers = target.num_hidden_layers if target is not None else None
+        given = convention or aux.convention_on(layers)
         how = "--aux-convention" if convention else f"the producer's convention ({aux.convention_source})"
         if given in (INPUT_OF, OUTPUT_OF):
             shift = 1 if given == OUTPUT_OF else 0

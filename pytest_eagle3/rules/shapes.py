@@ -364,20 +364,22 @@ def target_findings(ckpt: Checkpoint, target: TargetModel) -> list[Finding]:
 
 
 def aux_id_range(convention: str | None, layers: int) -> tuple[int, int]:
-    """Inclusive id range that names a real hidden state: input-of may name L (the last output)."""
-    return (0, layers) if convention == INPUT_OF else (0, layers - 1)
+    """Inclusive id range that names a real hidden state: input-of may name L (the last output); an unknown
+    convention too (an id that names a state under one reading is no evidence against the draft)."""
+    return (0, layers - 1) if convention == OUTPUT_OF else (0, layers)
 
 
 def _aux_range(cfg: DraftConfig, target: TargetModel) -> list[Finding]:
     layers = target.num_hidden_layers
     if layers is None or not cfg.aux.ids:
         return []
-    lo, hi = aux_id_range(cfg.aux.convention, layers)
+    convention = cfg.aux.convention_on(layers)
+    lo, hi = aux_id_range(convention, layers)
     outside = [i for i in cfg.aux.ids if not lo <= i <= hi]
     if not outside:
         return []
     meaning = {INPUT_OF: "inputs of decoder layers", OUTPUT_OF: "outputs of decoder layers"}.get(
-        cfg.aux.convention or "", "layer ids")
+        convention or "", "layer ids")
     return [Finding(
         "aux-ids-out-of-range",
         f"aux layer ids {outside} name no layer of the {layers}-layer target ({meaning}, "

@@ -108,8 +108,9 @@ def aux_layers(hand: Assessment, row: Judged) -> str:
         raise _for_target(row, f"{plan.engine.label} uses its default aux layers [2, L//2, L-3] or a rule that needs "
                                "the target's layer count: pass --eagle3-target=DIR")
     if aux.trained is None:
-        raise NotRun(f"cannot tell which layers the draft was trained on ({aux.trained_from}); pass "
-                     "--eagle3-aux-convention=input-of|output-of")
+        raise NotRun(f"cannot tell which layers the draft was trained on ({aux.trained_from}): state the "
+                     "convention with --eagle3-aux-convention=input-of|output-of, or pass --eagle3-target=DIR with "
+                     "the target's weights (reference.convention measures it)")
     hand.measure(f"{plan.engine.test_id}.captured_inputs_of", list(aux.captured))
     other = ""
     if aux.other_mode is not None and aux.other_mode != aux.captured:

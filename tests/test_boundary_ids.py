@@ -1,0 +1,65 @@
+"""Aux ids whose largest is L under a producer's output-of habit (nvidia/gpt-oss-120b-Eagle3-v3: [24, 30, 36] on
+36 layers, lightseekorg/tokenspeed#526): no layer L has an output, so the habit cannot be what the files mean;
+read as block boundaries (SGLang models/gpt_oss.py set_eagle3_layers_to_capture) they name real states. Nothing
+in the files decides between the two: undecided, never a FAIL, until the convention is stated or measured."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_eagle3.testing.synth import SynthSpec, target_config, write_checkpoint
+
+ROOT = Path(__file__).resolve().parents[1]
+LAYERS = 12
+GPT_OSS = {"architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss"}
+
+
+def _check(tmp_path: Path, producer: str, ids: tuple[int, ...], *options: str) -> dict[str, Any]:
+    """``check`` on a draft with these ids against a 12-layer gpt-oss target's config.json: the contracts of the
+    ``any`` row and the vLLM 0.33.0 and SGLang 0.5.23 rows."""
+    spec = SynthSpec(producer=producer, target_layers=LAYERS, aux_layer_ids=ids)
+    draft = write_checkpoint(spec, tmp_path / "draft")
+    target = tmp_path / "target"
+    target.mkdir()
+    (target / "config.json").write_text(json.dumps(target_config(spec) | GPT_OSS), encoding="utf-8")
+    report = tmp_path / "report.json"
+    done = subprocess.run([sys.executable, "-m", "pytest_eagle3", "check", str(draft), "--target", str(target / "config.json"),
+                           "--engine", "vllm==0.33.0,sglang==0.5.23", "--report", str(report), *options],
+                          cwd=ROOT, capture_output=True, text=True, check=False, timeout=300)
+    assert "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
+    (checkpoint,) = json.loads(report.read_text(encoding="utf-8"))["checkpoints"]
+    return {f"{c['id']}@{e['engine']}": c for e in checkpoint["engines"] for c in e["contracts"]}
+
+
+def _codes(contract: dict[str, Any]) -> list[str]:
+    return [f["code"] for f in contract.get("findings") or ()]
+
+
+def test_an_output_of_habit_naming_l_is_undecided_not_failed(tmp_path: Path) -> None:
+    contracts = _check(tmp_path, "modelopt", (2, 4, LAYERS))
+    failed = {name: _codes(c) for name, c in contracts.items() if c["outcome"] == "failed"}
+    assert failed == {}, failed
+    for engine in ("vllm", "sglang"):
+        aux = contracts[f"engine.aux_layers@{engine}"]
+        assert aux["outcome"] == "skipped", aux
+        words = aux["message"]
+        assert f"the largest id is L = {LAYERS}: not output-of ids" in words, words
+        assert "--eagle3-aux-convention=input-of|output-of" in words and "--eagle3-target=DIR" in words, words
+
+
+@pytest.mark.parametrize("ids", [(2, 4, LAYERS + 1), (2, 4, LAYERS + 5)])
+def test_an_id_past_l_still_fails(tmp_path: Path, ids: tuple[int, ...]) -> None:
+    contracts = _check(tmp_path, "modelopt", ids)
+    assert "aux-ids-out-of-range" in _codes(contracts["target.consistent@any"]), contracts["target.consistent@any"]
+
+
+def test_an_output_of_habit_below_l_is_kept(tmp_path: Path) -> None:
+    """ids [1, 5, 8] read as ModelOpt's outputs: inputs [2, 6, 9], vLLM's default feed [2, L//2, L-3], judged."""
+    contracts = _check(tmp_path, "modelopt", (1, LAYERS // 2 - 1, LAYERS - 4))
+    assert contracts["engine.aux_layers@vllm"]["outcome"] == "passed", contracts["engine.aux_layers@vllm"]
