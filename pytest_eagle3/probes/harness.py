@@ -32,7 +32,7 @@ import os
 import re
 import sys
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -386,6 +386,11 @@ def crash_note(exc: BaseException) -> str:
     """The last frames of an unexpected exception inside the probe itself."""
     frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
     return "".join(frames)[-ERROR_CHARS:]
+
+
+def logits_record(argmax: Iterable[Any], finite: int) -> dict[str, Any]:
+    """The ``logits`` entry of a behaviour result: each row's best target id after the final norm, finite count."""
+    return {"argmax": [int(i) for i in argmax], "normed": True, "finite": finite}
 
 
 def behaviour_main(behaviour: Callable[[str, str], dict[str, Any]], argv: list[str] | None, doc: str | None) -> int:

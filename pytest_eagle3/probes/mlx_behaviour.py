@@ -22,11 +22,11 @@ from typing import Any
 
 if __package__:
     from pytest_eagle3.probes import mlx_loader as loader
-    from pytest_eagle3.probes.harness import behaviour_main, error_text
+    from pytest_eagle3.probes.harness import behaviour_main, error_text, logits_record
 else:  # run by path in mlx-vlm's interpreter: the files next to this one
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import mlx_loader as loader  # type: ignore[import-not-found,no-redef]
-    from harness import behaviour_main, error_text  # type: ignore[import-not-found,no-redef]
+    from harness import behaviour_main, error_text, logits_record  # type: ignore[import-not-found,no-redef]
 
 SCHEMA = "pytest-eagle3/behaviour/1"
 ROWS = 4
@@ -57,8 +57,7 @@ def behaviour(draft: str, target: str) -> dict[str, Any]:
         logits = model._logits(mx.array(h)[None])[0]
         best = mx.argmax(logits, axis=-1)
         ids = model._draft_to_target(best, mx.int64)
-        out["logits"] = {"argmax": [int(i) for i in np.asarray(ids)], "normed": True,
-                         "finite": int(np.isfinite(np.asarray(logits[0].astype(mx.float32))).sum())}
+        out["logits"] = logits_record(np.asarray(ids), int(np.isfinite(np.asarray(logits[0].astype(mx.float32))).sum()))
     except Exception as exc:
         out["logits"] = {"error": error_text(exc)}
     return out

@@ -27,11 +27,11 @@ from typing import Any
 
 if __package__:
     from pytest_eagle3.probes import sglang_loader as loader
-    from pytest_eagle3.probes.harness import behaviour_main, error_text
+    from pytest_eagle3.probes.harness import behaviour_main, error_text, logits_record
 else:  # run by path in SGLang's interpreter: the files next to this one
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import sglang_loader as loader  # type: ignore[import-not-found,no-redef]
-    from harness import behaviour_main, error_text  # type: ignore[import-not-found,no-redef]
+    from harness import behaviour_main, error_text, logits_record  # type: ignore[import-not-found,no-redef]
 
 SCHEMA = "pytest-eagle3/behaviour/1"
 ROWS = 4
@@ -106,8 +106,7 @@ def behaviour(draft: str, target: str) -> dict[str, Any]:
             best = logits.float().argmax(dim=-1)
             hot = getattr(model, "hot_token_id", None)
             ids = hot.to(torch.long)[best] if hot is not None else best
-            out["logits"] = {"argmax": [int(i) for i in ids], "normed": True,
-                             "finite": int(torch.isfinite(logits[0].float()).sum())}
+            out["logits"] = logits_record(ids, int(torch.isfinite(logits[0].float()).sum()))
         except Exception as exc:
             out["logits"] = {"error": error_text(exc)}
     return out
