@@ -91,6 +91,20 @@ def test_top_level_ids_boundary(tmp_path: Path) -> None:
     assert before.aux.captured == (2, 4, 5) and after.aux.captured == (3, 5, 6)
 
 
+@pytest.mark.parametrize("build", ["llamacpp==b9625", "llamacpp==b11312"])
+def test_norm_before_residual_read_from_the_top_level(tmp_path: Path, build: str) -> None:
+    """The converter writes config.json's own norm_before_residual (conversion/llama.py, default False) and the graph
+    takes the normed state as residual (src/models/eagle3.cpp: inpSA = norm_before_residual ? g_norm : inpL)."""
+    out = tmp_path / "nbr"
+    shutil.copytree(EXAMPLES / "demo-draft", out)
+    data = json.loads((out / "config.json").read_text())
+    (out / "config.json").write_text(json.dumps({**data, "norm_before_residual": True}))
+    plan = load_plan(Checkpoint.open(out), parse_selection(build)[0], DEMO_TARGET)
+    assert plan.norms["norm_before_residual"] is True and plan.issues_for("norms") == [], plan.issues_for("norms")
+    demo = load_plan(Checkpoint.open(EXAMPLES / "demo-draft"), parse_selection(build)[0], DEMO_TARGET)
+    assert demo.norms["norm_before_residual"] is False and demo.issues_for("norms") == []
+
+
 def test_norm_before_fc_boundary(tmp_path: Path) -> None:
     """input_norm.weight (norm_before_fc): the converter cannot map it before b10454; from b10454 it is enc.output_norm."""
     _, drafts = write_all(tmp_path, ("speculators-norm-before-fc",))

@@ -17,8 +17,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
     "SupportsEagle3 from Qwen3VL, its inner Qwen3NextModel never captures: silent, read here as refused",
     ("vllm-qwen35-eagle3", "vllm==0.18.0"): "capture through the class tree (issue 38 item 4): Qwen3NextModel "
     "captures from 0.18.0",
-    ("llamacpp-gemma4-speculator", "llamacpp==11312"): "norm_before_residual on llama.cpp (the converter writes "
-    "it, conversion/llama.py:96): the norms area says it is not applied",
     ("vllm-eagle31-mla", "vllm==0.19.0"): "the MLA draft class's own loader (issue 38 item 2): it drops unknown "
     "keys where the Llama class raises",
     ("vllm-eagle31-mla", "vllm==0.22.0"): "the MLA draft class's own rows (issue 38 item 2)",

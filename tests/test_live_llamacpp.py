@@ -42,7 +42,7 @@ ABSOLUTE = "demo-draft-absolute-d2t"
 TRAINED = tuple(sorted(p.name for p in EXAMPLES.glob("trained-*") if (p / "config.json").is_file()))
 DRAFTS = ("demo-draft", "demo-draft-sglang", ABSOLUTE, *TRAINED)
 #: Served, but not as trained: the deviation engine.acceptance names for llama.cpp b11312, which reads aux ids
-#: input-of from the top level only (conversion/llama.py LlamaModel.__init__) and norm_before_residual as False.
+#: input-of from the top level only (conversion/llama.py LlamaModel.__init__), norm_before_residual there too (False).
 DROPS = {
     "demo-draft-sglang": "aux layers: layer inputs [2, 4, 5]",  # nested output-of [2, 4, 5]: the defaults written
     "trained-outputof-speculators": "aux layers: layer inputs [2, 4, 5]",  # the same ids meant as outputs

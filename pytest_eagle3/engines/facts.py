@@ -398,11 +398,15 @@ def _flags(raw: Mapping[str, object], config: Mapping[str, object], speculators:
     flags: dict[str, bool] = {}
     notes: dict[str, str] = {}
     rule = profile.behaviours.norm_before_residual
-    flags["norm_before_residual"] = bool(config.get("norm_before_residual", False)) if rule == "read" else False
-    notes["norm_before_residual"] = (
-        "read from the config" + (" (speculators format: default True)" if speculators else " (default False)")
-        if rule == "read" else "not read: the residual is always the raw fc output"
-    )
+    if rule == "top-level":  # llama.cpp: the raw config.json's own field, default False in every format
+        flags["norm_before_residual"] = bool(raw.get("norm_before_residual", False))
+        notes["norm_before_residual"] = "read from config.json's top level (default False)"
+    else:
+        flags["norm_before_residual"] = bool(config.get("norm_before_residual", False)) if rule == "read" else False
+        notes["norm_before_residual"] = (
+            "read from the config" + (" (speculators format: default True)" if speculators else " (default False)")
+            if rule == "read" else "not read: the residual is always the raw fc output"
+        )
     rule = profile.behaviours.norm_before_fc
     fields = {"read": ("eagle_config.norm_before_fc", "norm_before_fc"), "top-level": ("norm_before_fc",),
               "eagle-format-only": () if speculators else ("norm_before_fc",)}.get(rule, ())

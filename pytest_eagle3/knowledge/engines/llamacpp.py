@@ -74,7 +74,8 @@ _ROWS: tuple[tuple[str, Any, str], ...] = (
       "llama-model-loader.cpp done_getting_tensors refuses it ('wrong number of tensors')")),
     ("use_aux_hidden_state", "ignored", f"{CONV}: use_aux_hidden_state not read"),
     ("norm_before_residual", "top-level",
-     f"{CONV}.__init__: eagle3_raw_config.get('norm_before_residual', False) (the raw config's top level)"),
+     (f"{CONV}.__init__: eagle3_raw_config.get('norm_before_residual', False) (the raw config's top level); "
+      f"{MODEL} graph<false>: inpSA = norm_before_residual ? g_norm : inpL")),
     ("fc_norm", "not-read", f"{CONV}: no fc_norm"),
     ("norm_output", "not-read", f"{CONV}: no norm_output"),
     ("embed_source", "target-if-absent",
