@@ -13,10 +13,10 @@ from tests.incidents.measure import Run, right, run_incident
 
 #: Misses of the current plugin, with their cause: (incident id, engine version) -> why.
 KNOWN_MISSES: dict[tuple[str, str], str] = {
-    ("vllm-qwen35-eagle3", "vllm==0.17.0"): "capture through the class tree (issue 38 item 4): Qwen3_5 inherits "
-    "SupportsEagle3 from Qwen3VL, its inner Qwen3NextModel never captures: silent, read here as refused",
-    ("vllm-qwen35-eagle3", "vllm==0.18.0"): "capture through the class tree (issue 38 item 4): Qwen3NextModel "
-    "captures from 0.18.0",
+    ("vllm-qwen35-eagle3", "vllm==0.18.0"): "the expectation, not the plugin, is contradicted by the source: vLLM "
+    "0.18.0 qwen3_next.py captures, but Qwen3_5ForConditionalGeneration's setter is SupportsEagle3's default "
+    "(interfaces.py L1356), which asserts the inner model is an EagleModelMixin, and Qwen3NextModel(nn.Module) "
+    "is not: an AssertionError at startup (target-no-capture), kept as written before the plugin ran",
     ("vllm-eagle31-mla", "vllm==0.19.0"): "the MLA draft class's own loader (issue 38 item 2): it drops unknown "
     "keys where the Llama class raises",
     ("vllm-eagle31-mla", "vllm==0.22.0"): "the MLA draft class's own rows (issue 38 item 2)",

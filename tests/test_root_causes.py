@@ -31,6 +31,14 @@ def test_a_target_that_captures_nothing_explains_fc() -> None:
     assert "captures no aux states" in cause.why
 
 
+def test_a_refusal_that_follows_from_a_loss_is_its_consequence() -> None:
+    """vLLM 0.17.0 on Qwen3.5: the target silently captures nothing, so fc crashes on one state; the crash is the
+    refusal, yet the root is the capture (without it there is no crash to fix)."""
+    (cause,) = root_causes([_issue("fc", "fc-width", REFUSED), _issue("aux_layers", "target-silent-no-capture")])
+    assert (cause.area, cause.code, cause.refused, cause.consequences) == (
+        "aux_layers", "target-silent-no-capture", False, (("fc", "fc-width"),))
+
+
 def test_independent_failures_are_each_a_root_refusals_first() -> None:
     causes = root_causes([_issue("norms", "norm-flag"), _issue("keys", "key-refused", REFUSED)])
     assert [(c.area, c.refused) for c in causes] == [("keys", True), ("norms", False)]

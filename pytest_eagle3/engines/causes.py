@@ -94,9 +94,19 @@ def _rank(issue: Issue) -> tuple[int, int, int]:
     return (0 if issue.kind == "refused" else 1, area, first)
 
 
+def _explains(cause: Issue, issue: Issue) -> bool:
+    rule = next((r for r in RULES if r.causes(cause)), None)
+    return rule is not None and rule.explains(issue)
+
+
 def root_causes(issues: Sequence[Issue]) -> tuple[Cause, ...]:
-    """The plan's issues as root causes first, each with the issues it explains (none left unexplained twice)."""
-    ordered = sorted(issues, key=_rank)
+    """The plan's issues as root causes first, each with the issues it explains (none left unexplained twice).
+
+    An issue another one's rule explains comes after it even where it ranks first on its own (a shape crash at fc
+    follows from a target that silently captures nothing, though only the crash is a refusal)."""
+    explained_by_other = {id(i) for i in issues for j in issues if j is not i and _explains(j, i)
+                          and not _explains(i, j)}
+    ordered = sorted(issues, key=lambda i: (id(i) in explained_by_other, *_rank(i)))
     explained: set[int] = set()
     causes = []
     for issue in ordered:

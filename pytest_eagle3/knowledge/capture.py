@@ -67,6 +67,8 @@ def _row(engine: str, since: str, family: str, source: str, *archs: str,
 SGL = "sglang models/{}.py set_eagle3_layers_to_capture"
 VLL = "vllm model_executor/models/{}.py SupportsEagle3"
 
+_QWEN35_VL = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration")
+
 _HAND_ROWS: tuple[tuple[str, Row[Capture]], ...] = tuple(pair for group in (
     _row(SGLANG, "0.4.4.post2", LLAMA, SGL.format("llama") + " (9e0186f352)", "LlamaForCausalLM"),
     _row(SGLANG, "0.4.4.post2", LLAMA, SGL.format("llama") + ", inherited (v0.5.18 scan)",
@@ -107,6 +109,17 @@ _HAND_ROWS: tuple[tuple[str, Row[Capture]], ...] = tuple(pair for group in (
     _row(VLLM, "0.11.1", LLAMA, VLL.format("qwen3_moe") + " (0.11.1; absent in 0.10.1-0.11.0)", "Qwen3MoeForCausalLM"),
     _row(VLLM, "0.11.0", LLAMA, VLL.format("gpt_oss/minicpm") + " (0.11.0 allowlist adds gpt_oss, minicpm)",
          "GptOssForCausalLM", "MiniCPMForCausalLM"),
+    _row(VLLM, "0.17.0", LLAMA, "vllm 0.17.0 models/qwen3_vl.py L1438 set_aux_hidden_state_layers (inherited by "
+         "qwen3_5.py Qwen3_5ForConditionalGeneration) sets language_model.model.aux_hidden_state_layers; "
+         "Qwen3_5Model(Qwen3NextModel).forward never reads it (qwen3_next.py; 0.17.0, 0.17.1 read; vllm#36527)",
+         *_QWEN35_VL, support=SILENT),
+    _row(VLLM, "0.18.0", LLAMA, "vllm 0.18.0 qwen3_vl.py has no setter: interfaces.py L1356 SupportsEagle3."
+         "set_aux_hidden_state_layers asserts isinstance(language_model.model, EagleModelMixin), and "
+         "Qwen3NextModel(nn.Module) is not one: AssertionError at startup (0.18.0, 0.18.1, 0.19.0 read; 0.19.1 by the source scan)",
+         *_QWEN35_VL, support=REFUSED),
+    _row(VLLM, "0.20.0", LLAMA, "vllm 0.20.0 qwen3_next.py Qwen3NextModel(nn.Module, EagleModelMixin), its forward _maybe_add_hidden_state "
+         "per layer (source scan)",
+         *_QWEN35_VL),
     _row(VLLM, "0.8.5", LLAMA, "vllm config/speculative.py: 'Eagle3 is only supported for ... models' "
          "(allowlist to 0.16); v1/worker/gpu_model_runner.py RuntimeError 'Model does not support EAGLE3 interface' "
          "(read 0.12.0-0.17.0)",
