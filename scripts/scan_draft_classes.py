@@ -23,7 +23,8 @@ module ends in ``eagle3``; SGLang, TokenSpeed: the ``EntryClass`` of a module na
 * every parameter-holding attribute of the classes defined in the draft's own module that the forward path never
   reaches (``unreached``: loaded, not applied);
 * the first layer's module (``midlayer`` / ``layers``) and layer count rule, the norms the first layer applies, the
-  loader's name rewrites and its d2t match, the attention class and its rope constructor.
+  loader's name rewrites and its d2t match, what its loader does with a tensor no parameter has, the attention
+  class and its rope constructor.
 
 Writes per engine: ``*_RELEASES`` (read), ``*_REGISTERED`` (architecture -> runs (first, last, class)) and
 ``*_CLASSES`` (class -> behaviour -> runs (first, last, value, where)), one run per stretch of consecutive releases
@@ -702,6 +703,44 @@ def _d2t(func: ast.FunctionDef | None) -> str:
     return f"{match}->{dest}"
 
 
+def _unknown_key(inner: ast.FunctionDef | None, outer: ast.FunctionDef | None) -> str:
+    """What the class's loader does with a tensor no parameter has: the inner model's ``load_weights`` decides
+    where it has one (vLLM's ``AutoWeightsLoader`` hands a child's names to the child's own ``load_weights``).
+    Read on the path a plain name takes (the ``else`` of the loop over the stacked mapping, where there is one):
+    ``skipped`` (``if name not in params_dict: continue``, or every ``params_dict[...]`` under an
+    ``if ... in params_dict``), ``raises`` (an unguarded ``params_dict[name]``: KeyError), ``engine-loader`` (the
+    engine's generic ``AutoWeightsLoader``, whose rule is the engine's) or ``unknown``."""
+    func = inner or outer
+    if func is None:
+        return "unknown"
+    plain: list[ast.stmt] = [func]
+    for node in ast.walk(func):
+        if isinstance(node, ast.For) and node.orelse and "stacked" in ast.unparse(node.iter):
+            plain = node.orelse
+            break
+    region = [n for stmt in plain for n in ast.walk(stmt)]
+
+    def tests_params(test: ast.expr, op: type) -> bool:
+        return isinstance(test, ast.Compare) and any(isinstance(o, op) for o in test.ops) \
+            and "params" in ast.unparse(test.comparators[0])
+
+    guarded: set[int] = set()
+    for node in region:
+        if isinstance(node, ast.If) and tests_params(node.test, ast.In):
+            guarded |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    skips = any(isinstance(n, ast.If) and tests_params(n.test, ast.NotIn) and any(isinstance(b, ast.Continue)
+                for b in n.body) for n in ast.walk(func))
+    lookups = [n for n in region if isinstance(n, ast.Subscript) and "params" in ast.unparse(n.value)
+               and isinstance(n.ctx, ast.Load)]
+    if skips or (lookups and all(id(n) in guarded for n in lookups)):
+        return "skipped"
+    if lookups:
+        return "raises"
+    if any(isinstance(n, ast.Call) and _name(n.func) == "AutoWeightsLoader" for n in ast.walk(func)):
+        return "engine-loader"
+    return "unknown"
+
+
 @dataclass(frozen=True)
 class ClassScan:
     """What one draft class of one release does (each value a short text; ``where``: file.py:Class)."""
@@ -790,6 +829,7 @@ def scan_class(release: DraftRelease, ref: ClassRef) -> ClassScan:
     values["renames"] = tuple(sorted({(a, b) for a, b in renames if a != b and "d2t" not in a and "proj" not in a
                                       and "proj" not in b and not a.startswith(".") and a != "model."}))
     values["d2t"] = _d2t(loader[1] if loader else None)
+    values["unknown_key"] = _unknown_key(model_loader[1] if model_loader else None, loader[1] if loader else None)
     # weights of the draft's own classes that the forward path never reaches
     unreached = sorted({p for p, callee, _, owner in all_weights if owner[0] == own_module and callee != "buffer"
                         and p not in ("draft_id_to_target_id", "hot_token_id")
@@ -922,7 +962,9 @@ path: ``read``, is read and never used: ``loaded-not-applied``, or is not read);
 (``config``: num_hidden_layers layers, ``one``: one midlayer, ``one-or-raise``: ValueError unless 1),
 ``layer_norms`` (the norms the first layer applies), ``attention`` (its class), ``rope`` (the rope constructor),
 ``renames`` (the loader's name rewrites), ``d2t`` (how the loader matches d2t and where it puts it),
-``unreached`` (weights of the class's own module that the forward path never reaches: loaded, not applied).
+``unknown_key`` (a tensor no parameter has: ``skipped`` silently, ``raises`` KeyError, or left to the engine's
+generic loader: ``engine-loader``), ``unreached`` (weights of the class's own module that the forward path never
+reaches: loaded, not applied).
 """
 
 from __future__ import annotations

@@ -135,6 +135,11 @@ def test_the_mla_classes_have_their_own_boundaries() -> None:
     assert value("vllm", "0.22.0", "Eagle3DeepseekV2ForCausalLM", "fc_norm") == "loaded-not-applied"
     assert value("vllm", "0.22.0", "Eagle3DeepseekV2ForCausalLM", "unreached") == ("model.fc_norm.*",)
     assert value("vllm", "0.23.0", "Eagle3DeepseekV2ForCausalLM", "fc_norm") == "read"
+    # a tensor no parameter has: deepseek_eagle3.py's model loader skips it (0.18-0.24) where llama_eagle3.py's
+    # raises KeyError; from 0.25 both hand it to AutoWeightsLoader
+    assert value("vllm", "0.19.0", "Eagle3DeepseekV2ForCausalLM", "unknown_key") == "skipped"
+    assert value("vllm", "0.19.0", "Eagle3LlamaForCausalLM", "unknown_key") == "raises"
+    assert value("vllm", "0.25.0", "Eagle3DeepseekV2ForCausalLM", "unknown_key") == "engine-loader"
 
 
 def _mla_draft(root: Path, **config: Any) -> Path:
@@ -189,6 +194,27 @@ def test_the_contract_run_names_the_class_and_the_release(run_contracts: Callabl
     bad = run.engine_outcomes(draft, "vllm==0.22.0")["engine.norms"]
     assert bad[0] == "failed" and "loaded, not applied" in bad[1] and "fc_norm" in bad[1]
     assert run.engine_outcomes(draft, "vllm==0.23.0")["engine.norms"][0] == "passed"
+
+
+@pytest.mark.parametrize(("version", "outcome"), [("0.19.0", "dropped"), ("0.23.0", None)])
+def test_fc_norm_weights_an_mla_class_does_not_build_are_dropped_by_its_own_loader(
+        run_contracts: Callable[..., Any], tmp_path: Path, version: str, outcome: str | None) -> None:
+    """vLLM 0.19.0 deepseek_eagle3.py builds no fc_norm and its model loader skips a name without a parameter
+    ('if name not in params_dict: continue'): engine.keys fails, the tensors dropped, citing the MLA class's row,
+    and the fix is a release that applies fc_norm, not a rename (the Llama class of the release raises KeyError
+    instead). 0.23.0 builds and loads them."""
+    draft = _mla_draft(tmp_path, fc_norm=True)
+    run = run_contracts([draft], f"--eagle3-engine=vllm=={version}")
+    keys = run.engine_outcomes(draft, f"vllm=={version}")["engine.keys"]
+    if outcome is None:
+        assert keys[0] == "passed", keys
+        return
+    assert keys[0] == "failed" and "[dropped]" in keys[1] and "fc_norm.0.weight" in keys[1], keys
+    (issue,) = [i for i in judged_plan(Checkpoint.open(draft), EngineVersion("vllm", Version(version))).issues
+                if i.area == "keys"]
+    assert "builds no fc_norm" in issue.finding.summary and "rename" not in issue.finding.fix
+    assert "engine.norms" in issue.finding.fix
+    assert any("deepseek_eagle3.py:Eagle3DeepseekV2ForCausalLM" in d for d in issue.finding.details)
 
 
 def test_an_mla_draft_with_input_norm_is_refused_where_its_class_has_none(tmp_path: Path) -> None:
@@ -283,6 +309,52 @@ def test_the_scanner_finds_a_module_loaded_and_never_applied(scanner: ModuleType
     _, scans = scanner.scan_release("vllm", _release(tmp_path, "0.23.0", VLLM_DEEPSEEK_0_23))
     values = scans["Eagle3DeepseekV2ForCausalLM"].values
     assert values["fc_norm"] == "read" and values["fc_norm_fields"] == ("fc_norm",) and values["unreached"] == ()
+
+
+#: The plain-name path of three loaders, as vLLM 0.19.0 deepseek_eagle3.py / llama_eagle3.py and SGLang 0.5.23
+#: llama_eagle3.py write it (trimmed); "auto": vLLM 0.25.0's AutoWeightsLoader.
+LOADERS = {
+    "skipped": """
+for param_name, weight_name, shard_id in stacked_params_mapping:
+    param = params_dict[name.replace(weight_name, param_name)]
+    break
+else:
+    if name not in params_dict:
+        continue
+    param = params_dict[name]
+""",
+    "raises": """
+for param_name, weight_name, shard_id in stacked_params_mapping:
+    param = params_dict[name.replace(weight_name, param_name)]
+    break
+else:
+    param = params_dict[name]
+""",
+    "guarded": """
+for param_name, weight_name, shard_id in stacked_params_mapping:
+    break
+else:
+    param_name = name if name in params_dict else f"model.{name}"
+    if param_name in params_dict:
+        param = params_dict[param_name]
+""",
+}
+FORWARD = "    def forward(self, input_ids, positions, hidden_states):\n        hidden_states, hidden_prenorm"
+
+
+@pytest.mark.parametrize(("body", "expected"), [("skipped", "skipped"), ("raises", "raises"), ("guarded", "skipped"),
+                                                 ("auto", "engine-loader")])
+def test_the_scanner_reads_what_a_loader_does_with_an_unknown_name(scanner: ModuleType, tmp_path: Path, body: str,
+                                                                   expected: str) -> None:
+    if body == "auto":
+        loader = "        return AutoWeightsLoader(self).load_weights(weights)\n"
+    else:
+        loader = ("        params_dict = dict(self.named_parameters())\n        for name, w in weights:\n"
+                  + textwrap.indent(LOADERS[body].strip("\n"), " " * 12) + "\n")
+    source = VLLM_DEEPSEEK_0_22.replace(FORWARD, f"    def load_weights(self, weights):\n{loader}\n{FORWARD}")
+    assert "def load_weights" in source
+    _, scans = scanner.scan_release("vllm", _release(tmp_path, "0.19.0", source))
+    assert scans["Eagle3DeepseekV2ForCausalLM"].values["unknown_key"] == expected
 
 
 def test_the_scanner_runs_per_class(scanner: ModuleType, tmp_path: Path) -> None:

@@ -17,12 +17,23 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
     "0.18.0 qwen3_next.py captures, but Qwen3_5ForConditionalGeneration's setter is SupportsEagle3's default "
     "(interfaces.py L1356), which asserts the inner model is an EagleModelMixin, and Qwen3NextModel(nn.Module) "
     "is not: an AssertionError at startup (target-no-capture), kept as written before the plugin ran",
-    ("vllm-eagle31-mla", "vllm==0.19.0"): "the MLA draft class's own loader (issue 38 item 2): it drops unknown "
-    "keys where the Llama class raises",
-    ("vllm-eagle31-mla", "vllm==0.22.0"): "the MLA draft class's own rows (issue 38 item 2)",
+    ("vllm-eagle31-mla", "vllm==0.22.0"): "the expectation read fc_norm in __init__ only: vLLM 0.22.0 "
+    "deepseek_eagle3.py builds fc_norm (L225-234) and never applies it (combine_hidden_states returns "
+    "self.model.fc(hidden_states), L405-409; only llama_eagle3.py L404 applies it), the plugin's loaded-not-applied; "
+    "and 0.22.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config reads eagle_config's ids as layer inputs "
+    "(L5252; 0.19.0 read only the top level and fell back to the target's default), where the draft's layout is "
+    "SpecForge's, whose ids are layer outputs (aux-layers); its mla-rope follows from the corpus's draft having no "
+    "rope_scaling",
     ("vllm-modelopt-no-ids", "vllm==0.33.0"): "by policy (engines.habit): ModelOpt's default, the outputs of layers 1, "
     "N//2-1, N-4, is what vLLM feeds, so a head without ids passes marked assumed; this head was trained on other "
     "layers, which only a target with weights (the reference measurement) can show",
+}
+
+#: Right verdicts whose root cause is not the area the thread names, with why: (incident id, engine version) -> why.
+ROOT_CAUSE_MISSES: dict[tuple[str, str], str] = {
+    ("vllm-eagle31-mla", "vllm==0.19.0"): "the dropped fc_norm.* the thread names is found (engine.keys), but the "
+    "draft as the corpus writes it has no rope_scaling, and vLLM 0.18-0.27 deepseek_eagle3.py builds DeepSeek YaRN "
+    "from the one transformers 5 sets: the mla-rope KeyError at startup comes first, so it is named the root",
 }
 
 CASES = [(incident["id"], spec) for incident in INCIDENTS for spec in incident["expect"]]
@@ -71,7 +82,7 @@ def test_incident_root_cause(incident_id: str, spec: str, tmp_path: Path, reques
     from pytest_eagle3.verdict.judge import judged_plan
     from tests.incidents.build import write_draft, write_target
 
-    why = KNOWN_MISSES.get((incident_id, spec))
+    why = KNOWN_MISSES.get((incident_id, spec)) or ROOT_CAUSE_MISSES.get((incident_id, spec))
     if why is not None:
         request.applymarker(pytest.mark.xfail(reason=why, strict=True))
     incident = next(i for i in INCIDENTS if i["id"] == incident_id)

@@ -2,7 +2,8 @@
 
 The parameter set and the name rules follow the Llama EAGLE-3 draft class of each engine
 (``LlamaForCausalLMEagle3`` in SGLang, ``Eagle3LlamaForCausalLM`` in vLLM); which rule applies
-comes from the profile (behaviours ``key_prefix``, ``first_layer``, ``renames``, ``unknown_key``).
+comes from the profile (behaviours ``key_prefix``, ``first_layer``, ``renames``, ``unknown_key``), or from the draft
+class's own rows where it has them (``DraftShape``: its renames, first layer, fused tensors and unknown-key rule).
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ class DraftShape:
     #: Whether the class's loader skips input_norm.* when it builds no input_norm (its class row,
     #: knowledge.draft_class_rows); None: the profile's norm_before_fc row says.
     input_norm_skipped: bool | None = None
+    #: The class's own loader rule for a tensor no parameter has, and its source (its class row,
+    #: knowledge.draft_class_rows ``unknown_key``); None: the profile's ``unknown_key`` row says.
+    unknown_key: tuple[str, str] | None = None
 
 
 @dataclass
@@ -116,9 +120,11 @@ def resolve_keys(profile: Profile, names: list[str], params: set[str], shape: Dr
     """Send each checkpoint name through the engine's loader rules (the draft class's, where ``shape`` has them)."""
     out = KeyResolution()
     skipped = shape.input_norm_skipped if shape is not None else None
+    own = shape.unknown_key if shape is not None else None
     rules = _ClassRules(STACKED + (shape.stacked if shape else ()),
                         shape.renames if shape and shape.renames is not None else profile.behaviours.renames,
-                        profile.behaviours.norm_before_fc != "not-read" if skipped is None else skipped)
+                        profile.behaviours.norm_before_fc != "not-read" if skipped is None else skipped,
+                        own[0] if own else profile.behaviours.unknown_key)
     resolver = _RESOLVERS[profile.kind.key_resolver]
     for name in sorted(names):
         resolver(profile, rules, name, params, out)
@@ -131,6 +137,8 @@ class _ClassRules:
     renames: tuple[tuple[str, str], ...]
     #: The loader skips input_norm.* when the class builds none (vLLM's skip_substrs, where the class reads it).
     input_norm_skipped: bool = True
+    #: What the class's loader does with a tensor no parameter has (the profile's value set).
+    unknown_key: str = "raise"
 
     def stack(self, name: str) -> tuple[str, str | None]:
         for weight, param, shard in self.stacked:
@@ -215,14 +223,14 @@ def _vllm_name(profile: Profile, rules: _ClassRules, name: str, params: set[str]
     if stacked in params:
         _load(out, stacked, name, shard)
         return
-    if profile.behaviours.unknown_key == "drop":
+    if rules.unknown_key == "drop":
         out.dropped.append((name, _why_dropped(renamed, params, profile)))
         return
-    if profile.behaviours.unknown_key == "raise-except-bias" and name.endswith(".bias"):
+    if rules.unknown_key == "raise-except-bias" and name.endswith(".bias"):
         out.dropped.append((name, "unexpected *.bias tensors are ignored (debug log only)"))
         return
     error = {"raise-except-bias": "ValueError: There is no module or parameter named",
-             "raise-strict": "ValueError: Received parameters not in model:"}.get(profile.behaviours.unknown_key, "KeyError:")
+             "raise-strict": "ValueError: Received parameters not in model:"}.get(rules.unknown_key, "KeyError:")
     out.refused.append((name, f"{error} '{stacked}'"))
 
 
@@ -237,6 +245,8 @@ def _why_dropped(renamed: str, params: set[str], profile: Profile) -> str:
         return "this engine's draft class has no per-head q/k norm (a Llama layer): the attention runs without it"
     if renamed.startswith("model.model."):
         return "a doubled model. prefix matches nothing"
+    if renamed.startswith("model.fc_norm.") and not any(p.startswith("model.fc_norm.") for p in params):
+        return "this release's draft class builds no fc_norm; the loader skips it without a log"
     return "no parameter has this name; the loader skips it without a log"
 
 

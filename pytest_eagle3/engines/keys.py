@@ -65,8 +65,8 @@ def plan_keys(sheet: FactSheet, prof: Profile, shape: DraftShape, fc_states: int
             "key-refused",
             f"{prof.label} refuses tensor {name} at load: {error}",
             (Evidence(name, "no matching draft parameter", "names the loader maps to a parameter"),),
-            _key_fix(prof),
-            (f"rule: {prof.source('unknown_key')}", f"rule: {prof.source('key_prefix')}"),
+            _key_fix(prof, [name]),
+            (_unknown_key_rule(prof, shape), f"rule: {prof.source('key_prefix')}"),
         ))
     lost = {n: why for n, why in dropped if not _harmless_drop(n, why)}
     if lost:
@@ -77,7 +77,7 @@ def plan_keys(sheet: FactSheet, prof: Profile, shape: DraftShape, fc_states: int
             + (f" ... ({len(names)})" if len(names) > 1 else "") + f" ({lost[names[0]]})",
             (Evidence("dropped", short(names), "every tensor loaded into a parameter"),),
             _key_fix(prof, names),
-            (f"rule: {prof.source('unknown_key')}", f"rule: {prof.source('first_layer')}"),
+            (_unknown_key_rule(prof, shape), f"rule: {prof.source('first_layer')}"),
         ))
     if others:
         strict = prof.behaviours.unloaded_parameter == "refused"
@@ -214,12 +214,24 @@ def _file_unset_bias(out: Filing, prof: Profile, names: tuple[str, ...], fields:
             evidence, fix, sources))
 
 
+def _unknown_key_rule(prof: Profile, shape: DraftShape) -> str:
+    """The rule for a tensor no parameter has: the draft class's own loader row where it has one."""
+    return f"rule: {shape.unknown_key[1]}" if shape.unknown_key else f"rule: {prof.source('unknown_key')}"
+
+
 def _harmless_drop(name: str, why: str) -> bool:
     return "rotary" in why or "mask_hidden" in why or "use_aux_hidden_state is false" in why
 
 
+def _is_fc_norm(name: str) -> bool:
+    return name.removeprefix("model.").startswith("fc_norm.")
+
+
 def _key_fix(prof: Profile, names: list[str] | None = None) -> str:
     names = names or []
+    if names and all(_is_fc_norm(n) for n in names):  # the module is absent in this release: no name loads them
+        return ("no name loads them: this release's draft class builds no fc_norm; serve with an engine version "
+                "that applies fc_norm (see engine.norms), or retrain with fc_norm=False")
     if prof.kind.key_fix_renames_first_layer and prof.behaviours.first_layer == "midlayer" and any(
         n.startswith(("layers.", "model.layers.")) for n in names
     ):

@@ -32,6 +32,9 @@ class Layers:
 
 #: A scanned class's layer count (knowledge.draft_class_rows ``layer_count``) as the profile's multi_layer value.
 CLASS_LAYERS = {"one": "one-layer", "config": "supported", "one-or-raise": "refused"}
+#: A scanned class's loader rule for a tensor no parameter has (``unknown_key``) as the profile's value; an
+#: ``engine-loader`` class defers to the engine's generic loader, which the profile's row describes.
+CLASS_UNKNOWN_KEY = {"skipped": "drop", "raises": "raise"}
 
 
 def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Layers:
@@ -78,11 +81,14 @@ def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Lay
     has_d2t = not (prof.behaviours.d2t_full_vocab in ("refused", "ignored") and sheet.full_vocab)
     flags = class_flags(sheet, prof, draft_class)
     input_norm = flags.rows.get("norm_before_fc")
+    loader = draft_class_rows.class_row(prof.engine, prof.version, draft_class, "unknown_key")
+    unknown_key = CLASS_UNKNOWN_KEY.get(loader.value) if loader is not None else None
     shape = DraftShape(
         layers=built,
         norm_before_fc=flags.built["norm_before_fc"],
         fc_norm_count=count if flags.built["fc_norm"] else 0,
         input_norm_skipped=None if input_norm is None else input_norm.value != "not-read",
+        unknown_key=(unknown_key, loader.source) if unknown_key and loader is not None else None,
         fc_bias=fc_bias_rule == "always" or (fc_bias_rule == "config.bias" and sheet.bias),
         has_fc=has_fc,
         has_lm_head=has_lm_head,

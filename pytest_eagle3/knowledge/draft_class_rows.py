@@ -3,7 +3,7 @@
 ``generated/draft_class_table.py`` (``scripts/scan_draft_classes.py``) says, for every EAGLE-3 draft class each
 scanned release registers, what that class builds, loads and applies: whether it builds ``fc_norm`` / ``input_norm``
 and whether its forward path uses them, whether ``norm_output`` / ``norm_before_residual`` steer it, its layers, its
-loader's renames and d2t match, and the weights of its own module that the forward path never reaches ("loaded, not
+loader's renames, d2t match and what it does with a tensor no parameter has, and the weights of its own module that the forward path never reaches ("loaded, not
 applied"). Each (engine, class, behaviour) is one :class:`~pytest_eagle3.knowledge.table.Table` whose rows start
 where that class's own source changes, never at another class's boundary.
 
@@ -34,7 +34,7 @@ NORM_FLAGS = ("norm_before_residual", "norm_before_fc", "fc_norm", "norm_output"
 #: Every behaviour a scanned class has a row for (the rules read the norm flags, the layers and ``unreached``).
 BEHAVIOURS = ("fc_norm", "fc_norm_fields", "norm_before_fc", "norm_before_fc_fields", "norm_output",
               "norm_before_residual", "first_layer", "layer_count", "layer_norms", "attention", "rope", "renames",
-              "d2t", "unreached")
+              "d2t", "unknown_key", "unreached")
 
 
 

@@ -58,8 +58,9 @@ def _judge(row: Judged, area: str, *, with_plan: bool = True, needs_class: bool 
         raise NotRun(f"not run: {row.verdict.target_mismatch}")
     if area != "architecture" and plan.draft_class is None:
         raise NotRun(f"{plan.engine.label} does not build a draft from this config: see engine.architecture")
-    if needs_class and plan.draft_class and plan.draft_class.startswith("Eagle3Deepseek"):
-        raise NotRun(f"the key map of {plan.draft_class} (MLA draft) is not simulated")
+    if needs_class and plan.draft_class and not _key_map_modelled(plan.engine.engine, plan.draft_class):
+        raise NotRun(f"the key map of {plan.draft_class} (MLA draft) is not simulated: the knowledge has no rows "
+                     "for its parameters")
     findings = plan.issues_for(area)
     if findings and with_plan:
         first = findings[0]
@@ -67,6 +68,14 @@ def _judge(row: Judged, area: str, *, with_plan: bool = True, needs_class: bool 
     check(findings)
     if area in plan.unknown:
         not_modelled(plan.unknown[area])
+
+
+def _key_map_modelled(engine: str, draft_class: str) -> bool:
+    """Whether the key map of ``draft_class`` is simulated: a Llama-layout class, or an MLA class whose own
+    parameters, fused tensors and loader the knowledge holds (knowledge.draft_classes ``CLASSES``)."""
+    from pytest_eagle3.knowledge.draft_classes import CLASSES
+
+    return not draft_class.startswith("Eagle3Deepseek") or (engine, draft_class) in CLASSES
 
 
 def _for_target(row: Judged, reason: str) -> NotRun:

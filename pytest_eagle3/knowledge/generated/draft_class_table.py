@@ -13,7 +13,9 @@ path: ``read``, is read and never used: ``loaded-not-applied``, or is not read);
 (``config``: num_hidden_layers layers, ``one``: one midlayer, ``one-or-raise``: ValueError unless 1),
 ``layer_norms`` (the norms the first layer applies), ``attention`` (its class), ``rope`` (the rope constructor),
 ``renames`` (the loader's name rewrites), ``d2t`` (how the loader matches d2t and where it puts it),
-``unreached`` (weights of the class's own module that the forward path never reaches: loaded, not applied).
+``unknown_key`` (a tensor no parameter has: ``skipped`` silently, ``raises`` KeyError, or left to the engine's
+generic loader: ``engine-loader``), ``unreached`` (weights of the class's own module that the forward path never
+reaches: loaded, not applied).
 """
 
 from __future__ import annotations
@@ -85,6 +87,10 @@ VLLM_CLASSES: dict[str, dict[str, tuple[tuple[str, str, Any, str], ...]]] = {
         'd2t': (
         ('0.18.0', '0.33.0', 'substring->draft_id_to_target_id', 'deepseek_eagle3.py:Eagle3DeepseekV2ForCausalLM'),
         ),
+        'unknown_key': (
+        ('0.18.0', '0.24.0', 'skipped', 'deepseek_eagle3.py:Eagle3DeepseekV2ForCausalLM'),
+        ('0.25.0', '0.33.0', 'engine-loader', 'deepseek_eagle3.py:Eagle3DeepseekV2ForCausalLM'),
+        ),
         'unreached': (
         ('0.18.0', '0.21.0', (), 'deepseek_eagle3.py:Eagle3DeepseekV2ForCausalLM'),
         ('0.22.0', '0.22.1', ('model.fc_norm.*',), 'deepseek_eagle3.py:Eagle3DeepseekV2ForCausalLM'),
@@ -140,6 +146,10 @@ VLLM_CLASSES: dict[str, dict[str, tuple[tuple[str, str, Any, str], ...]]] = {
         'd2t': (
         ('0.8.5', '0.33.0', 'substring->draft_id_to_target_id', 'llama_eagle3.py:Eagle3LlamaForCausalLM'),
         ),
+        'unknown_key': (
+        ('0.8.5', '0.24.0', 'raises', 'llama_eagle3.py:Eagle3LlamaForCausalLM'),
+        ('0.25.0', '0.33.0', 'engine-loader', 'llama_eagle3.py:Eagle3LlamaForCausalLM'),
+        ),
         'unreached': (
         ('0.8.5', '0.33.0', (), 'llama_eagle3.py:Eagle3LlamaForCausalLM'),
         ),
@@ -183,6 +193,10 @@ VLLM_CLASSES: dict[str, dict[str, tuple[tuple[str, str, Any, str], ...]]] = {
         ),
         'd2t': (
         ('0.24.0', '0.33.0', 'substring->draft_id_to_target_id', 'qwen3_eagle3.py:Eagle3Qwen3ForCausalLM'),
+        ),
+        'unknown_key': (
+        ('0.24.0', '0.24.0', 'raises', 'qwen3_eagle3.py:Eagle3Qwen3ForCausalLM'),
+        ('0.25.0', '0.33.0', 'engine-loader', 'qwen3_eagle3.py:Eagle3Qwen3ForCausalLM'),
         ),
         'unreached': (
         ('0.24.0', '0.33.0', (), 'qwen3_eagle3.py:Eagle3Qwen3ForCausalLM'),
@@ -247,6 +261,9 @@ SGLANG_CLASSES: dict[str, dict[str, tuple[tuple[str, str, Any, str], ...]]] = {
         'd2t': (
         ('0.5.12', '0.5.23', 'exact->hot_token_id', 'kimi_k25_eagle3.py:Eagle3DeepseekV2ForCausalLM'),
         ),
+        'unknown_key': (
+        ('0.5.12', '0.5.23', 'skipped', 'kimi_k25_eagle3.py:Eagle3DeepseekV2ForCausalLM'),
+        ),
         'unreached': (
         ('0.5.12', '0.5.23', (), 'kimi_k25_eagle3.py:Eagle3DeepseekV2ForCausalLM'),
         ),
@@ -298,6 +315,10 @@ SGLANG_CLASSES: dict[str, dict[str, tuple[tuple[str, str, Any, str], ...]]] = {
         ),
         'd2t': (
         ('0.4.4.post2', '0.5.23', 'substring->hot_token_id', 'llama_eagle3.py:LlamaForCausalLMEagle3'),
+        ),
+        'unknown_key': (
+        ('0.4.4.post2', '0.4.8.post1', 'unknown', 'llama_eagle3.py:LlamaForCausalLMEagle3'),
+        ('0.4.9', '0.5.23', 'skipped', 'llama_eagle3.py:LlamaForCausalLMEagle3'),
         ),
         'unreached': (
         ('0.4.4.post2', '0.5.23', (), 'llama_eagle3.py:LlamaForCausalLMEagle3'),
@@ -352,6 +373,9 @@ TOKENSPEED_CLASSES: dict[str, dict[str, tuple[tuple[str, str, Any, str], ...]]] 
         ),
         'd2t': (
         ('0.1.0', '0.1.1', 'substring->hot_token_id', 'llama_eagle3.py:LlamaForCausalLMEagle3'),
+        ),
+        'unknown_key': (
+        ('0.1.0', '0.1.1', 'skipped', 'llama_eagle3.py:LlamaForCausalLMEagle3'),
         ),
         'unreached': (
         ('0.1.0', '0.1.1', (), 'llama_eagle3.py:LlamaForCausalLMEagle3'),
@@ -408,6 +432,9 @@ LMDEPLOY_CLASSES: dict[str, dict[str, tuple[tuple[str, str, Any, str], ...]]] = 
         'd2t': (
         ('0.17.0', '0.18.0', 'exact->draft_id_to_target_id', 'kimi_k25_eagle3.py:Eagle3DeepseekV2ForCausalLM'),
         ),
+        'unknown_key': (
+        ('0.17.0', '0.18.0', 'raises', 'kimi_k25_eagle3.py:Eagle3DeepseekV2ForCausalLM'),
+        ),
         'unreached': (
         ('0.17.0', '0.18.0', (), 'kimi_k25_eagle3.py:Eagle3DeepseekV2ForCausalLM'),
         ),
@@ -451,6 +478,9 @@ LMDEPLOY_CLASSES: dict[str, dict[str, tuple[tuple[str, str, Any, str], ...]]] = 
         ),
         'd2t': (
         ('0.11.0', '0.18.0', 'substring->draft_id_to_target_id', 'llama_eagle3.py:Eagle3LlamaForCausalLM'),
+        ),
+        'unknown_key': (
+        ('0.11.0', '0.18.0', 'raises', 'llama_eagle3.py:Eagle3LlamaForCausalLM'),
         ),
         'unreached': (
         ('0.11.0', '0.18.0', (), 'llama_eagle3.py:Eagle3LlamaForCausalLM'),
@@ -506,6 +536,9 @@ MLX_VLM_CLASSES: dict[str, dict[str, tuple[tuple[str, str, Any, str], ...]]] = {
         ),
         'd2t': (
         ('0.6.0', '0.7.10', 'none', 'eagle3.py:Eagle3DraftModel'),
+        ),
+        'unknown_key': (
+        ('0.6.0', '0.7.10', 'unknown', 'eagle3.py:Eagle3DraftModel'),
         ),
         'unreached': (
         ('0.6.0', '0.7.10', (), 'eagle3.py:Eagle3DraftModel'),
