@@ -130,6 +130,21 @@ def test_ci_runs_the_readmes_install_lines_as_written() -> None:
     assert 'pip install -e ".[dev]"' in ci and any(line.endswith(command.removeprefix("pytest ")) for line in ci)
 
 
+def test_ci_goes_on_past_its_disk_line_where_pip_has_no_cache(tmp_path: Path) -> None:
+    """.ci/run's disk line, under the script's own ``set -euo pipefail``, on a machine where pip's cache dir does
+    not exist (a fresh CI machine): it says 'nothing' and the run goes on to the engine envs (du failing inside the
+    substitution used to end the run there, silently)."""
+    run = (EXAMPLES.parent / ".ci" / "run").read_text(encoding="utf-8")
+    function = re.search(r"^du_report\(\) \{\n.*?^\}\n", run, re.S | re.M)
+    assert function is not None
+    script = f"set -euo pipefail\nwork={tmp_path}\n{function.group(0)}du_report\necho 'on to the engines'\n"
+    env = {**os.environ, "PIP_CACHE_DIR": str(tmp_path / "no-cache"),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "nothing in pip's cache" in done.stdout and "on to the engines" in done.stdout
+
+
 # 10. A checkpoint in the user's own ini (or environment) belongs to their normal run: their testpaths stay.
 @pytest.mark.parametrize("where", ["ini", "env"])
 def test_a_checkpoint_from_the_ini_or_the_environment_keeps_the_projects_testpaths(
