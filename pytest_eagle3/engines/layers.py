@@ -82,13 +82,14 @@ def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Lay
     flags = class_flags(sheet, prof, draft_class)
     input_norm = flags.rows.get("norm_before_fc")
     loader = draft_class_rows.class_row(prof.engine, prof.version, draft_class, "unknown_key")
-    unknown_key = CLASS_UNKNOWN_KEY.get(loader.value) if loader is not None else None
+    own_loader = (CLASS_UNKNOWN_KEY[loader.value], loader.source) \
+        if loader is not None and loader.value in CLASS_UNKNOWN_KEY else None
     shape = DraftShape(
         layers=built,
         norm_before_fc=flags.built["norm_before_fc"],
         fc_norm_count=count if flags.built["fc_norm"] else 0,
         input_norm_skipped=None if input_norm is None else input_norm.value != "not-read",
-        unknown_key=(unknown_key, loader.source) if unknown_key and loader is not None else None,
+        unknown_key=own_loader,
         fc_bias=fc_bias_rule == "always" or (fc_bias_rule == "config.bias" and sheet.bias),
         has_fc=has_fc,
         has_lm_head=has_lm_head,

@@ -3,9 +3,10 @@
 ``generated/draft_class_table.py`` (``scripts/scan_draft_classes.py``) says, for every EAGLE-3 draft class each
 scanned release registers, what that class builds, loads and applies: whether it builds ``fc_norm`` / ``input_norm``
 and whether its forward path uses them, whether ``norm_output`` / ``norm_before_residual`` steer it, its layers, its
-loader's renames, d2t match and what it does with a tensor no parameter has, and the weights of its own module that the forward path never reaches ("loaded, not
-applied"). Each (engine, class, behaviour) is one :class:`~pytest_eagle3.knowledge.table.Table` whose rows start
-where that class's own source changes, never at another class's boundary.
+loader's renames, d2t match and what it does with a tensor no parameter has, and the weights of its own module that
+the forward path never reaches ("loaded, not applied"). Each (engine, class, behaviour) is one
+:class:`~pytest_eagle3.knowledge.table.Table` whose rows start where that class's own source changes, never at
+another class's boundary.
 
 The engine-level rows (:mod:`pytest_eagle3.knowledge.behaviours`) keep what is not a class's: how the engine
 turns a speculators config into the flat one the class reads (``fc_norm`` "eagle-format-only" in vLLM 0.22-0.24),
