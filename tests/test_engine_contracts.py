@@ -166,11 +166,12 @@ def test_good_drafts_pass_and_report_per_engine(run_contracts: Run, make_checkpo
     draft = make_checkpoint(SynthSpec(producer=SPECFORGE))
     run = run_contracts([draft], target=synth_target / "config.json")
     assert run.result.ret == 0
-    engines = [(e["engine"], e["version"], e["verdict"], e["not_judged"])
+    engines = [(e["engine"], e["version"], e["verdict"], e["not_judged"], e.get("unmeasured", [])[-1:])
                for e in run.report["checkpoints"][0]["engines"]]
-    # the target's config only: every static contract passes, the acceptance is not judged (no weights)
-    assert engines == [("any", None, "pass", []), ("sglang", "0.5.23", "not judged", ["engine.acceptance"]),
-                       ("vllm", "0.33.0", "not judged", ["engine.acceptance"])]
+    # the target's config only: every static contract passes, the acceptance is unmeasured (no weights): PASS (static)
+    assert engines == [("any", None, "pass", [], ["reference.convention"]),
+                       ("sglang", "0.5.23", "pass", [], ["engine.acceptance"]),
+                       ("vllm", "0.33.0", "pass", [], ["engine.acceptance"])]
     passed = run.engine_outcomes(draft, "vllm==0.33.0")["engine.aux_layers"]
     assert passed == ("passed", ("vLLM 0.33.0 feeds outputs of layers [1, 3, 4] = training; the other runtime mode "
                                  "would feed outputs of layers [0, 2, 3]"))

@@ -17,10 +17,10 @@ def test_bundled_examples_verdicts(run_contracts: Callable[..., ContractRun]) ->
     assert [run.verdict(p) for p in good] == ["pass", "pass"]
     speculators, specforge = good
     assert run.engine_entry(speculators, "sglang==0.5.23")["failing"] == ["engine.architecture"]
-    # a target's config alone: the aux layers are judged, the acceptance is not (no weights), so no row reads PASS
-    assert run.engine_entry(speculators, "vllm==0.33.0")["verdict"] == "not judged"
+    # a target's config alone: every rule runs and passes, the acceptance is unmeasured (no weights): PASS (static)
+    assert run.engine_entry(speculators, "vllm==0.33.0")["verdict"] == "pass"
     rows = [run.engine_entry(specforge, e) for e in ("sglang==0.5.23", "vllm==0.33.0")]
-    assert [(r["verdict"], r["not_judged"]) for r in rows] == [("not judged", ["engine.acceptance"])] * 2
+    assert [(r["verdict"], r["not_judged"], r["unmeasured"][-1]) for r in rows] == [("pass", [], "engine.acceptance")] * 2
     outcomes = run.outcomes(good[0])
     assert all(outcome == "passed" for cid, (outcome, _) in outcomes.items() if not cid.startswith("reference."))
     # a config without weights: the static contracts run, the reference needs the model

@@ -74,7 +74,7 @@ def test_the_proof_of_a_copy_is_its_judgement_as_check_reports_it(tmp_path: Path
     pipeline = pipeline_for(RunSettings(engines=engines))
     side = TargetSide(str(TARGET / "config.json"))
     proof = prove(EXAMPLES / "demo-draft", engines, pipeline, side)
-    assert proof.passed and dict(proof.verdicts)["vllm==0.33.0"] == "not judged"  # no weights: acceptance not run
+    assert proof.passed and dict(proof.verdicts)["vllm==0.33.0"] == "pass (static)"  # no weights: acceptance unmeasured
     refused = prove(EXAMPLES / "demo-draft", parse_selection("sglang==0.5.23"), pipeline, side)
     assert not refused.passed and refused.failures[0][:2] == ("engine.architecture", "sglang==0.5.23")
     assert "engine.architecture (sglang==0.5.23): engine.architecture [" in refused.output

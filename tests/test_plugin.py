@@ -20,6 +20,8 @@ ENGINE_CONTRACTS = {"engine.architecture", "engine.keys", "engine.vocab", "engin
                     "engine.norms", "engine.embeddings", "engine.layers", "engine.geometry", "engine.runtime",
                     "engine.producer"}
 REFERENCE_CONTRACTS = {"reference.acceptance", "reference.convention"}
+#: What a config-only target leaves unmeasured on an engine row (the ``any`` row's reference, then its own).
+UNMEASURED = ["reference.acceptance", "reference.convention", "engine.acceptance"]
 
 
 def test_report_has_the_documented_shape(
@@ -37,9 +39,10 @@ def test_report_has_the_documented_shape(
     independent, *engines = ckpt["engines"]
     assert independent["engine"] == "any" and independent["verdict"] == "pass" and independent["failing"] == []
     assert {c["id"] for c in independent["contracts"]} == CONTRACTS | REFERENCE_CONTRACTS
-    # every static contract passes; the acceptance is not judged (the target's config only): no row reads PASS
-    assert [(e["engine"], e["version"], e["verdict"], e["not_judged"]) for e in engines] == [
-        ("vllm", "0.12.0", "not judged", ["engine.acceptance"]), ("vllm", "0.33.0", "not judged", ["engine.acceptance"])]
+    # every static contract passes; the acceptance is unmeasured (the target's config only): PASS (static)
+    assert [(e["engine"], e["version"], e["verdict"], e["not_judged"], e["unmeasured"]) for e in engines] == [
+        ("vllm", "0.12.0", "pass", [], UNMEASURED), ("vllm", "0.33.0", "pass", [], UNMEASURED)]
+    assert all(e["basis"] == "assumed" and "--eagle3-target=DIR" in e["measure_with"] for e in engines)
     for entry in (independent, *engines):
         assert all(c["outcome"] == "passed" and c["message"] for c in entry["contracts"] if c["id"] in CONTRACTS
                    or c["id"] in ENGINE_CONTRACTS)
@@ -308,7 +311,7 @@ def test_without_target_the_verdict_is_not_judged_and_says_what_did_not_run(
     run.result.stdout.fnmatch_lines([
         f"*{draft}*any*PASS (partial)*",
         "*vllm==0.33.0*NOT JUDGED*",
-        f"NOT JUDGED for {draft} (vllm==0.33.0): engine.aux_layers, engine.acceptance did not run, so no PASS*",
+        f"NOT JUDGED for {draft} (vllm==0.33.0): engine.aux_layers, engine.acceptance could not be judged, so no PASS*",
         "  target.consistent: needs the target model: pass --eagle3-target=DIR*",
     ])
     (ckpt,) = run.report["checkpoints"]

@@ -59,7 +59,8 @@ def test_the_summary_has_a_row_per_checkpoint_and_engine_with_failing_contracts_
     lossy = by_engine[(1, "vllm==0.33.0")]
     assert lossy[2:4] == ["**FAIL**", "engine.aux_layers"] and lossy[5] == "loads with loss"
     assert lossy[6].startswith("write [3, 5, 6] into eagle_aux_hidden_state_layer_ids")
-    assert by_engine[(1, "sglang==0.5.23")][2] == "NOT JUDGED"  # the target's config only: no acceptance
+    assert by_engine[(1, "sglang==0.5.23")][2] == "PASS (static)"  # the target's config only: acceptance unmeasured
+    assert "PASS (static): every rule ran and passed, acceptance not measured" in summary
     # the rows are the JSON report's: the same verdicts and failing contracts
     entries = [e for c in report["checkpoints"] for e in c["engines"]]
     assert [", ".join(e["failing"]) or "-" for e in entries] == [r[3] for r in rows]

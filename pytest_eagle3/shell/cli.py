@@ -244,14 +244,16 @@ def _plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 def _verdict_line(row: dict[str, Any]) -> str:
     """The row's verdict as ``check`` reports it, and what it rests without."""
-    complete = row["verdict"] == "pass" and row["complete"]
-    word = "PASS" if complete else "PASS (partial)" if row["verdict"] == "pass" else row["verdict"].upper()
-    line = f"verdict:              {word}"
+    from pytest_eagle3.verdict.report import row_verdict, shown
+
+    line = f"verdict:              {shown(row_verdict(row))}"
+    reasons = {n["id"]: n["reason"] for n in row["not_run"]}
     if row["failing"]:
         line += f": failing {', '.join(row['failing'])}"
     elif row["not_judged"]:
-        reasons = {n["id"]: n["reason"] for n in row["not_run"]}
         line += "; not judged: " + "; ".join(f"{c} ({reasons.get(c, 'not run')})" for c in row["not_judged"])
+    elif row.get("unmeasured"):
+        line += f"; not measured: {', '.join(row['unmeasured'])} (measure with {row['measure_with']})"
     return line
 
 

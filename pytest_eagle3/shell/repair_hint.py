@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_eagle3.verdict.report import ANY_ENGINE, CheckpointResult, Collector
 
+#: The finding code of an acceptance ``--eagle3-require=measured`` wanted measured (``verdict.assess``).
+UNMEASURED_CODE = "unmeasured"
+
 if TYPE_CHECKING:
     from pytest_eagle3.repair.solve import Solution
     from pytest_eagle3.verdict import Pipeline
@@ -27,7 +30,7 @@ def repair_lines(collector: Collector, pipeline: Pipeline, convention: str | Non
     with the run's settings and caches."""
     lines = []
     for ckpt in collector.checkpoints.values():
-        rows = [s for s in ckpt.engine_specs(collector.engines) if s != ANY_ENGINE and ckpt.engine_failing(s)]
+        rows = [s for s in ckpt.engine_specs(collector.engines) if s != ANY_ENGINE and _draft_fails(ckpt, s)]
         if not rows:
             continue
         if ckpt.path.startswith("hf://") and not _weights_here(ckpt.path):  # read by its headers: fix downloads
@@ -47,6 +50,13 @@ def repair_lines(collector: Collector, pipeline: Pipeline, convention: str | Non
         lines.extend(f"repair {ckpt.path} ({', '.join(specs)}) by hand, python -m pytest_eagle3 fix cannot: {why}"
                      for why, specs in grouped.items())
     return lines
+
+
+def _draft_fails(ckpt: CheckpointResult, spec: str) -> bool:
+    """A contract of the row fails on the draft, not only for an acceptance ``--eagle3-require=measured`` wanted
+    measured (what to give is said in its failure, and no copy of the draft gives it)."""
+    table = [*ckpt.contracts.values(), *ckpt.engines.get(spec, {}).values()]
+    return any(c.outcome == "failed" and any(f.get("code") != UNMEASURED_CODE for f in c.findings) for c in table)
 
 
 def _command(path: str, specs: list[str], target: str | None, hidden_states: str | None, convention: str | None) -> str:

@@ -13,6 +13,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_eagle3.verdict.report import PARTIAL, STATIC, row_verdict, shown
+
 #: The environment variable GitHub Actions sets to the job summary's file.
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 #: A fix cell keeps this many characters of the first fix.
@@ -31,19 +33,26 @@ def render(report: Mapping[str, Any], json_report: str | None = None) -> str:
              f"{failed} of {len(checkpoints)} checkpoint{'s' if len(checkpoints) != 1 else ''} failing"
              + (f", {unjudged} not judged" if unjudged else "")]
     lines = [TITLE, "", " · ".join(facts), "", _row(HEADER), _row(("---",) * len(HEADER))]
-    partial = []
+    partial, static = [], []
     for ckpt in checkpoints:
         for index, entry in enumerate(ckpt["engines"]):
             lines.append(_row(_cells(ckpt, entry, index == 0)))
-        rows = [_engine(e) for e in ckpt["engines"] if e["verdict"] == "pass" and not e["complete"]]
+        rows = [_engine(e) for e in ckpt["engines"] if row_verdict(e) == PARTIAL]
         if rows:
             partial.append(f"`{ckpt['path']}` ({', '.join(rows)})")
+        rows = [_engine(e) for e in ckpt["engines"] if row_verdict(e) == STATIC]
+        if rows:
+            static.append(f"`{ckpt['path']}` ({', '.join(rows)})")
     unjudged_rows = [f"`{c['path']}` ({', '.join(_engine(e) for e in c['engines'] if e['verdict'] == 'not judged')})"
                      for c in checkpoints if any(e["verdict"] == "not judged" for e in c["engines"])]
     if unjudged_rows:
         lines += ["", "NOT JUDGED: the aux layers fed or the acceptance reached could not be judged for "
                   + "; ".join(unjudged_rows) + " (no target, or a target without weights): no PASS. The JSON "
                   "report's `not_judged` and `not_run` name them and what would run them."]
+    if static:
+        lines += ["", "PASS (static): every rule ran and passed, acceptance not measured (the target's config "
+                  "without its weights) for " + "; ".join(static) + ". The JSON report's `unmeasured` and "
+                  "`measure_with` say what would measure it; `--eagle3-require=measured` makes such a row fail."]
     if partial:
         lines += ["", "PASS (partial): some contracts did not run for " + "; ".join(partial)
                   + ". The JSON report's `not_run` names them and what would run them."]
@@ -63,15 +72,9 @@ def _engine(entry: Mapping[str, Any]) -> str:
 
 
 def _verdict(entry: Mapping[str, Any]) -> str:
-    """The terminal's words: FAIL in bold, PASS, PASS (partial), NOT JUDGED, NOT RUN."""
-    verdict = entry["verdict"]
-    if verdict == "fail":
-        return "**FAIL**"
-    if verdict == "not judged":
-        return "NOT JUDGED"
-    if verdict == "pass":
-        return "PASS" if entry["complete"] else "PASS (partial)"
-    return "NOT RUN"
+    """The terminal's words (``verdict.report.shown``), FAIL in bold."""
+    verdict = row_verdict(entry)
+    return "**FAIL**" if verdict == "fail" else shown(verdict)
 
 
 def _predicted(ckpt: Mapping[str, Any], entry: Mapping[str, Any]) -> str:

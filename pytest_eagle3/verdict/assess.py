@@ -16,9 +16,12 @@ from typing import TYPE_CHECKING, Any
 from pytest_eagle3.findings import Basis, ContractViolation, Evidence, Finding
 from pytest_eagle3.verdict.judgement import (
     FAIL,
+    MEASURE_WITH,
     NOT_MODELLED,
     NOT_RUN,
     PASS,
+    REQUIRED_MEASURED,
+    UNMEASURED,
     ContractOutcome,
     Measured,
     basis_of,
@@ -39,6 +42,15 @@ SHOWN_PROBLEMS = 8
 
 class NotRun(Exception):
     """The contract cannot run here: ``str()`` says why and what would run it."""
+
+
+class WeightsMissing(str):
+    """Why a measurement did not run, when only weights are missing (the target given by its config, or a Hub id
+    read by headers): every rule ran, so the row is ``PASS (static)`` rather than NOT JUDGED."""
+
+
+class Unmeasured(NotRun):
+    """Every rule ran; only the measurement that needs weights did not: ``str()`` says what would measure it."""
 
 
 class NotModelled(Exception):
@@ -68,12 +80,20 @@ Contract = Callable[[Assessment], str]
 
 
 def assess(contract: str, subject: str, run: Contract, *, unknown_fails: bool = False,
-           plan: LoadPlan | None = None) -> ContractOutcome:
-    """One contract's outcome: ``run``'s message, or how it ended (not run, not modelled, failed)."""
+           measured_required: bool = False, plan: LoadPlan | None = None) -> ContractOutcome:
+    """One contract's outcome: ``run``'s message, or how it ended (unmeasured, not run, not modelled, failed).
+
+    ``measured_required`` (``--eagle3-require=measured``): an unmeasured acceptance fails, naming what to give."""
     hand = Assessment()
     findings: tuple[Finding, ...] = ()
     try:
         message, status = run(hand), PASS
+    except Unmeasured as exc:
+        if measured_required and contract in REQUIRED_MEASURED:
+            findings, status = (unmeasured_finding(contract, str(exc)),), FAIL
+            message = failure_line(contract, subject, findings)
+        else:
+            message, status = str(exc), UNMEASURED
     except NotRun as exc:
         message, status = str(exc), NOT_RUN
     except NotModelled as exc:
@@ -88,6 +108,16 @@ def assess(contract: str, subject: str, run: Contract, *, unknown_fails: bool = 
     basis = hand.basis or (basis_of(plan.aux.basis) if plan is not None else None)
     return ContractOutcome(contract, status, message, findings, basis, tuple(hand.measured), hand.reference,
                            hand.prediction, plan.outcome if plan is not None else None)
+
+
+def unmeasured_finding(contract: str, why: str) -> Finding:
+    """The failure of an unmeasured acceptance under ``--eagle3-require=measured``: what to give to measure it."""
+    return Finding(
+        "unmeasured",
+        f"not measured, and --eagle3-require=measured asks for it: {why.removeprefix(contract + ' ')}",
+        (Evidence("acceptance", "not measured (every static rule ran)", "measured with the target's weights"),),
+        f"give {MEASURE_WITH}",
+    )
 
 
 def failure_line(contract: str, subject: str, findings: Sequence[Finding]) -> str:

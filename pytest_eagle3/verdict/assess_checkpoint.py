@@ -13,6 +13,8 @@ from pytest_eagle3.verdict.assess import (
     Assessment,
     Contract,
     NotRun,
+    Unmeasured,
+    WeightsMissing,
     not_modelled,
     readability_findings,
     require_config,
@@ -164,6 +166,8 @@ def reference_acceptance(hand: Assessment, pipeline: Pipeline, ckpt: Checkpoint,
     from pytest_eagle3.reference.readings import acceptance_findings, summary
 
     reference = pipeline.reference(ckpt, side)
+    if isinstance(reference, WeightsMissing):
+        raise Unmeasured(reference)
     if isinstance(reference, str):
         raise NotRun(reference)
     if isinstance(reference, Finding):
@@ -182,6 +186,8 @@ def reference_convention(hand: Assessment, pipeline: Pipeline, ckpt: Checkpoint,
     from pytest_eagle3.reference.evidence import decide
 
     reference = pipeline.reference(ckpt, side)
+    if isinstance(reference, WeightsMissing):
+        raise Unmeasured(reference)
     if isinstance(reference, str):
         raise NotRun(reference)
     if isinstance(reference, Finding):
@@ -213,15 +219,18 @@ def reference_inputs(pipeline: Pipeline, ckpt: Checkpoint, side: TargetSide) -> 
         mismatch = pipeline.mismatch(ckpt, side)
         if mismatch:
             raise NotRun(f"not run: {mismatch}")
-        require_weights(ckpt)
     except NotRun as exc:
         return str(exc)
+    try:
+        require_weights(ckpt)
+    except NotRun as exc:
+        return WeightsMissing(str(exc))
     model = pipeline.target_model(side.path)
     if side.hidden_states is None and model.on_hub and model.no_weights:
-        return f"not run: {model.no_weights}"
+        return WeightsMissing(f"not run: {model.no_weights}")
     if side.hidden_states is None and (model.weights_dir is None or Path(model.path).is_file()):
-        return (f"reference acceptance needs the target's weights: --eagle3-target={model.path} names only a config "
-                "(give the model directory, or a dump with --eagle3-hidden-states=DIR)")
+        return WeightsMissing(f"reference acceptance needs the target's weights: --eagle3-target={model.path} names "
+                              "only a config (give the model directory, or a dump with --eagle3-hidden-states=DIR)")
     import importlib.util
 
     if importlib.util.find_spec("transformers") is None:

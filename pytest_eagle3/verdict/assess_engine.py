@@ -13,7 +13,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pytest_eagle3.findings import Finding, check
-from pytest_eagle3.verdict.assess import NEEDS_TARGET, Assessment, Contract, NotRun, not_modelled
+from pytest_eagle3.verdict.assess import (
+    NEEDS_TARGET,
+    Assessment,
+    Contract,
+    NotRun,
+    Unmeasured,
+    WeightsMissing,
+    not_modelled,
+)
 from pytest_eagle3.verdict.judgement import basis_of
 
 if TYPE_CHECKING:
@@ -205,6 +213,8 @@ def acceptance(hand: Assessment, row: Judged) -> str:
         raise NotRun(NEEDS_TARGET)
     settings, verdict = row.pipeline.settings, row.verdict
     prediction = verdict.prediction
+    if prediction is None and isinstance(verdict.no_prediction, WeightsMissing):
+        raise Unmeasured(f"engine.acceptance {verdict.no_prediction}")
     if prediction is None:
         raise NotRun(f"engine.acceptance {verdict.no_prediction}")
     hand.prediction = prediction.to_json()

@@ -18,17 +18,20 @@ if TYPE_CHECKING:
     from pytest_eagle3.findings import Finding
     from pytest_eagle3.knowledge.releases import EngineVersion
 
-Status: TypeAlias = Literal["pass", "fail", "not run", "not modelled"]
+Status: TypeAlias = Literal["pass", "fail", "not run", "not modelled", "unmeasured"]
 PASS: Status = "pass"
 FAIL: Status = "fail"
 NOT_RUN: Status = "not run"
 #: Outside what the rules model: never a pass, never a failure (``--eagle3-unknown=fail`` makes it one).
 NOT_MODELLED: Status = "not modelled"
+#: Every rule could run; only the measurement the target's weights give is missing (a row whose other contracts
+#: pass reads ``PASS (static)``; ``--eagle3-require=measured`` makes it a failure naming what to give).
+UNMEASURED: Status = "unmeasured"
 
 #: A value a contract measured: in the report's ``properties`` and in JUnit XML under its name.
 Measured: TypeAlias = int | float | str | bool | Sequence[int | float | str]
 #: The test outcome pytest reports for each status (a not-run or not-modelled contract is a skip).
-TEST_OUTCOME = {PASS: "passed", FAIL: "failed", NOT_RUN: "skipped", NOT_MODELLED: "skipped"}
+TEST_OUTCOME = {PASS: "passed", FAIL: "failed", NOT_RUN: "skipped", NOT_MODELLED: "skipped", UNMEASURED: "skipped"}
 
 #: Every contract, in the report's order (the order the installed contract modules define them). A contract
 #: outside this list (a user's own ``eagle3_contract`` test) is reported after these, by its module and line.
@@ -51,8 +54,17 @@ ENGINE_CONTRACTS = ("engine.acceptance", "engine.architecture", "engine.keys", "
                     "engine.fc", "engine.norms", "engine.embeddings", "engine.layers", "engine.geometry",
                     "engine.runtime", "engine.producer")
 #: What a row cannot be green without: the layers the engine feeds and the acceptance it reaches. A row where
-#: one of these did not run reads NOT JUDGED, never PASS (``--eagle3-not-judged=fail`` fails the run).
+#: one of these could not be judged reads NOT JUDGED, never PASS (``--eagle3-not-judged=fail`` fails the run); an
+#: acceptance left unmeasured for want of the target's weights alone (:data:`UNMEASURED`) reads ``PASS (static)``.
 ESSENTIAL = ("engine.aux_layers", "engine.acceptance")
+#: The contracts that measure with the target's weights: without them they are :data:`UNMEASURED`, and
+#: ``--eagle3-require=measured`` fails the first two.
+MEASURING = ("engine.acceptance", "reference.acceptance", "reference.convention")
+REQUIRED_MEASURED = ("engine.acceptance", "reference.acceptance")
+#: What measures acceptance where only the target's config was given (the report's ``measure_with``).
+MEASURE_WITH = ("the target's weights (--eagle3-target=DIR, the model directory; hf:// ids with "
+                "--eagle3-download-weights), or a dump of its side captured where it is served (python -m "
+                "pytest_eagle3 capture TARGET DUMP, then --eagle3-hidden-states=DUMP)")
 
 
 def basis_of(value: object) -> Basis | None:

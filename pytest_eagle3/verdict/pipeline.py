@@ -185,16 +185,21 @@ class Pipeline:
         return self._predictors[key]
 
     def _build_predictor(self, ckpt: Checkpoint, side: TargetSide, convention: str | None) -> DraftPredictor | str:
+        from pytest_eagle3.verdict.assess import WeightsMissing
+
         model = self.target(side)
         if model is not None and not ckpt.weights_local:
             from pytest_eagle3.checkpoint.hub import NOT_DOWNLOADED
 
-            return NOT_DOWNLOADED
+            return WeightsMissing(NOT_DOWNLOADED)
         if model is not None and side.hidden_states is None and model.on_hub and model.no_weights:
-            return f"not run: {model.no_weights}"
-        if model is None or (side.hidden_states is None and (model.weights_dir is None or Path(model.path).is_file())):
-            return ("needs the target's weights: pass --eagle3-target=DIR (the model directory), or a dump of its "
-                    "hidden states with --eagle3-hidden-states=DIR")
+            return WeightsMissing(f"not run: {model.no_weights}")
+        needs = ("needs the target's weights: pass --eagle3-target=DIR (the model directory), or a dump of its "
+                 "hidden states with --eagle3-hidden-states=DIR")
+        if model is None:
+            return needs
+        if side.hidden_states is None and (model.weights_dir is None or Path(model.path).is_file()):
+            return WeightsMissing(needs)
         if importlib.util.find_spec("transformers") is None:
             return "needs transformers (pip install 'pytest-eagle3[target]')"
         from pytest_eagle3.reference.acceptance import ReferenceInputError

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 
 from pytest_eagle3.findings import MEASURED, Basis
-from pytest_eagle3.verdict.judgement import ESSENTIAL, Measured, basis_of, rank
+from pytest_eagle3.verdict.judgement import ESSENTIAL, MEASURE_WITH, UNMEASURED, Measured, basis_of, rank
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint.named_target import NamedTarget
@@ -31,6 +31,9 @@ ANY_ENGINE = "any"
 #: When one contract has several test items for a checkpoint, the worst outcome wins.
 SEVERITY = {"skipped": 0, "passed": 1, "failed": 2}
 PARTIAL = "pass (partial)"
+#: A row where every rule ran and passed and only the measured acceptance is missing (a config-only target): a pass,
+#: exit 0; the JSON's ``unmeasured`` names what did not run and ``measure_with`` what would measure it.
+STATIC = "pass (static)"
 #: A row where no contract ran (all skipped, or none selected by ``-m``): never a pass.
 NOT_RUN = "not run"
 #: A row where none failed but an essential contract (``judgement.ESSENTIAL``: the aux layers fed, the acceptance
@@ -66,6 +69,8 @@ class ContractRecord:
     #: The root cause this failing contract follows from ("contract [code]"), and the row's root cause.
     consequence_of: str = ""
     root_cause: str = ""
+    #: The judgement's status ("unmeasured", "not modelled", "not run", ...; "" when not judged by the pipeline).
+    status: str = ""
     #: (name, value) in the order measured; a name measured twice keeps its last value in the report.
     measured: tuple[tuple[str, Measured], ...] = ()
 
@@ -109,7 +114,7 @@ class ContractReport:
                 "record": {"message": record.message, "basis": record.basis, "reference": record.reference,
                            "prediction": record.prediction, "probe": record.probe, "load_outcome": record.load_outcome,
                            "consequence_of": record.consequence_of, "root_cause": record.root_cause,
-                           "measured": [[k, v] for k, v in record.measured]}}
+                           "status": record.status, "measured": [[k, v] for k, v in record.measured]}}
 
     @classmethod
     def of(cls, outcome: ContractOutcome, judgement: Judgement) -> ContractReport:
@@ -117,7 +122,8 @@ class ContractReport:
         record = ContractRecord(message=outcome.message if outcome.status == "pass" else None, basis=outcome.basis,
                                 reference=outcome.reference, prediction=outcome.prediction,
                                 load_outcome=outcome.load_outcome, measured=outcome.measured,
-                                consequence_of=outcome.consequence_of, root_cause=outcome.root_cause)
+                                consequence_of=outcome.consequence_of, root_cause=outcome.root_cause,
+                                status=outcome.status)
         message = (outcome.message if outcome.status == "pass" else
                    one_line(outcome.message) if outcome.status == "fail" else one_line(outcome.message, None))
         return cls(checkpoint=judgement.checkpoint, contract=outcome.contract, engine=judgement.spec,
@@ -132,7 +138,7 @@ class ContractReport:
         record = ContractRecord(message=raw["message"], basis=basis_of(raw["basis"]), reference=raw["reference"],
                                 prediction=raw["prediction"], probe=raw["probe"], load_outcome=raw.get("load_outcome"),
                                 consequence_of=raw.get("consequence_of", ""), root_cause=raw.get("root_cause", ""),
-                                measured=tuple((str(k), v) for k, v in raw["measured"]))
+                                status=raw.get("status", ""), measured=tuple((str(k), v) for k, v in raw["measured"]))
         rank = data["rank"]
         return cls(checkpoint=str(data["checkpoint"]), contract=str(data["contract"]), engine=str(data["engine"]),
                    rank=(str(rank[0]), int(rank[1])), outcome=_outcome(data["outcome"]),
@@ -160,19 +166,28 @@ class ContractResult:
     basis: str = "assumed"
     #: The root cause this failure follows from ("contract [code]"), "" when it is one itself or passed.
     consequence_of: str = ""
+    #: The judgement's status ("unmeasured": skipped for want of weights alone; "" when unknown).
+    status: str = ""
+
+    @property
+    def unmeasured(self) -> bool:
+        """Skipped only because the measurement needs weights that were not given."""
+        return self.outcome == "skipped" and self.status == UNMEASURED
 
     def merge(self, other: ContractResult) -> None:
         self.properties.update(other.properties)
         if other.basis == MEASURED:
             self.basis = other.basis
-        if SEVERITY[other.outcome] > SEVERITY[self.outcome]:
+        if SEVERITY[other.outcome] > SEVERITY[self.outcome] or (
+                other.outcome == self.outcome == "skipped" and self.unmeasured and not other.unmeasured):
             self.outcome, self.message, self.findings = other.outcome, other.message, other.findings
-            self.consequence_of = other.consequence_of
+            self.consequence_of, self.status = other.consequence_of, other.status
 
     def to_json(self) -> dict[str, Any]:
         cause = {"consequence_of": self.consequence_of} if self.consequence_of else {}
+        status = {"status": self.status} if self.outcome == "skipped" and self.status else {}
         return {"id": self.id, "outcome": self.outcome, "message": self.message, "findings": self.findings,
-                "properties": self.properties, "basis": self.basis, **cause}
+                "properties": self.properties, "basis": self.basis, **status, **cause}
 
 
 @dataclass
@@ -224,6 +239,10 @@ class CheckpointResult:
         """Contracts that skipped for this engine (and engine-independent ones): what the verdict rests without."""
         return [c for c in self._table(engine) if c.outcome == "skipped"]
 
+    def unmeasured(self, engine: str) -> list[str]:
+        """The measuring contracts of this row (and the ``any`` row) left unmeasured for want of weights alone."""
+        return [c.id for c in self._table(engine) if c.unmeasured]
+
     def ran_nothing(self, engine: str) -> bool:
         """No contract of this row ran: every one skipped, or ``-m`` selected none."""
         return all(c.outcome == "skipped" for c in self._table(engine))
@@ -240,16 +259,21 @@ class CheckpointResult:
         if engine == ANY_ENGINE:
             return []
         own = self.engines.get(engine, {})
-        return [cid for cid in ESSENTIAL if cid in own and own[cid].outcome == "skipped"]
+        return [cid for cid in ESSENTIAL if cid in own and own[cid].outcome == "skipped" and not own[cid].unmeasured]
 
     def engine_verdict(self, engine: str) -> str:
+        """fail, not run, not judged, pass (partial) (something else did not run), pass (static) (only the
+        measurement needing weights did not run), or pass."""
         if self.engine_failing(engine):
             return "fail"
         if self.ran_nothing(engine):
             return NOT_RUN
         if self.not_judged(engine):
             return NOT_JUDGED
-        return PARTIAL if self.not_run(engine) else "pass"
+        skipped = self.not_run(engine)
+        if any(not c.unmeasured for c in skipped):
+            return PARTIAL
+        return STATIC if skipped else "pass"
 
     @property
     def verdict(self) -> str:
@@ -262,7 +286,9 @@ class CheckpointResult:
             return NOT_RUN
         if NOT_JUDGED in verdicts:
             return NOT_JUDGED
-        return PARTIAL if PARTIAL in verdicts or NOT_RUN in verdicts else "pass"
+        if PARTIAL in verdicts or NOT_RUN in verdicts:
+            return PARTIAL
+        return STATIC if STATIC in verdicts else "pass"
 
     def complete(self, engine: str) -> bool:
         return not self.ran_nothing(engine) and not self.not_run(engine)
@@ -271,9 +297,12 @@ class CheckpointResult:
         name, _, version = engine.partition("==")
         table = self.contracts if engine == ANY_ENGINE else self.engines[engine]
         verdict = self.engine_verdict(engine)
+        unmeasured = self.unmeasured(engine)
+        static = {"unmeasured": unmeasured, "measure_with": MEASURE_WITH} if unmeasured else {}
         return {
             "engine": name, "version": version or None, "rules_from": rules_from(engine),
-            "verdict": _json_verdict(verdict), "complete": self.complete(engine),
+            "verdict": _json_verdict(verdict), "complete": self.complete(engine), "basis": self.basis(engine),
+            **static,
             "failing": self.engine_failing(engine), "not_judged": self.not_judged(engine),
             "not_run": [{"id": cid, "reason": reason} for cid, reason in self.not_run_reasons(engine)],
             "contracts": [c.to_json() for c in self.ordered(table)],
@@ -284,11 +313,41 @@ class CheckpointResult:
             **({"root_cause": self.root_causes[engine]} if engine in self.root_causes else {}),
         }
 
+    def basis(self, engine: str) -> str | None:
+        """What the row's verdict rests on: ``measured`` (the reference measurement settled how the draft was
+        trained), ``assumed`` (the rules under the readings the checkpoint declares or leaves open), or None
+        (nothing ran)."""
+        table = self.contracts if engine == ANY_ENGINE else self.engines.get(engine, {})
+        ran = [c for c in table.values() if c.outcome != "skipped"]
+        if not ran:
+            return None
+        return MEASURED if any(c.basis == MEASURED for c in ran) else "assumed"
+
     def fixes(self, engine: str) -> list[str]:
         """The fixes the row's failing contracts name, each once, in contract order."""
         found = [str(f["fix"]) for c in self._table(engine) if c.outcome == "failed" for f in c.findings
                  if f.get("fix")]
         return list(dict.fromkeys(found))
+
+
+#: The words every screen and summary shows for a row's verdict.
+WORDS = {"fail": "FAIL", "pass": "PASS", PARTIAL: "PASS (partial)", STATIC: "PASS (static)", NOT_JUDGED: "NOT JUDGED",
+         NOT_RUN: "NOT RUN"}
+
+
+def row_verdict(entry: Mapping[str, Any]) -> str:
+    """A JSON row's verdict in full: ``pass (static)`` (only what needs weights did not run), ``pass (partial)``
+    (something else did not run), or the JSON's own word."""
+    if entry["verdict"] != "pass" or entry["complete"]:
+        return str(entry["verdict"])
+    unmeasured = set(entry.get("unmeasured") or ())
+    skipped = {n["id"] for n in entry.get("not_run") or ()}
+    return STATIC if unmeasured and skipped <= unmeasured else PARTIAL
+
+
+def shown(verdict: str) -> str:
+    """A verdict as the terminal and the summaries show it (``pass (static)`` -> ``PASS (static)``)."""
+    return WORDS.get(verdict, verdict.upper())
 
 
 def edits_first(fixes: list[str]) -> list[str]:
@@ -298,7 +357,8 @@ def edits_first(fixes: list[str]) -> list[str]:
 
 
 def _json_verdict(verdict: str) -> str:
-    """The JSON's word: fail, not run, not judged, or pass (a partial pass is ``pass`` with ``complete: false``)."""
+    """The JSON's word: fail, not run, not judged, or pass (a partial pass is ``pass`` with ``complete: false``; a
+    static one ``pass`` with ``unmeasured``)."""
     return verdict if verdict in ("fail", NOT_RUN, NOT_JUDGED) else "pass"
 
 
@@ -362,7 +422,7 @@ class Collector:
         table = result.contracts if engine == ANY_ENGINE else result.engines.setdefault(engine, {})
         _merge_into(table, ContractResult(entry.contract, entry.outcome, entry.message,
                                           [dict(f) for f in entry.findings], dict(properties),
-                                          entry.basis or "assumed", record.consequence_of))
+                                          entry.basis or "assumed", record.consequence_of, record.status))
         if record.root_cause and engine != ANY_ENGINE:
             result.root_causes[engine] = record.root_cause
         if record.prediction is not None and engine != ANY_ENGINE:

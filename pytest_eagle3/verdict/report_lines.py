@@ -10,9 +10,11 @@ from pytest_eagle3.verdict.report import (
     NOT_JUDGED,
     NOT_RUN,
     PARTIAL,
+    STATIC,
     Collector,
     one_line,
     rules_from,
+    shown,
 )
 
 
@@ -30,30 +32,34 @@ def table_rows(collector: Collector) -> list[tuple[str, str, str, str, str, str]
             first = (ckpt.path, ckpt.format or "unreadable") if index == 0 else ("", "")
             failing = ", ".join(ckpt.engine_failing(spec)) or "-"
             newest_rules = rules_from(spec)
-            shown = f"{spec} ({newest_rules} rules)" if newest_rules else spec
-            rows.append((*first, shown, ckpt.engine_verdict(spec).upper().replace("(PARTIAL)", "(partial)"),
-                         _predicted_cell(ckpt.predicted.get(spec)), failing))
+            engine = f"{spec} ({newest_rules} rules)" if newest_rules else spec
+            rows.append((*first, engine, shown(ckpt.engine_verdict(spec)), _predicted_cell(ckpt.predicted.get(spec)),
+                         failing))
     return rows
 
 def partial_lines(collector: Collector) -> list[str]:
     """What did not run, per checkpoint, and why: a PASS (partial) is not a pass, NOT RUN is no verdict."""
     lines = []
     for ckpt in collector.checkpoints.values():
-        shown: set[tuple[str, str]] = set()  # a reason is said once per checkpoint, under its worst row
-        for verdict in (NOT_RUN, NOT_JUDGED, PARTIAL):
+        said: set[tuple[str, str]] = set()  # a reason is said once per checkpoint, under its worst row
+        for verdict in (NOT_RUN, NOT_JUDGED, PARTIAL, STATIC):
             skipped: dict[str, str] = {}
             specs = [s for s in (ANY_ENGINE, *ckpt.engine_specs(collector.engines)) if ckpt.engine_verdict(s) == verdict]
             for spec in specs:
-                skipped.update({c: r for c, r in ckpt.not_run_reasons(spec) if (c, r) not in shown})
-            shown.update(skipped.items())
+                skipped.update({c: r for c, r in ckpt.not_run_reasons(spec) if (c, r) not in said})
+            said.update(skipped.items())
             if not skipped:
                 continue
             if verdict == NOT_RUN:
                 lines.append(f"not run for {ckpt.path} ({', '.join(specs)}): no contract ran:")
             elif verdict == NOT_JUDGED:
                 essential = dict.fromkeys(c for s in specs for c in ckpt.not_judged(s))
-                lines.append(f"NOT JUDGED for {ckpt.path} ({', '.join(specs)}): {', '.join(essential)} did not run, "
-                             "so no PASS (--eagle3-not-judged=fail makes this fail the run):")
+                lines.append(f"NOT JUDGED for {ckpt.path} ({', '.join(specs)}): {', '.join(essential)} could not be "
+                             "judged, so no PASS (--eagle3-not-judged=fail makes this fail the run):")
+            elif verdict == STATIC:
+                unmeasured = dict.fromkeys(c for s in specs for c in ckpt.unmeasured(s))
+                lines.append(f"PASS (static) for {ckpt.path} ({', '.join(specs)}): every rule ran and passed; "
+                             f"{', '.join(unmeasured)} not measured (--eagle3-require=measured makes this fail):")
             else:
                 lines.append(f"partial verdict for {ckpt.path}: {len(skipped)} contracts did not run:")
             lines.extend(f"  {cid}: {reason}" for cid, reason in skipped.items())

@@ -24,15 +24,15 @@ if TYPE_CHECKING:
 
 def judge_checkpoint(pipeline: Pipeline, ckpt: Checkpoint, side: TargetSide) -> Judgement:
     """The contracts that do not depend on an engine (the table's ``any`` row)."""
-    fails = pipeline.settings.unknown_fails
+    fails, measured = pipeline.settings.unknown_fails, pipeline.settings.measured_required
     rows = checkpoint_contracts(pipeline, ckpt, side)
-    outcomes = tuple(assess(cid, ckpt.path, run, unknown_fails=fails) for cid, run in rows)
+    outcomes = tuple(assess(cid, ckpt.path, run, unknown_fails=fails, measured_required=measured) for cid, run in rows)
     return Judgement(ckpt.path, None, _format(ckpt), outcomes)
 
 
 def judge_engine(pipeline: Pipeline, ckpt: Checkpoint, engine: EngineVersion, side: TargetSide) -> Judgement:
     """The engine contracts of one engine version (its row)."""
-    fails = pipeline.settings.unknown_fails
+    fails, measured = pipeline.settings.unknown_fails, pipeline.settings.measured_required
     subject = f"{ckpt.path}{SUBJECT_SEPARATOR}{engine.spec}"
     try:
         require_tensors(ckpt)
@@ -42,7 +42,8 @@ def judge_engine(pipeline: Pipeline, ckpt: Checkpoint, engine: EngineVersion, si
         return Judgement(ckpt.path, engine, _format(ckpt), outcomes)
     verdict = pipeline.verdict(ckpt, engine, side)
     rows = engine_contracts(pipeline, verdict, ckpt, side)
-    outcomes = tuple(assess(cid, subject, run, unknown_fails=fails, plan=verdict.plan) for cid, run in rows)
+    outcomes = tuple(assess(cid, subject, run, unknown_fails=fails, measured_required=measured, plan=verdict.plan)
+                     for cid, run in rows)
     return Judgement(ckpt.path, engine, _format(ckpt), with_causes(outcomes, verdict.plan))
 
 

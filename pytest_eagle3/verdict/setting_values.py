@@ -227,6 +227,17 @@ def choice(flag: str, text: str | None, choices: tuple[str, ...]) -> str:
     return value
 
 
+def choices(flag: str, text: str | None, allowed: tuple[str, ...]) -> tuple[str, ...]:
+    """A comma list of ``allowed`` words (empty when unset), case-insensitive, each once; an empty item is an error."""
+    if text is None:
+        return ()
+    words = [w.strip().lower() for w in text.split(",")]
+    for word in words:
+        if word not in allowed:
+            raise usage(flag, f"{word!r} is not one of {', '.join(allowed)}")
+    return tuple(dict.fromkeys(words))
+
+
 def interpreter(flag: str, python: str | None) -> str | None:
     """An engine's interpreter: an existing file, or a command on PATH."""
     import shutil

@@ -17,6 +17,8 @@ from pytest_eagle3.option_table import (
     NOT_JUDGED_FAIL,
     NOT_JUDGED_PASS,
     OPTIONS,
+    REQUIRE_CHOICES,
+    REQUIRE_MEASURED,
     UNKNOWN_FAIL,
     UNKNOWN_SKIP,
     Resolved,
@@ -64,6 +66,8 @@ class RunSettings:
     hidden_states: str | None = None
     unknown: str = UNKNOWN_SKIP
     not_judged: str = NOT_JUDGED_PASS
+    #: ``--eagle3-require``: what a row needs beyond the static rules (``measured``).
+    require: tuple[str, ...] = ()
     vllm_python: str | None = None
     sglang_python: str | None = None
     mlx_vlm_python: str | None = None
@@ -87,6 +91,11 @@ class RunSettings:
         return self.unknown == UNKNOWN_FAIL
 
     @property
+    def measured_required(self) -> bool:
+        """``--eagle3-require=measured``: an acceptance left unmeasured (a config-only target) fails."""
+        return REQUIRE_MEASURED in self.require
+
+    @property
     def not_judged_fails(self) -> bool:
         """``--eagle3-not-judged=fail``: a row that could not judge its aux layers or acceptance fails the run."""
         return self.not_judged == NOT_JUDGED_FAIL
@@ -105,6 +114,8 @@ class RunSettings:
                 argv.append(spec.flag)
             elif name == "engines":
                 argv.append(f"{spec.flag}={','.join(e.spec for e in value)}")
+            elif name == "require":
+                argv.append(f"{spec.flag}={','.join(value)}")
             else:
                 argv.append(f"{spec.flag}={value:g}" if isinstance(value, float) else f"{spec.flag}={value}")
         return argv
@@ -157,6 +168,7 @@ def build(sources: Mapping[str, Resolved], names: Mapping[str, str], *, device: 
                                           name["eagle3_prompts"]),
         unknown=check.choice(name["eagle3_unknown"], one["eagle3_unknown"], (UNKNOWN_SKIP, UNKNOWN_FAIL)),
         not_judged=check.choice(name["eagle3_not_judged"], one["eagle3_not_judged"], (NOT_JUDGED_PASS, NOT_JUDGED_FAIL)),
+        require=check.choices(name["eagle3_require"], one["eagle3_require"], REQUIRE_CHOICES),
         vllm_python=check.interpreter(name["eagle3_vllm_python"], one["eagle3_vllm_python"]),
         sglang_python=check.interpreter(name["eagle3_sglang_python"], one["eagle3_sglang_python"]),
         mlx_vlm_python=check.interpreter(name["eagle3_mlx_vlm_python"], one["eagle3_mlx_vlm_python"]),

@@ -95,7 +95,8 @@ class EngineRow:
 
     @property
     def passes(self) -> bool:
-        """The row passes: PASS, or PASS (partial) where only inessential contracts did not run."""
+        """The row passes: PASS, PASS (static) (acceptance unmeasured), or PASS (partial) where only inessential
+        contracts did not run."""
         return self.verdict.startswith("pass")
 
     def to_json(self) -> dict[str, Any]:
@@ -195,12 +196,11 @@ def run_sweep(paths: Sequence[Path | str], engines: Sequence[EngineVersion], sid
 
 def _engine_row(verdict: Verdict, entry: dict[str, Any]) -> EngineRow:
     """The report's row for one engine version (``Collector`` over the judgements), with the prediction."""
-    from pytest_eagle3.verdict.report import edits_first
+    from pytest_eagle3.verdict.report import edits_first, row_verdict
 
     prediction = verdict.prediction
-    words = {"pass": "pass (partial)" if not entry["complete"] else "pass"}
     unavailable = verdict.no_prediction if prediction is None else prediction.unavailable
-    return EngineRow(verdict.engine.spec, words.get(entry["verdict"], entry["verdict"]), verdict.plan.outcome,
+    return EngineRow(verdict.engine.spec, row_verdict(entry), verdict.plan.outcome,
                      tuple(entry["failing"]), None if prediction is None else prediction.mean_acceptance_length,
                      None if prediction is None else prediction.basis, next(iter(edits_first(entry["fix"])), None),
                      unavailable)
@@ -233,7 +233,9 @@ def _cell(row: EngineRow) -> str:
     figure = "refused" if row.outcome == "refused" else _figure(row.predicted)
     if row.verdict == "fail":
         return f"{figure} **FAIL** {', '.join(row.failing)}"
-    return f"{figure} {row.verdict.upper().replace('(PARTIAL)', '(partial)')}"
+    from pytest_eagle3.verdict.report import shown
+
+    return f"{figure} {shown(row.verdict)}"
 
 
 def _figure(value: float | None) -> str:
