@@ -33,7 +33,10 @@ def write_draft(draft: dict[str, Any], out: Path) -> Path:
     spec = spec_of(draft)
     if "base" in draft:
         case = CASES_BY_NAME[draft["base"]]
-        write_case(replace(case, spec=replace(case.spec, target_layers=spec.target_layers)), out)
+        based = replace(case.spec, target_layers=spec.target_layers, write_aux_ids=spec.write_aux_ids)
+        if spec.aux_layer_ids is not None:
+            based = replace(based, aux_layer_ids=spec.aux_layer_ids)
+        write_case(replace(case, spec=based), out)
     else:
         write_checkpoint(spec, out)
     path = out / "config.json"
