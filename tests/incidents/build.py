@@ -1,9 +1,9 @@
 """Write an incident of ``incidents.json`` as a draft folder and a target config.json.
 
 The draft starts from a synthetic checkpoint in its producer's layout (``pytest_eagle3.testing``; ``base``:
-a probe case, e.g. the MLA draft, with the incident's layer count and aux ids), then takes the incident's config fields and extra tensors; the target is a
-config.json with the incident's architecture, model_type and layer count (nested in ``text_config`` where the
-real one is a multimodal wrapper), and the draft's widths.
+a probe case, e.g. the MLA draft, with the incident's layer count and aux ids), then takes the incident's config
+fields and extra tensors; the target is a config.json with the incident's architecture, model_type and layer count
+(nested in ``text_config`` where the real one is a multimodal wrapper), and the draft's widths.
 """
 
 from __future__ import annotations
