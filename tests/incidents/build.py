@@ -1,9 +1,9 @@
 """Write an incident of ``incidents.json`` as a draft folder and a target config.json.
 
 The draft starts from a synthetic checkpoint in its producer's layout (``pytest_eagle3.testing``; ``base``:
-a probe case, e.g. the MLA draft), then takes the incident's config fields and extra tensors; the target is a
-config.json with the incident's architecture, model_type and layer count (nested in ``text_config`` where the
-real one is a multimodal wrapper), and the draft's widths.
+a probe case, e.g. the MLA draft, with the incident's layer count and aux ids), then takes the incident's config
+fields and extra tensors; the target is a config.json with the incident's architecture, model_type and layer count
+(nested in ``text_config`` where the real one is a multimodal wrapper), and the draft's widths.
 """
 
 from __future__ import annotations
@@ -33,7 +33,10 @@ def write_draft(draft: dict[str, Any], out: Path) -> Path:
     spec = spec_of(draft)
     if "base" in draft:
         case = CASES_BY_NAME[draft["base"]]
-        write_case(replace(case, spec=replace(case.spec, target_layers=spec.target_layers)), out)
+        based = replace(case.spec, target_layers=spec.target_layers, write_aux_ids=spec.write_aux_ids)
+        if spec.aux_layer_ids is not None:
+            based = replace(based, aux_layer_ids=spec.aux_layer_ids)
+        write_case(replace(case, spec=based), out)
     else:
         write_checkpoint(spec, out)
     path = out / "config.json"

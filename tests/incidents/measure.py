@@ -1,8 +1,17 @@
 """Run the plugin's ``check`` command on every incident and score it against ``incidents.json``.
 
-``python -m tests.incidents.measure`` prints the right verdicts per engine. A verdict is right when the engine
-row FAILs or not as expected and, for a FAIL, the expected contract fails with the expected finding code; the
-``any`` row's failures count against every engine (README "What the verdicts mean").
+``python -m tests.incidents.measure`` prints, over all expectations, three figures and a fourth:
+
+- right: the row's verdict is the expected one ("pass" needs a PASS row; "fail" a FAIL row where the expected
+  contract fails with the expected finding code);
+- abstained: the row is NOT JUDGED, NOT RUN or absent where a verdict was expected (wrong, but the plugin said
+  it could not tell);
+- false FAIL: the row FAILs where the engine serves the draft well (expected "pass");
+- missed FAIL: the row PASSes where the engine does not serve the draft (expected "fail").
+
+A FAIL row where the expected contract or code does not fail is counted apart ("fail, other cause"). The ``any``
+row's failures count against every engine (README "What the verdicts mean"). A PASS row that lists only
+measurements it could not make (``unmeasured``) is a PASS.
 """
 
 from __future__ import annotations
@@ -11,7 +20,8 @@ import json
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +29,26 @@ from tests.incidents.build import INCIDENTS, write_draft, write_target
 
 ROOT = Path(__file__).resolve().parents[2]
 
+#: The row verdicts that say the plugin gave no verdict.
+ABSTAINING = ("not judged", "not run")
+#: How an expectation can come out, in the order they are printed.
+OUTCOMES = ("right", "abstained", "false FAIL", "missed FAIL", "fail, other cause")
+
 
 @dataclass(frozen=True)
 class Row:
     """One engine row of the plugin's JSON report: its verdict and the failing contracts' finding codes."""
 
+    #: "pass", "fail", "not judged" or "not run" ("fail" also where only the ``any`` row fails).
     verdict: str
     failing: dict[str, tuple[str, ...]]
     #: The plan's root-cause area and its consequences, where the report carries them (else empty).
     root_cause: str = ""
+    #: The contracts the row lists as not judged, and the not-run reasons (contract id -> reason).
+    not_judged: tuple[str, ...] = ()
+    not_run: dict[str, str] = field(default_factory=dict)
+    #: Every contract's findings as the report writes them (contract id -> findings).
+    findings: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -41,6 +62,14 @@ class Run:
 def _failing(entry: dict[str, Any]) -> dict[str, tuple[str, ...]]:
     return {c["id"]: tuple(f["code"] for f in c.get("findings") or ()) for c in entry["contracts"]
             if c["outcome"] == "failed"}
+
+
+def row_verdict(entry: dict[str, Any], failing: bool) -> str:
+    """The row's verdict: the report's, FAIL where the ``any`` row fails; a PASS with ``unmeasured`` is a PASS."""
+    if failing:
+        return "fail"
+    verdict = str(entry.get("verdict") or "not run").lower()
+    return "pass" if verdict.startswith("pass") else verdict
 
 
 def run_incident(incident: dict[str, Any], where: Path) -> Run:
@@ -64,20 +93,32 @@ def run_incident(incident: dict[str, Any], where: Path) -> Run:
             failing = {**any_failing, **_failing(entry)}
             cause = (entry.get("root_cause") or {}).get("area", "") if isinstance(entry.get("root_cause"), dict) else ""
             version = str(entry["version"]).removeprefix("b") if entry["engine"] == "llamacpp" else entry["version"]
-            rows[f"{entry['engine']}=={version}"] = Row("fail" if failing else "pass", failing, cause)
+            not_run = {str(r.get("id", "")): str(r.get("reason", "")) for r in entry.get("not_run") or ()}
+            findings = {c["id"]: tuple(c.get("findings") or ()) for c in entry["contracts"]}
+            rows[f"{entry['engine']}=={version}"] = Row(row_verdict(entry, bool(failing)), failing, cause,
+                                                         tuple(entry.get("not_judged") or ()), not_run, findings)
     return Run(rows)
+
+
+def outcome(expected: dict[str, Any], row: Row | None) -> str:
+    """How one expectation came out (one of ``OUTCOMES``)."""
+    if row is None or row.verdict in ABSTAINING:
+        return "abstained"
+    if expected["verdict"] == "pass":
+        return "right" if row.verdict == "pass" else "false FAIL"
+    if row.verdict != "fail":
+        return "missed FAIL"
+    return "right" if expected["code"] in row.failing.get(expected["contract"], ()) else "fail, other cause"
 
 
 def right(expected: dict[str, Any], row: Row | None) -> bool:
     """Whether the plugin's row is the expected verdict (and, for a FAIL, the expected contract and code)."""
-    if row is None or row.verdict != expected["verdict"]:
-        return False
-    return expected["verdict"] == "pass" or expected["code"] in row.failing.get(expected["contract"], ())
+    return outcome(expected, row) == "right"
 
 
-def measure() -> dict[str, tuple[int, int]]:
-    """Right verdicts and verdicts per engine over the corpus; prints each miss."""
-    figures: dict[str, list[int]] = {}
+def measure() -> dict[str, Counter[str]]:
+    """The outcomes per engine over the corpus (``OUTCOMES`` -> count); prints each expectation not right."""
+    figures: dict[str, Counter[str]] = {}
     with tempfile.TemporaryDirectory(prefix="eagle3-incidents-") as tmp:
         for incident in INCIDENTS:
             run = run_incident(incident, Path(tmp) / incident["id"])
@@ -85,19 +126,28 @@ def measure() -> dict[str, tuple[int, int]]:
                 print(f"{incident['id']}: the command crashed:\n{run.crashed}")
             for spec, expected in incident["expect"].items():
                 row = run.rows.get(spec)
-                ok = right(expected, row)
-                tally = figures.setdefault(spec.split("==")[0], [0, 0])
-                tally[0] += ok
-                tally[1] += 1
-                if not ok:
+                came = outcome(expected, row)
+                figures.setdefault(spec.split("==")[0], Counter())[came] += 1
+                if came != "right":
                     got = "no row" if row is None else f"{row.verdict} {row.failing}"
-                    print(f"miss {incident['id']} {spec}: expected {expected['verdict']} "
+                    print(f"{came}: {incident['id']} {spec}: expected {expected['verdict']} "
                           f"{expected.get('contract', '')} {expected.get('code', '')}; got {got}")
-    return {engine: (a, b) for engine, (a, b) in figures.items()}
+    return figures
+
+
+def summary(figures: dict[str, Counter[str]]) -> str:
+    """The figures as lines: per engine, then over all expectations."""
+    total: Counter[str] = Counter()
+    lines = []
+    for engine, counts in sorted(figures.items()):
+        total.update(counts)
+        lines.append(f"{engine}: " + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES)
+                     + f" of {sum(counts.values())}")
+    lines.append(f"all: {total['right']} right, {total['abstained']} abstained, {total['false FAIL']} false FAIL "
+                 f"({total['missed FAIL']} missed FAIL, {total['fail, other cause']} fail, other cause) "
+                 f"of {sum(total.values())}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
-    results = measure()
-    for engine, (ok, total) in results.items():
-        print(f"{engine}: {ok} right of {total}")
-    print(f"all: {sum(a for a, _ in results.values())} right of {sum(b for _, b in results.values())}")
+    print(summary(measure()))
