@@ -25,7 +25,7 @@ NOT_JUDGED_PASS = "pass"
 NOT_JUDGED_FAIL = "fail"
 #: --eagle3-require: what a run must have measured, not only judged statically (empty: nothing beyond the rules).
 REQUIRE_MEASURED = "measured"
-REQUIRE_CHOICES = (REQUIRE_MEASURED,)
+REQUIRE_CHOICES = (REQUIRE_MEASURED, "gpu", "engine")
 #: The command-line name of a setting is its option without this prefix (``--eagle3-target`` -> ``--target``).
 OPTION_PREFIX = "--eagle3-"
 
@@ -105,10 +105,12 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "does to the run's exit status: pass (default: exit 0, the row reads NOT JUDGED) or fail (exit 1, "
                "for a CI gate)", metavar="pass|fail", is_path=False),
     OptionSpec("eagle3_require", "--eagle3-require", "EAGLE3_REQUIRE", "eagle3_require",
-               "what a row needs beyond the static rules to pass: measured (engine.acceptance and "
+               "what the run needs beyond the static rules, comma list: measured (engine.acceptance and "
                "reference.acceptance fail where only the target's config was given, naming the weights or dump "
-               "to give; default: nothing, such a row reads PASS (static) and exits 0)",
-               metavar="measured", is_path=False),
+               "to give; default: such a row reads PASS (static) and exits 0), gpu / engine (a selected test marked "
+               "gpu / engine that could not run, no CUDA device or no engine, fails the run; default: the summary "
+               "says so and the run exits 0)",
+               metavar="measured,gpu,engine", is_path=False),
     OptionSpec("eagle3_prompts", "--eagle3-prompts", "EAGLE3_PROMPTS", "eagle3_prompts",
                "prompts for reference acceptance, one per line: a JSON list of token ids, or text "
                "(needs the target's tokenizer); default: a built-in set", metavar="FILE"),

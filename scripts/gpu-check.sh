@@ -39,7 +39,10 @@ cd "$ROOT" || exit 2
 step install "$PY" -m pip install --no-deps --no-build-isolation -q -e . || exit 2
 step models "$PY" scripts/gpu_models.py "$MODELS" ${EAGLE3_GPU_TINY:+--tiny} > "$OUT/models.json" || exit 2
 
-step pytest "$PY" -m pytest -m gpu -p no:cacheprovider -rs --durations=0 \
+# a GPU run that finds no GPU fails instead of passing on skips (the CPU rehearsal, EAGLE3_GPU_TINY=1, skips them)
+REQUIRE_GPU=--eagle3-require=gpu
+[ -n "${EAGLE3_GPU_TINY:-}" ] && REQUIRE_GPU=--eagle3-require=
+step pytest "$PY" -m pytest -m gpu -p no:cacheprovider -rs --durations=0 $REQUIRE_GPU \
     --eagle3-ckpt="$MODELS/draft" --eagle3-target="$MODELS/target" --eagle3-device=cuda \
     --eagle3-min-acceptance=1.0 --eagle3-report="$OUT/report.json" --junitxml="$OUT/junit.xml" \
     2>&1 | tee "$OUT/pytest.txt"

@@ -46,7 +46,8 @@ def test_the_action_is_composite_with_the_documented_inputs(action: dict[str, An
 def test_every_option_the_action_passes_exists(action: dict[str, Any]) -> None:
     script = _step(action, "Judge the draft")["run"]
     flags = set(re.findall(r"--eagle3-[a-z-]+", script))
-    assert flags == {"--eagle3-engine", "--eagle3-report", "--eagle3-summary", "--eagle3-ckpt", "--eagle3-target"}
+    assert flags == {"--eagle3-engine", "--eagle3-report", "--eagle3-summary", "--eagle3-ckpt", "--eagle3-target",
+                     "--eagle3-not-judged", "--eagle3-unknown", "--eagle3-require"}
     assert flags <= {spec.flag for spec in OPTIONS}
     # inputs reach the script through the environment, never spliced into the shell text
     assert "${{" not in script
@@ -71,6 +72,11 @@ def test_the_judge_step_passes_each_draft_and_drops_an_empty_target(action: dict
                                                                  "--eagle3-ckpt=hf://org/draft@main"]
     assert not any(a.startswith("--eagle3-target") for a in args)
     assert "--eagle3-summary=eagle3-summary.md" in args and "--eagle3-engine=all" in args
+    # the defaults are the strict gate: NOT JUDGED and unmodelled cases fail the step
+    assert "--eagle3-not-judged=fail" in args and "--eagle3-unknown=fail" in args
+    assert not any(a.startswith("--eagle3-require") for a in args)
+    lenient = _judge(action, tmp_path, draft="d", strict="false", require="measured")
+    assert "--eagle3-not-judged=fail" not in lenient and "--eagle3-require=measured" in lenient
     args = _judge(action, tmp_path, draft="d", target="t/config.json", **{"extra-args": "--eagle3-k=2 -x"})
     assert args[-3:] == ["--eagle3-target=t/config.json", "--eagle3-k=2", "-x"]
 
@@ -83,3 +89,25 @@ def test_the_readme_workflow_uses_the_action_with_its_inputs(action: dict[str, A
     steps = next(iter(workflow["jobs"].values()))["steps"]
     used = next(s for s in steps if "pytest-eagle3" in s.get("uses", ""))
     assert set(used["with"]) <= set(action["inputs"]) and "draft" in used["with"]
+
+
+@pytest.mark.parametrize(("strict", "code"), [("true", 1), ("false", 0)])
+def test_on_its_defaults_the_step_fails_the_specforge_demo_draft(action: dict[str, Any], tmp_path: Path, strict: str,
+                                                                 code: int) -> None:
+    """The README's headline failure (the SpecForge demo draft on vLLM) fails the step on the Action's defaults: no
+    target, so vLLM's aux layers cannot be judged, and the strict gate fails a NOT JUDGED row; ``strict: false``
+    lets it pass (the vLLM row alone: the other engines' own failures would fail it either way)."""
+    import sys
+
+    step = _step(action, "Judge the draft")
+    defaults = {name: str(spec.get("default", "")) for name, spec in action["inputs"].items()}
+    inputs = {"draft": str(ROOT / "examples" / "demo-draft-sglang"), "strict": strict, "engines": "vllm",
+              "report": str(tmp_path / "report.json"), "summary": str(tmp_path / "summary.md")}
+    env = {**os.environ, **{key: inputs.get(value[len("${{ inputs."):-3], defaults[value[len("${{ inputs."):-3]])
+                            for key, value in step["env"].items()}}
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    script = step["run"].replace("python -m pytest", f"{sys.executable} -m pytest")
+    done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script], env=env,
+                          capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert done.returncode == code, done.stdout[-3000:]
+    assert "NOT JUDGED" in done.stdout and "vllm==" in done.stdout

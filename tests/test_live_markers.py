@@ -39,6 +39,34 @@ def test_gpu_test_skips_without_a_visible_device(pytester: pytest.Pytester, monk
     result.stdout.fnmatch_lines(["*SKIPPED*no CUDA device visible (CUDA_VISIBLE_DEVICES='')*"])
 
 
+def test_a_gpu_run_on_a_cpu_machine_says_so_and_fails_when_the_gpu_is_required(tmp_path: Path) -> None:
+    """``pytest -m gpu`` where no GPU is visible: the summary says so without ``-rs`` (exit 0, nothing ran);
+    ``--eagle3-require=gpu`` (or its env variable) makes it exit 1 naming the missing GPU. Run from outside the clone,
+    as a CI job would."""
+    import os
+    import subprocess
+
+    (tmp_path / "test_user.py").write_text(USER_TESTS, encoding="utf-8")
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    env.pop("EAGLE3_REQUIRE", None)
+
+    def run(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "pytest", "-m", "gpu", "-p", "no:cacheprovider", "-p",
+                               "no:randomly", *args], cwd=tmp_path, env={**env, **extra}, capture_output=True,
+                              text=True, check=False, timeout=120)
+
+    said = run()
+    assert said.returncode == 0, said.stdout
+    assert ("eagle3: 1 test marked gpu did not run (--eagle3-require=gpu makes this fail the run): no CUDA device "
+            "visible (CUDA_VISIBLE_DEVICES='')") in " ".join(said.stdout.split())
+    for required in (run("--eagle3-require=gpu"), run(EAGLE3_REQUIRE="measured,gpu")):
+        assert required.returncode == 1, required.stdout
+        assert "marked gpu did not run (--eagle3-require=gpu fails the run): no CUDA device visible" in " ".join(
+            required.stdout.split())
+    bad = run("--eagle3-require=gpus")
+    assert bad.returncode == 4 and "--eagle3-require: 'gpus' is not one of measured, gpu, engine" in bad.stderr
+
+
 def test_engine_test_skips_naming_the_engine(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(USER_TESTS)
     not_python = pytester.path / "not-python"

@@ -153,3 +153,23 @@ def test_bad_inputs_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixtu
     err = _usage_error(["sweep", str(EXAMPLES / "trained-2layer"), "--out", str(tmp_path / "o")], capsys)
     assert "--target: give the target model's directory" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_the_exit_status_is_the_gate_the_user_chose(swept: tuple[Path, str, int, int], tmp_path: Path) -> None:
+    """``--fail-on``: the bundled sweep has a passing checkpoint for every engine version (``best``, the default, exits
+    0, as the fixture's run did) and failing cells (``any`` exits 1 naming each); the gate reads the sweep written."""
+
+    out, said, _, _ = swept
+    data = json.loads((out / "sweep.json").read_text(encoding="utf-8"))
+    rows = tuple(CheckpointRow(c["path"], c["as_trained"], tuple(
+        EngineRow(e["engine"], e["verdict"], e["outcome"], tuple(e["failing"]), e["predicted_acceptance"], e["basis"],
+                  e["fix"]) for e in c["engines"]), c["problem"] or "") for c in data["checkpoints"])
+    sweep = Sweep(data["target"], tuple(data["engines"]), rows, data["target_runs"])
+    assert sweep.gate("best") == [] and sweep.gate("never") == []
+    failing = sweep.gate("any")
+    cells = [e for c in data["checkpoints"] for e in c["engines"] if not e["verdict"].startswith("pass")]
+    assert len(failing) == len(cells) > 0
+    assert "sweep fails" not in said
+    code = main(["sweep", str(EXAMPLES / "trained-inputof-sglang"), "--target", str(EXAMPLES / "demo-target"),
+                 "--engine", ENGINES, "--out", str(tmp_path / "any"), "--fail-on", "any"])
+    assert code == 1

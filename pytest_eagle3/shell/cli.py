@@ -18,6 +18,9 @@ from pytest_eagle3.shell.capture_command import capture, capture_parser
 from pytest_eagle3.shell.cli_settings import OWN_ENGINE, add_settings, settings_of
 from pytest_eagle3.testing import synth as synthetic
 
+#: ``sweep --fail-on``: what makes the sweep exit 1 (``verdict.sweep.Sweep.gate``).
+FAIL_ON = ("best", "any", "never")
+
 DESCRIPTION = ("Judge EAGLE-3 draft checkpoints against engine versions (SGLang, vLLM, TensorRT-LLM, LMDeploy, "
                "llama.cpp, mlx-vlm, TokenSpeed) and repair them: python -m pytest_eagle3 COMMAND --help for each "
                "command.")
@@ -79,6 +82,10 @@ def _sweep_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                        help="checkpoint folders in training order, a folder of them, or a glob (sorted naturally)")
     sweep.add_argument("--out", required=True, type=Path, metavar="DIR", help="the new folder to write")
     sweep.add_argument("--engine", metavar="ENGINE==VER[,...]", help=BY_DEST["eagle3_engines"].help)
+    sweep.add_argument("--fail-on", choices=FAIL_ON, default="best",
+                       help="the exit status: 1 when some engine version has no passing checkpoint (best, the "
+                            "default), when any checkpoint fails on any engine version (any), or never (never); "
+                            "0 otherwise, 2 for a usage error")
     add_settings(sweep, without=OWN_ENGINE)
 
 
@@ -305,7 +312,10 @@ def _sweep(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
           f"{time.monotonic() - start:.0f} s, {result.target_runs} target run{'s' if result.target_runs != 1 else ''}")
     for engine, best in result.best().items():
         print(f"best for {engine}: {best.path if best is not None else result.why_no_best(engine)}")
-    return 0
+    tripped = result.gate(args.fail_on)
+    for line in tripped:
+        print(f"sweep fails (--fail-on={args.fail_on}): {line}")
+    return 1 if tripped else 0
 
 
 def _fix(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

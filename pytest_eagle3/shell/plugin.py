@@ -163,6 +163,9 @@ def _with_testpaths(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
+    from pytest_eagle3.shell.require import MarkedSkips, required_markers
+
+    config.pluginmanager.register(MarkedSkips(required_markers(config)), "eagle3-marked-skips")
     profile = config.getoption("hypothesis_profile", default=None)
     if isinstance(profile, str) and profile.startswith(HYPOTHESIS_PROFILE_PREFIX):
         from pytest_eagle3.testing.strategies import register_profiles

@@ -228,10 +228,10 @@ def choice(flag: str, text: str | None, choices: tuple[str, ...]) -> str:
 
 
 def choices(flag: str, text: str | None, allowed: tuple[str, ...]) -> tuple[str, ...]:
-    """A comma list of ``allowed`` words (empty when unset), case-insensitive, each once; an empty item is an error."""
+    """A comma list of ``allowed`` words (empty when unset or given empty), case-insensitive, each once."""
     if text is None:
         return ()
-    words = [w.strip().lower() for w in text.split(",")]
+    words = [w.strip().lower() for w in text.split(",") if w.strip()]
     for word in words:
         if word not in allowed:
             raise usage(flag, f"{word!r} is not one of {', '.join(allowed)}")

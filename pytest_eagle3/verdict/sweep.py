@@ -158,6 +158,19 @@ class Sweep:
                     f"reads {row.verdict.upper()}: {', '.join(row.failing) or '-'})")
         return "none predicted (needs the target's weights or a dump of its side)"
 
+    def gate(self, fail_on: str) -> list[str]:
+        """Why the sweep fails under ``--fail-on`` (empty: it passes): ``best``, an engine version where no checkpoint
+        passes; ``any``, every checkpoint x engine version that does not pass (or an unreadable checkpoint);
+        ``never``, nothing."""
+        if fail_on == "best":
+            return [f"{engine}: {self.why_no_best(engine)}" for engine, best in self.best().items() if best is None]
+        if fail_on != "any":
+            return []
+        out = [f"{c.name}: unreadable: {c.problem}" for c in self.checkpoints if c.problem]
+        return out + [f"{c.name} on {row.engine}: {row.verdict.upper()}" + (f" ({', '.join(row.failing)})"
+                                                                             if row.failing else "")
+                      for c in self.checkpoints for row in c.engines if not row.passes]
+
     def to_json(self) -> dict[str, Any]:
         best = {e: (None if c is None else c.path) for e, c in self.best().items()}
         return {"schema": SCHEMA, "target": self.target, "engines": list(self.engines), "target_runs": self.target_runs,
