@@ -125,6 +125,40 @@ def test_aux_ids_are_translated_per_engine_and_the_record_says_from_what(tmp_pat
     assert "from the producer's convention" in record["training_layers"]["from"]
 
 
+def test_proof_only_where_the_recheck_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Without a target the copy's re-check reads NOT JUDGED (the aux layers cannot be judged): ``fix`` says it is
+    not proven, in the re-check's own words; with the target's config the re-check passes and the proof says so."""
+    code, out, _ = fix(capsys, str(EXAMPLES / "demo-draft-sglang"), str(tmp_path / "bare"), "--to", "vllm==0.33.0")
+    assert code == 0 and "proof:" not in out
+    assert "not proven: no contract fails" in out and "vllm==0.33.0 NOT JUDGED" in out and "give --target" in out
+    code, out, _ = fix(capsys, str(EXAMPLES / "demo-draft-sglang"), str(tmp_path / "with-target"), "--to",
+                       "vllm==0.33.0", "--target", str(EXAMPLES / "demo-target" / "config.json"))
+    assert code == 0 and "proof: the contracts pass" in out and "vllm==0.33.0 PASS (static)" in out
+
+
+def test_a_draft_with_fewer_positions_gets_the_target_s_and_the_line_that_says_what_was_never_trained(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A stock SpecForge Llama-3.1 config gives the draft 2048 positions against the target's 131072: the contracts
+    recommend the edit, and ``fix`` writes it (a default rope only sizes its table) and says what was never trained."""
+    import shutil
+
+    draft, target = tmp_path / "draft", tmp_path / "target"
+    shutil.copytree(EXAMPLES / "demo-draft-sglang", draft)
+    config = json.loads((draft / "config.json").read_text())
+    config["max_position_embeddings"] = 2048
+    (draft / "config.json").write_text(json.dumps(config))
+    target.mkdir()
+    target_config = json.loads((EXAMPLES / "demo-target" / "config.json").read_text())
+    (target / "config.json").write_text(json.dumps({**target_config, "max_position_embeddings": 131072}))
+    code, out, err = fix(capsys, str(draft), str(tmp_path / "fixed"), "--to", "sglang==0.5.23", "--target",
+                         str(target / "config.json"))
+    assert code == 0, err
+    assert "max_position_embeddings: 2048 -> 131072 (positions past 2048, the draft's configured length, were never " \
+           "trained" in out
+    assert json.loads((tmp_path / "fixed" / "config.json").read_text())["max_position_embeddings"] == 131072
+    assert "proof: the contracts pass" in out
+
+
 def test_aux_convention_option_changes_the_ids_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = fix(capsys, str(EXAMPLES / "demo-draft"), str(tmp_path / "fixed"), "--to", "sglang==0.5.23",
                        "--aux-convention", "output-of")

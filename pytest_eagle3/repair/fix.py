@@ -38,6 +38,21 @@ class Proof:
         return not self.failures
 
     @property
+    def proven(self) -> bool:
+        """Every row of the re-check passes (``PASS``, or ``PASS (static)`` where only the acceptance is unmeasured):
+        what a user running the printed check command sees. A NOT JUDGED or partial row proves nothing."""
+        from pytest_eagle3.verdict.report import STATIC
+
+        return self.passed and all(verdict in ("pass", STATIC) for _, verdict in self.verdicts)
+
+    @property
+    def words(self) -> str:
+        """Each row's verdict as the table shows it: ``any PASS (static), vllm==0.33.0 PASS (static)``."""
+        from pytest_eagle3.verdict.report import shown
+
+        return ", ".join(f"{spec} {shown(verdict)}" for spec, verdict in self.verdicts)
+
+    @property
     def output(self) -> str:
         """What failed, one line per contract and engine version."""
         return "\n".join(f"  {contract} ({engine}): {line}" for contract, engine, line in self.failures)

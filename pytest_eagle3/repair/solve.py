@@ -9,6 +9,8 @@ the same way instead of refusing the copy for the preferred one.
 
 from __future__ import annotations
 
+import dataclasses
+
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -344,6 +346,10 @@ def _apply(solution: Solution, plan: LoadPlan, issue: Issue, claims: _Claims) ->
         scope = configs.layer_scope(config)
         return any([_config_edit(solution, plan, claims, scope + name, value, why)
                     for name, value in plan.rope_edit.items()])
+    if code in POSITION_CODES:
+        return _raise_positions(solution, plan, claims, why)
+    if code == "draft-dtype":
+        return _serve_dtype(solution, plan, claims, why)
     if code == "fc-unused":
         return _config_edit(solution, plan, claims, "eagle_config.use_aux_hidden_state", True, why)
     if code == "draft-vocab-size":
@@ -361,6 +367,47 @@ def _apply(solution: Solution, plan: LoadPlan, issue: Issue, claims: _Claims) ->
         solution.changes.append(Change("drop", ", ".join(present), why, (plan.engine.spec,)))
         return True
     return False
+
+
+#: The engine.runtime findings of a draft with fewer positions than the target is served with.
+POSITION_CODES = ("draft-positions", "draft-positions-no-draft", "draft-positions-refused", "draft-positions-context-cut")
+
+
+def _raise_positions(solution: Solution, plan: LoadPlan, claims: _Claims, why: str) -> bool:
+    """Give the draft the target's context where its rope only sizes a rotary table (``max_position_embeddings``
+    alone decides it); the change says the positions past the old length were never trained. False for a rope
+    whose frequencies depend on the length (yarn, dynamic, longrope) or without the target's context."""
+    from pytest_eagle3.engines.context import CACHE_ONLY_ROPE_TYPES, context_length, rope_types
+
+    config = solution.draft.config
+    scope = configs.layer_scope(config)
+    layer = configs.get(config, scope.rstrip(".")) if scope else config
+    layer = layer if isinstance(layer, dict) else config
+    served = context_length(solution.target.text_config, plan.engine.engine) if solution.target is not None else None
+    before = configs.get(config, scope + "max_position_embeddings")
+    if served is None or not set(rope_types(layer)) <= CACHE_ONLY_ROPE_TYPES:
+        return False
+    if not _config_edit(solution, plan, claims, scope + "max_position_embeddings", served, why):
+        return False
+    if isinstance(before, int):  # said on the change itself: the copy serves positions its training never saw
+        last = solution.changes[-1]
+        solution.changes[-1] = dataclasses.replace(last, what=f"{last.what} (positions past {before}, the draft's "
+                                                   "configured length, were never trained: acceptance there is "
+                                                   "unmeasured)")
+    return True
+
+
+def _serve_dtype(solution: Solution, plan: LoadPlan, claims: _Claims, why: str) -> bool:
+    """Declare the dtype the engine serves the target in, so that draft and target run in one dtype."""
+    from pytest_eagle3.engines.serving import sglang_auto_dtype
+
+    if solution.target is None:
+        return False
+    text = solution.target.text_config
+    declared = text.get("dtype") or text.get("torch_dtype")
+    fed = sglang_auto_dtype(declared if isinstance(declared, str) else None, str(text.get("model_type") or ""))
+    key = "dtype" if "dtype" in solution.draft.config else "torch_dtype"  # the engines read dtype first
+    return _config_edit(solution, plan, claims, key, fed, why)
 
 
 def _architecture(solution: Solution, plan: LoadPlan) -> str:

@@ -386,7 +386,11 @@ def _fix_steps(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
               file=sys.stderr)
         print(proof.output, file=sys.stderr)
         return 1
-    print(f"proof: the contracts pass on {out} for {', '.join(e.spec for e in served)}")
+    if proof.proven:
+        print(f"proof: the contracts pass on {out}: {proof.words}")
+    else:
+        print(f"not proven: no contract fails on {out}, but the re-check reads {proof.words}: give --target TARGET "
+              "(its directory, or its config.json) to judge the aux layers and the acceptance")
     again = dataclasses.replace(settings, checkpoints=(str(out),), engines=tuple(served),
                                 aux_convention=copy_flag(out, solution.convention), engine_args=None)
     print(f"  check again: {check_command(out, again)}")
