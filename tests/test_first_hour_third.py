@@ -130,6 +130,14 @@ def test_a_same_shape_wrong_target_blames_no_draft_and_advises_no_draft_edit(tmp
     failing = rows[("demo-draft", "vllm==0.33.0")]["failing"]
     assert failing[0] == "reference.acceptance" and "engine.embeddings" not in failing, failing  # no measured embed
     assert "drop embed_tokens.weight" not in done.stdout, done.stdout[-3000:]
+    # the root cause is computed first: the target, so no draft-side fix line (no positions edit, no see-the-others)
+    said = " ".join(done.stdout.split())
+    assert "demo-draft (vllm==0.33.0): reference.acceptance [low-acceptance]: the draft accepts nothing on this " \
+           "target under any reading" in said or "root cause" not in said, said[-3000:]
+    fixes = [line.strip() for line in done.stdout.splitlines() if line.strip().startswith("fix: ")]
+    assert fixes and all("--eagle3-target names the model" in line for line in fixes), fixes
+    rows_json = _report(tmp_path / "v.json")["checkpoints"][0]["engines"]  # type: ignore[index]
+    assert all(not e["fix"] or all("--eagle3-target" in f for f in e["fix"]) for e in rows_json), rows_json
     repair = [line for line in done.stdout.splitlines() if line.startswith("repair ")]
     assert len(repair) == 1 and "first the target" in repair[0] and "--eagle3-target names the model" in repair[0]
 

@@ -44,7 +44,31 @@ def judge_engine(pipeline: Pipeline, ckpt: Checkpoint, engine: EngineVersion, si
     rows = engine_contracts(pipeline, verdict, ckpt, side)
     outcomes = tuple(assess(cid, subject, run, unknown_fails=fails, measured_required=measured, plan=verdict.plan)
                      for cid, run in rows)
+    if pipeline.at_floor(ckpt, side):  # the target comes first: no draft-side fix before it is the draft's
+        return Judgement(ckpt.path, engine, _format(ckpt), target_first(outcomes))
     return Judgement(ckpt.path, engine, _format(ckpt), with_causes(outcomes, verdict.plan))
+
+
+#: The root cause of a row whose draft accepts nothing on the target under any reading (``Pipeline.at_floor``).
+TARGET_FIRST = ("reference.acceptance [low-acceptance]: the draft accepts nothing on this target under any reading: "
+                "check that --eagle3-target names the model it was trained for, or retrain it; no draft edit is "
+                "advised until it does")
+
+
+def target_first(outcomes: tuple[ContractOutcome, ...]) -> tuple[ContractOutcome, ...]:
+    """Every failing engine contract as a consequence of the target (the root cause names it), its draft-side fixes
+    silenced: an edit of the draft cannot help a draft that accepts nothing on the target it is judged with."""
+    import dataclasses
+
+    cause = TARGET_FIRST.split(":")[0]
+    out = []
+    for outcome in outcomes:
+        if outcome.status != FAIL:
+            out.append(dataclasses.replace(outcome, root_cause=TARGET_FIRST))
+            continue
+        findings = tuple(dataclasses.replace(f, fix="") for f in outcome.findings)
+        out.append(dataclasses.replace(outcome, findings=findings, consequence_of=cause, root_cause=TARGET_FIRST))
+    return tuple(out)
 
 
 def with_causes(outcomes: tuple[ContractOutcome, ...], plan: LoadPlan) -> tuple[ContractOutcome, ...]:
