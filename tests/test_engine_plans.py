@@ -206,7 +206,10 @@ CASES = [
          target_edit=LONG_TARGET),
     case("draft_positions", VLL, "0.10.2", "0.11.0", SF, {"draft-positions"}, {"draft-positions-no-draft"},
          target_edit=LONG_TARGET),
-    # 0.27: the raise sizes a default rope's table (the V1 runner still stops drafting) but not a yarn one
+    # 0.27: the raise sizes a default rope's table and the default V2 runner drafts on (a note: the V1 runner still
+    # stops drafting past it) but not a yarn one
+    case("draft_positions_default_rope", VLL, "0.26.0", "0.27.0", SF, {"draft-positions-no-draft"}, set(),
+         target_edit=LONG_TARGET),
     case("draft_positions", VLL, "0.26.0", "0.27.0", SF, {"draft-positions-no-draft"}, {"draft-positions"},
          variant=YARN, target_edit=LONG_TARGET),
     case("draft_positions_yarn", VLL, "0.32.0", "0.33.0", SF, {"draft-positions"}, {"draft-positions-context-cut"},

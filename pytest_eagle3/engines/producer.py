@@ -11,11 +11,13 @@ Three checks under the plan area ``producer`` (contract ``engine.producer``):
 
 The first three rest on a producer habit, judged by the one habit rule (:mod:`pytest_eagle3.engines.habit`): a
 habit known to apply and to differ from what the engine does (a rope habit marked certain, ModelOpt's extra norm
-read from its forward) is a loss; one the checkpoint cannot settle (``rope-trained-assumed``) is undecided
-(reported per --eagle3-unknown). Both are filed with ``Filing.assume`` and the simulated feed field that prices
-them: with the target's weights ``verdict.settle.price_deviations`` turns each into a loss with its figure, or a
-priced note when it costs less than --eagle3-max-loss (the measurement overrules the habit). A trained field no
-engine reads has a cost nothing here models: it stays undecided (``field-not-read``).
+read from its forward) is a note until it is priced, never a failure; one the checkpoint cannot settle
+(``rope-trained-assumed``) is undecided (reported per --eagle3-unknown). Both are filed with ``Filing.assume`` and
+the simulated feed field that prices them: with the target's weights ``verdict.settle.price_deviations`` turns each
+into a loss with its figure when it costs more than --eagle3-max-loss, else a priced note (the measurement overrules
+the habit); without them a cost recorded in ``knowledge.costs`` with the experiment that measured it does the same
+(``verdict.settle.price_recorded``), where the draft meets the row's precondition. A trained field no engine reads
+has a cost nothing here models: it stays undecided (``field-not-read``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pytest_eagle3.engines.key_resolution import resolve_keys
 from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding, short
+from pytest_eagle3.knowledge.costs import recorded_cost, recorded_for
 from pytest_eagle3.producers.habits import NORM_HABITS, RopeKey
 
 AREA = "producer"
@@ -79,16 +82,23 @@ def _norm_habit(out: Filing, prof: Profile, sheet: FactSheet) -> None:
     if low > 0 and high / low < UNIFORM_RATIO:
         return
     spread = f"{low:.3g}..{high:.3g}"
+    ratio = high / low if low > 0 else float("inf")
+    recorded = recorded_cost(sheet.producer, HIDDEN_PRENORM, ratio)
+    row = recorded_for(sheet.producer, HIDDEN_PRENORM)
+    may_cost = (f"an RMSNorm with weights {spread} in front of hidden_norm moves the normalised state; drafts "
+                f"trained this way lost {row.words}, with weights spread up to {row.max_spread:g} (this one: "
+                f"{ratio:.3g}, outside that range)" if row is not None and recorded is None else
+                f"an RMSNorm with weights {spread} in front of hidden_norm moves the normalised state")
     out.assume(AREA, Finding(
         "norm-not-applied",
         f"{prof.label} feeds the first layer hidden_norm(fc output); {sheet.format_label} trained it with "
-        f"{habit.trained}: {name} ({spread}) is missing from the hidden path, acceptance drops",
+        f"{habit.trained}: {name} ({spread}) is missing from the hidden path",
         (Evidence(name, f"ranges {spread} (not uniform): the engine skips it on the hidden path",
                   "a uniform weight (then skipping it changes nothing)"),),
-        "no engine applies this norm: serve the draft where it is applied, or retrain with a draft whose first "
-        "layer normalises the hidden path once",
+        "no engine applies this norm: where its price exceeds --eagle3-max-loss, serve the draft where it is "
+        "applied, or retrain with a draft whose first layer normalises the hidden path once",
         (f"producer: {habit.source}", f"rule: {prof.source('first_layer_hidden_path')}"),
-    ), HIDDEN_PRENORM, fails=True)
+    ), HIDDEN_PRENORM, known=True, recorded=recorded, may_cost=may_cost)
 
 
 def _json(value: Any) -> str:
@@ -114,7 +124,8 @@ def _rope(out: Filing, prof: Profile, sheet: FactSheet, producer: str, label: st
         (f"producer: {habit.source}", f"rule: {prof.source('draft_rope')}"),
     )
     if habit.certain:
-        out.assume(AREA, finding, ROPE, fails=True)
+        out.assume(AREA, finding, ROPE, known=True,
+                   may_cost="the draft attends over earlier positions with another rotary table than it was trained with")
         return {"rope_theta": rope.theta, "rope_scaling": rope.scaling}
     out.assume(AREA, Finding(
         "rope-trained-assumed", f"assumed: {finding.summary}", finding.evidence, finding.fix, finding.details,

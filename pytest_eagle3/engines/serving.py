@@ -76,17 +76,21 @@ def _positions(out: Filing, sheet: FactSheet, prof: Profile) -> None:
             f"{head}{why}: past position {draft} the draft reads beyond its rotary table (an out-of-bounds gather: "
             "garbage draft tokens or a CUDA fault), so acceptance collapses on long sequences",
             evidence, fix, details))
-    elif rule == "skips-drafting" or (rule in ("raised", "raised-or-limited") and table_only):
-        raised = "" if rule == "skips-drafting" else (
-            f": it raises the draft's max_position_embeddings to {served}, but the draft's max_model_len was derived "
-            f"before ({draft}; config/speculative.py _maybe_override_draft_max_model_len)")
-        runner_v2 = ("reads past the rotary table instead" if rule == "skips-drafting"
-                     else "has no such check and drafts on")
+    elif rule in ("raised", "raised-or-limited") and table_only:
+        # the default (V2) runner drafts at every position with the raised table: no failure; what differs is a note
+        out.note(
+            f"{NOTE_PREFIX}{head}: it raises the draft's max_position_embeddings to {served} (rope "
+            f"{'/'.join(sheet.draft_rope_types)}: the rotary table grows, the frequencies stay), and its default V2 "
+            f"runner drafts at every position: past {draft} at positions the draft's config does not cover (its "
+            f"acceptance there was never measured); where vLLM runs the V1 runner instead, it proposes nothing past "
+            f"{draft} (the draft's max_model_len is derived before the raise); to cover them, {edit} "
+            f"(rule: {prof.source('draft_positions')})")
+    elif rule == "skips-drafting":
         out.lose(AREA, Finding(
             "draft-positions-no-draft",
-            f"{head}{raised}: the V1 model runner proposes nothing for a step whose longest sequence + k exceeds "
+            f"{head}: the V1 model runner proposes nothing for a step whose longest sequence + k exceeds "
             f"{draft}, so no token is speculated past {draft} (the V2 runner, where it is the default, "
-            f"{runner_v2})", evidence, fix, details))
+            "reads past the rotary table instead)", evidence, fix, details))
     elif rule == "raised-or-limited" and not table_only:
         out.lose(AREA, Finding(
             "draft-positions-context-cut",

@@ -46,6 +46,8 @@ def render_plan(ckpt: Checkpoint, view: LoadPlan) -> str:
     lines += [f"  [{i.area}/{i.finding.code}] {i.finding.summary}" + (f"\n    fix: {i.finding.fix}" if i.finding.fix else "")
               for i in view.issues]
     lines += [f"  [{area}/undecided] {finding.summary}" for area, finding in view.unknown.items()]
+    lines += [f"  [{a.area}] {a.note()}" for a in view.assumed if a.known]
+    lines += [f"  priced: {text}" for text in view.priced]
     if any(not i.finding.fix.startswith(LAUNCH_FIX) for i in view.issues):  # a launch setting is no copy's
         lines.append(f"a fixed copy for {engine.spec}: python -m pytest_eagle3 fix {ckpt.path} OUT --to {engine.spec}")
     return "\n".join(lines)

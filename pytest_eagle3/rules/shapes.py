@@ -71,6 +71,25 @@ def format_findings(ckpt: Checkpoint) -> list[Finding]:
     )]
 
 
+def unrecognised_note(ckpt: Checkpoint) -> str | None:
+    """The note of a draft no producer's layout matches but whose first decoder layer (``midlayer.*`` or
+    ``layers.0.*``) engines load, None otherwise. Such layouts are served: llama.cpp's converter takes any
+    architecture on its Llama list (LlamaForCausalLM, Eagle3Speculator, Eagle3DraftModel, ...) with draft_vocab_size
+    and one layer, ``midlayer.*`` or ``layers.0.*`` (llama-cpp-python 0.3.36 vendor/llama.cpp conversion/llama.py
+    LlamaModel.__init__ / index_tensors); TensorRT-LLM reads no architecture and loads both prefixes
+    (_torch/models/modeling_speculative.py Eagle3ForCausalLM.load_weights). Unrecognised is a note, never a failure:
+    the engine contracts judge the layout, under both aux-id conventions."""
+    if ckpt.format.producer != UNKNOWN or ckpt.format.evidence or ckpt.config.first_layer_prefix is None:
+        return None
+    if not_a_draft_finding(classify_checkpoint(ckpt)) is not None:
+        return None
+    return (f"unrecognised: no producer's layout matches (architectures {list(ckpt.config.architectures)}, first "
+            f"layer {ckpt.config.first_layer_prefix}*), so the meaning of its aux layer ids (input-of vs output-of) is "
+            "not inferred: the engine contracts judge it under both readings (state it with "
+            "--eagle3-aux-convention, or pass --eagle3-target=DIR with the target's weights to measure it); whether "
+            "an engine loads this layout is engine.architecture's and engine.keys' verdict")
+
+
 @dataclass(frozen=True)
 class ShapeRule:
     """One expected tensor shape, derived from the config."""

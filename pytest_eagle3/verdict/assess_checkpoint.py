@@ -59,9 +59,10 @@ def config_parseable(hand: Assessment, pipeline: Pipeline, ckpt: Checkpoint, sid
 
 
 def format_detected(hand: Assessment, pipeline: Pipeline, ckpt: Checkpoint, side: TargetSide) -> str:
-    """The producer is recognised, so its aux-layer convention and defaults are known."""
+    """The producer is recognised, so its aux-layer convention and defaults are known; a layout no producer's matches
+    whose first decoder layer engines load passes as unrecognised, with a note (``rules.shapes.unrecognised_note``)."""
     from pytest_eagle3.producers.habits import beside_weights
-    from pytest_eagle3.rules.shapes import format_findings
+    from pytest_eagle3.rules.shapes import format_findings, unrecognised_note
 
     require_tensors(ckpt)
     require_config(ckpt)
@@ -72,11 +73,13 @@ def format_detected(hand: Assessment, pipeline: Pipeline, ckpt: Checkpoint, side
     if fmt.producer == "unknown" and fmt.evidence:
         raise NotRun("a layout several producers share: " + "; ".join(fmt.evidence) + " (the reference measurement "
                      "with --eagle3-target=DIR decides the convention, or state it with --eagle3-aux-convention)")
-    check(format_findings(ckpt))
+    note = unrecognised_note(ckpt)  # a layout engines load is never failed for want of a producer
+    if note is None:
+        check(format_findings(ckpt))
     extra = beside_weights(ckpt.source.listing(ckpt.root), ckpt.files, fmt.producer)
     hand.measure("files_beside_weights", extra)
     beside = f"; beside the weights: {', '.join(extra)}" if extra else ""
-    return f"{fmt.label}: {'; '.join(fmt.evidence)}{beside}"
+    return f"{note or fmt.label + ': ' + '; '.join(fmt.evidence)}{beside}"
 
 
 def shapes_match_config(hand: Assessment, pipeline: Pipeline, ckpt: Checkpoint, side: TargetSide) -> str:

@@ -193,15 +193,21 @@ def runtime(hand: Assessment, row: Judged) -> str:
 
 def producer(hand: Assessment, row: Judged) -> str:
     """What the producer trained with reaches the engine: fields it never reads, the rope it builds from the config,
-    and the files beside the weights that its loader reads."""
+    and the files beside the weights that its loader reads. A known difference nobody priced is a note (in the pass
+    message and the report's ``notes`` property), never a failure (engines.plan_types.Assumed)."""
     plan = row.plan
+    notes = plan.notes_for("producer")
+    if notes:  # kept in the report whatever the contract's outcome
+        hand.measure(f"{plan.engine.test_id}.notes", list(notes))
     _judge(row, "producer")
     fmt = row.ckpt.format
     extra = [n for n in plan.notes if "drops its" in n]
-    what = (f"nothing {fmt.label} is known to train with is lost (fields, rope, norms)" if fmt.producer != "unknown"
+    lost = "lost at a known price" if notes else "lost"
+    what = (f"nothing {fmt.label} is known to train with is {lost} (fields, rope, norms)" if fmt.producer != "unknown"
             else "producer unknown: only the files beside the weights are checked")
     priced = f"; {'; '.join(plan.priced)}" if plan.priced else ""
-    return f"{plan.engine.label}: {what}" + (f"; {'; '.join(extra)}" if extra else "") + priced
+    return (f"{plan.engine.label}: {what}" + (f"; {'; '.join(extra)}" if extra else "") + priced
+            + "".join(f"; {n}" for n in notes))
 
 
 def acceptance(hand: Assessment, row: Judged) -> str:

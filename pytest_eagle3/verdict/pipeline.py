@@ -315,7 +315,7 @@ class Pipeline:
                            "give a local transformers model directory; prompts one per line (JSON ids or text)")
 
     def _verdict(self, ckpt: Checkpoint, engine: EngineVersion, side: TargetSide) -> Verdict:
-        from pytest_eagle3.verdict.settle import settle
+        from pytest_eagle3.verdict.settle import price_recorded, settle
 
         s = self.settings
         mismatch = self.mismatch(ckpt, side)
@@ -324,15 +324,15 @@ class Pipeline:
             areas = {i.area for i in (*plan.issues, *wrong.issues)} | set(plan.unknown) | set(wrong.unknown)
             changed = frozenset(a for a in areas if (plan.issues_for(a), plan.unknown.get(a))
                                 != (wrong.issues_for(a), wrong.unknown.get(a)))
-            return Verdict(engine, plan, no_prediction=f"not run: {mismatch}", target_mismatch=mismatch,
-                           target_areas=changed)
+            return Verdict(engine, price_recorded(plan, s.max_loss), no_prediction=f"not run: {mismatch}",
+                           target_mismatch=mismatch, target_areas=changed)
         measured = self.measure(ckpt, side)
         # a draft that accepts nothing on this target: its weights are no evidence (the target may be another
         # model's), so the plan reads the target's config only
         plan = self.judge(ckpt, engine, _config_only(side) if self.at_floor(ckpt, side) else side, measured)
         predictor = self.predictor(ckpt, side)
-        if isinstance(predictor, str):
-            return Verdict(engine, plan, measured, no_prediction=predictor)
+        if isinstance(predictor, str):  # no simulation: a recorded cost prices what it covers
+            return Verdict(engine, price_recorded(plan, s.max_loss), measured, no_prediction=predictor)
         engines = s.engines or (engine,)
         plan = settle(plan, predictor, ckpt, self.target(side), engines, s.aux_convention, measured, s.max_loss)
         return Verdict(engine, plan, measured, self._predictions(ckpt, side, plan, predictor))

@@ -225,7 +225,8 @@ def price_deviations(plan: LoadPlan, predictor: DraftPredictor, max_loss: float)
     each deviation (``Prediction.deviations``, each applied alone to the draft as trained). One costing more
     than ``max_loss`` becomes a loss with its figure; a cheaper one a note in ``priced``; one the simulation
     cannot model (or a plan it cannot run, or a draft too weak to price with: ``evidence.WEAK``) stays
-    assumed. ``plan`` itself when nothing is assumed."""
+    assumed (a note where the habit is known to apply, never a failure). ``plan`` itself when nothing is
+    assumed."""
     from pytest_eagle3.engines.plan_types import LOSS, Issue
 
     if not plan.assumed:
@@ -260,13 +261,39 @@ def price_deviations(plan: LoadPlan, predictor: DraftPredictor, max_loss: float)
     return dataclasses.replace(plan, issues=tuple(issues), priced=tuple(priced)).with_assumed(left)
 
 
+def price_recorded(plan: LoadPlan, max_loss: float) -> LoadPlan:
+    """A new plan whose assumed deviations with a recorded cost (``Assumed.recorded``, ``knowledge.costs``) are
+    priced by it: one costing more than ``max_loss`` becomes a loss with its figure and experiment where the habit
+    is known to apply; a cheaper one a note in ``priced``. Runs after the simulation (which overrules it: what it
+    priced is no longer assumed). ``plan`` itself when nothing recorded applies."""
+    from pytest_eagle3.engines.plan_types import LOSS, Issue
+
+    if not any(a.recorded is not None for a in plan.assumed):
+        return plan
+    issues, priced, left = list(plan.issues), list(plan.priced), []
+    for item in plan.assumed:
+        recorded, finding = item.recorded, item.finding
+        if recorded is None or (recorded.cost > max_loss and not item.known):
+            left.append(item)
+            continue
+        figure = f"priced at {recorded.words}"
+        if recorded.cost > max_loss:
+            summary = finding.summary.removeprefix("assumed: ")
+            issues.append(Issue(item.area, LOSS, dataclasses.replace(
+                finding, summary=f"{summary}; {figure}",
+                details=(*finding.details, f"recorded: {recorded.figures}", f"--eagle3-max-loss {max_loss:g}"))))
+        else:
+            priced.append(f"{finding.code}: {figure}, within --eagle3-max-loss {max_loss:g}")
+    return dataclasses.replace(plan, issues=tuple(issues), priced=tuple(priced)).with_assumed(left)
+
+
 def settle(plan: LoadPlan, predictor: DraftPredictor, ckpt: Checkpoint, target: TargetModel | None,
            engines: Sequence[EngineVersion], convention: str | None, measured: Measured | None,
            max_loss: float) -> LoadPlan:
-    """The plan as every contract reads it: each assumed loss priced by simulation, each provable config fix
-    proven by simulation, and the 'uninitialised' findings the simulation shows harmless dropped. Computed
-    once, where the plan is built; a new plan, never an edit of ``plan``."""
-    plan = price_deviations(plan, predictor, max_loss)
+    """The plan as every contract reads it: each assumed loss priced by simulation (else by a recorded cost), each
+    provable config fix proven by simulation, and the 'uninitialised' findings the simulation shows harmless
+    dropped. Computed once, where the plan is built; a new plan, never an edit of ``plan``."""
+    plan = price_recorded(price_deviations(plan, predictor, max_loss), max_loss)
     for area in PROVABLE:
         plan = prove_plan_fixes(plan, area, predictor, ckpt, target, engines, convention, measured)
     return drop_harmless_uninitialised(plan, predictor, max_loss)

@@ -328,16 +328,27 @@ SPANS += spans("draft_positions",
                  "config/speculative.py _maybe_override_draft_max_model_len: min(draft, target)) and proposes nothing "
                  "when it does not fit (vllm#24662: the crash past the draft's length; 0.14.0, 0.20.0, 0.26.0 _input_fits_in_drafter read; the V2 runner, default "
                  "for some targets on GPU from 0.23, has no such check)")),
-               ("0.27.0", "0.32.0", "raised",
+               ("0.27.0", "0.28.0", "raised",
                 ("vllm 0.27.0 config/speculative.py _maybe_override_draft_max_position_embeddings: an eagle/eagle3 "
                  "draft's max_position_embeddings is raised to the target's max_model_len, whatever its rope type "
-                 "(0.27.0-0.32.0 read; draft_model_config.max_model_len is derived before, so the V1 runner still "
-                 "skips drafting past it)")),
+                 "(0.27.0, 0.28.0 read); config/vllm.py use_v2_model_runner: the V2 runner is the default for a "
+                 "target that is not MoE (_is_default_v2_model_runner_model) with Triton, and drafts up to the "
+                 "target's max_model_len (v1/worker/gpu/spec_decode speculator.py draft_max_seq_len); the V1 runner "
+                 "(MoE targets outside default_v2_model_runner_architectures, VLLM_USE_V2_MODEL_RUNNER=0, no Triton) "
+                 "keeps draft_model_config.max_model_len derived before the raise and skips drafting past it "
+                 "(gpu_model_runner.py _input_fits_in_drafter)")),
+               ("0.29.0", "0.32.0", "raised",
+                ("vllm 0.29.0 config/speculative.py _maybe_override_draft_max_position_embeddings: raised whatever "
+                 "its rope type (0.29.0-0.32.0 read); config/vllm.py use_v2_model_runner: the V2 runner is the "
+                 "default wherever Triton runs and no feature it lacks is asked for (ROCm aside for some "
+                 "architectures), drafting up to the target's max_model_len; the V1 runner skips drafting past the "
+                 "draft's max_model_len, derived before the raise (gpu_model_runner.py _input_fits_in_drafter)")),
                ("0.33.0", None, "raised-or-limited",
                 ("vllm 0.33.0 config/speculative.py _maybe_override_draft_max_position_embeddings: raised only when "
                  "every rope type is in _CACHE_ONLY_ROPE_TYPES (default, linear, llama3, ntk, proportional); "
                  "otherwise config/vllm.py _limit_max_model_len_to_draft cuts the server's max_model_len to the "
-                 "draft's on the V2 runner ('reducing max_model_len')")))
+                 "draft's on the V2 runner ('reducing max_model_len'); use_v2_model_runner as 0.29.0 (V2 by "
+                 "default, drafting up to the target's max_model_len; V1 skips drafting past the draft's)")))
 # ---------------------------------------------------------------- target_quantization
 SPANS += spans("target_quantization",
                ("0.8.5", "0.10.2", "none",
