@@ -10,7 +10,6 @@ the same way instead of refusing the copy for the preferred one.
 from __future__ import annotations
 
 import dataclasses
-
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
