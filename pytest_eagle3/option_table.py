@@ -9,9 +9,7 @@ every pytest run.
 
 from __future__ import annotations
 
-import configparser
 import os
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -194,45 +192,24 @@ def _from_ini(value: str, base: Path) -> str:
     return value if path.is_absolute() else str(base / path)
 
 
-#: pytest's ini files, in the order it looks for them in each folder from the current one up, with the section
-#: that makes the file its ini (pytest docs, "Finding the rootdir": pytest.ini and .pytest.ini count whatever
-#: they hold).
-INI_FILES = (("pytest.ini", "pytest"), (".pytest.ini", "pytest"), ("pyproject.toml", "tool.pytest.ini_options"),
-             ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest"))
+class IniError(ValueError):
+    """pytest's config file is there but cannot be read: the command line refuses it, as pytest does."""
 
 
 def find_ini(start: Path) -> tuple[Path | None, dict[str, object]]:
-    """The ini file pytest would read from ``start`` (for the command line, which runs no pytest), and its
-    eagle3 keys: a repeatable key's value as a list of lines."""
-    for folder in (start.resolve(), *start.resolve().parents):
-        for name, section in INI_FILES:
-            path = folder / name
-            if not path.is_file():
-                continue
-            values = _ini_section(path, section)
-            if values is not None:
-                return path, {k: _ini_value(k, v) for k, v in values.items() if k in BY_INI}
-    return None, {}
+    """The config file pytest itself would read from ``start`` (its own ``locate_config``: pytest.toml,
+    .pytest.toml, pytest.ini, .pytest.ini, pyproject.toml, tox.ini, setup.cfg, from ``start`` up, in pytest's
+    order) and its eagle3 keys: a repeatable key's value as a list of lines. For the command line, which runs no
+    pytest session; raises :class:`IniError` for a file pytest would refuse."""
+    from _pytest.config.findpaths import locate_config
 
-
-def _ini_section(path: Path, section: str) -> dict[str, object] | None:
     try:
-        if path.suffix == ".toml":
-            if sys.version_info >= (3, 11):
-                import tomllib
-            else:  # pragma: no cover - pytest's own dependency below 3.11
-                import tomli as tomllib
-            data: object = tomllib.loads(path.read_text(encoding="utf-8"))
-            for part in section.split("."):
-                data = data.get(part) if isinstance(data, dict) else None
-            return dict(data) if isinstance(data, dict) else None
-        parser = configparser.ConfigParser(interpolation=None)
-        parser.read(path, encoding="utf-8")
-    except (OSError, ValueError, configparser.Error):
-        return None
-    if parser.has_section(section):
-        return dict(parser.items(section))
-    return {} if path.name in ("pytest.ini", ".pytest.ini") else None
+        _, path, values, _ = locate_config(start.resolve(), [])
+    except Exception as exc:  # pytest's UsageError, a TOML or ini syntax error
+        raise IniError(f"pytest's config file cannot be read: {exc}") from None
+    if path is None:
+        return None, {}
+    return path, {k: _ini_value(k, getattr(v, "value", v)) for k, v in values.items() if k in BY_INI}
 
 
 def _ini_value(key: str, value: object) -> object:

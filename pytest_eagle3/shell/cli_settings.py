@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_eagle3.option_table import BY_DEST, OPTIONS, OptionSpec, Resolved, find_ini, resolve
+from pytest_eagle3.option_table import BY_DEST, OPTIONS, IniError, OptionSpec, Resolved, find_ini, resolve
 
 if TYPE_CHECKING:
     from pytest_eagle3.verdict.settings import RunSettings
@@ -42,7 +42,10 @@ def settings_of(parser: argparse.ArgumentParser, args: argparse.Namespace, *, en
     from pytest_eagle3.verdict.setting_values import SettingError
     from pytest_eagle3.verdict.settings import build
 
-    ini_path, ini = find_ini(Path.cwd())
+    try:
+        ini_path, ini = find_ini(Path.cwd())
+    except IniError as exc:
+        parser.error(str(exc))
     base = ini_path.parent if ini_path is not None else None
     sources: dict[str, Resolved] = {}
     names: dict[str, str] = {}
