@@ -177,6 +177,8 @@ def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: 
     split = None
     if len({r.inputs for r in routes}) > 1 and aux.captured is not None:
         aux, split = _join_routes(aux, prof, routes)
+    elif routes and aux.trained is not None and aux.trained == _fed(aux) and not aux.assumed:
+        aux = dataclasses.replace(aux, assumed=aux.trained_from)  # a pass resting on the route's reading names it
     if _feeds_other_layers(aux, sheet):
         aux = dataclasses.replace(aux, fix_edit=fix_edit(aux, prof))
     _support_issues(out, prof, support, arch)

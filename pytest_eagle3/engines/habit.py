@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from pytest_eagle3.findings import FAILS, PASSES, UNJUDGED
 from pytest_eagle3.producers.names import UNKNOWN
 
 T = TypeVar("T")
@@ -42,6 +43,18 @@ def judge(producer: str, candidates: Sequence[T], agrees: Callable[[T], bool]) -
     if found and producer != UNKNOWN and not any(agrees(c) for c in found):
         return Call(DIFFERS, found)
     return Call(UNDECIDED, found)
+
+
+def readings(found: Sequence[tuple[str, bool]], unrecorded: str, same: str, other: str) -> tuple[tuple[str, str], ...]:
+    """The readings of an undecided call (``Finding.readings``): each habit that may have applied (label, agrees)
+    with the verdict under it. None on record: ``unrecorded`` trained as the engine serves (``same``, passes) or
+    not (``other``, fails); none agreeing: ``unrecorded`` too, which cannot be judged. Two outcomes always differ."""
+    out = [(label, PASSES if agrees else FAILS) for label, agrees in found]
+    if not out:
+        out = [(f"{unrecorded}, {same}", PASSES), (f"{unrecorded}, {other}", FAILS)]
+    elif not any(agrees for _, agrees in found):
+        out.append((f"{unrecorded}, its habit unknown", UNJUDGED))
+    return tuple(dict.fromkeys(out))
 
 
 @dataclass(frozen=True)

@@ -81,13 +81,14 @@ SPECFORGE_01_SGLANG = ("0.5.1", "0.5.5")
 #: Every producer's capture routes, oldest release first.
 CAPTURE_ROUTES: tuple[CaptureRoute, ...] = (
     CaptureRoute(SPECFORGE, None, "0.2.0", "sglang", None, "sglang", SPECFORGE_01_SGLANG, ENGINE_CLASS,
-                 "sgl-project/SpecForge 8dff2b7c^ specforge/modeling/target/eagle3_target_model.py "
-                 "SGLangEagle3TargetModel.set_aux_hidden_states_layers: "
+                 "SpecForge 0.1.0 tree (sgl-project/SpecForge 8dff2b7c^, version.txt 0.1.0) "
+                 "specforge/modeling/target/eagle3_target_model.py SGLangEagle3TargetModel.set_aux_hidden_states_layers: "
                  "model_runner.model.set_eagle3_layers_to_capture(ids) (requirements.txt sglang[all]==0.5.1 .. 0.5.5)"),
     CaptureRoute(SPECFORGE, None, "0.2.0", "hf", "+1", None, (), TRANSFORMERS,
-                 "sgl-project/SpecForge 8dff2b7c^ specforge/modeling/target/eagle3_target_model.py "
+                 "SpecForge 0.1.0 tree (sgl-project/SpecForge 8dff2b7c^) specforge/modeling/target/eagle3_target_model.py "
                  "Eagle3TargetModel.generate_eagle3_data: offset = 1, outputs.hidden_states[id + 1] "
-                 "(HFEagle3TargetModel: AutoModelForCausalLM.from_pretrained)"),
+                 "(HFEagle3TargetModel: AutoModelForCausalLM.from_pretrained; the custom backend's own Llama / Qwen / "
+                 "Phi-3 / gpt-oss / Llama-4 classes inherit the same method)"),
     CaptureRoute(SPECFORGE, "0.2.0", None, "sglang", None, "sglang", ("0.5.14",), ENGINE_CLASS,
                  "specforge 0.2.0 offline_capture/sglang_backend/capture.py:87 set_eagle3_capture_layers -> "
                  "model_runner.model.set_eagle3_layers_to_capture(layer_ids); config/schema.py:54 target_backend: "
