@@ -177,8 +177,9 @@ def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: 
     split = None
     if len({r.inputs for r in routes}) > 1 and aux.captured is not None:
         aux, split = _join_routes(aux, prof, routes)
-    elif routes and aux.trained is not None and aux.trained == _fed(aux) and not aux.assumed:
-        aux = dataclasses.replace(aux, assumed=aux.trained_from)  # a pass resting on the route's reading names it
+    elif routes and aux.trained is not None and aux.trained == _fed(aux) and not aux.assumed and \
+            aux.trained != _convention_inputs(sheet, layers):
+        aux = dataclasses.replace(aux, assumed=aux.trained_from)  # a pass resting on a route, not the record, names it
     if _feeds_other_layers(aux, sheet):
         aux = dataclasses.replace(aux, fix_edit=fix_edit(aux, prof))
     _support_issues(out, prof, support, arch)
@@ -227,6 +228,13 @@ def _reach_words(prof: Profile, arch: str | None, reach: Reach, source: str, nev
                   f"; no {prof.label.split()[0]} release read reaches L for {arch}"
                   + (f", {elsewhere} does" if elsewhere else ""))
     return f"{words} (rule: {source})"
+
+
+def _convention_inputs(sheet: FactSheet, layers: int | None) -> tuple[int, ...] | None:
+    """The layer inputs the producer record's convention reads the written ids as (None where it reads none)."""
+    written = sheet.aux_written
+    given = written.convention_on(layers) if written is not None else None
+    return trained_inputs(written.ids, given) if written is not None and written.ids and given in CONVENTIONS else None
 
 
 def _routes(sheet: FactSheet, layers: int | None, convention: str | None) -> tuple[RouteReading, ...]:

@@ -9,6 +9,8 @@ producer is unknown):
 * otherwise (no candidate on record, candidates that disagree, a producer unknown): **undecided**
   (``plan.unknown``: skipped, a failure with ``--eagle3-unknown=fail``), naming what decides it.
 
+Every undecided finding names its readings (``Finding.readings``: each habit that may have applied with the verdict
+under it, :func:`readings`), at least two of them with different outcomes, and says in ``fix`` what decides.
 With a target with weights the measurement overrules every habit (the areas take it before asking here).
 :data:`HABIT_AREAS` lists every area that asks, with its finding codes (tests/test_habit_policy.py exercises each).
 """
