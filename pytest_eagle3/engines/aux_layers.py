@@ -333,6 +333,8 @@ def _support_issues(out: Filing, prof: Profile, support: Any, arch: str | None) 
             "check the engine's model file for the target (SupportsEagle3 / set_eagle3_layers_to_capture), or run "
             "the engine's own loader on it",
             (f"rule: {support.source}",),
+            readings=((f"{prof.label}'s {arch} captures the configured aux layers", PASSES),
+                      (f"{prof.label}'s {arch} captures none (the draft gets one hidden state)", FAILS)),
         ))
 
 

@@ -74,16 +74,16 @@ class CaptureRoute:
         return f"{self.producer} {self.releases_words} through {via}"
 
 
-#: SpecForge 0.1.0's tree pinned these SGLang releases (requirements.txt, 0.5.1 at the 0.1.0 docs commit 627bb9d5,
-#: 0.5.5 at the 0.1.1 bump 8dff2b7c).
-SPECFORGE_01_SGLANG = ("0.5.1", "0.5.5")
+#: SpecForge 0.1.0's tree pinned these SGLang releases (requirements.txt sglang[all]==: 0.5.1 from 94d67101, 0.5.4 from
+#: 8731d2c0, 0.5.5 from 00edc174 up to the 0.1.1 bump 8dff2b7c).
+SPECFORGE_01_SGLANG = ("0.5.1", "0.5.4", "0.5.5")
 
 #: Every producer's capture routes, oldest release first.
 CAPTURE_ROUTES: tuple[CaptureRoute, ...] = (
     CaptureRoute(SPECFORGE, None, "0.2.0", "sglang", None, "sglang", SPECFORGE_01_SGLANG, ENGINE_CLASS,
                  "SpecForge 0.1.0 tree (sgl-project/SpecForge 8dff2b7c^, version.txt 0.1.0) "
                  "specforge/modeling/target/eagle3_target_model.py SGLangEagle3TargetModel.set_aux_hidden_states_layers: "
-                 "model_runner.model.set_eagle3_layers_to_capture(ids) (requirements.txt sglang[all]==0.5.1 .. 0.5.5)"),
+                 "model_runner.model.set_eagle3_layers_to_capture(ids) (requirements.txt sglang[all]==0.5.1, 0.5.4, 0.5.5)"),
     CaptureRoute(SPECFORGE, None, "0.2.0", "hf", "+1", None, (), TRANSFORMERS,
                  "SpecForge 0.1.0 tree (sgl-project/SpecForge 8dff2b7c^) specforge/modeling/target/eagle3_target_model.py "
                  "Eagle3TargetModel.generate_eagle3_data: offset = 1, outputs.hidden_states[id + 1] "
