@@ -19,6 +19,7 @@ from typing import Any
 from packaging.version import Version
 
 from pytest_eagle3.engines.aux_ids import transform
+from pytest_eagle3.engines.profiles import profile
 from pytest_eagle3.knowledge.capture import CAPTURES, capture_support
 from pytest_eagle3.knowledge.releases import EngineVersion
 from pytest_eagle3.producers.aux_defaults import release_of
@@ -45,8 +46,6 @@ def _covers(route: CaptureRoute, release: Version | None) -> bool:
 
 def _engine_readings(route: CaptureRoute, arch: str, ids: Sequence[int], layers: int) -> list[RouteReading]:
     """One reading per pinned release whose class for ``arch`` captures: the engine's rule for its family."""
-    from pytest_eagle3.engines.profiles import profile
-
     found = []
     for release in route.releases:
         version = Version(release)
