@@ -10,6 +10,9 @@ from typing import Literal, TypeAlias
 Basis: TypeAlias = Literal["measured", "assumed"]
 MEASURED: Basis = "measured"
 ASSUMED: Basis = "assumed"
+#: What a verdict is under one reading of the checkpoint (``Finding.readings``).
+PASSES, FAILS, UNJUDGED = "passes", "fails", "cannot be judged"
+OUTCOMES = (PASSES, FAILS, UNJUDGED)
 
 
 @dataclass(frozen=True)
@@ -30,16 +33,22 @@ class Finding:
     evidence: tuple[Evidence, ...] = ()
     fix: str = ""
     details: tuple[str, ...] = field(default=())
+    #: An undecided verdict's plausible readings: (label, outcome word: :data:`OUTCOMES`); ``fix`` says what decides.
+    readings: tuple[tuple[str, str], ...] = ()
 
     def to_json(self) -> dict[str, object]:
-        """Everything the rendered text shows, as data: code, summary, evidence, details (rules, plan), fix."""
-        return {
+        """Everything the rendered text shows, as data: code, summary, evidence, details (rules, plan), fix, and the
+        readings of an undecided verdict (only when there are some)."""
+        data: dict[str, object] = {
             "code": self.code,
             "summary": self.summary,
             "evidence": [{"key": e.key, "obtained": e.obtained, "expected": e.expected} for e in self.evidence],
             "details": list(self.details),
             "fix": self.fix,
         }
+        if self.readings:
+            data["readings"] = [{"reading": label, "outcome": outcome} for label, outcome in self.readings]
+        return data
 
     def render(self, headline: str | None = None) -> str:
         lines = [headline or f"[{self.code}] {self.summary}"]
@@ -48,6 +57,7 @@ class Finding:
             lines.append(f"    Obtained: {item.obtained}")
             lines.append(f"    Expected: {item.expected}")
         lines.extend(f"  {detail}" for detail in self.details)
+        lines.extend(f"  reading {label}: {outcome}" for label, outcome in self.readings)
         if self.fix:
             lines.append(f"  fix: {self.fix}")
         return "\n".join(lines)

@@ -137,7 +137,12 @@ def test_three_outcomes(area: str, code: str, folder: Path, target: TargetModel)
     if code == "norm-not-applied":  # never judged outside a ModelOpt reading
         assert area not in undecided.unknown
     else:
-        assert undecided.unknown[area].code == habit.undecided, dict(undecided.unknown)
+        finding = undecided.unknown[area]
+        assert finding.code == habit.undecided, dict(undecided.unknown)
+        # what a NOT JUDGED row shows: at least two readings whose outcomes differ, and what decides (the fix)
+        assert len({outcome for _, outcome in finding.readings}) >= 2 and finding.fix, finding.readings
+        assert finding.to_json()["readings"] == [{"reading": label, "outcome": outcome}
+                                                 for label, outcome in finding.readings]
 
 
 def test_an_agreeing_default_names_itself_and_how_to_pin_it(folder: Path, target: TargetModel) -> None:

@@ -70,6 +70,10 @@ def test_disagreeing_readings_are_undecided(make_variant: Callable[..., Path],
     run = run_contracts([draft], f"--eagle3-engine={VLLM}", "--eagle3-unknown=fail", target=target)
     outcome, message = run.engine_outcomes(draft, VLLM)["engine.aux_layers"]
     assert outcome == "failed" and "[reading-undecided]" in message, message
+    (finding,) = [f for c in run.engine_entry(draft, VLLM)["contracts"] if c["id"] == "engine.aux_layers"
+                  for f in c["findings"]]
+    assert finding["readings"] == [{"reading": "input-of, producer unknown", "outcome": "passes"},
+                                   {"reading": "output-of, producer unknown", "outcome": "fails"}]
     assert "fix: state the convention with --eagle3-aux-convention=input-of|output-of" in run.output
     assert "under output-of, producer unknown vLLM 0.32.0 fails" in run.output
     for convention, expected in ((INPUT_OF, "passed"), (OUTPUT_OF, "failed")):

@@ -13,7 +13,8 @@ from pytest_eagle3.engines.plan_types import AuxPlan, describe_inputs
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.producers.aux_defaults import AuxDefault, candidate_defaults
-from pytest_eagle3.producers.formats import UNKNOWN
+from pytest_eagle3.producers.formats import UNKNOWN, ruled_out
+from pytest_eagle3.producers.records import RECORDS
 
 #: The config edit that feeds ``aux.trained`` on an engine version (aux_layers.fix_edit).
 Edit = Callable[[AuxPlan, Profile], "tuple[str, tuple[int, ...]] | None"]
@@ -37,7 +38,7 @@ def default_habit(aux: AuxPlan, sheet: FactSheet, prof: Profile, fed: Sequence[i
     layers = sheet.target_layers
     if fed is None or layers is None:
         return dataclasses.replace(aux, trained=None, trained_from=""), None
-    rows = candidate_defaults(sheet.producer, sheet.raw)
+    rows = candidate_defaults(sheet.producer, sheet.raw, sheet.tensors)
     call = habit.judge(sheet.producer, rows, lambda r: r.inputs(layers) == tuple(fed))
     sets = {r.inputs(layers) for r in rows}
     if call.outcome == habit.AGREES:
@@ -86,13 +87,35 @@ def undecided_finding(prof: Profile, sheet: FactSheet, call: habit.Call[AuxDefau
         else f"{sheet.producer}'s releases disagree and the checkpoint names none")
     each = [f"{r.producer} ({r.releases}): {describe_inputs(r.inputs(layers))} "
             f"({'agrees' if r.inputs(layers) == tuple(fed) else 'differs'})" for r in call.candidates]
+    release = (f"name the {sheet.producer} release the draft was trained with (its releases' defaults differ), "
+               if sheet.producer != UNKNOWN and call.candidates else "")
     return Finding(
         "aux-ids-undecided",
         f"config.json names no aux layer ids: {prof.label} feeds its defaults ({describe_inputs(fed)}), and whether "
         f"the draft was trained on them is not known: {who}",
         (Evidence("eagle_aux_hidden_state_layer_ids", "absent", "the ids used in training"),),
-        f"write the ids the draft was trained on into {id_field_words(prof)}, or pass --eagle3-target=DIR with the "
-        "target's weights (the reference measures which layers the draft was trained on)",
+        f"{release}write the ids the draft was trained on into {id_field_words(prof)}, or pass --eagle3-target=DIR "
+        "with the target's weights (the reference measures which layers the draft was trained on)",
         (*each[:6], *((f"and {len(each) - 6} more defaults",) if len(each) > 6 else ()),
-         f"rule: {prof.source('aux_id_fields')}"),
+         *_ruled_out(sheet), f"rule: {prof.source('aux_id_fields')}"),
+        readings=default_readings(sheet, prof, call, fed),
     )
+
+
+def default_readings(sheet: FactSheet, prof: Profile, call: habit.Call[AuxDefault],
+                     fed: Sequence[int]) -> tuple[tuple[str, str], ...]:
+    """Each default that may have applied, with the verdict under it (:func:`habit.readings`)."""
+    layers = sheet.target_layers or 0
+    who = "a producer not on record" if sheet.producer == UNKNOWN else f"{sheet.producer}, its default not on record"
+    return habit.readings([(f"{r.producer} {r.releases}, its default {describe_inputs(r.inputs(layers))}",
+                            r.inputs(layers) == tuple(fed)) for r in call.candidates],
+                          who, f"trained on what {prof.label} feeds ({describe_inputs(fed)})", "trained on other layers")
+
+
+def _ruled_out(sheet: FactSheet) -> tuple[str, ...]:
+    """The producers on record the checkpoint rules out as readings (producer unknown only)."""
+    if sheet.producer != UNKNOWN:
+        return ()
+    names = set(sheet.tensors)
+    out = [f"not {p}: {why}" for p in RECORDS if (why := ruled_out(p, sheet.raw, names)) is not None]
+    return tuple(out)

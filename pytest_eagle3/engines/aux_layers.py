@@ -32,10 +32,11 @@ from pytest_eagle3.engines.aux_ids import (
     trained_inputs,
     transform,
 )
+from pytest_eagle3.engines.aux_routes import RouteReading, route_readings
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.plan_types import AuxPlan, Filed, Filing, Measured, describe_inputs
 from pytest_eagle3.engines.profiles import Profile
-from pytest_eagle3.findings import MEASURED, Evidence, Finding
+from pytest_eagle3.findings import FAILS, MEASURED, PASSES, Evidence, Finding
 from pytest_eagle3.knowledge.advice import first_release, other_engine, release_words, serve_with
 from pytest_eagle3.knowledge.capture import (
     ALLOWLIST,
@@ -159,10 +160,12 @@ def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: 
     if prof.behaviours.graph_mode_default_layers and configured and layers is not None:
         graph_mode = firing(sheet.default_inputs or (), layers, capture_range)[0]
     trained: tuple[int, ...] | None
+    routes: tuple[RouteReading, ...] = ()
     if measured is not None:
         trained, trained_from, basis = tuple(measured.inputs), measured.words, MEASURED
     else:
-        trained, trained_from = _trained(sheet, layers, convention)
+        routes = _routes(sheet, layers, convention)
+        trained, trained_from = _trained(sheet, layers, convention, routes)
         basis = "assumed"
     aux = AuxPlan(field=field, configured=configured, transform=used, requested=requested, captured=captured,
                   never_fire=never_fire, trained=trained, trained_from=trained_from, basis=basis,
@@ -171,6 +174,12 @@ def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: 
     call = None
     if measured is None and ids_missing(sheet):
         aux, call = default_habit(aux, sheet, prof, _fed(aux), fix_edit)
+    split = None
+    if len({r.inputs for r in routes}) > 1 and aux.captured is not None:
+        aux, split = _join_routes(aux, prof, routes)
+    elif routes and aux.trained is not None and aux.trained == _fed(aux) and not aux.assumed and \
+            aux.trained != _convention_inputs(sheet, layers):
+        aux = dataclasses.replace(aux, assumed=aux.trained_from)  # a pass resting on a route, not the record, names it
     if _feeds_other_layers(aux, sheet):
         aux = dataclasses.replace(aux, fix_edit=fix_edit(aux, prof))
     _support_issues(out, prof, support, arch)
@@ -191,7 +200,9 @@ def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: 
             (Evidence("aux ids", str(list(aux.configured or ())), f"ids whose captured layer input is < {layers}"),),
             f"drop the ids that map to layer input {layers} or beyond", (f"rule: {reach_source}",),
         ))
-    if not aux_launch.no_default(out, prof, layers, aux.trained):
+    if split is not None:
+        out.unknown("aux_layers", split)
+    elif not aux_launch.no_default(out, prof, layers, aux.trained):
         _compare(out, aux, prof, sheet, call)
     hard_coded_without_target(out, aux, prof, fix_edit)
     return Aux(aux, out.filed())
@@ -219,9 +230,68 @@ def _reach_words(prof: Profile, arch: str | None, reach: Reach, source: str, nev
     return f"{words} (rule: {source})"
 
 
-def _trained(sheet: FactSheet, layers: int | None, convention: str | None) -> tuple[tuple[int, ...] | None, str]:
-    """The layer inputs the draft was trained on as the config (and its convention) says, and the words."""
+def _convention_inputs(sheet: FactSheet, layers: int | None) -> tuple[int, ...] | None:
+    """The layer inputs the producer record's convention reads the written ids as (None where it reads none)."""
     written = sheet.aux_written
+    given = written.convention_on(layers) if written is not None else None
+    return trained_inputs(written.ids, given) if written is not None and written.ids and given in CONVENTIONS else None
+
+
+def _routes(sheet: FactSheet, layers: int | None, convention: str | None) -> tuple[RouteReading, ...]:
+    """The capture routes the producer may have trained through, each reading the written ids for this target's
+    class (``engines/aux_routes.py``); empty where a convention is stated or no route is on record for it."""
+    written = sheet.aux_written
+    if convention is not None or written is None or not written.ids or written.stated:
+        return ()
+    found = route_readings(sheet.producer, sheet.raw, sheet.target_architecture, layers, written.ids)
+    # a route under which an id names a state past the target's last layer output cannot have trained the draft
+    return tuple(r for r in found or () if layers is None or max(r.inputs) <= layers)
+
+
+def _routes_words(written: Any, routes: Sequence[RouteReading], producer: str) -> str:
+    """``assumed: eagle_config.x = [2, 30, 58] = inputs of layers [2, 30, 58], as every route ... reads them: ...``."""
+    return (f"assumed: {written.field} = {list(written.ids)} = {describe_inputs(routes[0].inputs)}, as every route "
+            f"{producer} may have trained through reads them: {'; '.join(r.label for r in routes)}")
+
+
+def _join_routes(aux: AuxPlan, prof: Profile, routes: Sequence[RouteReading]) -> tuple[AuxPlan, Finding | None]:
+    """Routes that read the ids as different layers, each judged against what the engine feeds: all pass, the plan
+    passes naming them; all fail, the first route's layers stand (and fail); else undecided, naming two."""
+    fed = tuple(_fed(aux) or ())
+    outcomes = [(r, PASSES if r.inputs == fed else FAILS) for r in routes]
+    if all(o == PASSES for _, o in outcomes):
+        words = (f"assumed: every capture route reads the ids as {describe_inputs(fed)}, what {prof.label} feeds "
+                 f"({'; '.join(r.label for r in routes)})")
+        return dataclasses.replace(aux, trained=fed, trained_from=words, assumed=words), None
+    if all(o == FAILS for _, o in outcomes):
+        words = f"assumed: {'; '.join(f'{r.label}: {describe_inputs(r.inputs)}' for r in routes)}"
+        return dataclasses.replace(aux, trained=routes[0].inputs, trained_from=words), None
+    passing = next(r for r, o in outcomes if o == PASSES)
+    failing = next(r for r, o in outcomes if o == FAILS)
+    finding = Finding(
+        "aux-route-undecided",
+        f"{prof.label} feeds {describe_inputs(fed)}: right if the draft was trained {passing.label}, wrong if "
+        f"{failing.label} ({describe_inputs(failing.inputs)}); the checkpoint records neither its producer release "
+        "nor the backend it trained through",
+        (Evidence("aux ids", f"{list(aux.configured or ())} ({aux.field})", "ids read the same way by every route"),),
+        "name the producer release or the backend the draft was trained through (they decide the layers), or write "
+        "the layer inputs it was trained on and state --eagle3-aux-convention, or pass --eagle3-target=DIR with the "
+        "target's weights (the reference measures which layers the draft was trained on)",
+        tuple(f"{r.label}: {describe_inputs(r.inputs)} ({o}); route: {r.source}" for r, o in outcomes),
+        readings=tuple((f"{r.label}: {describe_inputs(r.inputs)}", o) for r, o in outcomes),
+    )
+    return dataclasses.replace(aux, trained=None, trained_from=""), finding
+
+
+def _trained(sheet: FactSheet, layers: int | None, convention: str | None,
+             routes: Sequence[RouteReading] = ()) -> tuple[tuple[int, ...] | None, str]:
+    """The layer inputs the draft was trained on as the config (and its convention, or the producer's capture
+    routes for this target's class) says, and the words."""
+    written = sheet.aux_written
+    if routes and written is not None:
+        if len({r.inputs for r in routes}) == 1:
+            return routes[0].inputs, _routes_words(written, routes, sheet.producer)
+        return None, ""
     given = convention or (written.convention_on(layers) if written else None)
     how = "--eagle3-aux-convention" if convention else written.convention_source if written else ""
     if written and written.ids and given in CONVENTIONS:
@@ -263,6 +333,8 @@ def _support_issues(out: Filing, prof: Profile, support: Any, arch: str | None) 
             "check the engine's model file for the target (SupportsEagle3 / set_eagle3_layers_to_capture), or run "
             "the engine's own loader on it",
             (f"rule: {support.source}",),
+            readings=((f"{prof.label}'s {arch} captures the configured aux layers", PASSES),
+                      (f"{prof.label}'s {arch} captures none (the draft gets one hidden state)", FAILS)),
         ))
 
 

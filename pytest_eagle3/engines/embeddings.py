@@ -109,6 +109,10 @@ def _embed(out: Filing, sheet: FactSheet, prof: Profile, measured: Measured | No
     return "target" if equal else "draft"
 
 
+#: How an embed habit reads, as a reading's label.
+OWN, FROZEN = "trains its own embedding", "trains with the target's embedding, frozen"
+
+
 def _kept(out: Filing, sheet: FactSheet, prof: Profile, embed: str) -> None:
     """The engine keeps the draft's own embed_tokens, which differs from the target's: right only where the producer
     trains its own (engines.habit)."""
@@ -127,6 +131,10 @@ def _kept(out: Filing, sheet: FactSheet, prof: Profile, embed: str) -> None:
             evidence, "pass --eagle3-target=DIR with the target's weights (the reference measures which embedding the "
             "draft was trained with), or drop embed_tokens.weight if it is a stale copy",
             (f"rule: {prof.source('embed_source')}", *sources),
+            readings=habit.readings(
+                [(f"{source.split(' ', 1)[0]} ({OWN if own else FROZEN})", own) for own, source in habits],
+                "a producer not on record", "trained with this embed_tokens",
+                "trained with the target's frozen embedding (this copy stale)"),
         ))
         return
     out.lose("embeddings", Finding(

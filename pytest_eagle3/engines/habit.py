@@ -9,6 +9,8 @@ producer is unknown):
 * otherwise (no candidate on record, candidates that disagree, a producer unknown): **undecided**
   (``plan.unknown``: skipped, a failure with ``--eagle3-unknown=fail``), naming what decides it.
 
+Every undecided finding names its readings (``Finding.readings``: each habit that may have applied with the verdict
+under it, :func:`readings`), at least two of them with different outcomes, and says in ``fix`` what decides.
 With a target with weights the measurement overrules every habit (the areas take it before asking here).
 :data:`HABIT_AREAS` lists every area that asks, with its finding codes (tests/test_habit_policy.py exercises each).
 """
@@ -19,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from pytest_eagle3.findings import FAILS, PASSES, UNJUDGED
 from pytest_eagle3.producers.names import UNKNOWN
 
 T = TypeVar("T")
@@ -42,6 +45,18 @@ def judge(producer: str, candidates: Sequence[T], agrees: Callable[[T], bool]) -
     if found and producer != UNKNOWN and not any(agrees(c) for c in found):
         return Call(DIFFERS, found)
     return Call(UNDECIDED, found)
+
+
+def readings(found: Sequence[tuple[str, bool]], unrecorded: str, same: str, other: str) -> tuple[tuple[str, str], ...]:
+    """The readings of an undecided call (``Finding.readings``): each habit that may have applied (label, agrees)
+    with the verdict under it. None on record: ``unrecorded`` trained as the engine serves (``same``, passes) or
+    not (``other``, fails); none agreeing: ``unrecorded`` too, which cannot be judged. Two outcomes always differ."""
+    out = [(label, PASSES if agrees else FAILS) for label, agrees in found]
+    if not out:
+        out = [(f"{unrecorded}, {same}", PASSES), (f"{unrecorded}, {other}", FAILS)]
+    elif not any(agrees for _, agrees in found):
+        out.append((f"{unrecorded}, its habit unknown", UNJUDGED))
+    return tuple(dict.fromkeys(out))
 
 
 @dataclass(frozen=True)

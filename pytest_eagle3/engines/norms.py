@@ -100,6 +100,12 @@ def _defaults(producer: str, name: str) -> list[bool]:
 
 
 def _undecided(prof: Profile, name: str, applied: bool, sheet: FactSheet) -> Finding:
+    records = NORM_FLAG_DEFAULTS.items() if sheet.producer == UNKNOWN else [
+        (sheet.producer, NORM_FLAG_DEFAULTS.get(sheet.producer, {}))]
+    found = [(f"{producer}'s default {name}={str(record[name][0]).lower()}", record[name][0] == applied)
+             for producer, record in records if name in record]
+    who = "a producer not on record" if sheet.producer == UNKNOWN else f"{sheet.producer}, its default not on record"
+    value = str(applied).lower()
     return Finding(
         "norm-default-undecided",
         f"{prof.label} applies {name}={applied}; config.json does not say what the draft was trained with, and "
@@ -107,6 +113,7 @@ def _undecided(prof: Profile, name: str, applied: bool, sheet: FactSheet) -> Fin
         (Evidence(name, f"{applied} ({sheet.flag_notes.get(name, '')})", "the value the draft was trained with"),),
         f"write {name}: true|false into config.json (the value used in training)",
         (f"rule: {prof.source(read_behaviour(name))}",),
+        readings=habit.readings(found, who, f"trained with {name}={value}", f"trained with {name}={str(not applied).lower()}"),
     )
 
 

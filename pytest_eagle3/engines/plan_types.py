@@ -16,7 +16,7 @@ from typing import Any
 
 from pytest_eagle3.engines.causes import Cause, root_causes
 from pytest_eagle3.engines.frozen import FrozenDict
-from pytest_eagle3.findings import Finding
+from pytest_eagle3.findings import PASSES, UNJUDGED, Finding
 from pytest_eagle3.knowledge.capture import CaptureSupport
 from pytest_eagle3.knowledge.costs import RecordedCost
 from pytest_eagle3.knowledge.releases import EngineVersion
@@ -93,8 +93,11 @@ class Assumed:
         head = self.finding.summary.removeprefix("assumed: ")
         why = self.why or (NOT_PRICED if self.deviation is not None else UNPRICEABLE)
         details = (HOW_TO_PRICE,) if self.deviation is not None and not self.why else ()
+        readings = self.finding.readings or (
+            (f"trained with the habit ({self.finding.code}), its cost unpriced", UNJUDGED),
+            ("trained as the engine serves it (the habit did not apply)", PASSES))
         return dataclasses.replace(self.finding, summary=f"assumed ({why}): {head}",
-                                   details=(*details, *self.finding.details))
+                                   details=(*details, *self.finding.details), readings=readings)
 
 
 @dataclass(frozen=True)

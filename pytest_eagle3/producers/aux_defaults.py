@@ -10,12 +10,13 @@ only where the producer writes it (:data:`RELEASE_FIELDS`); otherwise every rele
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from pytest_eagle3.producers.formats import ruled_out
 from pytest_eagle3.producers.names import (
     ANGELSLIM,
     EAGLE,
@@ -143,11 +144,16 @@ def release_of(producer: str, config: Mapping[str, Any]) -> Version | None:
         return None
 
 
-def candidate_defaults(producer: str, config: Mapping[str, Any]) -> tuple[AuxDefault, ...]:
+def candidate_defaults(producer: str, config: Mapping[str, Any],
+                       keys: Collection[str] | None = None) -> tuple[AuxDefault, ...]:
     """The rows that may have applied: those covering the release the config names, else every row of the
-    producer, else (producer unknown) every row of every producer."""
+    producer, else (producer unknown) every row of every producer the checkpoint does not rule out (given its
+    tensor names ``keys``: ``formats.ruled_out``, a field it never writes or a mark all its checkpoints show)."""
     if producer == UNKNOWN:
-        return AUX_DEFAULTS
+        if keys is None:
+            return AUX_DEFAULTS
+        names = set(keys)
+        return tuple(r for r in AUX_DEFAULTS if ruled_out(r.producer, config, names) is None)
     rows = tuple(r for r in AUX_DEFAULTS if r.producer == producer)
     release = release_of(producer, config)
     return tuple(r for r in rows if r.covers(release)) if release is not None else rows

@@ -118,6 +118,7 @@ __all__ = [
     "layer_count",
     "lookup",
     "normalise_config",
+    "ruled_out",
 ]
 
 
@@ -173,6 +174,19 @@ def contradicted(producer: str, config: Config) -> str | None:
     for name, source in record.never_writes if record is not None else ():
         if config.get(name) is not None:
             return f"config.json has {name}, which {producer} never writes ({source})"
+    return None
+
+
+def ruled_out(producer: str, config: Config, keys: set[str], files: tuple[Path, ...] = ()) -> str | None:
+    """Why a checkpoint cannot be ``producer``'s (a field it never writes, a mark every one of its checkpoints shows
+    missing), else None: the producer stays a plausible reading of a checkpoint whose producer is unknown."""
+    against = contradicted(producer, config)
+    if against is not None:
+        return against
+    record = RECORDS.get(producer)
+    for mark in record.marks if record is not None else ():
+        if not mark.test(config, keys, files):
+            return f"no {mark.evidence}, which every {producer} checkpoint has ({mark.source})"
     return None
 
 

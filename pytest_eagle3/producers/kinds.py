@@ -39,6 +39,17 @@ class FormatSignal:
 
 
 @dataclass(frozen=True)
+class Mark:
+    """Something every checkpoint of ``producer`` shows, in every release on record: a checkpoint without it
+    was not written by that producer, so none of that producer's habits is a plausible reading of it."""
+
+    producer: str
+    evidence: str
+    test: Signal
+    source: str
+
+
+@dataclass(frozen=True)
 class Layout:
     """How a producer lays out the tensors it saves."""
 
@@ -151,6 +162,8 @@ class Producer:
     norm_defaults: Mapping[str, FlagDefault] | None = None
     #: Top-level config fields it never writes (name, source): finding one contradicts the detection.
     never_writes: tuple[tuple[str, str], ...] = ()
+    #: What every checkpoint it writes shows: a checkpoint without one is not its (rules it out as a reading).
+    marks: tuple[Mark, ...] = ()
     #: The variant label of a detected checkpoint, from its tensor names ("" for none).
     variant: Callable[[set[str]], str] | None = None
     layout: Layout | None = None

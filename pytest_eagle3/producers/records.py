@@ -15,6 +15,7 @@ from pytest_eagle3.producers.kinds import (
     FlagDefault,
     FormatSignal,
     Layout,
+    Mark,
     NormHabit,
     NormOutputReading,
     Producer,
@@ -109,6 +110,10 @@ SPECULATORS_RECORD = Producer(
                      "speculators 0.9.0 Eagle3SpeculatorConfig.transformer_layer_config"),
     ),
     aux_convention=(INPUT_OF, "speculators >= 0.5 captures through vLLM: id k = input of decoder layer k"),
+    marks=(Mark(SPECULATORS, "config.json has speculators_model_type",
+                lambda c, k, f: "speculators_model_type" in c,
+                "speculators 0.9.0 config.py SpeculatorModelConfig: schema_discriminator 'speculators_model_type' "
+                "(L257; from_dict raises without it, L236), written into every saved config.json"),),
     norm_defaults={
         "norm_before_residual": (False, "speculators 0.9.0 Eagle3SpeculatorConfig default"),
         "norm_before_fc": (False, "speculators 0.9.0 Eagle3SpeculatorConfig default"),
@@ -199,6 +204,12 @@ ANGELSLIM_RECORD = Producer(
                      "AngelSlim train/configs/*-eagle3.json (qwen3-vl-4b-eagle3-mrope.json: modal_type)"),
     ),
     aux_convention=(OUTPUT_OF, "AngelSlim target_model_wrapper.py reads hidden_states[id + 1] (output of layer id)"),
+    marks=(Mark(ANGELSLIM, "architectures Eagle3LlamaForCausalLM, or target_model_type / modal_type in config",
+                lambda c, k, f: "Eagle3LlamaForCausalLM" in architectures(c) or "target_model_type" in c
+                or "modal_type" in c,
+                "angelslim 0.2.0 compressor/speculative/train/trainer/eagle3_trainer.py: self.model.save_pretrained "
+                "of models/draft/llama_eagle3.py Eagle3LlamaForCausalLM(Eagle3BaseDraftModel(PreTrainedModel)), so "
+                "transformers writes architectures [\"Eagle3LlamaForCausalLM\"] (0.5.0: the same class)"),),
     aux_field=("aux_hidden_states_layer_ids",
                ("angelslim 0.5.0 train/trainer/online_eagle3_trainer.py OnlineEagle3Trainer.__init__ "
                 "(getattr(draft_model_config, 'aux_hidden_states_layer_ids', None))")),

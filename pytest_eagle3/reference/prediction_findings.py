@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.findings import FAILS, PASSES, Evidence, Finding
 from pytest_eagle3.reference.defaults import DEFAULT_MAX_LOSS
 from pytest_eagle3.reference.predict import Deviation, Prediction
 
@@ -89,4 +89,5 @@ def judged_findings(predictions: Mapping[str, Prediction], minimum: float,
                   "the same verdict under every reading"),),
         f"state the convention with --eagle3-aux-convention={'|'.join(predictions)}",
         tuple(said),
+        readings=tuple((label, FAILS if f else PASSES) for label, f in judged.items()),
     )

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pytest_eagle3.engines.aux_routes import route_readings
 from pytest_eagle3.repair import configs, independent, key_layouts
 from pytest_eagle3.repair.record import Change, RepairRefused
 from pytest_eagle3.repair.virtual import VirtualDraft
@@ -62,6 +63,19 @@ def trained_layers(ckpt: Checkpoint, convention: str | None, target: TargetModel
     aux = ckpt.config.aux
     if aux.ids:
         layers = target.num_hidden_layers if target is not None else None
+        routes = None
+        if convention is None and not aux.stated and target is not None and target.architectures:
+            routes = route_readings(ckpt.format.producer, ckpt.config_raw or {}, target.architectures[0], layers,
+                                    aux.ids)
+        routes = tuple(r for r in routes or () if layers is None or max(r.inputs) <= layers)
+        if routes and len({r.inputs for r in routes}) == 1:  # what the producer's backend made of them for this class
+            return Trained(routes[0].inputs, f"{aux.field} = {list(aux.ids)} as every capture route "
+                                             f"{ckpt.format.producer} may have trained through reads them: "
+                                             f"{'; '.join(r.label for r in routes)}")
+        if routes:
+            return Trained(None, f"{aux.field} = {list(aux.ids)} mean other layers under the capture routes "
+                                 f"{ckpt.format.producer} may have trained through "
+                                 f"({'; '.join(f'{r.label}: {list(r.inputs)}' for r in routes)}): pass --aux-convention")
         given = convention or aux.convention_on(layers)
         how = "--aux-convention" if convention else f"the producer's convention ({aux.convention_source})"
         if given in (INPUT_OF, OUTPUT_OF):

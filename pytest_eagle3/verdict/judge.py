@@ -19,7 +19,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.findings import FAILS, PASSES, UNJUDGED, Evidence, Finding
 from pytest_eagle3.producers.formats import CONVENTIONS, UNKNOWN
 from pytest_eagle3.producers.records import RECORDS
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 #: The finding code of an area whose verdict depends on the reading.
 UNDECIDED = "reading-undecided"
-PASS, FAIL, UNJUDGED = "passes", "fails", "cannot be judged"
+PASS, FAIL = PASSES, FAILS
 
 
 @dataclass(frozen=True)
@@ -162,6 +162,7 @@ def undecided(first: LoadPlan, area: str, plans: dict[Reading, LoadPlan], ckpt: 
                   "the same verdict under every reading"),),
         deciders(readings, ckpt),
         (*per_reading, f"producers: {ckpt.candidates.why}"),
+        readings=tuple((r.label, verdict(p, area)) for r, p in plans.items()),
     )
 
 
