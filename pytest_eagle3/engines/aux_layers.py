@@ -243,9 +243,28 @@ def _routes(sheet: FactSheet, layers: int | None, convention: str | None) -> tup
     written = sheet.aux_written
     if convention is not None or written is None or not written.ids or written.stated:
         return ()
+    if written.contradicted_on(layers) and layers is not None:
+        return boundary_readings(written.ids, layers, written.convention_source)
     found = route_readings(sheet.producer, sheet.raw, sheet.target_architecture, layers, written.ids)
     # a route under which an id names a state past the target's last layer output cannot have trained the draft
     return tuple(r for r in found or () if layers is None or max(r.inputs) <= layers)
+
+
+def boundary_readings(ids: Sequence[int], layers: int, habit: str) -> tuple[RouteReading, ...]:
+    """Ids whose largest is L under an output-of habit (layer L has no output, so the habit cannot have trained
+    them): the two readings such ids admit, each the way an engine that serves them reads them. Block boundaries,
+    id k = the state entering layer k and id L the last layer's output (SGLang models/gpt_oss.py
+    set_eagle3_layers_to_capture keeps ids as given when max(ids) == L, v0.5.17 #32334); or layer outputs with id L
+    clamped to the last layer's output (TokenSpeed models/base/causal_lm.py adds 1 to every id and
+    base/transformer_model.py takes the final residual for index L + 1)."""
+    boundaries = tuple(ids)
+    outputs = tuple(min(i + 1, layers) for i in ids)
+    return (RouteReading("read as block boundaries (id L = the last layer's output)", boundaries,
+                         f"SGLang models/gpt_oss.py set_eagle3_layers_to_capture (ids kept when max(ids) == L); not "
+                         f"{habit}, since layer L has no output"),
+            RouteReading("read as layer outputs, id L clamped to the last layer's output", outputs,
+                         "TokenSpeed models/base/causal_lm.py (+1) and base/transformer_model.py (index L + 1 = the "
+                         "final residual)"))
 
 
 def _routes_words(written: Any, routes: Sequence[RouteReading], producer: str) -> str:

@@ -102,7 +102,8 @@ class Eagle3Result:
         """Everything a judged contract measured, its basis, reference, prediction and the plan's outcome."""
         self._update(measured=(*self.record.measured, *outcome.measured), basis=outcome.basis,
                      reference=outcome.reference, prediction=outcome.prediction, load_outcome=outcome.load_outcome,
-                     consequence_of=outcome.consequence_of, root_cause=outcome.root_cause, status=outcome.status)
+                     consequence_of=outcome.consequence_of, root_cause=outcome.root_cause, status=outcome.status,
+                     findings=tuple(f.to_json() for f in outcome.findings) if outcome.status != "fail" else ())
 
 
 @pytest.fixture

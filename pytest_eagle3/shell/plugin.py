@@ -310,5 +310,6 @@ def _contract_report(item: pytest.Item, report: pytest.TestReport, contract: str
         # the report lists contracts in this order, not in run order: the judgement's, then a user's own by place
         rank=contract_rank(contract) if contract in CONTRACTS else ("~" + Path(item.location[0]).name,
                                                                      item.location[1] or 0),
-        outcome=report.outcome, message=message, format=fmt, findings=findings, basis=basis, record=record,
+        outcome=report.outcome, message=message, format=fmt,
+        findings=findings or (record.findings if report.skipped else ()), basis=basis, record=record,
         load_outcome=plan.outcome if plan is not None else record.load_outcome)

@@ -100,8 +100,8 @@ def assess(contract: str, subject: str, run: Contract, *, unknown_fails: bool = 
         if unknown_fails:
             findings, status = (exc.finding,), FAIL
             message = failure_line(contract, subject, findings)
-        else:
-            message, status = f"{exc.finding.summary} {UNKNOWN_HINT}", NOT_MODELLED
+        else:  # the finding stays: an undecided one names its readings and what decides (the JSON report keeps it)
+            findings, message, status = (exc.finding,), f"{exc.finding.summary} {UNKNOWN_HINT}", NOT_MODELLED
     except ContractViolation as exc:
         findings, status = exc.findings, FAIL
         message = failure_line(contract, subject, findings)

@@ -73,6 +73,8 @@ class ContractRecord:
     status: str = ""
     #: (name, value) in the order measured; a name measured twice keeps its last value in the report.
     measured: tuple[tuple[str, Measured], ...] = ()
+    #: The finding of a skipped contract (not modelled, undecided: its readings), in JSON; a failure's come with it.
+    findings: tuple[JsonObject, ...] = ()
 
     def properties(self) -> dict[str, Measured]:
         """The measured values the JSON report keeps (JSON scalars and lists)."""
