@@ -95,7 +95,7 @@ def test_sglang_trained_draft_on_vllm_is_one_layer_off_vllm_43671(run_contracts:
                                                                   make_checkpoint: Callable[..., Path],
                                                                   synth_target: Path) -> None:
     draft = make_checkpoint(SynthSpec(producer=SPECFORGE, aux_layer_ids=(2, 4, 5)))
-    run = run_contracts([draft], "--eagle3-engine=vllm==0.22.0,vllm,sglang", target=synth_target)
+    run = run_contracts([draft], "--eagle3-engine=vllm==0.22.0,vllm,sglang", target=synth_target / "config.json")
     outcome, message = run.engine_outcomes(draft, "vllm==0.22.0")["engine.aux_layers"]
     assert outcome == "failed"
     assert "vLLM 0.22.0 uses [2, 4, 5] as-is -> captures inputs of layers [2, 4, 5]" in message
@@ -126,7 +126,7 @@ def test_gpt_oss_boundary_ids_sglang_32334(run_contracts: Run, make_checkpoint: 
 def test_four_top_level_aux_ids_vllm_54598(run_contracts: Run, make_checkpoint: Callable[..., Path],
                                            synth_target: Path) -> None:
     draft = make_checkpoint(SynthSpec(producer=SPECULATORS, aux_layer_ids=(1, 2, 4, 5)))
-    run = run_contracts([draft], "--eagle3-engine=vllm", target=synth_target)
+    run = run_contracts([draft], "--eagle3-engine=vllm", target=synth_target / "config.json")
     outcome, message = run.engine_outcomes(draft, "vllm==0.33.0")["engine.fc"]
     assert outcome == "failed"
     assert "vLLM 0.33.0 builds fc for 3 aux states (192 wide) but the checkpoint's fc takes 256" in message

@@ -250,8 +250,9 @@ def test_example_draft_with_a_short_range_fails_engine_runtime_on_sglang(
     """The bundled SGLang example draft, its config's max_position_embeddings cut to 1024, beside its 2048 target."""
     draft = config_variant(EXAMPLES / "sglang-draft", tmp_path / "short-draft", _set(max_position_embeddings=1024))
     as_shipped = EXAMPLES / "sglang-draft"
+    # the target's config: its random weights would make the draft accept nothing, and the target come first
     run = run_contracts([draft, as_shipped], "--eagle3-engine=sglang==0.4.10.post2,sglang==0.5.23", "-k", "runtime",
-                        target=EXAMPLES / "tiny-target")
+                        target=EXAMPLES / "tiny-target" / "config.json")
     outcome, message = run.engine_outcomes(draft, "sglang==0.5.23")["engine.runtime"]
     assert outcome == "failed" and message.startswith(
         "engine.runtime [draft-positions-refused]: SGLang 0.5.23: the draft's config gives it 1024 positions, the "

@@ -68,11 +68,13 @@ def _keys(value: object) -> set[str]:
 def test_json_examples_name_keys_a_real_report_has(tmp_path: Path) -> None:
     from pytest_eagle3.verdict.report import SCHEMA
 
-    report = tmp_path / "report.json"
-    _run("pytest --eagle3-ckpt=examples/demo-draft-sglang --eagle3-target=examples/demo-target "
-         "--eagle3-engine=vllm", f"--eagle3-report={report}")
-    real = json.loads(report.read_text(encoding="utf-8"))
-    known = _keys(real) | {"..."}
+    known = {"..."}
+    # the target with weights (a measured row), and its config alone (a PASS (static) row: unmeasured, not_run)
+    for name, target in (("weights", "examples/demo-target"), ("config", "examples/demo-target/config.json")):
+        report = tmp_path / f"{name}.json"
+        _run(f"pytest --eagle3-ckpt=examples/demo-draft-sglang --eagle3-target={target} --eagle3-engine=vllm",
+             f"--eagle3-report={report}")
+        known |= _keys(json.loads(report.read_text(encoding="utf-8")))
     for block in (b for text in DOCS.values() for b in JSON_BLOCK.finditer(text)):
         body = block.group("body")
         unknown = sorted(set(re.findall(r'"([A-Za-z_.]+)":', body)) - known)
@@ -113,8 +115,9 @@ def test_every_option_is_in_the_readmes_table() -> None:
 
 def test_every_verdict_word_is_explained() -> None:
     verdicts = README.split("## What the verdicts mean")[1].split("\n## ")[0]
-    for word in ("`PASS`", "`PASS (partial)`", "`FAIL`", "`NOT RUN`", "`any`", "`refused`", "(measured)",
-                 "(assumed)", "loads with loss", "`complete`", "`not_run`"):
+    for word in ("`PASS`", "`PASS (static)`", "`PASS (partial)`", "`NOT JUDGED`", "`FAIL`", "`NOT RUN`", "`any`", "`refused`", "(measured)",
+                 "(assumed)", "loads with loss", "`complete`", "`not_run`", "`unmeasured`", "`--eagle3-require=measured`",
+                 "plausible readings", "never a FAIL"):
         assert word in verdicts, word
 
 

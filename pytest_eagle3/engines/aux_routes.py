@@ -57,8 +57,7 @@ def _engine_readings(route: CaptureRoute, arch: str, ids: Sequence[int], layers:
         inputs = transform(rule, ids, layers)
         if inputs is None:
             continue
-        name = "SGLang" if route.engine == "sglang" else str(route.engine)
-        label = f"{route.producer} {route.releases_words} through {name} {release}'s {arch} ({rule})"
+        label = f"{route.producer} {route.releases_words} through {prof.label}'s {arch} ({rule})"
         found.append(RouteReading(label, tuple(sorted(set(inputs))), f"{route.source}; rule: {support.source}; "
                                   f"{prof.source(_transform_behaviour(support.family))}"))
     return found

@@ -1,10 +1,10 @@
 """pytest hooks only: options, markers, collection, parametrisation, header, report, summary.
 
 Nothing heavy is imported here: an installed pytest-eagle3 costs an unrelated pytest run (no checkpoint
-given) 9 modules of its own, the package, its option table and the shell's light ones (``pytest_eagle3``,
+given) 10 modules of its own, the package, its option table and the shell's light ones (``pytest_eagle3``,
 ``pytest_eagle3.option_table``, ``pytest_eagle3.shell``, and its ``plugin``, ``options``, ``fixtures``,
-``live_fixtures``, ``verdicts``, ``contract``), next to the stdlib and pytest; ``tests/test_first_hour.py``
-counts them.
+``live_fixtures``, ``verdicts``, ``contract``, ``require``: the count of GPU / engine tests that could not run),
+next to the stdlib and pytest; ``tests/test_first_hour.py`` counts them.
 
 What is collected when a checkpoint is given (``--eagle3-ckpt``, ``EAGLE3_CKPT`` or the ``eagle3_ckpt`` ini key):
 the installed contracts, always, plus the paths given on the command line; with no paths, the ini's

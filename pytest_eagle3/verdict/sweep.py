@@ -162,8 +162,9 @@ class Sweep:
         """Why the sweep fails under ``--fail-on`` (empty: it passes): ``best``, an engine version where no checkpoint
         passes; ``any``, every checkpoint x engine version that does not pass (or an unreadable checkpoint);
         ``never``, nothing."""
-        if fail_on == "best":
-            return [f"{engine}: {self.why_no_best(engine)}" for engine, best in self.best().items() if best is None]
+        if fail_on == "best":  # a passing checkpoint, predicted or not (Hub headers alone predict nothing)
+            return [f"{engine}: {self.why_no_best(engine)}" for index, engine in enumerate(self.engines)
+                    if not any(c.engines and c.engines[index].passes for c in self.checkpoints)]
         if fail_on != "any":
             return []
         out = [f"{c.name}: unreadable: {c.problem}" for c in self.checkpoints if c.problem]
