@@ -41,6 +41,9 @@ def build() -> dict[str, Any]:
             out.append({"engine": "vllm", "version": version, "draft": draft, "setup": words,
                         "setting": f"k={setup['num_speculative_tokens']}",
                         "predicted": round(acc.mean_acceptance_length, 4), "live": entry["mean_acceptance_length"],
+                        "predicted_accepted": [round(p * acc.drafts) for p in acc.per_position],
+                        "live_accepted": entry["accepted_per_position"],
+                        "predicted_drafts": acc.drafts, "live_drafts": entry["drafts"],
                         "source": "examples/vllm_acceptance.json"})
     return {"generator": "scripts/record_prediction_gaps.py", "comparisons": out}
 

@@ -35,6 +35,11 @@ class LiveComparison:
     predicted: float
     live: float
     source: str
+    #: Tokens accepted at each draft position, and the drafts counted (the rates' denominator), on each side.
+    predicted_accepted: tuple[int, ...] = ()
+    live_accepted: tuple[int, ...] = ()
+    predicted_drafts: int = 0
+    live_drafts: int = 0
 
     @property
     def gap(self) -> float:
@@ -59,7 +64,9 @@ def comparisons() -> tuple[LiveComparison, ...]:
     if not RECORD.is_file():
         return ()
     data = json.loads(RECORD.read_text(encoding="utf-8"))
-    return tuple(LiveComparison(**entry) for entry in data["comparisons"])
+    return tuple(LiveComparison(**{**entry, "predicted_accepted": tuple(entry.get("predicted_accepted", ())),
+                                   "live_accepted": tuple(entry.get("live_accepted", ()))})
+                 for entry in data["comparisons"])
 
 
 def error_bar(engine: str, setting: DraftSetting) -> ErrorBar:
