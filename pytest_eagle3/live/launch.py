@@ -48,15 +48,15 @@ class LaunchRequest:
     port: int
     host: str = "127.0.0.1"
     steps: int = DEFAULT_STEPS
-    #: SGLang's tree (``--eagle3-topk``, ``--eagle3-draft-tokens``): 1 / None, a chain of ``steps``.
-    topk: int = 1
-    draft_tokens: int | None = None
     has_vllm_dist: bool = True
     skip_tokenizer: bool = False
     extra_args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     #: ``cpu`` or ``cuda``: where a server that is told (llama.cpp's layer offload) puts the model.
     device: str = "cpu"
+    #: SGLang's tree (``--eagle3-topk``, ``--eagle3-draft-tokens``): 1 / None, a chain of ``steps``.
+    topk: int = 1
+    draft_tokens: int | None = None
 
 
 @dataclass(frozen=True)
