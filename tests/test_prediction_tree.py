@@ -156,3 +156,32 @@ def test_the_tree_is_predicted_for_sglang_and_beats_the_chain(session: Any) -> N
     as_json = tree.to_json()
     assert as_json["setting"] == "k=3, topk=4, 8 draft tokens"
     assert as_json["error"]["value"] == DEFAULT_ERROR and "tree" in as_json["error"]["basis"]
+
+
+def test_a_tree_accepts_the_deepest_kept_path_of_the_continuation() -> None:
+    """topk 2, k 2: candidates a(0.6) b(0.4) at depth 1; aa(0.36) ab(0.24) ba(0.2) bb(0.2) at depth 2. Keeping
+    three nodes keeps a, b, aa (SGLang's num_draft_tokens 4): a continuation b, a is accepted to depth 1 only
+    (ba is not kept); keeping five keeps ba too."""
+    import torch
+
+    from pytest_eagle3.reference.draft import DraftTree
+
+    a, b = 10, 11
+    tree = DraftTree(tokens=torch.tensor([[[a, b, a, b, a, b]]]), scores=torch.tensor([[[0.6, 0.4, 0.36, 0.24, 0.2,
+                                                                                          0.19]]]),
+                     parents=torch.tensor([[[-1, -1, 0, 0, 1, 1]]]), depth=torch.tensor([1, 1, 2, 2, 2, 2]))
+    assert tree.accepted(torch.tensor([[[b, a]]]), 3).tolist() == [[1]]
+    assert tree.accepted(torch.tensor([[[b, a]]]), 5).tolist() == [[2]]
+    assert tree.accepted(torch.tensor([[[a, a]]]), 3).tolist() == [[2]]
+    assert tree.accepted(torch.tensor([[[12, a]]]), 6).tolist() == [[0]]
+
+
+def test_more_draft_tokens_never_accept_less(session: Any) -> None:
+    import dataclasses
+
+    from pytest_eagle3.checkpoint import Checkpoint
+
+    predictor = session.predictor(Checkpoint.open(EXAMPLES / "demo-draft-sglang"), str(TARGET))
+    figures = [predictor.simulator.acceptance(dataclasses.replace(predictor.training.feed, topk=4, draft_tokens=n))
+               .mean_acceptance_length for n in (4, 8, 16, 37)]
+    assert figures == sorted(figures) and figures[0] < figures[-1]

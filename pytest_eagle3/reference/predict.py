@@ -152,8 +152,14 @@ class DraftPredictor:
     simulator: Simulator
     training: Training
     convention: str | None = None
-    #: ``--eagle3-k`` / ``--eagle3-topk`` / ``--eagle3-draft-tokens``: a tree for the engines that draft one.
-    setting: DraftSetting = DraftSetting(DEFAULT_STEPS)
+    #: ``--eagle3-topk`` / ``--eagle3-draft-tokens``: a tree for the engines that draft one; None: the chain.
+    tree: DraftSetting | None = None
+
+    @property
+    def setting(self) -> DraftSetting:
+        """The drafting asked for: the tree when it is as deep as the simulator's k, else the chain of k."""
+        steps = self.simulator.steps
+        return self.tree if self.tree is not None and self.tree.steps == steps else DraftSetting(steps)
 
     def predict(self, plan: LoadPlan) -> Prediction:
         """The prediction for one plan; a plan the simulation cannot run says why instead of raising."""
@@ -246,7 +252,7 @@ class PredictionSession:
         if key not in self.predictors:
             self.predictors[key] = build_predictor(ckpt, self.target_feed(target_path), self.steps, self.device,
                                                    convention)
-            self.predictors[key].setting = self.setting
+            self.predictors[key].tree = self.setting
         return self.predictors[key]
 
 
