@@ -13,7 +13,8 @@ The walk is the engine's: start at the last prompt token, accept the longest mat
 advance by accepted + 1, and keep drafting until the request has generated its continuation
 (vLLM schedules full drafts to the end and counts acceptance before truncating at max_tokens:
 ``v1/core/sched/scheduler.py`` ``update_from_output``, 0.32.0), so the target run is
-``steps`` tokens longer than the continuation.
+``steps`` tokens longer than the continuation. An engine that drafts SGLang's tree (``Feed.topk`` > 1) is walked
+the same way from the deepest kept path of its tree that matches the target (``ReferenceDraft.propose_tree``).
 """
 
 from __future__ import annotations
