@@ -185,3 +185,20 @@ def test_more_draft_tokens_never_accept_less(session: Any) -> None:
     figures = [predictor.simulator.acceptance(dataclasses.replace(predictor.training.feed, topk=4, draft_tokens=n))
                .mean_acceptance_length for n in (4, 8, 16, 37)]
     assert figures == sorted(figures) and figures[0] < figures[-1]
+
+
+def test_the_run_says_the_tree_it_predicts_for(pytester: pytest.Pytester) -> None:
+    """The README's tree command: SGLang's row predicts the tree and says so, in the table and the JSON."""
+    import json
+
+    draft = EXAMPLES / "demo-draft-sglang"
+    report = pytester.path / "report.json"
+    result = pytester.runpytest(f"--eagle3-ckpt={draft}", f"--eagle3-target={TARGET}", "--eagle3-engine=sglang",
+                                "--eagle3-k=3", "--eagle3-topk=4", "--eagle3-draft-tokens=8",
+                                f"--eagle3-report={report}", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
+    assert " ± 0.15 at k=3, topk=4, 8 draft tokens (measured)" in result.stdout.str()
+    (entry,) = [e for c in json.loads(report.read_text())["checkpoints"] for e in c["engines"] if e["engine"] == "sglang"]
+    predicted = entry["predicted_acceptance"]
+    assert predicted["setting"] == "k=3, topk=4, 8 draft tokens" and predicted["mean_acceptance_length"] > 3.7
+    assert predicted["error"]["value"] == DEFAULT_ERROR
