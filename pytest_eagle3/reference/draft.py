@@ -201,7 +201,8 @@ class ReferenceDraft:
         """SGLang's EAGLE tree from every position at once (sglang 0.5.23 srt/speculative/eagle_worker_v2.py
         ``EAGLEWorkerV2.draft_forward`` with spec_utils.py ``select_top_k_tokens``): step 1 takes the ``topk`` most
         probable tokens; each later step expands the ``topk`` children of every frontier node, scores each by its
-        cumulative draft probability (parent's score x its own), keeps every child as a candidate, and the best
+        cumulative draft probability (parent's score x its own plain softmax over the draft vocab: spec_utils.py
+        ``renorm_draft_probs`` without rejection sampling), keeps every child as a candidate, and the best
         ``topk`` of them as the next frontier. Each branch attends to the context's first-step keys and to its own
         ancestors' (the engine's tree mask)."""
         to_target = self.target_ids(d2t_reading)
