@@ -87,7 +87,15 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "engine.acceptance fails when an engine's predicted mean acceptance length is more than this below "
                "the draft's as-trained one (default 0.1 accepted tokens)", metavar="X", is_path=False),
     OptionSpec("eagle3_k", "--eagle3-k", "EAGLE3_K", "eagle3_k",
-               "draft tokens per step for reference and predicted acceptance (default 3)", metavar="K", is_path=False),
+               "draft tokens per step for reference and predicted acceptance (default 3); SGLang's "
+               "--speculative-num-steps", metavar="K", is_path=False),
+    OptionSpec("eagle3_topk", "--eagle3-topk", "EAGLE3_TOPK", "eagle3_topk",
+               "SGLang's --speculative-eagle-topk: candidates expanded per node of its EAGLE tree, for the predicted "
+               "acceptance of the engines that draft a tree (default 1: a chain)", metavar="N", is_path=False),
+    OptionSpec("eagle3_draft_tokens", "--eagle3-draft-tokens", "EAGLE3_DRAFT_TOKENS", "eagle3_draft_tokens",
+               "SGLang's --speculative-num-draft-tokens: tokens its tree verifies per step, the root included "
+               "(default k + 1, a chain's; with --eagle3-topk > 1 at most 1 + topk + (k - 1) * topk^2)",
+               metavar="N", is_path=False),
     OptionSpec("eagle3_continuation", "--eagle3-continuation", "EAGLE3_CONTINUATION", "eagle3_continuation",
                "tokens the target generates per prompt for reference and predicted acceptance (default 64)",
                metavar="N", is_path=False),

@@ -152,6 +152,15 @@ def test_live_acceptance_matches_the_prediction(live_run: dict[str, Any], name: 
 
 
 @pytest.mark.parametrize("name", DRAFTS)
+def test_the_server_drafts_the_chain_predicted(live_run: dict[str, Any], name: str) -> None:
+    """vLLM is launched with num_speculative_tokens = k, the chain its prediction is for (k = 3 here)."""
+    entry = next(c for c in live_run["report"]["checkpoints"] if c["path"] == str(live_run["paths"][name]))
+    predicted = next(e for e in entry["engines"] if e["engine"] == "vllm")["predicted_acceptance"]
+    assert predicted["setting"] == "k=3"
+    assert '"num_speculative_tokens": 3' in contracts(live_run, name)["_properties"]["live_command"]
+
+
+@pytest.mark.parametrize("name", DRAFTS)
 def test_the_drop_is_the_one_predicted(live_run: dict[str, Any], name: str) -> None:
     """A draft served as trained passes; one served with the wrong layers, norm or ``d2t`` reading fails
     live.acceptance, naming the deviation the prediction names and the tokens it costs."""

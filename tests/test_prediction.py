@@ -64,6 +64,20 @@ def test_accepted_tokens_per_position_equal_vllms(session: Any, version: str, dr
     assert 0 <= measured["drafts"] - acc.drafts <= PROMPTS  # at most one uncounted draft per request
 
 
+@pytest.mark.parametrize(("version", "draft"), RECORDED, ids=[f"{d}@vllm=={v}" for v, d in RECORDED])
+def test_recorded_gaps_hold_todays_prediction(session: Any, version: str, draft: str) -> None:
+    """The error bars' record (reference/recorded_gaps.json) holds this run and today's prediction for it:
+    a changed prediction means regenerating it (python scripts/record_prediction_gaps.py)."""
+    from pytest_eagle3.reference.error_bars import comparisons
+    from pytest_eagle3.verdict import predict_acceptance
+
+    (record,) = [c for c in comparisons() if (c.engine, c.version, c.draft) == ("vllm", version, draft)]
+    acc = predict_acceptance(EXAMPLES / draft, TARGET, f"vllm=={version}", session=session).cpu_acceptance
+    assert acc is not None
+    assert (round(acc.mean_acceptance_length, 4), acc.drafts) == (record.predicted, record.predicted_drafts)
+    assert record.live == TABLE["vllm"][version][draft]["mean_acceptance_length"]
+
+
 @pytest.mark.parametrize("version", sorted(v for v, d in TABLE["vllm"].items() if any(e.get("refused") for e in d.values())))
 def test_refused_versions_are_recorded_with_the_reason(version: str) -> None:
     for entry in TABLE["vllm"][version].values():

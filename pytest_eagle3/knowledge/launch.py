@@ -38,7 +38,7 @@ _LAUNCH_ROWS: tuple[tuple[str, LaunchRule], ...] = (
     ("address", Row(SGLANG, "0.4.4.post2", ("--host", "{host}", "--port", "{port}"),
         "sglang server_args.py --host/--port (0.5.11 L4308-4314)")),
     ("speculative", Row(SGLANG, "0.4.4.post2", ("--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "{draft}",
-        "--speculative-num-steps", "{steps}", "--speculative-eagle-topk", "1",
+        "--speculative-num-steps", "{steps}", "--speculative-eagle-topk", "{topk}",
         "--speculative-num-draft-tokens", "{draft_tokens}"),
         "sglang server_args.py add_cli_args (0.5.11 L5365-5406); from 0.5.20 declared in "
         "srt/arg_groups/fields/spec.py, same CLI names (0.5.23)")),

@@ -54,6 +54,9 @@ class LaunchRequest:
     env: Mapping[str, str] = field(default_factory=dict)
     #: ``cpu`` or ``cuda``: where a server that is told (llama.cpp's layer offload) puts the model.
     device: str = "cpu"
+    #: SGLang's tree (``--eagle3-topk``, ``--eagle3-draft-tokens``): 1 / None, a chain of ``steps``.
+    topk: int = 1
+    draft_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,8 @@ def build_command(request: LaunchRequest) -> LaunchCommand:
         aspects.append("no_tokenizer")
     values = {
         "target": request.target, "host": request.host, "port": str(request.port), "draft": request.draft or "",
-        "steps": str(request.steps), "draft_tokens": str(request.steps + 1),
+        "steps": str(request.steps), "topk": str(request.topk),
+        "draft_tokens": str(request.draft_tokens if request.topk > 1 and request.draft_tokens else request.steps + 1),
         "speculative_json": speculative_json(request.draft or "", request.steps),
     }
     # The engine's own interpreter with a module; llama.cpp's server is its binary (``python`` names it).

@@ -152,9 +152,11 @@ def start_server(install: EngineInstall, target: str, draft: str | None, log_dir
                  timeout: float = DEFAULT_START_TIMEOUT, steps: int = DEFAULT_STEPS, extra_args: Sequence[str] = (),
                  env: Mapping[str, str] | None = None, port: int | None = None,
                  check_draft: bool = True, device: str = "cpu",
-                 served: tuple[str, str | None] | None = None) -> LiveServer:
+                 served: tuple[str, str | None] | None = None, topk: int = 1,
+                 draft_tokens: int | None = None) -> LiveServer:
     """Build the launch command for the installed version, start it, wait for health. ``served``: the files the
-    command names when they are not ``target`` and ``draft`` themselves (llama.cpp's GGUFs of them).
+    command names when they are not ``target`` and ``draft`` themselves (llama.cpp's GGUFs of them). ``topk`` /
+    ``draft_tokens``: SGLang's tree (``--speculative-eagle-topk`` > 1); every other engine drafts a chain of ``steps``.
 
     Raises a :class:`~pytest_eagle3.live.errors.ServerError` subclass (with the log tail) on failure.
     """
@@ -166,7 +168,7 @@ def start_server(install: EngineInstall, target: str, draft: str | None, log_dir
     model, drafted = served if served is not None else (target, draft)
     request = LaunchRequest(install.engine, install.version, install.python, model, drafted, chosen, LOOPBACK,
                             steps, install.has_vllm_dist, not has_tokenizer(target), tuple(extra_args),
-                            device=device)
+                            device=device, topk=topk, draft_tokens=draft_tokens)
     command = build_command(request)
     name = f"{install.engine}-{Path(target).name}-{Path(draft).name if draft else 'alone'}-{chosen}.log"
     process = ServerProcess(command.argv, chosen, Path(log_dir) / name, health_path=command.health_path,

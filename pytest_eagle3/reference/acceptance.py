@@ -252,9 +252,20 @@ def greedy_walk(proposals: torch.Tensor, run: TargetRun, usable: int, steps: int
     prefix that matches the target, advance by accepted + 1; ``counts[a]`` counts verifications accepting a.
     ``budget``: the request's token limit, to which the engine cuts each draft (the tokens left, minus ``reserve``;
     no draft when that is 0: knowledge.draft_budget); None: ``steps`` drafted at every verification."""
-    gold = torch.stack([run.sequences[:, 2 + j: usable + 2 + j] for j in range(steps)], dim=-1)
-    accepted = torch.cumprod((proposals == gold).long(), dim=-1).sum(-1).cpu()
-    for row in accepted:
+    accepted = torch.cumprod((proposals == gold_tokens(run, usable, steps)).long(), dim=-1).sum(-1)
+    walk_accepted(accepted, run, usable, steps, counts, budget, reserve)
+
+
+def gold_tokens(run: TargetRun, usable: int, steps: int) -> torch.Tensor:
+    """The target's continuation after each position [B, usable, steps]: what a draft from there must propose."""
+    return torch.stack([run.sequences[:, 2 + j: usable + 2 + j] for j in range(steps)], dim=-1)
+
+
+def walk_accepted(accepted: torch.Tensor, run: TargetRun, usable: int, steps: int, counts: torch.Tensor,
+                  budget: int | None = None, reserve: int = 1) -> None:
+    """:func:`greedy_walk` from the tokens a verification at each position accepts ([B, usable]: a chain's
+    matching prefix, or a tree's deepest matching path)."""
+    for row in accepted.cpu():
         position = run.prompt_length - 1
         while position < usable:
             count = int(row[position])

@@ -167,29 +167,87 @@ class ReferenceDraft:
         steps 2.. instead of the draft's own proposals (training). Returns target ids
         [B, T, steps] and the draft-vocab logits of each step.
         """
-        s, w = self.spec, self.weights
         to_target = self.target_ids(d2t_reading)
         hidden = self.project(aux)
-        length = next_ids.shape[1]
-        positions = torch.arange(length, device=next_ids.device)
-        caches: list[list[tuple[torch.Tensor, torch.Tensor]]] = [[] for _ in range(s.layers)]
+        positions = torch.arange(next_ids.shape[1], device=next_ids.device)
+        caches: list[list[tuple[torch.Tensor, torch.Tensor]]] = [[] for _ in range(self.spec.layers)]
         tokens = next_ids
         proposals, all_logits = [], []
         for step in range(steps):
-            cos, sin = self.rotary(positions + step, hidden.dtype)
-            emb = F.embedding(tokens.clamp(0, embed.shape[0] - 1), embed).to(hidden.dtype)
-            h = self._first_layer(emb, hidden, caches[0], cos, sin)
-            for layer in range(1, s.layers):
-                h = self._layer(layer, h, caches[layer], cos, sin)
-            normed = rms_norm(h, w["norm.weight"], s.rms_norm_eps)
-            logits = F.linear(normed if s.norm_logits else h, w["lm_head.weight"])
-            hidden = normed if s.feed_normed else h
+            logits, hidden = self.step(tokens, hidden, caches, positions + step, embed)
             draft_ids = logits.argmax(-1)
             proposed = to_target[draft_ids] if to_target is not None else draft_ids
             proposals.append(proposed)
             all_logits.append(logits)
             tokens = teacher[..., step] if teacher is not None and step < teacher.shape[-1] else proposed
         return torch.stack(proposals, dim=-1), all_logits
+
+    def step(self, tokens: torch.Tensor, hidden: torch.Tensor, caches: list[list[tuple[torch.Tensor, torch.Tensor]]],
+             positions: torch.Tensor, embed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One draft step over every position: the draft-vocab logits and the hidden state the next step takes
+        (each layer's keys appended to ``caches``)."""
+        s, w = self.spec, self.weights
+        cos, sin = self.rotary(positions, hidden.dtype)
+        emb = F.embedding(tokens.clamp(0, embed.shape[0] - 1), embed).to(hidden.dtype)
+        h = self._first_layer(emb, hidden, caches[0], cos, sin)
+        for layer in range(1, s.layers):
+            h = self._layer(layer, h, caches[layer], cos, sin)
+        normed = rms_norm(h, w["norm.weight"], s.rms_norm_eps)
+        logits = F.linear(normed if s.norm_logits else h, w["lm_head.weight"])
+        return logits, normed if s.feed_normed else h
+
+    def propose_tree(self, aux: torch.Tensor, next_ids: torch.Tensor, steps: int, topk: int, embed: torch.Tensor,
+                     d2t_reading: str = "offsets") -> DraftTree:
+        """SGLang's EAGLE tree from every position at once (sglang 0.5.23 srt/speculative/eagle_worker_v2.py
+        ``EAGLEWorkerV2.draft_forward`` with spec_utils.py ``select_top_k_tokens``): step 1 takes the ``topk`` most
+        probable tokens; each later step expands the ``topk`` children of every frontier node, scores each by its
+        cumulative draft probability (parent's score x its own plain softmax over the draft vocab: spec_utils.py
+        ``renorm_draft_probs`` without rejection sampling), keeps every child as a candidate, and the best
+        ``topk`` of them as the next frontier. Each branch attends to the context's first-step keys and to its own
+        ancestors' (the engine's tree mask)."""
+        to_target = self.target_ids(d2t_reading)
+        hidden = self.project(aux)
+        batch, length = next_ids.shape
+        positions = torch.arange(length, device=next_ids.device)
+        caches: list[list[tuple[torch.Tensor, torch.Tensor]]] = [[] for _ in range(self.spec.layers)]
+        tokens, scores, parents = [], [], []
+        frontier_score = frontier_index = torch.empty(0)
+        rows, fed, count = None, next_ids, 0
+        for step in range(steps):
+            logits, hidden = self.step(fed, hidden, caches, positions + step, embed)
+            top = logits.topk(topk, dim=-1).indices  # [R, T, topk]: ordered as the logits, so topk 1 is the argmax
+            prob = torch.softmax(logits.float(), dim=-1).gather(-1, top)
+            ids = to_target[top] if to_target is not None else top
+            if step == 0:
+                score, token = prob, ids
+                parent = torch.full_like(top, -1)
+            else:  # rows b * topk + f: frontier node f of batch row b
+                prob = prob.view(batch, topk, length, topk).permute(0, 2, 1, 3)
+                score = (frontier_score.unsqueeze(-1) * prob).reshape(batch, length, topk * topk)
+                token = ids.view(batch, topk, length, topk).permute(0, 2, 1, 3).reshape(batch, length, topk * topk)
+                parent = frontier_index.unsqueeze(-1).expand(-1, -1, -1, topk).reshape(batch, length, topk * topk)
+            tokens.append(token)
+            scores.append(score)
+            parents.append(parent)
+            if step == steps - 1:
+                break
+            frontier_score, chosen = score.topk(topk, dim=-1)
+            frontier_index = chosen + count
+            count += score.shape[-1]
+            fed = token.gather(-1, chosen).permute(0, 2, 1).reshape(batch * topk, length)
+            if rows is None:  # the first frontier: every row continues the context's step
+                hidden = hidden.repeat_interleave(topk, dim=0)
+                for cache in caches:
+                    cache[:] = [(k.repeat_interleave(topk, dim=0), v.repeat_interleave(topk, dim=0)) for k, v in cache]
+                rows = torch.arange(batch, device=next_ids.device).repeat_interleave(topk) * topk
+            else:  # each new frontier node continues its parent's row
+                source = (rows.view(batch, topk, 1) + (chosen // topk).permute(0, 2, 1))  # [B, topk, T]
+                source = source.reshape(batch * topk, length)
+                hidden = _by_row(hidden, source, 1)
+                for cache in caches:
+                    cache[1:] = [(_by_row(k, source, 2), _by_row(v, source, 2)) for k, v in cache[1:]]
+        depth = torch.cat([torch.full((t.shape[-1],), i + 1, dtype=torch.long) for i, t in enumerate(tokens)])
+        return DraftTree(torch.cat(tokens, -1), torch.cat(scores, -1), torch.cat(parents, -1), depth)
 
     def _first_layer(self, emb: torch.Tensor, hidden: torch.Tensor,
                      cache: list[tuple[torch.Tensor, torch.Tensor]], cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -237,6 +295,41 @@ class ReferenceDraft:
         freqs = positions.double()[:, None] * inv_freq.double().to(positions.device)[None, :]
         emb = torch.cat([freqs, freqs], dim=-1)
         return (emb.cos() * factor).to(dtype), (emb.sin() * factor).to(dtype)
+
+
+@dataclass(frozen=True)
+class DraftTree:
+    """Every candidate of a tree drafted from each position: ``tokens``, ``scores`` (cumulative draft probability)
+    and ``parents`` (candidate index, -1 for the root's children) are [B, T, N]; ``depth`` [N] is each candidate's
+    step (1-based), parents before children."""
+
+    tokens: torch.Tensor
+    scores: torch.Tensor
+    parents: torch.Tensor
+    depth: torch.Tensor
+
+    def accepted(self, gold: torch.Tensor, keep: int) -> torch.Tensor:
+        """Tokens accepted from each position [B, T] when the engine verifies the ``keep`` best candidates
+        (sglang eagle_utils.py ``organize_draft_results``: torch.topk of the scores) greedily against ``gold``
+        [B, T, steps], the target's continuation: the deepest kept candidate whose path is the continuation."""
+        kept = torch.zeros_like(self.scores, dtype=torch.bool)
+        kept.scatter_(-1, self.scores.topk(min(keep, self.scores.shape[-1]), dim=-1).indices, True)
+        match = torch.zeros_like(kept)
+        accepted = torch.zeros(kept.shape[:2], dtype=torch.long, device=kept.device)
+        for n in range(self.tokens.shape[-1]):
+            depth = int(self.depth[n])
+            parent = self.parents[..., n]
+            up = torch.ones_like(kept[..., n]) if depth == 1 else match.gather(-1, parent.clamp(min=0)[..., None])[..., 0]
+            match[..., n] = kept[..., n] & up & (self.tokens[..., n] == gold[..., depth - 1])
+            accepted = torch.where(match[..., n], torch.clamp(accepted, min=depth), accepted)
+        return accepted
+
+
+def _by_row(x: torch.Tensor, source: torch.Tensor, position_dim: int) -> torch.Tensor:
+    """``x`` [R, ..., T, ...] with row ``source[r, t]`` at each (r, t): the rows each position's branch continues."""
+    moved = x.movedim(position_dim, 1)  # [R, T, ...]
+    picked = moved[source, torch.arange(source.shape[1], device=source.device)[None, :]]
+    return picked.movedim(1, position_dim)
 
 
 def ttt_attention(q: torch.Tensor, cache: list[tuple[torch.Tensor, torch.Tensor]], scale: float) -> torch.Tensor:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from pytest_eagle3 import progress
+from pytest_eagle3.knowledge.draft_tree import drafts_tree
 from pytest_eagle3.knowledge.launch import cpu_runs_other_mode
 from pytest_eagle3.producers.formats import default_aux_inputs
 from pytest_eagle3.producers.habits import RopeKey
@@ -33,7 +34,9 @@ from pytest_eagle3.reference.acceptance import (
 )
 from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
 from pytest_eagle3.reference.draft import DraftLoadError, ReferenceDraft
+from pytest_eagle3.reference.draft_setting import DraftSetting
 from pytest_eagle3.reference.engine_feed import engine_feed
+from pytest_eagle3.reference.error_bars import ErrorBar, error_bar
 from pytest_eagle3.reference.evidence import Decision, decide
 from pytest_eagle3.reference.simulate import (
     ABSOLUTE,
@@ -91,6 +94,14 @@ class Prediction:
     unavailable: str = ""
     notes: tuple[str, ...] = ()
     other_deviations: tuple[Deviation, ...] = ()
+    #: The drafting the figure is for: the chain of k, or SGLang's tree where the engine drafts one.
+    setting: DraftSetting = DraftSetting(DEFAULT_STEPS)
+
+    @property
+    def error(self) -> ErrorBar:
+        """The error bar of this engine's figures: the largest gap recorded between a prediction and the engine's
+        own counters (``reference.error_bars``)."""
+        return error_bar(self.engine.engine, self.setting)
 
     @property
     def mean_acceptance_length(self) -> float | None:
@@ -128,6 +139,8 @@ class Prediction:
             "other_mode": None if self.other_mode is None else round(self.other_mode.mean_acceptance_length, 4),
             "unavailable": self.unavailable or None,
             "drafts": None if acc is None else acc.drafts,
+            "setting": self.setting.words(),
+            "error": self.error.to_json(),
         }
 
 
@@ -139,31 +152,44 @@ class DraftPredictor:
     simulator: Simulator
     training: Training
     convention: str | None = None
+    #: ``--eagle3-topk`` / ``--eagle3-draft-tokens``: a tree for the engines that draft one; None: the chain.
+    tree: DraftSetting | None = None
+
+    @property
+    def setting(self) -> DraftSetting:
+        """The drafting asked for: the tree when it is as deep as the simulator's k, else the chain of k."""
+        steps = self.simulator.steps
+        return self.tree if self.tree is not None and self.tree.steps == steps else DraftSetting(steps)
 
     def predict(self, plan: LoadPlan) -> Prediction:
         """The prediction for one plan; a plan the simulation cannot run says why instead of raising."""
         engine = engine_feed(plan, self.simulator.draft, self.simulator.target.layers)
+        setting = self.setting if self.setting.tree and drafts_tree(plan.engine) else self.setting.chain()
         if engine.feed is None:
-            return Prediction(plan.engine, None, self.training, unavailable=engine.unavailable, notes=engine.notes)
+            return Prediction(plan.engine, None, self.training, unavailable=engine.unavailable, notes=engine.notes,
+                              setting=setting)
+        feed = _drafted(engine.feed, setting)
+        other_mode = _drafted(engine.other_mode, setting) if engine.other_mode is not None else None
         try:
             with torch.no_grad():
-                training = self.training_for(engine.feed)
-                predicted = self.simulator.acceptance(engine.feed)
-                other = self.simulator.acceptance(engine.other_mode) if engine.other_mode is not None else None
-                deviations = self.deviations(engine.feed, training)
-                others = self.deviations(engine.other_mode, training) if engine.other_mode is not None else ()
+                training = self.training_for(feed)
+                predicted = self.simulator.acceptance(feed)
+                other = self.simulator.acceptance(other_mode) if other_mode is not None else None
+                deviations = self.deviations(feed, training)
+                others = self.deviations(other_mode, training) if other_mode is not None else ()
         except (RuntimeError, ValueError, IndexError, KeyError) as exc:
-            return Prediction(plan.engine, None, self.training, notes=engine.notes,
+            return Prediction(plan.engine, None, self.training, notes=engine.notes, setting=setting,
                               unavailable=f"the simulation cannot run {plan.engine.label}'s plan: {exc}")
         return Prediction(plan.engine, predicted, training, deviations, other, notes=engine.notes,
-                          other_deviations=others)
+                          other_deviations=others, setting=setting)
 
     def training_for(self, feed: Feed) -> Training:
-        """The draft as trained, walked the way ``feed``'s engine drafts at the end of a request (its serving
-        loop, not a deviation: a good draft loses nothing to it)."""
-        if feed.budget == self.training.feed.budget:
+        """The draft as trained, walked the way ``feed``'s engine drafts (its serving loop: the draft length at the
+        end of a request, a tree; not a deviation: a good draft loses nothing to it)."""
+        trained = dataclasses.replace(self.training.feed, budget=feed.budget, topk=feed.topk,
+                                      draft_tokens=feed.draft_tokens)
+        if trained == self.training.feed:
             return self.training
-        trained = dataclasses.replace(self.training.feed, budget=feed.budget)
         return dataclasses.replace(self.training, feed=trained, acceptance=self.simulator.acceptance(trained))
 
     def deviations(self, feed: Feed, training: Training | None = None) -> tuple[Deviation, ...]:
@@ -183,6 +209,13 @@ class DraftPredictor:
         return self.simulator.acceptance(feed)
 
 
+def _drafted(feed: Feed, setting: DraftSetting) -> Feed:
+    """The feed drafting ``setting`` (a tree; a chain leaves it as it is)."""
+    if not setting.tree:
+        return feed
+    return dataclasses.replace(feed, topk=setting.topk, draft_tokens=setting.verified)
+
+
 @dataclass
 class PredictionSession:
     """Targets loaded and run once, drafts loaded once; per-run state (hold one per test session)."""
@@ -198,6 +231,12 @@ class PredictionSession:
     #: The run's target passes (the pipeline's, shared with the reference measurement); one of its own
     #: when none is given.
     passes: TargetPasses | None = None
+    #: SGLang's tree (``--eagle3-topk``, ``--eagle3-draft-tokens``); None: the chain of ``steps``.
+    tree: DraftSetting | None = None
+
+    @property
+    def setting(self) -> DraftSetting:
+        return self.tree if self.tree is not None and self.tree.steps == self.steps else DraftSetting(self.steps)
 
     def target_feed(self, target_path: str) -> TargetFeed:
         if self.passes is None:
@@ -213,6 +252,7 @@ class PredictionSession:
         if key not in self.predictors:
             self.predictors[key] = build_predictor(ckpt, self.target_feed(target_path), self.steps, self.device,
                                                    convention)
+            self.predictors[key].tree = self.setting
         return self.predictors[key]
 
 

@@ -13,7 +13,8 @@ The walk is the engine's: start at the last prompt token, accept the longest mat
 advance by accepted + 1, and keep drafting until the request has generated its continuation
 (vLLM schedules full drafts to the end and counts acceptance before truncating at max_tokens:
 ``v1/core/sched/scheduler.py`` ``update_from_output``, 0.32.0), so the target run is
-``steps`` tokens longer than the continuation.
+``steps`` tokens longer than the continuation. An engine that drafts SGLang's tree (``Feed.topk`` > 1) is walked
+the same way from the deepest kept path of its tree that matches the target (``ReferenceDraft.propose_tree``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,14 @@ import torch
 
 from pytest_eagle3.knowledge.draft_budget import DraftBudget
 from pytest_eagle3.producers.habits import Rope, RopeKey
-from pytest_eagle3.reference.acceptance import Acceptance, Reading, TargetRun, greedy_walk
+from pytest_eagle3.reference.acceptance import (
+    Acceptance,
+    Reading,
+    TargetRun,
+    gold_tokens,
+    greedy_walk,
+    walk_accepted,
+)
 from pytest_eagle3.reference.draft import ReferenceDraft, rms_norm
 
 if TYPE_CHECKING:
@@ -63,13 +71,17 @@ class Feed:
     #: How the engine drafts at the end of a request (knowledge.draft_budget): a property of its serving loop,
     #: never a deviation from training (``differences`` leaves it out).
     budget: str = "full"
+    #: SGLang's tree (knowledge.draft_tree, ``--eagle3-topk``): candidates per node, and tokens verified per step
+    #: (the root included); topk 1: the chain of ``steps``. A serving setting, never a deviation.
+    topk: int = 1
+    draft_tokens: int = 0
 
     def norm(self, name: str) -> bool:
         return dict(self.norms)[name]
 
     def differences(self, other: Feed) -> list[str]:
         """Field names where ``other`` differs (norm flags one by one)."""
-        names = [f.name for f in dataclasses.fields(self) if f.name not in ("norms", "budget")
+        names = [f.name for f in dataclasses.fields(self) if f.name not in ("norms", "budget", "topk", "draft_tokens")
                  and getattr(self, f.name) != getattr(other, f.name)]
         names += [f"norms.{n}" for n in NORM_FLAGS if dict(self.norms).get(n) != dict(other.norms).get(n)]
         return names
@@ -185,9 +197,16 @@ class Simulator:
         else:
             aux = torch.cat([run.states[i][:, :usable] for i in feed.indices], dim=-1)
         next_ids = run.sequences[:, 1: usable + 1]
-        proposals, _ = draft.propose(aux, next_ids, steps, embed, ABSOLUTE if feed.d2t == ABSOLUTE else OFFSETS)
+        d2t = ABSOLUTE if feed.d2t == ABSOLUTE else OFFSETS
         budget = DraftBudget(feed.budget)
         cut = self.target.continuation if budget != DraftBudget.FULL else None
+        if feed.topk > 1:
+            tree = draft.propose_tree(aux, next_ids, steps, feed.topk, embed, d2t)
+            keep = (feed.draft_tokens or steps + 1) - 1
+            walk_accepted(tree.accepted(gold_tokens(run, usable, steps), keep), run, usable, steps, counts, cut,
+                          budget.reserve)
+            return counts
+        proposals, _ = draft.propose(aux, next_ids, steps, embed, d2t)
         greedy_walk(proposals, run, usable, steps, counts, cut, budget.reserve)
         return counts
 

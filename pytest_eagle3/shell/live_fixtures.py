@@ -288,7 +288,9 @@ def _server(request: pytest.FixtureRequest, engine: str, target: str, draft: str
                 state.servers[key] = start_server(install, target, draft, log_dir,
                                                   timeout=timeout, steps=settings(config).steps, extra_args=extra,
                                                   env=cpu_memory_env(install, dict(os.environ), extra),
-                                                  device=live_device(config), served=served)
+                                                  device=live_device(config), served=served,
+                                                  topk=settings(config).topk,
+                                                  draft_tokens=settings(config).draft_tokens)
         except (ServerError, ConversionRefused) as exc:  # a refusing converter: a finding, kept like a failed start
             state.servers[key] = exc
     found = state.servers[key]

@@ -170,7 +170,7 @@ class Pipeline:
         if self._session is None:
             s = self.settings
             self._session = PredictionSession(s.device, s.steps, s.continuation, s.prompts,
-                                              hidden_states=hidden_states, passes=self.passes)
+                                              hidden_states=hidden_states, passes=self.passes, tree=s.draft_setting)
         return self._session
 
     def predictor(self, ckpt: Checkpoint, side: TargetSide, convention: str | None = None,
@@ -385,24 +385,28 @@ def verdict(checkpoint: Checkpoint, engine: EngineVersion, side: TargetSide | No
 def predict_acceptance(checkpoint: str | Path | Checkpoint, target: str | Path, engine: str | EngineVersion, *,
                        steps: int = DEFAULT_STEPS, continuation: int = DEFAULT_NEW_TOKENS,
                        prompts: str | None = None, device: str = "cpu",
-                       session: PredictionSession | None = None) -> Prediction:
+                       session: PredictionSession | None = None, topk: int = 1,
+                       draft_tokens: int | None = None) -> Prediction:
     """Predicted acceptance of ``checkpoint`` served with ``target`` by ``engine`` (e.g. ``"vllm==0.32.0"``):
     the draft run the way the pipeline's judged plan feeds it (no option, no measurement: the producer's
     declared convention).
 
     Raises :class:`~pytest_eagle3.reference.predict.PredictionUnavailable` when the reference forward cannot
     run the draft on this target; a plan the engine refuses gives a Prediction with ``acceptance=None``.
+    ``topk`` > 1 (with ``draft_tokens``): SGLang's tree, for an engine that drafts one (a new session's setting).
     """
     import torch
 
     from pytest_eagle3.checkpoint import Checkpoint
     from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.knowledge.selection import parse_selection
+    from pytest_eagle3.reference.draft_setting import DraftSetting
     from pytest_eagle3.reference.predict import PredictionSession
 
     ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else Checkpoint.open(str(checkpoint))
     version = engine if isinstance(engine, EngineVersion) else parse_selection(str(engine))[0]
-    session = session or PredictionSession(device, steps, continuation, prompts)
+    session = session or PredictionSession(device, steps, continuation, prompts,
+                                           tree=DraftSetting(steps, topk, draft_tokens or 0))
     plan = pipeline_for(None, session).judge(ckpt, version, TargetSide(str(target)))
     with torch.no_grad():
         return session.predictor(ckpt, str(target)).predict(plan)

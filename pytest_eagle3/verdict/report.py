@@ -483,7 +483,8 @@ def _predicted_json(predicted: dict[str, Any] | None) -> dict[str, Any] | None:
     """``{mean_acceptance_length, per_position, basis}`` plus the as-trained figure and each deviation's cost."""
     if predicted is None:
         return None
-    keys = ("mean_acceptance_length", "per_position", "basis", "as_trained", "deviations", "other_mode", "unavailable")
+    keys = ("mean_acceptance_length", "per_position", "basis", "as_trained", "deviations", "other_mode", "unavailable",
+            "setting", "error")
     return {k: predicted.get(k) for k in keys}
 
 

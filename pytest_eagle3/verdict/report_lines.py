@@ -109,7 +109,12 @@ def _predicted_cell(predicted: dict[str, Any] | None) -> str:
     if not predicted:
         return "-"
     value = predicted.get("mean_acceptance_length")
-    return "refused" if value is None else f"{value:.2f} ({predicted.get('basis', 'assumed')})"
+    if value is None:
+        return "refused"
+    error = predicted.get("error") or {}
+    bar = f" ± {error['value']:.2f}" if error.get("value") is not None else ""
+    setting = f" at {predicted['setting']}" if predicted.get("setting") else ""
+    return f"{value:.2f}{bar}{setting} ({predicted.get('basis', 'assumed')})"
 
 
 def cause_lines(collector: Collector) -> list[str]:

@@ -194,6 +194,27 @@ def number(flag: str, text: str | None, default: float, kind: type, low: float, 
     return float(value)
 
 
+def draft_tokens(flag: str, text: str | None, steps: int, topk: int, steps_flag: str, topk_flag: str) -> int | None:
+    """SGLang's --speculative-num-draft-tokens: with topk 1 it is k + 1 (sglang 0.5.23
+    srt/arg_groups/speculative_hook.py ``_handle_eagle_family`` resets any other value to
+    speculative_num_steps + 1); with a tree, from 2 to the candidates it keeps plus the root
+    (``reference.draft_setting.max_draft_tokens``: ``organize_draft_results`` takes num_draft_tokens - 1 of them)."""
+    from pytest_eagle3.reference.draft_setting import max_draft_tokens
+
+    if text is None or not text.strip():
+        return None
+    top = max_draft_tokens(steps, topk) if topk > 1 else steps + 1
+    low = 2 if topk > 1 else steps + 1
+    value = int(number(flag, text, 0, int, 1, 1 << 20))
+    if topk == 1 and value != steps + 1:
+        raise usage(flag, f"{text!r} with {topk_flag}=1 (a chain): SGLang verifies k + 1 = {steps + 1} tokens "
+                          f"({steps_flag}={steps}; it resets any other value); give {topk_flag} > 1 for a tree")
+    if not low <= value <= top:
+        raise usage(flag, f"{text!r} is outside [{low}, {top}] for {steps_flag}={steps}, {topk_flag}={topk} "
+                          f"(the root plus at most topk + (k - 1) * topk^2 = {top - 1} candidates)")
+    return value
+
+
 def device(flag: str, text: str, gpu_selected: bool) -> str:
     from pytest_eagle3.reference.defaults import DEVICE_TYPES
 

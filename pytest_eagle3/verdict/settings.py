@@ -32,6 +32,7 @@ from pytest_eagle3.reference.defaults import (
     MAX_STEPS,
     MIN_CONTINUATION,
 )
+from pytest_eagle3.reference.draft_setting import MAX_TOPK, DraftSetting
 
 if TYPE_CHECKING:
     from pytest_eagle3.knowledge.releases import EngineVersion
@@ -60,6 +61,9 @@ class RunSettings:
     min_acceptance: float = DEFAULT_MIN_ACCEPTANCE
     max_loss: float = DEFAULT_MAX_LOSS
     steps: int = DEFAULT_STEPS
+    #: ``--eagle3-topk`` / ``--eagle3-draft-tokens``: SGLang's tree (1 / None: a chain of ``steps``).
+    topk: int = 1
+    draft_tokens: int | None = None
     continuation: int = DEFAULT_NEW_TOKENS
     device: str = "cpu"
     prompts: str | None = None
@@ -84,6 +88,11 @@ class RunSettings:
         given = {"eagle3_vllm_python": self.vllm_python, "eagle3_sglang_python": self.sglang_python,
                  "eagle3_mlx_vlm_python": self.mlx_vlm_python}
         return given.get(dest) if dest is not None else None
+
+    @property
+    def draft_setting(self) -> DraftSetting:
+        """The drafting the predictions are for: a chain of ``steps``, or SGLang's tree."""
+        return DraftSetting(self.steps, self.topk, self.draft_tokens or 0)
 
     @property
     def unknown_fails(self) -> bool:
@@ -141,6 +150,9 @@ def build(sources: Mapping[str, Resolved], names: Mapping[str, str], *, device: 
     one = {dest: v[0] if v else None for dest, v in values.items()}
     name = {spec.dest: names.get(spec.dest, spec.flag) for spec in OPTIONS}
     steps = int(check.number(name["eagle3_k"], one["eagle3_k"], DEFAULT_STEPS, int, 1, MAX_STEPS))
+    topk = int(check.number(name["eagle3_topk"], one["eagle3_topk"], 1, int, 1, MAX_TOPK))
+    draft_tokens = check.draft_tokens(name["eagle3_draft_tokens"], one["eagle3_draft_tokens"], steps, topk,
+                                      name["eagle3_k"], name["eagle3_topk"])
     continuation = int(check.number(name["eagle3_continuation"], one["eagle3_continuation"], DEFAULT_NEW_TOKENS, int,
                                     MIN_CONTINUATION, MAX_CONTINUATION))
     download = check.switch(name["eagle3_download_weights"], one["eagle3_download_weights"])
@@ -160,6 +172,8 @@ def build(sources: Mapping[str, Resolved], names: Mapping[str, str], *, device: 
         max_loss=check.number(name["eagle3_max_loss"], one["eagle3_max_loss"], DEFAULT_MAX_LOSS, float, 0.0,
                               float(MAX_STEPS)),
         steps=steps,
+        topk=topk,
+        draft_tokens=draft_tokens,
         continuation=continuation,
         device=check.device(name["eagle3_device"], device_text, gpu_selected),
         prompts=check.existing_file(name["eagle3_prompts"], one["eagle3_prompts"]),
