@@ -37,7 +37,9 @@ def test_no_import_cycle_between_any_two_modules() -> None:
 PACKAGE = ROOT / "pytest_eagle3"
 #: Generated data (their headers name the generator): exempt from the size rule.
 GENERATED = PACKAGE / "knowledge" / "generated"
-MAX_LOGIC_LINES = 450
+#: A module is one concept, not a size; this bound only catches a module that has grown into several (the concepts
+#: themselves are held apart by the layers contract and the per-area / per-engine layout tests above).
+MAX_LOGIC_LINES = 550
 
 
 def _modules() -> list[Path]:
@@ -80,7 +82,7 @@ def test_each_engine_contract_has_the_area_module_of_its_name() -> None:
     assert missing == [], f"engine contracts without engines/<area>.py: {missing}"
 
 
-def test_no_logic_module_is_over_450_lines() -> None:
+def test_no_logic_module_grows_past_the_bound() -> None:
     long = {str(p.relative_to(ROOT)): n for p in _modules() if GENERATED not in p.parents
             and (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LOGIC_LINES}
     assert long == {}, long
