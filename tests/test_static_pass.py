@@ -39,10 +39,12 @@ def test_the_config_decides_vllm_and_sglang_passes_statically(tmp_path: Path) ->
 
 
 def test_without_the_failing_row_it_exits_0(tmp_path: Path) -> None:
-    code, said, rows = _run(tmp_path, "--eagle3-engine=sglang")
+    code, said, rows = _run(tmp_path, "--eagle3-engine=sglang", f"--eagle3-summary={tmp_path / 'summary.md'}")
     assert code == 0, said[-2000:]
     assert rows["sglang"]["verdict"] == "pass" and rows["any"]["verdict"] == "pass"
     assert "NOT JUDGED" not in said
+    summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert "0 of 1 checkpoint failing, 1 passing statically" in summary and "| PASS (static) |" in summary
 
 
 def test_a_gate_that_wants_measured_acceptance_says_what_to_give(tmp_path: Path) -> None:
