@@ -64,6 +64,8 @@ class Recipe:
     full_vocab: bool = False
     own_embed: bool = False
     omit_norm_flags: bool = False
+    #: ModelOpt's forward: the first layer's input_layernorm before hidden_norm (scripts/price_modelopt_norm.py).
+    hidden_prenorm: bool = False
 
 
 RECIPES: dict[str, Recipe] = {
@@ -107,7 +109,7 @@ def init_draft(target: torch.nn.Module, lang: Language, recipe: Recipe, seed: in
     draft_spec = DraftSpec(hidden_size=h, num_heads=2, num_kv_heads=2, head_dim=32, rms_norm_eps=1e-6,
                            rope_theta=10000.0, rope_scaling=(), act="silu", layers=recipe.layers,
                            aux_count=len(recipe.aux_ids), norm_before_residual=False, norm_before_fc=False,
-                           fc_norm=False, norm_logits=True, feed_normed=False)
+                           fc_norm=False, norm_logits=True, feed_normed=False, hidden_prenorm=recipe.hidden_prenorm)
     return ReferenceDraft(draft_spec, weights)
 
 

@@ -22,7 +22,6 @@ The figure it prints is recorded in ``pytest_eagle3/knowledge/costs.py`` (``MODE
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 import tempfile
@@ -37,16 +36,14 @@ sys.path.insert(0, str(ROOT))
 from examples.build_demo_pair import (  # noqa: E402
     CONTENT_COUNT,
     DRAFT_BATCH,
-    DRAFT_LOSS_WEIGHTS,
-    DRAFT_STEPS,
-    DRAFT_TTT,
     SEED,
     TARGET_CONFIG,
     VOCAB,
     Language,
     load_target_model,
 )
-from examples.build_trained_drafts import Recipe, init_draft  # noqa: E402
+from examples.build_trained_drafts import Recipe  # noqa: E402
+from examples.build_trained_drafts import train as train_recipe  # noqa: E402
 from pytest_eagle3.reference.acceptance import capture_states  # noqa: E402
 from pytest_eagle3.reference.draft import ReferenceDraft  # noqa: E402
 from pytest_eagle3.testing.synth import SPECULATORS, SynthSpec, draft_config  # noqa: E402
@@ -61,35 +58,8 @@ MODELOPT_EAGLE = {"use_aux_hidden_state": True, "use_input_layernorm_in_first_la
 
 
 def train(target: torch.nn.Module, seed: int) -> ReferenceDraft:
-    """A draft trained with ModelOpt's forward (the extra norm on the hidden path)."""
-    lang = Language(SEED)
-    lang.gen.manual_seed(seed)
-    draft = init_draft(target, lang, Recipe(SPECULATORS, 1, aux_ids=OUTPUT_OF), seed)
-    draft = ReferenceDraft(dataclasses.replace(draft.spec, hidden_prenorm=True), draft.weights)
-    params = [t for t in draft.weights.values() if t.requires_grad]
-    opt = torch.optim.AdamW(params, lr=3e-3, weight_decay=0.0)
-    embed = target.get_input_embeddings().weight.detach()
-    for step in range(DRAFT_STEPS):
-        ids, _ = lang.batch(DRAFT_BATCH)
-        with torch.no_grad():
-            states = capture_states(target, ids)
-            predicted = target(ids).logits.argmax(-1)
-        usable = ids.shape[1] - 1 - DRAFT_TTT
-        aux = torch.cat([states[i + 1][:, :usable] for i in OUTPUT_OF], dim=-1)
-        teacher = torch.stack([ids[:, 2 + j: usable + 2 + j] for j in range(DRAFT_TTT - 1)], dim=-1)
-        _, logits = draft.propose(aux, ids[:, 1: usable + 1], DRAFT_TTT, embed, teacher=teacher)
-        loss = torch.zeros(())
-        for j, (weight, step_logits) in enumerate(zip(DRAFT_LOSS_WEIGHTS, logits)):
-            labels = lang.index_of[predicted[:, 1 + j: usable + 1 + j]]
-            loss = loss + weight * torch.nn.functional.cross_entropy(
-                step_logits.reshape(-1, CONTENT_COUNT), labels.reshape(-1), ignore_index=-1)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        if step % 100 == 0:
-            print(f"seed {seed} step {step}: loss {loss.item():.4f}", flush=True)
-    for tensor in draft.weights.values():
-        tensor.requires_grad_(False)
+    """A draft trained with ModelOpt's forward (the extra norm on the hidden path): the trained drafts' recipe."""
+    draft, _ = train_recipe(target, Recipe(SPECULATORS, 1, aux_ids=OUTPUT_OF, hidden_prenorm=True), seed)
     return draft
 
 
