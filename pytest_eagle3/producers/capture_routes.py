@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pytest_eagle3.producers.names import SPECFORGE, SPECULATORS
+from pytest_eagle3.producers.names import ANGELSLIM, EAGLE, MODELOPT, SPECFORGE, SPECULATORS
 
 #: The backend reads ids through the engine's own target class (that class's rule, at the pinned release).
 ENGINE_CLASS = "engine-class"
@@ -100,6 +100,19 @@ CAPTURE_ROUTES: tuple[CaptureRoute, ...] = (
                  "speculators 0.9.0 models/utils.py resolve_target_layer_ids, captured by the vLLM server the user "
                  "runs (no vLLM pin in its METADATA): extract_hidden_states reads ids as-is for every class "
                  "(knowledge/engines/vllm.py aux_transform_*)"),
+    # The producers that capture from transformers' classes themselves read the same index for every class they load.
+    CaptureRoute(EAGLE, None, None, "hf", "as-is", None, (), TRANSFORMERS,
+                 "SafeAILab/EAGLE eagle/traineagle3/modeling_llama_kv.py LlamaModel.forward: hidden_states kept before "
+                 "layer idx (the input of layer id) in its own copies of transformers' decoder classes"),
+    CaptureRoute(MODELOPT, "0.29.0", "0.35.0", "megatron", "+1", None, (), TRANSFORMERS,
+                 "nvidia-modelopt 0.29.0-0.33.0 torch/speculative/plugins/megatron.py _set_default_aux_hidden_state_layers: "
+                 "the forward hook keeps the layer whose layer_number - 1 is an id (the output of layer id)"),
+    CaptureRoute(MODELOPT, "0.35.0", None, "hf", "+1", None, (), TRANSFORMERS,
+                 "nvidia-modelopt 0.35.0-0.47.0 torch/speculative/plugins/transformers.py (0.45.0+: plugins/hf_eagle.py) "
+                 "register_forward_hook on the base model's layers[id] (the output of layer id), for every class it loads"),
+    CaptureRoute(ANGELSLIM, "0.2.0", None, "hf", "+1", None, (), TRANSFORMERS,
+                 "angelslim 0.2.0-0.5.0 compressor/speculative/train/models/target/target_model_wrapper.py: "
+                 "hidden_states[id + 1] (the output of layer id; 0.5.0's vLLM backend: forward hooks on layers[id])"),
 )
 
 
