@@ -28,12 +28,12 @@ def render(report: Mapping[str, Any], json_report: str | None = None) -> str:
     checkpoints: Sequence[Mapping[str, Any]] = report.get("checkpoints", [])
     failed = sum(1 for c in checkpoints if c["verdict"] == "fail")
     unjudged = sum(1 for c in checkpoints if c["verdict"] == "not judged")
-    static = sum(1 for c in checkpoints if c["verdict"] == "pass" and all(
+    statically = sum(1 for c in checkpoints if c["verdict"] == "pass" and all(
         row_verdict(e) in ("pass", STATIC) for e in c["engines"]) and any(row_verdict(e) == STATIC for e in c["engines"]))
     facts = [f"target `{report['target']}`" if report.get("target") else "no target",
              "engines " + (", ".join(f"`{e}`" for e in report.get("engines", [])) or "-"),
              f"{failed} of {len(checkpoints)} checkpoint{'s' if len(checkpoints) != 1 else ''} failing"
-             + (f", {unjudged} not judged" if unjudged else "") + (f", {static} passing statically" if static else "")]
+             + (f", {unjudged} not judged" if unjudged else "") + (f", {statically} passing statically" if statically else "")]
     lines = [TITLE, "", " · ".join(facts), "", _row(HEADER), _row(("---",) * len(HEADER))]
     partial, static = [], []
     for ckpt in checkpoints:
