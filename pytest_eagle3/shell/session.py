@@ -36,6 +36,8 @@ class Eagle3Session:
         self._collection_said = self._deselected_said = False
         #: The dump of the target's side written for pytest-xdist's workers ("" when none is, None until asked).
         self._shared: str | None = None
+        #: The file of the run's verdicts written for pytest-xdist's workers ("" when none is).
+        self._verdicts = ""
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         lines = []
@@ -93,20 +95,26 @@ class Eagle3Session:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
-        """Each worker gets the run's one target pass: written here once (a dump of the target's side), read by
-        all, so ``-n 2`` runs the target once, as a serial run does."""
-        from pytest_eagle3.shell.shared_pass import SHARED_PASS_INPUT
+        """Each worker gets the run's verdicts, computed here once before any worker starts, so ``-n 2`` judges
+        once, as a serial run does; and, for what they do not hold, the target's one pass (a dump of its side)."""
+        from pytest_eagle3.shell.shared_pass import SHARED_PASS_INPUT, SHARED_VERDICTS_INPUT
 
-        dump = self._shared_pass()
+        verdicts, dump = self._shared_work()
+        if verdicts is not None:
+            node.workerinput[SHARED_VERDICTS_INPUT] = verdicts
         if dump is not None:
             node.workerinput[SHARED_PASS_INPUT] = dump
 
-    def _shared_pass(self) -> str | None:
+    def _shared_work(self) -> tuple[str | None, str | None]:
+        """The file of the run's verdicts and the target pass's dump (each None when there is none)."""
         if self._shared is None:
-            from pytest_eagle3.shell.shared_pass import shared_pass
+            from pytest_eagle3.shell.shared_pass import shared_pass, shared_verdicts
+            from pytest_eagle3.shell.verdicts import pipeline
 
-            self._shared = shared_pass(self.options, self.config) or ""
-        return self._shared or None
+            self._verdicts = shared_verdicts(self.options, self.config, pipeline(self.config)) or ""
+            # the verdicts hold every contract's answer: the target's pass is dumped only where they could not be
+            self._shared = "" if self._verdicts else shared_pass(self.options, self.config) or ""
+        return self._verdicts or None, self._shared or None
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
