@@ -17,6 +17,7 @@ from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge.advice import serve_with
 from pytest_eagle3.knowledge.releases import VLLM
+from pytest_eagle3.words import plural
 
 AREA = "runtime"
 #: The prefix of this area's notes: engine.runtime shows them in its passing message.
@@ -167,7 +168,7 @@ def _sliding_window(out: Filing, sheet: FactSheet, prof: Profile) -> None:
             out.refuse(AREA, Finding(
                 "draft-sliding-window-index",
                 f"{prof.label} reads the draft's layer_types at index {sheet.target_layers} (the target's layer "
-                f"count), but it has {len(kinds)} entries: start fails with IndexError while building the draft layer",
+                f"count), but it has {plural(len(kinds), 'entry')}: start fails with IndexError while building the draft layer",
                 (Evidence("len(layer_types)", str(len(kinds)), f"> {sheet.target_layers}"),),
                 "remove layer_types from the draft's config.json, or serve with "
                 f"{serve_with('draft_sliding_window', VLLM, lambda v: v == 'layer-types')}", details))

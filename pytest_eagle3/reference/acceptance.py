@@ -28,6 +28,7 @@ from pytest_eagle3 import progress
 from pytest_eagle3.producers.formats import INPUT_OF, OUTPUT_OF
 from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
 from pytest_eagle3.reference.draft import ReferenceDraft
+from pytest_eagle3.words import plural
 
 #: Built-in prompts for a target with a tokenizer: short, varied, open-ended.
 BUILTIN_TEXTS = (
@@ -116,7 +117,7 @@ def load_prompts(target: Target, path: str | None) -> tuple[list[list[int]], str
         prompts.append(_parse_prompt(line, number, path, target))
     if not prompts:
         raise ReferenceInputError(f"prompts file {path}: no prompts (one per line: a JSON list of token ids, or text)")
-    return prompts, f"{path} ({len(prompts)} prompts)"
+    return prompts, f"{path} ({plural(len(prompts), 'prompt')})"
 
 
 def _parse_prompt(line: str, number: int, path: str, target: Target) -> list[int]:
@@ -165,7 +166,7 @@ def iter_target_runs(target: Target, prompts: Sequence[Sequence[int]],
         for length, group in sorted(groups.items()):
             ids = torch.tensor(group, dtype=torch.long, device=target.device)
             span = f"prompt {done + 1}" if len(group) == 1 else f"prompts {done + 1}-{done + len(group)}"
-            which = f" on {len(group)} prompts" if len(group) == len(prompts) else f", {span} of {len(prompts)}"
+            which = f" on {plural(len(group), 'prompt')}" if len(group) == len(prompts) else f", {span} of {len(prompts)}"
             where = f"running the target{which}: token"
 
             def tick(token: int, where: str = where) -> None:

@@ -17,6 +17,7 @@ from pytest_eagle3.producers.formats import SPECULATORS
 from pytest_eagle3.shell.capture_command import capture, capture_parser
 from pytest_eagle3.shell.cli_settings import OWN_ENGINE, add_settings, settings_of
 from pytest_eagle3.testing import synth as synthetic
+from pytest_eagle3.words import plural
 
 DESCRIPTION = ("Judge EAGLE-3 draft checkpoints against engine versions (SGLang, vLLM, TensorRT-LLM, LMDeploy, "
                "llama.cpp, mlx-vlm, TokenSpeed) and repair them: python -m pytest_eagle3 COMMAND --help for each "
@@ -110,7 +111,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         pytest_args = ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
         pytest_args += [f"--eagle3-ckpt={p}" for p in args.checkpoints]
         pytest_args += [f"--eagle3-report={args.report}"] if args.report else []
-        pytest_args += [f"--eagle3-engine={args.engine}"] if args.engine else []
+        pytest_args += [f"--eagle3-engine={args.engine}"] if args.engine is not None else []  # empty: an error
         pytest_args += as_argv({spec.dest: Resolved((str(getattr(args, spec.dest)),), "option") for spec in OPTIONS
                                 if spec.judges and getattr(args, spec.dest, None) is not None})
         pytest_args += ["-k", args.keyword] if args.keyword is not None else []
@@ -135,6 +136,9 @@ def _check_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
         if not path.startswith("hf://") and (not path.strip() or not Path(path).is_dir()):
             what = "is empty" if not path.strip() else "does not exist" if not Path(path).exists() else "is a file"
             parser.error(f"PATH: {path!r} {what}; give the draft checkpoint's directory")
+    if args.engine is not None and not args.engine.strip():
+        parser.error("--engine: empty; name the engines (sglang, vllm, NAME==VERSION, all), or leave it out for "
+                     "the default")
     target = args.eagle3_target
     if target is not None and not target.startswith("hf://") and not Path(target).exists():
         parser.error(f"--target: {target} does not exist (give the target model's directory or its config.json)")
@@ -301,7 +305,7 @@ def _sweep(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         result = run_sweep(paths, settings.engines, TargetSide(settings.target, settings.hidden_states), pipeline,
                            progress=lambda done, total: tick(f"{done}/{total} checkpoints"))
     print("\n".join(write(result, args.out)))
-    print(f"sweep: {len(paths)} checkpoints x {len(settings.engines)} engine versions in "
+    print(f"sweep: {plural(len(paths), 'checkpoint')} x {plural(len(settings.engines), 'engine version')} in "
           f"{time.monotonic() - start:.0f} s, {result.target_runs} target run{'s' if result.target_runs != 1 else ''}")
     for engine, best in result.best().items():
         print(f"best for {engine}: {best.path if best is not None else result.why_no_best(engine)}")
