@@ -47,7 +47,8 @@ class Eagle3Session:
                 name = spec.flag.removeprefix("--eagle3-")
                 lines.append(f"eagle3: {name}={', '.join(resolved.values)} (from {resolved.source})")
         lines.extend(f"eagle3: WARNING {e.beyond_known}" for e in self.options.engines if e.beyond_known)
-        return lines + [f"eagle3: {line}" for line in self._name_targets()]
+        lines += [f"eagle3: {line}" for line in self._name_targets()]
+        return [part for line in lines for part in self._fitted(line)]
 
     def _name_targets(self) -> list[str]:
         """With no target given, the target each draft's config names (read once, on the controller)."""
@@ -65,7 +66,13 @@ class Eagle3Session:
         """What was collected: the contracts for N checkpoints, and the user's own tests (or why not)."""
         contracts = os.path.realpath(contracts_dir())
         own = [i for i in items if not os.path.realpath(str(i.path)).startswith(contracts + os.sep)]
-        return [self._collected_line(len(items) - len(own), len(own))]
+        return self._fitted(self._collected_line(len(items) - len(own), len(own)))
+
+    def _fitted(self, line: str) -> list[str]:
+        """A line of ours wrapped to the terminal's width (whole in a log)."""
+        from pytest_eagle3.shell.terminal import width_of, wrap
+
+        return wrap(line, width_of(self.config))
 
     def _collected_line(self, contracts: int, own: int) -> str:
         count = len(self.options.checkpoints)
@@ -88,7 +95,8 @@ class Eagle3Session:
         contracts = [i for i in ids if os.path.basename(i.split("::")[0]).startswith("test_eagle3_")]
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
-            reporter.write_line(self._collected_line(len(contracts), len(ids) - len(contracts)))
+            for line in self._fitted(self._collected_line(len(contracts), len(ids) - len(contracts))):
+                reporter.write_line(line)
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         self.deselected += len(items)
