@@ -44,6 +44,8 @@ SERVER_FIXTURES = ("eagle3_server", "eagle3_baseline_server")
 #: What the live tests import, from the ``live`` extra (pyproject.toml).
 LIVE_MODULES = ("mirakuru", "psutil", "prometheus_client")
 LIVE_EXTRA = "pip install 'pytest-eagle3[live]' (from a clone: pip install -e '.[live]')"
+#: What llama.cpp's converter needs beside it, from the ``llamacpp`` extra.
+LLAMACPP_EXTRA = "pip install 'pytest-eagle3[llamacpp]' (from a clone: pip install -e '.[llamacpp]')"
 GPU_WHEN_CUDA = SERVER_FIXTURES
 #: The contracts that run the draft (and the target) on the run's device: ``gpu`` on CUDA.
 GPU_CONTRACTS = ("reference.acceptance", "reference.convention")
@@ -314,8 +316,7 @@ def _gguf_pair(request: pytest.FixtureRequest, install: EngineInstall, target: s
                     f"EAGLE3_LLAMACPP_DIR to it, or build with {BUILD_COMMAND})")
     missing = converter_missing()
     if missing:
-        pytest.skip(f"llama.cpp's converter needs {', '.join(missing)} in this interpreter: "
-                    "pip install -r .ci/requirements/llamacpp11312live.txt")
+        pytest.skip(f"llama.cpp's converter needs {', '.join(missing)} in this interpreter: {LLAMACPP_EXTRA}")
     state = live_state(request.config)
     if state.gguf_dir is None:
         state.gguf_dir = request.getfixturevalue("tmp_path_factory").mktemp("eagle3-gguf")

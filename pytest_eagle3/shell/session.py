@@ -38,6 +38,8 @@ class Eagle3Session:
         self._shared: str | None = None
         #: The file of the run's verdicts written for pytest-xdist's workers ("" when none is).
         self._verdicts = ""
+        #: ``-n N`` given on a run of the contracts alone, which run in this process (``plugin``): N, else 0.
+        self.workers_unused = 0
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         lines = []
@@ -47,6 +49,9 @@ class Eagle3Session:
                 name = spec.flag.removeprefix("--eagle3-")
                 lines.append(f"eagle3: {name}={', '.join(resolved.values)} (from {resolved.source})")
         lines.extend(f"eagle3: WARNING {e.beyond_known}" for e in self.options.engines if e.beyond_known)
+        if self.workers_unused:
+            lines.append(f"eagle3: -n {self.workers_unused}: the contracts alone run in this process (each verdict is "
+                         "computed once; workers would only add their start-up)")
         lines += [f"eagle3: {line}" for line in self._name_targets()]
         return [part for line in lines for part in self._fitted(line)]
 
