@@ -113,8 +113,8 @@ def test_every_option_is_in_the_readmes_table() -> None:
 
 def test_every_verdict_word_is_explained() -> None:
     verdicts = README.split("## What the verdicts mean")[1].split("\n## ")[0]
-    for word in ("`PASS`", "`PASS (partial)`", "`FAIL`", "`NOT RUN`", "`any`", "`refused`", "(measured)",
-                 "(assumed)", "loads with loss", "`complete`", "`not_run`"):
+    for word in ("`PASS`", "`PASS (partial)`", "`FAIL`", "`NOT RUN`", "`any`", "`refused`", "(sim, layers measured)",
+                 "(sim, layers assumed)", "as trained", "loads with loss", "`complete`", "`not_run`"):
         assert word in verdicts, word
 
 

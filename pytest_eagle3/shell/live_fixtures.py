@@ -31,7 +31,6 @@ from pytest_eagle3.shell.options import (
     resolve,
     settings,
 )
-from pytest_eagle3.words import plural
 
 if TYPE_CHECKING:
     from pytest_eagle3.knowledge.engine import Engine
@@ -423,5 +422,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         server = funcargs.get(name)
         if server is not None and hasattr(server, "log_text"):
             lines = server.log_text().splitlines()[-LOG_SECTION_LINES:]
+            from pytest_eagle3.words import plural
+
             header = f"log: {server.log_path} (last {plural(len(lines), 'line')})"
             report.sections.append((f"eagle3 server: {server.label}", "\n".join([header, *lines])))
