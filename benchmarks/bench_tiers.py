@@ -1,7 +1,7 @@
 """The README's timings: the main job serial and split over workers (``-n N``), optionally the fast tier, with the
 machine they were measured on.
 
-    python benchmarks/bench_tiers.py                 # the main job, serial and -n 2, best of 2 runs each
+    python benchmarks/bench_tiers.py                 # the main job, serial and -n 2 in turn, best of 2 runs each
     python benchmarks/bench_tiers.py --repeat 3 --workers 2 --fast-tier
 
 Each run is a fresh ``python -m pytest`` from the clone's root (no cache, no pytest-randomly), so the figures are
@@ -55,14 +55,16 @@ def timed(args: tuple[str, ...]) -> tuple[float, int]:
     return time.monotonic() - start, done.returncode
 
 
-def best(name: str, args: tuple[str, ...], repeat: int) -> float:
-    """The best of ``repeat`` runs (the least disturbed by the machine's other work), printed with each run."""
-    runs = []
+def alternating(runs: dict[str, tuple[str, ...]], repeat: int) -> dict[str, float]:
+    """The best of ``repeat`` runs of each (the least disturbed by the machine's other work), taken in turn so a
+    busy spell falls on both alike; each run printed."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(repeat):
-        seconds, status = timed(args)
-        runs.append(seconds)
-        print(f"  {name}: {seconds:.1f} s (exit {status})", flush=True)
-    return min(runs)
+        for name, args in runs.items():
+            seconds, status = timed(args)
+            times[name].append(seconds)
+            print(f"  {name}: {seconds:.1f} s (exit {status})", flush=True)
+    return {name: min(found) for name, found in times.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,12 +74,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fast-tier", action="store_true", help="also time the fast tier (-n WORKERS, minutes)")
     args = parser.parse_args(argv)
     print(f"machine: {machine()}", flush=True)
-    serial = best("main job, serial", (*MAIN_JOB, "-n", "0"), args.repeat)
-    split = best(f"main job, -n {args.workers}", (*MAIN_JOB, "-n", str(args.workers)), args.repeat)
+    split_name = f"main job, -n {args.workers}"
+    found = alternating({"main job, serial": (*MAIN_JOB, "-n", "0"), split_name: (*MAIN_JOB, "-n", str(args.workers))},
+                        args.repeat)
+    serial, split = found["main job, serial"], found[split_name]
     print(f"main job: {serial:.1f} s serial, {split:.1f} s with -n {args.workers} "
           f"({split / serial:.2f}x the serial time)")
     if args.fast_tier:
-        tier = best(f"fast tier, -n {args.workers}", (*FAST_TIER, "-n", str(args.workers)), 1)
+        tier = alternating({"fast tier": (*FAST_TIER, "-n", str(args.workers))}, 1)["fast tier"]
         print(f"fast tier: {tier / 60:.1f} min with -n {args.workers}")
     print(f"machine: {machine()}")
     return 0
