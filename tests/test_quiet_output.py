@@ -109,3 +109,17 @@ def test_one_figure_per_quantity_and_the_any_row_alike_on_screen_and_in_the_summ
     assert f"| `examples/demo-draft-sglang` | any | PASS | - | {figure} |" in summary.read_text().replace(
         str(EXAMPLES.parent) + "/", "") or f"| {figure} |" in summary.read_text()
     assert f"reference acceptance {EXAMPLES / 'demo-draft-sglang'}: {reference:.2f} at k=3" in done.stdout
+
+
+def test_the_commands_lines_fit_an_80_column_terminal(tmp_path: Path) -> None:
+    """``sweep`` and ``fix`` print what they wrote and what follows, wrapped like the pytest run's lines."""
+    env = _env(COLUMNS="80")
+    runs = [["sweep", str(EXAMPLES / "demo-draft"), "--target", str(EXAMPLES / "demo-target" / "config.json"),
+             "--out", str(tmp_path / "sweep")],
+            ["fix", str(EXAMPLES / "demo-draft-sglang"), str(tmp_path / "fixed"), "--to", "vllm==0.33.0"]]
+    for argv in runs:
+        done = subprocess.run([sys.executable, "-m", "pytest_eagle3", *argv], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, check=False, timeout=900)
+        assert done.stdout.strip(), done.stderr
+        wide = [line for line in done.stdout.splitlines() if len(line) > 80]
+        assert wide == [], (argv[0], wide)

@@ -10,7 +10,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from pytest_eagle3.option_table import BY_DEST, OPTIONS, Resolved, as_argv
 from pytest_eagle3.producers.formats import SPECULATORS
@@ -304,11 +304,11 @@ def _sweep(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     with on_stderr(), step("sweep"):
         result = run_sweep(paths, settings.engines, TargetSide(settings.target, settings.hidden_states), pipeline,
                            progress=lambda done, total: tick(f"{done}/{total} checkpoints"))
-    print("\n".join(write(result, args.out)))
-    print(f"sweep: {plural(len(paths), 'checkpoint')} x {plural(len(settings.engines), 'engine version')} in "
+    _say("\n".join(write(result, args.out)))
+    _say(f"sweep: {plural(len(paths), 'checkpoint')} x {plural(len(settings.engines), 'engine version')} in "
           f"{time.monotonic() - start:.0f} s, {result.target_runs} target run{'s' if result.target_runs != 1 else ''}")
     for engine, best in result.best().items():
-        print(f"best for {engine}: {best.path if best is not None else result.why_no_best(engine)}")
+        _say(f"best for {engine}: {best.path if best is not None else result.why_no_best(engine)}")
     return 0
 
 
@@ -366,29 +366,38 @@ def _fix_steps(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     except (FileExistsError, OSError) as exc:
         print(f"fix: {exc}", file=sys.stderr)
         return 1
-    print("\n".join(render(solution, out)))
+    _say("\n".join(render(solution, out)))
     served = [e for e in engines if e.spec not in solution.not_served]
     if measurement is not None:
-        print("\n".join(predicted_lines(measurement, draft, out, served, settings.aux_convention,
+        _say("\n".join(predicted_lines(measurement, draft, out, served, settings.aux_convention,
                                          solution.convention)))
     # the copy judged as check would judge it: its own convention, the served engines, the target run shared
     proving = dataclasses.replace(settings, engines=tuple(served), aux_convention=solution.convention, target=resolved)
     proof = prove(out, served, pipeline_for(proving, measurement.session if measurement else None),
                   TargetSide(resolved, dump))
     if not proof.passed:
-        print(f"proof FAILED: the contracts do not pass on {out} for {', '.join(e.spec for e in served)}:",
+        _say(f"proof FAILED: the contracts do not pass on {out} for {', '.join(e.spec for e in served)}:",
               file=sys.stderr)
-        print(proof.output, file=sys.stderr)
+        _say(proof.output, file=sys.stderr)
         return 1
-    print(f"proof: the contracts pass on {out} for {', '.join(e.spec for e in served)}")
+    _say(f"proof: the contracts pass on {out} for {', '.join(e.spec for e in served)}")
     again = dataclasses.replace(settings, checkpoints=(str(out),), engines=tuple(served),
                                 aux_convention=copy_flag(out, solution.convention), engine_args=None)
-    print(f"  check again: {check_command(out, again)}")
+    _say(f"  check again: {check_command(out, again)}")
     if any(e.kind.converts_checkpoint for e in served):
         gguf = out.with_name(out.name + ".gguf")
-        print(f"  convert for llama.cpp (its own converter, from the llama.cpp tree of that build): "
+        _say(f"  convert for llama.cpp (its own converter, from the llama.cpp tree of that build): "
               f"{CONVERT_COMMAND.format(draft=out, target=target or 'TARGET', gguf=gguf)}")
     return 1 if solution.not_served else 0
+
+
+def _say(text: str, file: TextIO | None = None) -> None:
+    """Print ``text`` (on stdout, or ``file``), each line wrapped to the terminal's width (whole into a pipe)."""
+    from pytest_eagle3.shell.terminal import stream_width, wrap
+
+    stream = file if file is not None else sys.stdout
+    width = stream_width(stream)
+    print("\n".join(part for line in text.splitlines() for part in wrap(line, width)), file=stream)
 
 
 if __name__ == "__main__":
