@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_contracts import (  # noqa: E402  (a sibling script, not a package)
+from bench_contracts import (
     LARGE_SPEC,
     MB,
     RSS_GOAL_MB,

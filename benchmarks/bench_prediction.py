@@ -17,10 +17,10 @@ from pathlib import Path
 import torch
 
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
-from pytest_eagle3.verdict import RunSettings, TargetSide, pipeline_for
 from pytest_eagle3.knowledge.selection import parse_selection
 from pytest_eagle3.reference.engine_feed import engine_feed
 from pytest_eagle3.reference.predict import PredictionSession
+from pytest_eagle3.verdict import RunSettings, TargetSide, pipeline_for
 
 ROOT = Path(__file__).resolve().parent.parent
 

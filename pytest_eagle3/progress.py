@@ -5,11 +5,14 @@ A long step names itself (:func:`step`: "reference acceptance", "predicting vLLM
 is (:func:`tick`: "running the target, prompts 1-16/16: token 30/67"); each listener gets the whole line
 ("reference acceptance: running the target, ...") and, when the outermost step ends, :meth:`Listener.end`.
 The shell listens during a pytest run or a command and decides whether a line shows and where
-(:mod:`pytest_eagle3.shell.progress`: a terminal only, never under ``-q``). Only the standard library here.
+(:mod:`pytest_eagle3.shell.progress`: a terminal only, never under ``-q``). Steps taken in another thread
+(the verdicts computed for pytest-xdist's workers while they start) are not told: one line, the main thread's.
+Only the standard library here.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Protocol, TypeVar
@@ -52,6 +55,9 @@ def unlisten(listener: Listener) -> None:
 @contextmanager
 def step(what: str) -> Iterator[None]:
     """A long step named ``what``; steps nest ("predicting vLLM 0.33.0: measuring the draft, reading 2/5")."""
+    if not _told():
+        yield
+        return
     _steps.append(what)
     _tell("")
     try:
@@ -75,8 +81,13 @@ def counted(items: Sequence[T], what: str) -> Iterable[T]:
         yield item
 
 
+def _told() -> bool:
+    """Whether this thread's steps are told (the main thread's only)."""
+    return bool(_listeners) and threading.current_thread() is threading.main_thread()
+
+
 def _tell(detail: str) -> None:
-    if not _listeners:
+    if not _told():
         return
     line = ": ".join([*_steps, detail] if detail else _steps)
     for listener in [*_listeners]:  # a copy: a listener may stop listening meanwhile

@@ -322,3 +322,30 @@ def test_vllm_raises_the_drafts_rope_range_and_casts_its_dtype(request: pytest.F
     assert bool(raised_note) == raised
     assert f"serving: vLLM {install.version} runs the draft in the target's dtype: its float16 weights are cast" \
         in plan.notes
+
+
+def test_tensors_stored_in_another_dtype_than_the_config_declares_are_named_with_the_engines_cast(
+        make_variant: Callable[..., Path], make_target: Callable[..., Path]) -> None:
+    """A bf16 checkpoint under a config that says float16 (issue 47): each engine says what it does with the
+    tensors (SGLang casts them to float16 and bf16's range does not fit; vLLM to the target's dtype)."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    path = make_variant(SF, config=_set(torch_dtype="float16"), name="bf16-under-fp16")
+    for file in path.glob("*.safetensors"):
+        tensors = load_file(str(file))
+        save_file({k: v.to(torch.bfloat16) if v.is_floating_point() else v for k, v in tensors.items()}, str(file))
+    target_dir = make_target()
+    config = json.loads((target_dir / "config.json").read_text())
+    (target_dir / "config.json").write_text(json.dumps({**config, "torch_dtype": "bfloat16"}))
+    notes = {engine: [n for n in load_plan(Checkpoint.open(path), parse_selection(engine)[0],
+                                           TargetModel.open(target_dir)).notes if "stored in bfloat16" in n]
+             for engine in ("sglang==0.5.23", "vllm==0.33.0")}
+    sglang, vllm = notes["sglang==0.5.23"], notes["vllm==0.33.0"]
+    assert len(sglang) == 1 and "but config.json declares float16: SGLang 0.5.23 casts them to float16 on load" \
+        in sglang[0] and "65504" in sglang[0] and "\"torch_dtype\": \"bfloat16\"" in sglang[0]
+    assert len(vllm) == 1 and "vLLM 0.33.0 casts them to bfloat16 on load" in vllm[0]
+    # the weights as the config says: quiet
+    plain = make_variant(SF, config=_set(torch_dtype="bfloat16"), name="as-declared")  # the synth writes bf16
+    assert not [n for n in load_plan(Checkpoint.open(plain), parse_selection("sglang==0.5.23")[0],
+                                     TargetModel.open(target_dir)).notes if "stored in" in n]

@@ -33,8 +33,8 @@ from tests.test_live_vllm import (
 )
 
 pytest.importorskip("transformers", reason="the live prediction needs transformers (pip install -e '.[test]')")
-pytest.importorskip("sentencepiece", reason="llama.cpp's converter imports sentencepiece: run tox -e llamacpp11312live "
-                    "(or pip install -r .ci/requirements/llamacpp11312live.txt)")
+pytest.importorskip("sentencepiece", reason="llama.cpp's converter imports sentencepiece: pip install -e '.[llamacpp]' "
+                    "(or run tox -e llamacpp11312live)")
 
 pytestmark = [pytest.mark.engine("llamacpp"), pytest.mark.slow]
 TARGET = EXAMPLES / "demo-target"

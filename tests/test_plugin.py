@@ -188,15 +188,17 @@ def test_junit_xml_carries_measured_values(
 def test_xdist_report_is_the_serial_report(
     pytester: pytest.Pytester, make_checkpoint: Callable[..., Path], synth_target: Path
 ) -> None:
-    """What contracts record on the workers (messages, measured values, basis) reaches the controller whole."""
+    """What contracts record on the workers (messages, measured values, basis) reaches the controller whole (a
+    test of the user's own keeps the workers: the contracts alone run in process)."""
     pytest.importorskip("xdist", reason="pytest-xdist is not installed (pip install -e '.[test]')")
     good, bad = make_checkpoint(producer="specforge"), make_checkpoint(producer="specforge",
                                                                        faults=frozenset({"d2t-all-zero"}))
+    own = pytester.makepyfile(test_own="def test_own():\n    pass\n")
     texts = {}
     for name, extra in (("serial", ()), ("xdist", ("-n", "2"))):
         report, xml = pytester.path / f"{name}.json", pytester.path / f"{name}.xml"
         result = pytester.runpytest_subprocess(
-            f"--eagle3-ckpt={good}", f"--eagle3-ckpt={bad}", "--eagle3-engine=vllm",
+            f"--eagle3-ckpt={good}", f"--eagle3-ckpt={bad}", "--eagle3-engine=vllm", str(own),
             f"--eagle3-target={synth_target / 'config.json'}",
             f"--eagle3-report={report}", f"--junitxml={xml}", "-p", "no:cacheprovider", "-p", "no:randomly", *extra)
         assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -249,9 +251,11 @@ def test_xdist_workers_report_to_the_controller(
     pytest.importorskip("xdist", reason="pytest-xdist is not installed (pip install -e '.[test]')")
     good, bad = make_checkpoint(producer="angelslim"), make_checkpoint(producer="angelslim", faults=frozenset({"inf-weight"}))
     report = pytester.path / "r.json"
-    result = pytester.runpytest_subprocess(f"--eagle3-ckpt={good}", f"--eagle3-ckpt={bad}", "-n", "2",
+    own = pytester.makepyfile(test_own="def test_own():\n    pass\n")  # keeps the workers (see test_install_table)
+    result = pytester.runpytest_subprocess(f"--eagle3-ckpt={good}", f"--eagle3-ckpt={bad}", "-n", "2", str(own),
                                            "--eagle3-engine=vllm", f"--eagle3-report={report}", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=29, failed=1, skipped=14)
+    result.assert_outcomes(passed=30, failed=1, skipped=14)
+    result.stdout.fnmatch_lines(["created: 2/2 workers"])
     data = json.loads(report.read_text())
     verdicts = {c["path"]: c["engines"][0]["verdict"] for c in data["checkpoints"]}
     assert verdicts == {str(good): "pass", str(bad): "fail"}
@@ -371,9 +375,10 @@ def test_contract_run_does_not_import_hypothesis(tmp_path: Path, make_checkpoint
 
 
 @pytest.mark.slow
-def test_under_xdist_the_target_is_passed_once_and_the_report_is_the_serial_one(tmp_path: Path) -> None:
-    """With the target's weights, ``-n 2`` runs the target once on the controller (every worker reads that pass)
-    and writes the report a serial run writes."""
+def test_under_xdist_the_verdicts_are_computed_once_and_the_report_is_the_serial_one(tmp_path: Path) -> None:
+    """With the target's weights and a test of the user's own (the contracts alone run in process), ``-n 2``
+    judges once on the controller (every worker adopts its verdicts, no worker runs the target) and writes the
+    report a serial run writes."""
     import subprocess
     import sys
 
@@ -382,13 +387,16 @@ def test_under_xdist_the_target_is_passed_once_and_the_report_is_the_serial_one(
             f"--eagle3-ckpt={examples / 'demo-draft'}", f"--eagle3-ckpt={examples / 'demo-draft-sglang'}",
             f"--eagle3-target={examples / 'demo-target'}", "--eagle3-engine=vllm"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EAGLE3_", "GITHUB_STEP_SUMMARY"))}
+    own = tmp_path / "test_own.py"
+    own.write_text("def test_own():\n    pass\n")
     runs = {}
     for name, extra in (("serial", []), ("xdist", ["-n", "2"])):
-        done = subprocess.run([*base, f"--eagle3-report={tmp_path / name}.json", *extra], capture_output=True,
+        done = subprocess.run([*base, f"--eagle3-report={tmp_path / name}.json", str(own), *extra], capture_output=True,
                               text=True, cwd=tmp_path, env={**env, "EAGLE3_PROGRESS": "1"}, check=False, timeout=1800)
         assert done.returncode == pytest.ExitCode.TESTS_FAILED, done.stdout[-3000:]
         runs[name] = done
     assert json.loads((tmp_path / "xdist.json").read_text()) == json.loads((tmp_path / "serial.json").read_text())
     said = runs["xdist"].stdout + runs["xdist"].stderr
-    assert "the target's pass, once for every worker" in said
+    assert "the target's pass, once for every worker" not in said  # the verdicts need no dump of it
     assert "eagle3: contracts for 2 checkpoints" in said and "deselected" in said.splitlines()[-1]
+    assert "created: 2/2 workers" in said

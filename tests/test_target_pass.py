@@ -31,8 +31,9 @@ def test_the_main_job_runs_the_target_no_more_than_capture(run_contracts: Callab
 
 
 def test_the_reference_cut_from_the_pipelines_pass_is_the_one_of_its_own_length() -> None:
-    """The pipeline's pass (continuation + k tokens, for the prediction) serves the reference (continuation
-    tokens): the figures of a pass of the reference's own length, and no second pass."""
+    """The pipeline's pass (continuation + k tokens) serves the reference, which walks the draft as the
+    predictions do: the figures of a pass of its own, no second pass, and the reference is the predictions'
+    "as trained" figure (one figure per quantity per run)."""
     pytest.importorskip("transformers", reason="the target runs with transformers (pip install -e '.[target]')")
     from pytest_eagle3.checkpoint import Checkpoint
     from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
@@ -50,5 +51,6 @@ def test_the_reference_cut_from_the_pipelines_pass_is_the_one_of_its_own_length(
     assert cut == own
     assert pipeline.passes.computed == 1
     # one prompt-length group: the continuation token by token, then one capturing forward
-    assert len(alone) == DEFAULT_NEW_TOKENS + 1
+    assert len(alone) == DEFAULT_NEW_TOKENS + DEFAULT_STEPS + 1
     assert len(shared) == DEFAULT_NEW_TOKENS + DEFAULT_STEPS + 1  # not the two passes' sum
+    assert cut["mean_acceptance_length"] == round(predictor.training.acceptance.mean_acceptance_length, 4)

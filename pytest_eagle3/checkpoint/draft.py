@@ -37,6 +37,7 @@ from pytest_eagle3.producers.formats import (
     normalise_config,
 )
 from pytest_eagle3.producers.records import RECORDS
+from pytest_eagle3.words import plural, verb
 
 if TYPE_CHECKING:
     import torch
@@ -175,13 +176,13 @@ class Checkpoint:
             shards.setdefault(shard, set()).add(name)
         for shard, names in sorted(shards.items()):
             if not self.source.exists(shard):
-                self.problems.append(f"{index_path.name}: shard {shard.name} is missing ({len(names)} tensors)")
+                self.problems.append(f"{index_path.name}: shard {shard.name} is missing ({plural(len(names), 'tensor')})")
                 continue
             found = self._add_file(shard, kind)
             missing = sorted(names - found)
             if missing:
                 self.problems.append(
-                    f"{index_path.name}: {len(missing)} tensors listed for {shard.name} are not in it: "
+                    f"{index_path.name}: {plural(len(missing), 'tensor')} listed for {shard.name} {verb(len(missing), 'is', 'are')} not in it: "
                     + ", ".join(missing[:5])
                 )
 

@@ -21,6 +21,7 @@ from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge import draft_class_rows, draft_classes
 from pytest_eagle3.knowledge.table import Row
+from pytest_eagle3.words import plural
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ def plan_unreached(prof: Profile, draft_class: str | None, parameters: Mapping[s
             continue
         out.lose("keys", Finding(
             "loaded-not-applied",
-            f"{prof.label}'s {draft_class} loads {module} ({len(filled)} tensors) but its forward path never uses it "
+            f"{prof.label}'s {draft_class} loads {module} ({plural(len(filled), 'tensor')}) but its forward path never uses it "
             "(loaded, not applied): acceptance is what the draft gets without that module",
             (Evidence(module, f"loaded into {', '.join(filled[:3])}{' ...' if len(filled) > 3 else ''}",
                       "a module the forward path applies"),),

@@ -155,6 +155,8 @@ class FactSheet:
     #: The dtype each config declares (``dtype``, else ``torch_dtype``), None where absent.
     draft_dtype: str | None = None
     target_dtype: str | None = None
+    #: The floating-point dtypes the draft's tensors are stored in (torch's names), each with its tensors.
+    stored_dtypes: Mapping[str, tuple[str, ...]] = FrozenDict()
 
 
 def _int(config: Mapping[str, object], name: str) -> int | None:
@@ -263,7 +265,23 @@ def fact_sheet(ckpt: Checkpoint, profile: Profile, target: TargetModel | None = 
         target_kv=target_layers(text, derive(text, ROUTE_CONFIG_CLASS)) if usable else None,
         **_serving_facts(raw, config, text if usable else None,
                          target.config if target is not None else {}, profile.engine),
+        stored_dtypes=stored_dtypes(ckpt),
     )
+
+
+#: Safetensors' dtype codes of floating-point tensors, by torch's names (a quantized or integer tensor is not one).
+FLOAT_CODES = {"BF16": "bfloat16", "F16": "float16", "F32": "float32", "F64": "float64"}
+
+
+def stored_dtypes(ckpt: Checkpoint) -> FrozenDict[str, tuple[str, ...]]:
+    """The floating-point dtypes the tensors are stored in, each with its tensors (names sorted)."""
+    found: dict[str, list[str]] = {}
+    for name, entry in ckpt.tensors.items():
+        code = str(entry.dtype).removeprefix("torch.")
+        dtype = FLOAT_CODES.get(code.upper(), code if code in FLOAT_CODES.values() else None)
+        if dtype is not None:
+            found.setdefault(dtype, []).append(name)
+    return FrozenDict({dtype: tuple(sorted(names)) for dtype, names in sorted(found.items())})
 
 
 def _stray_weight_files(ckpt: Checkpoint) -> tuple[tuple[str, tuple[str, ...]], ...]:

@@ -24,6 +24,7 @@ from pytest_eagle3.rules.attention import (
     disagreements,
     implied,
 )
+from pytest_eagle3.words import plural
 
 __all__ = ["CLASS_DEFAULTS", "LOAD_ASSERT", "ROUTE_AS_WRITTEN", "ROUTE_CONFIG_CLASS", "Disagreement", "Geometry",
            "derive", "disagreements", "geometry_finding", "implied", "plan_geometry", "route_for"]
@@ -68,7 +69,7 @@ def geometry_finding(label: str, engine: str, config: Mapping[str, Any], specula
     fix = ("write " + ", ".join(f"{k}: {v}" for k, v in sorted(fields.items())) + " into the draft's config.json"
            if fields else "make num_attention_heads, num_key_value_heads and head_dim describe the saved q/k/v/o")
     silent = all(d.truncated for d in found) and not engine_named(engine).exact_shapes
-    effect = (f"the loader cuts {len(found)} tensors to their first rows without a word: attention runs on a "
+    effect = (f"the loader cuts {plural(len(found), 'tensor')} to their first rows without a word: attention runs on a "
               "truncated copy and acceptance collapses" if silent
               else "the weight loader's narrow / shape assert stops startup")
     return Finding(

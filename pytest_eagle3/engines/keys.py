@@ -21,6 +21,7 @@ from pytest_eagle3.knowledge.advice import serve_with
 from pytest_eagle3.knowledge.releases import VLLM
 from pytest_eagle3.rules.quantized import PACKED_SUFFIX, is_scale, not_modelled
 from pytest_eagle3.rules.vocab_map import ACCEPTANCE_NOTE
+from pytest_eagle3.words import plural
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ def plan_keys(sheet: FactSheet, prof: Profile, shape: DraftShape, fc_states: int
         names = sorted(lost)
         out.lose("keys", Finding(
             "dropped",
-            f"{prof.label} will silently drop {len(names)} tensors: {names[0]}"
+            f"{prof.label} will silently drop {plural(len(names), 'tensor')}: {names[0]}"
             + (f" ... ({len(names)})" if len(names) > 1 else "") + f" ({lost[names[0]]})",
             (Evidence("dropped", short(names), "every tensor loaded into a parameter"),),
             _key_fix(prof, names),

@@ -21,6 +21,7 @@ from pytest_eagle3.knowledge.capture import CaptureSupport
 from pytest_eagle3.knowledge.costs import RecordedCost
 from pytest_eagle3.knowledge.releases import EngineVersion
 from pytest_eagle3.producers.habits import RopeKey
+from pytest_eagle3.words import plural
 
 
 def describe_inputs(indices: Sequence[int] | None) -> str:
@@ -190,6 +191,17 @@ class FcPlan:
     width_sent: int | None = None
     action: str = "unknown"
 
+    @property
+    def sent_words(self) -> str:
+        """The width the target sends, or why it is unknown (never "None" on screen)."""
+        return f"width sent {self.width_sent}" if self.width_sent is not None else \
+            "width sent unknown without the target's config"
+
+    @staticmethod
+    def known(width: int | None) -> str:
+        """A width, or "unknown"."""
+        return "unknown" if width is None else str(width)
+
 
 def _reported(assumed: Sequence[Assumed], area: str) -> Finding:
     """The unknown of ``area``: its first assumed loss, naming the others in its details."""
@@ -293,7 +305,7 @@ class LoadPlan:
         """The plan in a few lines, for failure messages."""
         lines = [f"load plan, {self.engine.label} ({self.draft_class or 'no draft class'}): {self.outcome}"]
         loaded = sum(len(v) for v in self.parameters.values())
-        lines.append(f"  tensors -> parameters: {loaded} loaded into {len(self.parameters)} parameters; "
+        lines.append(f"  tensors -> parameters: {loaded} loaded into {plural(len(self.parameters), 'parameter')}; "
                      f"dropped {len(self.dropped)}; uninitialised {len(self.uninitialised)}")
         if self.aux.captured is not None or self.aux.requested is not None:
             lines.append(f"  target feeds: {describe_inputs(self.aux.captured)}; "
@@ -302,8 +314,8 @@ class LoadPlan:
             fc = self.fc
             own = f", the checkpoint's fc takes {fc.checkpoint_width}" if fc.checkpoint_width not in (
                 None, fc.expects_width) else ""
-            lines.append(f"  fc: {fc.action} (width sent {fc.width_sent}, the engine builds fc for "
-                         f"{fc.expects_width}{own})")
+            lines.append(f"  fc: {fc.action} ({fc.sent_words}, the engine builds fc for "
+                         f"{fc.known(fc.expects_width)}{own})")
         if self.norms:
             lines.append("  norms applied: " + ", ".join(f"{k}={v}" for k, v in self.norms.items()))
         lines.append(f"  embed_tokens: {self.embed_tokens}; lm_head: {self.lm_head}; map: {self.map_reading}")

@@ -33,6 +33,7 @@ from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding, short
 from pytest_eagle3.knowledge.costs import recorded_cost, recorded_for
 from pytest_eagle3.producers.habits import NORM_HABITS, RopeKey
+from pytest_eagle3.words import plural
 
 AREA = "producer"
 #: The simulated feed fields (reference.simulate.Feed) that price the habits: the rope the draft runs with,
@@ -162,7 +163,7 @@ def _one_extra_file(out: Filing, prof: Profile, file_name: str, names: list[str]
             "extra-weights-loaded",
             f"{prof.label} loads every *.safetensors in the folder, {file_name} too: {len(refused)} of its tensors "
             f"name no draft parameter ({refused[0]}): {res.refused[0][1]}",
-            (Evidence(file_name, f"{len(names)} tensors read as draft weights", "only the draft's weight files"),),
+            (Evidence(file_name, f"{plural(len(names), 'tensor')} read as draft weights", "only the draft's weight files"),),
             f"move {file_name} out of the draft folder (or list the draft's shards in model.safetensors.index.json)",
             (why, f"rule: {prof.source('unknown_key')}"),
         ))
@@ -174,4 +175,4 @@ def _one_extra_file(out: Filing, prof: Profile, file_name: str, names: list[str]
             f"move {file_name} out of the draft folder", (why,),
         ))
     else:
-        out.note(f"{prof.label} reads {file_name} and drops its {len(names)} tensors (no draft parameter)")
+        out.note(f"{prof.label} reads {file_name} and drops its {plural(len(names), 'tensor')} (no draft parameter)")

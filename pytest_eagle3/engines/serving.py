@@ -17,6 +17,7 @@ from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge.advice import serve_with
 from pytest_eagle3.knowledge.releases import VLLM
+from pytest_eagle3.words import plural
 
 AREA = "runtime"
 #: The prefix of this area's notes: engine.runtime shows them in its passing message.
@@ -171,7 +172,7 @@ def _sliding_window(out: Filing, sheet: FactSheet, prof: Profile) -> None:
             out.refuse(AREA, Finding(
                 "draft-sliding-window-index",
                 f"{prof.label} reads the draft's layer_types at index {sheet.target_layers} (the target's layer "
-                f"count), but it has {len(kinds)} entries: start fails with IndexError while building the draft layer",
+                f"count), but it has {plural(len(kinds), 'entry')}: start fails with IndexError while building the draft layer",
                 (Evidence("len(layer_types)", str(len(kinds)), f"> {sheet.target_layers}"),),
                 "remove layer_types from the draft's config.json, or serve with "
                 f"{serve_with('draft_sliding_window', VLLM, lambda v: v == 'layer-types')}", details))
@@ -205,9 +206,25 @@ def sglang_auto_dtype(declared: str | None, model_type: str = "") -> str:
     return SGLANG_AUTO.get(declared, declared or "float16")
 
 
+def _stored(out: Filing, sheet: FactSheet, prof: Profile, runs_in: str | None) -> None:
+    """Tensors stored in another dtype than the draft's config declares: what the engine does with them."""
+    declared = sheet.draft_dtype
+    other = {dtype: names for dtype, names in sheet.stored_dtypes.items() if dtype != declared}
+    if declared is None or not other:
+        return
+    for dtype, names in other.items():
+        overflow = (" (bfloat16 reaches 3e38, float16 only 65504: a larger weight becomes inf, and the draft's "
+                    "logits NaN)" if dtype == "bfloat16" and runs_in == "float16" else "")
+        cast = f"casts them to {runs_in} on load" if runs_in else "casts them to the dtype it runs the draft in"
+        out.note(NOTE_PREFIX + f"{plural(len(names), 'tensor')} (first {names[0]}) stored in {dtype}, but "
+                 f"config.json declares {declared}: {prof.label} {cast}{overflow}; write the dtype the draft was "
+                 f"trained and saved in (\"torch_dtype\": \"{dtype}\") so the config says what the weights are")
+
+
 def _dtype(out: Filing, sheet: FactSheet, prof: Profile) -> None:
     rule = prof.behaviours.draft_dtype
     draft, target = sheet.draft_dtype, sheet.target_dtype
+    _stored(out, sheet, prof, (target or draft) if rule == "target" else sglang_auto_dtype(draft, sheet.model_type))
     if rule == "target":
         if draft is not None and target is not None and draft != target:
             out.note(NOTE_PREFIX + f"{prof.label} runs the draft in the target's dtype: its {draft} weights are cast")

@@ -17,6 +17,7 @@ from pytest_eagle3.knowledge import draft_classes
 from pytest_eagle3.knowledge.advice import serve_with
 from pytest_eagle3.knowledge.behaviours import BehaviourName
 from pytest_eagle3.rules.vocab_map import ACCEPTANCE_NOTE
+from pytest_eagle3.words import plural
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,7 @@ def _checked_map(mapped: tuple[int, ...], vocab: int | None) -> str | None:
     """Why a converter that checks the absolute map refuses it (an id out of range, a repeated id), or None."""
     out = [t for t in mapped if t < 0 or (vocab is not None and t >= vocab)]
     if out:
-        return f"{len(out)} ids outside 0..{vocab - 1 if vocab else '?'} (first {out[0]}): 'd2t target ids out of range'"
+        return f"{plural(len(out), 'id')} outside 0..{vocab - 1 if vocab else '?'} (first {out[0]}): 'd2t target ids out of range'"
     if len(set(mapped)) != len(mapped):
         return f"{len(mapped) - len(set(mapped))} repeated ids: 'd2t contains duplicate target ids'"
     return None

@@ -23,6 +23,7 @@ from pytest_eagle3.live.interpreter import EngineInstall
 from pytest_eagle3.live.launch import DEFAULT_STEPS
 from pytest_eagle3.live.metrics import LiveAcceptance
 from pytest_eagle3.live.server import LiveRun
+from pytest_eagle3.words import plural
 
 SCRIPT = Path(__file__).with_name("mlx_generate.py")
 #: Where the per-round record comes from (mlx_vlm speculative/common.py ``_record_speculative_round``).
@@ -123,7 +124,7 @@ class GenerateLoop:
         if result.get("error"):
             raise RequestFailed(f"{self.engine} {result.get('version')}'s loop raised {result['error']} at "
                                 f"{result.get('raised_at') or '?'} after {len(result['tokens'])} of "
-                                f"{len(prompts)} requests", argv, self._tail(), str(self.log_path))
+                                f"{plural(len(prompts), 'request')}", argv, self._tail(), str(self.log_path))
         meta = tuple({"accept_lens": a, "draft_lens": d} for a, d in zip(result["accept_lens"], result["draft_lens"]))
         generation = Generation(tuple(tuple(t) for t in result["tokens"]), meta)
         acceptance = rounds_acceptance(result["accept_lens"], self.steps, str(result.get("version")))

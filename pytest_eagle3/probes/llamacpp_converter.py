@@ -22,6 +22,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from pytest_eagle3.words import plural
+
 if __package__:
     from pytest_eagle3.probes.harness import empty_result, error_text, main
 else:  # run by path in the converter's interpreter: the harness next to this file
@@ -182,7 +184,7 @@ def _read_back(result: dict[str, Any], reader: Any, written: dict[str, list[str]
                                           "'wrong shape'")
         return
     if ids is not None and len(ids) != 3:
-        result.update(stage="share", error=f"eagle3.target_layers has {len(ids)} entries: llama.cpp's loader raises "
+        result.update(stage="share", error=f"eagle3.target_layers has {plural(len(ids), 'entry')}: llama.cpp's loader raises "
                                            "'EAGLE3 requires exactly 3 entries in extract_layers'")
         return
     result["outcome"] = "loaded"

@@ -17,6 +17,7 @@ from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge.releases import KNOWN_RANGES, EngineVersion
 from pytest_eagle3.probes.compare import Difference, compare, cpu_backend_limit, losses, map_summary
 from pytest_eagle3.probes.run import SCRIPTS
+from pytest_eagle3.words import plural
 
 AGREES = "agrees"
 REFUSED_BY_ENGINE = "refused"
@@ -74,7 +75,7 @@ def judge_probe(probe: dict[str, Any], engine: EngineVersion, plan: LoadPlan | N
         return ProbeVerdict(status, findings[0].summary, tuple(findings), differences, facts)
     parameters = probe.get("parameters") or {}
     loaded = sum(len(p["sources"]) for p in parameters.values())
-    done = f"{label}'s own loader ({python}) loaded {loaded} tensors into {len(parameters)} parameters"
+    done = f"{label}'s own loader ({python}) loaded {plural(loaded, 'tensor')} into {plural(len(parameters), 'parameter')}"
     if plan is None:
         return ProbeVerdict(UNPLANNED, done, (_unplanned(engine, done),), facts=facts)
     return ProbeVerdict(AGREES, f"{done}, none dropped or left uninitialised; the static plan agrees on every "

@@ -29,6 +29,7 @@ from packaging.version import Version
 from pytest_eagle3.probes.cases import CASES_BY_NAME, write_all
 from pytest_eagle3.probes.compare import cpu_backend_limit, losses
 from pytest_eagle3.probes.run import ENGINES, engine_version, run_probes
+from pytest_eagle3.words import plural
 
 SCHEMA = "pytest-eagle3/probe-results/1"
 DEFAULT_OUT = Path(__file__).with_name("results.json")
@@ -55,7 +56,7 @@ def summary(engine: str, result: dict[str, Any], reduced_vocab: bool) -> dict[st
         "draft_class": result["draft_class"],
         "uninitialised": result["uninitialised"],
         "dropped": result["dropped"],
-        "draft_to_target": None if mapping is None else f"{len(mapping)} ids, first {mapping[:4]}",
+        "draft_to_target": None if mapping is None else f"{plural(len(mapping), 'id')}, first {mapping[:4]}",
         "aux_layer_ids": result["aux_layer_ids"],
         "captured_inputs_of": result["captured_inputs_of"],
         "aux_layer_ids_other_mode": result["aux_layer_ids_other_mode"],

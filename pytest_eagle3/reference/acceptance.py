@@ -28,6 +28,7 @@ from pytest_eagle3 import progress
 from pytest_eagle3.producers.formats import INPUT_OF, OUTPUT_OF
 from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
 from pytest_eagle3.reference.draft import ReferenceDraft
+from pytest_eagle3.words import plural
 
 #: Built-in prompts for a target with a tokenizer: short, varied, open-ended.
 BUILTIN_TEXTS = (
@@ -116,7 +117,7 @@ def load_prompts(target: Target, path: str | None) -> tuple[list[list[int]], str
         prompts.append(_parse_prompt(line, number, path, target))
     if not prompts:
         raise ReferenceInputError(f"prompts file {path}: no prompts (one per line: a JSON list of token ids, or text)")
-    return prompts, f"{path} ({len(prompts)} prompts)"
+    return prompts, f"{path} ({plural(len(prompts), 'prompt')})"
 
 
 def _parse_prompt(line: str, number: int, path: str, target: Target) -> list[int]:
@@ -165,7 +166,7 @@ def iter_target_runs(target: Target, prompts: Sequence[Sequence[int]],
         for length, group in sorted(groups.items()):
             ids = torch.tensor(group, dtype=torch.long, device=target.device)
             span = f"prompt {done + 1}" if len(group) == 1 else f"prompts {done + 1}-{done + len(group)}"
-            which = f" on {len(group)} prompts" if len(group) == len(prompts) else f", {span} of {len(prompts)}"
+            which = f" on {plural(len(group), 'prompt')}" if len(group) == len(prompts) else f", {span} of {len(prompts)}"
             where = f"running the target{which}: token"
 
             def tick(token: int, where: str = where) -> None:
@@ -279,12 +280,15 @@ def walk_accepted(accepted: torch.Tensor, run: TargetRun, usable: int, steps: in
 
 
 def measure(draft: ReferenceDraft, embed: torch.Tensor, runs: Sequence[TargetRun], reading: Reading,
-            steps: int = DEFAULT_STEPS) -> Acceptance:
-    """Draft ``steps`` tokens from every position at once, then replay the engine's walk."""
+            steps: int = DEFAULT_STEPS, continuation: int | None = None) -> Acceptance:
+    """Draft ``steps`` tokens from every position at once, then replay the engine's walk (with ``continuation``:
+    drafting while the request has generated fewer tokens, as ``simulate.Simulator`` walks)."""
     accepted_counts = torch.zeros(steps + 1, dtype=torch.long)
     with torch.no_grad():
         for run in runs:
             usable = run.sequences.shape[1] - 1 - steps  # positions whose k drafts can be verified
+            if continuation is not None:
+                usable = min(run.prompt_length + continuation - 2, usable)
             if usable < run.prompt_length:
                 continue
             aux = torch.cat([run.states[i][:, :usable] for i in reading.indices], dim=-1)
@@ -338,14 +342,14 @@ def missing_states(readings: Sequence[Reading], available: frozenset[int] | None
 
 def infer(draft: ReferenceDraft, embed: torch.Tensor, runs: Sequence[TargetRun], ids: tuple[int, ...],
           declared: str | None, layers: int, vocab_size: int, steps: int = DEFAULT_STEPS,
-          available: frozenset[int] | None = None) -> Inference:
+          available: frozenset[int] | None = None, continuation: int | None = None) -> Inference:
     """Measure every aux reading (d2t as offsets), then d2t as absolute ids under the best one."""
     declared_offset = CONVENTION_OFFSETS.get(declared or "", 0)
 
     def rank(a: Acceptance) -> tuple[float, int, bool]:  # ties go to the declared reading
         return (-a.mean_acceptance_length, abs(a.reading.offset - declared_offset), a.reading.d2t != "offsets")
 
-    results = [measure(draft, embed, runs, r, steps)
+    results = [measure(draft, embed, runs, r, steps, continuation)
                for r in progress.counted(candidate_readings(ids, layers, available), "measuring the draft, reading")]
     if not results:
         captured = "" if available is None else f" among the captured states {sorted(available)}"
@@ -354,7 +358,7 @@ def infer(draft: ReferenceDraft, embed: torch.Tensor, runs: Sequence[TargetRun],
     absolute = draft.target_ids("absolute")
     if absolute is not None and bool(((absolute >= 0) & (absolute < vocab_size)).all()):
         best = results[0].reading
-        results.append(measure(draft, embed, runs, Reading(best.ids, best.offset, "absolute"), steps))
+        results.append(measure(draft, embed, runs, Reading(best.ids, best.offset, "absolute"), steps, continuation))
         results.sort(key=rank)
     chosen = None
     if declared in CONVENTION_OFFSETS:

@@ -67,14 +67,16 @@ def measure_reference(ckpt: Checkpoint, target_path: str, device: str = "cpu", p
                       steps: int = DEFAULT_STEPS, passes: TargetPasses | None = None,
                       new_tokens: int = DEFAULT_NEW_TOKENS, hidden_states: str | None = None) -> ReferenceResult:
     """Load the draft and take the target's side (run here, or a dump) from ``passes``, the run's one target
-    pass (``reference.targets.passes``: the pipeline's, shared with the predictions); try every reading."""
+    pass (``reference.targets.passes``: the pipeline's, shared with the predictions); try every reading. The
+    draft is walked as the predictions walk it (``simulate.Simulator``: ``new_tokens`` generated, the pass
+    ``steps`` longer), so the reference and the predictions' "as trained" are one figure."""
     passes = passes if passes is not None else TargetPasses()
     try:
         draft = ReferenceDraft.from_checkpoint(ckpt, device=device)
     except DraftLoadError as exc:
         raise ReferenceUnavailable(f"the reference forward cannot run this draft: {exc}") from exc
     try:
-        target = passes.side(target_path, device, prompts_path, new_tokens, hidden_states)
+        target = passes.side(target_path, device, prompts_path, new_tokens + steps, hidden_states)
     except TargetSourceError as exc:
         raise ReferenceUnavailable(str(exc)) from exc
     ids, source = _aux_ids(ckpt, target.layers)
@@ -97,7 +99,7 @@ def measure_reference(ckpt: Checkpoint, target_path: str, device: str = "cpu", p
             f"{list(ids)}) and the others need: capture them (python -m pytest_eagle3 capture TARGET DIR "
             f"--layers {','.join(map(str, states))}) to measure the draft")
     inference = infer(draft, embed, runs, ids, convention, target.layers, target.vocab_size, steps,
-                      target.available)
+                      target.available, new_tokens)
     measured = inference.declared or inference.best
     return ReferenceResult(inference, measured, convention, source, prompt_source, steps)
 

@@ -15,6 +15,7 @@ from pytest_eagle3.knowledge.launch_settings import engine_args
 from pytest_eagle3.repair.record import RepairRefused
 from pytest_eagle3.repair.solve import Solution, Trained, solve
 from pytest_eagle3.repair.writer import RECORD, write_copy
+from pytest_eagle3.words import plural
 
 if TYPE_CHECKING:
     from pytest_eagle3.knowledge.releases import EngineVersion
@@ -155,7 +156,7 @@ def fix(source: Path, out: Path, engines: Sequence[EngineVersion], target: str |
 
 def render(solution: Solution, out: Path) -> list[str]:
     """What fix prints about the copy: one line per change, the engines served."""
-    lines = [f"fixed copy written to {out} ({len(solution.changes)} changes, recorded in {out / RECORD}):"]
+    lines = [f"fixed copy written to {out} ({plural(len(solution.changes), 'change')}, recorded in {out / RECORD}):"]
     lines += [f"  {c.kind}: {c.what}" for c in solution.changes] or ["  no change needed: the draft loads as written"]
     lines.append(f"  training layer inputs: {list(solution.trained.inputs) if solution.trained.inputs else 'unknown'} "
                  f"({solution.trained.words})")

@@ -33,9 +33,9 @@ def render_plan(ckpt: Checkpoint, view: LoadPlan) -> str:
     lines.append(f"layer inputs fed:     {fed}" + (f" (from {aux.field})" if aux.field else
                                                    f" (from the launch: {launched})" if launched else " (defaults)"))
     lines.append(f"layer inputs trained: {trained} ({aux.trained_from or 'no aux ids'})")
-    lines.append(f"draft layers built:   {view.draft_layers}")
-    lines.append(f"fc:                   {fc.action} (width sent {fc.width_sent}, fc expects "
-                 f"{fc.expects_width}, checkpoint fc {fc.checkpoint_width})")
+    lines.append(f"draft layers built:   {fc.known(view.draft_layers)}")
+    lines.append(f"fc:                   {fc.action} ({fc.sent_words}, fc expects "
+                 f"{fc.known(fc.expects_width)}, checkpoint fc {fc.known(fc.checkpoint_width)})")
     lines.append("norms applied:        " + (", ".join(f"{k}={v}" for k, v in view.norms.items()) or "unknown"))
     lines.append(f"embed_tokens from:    {view.embed_tokens}")
     lines.append(f"lm_head from:         {view.lm_head}")

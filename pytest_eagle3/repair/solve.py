@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from pytest_eagle3.verdict import Pipeline
 
 from pytest_eagle3.producers.names import INPUT_OF, OUTPUT_OF
+from pytest_eagle3.words import plural
 
 MAX_ROUNDS = 8
 
@@ -227,7 +228,7 @@ def _strip_wrappers(draft: VirtualDraft, changes: list[Change]) -> None:
     if mapping:
         draft.rename(mapping)
         first = sorted(mapping)[0]
-        changes.append(Change("rename", f"{len(mapping)} tensors: {first} -> {mapping[first]}, ...",
+        changes.append(Change("rename", f"{plural(len(mapping), 'tensor')}: {first} -> {mapping[first]}, ...",
                               "a trainer wrapper prefix matches no engine parameter (rules/shapes.py leftover-prefix)"))
 
 
@@ -267,7 +268,7 @@ def _rename(solution: Solution, mapping: dict[str, str], layout: str, plans: dic
     first = sorted(moved)[0]
     why = "; ".join(f"{p.engine.label}: {i.finding.summary}" for p in plans.values() for i in p.issues
                     if i.area == "keys")
-    solution.changes.append(Change("rename", f"{len(moved)} tensors to the {layout} layout: {first} -> {moved[first]}, ...",
+    solution.changes.append(Change("rename", f"{plural(len(moved), 'tensor')} to the {layout} layout: {first} -> {moved[first]}, ...",
                                    why, tuple(plans)))
     return True
 

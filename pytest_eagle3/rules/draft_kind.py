@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.words import plural
 
 EAGLE3 = "eagle3"
 EAGLE12 = "eagle1/2"
@@ -103,7 +104,7 @@ def _whole_model(config: Mapping[str, Any] | None, shapes: Mapping[str, tuple[in
     if "fc.weight" in shapes or "model.fc.weight" in shapes or embed is None or len(layers) < 2:
         return None
     count = (config or {}).get("num_hidden_layers", len(layers))
-    return DraftKind(CAUSAL_LM, f"a full causal LM ({arch or 'no architecture'}, {count} layers, no fc), not an "
+    return DraftKind(CAUSAL_LM, f"a full causal LM ({arch or 'no architecture'}, {plural(count, 'layer')}, no fc), not an "
                                 "EAGLE-3 draft: pass it as --eagle3-target, and the draft as --eagle3-ckpt",
                      (f"layers {min(layers)}..{max(layers)}", embed[0], "no fc.weight"))
 

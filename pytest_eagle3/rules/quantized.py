@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from pytest_eagle3.checkpoint.tensorfiles import FLOAT_CODES, TensorEntry
 from pytest_eagle3.findings import Evidence, Finding, short
+from pytest_eagle3.words import plural
 
 #: Companions of a quantized weight: scales, zero points, shapes and group indices (never weights themselves).
 SCALE_SUFFIXES = (".weight_scale", ".weight_scale_inv", ".weight_scale_2", ".input_scale", ".output_scale",
@@ -89,7 +90,7 @@ def not_modelled(rule: str, names: list[str], decides: str, why: str) -> Finding
     clips a skip's message)."""
     return Finding(
         NOT_MODELLED,
-        f"not modelled: {rule}, {len(names)} tensors ({short(names, 2)}); decided by {decides}: {why}",
+        f"not modelled: {rule}, {plural(len(names), 'tensor')} ({short(names, 2)}); decided by {decides}: {why}",
         (Evidence("tensors outside the rule", short(names, 6), "tensors the rule can read"),),
         "",
     )

@@ -23,6 +23,7 @@ from pytest_eagle3.rules.attention import (
 from pytest_eagle3.rules.draft_kind import classify_checkpoint, not_a_draft_finding
 from pytest_eagle3.rules.mla import FAMILY_MLA, attention_family, mla_required, mla_shapes
 from pytest_eagle3.rules.quantized import is_packed, not_modelled, present_weights
+from pytest_eagle3.words import plural, verb
 
 DEFAULT_AUX_COUNT = 3
 REQUIRED_CONFIG_FIELDS = ("hidden_size", "vocab_size")
@@ -126,7 +127,7 @@ def shape_findings(ckpt: Checkpoint) -> list[Finding]:
     if missing and cfg.first_layer_prefix:
         findings.append(Finding(
             "missing-tensors",
-            f"{len(missing)} tensors every EAGLE-3 draft needs are absent: engines leave them randomly initialised",
+            f"{plural(len(missing), 'tensor')} every EAGLE-3 draft needs {verb(len(missing), 'is', 'are')} absent: engines leave them randomly initialised",
             (Evidence("missing", short(missing), "present"),),
             "export the full draft state dict (norms included)",
         ))
@@ -271,7 +272,7 @@ def _mismatched_shapes(ckpt: Checkpoint, rules: list[ShapeRule]) -> list[Finding
     fc_fix = _fc_fix(ckpt) if fc is not None and len(evidence) == 1 else None
     return [Finding(
         "shape-mismatch",
-        f"{len(evidence)} tensors disagree with config.json: engines raise on load or read the wrong widths",
+        f"{plural(len(evidence), 'tensor')} {verb(len(evidence), 'disagrees', 'disagree')} with config.json: engines raise on load or read the wrong widths",
         tuple(evidence),
         fc_fix or "make config.json describe the saved tensors (hidden_size, draft_vocab_size, "
         "eagle_aux_hidden_state_layer_ids, target_hidden_size)",

@@ -20,6 +20,7 @@ from pytest_eagle3.checkpoint.draft import DEFAULT_CHUNK_BYTES
 from pytest_eagle3.findings import Evidence, Finding, short
 from pytest_eagle3.producers.formats import SPECULATORS
 from pytest_eagle3.rules.quantized import FP8_CODES, base_weight, is_packed, is_scale, not_modelled
+from pytest_eagle3.words import plural, verb
 
 #: speculators fills these with NaN until ``load_verifier_weights()`` runs.
 #: Source: speculators 0.9.0 speculators/model.py DraftVocabMixin._init_vocab.
@@ -127,7 +128,7 @@ def diagnose_finite(health: list[TensorHealth], producer: str) -> list[Finding]:
     if unreadable:
         findings.append(Finding(
             "unreadable-tensor",
-            f"{len(unreadable)} tensors cannot be read: {unreadable[0].error}",
+            f"{plural(len(unreadable), 'tensor')} cannot be read: {unreadable[0].error}",
             tuple(Evidence(h.name, h.error or "", "readable bytes") for h in unreadable[:4]),
             "re-export the checkpoint; the file is truncated or its header lies",
         ))
@@ -148,7 +149,7 @@ def diagnose_finite(health: list[TensorHealth], producer: str) -> list[Finding]:
     if rest:
         findings.append(Finding(
             "non-finite",
-            f"{len(rest)} tensors hold NaN or Inf: draft logits become NaN and no token is accepted",
+            f"{plural(len(rest), 'tensor')} {verb(len(rest), 'holds', 'hold')} NaN or Inf: draft logits become NaN and no token is accepted",
             tuple(Evidence(h.name, f"{h.nan} NaN, {h.inf} Inf of {h.numel}", "0 non-finite") for h in rest[:6]),
             "re-export from a healthy training step (check for loss spikes / fp16 overflow before the save)",
         ))
@@ -164,7 +165,7 @@ def diagnose_initialised(health: list[TensorHealth]) -> list[Finding]:
     if zero:
         findings.append(Finding(
             "all-zero-weights",
-            f"{len(zero)} tensors are all zero: the draft's signal through them is lost",
+            f"{plural(len(zero), 'tensor')} {verb(len(zero), 'is', 'are')} all zero: the draft's signal through them is lost",
             tuple(Evidence(h.name, f"zeros({h.numel})", "trained values") for h in zero[:6]),
             "these tensors were never loaded or trained; re-export from the trained state dict",
         ))

@@ -10,13 +10,14 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from pytest_eagle3.option_table import BY_DEST, OPTIONS, Resolved, as_argv
 from pytest_eagle3.producers.formats import SPECULATORS
 from pytest_eagle3.shell.capture_command import capture, capture_parser
 from pytest_eagle3.shell.cli_settings import OWN_ENGINE, add_settings, settings_of
 from pytest_eagle3.testing import synth as synthetic
+from pytest_eagle3.words import plural
 
 #: ``sweep --fail-on``: what makes the sweep exit 1 (``verdict.sweep.Sweep.gate``).
 FAIL_ON = ("best", "any", "never")
@@ -117,7 +118,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         pytest_args = ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
         pytest_args += [f"--eagle3-ckpt={p}" for p in args.checkpoints]
         pytest_args += [f"--eagle3-report={args.report}"] if args.report else []
-        pytest_args += [f"--eagle3-engine={args.engine}"] if args.engine else []
+        pytest_args += [f"--eagle3-engine={args.engine}"] if args.engine is not None else []  # empty: an error
         pytest_args += as_argv({spec.dest: Resolved((str(getattr(args, spec.dest)),), "option") for spec in OPTIONS
                                 if spec.judges and getattr(args, spec.dest, None) is not None})
         pytest_args += ["-k", args.keyword] if args.keyword is not None else []
@@ -142,6 +143,9 @@ def _check_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
         if not path.startswith("hf://") and (not path.strip() or not Path(path).is_dir()):
             what = "is empty" if not path.strip() else "does not exist" if not Path(path).exists() else "is a file"
             parser.error(f"PATH: {path!r} {what}; give the draft checkpoint's directory")
+    if args.engine is not None and not args.engine.strip():
+        parser.error("--engine: empty; name the engines (sglang, vllm, NAME==VERSION, all), or leave it out for "
+                     "the default")
     target = args.eagle3_target
     if target is not None and not target.startswith("hf://") and not Path(target).exists():
         parser.error(f"--target: {target} does not exist (give the target model's directory or its config.json)")
@@ -307,14 +311,14 @@ def _sweep(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     with on_stderr(), step("sweep"):
         result = run_sweep(paths, settings.engines, TargetSide(settings.target, settings.hidden_states), pipeline,
                            progress=lambda done, total: tick(f"{done}/{total} checkpoints"))
-    print("\n".join(write(result, args.out)))
-    print(f"sweep: {len(paths)} checkpoints x {len(settings.engines)} engine versions in "
+    _say("\n".join(write(result, args.out)))
+    _say(f"sweep: {plural(len(paths), 'checkpoint')} x {plural(len(settings.engines), 'engine version')} in "
           f"{time.monotonic() - start:.0f} s, {result.target_runs} target run{'s' if result.target_runs != 1 else ''}")
     for engine, best in result.best().items():
-        print(f"best for {engine}: {best.path if best is not None else result.why_no_best(engine)}")
+        _say(f"best for {engine}: {best.path if best is not None else result.why_no_best(engine)}")
     tripped = result.gate(args.fail_on)
     for line in tripped:
-        print(f"sweep fails (--fail-on={args.fail_on}): {line}")
+        _say(f"sweep fails (--fail-on={args.fail_on}): {line}")
     return 1 if tripped else 0
 
 
@@ -372,33 +376,42 @@ def _fix_steps(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     except (FileExistsError, OSError) as exc:
         print(f"fix: {exc}", file=sys.stderr)
         return 1
-    print("\n".join(render(solution, out)))
+    _say("\n".join(render(solution, out)))
     served = [e for e in engines if e.spec not in solution.not_served]
     if measurement is not None:
-        print("\n".join(predicted_lines(measurement, draft, out, served, settings.aux_convention,
+        _say("\n".join(predicted_lines(measurement, draft, out, served, settings.aux_convention,
                                          solution.convention)))
     # the copy judged as check would judge it: its own convention, the served engines, the target run shared
     proving = dataclasses.replace(settings, engines=tuple(served), aux_convention=solution.convention, target=resolved)
     proof = prove(out, served, pipeline_for(proving, measurement.session if measurement else None),
                   TargetSide(resolved, dump))
     if not proof.passed:
-        print(f"proof FAILED: the contracts do not pass on {out} for {', '.join(e.spec for e in served)}:",
+        _say(f"proof FAILED: the contracts do not pass on {out} for {', '.join(e.spec for e in served)}:",
               file=sys.stderr)
-        print(proof.output, file=sys.stderr)
+        _say(proof.output, file=sys.stderr)
         return 1
     if proof.proven:
-        print(f"proof: the contracts pass on {out}: {proof.words}")
+        _say(f"proof: the contracts pass on {out}: {proof.words}")
     else:
-        print(f"not proven: no contract fails on {out}, but the re-check reads {proof.words}: give --target TARGET "
+        _say(f"not proven: no contract fails on {out}, but the re-check reads {proof.words}: give --target TARGET "
               "(its directory, or its config.json) to judge the aux layers and the acceptance")
     again = dataclasses.replace(settings, checkpoints=(str(out),), engines=tuple(served),
                                 aux_convention=copy_flag(out, solution.convention), engine_args=None)
-    print(f"  check again: {check_command(out, again)}")
+    _say(f"  check again: {check_command(out, again)}")
     if any(e.kind.converts_checkpoint for e in served):
         gguf = out.with_name(out.name + ".gguf")
-        print(f"  convert for llama.cpp (its own converter, from the llama.cpp tree of that build): "
+        _say(f"  convert for llama.cpp (its own converter, from the llama.cpp tree of that build): "
               f"{CONVERT_COMMAND.format(draft=out, target=target or 'TARGET', gguf=gguf)}")
     return 1 if solution.not_served else 0
+
+
+def _say(text: str, file: TextIO | None = None) -> None:
+    """Print ``text`` (on stdout, or ``file``), each line wrapped to the terminal's width (whole into a pipe)."""
+    from pytest_eagle3.shell.terminal import stream_width, wrap
+
+    stream = file if file is not None else sys.stdout
+    width = stream_width(stream)
+    print("\n".join(part for line in text.splitlines() for part in wrap(line, width)), file=stream)
 
 
 if __name__ == "__main__":

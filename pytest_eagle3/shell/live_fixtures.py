@@ -43,6 +43,8 @@ SERVER_FIXTURES = ("eagle3_server", "eagle3_baseline_server")
 #: What the live tests import, from the ``live`` extra (pyproject.toml).
 LIVE_MODULES = ("mirakuru", "psutil", "prometheus_client")
 LIVE_EXTRA = "pip install 'pytest-eagle3[live]' (from a clone: pip install -e '.[live]')"
+#: What llama.cpp's converter needs beside it, from the ``llamacpp`` extra.
+LLAMACPP_EXTRA = "pip install 'pytest-eagle3[llamacpp]' (from a clone: pip install -e '.[llamacpp]')"
 GPU_WHEN_CUDA = SERVER_FIXTURES
 #: The contracts that run the draft (and the target) on the run's device: ``gpu`` on CUDA.
 GPU_CONTRACTS = ("reference.acceptance", "reference.convention")
@@ -315,8 +317,7 @@ def _gguf_pair(request: pytest.FixtureRequest, install: EngineInstall, target: s
                     f"EAGLE3_LLAMACPP_DIR to it, or build with {BUILD_COMMAND})")
     missing = converter_missing()
     if missing:
-        pytest.skip(f"llama.cpp's converter needs {', '.join(missing)} in this interpreter: "
-                    "pip install -r .ci/requirements/llamacpp11312live.txt")
+        pytest.skip(f"llama.cpp's converter needs {', '.join(missing)} in this interpreter: {LLAMACPP_EXTRA}")
     state = live_state(request.config)
     if state.gguf_dir is None:
         state.gguf_dir = request.getfixturevalue("tmp_path_factory").mktemp("eagle3-gguf")
@@ -423,5 +424,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         server = funcargs.get(name)
         if server is not None and hasattr(server, "log_text"):
             lines = server.log_text().splitlines()[-LOG_SECTION_LINES:]
-            header = f"log: {server.log_path} (last {len(lines)} lines)"
+            from pytest_eagle3.words import plural
+
+            header = f"log: {server.log_path} (last {plural(len(lines), 'line')})"
             report.sections.append((f"eagle3 server: {server.label}", "\n".join([header, *lines])))

@@ -40,6 +40,7 @@ from pytest_eagle3.shell.options import (
     add_options,
     check_interpreters,
     early_checkpoints,
+    marker_selected,
     parse_settings,
     settings,
 )
@@ -178,14 +179,37 @@ def pytest_configure(config: pytest.Config) -> None:
 
     options = parse_settings(config)
     config.stash[SETTINGS_KEY] = options
+    workers = _contracts_in_process(config)
     collector = Collector(target=options.target, engines=[e.spec for e in options.engines])
     collector.expect(options.checkpoints)
     from pytest_eagle3.shell.session import Eagle3Session
 
-    config.pluginmanager.register(Eagle3Session(config, options, collector), "eagle3-session")
+    session = Eagle3Session(config, options, collector)
+    session.workers_unused = workers
+    config.pluginmanager.register(session, "eagle3-session")
     from pytest_eagle3.shell.progress import listen_during
 
     listen_during(config)  # the long steps (reference acceptance, predictions) say how far they are
+
+
+def _contracts_in_process(config: pytest.Config) -> int:
+    """``-n N`` on a run of the contracts alone: they run in this process, and N is returned (0 otherwise).
+
+    Every verdict is computed once whoever asks, and the contracts only assert on it: workers would add their own
+    start-up (the interpreter, torch) to the same work and make ``-n 2`` slower than a serial run. A run that also
+    collects your tests, or starts live engines (``-m engine``, ``-m gpu``), keeps its workers (each adopts the
+    verdicts the controller computed once: ``shell.shared_pass``)."""
+    option = config.option
+    kept = config.stash.get(COLLECTED_KEY, "contracts")
+    if hasattr(config, "workerinput") or getattr(option, "dist", "no") == "no" or not getattr(option, "tx", None):
+        return 0
+    if kept not in ("contracts",) and not kept.startswith("left out: "):
+        return 0
+    if marker_selected(config, "engine") or marker_selected(config, "gpu"):
+        return 0
+    workers = len(option.tx)
+    option.dist, option.tx, option.numprocesses = "no", [], 0
+    return workers
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -36,6 +36,10 @@ class Eagle3Session:
         self._collection_said = self._deselected_said = False
         #: The dump of the target's side written for pytest-xdist's workers ("" when none is, None until asked).
         self._shared: str | None = None
+        #: The file of the run's verdicts written for pytest-xdist's workers ("" when none is).
+        self._verdicts = ""
+        #: ``-n N`` given on a run of the contracts alone, which run in this process (``plugin``): N, else 0.
+        self.workers_unused = 0
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         lines = []
@@ -45,7 +49,11 @@ class Eagle3Session:
                 name = spec.flag.removeprefix("--eagle3-")
                 lines.append(f"eagle3: {name}={', '.join(resolved.values)} (from {resolved.source})")
         lines.extend(f"eagle3: WARNING {e.beyond_known}" for e in self.options.engines if e.beyond_known)
-        return lines + [f"eagle3: {line}" for line in self._name_targets()]
+        if self.workers_unused:
+            lines.append(f"eagle3: -n {self.workers_unused}: the contracts alone run in this process (each verdict is "
+                         "computed once; workers would only add their start-up)")
+        lines += [f"eagle3: {line}" for line in self._name_targets()]
+        return [part for line in lines for part in self._fitted(line)]
 
     def _name_targets(self) -> list[str]:
         """With no target given, the target each draft's config names (read once, on the controller)."""
@@ -63,7 +71,13 @@ class Eagle3Session:
         """What was collected: the contracts for N checkpoints, and the user's own tests (or why not)."""
         contracts = os.path.realpath(contracts_dir())
         own = [i for i in items if not os.path.realpath(str(i.path)).startswith(contracts + os.sep)]
-        return [self._collected_line(len(items) - len(own), len(own))]
+        return self._fitted(self._collected_line(len(items) - len(own), len(own)))
+
+    def _fitted(self, line: str) -> list[str]:
+        """A line of ours wrapped to the terminal's width (whole in a log)."""
+        from pytest_eagle3.shell.terminal import width_of, wrap
+
+        return wrap(line, width_of(self.config))
 
     def _collected_line(self, contracts: int, own: int) -> str:
         count = len(self.options.checkpoints)
@@ -86,27 +100,34 @@ class Eagle3Session:
         contracts = [i for i in ids if os.path.basename(i.split("::")[0]).startswith("test_eagle3_")]
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
-            reporter.write_line(self._collected_line(len(contracts), len(ids) - len(contracts)))
+            for line in self._fitted(self._collected_line(len(contracts), len(ids) - len(contracts))):
+                reporter.write_line(line)
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         self.deselected += len(items)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
-        """Each worker gets the run's one target pass: written here once (a dump of the target's side), read by
-        all, so ``-n 2`` runs the target once, as a serial run does."""
-        from pytest_eagle3.shell.shared_pass import SHARED_PASS_INPUT
+        """Each worker gets the run's verdicts, computed here once before any worker starts, so ``-n 2`` judges
+        once, as a serial run does; and, for what they do not hold, the target's one pass (a dump of its side)."""
+        from pytest_eagle3.shell.shared_pass import SHARED_PASS_INPUT, SHARED_VERDICTS_INPUT
 
-        dump = self._shared_pass()
+        verdicts, dump = self._shared_work()
+        if verdicts is not None:
+            node.workerinput[SHARED_VERDICTS_INPUT] = verdicts
         if dump is not None:
             node.workerinput[SHARED_PASS_INPUT] = dump
 
-    def _shared_pass(self) -> str | None:
+    def _shared_work(self) -> tuple[str | None, str | None]:
+        """The file of the run's verdicts and the target pass's dump (each None when there is none)."""
         if self._shared is None:
-            from pytest_eagle3.shell.shared_pass import shared_pass
+            from pytest_eagle3.shell.shared_pass import shared_pass, shared_verdicts
+            from pytest_eagle3.shell.verdicts import pipeline
 
-            self._shared = shared_pass(self.options, self.config) or ""
-        return self._shared or None
+            self._verdicts = shared_verdicts(self.options, self.config, pipeline(self.config)) or ""
+            # the verdicts hold every contract's answer: the target's pass is dumped only where they could not be
+            self._shared = "" if self._verdicts else shared_pass(self.options, self.config) or ""
+        return self._verdicts or None, self._shared or None
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:

@@ -1,4 +1,10 @@
-"""Under pytest-xdist: the target's side computed once, on the controller, for every worker.
+"""Under pytest-xdist: the verdicts, and the target's side, computed once, on the controller, for every worker.
+
+The controller computes every judgement and verdict of the run (each checkpoint, the ``any`` row and each
+engine version) before the workers start, and writes them to a file of the run's temporary directory; each worker's
+pipeline adopts them (``Pipeline.adopt``), so ``-n 2`` does the judging once, as a serial run does, and the
+workers only assert on it. What the file does not hold (a live engine's own version, a user's own fixture use)
+a worker computes itself, from the target's pass below.
 
 A serial run passes the target once (``reference.targets.passes``); each xdist worker would pass it again. The
 controller writes the pass as a dump of the target's side (``capture_transformers``, every layer's state, at the
@@ -18,9 +24,84 @@ import pytest
 
 #: The worker input key naming the run's shared target pass.
 SHARED_PASS_INPUT = "eagle3_shared_pass"
+#: The worker input key naming the file of the run's verdicts, computed on the controller.
+SHARED_VERDICTS_INPUT = "eagle3_shared_verdicts"
+#: How long a worker waits for the controller's verdicts before judging for itself.
+WAIT_S = 3600.0
 
 if TYPE_CHECKING:
+    from pytest_eagle3.verdict import Pipeline
     from pytest_eagle3.verdict.settings import RunSettings
+
+
+def shared_verdicts(settings: RunSettings, config: pytest.Config, pipeline: Pipeline) -> str | None:
+    """The file every worker reads the run's judgements and verdicts from, computed by ``pipeline`` (the
+    controller's) in a thread of its own while the workers start; None when there is nothing to share. The file
+    appears whole (renamed into place), or its ``.failed`` marker does."""
+    import shutil
+    import tempfile
+    import threading
+
+    if not settings.checkpoints:
+        return None
+    folder = tempfile.mkdtemp(prefix="eagle3-shared-verdicts-")
+    out = Path(folder) / "verdicts.pickle"
+    worker = threading.Thread(target=_compute, args=(settings, pipeline, out), name="eagle3-verdicts", daemon=True)
+
+    def cleanup() -> None:
+        worker.join()
+        shutil.rmtree(folder, ignore_errors=True)
+
+    config.add_cleanup(cleanup)
+    worker.start()
+    return str(out)
+
+
+def _compute(settings: RunSettings, pipeline: Pipeline, out: Path) -> None:
+    """Every judgement and verdict of the run, written to ``out`` (or ``out.failed`` when they cannot be)."""
+    import pickle
+
+    from pytest_eagle3.checkpoint import Checkpoint
+    from pytest_eagle3.verdict import TargetSide
+
+    side = TargetSide(settings.target, settings.hidden_states)
+    try:
+        for path in settings.checkpoints:
+            ckpt = Checkpoint.open(path)
+            if ckpt.problems or not ckpt.tensors or ckpt.config_raw is None:
+                continue  # the workers' contracts skip or fail on the files, as a serial run's do
+            for engine in (None, *settings.engines):
+                pipeline.judgement(ckpt, engine, side)
+            for engine in settings.engines:
+                pipeline.verdict(ckpt, engine, side)
+        partial = out.with_suffix(".partial")
+        partial.write_bytes(pickle.dumps(pipeline.computed()))
+        partial.replace(out)
+    except Exception:
+        out.with_suffix(".failed").touch()
+
+
+def adopt_verdicts(config: pytest.Config, pipeline: Pipeline) -> bool:
+    """On a worker: the controller's verdicts, if it wrote them, taken as this worker's own."""
+    import pickle
+
+    workerinput = getattr(config, "workerinput", None)
+    path = workerinput.get(SHARED_VERDICTS_INPUT) if isinstance(workerinput, dict) else None
+    if not path:
+        return False
+    import time
+
+    failed = Path(path).with_suffix(".failed")
+    deadline = time.monotonic() + WAIT_S
+    while not Path(path).exists():  # the controller is still computing them
+        if failed.exists() or time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    try:
+        pipeline.adopt(pickle.loads(Path(path).read_bytes()))
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        return False
+    return True
 
 
 def shared_pass(settings: RunSettings, config: pytest.Config) -> str | None:

@@ -81,15 +81,12 @@ def _verdict(entry: Mapping[str, Any]) -> str:
 
 def _predicted(ckpt: Mapping[str, Any], entry: Mapping[str, Any]) -> str:
     """An engine's predicted mean acceptance length (``refused`` when it will not load); on the ``any`` row,
-    the reference acceptance of the draft as trained."""
+    the reference acceptance of the draft as trained: the terminal table's cells."""
+    from pytest_eagle3.verdict.report_lines import as_trained_cell, predicted_cell
+
     if entry["version"] is None:
-        reference = ckpt.get("reference")
-        return f"{reference['mean_acceptance_length']:.2f} as trained" if reference else "-"
-    predicted = entry.get("predicted_acceptance")
-    if not predicted:
-        return "-"
-    value = predicted.get("mean_acceptance_length")
-    return "refused" if value is None else f"{value:.2f} ({predicted.get('basis') or 'assumed'})"
+        return as_trained_cell(ckpt.get("reference"))
+    return predicted_cell(entry.get("predicted_acceptance"))
 
 
 def _fix(fixes: Sequence[str]) -> str:

@@ -26,9 +26,10 @@ def pipeline(config: pytest.Config) -> Pipeline:
 
     if PIPELINE_KEY not in config.stash:
         built = config.stash[PIPELINE_KEY] = pipeline_for(settings(config))
-        if hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller's one target pass, if any
-            from pytest_eagle3.shell.shared_pass import share
+        if hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller's verdicts and target pass
+            from pytest_eagle3.shell.shared_pass import adopt_verdicts, share
 
+            adopt_verdicts(config, built)
             share(config, built.passes)
     return config.stash[PIPELINE_KEY]
 

@@ -26,6 +26,7 @@ from pytest_eagle3.verdict.judgement import (
     Measured,
     basis_of,
 )
+from pytest_eagle3.words import plural
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
@@ -163,7 +164,7 @@ def readability_findings(ckpt: Checkpoint) -> list[Finding]:
     more = (f"+{len(rest)} more: " + "; ".join(rest),) if rest else ()
     return [Finding(
         "unreadable",
-        f"{len(ckpt.problems)} problems reading {ckpt.path}: {ckpt.problems[0]}",
+        f"{plural(len(ckpt.problems), 'problem')} reading {ckpt.path}: {ckpt.problems[0]}",
         tuple(Evidence("file", problem, "a readable tensor file") for problem in shown),
         "re-export the checkpoint (files truncated, corrupted, or not what their names claim)",
         (*more, *ckpt.notes),

@@ -22,6 +22,7 @@ from pytest_eagle3.verdict.assess import (
     require_tensors,
     require_weights,
 )
+from pytest_eagle3.words import plural
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
@@ -46,7 +47,7 @@ def files_readable(hand: Assessment, pipeline: Pipeline, ckpt: Checkpoint, side:
     hand.measure("tensor_count", len(ckpt.tensors))
     hand.measure("weight_bytes", ckpt.nbytes)
     check(readability_findings(ckpt))
-    return f"{len(ckpt.tensors)} tensors in {len(ckpt.files)} files, {ckpt.nbytes} bytes"
+    return f"{plural(len(ckpt.tensors), 'tensor')} in {plural(len(ckpt.files), 'file')}, {ckpt.nbytes} bytes"
 
 
 def config_parseable(hand: Assessment, pipeline: Pipeline, ckpt: Checkpoint, side: TargetSide) -> str:

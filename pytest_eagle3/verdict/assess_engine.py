@@ -23,6 +23,7 @@ from pytest_eagle3.verdict.assess import (
     not_modelled,
 )
 from pytest_eagle3.verdict.judgement import basis_of
+from pytest_eagle3.words import plural
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
@@ -105,7 +106,7 @@ def keys(hand: Assessment, row: Judged) -> str:
     _judge(row, "keys", needs_class=True)
     loaded = sum(len(v) for v in plan.parameters.values())
     hand.measure(f"{plan.engine.test_id}.tensors_loaded", loaded)
-    return (f"{plan.engine.label}: {loaded} tensors into {len(plan.parameters)} parameters, none dropped, "
+    return (f"{plan.engine.label}: {plural(loaded, 'tensor')} into {plural(len(plan.parameters), 'parameter')}, none dropped, "
             + (plan.harmless or "none uninitialised"))
 
 

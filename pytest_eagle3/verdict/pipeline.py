@@ -103,6 +103,19 @@ class Pipeline:
         self._references: dict[tuple[str, TargetSide], ReferenceResult | Finding | str] = {}
         self._named: dict[str, NamedTarget | None] = {}
 
+    # -- what a run computed, handed to another process (pytest-xdist's workers) ---------------------------
+    #: The caches :meth:`computed` hands over: every one holds plain frozen data (no tensors, no open files).
+    SHAREABLE = ("_verdicts", "_judgements", "_health", "_references", "_named")
+
+    def computed(self) -> dict[str, dict[object, object]]:
+        """The verdicts, judgements, weight scans, references and named targets computed so far."""
+        return {name: dict(getattr(self, name)) for name in self.SHAREABLE}
+
+    def adopt(self, computed: dict[str, dict[object, object]]) -> None:
+        """Take another pipeline's :meth:`computed` results as this one's (what is asked again is not recomputed)."""
+        for name in self.SHAREABLE:
+            getattr(self, name).update(computed.get(name, {}))
+
     # -- the target side ---------------------------------------------------------------------------
     def target_model(self, path: str) -> TargetModel:
         """The target at ``path`` as opened (once per run; ``problem`` set when it cannot be read)."""

@@ -16,6 +16,7 @@ from pytest_eagle3.verdict.report import (
     rules_from,
     shown,
 )
+from pytest_eagle3.words import plural
 
 
 def table(collector: Collector) -> list[str]:
@@ -33,8 +34,9 @@ def table_rows(collector: Collector) -> list[tuple[str, str, str, str, str, str]
             failing = ", ".join(ckpt.engine_failing(spec)) or "-"
             newest_rules = rules_from(spec)
             engine = f"{spec} ({newest_rules} rules)" if newest_rules else spec
-            rows.append((*first, engine, shown(ckpt.engine_verdict(spec)), _predicted_cell(ckpt.predicted.get(spec)),
-                         failing))
+            cell = (as_trained_cell(ckpt.reference) if spec == ANY_ENGINE
+                    else predicted_cell(ckpt.predicted.get(spec)))
+            rows.append((*first, engine, shown(ckpt.engine_verdict(spec)), cell, failing))
     return rows
 
 def partial_lines(collector: Collector) -> list[str]:
@@ -61,7 +63,7 @@ def partial_lines(collector: Collector) -> list[str]:
                 lines.append(f"PASS (static) for {ckpt.path} ({', '.join(specs)}): every rule ran and passed; "
                              f"{', '.join(unmeasured)} not measured (--eagle3-require=measured makes this fail):")
             else:
-                lines.append(f"partial verdict for {ckpt.path}: {len(skipped)} contracts did not run:")
+                lines.append(f"partial verdict for {ckpt.path}: {plural(len(skipped), 'contract')} did not run:")
             lines.extend(f"  {cid}: {reason}" for cid, reason in skipped.items())
     return lines
 
@@ -104,17 +106,29 @@ def _probe_summary(probe: dict[str, Any]) -> str:
     return f"{done}; the static plan agrees"
 
 
-def _predicted_cell(predicted: dict[str, Any] | None) -> str:
-    """The terminal table's predicted mean acceptance length and its basis."""
+#: What a predicted figure is, by its basis: a simulation of the engine's plan, with the layers the draft was
+#: trained on measured (the reference settled them) or assumed (the producer's declared convention). Never an
+#: engine's own counter (those are ``live.acceptance``'s).
+PREDICTED_TAGS = {"measured": "sim, layers measured", "assumed": "sim, layers assumed"}
+
+
+def predicted_cell(predicted: dict[str, Any] | None) -> str:
+    """An engine row's predicted mean acceptance length and what it rests on (the table, the summary, ``check``)."""
     if not predicted:
         return "-"
     value = predicted.get("mean_acceptance_length")
     if value is None:
         return "refused"
+    basis = predicted.get("basis") or "assumed"
     error = predicted.get("error") or {}
     bar = f" ± {error['value']:.2f}" if error.get("value") is not None else ""
     setting = f" at {predicted['setting']}" if predicted.get("setting") else ""
-    return f"{value:.2f}{bar}{setting} ({predicted.get('basis', 'assumed')})"
+    return f"{value:.2f}{bar}{setting} ({PREDICTED_TAGS.get(basis, basis)})"
+
+
+def as_trained_cell(reference: dict[str, Any] | None) -> str:
+    """The ``any`` row's figure: the reference acceptance of the draft as trained, or ``-``."""
+    return f"{reference['mean_acceptance_length']:.2f} as trained" if reference else "-"
 
 
 def cause_lines(collector: Collector) -> list[str]:

@@ -164,8 +164,8 @@ def build(sources: Mapping[str, Resolved], names: Mapping[str, str], *, device: 
         download_weights=download,
         report=check.report_path(name["eagle3_report"], one["eagle3_report"]),
         summary=check.report_path(name["eagle3_summary"], one["eagle3_summary"], "eagle3-summary.md"),
-        engines=engines(name["eagle3_engines"], one["eagle3_engines"] or DEFAULT_SELECTION, one["eagle3_engine_args"],
-                        name["eagle3_engine_args"]),
+        engines=engines(name["eagle3_engines"], DEFAULT_SELECTION if one["eagle3_engines"] is None
+                        else one["eagle3_engines"], one["eagle3_engine_args"], name["eagle3_engine_args"]),
         aux_convention=check.convention(name["eagle3_aux_convention"], one["eagle3_aux_convention"]),
         min_acceptance=check.min_acceptance(name["eagle3_min_acceptance"], one["eagle3_min_acceptance"], steps,
                                             DEFAULT_MIN_ACCEPTANCE),
@@ -202,6 +202,9 @@ def engines(flag: str, text: str, engine_args: str | None = None,
     from pytest_eagle3.knowledge.selection import EngineSelectionError, parse_selection
     from pytest_eagle3.verdict.setting_values import SettingError
 
+    if not text.strip():  # given empty (``--eagle3-engine=$UNSET``): never a silent fall back to the defaults
+        raise SettingError(f"{flag}: empty; name the engines (sglang, vllm, NAME==VERSION, all), or leave the "
+                           f"option out for the default ({DEFAULT_SELECTION})")
     try:
         return with_launch(parse_selection(text), engine_args)
     except EngineSelectionError as exc:

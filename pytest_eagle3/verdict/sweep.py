@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_eagle3.words import plural
+
 if TYPE_CHECKING:
     from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.verdict.pipeline import Pipeline, TargetSide, Verdict
@@ -223,7 +225,7 @@ def _engine_row(verdict: Verdict, entry: dict[str, Any]) -> EngineRow:
 def markdown(sweep: Sweep, plot: str | None) -> str:
     """``sweep.md``: one row per checkpoint, one column per engine version, the best one named per engine."""
     head = ["checkpoint", "as trained", *sweep.engines]
-    facts = f"target `{sweep.target}` · {len(sweep.checkpoints)} checkpoints · target runs: {sweep.target_runs}"
+    facts = f"target `{sweep.target}` · {plural(len(sweep.checkpoints), 'checkpoint')} · target runs: {sweep.target_runs}"
     lines = ["## EAGLE-3 sweep", "", facts, "", _md_row(head), _md_row(["---"] * len(head))]
     for ckpt in sweep.checkpoints:
         if ckpt.problem:

@@ -41,6 +41,7 @@ from pytest_eagle3.reference.targets.source import (
     TargetSide,
     TargetSourceError,
 )
+from pytest_eagle3.words import plural
 
 FORMAT = "pytest-eagle3 hidden states"
 FORMAT_VERSION = 1
@@ -195,7 +196,7 @@ def _prompt_file(root: Path, index: int, manifest: Manifest) -> DumpFile:
     where = f"hidden states {root}: {path.name}"
     if not path.is_file():
         raise TargetSourceError(f"{where} is missing (a partial dump: the manifest lists "
-                                f"{len(manifest.prompt_lengths)} prompts)")
+                                f"{plural(len(manifest.prompt_lengths), 'prompt')})")
     index_ = index_safetensors(path)
     if index_.problems:
         raise TargetSourceError(f"hidden states {root}: {index_.problems[0]}")

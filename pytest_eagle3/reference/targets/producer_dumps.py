@@ -58,6 +58,7 @@ from pytest_eagle3.checkpoint.tensorfiles import CheckpointReadError, index_safe
 from pytest_eagle3.reference.acceptance import TargetRun
 from pytest_eagle3.reference.targets.dump import HEAD_FILE, MANIFEST, check_dump, open_dump
 from pytest_eagle3.reference.targets.source import LayerStates, TargetSide, TargetSourceError
+from pytest_eagle3.words import plural
 
 SIDECAR = "pytest-eagle3.json"
 #: vLLM extract_hidden_states' files: a producer layout (named after its writer), not the engine.
@@ -227,7 +228,7 @@ def read_producer_dump(root: Path, layout: str, target: TargetModel, new_tokens:
             guess = len(ids) - new_tokens
         length = sidecar.get("prompt_lengths", {}).get(path.name, guess)
         if length < 1 or length + new_tokens > len(ids):
-            raise TargetSourceError(f"{where}: {path.name} holds {len(ids)} tokens; the prompt ({length}) plus the "
+            raise TargetSourceError(f"{where}: {path.name} holds {plural(len(ids), 'token')}; the prompt ({length}) plus the "
                                     f"{new_tokens} tokens the measurement needs do not fit (give prompt_lengths in "
                                     f"{SIDECAR}, or capture longer continuations)")
         if bool(((ids < 0) | (ids >= vocab)).any()):
