@@ -197,7 +197,7 @@ def test_the_run_says_the_tree_it_predicts_for(pytester: pytest.Pytester) -> Non
                                 "--eagle3-k=3", "--eagle3-topk=4", "--eagle3-draft-tokens=8",
                                 f"--eagle3-report={report}", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
-    assert " ± 0.15 at k=3, topk=4, 8 draft tokens (measured)" in result.stdout.str()
+    assert " ± 0.15 at k=3, topk=4, 8 draft tokens (sim, layers measured)" in result.stdout.str()
     (entry,) = [e for c in json.loads(report.read_text())["checkpoints"] for e in c["engines"] if e["engine"] == "sglang"]
     predicted = entry["predicted_acceptance"]
     assert predicted["setting"] == "k=3, topk=4, 8 draft tokens" and predicted["mean_acceptance_length"] > 3.7

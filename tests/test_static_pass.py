@@ -59,3 +59,22 @@ def test_a_gate_that_wants_measured_acceptance_says_what_to_give(tmp_path: Path)
     # the same gate from the environment (and so from the ini: eagle3_require), as every option
     code, _, rows = _run(tmp_path, "--eagle3-engine=sglang", EAGLE3_REQUIRE="measured")
     assert code == 1 and rows["sglang"]["verdict"] == "fail"
+
+
+def test_fix_claims_a_proof_only_where_the_recheck_passes(tmp_path: Path) -> None:
+    """``fix`` from outside the clone: without a target its copy's re-check reads NOT JUDGED, and it says 'not proven'
+    in those words; with the target's config the re-check passes statically, and the proof says so."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EAGLE3_")}
+
+    def fix(out: str, *options: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "pytest_eagle3", "fix", str(DRAFT), out, "--to", "vllm==0.33.0",
+                               *options], cwd=tmp_path, env=env, capture_output=True, text=True, check=False,
+                              timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return " ".join(done.stdout.split())
+
+    bare = fix("bare")
+    assert "proof:" not in bare and "not proven: no contract fails on bare, but the re-check reads" in bare
+    assert "vllm==0.33.0 NOT JUDGED" in bare
+    proven = fix("with-config", "--target", str(CONFIG))
+    assert "proof: the contracts pass on with-config: any PASS (static), vllm==0.33.0 PASS (static)" in proven

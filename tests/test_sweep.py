@@ -40,6 +40,7 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, int, int
     with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(io.StringIO()) as said, \
             contextlib.redirect_stderr(io.StringIO()), counted_forwards() as forwards:
         mp.setattr(predict, "build_target_feed", counted)
+        mp.delenv("COLUMNS", raising=False)  # what a pipe gets: whole lines, whatever an earlier test left set
         code = main(["sweep", *(str(EXAMPLES / d) for d in DRAFTS), "--target", str(EXAMPLES / "demo-target"),
                      "--engine", ENGINES, "--out", str(out)])
     assert code == 0
