@@ -208,7 +208,7 @@ def test_a_fixed_copy_is_read_as_its_record_says_and_no_reason_is_cut(tmp_path: 
              "--target", str(EXAMPLES / "demo-target" / "config.json")]
     done = _run(check, tmp_path, COLUMNS="100")
     assert done.returncode == 0 and "Traceback" not in done.stdout + done.stderr, done.stdout[-3000:]
-    assert re.search(r"\nOUT +speculators \(fixed copy\) +any +PASS \(partial\)", done.stdout), done.stdout[-3000:]
+    assert re.search(r"\nOUT +speculators \(fixed copy\) +any +PASS \(static\)", done.stdout), done.stdout[-3000:]
     assert "unknown" not in done.stdout.split("EAGLE-3 verdict")[1] and "format.detected" not in done.stdout
     record = tmp_path / "OUT" / "eagle3-fix.json"  # a copy an older fix wrote: no producer in its record
     data = json.loads(record.read_text())

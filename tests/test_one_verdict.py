@@ -47,7 +47,9 @@ def test_check_plan_json_sweep_and_the_proof_give_the_same_row(tmp_path: Path) -
                for c in json.loads(report.read_text())["checkpoints"] for e in c["engines"] if e["engine"] != "any"}
     sweep = _run(["-m", "pytest_eagle3", "sweep", *drafts, "--target", str(TARGET), "--engine", SEVEN,
                   "--out", str(tmp_path / "sweep")], tmp_path)
-    assert sweep.returncode == 0, sweep.stderr[-3000:]
+    # LMDeploy refuses both drafts, so no checkpoint passes there: --fail-on=best (the default) exits 1 saying so
+    assert sweep.returncode == 1 and "sweep fails (--fail-on=best): lmdeploy==0.18.0" in sweep.stdout, \
+        sweep.stderr[-3000:]
     swept = {(c["name"], e["engine"]): e for c in json.loads((tmp_path / "sweep" / "sweep.json").read_text())["checkpoints"]
              for e in c["engines"]}
     for name in PAIR:

@@ -391,7 +391,7 @@ def _fix_steps(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
         _say(proof.output, file=sys.stderr)
         return 1
     if proof.proven:
-        _say(f"proof: the contracts pass on {out}: {proof.words}")
+        _say(f"proof: the contracts pass on {out} for {', '.join(e.spec for e in served)}: {proof.words}")
     else:
         _say(f"not proven: no contract fails on {out}, but the re-check reads {proof.words}: give --target TARGET "
               "(its directory, or its config.json) to judge the aux layers and the acceptance")
