@@ -35,5 +35,6 @@ def test_a_draft_with_the_exporter_bug_fails(fault: str, tmp_path: Path) -> None
 
 def test_the_same_draft_without_the_bug_passes(tmp_path: Path) -> None:
     entry = check(write_checkpoint(SynthSpec(producer="specforge"), tmp_path / "draft"), tmp_path / "report.json")
-    # nothing fails; with the target's config only, the acceptance is not judged (no weights to run it)
-    assert [(e["failing"], e["not_judged"]) for e in entry["engines"]] == [([], [])] + [([], ["engine.acceptance"])] * 2
+    # nothing fails; with the target's config only, every rule passes and the acceptance is unmeasured: PASS (static)
+    assert [(e["verdict"], e["failing"], e["not_judged"]) for e in entry["engines"]] == [("pass", [], [])] * 3
+    assert all("engine.acceptance" in e["unmeasured"] for e in entry["engines"][1:])
