@@ -24,6 +24,16 @@ NOT_JUDGED_FAIL = "fail"
 #: --eagle3-require: what a run must have measured, not only judged statically (empty: nothing beyond the rules).
 REQUIRE_MEASURED = "measured"
 REQUIRE_CHOICES = (REQUIRE_MEASURED, "gpu", "engine")
+
+
+def listed_words(text: str | None, allowed: tuple[str, ...]) -> tuple[str, ...]:
+    """A comma list of ``allowed`` words (empty when unset or given empty), case-insensitive, each once; raises
+    ValueError naming the first word outside ``allowed``."""
+    words = [w.strip().lower() for w in (text or "").split(",") if w.strip()]
+    for word in words:
+        if word not in allowed:
+            raise ValueError(f"{word!r} is not one of {', '.join(allowed)}")
+    return tuple(dict.fromkeys(words))
 #: The command-line name of a setting is its option without this prefix (``--eagle3-target`` -> ``--target``).
 OPTION_PREFIX = "--eagle3-"
 

@@ -74,15 +74,15 @@ class MarkedSkips:
 
 def required_markers(config: pytest.Config) -> tuple[str, ...]:
     """The markers ``--eagle3-require`` (option, env, ini) names; a word outside its choices is a usage error."""
-    from pytest_eagle3.option_table import REQUIRE_CHOICES
+    from pytest_eagle3.option_table import REQUIRE_CHOICES, listed_words
     from pytest_eagle3.shell.options import resolve
 
     resolved = resolve(config, "eagle3_require")
-    words = [w.strip().lower() for w in (resolved.value or "").split(",") if w.strip()]
-    for word in words:
-        if word not in REQUIRE_CHOICES:
-            where = "--eagle3-require" if resolved.source == "option" else resolved.source.split()[-1]
-            raise pytest.UsageError(f"{where}: {word!r} is not one of {', '.join(REQUIRE_CHOICES)}")
+    try:
+        words = listed_words(resolved.value, REQUIRE_CHOICES)
+    except ValueError as exc:
+        where = "--eagle3-require" if resolved.source == "option" else resolved.source.split()[-1]
+        raise pytest.UsageError(f"{where}: {exc}") from None
     return tuple(w for w in words if w in MARKED)
 
 

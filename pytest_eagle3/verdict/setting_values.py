@@ -250,13 +250,12 @@ def choice(flag: str, text: str | None, choices: tuple[str, ...]) -> str:
 
 def choices(flag: str, text: str | None, allowed: tuple[str, ...]) -> tuple[str, ...]:
     """A comma list of ``allowed`` words (empty when unset or given empty), case-insensitive, each once."""
-    if text is None:
-        return ()
-    words = [w.strip().lower() for w in text.split(",") if w.strip()]
-    for word in words:
-        if word not in allowed:
-            raise usage(flag, f"{word!r} is not one of {', '.join(allowed)}")
-    return tuple(dict.fromkeys(words))
+    from pytest_eagle3.option_table import listed_words
+
+    try:
+        return listed_words(text, allowed)
+    except ValueError as exc:
+        raise usage(flag, str(exc)) from None
 
 
 def interpreter(flag: str, python: str | None) -> str | None:
