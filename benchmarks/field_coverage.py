@@ -4,7 +4,7 @@ Usage::
 
     python benchmarks/field_coverage.py [--rules]
 
-Reads the committed scan (``pytest_eagle3/knowledge/generated/field_scan.json``, written by ``scripts/scan_fields.py``
+Reads the committed scan (``pytest_eagle3/knowledge/generated/field_scan.json``, written by ``pytest_eagle3/scanners/fields.py``
 over every release of the known ranges) and the classification in ``pytest_eagle3/engines/field_coverage.py``.
 Prints, per engine, the releases scanned and the fields read (one per field and side: draft, target,
 either) by status: modelled by a rule, ruled out (read, no effect on EAGLE-3), unclassified (must be 0:

@@ -8,7 +8,6 @@ user sees.
 from __future__ import annotations
 
 import importlib.util
-import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -24,18 +23,10 @@ from pytest_eagle3.knowledge import reach
 from pytest_eagle3.knowledge.selection import parse_selection
 from pytest_eagle3.testing.synth import SPECFORGE, SPECULATORS, SynthSpec
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
-
 
 @pytest.fixture(scope="module")
 def scanner() -> ModuleType:
-    sys.path.insert(0, str(SCRIPTS))
-    spec = importlib.util.spec_from_file_location("scan_reach", SCRIPTS / "scan_reach.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["scan_reach"] = module
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("pytest_eagle3.scanners.reach")
 
 
 #: Loop shapes as released (trimmed to the capture lines).

@@ -39,7 +39,7 @@ def test_the_scan_read_every_release(engine: str) -> None:
     scanned = set(getattr(capture_table, f"{prefix}_RELEASES"))
     unavailable = set(getattr(capture_table, f"{prefix}_UNAVAILABLE"))
     missing = [r for r in RELEASES[engine] if in_known_range(engine, Version(r)) and r not in scanned | unavailable]
-    assert not missing, f"{engine} releases not scanned: {missing} (rerun scripts/scan_capture.py)"
+    assert not missing, f"{engine} releases not scanned: {missing} (rerun pytest_eagle3/scanners/capture.py)"
     assert not scanned & unavailable and len(unavailable) <= 2
 
 

@@ -1,11 +1,10 @@
 """Knowledge keyed by the engine's draft class: every class every scanned release registers has its own rows
-(scripts/scan_draft_classes.py over the released source), the rules read the rows of the class the draft builds,
+(pytest_eagle3/scanners/draft_classes.py over the released source), the rules read the rows of the class the draft builds,
 never another class's, and a module a class loads but never applies is a loss with its source."""
 
 from __future__ import annotations
 
 import importlib.util
-import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -26,7 +25,6 @@ from pytest_eagle3.probes.cases import MLA_CONFIG, ProbeCase, write_all, write_c
 from pytest_eagle3.testing.synth import SPECFORGE, SynthSpec
 from pytest_eagle3.verdict.judge import judged_plan
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 #: Architectures an engine reaches its class with by another path than the registry the scan reads (LMDeploy's
 #: config builder rewrites LlamaForCausalLM: configurations/llama.py), and vLLM 0.8.5, which picks its class by
 #: the method: draft_classes.py rows that no registry line backs.
@@ -37,7 +35,7 @@ NOT_IN_THE_SCANNED_REGISTRY = {("lmdeploy", "LlamaForCausalLM")}
 def test_every_release_of_the_engine_was_scanned(engine: str) -> None:
     """The scan read every release in RELEASES (patch releases too), and nothing else."""
     assert list(rows.releases(engine)) == [r for r in RELEASES[engine]], \
-        f"{engine}: rerun scripts/scan_draft_classes.py over every release in RELEASES"
+        f"{engine}: rerun pytest_eagle3/scanners/draft_classes.py over every release in RELEASES"
 
 
 @pytest.mark.parametrize("engine", rows.SCANNED)
@@ -177,7 +175,7 @@ def test_an_mla_draft_trained_with_fc_norm_is_judged_by_its_own_class(tmp_path: 
     (finding,) = found
     assert finding[0] == code
     text = finding[1] + " " + finding[2]
-    assert words in text and "Eagle3DeepseekV2ForCausalLM" in finding[2] and "scan_draft_classes.py" in finding[2]
+    assert words in text and "Eagle3DeepseekV2ForCausalLM" in finding[2] and "scanners/draft_classes.py" in finding[2]
 
 
 def test_a_llama_draft_with_fc_norm_on_the_same_release_passes(tmp_path: Path) -> None:
@@ -231,13 +229,7 @@ def test_an_mla_draft_with_input_norm_is_refused_where_its_class_has_none(tmp_pa
 # ---------------------------------------------------------------- the scanner on literal excerpts
 @pytest.fixture(scope="module")
 def scanner() -> ModuleType:
-    sys.path.insert(0, str(SCRIPTS))
-    spec = importlib.util.spec_from_file_location("scan_draft_classes", SCRIPTS / "scan_draft_classes.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["scan_draft_classes"] = module
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("pytest_eagle3.scanners.draft_classes")
 
 
 #: vLLM 0.22.0 deepseek_eagle3.py, trimmed: fc_norm built, combine_hidden_states calls fc alone.

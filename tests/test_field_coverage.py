@@ -1,6 +1,6 @@
 """Field coverage: every config field the engines' EAGLE-3 paths read is classified, and the scanner finds them.
 
-The committed scan (``pytest_eagle3/knowledge/generated/field_scan.json``) comes from ``scripts/scan_fields.py`` over
+The committed scan (``pytest_eagle3/knowledge/generated/field_scan.json``) comes from ``pytest_eagle3/scanners/fields.py`` over
 every release of KNOWN_RANGES; these tests fail when a scanned field is neither modelled nor ruled out,
 when a modelled entry names a rule that does not exist, when the scan does not cover the release list,
 and when the scanner misses a form of read on a source tree written here.
@@ -23,16 +23,11 @@ from packaging.version import Version
 from pytest_eagle3.engines import field_coverage as fc
 from pytest_eagle3.knowledge.releases import KNOWN_RANGES
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "scan_fields.py"
+SCANNER = [sys.executable, "-m", "pytest_eagle3.scanners.fields"]
 
 
 def _scanner() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("scan_fields", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("scan_fields", module)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("pytest_eagle3.scanners.fields")
 
 
 def _where(record: dict[str, Any]) -> str:
@@ -83,7 +78,7 @@ def test_every_entry_is_sourced_and_used(entry: fc.Coverage) -> None:
     assert used, f"{entry.fields} ({entry.status}) covers no scanned field: drop it or fix the name"
 
 
-@pytest.mark.parametrize("engine", ["sglang", "vllm"])  # the engines scripts/scan_fields.py reads
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])  # the engines pytest_eagle3/scanners/fields.py reads
 def test_the_scan_covers_the_committed_release_list(engine: str) -> None:
     assert fc.scan()["releases"][engine] == list(fc.SCANNED_RELEASES[engine])
     releases = [Version(v) for v in fc.SCANNED_RELEASES[engine]]
@@ -107,7 +102,7 @@ def test_the_committed_scan_is_what_the_scanner_prints(engine: str) -> None:
     assert not missing, f"releases absent from EAGLE3_ENGINE_SOURCES: {missing}"
     result = _scanner().scan_engine(engine, roots)
     assert result["fields"][engine] == fc.scan()["fields"][engine], (
-        "field_scan.json is stale: rerun scripts/scan_fields.py (docs/fields.md)")
+        "field_scan.json is stale: rerun pytest_eagle3/scanners/fields.py (docs/fields.md)")
 
 
 DRAFT_FILE = '''
@@ -182,10 +177,10 @@ def test_scanner_command_line(tmp_path: Path) -> None:
             def __init__(self, config):
                 self.rows = config.draft_vocab_size
         '''})
-    out = subprocess.run([sys.executable, str(SCRIPT), "sglang", str(root)], capture_output=True, text=True, check=True)
+    out = subprocess.run([*SCANNER, "sglang", str(root)], capture_output=True, text=True, check=True)
     assert '"field":"draft_vocab_size","reads":"draft","releases":[["0.5.99","0.5.99"]]' in out.stdout
-    bad = subprocess.run([sys.executable, str(SCRIPT), "sglang", str(tmp_path / "absent")], capture_output=True,
+    bad = subprocess.run([*SCANNER, "sglang", str(tmp_path / "absent")], capture_output=True,
                          text=True)
     assert bad.returncode == 2 and "not a directory" in bad.stderr and "Traceback" not in bad.stderr
-    usage = subprocess.run([sys.executable, str(SCRIPT), "tgi"], capture_output=True, text=True)
-    assert usage.returncode == 2 and "scan_fields.py vllm" in usage.stderr
+    usage = subprocess.run([*SCANNER, "tgi"], capture_output=True, text=True)
+    assert usage.returncode == 2 and "pytest_eagle3.scanners.fields vllm" in usage.stderr

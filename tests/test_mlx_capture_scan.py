@@ -1,4 +1,4 @@
-"""The mlx-vlm capture scan (scripts/scan_mlx_capture.py, a static reading) against mlx-vlm's own classes.
+"""The mlx-vlm capture scan (pytest_eagle3/scanners/mlx_capture.py, a static reading) against mlx-vlm's own classes.
 
 In the mlx-vlm interpreter (``EAGLE3_MLX_VLM_PYTHON``, or the tox env mlxvlm0710) every model package is imported
 and the class its EAGLE-3 loop calls (``Model``'s ``self.language_model``, else ``Model``) is resolved by Python

@@ -1,7 +1,7 @@
 """Every config field the engines' EAGLE-3 paths read, classified: modelled by a named rule, or read with
 no effect on EAGLE-3 (and why).
 
-The fields come from ``field_scan.json``, written by ``scripts/scan_fields.py`` over every released
+The fields come from ``field_scan.json``, written by ``pytest_eagle3/scanners/fields.py`` over every released
 engine in :data:`~pytest_eagle3.knowledge.releases.KNOWN_RANGES` (one record per field and side: the
 draft's config, the target's, or ``either`` where the code does not tell). :data:`COVERAGE` classifies
 them: each entry names fields (exact, or ``fnmatch`` patterns), the sides and engines it covers, and

@@ -38,7 +38,7 @@ ENTRIES: tuple[tuple[str, str, str, str, str, tuple[str, ...]], ...] = (
      ("tokenspeed runtime/models/qwen2.py / qwen3.py: Qwen2Model / Qwen3Model (nn.Module, not BaseTransformerModel) "
       "never read the layers_to_capture BaseCausalLM.set_eagle3_layers_to_capture sets; forward returns "
       "(hidden_states, None), layers/logits_processor.py stores the final hidden state, and llama_eagle3.py skips fc "
-      "when its width is the draft's (0.1.0, 0.1.1 read; scripts/scan_capture.py)"),
+      "when its width is the draft's (0.1.0, 0.1.1 read; pytest_eagle3/scanners/capture.py)"),
      ("Qwen2ForCausalLM", "Qwen3ForCausalLM")),
     (TOKENSPEED, "0.1.0", "gpt_oss", CAPTURES, f"{TS_BASE} (gpt_oss.py)", ("GptOssForCausalLM",)),
     (TOKENSPEED, "0.1.0", "deepseek", CAPTURES,

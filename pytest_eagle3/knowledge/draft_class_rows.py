@@ -1,6 +1,6 @@
 """Behaviour rows per (engine release, draft class), read from the source scan of every release.
 
-``generated/draft_class_table.py`` (``scripts/scan_draft_classes.py``) says, for every EAGLE-3 draft class each
+``generated/draft_class_table.py`` (``pytest_eagle3/scanners/draft_classes.py``) says, for every EAGLE-3 draft class each
 scanned release registers, what that class builds, loads and applies: whether it builds ``fc_norm`` / ``input_norm``
 and whether its forward path uses them, whether ``norm_output`` / ``norm_before_residual`` steer it, its layers, its
 loader's renames, d2t match and what it does with a tensor no parameter has, and the weights of its own module that
@@ -26,7 +26,7 @@ from pytest_eagle3.knowledge.generated import draft_class_table as generated
 from pytest_eagle3.knowledge.releases import release_text
 from pytest_eagle3.knowledge.table import Row, Table, table
 
-GENERATOR = "scripts/scan_draft_classes.py"
+GENERATOR = "pytest_eagle3/scanners/draft_classes.py"
 #: Class behaviour values: the module or flag is used on the forward path / built and loaded but never used / absent.
 READ, UNUSED, NOT_READ = "read", "loaded-not-applied", "not-read"
 #: The norm flags the class rows decide, and the behaviour holding the config fields that gate each module.

@@ -160,7 +160,7 @@ _REGISTRY_ROWS: tuple[tuple[str, Row[str]], ...] = (
                                    f"{REG} (0.10.2; in 0.10.1 the line is commented out 'Re-enable this once "
                                    "tests/models/test_initialization.py is fixed, see PR #22333 #22611')")),
     ("Eagle3Qwen2_5vlForCausalLM", Row(VLLM, "0.11.1", "Eagle3LlamaForCausalLM",
-                                       f"{REG} (0.11.1; absent 0.11.0; scripts/scan_draft_classes.py)")),
+                                       f"{REG} (0.11.1; absent 0.11.0; pytest_eagle3/scanners/draft_classes.py)")),
     ("Eagle3Qwen3vlForCausalLM", Row(VLLM, "0.12.0", "Eagle3LlamaForCausalLM", f"{REG} (0.12.0; absent 0.11.0)")),
     ("Eagle3DeepseekV2ForCausalLM", Row(VLLM, "0.18.0", "Eagle3DeepseekV2ForCausalLM",
                                         f"{REG} maps it to deepseek_eagle3.py (0.18.0; absent 0.17.0)")),

@@ -35,8 +35,8 @@ LiveClient = Literal["openai-completions", "generate-endpoint", "llama-server-co
 #: Where a live engine's acceptance is read: its spec-decode counters, llama-server's counters, each request's meta,
 #: or the drafter's own per-round record (mlx-vlm's accept_lens).
 LiveAcceptance = Literal["spec-decode-counters", "llama-server-counters", "request-meta", "drafter-rounds"]
-#: Which source scan of target classes covers the engine: its wheels (scripts/scan_capture.py) or llama.cpp's
-#: graphs (scripts/scan_llamacpp_capture.py).
+#: Which source scan of target classes covers the engine: its wheels (pytest_eagle3/scanners/capture.py) or llama.cpp's
+#: graphs (pytest_eagle3/scanners/llamacpp_capture.py).
 CaptureScan = Literal["wheels", "graphs"]
 
 ONE_LAYER_ERROR = "ValueError('EAGLE3 currently only supports 1 layer')"

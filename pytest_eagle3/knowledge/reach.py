@@ -1,7 +1,7 @@
 """Capture reach: which layer inputs a target class's EAGLE-3 capture loop can reach, per engine release.
 
 Stated in layer-input indices (``engines/aux_layers.py``): j is the residual stream entering decoder layer j, 0 the
-embeddings, L the last layer's output. The rows come from ``scripts/scan_reach.py`` over every
+embeddings, L the last layer's output. The rows come from ``pytest_eagle3/scanners/reach.py`` over every
 released source (``reach_table.py``, generated), one :class:`~pytest_eagle3.knowledge.table.Table` per
 (engine, target architecture); an architecture the scan could not read falls back to the profile
 behaviour ``capture_range`` (:data:`RANGE_REACH`).
@@ -86,7 +86,7 @@ def reach_table_of(engine: str, architecture: str) -> Table[Reach] | None:
         read = [r for r in releases if Version(since) <= Version(r) and (following is None
                                                                           or Version(r) < Version(following))]
         rows.append(Row(engine, since, Reach(zero, last, index, past),
-                        f"{engine} {since} {where} capture loop (scripts/scan_reach.py)", until=following,
+                        f"{engine} {since} {where} capture loop (pytest_eagle3/scanners/reach.py)", until=following,
                         read_to=read[-1]))
     return table(f"{engine} capture reach: {architecture}", rows, full=False)
 

@@ -24,6 +24,7 @@ from typing import Generic, TypeVar
 
 from packaging.version import InvalidVersion, Version
 
+from pytest_eagle3.knowledge.evidence import Cite
 from pytest_eagle3.knowledge.releases import DISPLAY, KNOWN_RANGES, EngineVersion, release_text
 
 T = TypeVar("T")
@@ -51,6 +52,10 @@ class Row(Generic[T]):
     source: str
     until: str | None = None
     read_to: str | None = None
+    #: The source places the row rests on, machine-readable (the prose in ``source`` says what they do).
+    cites: tuple[Cite, ...] = ()
+    #: Why the knowledge cannot express what the source does here (a rule that lives only in prose); None: modelled.
+    unmodelled: str | None = None
 
     def __post_init__(self) -> None:
         if self.engine not in KNOWN_RANGES:

@@ -1,8 +1,8 @@
 """Scan released engine sources for every config field the EAGLE-3 paths read, draft's and target's.
 
-    python scripts/scan_fields.py vllm SRC/vllm/*   > vllm.json    (SRC/vllm/<VERSION>: an unpacked release)
-    python scripts/scan_fields.py sglang SRC/sglang/* > sglang.json
-    python scripts/scan_fields.py --merge vllm.json sglang.json > pytest_eagle3/knowledge/generated/field_scan.json
+    python -m pytest_eagle3.scanners.fields vllm SRC/vllm/*   > vllm.json    (SRC/vllm/<VERSION>: an unpacked release)
+    python -m pytest_eagle3.scanners.fields sglang SRC/sglang/* > sglang.json
+    python -m pytest_eagle3.scanners.fields --merge vllm.json sglang.json > pytest_eagle3/knowledge/generated/field_scan.json
 
 For each release, the files in :data:`SCOPES` (per engine; a glob, the release range where it exists, and
 for large shared files a regex over the function names or bodies that are the EAGLE-3 path) are parsed
@@ -36,7 +36,7 @@ from packaging.version import Version
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from scan_capture import known_roots
+from pytest_eagle3.scanners.capture import known_roots
 
 DRAFT = "draft"
 TARGET = "target"
