@@ -60,7 +60,9 @@ ROWS: tuple[Confirmation, ...] = (
                  f"{NO}: mlx runs on Apple GPUs, none here",
                  "tox -e mlxvlm0710; tests/test_mlx_probe.py, tests/test_behaviour_probes.py, "
                  "tests/test_mlx_capture_scan.py, tests/test_live_mlx.py; docs/live.md"),
-    Confirmation(TRTLLM, "0.19.0-1.2.1", "main-branch files (no wheel or tag readable)", f"{NO}: CUDA only",
+    Confirmation(TRTLLM, "0.19.0-1.2.1",
+                 "releases pinned to commits (6 of 7, via tensorrtllm_backend); modeling_speculative.py read at "
+                 "1.2.0rc2 (b35ac1b6), the rest main-branch files (no wheel or tag readable)", f"{NO}: CUDA only",
                  f"{NO}: CUDA only", f"{NO}: no GPU fixture", "docs/engines.md (TensorRT-LLM)"),
     Confirmation(LMDEPLOY, "0.11.0-0.18.0", "every final release's wheel (lmdeploy/pytorch)", f"{NO}: no CPU device type",
                  f"{NO}: no CPU device type", f"{NO}: no GPU fixture", "docs/engines.md (LMDeploy)"),

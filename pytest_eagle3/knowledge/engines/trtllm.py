@@ -1,15 +1,18 @@
 """TensorRT-LLM: the engine object, and its behaviour rows (its PyTorch backend, ``Eagle3ForCausalLM``), every
 behaviour from 0.19.0 on.
 
-No wheel is on PyPI (the index package is a stub that fetches NVIDIA's own wheel), and no stored copy of the
-repository at a release tag could be read: the rows come from main-branch versions of the files, read in the
-public source index, and from the pull requests that changed them (their merge dates place them against the
-releases). Files read: ``_torch/models/modeling_speculative.py`` (main, 2026: ``Eagle3DraftModel``,
-``Eagle3ForCausalLM``), ``_torch/speculative/eagle3.py`` (a 2025 main version: ``Eagle3SpecMetadata``,
-``Eagle3OneModelSpecMetadata``), ``llmapi/llm_args.py`` (``EagleDecodingConfig``, a 1.2-era main version),
-``_torch/models/modeling_auto.py``. Modelled: the default one-model path (``eagle3_one_model``), draft
-``eagle3_model_arch: llama3``. EAGLE 3.1's ``fc_norm`` / ``norm_output`` (TensorRT-LLM#14988) and
-``eagle_config.norm_before_fc`` (#12561, merged 2026-03-27) landed on main after release/1.2: not in 1.2.1.
+No wheel is on PyPI (each release's index package is a stub that fetches NVIDIA's own wheel) and no snapshot of the
+repository with its tags could be brought here (the git directory is over 2 GB). ``RELEASE_COMMITS`` pins each
+release to a commit with the evidence found: the submodule pointer of tensorrtllm_backend's release tag or release
+commit (its Dockerfile's ``TENSORRTLLM_VER``). The public source index stores the engine's files at a few commits
+only, none of them a release tag: the one dated read is ``_torch/models/modeling_speculative.py`` at b35ac1b6,
+where ``tensorrt_llm/version.py`` says ``__version__ = "1.2.0rc2"`` (between 1.1.0 and 1.2.0). ``READ_AT_1_2_0RC2``
+lists what that read shows; rows it settles name it, the rest still come from main-branch versions of the files
+(``_torch/speculative/eagle3.py`` f933a608, ``llmapi/llm_args.py`` fcd3f316, both undated) and from the pull requests
+that changed them, and say so (``MAIN``). Modelled: the default one-model path (``eagle3_one_model``). EAGLE 3.1's
+``fc_norm`` / ``norm_output`` (TensorRT-LLM#14988, 2026-06) and ``eagle_config.norm_before_fc`` (#12561, merged
+2026-03-27) landed on main after release/1.2: not in 1.2.1. No final 1.3.0 exists (PyPI: 1.3.0rc29 and 1.4.0rc1 the
+newest, 2026-07), so 1.2.1 is the newest release.
 """
 
 from __future__ import annotations
@@ -21,16 +24,54 @@ from pytest_eagle3.knowledge.engines.shared import MIDLAYER_RENAMES, FcAuxCount
 
 NAME = "trtllm"
 
-#: 0.19.0 first with Eagle3ForCausalLM; tags pinned by tensorrtllm_backend's submodule: 0.19.0 c6f7d42, 0.20.0
-#: 7965842, 0.21.0 b4b1185, 1.0.0 ae8270b, 1.1.0 48b7b5d; 1.2.0 / 1.2.1 from release/1.2 (36e34ee). Source read:
-#: main-branch versions of the files (the rows say which, per row).
+#: 0.19.0 first with Eagle3ForCausalLM; 1.2.1 the newest final release (no 1.3.0 final yet).
 RELEASES = ("0.19.0", "0.20.0", "0.21.0", "1.0.0", "1.1.0", "1.2.0", "1.2.1")
+
+BACKEND = "triton-inference-server/tensorrtllm_backend"
+#: release -> (TensorRT-LLM commit, evidence). No version.py at these commits is in the source index (read_file:
+#: "stored, but not at that commit"): the pins rest on the backend's pointer, not on a version.py line.
+RELEASE_COMMITS: dict[str, tuple[str | None, str]] = {
+    "0.19.0": ("c6f7d423354214df818e206e87680fb2d513a718", f"{BACKEND} tag v0.19.0: submodule tensorrt_llm"),
+    "0.20.0": ("7965842954628b0b5456a2f7d59786d3dcd41647", f"{BACKEND} tag v0.20.0: submodule tensorrt_llm"),
+    "0.21.0": ("b4b1185af320f109f4cb73b1505832dbc63042d7", f"{BACKEND} tag v0.21.0: submodule tensorrt_llm"),
+    "1.0.0": ("ae8270b713446948246f16fadf4e2a32e35d0f62", f"{BACKEND} tag v1.0.0: submodule tensorrt_llm"),
+    "1.1.0": ("48b7b5d8b7ed1e6bff57aecc6ff7d1533288bed8",
+              f"{BACKEND} 4688330a 'TensorRT-LLM Backend v1.1.0 release' (2025-12-19): submodule tensorrt_llm "
+              "(NVIDIA/TensorRT-LLM)"),
+    "1.2.0": (None, f"not pinned: {BACKEND} went from TENSORRTLLM_VER=1.2.0rc8 (1da8cc72, 2026-03-13) to 1.2.1"),
+    "1.2.1": ("376f7e1bd8ed543f75014309e3fd4b237e9b0e73",
+              f"{BACKEND} f8541434 (2026-04-16): Dockerfile TENSORRTLLM_REPO_TAG=release/1.2.1, TENSORRTLLM_VER=1.2.1; "
+              "submodule from triton-inference-server/TensorRT-LLM (a fork carrying the release)"),
+}
+
+#: The one dated source read: NVIDIA/TensorRT-LLM b35ac1b64368513d215c57d2ed01d62d910df8da, where version.py
+#: ends ``__version__ = "1.2.0rc2"``. fact -> what tensorrt_llm/_torch/models/modeling_speculative.py shows there.
+READ_AT_1_2_0RC2: dict[str, str] = {
+    "Eagle3ForCausalLM.__init__": "draft_vocab_size = vocab_size; replaced by config.draft_vocab_size when that "
+                                  "is not None (a null falls back to vocab_size; a config without the field: "
+                                  "AttributeError)",
+    "Eagle3DraftModel.__init__ d2t": "d2t Parameter when draft_vocab_size is not None and != vocab_size",
+    "Eagle3DraftModel.__init__ fc": "fc = Linear(hidden_size_in * spec_config.num_capture_layers, hidden_size, "
+                                    "bias=getattr(config, 'bias', False)) only when num_capture_layers > 1",
+    "Eagle3DraftModel.__init__ midlayer": "ModuleList of num_hidden_layers Eagle3DecoderLayer when > 1, else one",
+    "Eagle3DecoderLayer.__init__": "every layer builds input_layernorm, hidden_norm, post_attention_layernorm and a "
+                                   "2*hidden qkv_proj (later layers also concatenate the embeddings)",
+    "Eagle3DraftModel.forward": "later layers get hidden_states + residual of the layer before",
+    "Eagle3ForCausalLM.load_weights": "'model.' + name unless 'lm_head' in it; no layers.N -> midlayer rename",
+    "Eagle3ForCausalLM.apply_eagle3_fc": "fc only when hidden_states.shape[-1] != hidden_size",
+    "Eagle3Attention": "rope_gpt_neox, RopeParams.from_config(draft config), bias=config.attention_bias; no MLA "
+                       "draft class (no Eagle3MLAttention)",
+    "SpecDecOneEngineForCausalLM.__init__": "draft ModelConfig.from_pretrained(speculative_model_dir); "
+                                            "Eagle3ForCausalLM(draft_config, target num_hidden_layers)",
+}
+D = "1.2.0rc2 read (b35ac1b6) differs: "
+R2 = "read at 1.2.0rc2 (b35ac1b6; the 1.2.0 / 1.2.1 tags not readable)"
 
 SPEC = "tensorrt_llm _torch/models/modeling_speculative.py"
 META = "tensorrt_llm _torch/speculative/eagle3.py"
 ARGS = "tensorrt_llm llmapi/llm_args.py EagleDecodingConfig"
 LOADER = "tensorrt_llm _torch/models/modeling_utils.py _load_weights_impl (module by module)"
-MAIN = "main read; the tags not stored"
+MAIN = "main read, undated; no release tag readable"
 AFTER_1_2 = "added on main after release/1.2 (not in 0.19.0-1.2.1)"
 CAPTURE = (f"{META} maybe_capture_hidden_states: hidden_states + residual saved after decoder layer "
            "layer_id, i.e. the OUTPUT of layer id = the input of layer id + 1")
@@ -46,21 +87,19 @@ _ROWS: tuple[tuple[str, Any, str], ...] = (
      f"{SPEC} Eagle3ForCausalLM.load_weights: 'model.' + name unless 'lm_head' in name"),
     ("first_layer", "layers",
      (f"{SPEC} Eagle3ForCausalLM.load_weights: re.sub('^layers\\.0\\.', 'midlayer.') for one layer, "
-      "'^layers\\.(\\d+)\\.' -> 'midlayer.\\1.' for more: modelled as layers.N with midlayer. -> layers.0.")),
+      "'^layers\\.(\\d+)\\.' -> 'midlayer.\\1.' for more: modelled as layers.N with midlayer. -> layers.0. "
+      f"({MAIN}; {D}no rename there, only midlayer.* names load)")),
     ("renames", MIDLAYER_RENAMES, f"{SPEC} Eagle3ForCausalLM.load_weights: midlayer.* and layers.N.* both load"),
     ("unknown_key", "drop", f"{LOADER}: parameters are looked up per module; a tensor no module names is never read"),
     ("multi_layer", "supported", f"{SPEC} Eagle3DraftModel.__init__: midlayer = ModuleList(...) when num_layers > 1"),
     ("later_layer_norm", "hidden_norm",
-     f"{SPEC} Eagle3DecoderLayer: later layers (next_layer_regular) have no input_layernorm; hidden_norm only"),
+     f"{SPEC} Eagle3DecoderLayer: later layers (next_layer_regular) have no input_layernorm; hidden_norm only "
+     f"({MAIN}; {D}every layer builds input_layernorm and concatenates the embeddings)"),
     ("d2t_present", "offsets", f"{META} Eagle3OneModelWorker: draft tokens + d2t[draft tokens]"),
     ("d2t_absent", "crash", f"{SPEC} Eagle3DraftModel.__init__: d2t Parameter when draft_vocab_size != vocab_size; "
                             f"{LOADER} copies module_weights['d2t']: KeyError without one"),
     ("d2t_full_vocab", "ignored",
      f"{SPEC} Eagle3DraftModel.__init__: no d2t Parameter when draft_vocab_size == vocab_size: a shipped d2t is unread"),
-    ("draft_vocab_size_null", "refused",
-     (f"{SPEC} Eagle3ForCausalLM.__init__: vocab_size=config.draft_vocab_size (None): startup fails; "
-      "_ensure_draft_vocab_size as merged in TensorRT-LLM#10124 returns when the field exists (main later also "
-      "replaces null)")),
     ("aux_id_fields", (),
      (f"{ARGS}.eagle3_layers_to_capture (a launch setting) and {META} Eagle3OneModelSpecMetadata.__post_init__: the "
       "draft config's eagle_aux_hidden_state_layer_ids are never read")),
@@ -75,7 +114,8 @@ _ROWS: tuple[tuple[str, Any, str], ...] = (
      f"{SPEC} Eagle3ForCausalLM.apply_eagle3_fc: fc only if hidden_states.shape[-1] != hidden_size"),
     ("fc_aux_count", FcAuxCount.FIXED_3,
      (f"{SPEC} Eagle3DraftModel.__init__: fc = Linear(target_hidden_size x num_capture_layers); "
-      f"{ARGS}.num_capture_layers: len(eagle3_layers_to_capture), else 3 (another count: not modelled)")),
+      f"{ARGS}.num_capture_layers: len(eagle3_layers_to_capture), else 3 (another count: not modelled); {R2}: "
+      "fc built only when num_capture_layers > 1")),
     ("fc_bias", "config.bias", f"{SPEC} Eagle3DraftModel.__init__: fc bias=getattr(config, 'bias', False)"),
     ("use_aux_hidden_state", "ignored", "tensorrt_llm: use_aux_hidden_state not read"),
     ("norm_before_residual", "not-read",
@@ -95,7 +135,8 @@ _ROWS: tuple[tuple[str, Any, str], ...] = (
      f"{SPEC} Eagle3ForCausalLM.load_weights: load_lm_head_from_target unless a tensor name has 'lm_head'"),
     ("mtp_model_types", (), "tensorrt_llm: MTP is its own decoding_type"),
     ("mla_rope", "forced-yarn",
-     f"{SPEC} Eagle3MLAttention: PositionEmbeddingType.yarn for an MLA draft (kv_lora_rank set; not modelled)"),
+     f"{SPEC} Eagle3MLAttention: PositionEmbeddingType.yarn for an MLA draft (kv_lora_rank set; not modelled; "
+     f"{MAIN}, TensorRT-LLM#9971 merged 2025-12; {D}no MLA draft class)"),
     ("draft_rope", "config", f"{SPEC} Eagle3Attention: RopeParams.from_config(draft config)"),
     ("first_layer_hidden_path", "hidden_norm",
      f"{SPEC} Eagle3DecoderLayer.forward: hidden_norm(hidden), input_layernorm(embeds), concatenated"),
@@ -128,6 +169,15 @@ SPANS += spans("draft_vocab_size_missing",
                ("1.2.0", "1.2.1", "vocab_size",
                 f"{SPEC} _ensure_draft_vocab_size (TensorRT-LLM#10124, merged 2025-12/2026-01 before 1.2.0): warns "
                 "'Missing draft_vocab_size ... defaulting to vocab_size' (the 1.2.0 tag not read)"))
+
+# ---------------------------------------------------------------- draft_vocab_size_null
+SPANS += spans("draft_vocab_size_null",
+               ("0.19.0", "1.1.0", "refused",
+                (f"{SPEC} Eagle3ForCausalLM.__init__: vocab_size=config.draft_vocab_size (None): startup fails "
+                 f"({MAIN}: not read at these releases; the only dated read, 1.2.0rc2, falls back)")),
+               ("1.2.0", "1.2.1", "vocab_size",
+                (f"{SPEC} Eagle3ForCausalLM.__init__: draft_vocab_size = vocab_size unless config.draft_vocab_size "
+                 f"is not None ({R2}; main also replaces null)")))
 
 ENGINE = Engine(
     NAME, "TensorRT-LLM", RELEASES, lineage=NAME, behaviour_rows=tuple(SPANS),
