@@ -171,6 +171,7 @@ class Resolved:
 
     @property
     def value(self) -> str | None:
+        """The first value given, or None when the setting was not given."""
         return self.values[0] if self.values else None
 
 

@@ -91,6 +91,7 @@ class AuxDefault:
         return f"{self.since} up to {self.until}" if self.until else f">= {self.since}"
 
     def covers(self, release: Version) -> bool:
+        """Whether the producer's ``release`` falls in this default's range."""
         return (self.since is None or Version(self.since) <= release) and (
             self.until is None or release < Version(self.until))
 
