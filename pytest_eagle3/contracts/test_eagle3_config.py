@@ -42,5 +42,5 @@ class TestEagle3Checkpoint:
     @pytest.mark.eagle3_contract("target.consistent")
     def test_consistent_with_target(self, eagle3_judgement: Judgement, eagle3_result: Eagle3Result,
                                     request: pytest.FixtureRequest) -> None:
-        """Vocab, hidden size and aux layer ids fit the target model."""
+        """Vocab, hidden size and aux ids fit the target model."""
         assert_outcome(request, eagle3_result, eagle3_judgement)

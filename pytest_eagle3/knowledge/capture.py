@@ -39,7 +39,7 @@ GPT_OSS = "gpt_oss"
 
 
 class Support(StrEnum):
-    """What a target architecture does with the configured aux layer ids."""
+    """What a target architecture does with the configured aux ids."""
 
     CAPTURES = "captures"
     REFUSED = "refused"
