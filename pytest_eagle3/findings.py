@@ -51,6 +51,7 @@ class Finding:
         return data
 
     def render(self, headline: str | None = None) -> str:
+        """The finding as text: the headline, then each evidence item's obtained and expected values."""
         lines = [headline or f"[{self.code}] {self.summary}"]
         for item in self.evidence:
             lines.append(f"  {item.key}")

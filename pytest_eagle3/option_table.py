@@ -171,6 +171,7 @@ class Resolved:
 
     @property
     def value(self) -> str | None:
+        """The first value given, or None when the setting was not given."""
         return self.values[0] if self.values else None
 
 
@@ -227,10 +228,13 @@ def find_ini(start: Path) -> tuple[Path | None, dict[str, object]]:
         raise IniError(f"pytest's config file cannot be read: {exc}") from None
     if path is None:
         return None, {}
-    return path, {k: _ini_value(k, getattr(v, "value", v)) for k, v in values.items() if k in BY_INI}
+    return path, {k: _ini_value(k, getattr(v, "value", v), path) for k, v in values.items() if k in BY_INI}
 
 
-def _ini_value(key: str, value: object) -> object:
+def _ini_value(key: str, value: object, path: Path) -> object:
+    if isinstance(value, list) and not BY_INI[key].repeatable:  # a native TOML list: pytest refuses it alike
+        raise IniError(f"pytest's config file cannot be read: {path}: config option {key!r} expects a string, "
+                       f"got list: {value!r}")
     if BY_INI[key].repeatable:
         lines = value if isinstance(value, list) else str(value).splitlines()
         return [str(line).strip() for line in lines if str(line).strip()]

@@ -21,6 +21,7 @@ T = TypeVar("T")
 
 
 class Listener(Protocol):
+    """Whoever shows the progress line (the terminal while pytest or a command runs)."""
     def show(self, line: str) -> None:
         """The current line: the steps under way and the last tick."""
 
@@ -48,6 +49,7 @@ def listen(listener: Listener) -> None:
 
 
 def unlisten(listener: Listener) -> None:
+    """Stop telling ``listener`` the progress."""
     if listener in _listeners:
         _listeners.remove(listener)
 

@@ -292,3 +292,10 @@ def capture_forwards(tmp_path_factory: pytest.TempPathFactory) -> int:
             contextlib.redirect_stderr(io.StringIO()):
         assert main(["capture", str(target), str(out)]) == 0
     return len(calls)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the unit tier's tests ``unit`` (``tests/tiers.py``), for ``pytest -m unit``."""
+    from tests.tiers import mark_unit
+
+    mark_unit(items)

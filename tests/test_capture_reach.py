@@ -178,7 +178,7 @@ def test_reach_rows_change_where_the_source_changes(engine: str, arch: str, befo
     assert old is not None and new is not None
     reached = (lambda r: r.value.last) if what == "last" else (lambda r: r.value.zero == reach.EMBEDDINGS)
     assert not reached(old) and reached(new)
-    assert reach.first_reaching(engine, arch, what, Version(before)) == f"{'SGLang' if engine == 'sglang' else 'vLLM'} {after}"
+    assert reach.first_reaching(engine, arch, what, Version(before)) == {"sglang": f"SGLang {after}", "vllm": f"vLLM {after}"}[engine]
 
 
 def test_families_differ_within_one_release() -> None:

@@ -259,7 +259,7 @@ def test_boundary(c: Case, plan_codes: Callable[[Case, str], tuple[str, set[str]
 def test_every_versioned_behaviour_has_a_boundary_case() -> None:
     """Each behaviour whose value changes between versions is exercised on both sides."""
     changing = {(r.engine, behaviour) for behaviour, r in RULES if r.since not in ("0.4.4.post2", "0.8.5")
-                and r.engine in ("sglang", "vllm")}  # tokenspeed / mlx-vlm: tests/test_engines_beyond.py
+                and r.engine in ("sglang", "vllm")}  # tokenspeed / mlx-vlm: tests/test_engine_tokenspeed_mlxvlm.py
     covered = {(c.engine, c.behaviour.removesuffix("_eagle_config").removesuffix("_runner_v2")
                 .removesuffix("_speculators").removesuffix("_qwen3_class")) for c in CASES}
     untestable = {

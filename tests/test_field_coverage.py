@@ -42,7 +42,11 @@ def test_every_scanned_field_is_modelled_or_ruled_out() -> None:
 
 
 def test_a_field_is_modelled_or_ruled_out_there_is_no_third_status() -> None:
-    assert {s.value for s in fc.Status} == {"modelled", "ruled-out"}
+    data = {"releases": {"vllm": ["0.33.0"]}, "fields": {"vllm": [
+        {"field": "hidden_size", "reads": "draft", "releases": [["0.33.0", "0.33.0"]], "where": ["a.py:f"]},
+        {"field": "rms_norm_eps", "reads": "draft", "releases": [["0.33.0", "0.33.0"]], "where": ["a.py:f"]},
+    ]}}
+    assert fc.summary("vllm", data) == {"releases": 1, "fields": 2, "unclassified": 0, "modelled": 1, "ruled-out": 1}
 
 
 def test_an_unknown_field_is_reported_unclassified() -> None:

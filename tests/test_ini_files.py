@@ -21,6 +21,7 @@ FILES = {
     "pytest.ini": "[pytest]\neagle3_engines = vllm==0.32.0\n",
     ".pytest.ini": "[pytest]\neagle3_engines = vllm==0.32.0\n",
     "pyproject.toml": '[tool.pytest.ini_options]\neagle3_engines = "vllm==0.32.0"\n',
+    "pyproject.toml [tool.pytest]": '[tool.pytest]\neagle3_engines = "vllm==0.32.0"\n',  # pytest 9's native TOML
     "tox.ini": "[pytest]\neagle3_engines = vllm==0.32.0\n",
     "setup.cfg": "[tool:pytest]\neagle3_engines = vllm==0.32.0\n",
 }
@@ -40,7 +41,7 @@ def _engines(report: Path) -> list[str]:
 @pytest.mark.parametrize("name", list(FILES))
 def test_every_config_file_pytest_reads_gives_the_same_versions_to_plan_check_and_pytest(name: str,
                                                                                           tmp_path: Path) -> None:
-    (tmp_path / name).write_text(FILES[name], encoding="utf-8")
+    (tmp_path / name.split()[0]).write_text(FILES[name], encoding="utf-8")
     done = _run(["-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", f"--eagle3-ckpt={DEMO}",
                  f"--eagle3-report={tmp_path / 'pytest.json'}"], tmp_path)
     assert done.returncode in (0, 1), done.stdout[-2000:] + done.stderr
@@ -69,3 +70,45 @@ def test_a_config_file_pytest_cannot_read_is_refused_by_the_command_line(tmp_pat
     assert plan.returncode == 2 and "pytest's config file cannot be read" in plan.stderr, plan.stderr
     done = _run(["-m", "pytest", "-p", "no:cacheprovider", f"--eagle3-ckpt={DEMO}"], tmp_path)
     assert done.returncode != 0
+
+
+def _three_readings(cwd: Path, reports: Path) -> dict[str, list[str] | str]:
+    """The versions pytest, ``check`` and ``plan`` judge when run from ``cwd`` (or what each said on refusing)."""
+    said: dict[str, list[str] | str] = {}
+    done = _run(["-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", f"--eagle3-ckpt={DEMO}",
+                 f"--eagle3-report={reports / 'pytest.json'}"], cwd)
+    said["pytest"] = _engines(reports / "pytest.json") if done.returncode in (0, 1) else done.stderr.strip()
+    check = _run(["-m", "pytest_eagle3", "check", str(DEMO), "--report", str(reports / "check.json")], cwd)
+    said["check"] = _engines(reports / "check.json") if check.returncode in (0, 1) else check.stderr.strip()
+    plan = _run(["-m", "pytest_eagle3", "plan", str(DEMO), "--json"], cwd)
+    if plan.returncode == 0:
+        rows = json.loads(plan.stdout)
+        said["plan"] = [f"{r['engine']}=={r['version']}" for r in (rows if isinstance(rows, list) else [rows])]
+    else:
+        said["plan"] = plan.stderr.strip()
+    return said
+
+
+def test_from_a_subfolder_the_file_pytest_picks_first_names_the_versions_for_all_three(tmp_path: Path) -> None:
+    """pytest.toml and pyproject.toml side by side, run from a folder below: pytest's order (pytest.toml first)
+    decides, for pytest, ``check`` and ``plan`` alike."""
+    (tmp_path / "pytest.toml").write_text(FILES["pytest.toml"], encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\neagle3_engines = "vllm==0.31.0"\n',
+                                             encoding="utf-8")
+    below = tmp_path / "work" / "deeper"
+    below.mkdir(parents=True)
+    assert _three_readings(below, tmp_path) == {"pytest": ["vllm==0.32.0"], "check": ["vllm==0.32.0"],
+                                                "plan": ["vllm==0.32.0"]}
+
+
+def test_a_native_toml_list_for_a_string_key_is_refused_alike(tmp_path: Path) -> None:
+    """``eagle3_engines`` is one comma-separated string; a TOML list under ``[tool.pytest]`` is refused by pytest,
+    and by ``check`` and ``plan`` with pytest's own words (``plan`` used to read the list's text as an engine
+    name: unknown engine "['vllm")."""
+    (tmp_path / "pyproject.toml").write_text('[tool.pytest]\neagle3_engines = ["vllm==0.32.0", "sglang==0.5.9"]\n',
+                                             encoding="utf-8")
+    said = _three_readings(tmp_path, tmp_path)
+    words = "config option 'eagle3_engines' expects a string, got list"
+    assert all(isinstance(text, str) and words in text for text in said.values()), said
+    assert "unknown engine" not in str(said)
+

@@ -174,3 +174,14 @@ def test_the_exit_status_is_the_gate_the_user_chose(swept: tuple[Path, str, int,
     code = main(["sweep", str(EXAMPLES / "trained-inputof-sglang"), "--target", str(EXAMPLES / "demo-target"),
                  "--engine", ENGINES, "--out", str(tmp_path / "any"), "--fail-on", "any"])
     assert code == 1
+
+
+def test_a_checkpoint_that_fails_is_never_named_best() -> None:
+    failing = EngineRow("tokenspeed==0.1.1", "fail", "loads with loss", ("engine.aux_layers",), 1.43, "measured", "x")
+    passing = EngineRow("tokenspeed==0.1.1", "pass", "loads", (), 1.20, "measured", None)
+    high = Sweep("t", ("tokenspeed==0.1.1",), (CheckpointRow("run/inputof", 3.7, (failing,)),), 1)
+    assert high.best() == {"tokenspeed==0.1.1": None}
+    assert "no checkpoint passes" in high.why_no_best("tokenspeed==0.1.1") and "FAIL" in high.why_no_best("tokenspeed==0.1.1")
+    both = Sweep("t", ("tokenspeed==0.1.1",), (CheckpointRow("run/a", 3.7, (failing,)), CheckpointRow("run/b", 3.7, (passing,))), 1)
+    best = both.best()["tokenspeed==0.1.1"]
+    assert best is not None and best.path == "run/b"

@@ -238,6 +238,7 @@ class Checkpoint:
         yield from torch.split(flat, step)
 
     def shape(self, name: str) -> tuple[int, ...] | None:
+        """The shape of tensor ``name`` from its header, or None when the draft has no such tensor."""
         entry = self.tensors.get(name)
         return entry.shape if entry else None
 
@@ -248,11 +249,13 @@ class Checkpoint:
 
     @property
     def nbytes(self) -> int:
+        """The bytes of every tensor, from the headers."""
         return sum(e.nbytes for e in self.tensors.values())
 
     # -- interpretation ---------------------------------------------------------------------
     @cached_property
     def format(self) -> DetectedFormat:
+        """The producer format detected from the config and the tensor names (or a fixed copy's record)."""
         return self._fixed_copy() or detect_format(self.config_raw or {}, set(self.tensors), self.files)
 
     def _fixed_copy(self) -> DetectedFormat | None:
@@ -272,6 +275,7 @@ class Checkpoint:
 
     @cached_property
     def config(self) -> DraftConfig:
+        """The config normalised across formats: aux ids, vocab sizes, layers, norms."""
         return normalise_config(self.config_raw or {}, self.format, self.tensors)
 
     @cached_property

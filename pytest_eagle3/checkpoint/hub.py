@@ -39,6 +39,7 @@ class HubError(Exception):
 
 
 def is_hub(path: object) -> bool:
+    """Whether ``path`` is a pinned Hub id (``hf://owner/name@sha``) rather than a folder."""
     return isinstance(path, str) and path.startswith(PREFIX)
 
 
@@ -100,25 +101,31 @@ class HubFiles:
 
     @property
     def local(self) -> bool:
+        """Whether every weight file is already in the local snapshot (else bytes are read by range requests)."""
         return all((self.snapshot / name).is_file() for name in weight_names(list(self.sizes)))
 
     @property
     def spec(self) -> str:
+        """The pinned id, ``hf://repo@sha``."""
         return f"{PREFIX}{self.repo}@{self.sha}"
 
     def _name(self, path: Path) -> str:
         return path.relative_to(self.snapshot).as_posix()
 
     def exists(self, path: Path) -> bool:
+        """Whether the file is on disk or listed in the Hub repository."""
         return path.is_file() or (path.is_relative_to(self.snapshot) and self._name(path) in self.sizes)
 
     def glob(self, root: Path, pattern: str) -> list[Path]:
+        """The repository's top-level files matching ``pattern``, as paths under ``root``."""
         return sorted(root / n for n in self.sizes if "/" not in n and fnmatch.fnmatch(n, pattern))
 
     def listing(self, root: Path) -> list[Path]:
+        """Every top-level file of the repository, as paths under ``root``."""
         return self.glob(root, "*")
 
     def size(self, path: Path) -> int:
+        """The file's size, from disk or the Hub listing."""
         return path.stat().st_size if path.is_file() else self.sizes[self._name(path)]
 
     def read(self, path: Path, start: int, nbytes: int) -> bytes:

@@ -25,6 +25,7 @@ class TargetModel:
 
     @classmethod
     def open(cls, path: str | Path) -> TargetModel:
+        """Read the target's config from a folder, a config.json or a pinned Hub id; problems are recorded, not raised."""
         given = str(path)
         config_path = Path(path)
         if given.startswith("hf://"):  # a pinned Hub id: its config.json is in the cache's snapshot folder
@@ -48,6 +49,7 @@ class TargetModel:
 
     @property
     def text_config(self) -> dict[str, Any]:
+        """The language model's config: the nested text config of a multimodal target, else the config itself."""
         for key in NESTED_TEXT_CONFIGS:
             nested = self.config.get(key)
             if isinstance(nested, dict) and "num_hidden_layers" in nested:
@@ -60,18 +62,22 @@ class TargetModel:
 
     @property
     def num_hidden_layers(self) -> int | None:
+        """The target's decoder layer count, or None when the config does not say."""
         return self._int("num_hidden_layers")
 
     @property
     def hidden_size(self) -> int | None:
+        """The target's hidden size, or None when the config does not say."""
         return self._int("hidden_size")
 
     @property
     def vocab_size(self) -> int | None:
+        """The target's vocabulary size, or None when the config does not say."""
         return self._int("vocab_size")
 
     @property
     def architectures(self) -> tuple[str, ...]:
+        """The config's ``architectures`` (empty when absent)."""
         value = self.config.get("architectures")
         return tuple(str(a) for a in value) if isinstance(value, list) else ()
 
@@ -86,6 +92,7 @@ class TargetModel:
 
     @property
     def on_hub(self) -> bool:
+        """Whether the target was given as a Hub id."""
         return self.path.startswith("hf://")
 
     @property

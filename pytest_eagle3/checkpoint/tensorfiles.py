@@ -68,14 +68,21 @@ class TensorSource(Protocol):
     ``local`` is True when every weight byte is on disk (a scan or a forward may read them all)."""
 
     @property
-    def local(self) -> bool: ...
+    def local(self) -> bool:
+        """Whether every file is on local disk."""
 
-    def exists(self, path: Path) -> bool: ...
-    def glob(self, root: Path, pattern: str) -> list[Path]: ...
-    def listing(self, root: Path) -> list[Path]: ...
-    def size(self, path: Path) -> int: ...
-    def read(self, path: Path, start: int, nbytes: int) -> bytes: ...
-    def read_tensor_bytes(self, path: Path, start: int, nbytes: int) -> bytes: ...
+    def exists(self, path: Path) -> bool:
+        """Whether ``path`` is a file of the checkpoint."""
+    def glob(self, root: Path, pattern: str) -> list[Path]:
+        """The checkpoint's files under ``root`` matching ``pattern``, sorted."""
+    def listing(self, root: Path) -> list[Path]:
+        """Every file directly under ``root``, sorted."""
+    def size(self, path: Path) -> int:
+        """The file's size in bytes."""
+    def read(self, path: Path, start: int, nbytes: int) -> bytes:
+        """``nbytes`` bytes of the file from ``start`` (headers, small tensors)."""
+    def read_tensor_bytes(self, path: Path, start: int, nbytes: int) -> bytes:
+        """One tensor's ``nbytes`` bytes from ``start``."""
 
 
 class LocalFiles:
@@ -83,26 +90,33 @@ class LocalFiles:
 
     @property
     def local(self) -> bool:
+        """Always True: the files are on disk."""
         return True
 
     def exists(self, path: Path) -> bool:
+        """Whether ``path`` is a file on disk."""
         return path.is_file()
 
     def glob(self, root: Path, pattern: str) -> list[Path]:
+        """The files under ``root`` matching ``pattern``, sorted."""
         return sorted(root.glob(pattern))
 
     def listing(self, root: Path) -> list[Path]:
+        """Every file directly under ``root``, sorted."""
         return sorted(p for p in root.iterdir() if p.is_file())
 
     def size(self, path: Path) -> int:
+        """The file's size in bytes."""
         return path.stat().st_size
 
     def read(self, path: Path, start: int, nbytes: int) -> bytes:
+        """``nbytes`` bytes of the file from ``start``."""
         with path.open("rb") as handle:
             handle.seek(start)
             return handle.read(nbytes)
 
     def read_tensor_bytes(self, path: Path, start: int, nbytes: int) -> bytes:
+        """One tensor's ``nbytes`` bytes from ``start``, read with ``readinto`` (never mapped)."""
         return bytes(_read_bytes(path, start, nbytes))
 
 
@@ -122,10 +136,12 @@ class TensorEntry:
 
     @property
     def numel(self) -> int:
+        """The number of elements, from the shape."""
         return math.prod(self.shape)
 
     @property
     def is_float(self) -> bool:
+        """Whether the dtype is a floating-point one (the weight scan reads only these)."""
         return self.dtype in FLOAT_CODES
 
 

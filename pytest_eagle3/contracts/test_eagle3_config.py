@@ -13,6 +13,7 @@ from pytest_eagle3.verdict.judgement import Judgement
 
 
 class TestEagle3Checkpoint:
+    """The checkpoint's own contracts: its files, format, config and aux ids, against no engine."""
     @pytest.mark.eagle3_contract("checkpoint.readable")
     def test_files_readable(self, eagle3_judgement: Judgement, eagle3_result: Eagle3Result,
                             request: pytest.FixtureRequest) -> None:
@@ -41,5 +42,5 @@ class TestEagle3Checkpoint:
     @pytest.mark.eagle3_contract("target.consistent")
     def test_consistent_with_target(self, eagle3_judgement: Judgement, eagle3_result: Eagle3Result,
                                     request: pytest.FixtureRequest) -> None:
-        """Vocab, hidden size and aux layer ids fit the target model."""
+        """Vocab, hidden size and aux ids fit the target model."""
         assert_outcome(request, eagle3_result, eagle3_judgement)

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 
 class TestEagle3EngineAcceptance:
+    """``engine.acceptance``: the acceptance predicted for one engine version."""
     @pytest.mark.eagle3_contract("engine.acceptance")
     def test_acceptance(self, eagle3_engine: EngineVersion, eagle3_judgement: Judgement, eagle3_result: Eagle3Result,
                         request: pytest.FixtureRequest) -> None:

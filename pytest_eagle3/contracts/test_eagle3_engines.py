@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 
 class TestEagle3Engine:
+    """The engine contracts: what one engine version does with the draft when it loads it."""
     @pytest.mark.eagle3_contract("engine.architecture")
     def test_architecture(self, eagle3_engine: EngineVersion, eagle3_judgement: Judgement, eagle3_result: Eagle3Result,
                     request: pytest.FixtureRequest) -> None:

@@ -53,6 +53,7 @@ def eagle3_expected(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoin
 
 
 class TestEagle3Live:
+    """The live contracts: the engine serving the draft (marker ``engine``)."""
     @pytest.mark.eagle3_contract("live.launch")
     def test_live_launch(self, request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoint,
                          eagle3_live_engine: EngineVersion, eagle3_result: Eagle3Result) -> None:

@@ -37,6 +37,7 @@ def _target_dir(request: pytest.FixtureRequest, label: str) -> str:
 
 
 class TestEagle3Probe:
+    """``probe.load``: the installed engine's own loader on the draft."""
     @pytest.mark.eagle3_contract("probe.load")
     def test_probe_load(self, request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoint,
                         eagle3_installed_engine: InstalledEngine, eagle3_result: Eagle3Result) -> None:

@@ -11,6 +11,7 @@ from pytest_eagle3.verdict.judgement import Judgement
 
 
 class TestEagle3ReferenceAcceptance:
+    """``reference.acceptance``: the draft's acceptance on the target, by the reference forward."""
     @pytest.mark.eagle3_contract("reference.acceptance")
     def test_reference_acceptance(self, eagle3_judgement: Judgement, eagle3_result: Eagle3Result,
                                   request: pytest.FixtureRequest) -> None:

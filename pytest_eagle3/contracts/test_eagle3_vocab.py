@@ -10,6 +10,7 @@ from pytest_eagle3.verdict.judgement import Judgement
 
 
 class TestEagle3VocabMap:
+    """``vocab.map``: the draft-to-target token map."""
     @pytest.mark.eagle3_contract("vocab.map")
     def test_vocab_map(self, eagle3_judgement: Judgement, eagle3_result: Eagle3Result,
                        request: pytest.FixtureRequest) -> None:

@@ -11,6 +11,7 @@ from pytest_eagle3.verdict.judgement import Judgement
 
 
 class TestEagle3Weights:
+    """The weight contracts: finite, not all zero, the shapes the config implies."""
     @pytest.mark.eagle3_contract("weights.finite")
     def test_weights_finite(self, eagle3_judgement: Judgement, eagle3_result: Eagle3Result,
                             request: pytest.FixtureRequest) -> None:

@@ -39,10 +39,12 @@ class CauseRule:
     subject: tuple[str, tuple[str, ...]] = ("", ())
 
     def causes(self, issue: Issue) -> bool:
+        """Whether ``issue`` is this rule's cause: its area and code, naming the rule's subject."""
         return issue.area == self.area and (not self.codes or issue.finding.code in self.codes) and \
             _names(issue, (self.subject[0],))
 
     def explains(self, issue: Issue) -> bool:
+        """Whether ``issue`` is one of the consequences this rule's cause explains."""
         return _names(issue, self.subject[1]) and any(
             issue.area == area and (not codes or issue.finding.code in codes) for area, codes in self.consequences)
 

@@ -62,6 +62,7 @@ class Coverage:
     engines: tuple[str, ...] = BOTH
 
     def covers(self, engine: str, field: str, side: str) -> bool:
+        """Whether this entry classifies ``field`` as read on ``side`` by ``engine`` (field patterns are globs)."""
         return (engine in self.engines and side in self.sides
                 and any(fnmatchcase(field, pattern) for pattern in self.fields))
 

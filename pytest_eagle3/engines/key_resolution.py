@@ -251,6 +251,7 @@ def _why_dropped(renamed: str, params: set[str], profile: Profile) -> str:
 
 
 def fused_complete(param: str, shards: set[str]) -> bool:
+    """Whether a fused parameter (qkv, gate_up) has every shard it needs among ``shards``; an unfused one always has."""
     for marker, needed in SHARDS.items():
         if marker in param:
             return set(needed) <= shards

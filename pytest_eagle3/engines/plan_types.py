@@ -126,15 +126,19 @@ class Filing:
         self._assumed: list[Assumed] = []
 
     def refuse(self, area: str, finding: Finding) -> None:
+        """File an issue that makes the engine refuse the draft."""
         self._issues.append(Issue(area, REFUSED, finding))
 
     def lose(self, area: str, finding: Finding) -> None:
+        """File an issue the engine loads past, losing something."""
         self._issues.append(Issue(area, LOSS, finding))
 
     def note(self, text: str) -> None:
+        """File a note for the plan's description."""
         self._notes.append(text)
 
     def unknown(self, area: str, finding: Finding) -> None:
+        """File what this area cannot decide (not modelled)."""
         self._unknown.append((area, finding))
 
     def assume(self, area: str, finding: Finding, deviation: str | None, known: bool = False,
@@ -144,6 +148,7 @@ class Filing:
         self._assumed.append(Assumed(area, finding, deviation, known=known, recorded=recorded, may_cost=may_cost))
 
     def filed(self) -> Filed:
+        """Everything filed, frozen."""
         return Filed(tuple(self._issues), tuple(self._notes), tuple(self._unknown), tuple(self._assumed))
 
 
@@ -284,6 +289,7 @@ class LoadPlan:
 
     @property
     def outcome(self) -> str:
+        """"refused", "loads with loss" or "loads": the worst issue filed."""
         kinds = {i.kind for i in self.issues}
         return REFUSED if REFUSED in kinds else LOADS_WITH_LOSS if LOSS in kinds else LOADS
 
@@ -299,6 +305,7 @@ class LoadPlan:
         return causes[0] if causes else None
 
     def issues_for(self, area: str) -> list[Finding]:
+        """The findings one area filed."""
         return [i.finding for i in self.issues if i.area == area]
 
     def describe(self) -> list[str]:

@@ -33,6 +33,7 @@ class Profile:
 
     @property
     def engine(self) -> str:
+        """The engine's name (``vllm``)."""
         return self.target.engine
 
     @property
@@ -42,10 +43,12 @@ class Profile:
 
     @property
     def version(self) -> Version:
+        """The engine version this profile is for."""
         return self.target.version
 
     @property
     def label(self) -> str:
+        """The display label, ``vLLM 0.33.0`` (and the rules it is judged by, if newer than every release read)."""
         return self.target.label
 
     def row(self, behaviour: BehaviourName) -> Rule:
@@ -53,6 +56,7 @@ class Profile:
         return self.rows[behaviour]
 
     def source(self, behaviour: BehaviourName) -> str:
+        """The source label of the row behind ``behaviour`` at this version."""
         return TABLES[behaviour].label(self.rows[behaviour])
 
 

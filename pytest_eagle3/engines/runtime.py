@@ -70,6 +70,7 @@ def target_layers(config: Mapping[str, Any], geometry: Geometry | None) -> tuple
 
 @dataclass(frozen=True)
 class KvVerdict:
+    """The KV-cache verdict for a draft and target: status, message, and the row's source."""
     status: str
     message: str
     source: str

@@ -39,7 +39,7 @@ GPT_OSS = "gpt_oss"
 
 
 class Support(StrEnum):
-    """What a target architecture does with the configured aux layer ids."""
+    """What a target architecture does with the configured aux ids."""
 
     CAPTURES = "captures"
     REFUSED = "refused"
@@ -153,6 +153,7 @@ class CaptureSupport:
 
     @property
     def known(self) -> bool:
+        """Whether any row or scan says whether the target captures aux states."""
         return self.support is not None
 
 
@@ -222,6 +223,7 @@ def registered_runs(engine: str) -> dict[str, tuple[tuple[str, str], ...]]:
 
 
 def scanned_releases(engine: str) -> tuple[str, ...]:
+    """The releases (or llama.cpp builds) the engine's capture scan read; empty without a scan."""
     scan = engine_named(engine).capture_scan
     if scan == "graphs":
         return llamacpp_capture_table.LLAMACPP_BUILDS

@@ -295,6 +295,7 @@ def first_family_release(engine: str, family: str) -> tuple[str, str] | None:
 
 
 def arch_source(engine: str, architecture: str) -> str:
+    """The source of the registry row for ``architecture`` in ``engine``, or a line saying there is none."""
     registered = REGISTRY.get((engine, architecture))
     return registered.rows[0].source if registered else f"{engine}: no registry row for {architecture}"
 

@@ -50,6 +50,7 @@ class Reach:
 
     @property
     def words(self) -> str:
+        """The layer inputs the capture loop reaches, in words."""
         low = "0 (the embeddings)" if self.zero == EMBEDDINGS else "1"
         high = "L (the last layer's output)" if self.last else "L-1"
         tail = "; 0 fails the first forward (residual is None)" if self.zero == CRASH else ""

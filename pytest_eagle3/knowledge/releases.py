@@ -50,10 +50,12 @@ class EngineVersion:
 
     @property
     def spec(self) -> str:
+        """The version as typed on the command line, ``vllm==0.33.0``."""
         return f"{self.engine}=={release_text(self.engine, self.version)}"
 
     @property
     def label(self) -> str:
+        """The display label, ``vLLM 0.33.0``, with the rules it is judged by and its launch settings."""
         newest_rules = rules_from(self.engine, self.version)
         rules = f" (judged by {release_text(self.engine, newest_rules)}'s rules)" if newest_rules is not None else ""
         launched = "".join(f" (launched with {name}: {value})" for name, value in self.launch)
@@ -72,6 +74,7 @@ class EngineVersion:
 
     @property
     def test_id(self) -> str:
+        """The pytest id part, ``vllm-0.33.0``."""
         return f"{self.engine}-{release_text(self.engine, self.version)}"
 
     def __str__(self) -> str:
@@ -84,10 +87,12 @@ def release_text(engine: str, version: Version | str) -> str:
 
 
 def newest(engine: str) -> EngineVersion:
+    """The newest release read of ``engine``."""
     return EngineVersion(engine, Version(KNOWN_RANGES[engine][1]))
 
 
 def in_known_range(engine: str, version: Version) -> bool:
+    """Whether ``version`` lies between the first and the newest release read of ``engine``."""
     first, last = (Version(v) for v in KNOWN_RANGES[engine])
     return first <= version <= last
 

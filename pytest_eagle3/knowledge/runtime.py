@@ -84,4 +84,5 @@ DTYPE_SOURCE = {engine.name: engine.draft_dtype_source for engine in REGISTRY}
 
 
 def kv_rule(engine: str, version: Version) -> KvRule:
+    """The KV-cache grouping rule of one engine version."""
     return KV_TABLE.at(EngineVersion(engine, version))

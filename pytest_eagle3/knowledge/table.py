@@ -70,10 +70,12 @@ class Row(Generic[T]):
 
     @cached_property
     def start(self) -> Version:
+        """``since`` as a version."""
         return _version(self.since, f"{self.engine} row since")
 
     @cached_property
     def end(self) -> Version | None:
+        """``until`` as a version, or None when the row runs on."""
         return None if self.until is None else Version(self.until)
 
     def holds_at(self, version: Version, next_start: Version | None) -> bool:
@@ -132,6 +134,7 @@ class Table(Generic[T]):
     # ---------------------------------------------------------------- lookup
     @property
     def engines(self) -> tuple[str, ...]:
+        """The engines with rows, in table order."""
         return tuple(self._by_engine)
 
     def rows_of(self, engine: str) -> tuple[Row[T], ...]:
@@ -155,6 +158,7 @@ class Table(Generic[T]):
         return row
 
     def value(self, target: EngineVersion) -> T:
+        """The value of the row covering ``target``."""
         return self.at(target).value
 
     def label(self, row: Row[T]) -> str:
@@ -162,6 +166,7 @@ class Table(Generic[T]):
         return f"{row.source} [{DISPLAY[row.engine]} {self.range_text(row)}]"
 
     def range_text(self, row: Row[T]) -> str:
+        """The releases a row covers, in words: ``vLLM 0.8.5-0.9.2``."""
         rows = self.rows_of(row.engine)
         index = rows.index(row)
         is_last = index + 1 == len(rows) and row.until is None

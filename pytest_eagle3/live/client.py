@@ -26,6 +26,7 @@ DEFAULT_TIMEOUT = 600.0
 
 
 def get_text(url: str, timeout: float = 30.0) -> str:
+    """GET ``url`` as text; a network error raises RequestFailed."""
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:
             return str(response.read().decode("utf-8"))
@@ -34,6 +35,7 @@ def get_text(url: str, timeout: float = 30.0) -> str:
 
 
 def post_json(url: str, body: dict[str, Any], timeout: float = DEFAULT_TIMEOUT) -> Any:
+    """POST ``body`` as JSON to ``url`` and return the decoded answer; a network error raises RequestFailed."""
     data = json.dumps(body).encode("utf-8")
     request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
     try:
@@ -102,6 +104,7 @@ def _llamacpp_generate(base_url: str, prompts: Sequence[Sequence[int]], new_toke
 
 
 def vllm_metrics_text(base_url: str) -> str:
+    """The server's Prometheus ``/metrics`` text."""
     return get_text(f"{base_url}/metrics")
 
 

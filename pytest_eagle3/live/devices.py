@@ -25,6 +25,7 @@ class CudaDevices:
 
     @property
     def reason(self) -> str:
+        """Why there is no CUDA device, for a skip reason."""
         return f"no CUDA device visible ({self.how})"
 
 

@@ -42,6 +42,7 @@ class ServerError(Exception):
         super().__init__(self.render())
 
     def render(self) -> str:
+        """The failure as text: what, the detail, the root cause and its hints, the command and the log tail."""
         lines = [f"{self.what}: {self.detail}"]
         if self.root_cause:
             lines.append(f"  root cause: {self.root_cause}")

@@ -78,22 +78,27 @@ class GenerateLoop:
 
     @property
     def engine(self) -> str:
+        """The engine's name."""
         return self.install.engine
 
     @property
     def log_path(self) -> Path:
+        """The log file of this run (target and draft names in it)."""
         return self.work_dir / f"{Path(self.target).name}-{Path(self.draft).name if self.draft else 'alone'}.log"
 
     @property
     def label(self) -> str:
+        """What runs, in words: engine, version, target and draft."""
         version = self.install.version or "?"
         return f"{self.engine} {version} generate loop on {Path(self.target).name}" + (
             f" with {Path(self.draft).name}" if self.draft else " alone")
 
     def log_text(self) -> str:
+        """The log so far (empty before the first run)."""
         return self.log_path.read_text(errors="replace") if self.log_path.is_file() else ""
 
     def command(self, prompts: str, new_tokens: int) -> list[str]:
+        """The command line that runs the engine's generate loop on ``prompts``."""
         return loop_command(self.install.python, self.target, self.draft, prompts, self.steps, new_tokens,
                             self.device)
 

@@ -48,6 +48,7 @@ class EngineInstall:
 
     @property
     def importable(self) -> bool:
+        """Whether the engine is installed in that interpreter and imports."""
         return self.distribution is not None and self.import_error is None
 
     @property

@@ -46,6 +46,7 @@ def flag_value(argv: Sequence[str], names: Sequence[str]) -> str | None:
 
 
 def is_eagle3_draft(architectures: Sequence[str], producer_hint: str = "") -> bool:
+    """Whether the architectures (or the producer) name an EAGLE-3 draft."""
     return any("eagle3" in a.lower() for a in architectures) or "eagle3" in producer_hint.lower()
 
 
@@ -113,6 +114,7 @@ def draft_path_findings(engine: str, argv: Sequence[str]) -> list[Finding]:
 
 
 def missing_draft_finding(path: str) -> Finding:
+    """The finding for a draft path that is missing or has no config.json."""
     what = "does not exist" if not Path(path).exists() else "has no config.json"
     return Finding("launch-draft-path", f"the draft path {path} {what}: the engine cannot load a draft from it",
                    (Evidence("draft path", f"{path} ({what})", "a checkpoint directory with config.json"),),

@@ -48,6 +48,7 @@ class LiveAcceptance:
     source: str
 
     def to_json(self) -> dict[str, Any]:
+        """The measured acceptance as the JSON report writes it."""
         return {"mean_acceptance_length": round(self.mean_acceptance_length, 4),
                 "per_position": [round(p, 4) for p in self.per_position], "drafts": self.drafts,
                 "source": self.source}

@@ -52,6 +52,7 @@ def acceptance(accept_lens: list[list[int]], steps: int) -> dict[str, Any] | Non
 
 
 def generate(request: dict[str, Any]) -> dict[str, Any]:
+    """Run mlx-vlm's own generate loop for one request (in mlx-vlm's interpreter) and return the counts."""
     import importlib.metadata
 
     import mlx.core as mx

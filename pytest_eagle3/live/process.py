@@ -128,15 +128,18 @@ class ServerProcess:
 
     @property
     def base_url(self) -> str:
+        """The server's URL, ``http://host:port``."""
         return f"http://{self.host}:{self.port}"
 
     def log_text(self) -> str:
+        """The server's log so far (empty when unreadable)."""
         try:
             return self.log_path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             return ""
 
     def log_tail(self, lines: int = 30) -> tuple[str, ...]:
+        """The last ``lines`` lines of the log."""
         return tail(self.log_text(), lines)
 
     def _error(self, kind: type[ServerError], detail: str) -> ServerError:
@@ -183,6 +186,7 @@ class ServerProcess:
         return self._error(ServerDied, f"the process exited with code {exit_code} before {self.health_path} answered")
 
     def running(self) -> bool:
+        """Whether the server process is still running."""
         return bool(self._executor is not None and self._executor.running())
 
     def stop(self) -> None:

@@ -28,6 +28,7 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
 
 
 def has_tokenizer(target: str) -> bool:
+    """Whether the target's folder holds tokenizer files."""
     root = Path(target)
     root = root.parent if root.is_file() else root
     return any((root / name).is_file() for name in TOKENIZER_FILES)
@@ -50,22 +51,29 @@ class Served(Protocol):
     draft: str | None
 
     @property
-    def engine(self) -> str: ...
+    def engine(self) -> str:
+        """The engine's name."""
 
     @property
-    def label(self) -> str: ...
+    def label(self) -> str:
+        """What serves, in words: engine, version, target and draft."""
 
     @property
-    def log_path(self) -> Path: ...
+    def log_path(self) -> Path:
+        """The engine's log file."""
 
     @property
-    def started_in(self) -> float | None: ...
+    def started_in(self) -> float | None:
+        """Seconds the start took, or None before it started."""
 
-    def log_text(self) -> str: ...
+    def log_text(self) -> str:
+        """The engine's log so far."""
 
-    def run(self, prompts: Sequence[Sequence[int]], new_tokens: int) -> LiveRun: ...
+    def run(self, prompts: Sequence[Sequence[int]], new_tokens: int) -> LiveRun:
+        """Generate ``new_tokens`` for each prompt and return what was drafted and accepted."""
 
-    def stop(self) -> None: ...
+    def stop(self) -> None:
+        """Stop the engine and leave nothing running."""
 
 
 @dataclass
@@ -81,27 +89,33 @@ class LiveServer:
 
     @property
     def engine(self) -> str:
+        """The engine's name."""
         return self.install.engine
 
     @property
     def base_url(self) -> str:
+        """The server's URL."""
         return self.process.base_url
 
     @property
     def label(self) -> str:
+        """What serves, in words: engine, version, target and draft."""
         version = self.install.version or "?"
         return f"{self.engine} {version} serving {Path(self.target).name}" + (
             f" with {Path(self.draft).name}" if self.draft else " alone")
 
     @property
     def log_path(self) -> Path:
+        """The server's log file."""
         return Path(self.process.log_path)
 
     @property
     def started_in(self) -> float | None:
+        """Seconds the start took, or None before it started."""
         return self.process.started_in
 
     def log_text(self) -> str:
+        """The server's log so far."""
         return self.process.log_text()
 
     def run(self, prompts: Sequence[Sequence[int]], new_tokens: int) -> LiveRun:
@@ -145,6 +159,7 @@ class LiveServer:
         return last
 
     def stop(self) -> None:
+        """Stop the server and leave nothing running."""
         self.process.stop()
 
 

@@ -149,6 +149,7 @@ def _llm(job: dict[str, Any]) -> Any:
 
 
 def main() -> int:
+    """Capture the target's hidden states with vLLM (run in vLLM's interpreter) and write them."""
     import torch
     import vllm
     from safetensors.torch import load_file, save_file

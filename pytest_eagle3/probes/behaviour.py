@@ -103,6 +103,7 @@ def compare(draft: Path, engine_out: dict[str, Any]) -> dict[str, Any]:
 
 
 def probe_all(python: str, root: Path, engine: str = VLLM) -> tuple[str, str, dict[str, Any]]:
+    """Run the behaviour probe of ``engine`` on every case in ``python``: (python, version, results)."""
     from pytest_eagle3.probes.cases import write_all
 
     target, drafts = write_all(root, CASES[engine])
@@ -122,6 +123,7 @@ def probe_all(python: str, root: Path, engine: str = VLLM) -> tuple[str, str, di
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: probe the behaviours in each ``--python`` and record them."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--python", action="append", required=True, help="an engine interpreter (repeatable)")
     parser.add_argument("--engine", choices=sorted(SCRIPTS), default=VLLM, help="the engine of every --python")

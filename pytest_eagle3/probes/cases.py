@@ -58,6 +58,7 @@ class ProbeCase:
 
     @property
     def producer(self) -> str:
+        """The producer whose layout the case's draft is written in."""
         return self.spec.producer
 
 

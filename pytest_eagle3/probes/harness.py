@@ -107,6 +107,7 @@ def distribution_record(folder: Path, name: str, version: str) -> None:
 
 
 def free_port() -> int:
+    """A free TCP port on 127.0.0.1."""
     import socket
 
     with socket.socket() as sock:
@@ -348,6 +349,7 @@ def fill_draft_basics(result: dict[str, Any], draft: Any, report: dict[str, Any]
 
 
 def write_result(result: dict[str, Any], out: str | Path) -> None:
+    """Write one probe result as a JSON line to ``out``."""
     Path(out).write_text(json.dumps(result) + "\n")
 
 

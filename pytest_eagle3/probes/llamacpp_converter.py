@@ -76,6 +76,7 @@ def _field(reader: Any, name: str) -> Any:
 
 
 def probe(draft: str, target: str) -> Any:
+    """Convert the draft with llama.cpp's own converter and record what it wrote or refused."""
     result = empty_result(ENGINE)
     folder = tree()
     if folder is None:

@@ -57,6 +57,7 @@ def _matches(param: Any, tensors: dict[str, Any]) -> list[str]:
 
 
 def probe(draft: str, target: str) -> Any:
+    """Load the draft with mlx-vlm's own loader, bind it to the target, and record what it did."""
     model, result = load_bound(draft, target)
     if model is None:
         return result

@@ -43,6 +43,7 @@ class ProbeVerdict:
 
     @property
     def failed(self) -> bool:
+        """Whether the probe refused, lost something, or disagreed with the plan."""
         return self.status in (REFUSED_BY_ENGINE, LOSSY, DISAGREES)
 
     def to_json(self) -> dict[str, Any]:

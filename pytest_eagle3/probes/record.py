@@ -38,6 +38,7 @@ NOT_ON_CPU = "not on CPU"
 
 
 def verdict(engine: str, result: dict[str, Any], reduced_vocab: bool) -> str:
+    """A probe result in one word: its outcome, "loads with loss" or "loads"."""
     if cpu_backend_limit(result):
         return NOT_ON_CPU
     if result["outcome"] != "loaded":
@@ -130,6 +131,7 @@ def _torch_version(python: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: run the probes in each ``--python``, record them, or print the matrix."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--python", action="append", help="an engine interpreter (repeatable)")
     parser.add_argument("--rejudge", action="store_true", help="recompute the verdicts of the stored runs")

@@ -40,6 +40,7 @@ DEFAULT_TIMEOUT = 300.0
 
 
 def env_variable(engine: str) -> str:
+    """The env variable naming the engine's interpreter, ``EAGLE3_VLLM_PYTHON``."""
     return f"EAGLE3_{engine.upper().replace('-', '_')}_PYTHON"
 
 

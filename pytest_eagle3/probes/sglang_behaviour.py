@@ -113,6 +113,7 @@ def behaviour(draft: str, target: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line of the SGLang behaviour probe."""
     return behaviour_main(behaviour, argv, __doc__)
 
 

@@ -388,6 +388,7 @@ def _fc_applied(result: dict[str, Any], draft_config: Any, target: Any, captured
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line of the SGLang loader probe."""
     return common.main(ENGINE, probe, argv, __doc__)
 
 

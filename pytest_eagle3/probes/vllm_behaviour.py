@@ -93,6 +93,7 @@ def _safe(run: Any) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line of the vLLM behaviour probe."""
     return common.behaviour_main(behaviour, argv, __doc__)
 
 

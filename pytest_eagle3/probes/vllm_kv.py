@@ -49,6 +49,7 @@ def _config() -> Any:
 
 
 def run(job: dict[str, Any], config: Any) -> dict[str, Any]:
+    """Group one job's target and draft KV-cache specs with vLLM's own ``get_kv_cache_groups``."""
     from vllm.v1.core.kv_cache_utils import get_kv_cache_groups
 
     specs = {f"target.{i}": _spec(*layer) for i, layer in enumerate(job["target"])}
@@ -61,6 +62,7 @@ def run(job: dict[str, Any], config: Any) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: run every job of ``--jobs`` and write the groupings to ``--out``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--jobs", required=True)
     parser.add_argument("--out", required=True)

@@ -394,6 +394,7 @@ def _fill_from_models(result: dict[str, Any], state: _State, target: Any, propos
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line of the vLLM loader probe."""
     return common.main(ENGINE, probe, argv, __doc__)
 
 

@@ -1,6 +1,6 @@
 """The aux layers a producer trains on when nobody names them: its default, per producer release.
 
-A draft whose config.json names no aux layer ids was trained on its producer's default, a function of the
+A draft whose config.json names no aux ids was trained on its producer's default, a function of the
 target's layer count N. Each :class:`AuxDefault` row says, for the releases ``since`` (inclusive) to ``until``
 (exclusive), which ids the producer picks (``ids``, written over N), what an id means (``meaning``: the input of
 decoder layer id, or its output), and the source line it was read from. A checkpoint names its producer's release
@@ -91,6 +91,7 @@ class AuxDefault:
         return f"{self.since} up to {self.until}" if self.until else f">= {self.since}"
 
     def covers(self, release: Version) -> bool:
+        """Whether the producer's ``release`` falls in this default's range."""
         return (self.since is None or Version(self.since) <= release) and (
             self.until is None or release < Version(self.until))
 

@@ -134,6 +134,7 @@ class DetectedFormat:
 
     @property
     def label(self) -> str:
+        """The format in words: ``specforge (SGLang export, no embed_tokens)``."""
         return f"{self.producer} ({self.variant})" if self.variant else self.producer
 
 

@@ -14,7 +14,7 @@ The tables, each row with its source (file, function, release):
 * :data:`EXTRA_FILES`: what an export or a trainer leaves beside the weights. Never executed here
   (pickles are not loaded at all); reported so that a user knows what the engine reads.
 
-Where a producer keeps aux layer ids under its own field name, :mod:`pytest_eagle3.producers.formats` reads
+Where a producer keeps aux ids under its own field name, :mod:`pytest_eagle3.producers.formats` reads
 them as the training ids (``PRODUCER_AUX_FIELDS``) and ``engine.aux_layers`` judges them.
 """
 

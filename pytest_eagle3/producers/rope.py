@@ -31,9 +31,11 @@ class Rope:
 
     @property
     def kind(self) -> str:
+        """The rope scaling type (``default`` without scaling)."""
         return _kind(self.scaling)
 
     def describe(self) -> str:
+        """The rope in words: theta and scaling."""
         theta = str(int(self.theta)) if self.theta.is_integer() else f"{self.theta:g}"
         if self.kind == "default":
             return f"rope_theta {theta}, no scaling"
@@ -62,6 +64,7 @@ class Rope:
         return self.theta, tuple(sorted((k, _frozen(v)) for k, v in (self.scaling or {}).items()))
 
     def same_as(self, other: Rope) -> bool:
+        """Whether both ropes compute the same frequencies."""
         if not math.isclose(self.theta, other.theta):
             return False
         if self.kind == other.kind == "default":

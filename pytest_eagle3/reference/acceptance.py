@@ -65,6 +65,7 @@ class Target:
 
     @property
     def embed(self) -> torch.Tensor:
+        """The target's input embedding matrix."""
         weight: torch.Tensor = self.model.get_input_embeddings().weight
         return weight
 
@@ -220,10 +221,12 @@ class Reading:
 
     @property
     def indices(self) -> tuple[int, ...]:
+        """The hidden-state indices this reading feeds: each aux id plus the offset."""
         return tuple(i + self.offset for i in self.ids)
 
     @property
     def convention(self) -> str:
+        """The aux-id convention of the offset: ``input-of``, ``output-of``, or one off them."""
         names = {v: k for k, v in CONVENTION_OFFSETS.items()}
         if self.offset in names:
             return names[self.offset]
@@ -232,6 +235,7 @@ class Reading:
 
     @property
     def label(self) -> str:
+        """The reading in words: convention, ids, and how d2t is read."""
         ids = "[" + ",".join(str(i) for i in self.ids) + "]"
         text = f"{self.convention} {ids}"
         return text if self.d2t == "offsets" else f"{text}, d2t as absolute ids"
@@ -311,6 +315,7 @@ class Inference:
 
     @property
     def best(self) -> Acceptance:
+        """The best-accepting reading."""
         return self.results[0]
 
     @property

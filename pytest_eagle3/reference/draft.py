@@ -128,10 +128,12 @@ class ReferenceDraft:
 
     @property
     def fc_in(self) -> int:
+        """The fc's input width (aux states x hidden size)."""
         return int(self.weights["fc.weight"].shape[1])
 
     @property
     def draft_vocab(self) -> int:
+        """The draft's vocabulary size (lm_head rows)."""
         return int(self.weights["lm_head.weight"].shape[0])
 
     def target_ids(self, d2t_reading: str = "offsets") -> torch.Tensor | None:
@@ -289,6 +291,7 @@ class ReferenceDraft:
         return h + mlp
 
     def rotary(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """The rope's (cos, sin) at ``positions``."""
         seq_len = int(positions.max()) + 1 if positions.numel() else None
         inv_freq, factor = rope_frequencies(self.spec.head_dim, self.spec.rope_theta, dict(self.spec.rope_scaling),
                                             seq_len)
@@ -356,6 +359,7 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
 
 
 def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate ``x`` by the rope's ``cos`` and ``sin`` (the half-split layout)."""
     half = x.shape[-1] // 2
     rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
     return x * cos + rotated * sin

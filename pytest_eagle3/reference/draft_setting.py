@@ -29,6 +29,7 @@ class DraftSetting:
 
     @property
     def tree(self) -> bool:
+        """Whether the engine drafts a tree (top-k above 1) rather than a chain."""
         return self.topk > 1
 
     @property

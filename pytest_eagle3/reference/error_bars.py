@@ -43,6 +43,7 @@ class LiveComparison:
 
     @property
     def gap(self) -> float:
+        """How far the prediction was from the live figure."""
         return abs(self.predicted - self.live)
 
 
@@ -55,6 +56,7 @@ class ErrorBar:
     recorded: int = 0
 
     def to_json(self) -> dict[str, Any]:
+        """The error bar as the JSON report writes it."""
         return {"value": round(self.value, 4), "basis": self.basis, "recorded": self.recorded}
 
 

@@ -48,6 +48,7 @@ class Decision:
 
     @property
     def words(self) -> str:
+        """The decision in words: the best reading, its figure, and the runner-up."""
         if self.best is None:
             return "nothing measured"
         head = f"{self.best.reading.label} {self.best.mean_acceptance_length:.2f}"

@@ -105,10 +105,12 @@ class Prediction:
 
     @property
     def mean_acceptance_length(self) -> float | None:
+        """The predicted mean acceptance length, or None when not predicted."""
         return None if self.acceptance is None else self.acceptance.mean_acceptance_length
 
     @property
     def basis(self) -> str:
+        """What the prediction compares with: the draft as trained."""
         return self.training.basis
 
     @property
@@ -127,6 +129,7 @@ class Prediction:
         return cpu_runs_other_mode(self.engine) and self.other_mode is not None
 
     def to_json(self) -> dict[str, Any]:
+        """The prediction as the JSON report writes it."""
         acc = self.acceptance
         return {
             "mean_acceptance_length": None if acc is None else round(acc.mean_acceptance_length, 4),
@@ -206,6 +209,7 @@ class DraftPredictor:
         return tuple(sorted(out, key=lambda d: -d.cost))
 
     def feed_acceptance(self, feed: Feed) -> Acceptance:
+        """The acceptance of the draft under one feed (what the engine gives it)."""
         return self.simulator.acceptance(feed)
 
 
@@ -236,9 +240,11 @@ class PredictionSession:
 
     @property
     def setting(self) -> DraftSetting:
+        """The drafting setting: the engine's tree if one is set for these steps, else a chain."""
         return self.tree if self.tree is not None and self.tree.steps == self.steps else DraftSetting(self.steps)
 
     def target_feed(self, target_path: str) -> TargetFeed:
+        """The target's side for ``target_path``, built once per run."""
         if self.passes is None:
             self.passes = TargetPasses(self.continuation + self.steps)
         if target_path not in self.targets:
@@ -248,6 +254,7 @@ class PredictionSession:
         return self.targets[target_path]
 
     def predictor(self, ckpt: Checkpoint, target_path: str, convention: str | None = None) -> DraftPredictor:
+        """The predictor of one checkpoint on one target, built once per run."""
         key = (str(ckpt.path), target_path, convention)
         if key not in self.predictors:
             self.predictors[key] = build_predictor(ckpt, self.target_feed(target_path), self.steps, self.device,

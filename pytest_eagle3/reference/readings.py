@@ -44,6 +44,7 @@ class ReferenceResult:
     steps: int
 
     def to_json(self) -> dict[str, Any]:
+        """The reference measurement as the JSON report writes it."""
         best = self.inference.best
         return {
             "mean_acceptance_length": round(self.measured.mean_acceptance_length, 4),

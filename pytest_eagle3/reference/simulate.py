@@ -77,6 +77,7 @@ class Feed:
     draft_tokens: int = 0
 
     def norm(self, name: str) -> bool:
+        """Whether the feed applies the norm ``name``."""
         return dict(self.norms)[name]
 
     def differences(self, other: Feed) -> list[str]:
@@ -170,6 +171,7 @@ class Simulator:
     passes: int = 0
 
     def acceptance(self, feed: Feed) -> Acceptance:
+        """The acceptance under ``feed``, run once and cached."""
         if feed not in self.cache:
             self.cache[feed] = self._run(feed)
             self.passes += 1

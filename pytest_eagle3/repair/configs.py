@@ -21,6 +21,7 @@ KEPT = ("draft_vocab_size", "norm_before_residual", "norm_before_fc", "fc_norm",
 
 
 def is_speculators(config: dict[str, Any]) -> bool:
+    """Whether the config is in the speculators format."""
     return "speculators_model_type" in config or isinstance(config.get("transformer_layer_config"), dict)
 
 
@@ -40,6 +41,7 @@ def flatten_speculators(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def get(config: dict[str, Any], dotted: str) -> Any:
+    """The value at a dotted path (``eagle_config.eagle_aux_hidden_state_layer_ids``), or None."""
     scope: Any = config
     for part in dotted.split("."):
         if not isinstance(scope, dict) or part not in scope:

@@ -36,6 +36,7 @@ class Proof:
 
     @property
     def passed(self) -> bool:
+        """Whether the contracts passed on the fixed copy."""
         return not self.failures
 
     @property
@@ -166,4 +167,5 @@ def render(solution: Solution, out: Path) -> list[str]:
 
 
 def save_json(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` as indented JSON to ``path``."""
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

@@ -28,6 +28,7 @@ class Measurement:
         self.problems: dict[str, str] = {}
 
     def predictor(self, path: Path, convention: str | None) -> Any:
+        """The predictor of the checkpoint at ``path``, built once; None when it cannot be built (the problem is kept)."""
         from pytest_eagle3.checkpoint import Checkpoint
         from pytest_eagle3.reference.predict import PredictionUnavailable
 
@@ -49,6 +50,7 @@ class Measurement:
         return Trained(tuple(predictor.training.feed.indices), predictor.training.source)
 
     def figure(self, path: Path, engine: EngineVersion, convention: str | None) -> str:
+        """The predicted acceptance of the checkpoint at ``path`` on ``engine``, in words."""
         from pytest_eagle3.checkpoint import Checkpoint
         from pytest_eagle3.verdict import TargetSide
 

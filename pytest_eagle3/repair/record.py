@@ -16,6 +16,7 @@ class Change:
     engines: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
+        """The change as ``eagle3-fix.json`` records it."""
         out = asdict(self)
         out["engines"] = list(self.engines)
         return out
@@ -29,5 +30,6 @@ class RepairRefused(Exception):
         self.reasons = reasons
 
     def render(self) -> str:
+        """The refusal as text: nothing written, and each reason."""
         head = "fix: refused, nothing written:"
         return "\n".join([head, *(f"  - {r}" for r in self.reasons)])

@@ -24,6 +24,7 @@ DTYPE_CODES = {"torch.int64": "I64", "torch.int32": "I32", "torch.bool": "BOOL",
 
 
 def dtype_code(tensor: torch.Tensor) -> str:
+    """The safetensors dtype code of ``tensor`` (``BF16``)."""
     return DTYPE_CODES[str(tensor.dtype)]
 
 
@@ -42,13 +43,16 @@ class VirtualDraft:
 
     @classmethod
     def of(cls, ckpt: Checkpoint) -> VirtualDraft:
+        """A virtual copy of ``ckpt``: its config and tensors, nothing read yet."""
         entries = dict(ckpt.tensors)
         return cls(ckpt, copy.deepcopy(ckpt.config_raw or {}), entries, {}, {n: n for n in entries})
 
     def names(self) -> list[str]:
+        """Every tensor name of the copy, sorted."""
         return sorted([*self.entries, *self.computed])
 
     def shape(self, name: str) -> tuple[int, ...] | None:
+        """The shape of tensor ``name`` in the copy, or None when it has none."""
         if name in self.entries:
             return self.entries[name].shape
         if name in self.computed:
@@ -75,6 +79,7 @@ class VirtualDraft:
         self.origin[name] = origin
 
     def drop(self, name: str) -> None:
+        """Leave tensor ``name`` out of the copy."""
         self.entries.pop(name, None)
         self.computed.pop(name, None)
         self.origin.pop(name, None)
@@ -99,6 +104,7 @@ class VirtualDraft:
             start += rows * row_bytes
 
     def read(self, name: str) -> torch.Tensor:
+        """Tensor ``name`` of the copy: computed, or read from the checkpoint."""
         if name in self.computed:
             return self.computed[name]
         return self.checkpoint().read(name)

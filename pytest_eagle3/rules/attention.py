@@ -65,6 +65,7 @@ CLASS_DEFAULTS: dict[str, ClassDefaults] = {
 
 
 def class_source(model_type: str) -> str:
+    """The transformers class and file whose defaults a ``model_type`` without a field takes."""
     defaults = CLASS_DEFAULTS[model_type]
     return _TF.format(model_type, model_type, defaults.config_class)
 
@@ -81,10 +82,12 @@ class Geometry:
 
     @property
     def q_width(self) -> int:
+        """The query projection's width: heads x head_dim."""
         return self.heads * self.head_dim
 
     @property
     def kv_width(self) -> int:
+        """The key/value projection's width: kv_heads x head_dim."""
         return self.kv_heads * self.head_dim
 
 

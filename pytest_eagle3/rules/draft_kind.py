@@ -46,6 +46,7 @@ class DraftKind:
 
     @property
     def is_draft(self) -> bool:
+        """Whether the checkpoint is (or may be) an EAGLE-3 draft."""
         return self.kind in (EAGLE3, UNKNOWN)
 
 

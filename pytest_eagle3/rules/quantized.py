@@ -74,6 +74,7 @@ class QuantizedView:
 
     @property
     def quantized(self) -> bool:
+        """Whether the checkpoint holds quantized weights (scales, packed or fp8 tensors)."""
         return bool(self.scales or self.packed or self.fp8)
 
 

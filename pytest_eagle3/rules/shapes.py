@@ -101,6 +101,7 @@ class ShapeRule:
 
 
 def expected_fc_width(cfg: DraftConfig) -> int | None:
+    """The fc's input width the config implies (aux states x target hidden size), or None."""
     count = len(cfg.aux.ids) if cfg.aux.ids else DEFAULT_AUX_COUNT
     return count * cfg.target_hidden_size if cfg.target_hidden_size else None
 

@@ -43,14 +43,17 @@ class TensorHealth:
 
     @property
     def finite(self) -> bool:
+        """Whether the tensor was read and has no NaN or Inf."""
         return self.nan == 0 and self.inf == 0 and self.error is None and self.unmodelled is None
 
     @property
     def all_zero(self) -> bool:
+        """Whether every element is zero."""
         return self.finite and self.numel > 0 and self.minimum == 0.0 and self.maximum == 0.0
 
     @property
     def constant(self) -> bool:
+        """Whether every element has the same value."""
         return self.finite and self.numel > 1 and self.minimum == self.maximum
 
 

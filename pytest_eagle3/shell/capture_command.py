@@ -12,6 +12,7 @@ TRANSFORMERS = "transformers"
 
 
 def capture_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``capture`` command and its arguments."""
     from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
 
     capture = sub.add_parser("capture", help="run the target (here, or in the engine that serves it) on the prompts "
@@ -35,6 +36,7 @@ def capture_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 
 
 def capture(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """Run ``capture``: the target on the prompts, its hidden states written to a new folder."""
     from pytest_eagle3.reference.defaults import MAX_CONTINUATION, MAX_STEPS
     from pytest_eagle3.shell.cli_hub import local
 

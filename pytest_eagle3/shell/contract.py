@@ -47,7 +47,8 @@ RECORDS_KEY = pytest.StashKey[dict[str, "ContractRecord"]]()
 class ToJson(Protocol):
     """A domain result the report shows as JSON (a reference, a prediction, a probe verdict)."""
 
-    def to_json(self) -> dict[str, Any]: ...
+    def to_json(self) -> dict[str, Any]:
+        """The object as the JSON report writes it."""
 
 
 class Eagle3Result:

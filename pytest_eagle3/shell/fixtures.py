@@ -35,6 +35,7 @@ class RunState:
     probes: dict[tuple[str, str, str, str], dict[str, Any]] = field(default_factory=dict)
 
     def checkpoint(self, path: str) -> Checkpoint:
+        """The checkpoint view of ``path``, opened once per run."""
         from pytest_eagle3.checkpoint import Checkpoint
 
         if path not in self.checkpoints:
@@ -57,6 +58,7 @@ class InstalledEngine:
 
     @property
     def spec(self) -> str:
+        """The version installed, ``vllm==0.33.0``."""
         return self.row.spec
 
     def __str__(self) -> str:

@@ -68,6 +68,7 @@ STATE = pytest.StashKey[LiveState]()
 
 
 def live_state(config: pytest.Config) -> LiveState:
+    """The run's live state (servers started, their results), one per pytest config."""
     if STATE not in config.stash:
         config.stash[STATE] = LiveState()
     return config.stash[STATE]

@@ -36,6 +36,7 @@ def python_option(engine: str) -> OptionSpec | None:
 
 
 def add_options(parser: pytest.Parser) -> None:
+    """Add every option of the option table to pytest's parser, with its ini key."""
     group = parser.getgroup("eagle3", "EAGLE-3 draft checkpoint contracts")
     for spec in OPTIONS:
         if spec.repeatable:

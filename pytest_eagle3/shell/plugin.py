@@ -4,7 +4,7 @@ Nothing heavy is imported here: an installed pytest-eagle3 costs an unrelated py
 given) 10 modules of its own, the package, its option table and the shell's light ones (``pytest_eagle3``,
 ``pytest_eagle3.option_table``, ``pytest_eagle3.shell``, and its ``plugin``, ``options``, ``fixtures``,
 ``live_fixtures``, ``verdicts``, ``contract``, ``require``: the count of GPU / engine tests that could not run),
-next to the stdlib and pytest; ``tests/test_first_hour.py`` counts them.
+next to the stdlib and pytest; ``tests/test_own_tests.py`` counts them.
 
 What is collected when a checkpoint is given (``--eagle3-ckpt``, ``EAGLE3_CKPT`` or the ``eagle3_ckpt`` ini key):
 the installed contracts, always, plus the paths given on the command line; with no paths, the ini's
@@ -66,6 +66,7 @@ ENGINE_ID_SEPARATOR = "@"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add the option table's options and the ``eagle3_with_testpaths`` ini key."""
     add_options(parser)
     parser.addini(WITH_TESTPATHS_INI, "with a checkpoint and no paths on the command line, also collect the "
                   "ini's testpaths next to the contracts (default: contracts only)", type="bool", default=False)
@@ -162,6 +163,7 @@ def _with_testpaths(config: pytest.Config) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    """Register the markers and the marked-skip count; with a checkpoint, the run's settings, report and session."""
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
     from pytest_eagle3.shell.require import MarkedSkips, required_markers
@@ -272,6 +274,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    """Attach a contract test's result to its report, so the verdict table and the JSON can read it."""
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
     marker = item.get_closest_marker(CONTRACT_MARKER)

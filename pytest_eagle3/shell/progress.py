@@ -47,6 +47,7 @@ class ProgressLine:
         self._last = 0.0
 
     def show(self, line: str) -> None:
+        """Show ``line`` in place of the last one, after a short delay and at most a few times a second."""
         now = time.monotonic()
         if self._since is None:
             self._since = now
@@ -63,6 +64,7 @@ class ProgressLine:
         self._shown, self._last = len(text), now
 
     def end(self) -> None:
+        """Erase the line, leaving the terminal as it was."""
         if self._shown:
             self._write("\b" * self._shown + " " * self._shown + "\b" * self._shown)
         self._shown, self._since = 0, None
@@ -116,11 +118,13 @@ class PytestProgress:
             self.stream.flush()
 
     def show(self, line: str) -> None:
+        """Show ``line`` on pytest's terminal, if one is active."""
         active = self._active()
         if active is not None:
             active.show(line)
 
     def end(self) -> None:
+        """Erase the line on pytest's terminal, if one is active."""
         active = self._active()
         if active is not None:
             active.end()

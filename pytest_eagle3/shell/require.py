@@ -28,6 +28,7 @@ class MarkedSkips:
         self.skipped: dict[str, dict[str, int]] = {m: {} for m in MARKED}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Count a skipped test of each marker watched, by its reason."""
         if not report.skipped or report.when not in ("setup", "call"):
             return
         for marker in MARKED:
@@ -41,6 +42,7 @@ class MarkedSkips:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Fail the run when a test marked with a required marker skipped."""
         if any(self.missing(m) for m in self.required) and session.exitstatus in (
                 pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -63,6 +65,7 @@ class MarkedSkips:
         return out
 
     def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
+        """Say how many marked tests did not run, and why."""
         if hasattr(config, "workerinput"):
             return
         from pytest_eagle3.shell.terminal import width_of, wrap

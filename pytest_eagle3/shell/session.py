@@ -42,6 +42,7 @@ class Eagle3Session:
         self.workers_unused = 0
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        """The header lines: each setting given and where it came from."""
         lines = []
         for spec in OPTIONS:
             resolved = self.options.sources.get(spec.dest)
@@ -104,6 +105,7 @@ class Eagle3Session:
                 reporter.write_line(line)
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        """Count the deselected tests (the line after "collected" says them)."""
         self.deselected += len(items)
 
     @pytest.hookimpl(optionalhook=True)
@@ -148,6 +150,7 @@ class Eagle3Session:
         return module
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Collect a contract's result from its report (on the controller under xdist)."""
         data = getattr(report, "eagle3", None)
         if isinstance(data, dict):
             from pytest_eagle3.verdict.report import ContractReport
@@ -155,6 +158,7 @@ class Eagle3Session:
             self.collector.add(ContractReport.from_json(data))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Settle the run's exit status (``--eagle3-not-judged=fail``) and write the JSON report and summary."""
         if _is_xdist_worker(self.config):
             self.config.workeroutput[DESELECTED_OUTPUT] = self.deselected  # type: ignore[attr-defined]
             return
@@ -175,6 +179,7 @@ class Eagle3Session:
             self.summary_lines = publish(text, self.options.summary, step_summary or None)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """Print the EAGLE-3 verdict table and the lines under it."""
         if _is_xdist_worker(self.config) or self.config.option.collectonly:
             return
         from pytest_eagle3.shell.terminal import fit_table, width_of, wrap

@@ -72,6 +72,7 @@ class Assessment:
     prediction: dict[str, Any] | None = None
 
     def measure(self, name: str, value: Measured) -> None:
+        """Record a measured value of the contract (shown in the report's properties)."""
         if isinstance(value, Sequence) and not isinstance(value, str):
             value = list(value)
         self.measured.append((name, value))
@@ -143,6 +144,7 @@ def require_weights(ckpt: Checkpoint) -> None:
 
 
 def require_config(ckpt: Checkpoint) -> None:
+    """Raise NotRun when the config is unusable (``config.parseable`` says why)."""
     if ckpt.config_raw is None:
         raise NotRun("config.json is unusable: see config.parseable")
 
@@ -172,4 +174,5 @@ def readability_findings(ckpt: Checkpoint) -> list[Finding]:
 
 
 def not_modelled(finding: Finding) -> None:
+    """Raise NotModelled with ``finding``."""
     raise NotModelled(finding)

@@ -99,7 +99,7 @@ def shapes_match_config(hand: Assessment, pipeline: Pipeline, ckpt: Checkpoint, 
 
 
 def consistent_with_target(hand: Assessment, pipeline: Pipeline, ckpt: Checkpoint, side: TargetSide) -> str:
-    """Vocab, hidden size and aux layer ids fit the target model."""
+    """Vocab, hidden size and aux ids fit the target model."""
     from pytest_eagle3.rules.shapes import target_findings
 
     if side.path is None:

@@ -42,6 +42,7 @@ class Judged:
 
     @property
     def plan(self) -> LoadPlan:
+        """The load plan of the engine version."""
         return self.verdict.plan
 
 

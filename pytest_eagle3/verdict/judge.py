@@ -43,6 +43,7 @@ class Reading:
 
     @property
     def label(self) -> str:
+        """The reading in words: the convention and the producer."""
         who = "producer unknown" if self.producer == UNKNOWN else self.producer
         return f"{self.convention}, {who}" if self.convention else who
 

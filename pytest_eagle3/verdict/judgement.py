@@ -100,10 +100,12 @@ class ContractOutcome:
 
     @property
     def test_outcome(self) -> str:
+        """The pytest outcome this contract's status gives: passed, failed or skipped."""
         return TEST_OUTCOME[self.status]
 
     @property
     def fixes(self) -> tuple[str, ...]:
+        """The fixes of a failed contract, each once."""
         return tuple(dict.fromkeys(f.fix for f in self.findings if f.fix)) if self.status == FAIL else ()
 
 
@@ -129,8 +131,10 @@ class Judgement:
 
     @property
     def spec(self) -> str:
+        """The row: ``vllm==0.33.0``, or ``any``."""
         return self.engine.spec if self.engine is not None else "any"
 
     @property
     def failing(self) -> list[str]:
+        """The contracts that failed."""
         return [o.contract for o in self.outcomes if o.status == FAIL]

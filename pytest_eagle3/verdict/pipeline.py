@@ -55,6 +55,7 @@ class TargetSide:
 
     @property
     def given(self) -> bool:
+        """Whether a target was given."""
         return self.path is not None
 
 
@@ -85,6 +86,7 @@ class Verdict:
 
     @property
     def outcome(self) -> str:
+        """The plan's outcome: "loads", "loads with loss" or "refused"."""
         return self.plan.outcome
 
 

@@ -177,6 +177,7 @@ class ContractResult:
         return self.outcome == "skipped" and self.status == UNMEASURED
 
     def merge(self, other: ContractResult) -> None:
+        """Merge another result of the same contract and row: the worse outcome wins."""
         self.properties.update(other.properties)
         if other.basis == MEASURED:
             self.basis = other.basis
@@ -186,6 +187,7 @@ class ContractResult:
             self.consequence_of, self.status = other.consequence_of, other.status
 
     def to_json(self) -> dict[str, Any]:
+        """The result as the JSON report writes it."""
         cause = {"consequence_of": self.consequence_of} if self.consequence_of else {}
         status = {"status": self.status} if self.outcome == "skipped" and self.status else {}
         return {"id": self.id, "outcome": self.outcome, "message": self.message, "findings": self.findings,
@@ -231,6 +233,7 @@ class CheckpointResult:
 
     @property
     def failing(self) -> list[str]:
+        """The ``any`` row's failing contracts."""
         return self.engine_failing(ANY_ENGINE)
 
     def engine_failing(self, engine: str) -> list[str]:
@@ -293,9 +296,11 @@ class CheckpointResult:
         return STATIC if STATIC in verdicts else "pass"
 
     def complete(self, engine: str) -> bool:
+        """Whether every contract of the row ran."""
         return not self.ran_nothing(engine) and not self.not_run(engine)
 
     def entry(self, engine: str) -> dict[str, Any]:
+        """One row of the JSON report."""
         name, _, version = engine.partition("==")
         table = self.contracts if engine == ANY_ENGINE else self.engines[engine]
         verdict = self.engine_verdict(engine)
@@ -380,6 +385,7 @@ class Collector:
     checkpoints: dict[str, CheckpointResult] = field(default_factory=dict)
 
     def expect(self, paths: tuple[str, ...]) -> None:
+        """Add rows for checkpoints given, so one where nothing ran still shows."""
         for path in paths:
             self.checkpoints.setdefault(path, CheckpointResult(path))
 
@@ -410,6 +416,7 @@ class Collector:
         return lines
 
     def add(self, entry: ContractReport) -> None:
+        """Add one contract's result to its checkpoint's row."""
         path = entry.checkpoint
         result = self.checkpoints.setdefault(path, CheckpointResult(path))
         if entry.format:
@@ -435,6 +442,7 @@ class Collector:
             result.outcomes[engine] = entry.load_outcome
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON report (``report.schema.json``)."""
         checkpoints = []
         for ckpt in self.checkpoints.values():
             entries = [ckpt.entry(ANY_ENGINE), *(ckpt.entry(spec) for spec in ckpt.engine_specs(self.engines))]
@@ -448,6 +456,7 @@ class Collector:
         return {"schema": SCHEMA, "target": self.target, "engines": self.engines, "checkpoints": checkpoints}
 
     def write(self, path: Path) -> None:
+        """Write the JSON report to ``path``."""
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
 

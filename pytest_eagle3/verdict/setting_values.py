@@ -16,10 +16,12 @@ class SettingError(ValueError):
 
 
 def usage(flag: str, message: str) -> SettingError:
+    """A SettingError naming ``flag``: what the user sees on stderr."""
     return SettingError(f"{flag}: {message}")
 
 
 def checkpoints(flag: str, paths: tuple[str, ...], download: bool = False) -> tuple[str, ...]:
+    """Each checkpoint path checked (``checkpoint_dir``)."""
     return tuple(checkpoint_dir(flag, p, download) for p in paths)
 
 
@@ -35,6 +37,7 @@ def hub_id(flag: str, spec: str, download: bool) -> str:
 
 
 def checkpoint_dir(flag: str, path: str, download: bool = False) -> str:
+    """A draft's folder or Hub id, checked: it exists and is not empty."""
     if not path.strip():
         raise usage(flag, f"{EMPTY}: give the draft checkpoint's directory")
     if path.startswith("hf://"):
@@ -48,6 +51,7 @@ def checkpoint_dir(flag: str, path: str, download: bool = False) -> str:
 
 
 def target_path(flag: str, path: str | None, download: bool = False) -> str | None:
+    """A target's folder, config.json or Hub id, checked; None when not given."""
     if path is None:
         return None
     if not path.strip():
@@ -118,6 +122,7 @@ def existing(flag: str, path: str | None, how: str) -> str | None:
 
 
 def existing_file(flag: str, path: str | None) -> str | None:
+    """``path`` if it is a file; else a usage error naming ``flag``."""
     if path is not None and not Path(path).is_file():
         raise usage(flag, f"{path} is not a file")
     return path
@@ -158,6 +163,7 @@ def switch(flag: str, text: str | None) -> bool:
 
 
 def convention(flag: str, value: str | None) -> str | None:
+    """An aux-id convention, checked against the known ones; None when not given."""
     from pytest_eagle3.producers.names import CONVENTIONS
 
     if value is None:
@@ -169,6 +175,7 @@ def convention(flag: str, value: str | None) -> str | None:
 
 
 def min_acceptance(flag: str, text: str | None, steps: int, default: float) -> float:
+    """The minimum mean acceptance length, checked against ``steps``; ``default`` when not given."""
     if text is None:
         return default
     try:
@@ -216,6 +223,7 @@ def draft_tokens(flag: str, text: str | None, steps: int, topk: int, steps_flag:
 
 
 def device(flag: str, text: str, gpu_selected: bool) -> str:
+    """A torch device (``cpu``, ``cuda:0``), checked."""
     from pytest_eagle3.reference.defaults import DEVICE_TYPES
 
     device = text.strip().lower()

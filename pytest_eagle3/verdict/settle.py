@@ -46,6 +46,7 @@ class Proof:
 
     @property
     def text(self) -> str:
+        """The config edit this proof made, in words."""
         parts = [f"write {json.dumps(list(v) if isinstance(v, tuple) else v)} into {f}" for f, v in self.edit]
         return " and ".join(parts)
 

@@ -102,6 +102,7 @@ class EngineRow:
         return self.verdict.startswith("pass")
 
     def to_json(self) -> dict[str, Any]:
+        """The row as the sweep's JSON writes it."""
         return {"engine": self.engine, "verdict": self.verdict, "outcome": self.outcome, "failing": list(self.failing),
                 "predicted_acceptance": None if self.predicted is None else round(self.predicted, 4),
                 "basis": self.basis, "fix": self.fix, "unavailable": self.unavailable or None}
@@ -119,9 +120,11 @@ class CheckpointRow:
 
     @property
     def name(self) -> str:
+        """The checkpoint's folder name."""
         return Path(self.path).name
 
     def to_json(self) -> dict[str, Any]:
+        """The row as the sweep's JSON writes it."""
         return {"path": self.path, "name": self.name, "problem": self.problem or None,
                 "as_trained": None if self.as_trained is None else round(self.as_trained, 4),
                 "engines": [e.to_json() for e in self.engines]}
@@ -175,6 +178,7 @@ class Sweep:
                       for c in self.checkpoints for row in c.engines if not row.passes]
 
     def to_json(self) -> dict[str, Any]:
+        """The sweep as its JSON file holds it."""
         best = {e: (None if c is None else c.path) for e, c in self.best().items()}
         return {"schema": SCHEMA, "target": self.target, "engines": list(self.engines), "target_runs": self.target_runs,
                 "best": best, "checkpoints": [c.to_json() for c in self.checkpoints]}

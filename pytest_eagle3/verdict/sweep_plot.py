@@ -17,6 +17,7 @@ NO_MATPLOTLIB = "sweep.png skipped: matplotlib is not installed (pip install 'py
 
 
 def matplotlib_installed() -> bool:
+    """Whether matplotlib is installed (the plot needs it)."""
     return importlib.util.find_spec("matplotlib") is not None
 
 

@@ -58,6 +58,7 @@ def config_hash(config: dict[str, Any]) -> str:
 
 
 def prompt_file(index: int) -> str:
+    """The file name of prompt ``index`` in a dump."""
     return f"prompt-{index:04d}.safetensors"
 
 
@@ -78,6 +79,7 @@ class Manifest:
     architectures: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
+        """The manifest as ``manifest.json`` holds it."""
         return {
             "format": FORMAT, "format_version": FORMAT_VERSION,
             "target": {"config_sha256": self.config_sha256, "hidden_size": self.hidden_size,
@@ -93,6 +95,7 @@ class Manifest:
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> Manifest:
+        """Read a manifest; a file of another format or version raises TargetSourceError naming ``where``."""
         try:
             if data.get("format") != FORMAT:
                 raise TargetSourceError(f"{where}: not a pytest-eagle3 dump (format {data.get('format')!r})")
@@ -128,6 +131,7 @@ class DumpWriter:
         self.out.mkdir(parents=True)
 
     def add(self, index: int, prompt: PromptStates) -> None:
+        """Write one prompt's token ids and hidden states."""
         from safetensors.torch import save_file
 
         tensors = {"token_ids": prompt.token_ids.to(torch.int64).contiguous()}
@@ -135,6 +139,7 @@ class DumpWriter:
         save_file(tensors, str(self.out / prompt_file(index)))
 
     def finish(self, head: TargetHead, manifest: Manifest) -> Path:
+        """Write the head (embeddings, lm_head) and the manifest; return the dump's folder."""
         from safetensors.torch import save_file
 
         tied = head.lm_head.data_ptr() == head.embed.data_ptr()  # safetensors refuses shared storage

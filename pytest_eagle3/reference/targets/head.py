@@ -94,6 +94,7 @@ def partial_head(entries: Mapping[str, TensorEntry], files: TensorSource, names:
 
 
 def norm_eps(config: dict[str, Any]) -> float:
+    """The config's norm epsilon (``rms_norm_eps`` or ``layer_norm_eps``), else the default."""
     value = config.get("rms_norm_eps", config.get("layer_norm_eps", DEFAULT_EPS))
     return float(value) if isinstance(value, (int, float)) else DEFAULT_EPS
 

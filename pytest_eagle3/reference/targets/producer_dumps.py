@@ -121,6 +121,7 @@ class ProducerFile:
 
 @dataclass(frozen=True)
 class ProducerDump:
+    """A producer's hidden-state dump: its layout, the layers it holds, and its files."""
     layout: str
     layers: tuple[int, ...]
     files: tuple[ProducerFile, ...]

@@ -63,6 +63,7 @@ class WholeHead:
     cache: dict[str, torch.Tensor] = field(default_factory=dict)
 
     def matrix(self, name: str) -> torch.Tensor:
+        """The head matrix ``name``, read once."""
         if name not in self.cache:
             self.cache[name] = self.read(name)
         return self.cache[name]

@@ -33,6 +33,7 @@ class TransformersSource:
     new_tokens: int = 0
 
     def side(self) -> TargetSide:
+        """Run the target with transformers on the prompts and return its side."""
         target = load_target(self.target_path, self.device)
         prompts, source = load_prompts(target, self.prompts_path)
         runs = run_target(target, prompts, self.new_tokens)

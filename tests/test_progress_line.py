@@ -1,4 +1,4 @@
-"""A newcomer's first hour, again, item 4: the long steps (the reference acceptance, the prediction, ``fix --target``
+"""The progress line: the long steps (the reference acceptance, the prediction, ``fix --target``
 and its proof, ``capture``) say what they do and how far they are, the way pytest shows "collecting ...": on a
 terminal only (``EAGLE3_PROGRESS=1`` stands for one here, and a real pseudo-terminal once), never under ``-q`` or
 into a pipe; the line is erased when the step ends, so what pytest printed is left as it was."""
