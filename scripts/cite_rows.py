@@ -149,7 +149,7 @@ def rewrite(path: Path, src: Path) -> None:
     unresolved: list[str] = []
 
     def value(node: ast.expr) -> Any:
-        return eval(compile(ast.Expression(node), str(path), "eval"), namespace)  # noqa: S307 (our own modules)
+        return eval(compile(ast.Expression(node), str(path), "eval"), namespace)
 
     def at(node: ast.AST) -> int:
         return offsets[node.end_lineno - 1] + node.end_col_offset  # type: ignore[attr-defined]
@@ -194,7 +194,16 @@ def rewrite(path: Path, src: Path) -> None:
                     if isinstance(arg, ast.Tuple) and len(arg.elts) == 4:
                         add(arg, engine_name, value(arg.elts[0]), arg.elts[3], behaviour)
             elif fn in ("Row", "_row") and len(node.args) >= 4 and not any(k.arg == "cites" for k in node.keywords):
-                add(node, value(node.args[0]), value(node.args[1]), node.args[3], None)
+                try:
+                    engine, since = value(node.args[0]), value(node.args[1])
+                except NameError:  # a row built by code (from a scan), not written by hand
+                    continue
+                add(node, engine, since, node.args[3], None)
+        elif (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "ENTRIES"
+              and isinstance(node.value, ast.Tuple)):
+            for row in node.value.elts:  # capture_engines: (engine, since, family, support, source, archs)
+                if isinstance(row, ast.Tuple) and len(row.elts) == 6:
+                    add(row, value(row.elts[0]), value(row.elts[1]), row.elts[4], None)
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "_ROWS":
             assert isinstance(node.value, ast.Tuple) and engine_name
             for row in node.value.elts:

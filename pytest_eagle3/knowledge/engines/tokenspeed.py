@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_eagle3.knowledge.engine import BehaviourSpan, Engine, spans
+from pytest_eagle3.knowledge.engine import BehaviourSpan, Engine
 from pytest_eagle3.knowledge.engines.shared import TOP_FIELD, FcAuxCount
 from pytest_eagle3.knowledge.evidence import Cite
 
