@@ -20,10 +20,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from pytest_eagle3.knowledge.behaviours import TABLES
 from pytest_eagle3.knowledge.evidence import Cite
+from pytest_eagle3.knowledge.releases import RELEASES
 from pytest_eagle3.scanners.citations import UNREACHABLE, CitedRow, hand_rows
 from pytest_eagle3.scanners.fingerprint import find
 
@@ -39,11 +40,8 @@ def roots(src: Path, engine: str) -> dict[str, Path]:
     base = src / SRC_NAMES.get(engine, engine)
     found = {}
     for d in base.iterdir() if base.is_dir() else ():
-        try:
-            Version(d.name)
-        except InvalidVersion:
-            continue
-        found[d.name] = d
+        if d.name in RELEASES[engine]:  # the releases the knowledge covers (a newer tree awaits its rows)
+            found[d.name] = d
     return found
 
 
@@ -166,6 +164,8 @@ def rewrite(path: Path, src: Path) -> None:
             return
         prose = value(source)
         cited = lookup(engine, since, prose, behaviour)
+        if cited is not None and cited.row.unmodelled is not None:
+            return
         if cited is None:
             unresolved.append(f"{path.name}:{node.lineno} {engine} {since}: no row found")
             return

