@@ -17,6 +17,7 @@ from packaging.version import Version
 
 from pytest_eagle3.knowledge import capture_engines
 from pytest_eagle3.knowledge.engines import REGISTRY, engine_named
+from pytest_eagle3.knowledge.evidence import Cite
 from pytest_eagle3.knowledge.generated import (
     capture_table,
     llamacpp_capture_table,
@@ -59,9 +60,10 @@ class Capture:
     family: str
 
 
-def _row(engine: str, since: str, family: str, source: str, *archs: str,
-         support: Support = CAPTURES) -> list[tuple[str, Row[Capture]]]:
-    return [(arch, Row(engine, since, Capture(support, family), source)) for arch in archs]
+def _row(engine: str, since: str, family: str, source: str, *archs: str, support: Support = CAPTURES,
+         cites: tuple[Cite, ...] = (), unmodelled: str | None = None) -> list[tuple[str, Row[Capture]]]:
+    return [(arch, Row(engine, since, Capture(support, family), source, cites=cites, unmodelled=unmodelled))
+            for arch in archs]
 
 
 SGL = "sglang models/{}.py set_eagle3_layers_to_capture"
@@ -70,63 +72,99 @@ VLL = "vllm model_executor/models/{}.py SupportsEagle3"
 _QWEN35_VL = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration")
 
 _HAND_ROWS: tuple[tuple[str, Row[Capture]], ...] = tuple(pair for group in (
-    _row(SGLANG, "0.4.4.post2", LLAMA, SGL.format("llama") + " (9e0186f352)", "LlamaForCausalLM"),
+    _row(SGLANG, "0.4.4.post2", LLAMA, SGL.format("llama") + " (9e0186f352)", "LlamaForCausalLM",
+         cites=(Cite("sglang/srt/models/llama.py", "LlamaForCausalLM.set_eagle3_layers_to_capture"),)),
     _row(SGLANG, "0.4.4.post2", LLAMA, SGL.format("llama") + ", inherited (v0.5.18 scan)",
-         "Phi3ForCausalLM", "MistralForCausalLM", "InternLM3ForCausalLM"),
+         "Phi3ForCausalLM", "MistralForCausalLM", "InternLM3ForCausalLM",
+         cites=(Cite("sglang/srt/models/llama.py", "LlamaForCausalLM.set_eagle3_layers_to_capture"),)),
     _row(SGLANG, "0.4.5", LLAMA, SGL.format("llama") + ", inherited by llama4.py Llama4ForCausalLM, whose "
-         "Llama4Model.forward reads layers_to_capture (0.4.5, the first release with llama4.py)", "Llama4ForCausalLM"),
+         "Llama4Model.forward reads layers_to_capture (0.4.5, the first release with llama4.py)", "Llama4ForCausalLM",
+         cites=(Cite("sglang/srt/models/llama.py", "LlamaForCausalLM.set_eagle3_layers_to_capture"),
+                Cite("sglang/srt/models/llama4.py", "Llama4ForCausalLM"),
+                Cite("sglang/srt/models/llama4.py", "Llama4Model.forward"),
+                Cite("sglang/srt/models/llama4.py"),)),
     _row(SGLANG, "0.4.9", LLAMA, SGL.format("mllama4") + " delegates to the language model "
-         "(hasattr(self.language_model, ...); absent in 0.4.8.post1)", "Llama4ForConditionalGeneration"),
-    _row(SGLANG, "0.4.9", LLAMA, SGL.format("qwen3") + " (1964c325de)", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM"),
-    _row(SGLANG, "0.5.0", GPT_OSS, SGL.format("gpt_oss") + " (v0.5.0rc0 c1d2061f97)", "GptOssForCausalLM"),
-    _row(SGLANG, "0.5.2", LLAMA, SGL.format("qwen2") + " (87a0f7d2c2)", "Qwen2ForCausalLM", "Qwen2MoeForCausalLM"),
-    _row(SGLANG, "0.5.2", LLAMA, SGL.format("qwen2_5_vl") + " (37d83c6e6d)", "Qwen2_5_VLForConditionalGeneration"),
+         "(hasattr(self.language_model, ...); absent in 0.4.8.post1)", "Llama4ForConditionalGeneration",
+         cites=(Cite("sglang/srt/models/mllama4.py", "Llama4ForConditionalGeneration.set_eagle3_layers_to_capture"),)),
+    _row(SGLANG, "0.4.9", LLAMA, SGL.format("qwen3") + " (1964c325de)", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM",
+         cites=(Cite("sglang/srt/models/qwen3.py", "Qwen3ForCausalLM.set_eagle3_layers_to_capture"),)),
+    _row(SGLANG, "0.5.0", GPT_OSS, SGL.format("gpt_oss") + " (v0.5.0rc0 c1d2061f97)", "GptOssForCausalLM",
+         cites=(Cite("sglang/srt/models/gpt_oss.py", "GptOssForCausalLM.set_eagle3_layers_to_capture"),)),
+    _row(SGLANG, "0.5.2", LLAMA, SGL.format("qwen2") + " (87a0f7d2c2)", "Qwen2ForCausalLM", "Qwen2MoeForCausalLM",
+         cites=(Cite("sglang/srt/models/qwen2.py", "Qwen2ForCausalLM.set_eagle3_layers_to_capture"),)),
+    _row(SGLANG, "0.5.2", LLAMA, SGL.format("qwen2_5_vl") + " (37d83c6e6d)", "Qwen2_5_VLForConditionalGeneration",
+         cites=(Cite("sglang/srt/models/qwen2_5_vl.py", "Qwen2_5_VLForConditionalGeneration.set_eagle3_layers_to_capture"),)),
     _row(SGLANG, "0.5.4.post2", DEEPSEEK, SGL.format("deepseek_v2") + " (78c43d8847), inherited",
-         "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM"),
+         "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM",
+         cites=(Cite("sglang/srt/models/deepseek_v2.py", "DeepseekV2ForCausalLM.set_eagle3_layers_to_capture"),)),
     _row(SGLANG, "0.5.6.post1", DEEPSEEK, SGL.format("deepseek_v2") + ", inherited by mistral_large_3.py "
-         "(0.5.6.post1, the first release registering it)", "MistralLarge3ForCausalLM"),
+         "(0.5.6.post1, the first release registering it)", "MistralLarge3ForCausalLM",
+         cites=(Cite("sglang/srt/models/deepseek_v2.py", "DeepseekV2ForCausalLM.set_eagle3_layers_to_capture"),
+                Cite("sglang/srt/models/mistral_large_3.py"),)),
     _row(SGLANG, "0.5.9", DEEPSEEK, SGL.format("deepseek_v2") + ", inherited by glm4_moe.py "
-         "GlmMoeDsaForCausalLM (0.5.9, the first release registering it)", "GlmMoeDsaForCausalLM"),
-    _row(SGLANG, "0.5.5", LLAMA, SGL.format("glm4_moe"), "Glm4MoeForCausalLM"),
-    _row(SGLANG, "0.5.5.post1", LLAMA, SGL.format("minimax_m2"), "MiniMaxM2ForCausalLM"),
+         "GlmMoeDsaForCausalLM (0.5.9, the first release registering it)", "GlmMoeDsaForCausalLM",
+         cites=(Cite("sglang/srt/models/deepseek_v2.py", "DeepseekV2ForCausalLM.set_eagle3_layers_to_capture"),
+                Cite("sglang/srt/models/glm4_moe.py", "GlmMoeDsaForCausalLM"),)),
+    _row(SGLANG, "0.5.5", LLAMA, SGL.format("glm4_moe"), "Glm4MoeForCausalLM",
+         cites=(Cite("sglang/srt/models/glm4_moe.py", "Glm4MoeForCausalLM.set_eagle3_layers_to_capture"),)),
+    _row(SGLANG, "0.5.5.post1", LLAMA, SGL.format("minimax_m2"), "MiniMaxM2ForCausalLM",
+         cites=(Cite("sglang/srt/models/minimax_m2.py", "MiniMaxM2ForCausalLM.set_eagle3_layers_to_capture"),)),
     _row(SGLANG, "0.5.10", DEEPSEEK, SGL.format("kimi_k25") + " delegates to DeepseekV3",
-         "KimiK25ForConditionalGeneration"),
+         "KimiK25ForConditionalGeneration",
+         cites=(Cite("sglang/srt/models/kimi_k25.py", "KimiK25ForConditionalGeneration.set_eagle3_layers_to_capture"),)),
     _row(SGLANG, "0.5.11", LLAMA, SGL.format("qwen3_vl"), "Qwen3VLForConditionalGeneration",
-         "Qwen3VLMoeForConditionalGeneration"),
+         "Qwen3VLMoeForConditionalGeneration",
+         cites=(Cite("sglang/srt/models/qwen3_vl.py", "Qwen3VLForConditionalGeneration.set_eagle3_layers_to_capture"),)),
     _row(SGLANG, "0.5.11", LLAMA, "sglang models/qwen3_5.py forward captures only DFlash-flagged layers "
-         "(fixed v0.5.22)", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration", support=SILENT),
-    _row(SGLANG, "0.5.12", LLAMA, SGL.format("gemma3_causal"), "Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"),
+         "(fixed v0.5.22)", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration", support=SILENT,
+         cites=(Cite("sglang/srt/models/qwen3_5.py"),)),
+    _row(SGLANG, "0.5.12", LLAMA, SGL.format("gemma3_causal"), "Gemma3ForCausalLM", "Gemma3ForConditionalGeneration",
+         cites=(Cite("sglang/srt/models/gemma3_causal.py", "Gemma3ForCausalLM.set_eagle3_layers_to_capture"),)),
     _row(SGLANG, "0.5.22", LLAMA, SGL.format("qwen3_5") + " / qwen3_vl.py (0.5.22)",
          "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForCausalLM",
-         "Qwen3_5MoeForCausalLM"),
+         "Qwen3_5MoeForCausalLM",
+         cites=(Cite("sglang/srt/models/qwen3_5.py", "Qwen3_5ForCausalLM.set_eagle3_layers_to_capture"),
+                Cite("sglang/srt/models/qwen3_vl.py"),)),
     _row(SGLANG, "0.4.4.post2", LLAMA, "sglang model_runner_components/attention_backend_setup.py: no method -> "
          "AttributeError (ValueError from 0.5.23)", "KimiVLForConditionalGeneration",
-         "LlavaForConditionalGeneration", support=REFUSED),
+         "LlavaForConditionalGeneration", support=REFUSED,
+         unmodelled=("read in 0.5.23 only (model_runner_components/ is recent): which call refuses, and the error "
+                     "before 0.5.23, were not re-read per release")),
     _row(VLLM, "0.8.5", LLAMA, "vllm 0.8.5 models/llama.py set_aux_hidden_state_layers", "LlamaForCausalLM"),
-    _row(VLLM, "0.10.1", LLAMA, VLL.format("qwen3") + " (0.10.1, allowlist llama/qwen)", "Qwen3ForCausalLM"),
+    _row(VLLM, "0.10.1", LLAMA, VLL.format("qwen3") + " (0.10.1, allowlist llama/qwen)", "Qwen3ForCausalLM",
+         cites=(Cite("vllm/model_executor/models/qwen3.py"),)),
     _row(VLLM, "0.10.2", LLAMA, VLL.format("qwen2") + " (0.10.1's Qwen2 lacks it: 'Model does not support EAGLE3')",
-         "Qwen2ForCausalLM"),
-    _row(VLLM, "0.11.1", LLAMA, VLL.format("qwen3_moe") + " (0.11.1; absent in 0.10.1-0.11.0)", "Qwen3MoeForCausalLM"),
+         "Qwen2ForCausalLM",
+         cites=(Cite("vllm/model_executor/models/qwen2.py"),)),
+    _row(VLLM, "0.11.1", LLAMA, VLL.format("qwen3_moe") + " (0.11.1; absent in 0.10.1-0.11.0)", "Qwen3MoeForCausalLM",
+         cites=(Cite("vllm/model_executor/models/qwen3_moe.py"),)),
     _row(VLLM, "0.11.0", LLAMA, VLL.format("gpt_oss/minicpm") + " (0.11.0 allowlist adds gpt_oss, minicpm)",
          "GptOssForCausalLM", "MiniCPMForCausalLM"),
     _row(VLLM, "0.17.0", LLAMA, "vllm 0.17.0 models/qwen3_vl.py L1438 set_aux_hidden_state_layers (inherited by "
          "qwen3_5.py Qwen3_5ForConditionalGeneration) sets language_model.model.aux_hidden_state_layers; "
          "Qwen3_5Model(Qwen3NextModel).forward never reads it (qwen3_next.py; 0.17.0, 0.17.1 read; vllm#36527)",
-         *_QWEN35_VL, support=SILENT),
+         *_QWEN35_VL, support=SILENT,
+         cites=(Cite("vllm/model_executor/models/qwen3_vl.py", "Qwen3VLForConditionalGeneration.set_aux_hidden_state_layers"),
+                Cite("vllm/model_executor/models/qwen3_5.py", "Qwen3_5ForConditionalGeneration"),
+                Cite("vllm/model_executor/models/qwen3_next.py"),)),
     _row(VLLM, "0.18.0", LLAMA, "vllm 0.18.0 qwen3_vl.py has no setter: interfaces.py L1356 SupportsEagle3."
          "set_aux_hidden_state_layers asserts isinstance(language_model.model, EagleModelMixin), and "
          "Qwen3NextModel(nn.Module) is not one: AssertionError at startup (0.18.0, 0.18.1, 0.19.0 read; 0.19.1 by the source scan)",
-         *_QWEN35_VL, support=REFUSED),
+         *_QWEN35_VL, support=REFUSED,
+         cites=(Cite("vllm/model_executor/models/qwen3_vl.py"),
+                Cite("vllm/model_executor/models/interfaces.py", "SupportsEagle3.set_aux_hidden_state_layers"),)),
     _row(VLLM, "0.20.0", LLAMA, "vllm 0.20.0 qwen3_next.py Qwen3NextModel(nn.Module, EagleModelMixin), its forward _maybe_add_hidden_state "
          "per layer (source scan)",
-         *_QWEN35_VL),
+         *_QWEN35_VL,
+         cites=(Cite("vllm/model_executor/models/qwen3_next.py", "Qwen3NextModel"),)),
     _row(VLLM, "0.8.5", LLAMA, "vllm config/speculative.py: 'Eagle3 is only supported for ... models' "
          "(allowlist to 0.16); v1/worker/gpu_model_runner.py RuntimeError 'Model does not support EAGLE3 interface' "
          "(read 0.12.0-0.17.0)",
-         "KimiVLForConditionalGeneration", support=REFUSED),
+         "KimiVLForConditionalGeneration", support=REFUSED,
+         cites=(Cite("vllm/v1/worker/gpu_model_runner.py"),)),
 ) for pair in group) + tuple(
-    pair for engine, since, family, support, source, archs in capture_engines.ENTRIES
-    for pair in _row(engine, since, family, source, *archs, support=Support(support)))
+    pair for engine, since, family, support, source, archs, *cites in capture_engines.ENTRIES
+    for pair in _row(engine, since, family, source, *archs, support=Support(support), cites=tuple(*cites)))
 
 
 def _hand_tables() -> dict[tuple[str, str], Table[Capture]]:
@@ -162,12 +200,17 @@ class CaptureSupport:
 ALLOWLIST_SOURCE = ("vllm config/speculative.py SpeculativeConfig eagle3_target_supported (0.9.2 config.py, 0.10.1, "
                     "0.11.0-0.16.0 read; removed 0.17.0)")
 ALLOWLIST: Table[tuple[str, ...]] = table("vllm eagle3 target allowlist", (
-    Row(VLLM, "0.8.5", ("llama",), ALLOWLIST_SOURCE),
-    Row(VLLM, "0.10.1", ("llama", "qwen"), ALLOWLIST_SOURCE),
-    Row(VLLM, "0.11.0", ("llama", "qwen", "minicpm", "gpt_oss"), ALLOWLIST_SOURCE),
+    Row(VLLM, "0.8.5", ("llama",), ALLOWLIST_SOURCE,
+        cites=(Cite("vllm/config.py"),)),
+    Row(VLLM, "0.10.1", ("llama", "qwen"), ALLOWLIST_SOURCE,
+        cites=(Cite("vllm/transformers_utils/config.py"),)),
+    Row(VLLM, "0.11.0", ("llama", "qwen", "minicpm", "gpt_oss"), ALLOWLIST_SOURCE,
+        cites=(Cite("vllm/config/speculative.py", "SpeculativeConfig"), Cite("vllm/transformers_utils/config.py"),)),
     Row(VLLM, "0.16.0", ("llama", "qwen", "minicpm", "gpt_oss", "hunyuan_vl", "hunyuan_v1_dense", "afmoe"),
-        ALLOWLIST_SOURCE),
-    Row(VLLM, "0.17.0", (), ALLOWLIST_SOURCE),
+        ALLOWLIST_SOURCE,
+        cites=(Cite("vllm/config/speculative.py", "SpeculativeConfig"), Cite("vllm/transformers_utils/config.py"),)),
+    Row(VLLM, "0.17.0", (), ALLOWLIST_SOURCE,
+        cites=(Cite("vllm/config/speculative.py", "SpeculativeConfig"), Cite("vllm/transformers_utils/config.py"),)),
 ))
 
 

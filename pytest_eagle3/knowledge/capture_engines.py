@@ -1,6 +1,6 @@
 """Hand-read capture rows of the engines beyond vLLM and SGLang.
 
-Each entry: (engine, since, family, support, source, target architectures). ``knowledge/capture.py``
+Each entry: (engine, since, family, support, source, target architectures[, cites]). ``knowledge/capture.py``
 reads them into its capture tables ahead of the source scans (TokenSpeed, mlx-vlm, LMDeploy, llama.cpp: a test
 checks that each agrees with its engine's scan); TensorRT-LLM has no scan, and an architecture no entry names is
 unknown there.
@@ -8,6 +8,9 @@ unknown there.
 
 from __future__ import annotations
 
+from typing import Any
+
+from pytest_eagle3.knowledge.evidence import Cite
 from pytest_eagle3.knowledge.releases import LLAMACPP, LMDEPLOY, MLX_VLM, TOKENSPEED, TRTLLM
 
 CAPTURES, REFUSED, SILENT = "captures", "refused", "silent-no-capture"
@@ -31,28 +34,46 @@ LC_CAPTURE = ("llama.cpp src/models/{}: t_layer_inp[il] = inpL, extracted when c
 LC_NONE = ("llama.cpp src/models/{}: no t_layer_inp; llama-graph.cpp GGML_ASSERT 'layer input tensor is null' "
            "aborts the first target pass (b9625, b11312 read)")
 
-ENTRIES: tuple[tuple[str, str, str, str, str, tuple[str, ...]], ...] = (
+ENTRIES: tuple[tuple[Any, ...], ...] = (
     (TOKENSPEED, "0.1.0", "llama", CAPTURES, f"{TS_BASE} (llama.py LlamaModel(BaseTransformerModel))",
-     ("LlamaForCausalLM",)),
+     ("LlamaForCausalLM",),
+     (Cite("tokenspeed/runtime/models/base/causal_lm.py", "BaseCausalLM.set_eagle3_layers_to_capture"),
+      Cite("tokenspeed/runtime/execution/model_executor.py"),
+      Cite("tokenspeed/runtime/pd/factory.py"),
+      Cite("tokenspeed/runtime/models/llama.py", "LlamaModel"),)),
     (TOKENSPEED, "0.1.0", "llama", SILENT,
      ("tokenspeed runtime/models/qwen2.py / qwen3.py: Qwen2Model / Qwen3Model (nn.Module, not BaseTransformerModel) "
       "never read the layers_to_capture BaseCausalLM.set_eagle3_layers_to_capture sets; forward returns "
       "(hidden_states, None), layers/logits_processor.py stores the final hidden state, and llama_eagle3.py skips fc "
       "when its width is the draft's (0.1.0, 0.1.1 read; pytest_eagle3/scanners/capture.py)"),
-     ("Qwen2ForCausalLM", "Qwen3ForCausalLM")),
-    (TOKENSPEED, "0.1.0", "gpt_oss", CAPTURES, f"{TS_BASE} (gpt_oss.py)", ("GptOssForCausalLM",)),
+     ("Qwen2ForCausalLM", "Qwen3ForCausalLM"),
+     (Cite("tokenspeed/runtime/models/qwen2.py"),
+      Cite("tokenspeed/runtime/models/qwen3.py"),
+      Cite("tokenspeed/runtime/layers/logits_processor.py"),
+      Cite("tokenspeed/runtime/models/llama_eagle3.py"),)),
+    (TOKENSPEED, "0.1.0", "gpt_oss", CAPTURES, f"{TS_BASE} (gpt_oss.py)", ("GptOssForCausalLM",),
+     (Cite("tokenspeed/runtime/models/base/causal_lm.py", "BaseCausalLM.set_eagle3_layers_to_capture"),
+      Cite("tokenspeed/runtime/execution/model_executor.py"),
+      Cite("tokenspeed/runtime/pd/factory.py"),
+      Cite("tokenspeed/runtime/models/gpt_oss.py"),)),
     (TOKENSPEED, "0.1.0", "deepseek", CAPTURES,
      "tokenspeed runtime/models/deepseek_v3.py set_eagle3_layers_to_capture (val + 1)",
-     ("DeepseekV3ForCausalLM",)),
+     ("DeepseekV3ForCausalLM",),
+     (Cite("tokenspeed/runtime/models/deepseek_v3.py", "DeepseekV3ForCausalLM.set_eagle3_layers_to_capture"),)),
     (MLX_VLM, "0.6.0", "llama", CAPTURES, MLX_CAPTURE.format("qwen3_5") + " (0.6.0-0.7.10 read)",
-     ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration")),
+     ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"),
+     (Cite("mlx_vlm/models/qwen3_5/language.py"),)),
     (MLX_VLM, "0.6.0", "llama", CAPTURES, MLX_CAPTURE.format("gemma4") + " (0.6.0-0.7.10 read)",
-     ("Gemma4ForConditionalGeneration",)),
+     ("Gemma4ForConditionalGeneration",),
+     (Cite("mlx_vlm/models/gemma4/language.py"),)),
     (MLX_VLM, "0.7.0", "llama", CAPTURES, MLX_CAPTURE.format("nemotron_h") + " (0.7.0; absent 0.6.17)",
-     ("NemotronHForCausalLM",)),
-    (MLX_VLM, "0.6.0", "llama", REFUSED, MLX_NONE.format("llama"), ("LlamaForCausalLM",)),
+     ("NemotronHForCausalLM",),
+     (Cite("mlx_vlm/models/nemotron_h/language.py"),)),
+    (MLX_VLM, "0.6.0", "llama", REFUSED, MLX_NONE.format("llama"), ("LlamaForCausalLM",),
+     (Cite("mlx_vlm/speculative/eagle3.py", "_eagle3_verify_target"),)),
     (MLX_VLM, "0.6.0", "llama", REFUSED, MLX_NONE.format("qwen2 / qwen3 / qwen3_moe"),
-     ("Qwen2ForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM")),
+     ("Qwen2ForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM"),
+     (Cite("mlx_vlm/speculative/eagle3.py", "_eagle3_verify_target"),)),
     (TRTLLM, "0.19.0", "llama", CAPTURES, TRT_CAPTURE.format("modeling_llama.py LlamaDecoderLayer"),
      ("LlamaForCausalLM", "MistralForCausalLM")),
     (TRTLLM, "0.19.0", "llama", CAPTURES, TRT_CAPTURE.format("modeling_qwen3.py / modeling_qwen3_moe.py"),
@@ -60,20 +81,29 @@ ENTRIES: tuple[tuple[str, str, str, str, str, tuple[str, ...]], ...] = (
     (TRTLLM, "0.19.0", "deepseek", CAPTURES, TRT_CAPTURE.format("modeling_deepseekv3.py DeepseekV3DecoderLayer"),
      ("DeepseekV3ForCausalLM",)),
     (TRTLLM, "0.19.0", "gpt_oss", CAPTURES, TRT_CAPTURE.format("modeling_gpt_oss.py"), ("GptOssForCausalLM",)),
-    (LMDEPLOY, "0.11.0", "llama", CAPTURES, LMD_LLAMA, ("LlamaForCausalLM",)),
+    (LMDEPLOY, "0.11.0", "llama", CAPTURES, LMD_LLAMA, ("LlamaForCausalLM",),
+     (Cite("lmdeploy/pytorch/configurations/llama.py", "LlamaModelConfigBuilder.build"),
+      Cite("lmdeploy/pytorch/models/llama.py", "LlamaModel.forward"),)),
     (LMDEPLOY, "0.11.0", "llama", SILENT, LMD_NONE.format("qwen2.py / qwen3.py / qwen3_moe.py"),
-     ("Qwen2ForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM")),
+     ("Qwen2ForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM"),
+     (Cite("lmdeploy/pytorch/models/qwen2.py"),
+      Cite("lmdeploy/vl/model/qwen3.py"),
+      Cite("lmdeploy/pytorch/models/qwen3_moe.py"),)),
     (LMDEPLOY, "0.12.3", "llama", SILENT, LMD_NONE.format("qwen3_5.py / qwen3_5_moe.py") + " (absent 0.12.2)",
-     ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration")),
+     ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"),
+     (Cite("lmdeploy/pytorch/models/qwen3_5.py"), Cite("lmdeploy/pytorch/models/qwen3_5_moe.py"),)),
     (LMDEPLOY, "0.11.0", "deepseek", REFUSED,
      ("lmdeploy pytorch/configurations/deepseek_v2.py DeepseekV2ModelConfigBuilder.build: assert spec_method == "
       "'deepseek_mtp' for model_type deepseek_v2 / deepseek_v3: AssertionError at startup (0.11.0-0.18.0 read)"),
-     ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM")),
+     ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM"),
+     (Cite("lmdeploy/pytorch/configurations/deepseek_v2.py", "DeepseekV2ModelConfigBuilder.build"),)),
     (LMDEPLOY, "0.17.0", "deepseek", CAPTURES,
      ("lmdeploy pytorch/configurations/kimi_k2.py KimiK2ModelConfigBuilder.build (via kimi_k25.py): "
       "aux_hidden_state_layers = (2, L // 2, L - 3), at least 5 layers; models/kimi_k2_language.py forward captures "
       "the residual entering those layers (0.17.0; absent 0.16.0)"),
-     ("KimiK25ForConditionalGeneration", "Kimi_K25ForConditionalGeneration")),
+     ("KimiK25ForConditionalGeneration", "Kimi_K25ForConditionalGeneration"),
+     (Cite("lmdeploy/pytorch/configurations/kimi_k2.py", "KimiK2ModelConfigBuilder.build"),
+      Cite("lmdeploy/pytorch/models/kimi_k2_language.py"))),
     (LLAMACPP, "9625", "llama", CAPTURES, LC_CAPTURE.format("llama.cpp, qwen3.cpp, qwen3moe.cpp"),
      ("LlamaForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM")),
     (LLAMACPP, "9625", "gpt_oss", CAPTURES, LC_CAPTURE.format("openai-moe.cpp"), ("GptOssForCausalLM",)),

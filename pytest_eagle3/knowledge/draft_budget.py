@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from pytest_eagle3.knowledge.evidence import Cite
 from pytest_eagle3.knowledge.releases import LLAMACPP, MLX_VLM, VLLM, EngineVersion
 from pytest_eagle3.knowledge.table import Row, Table, table
 
@@ -41,7 +42,8 @@ DRAFT_BUDGET: Table[DraftBudget] = table("draft length at the end of a request",
         "mlx_vlm speculative/eagle3.py _eagle3_rounds: while emitted < max_tokens, the block is "
         "_eagle3_next_block_size(..., max_tokens - emitted + 1) = min(draft_block_size, that) (L127-132), bs - 1 "
         "tokens drafted and recorded (L399-409, L456); the walk keeps max_tokens - emitted (L454) (0.6.0 L391-444 and "
-        "0.7.10 read; the drafter's accept_lens on qwen35-draft match the walk, tests/test_live_mlx.py)"),
+        "0.7.10 read; the drafter's accept_lens on qwen35-draft match the walk, tests/test_live_mlx.py)",
+        cites=(Cite("mlx_vlm/speculative/eagle3.py", "_eagle3_rounds"),)),
 ), full=False)
 
 

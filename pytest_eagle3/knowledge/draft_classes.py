@@ -16,6 +16,7 @@ from packaging.version import Version
 
 from pytest_eagle3.knowledge.engines import REGISTRY as ENGINE_REGISTRY
 from pytest_eagle3.knowledge.engines import engine_named
+from pytest_eagle3.knowledge.evidence import Cite
 from pytest_eagle3.knowledge.releases import (
     LLAMACPP,
     LMDEPLOY,
@@ -155,40 +156,62 @@ _LC = "llama.cpp conversion/llama.py @ModelBase.register on LlamaModel; EAGLE-3 
 #: Registry rows: from ``since``, the engine maps the draft architecture to the class named by the value.
 _REGISTRY_ROWS: tuple[tuple[str, Row[str]], ...] = (
     ("Eagle3LlamaForCausalLM", Row(VLLM, "0.8.5", "Eagle3LlamaForCausalLM",
-                                   "vllm 0.8.5 v1/spec_decode/eagle.py (class chosen by method); registry from 0.9.x")),
+                                   "vllm 0.8.5 v1/spec_decode/eagle.py (class chosen by method); registry from 0.9.x",
+                                   cites=(Cite("vllm/v1/spec_decode/eagle.py"),))),
     ("LlamaForCausalLMEagle3", Row(VLLM, "0.10.2", "Eagle3LlamaForCausalLM",
                                    f"{REG} (0.10.2; in 0.10.1 the line is commented out 'Re-enable this once "
-                                   "tests/models/test_initialization.py is fixed, see PR #22333 #22611')")),
+                                   "tests/models/test_initialization.py is fixed, see PR #22333 #22611')",
+                                   cites=(Cite("vllm/model_executor/models/registry.py"),))),
     ("Eagle3Qwen2_5vlForCausalLM", Row(VLLM, "0.11.1", "Eagle3LlamaForCausalLM",
-                                       f"{REG} (0.11.1; absent 0.11.0; pytest_eagle3/scanners/draft_classes.py)")),
-    ("Eagle3Qwen3vlForCausalLM", Row(VLLM, "0.12.0", "Eagle3LlamaForCausalLM", f"{REG} (0.12.0; absent 0.11.0)")),
+                                       f"{REG} (0.11.1; absent 0.11.0; pytest_eagle3/scanners/draft_classes.py)",
+                                       cites=(Cite("vllm/model_executor/models/registry.py"),))),
+    ("Eagle3Qwen3vlForCausalLM", Row(VLLM, "0.12.0", "Eagle3LlamaForCausalLM", f"{REG} (0.12.0; absent 0.11.0)",
+                                     cites=(Cite("vllm/model_executor/models/registry.py"),))),
     ("Eagle3DeepseekV2ForCausalLM", Row(VLLM, "0.18.0", "Eagle3DeepseekV2ForCausalLM",
-                                        f"{REG} maps it to deepseek_eagle3.py (0.18.0; absent 0.17.0)")),
+                                        f"{REG} maps it to deepseek_eagle3.py (0.18.0; absent 0.17.0)",
+                                        cites=(Cite("vllm/model_executor/models/registry.py"),
+                                               Cite("vllm/model_executor/models/deepseek_eagle3.py"),))),
     ("Eagle3DeepseekV3ForCausalLM", Row(VLLM, "0.18.0", "Eagle3DeepseekV2ForCausalLM",
-                                        f"{REG} maps it to deepseek_eagle3.py (0.18.0; absent 0.17.0)")),
-    ("Eagle3MiniMaxM2ForCausalLM", Row(VLLM, "0.20.0", "Eagle3LlamaForCausalLM", f"{REG} (0.20.0; absent 0.19.0)")),
-    ("PEagleDraftModel", Row(VLLM, "0.22.0", "Eagle3LlamaForCausalLM", f"{REG} (0.22.0; absent 0.21.0)")),
-    ("PeagleLlamaForCausalLM", Row(VLLM, "0.22.0", "Eagle3LlamaForCausalLM", f"{REG} (0.22.0; absent 0.21.0)")),
+                                        f"{REG} maps it to deepseek_eagle3.py (0.18.0; absent 0.17.0)",
+                                        cites=(Cite("vllm/model_executor/models/registry.py"),
+                                               Cite("vllm/model_executor/models/deepseek_eagle3.py"),))),
+    ("Eagle3MiniMaxM2ForCausalLM", Row(VLLM, "0.20.0", "Eagle3LlamaForCausalLM", f"{REG} (0.20.0; absent 0.19.0)",
+                                       cites=(Cite("vllm/model_executor/models/registry.py"),))),
+    ("PEagleDraftModel", Row(VLLM, "0.22.0", "Eagle3LlamaForCausalLM", f"{REG} (0.22.0; absent 0.21.0)",
+                             cites=(Cite("vllm/model_executor/models/registry.py"),))),
+    ("PeagleLlamaForCausalLM", Row(VLLM, "0.22.0", "Eagle3LlamaForCausalLM", f"{REG} (0.22.0; absent 0.21.0)",
+                                   cites=(Cite("vllm/model_executor/models/registry.py"),))),
     ("Eagle3Qwen3ForCausalLM", Row(VLLM, "0.24.0", "Eagle3Qwen3ForCausalLM",
-                                   f"{REG} maps it to qwen3_eagle3.py (0.24.0; absent 0.23.0)")),
+                                   f"{REG} maps it to qwen3_eagle3.py (0.24.0; absent 0.23.0)",
+                                   cites=(Cite("vllm/model_executor/models/registry.py"),
+                                          Cite("vllm/model_executor/models/qwen3_eagle3.py"),))),
     ("PeagleQwen3ForCausalLM", Row(VLLM, "0.24.0", "Eagle3Qwen3ForCausalLM",
-                                   f"{REG} maps it to qwen3_eagle3.py (0.24.0; absent 0.23.0)")),
+                                   f"{REG} maps it to qwen3_eagle3.py (0.24.0; absent 0.23.0)",
+                                   cites=(Cite("vllm/model_executor/models/registry.py"),
+                                          Cite("vllm/model_executor/models/qwen3_eagle3.py"),))),
     ("LlamaForCausalLMEagle3", Row(SGLANG, "0.4.4.post2", "LlamaForCausalLMEagle3",
-                                   "sglang models/llama_eagle3.py EntryClass (v0.4.4.post2 9e0186f352)")),
+                                   "sglang models/llama_eagle3.py EntryClass (v0.4.4.post2 9e0186f352)",
+                                   cites=(Cite("sglang/srt/models/llama_eagle3.py"),))),
     ("Eagle3DeepseekV2ForCausalLM", Row(SGLANG, "0.5.12", "Eagle3DeepseekV2ForCausalLM",
-                                    "sglang models/kimi_k25_eagle3.py EntryClass (v0.5.12 a87fb399de)")),
+                                    "sglang models/kimi_k25_eagle3.py EntryClass (v0.5.12 a87fb399de)",
+                                    cites=(Cite("sglang/srt/models/kimi_k25_eagle3.py"),))),
     ("LlamaForCausalLMEagle3", Row(TOKENSPEED, "0.1.0", "LlamaForCausalLMEagle3",
-                                   "tokenspeed runtime/models/llama_eagle3.py EntryClass (0.1.0, 0.1.1 read)")),
+                                   "tokenspeed runtime/models/llama_eagle3.py EntryClass (0.1.0, 0.1.1 read)",
+                                   cites=(Cite("tokenspeed/runtime/models/llama_eagle3.py"),))),
     ("LlamaForCausalLM", Row(LMDEPLOY, "0.11.0", "Eagle3LlamaForCausalLM",
                              "lmdeploy pytorch/configurations/llama.py LlamaModelConfigBuilder.build: a draft's "
-                             "architectures[0] 'LlamaForCausalLM' becomes 'Eagle3LlamaForCausalLM' (0.11.0-0.18.0 read)")),
+                             "architectures[0] 'LlamaForCausalLM' becomes 'Eagle3LlamaForCausalLM' (0.11.0-0.18.0 read)",
+                             cites=(Cite("lmdeploy/pytorch/configurations/llama.py", "LlamaModelConfigBuilder.build"),))),
     ("Eagle3LlamaForCausalLM", Row(LMDEPLOY, "0.11.0", "Eagle3LlamaForCausalLM",
                                    ("lmdeploy pytorch/models/module_map.py 'Eagle3LlamaForCausalLM', reached through "
                                     "DefaultModelConfigBuilder, which leaves the draft's ModelConfig at the target "
                                     "vocab and paradigm 'ar' (what that changes at run time: not modelled; "
-                                    "0.11.0-0.18.0 read)"))),
+                                    "0.11.0-0.18.0 read)"),
+                                   cites=(Cite("lmdeploy/pytorch/models/module_map.py"),))),
     ("Eagle3DeepseekV2ForCausalLM", Row(LMDEPLOY, "0.17.0", "Eagle3DeepseekV2ForCausalLM",
-                                        "lmdeploy pytorch/models/module_map.py -> kimi_k25_eagle3.py (0.17.0; absent 0.16.0)")),
+                                        "lmdeploy pytorch/models/module_map.py -> kimi_k25_eagle3.py (0.17.0; absent 0.16.0)",
+                                        cites=(Cite("lmdeploy/pytorch/models/module_map.py"),
+                                               Cite("lmdeploy/pytorch/models/kimi_k25_eagle3.py")))),
     *((arch, Row(LLAMACPP, "9625", "LlamaModel", f"{_LC} (b9625-b11312 read)"))
       for arch in ("LlamaForCausalLM", "LlamaForCausalLMEagle3", "Eagle3Speculator", "Eagle3DraftModel")),
     ("Eagle3LlamaForCausalLM", Row(LLAMACPP, "9837", "LlamaModel", f"{_LC} (b9837; absent b9625, #24977)")),
@@ -209,19 +232,25 @@ REGISTRY: dict[tuple[str, str], Table[str]] = _registry()
 #: method eagle3 whatever the field says).
 ARCHITECTURE_READ: Table[bool] = table("architecture field read", (
     Row(VLLM, "0.8.5", False, "vllm 0.8.5 v1/spec_decode/eagle.py load_model: method eagle3 -> Eagle3LlamaForCausalLM",
-        read_to="0.8.5"),
-    Row(VLLM, "0.9.0", True, "vllm 0.9.0 model_executor/models/registry.py: the architecture selects the class"),
-    Row(SGLANG, "0.4.4.post2", True, "sglang model_loader: the architecture selects the EntryClass"),
-    Row(TOKENSPEED, "0.1.0", True, "tokenspeed runtime/models/registry.py: the architecture selects the EntryClass"),
+        read_to="0.8.5",
+        cites=(Cite("vllm/v1/spec_decode/eagle.py", "EagleProposer.load_model"),)),
+    Row(VLLM, "0.9.0", True, "vllm 0.9.0 model_executor/models/registry.py: the architecture selects the class",
+        cites=(Cite("vllm/model_executor/models/registry.py"),)),
+    Row(SGLANG, "0.4.4.post2", True, "sglang model_loader: the architecture selects the EntryClass",
+        cites=(Cite("sglang/srt/model_loader/utils.py", "get_model_architecture"),)),
+    Row(TOKENSPEED, "0.1.0", True, "tokenspeed runtime/models/registry.py: the architecture selects the EntryClass",
+        cites=(Cite("tokenspeed/runtime/models/registry.py"),)),
     Row(MLX_VLM, "0.6.0", True,
         ("mlx_vlm utils.py get_model_type: only speculators_model_type 'eagle3' reaches the drafter; a flat config "
          "builds mlx_vlm.models.<model_type>, which refuses the draft's tensors (no flat architecture builds it; "
-         "0.6.0-0.7.10 read)")),
+         "0.6.0-0.7.10 read)"),
+        cites=(Cite("mlx_vlm/utils.py"),)),
     Row(TRTLLM, "0.19.0", False,
         ("tensorrt_llm _torch/models/modeling_speculative.py _build_eagle3_one_model_draft: eagle3_model_arch llama3 "
          "builds Eagle3ForCausalLM whatever architectures says (two-model mode: 'EAGLE3' + the name without 'Eagle3', "
          "when draft_vocab_size is set; modeling_auto.py _resolve_class) (main read)")),
-    Row(LMDEPLOY, "0.11.0", True, "lmdeploy pytorch/models/patch.py _get_model_class: architectures select the class"),
+    Row(LMDEPLOY, "0.11.0", True, "lmdeploy pytorch/models/patch.py _get_model_class: architectures select the class",
+        cites=(Cite("lmdeploy/pytorch/models/patch.py", "_get_model_class"),)),
     Row(LLAMACPP, "9625", True, "llama.cpp convert_hf_to_gguf.py: the architecture selects the converter class"),
 ))
 

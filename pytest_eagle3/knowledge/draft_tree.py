@@ -12,7 +12,9 @@ DRAFT_TREE: Table[bool] = table("drafts an EAGLE tree (speculative_eagle_topk > 
         "sglang srt/speculative/eagle_worker_v2.py EAGLEWorkerV2.draft_forward: per step select_top_k_tokens "
         "(srt/speculative/spec_utils.py: the topk children of each of the topk frontier nodes scored by cumulative "
         "draft probability, the best topk kept as the next frontier), then eagle_utils.organize_draft_results keeps "
-        "the num_draft_tokens - 1 best candidates, verified greedily (0.5.23 read)", read_to="0.5.23"),
+        "the num_draft_tokens - 1 best candidates, verified greedily (0.5.23 read)", read_to="0.5.23",
+        unmodelled=("read in 0.5.23 (eagle_worker_v2.py, spec_utils.py); the older eagle_worker.py draft_forward "
+                    "and eagle_utils.select_top_k_tokens were not re-read per release")),
 ), full=False)
 
 

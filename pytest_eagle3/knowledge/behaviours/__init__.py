@@ -38,8 +38,9 @@ Rule = Row[Any]
 
 #: Every engine's behaviour rows, as ``(behaviour, row)``, in the registry's order.
 _SPANS: tuple[tuple[str, Rule], ...] = tuple(
-    (behaviour, Row(engine.name, since, value, source, read_to=read_to))
-    for engine in REGISTRY for behaviour, since, read_to, value, source in engine.behaviour_rows)
+    (span.behaviour, Row(engine.name, span.since, span.value, span.source, read_to=span.read_to, cites=span.cites,
+                         unmodelled=span.unmodelled))
+    for engine in REGISTRY for span in engine.behaviour_rows)
 
 
 def _tables() -> dict[BehaviourName, Table[Any]]:

@@ -15,6 +15,7 @@ from pytest_eagle3.knowledge.engines.shared import (
     VL_EAGLE3,
     FcAuxCount,
 )
+from pytest_eagle3.knowledge.evidence import Cite
 
 NAME = "vllm"
 #: Every final release read, patch releases too (reference/vllm.md: 0.8.5 to 0.33.0).
@@ -32,109 +33,148 @@ SPANS: list[BehaviourSpan] = []
 SPANS += spans("arch_rewrite",
                ("0.8.5", "0.8.5", "none", "vllm 0.8.5: the architecture field is not read for eagle3"),
                ("0.9.0", "0.10.0", "prefix-unless-starts",
-                "vllm 0.9.0 transformers_utils/configs/eagle.py: names not starting with Eagle3 become Eagle3X (0.9.0, 0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"),
+                "vllm 0.9.0 transformers_utils/configs/eagle.py: names not starting with Eagle3 become Eagle3X (0.9.0, 0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)",
+                (Cite("vllm/transformers_utils/configs/eagle.py"),)),
                ("0.10.1", None, "prefix-unless-starts-or-ends",
-                "vllm 0.10.1 transformers_utils/configs/eagle.py: keeps names starting or ending with Eagle3"))
+                "vllm 0.10.1 transformers_utils/configs/eagle.py: keeps names starting or ending with Eagle3",
+                (Cite("vllm/transformers_utils/configs/eagle.py"),)))
 # ---------------------------------------------------------------- speculators_format
 SPANS += spans("speculators_format",
-               ("0.8.5", "0.10.0", False, "vllm 0.10.0: no transformers_utils/configs/speculators"),
-               ("0.10.1", None, True, "vllm 0.10.1 transformers_utils/configs/speculators/algos.py update_eagle3"))
+               ("0.8.5", "0.10.0", False, "vllm 0.10.0: no transformers_utils/configs/speculators",
+                (Cite("vllm/transformers_utils/configs/speculators/algos.py", absent=True),)),
+               ("0.10.1", None, True, "vllm 0.10.1 transformers_utils/configs/speculators/algos.py update_eagle3",
+                (Cite("vllm/transformers_utils/configs/speculators/algos.py", "update_eagle3"),)))
 # ---------------------------------------------------------------- speculators_model_types
 SPANS += spans("speculators_model_types",
-               ("0.8.5", "0.10.0", (), "vllm 0.10.0: speculators format unsupported"),
-               ("0.10.1", "0.23.0", ("*",), "vllm 0.10.1 speculators/algos.py: always Eagle3LlamaForCausalLM"),
-               ("0.24.0", None, ("llama", "qwen3"), "vllm 0.24.0 speculators/algos.py update_eagle3: else ValueError"))
+               ("0.8.5", "0.10.0", (), "vllm 0.10.0: speculators format unsupported",
+                (Cite("vllm/transformers_utils/configs/speculators/algos.py", absent=True),)),
+               ("0.10.1", "0.23.0", ("*",), "vllm 0.10.1 speculators/algos.py: always Eagle3LlamaForCausalLM",
+                (Cite("vllm/transformers_utils/configs/speculators/algos.py"),)),
+               ("0.24.0", None, ("llama", "qwen3"), "vllm 0.24.0 speculators/algos.py update_eagle3: else ValueError",
+                (Cite("vllm/transformers_utils/configs/speculators/algos.py", "update_eagle3"),)))
 # ---------------------------------------------------------------- key_prefix
 SPANS += spans("key_prefix",
                ("0.8.5", None, "add-model-except-lm_head",
-                f"vllm {VL_EAGLE3} Eagle3LlamaForCausalLM.load_weights: 'model.' + name unless 'lm_head' in name"))
+                f"vllm {VL_EAGLE3} Eagle3LlamaForCausalLM.load_weights: 'model.' + name unless 'lm_head' in name",
+                (Cite("vllm/model_executor/models/llama_eagle3.py", "Eagle3LlamaForCausalLM.load_weights"),)))
 # ---------------------------------------------------------------- first_layer
-SPANS += spans("first_layer", ("0.8.5", None, "layers", f"vllm {VL_EAGLE3} LlamaModel.layers ModuleList"))
+SPANS += spans("first_layer", ("0.8.5", None, "layers", f"vllm {VL_EAGLE3} LlamaModel.layers ModuleList",
+                               (Cite("vllm/model_executor/models/llama_eagle3.py"),)))
 # ---------------------------------------------------------------- renames
 SPANS += spans("renames",
-               ("0.8.5", None, MIDLAYER_RENAMES, f"vllm {VL_EAGLE3} LlamaModel.load_weights: 'midlayer.' -> 'layers.0.'"))
+               ("0.8.5", None, MIDLAYER_RENAMES, f"vllm {VL_EAGLE3} LlamaModel.load_weights: 'midlayer.' -> 'layers.0.'",
+                (Cite("vllm/model_executor/models/llama_eagle3.py", "LlamaModel.load_weights"),)))
 # ---------------------------------------------------------------- unknown_key
 SPANS += spans("unknown_key",
-               ("0.8.5", "0.24.0", "raise", f"vllm {VL_EAGLE3} LlamaModel.load_weights params_dict[name]: KeyError"),
+               ("0.8.5", "0.24.0", "raise", f"vllm {VL_EAGLE3} LlamaModel.load_weights params_dict[name]: KeyError",
+                (Cite("vllm/model_executor/models/llama_eagle3.py", "LlamaModel.load_weights"),)),
                ("0.25.0", None, "raise-except-bias",
-                "vllm 0.25.0 model_executor/models/utils.py AutoWeightsLoader: ValueError; *.bias ignored"))
+                "vllm 0.25.0 model_executor/models/utils.py AutoWeightsLoader: ValueError; *.bias ignored",
+                (Cite("vllm/model_executor/models/utils.py", "AutoWeightsLoader"),)))
 # ---------------------------------------------------------------- multi_layer
 SPANS += spans("multi_layer",
                ("0.8.5", "0.11.0", "one-layer",
-                f"vllm 0.11.0 {VL_EAGLE3}: one layer built; layers.1.* raises KeyError (CPU run 0.11.0; 0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"),
+                f"vllm 0.11.0 {VL_EAGLE3}: one layer built; layers.1.* raises KeyError (CPU run 0.11.0; 0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)",
+                (Cite("vllm/model_executor/models/llama_eagle3.py"),)),
                ("0.11.1", None, "supported",
-                f"vllm 0.11.1 {VL_EAGLE3} LlamaModel.__init__: range(config.num_hidden_layers) layers (CPU run 0.11.1)"))
+                f"vllm 0.11.1 {VL_EAGLE3} LlamaModel.__init__: range(config.num_hidden_layers) layers (CPU run 0.11.1)",
+                (Cite("vllm/model_executor/models/llama_eagle3.py", "LlamaModel.__init__"),)))
 # ---------------------------------------------------------------- later_layer_norm
 SPANS += spans("later_layer_norm",
-               ("0.8.5", None, "input_layernorm", f"vllm {VL_EAGLE3}: layers >= 1 are standard decoder layers"))
+               ("0.8.5", None, "input_layernorm", f"vllm {VL_EAGLE3}: layers >= 1 are standard decoder layers",
+                (Cite("vllm/model_executor/models/llama_eagle3.py"),)))
 # ======================== vocab: d2t and draft_vocab_size
 # ---------------------------------------------------------------- d2t_present
 SPANS += spans("d2t_present",
-               ("0.8.5", "0.8.5", "offsets", f"vllm 0.8.5 {VL_EAGLE3} compute_logits: arange + draft_id_to_target_id"),
+               ("0.8.5", "0.8.5", "offsets", f"vllm 0.8.5 {VL_EAGLE3} compute_logits: arange + draft_id_to_target_id",
+                (Cite("vllm/model_executor/models/llama_eagle3.py", "Eagle3LlamaForCausalLM.compute_logits"),)),
                ("0.9.0", "0.9.0.1", "discarded",
                 (f"vllm 0.9.0 {VL_EAGLE3} load_weights: 'd2t' not in loaded_weights (renamed) -> map set to None; "
-                 "compute_logits then asserts logits.shape[1] == vocab_size (0.9.0, 0.9.0.1 read)")),
-               ("0.9.1", None, "offsets", f"vllm {VL_EAGLE3} compute_logits: arange + draft_id_to_target_id"))
+                 "compute_logits then asserts logits.shape[1] == vocab_size (0.9.0, 0.9.0.1 read)"),
+                (Cite("vllm/model_executor/models/llama_eagle3.py", "Eagle3LlamaForCausalLM.load_weights"),)),
+               ("0.9.1", None, "offsets", f"vllm {VL_EAGLE3} compute_logits: arange + draft_id_to_target_id",
+                (Cite("vllm/model_executor/models/llama_eagle3.py", "Eagle3LlamaForCausalLM.compute_logits"),)))
 # ---------------------------------------------------------------- d2t_absent
 SPANS += spans("d2t_absent",
                ("0.8.5", "0.8.5.post1", "identity",
-                f"vllm 0.8.5 {VL_EAGLE3} compute_logits: draft_id_to_target_id stays zeros (target = draft id)"),
+                f"vllm 0.8.5 {VL_EAGLE3} compute_logits: draft_id_to_target_id stays zeros (target = draft id)",
+                (Cite("vllm/model_executor/models/llama_eagle3.py", "Eagle3LlamaForCausalLM.compute_logits"),)),
                ("0.9.0", "0.9.0.1", "crash",
                 (f"vllm 0.9.0 {VL_EAGLE3} load_weights: no d2t -> draft_id_to_target_id = None; compute_logits "
-                 "asserts logits.shape[1] == vocab_size (0.9.0, 0.9.0.1 read)")),
+                 "asserts logits.shape[1] == vocab_size (0.9.0, 0.9.0.1 read)"),
+                (Cite("vllm/model_executor/models/llama_eagle3.py", "Eagle3LlamaForCausalLM.load_weights"),)),
                ("0.9.1", None, "identity",
                 (f"vllm 0.9.1 {VL_EAGLE3} load_weights skip_substrs 'draft_id_to_target_id': the map stays zeros "
-                 "(target = draft id) (0.9.1, 0.9.2, 0.10.0 read)")))
+                 "(target = draft id) (0.9.1, 0.9.2, 0.10.0 read)"),
+                (Cite("vllm/model_executor/models/llama_eagle3.py", "Eagle3LlamaForCausalLM.load_weights"),)))
 # ---------------------------------------------------------------- d2t_full_vocab
 SPANS += spans("d2t_full_vocab",
-               ("0.8.5", "0.29.0", "offsets", f"vllm 0.29.0 {VL_EAGLE3}: map always a parameter"),
+               ("0.8.5", "0.29.0", "offsets", f"vllm 0.29.0 {VL_EAGLE3}: map always a parameter",
+                (Cite("vllm/model_executor/models/llama_eagle3.py"),)),
                ("0.30.0", None, "refused",
                 (f"vllm 0.30.0 {VL_EAGLE3} and model_executor/models/deepseek_eagle3.py (the MLA class, an "
                  "unconditional map parameter before 0.30.0): draft_id_to_target_id = None when draft vocab == vocab; "
-                 "a shipped d2t raises 'There is no module or parameter named draft_id_to_target_id' (CPU run 0.32.0)")))
+                 "a shipped d2t raises 'There is no module or parameter named draft_id_to_target_id' (CPU run 0.32.0)"),
+                (Cite("vllm/model_executor/models/llama_eagle3.py"),
+                 Cite("vllm/model_executor/models/deepseek_eagle3.py"),)))
 # ---------------------------------------------------------------- draft_vocab_size_missing
 SPANS += spans("draft_vocab_size_missing",
-               ("0.8.5", "0.10.2", "refused", f"vllm 0.10.1 {VL_EAGLE3} __init__: self.config.draft_vocab_size (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"),
+               ("0.8.5", "0.10.2", "refused", f"vllm 0.10.1 {VL_EAGLE3} __init__: self.config.draft_vocab_size (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)",
+                (Cite("vllm/model_executor/models/llama_eagle3.py", "Eagle3LlamaForCausalLM.__init__"),)),
                ("0.11.0", None, "vocab_size",
-                f"vllm 0.11.0 {VL_EAGLE3} __init__: draft_vocab_size defaults to vocab_size"))
+                f"vllm 0.11.0 {VL_EAGLE3} __init__: draft_vocab_size defaults to vocab_size",
+                (Cite("vllm/model_executor/models/llama_eagle3.py", "Eagle3LlamaForCausalLM.__init__"),)))
 # ---------------------------------------------------------------- draft_vocab_size_null
 SPANS += spans("draft_vocab_size_null",
-               ("0.8.5", "0.10.2", "refused", f"vllm 0.10.1 {VL_EAGLE3} __init__: ParallelLMHead(None)"),
-               ("0.11.0", None, "vocab_size", f"vllm 0.11.0 {VL_EAGLE3}: getattr(config, 'draft_vocab_size', None) is None"))
+               ("0.8.5", "0.10.2", "refused", f"vllm 0.10.1 {VL_EAGLE3} __init__: ParallelLMHead(None)",
+                (Cite("vllm/model_executor/models/llama_eagle3.py", "Eagle3LlamaForCausalLM.__init__"),)),
+               ("0.11.0", None, "vocab_size", f"vllm 0.11.0 {VL_EAGLE3}: getattr(config, 'draft_vocab_size', None) is None",
+                (Cite("vllm/model_executor/models/llama_eagle3.py"),)))
 # ======================== aux: aux layer ids: the fields read, the transforms, the capture range
 # ---------------------------------------------------------------- aux_id_fields
 SPANS += spans("aux_id_fields",
                ("0.8.5", "0.11.0", (), ("vllm 0.11.0: no code reads eagle_aux_hidden_state_layer_ids (CPU run 0.11.0); v1/worker/gpu_model_runner.py "
-                 "set_aux_hidden_state_layers(get_eagle3_aux_hidden_state_layers()), the target's defaults (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)")),
+                 "set_aux_hidden_state_layers(get_eagle3_aux_hidden_state_layers()), the target's defaults (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"),
+                (Cite("vllm/v1/worker/gpu_model_runner.py"),)),
                ("0.11.1", "0.19.1", (TOP_FIELD,),
-                "vllm 0.11.1 v1/worker/gpu_model_runner.py _get_eagle3_aux_layers_from_config (CPU run 0.11.1)"),
+                "vllm 0.11.1 v1/worker/gpu_model_runner.py _get_eagle3_aux_layers_from_config (CPU run 0.11.1)",
+                (Cite("vllm/v1/worker/gpu_model_runner.py", "GPUModelRunner._get_eagle3_aux_layers_from_config"),)),
                ("0.20.0", "0.21.0", (TOP_FIELD, "dflash_config.target_layer_ids"),
-                "vllm 0.20.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config: dflash_config.target_layer_ids as-is"),
+                "vllm 0.20.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config: dflash_config.target_layer_ids as-is",
+                (Cite("vllm/v1/worker/gpu_model_runner.py", "GPUModelRunner._get_eagle3_aux_layers_from_config"),)),
                ("0.22.0", "0.22.1", ALL_FIELDS,
                 ("vllm 0.22.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config (model runner V1, still the "
-                 "default for Llama targets): dflash_config.target_layer_ids + 1, eagle_config fallback")),
+                 "default for Llama targets): dflash_config.target_layer_ids + 1, eagle_config fallback"),
+                (Cite("vllm/v1/worker/gpu_model_runner.py", "GPUModelRunner._get_eagle3_aux_layers_from_config"),)),
                ("0.23.0", "0.23.0", (TOP_FIELD,),
                 ("vllm 0.23.0 config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES adds LlamaForCausalLM; model runner "
                  "V2 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py get_eagle3_aux_layers_from_config reads the top "
-                 "level only")),
+                 "level only"),
+                (Cite("vllm/config/vllm.py"),
+                 Cite("vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py", "get_eagle3_aux_layers_from_config"),)),
                ("0.24.0", "0.24.0", V2_FIELDS_0_24,
-                "vllm 0.24.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py adds dflash_config.target_layer_ids + 1"),
+                "vllm 0.24.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py adds dflash_config.target_layer_ids + 1",
+                (Cite("vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py"),)),
                ("0.25.0", "0.26.0", V2_FIELDS_0_25,
                 ("vllm 0.25.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py adds top-level dspark_target_layer_ids "
-                 "+ 1 and target_layer_ids + 1 (dense DSpark)")),
+                 "+ 1 and target_layer_ids + 1 (dense DSpark)"),
+                (Cite("vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py"),)),
                ("0.27.0", None, V2_FIELDS,
                 ("vllm 0.27.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py get_eagle3_aux_layers_from_config adds "
                  "dflash_config.layer_ids and eagle_config.layer_ids (model runner V2: the GPU default when Triton is "
-                 "present; from 0.30.0 dspark ids are as-is for model_type deepseek_v41)")))
+                 "present; from 0.30.0 dspark ids are as-is for model_type deepseek_v41)"),
+                (Cite("vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py", "get_eagle3_aux_layers_from_config"),)))
 # ---------------------------------------------------------------- aux_id_fields_other_mode
 SPANS += spans("aux_id_fields_other_mode",
                ("0.8.5", "0.21.0", None, "vllm < 0.22: one model runner reads aux ids"),
                ("0.22.0", "0.22.1", (TOP_FIELD,),
-                "vllm 0.22.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py (model runner V2, opt-in): top level only"),
+                "vllm 0.22.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py (model runner V2, opt-in): top level only",
+                (Cite("vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py"),)),
                ("0.23.0", None, ALL_FIELDS,
                 ("vllm 0.23.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config (model runner V1: the CPU "
                  "backend, no Triton, or VLLM_USE_V2_MODEL_RUNNER=0) (CPU run 0.32.0); an eagle_config without ids "
-                 "there voids dflash_config's")))
+                 "there voids dflash_config's"),
+                (Cite("vllm/v1/worker/gpu_model_runner.py", "GPUModelRunner._get_eagle3_aux_layers_from_config"),)))
 # ---------------------------------------------------------------- aux_transform_llama
 SPANS += spans("aux_transform_llama",
                ("0.8.5", None, "as-is",
@@ -147,7 +187,8 @@ SPANS += spans("aux_transform_gpt_oss", ("0.8.5", None, "as-is", "vllm: the same
 # ---------------------------------------------------------------- capture_range
 SPANS += spans("capture_range",
                ("0.8.5", "0.17.0", "inner",
-                "vllm 0.17.0 models/llama.py LlamaModel.forward: capture before layer idx in range(L)"),
+                "vllm 0.17.0 models/llama.py LlamaModel.forward: capture before layer idx in range(L)",
+                (Cite("vllm/model_executor/models/llama.py", "LlamaModel.forward"),)),
                ("0.18.0", None, "all",
                 "vllm 0.18.0 EagleModelMixin._maybe_add_hidden_state: id 0 = embeddings, id L = final pre-norm"))
 # ---------------------------------------------------------------- graph_mode_default_layers
@@ -160,83 +201,113 @@ SPANS += spans("aux_default",
 # ---------------------------------------------------------------- fc_applied
 SPANS += spans("fc_applied",
                ("0.8.5", "0.8.5", "when-width-differs",
-                f"vllm 0.8.5 {VL_EAGLE3} LlamaModel.forward: if hidden_states.shape[-1] != input_embeds.shape[-1]"),
-               ("0.9.0", None, "always", f"vllm 0.9.0 {VL_EAGLE3} combine_hidden_states; forward asserts the width (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"))
+                f"vllm 0.8.5 {VL_EAGLE3} LlamaModel.forward: if hidden_states.shape[-1] != input_embeds.shape[-1]",
+                (Cite("vllm/model_executor/models/llama_eagle3.py", "LlamaModel.forward"),)),
+               ("0.9.0", None, "always", f"vllm 0.9.0 {VL_EAGLE3} combine_hidden_states; forward asserts the width (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)",
+                (Cite("vllm/model_executor/models/llama_eagle3.py", "Eagle3LlamaForCausalLM.combine_hidden_states"),)))
 # ---------------------------------------------------------------- fc_aux_count
 SPANS += spans("fc_aux_count",
-               ("0.8.5", "0.21.0", FcAuxCount.FIXED_3, f"vllm 0.11.0 {VL_EAGLE3} fc = Linear(target_hidden_size * 3) (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"),
+               ("0.8.5", "0.21.0", FcAuxCount.FIXED_3, f"vllm 0.11.0 {VL_EAGLE3} fc = Linear(target_hidden_size * 3) (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)",
+                (Cite("vllm/model_executor/models/llama_eagle3.py"),)),
                ("0.22.0", None, FcAuxCount.FROM_CONFIG,
-                f"vllm 0.22.0 {VL_EAGLE3} num_aux_hidden_states, else len(eagle_config ids), else 3 (vllm#54598)"))
+                f"vllm 0.22.0 {VL_EAGLE3} num_aux_hidden_states, else len(eagle_config ids), else 3 (vllm#54598)",
+                (Cite("vllm/model_executor/models/llama_eagle3.py"),)))
 # ---------------------------------------------------------------- fc_bias
 SPANS += spans("fc_bias",
-               ("0.8.5", None, "none", f"vllm 0.8.5 {VL_EAGLE3} fc = nn.Linear(..., bias=False); ReplicatedLinear later"))
+               ("0.8.5", None, "none", f"vllm 0.8.5 {VL_EAGLE3} fc = nn.Linear(..., bias=False); ReplicatedLinear later",
+                (Cite("vllm/model_executor/models/llama_eagle3.py"),)))
 # ---------------------------------------------------------------- use_aux_hidden_state
 SPANS += spans("use_aux_hidden_state",
                ("0.8.5", "0.11.2", "ignored", "vllm < 0.12: use_aux_hidden_state not read"),
                ("0.12.0", None, "honoured",
-                f"vllm 0.12.0 {VL_EAGLE3}: fc dropped at load, combine_hidden_states returns its input (CPU run 0.32.0)"))
+                f"vllm 0.12.0 {VL_EAGLE3}: fc dropped at load, combine_hidden_states returns its input (CPU run 0.32.0)",
+                (Cite("vllm/model_executor/models/llama_eagle3.py"),)))
 # ---------------------------------------------------------------- norm_before_residual
 SPANS += spans("norm_before_residual",
-               ("0.8.5", "0.10.0", "not-read", f"vllm 0.8.5 {VL_EAGLE3} LlamaDecoderLayer.forward: residual = hidden_states (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"),
-               ("0.10.1", None, "read", f"vllm 0.10.1 {VL_EAGLE3} getattr(config, 'norm_before_residual', False)"))
+               ("0.8.5", "0.10.0", "not-read", f"vllm 0.8.5 {VL_EAGLE3} LlamaDecoderLayer.forward: residual = hidden_states (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)",
+                (Cite("vllm/model_executor/models/llama_eagle3.py", "LlamaDecoderLayer.forward"),)),
+               ("0.10.1", None, "read", f"vllm 0.10.1 {VL_EAGLE3} getattr(config, 'norm_before_residual', False)",
+                (Cite("vllm/model_executor/models/llama_eagle3.py"),)))
 # ---------------------------------------------------------------- norm_before_fc
 SPANS += spans("norm_before_fc",
                ("0.8.5", "0.17.0", "not-read", "vllm < 0.18: no input_norm (vllm#38111)"),
                ("0.18.0", "0.18.0", "eagle-format-only",
-                f"vllm 0.18.0 {VL_EAGLE3} input_norm (top-level norm_before_fc); speculators/algos.py drops it"),
-               ("0.19.0", "0.21.0", "top-level", "vllm 0.19.0 speculators/algos.py update_eagle3 copies norm_before_fc"),
-               ("0.22.0", None, "read", f"vllm 0.22.0 {VL_EAGLE3} also reads eagle_config.norm_before_fc"))
+                f"vllm 0.18.0 {VL_EAGLE3} input_norm (top-level norm_before_fc); speculators/algos.py drops it",
+                (Cite("vllm/model_executor/models/llama_eagle3.py"),
+                 Cite("vllm/transformers_utils/configs/speculators/algos.py"),)),
+               ("0.19.0", "0.21.0", "top-level", "vllm 0.19.0 speculators/algos.py update_eagle3 copies norm_before_fc",
+                (Cite("vllm/transformers_utils/configs/speculators/algos.py", "update_eagle3"),)),
+               ("0.22.0", None, "read", f"vllm 0.22.0 {VL_EAGLE3} also reads eagle_config.norm_before_fc",
+                (Cite("vllm/model_executor/models/llama_eagle3.py"),)))
 # ---------------------------------------------------------------- fc_norm
 SPANS += spans("fc_norm",
                ("0.8.5", "0.21.0", "not-read", "vllm < 0.22: no fc_norm"),
-               ("0.22.0", "0.24.0", "eagle-format-only", f"vllm 0.22.0 {VL_EAGLE3} fc_norm; speculators/algos.py drops it"),
-               ("0.25.0", None, "read", "vllm 0.25.0 speculators/algos.py update_eagle3 propagates fc_norm"))
+               ("0.22.0", "0.24.0", "eagle-format-only", f"vllm 0.22.0 {VL_EAGLE3} fc_norm; speculators/algos.py drops it",
+                (Cite("vllm/model_executor/models/llama_eagle3.py"),
+                 Cite("vllm/transformers_utils/configs/speculators/algos.py"),)),
+               ("0.25.0", None, "read", "vllm 0.25.0 speculators/algos.py update_eagle3 propagates fc_norm",
+                (Cite("vllm/transformers_utils/configs/speculators/algos.py", "update_eagle3"),)))
 # ---------------------------------------------------------------- norm_output
 SPANS += spans("norm_output",
                ("0.8.5", "0.21.0", "not-read", "vllm < 0.22: pre-norm state fed back"),
-               ("0.22.0", "0.24.0", "eagle-format-only", f"vllm 0.22.0 {VL_EAGLE3} norm_output; speculators/algos.py drops it"),
-               ("0.25.0", None, "read", "vllm 0.25.0 speculators/algos.py update_eagle3 propagates norm_output"))
+               ("0.22.0", "0.24.0", "eagle-format-only", f"vllm 0.22.0 {VL_EAGLE3} norm_output; speculators/algos.py drops it",
+                (Cite("vllm/model_executor/models/llama_eagle3.py"),
+                 Cite("vllm/transformers_utils/configs/speculators/algos.py"),)),
+               ("0.25.0", None, "read", "vllm 0.25.0 speculators/algos.py update_eagle3 propagates norm_output",
+                (Cite("vllm/transformers_utils/configs/speculators/algos.py", "update_eagle3"),)))
 # ======================== sharing: embed_tokens / lm_head sharing, CUDA-graph buffers, MTP model types
 # ---------------------------------------------------------------- embed_source
 SPANS += spans("embed_source",
-               ("0.8.5", "0.8.5", "target-if-absent", "vllm 0.8.5 v1/spec_decode/eagle.py load_model"),
+               ("0.8.5", "0.8.5", "target-if-absent", "vllm 0.8.5 v1/spec_decode/eagle.py load_model",
+                (Cite("vllm/v1/spec_decode/eagle.py", "EagleProposer.load_model"),)),
                ("0.9.0", "0.9.0.1", "target-always-key-raises",
                 ("vllm 0.9.0 llama_eagle3.py: no embed_tokens module when PP == 1 (vllm#18906 KeyError); 0.9.0.1 "
-                 "v1/spec_decode/eagle.py load_model the same (0.9.0, 0.9.0.1 read)")),
+                 "v1/spec_decode/eagle.py load_model the same (0.9.0, 0.9.0.1 read)"),
+                (Cite("vllm/model_executor/models/llama_eagle3.py"),
+                 Cite("vllm/v1/spec_decode/eagle.py", "EagleProposer.load_model"),)),
                ("0.9.1", "0.11.0", "target-if-same-shape",
-                "vllm 0.9.1-0.11.0 v1/spec_decode/eagle.py load_model: shared when the shapes match"),
+                "vllm 0.9.1-0.11.0 v1/spec_decode/eagle.py load_model: shared when the shapes match",
+                (Cite("vllm/v1/spec_decode/eagle.py", "EagleProposer.load_model"),)),
                ("0.11.1", None, "target-if-absent-or-equal",
                 ("vllm 0.11.1 v1/spec_decode/eagle.py load_model has_own_embed_tokens (vllm#28549; CPU run 0.11.1); "
                  "0.33 _maybe_share_embeddings")))
 # ---------------------------------------------------------------- draft_extend_logits_buffer
 SPANS += spans("draft_extend_logits_buffer",
-               ("0.8.5", None, "none", "vllm v1/spec_decode/eagle.py: logits are not copied into a CUDA-graph buffer"))
+               ("0.8.5", None, "none", "vllm v1/spec_decode/eagle.py: logits are not copied into a CUDA-graph buffer",
+                (Cite("vllm/v1/spec_decode/eagle.py"),)))
 # ---------------------------------------------------------------- draft_extend_graph_width
 SPANS += spans("draft_extend_graph_width",
                ("0.8.5", None, "target-hidden",
                 ("vllm v1/spec_decode/eagle.py EagleProposer: fc (combine_hidden_states) runs before the draft-width "
-                 "buffers (0.9.2-0.32.0 read)")))
+                 "buffers (0.9.2-0.32.0 read)"),
+                (Cite("vllm/v1/spec_decode/eagle.py", "EagleProposer"),)))
 # ---------------------------------------------------------------- embed_width_check
 SPANS += spans("embed_width_check",
                ("0.8.5", "0.9.0.1", "target-width",
                 ("vllm 0.8.5 v1/spec_decode/eagle.py load_model: the target's embed_tokens when the checkpoint has "
                  "none, whatever the width; 0.9.0, 0.9.0.1: the target's always at PP == 1 (vllm#18906: assert "
-                 "hidden_states.shape[-1] == input_embeds.shape[-1]) (0.8.5, 0.8.5.post1, 0.9.0, 0.9.0.1 read)")),
+                 "hidden_states.shape[-1] == input_embeds.shape[-1]) (0.8.5, 0.8.5.post1, 0.9.0, 0.9.0.1 read)"),
+                (Cite("vllm/v1/spec_decode/eagle.py", "EagleProposer.load_model"),)),
                ("0.9.1", "0.11.0", "uninitialised",
                 ("vllm 0.9.1 v1/spec_decode/eagle.py load_model: shared only when the embed_tokens.weight shapes match; "
                  "llama_eagle3.py load_weights skip_substrs 'embed_tokens' when the checkpoint has none, so a draft of "
-                 "another width keeps a random one (0.9.1, 0.9.2, 0.10.0, 0.10.1, 0.10.1.1, 0.10.2, 0.11.0 read)")),
+                 "another width keeps a random one (0.9.1, 0.9.2, 0.10.0, 0.10.1, 0.10.1.1, 0.10.2, 0.11.0 read)"),
+                (Cite("vllm/v1/spec_decode/eagle.py", "EagleProposer.load_model"),
+                 Cite("vllm/model_executor/models/llama_eagle3.py", "Eagle3LlamaForCausalLM.load_weights"),)),
                ("0.11.1", "0.24.0", "target-width",
                 ("vllm 0.24.0 v1/spec_decode/llm_base_proposer.py _maybe_share_embeddings: shared whenever the checkpoint "
                  "has no embed_tokens, whatever the width (0.11.0 eagle.py load_model: by shape)")),
                ("0.25.0", None, "uninitialised",
                 ("vllm 0.25.0 llm_base_proposer.py _maybe_share_embeddings: 'Target embedding dim (%d) differs from "
-                 "draft embedding dim (%d). Keeping separate embedding weights.' (0.25.0-0.32.0 read)")))
+                 "draft embedding dim (%d). Keeping separate embedding weights.' (0.25.0-0.32.0 read)"),
+                (Cite("vllm/v1/spec_decode/llm_base_proposer.py", "SpecDecodeBaseProposer._maybe_share_embeddings"),)))
 # ---------------------------------------------------------------- lm_head_source
 SPANS += spans("lm_head_source",
-               ("0.8.5", "0.10.2", "draft", "vllm 0.10.1 v1/spec_decode/eagle.py load_model: lm_head not shared for eagle3 (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)"),
+               ("0.8.5", "0.10.2", "draft", "vllm 0.10.1 v1/spec_decode/eagle.py load_model: lm_head not shared for eagle3 (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)",
+                (Cite("vllm/v1/spec_decode/eagle.py", "EagleProposer.load_model"),)),
                ("0.11.0", "0.11.0", "target-if-same-shape",
-                "vllm 0.11.0 v1/spec_decode/eagle.py load_model: target lm_head when the shapes match"),
+                "vllm 0.11.0 v1/spec_decode/eagle.py load_model: target lm_head when the shapes match",
+                (Cite("vllm/v1/spec_decode/eagle.py", "EagleProposer.load_model"),)),
                ("0.11.1", None, "target-if-absent-or-equal",
                 ("vllm 0.11.1 v1/spec_decode/eagle.py load_model has_own_lm_head (vllm#28549; CPU run 0.11.1); 0.33 "
                  "llm_base_proposer._maybe_share_lm_head")))
@@ -250,65 +321,86 @@ SPANS += spans("mtp_model_types",
 # ======================== layers: the draft layers: rope, MLP width, bias, unloaded parameters, files, positions, quantization, sliding window, dtype
 # ---------------------------------------------------------------- mla_rope
 SPANS += spans("mla_rope",
-               ("0.8.5", "0.17.1", "as-configured", "vllm < 0.18: no MLA draft class (deepseek_eagle3.py absent)"),
+               ("0.8.5", "0.17.1", "as-configured", "vllm < 0.18: no MLA draft class (deepseek_eagle3.py absent)",
+                (Cite("vllm/model_executor/models/deepseek_eagle3.py", absent=True),)),
                ("0.18.0", "0.23.0", "yarn-if-set",
                 ("vllm 0.18.0 model_executor/models/deepseek_eagle3.py DeepseekV2Eagle3DecoderLayer.__init__: "
                  "if rope_scaling: rope_type = 'deepseek_yarn', and layers/rotary_embedding/__init__.py get_rope reads "
                  "rope_parameters['factor'] and ['original_max_position_embeddings']; transformers 4 still allowed "
                  "(transformers_utils/config.py patch_rope_parameters has its v4 branch), where an absent rope_scaling "
-                 "stays None (0.18.0-0.23.0 read; CPU runs 0.20.0-0.23.0 under transformers 5: KeyError 'factor')")),
+                 "stays None (0.18.0-0.23.0 read; CPU runs 0.20.0-0.23.0 under transformers 5: KeyError 'factor')"),
+                (Cite("vllm/model_executor/models/deepseek_eagle3.py", "DeepseekV2Eagle3DecoderLayer.__init__"),
+                 Cite("vllm/model_executor/layers/rotary_embedding/__init__.py", "get_rope"),
+                 Cite("vllm/transformers_utils/config.py", "patch_rope_parameters"),)),
                ("0.24.0", "0.27.1", "forced-yarn",
                 ("vllm 0.24.0 transformers_utils/config.py: ImportError 'Support for Transformers v4 ... was removed "
                  "in vLLM v0.24.0'; transformers 5.0.0 configuration_utils.py rope_scaling is rope_parameters, "
                  "standardized to {rope_type: default, rope_theta}: deepseek_eagle3.py rewrites it to deepseek_yarn "
-                 "and get_rope raises KeyError 'factor' (vllm#51092; 0.24.0-0.27.1 read; CPU runs 0.24.0-0.26.0: KeyError 'factor')")),
+                 "and get_rope raises KeyError 'factor' (vllm#51092; 0.24.0-0.27.1 read; CPU runs 0.24.0-0.26.0: KeyError 'factor')"),
+                (Cite("vllm/transformers_utils/config.py"), Cite("vllm/model_executor/models/deepseek_eagle3.py"),)),
                ("0.28.0", None, "as-configured",
                 "vllm 0.28.0 deepseek_eagle3.py: the rewrite is gone, the draft config's rope_parameters as they are "
-                "(0.28.0-0.33.0 read)"))
+                "(0.28.0-0.33.0 read)",
+                (Cite("vllm/model_executor/models/deepseek_eagle3.py"),)))
 # ---------------------------------------------------------------- draft_rope
 SPANS += spans("draft_rope",
                ("0.8.5", None, "config",
                ("vllm model_executor/models/llama.py LlamaAttention: get_rope(rope_theta / rope_scaling, from 0.2x "
-               "rope_parameters) of the draft config; llama_eagle3.py layers subclass it (0.11.0, 0.32.0 read)")))
+               "rope_parameters) of the draft config; llama_eagle3.py layers subclass it (0.11.0, 0.32.0 read)"),
+               (Cite("vllm/model_executor/models/llama.py", "LlamaAttention"),
+                Cite("vllm/model_executor/models/llama_eagle3.py"),)))
 # ---------------------------------------------------------------- first_layer_hidden_path
 SPANS += spans("first_layer_hidden_path",
                ("0.8.5", None, "hidden_norm",
                 (f"vllm {VL_EAGLE3} LlamaDecoderLayer.forward, layer 0: hidden_norm(hidden_states), input_layernorm on "
-                 "the embeddings only (0.11.0, 0.32.0 read)")))
+                 "the embeddings only (0.11.0, 0.32.0 read)"),
+                (Cite("vllm/model_executor/models/llama_eagle3.py", "LlamaDecoderLayer.forward"),)))
 # ---------------------------------------------------------------- mlp_width
 SPANS += spans("mlp_width",
                ("0.8.5", None, "intermediate_size",
                 (f"vllm model_executor/models/llama.py LlamaDecoderLayer.__init__: LlamaMLP(config.intermediate_size); "
                  f"{VL_EAGLE3} builds every model_type with it (no intermediate_size_mlp read; EagleLlama4ForCausalLM is "
-                 "EAGLE-1) (0.8.5, 0.32.0 read)")))
+                 "EAGLE-1) (0.8.5, 0.32.0 read)"),
+                (Cite("vllm/model_executor/models/llama.py", "LlamaDecoderLayer.__init__"),
+                 Cite("vllm/model_executor/models/llama_eagle3.py"),)))
 # ---------------------------------------------------------------- layer_bias
 SPANS += spans("layer_bias",
                ("0.8.5", "0.15.1", "o_proj+mlp",
                 ("vllm model_executor/models/llama.py LlamaDecoderLayer.__init__: bias_o_proj = attention_bias or "
                  "bias, LlamaMLP(bias=mlp_bias); llama_eagle3.py LlamaDecoderLayer overrides qkv_proj with bias=False "
-                 "(0.8.5-0.15.1 read)")),
+                 "(0.8.5-0.15.1 read)"),
+                (Cite("vllm/model_executor/models/llama.py", "LlamaDecoderLayer.__init__"),
+                 Cite("vllm/model_executor/models/llama_eagle3.py", "LlamaDecoderLayer"),)),
                ("0.16.0", None, "qkv+o_proj+mlp",
                 (f"vllm 0.16.0 {VL_EAGLE3} LlamaDecoderLayer.__init__: qkv_proj bias=getattr(config, "
                  "'attention_bias', False) ('Parallel drafting checkpoints may have attention bias enabled'); "
-                 "qwen3_eagle3.py the same for qkv_proj, o_proj and MLP without bias (0.16.0-0.33.0 read)")))
+                 "qwen3_eagle3.py the same for qkv_proj, o_proj and MLP without bias (0.16.0-0.33.0 read)"),
+                (Cite("vllm/model_executor/models/llama_eagle3.py", "LlamaDecoderLayer.__init__"),)))
 # ---------------------------------------------------------------- unset_bias
 SPANS += spans("unset_bias",
                ("0.8.5", None, "empty",
                 ("vllm model_executor/layers/linear.py ColumnParallelLinear / RowParallelLinear.__init__: "
-                 "self.bias = Parameter(torch.empty(...)) (0.8.5-0.33.0 read)")))
+                 "self.bias = Parameter(torch.empty(...)) (0.8.5-0.33.0 read)"),
+                (Cite("vllm/model_executor/layers/linear.py", "ColumnParallelLinear"),
+                 Cite("vllm/model_executor/layers/linear.py", "RowParallelLinear.__init__"),)))
 # ---------------------------------------------------------------- unloaded_parameter
 SPANS += spans("unloaded_parameter",
                ("0.8.5", "0.8.5.post1", "kept",
                 ("vllm 0.8.5 v1/spec_decode/eagle.py EagleProposer.load_model calls the draft's load_weights itself, "
-                 "outside DefaultModelLoader's check")),
+                 "outside DefaultModelLoader's check"),
+                (Cite("vllm/v1/spec_decode/eagle.py", "EagleProposer.load_model"),)),
                ("0.9.0", "0.9.0.1", "refused",
                 (f"vllm 0.9.0 v1/spec_decode/eagle.py load_model: get_model -> model_loader/default_loader.py "
                  f"DefaultModelLoader.load_weights raises 'Following weights were not initialized from checkpoint' "
                  f"(unquantized draft); {VL_EAGLE3} Eagle3LlamaForCausalLM.load_weights returns the loaded names "
-                 "(0.9.0, 0.9.0.1 read)")),
+                 "(0.9.0, 0.9.0.1 read)"),
+                (Cite("vllm/v1/spec_decode/eagle.py", "EagleProposer.load_model"),
+                 Cite("vllm/model_executor/model_loader/default_loader.py"),
+                 Cite("vllm/model_executor/models/llama_eagle3.py", "Eagle3LlamaForCausalLM.load_weights"),)),
                ("0.9.1", None, "kept",
                 (f"vllm 0.9.1 {VL_EAGLE3} Eagle3LlamaForCausalLM.load_weights returns None: the strict check is "
-                 "skipped ('loaded_weights is not None') (0.9.1-0.33.0 read)")))
+                 "skipped ('loaded_weights is not None') (0.9.1-0.33.0 read)"),
+                (Cite("vllm/model_executor/models/llama_eagle3.py", "Eagle3LlamaForCausalLM.load_weights"),)))
 # ---------------------------------------------------------------- weight_files
 SPANS += spans("weight_files",
                ("0.8.5", None, "all-safetensors",
@@ -321,13 +413,16 @@ SPANS += spans("draft_positions",
                 ("vllm 0.8.5-0.10.2: the draft's rotary table has max_position_embeddings rows (models/llama.py "
                  "get_rope(max_position)); v1/spec_decode/eagle.py feeds positions up to the target's max_model_len "
                  "and nothing checks the draft's (no draft_model_config.max_model_len in v1/; the out-of-bounds "
-                 "gather: vllm 0.27.0 config/speculative.py, vllm#48894)")),
+                 "gather: vllm 0.27.0 config/speculative.py, vllm#48894)"),
+                (Cite("vllm/model_executor/models/llama.py"), Cite("vllm/v1/spec_decode/eagle.py"),)),
                ("0.11.0", "0.26.0", "skips-drafting",
                 ("vllm 0.11.0 v1/worker/gpu_model_runner.py execute_model: input_fits_in_drafter compares the batch's "
                  "longest sequence + k with draft_model_config.max_model_len (the draft's derived length, "
                  "config/speculative.py _maybe_override_draft_max_model_len: min(draft, target)) and proposes nothing "
                  "when it does not fit (vllm#24662: the crash past the draft's length; 0.14.0, 0.20.0, 0.26.0 _input_fits_in_drafter read; the V2 runner, default "
-                 "for some targets on GPU from 0.23, has no such check)")),
+                 "for some targets on GPU from 0.23, has no such check)"),
+                (Cite("vllm/v1/worker/gpu_model_runner.py", "GPUModelRunner.execute_model"),
+                 Cite("vllm/config/speculative.py", "SpeculativeConfig._maybe_override_draft_max_model_len"),)),
                ("0.27.0", "0.28.0", "raised",
                 ("vllm 0.27.0 config/speculative.py _maybe_override_draft_max_position_embeddings: an eagle/eagle3 "
                  "draft's max_position_embeddings is raised to the target's max_model_len, whatever its rope type "
@@ -336,49 +431,68 @@ SPANS += spans("draft_positions",
                  "target's max_model_len (v1/worker/gpu/spec_decode speculator.py draft_max_seq_len); the V1 runner "
                  "(MoE targets outside default_v2_model_runner_architectures, VLLM_USE_V2_MODEL_RUNNER=0, no Triton) "
                  "keeps draft_model_config.max_model_len derived before the raise and skips drafting past it "
-                 "(gpu_model_runner.py _input_fits_in_drafter)")),
+                 "(gpu_model_runner.py _input_fits_in_drafter)"),
+                (Cite("vllm/config/speculative.py", "SpeculativeConfig._maybe_override_draft_max_position_embeddings"),
+                 Cite("vllm/config/vllm.py", "VllmConfig.use_v2_model_runner"),
+                 Cite("vllm/v1/worker/gpu/spec_decode/__init__.py"),
+                 Cite("vllm/v1/worker/gpu/spec_decode/speculator.py"),
+                 Cite("vllm/v1/worker/gpu_model_runner.py", "GPUModelRunner._input_fits_in_drafter"),)),
                ("0.29.0", "0.32.0", "raised",
                 ("vllm 0.29.0 config/speculative.py _maybe_override_draft_max_position_embeddings: raised whatever "
                  "its rope type (0.29.0-0.32.0 read); config/vllm.py use_v2_model_runner: the V2 runner is the "
                  "default wherever Triton runs and no feature it lacks is asked for (ROCm aside for some "
                  "architectures), drafting up to the target's max_model_len; the V1 runner skips drafting past the "
-                 "draft's max_model_len, derived before the raise (gpu_model_runner.py _input_fits_in_drafter)")),
+                 "draft's max_model_len, derived before the raise (gpu_model_runner.py _input_fits_in_drafter)"),
+                (Cite("vllm/config/speculative.py", "SpeculativeConfig._maybe_override_draft_max_position_embeddings"),
+                 Cite("vllm/config/vllm.py", "VllmConfig.use_v2_model_runner"),
+                 Cite("vllm/v1/worker/gpu_model_runner.py", "GPUModelRunner._input_fits_in_drafter"),)),
                ("0.33.0", None, "raised-or-limited",
                 ("vllm 0.33.0 config/speculative.py _maybe_override_draft_max_position_embeddings: raised only when "
                  "every rope type is in _CACHE_ONLY_ROPE_TYPES (default, linear, llama3, ntk, proportional); "
                  "otherwise config/vllm.py _limit_max_model_len_to_draft cuts the server's max_model_len to the "
                  "draft's on the V2 runner ('reducing max_model_len'); use_v2_model_runner as 0.29.0 (V2 by "
-                 "default, drafting up to the target's max_model_len; V1 skips drafting past the draft's)")))
+                 "default, drafting up to the target's max_model_len; V1 skips drafting past the draft's)"),
+                (Cite("vllm/config/speculative.py", "SpeculativeConfig._maybe_override_draft_max_position_embeddings"),
+                 Cite("vllm/config/vllm.py", "VllmConfig._limit_max_model_len_to_draft"),)))
 # ---------------------------------------------------------------- target_quantization
 SPANS += spans("target_quantization",
                ("0.8.5", "0.10.2", "none",
                 (f"vllm 0.8.5-0.10.2 {VL_EAGLE3} LlamaModel.__init__: LlamaDecoderLayer(config, prefix) with no "
                  "quant_config: the draft's layers are never quantized, neither by the target's config nor by the "
-                 "draft's own")),
+                 "draft's own"),
+                (Cite("vllm/model_executor/models/llama_eagle3.py", "LlamaModel.__init__"),)),
                ("0.11.0", "0.11.0", "target",
                 (f"vllm 0.11.0 {VL_EAGLE3} LlamaDecoderLayer.__init__: quant_config = vllm_config.quant_config (the "
                  "target's; model_loader/utils.py initialize_model keeps the target's vllm_config): a quantized "
                  "target builds quantized draft layers; an unquantized draft then fails with KeyError: "
-                 "'layers.0.mlp.down_proj.weight' (vllm#25882, fixed by vllm#25883 in 0.11.1)")),
+                 "'layers.0.mlp.down_proj.weight' (vllm#25882, fixed by vllm#25883 in 0.11.1)"),
+                (Cite("vllm/model_executor/models/llama_eagle3.py", "LlamaDecoderLayer.__init__"),
+                 Cite("vllm/model_executor/model_loader/utils.py", "initialize_model"),)),
                ("0.11.1", None, "draft",
                 ("vllm 0.11.1 model_executor/models/utils.py get_draft_quant_config: the draft's own ModelConfig "
                  "(its config.json quantization_config, or the speculative config's quantization) "
-                 f"({VL_EAGLE3} get_quant_config; 0.11.1-0.33.0 read)")))
+                 f"({VL_EAGLE3} get_quant_config; 0.11.1-0.33.0 read)"),
+                (Cite("vllm/model_executor/models/utils.py", "get_draft_quant_config"),
+                 Cite("vllm/model_executor/models/llama_eagle3.py", "LlamaDecoderLayer.get_quant_config"),)))
 # ---------------------------------------------------------------- draft_sliding_window
 SPANS += spans("draft_sliding_window",
                ("0.8.5", "0.10.0", "interleaved-only",
                 ("vllm 0.8.5 model_executor/models/llama.py LlamaAttention: only interleaved_sliding_window (int: "
                  "every layer; list: indexed by layer id modulo its length); sliding_window, use_sliding_window, "
-                 "max_window_layers and layer_types are not read for the draft layer")),
+                 "max_window_layers and layer_types are not read for the draft layer"),
+                (Cite("vllm/model_executor/models/llama.py", "LlamaAttention"),)),
                ("0.10.1", "0.10.1", "layer-types-at-target-index",
                 ("vllm 0.10.1 models/llama.py LlamaAttention: layer_types[layer_idx], layer_idx from the prefix "
                  f"model.layers.<target layer count> ({VL_EAGLE3} start_layer_id=target_layer_num): IndexError "
-                 "unless layer_types is longer than the target")),
+                 "unless layer_types is longer than the target"),
+                (Cite("vllm/model_executor/models/llama.py", "LlamaAttention"),
+                 Cite("vllm/model_executor/models/llama_eagle3.py"),)),
                ("0.10.2", None, "layer-types",
                 (f"vllm 0.10.2 {VL_EAGLE3} sets config.target_layer_count; models/llama.py subtracts it: "
                  "layer_types[0] == 'sliding_attention' gives the draft layer config.sliding_window "
                  "(0.10.2-0.33.0 read; the Qwen3 draft class, 0.24.0 on, reads layer_types only from 0.26.0: "
-                 "qwen3_eagle3.py Qwen3Eagle3DecoderLayer per_layer_sliding_window)")))
+                 "qwen3_eagle3.py Qwen3Eagle3DecoderLayer per_layer_sliding_window)"),
+                (Cite("vllm/model_executor/models/llama_eagle3.py"), Cite("vllm/model_executor/models/llama.py"),)))
 # ---------------------------------------------------------------- draft_dtype
 SPANS += spans("draft_dtype",
                ("0.8.5", None, "target",
