@@ -1,4 +1,5 @@
-"""Command line: ``python -m pytest_eagle3 check PATH...``, ``synth``, ``matrix``, ``fix``, ``plan`` and ``sweep``.
+"""Command line: ``python -m pytest_eagle3 check PATH...``, ``synth``, ``matrix``, ``fix``, ``plan``, ``sweep``,
+``learn`` and ``releases``.
 
 A bad argument is an argparse usage error (exit 2, one line naming the argument), never a traceback.
 """
@@ -16,6 +17,7 @@ from pytest_eagle3.option_table import BY_DEST, OPTIONS, Resolved, as_argv
 from pytest_eagle3.producers.formats import SPECULATORS
 from pytest_eagle3.shell.capture_command import capture, capture_parser
 from pytest_eagle3.shell.cli_settings import OWN_ENGINE, add_settings, settings_of
+from pytest_eagle3.shell.learn_command import learn, learn_parser, releases
 from pytest_eagle3.testing import synth as synthetic
 from pytest_eagle3.words import plural
 
@@ -88,6 +90,7 @@ def _sweep_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                             "default), when any checkpoint fails on any engine version (any), or never (never); "
                             "0 otherwise, 2 for a usage error")
     add_settings(sweep, without=OWN_ENGINE)
+    learn_parser(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -134,6 +137,10 @@ def _main(argv: Sequence[str] | None = None) -> int:
         return capture(parser, args)
     if args.command == "sweep":
         return _sweep(parser, args)
+    if args.command == "learn":
+        return learn(args)
+    if args.command == "releases":
+        return releases(args)
     return _synth(parser, args)
 
 

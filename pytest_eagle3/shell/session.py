@@ -40,6 +40,8 @@ class Eagle3Session:
         self._verdicts = ""
         #: ``-n N`` given on a run of the contracts alone, which run in this process (``plugin``): N, else 0.
         self.workers_unused = 0
+        #: Engine interpreters' releases learned at the start of this run (one line each).
+        self.learned: list[str] = []
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         lines = []
@@ -48,6 +50,7 @@ class Eagle3Session:
             if resolved is not None:
                 name = spec.flag.removeprefix("--eagle3-")
                 lines.append(f"eagle3: {name}={', '.join(resolved.values)} (from {resolved.source})")
+        lines.extend(f"eagle3: {line}" for line in self.learned)
         lines.extend(f"eagle3: WARNING {e.unread}" for e in self.options.engines if e.unread)
         if self.workers_unused:
             lines.append(f"eagle3: -n {self.workers_unused}: the contracts alone run in this process (each verdict is "
