@@ -120,12 +120,10 @@ def download(engine: str, version: str, into: Path, pip: Callable[[list[str]], s
     if done.returncode != 0 or not wheels:
         said = (done.stderr or done.stdout or "").strip()
         last = (said.splitlines()[-1:] or ["no wheel came"])[0][:200]
-        if "No matching distribution" in said and "connection" not in said.lower():
-            raise LearnError(f"{dist}=={version} is not on the package index ({last}): "
-                             f"python -m pytest_eagle3 releases lists the newest there")
         raise LearnError(f"could not download {dist}=={version} ({last}). Where there is network, run: "
                          f"pip download {dist}=={version} --no-deps -d DIR, then here: "
-                         f"python -m pytest_eagle3 learn DIR/<the {dist} wheel>")
+                         f"python -m pytest_eagle3 learn DIR/<the {dist} wheel> (python -m pytest_eagle3 releases "
+                         "lists the newest release on the index)")
     return wheels[0]
 
 
