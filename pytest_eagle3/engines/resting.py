@@ -31,6 +31,7 @@ _NOT_AREAS = frozenset({"profiles", "plan", "plan_types", "resting", "__init__"}
 _HERE = Path(__file__).parent
 
 
+@cache
 def _reads(module: str) -> tuple[frozenset[str], frozenset[str]]:
     """The behaviours ``engines/<module>.py`` reads, and the ``engines`` modules it imports."""
     tree = ast.parse((_HERE / f"{module}.py").read_text(encoding="utf-8"))
@@ -65,7 +66,8 @@ def _closure(module: str, seen: set[str]) -> set[str]:
 def resting() -> dict[str, frozenset[BehaviourName]]:
     """Contract id (``engine.keys``) -> the behaviours it rests on."""
     sheet = _closure("facts", set())
-    areas = {f"engine.{area}": frozenset(n for n in NAMES if n in _closure(area, set()) | sheet) for area in AREAS}
+    read = {area: _closure(area, set()) | sheet for area in AREAS}
+    areas = {f"engine.{area}": frozenset(n for n in NAMES if n in read[area]) for area in AREAS}
     every = frozenset(n for names in areas.values() for n in names)
     return {"engine.acceptance": every, **areas}
 
