@@ -65,15 +65,17 @@ def test_a_version_that_is_no_release_is_a_usage_error_naming_what_it_could_mean
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
 
 
-def test_an_engine_newer_than_the_profiles_is_judged_by_the_newest_rules_and_says_so(
-        run_contracts: Callable[..., ContractRun]) -> None:
-    run = run_contracts([DEMO_SGLANG], "--eagle3-engine=vllm==0.34.0", "-m", "not engine",
+def test_an_engine_newer_than_every_release_read_is_not_judged_and_names_learn(
+        run_contracts: Callable[..., ContractRun], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EAGLE3_KNOWLEDGE_DIR", str(tmp_path / "none"))
+    run = run_contracts([DEMO_SGLANG], "--eagle3-engine=vllm==0.90.0", "-m", "not engine",
                         target=EXAMPLES / "demo-target" / "config.json")
-    entry = run.engine_entry(DEMO_SGLANG, "vllm==0.34.0")
-    assert (entry["rules_from"], entry["failing"]) == ("0.33.0", ["engine.aux_layers"])
-    assert run.engine_entry(DEMO_SGLANG, "any")["rules_from"] is None
-    run.result.stdout.fnmatch_lines(["engine.aux_layers *vLLM 0.34.0 (judged by 0.33.0's rules) reads aux ids*",
-                                     "*EAGLE-3 verdict*", "*vllm==0.34.0 (0.33.0 rules)*FAIL*engine.aux_layers"])
+    entry = run.engine_entry(DEMO_SGLANG, "vllm==0.90.0")
+    assert (entry["rules_from"], entry["verdict"], entry["failing"]) == (None, "not judged", [])
+    run.result.stdout.fnmatch_lines(["*EAGLE-3 verdict*", "*vllm==0.90.0*NOT JUDGED*",
+                                     "*engine.aux_layers: vllm==0.90.0 is newer than every vLLM release read*"
+                                     "read it first: python -m pytest_eagle3 learn vllm==0.90.0*"])
+    assert "judged by" not in run.result.stdout.str()
 
 
 # 1. Width: the table, the lines under it and the failures fit the terminal; the matrix prints as text.

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_eagle3.knowledge.releases import KNOWN_RANGES
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 DEMO, DEMO_SGLANG, TARGET = EXAMPLES / "demo-draft", EXAMPLES / "demo-draft-sglang", EXAMPLES / "demo-target"
@@ -162,14 +164,19 @@ def test_a_truncated_file_counts_its_problems_and_its_repair_line_is_one_line(tm
 
 
 # also ---------------------------------------------------------------------------------------------------
-def test_a_version_newer_than_every_release_read_is_judged_with_a_loud_warning(tmp_path: Path) -> None:
-    for version in ("0.34.0", "9.9"):
+def test_a_version_newer_than_every_release_read_is_not_judged_and_names_the_learn_command(tmp_path: Path) -> None:
+    for version in ("0.90.0", "9.9"):
         done = _run(["-m", "pytest", "-p", "no:cacheprovider", f"--eagle3-ckpt={DEMO}", f"--eagle3-engine=vllm=={version}",
-                     "-q"], tmp_path)
-        said = f"vllm=={version} is newer than every vLLM release read (newest 0.33.0): it is judged by 0.33.0's rules"
-        assert said in " ".join(done.stdout.split()), done.stdout[-2000:]
-        plan = _run(["-m", "pytest_eagle3", "plan", str(DEMO), "--engine", f"vllm=={version}"], tmp_path)
+                     "-q"], tmp_path, EAGLE3_KNOWLEDGE_DIR=str(tmp_path / "none"))
+        said = (f"vllm=={version} is newer than every vLLM release read (newest {KNOWN_RANGES['vllm'][1]}): not judged; "
+                f"read it first: python -m pytest_eagle3 learn vllm=={version}")
+        flat = " ".join(done.stdout.split())
+        assert said in flat and "NOT JUDGED" in flat and "judged by" not in flat, done.stdout[-2000:]
+        plan = _run(["-m", "pytest_eagle3", "plan", str(DEMO), "--engine", f"vllm=={version}"], tmp_path,
+                    EAGLE3_KNOWLEDGE_DIR=str(tmp_path / "none"))
         assert said in " ".join(plan.stderr.split()) and plan.returncode == 0
+        assert f"load plan, vLLM {version} (not read): {said}" in " ".join(plan.stdout.split())
+        assert "verdict: NOT JUDGED" in " ".join(plan.stdout.split())
 
 
 def test_help_names_every_engine(tmp_path: Path) -> None:
