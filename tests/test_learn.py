@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ import pytest
 from packaging.version import Version
 
 from pytest_eagle3.engines import resting
-from pytest_eagle3.knowledge.behaviours import TABLES
+from pytest_eagle3.knowledge.behaviours import TABLES, BehaviourName
 from pytest_eagle3.knowledge.evidence import Cite
 from pytest_eagle3.knowledge.learned import KNOWLEDGE_DIR_ENV, learned_release
 from pytest_eagle3.knowledge.releases import KNOWN_RANGES, EngineVersion
@@ -38,7 +39,7 @@ DRAFT = ROOT / "examples" / "demo-draft"
 NEWEST = KNOWN_RANGES["vllm"][1]
 #: The function the synthetic 0.91.0 changes, and the behaviour whose row cites it.
 CHANGED = Cite("vllm/model_executor/models/llama_eagle3.py", "Eagle3LlamaForCausalLM.load_weights")
-BEHAVIOUR = "d2t_present"
+BEHAVIOUR: BehaviourName = "d2t_present"
 
 
 def _cited(monkeypatch: pytest.MonkeyPatch) -> tuple[Cite, ...]:
@@ -80,7 +81,7 @@ def _wheel(where: Path, version: str, files: dict[str, str]) -> Path:
 
 
 @pytest.fixture
-def knowledge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def knowledge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     where = tmp_path / "knowledge"
     monkeypatch.setenv(KNOWLEDGE_DIR_ENV, str(where))
     resting.forget()
@@ -92,7 +93,8 @@ def _plan_json(capsys: pytest.CaptureFixture[str], spec: str) -> dict[str, Any]:
     capsys.readouterr()
     assert cli.main(["plan", str(DRAFT), "--engine", spec, "--json"]) in (0, 1)
     out = capsys.readouterr().out
-    return json.loads(out[out.index("{"):])
+    row: dict[str, Any] = json.loads(out[out.index("{"):])
+    return row
 
 
 def _contracts(row: dict[str, Any]) -> dict[str, dict[str, Any]]:

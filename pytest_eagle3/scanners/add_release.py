@@ -87,10 +87,15 @@ def fold_fields(engine: str, release: str, scanned: list[tuple[str, str, str]],
             changes.append(f"fields: {key[0]} ({key[1]}) read again from {release}")
         elif spans and spans[-1][-1] == last:
             changes.append(f"fields: {key[0]} ({key[1]}) no longer read in {release} (last {last})")
-        if key in now:
-            record["where"] = sorted(dict.fromkeys([*record["where"], *now[key]]))[-3:]
+        if key in now:  # the places seen most recently, as the full scan keeps them
+            order = dict.fromkeys(record["where"])
+            for place in now[key]:
+                order.pop(place, None)
+                order[place] = None
+            record["where"] = sorted(list(order)[-3:])
     for key in sorted(set(now) - set(by_key)):
-        records.append({"field": key[0], "reads": key[1], "releases": [[release, release]], "where": sorted(now[key])[-3:]})
+        places = list(dict.fromkeys(reversed(now[key])))[:3]  # the last three distinct places seen
+        records.append({"field": key[0], "reads": key[1], "releases": [[release, release]], "where": sorted(places)})
         changes.append(f"fields: {key[0]} ({key[1]}) first read in {release}")
     records.sort(key=lambda r: (r["field"], r["reads"]))
     releases.append(release)
@@ -103,7 +108,9 @@ def changed_hand_rows(source: Source) -> list[str]:
     out = []
     for name, table in TABLES.items():
         row = table.find(source.engine, Version(newest))
-        for cite in row.cites if row is not None else ():
+        if row is None:
+            continue
+        for cite in row.cites:
             then = recorded_fingerprint(source.engine, newest, cite.key)
             now = fingerprint(source.root, cite)
             if then == NOT_RECORDED:

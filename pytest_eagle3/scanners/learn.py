@@ -130,7 +130,8 @@ def download(engine: str, version: str, into: Path, pip: Callable[[list[str]], s
 def interpreter_root(python: str, engine: str) -> Source:
     """The package directory of ``engine`` installed in interpreter ``python`` (asked in a subprocess)."""
     dist = DISTRIBUTIONS.get(engine, engine)
-    module = BY_NAME[engine].probe.module if BY_NAME[engine].probe is not None else engine.replace("-", "_")
+    probe = BY_NAME[engine].probe
+    module = probe.module if probe is not None else engine.replace("-", "_")
     code = ("import importlib.metadata as m, importlib.util as u, json, os, sys\n"
             f"spec = u.find_spec({module!r})\n"
             f"v = m.version({dist!r})\n"
@@ -207,7 +208,7 @@ def scans(source: Source) -> dict[str, Any]:
     for name, run in runs.items():
         try:
             out[name] = _jsonable(run())
-        except Exception as exc:  # a scanner that cannot read this release: said, not fatal  # noqa: BLE001
+        except Exception as exc:  # a scanner that cannot read this release: said, not fatal
             out[name] = {"error": f"{type(exc).__name__}: {exc}"}
     return out
 

@@ -65,8 +65,8 @@ def _version_of(filename: str, dist: str) -> Version | None:
             return version if name == canonicalize_name(dist) else None
         for suffix in (".tar.gz", ".zip"):
             if filename.endswith(suffix):
-                name, _, text = filename.removesuffix(suffix).rpartition("-")
-                return Version(text) if canonicalize_name(name) == canonicalize_name(dist) else None
+                stem, _, text = filename.removesuffix(suffix).rpartition("-")
+                return Version(text) if canonicalize_name(stem) == canonicalize_name(dist) else None
     except (InvalidVersion, ValueError):
         return None
     return None
@@ -78,7 +78,7 @@ def newest_on_index(index: str, dist: str) -> Version | None:
     simple = "/simple" in base
     url = f"{base}/{canonicalize_name(dist)}/" + ("" if simple else "json")
     try:
-        with urllib.request.urlopen(url, timeout=TIMEOUT) as response:  # noqa: S310 (the user's index)
+        with urllib.request.urlopen(url, timeout=TIMEOUT) as response:
             body = response.read().decode("utf-8", "replace")
     except urllib.error.HTTPError as exc:
         if exc.code == 404:
