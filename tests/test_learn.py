@@ -189,3 +189,24 @@ def test_every_contract_rests_on_what_its_area_reads() -> None:
     assert "embed_source" in found["engine.embeddings"] and "embed_source" not in found["engine.fc"]
     assert "capture_range" in found["engine.aux_layers"]
     assert found["engine.acceptance"] == frozenset().union(*(v for k, v in found.items() if k != "engine.acceptance"))
+
+
+def test_an_engine_interpreter_whose_release_is_unread_is_learned_at_the_start(
+        knowledge: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """An interpreter whose vllm (a synthetic 0.92.0 on its path, with its dist-info) is unread: ``learn --python``
+    reads it, and a run given it as ``--eagle3-vllm-python`` learns it first, saying so in one line."""
+    from pytest_eagle3.shell.learn_command import learn_interpreters
+    from pytest_eagle3.verdict.settings import RunSettings
+
+    site = tmp_path / "site"
+    with zipfile.ZipFile(_wheel(tmp_path, "0.92.0", _source((CHANGED,), changed=False))) as archive:
+        archive.extractall(site)
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    settings = RunSettings(vllm_python=sys.executable)
+    (line,) = learn_interpreters(settings)
+    assert line == (f"vLLM 0.92.0 of {sys.executable} was not read: learned it now "
+                    f"(python -m pytest_eagle3 learn --python {sys.executable} --engine vllm)")
+    assert learned_release("vllm", Version("0.92.0")) is not None
+    assert learn_interpreters(settings) == []  # read now: nothing to learn
+    assert cli.main(["learn", "--python", sys.executable, "--engine", "vllm"]) == 0
+    assert f"learned vLLM 0.92.0 from vLLM of {sys.executable}" in capsys.readouterr().out
