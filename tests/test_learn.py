@@ -210,3 +210,20 @@ def test_an_engine_interpreter_whose_release_is_unread_is_learned_at_the_start(
     assert learn_interpreters(settings) == []  # read now: nothing to learn
     assert cli.main(["learn", "--python", sys.executable, "--engine", "vllm"]) == 0
     assert f"learned vLLM 0.92.0 from vLLM of {sys.executable}" in capsys.readouterr().out
+
+
+def test_a_learned_release_answers_capture_from_its_own_scan(knowledge: Path) -> None:
+    """The capture lookup at a learned release reads that release's scan (as ``learn`` writes it: the capturing
+    and the registered architectures), not the newest bundled release's."""
+    from pytest_eagle3.knowledge.capture import CAPTURE_TABLES, CAPTURES, REFUSED, capture_support
+    from pytest_eagle3.knowledge.generated.capture_table import VLLM_SPANS
+    from pytest_eagle3.knowledge.learned import LearnedRelease
+
+    scanned = sorted(a for a, runs in VLLM_SPANS.items() if runs[-1][1] == NEWEST and ("vllm", a) not in CAPTURE_TABLES)
+    assert scanned and capture_support("vllm", Version(NEWEST), scanned[0]).support == CAPTURES
+    LearnedRelease("vllm", "0.93.0", "test", {}, {"capture": [["NewArchForCausalLM"], ["NewArchForCausalLM",
+                                                                                        "OtherForCausalLM"]]}).write()
+    learned = capture_support("vllm", Version("0.93.0"), "NewArchForCausalLM")
+    assert (learned.support, learned.source) == (CAPTURES, "learned scan of vllm 0.93.0: captures")
+    gone = capture_support("vllm", Version("0.93.0"), scanned[0])  # captured up to the newest bundled release
+    assert (gone.support, gone.source) == (REFUSED, "learned scan of vllm 0.93.0: not registered")
