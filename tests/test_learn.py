@@ -227,3 +227,19 @@ def test_a_learned_release_answers_capture_from_its_own_scan(knowledge: Path) ->
     assert (learned.support, learned.source) == (CAPTURES, "learned scan of vllm 0.93.0: captures")
     gone = capture_support("vllm", Version("0.93.0"), scanned[0])  # captured up to the newest bundled release
     assert (gone.support, gone.source) == (REFUSED, "learned scan of vllm 0.93.0: not registered")
+
+
+def test_a_learned_release_answers_draft_classes_from_its_own_scan(knowledge: Path) -> None:
+    """The draft-class rows at a learned release are its own scan's (as ``learn`` writes it: registry, classes)."""
+    from pytest_eagle3.knowledge.draft_class_rows import class_row, registered_at
+    from pytest_eagle3.knowledge.learned import LearnedRelease
+
+    klass = "Eagle3LlamaForCausalLM"
+    newest = class_row("vllm", Version(NEWEST), klass, "layer_count")
+    assert newest is not None and newest.value != "one-or-raise"
+    LearnedRelease("vllm", "0.93.0", "test", {}, {"draft_classes": [
+        {"Eagle3LlamaForCausalLM": klass}, {klass: {"values": {"layer_count": "one-or-raise"}, "where": "x.py:C"}}]}).write()
+    row = class_row("vllm", Version("0.93.0"), klass, "layer_count")
+    assert row is not None and row.value == "one-or-raise" and "vllm 0.93.0 x.py:C (learned scan" in row.source
+    assert registered_at("vllm", Version("0.93.0")) == {"Eagle3LlamaForCausalLM": klass}
+    assert class_row("vllm", Version("0.94.0"), klass, "layer_count") == newest  # not learned: the newest row
