@@ -243,3 +243,19 @@ def test_a_learned_release_answers_draft_classes_from_its_own_scan(knowledge: Pa
     assert row is not None and row.value == "one-or-raise" and "vllm 0.93.0 x.py:C (learned scan" in row.source
     assert registered_at("vllm", Version("0.93.0")) == {"Eagle3LlamaForCausalLM": klass}
     assert class_row("vllm", Version("0.94.0"), klass, "layer_count") == newest  # not learned: the newest row
+
+
+def test_a_learned_release_answers_reach_from_its_own_scan(knowledge: Path) -> None:
+    """The capture reach at a learned release is its own scan's loop (as ``learn`` writes it)."""
+    from pytest_eagle3.knowledge.learned import LearnedRelease
+    from pytest_eagle3.knowledge.reach import CRASH, label, reach_at
+
+    bundled = reach_at("vllm", Version(NEWEST), "LlamaForCausalLM")
+    assert bundled is not None and bundled.value.zero != CRASH
+    LearnedRelease("vllm", "0.93.0", "test", {}, {"reach": {"LlamaForCausalLM": {
+        "zero": CRASH, "last": False, "index": "global", "past": "never-fires", "where": "llama.py:LlamaModel.forward"}}}
+                   ).write()
+    row = reach_at("vllm", Version("0.93.0"), "LlamaForCausalLM")
+    assert row is not None and (row.value.zero, row.value.last) == (CRASH, False)
+    assert label("vllm", "LlamaForCausalLM", row).startswith("vllm 0.93.0 llama.py:LlamaModel.forward capture loop")
+    assert reach_at("vllm", Version("0.93.0"), "GoneForCausalLM") is None
