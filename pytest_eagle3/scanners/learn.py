@@ -232,8 +232,9 @@ def summary(record: LearnedRelease) -> list[str]:
     spec = f"{record.engine}=={release_text(record.engine, record.release)}"
     lines = [f"learned {DISPLAY[record.engine]} {record.release} from {record.source}: {record.path}"]
     for name, found in record.scans.items():
-        said = found["error"] if isinstance(found, dict) and "error" in found else f"{_size(found)} entries"
+        said = found["error"] if isinstance(found, dict) and "error" in found else _size(found)
         lines.append(f"  scan {name}: {said}")
+    lines += [f"  {line}" for line in unclassified_fields(record)]
     lines.append(f"  {len(record.fingerprints)} cited places fingerprinted "
                  f"({sum(v is None for v in record.fingerprints.values())} absent)")
     stale = changed(EngineVersion(record.engine, Version(record.release)))
@@ -242,10 +243,27 @@ def summary(record: LearnedRelease) -> list[str]:
     return lines
 
 
-def _size(found: Any) -> int:
+def unclassified_fields(record: LearnedRelease) -> list[str]:
+    """The config fields this release reads that no coverage entry (``engines/field_coverage.py``) classifies: what
+    its verdicts cannot speak for until one does."""
+    from pytest_eagle3.engines.field_coverage import classify
+
+    found = record.scans.get("fields")
+    if not isinstance(found, list):
+        return []
+    new = sorted({(f, role) for f, role, *_ in found if classify(record.engine, f, role) is None})
+    if not new:
+        return []
+    return [f"{len(new)} config fields read that no coverage entry classifies (engines/field_coverage.py): "
+            + ", ".join(f"{f} ({role})" for f, role in new[:12]) + (", ..." if len(new) > 12 else "")]
+
+
+def _size(found: Any) -> str:
+    if isinstance(found, list) and len(found) == 2 and all(isinstance(x, list) for x in found):
+        return f"{len(found[0])} capturing of {len(found[1])} registered architectures"
     if isinstance(found, list) and len(found) == 2 and all(isinstance(x, dict) for x in found):
-        return len(found[0])
-    return len(found) if isinstance(found, (list, dict)) else 1
+        return f"{len(found[0])} draft architectures, {len(found[1])} classes"
+    return f"{len(found) if isinstance(found, (list, dict)) else 1} entries"
 
 
 def main(argv: list[str] | None = None, *, prog: str = "learn") -> int:
