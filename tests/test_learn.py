@@ -259,3 +259,18 @@ def test_a_learned_release_answers_reach_from_its_own_scan(knowledge: Path) -> N
     assert row is not None and (row.value.zero, row.value.last) == (CRASH, False)
     assert label("vllm", "LlamaForCausalLM", row).startswith("vllm 0.93.0 llama.py:LlamaModel.forward capture loop")
     assert reach_at("vllm", Version("0.93.0"), "GoneForCausalLM") is None
+
+
+@pytest.mark.slow
+def test_check_judges_a_learned_release(tmp_path: Path) -> None:
+    """``learn WHEEL`` then ``check --engine``: the release is judged from what was read (its row is labelled
+    learned; no contract says it was not read), in a fresh process as a user runs it."""
+    env = {**os.environ, KNOWLEDGE_DIR_ENV: str(tmp_path / "knowledge"), "PYTHONPATH": str(ROOT)}
+    wheel = _wheel(tmp_path, "0.95.0", _source((CHANGED,), changed=False))
+    learned = subprocess.run([sys.executable, "-m", "pytest_eagle3", "learn", str(wheel)], capture_output=True,
+                             text=True, env=env, timeout=300)
+    assert learned.returncode == 0 and "judge with it: --eagle3-engine=vllm==0.95.0" in learned.stdout
+    done = subprocess.run([sys.executable, "-m", "pytest_eagle3", "check", str(DRAFT), "--engine", "vllm==0.95.0",
+                           "-p", "no:cacheprovider"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert "vllm==0.95.0 (learned)" in done.stdout
+    assert "newer than every vLLM release read" not in done.stdout and "judged by" not in done.stdout
