@@ -175,6 +175,13 @@ def resolve(given: str, *, engine: str | None = None, release: str | None = None
     raise LearnError(f"{given}: not a wheel, a directory or ENGINE==VERSION")
 
 
+def bundled(engine: str, release: str) -> bool:
+    """Whether ``release`` is one the bundled knowledge read (its rows judge it; a learned record would be ignored)."""
+    from pytest_eagle3.knowledge.releases import in_known_range
+
+    return in_known_range(engine, Version(release))
+
+
 def cites_of(engine: str) -> tuple[Cite, ...]:
     """Every place a behaviour row of ``engine`` cites (the places learn fingerprints)."""
     return tuple(sorted({c for t in TABLES.values() for row in t.rows_of(engine) for c in row.cites}))
@@ -294,6 +301,9 @@ def run(args: Any) -> int:
         return 2
     try:
         source = resolve(args.source, engine=args.engine, release=args.release, python=args.python)
+        if bundled(source.engine, source.release):
+            print(f"{DISPLAY[source.engine]} {source.release} is bundled: its own rows judge it, nothing to learn")
+            return 0
         record = learn(source)
     except LearnError as exc:
         print(f"learn: {exc}", file=sys.stderr)

@@ -105,7 +105,7 @@ def newest_on_index(index: str, dist: str) -> Version | None:
 def releases(args: argparse.Namespace) -> int:
     """Run ``releases``: one line per engine; 2 with one line when the index cannot be reached."""
     from pytest_eagle3.knowledge.learned import learned_versions
-    from pytest_eagle3.knowledge.releases import DISPLAY, ENGINES, KNOWN_RANGES, learn_command, newest_read
+    from pytest_eagle3.knowledge.releases import DISPLAY, ENGINES, learn_command, newest_read, release_text
     from pytest_eagle3.scanners.learn import DISTRIBUTIONS
 
     rows = [("engine", "on the index", "newest read", "")]
@@ -114,7 +114,7 @@ def releases(args: argparse.Namespace) -> int:
     for engine in ENGINES:
         read = newest_read(engine)
         where = "learned" if read in learned_versions(engine) else "bundled"
-        read_cell = f"{read} ({where})" if Version(KNOWN_RANGES[engine][1]) != read or where == "bundled" else str(read)
+        read_cell = f"{release_text(engine, read)} ({where})"
         dist = DISTRIBUTIONS.get(engine)
         if dist is None:
             rows.append((DISPLAY[engine], "not on the index", read_cell, ""))
@@ -137,7 +137,7 @@ def releases(args: argparse.Namespace) -> int:
         return 2
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths)) + ("  " + row[3] if row[3] else ""))
+        print(("  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths)) + "  " + row[3]).rstrip())
     for error in errors:
         print(f"unreachable: {error}", file=sys.stderr)
     return 0
