@@ -51,7 +51,8 @@ def test_builds_and_llama_cpp_python_releases_parse() -> None:
         parse_selection("llamacpp==0.3.28")  # vendors b9553, before src/models/eagle3.cpp
     with pytest.raises(EngineSelectionError, match="llama-cpp-python release whose vendored build is known"):
         parse_selection("llamacpp==0.3.30")
-    assert "llama.cpp b12000 (judged by b11312's rules)" == parse_selection("llamacpp==b12000")[0].label
+    assert parse_selection("llamacpp==b12000")[0].label == "llama.cpp b12000 (not read)"  # unless learned
+    assert "learn llamacpp==b12000" in (parse_selection("llamacpp==b12000")[0].unread or "")
 
 
 @pytest.mark.slow

@@ -140,33 +140,34 @@ def test_a_version_that_is_no_release_is_a_usage_error_naming_what_it_could_mean
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
 
 
-#: The newest vLLM release read; a version after it is judged by its rules.
+#: The newest vLLM release read (bundled); a version after it is not judged until ``learn`` reads it.
 NEWEST_VLLM = VLLM.split("==")[1]
 
 
-def _unread_minor(release: str) -> str:
-    """The next minor release after ``release`` (0.33.0 -> 0.34.0): newer than every release read."""
-    major, minor = release.split(".")[:2]
-    return f"{major}.{int(minor) + 1}.0"
-
-
-def test_an_engine_newer_than_the_profiles_is_judged_by_the_newest_rules_and_says_so(
-        run_contracts: Callable[..., ContractRun]) -> None:
-    read, unread = NEWEST_VLLM, _unread_minor(NEWEST_VLLM)
-    run = run_contracts([DEMO_SGLANG], f"--eagle3-engine=vllm=={unread}", "-m", "not engine",
+def test_an_engine_newer_than_every_release_read_is_not_judged_and_names_learn(
+        run_contracts: Callable[..., ContractRun], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EAGLE3_KNOWLEDGE_DIR", str(tmp_path / "none"))
+    run = run_contracts([DEMO_SGLANG], "--eagle3-engine=vllm==0.90.0", "-m", "not engine",
                         target=EXAMPLES / "demo-target" / "config.json")
-    entry = run.engine_entry(DEMO_SGLANG, f"vllm=={unread}")
-    assert (entry["rules_from"], entry["failing"]) == (read, ["engine.aux_layers"])
-    assert run.engine_entry(DEMO_SGLANG, "any")["rules_from"] is None
-    run.result.stdout.fnmatch_lines([f"engine.aux_layers *vLLM {unread} (judged by {read}'s rules) reads aux ids*",
-                                     "*EAGLE-3 verdict*", f"*vllm=={unread} ({read} rules)*FAIL*engine.aux_layers"])
+    entry = run.engine_entry(DEMO_SGLANG, "vllm==0.90.0")
+    assert (entry["rules_from"], entry["verdict"], entry["failing"]) == (None, "not judged", [])
+    run.result.stdout.fnmatch_lines(["*EAGLE-3 verdict*", "*vllm==0.90.0*NOT JUDGED*",
+                                     "*engine.aux_layers: vllm==0.90.0 is newer than every vLLM release read*"
+                                     "read it first: python -m pytest_eagle3 learn vllm==0.90.0*"])
+    assert "judged by" not in run.result.stdout.str()
 
 
-def test_a_version_newer_than_every_release_read_is_judged_with_a_loud_warning(tmp_path: Path) -> None:
-    for version in (_unread_minor(NEWEST_VLLM), "9.9"):
-        done = run_python(["-m", "pytest", "-p", "no:cacheprovider", f"--eagle3-ckpt={DEMO}", f"--eagle3-engine=vllm=={version}",
-                     "-q"], tmp_path)
-        said = f"vllm=={version} is newer than every vLLM release read (newest {NEWEST_VLLM}): it is judged by {NEWEST_VLLM}'s rules"
-        assert said in " ".join(done.stdout.split()), done.stdout[-2000:]
-        plan = run_python(["-m", "pytest_eagle3", "plan", str(DEMO), "--engine", f"vllm=={version}"], tmp_path)
+def test_a_version_newer_than_every_release_read_is_not_judged_and_names_the_learn_command(tmp_path: Path) -> None:
+    for version in ("0.90.0", "9.9"):
+        unlearned = {"EAGLE3_KNOWLEDGE_DIR": str(tmp_path / "none")}
+        done = run_python(["-m", "pytest", "-p", "no:cacheprovider", f"--eagle3-ckpt={DEMO}",
+                           f"--eagle3-engine=vllm=={version}", "-q"], tmp_path, **unlearned)
+        said = (f"vllm=={version} is newer than every vLLM release read (newest {NEWEST_VLLM}): not judged; "
+                f"read it first: python -m pytest_eagle3 learn vllm=={version}")
+        flat = " ".join(done.stdout.split())
+        assert said in flat and "NOT JUDGED" in flat and "judged by" not in flat, done.stdout[-2000:]
+        plan = run_python(["-m", "pytest_eagle3", "plan", str(DEMO), "--engine", f"vllm=={version}"], tmp_path,
+                          **unlearned)
         assert said in " ".join(plan.stderr.split()) and plan.returncode == 0
+        assert f"load plan, vLLM {version} (not read): {said}" in " ".join(plan.stdout.split())
+        assert "verdict: NOT JUDGED" in " ".join(plan.stdout.split())

@@ -24,6 +24,7 @@ from pytest_eagle3.knowledge.generated import (
     lmdeploy_capture_table,
     mlx_vlm_capture_table,
 )
+from pytest_eagle3.knowledge.learned import learned_release
 from pytest_eagle3.knowledge.releases import (
     KNOWN_RANGES,
     LLAMACPP,
@@ -361,11 +362,33 @@ def capture_support(engine: str, version: Version, architecture: str) -> Capture
             return CaptureSupport(architecture, REFUSED, first.value.family,
                                   f"{first.source}: added in {first.since}, after this version")
         return CaptureSupport(architecture, row.value.support, row.value.family, row.source)
+    learned = _learned_capture(engine, version, architecture)
+    if learned is not None:
+        return learned
     scanned = scanned_table(engine, architecture)
     row = scanned.find(engine, version) if scanned is not None else None
     if row is None:
         return CaptureSupport(architecture, None, _guess_family(architecture), "not in the capture table")
     return CaptureSupport(architecture, row.value.support, row.value.family, row.source)
+
+
+def _learned_capture(engine: str, version: Version, architecture: str) -> CaptureSupport | None:
+    """A release read by ``learn``: its own capture scan's answer (None where it has none, or never saw the
+    architecture and no release read did either)."""
+    record = learned_release(engine, version) if Version(KNOWN_RANGES[engine][1]) < version else None
+    scan = record.scans.get("capture") if record is not None else None
+    if record is None or not (isinstance(scan, list) and len(scan) == 2):
+        return None
+    capturing, registered = set(scan[0]), set(scan[1])
+    where, family = f"learned scan of {engine} {record.release}", _guess_family(architecture)
+    if architecture in capturing:
+        return CaptureSupport(architecture, CAPTURES, family, f"{where}: captures")
+    if architecture in registered:
+        return CaptureSupport(architecture, Support(_scanned(engine, "OTHERWISE", REFUSED)), family,
+                              f"{where}: registered, but its class lacks the EAGLE-3 capture interface")
+    if scanned_table(engine, architecture) is None:
+        return None
+    return CaptureSupport(architecture, REFUSED, family, f"{where}: not registered")
 
 
 @cache

@@ -23,6 +23,7 @@ from packaging.version import Version
 from pytest_eagle3.knowledge.engine import Engine
 from pytest_eagle3.knowledge.engines import REGISTRY
 from pytest_eagle3.knowledge.generated import draft_class_table as generated
+from pytest_eagle3.knowledge.learned import learned_release
 from pytest_eagle3.knowledge.releases import release_text
 from pytest_eagle3.knowledge.table import Row, Table, table
 
@@ -66,8 +67,23 @@ def classes(engine: str) -> tuple[str, ...]:
     return tuple(_SCANS[engine][2]) if engine in _SCANS else ()
 
 
+def _learned(engine: str, version: Version) -> tuple[str, dict[str, str], dict[str, Any]] | None:
+    """A release read by ``learn`` newer than every scanned one: (its release, registry, classes) from its own draft
+    class scan; None where it is no such release or its scan failed."""
+    read = releases(engine)
+    record = learned_release(engine, version) if read and version > Version(read[-1]) else None
+    scan = record.scans.get("draft_classes") if record is not None else None
+    if record is None or not (isinstance(scan, list) and len(scan) == 2 and all(isinstance(s, dict) for s in scan)):
+        return None
+    return record.release, scan[0], scan[1]
+
+
 def registered_at(engine: str, version: Version) -> dict[str, str]:
-    """architecture -> class, as the scanned release ``version`` registers them (a release not read: the one before)."""
+    """architecture -> class, as the scanned release ``version`` registers them (a release not read: the one before;
+    a release read by ``learn``: its own scan)."""
+    learned = _learned(engine, version)
+    if learned is not None:
+        return dict(learned[1])
     read = [r for r in releases(engine) if Version(r) <= version]
     if not read:
         return {}
@@ -105,9 +121,18 @@ def _frozen(value: Any) -> Any:
 
 def class_row(engine: str, version: Version, klass: str | None, behaviour: str) -> Row[Any] | None:
     """The scanned row of ``klass`` in force at ``version``; None where no scan covers that class there (a release
-    newer than every release read takes the newest row)."""
+    read by ``learn``: its own scan's value; another newer than every release read takes the newest row)."""
     if not klass:
         return None
+    learned = _learned(engine, version)
+    if learned is not None:  # its own scan: the class as that release builds it
+        release, _, scanned = learned
+        own = scanned.get(klass)
+        if own is None or behaviour not in own.get("values", {}):
+            return None
+        return Row(engine, release, _frozen(own["values"][behaviour]),
+                   f"{engine} {release_text(engine, release)} {own.get('where', klass)} (learned scan, {GENERATOR})",
+                   read_to=release)
     found = class_table(engine, klass, behaviour)
     if found is None:
         return None

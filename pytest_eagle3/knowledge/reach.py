@@ -17,6 +17,7 @@ from packaging.version import Version
 
 from pytest_eagle3.knowledge.engines import REGISTRY
 from pytest_eagle3.knowledge.generated import reach_table
+from pytest_eagle3.knowledge.learned import learned_release
 from pytest_eagle3.knowledge.releases import DISPLAY
 from pytest_eagle3.knowledge.table import Row, Table, table
 
@@ -93,7 +94,18 @@ def reach_table_of(engine: str, architecture: str) -> Table[Reach] | None:
 
 
 def reach_at(engine: str, version: Version, architecture: str) -> Row[Reach] | None:
-    """The scanned row in force for ``architecture`` at ``version``; None where the scan has none."""
+    """The scanned row in force for ``architecture`` at ``version``; None where the scan has none (a release read by
+    ``learn``, newer than every release scanned: its own scan)."""
+    releases = _SCANS[engine][0] if engine in _SCANS else ()
+    record = learned_release(engine, version) if releases and version > Version(releases[-1]) else None
+    scan = record.scans.get("reach") if record is not None else None
+    if record is not None and isinstance(scan, dict) and "error" not in scan:
+        loop = scan.get(architecture)
+        if not isinstance(loop, dict) or loop.get("zero") == UNREAD:
+            return None
+        return Row(engine, record.release, Reach(loop["zero"], bool(loop["last"]), loop["index"], loop["past"]),
+                   f"{engine} {record.release} {loop['where']} capture loop (learned scan, "
+                   "pytest_eagle3/scanners/reach.py)", read_to=record.release)
     found = reach_table_of(engine, architecture)
     return found.find(engine, version) if found is not None else None
 
@@ -101,7 +113,7 @@ def reach_at(engine: str, version: Version, architecture: str) -> Row[Reach] | N
 def label(engine: str, architecture: str, row: Row[Reach]) -> str:
     """A row's source with the releases it covers."""
     found = reach_table_of(engine, architecture)
-    return found.label(row) if found is not None else row.source
+    return found.label(row) if found is not None and row in found.rows else row.source
 
 
 def first_reaching(engine: str, architecture: str, index: str, after: Version) -> str | None:

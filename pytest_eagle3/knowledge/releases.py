@@ -9,6 +9,7 @@ from packaging.version import Version
 
 from pytest_eagle3.knowledge.engine import Engine
 from pytest_eagle3.knowledge.engines import BY_NAME, REGISTRY, engine_named
+from pytest_eagle3.knowledge.learned import learned_release, learned_versions
 
 #: The engines' names, for the tables that name one in their rows (each engine's module holds its own name).
 SGLANG = "sglang"
@@ -55,22 +56,25 @@ class EngineVersion:
 
     @property
     def label(self) -> str:
-        """The display label, ``vLLM 0.33.0``, with the rules it is judged by and its launch settings."""
-        newest_rules = rules_from(self.engine, self.version)
-        rules = f" (judged by {release_text(self.engine, newest_rules)}'s rules)" if newest_rules is not None else ""
+        """The display label, ``vLLM 0.33.0``, whether it was read or learned, and its launch settings."""
+        read = " (learned)" if self.learned else " (not read)" if self.unread else ""
         launched = "".join(f" (launched with {name}: {value})" for name, value in self.launch)
-        return f"{DISPLAY[self.engine]} {release_text(self.engine, self.version)}{rules}{launched}"
+        return f"{DISPLAY[self.engine]} {release_text(self.engine, self.version)}{read}{launched}"
 
     @property
-    def beyond_known(self) -> str | None:
-        """The warning a version newer than every release read deserves (None for a known one): its verdict is the
-        newest read release's rules, not its own."""
-        newest_rules = rules_from(self.engine, self.version)
-        if newest_rules is None:
+    def learned(self) -> bool:
+        """Whether ``learn`` read this release on this machine (a bundled release is never learned)."""
+        return not in_known_range(self.engine, self.version) and learned_release(self.engine, self.version) is not None
+
+    @property
+    def unread(self) -> str | None:
+        """Why this version is not judged: it is newer than every release read, bundled or learned (None for a read
+        one); the message names the command that reads it."""
+        newest = newest_read(self.engine)
+        if self.version <= newest or self.learned:
             return None
-        newest = release_text(self.engine, newest_rules)
-        return (f"{self.spec} is newer than every {DISPLAY[self.engine]} release read (newest {newest}): it is "
-                f"judged by {newest}'s rules, not by its own; what it really does may differ")
+        return (f"{self.spec} is newer than every {DISPLAY[self.engine]} release read (newest "
+                f"{release_text(self.engine, newest)}): not judged; read it first: {learn_command(self.spec)}")
 
     @property
     def test_id(self) -> str:
@@ -97,10 +101,21 @@ def in_known_range(engine: str, version: Version) -> bool:
     return first <= version <= last
 
 
+def newest_read(engine: str) -> Version:
+    """The newest release read: bundled, or learned on this machine."""
+    return max((Version(KNOWN_RANGES[engine][1]), *learned_versions(engine)))
+
+
+def learn_command(spec: str) -> str:
+    """The command that reads a release (``vllm==0.35.0``) into the knowledge."""
+    return f"python -m pytest_eagle3 learn {spec}"
+
+
 def rules_from(engine: str, version: Version) -> Version | None:
-    """The newest known release, whose rules judge ``version`` when it is newer than every release read; else None."""
+    """The newest bundled release, whose hand rows a learned ``version`` newer than it carries over (where their
+    cited functions did not change); None for a bundled or an unread release."""
     last = Version(KNOWN_RANGES[engine][1])
-    return last if version > last else None
+    return last if version > last and learned_release(engine, version) is not None else None
 
 
 #: How many releases a "could mean" list names before it elides the middle.
@@ -109,7 +124,7 @@ _LISTED = 8
 
 def not_a_release(engine: str, typed: str, version: Version) -> str | None:
     """Why ``version`` (typed as ``typed``) names no release the profiles judge, with the releases it could mean;
-    None for a known release, or one newer than every release read (judged with the newest rules)."""
+    None for a known release, or one newer than every bundled release (learned, or not judged: ``learn`` reads it)."""
     releases = RELEASES[engine]
     first, last = Version(releases[0]), Version(releases[-1])
     if version > last or str(version) in releases:

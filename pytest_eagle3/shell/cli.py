@@ -1,4 +1,5 @@
-"""Command line: ``python -m pytest_eagle3 check PATH...``, ``synth``, ``matrix``, ``fix``, ``plan`` and ``sweep``.
+"""Command line: ``python -m pytest_eagle3 check PATH...``, ``synth``, ``matrix``, ``fix``, ``plan``, ``sweep``,
+``learn`` and ``releases``.
 
 A bad argument is an argparse usage error (exit 2, one line naming the argument), never a traceback.
 """
@@ -16,6 +17,7 @@ from pytest_eagle3.option_table import BY_DEST, OPTIONS, Resolved, as_argv
 from pytest_eagle3.producers.formats import SPECULATORS
 from pytest_eagle3.shell.capture_command import capture, capture_parser
 from pytest_eagle3.shell.cli_settings import OWN_ENGINE, add_settings, settings_of
+from pytest_eagle3.shell.learn_command import learn, learn_parser, releases
 from pytest_eagle3.testing import synth as synthetic
 from pytest_eagle3.words import plural
 
@@ -88,6 +90,7 @@ def _sweep_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                             "default), when any checkpoint fails on any engine version (any), or never (never); "
                             "0 otherwise, 2 for a usage error")
     add_settings(sweep, without=OWN_ENGINE)
+    learn_parser(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -134,6 +137,10 @@ def _main(argv: Sequence[str] | None = None) -> int:
         return capture(parser, args)
     if args.command == "sweep":
         return _sweep(parser, args)
+    if args.command == "learn":
+        return learn(args)
+    if args.command == "releases":
+        return releases(args)
     return _synth(parser, args)
 
 
@@ -246,8 +253,9 @@ def _plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return 1
     with on_stderr(), step(f"judging {draft}"):
         by_spec = {row["engine"] + "==" + str(row["version"]): row for row in _report_rows(pipeline, ckpt, side)}
-        texts = [render_plan(ckpt, pipeline.verdict(ckpt, engine, side).plan) + "\n" + _verdict_line(by_spec[engine.spec])
-                 for engine in settings.engines]
+        texts = [(f"load plan, {engine.label}: {engine.unread}" if engine.unread  # no rules of its own to plan by
+                  else render_plan(ckpt, pipeline.verdict(ckpt, engine, side).plan))
+                 + "\n" + _verdict_line(by_spec[engine.spec]) for engine in settings.engines]
     width = stream_width(sys.stdout)
     print("\n".join(part for line in "\n\n".join(texts).splitlines() for part in wrap(line, width)))
     return 0

@@ -61,8 +61,8 @@ def settings_of(parser: argparse.ArgumentParser, args: argparse.Namespace, *, en
     except SettingError as exc:
         parser.error(str(exc))
     for engine in settings.engines:
-        if engine.beyond_known:
-            print(f"{parser.prog}: WARNING {engine.beyond_known}", file=sys.stderr)
+        if engine.unread:
+            print(f"{parser.prog}: WARNING {engine.unread}", file=sys.stderr)
     return settings
 
 

@@ -188,6 +188,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
     session = Eagle3Session(config, options, collector)
     session.workers_unused = workers
+    if not hasattr(config, "workerinput"):  # the controller learns an engine interpreter's unread release once
+        from pytest_eagle3.shell.learn_command import learn_interpreters
+
+        session.learned = learn_interpreters(options)
     config.pluginmanager.register(session, "eagle3-session")
     from pytest_eagle3.shell.progress import listen_during
 

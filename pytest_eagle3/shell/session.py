@@ -40,6 +40,8 @@ class Eagle3Session:
         self._verdicts = ""
         #: ``-n N`` given on a run of the contracts alone, which run in this process (``plugin``): N, else 0.
         self.workers_unused = 0
+        #: Engine interpreters' releases learned at the start of this run (one line each).
+        self.learned: list[str] = []
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         """The header lines: each setting given and where it came from."""
@@ -49,7 +51,8 @@ class Eagle3Session:
             if resolved is not None:
                 name = spec.flag.removeprefix("--eagle3-")
                 lines.append(f"eagle3: {name}={', '.join(resolved.values)} (from {resolved.source})")
-        lines.extend(f"eagle3: WARNING {e.beyond_known}" for e in self.options.engines if e.beyond_known)
+        lines.extend(f"eagle3: {line}" for line in self.learned)
+        lines.extend(f"eagle3: WARNING {e.unread}" for e in self.options.engines if e.unread)
         if self.workers_unused:
             lines.append(f"eagle3: -n {self.workers_unused}: the contracts alone run in this process (each verdict is "
                          "computed once; workers would only add their start-up)")
@@ -207,7 +210,7 @@ class Eagle3Session:
                               self.options.hidden_states)]
         for line in (part for text in under for part in wrap(text, width)):
             terminalreporter.write_line(line)
-        for line in (part for e in self.options.engines if e.beyond_known for part in wrap(f"WARNING {e.beyond_known}",
+        for line in (part for e in self.options.engines if e.unread for part in wrap(f"WARNING {e.unread}",
                                                                                               width)):
             terminalreporter.write_line(line, yellow=True)
         if self.report_path and self.write_error:

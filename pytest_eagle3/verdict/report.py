@@ -266,12 +266,17 @@ class CheckpointResult:
         own = self.engines.get(engine, {})
         return [cid for cid in ESSENTIAL if cid in own and own[cid].outcome == "skipped" and not own[cid].unmeasured]
 
+    def unread(self, engine: str) -> bool:
+        """Every contract of this row skipped as not modelled (a release nobody read): NOT JUDGED, not NOT RUN."""
+        own = list(self.engines.get(engine, {}).values()) if engine != ANY_ENGINE else []
+        return bool(own) and all(c.outcome == "skipped" and c.status == "not modelled" for c in own)
+
     def engine_verdict(self, engine: str) -> str:
         """fail, not run, not judged, pass (partial) (something else did not run), pass (static) (only the
         measurement needing weights did not run), or pass."""
         if self.engine_failing(engine):
             return "fail"
-        if self.ran_nothing(engine):
+        if self.ran_nothing(engine) and not self.unread(engine):
             return NOT_RUN
         if self.not_judged(engine):
             return NOT_JUDGED
@@ -472,7 +477,7 @@ class Collector:
                 ckpt.format = read(ckpt.path)
 
 def rules_from(spec: str) -> str | None:
-    """The newest known release whose rules judged ``spec`` (``vllm==0.34.0``: newer than every release read), else None."""
+    """The newest bundled release whose hand rows a learned ``spec`` (``vllm==0.35.0``) carries over, else None."""
     name, _, version = spec.partition("==")
     if not version:
         return None

@@ -32,8 +32,7 @@ def table_rows(collector: Collector) -> list[tuple[str, str, str, str, str, str]
         for index, spec in enumerate((ANY_ENGINE, *ckpt.engine_specs(collector.engines))):
             first = (ckpt.path, ckpt.format or "unreadable") if index == 0 else ("", "")
             failing = ", ".join(ckpt.engine_failing(spec)) or "-"
-            newest_rules = rules_from(spec)
-            engine = f"{spec} ({newest_rules} rules)" if newest_rules else spec
+            engine = f"{spec} (learned)" if rules_from(spec) else spec
             cell = (as_trained_cell(ckpt.reference) if spec == ANY_ENGINE
                     else predicted_cell(ckpt.predicted.get(spec)))
             rows.append((*first, engine, shown(ckpt.engine_verdict(spec)), cell, failing))

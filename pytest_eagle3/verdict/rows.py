@@ -6,6 +6,9 @@ from typing import TYPE_CHECKING
 
 from pytest_eagle3.verdict.assess import (
     SUBJECT_SEPARATOR,
+    Assessment,
+    Contract,
+    NotModelled,
     NotRun,
     assess,
     require_config,
@@ -40,6 +43,9 @@ def judge_engine(pipeline: Pipeline, ckpt: Checkpoint, engine: EngineVersion, si
     except NotRun as exc:  # no plan: every engine contract says why
         outcomes = tuple(ContractOutcome(cid, NOT_RUN, str(exc)) for cid in ENGINE_CONTRACTS)
         return Judgement(ckpt.path, engine, _format(ckpt), outcomes)
+    if engine.unread:  # no rules of its own: every engine contract says which command reads it
+        outcomes = tuple(assess(cid, subject, _unread(engine.unread), unknown_fails=fails) for cid in ENGINE_CONTRACTS)
+        return Judgement(ckpt.path, engine, _format(ckpt), outcomes)
     verdict = pipeline.verdict(ckpt, engine, side)
     rows = engine_contracts(pipeline, verdict, ckpt, side)
     outcomes = tuple(assess(cid, subject, run, unknown_fails=fails, measured_required=measured, plan=verdict.plan)
@@ -47,6 +53,15 @@ def judge_engine(pipeline: Pipeline, ckpt: Checkpoint, engine: EngineVersion, si
     if pipeline.at_floor(ckpt, side):  # the target comes first: no draft-side fix before it is the draft's
         return Judgement(ckpt.path, engine, _format(ckpt), target_first(outcomes))
     return Judgement(ckpt.path, engine, _format(ckpt), with_causes(outcomes, verdict.plan))
+
+
+def _unread(why: str) -> Contract:
+    def run(hand: Assessment) -> str:
+        from pytest_eagle3.findings import Finding
+
+        fix = why.rpartition("read it first: ")[2]
+        raise NotModelled(Finding("release-not-read", why, fix=f"run {fix}, then run again"))
+    return run
 
 
 #: The root cause of a row whose draft accepts nothing on the target under any reading (``Pipeline.at_floor``).
