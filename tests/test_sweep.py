@@ -95,7 +95,7 @@ def _tiny_sweep() -> Sweep:
 
 
 def test_without_matplotlib_the_plot_is_skipped_with_a_note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sweep_plot, "matplotlib_installed", lambda: False)
+    monkeypatch.setattr(sweep_module, "matplotlib_installed", lambda: False)
     said = write(_tiny_sweep(), tmp_path / "out")
     assert said == [str(tmp_path / "out" / "sweep.json"), str(tmp_path / "out" / "sweep.md"), sweep_module.NO_MATPLOTLIB]
     assert "pip install 'pytest-eagle3[plot]'" in sweep_module.NO_MATPLOTLIB

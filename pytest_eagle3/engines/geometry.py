@@ -23,13 +23,14 @@ from pytest_eagle3.rules.attention import (
     ROUTE_CONFIG_CLASS,
     Disagreement,
     Geometry,
+    derive,
     disagreements,
     implied,
 )
 from pytest_eagle3.words import plural
 
 __all__ = ["CLASS_DEFAULTS", "LOAD_ASSERT", "ROUTE_AS_WRITTEN", "ROUTE_CONFIG_CLASS", "Disagreement", "Geometry",
-           "disagreements", "geometry_finding", "implied", "plan_geometry"]
+           "derive", "disagreements", "geometry_finding", "implied", "plan_geometry"]
 
 
 #: What a disagreement does at load, per engine (its ``load_assert``). The weight loaders first narrow the
