@@ -22,17 +22,59 @@ def test_import_linter_contracts_are_kept() -> None:
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
 
 
-def test_no_import_cycle_between_any_two_modules() -> None:
-    grimp = pytest.importorskip("grimp", reason="grimp comes with import-linter (pip install -e '.[test]')")
-    graph = grimp.build_graph("pytest_eagle3", exclude_type_checking_imports=True)
-    cycles = []
-    for importer in sorted(graph.modules):
-        for imported in sorted(graph.find_modules_directly_imported_by(importer)):
-            back = graph.find_shortest_chain(importer=imported, imported=importer)
-            if back is not None:
-                cycles.append(" -> ".join((importer, *back)))
-    assert cycles == [], "\n".join(cycles)
+#: Circles known and not yet broken, each as the sorted modules of one strongly connected set; nothing else may be
+#: one. The verdict circle: ``Pipeline`` (pipeline.py) runs the rows (rows.py), whose contracts (assess_*.py) read
+#: ``Pipeline`` and ``TargetSide`` back; it is broken by moving those types below the rows (issue 48, item 1).
+KNOWN_CIRCLES: tuple[tuple[str, ...], ...] = (
+    ("pytest_eagle3.verdict.assess_checkpoint", "pytest_eagle3.verdict.assess_engine",
+     "pytest_eagle3.verdict.pipeline", "pytest_eagle3.verdict.rows"),
+)
 
+
+def _circles(imports: dict[str, set[str]]) -> list[tuple[str, ...]]:
+    """Every set of two or more modules that import each other round, through any chain (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[tuple[str, ...]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for imported in sorted(imports[module]):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            members = stack[stack.index(module):]
+            del stack[stack.index(module):]
+            if len(members) > 1:
+                found.append(tuple(sorted(members)))
+
+    for module in sorted(imports):
+        if module not in index:
+            visit(module)
+    return sorted(found)
+
+
+def test_circles_are_found_through_any_chain() -> None:
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [("a", "b", "c")]
+    assert _circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circle_through_any_import() -> None:
+    """Every import counts, whether it runs at import time, inside a function, or only for the type checker
+    (``if TYPE_CHECKING:``): a circle held apart by where an import sits is still one concept split in two."""
+    grimp = pytest.importorskip("grimp", reason="grimp comes with import-linter (pip install -e '.[test]')")
+    graph = grimp.build_graph("pytest_eagle3", exclude_type_checking_imports=False)
+    imports = {m: set(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
+    circles = _circles(imports)
+    new = [" <-> ".join(c) for c in circles if c not in KNOWN_CIRCLES]
+    assert new == [], "import circles (break them by concept, not by hiding an import):\n" + "\n".join(new)
+    gone = [c for c in KNOWN_CIRCLES if c not in circles]
+    assert gone == [], f"broken circles still listed in KNOWN_CIRCLES: {gone}"
 
 PACKAGE = ROOT / "pytest_eagle3"
 #: Generated data (their headers name the generator): exempt from the size rule.

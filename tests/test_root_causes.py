@@ -11,7 +11,8 @@ import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
 from pytest_eagle3.engines.causes import root_causes
-from pytest_eagle3.engines.plan_types import LOSS, REFUSED, Issue, LoadPlan
+from pytest_eagle3.engines.issue import LOSS, REFUSED, Issue
+from pytest_eagle3.engines.plan_types import LoadPlan
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge.selection import parse_selection
 from pytest_eagle3.testing.synth import SynthSpec

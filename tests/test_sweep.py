@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_eagle3.shell.cli import main
-from pytest_eagle3.verdict import sweep_plot
+from pytest_eagle3.verdict import sweep as sweep_module
 from pytest_eagle3.verdict.sweep import CheckpointRow, EngineRow, Sweep, checkpoints_from, write
 from tests.conftest import counted_forwards
 
@@ -81,11 +81,11 @@ def test_the_markdown_table_and_the_plot(swept: tuple[Path, str, int, int]) -> N
     assert "| `trained-outputof-speculators` | 3.75 | refused **FAIL** engine.architecture | 2.51 **FAIL** " \
            "engine.acceptance, engine.aux_layers |" in md
     assert "- best for sglang==0.5.23: `trained-inputof-toplevel` (3.66, pass (partial))" in md  # format.detected: a shared layout
-    if sweep_plot.matplotlib_installed():
+    if sweep_module.matplotlib_installed():
         assert (out / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert "![predicted acceptance per checkpoint](sweep.png)" in md
     else:
-        assert not (out / "sweep.png").exists() and sweep_plot.NO_MATPLOTLIB in printed
+        assert not (out / "sweep.png").exists() and sweep_module.NO_MATPLOTLIB in printed
 
 
 def _tiny_sweep() -> Sweep:
@@ -95,10 +95,10 @@ def _tiny_sweep() -> Sweep:
 
 
 def test_without_matplotlib_the_plot_is_skipped_with_a_note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sweep_plot, "matplotlib_installed", lambda: False)
+    monkeypatch.setattr(sweep_module, "matplotlib_installed", lambda: False)
     said = write(_tiny_sweep(), tmp_path / "out")
-    assert said == [str(tmp_path / "out" / "sweep.json"), str(tmp_path / "out" / "sweep.md"), sweep_plot.NO_MATPLOTLIB]
-    assert "pip install 'pytest-eagle3[plot]'" in sweep_plot.NO_MATPLOTLIB
+    assert said == [str(tmp_path / "out" / "sweep.json"), str(tmp_path / "out" / "sweep.md"), sweep_module.NO_MATPLOTLIB]
+    assert "pip install 'pytest-eagle3[plot]'" in sweep_module.NO_MATPLOTLIB
     md = (tmp_path / "out" / "sweep.md").read_text(encoding="utf-8")
     assert "sweep.png" not in md and "best for vllm==0.33.0: `step-2` (2.70, pass)" in md
 

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from pytest_eagle3.engines.plan_types import Issue
+from pytest_eagle3.engines.issue import REFUSED, Issue
 
 #: Every code of an area.
 ANY: frozenset[str] = frozenset()
@@ -93,7 +91,7 @@ class Cause:
 def _rank(issue: Issue) -> tuple[int, int, int]:
     area = PRECEDENCE.index(issue.area) if issue.area in PRECEDENCE else len(PRECEDENCE)
     first = FIRST_MET.index(issue.finding.code) if issue.finding.code in FIRST_MET else len(FIRST_MET)
-    return (0 if issue.kind == "refused" else 1, area, first)
+    return (0 if issue.kind == REFUSED else 1, area, first)
 
 
 def _explains(cause: Issue, issue: Issue) -> bool:
@@ -118,7 +116,7 @@ def root_causes(issues: Sequence[Issue]) -> tuple[Cause, ...]:
         same = [i for i in ordered if id(i) not in explained and (i.area, i.finding.code) == (issue.area, issue.finding.code)]
         mine = [i for i in ordered if id(i) not in explained and i not in same and rule is not None and rule.explains(i)]
         explained.update(id(i) for i in (*same, *mine))
-        causes.append(Cause(issue.area, issue.finding.code, issue.finding.summary, issue.kind == "refused",
+        causes.append(Cause(issue.area, issue.finding.code, issue.finding.summary, issue.kind == REFUSED,
                             tuple(dict.fromkeys((i.area, i.finding.code) for i in mine)), rule.why if rule and mine else "",
                             len(same)))
     return tuple(causes)

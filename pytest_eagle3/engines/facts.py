@@ -22,8 +22,8 @@ from pytest_eagle3.checkpoint.draft import NOT_DRAFT_WEIGHTS, SAFETENSORS_INDEX
 from pytest_eagle3.checkpoint.tensorfiles import index_safetensors
 from pytest_eagle3.engines.contents import TensorContents, tensor_contents
 from pytest_eagle3.engines.context import context_length, rope_types
+from pytest_eagle3.engines.draft_geometry import draft_geometry
 from pytest_eagle3.engines.frozen import FrozenDict, JsonValue, freeze, freeze_object
-from pytest_eagle3.engines.geometry import ROUTE_CONFIG_CLASS, Geometry, derive, route_for
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.engines.runtime import LayerKv, target_layers
 from pytest_eagle3.findings import Finding
@@ -40,6 +40,7 @@ from pytest_eagle3.producers.habits import (
     trained_rope,
     unread_fields,
 )
+from pytest_eagle3.rules.attention import ROUTE_CONFIG_CLASS, Geometry, derive
 from pytest_eagle3.rules.draft_kind import classify_checkpoint, not_a_draft_finding
 from pytest_eagle3.rules.quantized import is_packed
 
@@ -243,7 +244,7 @@ def fact_sheet(ckpt: Checkpoint, profile: Profile, target: TargetModel | None = 
         bias=bool(config.get("bias", False)),
         rope_scaling=freeze(config.get("rope_scaling") or config.get("rope_parameters")),
         explicit_norms=FrozenDict({name: _explicit_flag(raw, name) for name in NORM_FLAGS}),
-        draft_geometry=derive(config, route_for(profile.engine, view.speculators)),
+        draft_geometry=draft_geometry(profile.engine, config, view.speculators),
         aux_ids=FrozenDict(_aux_ids(config, profile)),
         tensors=tuple(ckpt.tensors), shapes=shapes,
         fc_width=fc_shape[1] if fc_shape and len(fc_shape) == 2 else None,

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from pytest_eagle3.engines.draft_geometry import draft_geometry
+from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.frozen import FrozenDict
 from pytest_eagle3.engines.plan_types import Filed, Filing
+from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge.engines import REGISTRY, engine_named
 from pytest_eagle3.rules.attention import (
@@ -27,11 +30,7 @@ from pytest_eagle3.rules.attention import (
 from pytest_eagle3.words import plural
 
 __all__ = ["CLASS_DEFAULTS", "LOAD_ASSERT", "ROUTE_AS_WRITTEN", "ROUTE_CONFIG_CLASS", "Disagreement", "Geometry",
-           "derive", "disagreements", "geometry_finding", "implied", "plan_geometry", "route_for"]
-
-if TYPE_CHECKING:
-    from pytest_eagle3.engines.facts import FactSheet
-    from pytest_eagle3.engines.profiles import Profile
+           "derive", "disagreements", "geometry_finding", "implied", "plan_geometry"]
 
 
 #: What a disagreement does at load, per engine (its ``load_assert``). The weight loaders first narrow the
@@ -40,13 +39,6 @@ if TYPE_CHECKING:
 #: dim is cut to its first rows without a word, a smaller one fails the narrow, any other difference fails the
 #: assert. Engines whose loader checks shapes exactly (``exact_shapes``: no shard narrow) refuse a larger one.
 LOAD_ASSERT = {engine.name: engine.load_assert for engine in REGISTRY if engine.load_assert}
-
-
-def route_for(engine: str, speculators: bool) -> str:
-    """vLLM reads a speculators config as written (speculators/base.py SpeculatorsConfig(**config)); every
-    other draft config goes through AutoConfig and its model_type's class."""
-    return ROUTE_AS_WRITTEN if engine_named(engine).reads_speculators_geometry_as_written and speculators \
-        else ROUTE_CONFIG_CLASS
 
 
 #: "Derive it from the config" (a derived geometry may itself be None).
@@ -58,7 +50,7 @@ def geometry_finding(label: str, engine: str, config: Mapping[str, Any], specula
                      derived: Geometry | None = DERIVE) -> Finding | None:
     """A refusal finding when the engine's geometry contradicts the attention tensors, else None
     (``derived``: the geometry the engine derives from ``config``, when already known)."""
-    geometry = derive(config, route_for(engine, speculators)) if derived is DERIVE else derived
+    geometry = draft_geometry(engine, config, speculators) if derived is DERIVE else derived
     if geometry is None:
         return None
     found = disagreements(geometry, shape_of, names)

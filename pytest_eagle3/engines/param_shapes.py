@@ -23,8 +23,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from pytest_eagle3.engines.geometry import Geometry, derive, route_for
+from pytest_eagle3.engines.draft_geometry import draft_geometry
 from pytest_eagle3.engines.key_resolution import D2T_PARAM
+from pytest_eagle3.rules.attention import Geometry
 
 VOCAB_PADDING = 64
 Shape = tuple[int, ...]
@@ -70,7 +71,7 @@ def parameter_shapes(engine: str, config: Mapping[str, Any], speculators: bool, 
     vocab = _int(config, "vocab_size")
     draft_vocab = _int(config, "draft_vocab_size") or vocab
     intermediate, _ = mlp_width(mlp_rule, config)
-    geometry = derive(config, route_for(engine, speculators)) if derived is DERIVE else derived
+    geometry = draft_geometry(engine, config, speculators) if derived is DERIVE else derived
     fixed: dict[str, Shape | None] = {
         "model.norm.weight": (hidden,),
         "model.fc.weight": (hidden, fc_states * target_hidden),

@@ -24,6 +24,7 @@ from pytest_eagle3.engines.embeddings import plan_embeddings
 from pytest_eagle3.engines.facts import fact_sheet
 from pytest_eagle3.engines.fc import plan_fc, plan_fc_shape
 from pytest_eagle3.engines.geometry import GeometryArea, plan_geometry
+from pytest_eagle3.engines.issue import LOSS, REFUSED, Issue
 from pytest_eagle3.engines.keys import plan_keys
 from pytest_eagle3.engines.layers import plan_layers
 from pytest_eagle3.engines.mlp import plan_mlp
@@ -31,12 +32,9 @@ from pytest_eagle3.engines.norms import plan_norms
 from pytest_eagle3.engines.plan_types import (
     LOADS,
     LOADS_WITH_LOSS,
-    LOSS,
-    REFUSED,
     AuxPlan,
     FcPlan,
     Filed,
-    Issue,
     LoadPlan,
     Measured,
 )

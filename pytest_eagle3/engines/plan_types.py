@@ -16,6 +16,7 @@ from typing import Any
 
 from pytest_eagle3.engines.causes import Cause, root_causes
 from pytest_eagle3.engines.frozen import FrozenDict
+from pytest_eagle3.engines.issue import LOSS, REFUSED, Issue
 from pytest_eagle3.findings import PASSES, UNJUDGED, Finding
 from pytest_eagle3.knowledge.capture import CaptureSupport
 from pytest_eagle3.knowledge.costs import RecordedCost
@@ -37,19 +38,8 @@ def describe_inputs(indices: Sequence[int] | None) -> str:
     return " and ".join(parts) or "nothing"
 
 
-REFUSED = "refused"
-LOSS = "loss"
 LOADS = "loads"
 LOADS_WITH_LOSS = "loads with loss"
-
-
-@dataclass(frozen=True)
-class Issue:
-    """One thing the engine will do wrong, under the contract area that reports it."""
-
-    area: str
-    kind: str
-    finding: Finding
 
 
 #: Why an assumed loss is not priced: without the target's weights, or not modelled by the simulation.

@@ -16,7 +16,6 @@ from typing import Any
 
 from packaging.version import Version
 
-from pytest_eagle3.engines.geometry import Geometry
 from pytest_eagle3.engines.param_shapes import VOCAB_PADDING, padded
 from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.findings import Evidence, Finding
@@ -33,6 +32,7 @@ from pytest_eagle3.knowledge.runtime import (
     UNKNOWN,
     kv_rule,
 )
+from pytest_eagle3.rules.attention import Geometry
 
 FULL = "full"
 SLIDING = "sliding"

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_eagle3.engines.plan_types import LOADS_WITH_LOSS, LOSS, REFUSED, LoadPlan
+from pytest_eagle3.engines.issue import LOSS, REFUSED
+from pytest_eagle3.engines.plan_types import LOADS_WITH_LOSS, LoadPlan
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge.releases import KNOWN_RANGES, EngineVersion
 from pytest_eagle3.probes.compare import Difference, compare, cpu_backend_limit, losses, map_summary

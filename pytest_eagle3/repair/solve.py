@@ -21,7 +21,8 @@ from pytest_eagle3.repair.virtual import VirtualDraft
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
-    from pytest_eagle3.engines.plan_types import Issue, LoadPlan
+    from pytest_eagle3.engines.issue import Issue
+    from pytest_eagle3.engines.plan_types import LoadPlan
     from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.verdict import Pipeline
 

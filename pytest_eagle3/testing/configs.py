@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pytest_eagle3.producers.formats import ANGELSLIM, EAGLE, MODELOPT, SPECFORGE, SPECULATORS
 from pytest_eagle3.testing.layouts import SPECFORGE_HF
-
-if TYPE_CHECKING:
-    from pytest_eagle3.testing.spec import SynthSpec
+from pytest_eagle3.testing.spec import SynthSpec
 
 
 def llama_fields(spec: SynthSpec) -> dict[str, Any]:

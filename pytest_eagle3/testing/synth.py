@@ -1,5 +1,5 @@
 """Synthetic EAGLE-3 checkpoints in every producer's layout, with injectable faults: one import for
-the writer's parts (:mod:`.spec`, :mod:`.configs`, :mod:`.tensors`, :mod:`.targets`, :mod:`.faults`,
+the writer's parts (:mod:`.spec`, :mod:`.configs`, :mod:`.tensors`, :mod:`.targets`, :mod:`.faults`, :mod:`.damage`,
 :mod:`.writer`).
 
 Real safetensors (or ``pytorch_model.bin``) files, laid out as each producer writes them
@@ -12,7 +12,8 @@ from __future__ import annotations
 from pytest_eagle3.producers.formats import ANGELSLIM, EAGLE, MODELOPT, SPECFORGE, SPECULATORS
 from pytest_eagle3.testing.configs import draft_config, llama_fields, target_config
 from pytest_eagle3.testing.corruptions import CATALOGUE, Corruption
-from pytest_eagle3.testing.faults import FAULTS, Draft, Fault
+from pytest_eagle3.testing.damage import Draft
+from pytest_eagle3.testing.faults import FAULTS, Fault
 from pytest_eagle3.testing.layouts import PRODUCERS, SAFETENSORS, SPECFORGE_HF, WITH_T2D
 from pytest_eagle3.testing.spec import SynthSpec
 from pytest_eagle3.testing.targets import write_target

@@ -7,11 +7,10 @@ from typing import TYPE_CHECKING
 from pytest_eagle3.producers.names import EAGLE
 from pytest_eagle3.rules.vocab_map import build_maps
 from pytest_eagle3.testing.layouts import record_of, saves_embed, tensor_layout
+from pytest_eagle3.testing.spec import SynthSpec
 
 if TYPE_CHECKING:
     import torch
-
-    from pytest_eagle3.testing.spec import SynthSpec
 
 
 def generator(seed: int) -> torch.Generator:

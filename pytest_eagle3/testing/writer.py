@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_eagle3.producers.formats import EAGLE, MODELOPT, SPECFORGE
 from pytest_eagle3.testing.configs import draft_config
-from pytest_eagle3.testing.faults import Draft, apply_tensor_faults, damage_file
+from pytest_eagle3.testing.damage import Draft, apply_tensor_faults, damage_file
 from pytest_eagle3.testing.layouts import SPECFORGE_HF
 from pytest_eagle3.testing.quantize import quantization_config, quantize
 from pytest_eagle3.testing.spec import SynthSpec

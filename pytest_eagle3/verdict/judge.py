@@ -25,7 +25,8 @@ from pytest_eagle3.producers.records import RECORDS
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
-    from pytest_eagle3.engines.plan_types import Issue, LoadPlan, Measured
+    from pytest_eagle3.engines.issue import Issue
+    from pytest_eagle3.engines.plan_types import LoadPlan, Measured
     from pytest_eagle3.knowledge.releases import EngineVersion
 
 #: The finding code of an area whose verdict depends on the reading.

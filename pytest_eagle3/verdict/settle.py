@@ -228,7 +228,7 @@ def price_deviations(plan: LoadPlan, predictor: DraftPredictor, max_loss: float)
     cannot model (or a plan it cannot run, or a draft too weak to price with: ``evidence.WEAK``) stays
     assumed (a note where the habit is known to apply, never a failure). ``plan`` itself when nothing is
     assumed."""
-    from pytest_eagle3.engines.plan_types import LOSS, Issue
+    from pytest_eagle3.engines.issue import LOSS, Issue
 
     if not plan.assumed:
         return plan
@@ -267,7 +267,7 @@ def price_recorded(plan: LoadPlan, max_loss: float) -> LoadPlan:
     priced by it: one costing more than ``max_loss`` becomes a loss with its figure and experiment where the habit
     is known to apply; a cheaper one a note in ``priced``. Runs after the simulation (which overrules it: what it
     priced is no longer assumed). ``plan`` itself when nothing recorded applies."""
-    from pytest_eagle3.engines.plan_types import LOSS, Issue
+    from pytest_eagle3.engines.issue import LOSS, Issue
 
     if not any(a.recorded is not None for a in plan.assumed):
         return plan

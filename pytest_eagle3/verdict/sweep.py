@@ -3,7 +3,7 @@
 ``python -m pytest_eagle3 sweep CKPT... --target T --out DIR``: the checkpoints (a folder of checkpoint
 folders, a glob, or a list, in training order) each asked of one :class:`~pytest_eagle3.verdict.Pipeline`
 (the target run once, its side shared by every draft), written as ``sweep.json``, ``sweep.md`` and
-``sweep.png`` (``verdict.sweep_plot``), naming the best checkpoint per engine version.
+``sweep.png`` (with the optional extra ``[plot]``), naming the best checkpoint per engine version.
 
 The verdict per engine version is the row ``pytest --eagle3-ckpt`` and ``check`` give: the pipeline's judgement
 of every contract (files, config, weights and the engine's own), aggregated by the same report code. A checkpoint
@@ -13,7 +13,9 @@ is named best for an engine version only when its row passes.
 from __future__ import annotations
 
 import glob
+import importlib.util
 import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -266,11 +268,62 @@ def _md_row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
 
+#: The note ``write`` gives instead of ``sweep.png`` where the optional extra ``[plot]`` is not installed.
+NO_MATPLOTLIB = "sweep.png skipped: matplotlib is not installed (pip install 'pytest-eagle3[plot]')"
+
+
+def matplotlib_installed() -> bool:
+    """Whether matplotlib is installed (the plot needs it)."""
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def plot(sweep: Sweep, path: Path) -> str | None:
+    """Draw ``sweep.png`` into ``path``: predicted mean acceptance length per checkpoint per engine version, and
+    the draft as trained; None when written, else why not."""
+    if not matplotlib_installed():
+        return NO_MATPLOTLIB
+    # matplotlib is optional (the [plot] extra) and heavy: imported only when a plot is drawn
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [c.name for c in sweep.checkpoints]
+    xs = list(range(len(names)))
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * len(names) + 2.5), 3.6), dpi=90)
+    trained = [math.nan if c.as_trained is None else c.as_trained for c in sweep.checkpoints]
+    ax.plot(xs, trained, color="0.25", linestyle="--", marker="s", markersize=4, zorder=5,
+            label="as trained (reference)")
+    best = sweep.best()
+    for index, engine in enumerate(sweep.engines):
+        rows = [c.engines[index] if c.engines else None for c in sweep.checkpoints]
+        ys = [math.nan if r is None or r.predicted is None else r.predicted for r in rows]
+        line, = ax.plot(xs, ys, marker="o", label=engine)
+        refused = [x for x, r in zip(xs, rows) if r is not None and r.outcome == "refused"]
+        if refused:
+            ax.scatter(refused, [1.0] * len(refused), marker="x", color=line.get_color(), zorder=3,
+                       label=f"{engine}: refused")
+        chosen = best.get(engine)
+        if chosen is not None:
+            x = sweep.checkpoints.index(chosen)
+            ax.scatter([x], [ys[x]], s=160, facecolors="none", edgecolors=line.get_color(), linewidths=2, zorder=4)
+    ax.set_xticks(xs, names, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("mean acceptance length")
+    figures = [y for y in trained if not math.isnan(y)] + [r.predicted for c in sweep.checkpoints for r in c.engines
+                                                          if r.predicted is not None]
+    ax.set_ylim(0.9, max(figures, default=1.0) + 0.3)
+    ax.set_title("EAGLE-3 sweep: predicted acceptance per engine (circled: best)", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return None
+
+
 def write(sweep: Sweep, out: Path) -> list[str]:
     """Write ``sweep.json``, ``sweep.md`` and (with matplotlib) ``sweep.png`` into the new folder ``out``;
     one line per file, or the note saying why the plot was skipped."""
-    from pytest_eagle3.verdict.sweep_plot import plot
-
     out.mkdir(parents=True)
     note = plot(sweep, out / "sweep.png")
     (out / "sweep.json").write_text(json.dumps(sweep.to_json(), indent=2) + "\n", encoding="utf-8")
