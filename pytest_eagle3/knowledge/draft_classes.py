@@ -167,12 +167,16 @@ _REGISTRY_ROWS: tuple[tuple[str, Row[str]], ...] = (
     ("Eagle3DeepseekV3ForCausalLM", Row(VLLM, "0.18.0", "Eagle3DeepseekV2ForCausalLM",
                                         f"{REG} maps it to deepseek_eagle3.py (0.18.0; absent 0.17.0)")),
     ("Eagle3MiniMaxM2ForCausalLM", Row(VLLM, "0.20.0", "Eagle3LlamaForCausalLM", f"{REG} (0.20.0; absent 0.19.0)")),
-    ("PEagleDraftModel", Row(VLLM, "0.22.0", "Eagle3LlamaForCausalLM", f"{REG} (0.22.0; absent 0.21.0)")),
-    ("PeagleLlamaForCausalLM", Row(VLLM, "0.22.0", "Eagle3LlamaForCausalLM", f"{REG} (0.22.0; absent 0.21.0)")),
+    ("PEagleDraftModel", Row(VLLM, "0.22.0", "Eagle3LlamaForCausalLM",
+                             f"{REG} (0.22.0-0.33.0; absent 0.21.0 and 0.34.0: P-EAGLE removed)", until="0.34.0")),
+    ("PeagleLlamaForCausalLM", Row(VLLM, "0.22.0", "Eagle3LlamaForCausalLM",
+                                   f"{REG} (0.22.0-0.33.0; absent 0.21.0 and 0.34.0: P-EAGLE removed)",
+                                   until="0.34.0")),
     ("Eagle3Qwen3ForCausalLM", Row(VLLM, "0.24.0", "Eagle3Qwen3ForCausalLM",
                                    f"{REG} maps it to qwen3_eagle3.py (0.24.0; absent 0.23.0)")),
     ("PeagleQwen3ForCausalLM", Row(VLLM, "0.24.0", "Eagle3Qwen3ForCausalLM",
-                                   f"{REG} maps it to qwen3_eagle3.py (0.24.0; absent 0.23.0)")),
+                                   f"{REG} maps it to qwen3_eagle3.py (0.24.0-0.33.0; absent 0.23.0 and 0.34.0: "
+                                   "P-EAGLE removed)", until="0.34.0")),
     ("LlamaForCausalLMEagle3", Row(SGLANG, "0.4.4.post2", "LlamaForCausalLMEagle3",
                                    "sglang models/llama_eagle3.py EntryClass (v0.4.4.post2 9e0186f352)")),
     ("Eagle3DeepseekV2ForCausalLM", Row(SGLANG, "0.5.12", "Eagle3DeepseekV2ForCausalLM",
@@ -241,6 +245,8 @@ def accepted_rows() -> tuple[Row[tuple[str, ...] | str], ...]:
         for t in tables:
             for row in t.rows_of(engine):
                 changes.setdefault(row.start, []).append(row)
+                if row.end is not None:  # a registration that ends (vLLM 0.34.0 removed P-EAGLE's names)
+                    changes.setdefault(row.end, []).append(row)
         for start in sorted(changes):
             target = EngineVersion(engine, start)
             value: tuple[str, ...] | str = accepted(engine, start) if ARCHITECTURE_READ.value(target) else "*"
