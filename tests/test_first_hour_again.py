@@ -12,11 +12,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
 
+from pytest_eagle3.knowledge.releases import RELEASES
 from tests.conftest import ContractRun
 from tests.reference_cases import EXAMPLES
 
 DEMO = EXAMPLES / "demo-draft"
+#: The newest vLLM read (the default a bare "vllm" selects), and a release after it no one has read.
+NEWEST_VLLM = RELEASES["vllm"][-1]
+BEYOND_VLLM = f"{Version(NEWEST_VLLM).major}.{Version(NEWEST_VLLM).minor + 1}.0"
 DEMO_SGLANG = EXAMPLES / "demo-draft-sglang"
 
 
@@ -38,8 +43,8 @@ def test_a_target_of_another_model_fails_target_consistent_alone(
     failed = {c["id"] for ckpt in run.report["checkpoints"] for e in ckpt["engines"] for c in e["contracts"]
               if c["outcome"] == "failed"}
     assert failed == {"target.consistent", "engine.architecture"}  # SGLang cannot build the speculators config
-    assert run.engine_entry(DEMO_SGLANG, "vllm==0.33.0")["failing"] == ["target.consistent"]
-    skipped = run.engine_outcomes(DEMO_SGLANG, "vllm==0.33.0")
+    assert run.engine_entry(DEMO_SGLANG, f"vllm=={NEWEST_VLLM}")["failing"] == ["target.consistent"]
+    skipped = run.engine_outcomes(DEMO_SGLANG, f"vllm=={NEWEST_VLLM}")
     for contract in ("engine.aux_layers", "engine.embeddings", "engine.runtime", "engine.acceptance"):
         outcome, message = skipped[contract]
         assert outcome == "skipped" and "not run: the target does not match the draft (vocab_size: 1024 vs 2048; " \
@@ -67,13 +72,14 @@ def test_a_version_that_is_no_release_is_a_usage_error_naming_what_it_could_mean
 
 def test_an_engine_newer_than_the_profiles_is_judged_by_the_newest_rules_and_says_so(
         run_contracts: Callable[..., ContractRun]) -> None:
-    run = run_contracts([DEMO_SGLANG], "--eagle3-engine=vllm==0.34.0", "-m", "not engine",
+    run = run_contracts([DEMO_SGLANG], f"--eagle3-engine=vllm=={BEYOND_VLLM}", "-m", "not engine",
                         target=EXAMPLES / "demo-target" / "config.json")
-    entry = run.engine_entry(DEMO_SGLANG, "vllm==0.34.0")
-    assert (entry["rules_from"], entry["failing"]) == ("0.33.0", ["engine.aux_layers"])
+    entry = run.engine_entry(DEMO_SGLANG, f"vllm=={BEYOND_VLLM}")
+    assert (entry["rules_from"], entry["failing"]) == (NEWEST_VLLM, ["engine.aux_layers"])
     assert run.engine_entry(DEMO_SGLANG, "any")["rules_from"] is None
-    run.result.stdout.fnmatch_lines(["engine.aux_layers *vLLM 0.34.0 (judged by 0.33.0's rules) reads aux ids*",
-                                     "*EAGLE-3 verdict*", "*vllm==0.34.0 (0.33.0 rules)*FAIL*engine.aux_layers"])
+    run.result.stdout.fnmatch_lines([
+        f"engine.aux_layers *vLLM {BEYOND_VLLM} (judged by {NEWEST_VLLM}'s rules) reads aux ids*",
+        "*EAGLE-3 verdict*", f"*vllm=={BEYOND_VLLM} ({NEWEST_VLLM} rules)*FAIL*engine.aux_layers"])
 
 
 # 1. Width: the table, the lines under it and the failures fit the terminal; the matrix prints as text.
@@ -168,7 +174,7 @@ def test_a_failed_node_id_pasted_back_re_runs_and_the_summary_names_the_repair(t
                "--eagle3-engine=vllm"]
     first = _run(["-m", "pytest", "-p", "no:cacheprovider", "-q", *options], tmp_path)
     assert first.returncode == 1, first.stdout[-3000:]
-    assert f"repair {DEMO_SGLANG} (vllm==0.33.0): python -m pytest_eagle3 fix {DEMO_SGLANG} OUT --to vllm==0.33.0" \
+    assert f"repair {DEMO_SGLANG} (vllm=={NEWEST_VLLM}): python -m pytest_eagle3 fix {DEMO_SGLANG} OUT --to vllm=={NEWEST_VLLM}" \
         in first.stdout
     node = next(line.split()[1] for line in first.stdout.splitlines()
                 if line.startswith("FAILED") and "test_aux_layers" in line)

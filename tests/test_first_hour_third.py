@@ -20,9 +20,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
+
+from pytest_eagle3.knowledge.releases import RELEASES
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
+#: The newest vLLM read (the default a bare "vllm" selects), and a release after it no one has read.
+NEWEST_VLLM = RELEASES["vllm"][-1]
+BEYOND_VLLM = f"{Version(NEWEST_VLLM).major}.{Version(NEWEST_VLLM).minor + 1}.0"
 DEMO, DEMO_SGLANG, TARGET = EXAMPLES / "demo-draft", EXAMPLES / "demo-draft-sglang", EXAMPLES / "demo-target"
 
 
@@ -53,7 +59,7 @@ def test_a_draft_judged_without_its_target_reads_not_judged_and_exits_as_documen
     assert len(table) == 2 and all("NOT JUDGED" in line and "PASS" not in line for line in table), table
     assert "NOT JUDGED for" in done.stdout and "engine.aux_layers" in done.stdout
     rows = _rows(_report(report))
-    vllm = rows[("demo-draft-sglang", "vllm==0.33.0")]
+    vllm = rows[("demo-draft-sglang", f"vllm=={NEWEST_VLLM}")]
     assert vllm["verdict"] == "not judged" and vllm["complete"] is False
     assert vllm["not_judged"] == ["engine.aux_layers", "engine.acceptance"]
     summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
@@ -63,7 +69,7 @@ def test_a_draft_judged_without_its_target_reads_not_judged_and_exits_as_documen
     assert strict.returncode == 1, strict.stdout[-2000:]
     with_target = _run(["-m", "pytest", "-p", "no:cacheprovider", f"--eagle3-ckpt={DEMO_SGLANG}",
                         f"--eagle3-target={TARGET}", "--eagle3-not-judged=fail", "-q"], tmp_path)
-    assert with_target.returncode == 1 and re.search(r"vllm==0\.33\.0\s+FAIL", with_target.stdout)
+    assert with_target.returncode == 1 and re.search(rf"vllm=={re.escape(NEWEST_VLLM)}\s+FAIL", with_target.stdout)
 
 
 def test_a_draft_that_names_its_target_is_judged_against_it_without_the_flag(tmp_path: Path) -> None:
@@ -80,7 +86,7 @@ def test_a_draft_that_names_its_target_is_judged_against_it_without_the_flag(tmp
     data = _report(report)
     named = data["checkpoints"][0]["named_target"]  # type: ignore[index]
     assert named["field"] == "speculators_config.verifier.name_or_path" and named["named"] == "../verifier"
-    row = _rows(data)[("draft", "vllm==0.33.0")]
+    row = _rows(data)[("draft", f"vllm=={NEWEST_VLLM}")]
     outcomes = {c["id"]: c["outcome"] for c in row["contracts"]}  # type: ignore[union-attr]
     assert outcomes["engine.aux_layers"] == "passed" and outcomes["engine.acceptance"] == "passed", row
     assert row["verdict"] == "pass"
@@ -127,12 +133,12 @@ def test_a_same_shape_wrong_target_blames_no_draft_and_advises_no_draft_edit(tmp
                  f"--eagle3-target={EXAMPLES / 'tiny-target'}", f"--eagle3-report={tmp_path / 'v.json'}"], tmp_path)
     assert done.returncode == 1
     rows = _rows(_report(tmp_path / "v.json"))
-    failing = rows[("demo-draft", "vllm==0.33.0")]["failing"]
+    failing = rows[("demo-draft", f"vllm=={NEWEST_VLLM}")]["failing"]
     assert failing[0] == "reference.acceptance" and "engine.embeddings" not in failing, failing  # no measured embed
     assert "drop embed_tokens.weight" not in done.stdout, done.stdout[-3000:]
     # the root cause is computed first: the target, so no draft-side fix line (no positions edit, no see-the-others)
     said = " ".join(done.stdout.split())
-    assert "demo-draft (vllm==0.33.0): reference.acceptance [low-acceptance]: the draft accepts nothing on this " \
+    assert f"demo-draft (vllm=={NEWEST_VLLM}): reference.acceptance [low-acceptance]: the draft accepts nothing on this " \
            "target under any reading" in said or "root cause" not in said, said[-3000:]
     fixes = [line.strip() for line in done.stdout.splitlines() if line.strip().startswith("fix: ")]
     assert fixes and all("--eagle3-target names the model" in line for line in fixes), fixes
@@ -163,10 +169,11 @@ def test_a_truncated_file_counts_its_problems_and_its_repair_line_is_one_line(tm
 
 # also ---------------------------------------------------------------------------------------------------
 def test_a_version_newer_than_every_release_read_is_judged_with_a_loud_warning(tmp_path: Path) -> None:
-    for version in ("0.34.0", "9.9"):
+    for version in (BEYOND_VLLM, "9.9"):
         done = _run(["-m", "pytest", "-p", "no:cacheprovider", f"--eagle3-ckpt={DEMO}", f"--eagle3-engine=vllm=={version}",
                      "-q"], tmp_path)
-        said = f"vllm=={version} is newer than every vLLM release read (newest 0.33.0): it is judged by 0.33.0's rules"
+        said = (f"vllm=={version} is newer than every vLLM release read (newest {NEWEST_VLLM}): it is judged by "
+                f"{NEWEST_VLLM}'s rules")
         assert said in " ".join(done.stdout.split()), done.stdout[-2000:]
         plan = _run(["-m", "pytest_eagle3", "plan", str(DEMO), "--engine", f"vllm=={version}"], tmp_path)
         assert said in " ".join(plan.stderr.split()) and plan.returncode == 0
@@ -220,7 +227,7 @@ def test_aux_ids_off_by_one_get_the_fix_that_writes_the_measured_layers(tmp_path
     done = _run(["-m", "pytest", "-p", "no:cacheprovider", f"--eagle3-ckpt={draft}", f"--eagle3-target={TARGET}"],
                 tmp_path)
     repair = [line for line in done.stdout.splitlines() if line.startswith("repair ")]
-    assert repair == [f"repair {draft} (sglang==0.5.23, vllm==0.33.0): python -m pytest_eagle3 fix {draft} OUT --to "
-                      f"sglang==0.5.23,vllm==0.33.0 --target {TARGET}"], repair
+    assert repair == [f"repair {draft} (sglang==0.5.23, vllm=={NEWEST_VLLM}): python -m pytest_eagle3 fix {draft} OUT --to "
+                      f"sglang==0.5.23,vllm=={NEWEST_VLLM} --target {TARGET}"], repair
     assert "fix cannot" not in done.stdout and "input-of" in (ROOT / "README.md").read_text()
 

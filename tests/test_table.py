@@ -5,8 +5,11 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
-from pytest_eagle3.knowledge.releases import EngineVersion
+from pytest_eagle3.knowledge.releases import RELEASES, EngineVersion
 from pytest_eagle3.knowledge.table import Row, Table, TableError, table
+
+#: The newest vLLM read (the default a bare "vllm" selects).
+NEWEST_VLLM = RELEASES["vllm"][-1]
 
 SRC = "vllm some/file.py some_function (read)"
 
@@ -66,9 +69,9 @@ def test_label_and_repr_say_the_range_read() -> None:
     t = table("demo", [Row("vllm", "0.8.5", "a", SRC, read_to="0.9.2"), Row("vllm", "0.10.0", "b", SRC)])
     first, last = t.rows
     assert t.label(first) == f"{SRC} [vLLM 0.8.5-0.9.2]"
-    assert t.label(last) == f"{SRC} [vLLM 0.10.0-0.33.0]"
+    assert t.label(last) == f"{SRC} [vLLM 0.10.0-{NEWEST_VLLM}]"
     assert repr(t).splitlines() == ["Table 'demo' (full coverage, 2 rows)",
-                                    f"  vLLM 0.8.5-0.9.2: 'a'  <- {SRC}", f"  vLLM 0.10.0-0.33.0: 'b'  <- {SRC}"]
+                                    f"  vLLM 0.8.5-0.9.2: 'a'  <- {SRC}", f"  vLLM 0.10.0-{NEWEST_VLLM}: 'b'  <- {SRC}"]
 
 
 def test_without_a_row_the_earlier_row_holds_on() -> None:
