@@ -118,7 +118,9 @@ _HAND_ROWS: tuple[tuple[str, Row[Capture]], ...] = tuple(pair for group in (
          "Qwen3NextModel(nn.Module) is not one: AssertionError at startup (0.18.0, 0.18.1, 0.19.0 read; 0.19.1 by the source scan)",
          *_QWEN35_VL, support=REFUSED),
     _row(VLLM, "0.20.0", LLAMA, "vllm 0.20.0 qwen3_next.py Qwen3NextModel(nn.Module, EagleModelMixin), its forward _maybe_add_hidden_state "
-         "per layer (source scan)",
+         "per layer (source scan); 0.34.0 moves Qwen3.5 to vllm/models/qwen3_5/nvidia/model.py "
+         "Qwen3_5Model(nn.Module, EagleModelMixin), the same capture: id 0 before the layers, layer_idx + 1 after each "
+         "(0.34.0 read)",
          *_QWEN35_VL),
     _row(VLLM, "0.8.5", LLAMA, "vllm config/speculative.py: 'Eagle3 is only supported for ... models' "
          "(allowlist to 0.16); v1/worker/gpu_model_runner.py RuntimeError 'Model does not support EAGLE3 interface' "

@@ -57,7 +57,7 @@ SPANS += spans("renames",
 SPANS += spans("unknown_key",
                ("0.8.5", "0.24.0", "raise", f"vllm {VL_EAGLE3} LlamaModel.load_weights params_dict[name]: KeyError"),
                ("0.25.0", None, "raise-except-bias",
-                "vllm 0.25.0 model_executor/models/utils.py AutoWeightsLoader: ValueError; *.bias ignored"))
+                "vllm 0.25.0 model_executor/models/utils.py AutoWeightsLoader: ValueError; *.bias ignored (0.25.0-0.34.0 read)"))
 # ---------------------------------------------------------------- multi_layer
 SPANS += spans("multi_layer",
                ("0.8.5", "0.11.0", "one-layer",
@@ -74,7 +74,7 @@ SPANS += spans("d2t_present",
                ("0.9.0", "0.9.0.1", "discarded",
                 (f"vllm 0.9.0 {VL_EAGLE3} load_weights: 'd2t' not in loaded_weights (renamed) -> map set to None; "
                  "compute_logits then asserts logits.shape[1] == vocab_size (0.9.0, 0.9.0.1 read)")),
-               ("0.9.1", None, "offsets", f"vllm {VL_EAGLE3} compute_logits: arange + draft_id_to_target_id"))
+               ("0.9.1", None, "offsets", f"vllm {VL_EAGLE3} compute_logits: arange + draft_id_to_target_id (0.34.0 read)"))
 # ---------------------------------------------------------------- d2t_absent
 SPANS += spans("d2t_absent",
                ("0.8.5", "0.8.5.post1", "identity",
