@@ -12,8 +12,12 @@ from typing import Any
 import pytest
 import torch
 
+from pytest_eagle3.knowledge.releases import RELEASES
 from pytest_eagle3.testing.synth import MODELOPT, SPECFORGE, SPECULATORS, SynthSpec
 from tests.conftest import ContractRun, config_variant
+
+#: The vLLM a bare "vllm" (and the default selection) judges: the newest release read.
+NEWEST = RELEASES["vllm"][-1]
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -44,11 +48,11 @@ def test_d2t_corruption_fails_every_engine(run_contracts: Run, make_checkpoint: 
     draft = make_checkpoint(SynthSpec(producer=SPECULATORS).with_faults("d2t-absolute"))
     run = run_contracts([draft], "--eagle3-engine=vllm==0.11.0,vllm", target=synth_target / "config.json")
     assert run.verdict(draft) == "fail"
-    for engine in ("vllm==0.11.0", "vllm==0.33.0"):
+    for engine in ("vllm==0.11.0", f"vllm=={NEWEST}"):
         entry = run.engine_entry(draft, engine)
         assert entry["verdict"] == "fail" and "vocab.map" in entry["failing"]
         assert entry["contracts"] and all(c["id"].startswith(("engine.", "probe.")) for c in entry["contracts"])
-    assert re.search(r"vllm==0\.33\.0\s+FAIL\s+-\s+vocab\.map", run.output)  # predicted: - (no target weights)
+    assert re.search(rf"vllm=={re.escape(NEWEST)}\s+FAIL\s+-\s+vocab\.map", run.output)  # predicted: - (no target weights)
 
 
 def test_kimi_aux_ids_shifted_by_sglang_plus_one(run_contracts: Run, make_checkpoint: Callable[..., Path],
@@ -74,7 +78,7 @@ def test_single_hidden_state_bypasses_fc_silently(run_contracts: Run, make_varia
     sglang = run.engine_outcomes(draft, "sglang==0.5.23")["engine.fc"]
     assert sglang[0] == "failed"
     assert "SGLang 0.5.23 sends one 64-wide hidden state and skips fc silently" in sglang[1]
-    assert "drops fc at load" in run.engine_outcomes(draft, "vllm==0.33.0")["engine.fc"][1]
+    assert "drops fc at load" in run.engine_outcomes(draft, f"vllm=={NEWEST}")["engine.fc"][1]
 
 
 def test_missing_aux_ids_rest_on_the_producer_default_vllm_50170(run_contracts: Run,
@@ -85,7 +89,7 @@ def test_missing_aux_ids_rest_on_the_producer_default_vllm_50170(run_contracts: 
     is the measurement's to find, with a target with weights."""
     draft = make_checkpoint(SynthSpec(producer=MODELOPT, write_aux_ids=False))
     run = run_contracts([draft], "--eagle3-engine=vllm", target=synth_target / "config.json")
-    outcome, message = run.engine_outcomes(draft, "vllm==0.33.0")["engine.aux_layers"]
+    outcome, message = run.engine_outcomes(draft, f"vllm=={NEWEST}")["engine.aux_layers"]
     assert outcome == "passed", message
     assert "assumed: no ids in config.json; the default of modelopt" in message
     assert "pin them: write [2, 4, 5] into eagle_aux_hidden_state_layer_ids" in message
@@ -99,10 +103,10 @@ def test_sglang_trained_draft_on_vllm_is_one_layer_off_vllm_43671(run_contracts:
     outcome, message = run.engine_outcomes(draft, "vllm==0.22.0")["engine.aux_layers"]
     assert outcome == "failed"
     assert "vLLM 0.22.0 uses [2, 4, 5] as-is -> captures inputs of layers [2, 4, 5]" in message
-    outcome, message = run.engine_outcomes(draft, "vllm==0.33.0")["engine.aux_layers"]
-    assert outcome == "failed" and "vLLM 0.33.0 reads aux ids from eagle_aux_hidden_state_layer_ids and 5 other " \
+    outcome, message = run.engine_outcomes(draft, f"vllm=={NEWEST}")["engine.aux_layers"]
+    assert outcome == "failed" and f"vLLM {NEWEST} reads aux ids from eagle_aux_hidden_state_layer_ids and 5 other " \
         "fields; none there, so it uses its defaults" in message
-    assert "aux-id fields vLLM 0.33.0 reads, in order: eagle_aux_hidden_state_layer_ids, dflash_config." \
+    assert f"aux-id fields vLLM {NEWEST} reads, in order: eagle_aux_hidden_state_layer_ids, dflash_config." \
         "target_layer_ids (+1), dspark_target_layer_ids (+1), target_layer_ids (+1), dflash_config.layer_ids, " \
         "eagle_config.layer_ids" in run.output
     assert "fix: write [3, 5, 6] into eagle_aux_hidden_state_layer_ids" in run.output
@@ -127,9 +131,9 @@ def test_four_top_level_aux_ids_vllm_54598(run_contracts: Run, make_checkpoint: 
                                            synth_target: Path) -> None:
     draft = make_checkpoint(SynthSpec(producer=SPECULATORS, aux_layer_ids=(1, 2, 4, 5)))
     run = run_contracts([draft], "--eagle3-engine=vllm", target=synth_target / "config.json")
-    outcome, message = run.engine_outcomes(draft, "vllm==0.33.0")["engine.fc"]
+    outcome, message = run.engine_outcomes(draft, f"vllm=={NEWEST}")["engine.fc"]
     assert outcome == "failed"
-    assert "vLLM 0.33.0 builds fc for 3 aux states (192 wide) but the checkpoint's fc takes 256" in message
+    assert f"vLLM {NEWEST} builds fc for 3 aux states (192 wide) but the checkpoint's fc takes 256" in message
     assert "fix: write num_aux_hidden_states: 4 into config.json" in run.output
 
 
@@ -144,7 +148,7 @@ def test_missing_lm_head_stays_random_sglang_27829(run_contracts: Run, make_vari
 
 def test_random_embed_kept_by_vllm_torchspec_38(run_contracts: Run, tmp_path: Path) -> None:
     """A trained draft whose saved embed_tokens is noise (the rest trained with the target's frozen embedding): the
-    reference measures it working with the target's embedding, and vLLM 0.33.0 keeps the draft's own."""
+    reference measures it working with the target's embedding, and the newest vLLM keeps the draft's own."""
     import shutil
 
     from safetensors.torch import load_file, save_file
@@ -156,7 +160,7 @@ def test_random_embed_kept_by_vllm_torchspec_38(run_contracts: Run, tmp_path: Pa
     weights["embed_tokens.weight"] = noise.to(weights["embed_tokens.weight"].dtype)
     save_file(weights, draft / "model.safetensors")
     run = run_contracts([draft], "--eagle3-engine=vllm==0.11.0,vllm", target=EXAMPLES / "demo-target")
-    outcome, message = run.engine_outcomes(draft, "vllm==0.33.0")["engine.embeddings"]
+    outcome, message = run.engine_outcomes(draft, f"vllm=={NEWEST}")["engine.embeddings"]
     assert outcome == "failed" and "keeps the draft's own embed_tokens" in message and "TorchSpec#38" in message
     assert run.engine_outcomes(draft, "vllm==0.11.0")["engine.embeddings"][0] == "passed"
 
@@ -171,10 +175,10 @@ def test_good_drafts_pass_and_report_per_engine(run_contracts: Run, make_checkpo
     # the target's config only: every static contract passes, the acceptance is unmeasured (no weights): PASS (static)
     assert engines == [("any", None, "pass", [], ["reference.convention"]),
                        ("sglang", "0.5.23", "pass", [], ["engine.acceptance"]),
-                       ("vllm", "0.33.0", "pass", [], ["engine.acceptance"])]
-    passed = run.engine_outcomes(draft, "vllm==0.33.0")["engine.aux_layers"]
-    assert passed == ("passed", ("vLLM 0.33.0 feeds outputs of layers [1, 3, 4] = training; the other runtime mode "
-                                 "would feed outputs of layers [0, 2, 3]"))
+                       ("vllm", NEWEST, "pass", [], ["engine.acceptance"])]
+    passed = run.engine_outcomes(draft, f"vllm=={NEWEST}")["engine.aux_layers"]
+    # 0.34.0 removed model runner V1: no other runtime mode to report
+    assert passed == ("passed", f"vLLM {NEWEST} feeds outputs of layers [1, 3, 4] = training")
 
 
 def test_without_target_layer_dependent_contracts_skip(run_contracts: Run,
@@ -195,7 +199,7 @@ def test_aux_convention_option_overrides_the_producer(run_contracts: Run, make_c
 
 
 @pytest.mark.parametrize(("option", "message"), [
-    ("--eagle3-engine=vllm==0.7.0", "vLLM 0.7.0 is outside the known range 0.8.5 to 0.33.0"),
+    ("--eagle3-engine=vllm==0.7.0", f"vLLM 0.7.0 is outside the known range 0.8.5 to {NEWEST}"),
     ("--eagle3-engine=tgi", "unknown engine 'tgi'"),
     ("--eagle3-aux-convention=sideways", "'sideways' is not one of input-of, output-of"),
     ("--eagle3-device=tpu", "--eagle3-device: 'tpu' is not a device the reference runs on"),
@@ -234,7 +238,7 @@ def test_output_of_ids_under_target_layer_ids_are_read_plus_one_by_vllm_v2_from_
 
     examples = Path(__file__).resolve().parents[1] / "examples"
     draft = config_variant(examples / "demo-draft-sglang", tmp_path / "ids-as-target-layer-ids", move_ids)
-    run = run_contracts([draft], "--eagle3-engine=vllm==0.24.0,vllm==0.25.0,vllm", "-k", "aux_layers",
+    run = run_contracts([draft], "--eagle3-engine=vllm==0.24.0,vllm==0.25.0,vllm==0.33.0,vllm", "-k", "aux_layers",
                         target=examples / "demo-target")
     outcome, message = run.engine_outcomes(draft, "vllm==0.24.0")["engine.aux_layers"]
     assert outcome == "failed" and "vLLM 0.24.0 reads aux ids from eagle_aux_hidden_state_layer_ids or " \
@@ -244,6 +248,8 @@ def test_output_of_ids_under_target_layer_ids_are_read_plus_one_by_vllm_v2_from_
         outcome, message = run.engine_outcomes(draft, newer)["engine.aux_layers"]
         assert outcome == "passed" and message.endswith(
             "feeds outputs of layers [2, 4, 5] = training; the other runtime mode would feed outputs of layers [1, 3, 4]")
+    outcome, message = run.engine_outcomes(draft, f"vllm=={NEWEST}")["engine.aux_layers"]
+    assert outcome == "passed" and message.endswith("feeds outputs of layers [2, 4, 5] = training"), message
 
 
 def test_draft_vocab_not_a_multiple_of_64_fails_sglang_cuda_graph_capture_sglang_10106(

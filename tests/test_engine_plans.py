@@ -81,6 +81,15 @@ NARROW_FC = {"config": _set(target_hidden_size=64), "replace": {"fc.weight": tor
 QK_NORMS = {f"layers.0.self_attn.{n}_norm.weight": torch.ones(32, dtype=torch.bfloat16) for n in ("q", "k")}
 
 
+def _peagle_config(config: dict[str, Any]) -> None:
+    config.update(speculators_model_type="peagle", architectures=["PEagleDraftModel"], mask_token_id=1000)
+
+
+#: A speculators P-EAGLE draft: its config, and the parallel-drafting mask beside the EAGLE-3 tensors.
+PEAGLE = {"config": _peagle_config,
+          "replace": {"mask_hidden": torch.randn(192, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)}}
+
+
 def _tied_without_draft_vocab(config: dict[str, Any]) -> None:
     config.pop("draft_vocab_size", None)
     config["tie_word_embeddings"] = True
@@ -223,6 +232,8 @@ CASES = [
     case("draft_sliding_window", VLL, "0.10.0", "0.10.1", EA, set(), {"draft-sliding-window-index"}, variant=SLIDING),
     case("draft_sliding_window", VLL, "0.10.1", "0.10.2", EA, {"draft-sliding-window-index"},
          {"draft-sliding-window"}, variant=SLIDING),
+    # a speculators P-EAGLE draft (knowledge.speculators PEAGLE): parallel drafting through 0.33.0, refused by 0.34.0
+    case("speculators_peagle", VLL, "0.33.0", "0.34.0", SP, set(), {"peagle"}, variant=PEAGLE),
 ]
 
 
@@ -265,14 +276,16 @@ def test_every_versioned_behaviour_has_a_boundary_case() -> None:
     untestable = {
         ("vllm", "fc_applied"): "0.8.5 ignores configured ids and allows only Llama targets: one state never arrives",
         ("vllm", "embed_source"): "covered by the 0.11.1 case; 0.9.0/0.9.1 reject speculators configs",
-        ("vllm", "lm_head_source"): "covered by the 0.11.0 case",
+        ("vllm", "lm_head_source"): "covered by the 0.11.0 case; 0.34.0 (a packed target head) changes a note: "
+                                    "tests/test_vllm_0340.py",
         ("vllm", "architectures"): "MLA class: tests/test_plan_shapes.py (0.17.0 / 0.18.0); Qwen3: the qwen3_class case",
         ("vllm", "mla_rope"): "covered in tests/test_plan_shapes.py (0.27.0 / 0.28.0, an MLA draft)",
         ("vllm", "speculators_model_types"): "covered in tests/test_engine_contracts.py (qwen2 layer config)",
         ("vllm", "arch_rewrite"): "covered by the architectures case",
         ("vllm", "d2t_present"): "", ("vllm", "draft_vocab_size_missing"): "covered in tests/test_engine_contracts.py",
         ("vllm", "draft_vocab_size_null"): "covered in tests/test_engine_contracts.py",
-        ("vllm", "aux_id_fields_other_mode"): "covered by aux_id_fields_runner_v2",
+        ("vllm", "aux_id_fields_other_mode"): "covered by aux_id_fields_runner_v2; 0.34.0 (one runner): "
+                                              "tests/test_vllm_0340.py",
         ("vllm", "fc_norm"): "same rule as norm_output",
         ("vllm", "unknown_key"): "",
         ("sglang", "architectures"): "covered in tests/test_plan_shapes.py (0.5.11 / 0.5.12, an MLA draft)",

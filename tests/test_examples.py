@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from pytest_eagle3.knowledge.releases import RELEASES
 from tests.conftest import ContractRun
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+#: The vLLM a run judges by default: the newest release read.
+VLLM_DEFAULT = f"vllm=={RELEASES['vllm'][-1]}"
 
 
 def test_bundled_examples_verdicts(run_contracts: Callable[..., ContractRun]) -> None:
@@ -18,8 +21,8 @@ def test_bundled_examples_verdicts(run_contracts: Callable[..., ContractRun]) ->
     speculators, specforge = good
     assert run.engine_entry(speculators, "sglang==0.5.23")["failing"] == ["engine.architecture"]
     # a target's config alone: every rule runs and passes, the acceptance is unmeasured (no weights): PASS (static)
-    assert run.engine_entry(speculators, "vllm==0.33.0")["verdict"] == "pass"
-    rows = [run.engine_entry(specforge, e) for e in ("sglang==0.5.23", "vllm==0.33.0")]
+    assert run.engine_entry(speculators, VLLM_DEFAULT)["verdict"] == "pass"
+    rows = [run.engine_entry(specforge, e) for e in ("sglang==0.5.23", VLLM_DEFAULT)]
     assert [(r["verdict"], r["not_judged"], r["unmeasured"][-1]) for r in rows] == [("pass", [], "engine.acceptance")] * 2
     outcomes = run.outcomes(good[0])
     assert all(outcome == "passed" for cid, (outcome, _) in outcomes.items() if not cid.startswith("reference."))

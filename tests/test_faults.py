@@ -12,8 +12,12 @@ from typing import Any
 
 import pytest
 
+from pytest_eagle3.knowledge.releases import RELEASES
 from pytest_eagle3.producers.formats import ANGELSLIM, EAGLE, SPECFORGE, SPECULATORS
 from pytest_eagle3.testing.synth import FAULTS, PRODUCERS, SPECFORGE_HF, SynthSpec
+
+#: The newest vLLM read (the default a bare "vllm" selects).
+NEWEST_VLLM = RELEASES["vllm"][-1]
 
 ALL_CONTRACTS = (
     "checkpoint.readable", "config.parseable", "format.detected", "config.shapes",
@@ -87,9 +91,9 @@ def test_good_checkpoints_pass(
             problems.append(f"{name}: format {label!r}, expected producer {producer!r}")
         if producer in (SPECFORGE, SPECFORGE_HF):
             labels.setdefault(producer, label)
-        for engine in ("sglang==0.5.23", "vllm==0.33.0"):
+        for engine in ("sglang==0.5.23", f"vllm=={NEWEST_VLLM}"):
             expected = "fail" if (engine, producer) in REFUSED_BY_NEWEST else "pass"
-            if (engine, producer) == ("vllm==0.33.0", ANGELSLIM):  # no ids, AngelSlim's releases' defaults disagree
+            if (engine, producer) == (f"vllm=={NEWEST_VLLM}", ANGELSLIM):  # no ids, AngelSlim's releases' defaults disagree
                 expected = "not judged"  # and a random draft measures nothing: the aux layers are undecided
             got = run.engine_entry(path, engine)
             if got["verdict"] != expected:

@@ -12,7 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from pytest_eagle3.knowledge.releases import RELEASES
 from tests.conftest import ContractRun
+
+#: The newest vLLM read (the default a bare "vllm" selects).
+NEWEST_VLLM = RELEASES["vllm"][-1]
 
 CONTRACTS = {"checkpoint.readable", "config.parseable", "format.detected", "config.shapes",
              "target.consistent", "vocab.map", "weights.finite", "weights.initialised"}
@@ -41,7 +45,7 @@ def test_report_has_the_documented_shape(
     assert {c["id"] for c in independent["contracts"]} == CONTRACTS | REFERENCE_CONTRACTS
     # every static contract passes; the acceptance is unmeasured (the target's config only): PASS (static)
     assert [(e["engine"], e["version"], e["verdict"], e["not_judged"], e["unmeasured"]) for e in engines] == [
-        ("vllm", "0.12.0", "pass", [], UNMEASURED), ("vllm", "0.33.0", "pass", [], UNMEASURED)]
+        ("vllm", "0.12.0", "pass", [], UNMEASURED), ("vllm", f"{NEWEST_VLLM}", "pass", [], UNMEASURED)]
     assert all(e["basis"] == "assumed" and "--eagle3-target=DIR" in e["measure_with"] for e in engines)
     for entry in (independent, *engines):
         assert all(c["outcome"] == "passed" and c["message"] for c in entry["contracts"] if c["id"] in CONTRACTS
@@ -96,7 +100,7 @@ def test_same_folder_names_get_distinct_readable_ids(pytester: pytest.Pytester, 
     result = pytester.runpytest(f"--eagle3-ckpt={a}", f"--eagle3-ckpt={b}", "--collect-only", "-q")
     collected = result.stdout.str()
     assert "test_vocab_map[run-a/epoch0]" in collected and "test_vocab_map[run-b/epoch0]" in collected
-    assert "test_keys[run-a/epoch0@vllm==0.33.0]" in collected
+    assert f"test_keys[run-a/epoch0@vllm=={NEWEST_VLLM}]" in collected
 
 
 def test_env_variable_and_ini_supply_checkpoints_with_their_source(
@@ -210,7 +214,7 @@ def test_xdist_report_is_the_serial_report(
     assert vocab["message"].startswith("d2t: 256 offsets") and vocab["properties"] == {
         "vocab_size": 1024, "draft_vocab_size": 256}
     assert 'name="tensor_count"' in texts["xdist"][1] and 'name="eagle3.message"' in texts["xdist"][1]
-    table = [line for line in texts["serial"][2].splitlines() if "vllm==0.33.0" in line]
+    table = [line for line in texts["serial"][2].splitlines() if f"vllm=={NEWEST_VLLM}" in line]
     assert table and all(line in texts["xdist"][2].splitlines() for line in table)
 
 
@@ -314,8 +318,8 @@ def test_without_target_the_verdict_is_not_judged_and_says_what_did_not_run(
     run = run_contracts([draft], "--eagle3-engine=vllm")
     run.result.stdout.fnmatch_lines([
         f"*{draft}*any*PASS (partial)*",
-        "*vllm==0.33.0*NOT JUDGED*",
-        f"NOT JUDGED for {draft} (vllm==0.33.0): engine.aux_layers, engine.acceptance could not be judged, so no PASS*",
+        f"*vllm=={NEWEST_VLLM}*NOT JUDGED*",
+        f"NOT JUDGED for {draft} (vllm=={NEWEST_VLLM}): engine.aux_layers, engine.acceptance could not be judged, so no PASS*",
         "  target.consistent: needs the target model: pass --eagle3-target=DIR*",
     ])
     (ckpt,) = run.report["checkpoints"]
@@ -334,7 +338,7 @@ def test_report_keeps_the_whole_failure_and_the_run_context(
     run = run_contracts([bad], "--eagle3-engine=sglang==0.5.11,vllm", target=synth_target / "config.json")
     report = run.report
     assert report["target"] == str(synth_target / "config.json")
-    assert report["engines"] == ["sglang==0.5.11", "vllm==0.33.0"]
+    assert report["engines"] == ["sglang==0.5.11", f"vllm=={NEWEST_VLLM}"]
     (ckpt,) = report["checkpoints"]
     assert ckpt["verdict"] == "fail"
     vocab = next(c for c in ckpt["engines"][0]["contracts"] if c["id"] == "vocab.map")

@@ -26,8 +26,12 @@ import pytest
 import torch
 
 from pytest_eagle3.checkpoint import Checkpoint
+from pytest_eagle3.knowledge.releases import RELEASES
 from pytest_eagle3.probes.run import find_engine_python, run_probe
 from pytest_eagle3.testing.synth import SynthSpec, write_target
+
+#: The newest vLLM read (the default a bare "vllm" selects).
+NEWEST_VLLM = RELEASES["vllm"][-1]
 
 # Imported before any test: pytester restores sys.modules after each in-process contract run, and
 # datasets / pyarrow cannot be imported twice in one process (conftest.py has the same reason).
@@ -239,7 +243,7 @@ def test_modelopt_default_export(tmp_path: Path, target: Path, run_contracts: Ca
     run = run_contracts([draft], *UNTRAINED, *ENGINES, target=target)
     assert run.outcomes(draft)["format.detected"][0] == "passed", run.output
     assert run.outcomes(draft)["vocab.map"][0] == "passed", run.output
-    for engine in ("vllm==0.33.0", "sglang==0.5.23"):
+    for engine in (f"vllm=={NEWEST_VLLM}", "sglang==0.5.23"):
         outcome, message = run.engine_outcomes(draft, engine)["engine.producer"]
         assert outcome == "skipped" and "assumed" in message and "yarn" in message, message
     run = run_contracts([draft], *UNTRAINED, *ENGINES, "--eagle3-unknown=fail", target=target)
@@ -253,11 +257,11 @@ def test_modelopt_trained_first_layer_norm(tmp_path: Path, target: Path, run_con
     unpriced cost used to fail); the export's yarn stays assumed (a failure with --eagle3-unknown=fail)."""
     draft = _modelopt_export(tmp_path / "modelopt-norm", target, trained_norm=True)
     run = run_contracts([draft], *UNTRAINED, *ENGINES, target=target)
-    for engine in ("vllm==0.33.0", "sglang==0.5.23"):
+    for engine in (f"vllm=={NEWEST_VLLM}", "sglang==0.5.23"):
         outcome, message = run.engine_outcomes(draft, engine)["engine.producer"]
         assert outcome == "skipped" and message.startswith("assumed (too weak to price: "), message
     run = run_contracts([draft], *UNTRAINED, *ENGINES, "--eagle3-unknown=fail", target=target)
-    for engine in ("vllm==0.33.0", "sglang==0.5.23"):
+    for engine in (f"vllm=={NEWEST_VLLM}", "sglang==0.5.23"):
         outcome, message = run.engine_outcomes(draft, engine)["engine.producer"]
         assert outcome == "failed", message  # the export's yarn (undecided, failed on request); the norm is a note
         contract = next(c for c in run.engine_entry(draft, engine)["contracts"] if c["id"] == "engine.producer")
@@ -271,7 +275,7 @@ def test_modelopt_lora_adapter_beside_the_draft(tmp_path: Path, target: Path, ru
     SGLang drops them."""
     draft = _modelopt_export(tmp_path / "modelopt-lora", target, trained_norm=False, lora_file=True)
     run = run_contracts([draft], *UNTRAINED, *ENGINES, target=target)
-    outcome, message = run.engine_outcomes(draft, "vllm==0.33.0")["engine.producer"]
+    outcome, message = run.engine_outcomes(draft, f"vllm=={NEWEST_VLLM}")["engine.producer"]
     assert outcome == "failed" and "extra-weights-loaded" in message and "adapter_model.safetensors" in message
     assert "adapter_model.safetensors" in run.outcomes(draft)["format.detected"][1]
     outcome, message = run.engine_outcomes(draft, "sglang==0.5.23")["engine.producer"]
@@ -367,7 +371,7 @@ def test_angelslim_draft(tmp_path: Path, target: Path, run_contracts: Callable[.
     run = run_contracts([out], *UNTRAINED, *ENGINES, target=target)
     assert run.outcomes(out)["format.detected"][1].startswith("angelslim"), run.output
     assert run.outcomes(out)["vocab.map"][0] == "passed", run.output
-    outcome, message = run.engine_outcomes(out, "vllm==0.33.0")["engine.producer"]
+    outcome, message = run.engine_outcomes(out, f"vllm=={NEWEST_VLLM}")["engine.producer"]
     assert outcome == "passed" and "note [rope-trained], not priced (too weak to price: " in message, message
     assert "(rope_theta 1000000, no scaling)" in message and "with rope_theta 10000, no scaling" in message
     assert run.engine_outcomes(out, "sglang==0.5.23")["engine.architecture"][0] == "failed"

@@ -15,8 +15,11 @@ from pytest_eagle3.knowledge.behaviours import (
     value_fits,
 )
 from pytest_eagle3.knowledge.capture import CAPTURE_TABLES, capture_support
-from pytest_eagle3.knowledge.releases import KNOWN_RANGES, EngineVersion
+from pytest_eagle3.knowledge.releases import KNOWN_RANGES, RELEASES, EngineVersion
 from pytest_eagle3.knowledge.selection import EngineSelectionError, parse_selection
+
+#: The newest vLLM release read (the default a bare "vllm" selects).
+NEWEST_VLLM = RELEASES["vllm"][-1]
 
 
 @pytest.mark.parametrize("engine", sorted(KNOWN_RANGES))
@@ -49,12 +52,12 @@ def test_an_unread_patch_release_takes_the_earlier_rule() -> None:
 
 
 def test_selection_bare_names_and_all() -> None:
-    assert [e.spec for e in parse_selection("all")][:4] == ["sglang==0.5.23", "vllm==0.33.0", "tokenspeed==0.1.1",
+    assert [e.spec for e in parse_selection("all")][:4] == ["sglang==0.5.23", f"vllm=={NEWEST_VLLM}", "tokenspeed==0.1.1",
                                                           "mlx-vlm==0.7.10"]
     assert {"trtllm==1.2.1", "lmdeploy==0.18.0"} <= {e.spec for e in parse_selection("all")}
     assert [e.spec for e in parse_selection("sglang==0.5.11,sglang,vllm==0.11.0,vllm")] == [
-        "sglang==0.5.11", "sglang==0.5.23", "vllm==0.11.0", "vllm==0.33.0"]
-    assert [e.spec for e in parse_selection(" vllm , vllm==0.33.0 ")] == ["vllm==0.33.0"]
+        "sglang==0.5.11", "sglang==0.5.23", "vllm==0.11.0", f"vllm=={NEWEST_VLLM}"]
+    assert [e.spec for e in parse_selection(f" vllm , vllm=={NEWEST_VLLM} ")] == [f"vllm=={NEWEST_VLLM}"]
 
 
 def test_selection_every_segment() -> None:
@@ -73,7 +76,7 @@ def test_selection_unknown_version_inside_a_range_resolves_to_its_profile() -> N
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("vllm==0.7.0", "vLLM 0.7.0 is outside the known range 0.8.5 to 0.33.0"),
+    ("vllm==0.7.0", f"vLLM 0.7.0 is outside the known range 0.8.5 to {NEWEST_VLLM}"),
     ("sglang==0.4.3", "SGLang 0.4.3 is outside the known range 0.4.4.post2 to 0.5.23"),
     ("vllm==0.26.1", "vLLM 0.26.1 is not a release; the releases around it: 0.26.0, 0.27.0"),
     ("vllm==0.10", "vLLM 0.10 is not a release; it could mean 0.10.0, 0.10.1, 0.10.1.1, 0.10.2"),

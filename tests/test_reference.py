@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_eagle3.knowledge.releases import RELEASES
 from tests.conftest import ContractRun
 from tests.reference_cases import (
     EXAMPLES,
@@ -14,6 +15,9 @@ from tests.reference_cases import (
     write_constant_draft,
     write_constant_target,
 )
+
+#: The newest vLLM read (the default a bare "vllm" selects).
+NEWEST_VLLM = RELEASES["vllm"][-1]
 
 pytest.importorskip("transformers", reason="reference acceptance needs transformers (pip install -e '.[target]')")
 
@@ -159,16 +163,16 @@ def test_demo_pair_as_users_run_it(run_contracts: Callable[..., ContractRun], de
     assert message.startswith("config declares input-of [3,5,6]") and "basis: measured" in message
     outcome, message = run.outcomes(demo_variants["shifted"])["reference.acceptance"]
     assert outcome == "failed" and f"reference mean acceptance length {declared:.2f} < 1.3" in message
-    aux = run.engine_outcomes(demo_variants["shifted"], "vllm==0.33.0")["engine.aux_layers"]
+    aux = run.engine_outcomes(demo_variants["shifted"], f"vllm=={NEWEST_VLLM}")["engine.aux_layers"]
     assert aux[0] == "failed" and "the draft was trained on outputs of layers [1, 3, 4]" in aux[1]
     run.result.stdout.fnmatch_lines([("*fix: write [[]2, 4, 5[]] into eagle_aux_hidden_state_layer_ids "
-                                      "(for vLLM 0.33.0): predicted 3.*")])
+                                      f"(for vLLM {NEWEST_VLLM}): predicted 3.*")])
 
     repackaged = ref[str(demo_variants["repackaged"])]
     outcome, message = run.outcomes(demo_variants["repackaged"])["reference.convention"]
     assert outcome == "passed" and "measurement settles it" in message
     assert repackaged["inferred"]["convention"] == "output-of"
-    aux = run.engine_outcomes(demo_variants["repackaged"], "vllm==0.33.0")["engine.aux_layers"]
+    aux = run.engine_outcomes(demo_variants["repackaged"], f"vllm=={NEWEST_VLLM}")["engine.aux_layers"]
     assert aux[0] == "failed" and "uses its defaults" in aux[1] and "trained on outputs of layers [2, 4, 5]" in aux[1]
 
     absolute = ref[str(demo_variants["absolute"])]
@@ -176,7 +180,7 @@ def test_demo_pair_as_users_run_it(run_contracts: Callable[..., ContractRun], de
     assert outcome == "passed" and "d2t as absolute ids" in message
     assert absolute["mean_acceptance_length"] < 1.1 and absolute["inferred"]["d2t"] == "absolute"
     assert run.outcomes(demo_variants["absolute"])["vocab.map"][0] == "failed"
-    outcome, message = run.engine_outcomes(demo_variants["absolute"], "vllm==0.33.0")["engine.acceptance"]
+    outcome, message = run.engine_outcomes(demo_variants["absolute"], f"vllm=={NEWEST_VLLM}")["engine.acceptance"]
     assert outcome == "failed" and "d2t read as offsets: -2." in run.output
 
     shuffled = ref[str(demo_variants["shuffled"])]

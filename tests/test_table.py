@@ -8,6 +8,9 @@ from packaging.version import Version
 from pytest_eagle3.knowledge.releases import RELEASES, EngineVersion
 from pytest_eagle3.knowledge.table import Row, Table, TableError, table
 
+#: The newest vLLM read (the default a bare "vllm" selects).
+NEWEST_VLLM = RELEASES["vllm"][-1]
+
 SRC = "vllm some/file.py some_function (read)"
 
 
@@ -67,9 +70,9 @@ def test_label_and_repr_say_the_range_read() -> None:
     first, last = t.rows
     newest = RELEASES["vllm"][-1]  # the open row runs to the newest release read, whichever that is
     assert t.label(first) == f"{SRC} [vLLM 0.8.5-0.9.2]"
-    assert t.label(last) == f"{SRC} [vLLM 0.10.0-{newest}]"
+    assert t.label(last) == f"{SRC} [vLLM 0.10.0-{NEWEST_VLLM}]"
     assert repr(t).splitlines() == ["Table 'demo' (full coverage, 2 rows)",
-                                    f"  vLLM 0.8.5-0.9.2: 'a'  <- {SRC}", f"  vLLM 0.10.0-{newest}: 'b'  <- {SRC}"]
+                                    f"  vLLM 0.8.5-0.9.2: 'a'  <- {SRC}", f"  vLLM 0.10.0-{NEWEST_VLLM}: 'b'  <- {SRC}"]
 
 
 def test_without_a_row_the_earlier_row_holds_on() -> None:

@@ -16,6 +16,7 @@ from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge import draft_classes
 from pytest_eagle3.knowledge.advice import serve_with
 from pytest_eagle3.knowledge.releases import DISPLAY, VLLM
+from pytest_eagle3.knowledge.speculators import PEAGLE, PEAGLE_ERRORS, is_peagle, peagle_rule
 from pytest_eagle3.rules.mla import FAMILY_MLA, attention_family
 from pytest_eagle3.rules.quantized import NOT_MODELLED
 
@@ -59,6 +60,8 @@ def _architecture(out: Filing, sheet: FactSheet, prof: Profile) -> str | None:
                 (f"rule: {prof.source('speculators_format')}",),
             ))
             return None
+        if not _peagle_served(out, sheet, prof):
+            return None
         allowed = prof.behaviours.speculators_model_types
         model_type = str(sheet.config.get("model_type", ""))
         if "*" not in allowed and model_type not in allowed:
@@ -99,6 +102,41 @@ def _architecture(out: Filing, sheet: FactSheet, prof: Profile) -> str | None:
         (f"rule: {prof.source('architectures')}", f"rule: {prof.source('arch_rewrite')}"),
     ))
     return None
+
+
+def _peagle_served(out: Filing, sheet: FactSheet, prof: Profile) -> bool:
+    """A speculators P-EAGLE config (``speculators_model_type: peagle``): whether the engine version starts it
+    (knowledge.speculators ``PEAGLE``); a refusal is filed. Any other config goes on."""
+    rule = peagle_rule(prof.target) if is_peagle(sheet.raw) else None
+    if rule is None:
+        return True
+    source = (f"rule: {PEAGLE.at(prof.target).source}",)
+    served = next((r for r in PEAGLE.rows_of(prof.engine) if r.value == "parallel-drafting"), None)
+    releases = f"vLLM {served.since}-{served.read_to}" if served is not None else "a release that reads P-EAGLE"
+    if rule in ("unsupported", "refused"):
+        out.refuse("architecture", Finding(
+            "peagle",
+            f"{prof.label} does not serve a speculators P-EAGLE draft (speculators_model_type 'peagle'): startup "
+            f"fails with {PEAGLE_ERRORS[rule]}",
+            (Evidence("speculators_model_type", "'peagle'", "'eagle3'"),),
+            f"serve it with {releases}, which drafts it in parallel (mask_hidden, mask_token_id); or, for a draft "
+            "also trained to draft one token at a time, write speculators_model_type: eagle3 (mask_hidden is then "
+            "skipped)", source))
+        return False
+    missing = [name for name, absent in (("mask_token_id", "mask_token_id" not in sheet.raw),
+                                         ("mask_hidden", not any("mask_hidden" in t for t in sheet.tensors)))
+               if absent]
+    if missing:
+        error = PEAGLE_ERRORS["no-mask-token" if missing[0] == "mask_token_id" else "no-mask-hidden"]
+        out.refuse("architecture", Finding(
+            "peagle-incomplete",
+            f"{prof.label} serves a speculators P-EAGLE draft with parallel drafting, which needs "
+            f"{' and '.join(missing)}: startup fails with {error}",
+            (Evidence(missing[0], "absent", "mask_token_id in config.json, mask_hidden.weight / mask_hidden tensor"),),
+            "export the draft with its parallel-drafting mask (mask_hidden) and mask_token_id, or write "
+            "speculators_model_type: eagle3 for a draft that drafts one token at a time", source))
+        return False
+    return True
 
 
 def _mla_unmodelled(out: Filing, sheet: FactSheet, prof: Profile) -> str | None:

@@ -31,6 +31,10 @@ class TensorContents:
     #: Whether the named draft tensor equals the target's (the first of the target names it holds);
     #: None when either side is unavailable.
     same_as_target: Callable[[str, tuple[str, ...]], bool | None]
+    #: Whether the target stores the module of the named weights (the first it holds) only packed
+    #: (``.weight_packed`` / ``.qweight``, no ``.weight``): a quantized layer with no weight tensor to compare;
+    #: None without the target's weights.
+    target_packed: Callable[[tuple[str, ...]], bool | None]
 
 
 def tensor_contents(ckpt: Checkpoint, target: TargetModel | None) -> TensorContents:
@@ -39,7 +43,22 @@ def tensor_contents(ckpt: Checkpoint, target: TargetModel | None) -> TensorConte
         d2t=functools.cache(functools.partial(_d2t, ckpt)),
         magnitude_range=functools.cache(functools.partial(_magnitude_range, ckpt)),
         same_as_target=functools.cache(functools.partial(_same_as_target, ckpt, target)),
+        target_packed=functools.cache(functools.partial(_target_packed, target)),
     )
+
+
+#: The tensors a quantized layer stores in place of ``.weight`` (compressed-tensors, GPTQ / AWQ).
+PACKED_WEIGHTS = (".weight_packed", ".qweight")
+
+
+def _target_packed(target: TargetModel | None, weight_names: tuple[str, ...]) -> bool | None:
+    weights = target.weights if target is not None else None
+    if weights is None:
+        return None
+    if any(name in weights.tensors for name in weight_names):
+        return False
+    stems = [name.removesuffix(".weight") for name in weight_names]
+    return any(stem + packed in weights.tensors for stem in stems for packed in PACKED_WEIGHTS)
 
 
 def _d2t(ckpt: Checkpoint, name: str) -> tuple[int, ...] | None:

@@ -250,6 +250,11 @@ def _lm_head(out: Filing, sheet: FactSheet, prof: Profile, embed_tokens: str, he
                 (f"rule: {prof.source('lm_head_source')}",),
             ))
         return "target"
+    if rule == "target-if-absent-or-equal-unpacked" and sheet.contents.target_packed(TARGET_LM_HEAD):
+        out.note(f"embeddings: {prof.label} keeps the draft's own lm_head without comparing it with the target's: the "
+                 "target's lm_head is quantized into packed weights (no lm_head.weight), which it cannot compare "
+                 f"(rule: {prof.source('lm_head_source')})")
+        return "draft"
     equal = sheet.contents.same_as_target(head, TARGET_LM_HEAD)
     return "target" if equal else "draft"
 

