@@ -227,3 +227,10 @@ def test_reach_reads_the_nvidia_loop_of_deepseek_v4() -> None:
     self.aux_hidden_state_layers`` after the layer call: index 0 (the embeddings) is never captured."""
     entries = reach_table.VLLM_REACH["DeepseekV4ForCausalLM"]
     assert entries[-1][1:4] == ("unreached", True, "global")
+
+
+def test_a_row_says_what_other_platforms_build() -> None:
+    said = capture_support("vllm", Version("0.34.0"), "MistralLarge4ForCausalLM")
+    assert said.support == CAPTURES
+    assert "(the CUDA class; on ROCm: MistralLarge4ForCausalLM of vllm/models/mistral/mistral_large4/amd/model.py " \
+           "(captures); on XPU, CPU: not importable (its module raises))" in said.source
