@@ -5,7 +5,6 @@ registry rows naming a package; then the real generated tables for the classes v
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 import pytest
 from packaging.version import Version
