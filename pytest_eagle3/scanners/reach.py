@@ -231,18 +231,21 @@ def classes(models: Path | list[Path], sets: tuple[str, ...]) -> dict[str, Class
     return found
 
 
-def find_loop(name: str, found: dict[str, ClassInfo], seen: set[str] | None = None) -> Loop | None:
+def find_loop(name: str, found: dict[str, ClassInfo]) -> Loop | None:
     """The capture loop ``name`` runs: its own forward's, else the inner model's its ``__init__`` builds (a
-    multimodal class's ``language_model``), else a base's."""
-    seen = seen if seen is not None else set()
+    multimodal class's ``language_model``), else a base's; where that reading finds none, bases first."""
+    return _find_loop(name, found, set(), inner_first=True) or _find_loop(name, found, set(), inner_first=False)
+
+
+def _find_loop(name: str, found: dict[str, ClassInfo], seen: set[str], inner_first: bool) -> Loop | None:
     if name in seen or name not in found:
         return None
     seen.add(name)
     info = found[name]
     if info.loop is not None:
         return info.loop
-    for other in (*info.inner, *info.bases):
-        loop = find_loop(other, found, seen)
+    for other in (*info.inner, *info.bases) if inner_first else (*info.bases, *info.inner):
+        loop = _find_loop(other, found, seen, inner_first)
         if loop is not None:
             return loop
     return None
@@ -258,7 +261,7 @@ def scan(engine: str, root: Path) -> dict[str, Loop]:
     for arch, ref in release.capturing.items():
         inner = [c for attr in INNER for c in release.release.attribute_classes(ref, attr)]
         paths = {p for r in (ref, *inner) for p, _ in [release.release.paths.get(r[0], (models, False))]}
-        files = sorted({f for p in paths if p.parent != models for f in (p, *p.parent.glob("*.py"))})
+        files = sorted(p for p in paths if p.parent != models)  # a package's module: its own file wins
         own = {**found, **classes(files, CAPTURE_SETS[engine])} if files else dict(found)
         info = own.get(ref[1].name)
         if info is not None:  # ``self.model = self.model_cls(...)``: the class the capture scan resolved
