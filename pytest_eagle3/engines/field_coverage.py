@@ -216,10 +216,11 @@ COVERAGE: tuple[Coverage, ...] = (
          "sglang 0.4.9.post3-0.5.13 model_runner.py ModelRunner.initialize: MiMoV2MTP / Step3p5MTP draft layer "
          "counts only", SV),
     _out(("dspark_*", "markov_*", "sample_from_anchor", "mask_token_id", "dflash_config.mask_token_id", "pard_token",
-          "ptd_token_id", "xpress_topc", "block_size"), D,
+          "ptd_token_id", "xpress_topc", "block_size", "no_rope_layers"), D,
          "parallel-drafting methods (DFlash, DSpark, PARD, Xpress): vllm config/speculative.py __post_init__ / "
          "_validate_qwen3_omni_dspark, spec_decode/llm_base_proposer.py _init_parallel_drafting_params; only for "
-         "those methods", VL),
+         "those methods (vllm 0.34.0 hf_config_override reads no_rope_layers only when the architecture is "
+         "DFlash2DraftModel)", VL),
     _out(("hidden_size", "num_attention_heads", "num_hidden_layers", "num_key_value_heads", "vocab_size",
           "architectures", "thinker_config", "head_dim"), (TARGET, EITHER),
          "vllm 0.25+ config/speculative.py _validate_qwen3_omni_dspark / _get_attention_head_dim / "

@@ -338,6 +338,8 @@ def scanned_table(engine: str, architecture: str) -> Table[Capture] | None:
     for release in releases:
         support = CAPTURES if _within(release, spans) else _not_capturing(engine, architecture, release)
         what = "captures" if support == CAPTURES else _why(engine, architecture, support, release)
+        what += "".join(f" (the CUDA class; {note})" for a, b, note in _scanned(engine, "PLATFORMS", {}).get(
+            architecture, ()) if Version(a) <= Version(release) <= Version(b))
         if runs and runs[-1][2:] == (support, what):
             runs[-1] = (runs[-1][0], release, support, what)
         else:

@@ -23,10 +23,12 @@ import argparse
 import ast
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.version import Version
+
+from pytest_eagle3.scanners.imports import PLATFORM_WORDS, PLATFORMS, Module, SourceOf, index, read_module
 
 MODELS = {"vllm": "vllm/model_executor/models", "sglang": "sglang/srt/models",
           "tokenspeed": "tokenspeed/runtime/models", "mlx-vlm": "mlx_vlm/models", "lmdeploy": "lmdeploy/pytorch/models"}
@@ -37,69 +39,59 @@ METHOD = {"vllm": "set_aux_hidden_state_layers", "sglang": "set_eagle3_layers_to
 FLAG = {"vllm": "aux_hidden_state_layers", "sglang": "layers_to_capture", "tokenspeed": "layers_to_capture"}
 
 
-@dataclass
-class Module:
-    name: str
-    classes: dict[str, ast.ClassDef] = field(default_factory=dict)
-    imports: dict[str, tuple[str, str]] = field(default_factory=dict)  # local name -> (module, name)
-
+#: engine -> packages outside the model package whose modules a registry row or an import may name, keyed by
+#: their absolute dotted name (vLLM 0.33.0+: ``vllm.models.deepseek_v4``, a per-platform package).
+EXTRA_PACKAGES: dict[str, tuple[str, ...]] = {"vllm": ("vllm.models",)}
 
 ClassRef = tuple[str, ast.ClassDef]  # (module name, class node)
 
 
 class Release:
-    """One release's model package, parsed once."""
+    """One release's model package (and the engine's :data:`EXTRA_PACKAGES`), parsed once."""
 
     #: engine -> the absolute import prefix of its model package (a subclass reading another package sets its own)
     absolute: dict[str, str] = ABSOLUTE
+    #: engine -> its model package's path in the wheel (a subclass reading another package sets its own)
+    models: dict[str, str] = MODELS
 
     def __init__(self, engine: str, root: Path) -> None:
         self.engine = engine
-        self.root = root / MODELS[engine]
-        self.modules: dict[str, Module] = {}
+        self.wheel = root
+        self.root = root / self.models[engine]
+        self.source = SourceOf(self.absolute[engine], EXTRA_PACKAGES.get(engine, ()))
+        self.paths = index(self.root)
+        for package in EXTRA_PACKAGES.get(engine, ()):
+            self.paths.update(index(root / package.replace(".", "/"), package))
         self._mro: dict[int, list[ClassRef]] = {}
-        for path in sorted(self.root.rglob("*.py")):
-            rel = path.relative_to(self.root).with_suffix("")
-            parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
-            self.modules[".".join(parts)] = self._parse(".".join(parts), path, rel.name == "__init__")
+        self.modules: dict[str, Module] = self._modules()
         self.interface = self.resolve("interfaces", "SupportsEagle3") if engine == "vllm" else None
 
+    def _modules(self) -> dict[str, Module]:
+        return {name: self._parse(name, path, package) for name, (path, package) in self.paths.items()}
+
     def _parse(self, name: str, path: Path, package: bool) -> Module:
-        module = Module(name)
-        try:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-        except (SyntaxError, UnicodeDecodeError):
-            return module
-        base = name.split(".") if package else name.split(".")[:-1]
-        for node in tree.body:
-            if isinstance(node, ast.ClassDef):
-                module.classes[node.name] = node
-            elif isinstance(node, ast.ImportFrom):
-                source = self._source(node, base)
-                for alias in node.names:
-                    if source is not None:
-                        module.imports[alias.asname or alias.name] = (source, alias.name)
-        return module
+        return read_module(name, path, package, self.source)
 
-    def _source(self, node: ast.ImportFrom, base: list[str]) -> str | None:
-        if node.level:
-            up = base[: len(base) - (node.level - 1)] if node.level > 1 else base
-            return ".".join([*up, *(node.module.split(".") if node.module else [])])
-        prefix = self.absolute[self.engine]
-        if node.module and node.module.startswith(prefix):
-            return node.module[len(prefix):]
-        return None
+    def key(self, dotted: str) -> str:
+        """A registry row's module (``qwen3_5``, ``vllm.model_executor.models.x``, ``vllm.models.deepseek_v4``)
+        as this release keys it."""
+        return self.source.key(dotted) or dotted
 
-    def resolve(self, module: str, name: str, depth: int = 0) -> ClassRef | None:
-        """The class ``name`` means in ``module``, through imports and re-exports."""
-        found = self.modules.get(module)
-        if found is None or depth > 8:
+    def resolve(self, module: str, name: str, depth: int = 0, platform: str = PLATFORMS[0]) -> ClassRef | None:
+        """The class ``name`` means in ``module`` on ``platform``, through imports, re-exports and aliases."""
+        found = self.modules.get(self.key(module))
+        if found is None or depth > 12 or platform in found.raises:
             return None
-        if name in found.classes:
-            return module, found.classes[name]
-        if name in found.imports:
-            source, real = found.imports[name]
-            return self.resolve(source, real, depth + 1)
+        binding = found.binding(name, platform)
+        if isinstance(binding, ast.ClassDef):
+            return found.name, binding
+        if binding is not None:
+            return self.resolve(binding[0], binding[1], depth + 1, platform)
+        for star in found.stars:
+            if not name.startswith("_"):
+                ref = self.resolve(star, name, depth + 1, platform)
+                if ref is not None:
+                    return ref
         return None
 
     def base_refs(self, ref: ClassRef) -> Iterator[ClassRef]:
@@ -347,24 +339,63 @@ def sglang_entries(release: Release) -> dict[str, tuple[str, str]]:
     return out
 
 
-def capturing_classes(engine: str, root: Path) -> tuple[dict[str, str], set[str]]:
-    """(architecture -> its class name, for those that capture; every registered architecture) in one release."""
+@dataclass
+class ReleaseScan:
+    """One release's capture scan: the CUDA reading judged, other platforms noted where their class differs."""
+
+    release: Release
+    #: architecture -> the class CUDA builds, for those that capture
+    capturing: dict[str, ClassRef]
+    #: every registered architecture
+    registered: set[str]
+    #: architecture -> what the other platforms build, where it differs ("on ROCm: ...")
+    platforms: dict[str, str]
+
+    def where(self, ref: ClassRef) -> str:
+        """The wheel path of a class's module (``vllm/models/qwen3_5/nvidia/model.py``)."""
+        path = self.release.paths.get(ref[0])
+        return str(path[0].relative_to(self.release.wheel)) if path else ref[0]
+
+
+def scan_release(engine: str, root: Path) -> ReleaseScan:
+    """Which registered architectures capture in one release (the class a CUDA user gets), with platform notes."""
     release = Release(engine, root)
     registry = vllm_registry(root) if engine == "vllm" else sglang_entries(release)
     release.registry = registry
     scanner = Scanner(release)
-    capturing: dict[str, str] = {}
+    found = ReleaseScan(release, {}, set(registry), {})
     for arch, (module, cls) in registry.items():
         ref = release.resolve(module, cls)
         if ref is not None and scanner.captures(ref):
-            capturing[arch] = ref[1].name
-    return capturing, set(registry)
+            found.capturing[arch] = ref
+        others: dict[str, list[str]] = {}
+        for platform in PLATFORMS[1:]:
+            other = release.resolve(module, cls, platform=platform)
+            if ref is None or (other is not None and other[1] is ref[1]):
+                continue
+            if other is None:
+                what = "not importable (its module raises)" if any(
+                    platform in m.raises for m in release.modules.values() if m.name == release.key(module)) \
+                    else "not resolved"
+            else:
+                what = (f"{other[1].name} of {found.where(other)} "
+                        f"({'captures' if scanner.captures(other) else 'lacks the EAGLE-3 capture interface'})")
+            others.setdefault(what, []).append(PLATFORM_WORDS[platform])
+        if others:
+            found.platforms[arch] = "; ".join(f"on {', '.join(p)}: {what}" for what, p in others.items())
+    return found
+
+
+def capturing_classes(engine: str, root: Path) -> tuple[dict[str, str], set[str]]:
+    """(architecture -> its class name, for those that capture; every registered architecture) in one release."""
+    found = scan_release(engine, root)
+    return {arch: ref[1].name for arch, ref in found.capturing.items()}, found.registered
 
 
 def scan(engine: str, root: Path) -> tuple[set[str], set[str]]:
     """(architectures that capture, every registered architecture) in one release."""
-    capturing, registered = capturing_classes(engine, root)
-    return set(capturing), registered
+    found = scan_release(engine, root)
+    return set(found.capturing), found.registered
 
 
 def known_roots(engine: str, roots: list[Path]) -> list[tuple[Version, Path]]:
@@ -387,24 +418,36 @@ def _run(runs: dict[str, list[tuple[str, str]]], names: set[str], previous: set[
             runs.setdefault(arch, []).append((version, version))
 
 
-def spans(engine: str, roots: list[Path]) -> tuple[list[str], dict[str, list[tuple[str, str]]], set[str],
-                                                   dict[str, list[tuple[str, str]]]]:
+Runs = dict[str, list[tuple[str, str]]]  # arch -> runs (first, last) of consecutive releases read
+Notes = dict[str, list[tuple[str, str, str]]]  # arch -> runs (first, last, note)
+
+
+def spans(engine: str, roots: list[Path]) -> tuple[list[str], Runs, set[str], Runs, Notes]:
     """(releases read, arch -> runs of consecutive releases read in which it captures, registered archs,
-    arch -> runs of consecutive releases read that register it)."""
+    arch -> runs of consecutive releases read that register it, arch -> runs of its other platforms' note)."""
     releases = known_roots(engine, roots)
-    runs: dict[str, list[tuple[str, str]]] = {}
-    listed: dict[str, list[tuple[str, str]]] = {}
+    runs: Runs = {}
+    listed: Runs = {}
+    notes: Notes = {}
     registered: set[str] = set()
     previous: set[str] = set()
     previous_known: set[str] = set()
+    previous_version = ""
     for version, root in releases:
-        capturing, known = scan(engine, root)
+        found = scan_release(engine, root)
+        capturing, known = set(found.capturing), found.registered
         registered |= known
         _run(runs, capturing, previous, str(version))
         _run(listed, known, previous_known, str(version))
-        previous, previous_known = capturing, known
+        for arch, note in found.platforms.items():
+            had = notes.setdefault(arch, [])
+            if had and had[-1][1] == previous_version and had[-1][2] == note:
+                had[-1] = (had[-1][0], str(version), note)
+            else:
+                had.append((str(version), str(version), note))
+        previous, previous_known, previous_version = capturing, known, str(version)
         print(f"{engine} {version}: {len(capturing)} of {len(known)} capture", file=sys.stderr)
-    return [str(v) for v, _ in releases], runs, registered, listed
+    return [str(v) for v, _ in releases], runs, registered, listed, notes
 
 
 HEADER = '''"""Target architectures that capture EAGLE-3 aux states, per engine, scanned from the released sources.
@@ -417,8 +460,11 @@ Classes are resolved through imports across modules, bases to any depth; a metho
 language model captures only when that model's forward collects the aux states (vLLM: ``SupportsEagle3`` in
 the MRO from 0.10.1 and a concrete ``set_aux_hidden_state_layers``; SGLang: an ``EntryClass`` defining or
 inheriting ``set_eagle3_layers_to_capture``). ``*_SPANS``: per architecture, the runs (first, last) of
-consecutive releases read in which it captures; ``*_REGISTERED``: the runs in which the registry lists it. ``*_NEVER``: registered architectures that capture in no
-release read (vLLM: v1/worker/gpu_model_runner.py RuntimeError "Model does not support EAGLE3 interface",
+consecutive releases read in which it captures; ``*_REGISTERED``: the runs in which the registry lists it.
+The class judged is the one a CUDA user gets (a package's ``__init__`` re-exports followed, platform branches
+read as on CUDA: ``pytest_eagle3/scanners/imports.py``); ``*_PLATFORMS``: per architecture, the runs (first,
+last, note) in which ROCm / XPU / CPU build another class, and what it does.
+``*_NEVER``: registered architectures that capture in no release read (vLLM: v1/worker/gpu_model_runner.py RuntimeError "Model does not support EAGLE3 interface",
 read 0.12.0-0.17.0; SGLang: AttributeError, or ValueError from 0.5.23). A static scan: a method that exists
 may still capture nothing (SGLang Qwen3.5 before 0.5.22): hand-checked rows in ``capture.py`` take precedence.
 """
@@ -449,12 +495,11 @@ def scan_main(doc: str, render_roots: Callable[[list[Path]], str], argv: list[st
     return 0
 
 
-def render(found: dict[str, tuple[list[str], dict[str, list[tuple[str, str]]], set[str],
-                                  dict[str, list[tuple[str, str]]]]],
-           unavailable: dict[str, list[str]]) -> str:
-    counts = "; ".join(f"{e}: {len(r)} releases, {r[0]} to {r[-1]}" for e, (r, _, _, _) in found.items() if r)
+def render(found: dict[str, tuple[list[str], Runs, set[str], Runs, Notes]], unavailable: dict[str, list[str]]) -> str:
+    """The generated ``capture_table.py`` from each engine's :func:`spans`."""
+    counts = "; ".join(f"{e}: {len(r)} releases, {r[0]} to {r[-1]}" for e, (r, *_) in found.items() if r)
     out = [HEADER.format(counts=counts)]
-    for engine, (releases, runs, registered, listed) in found.items():
+    for engine, (releases, runs, registered, listed, notes) in found.items():
         p = engine.upper()
         out.append(f"\n{p}_RELEASES: tuple[str, ...] = {_tuple(releases)}")
         out.append(f"{p}_UNAVAILABLE: tuple[str, ...] = {_tuple(unavailable.get(engine, []))}")
@@ -469,6 +514,12 @@ def render(found: dict[str, tuple[list[str], dict[str, list[tuple[str, str]]], s
         out.append(f"{p}_REGISTERED: dict[str, tuple[tuple[str, str], ...]] = {{")
         for arch in sorted(listed):
             out.append(f"    {arch!r}: ({''.join(f'({a!r}, {b!r}), ' for a, b in listed[arch]).rstrip()}),")
+        out.append("}")
+        out.append(f"{p}_PLATFORMS: dict[str, tuple[tuple[str, str, str], ...]] = {{")
+        for arch in sorted(notes):
+            out.append(f"    {arch!r}: (")
+            out.extend(f"        ({a!r}, {b!r},\n         {note!r})," for a, b, note in notes[arch])
+            out.append("    ),")
         out.append("}")
     return "\n".join(out) + "\n"
 

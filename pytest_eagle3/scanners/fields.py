@@ -436,7 +436,7 @@ def ranges(present: list[str], releases: list[str]) -> list[list[str]]:
     return runs
 
 
-def scan_engine(engine: str, roots: list[Path], where_per_field: int = 3) -> dict[str, object]:
+def scan_engine(engine: str, roots: list[Path], where_per_field: int = 3) -> dict[str, dict[str, object]]:
     """The scan of every release root: the release list and one record per (field, role)."""
     ordered = known_roots(engine, roots)
     releases = [str(v) for v, _ in ordered]

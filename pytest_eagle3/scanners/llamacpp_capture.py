@@ -232,14 +232,15 @@ def main(argv: list[str]) -> int:
     runs: dict[str, list[tuple[str, str, str, str]]] = {}
     previous: dict[str, tuple[str, str]] = {}
     last_build: str | None = None
-    for build, scanned in found:
+    for number, scanned in found:
+        text = str(number)
         for arch, (support, where) in scanned.items():
             arch_runs = runs.setdefault(arch, [])
             if arch_runs and arch_runs[-1][1] == last_build and previous.get(arch, ("", ""))[0] == support:
-                arch_runs[-1] = (arch_runs[-1][0], str(build), support, arch_runs[-1][3])
+                arch_runs[-1] = (arch_runs[-1][0], text, support, arch_runs[-1][3])
             else:
-                arch_runs.append((str(build), str(build), support, where))
-        previous, last_build = scanned, str(build)
+                arch_runs.append((text, text, support, where))
+        previous, last_build = scanned, text
     args.out.write_text(render(builds, runs), encoding="utf-8")
     return 0
 

@@ -76,10 +76,10 @@ def _under_eagle3(func: ast.FunctionDef) -> list[ast.AST]:
         if isinstance(node, ast.If):
             test = ast.unparse(node.test).replace('"', "'")
             visit(node.test)
-            for child in node.body if "spec_method != 'eagle3'" not in test else ():
-                visit(child)
-            for child in node.orelse if "spec_method == 'eagle3'" not in test else ():
-                visit(child)
+            for branch in node.body if "spec_method != 'eagle3'" not in test else ():
+                visit(branch)
+            for branch in node.orelse if "spec_method == 'eagle3'" not in test else ():
+                visit(branch)
             return
         for child in ast.iter_child_nodes(node):
             visit(child)

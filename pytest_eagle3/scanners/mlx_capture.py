@@ -55,7 +55,8 @@ def _remapping(root: Path) -> dict[str, str]:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "MODEL_REMAPPING"
                                                 for t in node.targets) and isinstance(node.value, ast.Dict):
             return {k.value: v.value for k, v in zip(node.value.keys, node.value.values)
-                    if isinstance(k, ast.Constant) and isinstance(v, ast.Constant)}
+                    if isinstance(k, ast.Constant) and isinstance(k.value, str)
+                    and isinstance(v, ast.Constant) and isinstance(v.value, str)}
     return {}
 
 

@@ -33,10 +33,11 @@ import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeGuard
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pytest_eagle3.scanners.capture import capturing_classes, known_roots
+from pytest_eagle3.scanners.capture import known_roots, scan_release
 
 #: The attribute holding the requested indices, per engine; vLLM 0.18+ also captures via a mixin call.
 CAPTURE_SETS = {"vllm": ("aux_hidden_state_layers",), "sglang": ("layers_to_capture",)}
@@ -75,7 +76,7 @@ def _mentions_set(node: ast.AST, sets: tuple[str, ...]) -> bool:
 LAYER_FLAG = "_is_layer_to_capture"
 
 
-def _flag(node: ast.AST) -> bool:
+def _flag(node: ast.AST) -> TypeGuard[ast.Call]:
     """``getattr(layer, "_is_layer_to_capture", False)``: the layer's own capture flag."""
     return isinstance(node, ast.Call) and _attr_name(node.func) == "getattr" and len(node.args) >= 2 \
         and isinstance(node.args[1], ast.Constant) and node.args[1].value == LAYER_FLAG
@@ -115,7 +116,7 @@ def _loop_var(loop: ast.For) -> tuple[str | None, str]:
     target, it = loop.target, loop.iter
     if isinstance(it, ast.Call) and _attr_name(it.func) == "enumerate" and isinstance(target, ast.Tuple) \
             and target.elts and isinstance(target.elts[0], ast.Name):
-        starts = [k for k in it.keywords if k.arg == "start"] or ([] if len(it.args) < 2 else [it.args[1]])
+        starts = [k.value for k in it.keywords if k.arg == "start"] or it.args[1:2]
         sliced = any(isinstance(n, (ast.Slice,)) or (isinstance(n, ast.Call) and _attr_name(n.func) == "islice")
                      for n in ast.walk(it.args[0])) if it.args else False
         return target.elts[0].id, "global" if starts or not sliced else "stage"
@@ -193,10 +194,11 @@ def _flags_layers(fn: ast.FunctionDef) -> bool:
                for loop in ast.walk(fn) if isinstance(loop, ast.For) for n in ast.walk(loop))
 
 
-def classes(models: Path, sets: tuple[str, ...]) -> dict[str, ClassInfo]:
-    """class name -> bases, methods, inner-model classes and capture loop (first file wins on clashes)."""
+def classes(models: Path | list[Path], sets: tuple[str, ...]) -> dict[str, ClassInfo]:
+    """class name -> bases, methods, inner-model classes and capture loop of the package's top-level files (or
+    the files given; first file wins on clashes)."""
     found: dict[str, ClassInfo] = {}
-    for path in sorted(models.glob("*.py")):
+    for path in sorted(models.glob("*.py")) if isinstance(models, Path) else models:
         try:
             tree = ast.parse(path.read_text(encoding="utf-8"))
         except (SyntaxError, UnicodeDecodeError):
@@ -229,21 +231,21 @@ def classes(models: Path, sets: tuple[str, ...]) -> dict[str, ClassInfo]:
     return found
 
 
-def find_loop(name: str, found: dict[str, ClassInfo], seen: set[str] | None = None) -> Loop | None:
-    """The capture loop ``name`` runs: its own or a base's forward, else its inner model's."""
-    seen = seen if seen is not None else set()
+def find_loop(name: str, found: dict[str, ClassInfo]) -> Loop | None:
+    """The capture loop ``name`` runs: its own forward's, else the inner model's its ``__init__`` builds (a
+    multimodal class's ``language_model``), else a base's; where that reading finds none, bases first."""
+    return _find_loop(name, found, set(), inner_first=True) or _find_loop(name, found, set(), inner_first=False)
+
+
+def _find_loop(name: str, found: dict[str, ClassInfo], seen: set[str], inner_first: bool) -> Loop | None:
     if name in seen or name not in found:
         return None
     seen.add(name)
     info = found[name]
     if info.loop is not None:
         return info.loop
-    for base in info.bases:
-        loop = find_loop(base, found, seen)
-        if loop is not None:
-            return loop
-    for inner in info.inner:
-        loop = find_loop(inner, found, seen)
+    for other in (*info.inner, *info.bases) if inner_first else (*info.bases, *info.inner):
+        loop = _find_loop(other, found, seen, inner_first)
         if loop is not None:
             return loop
     return None
@@ -254,9 +256,17 @@ def scan(engine: str, root: Path) -> dict[str, Loop]:
     where the scan cannot read it: the table then falls back to the profile for that release)."""
     models = root / ("vllm/model_executor/models" if engine == "vllm" else "sglang/srt/models")
     found = classes(models, CAPTURE_SETS[engine])
+    release = scan_release(engine, root)  # the capture scan's own decision, the class CUDA builds
     reach: dict[str, Loop] = {}
-    for arch, cls in capturing_classes(engine, root)[0].items():  # the capture scan's own decision
-        reach[arch] = find_loop(cls, found) or Loop(UNREAD, False, "", "")
+    for arch, ref in release.capturing.items():
+        inner = [c for attr in INNER for c in release.release.attribute_classes(ref, attr)]
+        paths = {p for r in (ref, *inner) for p, _ in [release.release.paths.get(r[0], (models, False))]}
+        files = sorted(p for p in paths if p.parent != models)  # a package's module: its own file wins
+        own = {**found, **classes(files, CAPTURE_SETS[engine])} if files else dict(found)
+        info = own.get(ref[1].name)
+        if info is not None:  # ``self.model = self.model_cls(...)``: the class the capture scan resolved
+            own[ref[1].name] = dataclasses.replace(info, inner=[*info.inner, *(c[1].name for c in inner)])
+        reach[arch] = find_loop(ref[1].name, own) or Loop(UNREAD, False, "", "")
     return reach
 
 

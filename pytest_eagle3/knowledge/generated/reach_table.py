@@ -7,6 +7,7 @@ change, oldest first. Read by ``reach.py``.
 
 from __future__ import annotations
 
+
 SGLANG_RELEASES: tuple[str, ...] = (
     '0.4.4.post2', '0.4.4.post3', '0.4.4.post4', '0.4.5', '0.4.5.post1', '0.4.5.post2', '0.4.5.post3', '0.4.6',
     '0.4.6.post1', '0.4.6.post2', '0.4.6.post3', '0.4.6.post4', '0.4.6.post5', '0.4.7', '0.4.7.post1', '0.4.8',
@@ -34,26 +35,14 @@ SGLANG_REACH: dict[str, tuple[tuple[str, str, bool, str, str, str], ...]] = {
     ),
     'DeepseekV2ForCausalLM': (
         ('0.5.4.post2', 'crash', False, 'global', 'never-fires', 'deepseek_v2.py:DeepseekV2Model.forward'),
-        ('0.5.6.post1', 'unread', False, '', 'never-fires', ''),
-        ('0.5.6.post2', 'crash', False, 'global', 'never-fires', 'deepseek_v2.py:DeepseekV2Model.forward'),
         ('0.5.14', 'embeddings', False, 'global', 'never-fires', 'deepseek_v2.py:DeepseekV2Model.forward'),
     ),
     'DeepseekV32ForCausalLM': (
         ('0.5.4.post2', 'crash', False, 'global', 'never-fires', 'deepseek_v2.py:DeepseekV2Model.forward'),
-        ('0.5.6.post1', 'unread', False, '', 'never-fires', ''),
-        ('0.5.6.post2', 'crash', False, 'global', 'never-fires', 'deepseek_v2.py:DeepseekV2Model.forward'),
         ('0.5.14', 'embeddings', False, 'global', 'never-fires', 'deepseek_v2.py:DeepseekV2Model.forward'),
     ),
     'DeepseekV3ForCausalLM': (
         ('0.5.4.post2', 'crash', False, 'global', 'never-fires', 'deepseek_v2.py:DeepseekV2Model.forward'),
-        ('0.5.6.post1', 'unread', False, '', 'never-fires', ''),
-        ('0.5.6.post2', 'crash', False, 'global', 'never-fires', 'deepseek_v2.py:DeepseekV2Model.forward'),
-        ('0.5.14', 'embeddings', False, 'global', 'never-fires', 'deepseek_v2.py:DeepseekV2Model.forward'),
-    ),
-    'DeepseekV3ForCausalLMNextN': (
-        ('0.5.4.post2', 'crash', False, 'global', 'never-fires', 'deepseek_v2.py:DeepseekV2Model.forward'),
-        ('0.5.6.post1', 'unread', False, '', 'never-fires', ''),
-        ('0.5.6.post2', 'crash', False, 'global', 'never-fires', 'deepseek_v2.py:DeepseekV2Model.forward'),
         ('0.5.14', 'embeddings', False, 'global', 'never-fires', 'deepseek_v2.py:DeepseekV2Model.forward'),
     ),
     'EmbeddingGemmaModel': (
@@ -95,37 +84,17 @@ SGLANG_REACH: dict[str, tuple[tuple[str, str, bool, str, str, str], ...]] = {
         ('0.5.5', 'crash', False, 'global', 'never-fires', 'glm4_moe.py:Glm4MoeModel.forward'),
         ('0.5.21', 'embeddings', False, 'global', 'never-fires', 'glm4_moe.py:Glm4MoeModel.forward'),
     ),
-    'Glm4MoeForCausalLMNextN': (
-        ('0.5.5', 'crash', False, 'global', 'never-fires', 'glm4_moe.py:Glm4MoeModel.forward'),
-        ('0.5.21', 'embeddings', False, 'global', 'never-fires', 'glm4_moe.py:Glm4MoeModel.forward'),
-    ),
     'Glm4MoeLiteForCausalLM': (
         ('0.5.8', 'crash', False, 'global', 'never-fires', 'deepseek_v2.py:DeepseekV2Model.forward'),
         ('0.5.21', 'embeddings', False, 'global', 'never-fires', 'glm4_moe_lite.py:Glm4MoeLiteModel.forward'),
-    ),
-    'Glm4MoeLiteForCausalLMNextN': (
-        ('0.5.13', 'crash', False, 'global', 'never-fires', 'glm4_moe_lite.py:Glm4MoeLiteModel.forward'),
-        ('0.5.21', 'embeddings', False, 'global', 'never-fires', 'glm4_moe_lite.py:Glm4MoeLiteModel.forward'),
-    ),
-    'Glm4vForConditionalGeneration': (
-        ('0.5.2', 'embeddings', False, 'global', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
-    ),
-    'Glm4vMoeForConditionalGeneration': (
-        ('0.5.2', 'embeddings', False, 'global', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
     ),
     'Glm5NextForConditionalGeneration': (
         ('0.5.20', 'crash', False, 'global', 'never-fires', 'glm5_next.py:Glm5NextModel.forward'),
         ('0.5.21', 'embeddings', False, 'global', 'never-fires', 'glm5_next.py:Glm5NextModel.forward'),
     ),
-    'Glm5NextForConditionalGenerationNextN': (
-        ('0.5.20', 'embeddings', False, 'global', 'never-fires', 'deepseek_v2.py:DeepseekV2Model.forward'),
-    ),
     'GlmMoeDsaForCausalLM': (
         ('0.5.9', 'crash', False, 'global', 'never-fires', 'deepseek_v2.py:DeepseekV2Model.forward'),
         ('0.5.14', 'embeddings', False, 'global', 'never-fires', 'deepseek_v2.py:DeepseekV2Model.forward'),
-    ),
-    'GlmMoeDsaForCausalLMNextN': (
-        ('0.5.16', 'embeddings', False, 'global', 'never-fires', 'deepseek_v2.py:DeepseekV2Model.forward'),
     ),
     'GptOssForCausalLM': (
         ('0.5.1', 'crash', False, 'global', 'never-fires', 'gpt_oss.py:GptOssModel.forward'),
@@ -155,19 +124,7 @@ SGLANG_REACH: dict[str, tuple[tuple[str, str, bool, str, str, str], ...]] = {
         ('0.4.4.post2', 'crash', False, 'global', 'never-fires', 'llama.py:LlamaModel.forward'),
         ('0.5.22', 'embeddings', False, 'global', 'never-fires', 'llama.py:LlamaModel.forward'),
     ),
-    'LlamaForCausalLMEagle': (
-        ('0.4.4.post2', 'crash', False, 'global', 'never-fires', 'llama.py:LlamaModel.forward'),
-        ('0.5.22', 'embeddings', False, 'global', 'never-fires', 'llama.py:LlamaModel.forward'),
-    ),
-    'LlamaForCausalLMEagle3': (
-        ('0.4.4.post2', 'crash', False, 'global', 'never-fires', 'llama.py:LlamaModel.forward'),
-        ('0.5.22', 'embeddings', False, 'global', 'never-fires', 'llama.py:LlamaModel.forward'),
-    ),
     'LongcatFlashForCausalLM': (
-        ('0.5.6', 'crash', False, 'global', 'never-fires', 'longcat_flash.py:LongcatFlashModel.forward'),
-        ('0.5.21', 'embeddings', False, 'global', 'never-fires', 'longcat_flash.py:LongcatFlashModel.forward'),
-    ),
-    'LongcatFlashForCausalLMNextN': (
         ('0.5.6', 'crash', False, 'global', 'never-fires', 'longcat_flash.py:LongcatFlashModel.forward'),
         ('0.5.21', 'embeddings', False, 'global', 'never-fires', 'longcat_flash.py:LongcatFlashModel.forward'),
     ),
@@ -194,26 +151,18 @@ SGLANG_REACH: dict[str, tuple[tuple[str, str, bool, str, str, str], ...]] = {
         ('0.4.4.post2', 'crash', False, 'global', 'never-fires', 'llama.py:LlamaModel.forward'),
         ('0.5.22', 'embeddings', False, 'global', 'never-fires', 'llama.py:LlamaModel.forward'),
     ),
-    'MistralForCausalLMEagle': (
-        ('0.5.11', 'crash', False, 'global', 'never-fires', 'llama.py:LlamaModel.forward'),
-        ('0.5.22', 'embeddings', False, 'global', 'never-fires', 'llama.py:LlamaModel.forward'),
-    ),
     'MistralLarge3ForCausalLM': (
-        ('0.5.6.post2', 'crash', False, 'global', 'never-fires', 'deepseek_v2.py:DeepseekV2Model.forward'),
+        ('0.5.6.post1', 'crash', False, 'global', 'never-fires', 'deepseek_v2.py:DeepseekV2Model.forward'),
         ('0.5.14', 'embeddings', False, 'global', 'never-fires', 'deepseek_v2.py:DeepseekV2Model.forward'),
     ),
     'MistralLarge3ForCausalLMEagle': (
-        ('0.5.6.post2', 'crash', False, 'global', 'never-fires', 'deepseek_v2.py:DeepseekV2Model.forward'),
-        ('0.5.14', 'embeddings', False, 'global', 'never-fires', 'deepseek_v2.py:DeepseekV2Model.forward'),
+        ('0.5.6.post1', 'crash', False, 'global', 'never-fires', 'deepseek_v2.py:DeepseekV2Model.forward'),
     ),
     'Phi3ForCausalLM': (
         ('0.4.4.post2', 'crash', False, 'global', 'never-fires', 'llama.py:LlamaModel.forward'),
         ('0.5.22', 'embeddings', False, 'global', 'never-fires', 'llama.py:LlamaModel.forward'),
     ),
     'Qwen2ForCausalLM': (
-        ('0.5.2', 'embeddings', False, 'global', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
-    ),
-    'Qwen2ForCausalLMEagle': (
         ('0.5.2', 'embeddings', False, 'global', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
     ),
     'Qwen2MoeForCausalLM': (
@@ -259,7 +208,7 @@ VLLM_RELEASES: tuple[str, ...] = (
     '0.14.1', '0.15.0', '0.15.1', '0.16.0', '0.17.0', '0.17.1', '0.18.0', '0.18.1',
     '0.19.0', '0.19.1', '0.20.0', '0.20.1', '0.20.2', '0.21.0', '0.22.0', '0.22.1',
     '0.23.0', '0.24.0', '0.25.0', '0.25.1', '0.26.0', '0.27.0', '0.27.1', '0.28.0',
-    '0.29.0', '0.30.0', '0.31.0', '0.32.0', '0.33.0',
+    '0.29.0', '0.30.0', '0.31.0', '0.32.0', '0.33.0', '0.34.0',
 )
 VLLM_REACH: dict[str, tuple[tuple[str, str, bool, str, str, str], ...]] = {
     'AfmoeForCausalLM': (
@@ -270,7 +219,6 @@ VLLM_REACH: dict[str, tuple[tuple[str, str, bool, str, str, str], ...]] = {
         ('0.33.0', 'embeddings', True, 'global', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
     ),
     'ApertusForCausalLM': (
-        ('0.10.2', 'crash', False, 'stage', 'never-fires', 'apertus.py:ApertusModel.forward'),
         ('0.18.0', 'embeddings', True, 'stage', 'never-fires', 'apertus.py:ApertusModel.forward'),
     ),
     'AquilaForCausalLM': (
@@ -283,12 +231,16 @@ VLLM_REACH: dict[str, tuple[tuple[str, str, bool, str, str, str], ...]] = {
     ),
     'ArceeForCausalLM': (
         ('0.18.0', 'embeddings', True, 'stage', 'never-fires', 'arcee.py:ArceeModel.forward'),
+        ('0.32.0', 'unread', False, '', 'never-fires', ''),
+    ),
+    'BeamForCausalLM': (
+        ('0.33.0', 'embeddings', True, 'global', 'never-fires', 'model.py:BeamModel.forward'),
     ),
     'ClefFlashForJointSchema': (
-        ('0.33.0', 'embeddings', True, 'global', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
+        ('0.33.0', 'embeddings', True, 'global', 'never-fires', 'qwen3_next.py:Qwen3NextModel.forward'),
     ),
     'ClefOmniForJointSchema': (
-        ('0.32.0', 'embeddings', True, 'global', 'never-fires', 'qwen3_moe.py:Qwen3MoeModel.forward'),
+        ('0.32.0', 'embeddings', True, 'stage', 'never-fires', 'qwen3_omni_moe_thinker.py:Qwen3MoeLLMModel.forward'),
     ),
     'Cohere2MoeForCausalLM': (
         ('0.31.0', 'embeddings', True, 'global', 'never-fires', 'cohere2_moe.py:Cohere2MoeModel.forward'),
@@ -299,8 +251,7 @@ VLLM_REACH: dict[str, tuple[tuple[str, str, bool, str, str, str], ...]] = {
         ('0.30.0', 'embeddings', True, 'global', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
     ),
     'ColQwen3_5': (
-        ('0.19.0', 'embeddings', True, 'stage', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
-        ('0.30.0', 'embeddings', True, 'global', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
+        ('0.20.0', 'embeddings', True, 'global', 'never-fires', 'qwen3_next.py:Qwen3NextModel.forward'),
     ),
     'Cosmos3ForConditionalGeneration': (
         ('0.23.0', 'embeddings', True, 'stage', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
@@ -310,6 +261,16 @@ VLLM_REACH: dict[str, tuple[tuple[str, str, bool, str, str, str], ...]] = {
         ('0.11.0', 'crash', False, 'stage', 'never-fires', 'llama.py:LlamaModel.forward'),
         ('0.18.0', 'embeddings', True, 'stage', 'never-fires', 'llama.py:LlamaModel.forward'),
         ('0.30.0', 'embeddings', True, 'global', 'never-fires', 'llama.py:LlamaModel.forward'),
+        ('0.32.0', 'unread', False, '', 'never-fires', ''),
+    ),
+    'D3ForSequenceClassification': (
+        ('0.33.0', 'embeddings', True, 'global', 'never-fires', 'qwen3_next.py:Qwen3NextModel.forward'),
+    ),
+    'DeepseekV32ForCausalLM': (
+        ('0.29.0', 'embeddings', False, 'global', 'never-fires', 'model.py:DeepseekV32Model.forward'),
+    ),
+    'DeepseekV4ForCausalLM': (
+        ('0.25.0', 'unreached', True, 'global', 'never-fires', 'model.py:DeepseekV4Model.forward'),
     ),
     'Ernie4_5ForCausalLM': (
         ('0.10.1', 'crash', False, 'stage', 'never-fires', 'llama.py:LlamaModel.forward'),
@@ -326,10 +287,20 @@ VLLM_REACH: dict[str, tuple[tuple[str, str, bool, str, str, str], ...]] = {
     'Gemma4ForCausalLM': (
         ('0.19.1', 'embeddings', True, 'stage', 'never-fires', 'gemma4.py:Gemma4Model.forward'),
     ),
+    'Glm5NextForCausalLM': (
+        ('0.32.0', 'crash', True, 'global', 'never-fires', 'model.py:Glm5NextModel.forward'),
+    ),
+    'Glm5NextForConditionalGeneration': (
+        ('0.32.0', 'crash', True, 'global', 'never-fires', 'model.py:Glm5NextModel.forward'),
+    ),
     'GlmForCausalLM': (
         ('0.8.5', 'crash', False, 'stage', 'never-fires', 'llama.py:LlamaModel.forward'),
         ('0.18.0', 'embeddings', True, 'stage', 'never-fires', 'llama.py:LlamaModel.forward'),
         ('0.30.0', 'embeddings', True, 'global', 'never-fires', 'llama.py:LlamaModel.forward'),
+        ('0.32.0', 'unread', False, '', 'never-fires', ''),
+    ),
+    'GlmMoeDsaForCausalLM': (
+        ('0.29.0', 'embeddings', False, 'global', 'never-fires', 'model.py:DeepseekV32Model.forward'),
     ),
     'GptOssForCausalLM': (
         ('0.11.0', 'embeddings', False, 'global', 'never-fires', 'gpt_oss.py:GptOssModel.forward'),
@@ -357,10 +328,17 @@ VLLM_REACH: dict[str, tuple[tuple[str, str, bool, str, str, str], ...]] = {
     'HunYuanDenseV1ForCausalLM': (
         ('0.16.0', 'crash', False, 'stage', 'never-fires', 'hunyuan_v1.py:HunYuanModel.forward'),
         ('0.18.0', 'embeddings', True, 'stage', 'never-fires', 'hunyuan_v1.py:HunYuanModel.forward'),
+        ('0.29.0', 'unread', False, '', 'never-fires', ''),
     ),
     'HunYuanMoEV1ForCausalLM': (
         ('0.16.0', 'crash', False, 'stage', 'never-fires', 'hunyuan_v1.py:HunYuanModel.forward'),
         ('0.18.0', 'embeddings', True, 'stage', 'never-fires', 'hunyuan_v1.py:HunYuanModel.forward'),
+        ('0.29.0', 'unread', False, '', 'never-fires', ''),
+    ),
+    'HunYuanVLForConditionalGeneration': (
+        ('0.16.0', 'crash', False, 'stage', 'never-fires', 'hunyuan_v1.py:HunYuanModel.forward'),
+        ('0.18.0', 'embeddings', True, 'stage', 'never-fires', 'hunyuan_v1.py:HunYuanModel.forward'),
+        ('0.29.0', 'unread', False, '', 'never-fires', ''),
     ),
     'IQuestCoderForCausalLM': (
         ('0.14.0', 'crash', False, 'stage', 'never-fires', 'llama.py:LlamaModel.forward'),
@@ -376,12 +354,32 @@ VLLM_REACH: dict[str, tuple[tuple[str, str, bool, str, str, str], ...]] = {
         ('0.8.5', 'crash', False, 'stage', 'never-fires', 'llama.py:LlamaModel.forward'),
         ('0.18.0', 'embeddings', True, 'stage', 'never-fires', 'llama.py:LlamaModel.forward'),
     ),
+    'InternS1ProForConditionalGeneration': (
+        ('0.16.0', 'embeddings', False, 'global', 'never-fires', 'qwen3_moe.py:Qwen3MoeModel.forward'),
+        ('0.18.0', 'embeddings', True, 'global', 'never-fires', 'qwen3_moe.py:Qwen3MoeModel.forward'),
+        ('0.29.0', 'embeddings', True, 'stage', 'never-fires', 'qwen3_omni_moe_thinker.py:Qwen3MoeLLMModel.forward'),
+    ),
+    'InternS2MobiusForConditionalGeneration': (
+        ('0.28.0', 'embeddings', True, 'global', 'never-fires', 'interns2_mobius.py:InternS2MobiusModel.forward'),
+    ),
+    'InternS2PreviewForConditionalGeneration': (
+        ('0.22.0', 'embeddings', True, 'global', 'never-fires', 'qwen3_next.py:Qwen3NextModel.forward'),
+    ),
     'JinaEmbeddingsV5Model': (
         ('0.20.0', 'embeddings', True, 'stage', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
         ('0.30.0', 'embeddings', True, 'global', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
     ),
     'K2HorizonForCausalLM': (
         ('0.30.0', 'embeddings', True, 'global', 'never-fires', 'k2_horizon.py:K2HorizonModel.forward'),
+    ),
+    'KimiK31ForConditionalGeneration': (
+        ('0.34.0', 'embeddings', True, 'global', 'never-fires', 'model.py:KimiLinearModel.forward'),
+    ),
+    'KimiK3ForConditionalGeneration': (
+        ('0.27.0', 'embeddings', True, 'global', 'never-fires', 'model.py:KimiLinearModel.forward'),
+    ),
+    'KimiLinearForCausalLM': (
+        ('0.28.0', 'embeddings', True, 'global', 'never-fires', 'model.py:KimiLinearModel.forward'),
     ),
     'LLaMAForCausalLM': (
         ('0.8.5', 'crash', False, 'stage', 'never-fires', 'llama.py:LlamaModel.forward'),
@@ -408,9 +406,9 @@ VLLM_REACH: dict[str, tuple[tuple[str, str, bool, str, str, str], ...]] = {
     ),
     'MellumForCausalLM': (
         ('0.22.1', 'embeddings', True, 'global', 'never-fires', 'qwen3_moe.py:Qwen3MoeModel.forward'),
+        ('0.32.0', 'unread', False, '', 'never-fires', ''),
     ),
     'MiMoForCausalLM': (
-        ('0.10.2', 'crash', False, 'stage', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
         ('0.18.0', 'embeddings', True, 'stage', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
         ('0.30.0', 'embeddings', True, 'global', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
     ),
@@ -431,8 +429,27 @@ VLLM_REACH: dict[str, tuple[tuple[str, str, bool, str, str, str], ...]] = {
         ('0.11.0', 'embeddings', False, 'stage', 'never-fires', 'minicpm.py:MiniCPMModel.forward'),
         ('0.18.0', 'embeddings', True, 'stage', 'never-fires', 'minicpm.py:MiniCPMModel.forward'),
     ),
+    'MiniCPMOcrForConditionalGeneration': (
+        ('0.33.0', 'embeddings', True, 'global', 'never-fires', 'qwen3_next.py:Qwen3NextModel.forward'),
+    ),
+    'MiniCPMV4_6ForConditionalGeneration': (
+        ('0.32.0', 'embeddings', True, 'global', 'never-fires', 'qwen3_next.py:Qwen3NextModel.forward'),
+    ),
+    'MiniCPMV4_7ForConditionalGeneration': (
+        ('0.32.0', 'embeddings', True, 'global', 'never-fires', 'qwen3_next.py:Qwen3NextModel.forward'),
+    ),
     'MiniMaxM2ForCausalLM': (
         ('0.20.0', 'embeddings', True, 'stage', 'never-fires', 'minimax_m2.py:MiniMaxM2Model.forward'),
+    ),
+    'MiniMaxM3SparseForCausalLM': (
+        ('0.24.0', 'embeddings', True, 'stage', 'never-fires', 'model.py:MiniMaxM3Model.forward'),
+        ('0.32.0', 'embeddings', True, 'global', 'never-fires', 'model.py:MiniMaxM3Model.forward'),
+        ('0.34.0', 'crash', True, 'global', 'never-fires', 'model.py:MiniMaxM3Model.forward'),
+    ),
+    'MiniMaxM3SparseForConditionalGeneration': (
+        ('0.24.0', 'embeddings', True, 'stage', 'never-fires', 'model.py:MiniMaxM3Model.forward'),
+        ('0.32.0', 'embeddings', True, 'global', 'never-fires', 'model.py:MiniMaxM3Model.forward'),
+        ('0.34.0', 'crash', True, 'global', 'never-fires', 'model.py:MiniMaxM3Model.forward'),
     ),
     'Ministral3ForCausalLM': (
         ('0.20.0', 'embeddings', True, 'stage', 'never-fires', 'llama.py:LlamaModel.forward'),
@@ -442,6 +459,9 @@ VLLM_REACH: dict[str, tuple[tuple[str, str, bool, str, str, str], ...]] = {
         ('0.8.5', 'crash', False, 'stage', 'never-fires', 'llama.py:LlamaModel.forward'),
         ('0.18.0', 'embeddings', True, 'stage', 'never-fires', 'llama.py:LlamaModel.forward'),
         ('0.30.0', 'embeddings', True, 'global', 'never-fires', 'llama.py:LlamaModel.forward'),
+    ),
+    'MistralLarge4ForCausalLM': (
+        ('0.34.0', 'embeddings', True, 'global', 'never-fires', 'model.py:MistralLarge4Model.forward'),
     ),
     'MistralModel': (
         ('0.8.5', 'crash', False, 'stage', 'never-fires', 'llama.py:LlamaModel.forward'),
@@ -457,11 +477,19 @@ VLLM_REACH: dict[str, tuple[tuple[str, str, bool, str, str, str], ...]] = {
     'MuseGlimmerForConditionalGeneration': (
         ('0.28.0', 'embeddings', True, 'global', 'never-fires', 'muse_glimmer.py:MuseGlimmerModel.forward'),
     ),
+    'MuseSparkForConditionalGeneration': (
+        ('0.33.0', 'embeddings', True, 'global', 'never-fires', 'model.py:MuseSpark1xModel.forward'),
+    ),
     'NemotronHForCausalLM': (
         ('0.22.0', 'embeddings', True, 'stage', 'never-fires', 'nemotron_h.py:NemotronHModel.forward'),
     ),
     'NemotronHPuzzleForCausalLM': (
         ('0.22.0', 'embeddings', True, 'stage', 'never-fires', 'nemotron_h.py:NemotronHModel.forward'),
+    ),
+    'OpenCUAForConditionalGeneration': (
+        ('0.12.0', 'crash', False, 'stage', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
+        ('0.18.0', 'embeddings', True, 'stage', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
+        ('0.30.0', 'embeddings', True, 'global', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
     ),
     'OpsColQwen3Model': (
         ('0.17.0', 'crash', False, 'stage', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
@@ -483,6 +511,17 @@ VLLM_REACH: dict[str, tuple[tuple[str, str, bool, str, str, str], ...]] = {
         ('0.18.0', 'embeddings', True, 'stage', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
         ('0.30.0', 'embeddings', True, 'global', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
     ),
+    'Qwen2_5_VLForConditionalGeneration': (
+        ('0.11.1', 'crash', False, 'stage', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
+        ('0.18.0', 'embeddings', True, 'stage', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
+        ('0.30.0', 'embeddings', True, 'global', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
+    ),
+    'Qwen3ASRForConditionalGeneration': (
+        ('0.32.0', 'embeddings', True, 'global', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
+    ),
+    'Qwen3ASRForcedAlignerForTokenClassification': (
+        ('0.32.0', 'embeddings', True, 'global', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
+    ),
     'Qwen3ASRRealtimeGeneration': (
         ('0.32.0', 'embeddings', True, 'global', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
     ),
@@ -498,10 +537,18 @@ VLLM_REACH: dict[str, tuple[tuple[str, str, bool, str, str, str], ...]] = {
     'Qwen3NextForCausalLM': (
         ('0.24.0', 'embeddings', True, 'global', 'never-fires', 'qwen3_next.py:Qwen3NextModel.forward'),
     ),
+    'Qwen3OmniMoeForConditionalGeneration': (
+        ('0.29.0', 'embeddings', True, 'stage', 'never-fires', 'qwen3_omni_moe_thinker.py:Qwen3MoeLLMModel.forward'),
+    ),
     'Qwen3VLForConditionalGeneration': (
         ('0.12.0', 'crash', False, 'stage', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
         ('0.18.0', 'embeddings', True, 'stage', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
         ('0.30.0', 'embeddings', True, 'global', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
+    ),
+    'Qwen3VLMoeForConditionalGeneration': (
+        ('0.15.0', 'embeddings', False, 'global', 'never-fires', 'qwen3_moe.py:Qwen3MoeModel.forward'),
+        ('0.18.0', 'embeddings', True, 'global', 'never-fires', 'qwen3_moe.py:Qwen3MoeModel.forward'),
+        ('0.29.0', 'embeddings', True, 'stage', 'never-fires', 'qwen3_omni_moe_thinker.py:Qwen3MoeLLMModel.forward'),
     ),
     'Qwen3VLNemotronEmbedModel': (
         ('0.17.0', 'crash', False, 'stage', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
@@ -512,11 +559,16 @@ VLLM_REACH: dict[str, tuple[tuple[str, str, bool, str, str, str], ...]] = {
         ('0.27.0', 'embeddings', True, 'global', 'never-fires', 'qwen3_next.py:Qwen3NextModel.forward'),
     ),
     'Qwen3_5ForConditionalGeneration': (
-        ('0.19.0', 'embeddings', True, 'stage', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
-        ('0.30.0', 'embeddings', True, 'global', 'never-fires', 'qwen2.py:Qwen2Model.forward'),
+        ('0.20.0', 'embeddings', True, 'global', 'never-fires', 'qwen3_next.py:Qwen3NextModel.forward'),
     ),
     'Qwen3_5MoeForCausalLM': (
         ('0.27.0', 'embeddings', True, 'global', 'never-fires', 'qwen3_next.py:Qwen3NextModel.forward'),
+    ),
+    'Qwen3_5MoeForConditionalGeneration': (
+        ('0.20.0', 'embeddings', True, 'global', 'never-fires', 'qwen3_next.py:Qwen3NextModel.forward'),
+    ),
+    'RicursiveForCausalLM': (
+        ('0.34.0', 'embeddings', True, 'global', 'never-fires', 'ricursive.py:RicursiveModel.forward'),
     ),
     'SarvamMLAForCausalLM': (
         ('0.30.0', 'embeddings', True, 'global', 'never-fires', 'sarvam.py:SarvamMLAModel.forward'),
