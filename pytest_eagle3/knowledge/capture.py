@@ -164,7 +164,7 @@ _HAND_ROWS: tuple[tuple[str, Row[Capture]], ...] = tuple(pair for group in (
          "(allowlist to 0.16); v1/worker/gpu_model_runner.py RuntimeError 'Model does not support EAGLE3 interface' "
          "(read 0.12.0-0.17.0)",
          "KimiVLForConditionalGeneration", support=REFUSED,
-         cites=(Cite("vllm/v1/worker/gpu_model_runner.py"),)),
+         cites=(Cite("vllm/model_executor/models/kimi_vl.py", "KimiVLForConditionalGeneration"),)),
 ) for pair in group) + tuple(
     pair for engine, since, family, support, source, archs, *cites in capture_engines.ENTRIES
     for pair in _row(engine, since, family, source, *archs, support=Support(support), cites=tuple(*cites)))

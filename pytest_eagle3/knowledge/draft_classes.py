@@ -157,7 +157,7 @@ _LC = "llama.cpp conversion/llama.py @ModelBase.register on LlamaModel; EAGLE-3 
 _REGISTRY_ROWS: tuple[tuple[str, Row[str]], ...] = (
     ("Eagle3LlamaForCausalLM", Row(VLLM, "0.8.5", "Eagle3LlamaForCausalLM",
                                    "vllm 0.8.5 v1/spec_decode/eagle.py (class chosen by method); registry from 0.9.x",
-                                   cites=(Cite("vllm/v1/spec_decode/eagle.py"),))),
+                                   cites=(Cite("vllm/model_executor/models/llama_eagle3.py", "Eagle3LlamaForCausalLM"),))),
     ("LlamaForCausalLMEagle3", Row(VLLM, "0.10.2", "Eagle3LlamaForCausalLM",
                                    f"{REG} (0.10.2; in 0.10.1 the line is commented out 'Re-enable this once "
                                    "tests/models/test_initialization.py is fixed, see PR #22333 #22611')",

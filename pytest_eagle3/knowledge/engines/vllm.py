@@ -280,14 +280,26 @@ SPANS += spans("embed_source",
                  "maybe_share_target_embed (0.34.0 read)")))
 # ---------------------------------------------------------------- draft_extend_logits_buffer
 SPANS += spans("draft_extend_logits_buffer",
-               ("0.8.5", None, "none", "vllm v1/spec_decode/eagle.py: logits are not copied into a CUDA-graph buffer",
-                (Cite("vllm/v1/spec_decode/eagle.py"),)))
+               ("0.8.5", "0.33.0", "none", "vllm v1/spec_decode/eagle.py: logits are not copied into a CUDA-graph buffer",
+                (Cite("vllm/v1/spec_decode/eagle.py"),)),
+               ("0.34.0", None, "none",
+                ("vllm 0.34.0 v1/worker/gpu/spec_decode/speculator.py DraftModelSpeculator: the only draft-logits "
+                 "buffer (DraftLogitsCache, probabilistic draft sampling) has the target vocab's rows, not "
+                 "draft_vocab_size's (V1's eagle.py gone) (0.34.0 read)"),
+                (Cite("vllm/v1/worker/gpu/spec_decode/speculator.py", "DraftModelSpeculator"),
+                 Cite("vllm/v1/spec_decode/eagle.py", absent=True))))
 # ---------------------------------------------------------------- draft_extend_graph_width
 SPANS += spans("draft_extend_graph_width",
                ("0.8.5", None, "target-hidden",
                 ("vllm v1/spec_decode/eagle.py EagleProposer: fc (combine_hidden_states) runs before the draft-width "
                  "buffers (0.9.2-0.32.0 read)"),
-                (Cite("vllm/v1/spec_decode/eagle.py", "EagleProposer"),)))
+                (Cite("vllm/v1/spec_decode/eagle.py", "EagleProposer"),)),
+               ("0.34.0", None, "target-hidden",
+                ("vllm 0.34.0 v1/worker/gpu/spec_decode/target_dependent_ar/speculator.py "
+                 "TargetDependentARSpeculator.propose: combine_hidden_states(torch.cat(aux_hidden_states)) runs before "
+                 "the draft-width hidden_states buffer (V1's eagle.py gone) (0.34.0 read)"),
+                (Cite("vllm/v1/worker/gpu/spec_decode/target_dependent_ar/speculator.py",
+                      "TargetDependentARSpeculator.propose"),)))
 # ---------------------------------------------------------------- embed_width_check
 SPANS += spans("embed_width_check",
                ("0.8.5", "0.9.0.1", "target-width",
@@ -306,8 +318,15 @@ SPANS += spans("embed_width_check",
                  "has no embed_tokens, whatever the width (0.11.0 eagle.py load_model: by shape)")),
                ("0.25.0", None, "uninitialised",
                 ("vllm 0.25.0 llm_base_proposer.py _maybe_share_embeddings: 'Target embedding dim (%d) differs from "
-                 "draft embedding dim (%d). Keeping separate embedding weights.' (0.25.0-0.32.0 read)"),
-                (Cite("vllm/v1/spec_decode/llm_base_proposer.py", "SpecDecodeBaseProposer._maybe_share_embeddings"),)))
+                 "draft embedding dim (%d). Keeping separate embedding weights.' (0.25.0-0.33.0 read; model runner V1: "
+                 "the V2 runner, the GPU default from 0.23.0, shares as 0.34.0 does, not modelled per runner)"),
+                (Cite("vllm/v1/spec_decode/llm_base_proposer.py", "SpecDecodeBaseProposer._maybe_share_embeddings"),)),
+               ("0.34.0", None, "target-width",
+                ("vllm 0.34.0 v1/worker/gpu/spec_decode/eagle/utils.py maybe_share_target_embed: _should_share is True "
+                 "for a draft without its own embed_tokens, whatever the width (no width check; V1's "
+                 "llm_base_proposer.py gone) (0.34.0 read)"),
+                (Cite("vllm/v1/worker/gpu/spec_decode/eagle/utils.py", "maybe_share_target_embed"),
+                 Cite("vllm/v1/spec_decode/llm_base_proposer.py", absent=True))))
 # ---------------------------------------------------------------- lm_head_source
 SPANS += spans("lm_head_source",
                ("0.8.5", "0.10.2", "draft", "vllm 0.10.1 v1/spec_decode/eagle.py load_model: lm_head not shared for eagle3 (0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)",
