@@ -49,10 +49,13 @@ def test_fields_folded_one_release_at_a_time_equal_the_full_scan(tmp_path: Path,
 
 
 def test_capture_folded_equals_the_full_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(capture, "scan", lambda engine, root: CAPTURE_SCANS[root.name.split("-")[1]])
+    def scanned(engine: str, root: Path) -> types.SimpleNamespace:
+        capturing, registered = CAPTURE_SCANS[root.name.split("-")[1]]
+        return types.SimpleNamespace(capturing=dict.fromkeys(capturing), registered=registered, platforms={})
+
+    monkeypatch.setattr(capture, "scan_release", scanned)
     releases = list(CAPTURE_SCANS)
-    empty: tuple[list[str], dict[str, list[tuple[str, str]]], set[str], dict[str, list[tuple[str, str]]]] = (
-        ["0.1.0"], {}, set(), {})
+    empty: tuple[list[str], capture.Runs, set[str], capture.Runs, capture.Notes] = (["0.1.0"], {}, set(), {}, {})
     others = {"sglang": empty, "tokenspeed": empty}
     full = capture.render({"vllm": capture.spans("vllm", _roots(tmp_path, releases)), **others}, {})
     first = capture.render({"vllm": capture.spans("vllm", _roots(tmp_path, releases[:1])), **others}, {})

@@ -37,10 +37,11 @@ CAPTURE_ENGINES = ("vllm", "sglang", "tokenspeed")
 
 
 def fold_capture(engine: str, release: str, capturing: set[str], known: set[str], *,
-                 table: Any = None) -> tuple[str, list[str]]:
-    """``capture_table.py``'s text with ``release`` appended for ``engine``, and the changes it makes."""
+                 platforms: dict[str, str] | None = None, table: Any = None) -> tuple[str, list[str]]:
+    """``capture_table.py``'s text with ``release`` appended for ``engine`` (``platforms``: architecture -> what
+    the other platforms build, where it differs), and the changes it makes."""
     table = table or importlib.import_module("pytest_eagle3.knowledge.generated.capture_table")
-    found: dict[str, tuple[list[str], dict[str, list[tuple[str, str]]], set[str], dict[str, list[tuple[str, str]]]]] = {}
+    found: dict[str, tuple[list[str], capture.Runs, set[str], capture.Runs, capture.Notes]] = {}
     unavailable: dict[str, list[str]] = {}
     changes: list[str] = []
     for name in CAPTURE_ENGINES:
@@ -50,8 +51,15 @@ def fold_capture(engine: str, release: str, capturing: set[str], known: set[str]
         listed = {arch: list(spans) for arch, spans in getattr(table, f"{prefix}_REGISTERED").items()}
         registered = set(listed) | set(getattr(table, f"{prefix}_NEVER")) | set(runs)
         unavailable[name] = list(getattr(table, f"{prefix}_UNAVAILABLE"))
+        notes = {arch: list(runs_) for arch, runs_ in getattr(table, f"{prefix}_PLATFORMS", {}).items()}
         if name == engine and release not in releases:
             last = releases[-1]
+            for arch, note in (platforms or {}).items():
+                had = notes.setdefault(arch, [])
+                if had and had[-1][1] == last and had[-1][2] == note:
+                    had[-1] = (had[-1][0], release, note)
+                else:
+                    had.append((release, release, note))
             before = {a for a, s in runs.items() if s[-1][1] == last}
             before_known = {a for a, s in listed.items() if s[-1][1] == last}
             capture._run(runs, capturing, before, release)
@@ -61,7 +69,7 @@ def fold_capture(engine: str, release: str, capturing: set[str], known: set[str]
             changes += [f"capture: {a} captures from {release}" for a in sorted(capturing - before)]
             changes += [f"capture: {a} no longer captures in {release} (last {last})" for a in sorted(before - capturing)]
             changes += [f"capture: {a} registered from {release}" for a in sorted(known - before_known)]
-        found[name] = (releases, runs, registered, listed)
+        found[name] = (releases, runs, registered, listed, notes)
     return capture.render(found, unavailable), changes
 
 
@@ -136,8 +144,9 @@ def add(source: Source, *, write: bool) -> list[str]:
     lines: list[str] = []
     kind = EngineVersion(source.engine, Version(source.release)).kind
     if source.engine in CAPTURE_ENGINES and kind.capture_scan == "wheels":
-        capturing, known = capture.scan(source.engine, source.root)
-        text, changes = fold_capture(source.engine, source.release, capturing, known)
+        scanned = capture.scan_release(source.engine, source.root)
+        text, changes = fold_capture(source.engine, source.release, set(scanned.capturing), scanned.registered,
+                                     platforms=scanned.platforms)
         lines += changes
         if write:
             (GENERATED / "capture_table.py").write_text(text, encoding="utf-8")
