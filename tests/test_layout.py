@@ -23,8 +23,8 @@ def test_import_linter_contracts_are_kept() -> None:
 
 
 #: Circles known and not yet broken, each as the sorted modules of one strongly connected set; nothing else may be
-#: one. The verdict circle: ``Pipeline`` (pipeline.py) runs the rows (rows.py), whose contracts (assess_*.py) read
-#: ``Pipeline`` and ``TargetSide`` back; it is broken by moving those types below the rows (issue 48, item 1).
+#: one. None is left: the last, the verdict's (pipeline <-> rows <-> assess_*), is broken by concept (the records
+#: in verdict/records.py, the judgement in verdict/rows.py; imports run rows -> assess_* -> pipeline -> records).
 KNOWN_CIRCLES: tuple[tuple[str, ...], ...] = ()
 
 
