@@ -65,7 +65,8 @@ def files_readable(hand: Assessment, row: Checked) -> str:
     hand.measure("tensor_count", len(row.ckpt.tensors))
     hand.measure("weight_bytes", row.ckpt.nbytes)
     check(readability_findings(row.ckpt))
-    return f"{plural(len(row.ckpt.tensors), 'tensor')} in {plural(len(row.ckpt.files), 'file')}, {row.ckpt.nbytes} bytes"
+    ckpt = row.ckpt
+    return f"{plural(len(ckpt.tensors), 'tensor')} in {plural(len(ckpt.files), 'file')}, {ckpt.nbytes} bytes"
 
 
 def config_parseable(hand: Assessment, row: Checked) -> str:
@@ -152,7 +153,8 @@ def vocab_map(hand: Assessment, row: Checked) -> str:
         raise ContractViolation([Finding("unreadable-map", f"d2t/t2d cannot be read: {exc}",
                                          (Evidence("d2t/t2d", str(exc), "readable tensors"),),
                                          "re-export the checkpoint")]) from exc
-    check(diagnose_vocab_map(d2t, t2d, cfg.vocab_size, draft_vocab) + export_findings(row.ckpt, cfg.vocab_size, draft_vocab))
+    check(diagnose_vocab_map(d2t, t2d, cfg.vocab_size, draft_vocab)
+          + export_findings(row.ckpt, cfg.vocab_size, draft_vocab))
     if d2t is None:
         return f"full vocab ({cfg.vocab_size}), no map needed"
     return (f"d2t: {draft_vocab} offsets into vocab {cfg.vocab_size}, in range and unique"
