@@ -99,13 +99,14 @@ def prove(out: Path, engines: Sequence[EngineVersion], pipeline: Pipeline, side:
     from pytest_eagle3.checkpoint import Checkpoint
     from pytest_eagle3.verdict.judgement import FAIL
     from pytest_eagle3.verdict.report import Collector
+    from pytest_eagle3.verdict.rows import judgement
 
     ckpt = Checkpoint.open(out)
     with progress.step(f"proof: the contracts on {out} for {', '.join(e.spec for e in engines)}"):
-        judgements = [pipeline.judgement(ckpt, None, side), *(pipeline.judgement(ckpt, e, side) for e in engines)]
+        judgements = [judgement(pipeline, ckpt, None, side), *(judgement(pipeline, ckpt, e, side) for e in engines)]
     collector = Collector(target=side.path, engines=[e.spec for e in engines])
-    for judgement in judgements:
-        collector.add_judgement(judgement)
+    for judged in judgements:
+        collector.add_judgement(judged)
     row = collector.checkpoints[ckpt.path]
     failures = tuple((o.contract, j.spec, o.message) for j in judgements for o in j if o.status == FAIL)
     return Proof(failures, tuple((spec, row.engine_verdict(spec)) for spec in ("any", *row.engine_specs([]))))

@@ -280,6 +280,7 @@ def _report_rows(pipeline: Any, ckpt: Any, side: Any) -> list[dict[str, Any]]:
     """Each engine's row of the JSON report, from the pipeline's judgements (exactly as ``pytest --eagle3-report``
     writes it)."""
     from pytest_eagle3.verdict.report import Collector
+    from pytest_eagle3.verdict.rows import judgement
 
     engines = pipeline.settings.engines
     collector = Collector(target=side.path, engines=[e.spec for e in engines])
@@ -287,7 +288,7 @@ def _report_rows(pipeline: Any, ckpt: Any, side: Any) -> list[dict[str, Any]]:
     if not side.given:
         collector.name_target(ckpt.path, pipeline.named_target(ckpt))
     for engine in (None, *engines):
-        collector.add_judgement(pipeline.judgement(ckpt, engine, side))
+        collector.add_judgement(judgement(pipeline, ckpt, engine, side))
     data = collector.to_json()
     return [row for c in data["checkpoints"] for row in c["engines"] if row["engine"] != "any"]
 

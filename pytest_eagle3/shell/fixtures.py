@@ -135,7 +135,9 @@ def eagle3_judgement(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoi
     """Every contract's outcome for this checkpoint and, when the test takes ``eagle3_engine``, that engine
     version: the pipeline's judgement, which the contracts assert on and every command renders."""
     engine = request.getfixturevalue("eagle3_engine") if "eagle3_engine" in request.fixturenames else None
-    return pipeline(request.config).judgement(eagle3_checkpoint, engine, target_side(request.config))
+    from pytest_eagle3.verdict.rows import judgement
+
+    return judgement(pipeline(request.config), eagle3_checkpoint, engine, target_side(request.config))
 
 
 def installed_engines(config: pytest.Config) -> tuple[InstalledEngine, ...]:

@@ -63,6 +63,7 @@ def _compute(settings: RunSettings, pipeline: Pipeline, out: Path) -> None:
 
     from pytest_eagle3.checkpoint import Checkpoint
     from pytest_eagle3.verdict import TargetSide
+    from pytest_eagle3.verdict.rows import judgement
 
     side = TargetSide(settings.target, settings.hidden_states)
     try:
@@ -71,7 +72,7 @@ def _compute(settings: RunSettings, pipeline: Pipeline, out: Path) -> None:
             if ckpt.problems or not ckpt.tensors or ckpt.config_raw is None:
                 continue  # the workers' contracts skip or fail on the files, as a serial run's do
             for engine in (None, *settings.engines):
-                pipeline.judgement(ckpt, engine, side)
+                judgement(pipeline, ckpt, engine, side)
             for engine in settings.engines:
                 pipeline.verdict(ckpt, engine, side)
         partial = out.with_suffix(".partial")

@@ -11,18 +11,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pytest_eagle3.verdict.pipeline import (
-        Pipeline,
-        TargetSide,
-        Verdict,
-        pipeline_for,
-        predict_acceptance,
-        verdict,
-    )
+    from pytest_eagle3.verdict.pipeline import Pipeline, pipeline_for, predict_acceptance, verdict
+    from pytest_eagle3.verdict.records import TargetSide, Verdict
     from pytest_eagle3.verdict.settings import RunSettings
 
 __all__ = ["Pipeline", "RunSettings", "TargetSide", "Verdict", "pipeline_for", "predict_acceptance", "verdict"]
-_HOME = {"RunSettings": "pytest_eagle3.verdict.settings"}
+_HOME = {"RunSettings": "pytest_eagle3.verdict.settings", "TargetSide": "pytest_eagle3.verdict.records",
+         "Verdict": "pytest_eagle3.verdict.records"}
 
 
 def __getattr__(name: str) -> Any:

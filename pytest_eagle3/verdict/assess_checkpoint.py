@@ -4,7 +4,7 @@ target, the vocab map, the weights and the reference acceptance (the table's ``a
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pytest_eagle3.findings import ASSUMED, MEASURED, ContractViolation, Evidence, Finding, check
@@ -20,19 +20,37 @@ from pytest_eagle3.verdict.assess import (
     require_config,
     require_draft,
     require_tensors,
-    require_weights,
 )
 from pytest_eagle3.words import plural
 
 if TYPE_CHECKING:
-    from pytest_eagle3.checkpoint import Checkpoint
-    from pytest_eagle3.verdict.pipeline import Pipeline, TargetSide
+    from pytest_eagle3.checkpoint import Checkpoint, TargetModel
+    from pytest_eagle3.reference.readings import ReferenceResult
+    from pytest_eagle3.rules.weights import TensorHealth
+    from pytest_eagle3.verdict.records import TargetSide
 
 
-def contracts(pipeline: Pipeline, ckpt: Checkpoint, side: TargetSide) -> list[tuple[str, Contract]]:
+@dataclass(frozen=True)
+class Checked:
+    """What every contract of the ``any`` row reads: the checkpoint, the target side, the acceptance minimum, and
+    the run's shared measurements, each computed when a contract first asks (the pipeline's caches: the target
+    opened once, one weight scan, one reference run; each raises or returns why it cannot run)."""
+
+    ckpt: Checkpoint
+    side: TargetSide
+    min_acceptance: float
+    #: The target at a path as opened (``problem`` set when it cannot be read).
+    target_model: Callable[[str], TargetModel]
+    #: The weight scan of ``ckpt`` (raises ``NotRun`` when the files are damaged or the weights stayed on the Hub).
+    weight_health: Callable[[], list[TensorHealth]]
+    #: The measured reference, the finding that says why its inputs are wrong, or why it cannot run here.
+    reference: Callable[[], ReferenceResult | Finding | str]
+
+
+def contracts(row: Checked) -> list[tuple[str, Contract]]:
     """(contract id, its function) in the report's order."""
-    def bound(fn: Callable[[Assessment, Pipeline, Checkpoint, TargetSide], str]) -> Contract:
-        return lambda hand: fn(hand, pipeline, ckpt, side)
+    def bound(fn: Callable[[Assessment, Checked], str]) -> Contract:
+        return lambda hand: fn(hand, row)
 
     return [("checkpoint.readable", bound(files_readable)), ("config.parseable", bound(config_parseable)),
             ("format.detected", bound(format_detected)), ("config.shapes", bound(shapes_match_config)),
@@ -42,134 +60,136 @@ def contracts(pipeline: Pipeline, ckpt: Checkpoint, side: TargetSide) -> list[tu
             ("weights.finite", bound(weights_finite)), ("weights.initialised", bound(weights_initialised))]
 
 
-def files_readable(hand: Assessment, pipeline: Pipeline, ckpt: Checkpoint, side: TargetSide) -> str:
+def files_readable(hand: Assessment, row: Checked) -> str:
     """Every weight file parses, every tensor's bytes are where its header says."""
-    hand.measure("tensor_count", len(ckpt.tensors))
-    hand.measure("weight_bytes", ckpt.nbytes)
-    check(readability_findings(ckpt))
+    hand.measure("tensor_count", len(row.ckpt.tensors))
+    hand.measure("weight_bytes", row.ckpt.nbytes)
+    check(readability_findings(row.ckpt))
+    ckpt = row.ckpt
     return f"{plural(len(ckpt.tensors), 'tensor')} in {plural(len(ckpt.files), 'file')}, {ckpt.nbytes} bytes"
 
 
-def config_parseable(hand: Assessment, pipeline: Pipeline, ckpt: Checkpoint, side: TargetSide) -> str:
+def config_parseable(hand: Assessment, row: Checked) -> str:
     """config.json is a JSON object with the fields every engine needs."""
     from pytest_eagle3.rules.shapes import config_findings
 
-    check(config_findings(ckpt))
-    cfg = ckpt.config
+    check(config_findings(row.ckpt))
+    cfg = row.ckpt.config
     return f"hidden {cfg.hidden_size}, vocab {cfg.vocab_size}, draft vocab {cfg.draft_vocab_size}"
 
 
-def format_detected(hand: Assessment, pipeline: Pipeline, ckpt: Checkpoint, side: TargetSide) -> str:
+def format_detected(hand: Assessment, row: Checked) -> str:
     """The producer is recognised, so its aux-layer convention and defaults are known; a layout no producer's matches
     whose first decoder layer engines load passes as unrecognised, with a note (``rules.shapes.unrecognised_note``)."""
     from pytest_eagle3.producers.habits import beside_weights
     from pytest_eagle3.rules.shapes import format_findings, unrecognised_note
 
-    require_tensors(ckpt)
-    require_config(ckpt)
-    fmt, aux = ckpt.format, ckpt.config.aux
+    require_tensors(row.ckpt)
+    require_config(row.ckpt)
+    fmt, aux = row.ckpt.format, row.ckpt.config.aux
     hand.measure("format", fmt.label)
     hand.measure("aux_layer_ids", list(aux.ids) if aux.ids else "unset")
     hand.measure("aux_convention", aux.convention or "unknown")
     if fmt.producer == "unknown" and fmt.evidence:
         raise NotRun("a layout several producers share: " + "; ".join(fmt.evidence) + " (the reference measurement "
                      "with --eagle3-target=DIR decides the convention, or state it with --eagle3-aux-convention)")
-    note = unrecognised_note(ckpt)  # a layout engines load is never failed for want of a producer
+    note = unrecognised_note(row.ckpt)  # a layout engines load is never failed for want of a producer
     if note is None:
-        check(format_findings(ckpt))
-    extra = beside_weights(ckpt.source.listing(ckpt.root), ckpt.files, fmt.producer)
+        check(format_findings(row.ckpt))
+    extra = beside_weights(row.ckpt.source.listing(row.ckpt.root), row.ckpt.files, fmt.producer)
     hand.measure("files_beside_weights", extra)
     beside = f"; beside the weights: {', '.join(extra)}" if extra else ""
     return f"{note or fmt.label + ': ' + '; '.join(fmt.evidence)}{beside}"
 
 
-def shapes_match_config(hand: Assessment, pipeline: Pipeline, ckpt: Checkpoint, side: TargetSide) -> str:
+def shapes_match_config(hand: Assessment, row: Checked) -> str:
     """lm_head rows = draft vocab, fc = aux count x target hidden, q/k/v take 2 x hidden, norms present; what the
     rule does not model (packed quantized weights, a family it does not know) is not modelled, never failed."""
     from pytest_eagle3.rules.shapes import shape_findings, shape_unmodelled
 
-    require_tensors(ckpt)
-    require_config(ckpt)
-    require_draft(ckpt)
-    check(shape_findings(ckpt))
-    for finding in shape_unmodelled(ckpt):
+    require_tensors(row.ckpt)
+    require_config(row.ckpt)
+    require_draft(row.ckpt)
+    check(shape_findings(row.ckpt))
+    for finding in shape_unmodelled(row.ckpt):
         not_modelled(finding)
-    cfg = ckpt.config
+    cfg = row.ckpt.config
     return f"{cfg.layer_count} draft layer(s), first at {cfg.first_layer_prefix}*, shapes agree"
 
 
-def consistent_with_target(hand: Assessment, pipeline: Pipeline, ckpt: Checkpoint, side: TargetSide) -> str:
+def consistent_with_target(hand: Assessment, row: Checked) -> str:
     """Vocab, hidden size and aux ids fit the target model."""
     from pytest_eagle3.rules.shapes import target_findings
 
-    if side.path is None:
+    if row.side.path is None:
         raise NotRun(NEEDS_TARGET)
-    model = pipeline.target_model(side.path)
-    require_config(ckpt)
-    require_draft(ckpt)
-    check(target_findings(ckpt, model))
+    model = row.target_model(row.side.path)
+    require_config(row.ckpt)
+    require_draft(row.ckpt)
+    check(target_findings(row.ckpt, model))
     return f"fits target {model.path} ({model.num_hidden_layers} layers)"
 
 
-def vocab_map(hand: Assessment, pipeline: Pipeline, ckpt: Checkpoint, side: TargetSide) -> str:
+def vocab_map(hand: Assessment, row: Checked) -> str:
     """The draft->target token map is what engines expect: ``d2t`` holds offsets (target = i + d2t[i]), in range,
     unique, int64, one per draft token, and agrees with ``t2d`` when both are saved."""
     from pytest_eagle3.checkpoint.tensorfiles import CheckpointReadError
     from pytest_eagle3.rules.exports import export_findings
     from pytest_eagle3.rules.vocab_map import diagnose_vocab_map
 
-    require_tensors(ckpt)
-    require_config(ckpt)
-    cfg = ckpt.config
-    lm_head = ckpt.shape("lm_head.weight")
+    require_tensors(row.ckpt)
+    require_config(row.ckpt)
+    cfg = row.ckpt.config
+    lm_head = row.ckpt.shape("lm_head.weight")
     draft_vocab = cfg.draft_vocab_size or (lm_head[0] if lm_head else None)
     if cfg.vocab_size is None or draft_vocab is None:
         raise NotRun("config.json gives no vocab_size / draft_vocab_size: see config.parseable")
     hand.measure("vocab_size", cfg.vocab_size)
     hand.measure("draft_vocab_size", draft_vocab)
     try:
-        d2t = ckpt.read("d2t") if "d2t" in ckpt.tensors else None
-        t2d = ckpt.read("t2d") if "t2d" in ckpt.tensors else None
+        d2t = row.ckpt.read("d2t") if "d2t" in row.ckpt.tensors else None
+        t2d = row.ckpt.read("t2d") if "t2d" in row.ckpt.tensors else None
     except CheckpointReadError as exc:
         raise ContractViolation([Finding("unreadable-map", f"d2t/t2d cannot be read: {exc}",
                                          (Evidence("d2t/t2d", str(exc), "readable tensors"),),
                                          "re-export the checkpoint")]) from exc
-    check(diagnose_vocab_map(d2t, t2d, cfg.vocab_size, draft_vocab) + export_findings(ckpt, cfg.vocab_size, draft_vocab))
+    check(diagnose_vocab_map(d2t, t2d, cfg.vocab_size, draft_vocab)
+          + export_findings(row.ckpt, cfg.vocab_size, draft_vocab))
     if d2t is None:
         return f"full vocab ({cfg.vocab_size}), no map needed"
     return (f"d2t: {draft_vocab} offsets into vocab {cfg.vocab_size}, in range and unique"
             + (", agrees with t2d" if t2d is not None else ""))
 
 
-def weights_finite(hand: Assessment, pipeline: Pipeline, ckpt: Checkpoint, side: TargetSide) -> str:
+def weights_finite(hand: Assessment, row: Checked) -> str:
     """No NaN or Inf anywhere (speculators saves NaN lm_head/embed before verifier weights load); packed quantized
     weights the scan cannot read are not modelled."""
     from pytest_eagle3.rules.weights import diagnose_finite, unmodelled_findings
 
-    health = pipeline.weight_health(ckpt)
+    health = row.weight_health()
     hand.measure("nonfinite_values", sum(h.nan + h.inf for h in health))
-    check(diagnose_finite(health, ckpt.format.producer))
+    check(diagnose_finite(health, row.ckpt.format.producer))
     for finding in unmodelled_findings(health):
         not_modelled(finding)
     return f"{len(health)} float tensors finite"
 
 
-def weights_initialised(hand: Assessment, pipeline: Pipeline, ckpt: Checkpoint, side: TargetSide) -> str:
+def weights_initialised(hand: Assessment, row: Checked) -> str:
     """No tensor all zero, no weight matrix holding one repeated value."""
     from pytest_eagle3.rules.weights import diagnose_initialised, unmodelled_findings
 
-    health = pipeline.weight_health(ckpt)
+    health = row.weight_health()
     check(diagnose_initialised(health))
     for finding in unmodelled_findings(health):
         not_modelled(finding)
     return f"{len(health)} float tensors hold varied values"
 
 
-def reference_acceptance(hand: Assessment, pipeline: Pipeline, ckpt: Checkpoint, side: TargetSide) -> str:
+def reference_acceptance(hand: Assessment, row: Checked) -> str:
     """Mean acceptance length (greedy, k draft steps, bonus token counted) reaches the minimum."""
     from pytest_eagle3.reference.readings import acceptance_findings, summary
 
-    reference = pipeline.reference(ckpt, side)
+    reference = row.reference()
     if isinstance(reference, WeightsMissing):
         raise Unmeasured(reference)
     if isinstance(reference, str):
@@ -181,15 +201,15 @@ def reference_acceptance(hand: Assessment, pipeline: Pipeline, ckpt: Checkpoint,
     hand.measure("reference_mean_acceptance_length", data["mean_acceptance_length"])
     hand.measure("reference_per_position", data["per_position"])
     hand.measure("reference_convention", data["convention"])
-    check(acceptance_findings(reference, pipeline.settings.min_acceptance))
+    check(acceptance_findings(reference, row.min_acceptance))
     return summary(reference)
 
 
-def reference_convention(hand: Assessment, pipeline: Pipeline, ckpt: Checkpoint, side: TargetSide) -> str:
+def reference_convention(hand: Assessment, row: Checked) -> str:
     """The aux-id convention and d2t reading the config declares are the ones the draft was trained with."""
     from pytest_eagle3.reference.evidence import decide
 
-    reference = pipeline.reference(ckpt, side)
+    reference = row.reference()
     if isinstance(reference, WeightsMissing):
         raise Unmeasured(reference)
     if isinstance(reference, str):
@@ -210,33 +230,3 @@ def reference_convention(hand: Assessment, pipeline: Pipeline, ckpt: Checkpoint,
         return f"declared {declared.reading.label} confirmed: {decision.words}"
     return (f"config declares {declared.reading.label} ({declared.mean_acceptance_length:.2f}) but the measurement "
             f"settles it: {decision.words}; every engine contract judges against the measured reading (basis: measured)")
-
-
-def reference_inputs(pipeline: Pipeline, ckpt: Checkpoint, side: TargetSide) -> str | None:
-    """Why the reference cannot run on this checkpoint and target (None when it can): the order of the checks the
-    contract made before measuring."""
-    if side.path is None:
-        return NEEDS_TARGET
-    try:
-        require_tensors(ckpt)
-        require_config(ckpt)
-        mismatch = pipeline.mismatch(ckpt, side)
-        if mismatch:
-            raise NotRun(f"not run: {mismatch}")
-    except NotRun as exc:
-        return str(exc)
-    try:
-        require_weights(ckpt)
-    except NotRun as exc:
-        return WeightsMissing(str(exc))
-    model = pipeline.target_model(side.path)
-    if side.hidden_states is None and model.on_hub and model.no_weights:
-        return WeightsMissing(f"not run: {model.no_weights}")
-    if side.hidden_states is None and (model.weights_dir is None or Path(model.path).is_file()):
-        return WeightsMissing(f"reference acceptance needs the target's weights: --eagle3-target={model.path} names "
-                              "only a config (give the model directory, or a dump with --eagle3-hidden-states=DIR)")
-    import importlib.util
-
-    if importlib.util.find_spec("transformers") is None:
-        return "reference acceptance needs transformers (pip install 'pytest-eagle3[target]')"
-    return None

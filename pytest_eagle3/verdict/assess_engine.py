@@ -28,17 +28,19 @@ from pytest_eagle3.words import plural
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
     from pytest_eagle3.engines.plan_types import LoadPlan
-    from pytest_eagle3.verdict.pipeline import Pipeline, TargetSide, Verdict
+    from pytest_eagle3.verdict.records import TargetSide, Verdict
 
 
 @dataclasses.dataclass(frozen=True)
 class Judged:
-    """What every engine contract of one row reads."""
+    """What every engine contract of one row reads: the engine version's verdict, the checkpoint, the target side
+    and the run's acceptance bounds (``--eagle3-min-acceptance``, ``--eagle3-max-loss``)."""
 
-    pipeline: Pipeline
     verdict: Verdict
     ckpt: Checkpoint
     side: TargetSide
+    min_acceptance: float
+    max_loss: float
 
     @property
     def plan(self) -> LoadPlan:
@@ -46,9 +48,8 @@ class Judged:
         return self.verdict.plan
 
 
-def contracts(pipeline: Pipeline, verdict: Verdict, ckpt: Checkpoint, side: TargetSide) -> list[tuple[str, Contract]]:
+def contracts(row: Judged) -> list[tuple[str, Contract]]:
     """(contract id, its function) in the report's order."""
-    row = Judged(pipeline, verdict, ckpt, side)
 
     def bound(cid: str, fn: Callable[[Assessment, Judged], str]) -> Contract:
         def run(hand: Assessment) -> str:
@@ -104,7 +105,7 @@ def _key_map_modelled(engine: str, draft_class: str) -> bool:
 
 def _for_target(row: Judged, reason: str) -> NotRun:
     """Not run for want of the target: the mismatch when the target given is not this draft's, else ``reason``."""
-    mismatch = row.pipeline.mismatch(row.ckpt, row.side)
+    mismatch = row.verdict.target_mismatch
     return NotRun(f"not run: {mismatch}" if mismatch else reason)
 
 
@@ -233,7 +234,7 @@ def acceptance(hand: Assessment, row: Judged) -> str:
 
     if row.side.path is None:
         raise NotRun(NEEDS_TARGET)
-    settings, verdict = row.pipeline.settings, row.verdict
+    verdict = row.verdict
     prediction = verdict.prediction
     if prediction is None and isinstance(verdict.no_prediction, WeightsMissing):
         raise Unmeasured(f"engine.acceptance {verdict.no_prediction}")
@@ -243,7 +244,7 @@ def acceptance(hand: Assessment, row: Judged) -> str:
     hand.basis = basis_of(prediction.basis)
     if prediction.acceptance is None:
         raise NotRun(prediction.unavailable)
-    findings, undecided = judged_findings(verdict.predictions, settings.min_acceptance, settings.max_loss)
+    findings, undecided = judged_findings(verdict.predictions, row.min_acceptance, row.max_loss)
     check(findings)
     if undecided is not None:
         not_modelled(undecided)

@@ -2,7 +2,7 @@
 
 The contract test functions assert on a :class:`Judgement` (``shell.contract.assert_outcome``); the report, the
 table, the JSON, the summary and every command (``check``, ``plan``, ``plan --json``, ``fix``'s proof, ``sweep``)
-render or compare it, so they cannot disagree. ``Pipeline.judgement`` builds one
+render or compare it, so they cannot disagree. :func:`pytest_eagle3.verdict.rows.judgement` builds one
 (:mod:`pytest_eagle3.verdict.assess`).
 """
 

@@ -21,13 +21,13 @@ measurement, the predictions, the fix proofs and every checkpoint.
 from __future__ import annotations
 
 import importlib.util
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_eagle3 import progress
 from pytest_eagle3.findings import MEASURED
 from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
+from pytest_eagle3.verdict.records import TargetSide, Verdict
 from pytest_eagle3.verdict.settings import RunSettings
 
 if TYPE_CHECKING:
@@ -42,53 +42,6 @@ if TYPE_CHECKING:
     from pytest_eagle3.rules.weights import TensorHealth
     from pytest_eagle3.verdict.judgement import Judgement
 
-@dataclass(frozen=True)
-class TargetSide:
-    """What the verdict knows of the target: its config (None when not given), where its weights are, a dump.
-
-    ``path`` is what the user gave (a model directory or its ``config.json``); ``hidden_states`` a dump of
-    the target's side (``python -m pytest_eagle3 capture``) used in place of running it here.
-    """
-
-    path: str | None = None
-    hidden_states: str | None = None
-
-    @property
-    def given(self) -> bool:
-        """Whether a target was given."""
-        return self.path is not None
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What one engine version will do with one checkpoint, and what it is predicted to reach.
-
-    ``plan`` is the judged and settled load plan every engine contract reads; ``predictions`` the
-    prediction under each plausible aux-id reading (label -> prediction, the reported one first; empty
-    without a predictor, and ``no_prediction`` says why).
-    """
-
-    engine: EngineVersion
-    plan: LoadPlan
-    measured: Measured | None = None
-    predictions: dict[str, Prediction] = field(default_factory=dict)
-    no_prediction: str = ""
-    #: Why the given target is not this draft's (target.consistent's rule), "" when it is or none was given:
-    #: the plan was then judged as if no target were given.
-    target_mismatch: str = ""
-    #: With a mismatched target: the plan areas whose verdict the target would have changed (not run).
-    target_areas: frozenset[str] = frozenset()
-
-    @property
-    def prediction(self) -> Prediction | None:
-        """The reported prediction (the first reading's), or None."""
-        return next(iter(self.predictions.values()), None)
-
-    @property
-    def outcome(self) -> str:
-        """The plan's outcome: "loads", "loads with loss" or "refused"."""
-        return self.plan.outcome
-
 
 class Pipeline:
     """One run's verdicts: the target measured and run once, each draft's predictor built once."""
@@ -100,14 +53,16 @@ class Pipeline:
         self._targets: dict[str, TargetModel] = {}
         self._predictors: dict[tuple[str, str | None, str | None], DraftPredictor | str] = {}
         self._verdicts: dict[tuple[str, str, TargetSide], Verdict] = {}
-        self._judgements: dict[tuple[str, str | None, TargetSide], Judgement] = {}
+        #: Each row's judgement, keyed by checkpoint, engine spec (None: the ``any`` row) and target side: filled
+        #: by :func:`pytest_eagle3.verdict.rows.judgement`, the one place a judgement is made.
+        self.judgements: dict[tuple[str, str | None, TargetSide], Judgement] = {}
         self._health: dict[str, list[TensorHealth]] = {}
         self._references: dict[tuple[str, TargetSide], ReferenceResult | Finding | str] = {}
         self._named: dict[str, NamedTarget | None] = {}
 
     # -- what a run computed, handed to another process (pytest-xdist's workers) ---------------------------
     #: The caches :meth:`computed` hands over: every one holds plain frozen data (no tensors, no open files).
-    SHAREABLE = ("_verdicts", "_judgements", "_health", "_references", "_named")
+    SHAREABLE = ("_verdicts", "judgements", "_health", "_references", "_named")
 
     def computed(self) -> dict[str, dict[object, object]]:
         """The verdicts, judgements, weight scans, references and named targets computed so far."""
@@ -274,18 +229,6 @@ class Pipeline:
         named = self.named_target(ckpt)
         return TargetSide(named.path) if named is not None and named.path is not None else side
 
-    def judgement(self, ckpt: Checkpoint, engine: EngineVersion | None, side: TargetSide = TargetSide()) -> Judgement:
-        """Every contract's outcome for ``engine`` on ``ckpt`` (``engine`` None: the contracts that do not depend on
-        an engine), computed once: what the contract tests assert and every command renders."""
-        from pytest_eagle3.verdict.rows import judge_checkpoint, judge_engine
-
-        side = self.side_for(ckpt, side)
-        key = (str(ckpt.path), engine.spec if engine is not None else None, side)
-        if key not in self._judgements:
-            self._judgements[key] = (judge_checkpoint(self, ckpt, side) if engine is None
-                                     else judge_engine(self, ckpt, engine, side))
-        return self._judgements[key]
-
     def weight_health(self, ckpt: Checkpoint) -> list[TensorHealth]:
         """One chunked scan of every floating-point tensor, shared by the weight contracts (raises
         ``assess.NotRun`` when the files are damaged or the weights stayed on the Hub)."""
@@ -308,9 +251,8 @@ class Pipeline:
 
     def _reference(self, ckpt: Checkpoint, side: TargetSide) -> ReferenceResult | Finding | str:
         from pytest_eagle3.findings import Evidence, Finding
-        from pytest_eagle3.verdict.assess_checkpoint import reference_inputs
 
-        why = reference_inputs(self, ckpt, side)
+        why = self.reference_inputs(ckpt, side)
         if why is not None or side.path is None:
             return why or ""
         from pytest_eagle3.reference.acceptance import ReferenceInputError
@@ -328,6 +270,43 @@ class Pipeline:
             return Finding("reference-input", str(exc), (Evidence("--eagle3-target / --eagle3-prompts", str(exc),
                                                                   "a loadable target and valid prompts"),),
                            "give a local transformers model directory; prompts one per line (JSON ids or text)")
+
+    def reference_inputs(self, ckpt: Checkpoint, side: TargetSide) -> str | None:
+        """Why the reference cannot run on this checkpoint and target (None when it can), checked in the order
+        ``reference.acceptance`` reports them: the target, the files, the config, a mismatch, the weights."""
+        from pytest_eagle3.verdict.assess import (
+            NEEDS_TARGET,
+            NotRun,
+            WeightsMissing,
+            require_config,
+            require_tensors,
+            require_weights,
+        )
+
+        if side.path is None:
+            return NEEDS_TARGET
+        try:
+            require_tensors(ckpt)
+            require_config(ckpt)
+            mismatch = self.mismatch(ckpt, side)
+            if mismatch:
+                raise NotRun(f"not run: {mismatch}")
+        except NotRun as exc:
+            return str(exc)
+        try:
+            require_weights(ckpt)
+        except NotRun as exc:
+            return WeightsMissing(str(exc))
+        model = self.target_model(side.path)
+        if side.hidden_states is None and model.on_hub and model.no_weights:
+            return WeightsMissing(f"not run: {model.no_weights}")
+        if side.hidden_states is None and (model.weights_dir is None or Path(model.path).is_file()):
+            return WeightsMissing(f"reference acceptance needs the target's weights: --eagle3-target={model.path} "
+                                  "names only a config (give the model directory, or a dump with "
+                                  "--eagle3-hidden-states=DIR)")
+        if importlib.util.find_spec("transformers") is None:
+            return "reference acceptance needs transformers (pip install 'pytest-eagle3[target]')"
+        return None
 
     def _verdict(self, ckpt: Checkpoint, engine: EngineVersion, side: TargetSide) -> Verdict:
         from pytest_eagle3.verdict.settle import price_recorded, settle

@@ -1,4 +1,10 @@
-"""A row's judgement: every contract of the table's ``any`` row, or of one engine version's row, judged once."""
+"""A row's judgement: every contract of the table's ``any`` row, or of one engine version's row, judged once.
+
+:func:`judgement` is the one place a judgement is made (the contract tests assert on it; ``check``, ``plan``,
+``fix``'s proof, ``sweep`` and the shared pass render it). It reads the pipeline's steps and hands each contract a
+record of what it reads (``assess_checkpoint.Checked``, ``assess_engine.Judged``), never the pipeline: the imports
+run one way, rows -> assess_* -> pipeline -> records.
+"""
 
 from __future__ import annotations
 
@@ -14,21 +20,42 @@ from pytest_eagle3.verdict.assess import (
     require_config,
     require_tensors,
 )
+from pytest_eagle3.verdict.assess_checkpoint import Checked
 from pytest_eagle3.verdict.assess_checkpoint import contracts as checkpoint_contracts
+from pytest_eagle3.verdict.assess_engine import Judged
 from pytest_eagle3.verdict.assess_engine import contracts as engine_contracts
 from pytest_eagle3.verdict.judgement import ENGINE_CONTRACTS, FAIL, NOT_RUN, ContractOutcome, Judgement
+from pytest_eagle3.verdict.records import TargetSide
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
     from pytest_eagle3.engines.plan_types import LoadPlan
     from pytest_eagle3.knowledge.releases import EngineVersion
-    from pytest_eagle3.verdict.pipeline import Pipeline, TargetSide
+    from pytest_eagle3.verdict.pipeline import Pipeline
+
+
+def judgement(pipeline: Pipeline, ckpt: Checkpoint, engine: EngineVersion | None,
+              side: TargetSide = TargetSide()) -> Judgement:
+    """Every contract's outcome for ``engine`` on ``ckpt`` (``engine`` None: the contracts that do not depend on an
+    engine), computed once per run (``Pipeline.judgements``): what the contract tests assert and every command
+    renders."""
+    side = pipeline.side_for(ckpt, side)
+    key = (str(ckpt.path), engine.spec if engine is not None else None, side)
+    if key not in pipeline.judgements:
+        pipeline.judgements[key] = (judge_checkpoint(pipeline, ckpt, side) if engine is None
+                                    else judge_engine(pipeline, ckpt, engine, side))
+    return pipeline.judgements[key]
 
 
 def judge_checkpoint(pipeline: Pipeline, ckpt: Checkpoint, side: TargetSide) -> Judgement:
     """The contracts that do not depend on an engine (the table's ``any`` row)."""
-    fails, measured = pipeline.settings.unknown_fails, pipeline.settings.measured_required
-    rows = checkpoint_contracts(pipeline, ckpt, side)
+    from functools import partial
+
+    s = pipeline.settings
+    fails, measured = s.unknown_fails, s.measured_required
+    row = Checked(ckpt, side, s.min_acceptance, pipeline.target_model, partial(pipeline.weight_health, ckpt),
+                  partial(pipeline.reference, ckpt, side))
+    rows = checkpoint_contracts(row)
     outcomes = tuple(assess(cid, ckpt.path, run, unknown_fails=fails, measured_required=measured) for cid, run in rows)
     return Judgement(ckpt.path, None, _format(ckpt), outcomes)
 
@@ -47,7 +74,7 @@ def judge_engine(pipeline: Pipeline, ckpt: Checkpoint, engine: EngineVersion, si
         outcomes = tuple(assess(cid, subject, _unread(engine.unread), unknown_fails=fails) for cid in ENGINE_CONTRACTS)
         return Judgement(ckpt.path, engine, _format(ckpt), outcomes)
     verdict = pipeline.verdict(ckpt, engine, side)
-    rows = engine_contracts(pipeline, verdict, ckpt, side)
+    rows = engine_contracts(Judged(verdict, ckpt, side, pipeline.settings.min_acceptance, pipeline.settings.max_loss))
     outcomes = tuple(assess(cid, subject, run, unknown_fails=fails, measured_required=measured, plan=verdict.plan)
                      for cid, run in rows)
     if pipeline.at_floor(ckpt, side):  # the target comes first: no draft-side fix before it is the draft's

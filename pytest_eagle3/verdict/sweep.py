@@ -26,7 +26,8 @@ from pytest_eagle3.words import plural
 
 if TYPE_CHECKING:
     from pytest_eagle3.knowledge.releases import EngineVersion
-    from pytest_eagle3.verdict.pipeline import Pipeline, TargetSide, Verdict
+    from pytest_eagle3.verdict.pipeline import Pipeline
+    from pytest_eagle3.verdict.records import TargetSide, Verdict
 
 SCHEMA = "pytest-eagle3/sweep/1"
 FILES = ("sweep.json", "sweep.md", "sweep.png")
@@ -192,6 +193,7 @@ def run_sweep(paths: Sequence[Path | str], engines: Sequence[EngineVersion], sid
     the one ``check`` gives, from the pipeline's judgements."""
     from pytest_eagle3.checkpoint import Checkpoint
     from pytest_eagle3.verdict.report import Collector
+    from pytest_eagle3.verdict.rows import judgement
 
     rows = []
     for done, path in enumerate(paths, 1):
@@ -202,7 +204,7 @@ def run_sweep(paths: Sequence[Path | str], engines: Sequence[EngineVersion], sid
         else:
             collector = Collector(target=side.path, engines=[e.spec for e in engines])
             for engine in (None, *engines):
-                collector.add_judgement(pipeline.judgement(ckpt, engine, side))
+                collector.add_judgement(judgement(pipeline, ckpt, engine, side))
             row = collector.checkpoints[ckpt.path]
             verdicts = [pipeline.verdict(ckpt, engine, side) for engine in engines]
             trained = next((v.prediction.training.acceptance.mean_acceptance_length for v in verdicts
