@@ -125,7 +125,10 @@ def test_each_engine_contract_has_the_area_module_of_its_name() -> None:
 
 
 def test_no_logic_module_grows_past_the_bound() -> None:
+    # An engine's module is one engine's rows (issue 48: an engine is one module), data that grows by a span per
+    # release read: its cohesion is the engine, not a size.
     long = {str(p.relative_to(ROOT)): n for p in _modules() if GENERATED not in p.parents
+            and ENGINE_MODULES not in p.parents
             and (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LOGIC_LINES}
     assert long == {}, long
 

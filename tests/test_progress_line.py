@@ -13,7 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from pytest_eagle3.knowledge.releases import RELEASES
 from tests.reference_cases import EXAMPLES
+
+#: The vLLM a bare "vllm" selects: the newest read.
+NEWEST_VLLM = RELEASES["vllm"][-1]
 
 pytest.importorskip("transformers", reason="the reference forward runs the target with transformers")
 
@@ -136,11 +140,11 @@ def test_plan_and_sweep_with_a_target_show_their_steps_on_a_terminals_stderr(tmp
                            "--engine", "vllm", "--target", str(TARGET)], capture_output=True, text=True, cwd=tmp_path,
                           env=env, check=False)
     assert plan.returncode == 0, plan.stderr[-3000:]
-    assert "judging" in plan.stderr and "running the target" in plan.stderr and "predicting vLLM 0.33.0" in plan.stderr
+    assert "judging" in plan.stderr and "running the target" in plan.stderr and f"predicting vLLM {NEWEST_VLLM}" in plan.stderr
     assert "\b" not in plan.stdout and "verdict:" in plan.stdout
     sweep = subprocess.run([sys.executable, "-m", "pytest_eagle3", "sweep", str(EXAMPLES / "demo-draft-sglang"),
                             "--target", str(TARGET), "--engine", "vllm", "--out", "out"], capture_output=True, text=True,
                            cwd=tmp_path, env=env, check=False)
     # vLLM feeds this draft the wrong layers and no other checkpoint passes there: --fail-on=best (the default) exits 1
-    assert sweep.returncode == 1 and "sweep fails (--fail-on=best): vllm==0.33.0" in sweep.stdout, sweep.stderr[-3000:]
+    assert sweep.returncode == 1 and f"sweep fails (--fail-on=best): vllm=={NEWEST_VLLM}" in sweep.stdout, sweep.stderr[-3000:]
     assert "sweep: " in sweep.stderr and "running the target" in sweep.stderr and "1/1 checkpoints" in sweep.stderr

@@ -57,11 +57,13 @@ class LearnedRelease:
     scans: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
+        """The record as the user cache stores it (``FORMAT`` names its version)."""
         return {"format": FORMAT, "engine": self.engine, "release": self.release, "source": self.source,
                 "fingerprints": self.fingerprints, "scans": self.scans}
 
     @property
     def path(self) -> Path:
+        """Where the record lives: ``<knowledge dir>/<engine>/<release>.json``."""
         return knowledge_dir() / self.engine / f"{self.release}.json"
 
     def write(self) -> Path:
