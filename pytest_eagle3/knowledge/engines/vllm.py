@@ -343,7 +343,8 @@ SPANS += spans("lm_head_source",
                 ("vllm 0.34.0 v1/worker/gpu/spec_decode/eagle/utils.py _should_share: a draft without lm_head "
                  "(has_own_lm_head False) shares the target's, quantized or not; a draft with one keeps its own "
                  "when either head has no weight tensor ('A quantized layer registers packed weights ... Keep the "
-                 "draft's own copy'), else shares an equal one (share_target_lm_head)")))
+                 "draft's own copy'), else shares an equal one (share_target_lm_head)"),
+                (Cite("vllm/v1/worker/gpu/spec_decode/eagle/utils.py", "_should_share"),)))
 # ---------------------------------------------------------------- mtp_model_types
 SPANS += spans("mtp_model_types",
                ("0.8.5", None, ("deepseek_v3", "deepseek_v32", "glm_moe_dsa"),
