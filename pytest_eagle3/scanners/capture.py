@@ -328,15 +328,18 @@ def sglang_entries(release: Release) -> dict[str, tuple[str, str]]:
             tree = ast.parse(path.read_text(encoding="utf-8"))
         except (SyntaxError, UnicodeDecodeError):
             continue
-        for node in tree.body:
-            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "EntryClass"
-                                                    for t in node.targets):
-                items = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
-                for item in items:
-                    if isinstance(item, ast.Name):
-                        found = release.resolve(name, item.id)
-                        out[found[1].name if found else item.id] = (found[0], found[1].name) if found else (name, item.id)
+        for entry in entry_class_names(tree):
+            found = release.resolve(name, entry)
+            out[found[1].name if found else entry] = (found[0], found[1].name) if found else (name, entry)
     return out
+
+
+def entry_class_names(tree: ast.Module) -> list[str]:
+    """The names a module's ``EntryClass = X`` / ``EntryClass = [X, Y]`` registers (SGLang's model registry)."""
+    values = [node.value for node in tree.body if isinstance(node, ast.Assign)
+              and any(isinstance(t, ast.Name) and t.id == "EntryClass" for t in node.targets)]
+    return [item.id for value in values for item in (value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value])
+            if isinstance(item, ast.Name)]
 
 
 @dataclass

@@ -46,7 +46,7 @@ from packaging.version import Version
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pytest_eagle3.scanners.capture import ClassRef, known_roots
+from pytest_eagle3.scanners.capture import ClassRef, entry_class_names, known_roots
 from pytest_eagle3.scanners.draft_graph import Graphs, Reach
 from pytest_eagle3.scanners.draft_release import ENTRIES, FIELDS, MODELS, READ, UNUSED, DraftRelease, chain_of, name_of
 
@@ -338,15 +338,10 @@ def registry(release: DraftRelease) -> dict[str, ClassRef]:
         if not path.is_file():
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in tree.body:
-            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "EntryClass"
-                                                    for t in node.targets):
-                items = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
-                for item in items:
-                    if isinstance(item, ast.Name):
-                        found = release.resolve(name, item.id)
-                        if found is not None:
-                            out[found[1].name] = found
+        for entry in entry_class_names(tree):
+            found = release.resolve(name, entry)
+            if found is not None:
+                out[found[1].name] = found
         del module
     return out
 
