@@ -168,7 +168,12 @@ SPANS += spans("aux_id_fields",
                 (Cite("vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py", "get_eagle3_aux_layers_from_config"),)))
 # ---------------------------------------------------------------- aux_id_fields_other_mode
 SPANS += spans("aux_id_fields_other_mode",
-               ("0.8.5", "0.21.0", None, "vllm < 0.22: one model runner reads aux ids"),
+               ("0.8.5", "0.16.0", None, "vllm < 0.17: one model runner reads aux ids (no model runner V2 spec decode)",
+                (Cite("vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py", absent=True),)),
+               ("0.17.0", "0.21.0", None, "vllm < 0.22: one model runner reads aux ids", (),
+                ("model runner V2 (opt-in, VLLM_USE_V2_MODEL_RUNNER=1) already reads top-level "
+                 "eagle_aux_hidden_state_layer_ids here (v1/worker/gpu/spec_decode/eagle/eagle3_utils.py "
+                 "get_eagle3_aux_layers_from_config, 0.17.0 read): the row keeps one runner")),
                ("0.22.0", "0.22.1", (TOP_FIELD,),
                 "vllm 0.22.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py (model runner V2, opt-in): top level only",
                 (Cite("vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py"),)),
@@ -396,11 +401,22 @@ SPANS += spans("lm_head_source",
                 (Cite("vllm/v1/worker/gpu/spec_decode/eagle/utils.py", "_should_share"),)))
 # ---------------------------------------------------------------- mtp_model_types
 SPANS += spans("mtp_model_types",
-               ("0.8.5", None, ("deepseek_v3", "deepseek_v32", "glm_moe_dsa"),
+               ("0.8.5", "0.10.0", ("deepseek_v3", "deepseek_v32", "glm_moe_dsa"),
+                "vllm 0.8.5 config.py SpeculativeConfig.hf_config_override: model_type deepseek_v3 -> deepseek_mtp",
+                (Cite("vllm/config.py", "SpeculativeConfig.hf_config_override"),),
+                "only deepseek_v3 is rewritten before 0.11.0 (deepseek_v32 from 0.11.0, glm_moe_dsa from 0.16.0)"),
+               ("0.10.1", "0.10.2", ("deepseek_v3", "deepseek_v32", "glm_moe_dsa"),
+                "vllm 0.10.1 config/__init__.py SpeculativeConfig.hf_config_override: the same; the code moved",
+                (Cite("vllm/config/__init__.py", "SpeculativeConfig.hf_config_override"),),
+                "only deepseek_v3 is rewritten before 0.11.0 (deepseek_v32 from 0.11.0, glm_moe_dsa from 0.16.0)"),
+               ("0.11.0", None, ("deepseek_v3", "deepseek_v32", "glm_moe_dsa"),
                 ("vllm config/speculative.py SpeculativeConfig.hf_config_override: model_type deepseek_v3 / deepseek_v32 "
                  "/ glm_moe_dsa -> deepseek_mtp, architectures DeepSeekMTPModel, whatever the method (0.18.0, 0.22.0, "
-                 "0.28.0, 0.32.0 read, earlier assumed; CPU run 0.24.0: \"Model architectures ['Eagle3DeepSeekMTPModel'] "
-                 "are not supported\")")))
+                 "0.28.0, 0.32.0 read; CPU run 0.24.0: \"Model architectures ['Eagle3DeepSeekMTPModel'] "
+                 "are not supported\")"),
+                (Cite("vllm/config/speculative.py", "SpeculativeConfig.hf_config_override"),),
+                ("glm_moe_dsa is rewritten from 0.16.0 only; deepseek_v4 (-> DeepSeekV4MTPModel, 0.20.0 on) and "
+                 "pangu_ultra_moe (-> its own MTP) are rewritten too and not listed")))
 # ======================== layers: the draft layers: rope, MLP width, bias, unloaded parameters, files, positions, quantization, sliding window, dtype
 # ---------------------------------------------------------------- mla_rope
 SPANS += spans("mla_rope",
