@@ -401,22 +401,24 @@ SPANS += spans("lm_head_source",
                 (Cite("vllm/v1/worker/gpu/spec_decode/eagle/utils.py", "_should_share"),)))
 # ---------------------------------------------------------------- mtp_model_types
 SPANS += spans("mtp_model_types",
-               ("0.8.5", "0.10.0", ("deepseek_v3", "deepseek_v32", "glm_moe_dsa"),
-                "vllm 0.8.5 config.py SpeculativeConfig.hf_config_override: model_type deepseek_v3 -> deepseek_mtp",
-                (Cite("vllm/config.py", "SpeculativeConfig.hf_config_override"),),
-                "only deepseek_v3 is rewritten before 0.11.0 (deepseek_v32 from 0.11.0, glm_moe_dsa from 0.16.0)"),
-               ("0.10.1", "0.10.2", ("deepseek_v3", "deepseek_v32", "glm_moe_dsa"),
+               ("0.8.5", "0.10.0", ("deepseek_v3",),
+                ("vllm 0.8.5 config.py SpeculativeConfig.hf_config_override: model_type deepseek_v3 -> deepseek_mtp, "
+                 "architectures DeepSeekMTPModel, whatever the method (0.8.5, 0.9.0, 0.10.0 read)"),
+                (Cite("vllm/config.py", "SpeculativeConfig.hf_config_override"),)),
+               ("0.10.1", "0.10.2", ("deepseek_v3",),
                 "vllm 0.10.1 config/__init__.py SpeculativeConfig.hf_config_override: the same; the code moved",
-                (Cite("vllm/config/__init__.py", "SpeculativeConfig.hf_config_override"),),
-                "only deepseek_v3 is rewritten before 0.11.0 (deepseek_v32 from 0.11.0, glm_moe_dsa from 0.16.0)"),
-               ("0.11.0", None, ("deepseek_v3", "deepseek_v32", "glm_moe_dsa"),
+                (Cite("vllm/config/__init__.py", "SpeculativeConfig.hf_config_override"),)),
+               ("0.11.0", "0.15.1", ("deepseek_v3", "deepseek_v32"),
+                "vllm 0.11.0 config/speculative.py SpeculativeConfig.hf_config_override adds deepseek_v32",
+                (Cite("vllm/config/speculative.py", "SpeculativeConfig.hf_config_override"),)),
+               ("0.16.0", None, ("deepseek_v3", "deepseek_v32", "glm_moe_dsa"),
                 ("vllm config/speculative.py SpeculativeConfig.hf_config_override: model_type deepseek_v3 / deepseek_v32 "
-                 "/ glm_moe_dsa -> deepseek_mtp, architectures DeepSeekMTPModel, whatever the method (0.18.0, 0.22.0, "
-                 "0.28.0, 0.32.0 read; CPU run 0.24.0: \"Model architectures ['Eagle3DeepSeekMTPModel'] "
-                 "are not supported\")"),
+                 "/ glm_moe_dsa (from 0.16.0) -> deepseek_mtp, architectures DeepSeekMTPModel, whatever the method "
+                 "(0.16.0, 0.18.0, 0.22.0, 0.28.0, 0.32.0 read; CPU run 0.24.0: \"Model architectures "
+                 "['Eagle3DeepSeekMTPModel'] are not supported\")"),
                 (Cite("vllm/config/speculative.py", "SpeculativeConfig.hf_config_override"),),
-                ("glm_moe_dsa is rewritten from 0.16.0 only; deepseek_v4 (-> DeepSeekV4MTPModel, 0.20.0 on) and "
-                 "pangu_ultra_moe (-> its own MTP) are rewritten too and not listed")))
+                ("deepseek_v4 (-> DeepSeekV4MTPModel, 0.20.0 on) and pangu_ultra_moe (-> its own MTP draft) are "
+                 "rewritten there too and not listed")))
 # ======================== layers: the draft layers: rope, MLP width, bias, unloaded parameters, files, positions, quantization, sliding window, dtype
 # ---------------------------------------------------------------- mla_rope
 SPANS += spans("mla_rope",
