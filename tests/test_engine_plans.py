@@ -294,6 +294,11 @@ def test_every_versioned_behaviour_has_a_boundary_case() -> None:
         ("vllm", "unknown_key"): "",
         ("vllm", "draft_extend_graph_width"): "0.34.0 keeps the value; the code moved to the V2 speculator (a cite)",
         ("vllm", "draft_extend_logits_buffer"): "0.34.0 keeps the value; the code moved to the V2 speculator (a cite)",
+        ("vllm", "aux_default"): "same value; the code moved (a cite)",
+        ("vllm", "draft_dtype"): "same value; the code moved (a cite)",
+        ("vllm", "mtp_model_types"): "0.10.1: same value, the code moved (a cite); 0.11.0 and 0.16.0: "
+                                     "tests/test_mtp_model_types.py",
+        ("vllm", "weight_files"): "same value; the code moved (a cite)",
         ("sglang", "architectures"): "covered in tests/test_plan_shapes.py (0.5.11 / 0.5.12, an MLA draft)",
         ("sglang", "renames"): "covered by first_layer",
         ("sglang", "unknown_key"): "covered by key_prefix",

