@@ -111,13 +111,9 @@ class OtherMode(StrEnum):
 VLLM_MODE: Table[OtherMode] = table("vllm runtime mode", (
     Row(VLLM, "0.8.5", OtherMode.NEVER, "vllm < 0.17: one model runner reads aux ids", read_to="0.16.0",
         cites=(Cite("vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py", absent=True),)),
-    Row(VLLM, "0.17.0", OtherMode.NEVER, "vllm < 0.22: one model runner reads aux ids", read_to="0.21.0",
-        unmodelled=("model runner V2 (opt-in, envs.py VLLM_USE_V2_MODEL_RUNNER=1) exists from 0.17.0 and reads "
-                    "aux ids in v1/worker/gpu/spec_decode/eagle/eagle3_utils.py (0.17.0 read): the row keeps one "
-                    "runner")),
-    Row(VLLM, "0.22.0", OtherMode.OPT_IN,
-        "vllm 0.22.0 config/vllm.py: model runner V2 is opt-in (VLLM_USE_V2_MODEL_RUNNER=1)",
-        cites=(Cite("vllm/config/vllm.py"),)),
+    Row(VLLM, "0.17.0", OtherMode.OPT_IN,
+        "vllm 0.17.0 envs.py VLLM_USE_V2_MODEL_RUNNER (default 0): model runner V2 is opt-in (0.17.0, 0.22.0 read)",
+        read_to="0.22.1", cites=(Cite("vllm/envs.py"), Cite("vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py"))),
     Row(VLLM, "0.23.0", OtherMode.CPU_OR_OPT_OUT,
         "vllm 0.32.0 config/vllm.py VllmConfig.use_v2_model_runner: the env variable wins; without Triton "
         "(the CPU build) the V1 runner is used", read_to="0.33.0",

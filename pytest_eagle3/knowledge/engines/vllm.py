@@ -170,12 +170,9 @@ SPANS += spans("aux_id_fields",
 SPANS += spans("aux_id_fields_other_mode",
                ("0.8.5", "0.16.0", None, "vllm < 0.17: one model runner reads aux ids (no model runner V2 spec decode)",
                 (Cite("vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py", absent=True),)),
-               ("0.17.0", "0.21.0", None, "vllm < 0.22: one model runner reads aux ids", (),
-                ("model runner V2 (opt-in, VLLM_USE_V2_MODEL_RUNNER=1) already reads top-level "
-                 "eagle_aux_hidden_state_layer_ids here (v1/worker/gpu/spec_decode/eagle/eagle3_utils.py "
-                 "get_eagle3_aux_layers_from_config, 0.17.0 read): the row keeps one runner")),
-               ("0.22.0", "0.22.1", (TOP_FIELD,),
-                "vllm 0.22.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py (model runner V2, opt-in): top level only",
+               ("0.17.0", "0.22.1", (TOP_FIELD,),
+                ("vllm 0.17.0 v1/worker/gpu/spec_decode/eagle/eagle3_utils.py get_eagle3_aux_layers_from_config "
+                 "(model runner V2, opt-in: envs.py VLLM_USE_V2_MODEL_RUNNER=1): top level only (0.17.0, 0.22.0 read)"),
                 (Cite("vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py"),)),
                ("0.23.0", "0.33.0", ALL_FIELDS,
                 ("vllm 0.23.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config (model runner V1: the CPU "
