@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_eagle3.knowledge.engines import REGISTRY
+from pytest_eagle3.knowledge.engines.shared import CAPTURES, REFUSED, SILENT
 from pytest_eagle3.knowledge.evidence import Cite
-from pytest_eagle3.knowledge.releases import LLAMACPP, LMDEPLOY, MLX_VLM, TOKENSPEED, TRTLLM
+from pytest_eagle3.knowledge.releases import LLAMACPP, LMDEPLOY, MLX_VLM, TRTLLM
 
-CAPTURES, REFUSED, SILENT = "captures", "refused", "silent-no-capture"
-TS_BASE = ("tokenspeed runtime/models/base/causal_lm.py BaseCausalLM.set_eagle3_layers_to_capture, inherited; "
-           "runtime/execution/model_executor.py (0.1.0; factory.py 0.1.1) calls it when the target has it")
 MLX_CAPTURE = "mlx_vlm models/{}/language.py forward(capture_layer_ids): h appended after each captured layer"
 MLX_NONE = ("mlx_vlm models/{}: the language model takes no capture_layer_ids; speculative/eagle3.py "
             "_eagle3_verify_target passes it: TypeError on the first verify step (0.6.0-0.7.10 read)")
@@ -34,32 +33,7 @@ LC_CAPTURE = ("llama.cpp src/models/{}: t_layer_inp[il] = inpL, extracted when c
 LC_NONE = ("llama.cpp src/models/{}: no t_layer_inp; llama-graph.cpp GGML_ASSERT 'layer input tensor is null' "
            "aborts the first target pass (b9625, b11312 read)")
 
-ENTRIES: tuple[tuple[Any, ...], ...] = (
-    (TOKENSPEED, "0.1.0", "llama", CAPTURES, f"{TS_BASE} (llama.py LlamaModel(BaseTransformerModel))",
-     ("LlamaForCausalLM",),
-     (Cite("tokenspeed/runtime/models/base/causal_lm.py", "BaseCausalLM.set_eagle3_layers_to_capture"),
-      Cite("tokenspeed/runtime/execution/model_executor.py"),
-      Cite("tokenspeed/runtime/pd/factory.py"),
-      Cite("tokenspeed/runtime/models/llama.py", "LlamaModel"),)),
-    (TOKENSPEED, "0.1.0", "llama", SILENT,
-     ("tokenspeed runtime/models/qwen2.py / qwen3.py: Qwen2Model / Qwen3Model (nn.Module, not BaseTransformerModel) "
-      "never read the layers_to_capture BaseCausalLM.set_eagle3_layers_to_capture sets; forward returns "
-      "(hidden_states, None), layers/logits_processor.py stores the final hidden state, and llama_eagle3.py skips fc "
-      "when its width is the draft's (0.1.0, 0.1.1 read; pytest_eagle3/scanners/capture.py)"),
-     ("Qwen2ForCausalLM", "Qwen3ForCausalLM"),
-     (Cite("tokenspeed/runtime/models/qwen2.py"),
-      Cite("tokenspeed/runtime/models/qwen3.py"),
-      Cite("tokenspeed/runtime/layers/logits_processor.py"),
-      Cite("tokenspeed/runtime/models/llama_eagle3.py"),)),
-    (TOKENSPEED, "0.1.0", "gpt_oss", CAPTURES, f"{TS_BASE} (gpt_oss.py)", ("GptOssForCausalLM",),
-     (Cite("tokenspeed/runtime/models/base/causal_lm.py", "BaseCausalLM.set_eagle3_layers_to_capture"),
-      Cite("tokenspeed/runtime/execution/model_executor.py"),
-      Cite("tokenspeed/runtime/pd/factory.py"),
-      Cite("tokenspeed/runtime/models/gpt_oss.py"),)),
-    (TOKENSPEED, "0.1.0", "deepseek", CAPTURES,
-     "tokenspeed runtime/models/deepseek_v3.py set_eagle3_layers_to_capture (val + 1)",
-     ("DeepseekV3ForCausalLM",),
-     (Cite("tokenspeed/runtime/models/deepseek_v3.py", "DeepseekV3ForCausalLM.set_eagle3_layers_to_capture"),)),
+_CENTRAL: tuple[tuple[Any, ...], ...] = (
     (MLX_VLM, "0.6.0", "llama", CAPTURES, MLX_CAPTURE.format("qwen3_5") + " (0.6.0-0.7.10 read)",
      ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"),
      (Cite("mlx_vlm/models/qwen3_5/language.py"),)),
@@ -109,3 +83,6 @@ ENTRIES: tuple[tuple[Any, ...], ...] = (
     (LLAMACPP, "9625", "gpt_oss", CAPTURES, LC_CAPTURE.format("openai-moe.cpp"), ("GptOssForCausalLM",)),
     (LLAMACPP, "9625", "llama", REFUSED, LC_NONE.format("qwen2.cpp"), ("Qwen2ForCausalLM",)),
 )
+#: Every hand-read capture row: the engines' own (``Engine.capture_rows``, in the registry's order), then those
+#: still filed here.
+ENTRIES: tuple[tuple[Any, ...], ...] = (*(row for engine in REGISTRY for row in engine.capture_rows), *_CENTRAL)

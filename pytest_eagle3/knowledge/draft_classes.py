@@ -9,11 +9,29 @@ architecture, with the releases read.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from packaging.version import Version
 
+from pytest_eagle3.knowledge.draft_class import (
+    LLAMA as LLAMA,
+)
+from pytest_eagle3.knowledge.draft_class import (
+    LLAMA_ATTENTION as LLAMA_ATTENTION,
+)
+from pytest_eagle3.knowledge.draft_class import (
+    MLA as MLA,
+)
+from pytest_eagle3.knowledge.draft_class import (
+    MLA_NORMS_AND_B as MLA_NORMS_AND_B,
+)
+from pytest_eagle3.knowledge.draft_class import (
+    QWEN3 as QWEN3,
+)
+from pytest_eagle3.knowledge.draft_class import (
+    DraftClass as DraftClass,
+)
+from pytest_eagle3.knowledge.engine import Engine, TableRow
 from pytest_eagle3.knowledge.engines import REGISTRY as ENGINE_REGISTRY
 from pytest_eagle3.knowledge.engines import engine_named
 from pytest_eagle3.knowledge.evidence import Cite
@@ -23,56 +41,15 @@ from pytest_eagle3.knowledge.releases import (
     MLX_VLM,
     RELEASES,
     SGLANG,
-    TOKENSPEED,
     TRTLLM,
     VLLM,
     EngineVersion,
 )
 from pytest_eagle3.knowledge.table import Row, Table, table
-from pytest_eagle3.rules.mla import FAMILY_LLAMA, FAMILY_MLA
-
-LLAMA = FAMILY_LLAMA
-QWEN3 = "qwen3"
-MLA = FAMILY_MLA
-LLAMA_ATTENTION = ("self_attn.qkv_proj.weight", "self_attn.o_proj.weight")
-MLA_NORMS_AND_B = ("self_attn.q_a_layernorm.weight", "self_attn.q_b_proj.weight", "self_attn.kv_a_layernorm.weight",
-                   "self_attn.kv_b_proj.weight", "self_attn.o_proj.weight")
-
-
-@dataclass(frozen=True)
-class DraftClass:
-    """One engine's EAGLE-3 draft class."""
-
-    engine: str
-    name: str
-    family: str
-    #: Per-layer parameters beyond the Llama decoder layer's (sub-names under ``layers.N.``).
-    extra_layer_params: tuple[str, ...]
-    #: Draft-config fields read, in order, for the number of aux states fc takes ("3" = fixed).
-    fc_count_fields: tuple[str, ...]
-    source: str
-    #: The attention parameters of each layer (sub-names under ``layers.N.``).
-    attention: tuple[str, ...] = LLAMA_ATTENTION
-    #: Checkpoint sub-names the class's loader fuses into one parameter: (tensor, parameter, shard).
-    stacked: tuple[tuple[str, str, str], ...] = ()
-    #: The class's own name rewrites (None: the profile's ``renames``) and first-layer module (None: the profile's).
-    renames: tuple[tuple[str, str], ...] | None = None
-    first_layer: str | None = None
-    #: The most layers the class builds; more raises at construction (None: the profile's ``multi_layer``).
-    max_layers: int | None = None
-    #: Where fc is a plain torch Linear (no quantization method, whatever the draft's quantization_config): the
-    #: source line; None where fc is built as the other layers are.
-    plain_fc: str | None = None
-    #: The draft config model_type values the engine reaches the class with (empty: any).
-    model_types: tuple[str, ...] = ()
-    #: Norm flags the class reads from its config whatever the profile's rows (which describe the engine's
-    #: Llama class) say.
-    reads: tuple[str, ...] = ()
-
 
 VL = "vllm model_executor/models/"
 LLAMA_COUNT = ("num_aux_hidden_states", "eagle_config.eagle_aux_hidden_state_layer_ids")
-CLASSES: dict[tuple[str, str], DraftClass] = {
+_CENTRAL_CLASSES: dict[tuple[str, str], DraftClass] = {
     (VLLM, "Eagle3LlamaForCausalLM"): DraftClass(
         VLLM, "Eagle3LlamaForCausalLM", LLAMA, (), LLAMA_COUNT,
         f"{VL}llama_eagle3.py Eagle3LlamaForCausalLM (LlamaDecoderLayer: qkv/o, gate_up/down, 3 norms)"),
@@ -107,10 +84,6 @@ CLASSES: dict[tuple[str, str], DraftClass] = {
         stacked=((".q_a_proj", ".fused_qkv_a_proj_with_mqa", "q_a"),
                  (".kv_a_proj_with_mqa", ".fused_qkv_a_proj_with_mqa", "kv_a")),
         renames=(("layers.0.", "midlayer."),), first_layer="midlayer", max_layers=1),
-    (TOKENSPEED, "LlamaForCausalLMEagle3"): DraftClass(
-        TOKENSPEED, "LlamaForCausalLMEagle3", LLAMA, (), ("eagle_aux_hidden_state_layer_ids",),
-        "tokenspeed runtime/models/llama_eagle3.py LlamaForCausalLMEagle3 (SGLang's Llama class: qkv/o, gate_up/down)",
-        max_layers=1),
     (MLX_VLM, "Eagle3DraftModel"): DraftClass(
         MLX_VLM, "Eagle3DraftModel", LLAMA, (), (),
         ("mlx_vlm speculative/drafters/eagle3/eagle3.py Eagle3DraftModel (q/k/v/o, gate/up/down, three norms on "
@@ -142,6 +115,10 @@ CLASSES: dict[tuple[str, str], DraftClass] = {
         ("llama.cpp conversion/llama.py LlamaModel (EAGLE-3 by hparams) -> GGUF arch eagle3, src/models/eagle3.cpp "
          "(q/k/v/o, gate/up/down, attn_norm + attn_norm_2 (hidden_norm), one layer)"), max_layers=1),
 }
+#: Every engine's draft classes: the engines' own (``Engine.draft_classes``), then those still filed here.
+CLASSES: dict[tuple[str, str], DraftClass] = {
+    **{(klass.engine, klass.name): klass for engine in ENGINE_REGISTRY for klass in engine.draft_classes},
+    **_CENTRAL_CLASSES}
 #: The class a speculators-format config builds, for engines that build one class whatever its model_type.
 #: (Each engine's ``speculators_class``.)
 SPECULATORS_CLASS = {engine.name: engine.speculators_class for engine in ENGINE_REGISTRY if engine.speculators_class}
@@ -154,7 +131,7 @@ MLA_UNMODELLED = {engine.name: engine.mla_unmodelled for engine in ENGINE_REGIST
 REG = "vllm model_executor/models/registry.py _SPECULATIVE_DECODING_MODELS"
 _LC = "llama.cpp conversion/llama.py @ModelBase.register on LlamaModel; EAGLE-3 when draft_vocab_size and one layer"
 #: Registry rows: from ``since``, the engine maps the draft architecture to the class named by the value.
-_REGISTRY_ROWS: tuple[tuple[str, Row[str]], ...] = (
+_CENTRAL_REGISTRY_ROWS: tuple[tuple[str, Row[str]], ...] = (
     ("Eagle3LlamaForCausalLM", Row(VLLM, "0.8.5", "Eagle3LlamaForCausalLM",
                                    "vllm 0.8.5 v1/spec_decode/eagle.py (class chosen by method); registry from 0.9.x",
                                    cites=(Cite("vllm/model_executor/models/llama_eagle3.py", "Eagle3LlamaForCausalLM"),))),
@@ -198,9 +175,6 @@ _REGISTRY_ROWS: tuple[tuple[str, Row[str]], ...] = (
     ("Eagle3DeepseekV2ForCausalLM", Row(SGLANG, "0.5.12", "Eagle3DeepseekV2ForCausalLM",
                                     "sglang models/kimi_k25_eagle3.py EntryClass (v0.5.12 a87fb399de)",
                                     cites=(Cite("sglang/srt/models/kimi_k25_eagle3.py"),))),
-    ("LlamaForCausalLMEagle3", Row(TOKENSPEED, "0.1.0", "LlamaForCausalLMEagle3",
-                                   "tokenspeed runtime/models/llama_eagle3.py EntryClass (0.1.0, 0.1.1 read)",
-                                   cites=(Cite("tokenspeed/runtime/models/llama_eagle3.py"),))),
     ("LlamaForCausalLM", Row(LMDEPLOY, "0.11.0", "Eagle3LlamaForCausalLM",
                              "lmdeploy pytorch/configurations/llama.py LlamaModelConfigBuilder.build: a draft's "
                              "architectures[0] 'LlamaForCausalLM' becomes 'Eagle3LlamaForCausalLM' (0.11.0-0.18.0 read)",
@@ -221,6 +195,19 @@ _REGISTRY_ROWS: tuple[tuple[str, Row[str]], ...] = (
 )
 
 
+def _own(engine: Engine, row: TableRow) -> Row[Any]:
+    """An engine module's row as the tables hold it, named by the engine."""
+    return Row(engine.name, row.since, row.value, row.source, until=row.until, read_to=row.read_to, cites=row.cites,
+               unmodelled=row.unmodelled)
+
+
+#: Registry rows: from ``since``, the engine maps the draft architecture to the class named by the value (the
+#: engines' own, ``Engine.registry_rows``, then those still filed here).
+_REGISTRY_ROWS: tuple[tuple[str, Row[str]], ...] = (
+    *((arch, _own(engine, row)) for engine in ENGINE_REGISTRY for arch, row in engine.registry_rows),
+    *_CENTRAL_REGISTRY_ROWS)
+
+
 def _registry() -> dict[tuple[str, str], Table[str]]:
     grouped: dict[tuple[str, str], list[Row[str]]] = {}
     for arch, row in _REGISTRY_ROWS:
@@ -234,6 +221,7 @@ REGISTRY: dict[tuple[str, str], Table[str]] = _registry()
 #: Whether the engine reads the config's architecture at all (vLLM 0.8.5 builds Eagle3LlamaForCausalLM for
 #: method eagle3 whatever the field says).
 ARCHITECTURE_READ: Table[bool] = table("architecture field read", (
+    *(_own(engine, row) for engine in ENGINE_REGISTRY for row in engine.architecture_read),
     Row(VLLM, "0.8.5", False, "vllm 0.8.5 v1/spec_decode/eagle.py load_model: method eagle3 -> Eagle3LlamaForCausalLM",
         read_to="0.8.5",
         cites=(Cite("vllm/v1/spec_decode/eagle.py", "EagleProposer.load_model"),)),
@@ -241,8 +229,6 @@ ARCHITECTURE_READ: Table[bool] = table("architecture field read", (
         cites=(Cite("vllm/model_executor/models/registry.py"),)),
     Row(SGLANG, "0.4.4.post2", True, "sglang model_loader: the architecture selects the EntryClass",
         cites=(Cite("sglang/srt/model_loader/utils.py", "get_model_architecture"),)),
-    Row(TOKENSPEED, "0.1.0", True, "tokenspeed runtime/models/registry.py: the architecture selects the EntryClass",
-        cites=(Cite("tokenspeed/runtime/models/registry.py"),)),
     Row(MLX_VLM, "0.6.0", True,
         ("mlx_vlm utils.py get_model_type: only speculators_model_type 'eagle3' reaches the drafter; a flat config "
          "builds mlx_vlm.models.<model_type>, which refuses the draft's tensors (no flat architecture builds it; "

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
+from pytest_eagle3.knowledge.draft_class import DraftClass
 from pytest_eagle3.knowledge.evidence import Cite
 
 
@@ -27,6 +28,34 @@ class BehaviourSpan(NamedTuple):
     source: str
     cites: tuple[Cite, ...] = ()
     unmodelled: str | None = None
+
+
+class TableRow(NamedTuple):
+    """One row of a cross-engine table as an engine's module writes it (its KV-cache grouping, whether it reads
+    ``architectures``, which class a draft architecture builds): the table adds the engine's name, so a copy of the
+    module under another ``NAME`` gives rows of its own."""
+
+    since: str
+    value: Any
+    source: str
+    read_to: str | None = None
+    until: str | None = None
+    cites: tuple[Cite, ...] = ()
+    unmodelled: str | None = None
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """What is known of ``engine`` over ``releases``, by each kind of evidence (``no: why`` where none);
+    ``knowledge.confirmation`` gathers one or more per engine."""
+
+    engine: str
+    releases: str
+    source_read: str
+    loader: str
+    live_cpu: str
+    live_gpu: str
+    source: str
 
 
 #: A span as ``spans`` takes it: ``(since, read_to, value, source)``, then optionally ``cites`` and ``unmodelled``.
@@ -100,8 +129,30 @@ class Engine:
     #: Where the release list puts it, which is the order a fix looks for another engine's release in: lower
     #: first, then the registry's order.
     release_list_rank: int = 2
+    #: Where ``all``, the tables and the reports list it: lower first, then by name.
+    rank: int = 100
+    #: Whose generated scans (``knowledge/generated/``, ``<PREFIX>_*``) it reads: its own name by default; a module
+    #: copied from another engine names the engine it was copied from.
+    scan_of: str | None = None
     #: Its behaviour rows, areas as sections of its module.
     behaviour_rows: tuple[BehaviourSpan, ...] = field(default=(), repr=False, compare=False)
+
+    # ---------------------------------------------------------------- its rows in the cross-engine tables
+    # (gathered from the registry; an engine whose rows are still in the central tables leaves these empty)
+    #: Its EAGLE-3 draft classes (``knowledge.draft_classes.CLASSES``).
+    draft_classes: tuple[DraftClass, ...] = field(default=(), repr=False, compare=False)
+    #: Which class each draft architecture builds, from a release on: ``(architecture, row)``, the row's value the
+    #: class (``knowledge.draft_classes.REGISTRY``).
+    registry_rows: tuple[tuple[str, TableRow], ...] = field(default=(), repr=False, compare=False)
+    #: Whether it reads the config's ``architectures`` (``knowledge.draft_classes.ARCHITECTURE_READ``).
+    architecture_read: tuple[TableRow, ...] = field(default=(), repr=False, compare=False)
+    #: How it groups the draft's and the target's KV cache (``knowledge.runtime.KV_TABLE``, a ``KvGrouping``).
+    kv_rows: tuple[TableRow, ...] = field(default=(), repr=False, compare=False)
+    #: How its facts are known (``knowledge.confirmation.ROWS``).
+    confirmation: tuple[Confirmation, ...] = field(default=(), repr=False, compare=False)
+    #: Its hand-read target capture rows, ``(engine, since, family, support, source, architectures[, cites])``
+    #: (``knowledge.capture_engines.ENTRIES``).
+    capture_rows: tuple[tuple[Any, ...], ...] = field(default=(), repr=False, compare=False)
 
     # ---------------------------------------------------------------- keys and vocab (engines/keys, vocab)
     key_resolver: KeyResolver = "model-prefixed"
@@ -186,7 +237,7 @@ class Engine:
     @property
     def scan_prefix(self) -> str:
         """Its names' prefix in the generated scans: ``MLX_VLM`` in ``MLX_VLM_RELEASES``."""
-        return self.name.upper().replace("-", "_")
+        return (self.scan_of or self.name).upper().replace("-", "_")
 
     @property
     def serves_live(self) -> bool:

@@ -13,7 +13,6 @@ from pytest_eagle3.knowledge.releases import (
     LMDEPLOY,
     MLX_VLM,
     SGLANG,
-    TOKENSPEED,
     TRTLLM,
     VLLM,
     EngineVersion,
@@ -46,6 +45,9 @@ KvRule = Row[KvGrouping]
 
 KU = "v1/core/kv_cache_utils.py"
 KV_TABLE: Table[KvGrouping] = table("KV-cache grouping of draft and target layers", (
+    # the engines' own rows (``Engine.kv_rows``), then those still filed here
+    *(Row(engine.name, row.since, KvGrouping(row.value), row.source, until=row.until, read_to=row.read_to,
+          cites=row.cites, unmodelled=row.unmodelled) for engine in REGISTRY for row in engine.kv_rows),
     Row(VLLM, "0.8.5", EQUAL_PAGE,
         f"vllm {KU} get_kv_cache_config: one spec type or one page size, else `raise NotImplementedError` "
         "(0.9.2, 0.10.1, 0.10.2 read; 0.8.5-0.9.1 assumed the same)", read_to="0.10.2",
@@ -73,10 +75,6 @@ KV_TABLE: Table[KvGrouping] = table("KV-cache grouping of draft and target layer
         "(0.5.23 read; static reading)",
         unmodelled=("read in 0.5.23 only (eagle_worker_v2.py, pool_configurator.py); older releases' workers were "
                     "not re-read")),
-    Row(TOKENSPEED, "0.1.0", SEPARATE_POOL,
-        "tokenspeed runtime/execution/factory.py create_model_runner: the draft gets its own ModelRunner and "
-        "KV pool (0.1.0, 0.1.1 read)",
-        cites=(Cite("tokenspeed/runtime/execution/factory.py", "create_model_runner"),)),
     Row(MLX_VLM, "0.6.0", SEPARATE_POOL,
         "mlx_vlm speculative/drafters/eagle3/eagle3.py make_cache: one KVCache per draft layer, its own "
         "(0.6.0-0.7.10 read)",

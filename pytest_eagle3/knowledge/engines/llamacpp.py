@@ -129,4 +129,5 @@ ENGINE = Engine(
     exact_shapes=True, converts_checkpoint=True, server_binary=True,
     live_client="llama-server-completion", live_acceptance="llama-server-counters",
     probe=Probe("llamacpp_converter.py", "convert_hf_to_gguf", ("llama-cpp-python",)), capture_scan="graphs",
+    rank=70,
 )

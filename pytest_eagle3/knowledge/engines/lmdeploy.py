@@ -181,4 +181,5 @@ ENGINE = Engine(
     preferred_architectures=(("llama", "LlamaForCausalLM"),),
     one_layer_error="ValueError('eagle3 only supports 1 decode layer')", draft_class_scan=True,
     capture_scan="wheels",
+    rank=60,
 )

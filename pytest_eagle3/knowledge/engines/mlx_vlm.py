@@ -157,4 +157,5 @@ ENGINE = Engine(
     # live: mlx_vlm.generate.ar.generate_step with the EAGLE-3 drafter (pytest_eagle3/live/mlx_generate.py); the
     # acceptance is the drafter's accept_lens (speculative/common.py _record_speculative_round)
     python_option="eagle3_mlx_vlm_python", live_client="generate-loop", live_acceptance="drafter-rounds",
+    rank=40,
 )

@@ -423,4 +423,5 @@ ENGINE = Engine(
     probe=Probe("sglang_loader.py", "sglang", ("sglang",), behaviour_script="sglang_behaviour.py",
                 behaviour_cases=("specforge", "specforge-norm-flags", "specforge-full-vocab-d2t")),
     capture_scan="wheels", draft_class_scan=True, reach_scan=True,
+    rank=10,
 )

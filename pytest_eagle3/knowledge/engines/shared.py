@@ -30,3 +30,11 @@ ALL_FIELDS = (TOP_FIELD, "eagle_config.eagle_aux_hidden_state_layer_ids", DFLASH
 V2_FIELDS_0_24 = (TOP_FIELD, DFLASH_PLUS_1)
 V2_FIELDS_0_25 = (*V2_FIELDS_0_24, "dspark_target_layer_ids+1", "target_layer_ids+1")
 V2_FIELDS = (*V2_FIELDS_0_25, "dflash_config.layer_ids", "eagle_config.layer_ids")
+
+
+#: What a hand-read capture row says a target class does (the values of ``knowledge.capture.Support``).
+CAPTURES, REFUSED, SILENT = "captures", "refused", "silent-no-capture"
+#: The KV-cache grouping of an engine whose draft has its own pool (``knowledge.runtime.KvGrouping``).
+SEPARATE_POOL = "separate-pool"
+#: A confirmation cell with no evidence of that kind (``knowledge.confirmation.NO``), followed by why not.
+NO = "no"

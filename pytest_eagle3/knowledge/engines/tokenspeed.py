@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_eagle3.knowledge.engine import BehaviourSpan, Engine
-from pytest_eagle3.knowledge.engines.shared import TOP_FIELD, FcAuxCount
+from pytest_eagle3.knowledge.draft_class import LLAMA, DraftClass
+from pytest_eagle3.knowledge.engine import BehaviourSpan, Confirmation, Engine, TableRow
+from pytest_eagle3.knowledge.engines.shared import CAPTURES, NO, SEPARATE_POOL, SILENT, TOP_FIELD, FcAuxCount
 from pytest_eagle3.knowledge.evidence import Cite
 
 NAME = "tokenspeed"
@@ -144,12 +145,77 @@ _ROWS: tuple[tuple[Any, ...], ...] = (
 SPANS: list[BehaviourSpan] = [BehaviourSpan(name, "0.1.0", "0.1.1", value, source, *more)
                               for name, value, source, *more in _ROWS]
 
+# ---------------------------------------------------------------- its rows in the cross-engine tables
+#: Its draft class (knowledge.draft_classes.CLASSES).
+DRAFT_CLASSES = (
+    DraftClass(NAME, "LlamaForCausalLMEagle3", LLAMA, (), ("eagle_aux_hidden_state_layer_ids",),
+               "tokenspeed runtime/models/llama_eagle3.py LlamaForCausalLMEagle3 (SGLang's Llama class: qkv/o, gate_up/down)",
+               max_layers=1),
+)
+#: Which class each draft architecture builds (knowledge.draft_classes.REGISTRY).
+REGISTRY_ROWS = (
+    ("LlamaForCausalLMEagle3", TableRow("0.1.0", "LlamaForCausalLMEagle3",
+                                        "tokenspeed runtime/models/llama_eagle3.py EntryClass (0.1.0, 0.1.1 read)",
+                                        cites=(Cite("tokenspeed/runtime/models/llama_eagle3.py"),))),
+)
+#: It reads architectures (knowledge.draft_classes.ARCHITECTURE_READ).
+ARCHITECTURE_READ = (
+    TableRow("0.1.0", True, "tokenspeed runtime/models/registry.py: the architecture selects the EntryClass",
+             cites=(Cite("tokenspeed/runtime/models/registry.py"),)),
+)
+#: Its KV-cache grouping (knowledge.runtime.KV_TABLE).
+KV_ROWS = (
+    TableRow("0.1.0", SEPARATE_POOL,
+             "tokenspeed runtime/execution/factory.py create_model_runner: the draft gets its own ModelRunner and "
+             "KV pool (0.1.0, 0.1.1 read)",
+             cites=(Cite("tokenspeed/runtime/execution/factory.py", "create_model_runner"),)),
+)
+#: How its facts are known (knowledge.confirmation).
+CONFIRMATION = (
+    Confirmation(NAME, "0.1.0-0.1.1", "both wheels",
+                 f"{NO}: its model files import tokenspeed_kernel (CUDA)", f"{NO}: CUDA only",
+                 f"{NO}: no GPU fixture", "docs/engines.md (Engines beyond vLLM and SGLang)"),
+)
+TS_BASE = ("tokenspeed runtime/models/base/causal_lm.py BaseCausalLM.set_eagle3_layers_to_capture, inherited; "
+           "runtime/execution/model_executor.py (0.1.0; factory.py 0.1.1) calls it when the target has it")
+#: Its hand-read target capture rows (knowledge.capture_engines; the scan, pytest_eagle3/scanners/capture.py, agrees).
+CAPTURE_ROWS: tuple[tuple[Any, ...], ...] = (
+    (NAME, "0.1.0", "llama", CAPTURES, f"{TS_BASE} (llama.py LlamaModel(BaseTransformerModel))",
+     ("LlamaForCausalLM",),
+     (Cite("tokenspeed/runtime/models/base/causal_lm.py", "BaseCausalLM.set_eagle3_layers_to_capture"),
+      Cite("tokenspeed/runtime/execution/model_executor.py"),
+      Cite("tokenspeed/runtime/pd/factory.py"),
+      Cite("tokenspeed/runtime/models/llama.py", "LlamaModel"),)),
+    (NAME, "0.1.0", "llama", SILENT,
+     ("tokenspeed runtime/models/qwen2.py / qwen3.py: Qwen2Model / Qwen3Model (nn.Module, not BaseTransformerModel) "
+      "never read the layers_to_capture BaseCausalLM.set_eagle3_layers_to_capture sets; forward returns "
+      "(hidden_states, None), layers/logits_processor.py stores the final hidden state, and llama_eagle3.py skips fc "
+      "when its width is the draft's (0.1.0, 0.1.1 read; pytest_eagle3/scanners/capture.py)"),
+     ("Qwen2ForCausalLM", "Qwen3ForCausalLM"),
+     (Cite("tokenspeed/runtime/models/qwen2.py"),
+      Cite("tokenspeed/runtime/models/qwen3.py"),
+      Cite("tokenspeed/runtime/layers/logits_processor.py"),
+      Cite("tokenspeed/runtime/models/llama_eagle3.py"),)),
+    (NAME, "0.1.0", "gpt_oss", CAPTURES, f"{TS_BASE} (gpt_oss.py)", ("GptOssForCausalLM",),
+     (Cite("tokenspeed/runtime/models/base/causal_lm.py", "BaseCausalLM.set_eagle3_layers_to_capture"),
+      Cite("tokenspeed/runtime/execution/model_executor.py"),
+      Cite("tokenspeed/runtime/pd/factory.py"),
+      Cite("tokenspeed/runtime/models/gpt_oss.py"),)),
+    (NAME, "0.1.0", "deepseek", CAPTURES,
+     "tokenspeed runtime/models/deepseek_v3.py set_eagle3_layers_to_capture (val + 1)",
+     ("DeepseekV3ForCausalLM",),
+     (Cite("tokenspeed/runtime/models/deepseek_v3.py", "DeepseekV3ForCausalLM.set_eagle3_layers_to_capture"),)),
+)
+
 ENGINE = Engine(
-    NAME, "TokenSpeed", RELEASES, lineage="sglang", behaviour_rows=tuple(SPANS),
+    NAME, "TokenSpeed", RELEASES, lineage="sglang", behaviour_rows=tuple(SPANS), scan_of="tokenspeed",
+    draft_classes=DRAFT_CLASSES, registry_rows=REGISTRY_ROWS, architecture_read=ARCHITECTURE_READ, kv_rows=KV_ROWS,
+    confirmation=CONFIRMATION, capture_rows=CAPTURE_ROWS,
     draft_dtype_source="tokenspeed runtime/configs/model_config.py (as SGLang: the server's --dtype)",
     key_resolver="as-named-or-model-prefixed", d2t_is_parameter=False,
     missing_d2t_error="startup fails (hot_token_id is None)", fc_without_aux="bypassed", ties_lm_head_to_embed=True,
     load_assert="tokenspeed runtime/layers/linear.py weight_loader (SGLang's: narrow to the shard, then assert)",
     context_rule="first-key-scaled", context_length_flag="--context-length",
     capture_scan="wheels", draft_class_scan=True,
+    rank=30,
 )

@@ -188,4 +188,5 @@ ENGINE = Engine(
     load_assert=("tensorrt_llm _torch/modules/linear.py load_weight_shard, then param.data.copy_: another shape raises "
                  "(one tensor-parallel rank; main read)"),
     exact_shapes=True, launch_settings=("speculative_config.eagle3_layers_to_capture",),
+    rank=50,
 )

@@ -633,4 +633,5 @@ ENGINE = Engine(
                 behaviour_script="vllm_behaviour.py",
                 behaviour_cases=("specforge", "specforge-norm-flags", "speculators-norm-before-fc")),
     capture_scan="wheels", draft_class_scan=True, reach_scan=True,
+    rank=20,
 )
