@@ -9,24 +9,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_eagle3.engines.facts import lookup
+from pytest_eagle3.knowledge.engines.shared import AuxField, Transform
 from pytest_eagle3.producers.formats import OUTPUT_OF
 
 
 def transform(rule: str, ids: Sequence[int], layers: int | None) -> tuple[int, ...] | None:
-    """Requested layer-input indices for configured ``ids`` under a profile's transform rule."""
-    if rule == "+1":
-        return tuple(i + 1 for i in ids)
-    if rule == "as-is":
-        return tuple(ids)
-    if rule == "as-is-at-least-1":  # mlx-vlm: the output of layer max(id - 1, 0)
-        return tuple(max(i, 1) for i in ids)
-    if rule == "+1-if-first-is-1":
-        return tuple(i + 1 for i in ids) if ids and ids[0] == 1 else tuple(ids)
-    if rule == "+1-unless-max-is-L":
-        if layers is None:
-            return None
-        return tuple(ids) if ids and max(ids) == layers else tuple(i + 1 for i in ids)
-    raise ValueError(f"unknown aux transform {rule!r}")
+    """Requested layer-input indices for configured ``ids`` under a profile's transform rule (ValueError: no such
+    rule)."""
+    try:
+        return Transform(rule).apply(ids, layers)
+    except ValueError:
+        raise ValueError(f"unknown aux transform {rule!r}") from None
 
 
 def trained_inputs(ids: Sequence[int], convention: str) -> tuple[int, ...]:
@@ -41,40 +34,33 @@ def _ids(value: Any) -> tuple[int, ...] | None:
     return None
 
 
-def id_field(spec: str) -> tuple[str, int]:
-    """(config path, what the engine adds to each id read there) of a profile's aux-id field:
-    ``dflash_config.target_layer_ids+1`` is read from ``dflash_config.target_layer_ids``, plus 1."""
-    path, _, shift = spec.partition("+")
-    return path, int(shift or 0)
-
-
-def field_text(spec: str) -> str:
+def field_text(field: AuxField) -> str:
     """A field as a message names it: ``dflash_config.target_layer_ids (+1)``."""
-    path, shift = id_field(spec)
-    return f"{path} (+{shift})" if shift else path
+    return field.text()
 
 
-def read_ids(config: Mapping[str, Any], fields: Sequence[str]) -> tuple[str | None, tuple[int, ...] | None]:
+def read_ids(config: Mapping[str, Any],
+             fields: Sequence[AuxField]) -> tuple[AuxField | None, tuple[int, ...] | None]:
     """The first field in ``fields`` that holds ids, as the engine's resolver reads it (ids as written)."""
-    return first_ids({id_field(name)[0]: _ids(lookup(config, id_field(name)[0])) for name in fields}, fields)
+    return first_ids({field.path: _ids(lookup(config, field.path)) for field in fields}, fields)
 
 
 def first_ids(written: Mapping[str, tuple[int, ...] | None],
-              fields: Sequence[str]) -> tuple[str | None, tuple[int, ...] | None]:
+              fields: Sequence[AuxField]) -> tuple[AuxField | None, tuple[int, ...] | None]:
     """The first field in ``fields`` whose path holds ids in ``written`` (path -> ids, the fact sheet's)."""
-    for name in fields:
-        ids = written.get(name.partition("+")[0])
+    for field in fields:
+        ids = written.get(field.path)
         if ids:
-            return name, ids
+            return field, ids
     return None, None
 
 
 def inverse_transform(rule: str, trained: Sequence[int], layers: int | None) -> tuple[int, ...] | None:
     """Non-negative ids the engine reads as exactly ``trained`` under ``rule``; None when no ids do (a
     conditional rule such as ``+1-if-first-is-1`` cannot be made to request some index sets)."""
-    wanted = tuple(trained)
-    for offset in (1, 0) if rule.startswith("+1") else (0,):
+    wanted, how = tuple(trained), Transform(rule)
+    for offset in (1, 0) if how.may_add_one else (0,):
         ids = tuple(j - offset for j in wanted)
-        if min(ids, default=0) >= 0 and transform(rule, ids, layers) == wanted:
+        if min(ids, default=0) >= 0 and how.apply(ids, layers) == wanted:
             return ids
     return None

@@ -26,7 +26,6 @@ from pytest_eagle3.engines.aux_habit import (
 from pytest_eagle3.engines.aux_ids import (
     field_text,
     first_ids,
-    id_field,
     inverse_transform,
     read_ids,
     trained_inputs,
@@ -38,6 +37,7 @@ from pytest_eagle3.engines.plan_types import AuxPlan, Filed, Filing, Measured, d
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import FAILS, MEASURED, PASSES, Evidence, Finding
 from pytest_eagle3.knowledge.advice import first_release, other_engine, release_words, serve_with
+from pytest_eagle3.knowledge.engines.shared import AuxField
 from pytest_eagle3.knowledge.capture import (
     ALLOWLIST,
     ALLOWLIST_SOURCE,
@@ -104,22 +104,22 @@ def reach_for(prof: Profile, architecture: str | None, family: str) -> tuple[Rea
     return RANGE_REACH[capture_range_for(prof, family)], prof.source("capture_range")
 
 
-def resolve_capture(prof: Profile, fields: Sequence[str], config: Mapping[str, Any], family: str,
-                    layers: int | None) -> tuple[str | None, tuple[int, ...] | None, str, tuple[int, ...] | None]:
+def resolve_capture(prof: Profile, fields: Sequence[AuxField], config: Mapping[str, Any], family: str,
+                    layers: int | None) -> tuple[AuxField | None, tuple[int, ...] | None, str, tuple[int, ...] | None]:
     """(field, ids read, transform used, requested layer inputs) for one resolver."""
     return resolve_ids(prof, fields, read_ids(config, fields), family, layers,
                        default_aux_inputs(layers) if layers is not None else None)
 
 
-def resolve_ids(prof: Profile, fields: Sequence[str], found: tuple[str | None, tuple[int, ...] | None], family: str,
-                layers: int | None, defaults: tuple[int, ...] | None
-                ) -> tuple[str | None, tuple[int, ...] | None, str, tuple[int, ...] | None]:
+def resolve_ids(prof: Profile, fields: Sequence[AuxField], found: tuple[AuxField | None, tuple[int, ...] | None],
+                family: str, layers: int | None, defaults: tuple[int, ...] | None
+                ) -> tuple[AuxField | None, tuple[int, ...] | None, str, tuple[int, ...] | None]:
     """(field, ids read, transform used, requested layer inputs) for the ids a resolver ``found``."""
     name, ids = found
     if name is None or ids is None:
         return None, None, "default", defaults
     rule = str(prof.behaviours.aux_transform(family))
-    shift = id_field(name)[1]
+    shift = name.shift
     if shift:  # the resolver's own +1 comes before the target's transform
         used = "+1" if rule == "as-is" else f"+{shift}, then {rule}"
         return name, ids, used, transform(rule, [i + shift for i in ids], layers)
@@ -444,7 +444,7 @@ def fix_edit(aux: AuxPlan, prof: Profile) -> tuple[str, tuple[int, ...]] | None:
     if not fields:
         return None
     family = aux.support.family if aux.support else "llama"
-    path, shift = id_field(fields[0])
+    path, shift = fields[0].path, fields[0].shift
     rule = str(prof.behaviours.aux_transform(family))
     configured = inverse_transform(rule, aux.trained, aux.target_layers)
     return None if configured is None else (path, tuple(i - shift for i in configured))

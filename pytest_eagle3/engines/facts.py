@@ -195,9 +195,9 @@ def _default_inputs(profile: Profile, target_layers: int | None, draft_layers: i
 
 
 def _aux_ids(config: Mapping[str, object], profile: Profile) -> dict[str, tuple[int, ...] | None]:
-    """The ids in every field the profile's aux-id resolvers read (``path+1``: read at ``path``)."""
-    specs = [*(profile.behaviours.aux_id_fields or ()), *(profile.behaviours.aux_id_fields_other_mode or ())]
-    paths = dict.fromkeys(spec.partition("+")[0] for spec in specs)
+    """The ids in every field the profile's aux-id resolvers read (a shifted field: read at its path)."""
+    fields = [*(profile.behaviours.aux_id_fields or ()), *(profile.behaviours.aux_id_fields_other_mode or ())]
+    paths = dict.fromkeys(field.path for field in fields)
     return {path: _ids(lookup(config, path)) for path in paths}
 
 

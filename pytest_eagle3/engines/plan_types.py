@@ -20,6 +20,7 @@ from pytest_eagle3.engines.issue import LOSS, REFUSED, Issue
 from pytest_eagle3.findings import PASSES, UNJUDGED, Finding
 from pytest_eagle3.knowledge.capture import CaptureSupport
 from pytest_eagle3.knowledge.costs import RecordedCost
+from pytest_eagle3.knowledge.engines.shared import AuxField
 from pytest_eagle3.knowledge.releases import EngineVersion
 from pytest_eagle3.producers.habits import RopeKey
 from pytest_eagle3.words import plural
@@ -155,7 +156,7 @@ class Measured:
 class AuxPlan:
     """Aux hidden states: what the target captures versus what the draft was trained on."""
 
-    field: str | None = None
+    field: AuxField | None = None
     configured: tuple[int, ...] | None = None
     transform: str = "default"
     requested: tuple[int, ...] | None = None

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_eagle3.engines.aux_ids import id_field
 from pytest_eagle3.knowledge.llamacpp_builds import CONVERT_COMMAND
 from pytest_eagle3.reference.evidence import WEAK, standard_error
 
@@ -90,12 +89,13 @@ def _pins(ckpt: Checkpoint, plans: dict[str, LoadPlan], failing: EngineVersion, 
     for spec, plan in plans.items():
         prof = profile(plan.engine)
         own = prof.behaviours.aux_id_fields or ()
-        if spec == failing.spec or not own or own[0] in fields or plan.aux.captured is None:
+        # a field the engine shifts (its own +1) takes no pin: the ids there are not the ids it uses
+        if spec == failing.spec or not own or own[0].shift or own[0].path in fields or plan.aux.captured is None:
             continue
-        as_written = plan.aux.configured if plan.aux.field and not id_field(plan.aux.field)[1] else None
+        as_written = plan.aux.configured if plan.aux.field and not plan.aux.field.shift else None
         if as_written is None and str(prof.behaviours.aux_transform_llama) != "as-is":
             continue
-        pins[own[0]] = tuple(as_written) if as_written else tuple(plan.aux.captured)
+        pins[own[0].path] = tuple(as_written) if as_written else tuple(plan.aux.captured)
     return pins
 
 
@@ -109,7 +109,7 @@ def prove_aux_fix(predictor: DraftPredictor, ckpt: Checkpoint, target: TargetMod
 
     plans = {e.spec: load_plan(ckpt, e, target, convention, measured) for e in engines}
     # a fix writes ids as the engine uses them: into the fields it reads without its own +1
-    fields = tuple(f for f in profile(failing).behaviours.aux_id_fields or () if not id_field(f)[1])
+    fields = tuple(f.path for f in profile(failing).behaviours.aux_id_fields or () if not f.shift)
     pins = _pins(ckpt, plans, failing, fields)
     candidates = [{f: tuple(ids)} for f in fields] + ([{fields[0]: tuple(ids), **pins}] if pins and fields else [])
     return prove_edits(predictor, ckpt, target, failing, engines, candidates, convention, measured)

@@ -11,12 +11,15 @@ from dataclasses import dataclass, fields
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
-from pytest_eagle3.knowledge.engines.shared import FcAuxCount as FcAuxCount  # written by the engines' rows
+from pytest_eagle3.knowledge.engines.shared import AuxField as AuxField  # written by the engines' rows
+from pytest_eagle3.knowledge.engines.shared import FcAuxCount as FcAuxCount
+from pytest_eagle3.knowledge.engines.shared import Transform
 
 Names = tuple[str, ...]
 Renames = tuple[tuple[str, str], ...]
 Read = Literal["not-read", "read", "eagle-format-only", "top-level"]
-AuxTransform = Literal["+1", "+1-if-first-is-1", "+1-unless-max-is-L", "as-is", "as-is-at-least-1"]
+AuxTransform = Transform
+AuxFields = tuple[AuxField, ...]
 Sharing = Literal["draft", "target-unless-hidden-differs", "target-if-absent", "target-always-key-raises",
                   "target-if-same-shape", "target-if-absent-or-equal", "target-if-absent-or-equal-unpacked",
                   "target-if-same-shape-required", "draft-else-embed"]
@@ -42,8 +45,8 @@ class Behaviours:
     d2t_full_vocab: Literal["offsets", "refused", "ignored"]
     draft_vocab_size_missing: Refusal
     draft_vocab_size_null: Refusal
-    aux_id_fields: Names
-    aux_id_fields_other_mode: Names | None
+    aux_id_fields: AuxFields
+    aux_id_fields_other_mode: AuxFields | None
     aux_transform_llama: AuxTransform
     aux_transform_deepseek: AuxTransform
     aux_transform_gpt_oss: AuxTransform

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_eagle3.knowledge.engine import BehaviourSpan, Engine, Probe, spans
-from pytest_eagle3.knowledge.engines.shared import MIDLAYER_RENAMES, TOP_FIELD, FcAuxCount
+from pytest_eagle3.knowledge.engines.shared import MIDLAYER_RENAMES, TOP_FIELD, FcAuxCount, Transform
 
 NAME = "llamacpp"
 
@@ -57,10 +57,10 @@ _ROWS: tuple[tuple[str, Any, str], ...] = (
     ("draft_vocab_size_null", "vocab_size",
      f"{CONV}.__init__: only the key's presence is read; the draft vocab is d2t's length, else the target's"),
     ("aux_id_fields_other_mode", None, "llama.cpp: one aux-id path"),
-    ("aux_transform_llama", "as-is",
+    ("aux_transform_llama", Transform.AS_IS,
      f"{SPEC}: llama_set_embeddings_layer_inp(ctx_tgt, id): the INPUT of layer id (t_layer_inp[il] = inpL)"),
-    ("aux_transform_deepseek", "as-is", f"{SPEC}: the same for every target"),
-    ("aux_transform_gpt_oss", "as-is", f"{SPEC}: the same for every target"),
+    ("aux_transform_deepseek", Transform.AS_IS, f"{SPEC}: the same for every target"),
+    ("aux_transform_gpt_oss", Transform.AS_IS, f"{SPEC}: the same for every target"),
     ("capture_range", "all",
      (f"{SPEC}: id < n_layer -> layer input; from b10454 id == n_layer -> the final hidden state "
       "(llama_set_embeddings_nextn), larger ids GGML_ABORT")),

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_eagle3.knowledge.engine import BehaviourSpan, Engine, spans
-from pytest_eagle3.knowledge.engines.shared import FcAuxCount
+from pytest_eagle3.knowledge.engines.shared import FcAuxCount, Transform
 from pytest_eagle3.knowledge.evidence import Cite
 
 NAME = "lmdeploy"
@@ -72,15 +72,15 @@ _ROWS: tuple[tuple[Any, ...], ...] = (
       "(hard-coded)"),
      (Cite("lmdeploy/pytorch/configurations/llama.py", "LlamaModelConfigBuilder.build"),)),
     ("aux_id_fields_other_mode", None, "lmdeploy: one capture set for every mode", (Cite("lmdeploy/pytorch/configurations/llama.py", "LlamaModelConfigBuilder.build"),)),
-    ("aux_transform_llama", "as-is",
+    ("aux_transform_llama", Transform.AS_IS,
      "lmdeploy pytorch/models/llama.py LlamaModel.forward: hidden_states + residual appended before layer idx runs",
      (Cite("lmdeploy/pytorch/models/llama.py", "LlamaModel.forward"),)),
-    ("aux_transform_deepseek", "as-is",
+    ("aux_transform_deepseek", Transform.AS_IS,
      ("lmdeploy pytorch/models/kimi_k2_language.py forward: capture_input_residual before layer idx (0.17.0-0.18.0; "
       "no DeepSeek target captures before)"), (),
      "no DeepSeek target captures before 0.17.0 (models/kimi_k2_language.py, absent from 0.11.0-0.14.0): the value "
      "holds for the Kimi target of 0.17.0-0.18.0 only"),
-    ("aux_transform_gpt_oss", "as-is", "lmdeploy: no gpt-oss target captures (aux_hidden_state_layers grep)",
+    ("aux_transform_gpt_oss", Transform.AS_IS, "lmdeploy: no gpt-oss target captures (aux_hidden_state_layers grep)",
      (Cite("lmdeploy/pytorch/models/gpt_oss.py"),)),
     ("capture_range", "inner",
      "lmdeploy pytorch/models/llama.py LlamaModel.forward: inputs of layers 0..L-1 (hidden_states + None at 0 raises)",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_eagle3.knowledge.engine import BehaviourSpan, Engine, Probe, spans
-from pytest_eagle3.knowledge.engines.shared import TOP_FIELD, FcAuxCount
+from pytest_eagle3.knowledge.engines.shared import TOP_FIELD, AuxField, FcAuxCount, Transform
 from pytest_eagle3.knowledge.evidence import Cite
 
 NAME = "mlx-vlm"
@@ -61,18 +61,18 @@ _ROWS: tuple[tuple[Any, ...], ...] = (
      (Cite("mlx_vlm/speculative/drafters/eagle3/config.py", "Eagle3Config"),)),
     ("draft_vocab_size_null", "refused", f"{MX} __init__: int(config.draft_vocab_size): TypeError for null",
      (Cite("mlx_vlm/speculative/drafters/eagle3/eagle3.py"),)),
-    ("aux_id_fields", ("capture_layer_ids+1", "target_layer_ids", TOP_FIELD),
+    ("aux_id_fields", (AuxField("capture_layer_ids", 1), AuxField("target_layer_ids"), TOP_FIELD),
      (f"{CFG} Eagle3Config.__post_init__: capture_layer_ids (layer outputs) if given, else target_layer_ids, else "
       "eagle_aux_hidden_state_layer_ids, else the default (aux_default); capture = max(id - 1, 0)"),
      (Cite("mlx_vlm/speculative/drafters/eagle3/config.py", "Eagle3Config.__post_init__"),)),
     ("aux_id_fields_other_mode", None, "mlx_vlm: one aux-id resolver",
      (Cite("mlx_vlm/speculative/drafters/eagle3/config.py", "Eagle3Config"),)),
-    ("aux_transform_llama", "as-is-at-least-1",
+    ("aux_transform_llama", Transform.AS_IS_AT_LEAST_1,
      f"{CFG} __post_init__: capture_layer_ids = [max(id - 1, 0)], the output of that layer = input max(id, 1)",
      (Cite("mlx_vlm/speculative/drafters/eagle3/config.py", "Eagle3Config.__post_init__"),)),
-    ("aux_transform_deepseek", "as-is-at-least-1", f"{CFG}: the same rule for every target",
+    ("aux_transform_deepseek", Transform.AS_IS_AT_LEAST_1, f"{CFG}: the same rule for every target",
      (Cite("mlx_vlm/speculative/drafters/eagle3/config.py"),)),
-    ("aux_transform_gpt_oss", "as-is-at-least-1", f"{CFG}: the same rule for every target",
+    ("aux_transform_gpt_oss", Transform.AS_IS_AT_LEAST_1, f"{CFG}: the same rule for every target",
      (Cite("mlx_vlm/speculative/drafters/eagle3/config.py"),)),
     ("capture_range", "all",
      "mlx_vlm models/qwen3_5/language.py forward: h appended after layer i for i in capture_set (outputs 0..L-1)",

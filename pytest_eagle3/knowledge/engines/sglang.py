@@ -5,7 +5,13 @@ layers). One ``(since, read_to, value, source)`` span per range of releases; eac
 from __future__ import annotations
 
 from pytest_eagle3.knowledge.engine import BehaviourSpan, Engine, Probe, spans
-from pytest_eagle3.knowledge.engines.shared import SG_EAGLE3, SGLANG_LEGACY_RENAMES, FcAuxCount
+from pytest_eagle3.knowledge.engines.shared import (
+    EAGLE_CONFIG_FIELD,
+    SG_EAGLE3,
+    SGLANG_LEGACY_RENAMES,
+    FcAuxCount,
+    Transform,
+)
 from pytest_eagle3.knowledge.evidence import Cite
 
 NAME = "sglang"
@@ -119,7 +125,7 @@ SPANS += spans("draft_vocab_size_null",
 SPANS += spans("aux_id_fields",
                ("0.4.4.post2", "0.4.8", (), "sglang v0.4.5 set_eagle3_layers_to_capture() takes no ids",
                 (Cite("sglang/srt/models/llama.py", "LlamaForCausalLM.set_eagle3_layers_to_capture"),)),
-               ("0.4.9", None, ("eagle_config.eagle_aux_hidden_state_layer_ids",),
+               ("0.4.9", None, (EAGLE_CONFIG_FIELD,),
                 ("sglang 0.4.9 model_executor/model_runner.py ModelRunner.initialize (from 0.5.16 "
                  "model_runner_components/spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state)"),
                 (Cite("sglang/srt/model_executor/model_runner.py", "ModelRunner.initialize"),)))
@@ -129,20 +135,20 @@ SPANS += spans("aux_id_fields_other_mode", ("0.4.4.post2", None, None, "sglang s
                 "resolver of older releases in model_runner.py was not re-read per release"))
 # ---------------------------------------------------------------- aux_transform_llama
 SPANS += spans("aux_transform_llama",
-               ("0.4.4.post2", None, "+1", "sglang models/llama.py LlamaForCausalLM.set_eagle3_layers_to_capture",
+               ("0.4.4.post2", None, Transform.PLUS_1, "sglang models/llama.py LlamaForCausalLM.set_eagle3_layers_to_capture",
                 (Cite("sglang/srt/models/llama.py", "LlamaForCausalLM.set_eagle3_layers_to_capture"),)))
 # ---------------------------------------------------------------- aux_transform_deepseek
 SPANS += spans("aux_transform_deepseek",
-               ("0.4.4.post2", "0.5.12", "+1", "sglang models/deepseek_v2.py set_eagle3_layers_to_capture",
+               ("0.4.4.post2", "0.5.12", Transform.PLUS_1, "sglang models/deepseek_v2.py set_eagle3_layers_to_capture",
                 (Cite("sglang/srt/models/deepseek_v2.py"),)),
-               ("0.5.13", None, "+1-if-first-is-1",
+               ("0.5.13", None, Transform.PLUS_1_IF_FIRST_IS_1,
                 "sglang models/deepseek_v2.py set_eagle3_layers_to_capture (v0.5.13 f5049709b3, #25454)",
                 (Cite("sglang/srt/models/deepseek_v2.py", "DeepseekV2ForCausalLM.set_eagle3_layers_to_capture"),)))
 # ---------------------------------------------------------------- aux_transform_gpt_oss
 SPANS += spans("aux_transform_gpt_oss",
-               ("0.4.4.post2", "0.5.16", "+1", "sglang models/gpt_oss.py set_eagle3_layers_to_capture", (),
+               ("0.4.4.post2", "0.5.16", Transform.PLUS_1, "sglang models/gpt_oss.py set_eagle3_layers_to_capture", (),
                 "models/gpt_oss.py exists from 0.5.1: before, no gpt-oss target at all"),
-               ("0.5.17", None, "+1-unless-max-is-L",
+               ("0.5.17", None, Transform.PLUS_1_UNLESS_MAX_IS_L,
                 "sglang models/gpt_oss.py set_eagle3_layers_to_capture boundary rule (v0.5.17 5df193b4ac, #32334)",
                 (Cite("sglang/srt/models/gpt_oss.py", "GptOssForCausalLM.set_eagle3_layers_to_capture"),)))
 # ---------------------------------------------------------------- capture_range

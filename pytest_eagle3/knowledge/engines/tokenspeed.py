@@ -12,7 +12,16 @@ from typing import Any
 
 from pytest_eagle3.knowledge.draft_class import LLAMA, DraftClass
 from pytest_eagle3.knowledge.engine import BehaviourSpan, Confirmation, Engine, TableRow
-from pytest_eagle3.knowledge.engines.shared import CAPTURES, NO, SEPARATE_POOL, SILENT, TOP_FIELD, FcAuxCount
+from pytest_eagle3.knowledge.engines.shared import (
+    CAPTURES,
+    EAGLE_CONFIG_FIELD,
+    NO,
+    SEPARATE_POOL,
+    SILENT,
+    TOP_FIELD,
+    FcAuxCount,
+    Transform,
+)
 from pytest_eagle3.knowledge.evidence import Cite
 
 NAME = "tokenspeed"
@@ -59,17 +68,17 @@ _ROWS: tuple[tuple[Any, ...], ...] = (
      (Cite("tokenspeed/runtime/models/llama_eagle3.py"),)),
     ("draft_vocab_size_null", "target-lm_head", f"{TS} __init__: getattr(config, 'draft_vocab_size', None) is None",
      (Cite("tokenspeed/runtime/models/llama_eagle3.py"),)),
-    ("aux_id_fields", ("eagle_config.eagle_aux_hidden_state_layer_ids", TOP_FIELD),
+    ("aux_id_fields", (EAGLE_CONFIG_FIELD, TOP_FIELD),
      (f"{FACTORY}: an eagle_config dict gives its ids (the top level is then not read, even when it has none: not "
       "modelled), else the top level"),
      (Cite("tokenspeed/runtime/execution/factory.py"),)),
     ("aux_id_fields_other_mode", None, "tokenspeed: one aux-id resolver",
      (Cite("tokenspeed/runtime/models/base/causal_lm.py", "BaseCausalLM.set_eagle3_layers_to_capture"),)),
-    ("aux_transform_llama", "+1", CAPTURE,
+    ("aux_transform_llama", Transform.PLUS_1, CAPTURE,
      (Cite("tokenspeed/runtime/models/base/causal_lm.py", "BaseCausalLM.set_eagle3_layers_to_capture"),)),
-    ("aux_transform_deepseek", "+1", "tokenspeed runtime/models/deepseek_v3.py set_eagle3_layers_to_capture: val + 1",
+    ("aux_transform_deepseek", Transform.PLUS_1, "tokenspeed runtime/models/deepseek_v3.py set_eagle3_layers_to_capture: val + 1",
      (Cite("tokenspeed/runtime/models/deepseek_v3.py", "DeepseekV3ForCausalLM.set_eagle3_layers_to_capture"),)),
-    ("aux_transform_gpt_oss", "+1", f"{CAPTURE} (gpt_oss.py GptOssForCausalLM(BaseCausalLM))",
+    ("aux_transform_gpt_oss", Transform.PLUS_1, f"{CAPTURE} (gpt_oss.py GptOssForCausalLM(BaseCausalLM))",
      (Cite("tokenspeed/runtime/models/base/causal_lm.py", "BaseCausalLM.set_eagle3_layers_to_capture"),
       Cite("tokenspeed/runtime/models/gpt_oss.py", "GptOssForCausalLM"),)),
     ("capture_range", "inner-final",

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_eagle3.knowledge.engine import BehaviourSpan, Engine, spans
-from pytest_eagle3.knowledge.engines.shared import MIDLAYER_RENAMES, FcAuxCount
+from pytest_eagle3.knowledge.engines.shared import MIDLAYER_RENAMES, FcAuxCount, Transform
 
 NAME = "trtllm"
 
@@ -104,9 +104,9 @@ _ROWS: tuple[tuple[str, Any, str], ...] = (
      (f"{ARGS}.eagle3_layers_to_capture (a launch setting) and {META} Eagle3OneModelSpecMetadata.__post_init__: the "
       "draft config's eagle_aux_hidden_state_layer_ids are never read")),
     ("aux_id_fields_other_mode", None, f"{META} Eagle3SpecMetadata (two-model): the same layers_to_capture"),
-    ("aux_transform_llama", "+1", CAPTURE + " (modeling_llama.py)"),
-    ("aux_transform_deepseek", "+1", CAPTURE + " (modeling_deepseekv3.py)"),
-    ("aux_transform_gpt_oss", "+1", CAPTURE + " (modeling_gpt_oss.py)"),
+    ("aux_transform_llama", Transform.PLUS_1, CAPTURE + " (modeling_llama.py)"),
+    ("aux_transform_deepseek", Transform.PLUS_1, CAPTURE + " (modeling_deepseekv3.py)"),
+    ("aux_transform_gpt_oss", Transform.PLUS_1, CAPTURE + " (modeling_gpt_oss.py)"),
     ("capture_range", "outputs",
      f"{META}: ids are decoder layer indices 0..L-1 (outputs, inputs 1..L); -1 is the final post-norm state"),
     ("graph_mode_default_layers", False, f"{META}: one layers_to_capture for every mode"),

@@ -7,13 +7,16 @@ from __future__ import annotations
 from pytest_eagle3.knowledge.engine import BehaviourSpan, Engine, Probe, spans
 from pytest_eagle3.knowledge.engines.shared import (
     ALL_FIELDS,
+    DFLASH_PLUS_1,
     MIDLAYER_RENAMES,
     TOP_FIELD,
     V2_FIELDS,
     V2_FIELDS_0_24,
     V2_FIELDS_0_25,
     VL_EAGLE3,
+    AuxField,
     FcAuxCount,
+    Transform,
 )
 from pytest_eagle3.knowledge.evidence import Cite
 
@@ -140,7 +143,7 @@ SPANS += spans("aux_id_fields",
                ("0.11.1", "0.19.1", (TOP_FIELD,),
                 "vllm 0.11.1 v1/worker/gpu_model_runner.py _get_eagle3_aux_layers_from_config (CPU run 0.11.1)",
                 (Cite("vllm/v1/worker/gpu_model_runner.py", "GPUModelRunner._get_eagle3_aux_layers_from_config"),)),
-               ("0.20.0", "0.21.0", (TOP_FIELD, "dflash_config.target_layer_ids"),
+               ("0.20.0", "0.21.0", (TOP_FIELD, AuxField(DFLASH_PLUS_1.path)),
                 "vllm 0.20.0 gpu_model_runner.py _get_eagle3_aux_layers_from_config: dflash_config.target_layer_ids as-is",
                 (Cite("vllm/v1/worker/gpu_model_runner.py", "GPUModelRunner._get_eagle3_aux_layers_from_config"),)),
                ("0.22.0", "0.22.1", ALL_FIELDS,
@@ -186,17 +189,17 @@ SPANS += spans("aux_id_fields_other_mode",
                 (Cite("vllm/v1/worker/gpu_model_runner.py", absent=True),)))
 # ---------------------------------------------------------------- aux_transform_llama
 SPANS += spans("aux_transform_llama",
-               ("0.8.5", None, "as-is",
+               ("0.8.5", None, Transform.AS_IS,
                 ("vllm models/llama.py set_aux_hidden_state_layers (interfaces.py SupportsEagle3 from 0.10.1): "
                  "id k = input of layer k (LlamaModel.forward appends the state entering layer k; 0.18.0 on through "
                  "EagleModelMixin._maybe_add_hidden_state at idx + 1)"),
                 (Cite("vllm/model_executor/models/llama.py", "LlamaModel.forward"),)))
 # ---------------------------------------------------------------- aux_transform_deepseek
-SPANS += spans("aux_transform_deepseek", ("0.8.5", None, "as-is",
+SPANS += spans("aux_transform_deepseek", ("0.8.5", None, Transform.AS_IS,
                                           "vllm: the same rule for every target (deepseek_v2.py DeepseekV2Model.forward)",
                                           (Cite("vllm/model_executor/models/deepseek_v2.py", "DeepseekV2Model.forward"),)))
 # ---------------------------------------------------------------- aux_transform_gpt_oss
-SPANS += spans("aux_transform_gpt_oss", ("0.8.5", None, "as-is", "vllm: the same rule for every target", (),
+SPANS += spans("aux_transform_gpt_oss", ("0.8.5", None, Transform.AS_IS, "vllm: the same rule for every target", (),
                                          "no gpt_oss.py before 0.10.1 and no capture before 0.11.0: the rule is "
                                          "vLLM's single capture loop (LlamaModel.forward), not a gpt-oss place"))
 # ---------------------------------------------------------------- capture_range
