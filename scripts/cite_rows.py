@@ -199,11 +199,11 @@ def rewrite(path: Path, src: Path) -> None:
                 except NameError:  # a row built by code (from a scan), not written by hand
                     continue
                 add(node, engine, since, node.args[3], None)
-        elif (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "ENTRIES"
+        elif (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id in ("_CENTRAL", "CAPTURE_ROWS")
               and isinstance(node.value, ast.Tuple)):
-            for row in node.value.elts:  # capture_engines: (engine, since, family, support, source, archs)
-                if isinstance(row, ast.Tuple) and len(row.elts) == 6:
-                    add(row, value(row.elts[0]), value(row.elts[1]), row.elts[4], None)
+            for row in node.value.elts:  # capture_engines: CaptureEntry(engine, since, family, support, source, archs)
+                if isinstance(row, ast.Call) and len(row.args) == 6 and not row.keywords:
+                    add(row, value(row.args[0]), value(row.args[1]), row.args[4], None)
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "_ROWS":
             assert isinstance(node.value, ast.Tuple) and engine_name
             for row in node.value.elts:

@@ -56,7 +56,8 @@ def test_the_hand_rows_agree_with_the_scan(engine: str) -> None:
     """capture_engines.py's rows for an engine the scan now reads say what the source says, build by build (whether
     the target captures; the hand row says how one that does not fails: refused, or silently without fc)."""
     wrong = []
-    for eng, _, _, support, source, archs, *_cites in capture_engines.ENTRIES:
+    for entry in capture_engines.ENTRIES:
+        eng, support, source, archs = entry.engine, entry.support, entry.source, entry.architectures
         if eng != engine:
             continue
         for arch in archs:

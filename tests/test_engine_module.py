@@ -129,7 +129,7 @@ def test_tokenspeed_rows_live_in_its_module_only() -> None:
     assert draft_classes.ARCHITECTURE_READ.at(EngineVersion("tokenspeed", _v("0.1.1"))).value is True
     assert runtime.kv_rule("tokenspeed", _v("0.1.1")).value == runtime.SEPARATE_POOL
     assert [r for r in confirmation.ROWS if r.engine == "tokenspeed"] == list(engine.confirmation)
-    assert [e for e in capture_engines.ENTRIES if e[0] == "tokenspeed"] == list(engine.capture_rows)
+    assert [e for e in capture_engines.ENTRIES if e.engine == "tokenspeed"] == list(engine.capture_rows)
 
 
 def _v(text: str) -> Any:

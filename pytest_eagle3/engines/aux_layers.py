@@ -37,7 +37,6 @@ from pytest_eagle3.engines.plan_types import AuxPlan, Filed, Filing, Measured, d
 from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import FAILS, MEASURED, PASSES, Evidence, Finding
 from pytest_eagle3.knowledge.advice import first_release, other_engine, release_words, serve_with
-from pytest_eagle3.knowledge.engines.shared import AuxField
 from pytest_eagle3.knowledge.capture import (
     ALLOWLIST,
     ALLOWLIST_SOURCE,
@@ -48,6 +47,7 @@ from pytest_eagle3.knowledge.capture import (
     capture_since,
     capture_support,
 )
+from pytest_eagle3.knowledge.engines.shared import AuxField
 from pytest_eagle3.knowledge.reach import (
     CRASH,
     EMBEDDINGS,

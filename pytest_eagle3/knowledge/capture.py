@@ -169,8 +169,8 @@ _HAND_ROWS: tuple[tuple[str, Row[Capture]], ...] = tuple(pair for group in (
          "KimiVLForConditionalGeneration", support=REFUSED,
          cites=(Cite("vllm/model_executor/models/kimi_vl.py", "KimiVLForConditionalGeneration"),)),
 ) for pair in group) + tuple(
-    pair for engine, since, family, support, source, archs, *cites in capture_engines.ENTRIES
-    for pair in _row(engine, since, family, source, *archs, support=Support(support), cites=tuple(*cites)))
+    pair for e in capture_engines.ENTRIES
+    for pair in _row(e.engine, e.since, e.family, e.source, *e.architectures, support=Support(e.support), cites=e.cites))
 
 
 def _hand_tables() -> dict[tuple[str, str], Table[Capture]]:

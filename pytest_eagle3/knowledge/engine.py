@@ -16,6 +16,21 @@ from pytest_eagle3.knowledge.draft_class import DraftClass
 from pytest_eagle3.knowledge.evidence import Cite
 
 
+@dataclass(frozen=True)
+class CaptureEntry:
+    """One hand-read capture row: from ``since`` the engine's target classes ``architectures`` (of a target
+    ``family``: llama, deepseek, gpt_oss) capture, refuse or stay silent (``support``, a
+    ``knowledge.capture.Support`` value), as ``source`` says (``cites``: the source places it rests on)."""
+
+    engine: str
+    since: str
+    family: str
+    support: str
+    source: str
+    architectures: tuple[str, ...]
+    cites: tuple[Cite, ...] = ()
+
+
 class BehaviourSpan(NamedTuple):
     """One behaviour row as an engine's module writes it; the behaviour tables (``knowledge.behaviours``) turn it
     into a ``Row`` of the engine (``cites``: the source places it rests on; ``unmodelled``: what of the prose the
@@ -150,9 +165,8 @@ class Engine:
     kv_rows: tuple[TableRow, ...] = field(default=(), repr=False, compare=False)
     #: How its facts are known (``knowledge.confirmation.ROWS``).
     confirmation: tuple[Confirmation, ...] = field(default=(), repr=False, compare=False)
-    #: Its hand-read target capture rows, ``(engine, since, family, support, source, architectures[, cites])``
-    #: (``knowledge.capture_engines.ENTRIES``).
-    capture_rows: tuple[tuple[Any, ...], ...] = field(default=(), repr=False, compare=False)
+    #: Its hand-read target capture rows (``knowledge.capture_engines.ENTRIES``).
+    capture_rows: tuple[CaptureEntry, ...] = field(default=(), repr=False, compare=False)
 
     # ---------------------------------------------------------------- keys and vocab (engines/keys, vocab)
     key_resolver: KeyResolver = "model-prefixed"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_eagle3.knowledge.draft_class import LLAMA, DraftClass
-from pytest_eagle3.knowledge.engine import BehaviourSpan, Confirmation, Engine, TableRow
+from pytest_eagle3.knowledge.engine import BehaviourSpan, CaptureEntry, Confirmation, Engine, TableRow
 from pytest_eagle3.knowledge.engines.shared import (
     CAPTURES,
     EAGLE_CONFIG_FIELD,
@@ -188,14 +188,14 @@ CONFIRMATION = (
 TS_BASE = ("tokenspeed runtime/models/base/causal_lm.py BaseCausalLM.set_eagle3_layers_to_capture, inherited; "
            "runtime/execution/model_executor.py (0.1.0; factory.py 0.1.1) calls it when the target has it")
 #: Its hand-read target capture rows (knowledge.capture_engines; the scan, pytest_eagle3/scanners/capture.py, agrees).
-CAPTURE_ROWS: tuple[tuple[Any, ...], ...] = (
-    (NAME, "0.1.0", "llama", CAPTURES, f"{TS_BASE} (llama.py LlamaModel(BaseTransformerModel))",
+CAPTURE_ROWS: tuple[CaptureEntry, ...] = (
+    CaptureEntry(NAME, "0.1.0", "llama", CAPTURES, f"{TS_BASE} (llama.py LlamaModel(BaseTransformerModel))",
      ("LlamaForCausalLM",),
      (Cite("tokenspeed/runtime/models/base/causal_lm.py", "BaseCausalLM.set_eagle3_layers_to_capture"),
       Cite("tokenspeed/runtime/execution/model_executor.py"),
       Cite("tokenspeed/runtime/pd/factory.py"),
       Cite("tokenspeed/runtime/models/llama.py", "LlamaModel"),)),
-    (NAME, "0.1.0", "llama", SILENT,
+    CaptureEntry(NAME, "0.1.0", "llama", SILENT,
      ("tokenspeed runtime/models/qwen2.py / qwen3.py: Qwen2Model / Qwen3Model (nn.Module, not BaseTransformerModel) "
       "never read the layers_to_capture BaseCausalLM.set_eagle3_layers_to_capture sets; forward returns "
       "(hidden_states, None), layers/logits_processor.py stores the final hidden state, and llama_eagle3.py skips fc "
@@ -205,12 +205,12 @@ CAPTURE_ROWS: tuple[tuple[Any, ...], ...] = (
       Cite("tokenspeed/runtime/models/qwen3.py"),
       Cite("tokenspeed/runtime/layers/logits_processor.py"),
       Cite("tokenspeed/runtime/models/llama_eagle3.py"),)),
-    (NAME, "0.1.0", "gpt_oss", CAPTURES, f"{TS_BASE} (gpt_oss.py)", ("GptOssForCausalLM",),
+    CaptureEntry(NAME, "0.1.0", "gpt_oss", CAPTURES, f"{TS_BASE} (gpt_oss.py)", ("GptOssForCausalLM",),
      (Cite("tokenspeed/runtime/models/base/causal_lm.py", "BaseCausalLM.set_eagle3_layers_to_capture"),
       Cite("tokenspeed/runtime/execution/model_executor.py"),
       Cite("tokenspeed/runtime/pd/factory.py"),
       Cite("tokenspeed/runtime/models/gpt_oss.py"),)),
-    (NAME, "0.1.0", "deepseek", CAPTURES,
+    CaptureEntry(NAME, "0.1.0", "deepseek", CAPTURES,
      "tokenspeed runtime/models/deepseek_v3.py set_eagle3_layers_to_capture (val + 1)",
      ("DeepseekV3ForCausalLM",),
      (Cite("tokenspeed/runtime/models/deepseek_v3.py", "DeepseekV3ForCausalLM.set_eagle3_layers_to_capture"),)),
