@@ -36,12 +36,8 @@ from pytest_eagle3.knowledge.engines import REGISTRY as ENGINE_REGISTRY
 from pytest_eagle3.knowledge.engines import engine_named
 from pytest_eagle3.knowledge.evidence import Cite
 from pytest_eagle3.knowledge.releases import (
-    LLAMACPP,
-    LMDEPLOY,
-    MLX_VLM,
     RELEASES,
     SGLANG,
-    TRTLLM,
     VLLM,
     EngineVersion,
 )
@@ -84,36 +80,6 @@ _CENTRAL_CLASSES: dict[tuple[str, str], DraftClass] = {
         stacked=((".q_a_proj", ".fused_qkv_a_proj_with_mqa", "q_a"),
                  (".kv_a_proj_with_mqa", ".fused_qkv_a_proj_with_mqa", "kv_a")),
         renames=(("layers.0.", "midlayer."),), first_layer="midlayer", max_layers=1),
-    (MLX_VLM, "Eagle3DraftModel"): DraftClass(
-        MLX_VLM, "Eagle3DraftModel", LLAMA, (), (),
-        ("mlx_vlm speculative/drafters/eagle3/eagle3.py Eagle3DraftModel (q/k/v/o, gate/up/down, three norms on "
-         "layer 0, input_layernorm on later layers)")),
-    (TRTLLM, "Eagle3LlamaForCausalLM"): DraftClass(
-        TRTLLM, "Eagle3LlamaForCausalLM", LLAMA, (), (),
-        ("tensorrt_llm _torch/models/modeling_speculative.py Eagle3ForCausalLM (registered EAGLE3LlamaForCausalLM; "
-         "q/k/v fused into qkv_proj, gate/up into gate_up_proj; midlayer, or midlayer.N for N > 1 layers)")),
-    (LMDEPLOY, "Eagle3LlamaForCausalLM"): DraftClass(
-        LMDEPLOY, "Eagle3LlamaForCausalLM", LLAMA, (), (),
-        ("lmdeploy pytorch/models/llama_eagle3.py Eagle3LlamaForCausalLM: one Eagle3LlamaDecoderLayer at model.midlayer "
-         "(qkv_proj over 2 x hidden, gate_up/down, input_layernorm / hidden_norm / post_attention_layernorm), fc "
-         "3 x target_hidden_size (0.11.0-0.18.0 read)"), max_layers=1),
-    (LMDEPLOY, "Eagle3DeepseekV2ForCausalLM"): DraftClass(
-        LMDEPLOY, "Eagle3DeepseekV2ForCausalLM", MLA, (), ("eagle_config.eagle_aux_hidden_state_layer_ids",
-                                                           "eagle_aux_hidden_state_layer_ids"),
-        ("lmdeploy pytorch/models/kimi_k25_eagle3.py Eagle3DeepseekV2ForCausalLM: one Eagle3MLADecoderLayer at "
-         "model.midlayer (ValueError unless num_hidden_layers == 1); load_weights strips 'model.', renames layers.0. -> "
-         "midlayer., fuses q_a_proj + kv_a_proj_with_mqa into fused_qkv_a_proj_with_mqa, splits kv_b_proj into kc / "
-         "vc, skips embed_tokens (always the target's), KeyError on other names; fc over 3 unique aux ids (else "
-         "ValueError); reached only with model_type kimi_k2 (configurations/kimi_k2.py; 0.17.0-0.18.0 read)"),
-        attention=("self_attn.fused_qkv_a_proj_with_mqa.weight", *MLA_NORMS_AND_B),
-        stacked=((".q_a_proj", ".fused_qkv_a_proj_with_mqa", "q_a"),
-                 (".kv_a_proj_with_mqa", ".fused_qkv_a_proj_with_mqa", "kv_a")),
-        renames=(("layers.0.", "midlayer."),), first_layer="midlayer", max_layers=1, model_types=("kimi_k2",),
-        reads=("fc_norm", "norm_output")),
-    (LLAMACPP, "LlamaModel"): DraftClass(
-        LLAMACPP, "LlamaModel", LLAMA, (), (),
-        ("llama.cpp conversion/llama.py LlamaModel (EAGLE-3 by hparams) -> GGUF arch eagle3, src/models/eagle3.cpp "
-         "(q/k/v/o, gate/up/down, attn_norm + attn_norm_2 (hidden_norm), one layer)"), max_layers=1),
 }
 #: Every engine's draft classes: the engines' own (``Engine.draft_classes``), then those still filed here.
 CLASSES: dict[tuple[str, str], DraftClass] = {
@@ -129,8 +95,6 @@ MLA_UNMODELLED = {engine.name: engine.mla_unmodelled for engine in ENGINE_REGIST
 
 
 REG = "vllm model_executor/models/registry.py _SPECULATIVE_DECODING_MODELS"
-_LC = "llama.cpp conversion/llama.py @ModelBase.register on LlamaModel; EAGLE-3 when draft_vocab_size and one layer"
-#: Registry rows: from ``since``, the engine maps the draft architecture to the class named by the value.
 _CENTRAL_REGISTRY_ROWS: tuple[tuple[str, Row[str]], ...] = (
     ("Eagle3LlamaForCausalLM", Row(VLLM, "0.8.5", "Eagle3LlamaForCausalLM",
                                    "vllm 0.8.5 v1/spec_decode/eagle.py (class chosen by method); registry from 0.9.x",
@@ -175,23 +139,6 @@ _CENTRAL_REGISTRY_ROWS: tuple[tuple[str, Row[str]], ...] = (
     ("Eagle3DeepseekV2ForCausalLM", Row(SGLANG, "0.5.12", "Eagle3DeepseekV2ForCausalLM",
                                     "sglang models/kimi_k25_eagle3.py EntryClass (v0.5.12 a87fb399de)",
                                     cites=(Cite("sglang/srt/models/kimi_k25_eagle3.py"),))),
-    ("LlamaForCausalLM", Row(LMDEPLOY, "0.11.0", "Eagle3LlamaForCausalLM",
-                             "lmdeploy pytorch/configurations/llama.py LlamaModelConfigBuilder.build: a draft's "
-                             "architectures[0] 'LlamaForCausalLM' becomes 'Eagle3LlamaForCausalLM' (0.11.0-0.18.0 read)",
-                             cites=(Cite("lmdeploy/pytorch/configurations/llama.py", "LlamaModelConfigBuilder.build"),))),
-    ("Eagle3LlamaForCausalLM", Row(LMDEPLOY, "0.11.0", "Eagle3LlamaForCausalLM",
-                                   ("lmdeploy pytorch/models/module_map.py 'Eagle3LlamaForCausalLM', reached through "
-                                    "DefaultModelConfigBuilder, which leaves the draft's ModelConfig at the target "
-                                    "vocab and paradigm 'ar' (what that changes at run time: not modelled; "
-                                    "0.11.0-0.18.0 read)"),
-                                   cites=(Cite("lmdeploy/pytorch/models/module_map.py"),))),
-    ("Eagle3DeepseekV2ForCausalLM", Row(LMDEPLOY, "0.17.0", "Eagle3DeepseekV2ForCausalLM",
-                                        "lmdeploy pytorch/models/module_map.py -> kimi_k25_eagle3.py (0.17.0; absent 0.16.0)",
-                                        cites=(Cite("lmdeploy/pytorch/models/module_map.py"),
-                                               Cite("lmdeploy/pytorch/models/kimi_k25_eagle3.py")))),
-    *((arch, Row(LLAMACPP, "9625", "LlamaModel", f"{_LC} (b9625-b11312 read)"))
-      for arch in ("LlamaForCausalLM", "LlamaForCausalLMEagle3", "Eagle3Speculator", "Eagle3DraftModel")),
-    ("Eagle3LlamaForCausalLM", Row(LLAMACPP, "9837", "LlamaModel", f"{_LC} (b9837; absent b9625, #24977)")),
 )
 
 
@@ -229,18 +176,6 @@ ARCHITECTURE_READ: Table[bool] = table("architecture field read", (
         cites=(Cite("vllm/model_executor/models/registry.py"),)),
     Row(SGLANG, "0.4.4.post2", True, "sglang model_loader: the architecture selects the EntryClass",
         cites=(Cite("sglang/srt/model_loader/utils.py", "get_model_architecture"),)),
-    Row(MLX_VLM, "0.6.0", True,
-        ("mlx_vlm utils.py get_model_type: only speculators_model_type 'eagle3' reaches the drafter; a flat config "
-         "builds mlx_vlm.models.<model_type>, which refuses the draft's tensors (no flat architecture builds it; "
-         "0.6.0-0.7.10 read)"),
-        cites=(Cite("mlx_vlm/utils.py"),)),
-    Row(TRTLLM, "0.19.0", False,
-        ("tensorrt_llm _torch/models/modeling_speculative.py _build_eagle3_one_model_draft: eagle3_model_arch llama3 "
-         "builds Eagle3ForCausalLM whatever architectures says (two-model mode: 'EAGLE3' + the name without 'Eagle3', "
-         "when draft_vocab_size is set; modeling_auto.py _resolve_class) (main read)")),
-    Row(LMDEPLOY, "0.11.0", True, "lmdeploy pytorch/models/patch.py _get_model_class: architectures select the class",
-        cites=(Cite("lmdeploy/pytorch/models/patch.py", "_get_model_class"),)),
-    Row(LLAMACPP, "9625", True, "llama.cpp convert_hf_to_gguf.py: the architecture selects the converter class"),
 ))
 
 

@@ -9,11 +9,7 @@ from packaging.version import Version
 from pytest_eagle3.knowledge.engines import REGISTRY
 from pytest_eagle3.knowledge.evidence import Cite
 from pytest_eagle3.knowledge.releases import (
-    LLAMACPP,
-    LMDEPLOY,
-    MLX_VLM,
     SGLANG,
-    TRTLLM,
     VLLM,
     EngineVersion,
 )
@@ -75,19 +71,6 @@ KV_TABLE: Table[KvGrouping] = table("KV-cache grouping of draft and target layer
         "(0.5.23 read; static reading)",
         unmodelled=("read in 0.5.23 only (eagle_worker_v2.py, pool_configurator.py); older releases' workers were "
                     "not re-read")),
-    Row(MLX_VLM, "0.6.0", SEPARATE_POOL,
-        "mlx_vlm speculative/drafters/eagle3/eagle3.py make_cache: one KVCache per draft layer, its own "
-        "(0.6.0-0.7.10 read)",
-        cites=(Cite("mlx_vlm/speculative/drafters/eagle3/eagle3.py", "Eagle3DraftModel.make_cache"),)),
-    Row(TRTLLM, "0.19.0", SEPARATE_POOL,
-        "tensorrt_llm _torch/models/modeling_speculative.py SpecDecOneEngineForCausalLM: "
-        "should_use_separate_draft_kv_cache; two-model mode: the draft's own engine and KV cache manager (main read; "
-        "a one-model draft in the target's manager with its own per-layer head count: not modelled)"),
-    Row(LMDEPLOY, "0.11.0", SEPARATE_POOL,
-        "lmdeploy pytorch/spec_decode/spec_agent.py build_cache_engine: the draft's own CacheEngine from its cache_config (0.11.0-0.18.0 read)",
-        cites=(Cite("lmdeploy/pytorch/spec_decode/spec_agent.py", "SpecModelAgent.build_cache_engine"),)),
-    Row(LLAMACPP, "9625", SEPARATE_POOL,
-        "llama.cpp common/speculative.cpp: the draft has its own llama_context (ctx_dft) and KV cache (b9625-b11312 read)"),
 ))
 KV_RULES: tuple[KvRule, ...] = KV_TABLE.rows
 #: Where each engine's draft dtype comes from (its ``draft_dtype_source``).

@@ -38,3 +38,5 @@ CAPTURES, REFUSED, SILENT = "captures", "refused", "silent-no-capture"
 SEPARATE_POOL = "separate-pool"
 #: A confirmation cell with no evidence of that kind (``knowledge.confirmation.NO``), followed by why not.
 NO = "no"
+#: The live-GPU cell of an engine whose GPU checks are written but not run (``knowledge.confirmation``).
+GPU_READY = f"{NO}: not run yet (tests/test_gpu.py and scripts/gpu-check.sh are ready for one)"
