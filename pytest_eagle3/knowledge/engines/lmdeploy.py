@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_eagle3.knowledge.engine import BehaviourSpan, Engine, spans
-from pytest_eagle3.knowledge.engines.shared import FcAuxCount, Transform
+from pytest_eagle3.knowledge.draft_class import LLAMA, MLA, MLA_NORMS_AND_B, DraftClass
+from pytest_eagle3.knowledge.engine import BehaviourSpan, CaptureEntry, Confirmation, Engine, TableRow, spans
+from pytest_eagle3.knowledge.engines.shared import CAPTURES, NO, REFUSED, SEPARATE_POOL, SILENT, FcAuxCount, Transform
 from pytest_eagle3.knowledge.evidence import Cite
 
 NAME = "lmdeploy"
@@ -170,8 +171,98 @@ SPANS += spans("speculators_format",
                  "layer fields sit under transformer_layer_config; 0.15.0-0.18.0 read)"),
                 (Cite("lmdeploy/pytorch/configurations/default.py", "DefaultModelConfigBuilder.build"),)))
 
+# ---------------------------------------------------------------- its rows in the cross-engine tables
+LMD_LLAMA = ("lmdeploy pytorch/configurations/llama.py LlamaModelConfigBuilder.build (architectures[0] == "
+             "'LlamaForCausalLM' under spec method eagle3) sets aux_hidden_state_layers; models/llama.py LlamaModel.forward "
+             "captures hidden_states + residual before those layers (0.11.0-0.18.0 read)")
+LMD_NONE = ("lmdeploy pytorch/models/{}: no EAGLE-3 aux capture (aux_hidden_state_layers is set only by the Llama and "
+            "Kimi-K2 config builders; 0.18.0's spec_model_ctx ids are DFlash's only): the target sends its final hidden "
+            "state, as wide as the draft's embeddings, so fc is skipped (eager reading; 0.11.0-0.18.0 read)")
+#: Its draft classes (knowledge.draft_classes.CLASSES).
+DRAFT_CLASSES: tuple[DraftClass, ...] = (
+    DraftClass(
+        NAME, "Eagle3LlamaForCausalLM", LLAMA, (), (),
+        ("lmdeploy pytorch/models/llama_eagle3.py Eagle3LlamaForCausalLM: one Eagle3LlamaDecoderLayer at model.midlayer "
+         "(qkv_proj over 2 x hidden, gate_up/down, input_layernorm / hidden_norm / post_attention_layernorm), fc "
+         "3 x target_hidden_size (0.11.0-0.18.0 read)"), max_layers=1),
+    DraftClass(
+        NAME, "Eagle3DeepseekV2ForCausalLM", MLA, (), ("eagle_config.eagle_aux_hidden_state_layer_ids",
+                                                           "eagle_aux_hidden_state_layer_ids"),
+        ("lmdeploy pytorch/models/kimi_k25_eagle3.py Eagle3DeepseekV2ForCausalLM: one Eagle3MLADecoderLayer at "
+         "model.midlayer (ValueError unless num_hidden_layers == 1); load_weights strips 'model.', renames layers.0. -> "
+         "midlayer., fuses q_a_proj + kv_a_proj_with_mqa into fused_qkv_a_proj_with_mqa, splits kv_b_proj into kc / "
+         "vc, skips embed_tokens (always the target's), KeyError on other names; fc over 3 unique aux ids (else "
+         "ValueError); reached only with model_type kimi_k2 (configurations/kimi_k2.py; 0.17.0-0.18.0 read)"),
+        attention=("self_attn.fused_qkv_a_proj_with_mqa.weight", *MLA_NORMS_AND_B),
+        stacked=((".q_a_proj", ".fused_qkv_a_proj_with_mqa", "q_a"),
+                 (".kv_a_proj_with_mqa", ".fused_qkv_a_proj_with_mqa", "kv_a")),
+        renames=(("layers.0.", "midlayer."),), first_layer="midlayer", max_layers=1, model_types=("kimi_k2",),
+        reads=("fc_norm", "norm_output")),
+)
+#: Which class each draft architecture builds (knowledge.draft_classes.REGISTRY).
+REGISTRY_ROWS: tuple[tuple[str, TableRow], ...] = (
+    ("LlamaForCausalLM", TableRow("0.11.0", "Eagle3LlamaForCausalLM",
+                             "lmdeploy pytorch/configurations/llama.py LlamaModelConfigBuilder.build: a draft's "
+                             "architectures[0] 'LlamaForCausalLM' becomes 'Eagle3LlamaForCausalLM' (0.11.0-0.18.0 read)",
+                             cites=(Cite("lmdeploy/pytorch/configurations/llama.py", "LlamaModelConfigBuilder.build"),))),
+    ("Eagle3LlamaForCausalLM", TableRow("0.11.0", "Eagle3LlamaForCausalLM",
+                                   ("lmdeploy pytorch/models/module_map.py 'Eagle3LlamaForCausalLM', reached through "
+                                    "DefaultModelConfigBuilder, which leaves the draft's ModelConfig at the target "
+                                    "vocab and paradigm 'ar' (what that changes at run time: not modelled; "
+                                    "0.11.0-0.18.0 read)"),
+                                   cites=(Cite("lmdeploy/pytorch/models/module_map.py"),))),
+    ("Eagle3DeepseekV2ForCausalLM", TableRow("0.17.0", "Eagle3DeepseekV2ForCausalLM",
+                                        "lmdeploy pytorch/models/module_map.py -> kimi_k25_eagle3.py (0.17.0; absent 0.16.0)",
+                                        cites=(Cite("lmdeploy/pytorch/models/module_map.py"),
+                                               Cite("lmdeploy/pytorch/models/kimi_k25_eagle3.py")))),
+)
+#: Whether it reads architectures (knowledge.draft_classes.ARCHITECTURE_READ).
+ARCHITECTURE_READ: tuple[TableRow, ...] = (
+    TableRow("0.11.0", True, "lmdeploy pytorch/models/patch.py _get_model_class: architectures select the class",
+        cites=(Cite("lmdeploy/pytorch/models/patch.py", "_get_model_class"),)),
+)
+#: Its KV-cache grouping (knowledge.runtime.KV_TABLE).
+KV_ROWS: tuple[TableRow, ...] = (
+    TableRow("0.11.0", SEPARATE_POOL,
+        "lmdeploy pytorch/spec_decode/spec_agent.py build_cache_engine: the draft's own CacheEngine from its cache_config (0.11.0-0.18.0 read)",
+        cites=(Cite("lmdeploy/pytorch/spec_decode/spec_agent.py", "SpecModelAgent.build_cache_engine"),)),
+)
+#: How its facts are known (knowledge.confirmation).
+CONFIRMATION: tuple[Confirmation, ...] = (
+    Confirmation(NAME, "0.11.0-0.18.0", "every final release's wheel (lmdeploy/pytorch)", f"{NO}: no CPU device type",
+                 f"{NO}: no CPU device type", f"{NO}: no GPU fixture", "docs/engines.md (LMDeploy)"),
+)
+#: Its hand-read target capture rows (knowledge.capture_engines).
+CAPTURE_ROWS: tuple[CaptureEntry, ...] = (
+    CaptureEntry(NAME, "0.11.0", "llama", CAPTURES, LMD_LLAMA, ("LlamaForCausalLM",),
+     (Cite("lmdeploy/pytorch/configurations/llama.py", "LlamaModelConfigBuilder.build"),
+      Cite("lmdeploy/pytorch/models/llama.py", "LlamaModel.forward"),)),
+    CaptureEntry(NAME, "0.11.0", "llama", SILENT, LMD_NONE.format("qwen2.py / qwen3.py / qwen3_moe.py"),
+     ("Qwen2ForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM"),
+     (Cite("lmdeploy/pytorch/models/qwen2.py"),
+      Cite("lmdeploy/vl/model/qwen3.py"),
+      Cite("lmdeploy/pytorch/models/qwen3_moe.py"),)),
+    CaptureEntry(NAME, "0.12.3", "llama", SILENT, LMD_NONE.format("qwen3_5.py / qwen3_5_moe.py") + " (absent 0.12.2)",
+     ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"),
+     (Cite("lmdeploy/pytorch/models/qwen3_5.py"), Cite("lmdeploy/pytorch/models/qwen3_5_moe.py"),)),
+    CaptureEntry(NAME, "0.11.0", "deepseek", REFUSED,
+     ("lmdeploy pytorch/configurations/deepseek_v2.py DeepseekV2ModelConfigBuilder.build: assert spec_method == "
+      "'deepseek_mtp' for model_type deepseek_v2 / deepseek_v3: AssertionError at startup (0.11.0-0.18.0 read)"),
+     ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM"),
+     (Cite("lmdeploy/pytorch/configurations/deepseek_v2.py", "DeepseekV2ModelConfigBuilder.build"),)),
+    CaptureEntry(NAME, "0.17.0", "deepseek", CAPTURES,
+     ("lmdeploy pytorch/configurations/kimi_k2.py KimiK2ModelConfigBuilder.build (via kimi_k25.py): "
+      "aux_hidden_state_layers = (2, L // 2, L - 3), at least 5 layers; models/kimi_k2_language.py forward captures "
+      "the residual entering those layers (0.17.0; absent 0.16.0)"),
+     ("KimiK25ForConditionalGeneration", "Kimi_K25ForConditionalGeneration"),
+     (Cite("lmdeploy/pytorch/configurations/kimi_k2.py", "KimiK2ModelConfigBuilder.build"),
+      Cite("lmdeploy/pytorch/models/kimi_k2_language.py"))),
+)
+
 ENGINE = Engine(
     NAME, "LMDeploy", RELEASES, lineage=NAME, behaviour_rows=tuple(SPANS),
+    draft_classes=DRAFT_CLASSES, registry_rows=REGISTRY_ROWS, architecture_read=ARCHITECTURE_READ, kv_rows=KV_ROWS,
+    confirmation=CONFIRMATION, capture_rows=CAPTURE_ROWS,
     draft_dtype_source=("lmdeploy pytorch/config.py _update_torch_dtype: the draft config's own dtype (float16 / bfloat16, "
                        "else float16)"),
     speculators_error=("(no model_type: ValueError 'Unrecognized model', or where the loader falls back to a bare "

@@ -11,8 +11,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_eagle3.knowledge.engine import BehaviourSpan, Engine, Probe, spans
-from pytest_eagle3.knowledge.engines.shared import TOP_FIELD, AuxField, FcAuxCount, Transform
+from pytest_eagle3.knowledge.draft_class import LLAMA, DraftClass
+from pytest_eagle3.knowledge.engine import BehaviourSpan, CaptureEntry, Confirmation, Engine, Probe, TableRow, spans
+from pytest_eagle3.knowledge.engines.shared import (
+    CAPTURES,
+    NO,
+    REFUSED,
+    SEPARATE_POOL,
+    TOP_FIELD,
+    AuxField,
+    FcAuxCount,
+    Transform,
+)
 from pytest_eagle3.knowledge.evidence import Cite
 
 NAME = "mlx-vlm"
@@ -144,8 +154,66 @@ SPANS += spans("lm_head_source",
                  "lm_head.weight -> lm_head = None -> _logits uses embed_tokens.as_linear (the target's, after bind)"),
                 (Cite("mlx_vlm/utils.py", "load_model"), Cite("mlx_vlm/utils.py", "_drop_modules_without_weights"),)))
 
+# ---------------------------------------------------------------- its rows in the cross-engine tables
+MLX_CAPTURE = "mlx_vlm models/{}/language.py forward(capture_layer_ids): h appended after each captured layer"
+MLX_NONE = ("mlx_vlm models/{}: the language model takes no capture_layer_ids; speculative/eagle3.py "
+            "_eagle3_verify_target passes it: TypeError on the first verify step (0.6.0-0.7.10 read)")
+#: Its draft classes (knowledge.draft_classes.CLASSES).
+DRAFT_CLASSES: tuple[DraftClass, ...] = (
+    DraftClass(
+        NAME, "Eagle3DraftModel", LLAMA, (), (),
+        ("mlx_vlm speculative/drafters/eagle3/eagle3.py Eagle3DraftModel (q/k/v/o, gate/up/down, three norms on "
+         "layer 0, input_layernorm on later layers)")),
+)
+#: Whether it reads architectures (knowledge.draft_classes.ARCHITECTURE_READ).
+ARCHITECTURE_READ: tuple[TableRow, ...] = (
+    TableRow("0.6.0", True,
+        ("mlx_vlm utils.py get_model_type: only speculators_model_type 'eagle3' reaches the drafter; a flat config "
+         "builds mlx_vlm.models.<model_type>, which refuses the draft's tensors (no flat architecture builds it; "
+         "0.6.0-0.7.10 read)"),
+        cites=(Cite("mlx_vlm/utils.py"),)),
+)
+#: Its KV-cache grouping (knowledge.runtime.KV_TABLE).
+KV_ROWS: tuple[TableRow, ...] = (
+    TableRow("0.6.0", SEPARATE_POOL,
+        "mlx_vlm speculative/drafters/eagle3/eagle3.py make_cache: one KVCache per draft layer, its own "
+        "(0.6.0-0.7.10 read)",
+        cites=(Cite("mlx_vlm/speculative/drafters/eagle3/eagle3.py", "Eagle3DraftModel.make_cache"),)),
+)
+#: How its facts are known (knowledge.confirmation).
+CONFIRMATION: tuple[Confirmation, ...] = (
+    Confirmation(NAME, "0.6.0-0.7.10", "every release's drafter and model files",
+                 "0.7.10 (mlx-cpu): strict load, bind, first fc; the drafter's own fc path, logits and d2t against "
+                 "the reference (behaviour probe); the capture scan against its 123 imported model packages",
+                 "0.7.10 (mlx-cpu, its generate loop, -m engine --eagle3-engine=mlx-vlm): three drafts on a "
+                 "Qwen3.5 target equal the prediction to 4 decimals (one near-tie: 0.002); the Llama demo target "
+                 "stops where the plan says",
+                 f"{NO}: mlx runs on Apple GPUs, none here",
+                 "tox -e mlxvlm0710; tests/test_mlx_probe.py, tests/test_behaviour_probes.py, "
+                 "tests/test_mlx_capture_scan.py, tests/test_live_mlx.py; docs/live.md"),
+)
+#: Its hand-read target capture rows (knowledge.capture_engines).
+CAPTURE_ROWS: tuple[CaptureEntry, ...] = (
+    CaptureEntry(NAME, "0.6.0", "llama", CAPTURES, MLX_CAPTURE.format("qwen3_5") + " (0.6.0-0.7.10 read)",
+     ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"),
+     (Cite("mlx_vlm/models/qwen3_5/language.py"),)),
+    CaptureEntry(NAME, "0.6.0", "llama", CAPTURES, MLX_CAPTURE.format("gemma4") + " (0.6.0-0.7.10 read)",
+     ("Gemma4ForConditionalGeneration",),
+     (Cite("mlx_vlm/models/gemma4/language.py"),)),
+    CaptureEntry(NAME, "0.7.0", "llama", CAPTURES, MLX_CAPTURE.format("nemotron_h") + " (0.7.0; absent 0.6.17)",
+     ("NemotronHForCausalLM",),
+     (Cite("mlx_vlm/models/nemotron_h/language.py"),)),
+    CaptureEntry(NAME, "0.6.0", "llama", REFUSED, MLX_NONE.format("llama"), ("LlamaForCausalLM",),
+     (Cite("mlx_vlm/speculative/eagle3.py", "_eagle3_verify_target"),)),
+    CaptureEntry(NAME, "0.6.0", "llama", REFUSED, MLX_NONE.format("qwen2 / qwen3 / qwen3_moe"),
+     ("Qwen2ForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM"),
+     (Cite("mlx_vlm/speculative/eagle3.py", "_eagle3_verify_target"),)),
+)
+
 ENGINE = Engine(
     NAME, "mlx-vlm", RELEASES, lineage=NAME, behaviour_rows=tuple(SPANS),
+    draft_classes=DRAFT_CLASSES, architecture_read=ARCHITECTURE_READ, kv_rows=KV_ROWS,
+    confirmation=CONFIRMATION, capture_rows=CAPTURE_ROWS,
     draft_dtype_source="mlx_vlm utils.py load_model: the drafter's tensors as stored",
     speculators_reader="own-config-class", speculators_class="Eagle3DraftModel",
     load_assert="mlx nn.Module.load_weights(strict=True): every tensor's shape must equal its parameter's",

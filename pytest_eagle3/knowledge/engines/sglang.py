@@ -4,9 +4,13 @@ layers). One ``(since, read_to, value, source)`` span per range of releases; eac
 
 from __future__ import annotations
 
-from pytest_eagle3.knowledge.engine import BehaviourSpan, Engine, Probe, spans
+from pytest_eagle3.knowledge.draft_class import LLAMA, MLA, MLA_NORMS_AND_B, DraftClass
+from pytest_eagle3.knowledge.engine import BehaviourSpan, Confirmation, Engine, Probe, TableRow, spans
 from pytest_eagle3.knowledge.engines.shared import (
     EAGLE_CONFIG_FIELD,
+    GPU_READY,
+    NO,
+    SEPARATE_POOL,
     SG_EAGLE3,
     SGLANG_LEGACY_RENAMES,
     FcAuxCount,
@@ -412,8 +416,64 @@ SPANS += spans("draft_dtype",
                  "mat2 to have the same dtype') (0.4.4.post2, 0.5.1, 0.5.10, 0.5.23 read)"),
                 (Cite("sglang/srt/configs/model_config.py", "_get_and_verify_dtype"),)))
 
+# ---------------------------------------------------------------- its rows in the cross-engine tables
+#: Its draft classes (knowledge.draft_classes.CLASSES).
+DRAFT_CLASSES: tuple[DraftClass, ...] = (
+    DraftClass(
+        NAME, "LlamaForCausalLMEagle3", LLAMA, (), ("num_aux_hidden_states",
+                                                         "eagle_config.eagle_aux_hidden_state_layer_ids"),
+        "sglang models/llama_eagle3.py LlamaForCausalLMEagle3 (no q_norm/k_norm whatever the model_type)",
+        plain_fc=("sglang models/llama_eagle3.py LlamaModel.__init__: self.fc = torch.nn.Linear (no quant_config, "
+                  "unlike the decoder layer's projections); load_weights skips names without a parameter and copies "
+                  "fc.weight with default_weight_loader (0.5.23 read; CPU run 0.5.23)")),
+    DraftClass(
+        NAME, "Eagle3DeepseekV2ForCausalLM", MLA, (), ("eagle_config.eagle_aux_hidden_state_layer_ids",
+                                                            "eagle_aux_hidden_state_layer_ids"),
+        ("sglang models/kimi_k25_eagle3.py Eagle3DeepseekV2ForCausalLM: one Eagle3MLADecoderLayer at self.midlayer "
+         "(ValueError unless num_hidden_layers == 1), load_weights re.sub('^layers.0.', 'midlayer.'), q_a_proj + "
+         "kv_a_proj_with_mqa concatenated into fused_qkv_a_proj_with_mqa, unknown names skipped with a warning "
+         "(0.5.23; CPU run 0.5.23)"),
+        attention=("self_attn.fused_qkv_a_proj_with_mqa.weight", *MLA_NORMS_AND_B),
+        stacked=((".q_a_proj", ".fused_qkv_a_proj_with_mqa", "q_a"),
+                 (".kv_a_proj_with_mqa", ".fused_qkv_a_proj_with_mqa", "kv_a")),
+        renames=(("layers.0.", "midlayer."),), first_layer="midlayer", max_layers=1),
+)
+#: Which class each draft architecture builds (knowledge.draft_classes.REGISTRY).
+REGISTRY_ROWS: tuple[tuple[str, TableRow], ...] = (
+    ("LlamaForCausalLMEagle3", TableRow("0.4.4.post2", "LlamaForCausalLMEagle3",
+                                   "sglang models/llama_eagle3.py EntryClass (v0.4.4.post2 9e0186f352)",
+                                   cites=(Cite("sglang/srt/models/llama_eagle3.py"),))),
+    ("Eagle3DeepseekV2ForCausalLM", TableRow("0.5.12", "Eagle3DeepseekV2ForCausalLM",
+                                    "sglang models/kimi_k25_eagle3.py EntryClass (v0.5.12 a87fb399de)",
+                                    cites=(Cite("sglang/srt/models/kimi_k25_eagle3.py"),))),
+)
+#: Whether it reads architectures (knowledge.draft_classes.ARCHITECTURE_READ).
+ARCHITECTURE_READ: tuple[TableRow, ...] = (
+    TableRow("0.4.4.post2", True, "sglang model_loader: the architecture selects the EntryClass",
+        cites=(Cite("sglang/srt/model_loader/utils.py", "get_model_architecture"),)),
+)
+#: Its KV-cache grouping (knowledge.runtime.KV_TABLE).
+KV_ROWS: tuple[TableRow, ...] = (
+    TableRow("0.4.4.post2", SEPARATE_POOL,
+        "sglang speculative/eagle_worker_v2.py shares req_to_token_pool and token_to_kv_pool_allocator only; "
+        "model_executor/pool_configurator.py sizes the draft worker's KV pool from its own model config "
+        "(0.5.23 read; static reading)",
+        unmodelled=("read in 0.5.23 only (eagle_worker_v2.py, pool_configurator.py); older releases' workers were "
+                    "not re-read")),
+)
+#: How its facts are known (knowledge.confirmation).
+CONFIRMATION: tuple[Confirmation, ...] = (
+    Confirmation(NAME, "0.4.4.post2-0.5.23", "69 releases", "0.5.11, 0.5.23 (minimal CPU install, probe.load); 0.5.23: the draft forward up to its "
+                 "first layer, the logits and `hot_token_id` against the reference (behaviour probe)",
+                 f"{NO}: 0.5.23 drafts on CPU only with the intel_amx backend (AMX CPU and a CPU sgl-kernel, which "
+                 "PyPI lacks): srt/speculative/draft_utils.py L63, L118", GPU_READY,
+                 "tox -e sglang0511,sglang0523; tests/test_behaviour_probes.py; docs/live.md (SGLang on CPU)"),
+)
+
 ENGINE = Engine(
     NAME, "SGLang", RELEASES, lineage=NAME, default=True, release_list_rank=1, behaviour_rows=tuple(SPANS),
+    draft_classes=DRAFT_CLASSES, registry_rows=REGISTRY_ROWS, architecture_read=ARCHITECTURE_READ, kv_rows=KV_ROWS,
+    confirmation=CONFIRMATION,
     draft_dtype_source=("sglang configs/model_config.py ModelConfig.from_server_args(is_draft_model=True): the server's "
                        "--dtype"),
     key_resolver="as-named-or-model-prefixed", d2t_is_parameter=False,

@@ -88,3 +88,10 @@ CAPTURES, REFUSED, SILENT = "captures", "refused", "silent-no-capture"
 SEPARATE_POOL = "separate-pool"
 #: A confirmation cell with no evidence of that kind (``knowledge.confirmation.NO``), followed by why not.
 NO = "no"
+#: The live-GPU cell of an engine whose GPU checks are written but not run (``knowledge.confirmation``).
+GPU_READY = f"{NO}: not run yet (tests/test_gpu.py and scripts/gpu-check.sh are ready for one)"
+#: The KV-cache groupings the engines' rows name (the values of ``knowledge.runtime.KvGrouping``).
+EQUAL_PAGE, UNIFORM_TYPE_ELSE_EQUAL = "equal-page", "uniform-type-else-equal-page"
+UNIFORM_TYPE_ELSE_DIVISIBLE, UNIFORM_TYPE_ELSE_PADDED = "uniform-type-else-divisible", "uniform-type-else-padded"
+#: The fc-count fields of the Llama draft classes, in their order (``DraftClass.fc_count_fields``).
+LLAMA_COUNT = ("num_aux_hidden_states", "eagle_config.eagle_aux_hidden_state_layer_ids")

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_eagle3.knowledge.engine import BehaviourSpan, Engine, spans
-from pytest_eagle3.knowledge.engines.shared import MIDLAYER_RENAMES, FcAuxCount, Transform
+from pytest_eagle3.knowledge.draft_class import LLAMA, DraftClass
+from pytest_eagle3.knowledge.engine import BehaviourSpan, CaptureEntry, Confirmation, Engine, TableRow, spans
+from pytest_eagle3.knowledge.engines.shared import CAPTURES, MIDLAYER_RENAMES, NO, SEPARATE_POOL, FcAuxCount, Transform
 
 NAME = "trtllm"
 
@@ -179,8 +180,52 @@ SPANS += spans("draft_vocab_size_null",
                 (f"{SPEC} Eagle3ForCausalLM.__init__: draft_vocab_size = vocab_size unless config.draft_vocab_size "
                  f"is not None ({R2}; main also replaces null)")))
 
+# ---------------------------------------------------------------- its rows in the cross-engine tables
+TRT_CAPTURE = ("tensorrt_llm _torch/models/{}: spec_metadata.maybe_capture_hidden_states(layer_idx, hidden_states, "
+               "residual) after each decoder layer (main read; the first release with the class not read)")
+#: Its draft classes (knowledge.draft_classes.CLASSES).
+DRAFT_CLASSES: tuple[DraftClass, ...] = (
+    DraftClass(
+        NAME, "Eagle3LlamaForCausalLM", LLAMA, (), (),
+        ("tensorrt_llm _torch/models/modeling_speculative.py Eagle3ForCausalLM (registered EAGLE3LlamaForCausalLM; "
+         "q/k/v fused into qkv_proj, gate/up into gate_up_proj; midlayer, or midlayer.N for N > 1 layers)")),
+)
+#: Whether it reads architectures (knowledge.draft_classes.ARCHITECTURE_READ).
+ARCHITECTURE_READ: tuple[TableRow, ...] = (
+    TableRow("0.19.0", False,
+        ("tensorrt_llm _torch/models/modeling_speculative.py _build_eagle3_one_model_draft: eagle3_model_arch llama3 "
+         "builds Eagle3ForCausalLM whatever architectures says (two-model mode: 'EAGLE3' + the name without 'Eagle3', "
+         "when draft_vocab_size is set; modeling_auto.py _resolve_class) (main read)")),
+)
+#: Its KV-cache grouping (knowledge.runtime.KV_TABLE).
+KV_ROWS: tuple[TableRow, ...] = (
+    TableRow("0.19.0", SEPARATE_POOL,
+        "tensorrt_llm _torch/models/modeling_speculative.py SpecDecOneEngineForCausalLM: "
+        "should_use_separate_draft_kv_cache; two-model mode: the draft's own engine and KV cache manager (main read; "
+        "a one-model draft in the target's manager with its own per-layer head count: not modelled)"),
+)
+#: How its facts are known (knowledge.confirmation).
+CONFIRMATION: tuple[Confirmation, ...] = (
+    Confirmation(NAME, "0.19.0-1.2.1",
+                 "releases pinned to commits (6 of 7, via tensorrtllm_backend); modeling_speculative.py read at "
+                 "1.2.0rc2 (b35ac1b6), the rest main-branch files (no wheel or tag readable)", f"{NO}: CUDA only",
+                 f"{NO}: CUDA only", f"{NO}: no GPU fixture", "docs/engines.md (TensorRT-LLM)"),
+)
+#: Its hand-read target capture rows (knowledge.capture_engines).
+CAPTURE_ROWS: tuple[CaptureEntry, ...] = (
+    CaptureEntry(NAME, "0.19.0", "llama", CAPTURES, TRT_CAPTURE.format("modeling_llama.py LlamaDecoderLayer"),
+     ("LlamaForCausalLM", "MistralForCausalLM")),
+    CaptureEntry(NAME, "0.19.0", "llama", CAPTURES, TRT_CAPTURE.format("modeling_qwen3.py / modeling_qwen3_moe.py"),
+     ("Qwen3ForCausalLM", "Qwen3MoeForCausalLM")),
+    CaptureEntry(NAME, "0.19.0", "deepseek", CAPTURES, TRT_CAPTURE.format("modeling_deepseekv3.py DeepseekV3DecoderLayer"),
+     ("DeepseekV3ForCausalLM",)),
+    CaptureEntry(NAME, "0.19.0", "gpt_oss", CAPTURES, TRT_CAPTURE.format("modeling_gpt_oss.py"), ("GptOssForCausalLM",)),
+)
+
 ENGINE = Engine(
     NAME, "TensorRT-LLM", RELEASES, lineage=NAME, behaviour_rows=tuple(SPANS),
+    draft_classes=DRAFT_CLASSES, architecture_read=ARCHITECTURE_READ, kv_rows=KV_ROWS,
+    confirmation=CONFIRMATION, capture_rows=CAPTURE_ROWS,
     draft_dtype_source=("tensorrt_llm _torch/models/modeling_speculative.py Eagle3DraftModel: dtype=config.torch_dtype (the "
                        "draft's)"),
     mla_unmodelled=("tensorrt_llm _torch/models/modeling_speculative.py Eagle3ForCausalLM: _use_mla when "

