@@ -32,7 +32,7 @@ def test_each_engine_table_rows_are_its_modules(engine: object) -> None:
     assert [k for k in draft_classes.CLASSES if k[0] == name] == [(c.engine, c.name) for c in engine.draft_classes]
     assert all(c.engine == name for c in engine.draft_classes)
     assert [r for r in confirmation.ROWS if r.engine == name] == list(engine.confirmation)
-    assert [e for e in capture_engines.ENTRIES if e[0] == name] == list(engine.capture_rows)
+    assert [e for e in capture_engines.ENTRIES if e.engine == name] == list(engine.capture_rows)
     assert [r.since for r in runtime.KV_TABLE.rows_of(name)] == [r.since for r in engine.kv_rows]
     assert [r.since for r in draft_classes.ARCHITECTURE_READ.rows_of(name)] == [r.since for r in engine.architecture_read]
     registered = {(arch, row.since) for (eng, arch), t in draft_classes.REGISTRY.items() if eng == name for row in t.rows}
