@@ -63,13 +63,16 @@ def test_releases_against_a_json_index(served: tuple[str, Path], capsys: pytest.
     url, folder = served
     _json_project(folder, "vllm", ["0.8.5", NEWEST_VLLM, "0.99.0rc1", "0.95.1"])
     _json_project(folder, "sglang", ["0.4.4", NEWEST_SGLANG])
+    _json_project(folder, "tensorrt-llm", ["1.2.1", "1.3.0rc29", "1.3.0"])  # stubs: learn needs the source tree
     assert cli.main(["releases", "--index-url", f"{url}/pypi"]) == 0
     lines = _lines(capsys.readouterr().out)
     assert "0.95.1" in lines["vLLM"] and f"{NEWEST_VLLM} (bundled)" in lines["vLLM"]
     assert lines["vLLM"].endswith("read it: python -m pytest_eagle3 learn vllm==0.95.1")  # not the pre-release
     assert lines["SGLang"].endswith("up to date")
     assert "no mlx-vlm there" in lines["mlx-vlm"]
-    assert "not on the index" in lines["TensorRT-LLM"]
+    assert lines["TensorRT-LLM"].endswith("read it: python -m pytest_eagle3 learn DIR (DIR: its unpacked source; "
+                                          "the index holds stubs)"), lines["TensorRT-LLM"]
+    assert "not on the index" in lines["llama.cpp"]
 
 
 def test_releases_against_a_simple_index(served: tuple[str, Path], capsys: pytest.CaptureFixture[str]) -> None:

@@ -37,6 +37,9 @@ from pytest_eagle3.scanners.fingerprint import fingerprint
 DISTRIBUTIONS: dict[str, str] = {
     **{e.name: e.probe.distributions[0] for e in REGISTRY if e.probe is not None and e.name != "llamacpp"},
     "lmdeploy": "lmdeploy", "tokenspeed": "tokenspeed"}
+#: Where ``releases`` looks each engine up: its distribution, and TensorRT-LLM's index name, whose releases are
+#: listed though its files are stubs (``learn`` then needs an unpacked source tree).
+INDEX_NAMES: dict[str, str] = {**DISTRIBUTIONS, "trtllm": "tensorrt-llm"}
 
 
 class LearnError(Exception):

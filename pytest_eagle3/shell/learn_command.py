@@ -106,7 +106,7 @@ def releases(args: argparse.Namespace) -> int:
     """Run ``releases``: one line per engine; 2 with one line when the index cannot be reached."""
     from pytest_eagle3.knowledge.learned import learned_versions
     from pytest_eagle3.knowledge.releases import DISPLAY, ENGINES, learn_command, newest_read, release_text
-    from pytest_eagle3.scanners.learn import DISTRIBUTIONS
+    from pytest_eagle3.scanners.learn import DISTRIBUTIONS, INDEX_NAMES
 
     rows = [("engine", "on the index", "newest read", "")]
     reached = 0
@@ -115,7 +115,7 @@ def releases(args: argparse.Namespace) -> int:
         read = newest_read(engine)
         where = "learned" if read in learned_versions(engine) else "bundled"
         read_cell = f"{release_text(engine, read)} ({where})"
-        dist = DISTRIBUTIONS.get(engine)
+        dist = INDEX_NAMES.get(engine)
         if dist is None:
             rows.append((DISPLAY[engine], "not on the index", read_cell, ""))
             continue
@@ -129,7 +129,9 @@ def releases(args: argparse.Namespace) -> int:
         if newest is None:
             rows.append((DISPLAY[engine], f"no {dist} there", read_cell, ""))
             continue
-        todo = f"read it: {learn_command(f'{engine}=={newest}')}" if newest > read else "up to date"
+        learn = (learn_command(f"{engine}=={newest}") if engine in DISTRIBUTIONS
+                 else f"{learn_command('DIR')} (DIR: its unpacked source; the index holds stubs)")
+        todo = f"read it: {learn}" if newest > read else "up to date"
         rows.append((DISPLAY[engine], str(newest), read_cell, todo))
     if not reached and errors:
         print(f"releases: cannot reach the package index {args.index_url} ({errors[0]}); run it where there is "
