@@ -284,3 +284,16 @@ def test_check_judges_a_learned_release(tmp_path: Path) -> None:
                            "-p", "no:cacheprovider"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert "vllm==0.95.0 (learned)" in done.stdout
     assert "newer than every vLLM release read" not in done.stdout and "judged by" not in done.stdout
+
+
+def test_fix_writes_no_copy_for_a_release_it_has_not_read(knowledge: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "fixed"
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["fix", str(ROOT / "examples" / "demo-draft-sglang"), str(out), "--to", "vllm==0.91.0",
+                  "--target", str(ROOT / "examples" / "demo-target" / "config.json")])
+    assert exit_.value.code == 2 and not out.exists()
+    said = " ".join(capsys.readouterr().err.split())
+    assert ("--to: vllm==0.91.0 is newer than every vLLM release read (newest "
+            f"{NEWEST}): not judged; read it first: python -m pytest_eagle3 learn vllm==0.91.0; fix writes no copy "
+            "for a release it has not read") in said

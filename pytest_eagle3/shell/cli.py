@@ -353,6 +353,9 @@ def _fix_steps(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
 
     settings = settings_of(parser, args, engines=args.to, engines_flag="--to")
     engines = list(settings.engines)
+    unread = [engine.unread for engine in engines if engine.unread]
+    if unread:  # no rules of its own to repair by: a copy written by another release's rules would be a guess
+        parser.error(f"--to: {unread[0]}; fix writes no copy for a release it has not read")
     prefer = None
     if args.prefer:
         try:
