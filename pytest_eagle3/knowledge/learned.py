@@ -21,12 +21,12 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from pytest_eagle3.knowledge.evidence import UNREAD, recorded_fingerprints
+
 #: The environment variable that moves the learned knowledge.
 KNOWLEDGE_DIR_ENV = "EAGLE3_KNOWLEDGE_DIR"
 #: The format of a learned release's file (a file of another format is not read).
 FORMAT = 1
-#: The bundled fingerprints (the citation check writes it; absent: no bundled release has recorded fingerprints).
-BUNDLED_FINGERPRINTS = Path(__file__).parent / "generated" / "fingerprints.json"
 
 
 def knowledge_dir() -> Path:
@@ -120,17 +120,9 @@ def learned_versions(engine: str) -> tuple[Version, ...]:
     return tuple(sorted(Version(text) for text in learned(engine)))
 
 
-@cache
-def _bundled() -> dict[str, dict[str, dict[str, str | None]]]:
-    try:
-        data = json.loads(BUNDLED_FINGERPRINTS.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-#: What :func:`recorded_fingerprint` answers for a place no fingerprint was recorded of at that release.
-NOT_RECORDED = "not recorded"
+#: What :func:`recorded_fingerprint` answers for a place no fingerprint was recorded of at that release (the
+#: citation check's own word for it).
+NOT_RECORDED = UNREAD
 
 
 def recorded_fingerprint(engine: str, release: str, key: str) -> str | None:
@@ -140,7 +132,7 @@ def recorded_fingerprint(engine: str, release: str, key: str) -> str | None:
     record = learned_release(engine, version)
     if record is not None:
         return record.fingerprints.get(key, NOT_RECORDED)
-    per_release = _bundled().get(engine, {}).get(key)
+    per_release = recorded_fingerprints().get(engine, {}).get(key)
     if not isinstance(per_release, dict):
         return NOT_RECORDED
     for text, value in per_release.items():

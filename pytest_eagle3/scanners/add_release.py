@@ -25,7 +25,8 @@ from typing import Any
 from packaging.version import Version
 
 from pytest_eagle3.knowledge.behaviours import TABLES
-from pytest_eagle3.knowledge.learned import BUNDLED_FINGERPRINTS, NOT_RECORDED, recorded_fingerprint
+from pytest_eagle3.knowledge.evidence import FINGERPRINTS, recorded_fingerprints
+from pytest_eagle3.knowledge.learned import NOT_RECORDED, recorded_fingerprint
 from pytest_eagle3.knowledge.releases import KNOWN_RANGES, EngineVersion
 from pytest_eagle3.scanners import capture, fields
 from pytest_eagle3.scanners.fingerprint import fingerprint
@@ -165,9 +166,10 @@ def add(source: Source, *, write: bool) -> list[str]:
         lines.append(f"reach: {len(reach.scan(source.engine, source.root))} capturing architectures (regenerate "
                      "generated/reach_table.py with python -m pytest_eagle3.scanners.reach)")
     lines += changed_hand_rows(source)
-    if write and BUNDLED_FINGERPRINTS.is_file():
-        prints = fold_fingerprints(source, json.loads(BUNDLED_FINGERPRINTS.read_text(encoding="utf-8")))
-        BUNDLED_FINGERPRINTS.write_text(json.dumps(prints, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    if write and FINGERPRINTS.is_file():
+        prints = fold_fingerprints(source, json.loads(FINGERPRINTS.read_text(encoding="utf-8")))
+        FINGERPRINTS.write_text(json.dumps(prints, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        recorded_fingerprints.cache_clear()
     lines.append(f"then: add {source.release!r} to RELEASES in pytest_eagle3/knowledge/engines/<{source.engine}>.py, "
                  "read each hand row listed above, and run the knowledge tests (docs/development.md)")
     return lines
