@@ -1,40 +1,32 @@
-"""Aux hidden-state layers: config ids -> the physical layer inputs a target captures.
+"""The aux-layer area: the target hidden states an engine feeds the draft, against those it was trained on.
 
-Everything is stated as *layer-input indices*: index j is the residual stream entering decoder
-layer j (HF ``output_hidden_states[j]``, the output of layer j-1); 0 is the embeddings and L the
-output of the last layer before the final norm. Both engines capture ``hidden_states + residual``
-before layer j, in layer order, so duplicates collapse and the order is ascending.
+Every set is stated in *layer-input indices*: index j is the residual stream entering decoder layer j (HF
+``output_hidden_states[j]``, the output of layer j-1); 0 is the embeddings and L the output of the last layer before
+the final norm. Engines capture ``hidden_states + residual`` before layer j, in layer order, so duplicates collapse
+and the order is ascending.
+
+The story, in this module's order: :func:`plan_aux` makes the plan. (1) The engine reads the ids from its fields and
+applies its target family's transform; (2) the target's capture loop reaches some of those inputs, (3) if its class
+captures at all. (4) The draft was trained on what its config says under a convention, or under each capture route its
+producer may have trained through; (5) with no ids written, on its producer's default (the habit rule). (6) TensorRT-LLM
+takes the layers from a launch setting instead. (7) What is fed is compared with what was trained, and (8) the fix is a
+config edit, a launch, another engine that reads the ids, or retraining.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from packaging.version import Version
 
-from pytest_eagle3.engines import aux_launch, habit
-from pytest_eagle3.engines.aux_elsewhere import hard_coded_fix, hard_coded_without_target
-from pytest_eagle3.engines.aux_habit import (
-    default_habit,
-    differs_finding,
-    ids_missing,
-    undecided_finding,
-)
-from pytest_eagle3.engines.aux_ids import (
-    field_text,
-    first_ids,
-    inverse_transform,
-    read_ids,
-    trained_inputs,
-    transform,
-)
-from pytest_eagle3.engines.aux_routes import RouteReading, route_readings
-from pytest_eagle3.engines.facts import FactSheet
+from pytest_eagle3.engines import habit
+from pytest_eagle3.engines.facts import FactSheet, lookup
 from pytest_eagle3.engines.plan_types import AuxPlan, Filed, Filing, Measured, describe_inputs
-from pytest_eagle3.engines.profiles import Profile
+from pytest_eagle3.engines.profiles import Profile, profile
 from pytest_eagle3.findings import FAILS, MEASURED, PASSES, Evidence, Finding
 from pytest_eagle3.knowledge.advice import first_release, other_engine, release_words, serve_with
 from pytest_eagle3.knowledge.capture import (
@@ -47,7 +39,8 @@ from pytest_eagle3.knowledge.capture import (
     capture_since,
     capture_support,
 )
-from pytest_eagle3.knowledge.engines.shared import AuxField
+from pytest_eagle3.knowledge.engines.shared import AuxField, Transform
+from pytest_eagle3.knowledge.launch_settings import LAYERS_PATH, captured_layers, launch_fix
 from pytest_eagle3.knowledge.reach import (
     CRASH,
     EMBEDDINGS,
@@ -59,71 +52,33 @@ from pytest_eagle3.knowledge.reach import (
     reach_at,
 )
 from pytest_eagle3.knowledge.reach import label as reach_label
-from pytest_eagle3.producers.aux_defaults import AuxDefault
+from pytest_eagle3.knowledge.releases import DISPLAY, RELEASES, EngineVersion, newest, release_text
+from pytest_eagle3.producers.aux_defaults import AuxDefault, candidate_defaults, release_of
+from pytest_eagle3.producers.capture_routes import TRANSFORMERS, CaptureRoute, routes_of
 from pytest_eagle3.producers.formats import (
     CONVENTIONS,
     DEFAULT_AUX_RULE,
+    OUTPUT_OF,
+    UNKNOWN,
     default_aux_inputs,
+    ruled_out,
 )
+from pytest_eagle3.producers.records import RECORDS
 
 #: mlx-vlm's default when the config names no ids (behaviour aux_default draft-layers).
 DRAFT_DEFAULT_RULE = "ids 2, n//2, max(n-3, 0) of the DRAFT's n layers, each the output of layer max(id-1, 0)"
 
+#: The ``aux_default`` of an engine that takes its aux layers from a launch setting (section 6).
+LAUNCH_SETTING = "launch-setting"
 
-def firing(requested: Sequence[int], layers: int | None, capture_range: str | Reach
-           ) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
-    """(captured ascending and unique, indices that never fire, whether index 0 crashes) under a reach
-    (or the profile's ``capture_range`` name)."""
-    reach = capture_range if isinstance(capture_range, Reach) else RANGE_REACH[capture_range]
-    crash = 0 in requested and reach.zero == CRASH
-    low = 0 if reach.zero == EMBEDDINGS else 1
-    if layers is None:
-        return tuple(sorted({j for j in requested if j >= low})), (), crash
-    low, high = reach.bounds(layers)
-    final = {layers} if reach.final_past and layers + 1 in requested else set()  # the last output, after the loop
-    captured = tuple(sorted({j for j in requested if low <= j <= high} | final))
-    never = tuple(sorted({j for j in requested if (j > high and not (final and j == layers + 1)) or j < 0
-                          or (j == 0 and reach.zero == UNREACHED)}))
-    return captured, never, crash
+#: TensorRT-LLM's default, as its own field description writes it (layer outputs).
+DEFAULT_WORDS = "{1, L//2 - 1, L - 4} (layer outputs)"
+
+#: The most target layers for which the default raises (eagle3.py: ``if self.num_layers <= 5``).
+NO_DEFAULT_BELOW = 5
 
 
-def capture_range_for(prof: Profile, family: str) -> str:
-    """The profile's reach for a target the scan did not read: gpt-oss from SGLang 0.5.17 captures at
-    every block boundary 0..L (models/gpt_oss.py forward)."""
-    if family == "gpt_oss" and prof.behaviours.aux_transform_gpt_oss == "+1-unless-max-is-L":
-        return "all"
-    return str(prof.behaviours.capture_range)
-
-
-def reach_for(prof: Profile, architecture: str | None, family: str) -> tuple[Reach, str]:
-    """The reach of the target's capture loop at ``prof``'s version and its source: the scanned row for the
-    architecture, else the profile's ``capture_range``."""
-    row = reach_at(prof.engine, prof.version, architecture) if architecture else None
-    if row is not None and architecture:
-        return row.value, reach_label(prof.engine, architecture, row)
-    return RANGE_REACH[capture_range_for(prof, family)], prof.source("capture_range")
-
-
-def resolve_capture(prof: Profile, fields: Sequence[AuxField], config: Mapping[str, Any], family: str,
-                    layers: int | None) -> tuple[AuxField | None, tuple[int, ...] | None, str, tuple[int, ...] | None]:
-    """(field, ids read, transform used, requested layer inputs) for one resolver."""
-    return resolve_ids(prof, fields, read_ids(config, fields), family, layers,
-                       default_aux_inputs(layers) if layers is not None else None)
-
-
-def resolve_ids(prof: Profile, fields: Sequence[AuxField], found: tuple[AuxField | None, tuple[int, ...] | None],
-                family: str, layers: int | None, defaults: tuple[int, ...] | None
-                ) -> tuple[AuxField | None, tuple[int, ...] | None, str, tuple[int, ...] | None]:
-    """(field, ids read, transform used, requested layer inputs) for the ids a resolver ``found``."""
-    name, ids = found
-    if name is None or ids is None:
-        return None, None, "default", defaults
-    rule = str(prof.behaviours.aux_transform(family))
-    shift = name.shift
-    if shift:  # the resolver's own +1 comes before the target's transform
-        used = "+1" if rule == "as-is" else f"+{shift}, then {rule}"
-        return name, ids, used, transform(rule, [i + shift for i in ids], layers)
-    return name, ids, rule, transform(rule, ids, layers)
+# -- The plan: what the target captures for the draft, what the draft was trained on, what the area files
 
 
 @dataclass(frozen=True)
@@ -131,7 +86,7 @@ class Aux:
     """The aux plan and what the area files."""
 
     aux: AuxPlan
-    filed: Filed = field(default_factory=Filed)
+    filed: Filed = dataclasses.field(default_factory=Filed)
 
 
 def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: Measured | None = None) -> Aux:
@@ -172,8 +127,8 @@ def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: 
                   other_mode=other_mode, graph_mode=graph_mode, target_layers=layers, support=support,
                   reach=_reach_words(prof, arch, capture_range, reach_source, never_fire, layers))
     call = None
-    if measured is None and ids_missing(sheet):
-        aux, call = default_habit(aux, sheet, prof, _fed(aux), fix_edit)
+    if measured is None and _ids_missing(sheet):
+        aux, call = _default_habit(aux, sheet, prof, _fed(aux))
     split = None
     if len({r.inputs for r in routes}) > 1 and aux.captured is not None:
         aux, split = _join_routes(aux, prof, routes)
@@ -202,10 +157,125 @@ def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: 
         ))
     if split is not None:
         out.unknown("aux_layers", split)
-    elif not aux_launch.no_default(out, prof, layers, aux.trained):
+    elif not _launch_no_default(out, prof, layers, aux.trained):
         _compare(out, aux, prof, sheet, call)
-    hard_coded_without_target(out, aux, prof, fix_edit)
+    _hard_coded_without_target(out, aux, prof)
     return Aux(aux, out.filed())
+
+
+# -- 1. The ids: the fields an engine reads them from, its transform to layer inputs, and back
+
+
+def _ids(value: Any) -> tuple[int, ...] | None:
+    if isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return tuple(value)
+    return None
+
+
+def field_text(field: AuxField) -> str:
+    """A field as a message names it: ``dflash_config.target_layer_ids (+1)``."""
+    return field.text()
+
+
+def read_ids(config: Mapping[str, Any],
+             fields: Sequence[AuxField]) -> tuple[AuxField | None, tuple[int, ...] | None]:
+    """The first field in ``fields`` that holds ids, as the engine's resolver reads it (ids as written)."""
+    return first_ids({field.path: _ids(lookup(config, field.path)) for field in fields}, fields)
+
+
+def first_ids(written: Mapping[str, tuple[int, ...] | None],
+              fields: Sequence[AuxField]) -> tuple[AuxField | None, tuple[int, ...] | None]:
+    """The first field in ``fields`` whose path holds ids in ``written`` (path -> ids, the fact sheet's)."""
+    for field in fields:
+        ids = written.get(field.path)
+        if ids:
+            return field, ids
+    return None, None
+
+
+def transform(rule: str, ids: Sequence[int], layers: int | None) -> tuple[int, ...] | None:
+    """Requested layer-input indices for configured ``ids`` under a profile's transform rule (ValueError: no such
+    rule)."""
+    try:
+        return Transform(rule).apply(ids, layers)
+    except ValueError:
+        raise ValueError(f"unknown aux transform {rule!r}") from None
+
+
+def inverse_transform(rule: str, trained: Sequence[int], layers: int | None) -> tuple[int, ...] | None:
+    """Non-negative ids the engine reads as exactly ``trained`` under ``rule``; None when no ids do (a
+    conditional rule such as ``+1-if-first-is-1`` cannot be made to request some index sets)."""
+    wanted, how = tuple(trained), Transform(rule)
+    for offset in (1, 0) if how.may_add_one else (0,):
+        ids = tuple(j - offset for j in wanted)
+        if min(ids, default=0) >= 0 and how.apply(ids, layers) == wanted:
+            return ids
+    return None
+
+
+def trained_inputs(ids: Sequence[int], convention: str) -> tuple[int, ...]:
+    """The layer inputs a draft was trained on: input-of ids as-is, output-of ids + 1."""
+    shift = 1 if convention == OUTPUT_OF else 0
+    return tuple(sorted({i + shift for i in ids}))
+
+
+def resolve_ids(prof: Profile, fields: Sequence[AuxField], found: tuple[AuxField | None, tuple[int, ...] | None],
+                family: str, layers: int | None, defaults: tuple[int, ...] | None
+                ) -> tuple[AuxField | None, tuple[int, ...] | None, str, tuple[int, ...] | None]:
+    """(field, ids read, transform used, requested layer inputs) for the ids a resolver ``found``."""
+    name, ids = found
+    if name is None or ids is None:
+        return None, None, "default", defaults
+    rule = str(prof.behaviours.aux_transform(family))
+    shift = name.shift
+    if shift:  # the resolver's own +1 comes before the target's transform
+        used = "+1" if rule == "as-is" else f"+{shift}, then {rule}"
+        return name, ids, used, transform(rule, [i + shift for i in ids], layers)
+    return name, ids, rule, transform(rule, ids, layers)
+
+
+def resolve_capture(prof: Profile, fields: Sequence[AuxField], config: Mapping[str, Any], family: str,
+                    layers: int | None) -> tuple[AuxField | None, tuple[int, ...] | None, str, tuple[int, ...] | None]:
+    """(field, ids read, transform used, requested layer inputs) for one resolver."""
+    return resolve_ids(prof, fields, read_ids(config, fields), family, layers,
+                       default_aux_inputs(layers) if layers is not None else None)
+
+
+# -- 2. The reach: the layer inputs the target's capture loop takes
+
+
+def firing(requested: Sequence[int], layers: int | None, capture_range: str | Reach
+           ) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
+    """(captured ascending and unique, indices that never fire, whether index 0 crashes) under a reach
+    (or the profile's ``capture_range`` name)."""
+    reach = capture_range if isinstance(capture_range, Reach) else RANGE_REACH[capture_range]
+    crash = 0 in requested and reach.zero == CRASH
+    low = 0 if reach.zero == EMBEDDINGS else 1
+    if layers is None:
+        return tuple(sorted({j for j in requested if j >= low})), (), crash
+    low, high = reach.bounds(layers)
+    final = {layers} if reach.final_past and layers + 1 in requested else set()  # the last output, after the loop
+    captured = tuple(sorted({j for j in requested if low <= j <= high} | final))
+    never = tuple(sorted({j for j in requested if (j > high and not (final and j == layers + 1)) or j < 0
+                          or (j == 0 and reach.zero == UNREACHED)}))
+    return captured, never, crash
+
+
+def capture_range_for(prof: Profile, family: str) -> str:
+    """The profile's reach for a target the scan did not read: gpt-oss from SGLang 0.5.17 captures at
+    every block boundary 0..L (models/gpt_oss.py forward)."""
+    if family == "gpt_oss" and prof.behaviours.aux_transform_gpt_oss == "+1-unless-max-is-L":
+        return "all"
+    return str(prof.behaviours.capture_range)
+
+
+def reach_for(prof: Profile, architecture: str | None, family: str) -> tuple[Reach, str]:
+    """The reach of the target's capture loop at ``prof``'s version and its source: the scanned row for the
+    architecture, else the profile's ``capture_range``."""
+    row = reach_at(prof.engine, prof.version, architecture) if architecture else None
+    if row is not None and architecture:
+        return row.value, reach_label(prof.engine, architecture, row)
+    return RANGE_REACH[capture_range_for(prof, family)], prof.source("capture_range")
 
 
 def _later(prof: Profile, arch: str | None, index: str, what: str) -> str:
@@ -230,100 +300,7 @@ def _reach_words(prof: Profile, arch: str | None, reach: Reach, source: str, nev
     return f"{words} (rule: {source})"
 
 
-def _convention_inputs(sheet: FactSheet, layers: int | None) -> tuple[int, ...] | None:
-    """The layer inputs the producer record's convention reads the written ids as (None where it reads none)."""
-    written = sheet.aux_written
-    given = written.convention_on(layers) if written is not None else None
-    return trained_inputs(written.ids, given) if written is not None and written.ids and given in CONVENTIONS else None
-
-
-def _routes(sheet: FactSheet, layers: int | None, convention: str | None) -> tuple[RouteReading, ...]:
-    """The capture routes the producer may have trained through, each reading the written ids for this target's
-    class (``engines/aux_routes.py``); empty where a convention is stated or no route is on record for it."""
-    written = sheet.aux_written
-    if convention is not None or written is None or not written.ids or written.stated:
-        return ()
-    if written.contradicted_on(layers) and layers is not None:
-        return boundary_readings(written.ids, layers, written.convention_source)
-    found = route_readings(sheet.producer, sheet.raw, sheet.target_architecture, layers, written.ids)
-    # a route under which an id names a state past the target's last layer output cannot have trained the draft
-    return tuple(r for r in found or () if layers is None or max(r.inputs) <= layers)
-
-
-def boundary_readings(ids: Sequence[int], layers: int, habit: str) -> tuple[RouteReading, ...]:
-    """Ids whose largest is L under an output-of habit (layer L has no output, so the habit cannot have trained
-    them): the two readings such ids admit, each the way an engine that serves them reads them. Block boundaries,
-    id k = the state entering layer k and id L the last layer's output (SGLang models/gpt_oss.py
-    set_eagle3_layers_to_capture keeps ids as given when max(ids) == L, v0.5.17 #32334); or layer outputs with id L
-    clamped to the last layer's output (TokenSpeed models/base/causal_lm.py adds 1 to every id and
-    base/transformer_model.py takes the final residual for index L + 1)."""
-    boundaries = tuple(ids)
-    outputs = tuple(min(i + 1, layers) for i in ids)
-    return (RouteReading("read as block boundaries (id L = the last layer's output)", boundaries,
-                         f"SGLang models/gpt_oss.py set_eagle3_layers_to_capture (ids kept when max(ids) == L); not "
-                         f"{habit}, since layer L has no output"),
-            RouteReading("read as layer outputs, id L clamped to the last layer's output", outputs,
-                         "TokenSpeed models/base/causal_lm.py (+1) and base/transformer_model.py (index L + 1 = the "
-                         "final residual)"))
-
-
-def _routes_words(written: Any, routes: Sequence[RouteReading], producer: str) -> str:
-    """``assumed: eagle_config.x = [2, 30, 58] = inputs of layers [2, 30, 58], as every route ... reads them: ...``."""
-    return (f"assumed: {written.field} = {list(written.ids)} = {describe_inputs(routes[0].inputs)}, as every route "
-            f"{producer} may have trained through reads them: {'; '.join(r.label for r in routes)}")
-
-
-def _join_routes(aux: AuxPlan, prof: Profile, routes: Sequence[RouteReading]) -> tuple[AuxPlan, Finding | None]:
-    """Routes that read the ids as different layers, each judged against what the engine feeds: all pass, the plan
-    passes naming them; all fail, the first route's layers stand (and fail); else undecided, naming two."""
-    fed = tuple(_fed(aux) or ())
-    outcomes = [(r, PASSES if r.inputs == fed else FAILS) for r in routes]
-    if all(o == PASSES for _, o in outcomes):
-        words = (f"assumed: every capture route reads the ids as {describe_inputs(fed)}, what {prof.label} feeds "
-                 f"({'; '.join(r.label for r in routes)})")
-        return dataclasses.replace(aux, trained=fed, trained_from=words, assumed=words), None
-    if all(o == FAILS for _, o in outcomes):
-        words = f"assumed: {'; '.join(f'{r.label}: {describe_inputs(r.inputs)}' for r in routes)}"
-        return dataclasses.replace(aux, trained=routes[0].inputs, trained_from=words), None
-    passing = next(r for r, o in outcomes if o == PASSES)
-    failing = next(r for r, o in outcomes if o == FAILS)
-    finding = Finding(
-        "aux-route-undecided",
-        f"{prof.label} feeds {describe_inputs(fed)}: right if the draft was trained {passing.label}, wrong if "
-        f"{failing.label} ({describe_inputs(failing.inputs)}); the checkpoint records neither its producer release "
-        "nor the backend it trained through",
-        (Evidence("aux ids", f"{list(aux.configured or ())} ({aux.field})", "ids read the same way by every route"),),
-        "name the producer release or the backend the draft was trained through (they decide the layers), or write "
-        "the layer inputs it was trained on and state --eagle3-aux-convention, or pass --eagle3-target=DIR with the "
-        "target's weights (the reference measures which layers the draft was trained on)",
-        tuple(f"{r.label}: {describe_inputs(r.inputs)} ({o}); route: {r.source}" for r, o in outcomes),
-        readings=tuple((f"{r.label}: {describe_inputs(r.inputs)}", o) for r, o in outcomes),
-    )
-    return dataclasses.replace(aux, trained=None, trained_from=""), finding
-
-
-def _trained(sheet: FactSheet, layers: int | None, convention: str | None,
-             routes: Sequence[RouteReading] = ()) -> tuple[tuple[int, ...] | None, str]:
-    """The layer inputs the draft was trained on as the config (and its convention, or the producer's capture
-    routes for this target's class) says, and the words."""
-    written = sheet.aux_written
-    if routes and written is not None:
-        if len({r.inputs for r in routes}) == 1:
-            return routes[0].inputs, _routes_words(written, routes, sheet.producer)
-        return None, ""
-    given = convention or (written.convention_on(layers) if written else None)
-    how = "--eagle3-aux-convention" if convention else written.convention_source if written else ""
-    if written and written.ids and given in CONVENTIONS:
-        return (trained_inputs(written.ids, given),
-                f"assumed: {written.field} = {list(written.ids)}, {given} ({how})")
-    if written and written.ids:
-        why = (f" (the largest id is L = {layers}: not {written.convention} ids, as {written.convention_source}, "
-               "since layer L has no output; read as block boundaries they name real states)"
-               if written.contradicted_on(layers) else "")
-        return None, f"{written.field} = {list(written.ids)}, convention unknown{why}"
-    if layers is not None and sheet.use_aux_hidden_state is False:
-        return default_aux_inputs(layers), "the draft uses no aux hidden states (eagle_config.use_aux_hidden_state)"
-    return None, ""
+# -- 3. The target's class: whether it captures at all (the capture table, vLLM's allowlist)
 
 
 def _support_issues(out: Filing, prof: Profile, support: Any, arch: str | None) -> None:
@@ -380,6 +357,342 @@ def _allowlist(out: Filing, prof: Profile, model_type: str) -> None:
     ))
 
 
+# -- 4. What the draft was trained on: the written ids under a convention, or under each capture route
+#    (``producers/capture_routes.py`` says which backends a producer release trained through; an engine-class route
+#    reads the ids with that engine's rule for the class's family at each pinned release, a fixed route with its own;
+#    a pin whose class does not capture, or a transformers route for a class transformers does not ship, is no
+#    reading). One set of layer inputs stands; sets that disagree are judged each against what the engine feeds.
+
+
+def _trained(sheet: FactSheet, layers: int | None, convention: str | None,
+             routes: Sequence[RouteReading] = ()) -> tuple[tuple[int, ...] | None, str]:
+    """The layer inputs the draft was trained on as the config (and its convention, or the producer's capture
+    routes for this target's class) says, and the words."""
+    written = sheet.aux_written
+    if routes and written is not None:
+        if len({r.inputs for r in routes}) == 1:
+            return routes[0].inputs, _routes_words(written, routes, sheet.producer)
+        return None, ""
+    given = convention or (written.convention_on(layers) if written else None)
+    how = "--eagle3-aux-convention" if convention else written.convention_source if written else ""
+    if written and written.ids and given in CONVENTIONS:
+        return (trained_inputs(written.ids, given),
+                f"assumed: {written.field} = {list(written.ids)}, {given} ({how})")
+    if written and written.ids:
+        why = (f" (the largest id is L = {layers}: not {written.convention} ids, as {written.convention_source}, "
+               "since layer L has no output; read as block boundaries they name real states)"
+               if written.contradicted_on(layers) else "")
+        return None, f"{written.field} = {list(written.ids)}, convention unknown{why}"
+    if layers is not None and sheet.use_aux_hidden_state is False:
+        return default_aux_inputs(layers), "the draft uses no aux hidden states (eagle_config.use_aux_hidden_state)"
+    return None, ""
+
+
+def _convention_inputs(sheet: FactSheet, layers: int | None) -> tuple[int, ...] | None:
+    """The layer inputs the producer record's convention reads the written ids as (None where it reads none)."""
+    written = sheet.aux_written
+    given = written.convention_on(layers) if written is not None else None
+    return trained_inputs(written.ids, given) if written is not None and written.ids and given in CONVENTIONS else None
+
+
+def _routes(sheet: FactSheet, layers: int | None, convention: str | None) -> tuple[RouteReading, ...]:
+    """The capture routes the producer may have trained through, each reading the written ids for this target's
+    class (:func:`route_readings`); empty where a convention is stated or no route is on record for it."""
+    written = sheet.aux_written
+    if convention is not None or written is None or not written.ids or written.stated:
+        return ()
+    if written.contradicted_on(layers) and layers is not None:
+        return boundary_readings(written.ids, layers, written.convention_source)
+    found = route_readings(sheet.producer, sheet.raw, sheet.target_architecture, layers, written.ids)
+    # a route under which an id names a state past the target's last layer output cannot have trained the draft
+    return tuple(r for r in found or () if layers is None or max(r.inputs) <= layers)
+
+
+@dataclass(frozen=True)
+class RouteReading:
+    """The layer inputs the ids name when the draft was trained through one route (and one pinned release)."""
+
+    label: str
+    inputs: tuple[int, ...]
+    source: str
+    #: A transformers route: a reading only where transformers ships the target's class (checked when it matters).
+    transformers: bool = False
+
+
+def route_readings(producer: str, config: Mapping[str, Any], arch: str | None, layers: int | None,
+                   ids: Sequence[int]) -> tuple[RouteReading, ...] | None:
+    """The readings of ``ids`` for a target of class ``arch``; None where the producer has no routes on record or the
+    target's class or depth is not known (then its record's convention holds, ``producers/records.py``)."""
+    routes = routes_of(producer)
+    if not routes or arch is None or layers is None or not ids:
+        return None
+    release = release_of(producer, config)
+    found: list[RouteReading] = []
+    for route in (r for r in routes if _covers(r, release)):
+        if route.rule is None:
+            found += _engine_readings(route, arch, ids, layers)
+            continue
+        inputs = tuple(sorted({i + (1 if route.rule == "+1" else 0) for i in ids}))
+        how = "the output of layer id" if route.rule == "+1" else "the input of layer id"
+        found.append(RouteReading(f"{route.label} ({how})", inputs, route.source,
+                                  transformers=route.supports == TRANSFORMERS))
+    others = {r.inputs for r in found if not r.transformers}
+    # a transformers route matters only where it reads the ids otherwise; then it must load the target's class
+    kept = tuple(r for r in found if not r.transformers or {r.inputs} <= others or ships(arch))
+    return kept
+
+
+def _covers(route: CaptureRoute, release: Version | None) -> bool:
+    if release is None:
+        return True
+    return (route.since is None or Version(route.since) <= release) and (
+        route.until is None or release < Version(route.until))
+
+
+def _engine_readings(route: CaptureRoute, arch: str, ids: Sequence[int], layers: int) -> list[RouteReading]:
+    """One reading per pinned release whose class for ``arch`` captures: the engine's rule for its family."""
+    found = []
+    for release in route.releases:
+        version = Version(release)
+        support = capture_support(str(route.engine), version, arch)
+        if support.support != CAPTURES:
+            continue
+        prof = profile(EngineVersion(str(route.engine), version))
+        rule = str(prof.behaviours.aux_transform(support.family))
+        inputs = transform(rule, ids, layers)
+        if inputs is None:
+            continue
+        label = f"{route.producer} {route.releases_words} through {prof.label}'s {arch} ({rule})"
+        found.append(RouteReading(label, tuple(sorted(set(inputs))), f"{route.source}; rule: {support.source}; "
+                                  f"{prof.source(_transform_behaviour(support.family))}"))
+    return found
+
+
+def _transform_behaviour(family: str) -> Any:
+    return {"deepseek": "aux_transform_deepseek", "gpt_oss": "aux_transform_gpt_oss"}.get(family, "aux_transform_llama")
+
+
+@cache
+def ships(arch: str) -> bool:
+    """transformers' AutoModelForCausalLM maps ``arch`` (the class an HF backend loads); True where transformers is
+    not installed (the reading is kept)."""
+    try:
+        from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    except ImportError:  # pragma: no cover - transformers is a dependency of the reference rung
+        return True
+    return arch in set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values())
+
+
+def boundary_readings(ids: Sequence[int], layers: int, habit: str) -> tuple[RouteReading, ...]:
+    """Ids whose largest is L under an output-of habit (layer L has no output, so the habit cannot have trained
+    them): the two readings such ids admit, each the way an engine that serves them reads them. Block boundaries,
+    id k = the state entering layer k and id L the last layer's output (SGLang models/gpt_oss.py
+    set_eagle3_layers_to_capture keeps ids as given when max(ids) == L, v0.5.17 #32334); or layer outputs with id L
+    clamped to the last layer's output (TokenSpeed models/base/causal_lm.py adds 1 to every id and
+    base/transformer_model.py takes the final residual for index L + 1)."""
+    boundaries = tuple(ids)
+    outputs = tuple(min(i + 1, layers) for i in ids)
+    return (RouteReading("read as block boundaries (id L = the last layer's output)", boundaries,
+                         f"SGLang models/gpt_oss.py set_eagle3_layers_to_capture (ids kept when max(ids) == L); not "
+                         f"{habit}, since layer L has no output"),
+            RouteReading("read as layer outputs, id L clamped to the last layer's output", outputs,
+                         "TokenSpeed models/base/causal_lm.py (+1) and base/transformer_model.py (index L + 1 = the "
+                         "final residual)"))
+
+
+def _routes_words(written: Any, routes: Sequence[RouteReading], producer: str) -> str:
+    """``assumed: eagle_config.x = [2, 30, 58] = inputs of layers [2, 30, 58], as every route ... reads them: ...``."""
+    return (f"assumed: {written.field} = {list(written.ids)} = {describe_inputs(routes[0].inputs)}, as every route "
+            f"{producer} may have trained through reads them: {'; '.join(r.label for r in routes)}")
+
+
+def _join_routes(aux: AuxPlan, prof: Profile, routes: Sequence[RouteReading]) -> tuple[AuxPlan, Finding | None]:
+    """Routes that read the ids as different layers, each judged against what the engine feeds: all pass, the plan
+    passes naming them; all fail, the first route's layers stand (and fail); else undecided, naming two."""
+    fed = tuple(_fed(aux) or ())
+    outcomes = [(r, PASSES if r.inputs == fed else FAILS) for r in routes]
+    if all(o == PASSES for _, o in outcomes):
+        words = (f"assumed: every capture route reads the ids as {describe_inputs(fed)}, what {prof.label} feeds "
+                 f"({'; '.join(r.label for r in routes)})")
+        return dataclasses.replace(aux, trained=fed, trained_from=words, assumed=words), None
+    if all(o == FAILS for _, o in outcomes):
+        words = f"assumed: {'; '.join(f'{r.label}: {describe_inputs(r.inputs)}' for r in routes)}"
+        return dataclasses.replace(aux, trained=routes[0].inputs, trained_from=words), None
+    passing = next(r for r, o in outcomes if o == PASSES)
+    failing = next(r for r, o in outcomes if o == FAILS)
+    finding = Finding(
+        "aux-route-undecided",
+        f"{prof.label} feeds {describe_inputs(fed)}: right if the draft was trained {passing.label}, wrong if "
+        f"{failing.label} ({describe_inputs(failing.inputs)}); the checkpoint records neither its producer release "
+        "nor the backend it trained through",
+        (Evidence("aux ids", f"{list(aux.configured or ())} ({aux.field})", "ids read the same way by every route"),),
+        "name the producer release or the backend the draft was trained through (they decide the layers), or write "
+        "the layer inputs it was trained on and state --eagle3-aux-convention, or pass --eagle3-target=DIR with the "
+        "target's weights (the reference measures which layers the draft was trained on)",
+        tuple(f"{r.label}: {describe_inputs(r.inputs)} ({o}); route: {r.source}" for r, o in outcomes),
+        readings=tuple((f"{r.label}: {describe_inputs(r.inputs)}", o) for r, o in outcomes),
+    )
+    return dataclasses.replace(aux, trained=None, trained_from=""), finding
+
+
+# -- 5. No ids in config.json: the producer's default training layers (``producers.aux_defaults``) against the
+#    layer inputs the engine feeds, by the one habit rule (:mod:`pytest_eagle3.engines.habit`)
+
+
+def _ids_missing(sheet: FactSheet) -> bool:
+    """A draft that uses aux states and whose config names no aux ids in any field: its producer's default applies."""
+    written = sheet.aux_written
+    return written is not None and not written.ids and written.field is None and sheet.use_aux_hidden_state is not False
+
+
+def _producers(rows: Sequence[AuxDefault]) -> str:
+    """``modelopt (>= 0.35.0)``; several rows joined."""
+    return "; ".join(dict.fromkeys(f"{r.producer} ({r.releases})" for r in rows))
+
+
+def _default_habit(aux: AuxPlan, sheet: FactSheet, prof: Profile,
+                   fed: Sequence[int] | None) -> tuple[AuxPlan, habit.Call[AuxDefault] | None]:
+    """The aux plan with the training layers the producer's default gives (None where it does not decide them)
+    and the rule's call; ``fed``: the layer inputs the engine feeds."""
+    layers = sheet.target_layers
+    if fed is None or layers is None:
+        return dataclasses.replace(aux, trained=None, trained_from=""), None
+    rows = candidate_defaults(sheet.producer, sheet.raw, sheet.tensors)
+    call = habit.judge(sheet.producer, rows, lambda r: r.inputs(layers) == tuple(fed))
+    sets = {r.inputs(layers) for r in rows}
+    if call.outcome == habit.AGREES:
+        pin = fix_edit(dataclasses.replace(aux, trained=tuple(fed)), prof)
+        how = (f"pin them: write {list(pin[1])} into {pin[0]}" if pin is not None
+               else f"nothing to pin: {prof.label} reads no aux-id field")
+        rule = " / ".join(dict.fromkeys(r.rule for r in rows))
+        words = (f"assumed: no ids in config.json; the default of {_producers(rows)}, {rule}, is "
+                 f"{describe_inputs(fed)}, what {prof.label} feeds; {how}")
+        return dataclasses.replace(aux, trained=tuple(fed), trained_from=words, assumed=words), call
+    if call.outcome == habit.DIFFERS and len(sets) == 1:
+        (inputs,) = sets
+        words = f"assumed: no ids in config.json; the default of {_producers(rows)}, {rows[0].rule}"
+        return dataclasses.replace(aux, trained=inputs, trained_from=words), call
+    return dataclasses.replace(aux, trained=None, trained_from=""), call
+
+
+def _differs_finding(prof: Profile, sheet: FactSheet, call: habit.Call[AuxDefault], fed: Sequence[int],
+                    fix: str | None) -> Finding:
+    """No ids, and the producer's default is not what the engine feeds: both layer sets named."""
+    layers = sheet.target_layers or 0
+    trains = "; ".join(dict.fromkeys(f"{r.producer} ({r.releases}) trains on {describe_inputs(r.inputs(layers))} "
+                                      f"({r.rule})" for r in call.candidates))
+    return Finding(
+        "aux-ids-missing",
+        f"config.json names no aux layer ids: {prof.label} feeds its defaults ({describe_inputs(fed)}); {trains}: "
+        "the draft sees the wrong layers, acceptance drops",
+        (Evidence("eagle_aux_hidden_state_layer_ids", "absent", "the ids used in training"),
+         Evidence("layer inputs fed", str(list(fed)), " / ".join(str(list(r.inputs(layers))) for r in call.candidates))),
+        fix or f"write the ids the draft was trained on into {_id_field_words(prof)}",
+        (*(f"producer default: {r.source}" for r in call.candidates), f"rule: {prof.source('aux_id_fields')}"),
+    )
+
+
+def _undecided_finding(prof: Profile, sheet: FactSheet, call: habit.Call[AuxDefault], fed: Sequence[int]) -> Finding:
+    """No ids, and nothing says which default applies: what decides it."""
+    layers = sheet.target_layers or 0
+    who = "the producer is unknown" if sheet.producer == UNKNOWN else (
+        f"no default of {sheet.producer} is on record" if not call.candidates
+        else f"{sheet.producer}'s releases disagree and the checkpoint names none")
+    each = [f"{r.producer} ({r.releases}): {describe_inputs(r.inputs(layers))} "
+            f"({'agrees' if r.inputs(layers) == tuple(fed) else 'differs'})" for r in call.candidates]
+    release = (f"name the {sheet.producer} release the draft was trained with (its releases' defaults differ), "
+               if sheet.producer != UNKNOWN and call.candidates else "")
+    return Finding(
+        "aux-ids-undecided",
+        f"config.json names no aux layer ids: {prof.label} feeds its defaults ({describe_inputs(fed)}), and whether "
+        f"the draft was trained on them is not known: {who}",
+        (Evidence("eagle_aux_hidden_state_layer_ids", "absent", "the ids used in training"),),
+        f"{release}write the ids the draft was trained on into {_id_field_words(prof)}, or pass --eagle3-target=DIR "
+        "with the target's weights (the reference measures which layers the draft was trained on)",
+        (*each[:6], *((f"and {len(each) - 6} more defaults",) if len(each) > 6 else ()),
+         *_ruled_out(sheet), f"rule: {prof.source('aux_id_fields')}"),
+        readings=_default_readings(sheet, prof, call, fed),
+    )
+
+
+def _default_readings(sheet: FactSheet, prof: Profile, call: habit.Call[AuxDefault],
+                     fed: Sequence[int]) -> tuple[tuple[str, str], ...]:
+    """Each default that may have applied, with the verdict under it (:func:`habit.readings`)."""
+    layers = sheet.target_layers or 0
+    who = "a producer not on record" if sheet.producer == UNKNOWN else f"{sheet.producer}, its default not on record"
+    return habit.readings([(f"{r.producer} {r.releases}, its default {describe_inputs(r.inputs(layers))}",
+                            r.inputs(layers) == tuple(fed)) for r in call.candidates],
+                          who, f"trained on what {prof.label} feeds ({describe_inputs(fed)})", "trained on other layers")
+
+
+def _ruled_out(sheet: FactSheet) -> tuple[str, ...]:
+    """The producers on record the checkpoint rules out as readings (producer unknown only)."""
+    if sheet.producer != UNKNOWN:
+        return ()
+    names = set(sheet.tensors)
+    out = [f"not {p}: {why}" for p in RECORDS if (why := ruled_out(p, sheet.raw, names)) is not None]
+    return tuple(out)
+
+
+def _id_field_words(prof: Profile) -> str:
+    """The first field the engine reads aux ids from, as a message names it."""
+    fields = prof.behaviours.aux_id_fields or ()
+    return field_text(fields[0]) if fields else "the engine's launch setting"
+
+
+# -- 6. A launch setting names the layers, not the draft config (behaviour ``aux_default`` launch-setting).
+#    TensorRT-LLM never reads the draft's aux ids: ``speculative_config.eagle3_layers_to_capture`` (layer OUTPUTS)
+#    names the layers, else ``{1, L//2 - 1, L - 4}``, and a target of 5 layers or fewer has no default at all.
+#    What the launch gives arrives in ``EngineVersion.launch`` (``knowledge.launch_settings``); the fact sheet's
+#    ``default_inputs`` already holds the layer inputs it feeds. A fix here is a launch, never a copy.
+
+
+def launched(prof: Profile) -> bool:
+    """Whether ``prof``'s engine takes its aux layers from a launch setting."""
+    return prof.behaviours.aux_default == LAUNCH_SETTING
+
+
+def _launch_how_read(prof: Profile, requested: Sequence[int] | None) -> str:
+    """What the engine reads instead of the draft's ids, for a headline."""
+    ids = captured_layers(prof.target)
+    given = (f"{LAYERS_PATH} = {list(ids)} (layer outputs)" if ids is not None
+             else f"no {LAYERS_PATH} at launch, so its default {DEFAULT_WORDS}")
+    return (f"{prof.label} never reads the draft config's aux ids; it captures {given} -> inputs of layers "
+            f"{list(requested or ())}")
+
+
+def _launch_fix(trained: Sequence[int]) -> str | None:
+    """The launch that feeds the layer inputs ``trained`` (setting ids = inputs - 1); None for the embeddings."""
+    ids = [j - 1 for j in trained]
+    return launch_fix(ids) if ids and min(ids) >= 0 else None
+
+
+def _launch_no_default(out: Filing, prof: Profile, layers: int | None, trained: Sequence[int] | None) -> bool:
+    """File the startup failure of the default on a target of <= 5 layers; True when filed."""
+    if not launched(prof) or captured_layers(prof.target) is not None or layers is None or layers > NO_DEFAULT_BELOW:
+        return False
+    wanted = _launch_fix(trained) if trained else None
+    out.refuse("aux_layers", Finding(
+        "aux-no-default",
+        f"{prof.label} has no default aux layers for a target of {layers} layers: ValueError 'Not enough hidden "
+        "layers for default EAGLE3 capture' at startup",
+        (Evidence(LAYERS_PATH, "not set at launch", f"the layers the draft was trained on ({describe_inputs(trained)})"),),
+        wanted or f"launch with {LAYERS_PATH} naming the layers the draft was trained on",
+        (f"rule: {prof.source('aux_default')}",),
+    ))
+    return True
+
+
+def _launch_aux_fix(aux: AuxPlan) -> str:
+    """The fix line of an aux-layers finding for a launch-setting engine."""
+    wanted = _launch_fix(aux.trained or ())
+    return wanted or (f"the draft was trained on layer inputs {list(aux.trained or ())}: input 0 (the embeddings) "
+                      f"is no layer output, so no {LAYERS_PATH} feeds it")
+
+
+# -- 7. Fed against trained: the finding
+
+
 def _fed(aux: AuxPlan) -> tuple[int, ...] | None:
     """The layer inputs that reach the draft in the default runtime mode (CUDA-graph decode where it differs)."""
     return aux.graph_mode if aux.graph_mode is not None else aux.captured
@@ -394,11 +707,11 @@ def _feeds_other_layers(aux: AuxPlan, sheet: FactSheet) -> bool:
 def _compare(out: Filing, aux: AuxPlan, prof: Profile, sheet: FactSheet,
              call: habit.Call[AuxDefault] | None = None) -> None:
     if call is not None and call.outcome == habit.UNDECIDED:
-        out.unknown("aux_layers", undecided_finding(prof, sheet, call, _fed(aux) or ()))
+        out.unknown("aux_layers", _undecided_finding(prof, sheet, call, _fed(aux) or ()))
         return
     if call is not None and call.outcome == habit.DIFFERS:
         fix = _aux_fix(aux, prof, sheet.target_architecture) if aux.trained is not None else None
-        out.lose("aux_layers", differs_finding(prof, sheet, call, _fed(aux) or (), fix))
+        out.lose("aux_layers", _differs_finding(prof, sheet, call, _fed(aux) or (), fix))
         return
     if not _feeds_other_layers(aux, sheet):
         return
@@ -408,8 +721,8 @@ def _compare(out: Filing, aux: AuxPlan, prof: Profile, sheet: FactSheet,
 
 
 def _how_read(aux: AuxPlan, prof: Profile) -> str:
-    if aux_launch.launched(prof):
-        return aux_launch.how_read(prof, aux.requested)
+    if launched(prof):
+        return _launch_how_read(prof, aux.requested)
     if aux.configured is None:
         fields = prof.behaviours.aux_id_fields
         rule = DEFAULT_AUX_RULE if prof.behaviours.aux_default == "target-layers" else DRAFT_DEFAULT_RULE
@@ -435,6 +748,29 @@ def _aux_evidence(aux: AuxPlan) -> tuple[Evidence, ...]:
                      f"{list(aux.trained or ())} ({aux.trained_from})"),)
 
 
+def _aux_details(aux: AuxPlan, prof: Profile) -> tuple[str, ...]:
+    details = [f"rule: {prof.source('aux_id_fields')}"]
+    if aux.reach:
+        details.append(aux.reach)
+    fields = prof.behaviours.aux_id_fields or ()
+    if len(fields) > 2:
+        details.append(f"aux-id fields {prof.label} reads, in order: {', '.join(map(field_text, fields))}")
+    if aux.configured is not None:
+        details.append(f"rule: {prof.source('aux_transform_llama')}")
+    if aux.other_mode is not None and aux.other_mode != aux.captured:
+        details.append(f"in the other runtime mode ({prof.source('aux_id_fields_other_mode')}) the target captures "
+                       f"{describe_inputs(aux.other_mode)}")
+    if aux.graph_mode is not None:
+        details.append(f"eager prefill captures {describe_inputs(aux.captured)}; "
+                       f"rule: {prof.source('graph_mode_default_layers')}")
+    return tuple(details)
+
+
+# -- 8. The fix: a config edit, a launch, a later release or another engine that reads the ids, or retraining
+#    (an engine that hard-codes its layers, LMDeploy: the first later release of it, else of another engine,
+#    whose class for the target captures, with the ids to write there, that engine's own transform inverted)
+
+
 def fix_edit(aux: AuxPlan, prof: Profile) -> tuple[str, tuple[int, ...]] | None:
     """The config edit that feeds the trained layers: the ids written into the engine's first aux-id field,
     which it reads with the target family's transform; None where no field edit can (graph mode, no field)."""
@@ -457,33 +793,68 @@ def _aux_fix(aux: AuxPlan, prof: Profile, arch: str | None) -> str:
         return f"the draft was trained on layer inputs {unreachable}, out of this target's reach: {aux.reach}"
     if aux.graph_mode is not None and aux.captured == aux.trained:
         return f"serve with {serve_with('graph_mode_default_layers', prof.engine, lambda v: not v)} (or --disable-cuda-graph, slow)"
-    if aux_launch.launched(prof):
-        return aux_launch.aux_fix(aux)
+    if launched(prof):
+        return _launch_aux_fix(aux)
     if aux.fix_edit is None:
         since = first_release("aux_id_fields", prof.engine, bool) if prof.kind.aux_fix_names_own_release else None
         if since is not None:  # a later release of the same engine reads them: name it (computed from the rows)
             return (f"serve with {release_words(prof.engine, since, None)}, which reads configured aux ids, and "
                     f"write the trained layer inputs {trained} there ({prof.label} ignores them)")
         if not prof.behaviours.aux_id_fields:  # no release of this engine reads them: another engine's, or retrain
-            return hard_coded_fix(aux, prof, _fed(aux) or (), arch, fix_edit)
+            return _hard_coded_fix(aux, prof, _fed(aux) or (), arch)
         return f"serve with a version that reads configured aux ids ({prof.label} ignores them)"
     path, ids = aux.fix_edit
     return f"write {list(ids)} into {path} (for {prof.label}: layer inputs {trained})"
 
 
-def _aux_details(aux: AuxPlan, prof: Profile) -> tuple[str, ...]:
-    details = [f"rule: {prof.source('aux_id_fields')}"]
-    if aux.reach:
-        details.append(aux.reach)
-    fields = prof.behaviours.aux_id_fields or ()
-    if len(fields) > 2:
-        details.append(f"aux-id fields {prof.label} reads, in order: {', '.join(map(field_text, fields))}")
-    if aux.configured is not None:
-        details.append(f"rule: {prof.source('aux_transform_llama')}")
-    if aux.other_mode is not None and aux.other_mode != aux.captured:
-        details.append(f"in the other runtime mode ({prof.source('aux_id_fields_other_mode')}) the target captures "
-                       f"{describe_inputs(aux.other_mode)}")
-    if aux.graph_mode is not None:
-        details.append(f"eager prefill captures {describe_inputs(aux.captured)}; "
-                       f"rule: {prof.source('graph_mode_default_layers')}")
-    return tuple(details)
+def _elsewhere(aux: AuxPlan, prof: Profile, architecture: str | None) -> str | None:
+    """``vLLM >= 0.8.5 with [3, 5, 6] in eagle_aux_hidden_state_layer_ids``: the first engine (release-list order)
+    that reads configured ids and captures for the target; None when no engine's rows do."""
+    for engine in (prof.engine, *(e for e in RELEASES if e != prof.engine)):  # a later release of its own first
+        since = first_release("aux_id_fields", engine, bool)
+        if since is None or (engine == prof.engine and Version(since) <= prof.version):
+            continue
+        other = profile(newest(engine))
+        support = capture_support(engine, other.version, architecture) if architecture else None
+        if support is not None and support.support != CAPTURES:
+            continue
+        found = fix_edit(dataclasses.replace(aux, support=support, graph_mode=None), other)
+        if found is not None:
+            return f"{DISPLAY[engine]} >= {release_text(engine, since)} with {list(found[1])} in {found[0]}"
+    return None
+
+
+def _hard_coded_fix(aux: AuxPlan, prof: Profile, fed: Sequence[int], architecture: str | None) -> str:
+    """The fix for a draft trained on other layers than an engine that reads no aux-id field feeds."""
+    other = _elsewhere(aux, prof, architecture)
+    serve = f"serve with {other}, or " if other else ""
+    return (f"no config edit changes it: {prof.label} feeds {describe_inputs(fed)} to every draft of this target; "
+            f"{serve}retrain the draft on {describe_inputs(fed)}")
+
+
+def _matching_layer_count(trained: Sequence[int]) -> int | None:
+    """The target layer count L whose hard-coded inputs (2, L // 2, L - 3) are ``trained``; None when no L is."""
+    if len(trained) != 3 or trained[0] != 2:
+        return None
+    layers = trained[2] + 3
+    return layers if layers // 2 == trained[1] else None
+
+
+def _hard_coded_without_target(out: Filing, aux: AuxPlan, prof: Profile) -> None:
+    """Without the target's layer count: an engine that reads no aux-id field feeds (2, L // 2, L - 3); training
+    layers no L gives are never fed, whatever the target (a loss, decided from the config alone)."""
+    if prof.behaviours.aux_id_fields or prof.behaviours.aux_default != "target-layers" or aux.target_layers \
+            is not None or aux.trained is None or _matching_layer_count(aux.trained) is not None:
+        return
+    other = _elsewhere(aux, prof, None)
+    out.lose("aux_layers", Finding(
+        "aux-layers",
+        f"{prof.label} hard-codes the aux layers (no draft config field is read): inputs of layers 2, L//2, L-3 for "
+        f"an L-layer target; the draft was trained on {describe_inputs(aux.trained)}, which no L gives: the draft "
+        "sees the wrong layers, acceptance drops",
+        (Evidence("layer inputs fed", "[2, L//2, L-3]", f"{list(aux.trained)} ({aux.trained_from})"),),
+        f"no config edit changes it: {('serve with ' + other + ', or ') if other else ''}retrain the draft on "
+        "inputs of layers 2, L//2, L-3 of its target (give --eagle3-target for the layer numbers)",
+        (f"rule: {prof.source('aux_id_fields')}",),
+    ))
+
