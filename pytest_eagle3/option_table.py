@@ -86,25 +86,20 @@ def interpreter_option(engine: str, dest: str, help_text: str) -> OptionSpec:
 
 def installed_engine_options(bundled: tuple[OptionSpec, ...]) -> tuple[OptionSpec, ...]:
     """The interpreter options of the engines other packages register (entry points of
-    :data:`ENGINE_ENTRY_POINTS`), each loaded for it; none loaded, and nothing imported, where none is installed.
-    An engine whose option is bundled (``bundled``) or that has no ``python_option`` adds none."""
+    :data:`ENGINE_ENTRY_POINTS`), read from the engine registry, which loads them; where none is installed, nothing
+    is imported. An engine whose option is bundled (``bundled``) or that has no ``python_option`` adds none."""
     from importlib.metadata import entry_points
 
-    points = entry_points(group=ENGINE_ENTRY_POINTS)
-    if not points:
+    if not entry_points(group=ENGINE_ENTRY_POINTS):
         return ()
-    import types
+    import importlib
 
+    # the registry discovers them (an engine module imports the registry's package: loaded here first, it would
+    # find itself half-initialised); imported by name, only here: the idle plugin's table is standard library only
+    registry = importlib.import_module("pytest_eagle3.knowledge.engines").REGISTRY
     taken = {spec.dest for spec in bundled}
-    found: list[OptionSpec] = []
-    for point in points:
-        loaded = point.load()
-        engine = getattr(loaded, "ENGINE", None) if isinstance(loaded, types.ModuleType) else loaded
-        dest = getattr(engine, "python_option", None)
-        if isinstance(dest, str) and dest not in taken:  # the registry refuses an entry point naming no Engine
-            taken.add(dest)
-            found.append(interpreter_option(str(getattr(engine, "name")), dest, str(getattr(engine, "interpreter_help"))))
-    return tuple(found)
+    return tuple(interpreter_option(engine.name, engine.python_option, engine.interpreter_help)
+                 for engine in registry if engine.python_option and engine.python_option not in taken)
 
 
 #: Each engine's interpreter option: the bundled engines' (generated), then those of the engines installed from
