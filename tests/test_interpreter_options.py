@@ -70,6 +70,13 @@ def test_the_check_names_the_command_that_regenerates(tmp_path: Path, monkeypatc
     assert "vLLN" not in stale.read_text()
 
 
+def test_the_option_table_asks_for_the_registrys_entry_points() -> None:
+    from pytest_eagle3.knowledge.engines import ENTRY_POINT_GROUP
+    from pytest_eagle3.option_table import ENGINE_ENTRY_POINTS
+
+    assert ENGINE_ENTRY_POINTS == ENTRY_POINT_GROUP == "pytest_eagle3.engines"
+
+
 def test_each_historic_option_keeps_its_flag_env_ini_and_help() -> None:
     from pytest_eagle3.option_table import OPTIONS
 

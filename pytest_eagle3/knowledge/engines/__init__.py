@@ -15,11 +15,11 @@ from importlib.metadata import entry_points
 from types import ModuleType
 
 from pytest_eagle3.knowledge.engine import Engine
-from pytest_eagle3.option_table import ENGINE_ENTRY_POINTS
 
 #: The entry-point group a third-party package registers an engine in (``name = "package.module"`` or
-#: ``"package.module:ENGINE"``); the option table reads it too, for the engines' interpreter options.
-ENTRY_POINT_GROUP = ENGINE_ENTRY_POINTS
+#: ``"package.module:ENGINE"``); ``option_table.ENGINE_ENTRY_POINTS`` names it too (the option table, imported by
+#: the registry's users, asks the registry for these engines' interpreter options: it cannot be imported here).
+ENTRY_POINT_GROUP = "pytest_eagle3.engines"
 
 
 def _engine_of(found: object, where: str) -> Engine:
