@@ -5,6 +5,15 @@ vLLM on CPU builds it in language-model-only mode (``EngineArgs.language_model_o
 needs a tokenizer and torchvision's image ops, which a CPU env lacks; the decoder, the drafter, the embedding
 sharing and the aux layers are the same code either way). The loader's facts bound the plan as for every probe case
 (tests/test_false_alarms.py), and the plan agrees with them fact by fact (tests/test_profiles_vs_engines.py).
+
+vLLM 0.28.0 to 0.31.x build the image processor even in language-model-only mode, for the device-side input norm
+(``mm_device_do_normalize``, on by default for Qwen2.5-VL: ``supports_mm_device_do_normalize = True``) passed to
+the vision tower that is then not built: 0.29.0 ``models/qwen2_5_vl.py:1364`` ``FusedInputNorm.from_model_config``
+-> ``models/vision.py:672`` ``get_processor(model, ...)`` (0.28.0 and 0.30.0 the same), 0.31.0
+``models/qwen2_5_vl.py:1439`` ``build_mm_input_norm`` -> ``layers/fusion/mm_input_norm.py:156``
+``cached_get_processor(...)``. The processor needs ``preprocessor_config.json`` and then torchvision for its video
+processor. From 0.32.0 ``mm_input_norm.py:148-154`` ``_load_norm_params`` reads only the processor's config files
+(``get_processor_config``, ``hf_image_processor_config``): no processor is built, and the test runs.
 """
 
 from __future__ import annotations
@@ -22,9 +31,25 @@ from pytest_eagle3.knowledge.releases import EngineVersion
 from pytest_eagle3.probes.cases import CASES_BY_NAME, write_case
 from pytest_eagle3.probes.compare import differences
 from pytest_eagle3.probes.record import verdict
-from pytest_eagle3.probes.run import env_variable, find_engine_python, run_probe
+from pytest_eagle3.probes.run import engine_version, env_variable, find_engine_python, run_probe
 from pytest_eagle3.testing.synth import SynthSpec
 from pytest_eagle3.verdict.judge import judged_plan
+
+#: vLLM releases whose Qwen2.5-VL constructor builds the image processor under ``language_model_only`` (module
+#: docstring): [first, fixed).
+PROCESSOR_BUILT_LM_ONLY = (Version("0.28.0"), Version("0.32.0"))
+
+
+def processor_skip_reason(version: str | None) -> str | None:
+    """Why the installed vLLM cannot load the tiny Qwen2.5-VL target on CPU, or None when it can."""
+    if version is None:
+        return None
+    first, fixed = PROCESSOR_BUILT_LM_ONLY
+    if not first <= Version(version) < fixed:
+        return None
+    return (f"vLLM {version} builds the Qwen2.5-VL image processor even with language_model_only=True (the "
+            f"device-side input norm, mm_device_do_normalize): it needs preprocessor_config.json and torchvision, "
+            f"which this CPU env lacks; vLLM {fixed} reads only the processor's config (tox -e vllm0320)")
 
 
 def write_qwen25_vl_target(out: Path, spec: SynthSpec | None = None) -> Path:
@@ -54,6 +79,9 @@ def vl_probe(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict
     python = find_engine_python("vllm")
     if python is None:
         pytest.skip(f"no vllm interpreter: set {env_variable('vllm')} or run tox -e vllm0320")
+    reason = processor_skip_reason(engine_version("vllm", python))
+    if reason is not None:
+        pytest.skip(reason)
     root = tmp_path_factory.mktemp("multimodal")
     target = write_qwen25_vl_target(root / "target")
     draft = write_case(CASES_BY_NAME["specforge"], root / "draft")
