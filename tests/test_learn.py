@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from packaging.version import Version
 
-from pytest_eagle3.engines import resting
+from pytest_eagle3.verdict import resting
 from pytest_eagle3.knowledge.behaviours import TABLES, BehaviourName
 from pytest_eagle3.knowledge.evidence import Cite
 from pytest_eagle3.knowledge.learned import KNOWLEDGE_DIR_ENV, learned_release
