@@ -5,7 +5,7 @@ Usage::
     python benchmarks/field_coverage.py [--rules]
 
 Reads the committed scan (``pytest_eagle3/knowledge/generated/field_scan.json``, written by ``pytest_eagle3/scanners/fields.py``
-over every release of the known ranges) and the classification in ``pytest_eagle3/engines/field_coverage.py``.
+over every release of the known ranges) and the classification in ``pytest_eagle3/scanners/field_coverage.py``.
 Prints, per engine, the releases scanned and the fields read (one per field and side: draft, target,
 either) by status: modelled by a rule, ruled out (read, no effect on EAGLE-3), unclassified (must be 0:
 ``tests/test_field_coverage.py`` fails otherwise); then a markdown table per release range (consecutive
@@ -20,8 +20,8 @@ from typing import Any
 
 from packaging.version import Version
 
-from pytest_eagle3.engines import field_coverage as fc
 from pytest_eagle3.knowledge.releases import DISPLAY, KNOWN_RANGES
+from pytest_eagle3.scanners import field_coverage as fc
 
 STATUSES = ("modelled", "ruled-out", "unclassified")
 

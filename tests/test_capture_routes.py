@@ -1,5 +1,5 @@
 """A producer's aux ids mean what the backend it trained through made of them for the target's class
-(``producers/capture_routes.py``, ``engines/aux_routes.py``): SpecForge through SGLang's own target class (as-is for
+(``producers/capture_routes.py``, ``engines/aux_layers.py``): SpecForge through SGLang's own target class (as-is for
 the DeepSeek-V2 / Kimi class when the first id is not 1, from SGLang 0.5.13; +1 for the Llama / Qwen classes), or its
 HF backend (+1, every class transformers ships). Readings that disagree about the outcome are undecided, naming two
 and what decides; a no-ids draft of unknown producer is judged over every producer the checkpoint does not rule out."""
@@ -14,7 +14,7 @@ from typing import Any
 from packaging.version import Version
 
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
-from pytest_eagle3.engines.aux_ids import transform
+from pytest_eagle3.engines.aux_layers import transform
 from pytest_eagle3.findings import FAILS, PASSES, UNJUDGED
 from pytest_eagle3.knowledge.capture import CAPTURES, capture_support
 from pytest_eagle3.knowledge.generated import capture_table

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from packaging.version import Version
 
-from pytest_eagle3.engines import field_coverage as fc
 from pytest_eagle3.knowledge.releases import KNOWN_RANGES
+from pytest_eagle3.scanners import field_coverage as fc
 
 SCANNER = [sys.executable, "-m", "pytest_eagle3.scanners.fields"]
 
@@ -37,7 +37,7 @@ def _where(record: dict[str, Any]) -> str:
 
 def test_every_scanned_field_is_modelled_or_ruled_out() -> None:
     missing = [f"{engine}: {_where(record)}" for engine, record in fc.unclassified()]
-    assert not missing, ("fields the engines read that no COVERAGE entry in engines/field_coverage.py classifies "
+    assert not missing, ("fields the engines read that no COVERAGE entry in scanners/field_coverage.py classifies "
                          "(model them with a rule or rule them out with the reason):\n  " + "\n  ".join(missing))
 
 

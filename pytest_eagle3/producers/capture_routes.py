@@ -10,9 +10,9 @@ in ``knowledge/capture.py``); so one SpecForge convention for every target is wr
 Each :class:`CaptureRoute` row says, for the producer releases ``since`` (inclusive) to ``until`` (exclusive), one
 backend it trained through: either a fixed ``rule`` (the backend indexes the same way for every class it loads), or
 the ``engine`` whose target class reads the ids, at the engine ``releases`` the producer pinned (the engine's
-per-class rule then applies: ``engines/aux_routes.py``). ``supports`` says which targets the backend loads. Where
+per-class rule then applies: ``engines/aux_layers.py`` ``route_readings``). ``supports`` says which targets the backend loads. Where
 the checkpoint records neither its producer release nor its backend, every route that supports the target is a
-plausible reading (``engines/aux_routes.py`` joins them).
+plausible reading (``engines/aux_layers.py`` joins them).
 """
 
 from __future__ import annotations

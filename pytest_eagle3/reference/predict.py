@@ -302,7 +302,7 @@ def build_predictor(ckpt: Checkpoint, target: TargetFeed, steps: int, device: st
 
 def training(ckpt: Checkpoint, simulator: Simulator, ids: tuple[int, ...], convention: str | None) -> Training:
     """Measure every reading; the best one when it leads clearly, else the assumed convention's."""
-    from pytest_eagle3.engines.aux_ids import trained_inputs
+    from pytest_eagle3.engines.aux_layers import trained_inputs
     from pytest_eagle3.producers.formats import INPUT_OF
 
     base = trained_feed(simulator.draft, ids, OFFSETS, simulator.target, trained_rope_feed(ckpt))

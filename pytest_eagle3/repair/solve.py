@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pytest_eagle3.engines.aux_routes import route_readings
+from pytest_eagle3.engines.aux_layers import fix_edit, route_readings
 from pytest_eagle3.repair import configs, independent, key_layouts
 from pytest_eagle3.repair.record import Change, RepairRefused
 from pytest_eagle3.repair.virtual import VirtualDraft
@@ -278,7 +278,6 @@ def _aux_misplaced(solution: Solution, plans: dict[str, LoadPlan]) -> list[tuple
     """Engines whose first aux-id field does not hold the ids that feed the training layers (checked even
     without a target, when the plans cannot see which layers are fed): the plan's own aux fix, which inverts
     the engine's rule for the target's family (a Llama default without a target)."""
-    from pytest_eagle3.engines.aux_layers import fix_edit
     from pytest_eagle3.knowledge.snapshot import snapshot_of
 
     if solution.trained.inputs is None:

@@ -236,8 +236,8 @@ def learn(source: Source) -> LearnedRelease:
 
 def summary(record: LearnedRelease) -> list[str]:
     """What ``learn`` tells the user: where the knowledge went, what the scans found, what is not carried over."""
-    from pytest_eagle3.verdict.resting import changed
     from pytest_eagle3.knowledge.releases import EngineVersion
+    from pytest_eagle3.verdict.resting import changed
 
     spec = f"{record.engine}=={release_text(record.engine, record.release)}"
     lines = [f"learned {DISPLAY[record.engine]} {record.release} from {record.source}: {record.path}"]
@@ -254,9 +254,9 @@ def summary(record: LearnedRelease) -> list[str]:
 
 
 def unclassified_fields(record: LearnedRelease) -> list[str]:
-    """The config fields this release reads that no coverage entry (``engines/field_coverage.py``) classifies: what
+    """The config fields this release reads that no coverage entry (``scanners/field_coverage.py``) classifies: what
     its verdicts cannot speak for until one does."""
-    from pytest_eagle3.engines.field_coverage import classify
+    from pytest_eagle3.scanners.field_coverage import classify
 
     found = record.scans.get("fields")
     if not isinstance(found, list):
@@ -264,7 +264,7 @@ def unclassified_fields(record: LearnedRelease) -> list[str]:
     new = sorted({(f, role) for f, role, *_ in found if classify(record.engine, f, role) is None})
     if not new:
         return []
-    return [f"{len(new)} config fields read that no coverage entry classifies (engines/field_coverage.py): "
+    return [f"{len(new)} config fields read that no coverage entry classifies (scanners/field_coverage.py): "
             + ", ".join(f"{f} ({role})" for f, role in new[:12]) + (", ..." if len(new) > 12 else "")]
 
 

@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
                                                                      "hf://ORG/NAME[@REV] (repeat for several)")
     check.add_argument("--report", help="write the JSON verdict here")
     check.add_argument("--engine", help=BY_DEST["eagle3_engines"].help)
-    add_settings(check, without=OWN_ENGINE)
+    add_settings(check, without=OWN_ENGINE, interpreters=True)
     check.add_argument("-k", dest="keyword", metavar="EXPRESSION", help="only the contracts matching it (pytest -k)")
     check.add_argument("-m", dest="markexpr", metavar="MARKEXPR", help="only the tests matching it (pytest -m)")
     capture_parser(sub)
@@ -123,7 +123,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         pytest_args += [f"--eagle3-report={args.report}"] if args.report else []
         pytest_args += [f"--eagle3-engine={args.engine}"] if args.engine is not None else []  # empty: an error
         pytest_args += as_argv({spec.dest: Resolved((str(getattr(args, spec.dest)),), "option") for spec in OPTIONS
-                                if spec.judges and getattr(args, spec.dest, None) is not None})
+                                if (spec.judges or spec.interpreter) and getattr(args, spec.dest, None) is not None})
         pytest_args += ["-k", args.keyword] if args.keyword is not None else []
         pytest_args += ["-m", args.markexpr] if args.markexpr is not None else []
         return int(pytest.main([*pytest_args, *extra]))

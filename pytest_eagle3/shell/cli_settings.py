@@ -20,13 +20,15 @@ if TYPE_CHECKING:
 OWN_ENGINE = ("eagle3_engines",)
 
 
-def add_settings(command: argparse.ArgumentParser, *, without: Iterable[str] = ()) -> None:
-    """Every setting that changes a verdict, under its command-line name, with the option table's help."""
+def add_settings(command: argparse.ArgumentParser, *, without: Iterable[str] = (), interpreters: bool = False) -> None:
+    """Every setting that changes a verdict, under its command-line name, with the option table's help; with
+    ``interpreters`` each engine's interpreter too (``--vllm-python``: ``check``, whose pytest run probes and serves
+    the engines)."""
     left_out = set(without)
     group = command.add_argument_group("settings (each also read from its EAGLE3_* env variable and the ini file's "
                                        "eagle3_* key, as under pytest)")
     for spec in OPTIONS:
-        if not spec.judges or spec.dest in left_out:
+        if not (spec.judges or (interpreters and spec.interpreter)) or spec.dest in left_out:
             continue
         flags = [spec.cli_flag, spec.flag]
         if spec.switch:

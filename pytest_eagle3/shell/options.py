@@ -29,10 +29,7 @@ WITH_TESTPATHS_INI = "eagle3_with_testpaths"
 
 def python_option(engine: str) -> OptionSpec | None:
     """The option naming ``engine``'s interpreter (its ``python_option``), or None where it has none."""
-    from pytest_eagle3.knowledge.engines import BY_NAME
-
-    dest = BY_NAME[engine].python_option if engine in BY_NAME else None
-    return BY_DEST[dest] if dest is not None else None
+    return next((spec for spec in OPTIONS if spec.engine == engine), None)
 
 
 def add_options(parser: pytest.Parser) -> None:

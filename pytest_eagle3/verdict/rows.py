@@ -115,7 +115,7 @@ def target_first(outcomes: tuple[ContractOutcome, ...]) -> tuple[ContractOutcome
 
 def with_causes(outcomes: tuple[ContractOutcome, ...], plan: LoadPlan) -> tuple[ContractOutcome, ...]:
     """The row's root cause on each outcome, and on each failing contract that only follows from another area's
-    finding, which one (``engines.causes``; the predicted loss follows from the plan's first cause)."""
+    finding, which one (``engines.plan_types.root_causes``; the predicted loss follows from the plan's first cause)."""
     import dataclasses
 
     failing = {o.contract for o in outcomes if o.status == FAIL}

@@ -192,12 +192,8 @@ def build(sources: Mapping[str, Resolved], names: Mapping[str, str], *, device: 
 
 def interpreters(check: Any, name: Mapping[str, str], one: Mapping[str, Any]) -> dict[str, str]:
     """Each engine's interpreter given (its ``python_option``: option, env or ini), checked in the option table's
-    order, by engine name."""
-    from pytest_eagle3.knowledge.engines import REGISTRY
-
-    engine_of = {engine.python_option: engine.name for engine in REGISTRY if engine.python_option}
-    found = {engine_of[spec.dest]: check.interpreter(name[spec.dest], one[spec.dest])
-             for spec in OPTIONS if spec.interpreter and spec.dest in engine_of}
+    order, by engine name (the option's ``engine``)."""
+    found = {spec.engine: check.interpreter(name[spec.dest], one[spec.dest]) for spec in OPTIONS if spec.engine}
     return {engine: path for engine, path in found.items() if path is not None}
 
 

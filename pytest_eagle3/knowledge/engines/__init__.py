@@ -17,7 +17,8 @@ from types import ModuleType
 from pytest_eagle3.knowledge.engine import Engine
 
 #: The entry-point group a third-party package registers an engine in (``name = "package.module"`` or
-#: ``"package.module:ENGINE"``).
+#: ``"package.module:ENGINE"``); ``option_table.ENGINE_ENTRY_POINTS`` names it too (the option table, imported by
+#: the registry's users, asks the registry for these engines' interpreter options: it cannot be imported here).
 ENTRY_POINT_GROUP = "pytest_eagle3.engines"
 
 
@@ -29,8 +30,9 @@ def _engine_of(found: object, where: str) -> Engine:
     return engine
 
 
-def _package_engines() -> Iterable[Engine]:
-    """Every module of this package that defines ``ENGINE``."""
+def package_engines() -> Iterable[Engine]:
+    """Every module of this package that defines ``ENGINE`` (the bundled engines: their interpreter options are
+    generated, ``pytest_eagle3/scanners/interpreter_options.py``)."""
     for info in pkgutil.iter_modules(__path__):
         module = importlib.import_module(f"{__name__}.{info.name}")
         if hasattr(module, "ENGINE"):
@@ -45,7 +47,7 @@ def _entry_point_engines() -> Iterable[Engine]:
 
 def _discover() -> tuple[Engine, ...]:
     found: dict[str, Engine] = {}
-    for engine in (*_package_engines(), *_entry_point_engines()):
+    for engine in (*package_engines(), *_entry_point_engines()):
         if engine.name in found:
             raise ValueError(f"two engines named {engine.name!r}")
         found[engine.name] = engine
