@@ -9,7 +9,7 @@ against the demo target's config.json and one engine version (default: the newes
 The rule: a call into a ``pytest_eagle3/`` file is *on the path* (a *stop*) when one of its arguments, or one
 attribute (one level deep) of its first argument (``self``/``cls``), or one item of an argument that is a tuple,
 list, set or dict (its values), is *tainted*. Tainted at the start: the EngineVersion, its Engine (``ev.kind``) and
-its Profile (``engines.profiles.profile(ev)``), by identity, and any value equal to one of them. Derived: the value
+its Snapshot (``knowledge.snapshot.snapshot_of(ev)``), by identity, and any value equal to one of them. Derived: the value
 an on-path call returns (and the ``self`` an on-path ``__init__`` or ``__post_init__`` built) is tainted too,
 except plain scalars (None, bools, numbers, strings, bytes), which are not followed.
 
@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE_DIR = str(ROOT / "pytest_eagle3") + "/"
 SCALARS = (type(None), bool, int, float, complex, str, bytes)
 CONTAINERS = (tuple, list, set, frozenset)
+SNAPSHOT = "knowledge/snapshot.py"
 
 
 def _area(path: str) -> str | None:
@@ -69,6 +70,7 @@ class Tracer:
         self.stops: list[str] = []  # the file of each stop, relative to the package
         self.seed_stops: list[str] = []  # the stops that receive a seed itself (no derived value)
         self.direct: Counter[str] = Counter()  # "engines -> knowledge": direct calls between the two
+        self.around: Counter[str] = Counter()  # direct engines -> knowledge calls into a file other than the snapshot
 
     def _is_tainted(self, value: Any, seeds_only: bool = False) -> bool:
         if isinstance(value, SCALARS):
@@ -130,6 +132,8 @@ class Tracer:
             source = _area(caller.f_code.co_filename) if caller is not None else None
             if callee and source and callee != source:
                 self.direct[f"{source} -> {callee}"] += 1
+                if callee == "knowledge" and not path.endswith(SNAPSHOT):
+                    self.around[path[len(PACKAGE_DIR):]] += 1
         elif event == "return" and id(frame) in self.on_path:
             self.on_path.discard(id(frame))
             self._taint(arg)
@@ -170,17 +174,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", default=str(ROOT / "examples" / "demo-target" / "config.json"))
     parser.add_argument("--engine", default=None, help="an engine version, e.g. vllm==0.33.0 (default: newest vLLM)")
     parser.add_argument("--files", action="store_true", help="list the files in order of first entry")
+    parser.add_argument("--seed-files", action="store_true",
+                        help="list the files of the stops receiving a seed itself, in order of first entry")
     args = parser.parse_args(argv)
 
     from pytest_eagle3.checkpoint import Checkpoint
-    from pytest_eagle3.engines.profiles import profile
     from pytest_eagle3.knowledge.releases import newest
     from pytest_eagle3.knowledge.selection import parse_selection
+    from pytest_eagle3.knowledge.snapshot import snapshot_of
     from pytest_eagle3.verdict import RunSettings, TargetSide, pipeline_for
     from pytest_eagle3.verdict.rows import judgement
 
     ev = parse_selection(args.engine)[0] if args.engine else newest("vllm")
-    seeds = [ev, ev.kind, profile(ev)]
+    seeds = [ev, ev.kind, snapshot_of(ev)]
     cleared = clear_caches()
     pipeline = pipeline_for(RunSettings(engines=(ev,)))
     ckpt = Checkpoint.open(args.draft)
@@ -201,13 +207,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"knowledge/ -> engines/ crossings: {got['k2e']}")
     print("direct calls between them: " + (", ".join(f"{k}: {n}" for k, n in sorted(tracer.direct.items()))
                                             or "none"))
+    print("engines/ -> knowledge/ direct calls not into the snapshot: " + (
+        ", ".join(f"{k}: {n}" for k, n in sorted(tracer.around.items())) or "none"))
     seed = figures(tracer.seed_stops)
-    print(f"receiving the EngineVersion, Engine or Profile itself (no derived value): {seed['stops']} stops, "
+    print(f"receiving the EngineVersion, Engine or Snapshot itself (no derived value): {seed['stops']} stops, "
           f"{seed['files']} files, {seed['returns']} returns, crossings {seed['e2k']} / {seed['k2e']}")
-    if args.files:
-        counts = Counter(tracer.stops)
-        for f in dict.fromkeys(tracer.stops):
-            print(f"  {counts[f]:5d}  {f}")
+    for wanted, stops in ((args.files, tracer.stops), (args.seed_files, tracer.seed_stops)):
+        if wanted:
+            counts = Counter(stops)
+            for f in dict.fromkeys(stops):
+                print(f"  {counts[f]:5d}  {f}")
     return 0
 
 

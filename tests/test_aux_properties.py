@@ -16,10 +16,10 @@ from packaging.version import Version
 
 from pytest_eagle3.engines import aux_layers as aux
 from pytest_eagle3.engines.aux_layers import trained_inputs
-from pytest_eagle3.engines.profiles import profile
 from pytest_eagle3.knowledge.behaviours import segment_starts
 from pytest_eagle3.knowledge.releases import RELEASES as KNOWN_RELEASES
 from pytest_eagle3.knowledge.releases import EngineVersion
+from pytest_eagle3.knowledge.snapshot import snapshot_of
 
 FIELDS = ("eagle_aux_hidden_state_layer_ids", "eagle_config.eagle_aux_hidden_state_layer_ids",
           "eagle_config.layer_ids", "dflash_config.target_layer_ids", "dflash_config.layer_ids",
@@ -133,7 +133,7 @@ def test_sglang_capture_matches_the_engine_loop(version: Version, family: str, l
                                                 data: st.DataObject) -> None:
     ids = data.draw(st.lists(st.integers(0, layers + 2), min_size=1, max_size=5))
     config = _config(field, ids)
-    prof = profile(EngineVersion("sglang", version))
+    prof = snapshot_of(EngineVersion("sglang", version))
     fields = prof.behaviours.aux_id_fields
     _, _, _, requested = aux.resolve_capture(prof, fields, config, family, layers)
     assert requested is not None
@@ -156,7 +156,7 @@ def test_vllm_capture_matches_the_engine_loop(runner: str, field: str | None, ve
     """Both runners from 0.22 (V1 and V2); before 0.22 there is one. Every field the resolvers read, alone."""
     ids = data.draw(st.lists(st.integers(0, layers + 2), min_size=1, max_size=5))
     config = _config(field, ids)
-    prof = profile(EngineVersion("vllm", version))
+    prof = snapshot_of(EngineVersion("vllm", version))
     fields = getattr(prof.behaviours, RUNNER_FIELDS[runner])
     if fields is None:
         return  # one model runner in this release: the default's test covers it

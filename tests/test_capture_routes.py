@@ -15,12 +15,12 @@ from packaging.version import Version
 
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
 from pytest_eagle3.engines.aux_layers import transform
-from pytest_eagle3.engines.profiles import profile
 from pytest_eagle3.findings import FAILS, PASSES, UNJUDGED
 from pytest_eagle3.knowledge.capture import CAPTURES, capture_support
 from pytest_eagle3.knowledge.generated import capture_table
 from pytest_eagle3.knowledge.releases import EngineVersion
 from pytest_eagle3.knowledge.selection import parse_selection
+from pytest_eagle3.knowledge.snapshot import snapshot_of
 from pytest_eagle3.producers.capture_routes import CAPTURE_ROUTES, ENGINE_CLASS, markdown_table
 from pytest_eagle3.producers.formats import ruled_out
 from pytest_eagle3.producers.names import ANGELSLIM, SPECULATORS, UNKNOWN
@@ -104,7 +104,7 @@ def test_every_pinned_class_has_a_capture_rule() -> None:
     for route in (r for r in CAPTURE_ROUTES if r.supports == ENGINE_CLASS and r.rule is None):
         spans = getattr(capture_table, f"{str(route.engine).upper()}_SPANS")
         for release in route.releases:
-            prof = profile(EngineVersion(str(route.engine), Version(release)))
+            prof = snapshot_of(EngineVersion(str(route.engine), Version(release)))
             for arch in spans:
                 support = capture_support(str(route.engine), Version(release), arch)
                 if support.support != CAPTURES:

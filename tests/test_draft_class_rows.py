@@ -17,10 +17,10 @@ from packaging.version import Version
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.engines.class_flags import class_flags
 from pytest_eagle3.engines.facts import fact_sheet
-from pytest_eagle3.engines.profiles import profile
 from pytest_eagle3.knowledge import draft_class_rows as rows
 from pytest_eagle3.knowledge import draft_classes
 from pytest_eagle3.knowledge.releases import RELEASES, EngineVersion
+from pytest_eagle3.knowledge.snapshot import snapshot_of
 from pytest_eagle3.probes.cases import MLA_CONFIG, ProbeCase, write_all, write_case
 from pytest_eagle3.testing.synth import SPECFORGE, SynthSpec
 from pytest_eagle3.verdict.judge import judged_plan
@@ -99,7 +99,7 @@ def test_the_rules_read_the_row_of_the_class_the_draft_builds(engine: str, klass
         version = Version(release)
         if klass not in rows.registered_at(engine, version).values():
             continue
-        prof = profile(EngineVersion(engine, version))
+        prof = snapshot_of(EngineVersion(engine, version))
         resolved = class_flags(fact_sheet(ckpt, prof, None), prof, klass)
         own = rows.class_row(engine, version, klass, flag)
         assert own is not None and resolved.rows[flag] is own, (release, klass, flag)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
-from pytest_eagle3.engines.profiles import rule_for
+from pytest_eagle3.knowledge.behaviours import rule_for
 from pytest_eagle3.knowledge.draft_classes import QWEN3, REGISTRY, draft_class
 from pytest_eagle3.knowledge.releases import KNOWN_RANGES
 

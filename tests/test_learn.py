@@ -22,7 +22,6 @@ from typing import Any
 import pytest
 from packaging.version import Version
 
-from pytest_eagle3.engines import resting
 from pytest_eagle3.knowledge.behaviours import TABLES, BehaviourName
 from pytest_eagle3.knowledge.evidence import Cite
 from pytest_eagle3.knowledge.learned import KNOWLEDGE_DIR_ENV, learned_release
@@ -30,6 +29,7 @@ from pytest_eagle3.knowledge.releases import KNOWN_RANGES
 from pytest_eagle3.knowledge.selection import parse_selection
 from pytest_eagle3.scanners.fingerprint import fingerprint
 from pytest_eagle3.shell import cli
+from pytest_eagle3.verdict import resting
 
 ROOT = Path(__file__).resolve().parent.parent
 DRAFT = ROOT / "examples" / "demo-draft"

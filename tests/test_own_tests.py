@@ -75,7 +75,7 @@ def test_idle_plugin_imports_only_the_shells_light_modules(pytester: pytest.Pyte
     result.assert_outcomes(passed=1)
     line = next(line for line in result.stdout.lines if "OWN [" in line)
     own = re.findall(r"'([\w.]+)'", line.split("OWN ", 1)[1])
-    light = {"pytest_eagle3", "pytest_eagle3.option_table", "pytest_eagle3.shell", *(
+    light = {"pytest_eagle3", "pytest_eagle3.option_table", "pytest_eagle3.interpreter_options", "pytest_eagle3.shell", *(
         f"pytest_eagle3.shell.{m}" for m in ("plugin", "options", "fixtures", "live_fixtures", "verdicts", "contract",
                                              "require"))}
     assert set(own) == light

@@ -18,8 +18,8 @@ from pytest_eagle3.engines.aux_layers import plan_aux
 from pytest_eagle3.engines.facts import FactSheet, fact_sheet
 from pytest_eagle3.engines.fc import plan_fc, plan_fc_shape
 from pytest_eagle3.engines.plan import load_plan
-from pytest_eagle3.engines.profiles import profile
 from pytest_eagle3.knowledge.selection import parse_selection
+from pytest_eagle3.knowledge.snapshot import snapshot_of
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 VLLM = parse_selection("vllm==0.33.0")[0]
@@ -49,7 +49,7 @@ def test_the_plan_refuses_every_edit(demo: tuple[Checkpoint, TargetModel]) -> No
 
 def test_an_area_is_a_function_of_the_fact_sheet(demo: tuple[Checkpoint, TargetModel]) -> None:
     ckpt, target = demo
-    prof = profile(VLLM)
+    prof = snapshot_of(VLLM)
     sheet = fact_sheet(ckpt, prof, target)
     with pytest.raises(dataclasses.FrozenInstanceError):
         sheet.hidden_size = 1  # type: ignore[misc]
@@ -63,7 +63,7 @@ def test_an_area_is_a_function_of_the_fact_sheet(demo: tuple[Checkpoint, TargetM
 
 def test_fc_judges_the_states_the_aux_area_passes_in(demo: tuple[Checkpoint, TargetModel]) -> None:
     ckpt, target = demo
-    prof = profile(VLLM)
+    prof = snapshot_of(VLLM)
     sheet = fact_sheet(ckpt, prof, target)
     built = plan_fc_shape(sheet, prof, 3, {"model.fc.weight": ("fc.weight",)}).fc
     aux = plan_aux(sheet, prof, None).aux
@@ -78,7 +78,7 @@ def test_the_fact_sheet_holds_plain_values_only(demo: tuple[Checkpoint, TargetMo
     for field in dataclasses.fields(FactSheet):
         assert not {"Any", "Checkpoint", "TargetModel"} & set(str(field.type).replace("[", " ").replace("]", " ")
                                                            .replace(",", " ").replace("|", " ").split()), field
-    sheet = fact_sheet(ckpt, profile(VLLM), target)
+    sheet = fact_sheet(ckpt, snapshot_of(VLLM), target)
     assert not [f.name for f in dataclasses.fields(sheet)
                 if isinstance(getattr(sheet, f.name), Checkpoint | TargetModel)]
     ids = sheet.config["eagle_config"]["eagle_aux_hidden_state_layer_ids"]  # type: ignore[index,call-overload]
@@ -98,5 +98,5 @@ def test_another_reading_neither_copies_nor_changes_the_checkpoint(demo: tuple[C
     assert read.format.producer == "eagle" and ckpt.format is detected
     with pytest.raises(dataclasses.FrozenInstanceError):
         read.format = detected  # type: ignore[misc]
-    sheet = fact_sheet(ckpt, profile(VLLM), target, "eagle")
-    assert sheet.producer == "eagle" and fact_sheet(ckpt, profile(VLLM), target).producer == detected.producer
+    sheet = fact_sheet(ckpt, snapshot_of(VLLM), target, "eagle")
+    assert sheet.producer == "eagle" and fact_sheet(ckpt, snapshot_of(VLLM), target).producer == detected.producer

@@ -23,9 +23,8 @@ from packaging.version import Version
 
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.checkpoint.target import TargetModel
-from pytest_eagle3.engines import profiles
 from pytest_eagle3.engines.plan import load_plan
-from pytest_eagle3.knowledge import behaviours, draft_class_rows
+from pytest_eagle3.knowledge import behaviours, draft_class_rows, snapshot
 from pytest_eagle3.knowledge.releases import DISPLAY, KNOWN_RANGES, EngineVersion
 from pytest_eagle3.knowledge.table import Table, rows
 from pytest_eagle3.probes.cases import CASES_BY_NAME, write_all
@@ -169,13 +168,13 @@ def _profile_rule(engine: str, behaviour: str, value: Any) -> Iterator[None]:
         return scanned(engine_, version, klass, behaviour_)
 
     draft_class_rows.class_row = class_row  # type: ignore[assignment]
-    profiles.profile.cache_clear()
+    snapshot.snapshot_of.cache_clear()
     try:
         yield
     finally:
         behaviours.TABLES[behaviour] = saved
         draft_class_rows.class_row = scanned  # type: ignore[assignment]
-        profiles.profile.cache_clear()
+        snapshot.snapshot_of.cache_clear()
 
 
 @pytest.fixture(scope="module")
@@ -198,7 +197,7 @@ def test_the_installed_engine_is_the_ground_truth(engine: str, run_contracts: Ca
     good, refused, altered = (drafts[name] for name in LIVE_CASES[engine])
     # our rule for what the altered draft sets is made to say the opposite of what this release does
     rule, (off, on) = ALTERED_RULE[engine]
-    now = getattr(profiles.profile(EngineVersion(engine, Version(str(version)))).behaviours, rule)
+    now = getattr(snapshot.snapshot_of(EngineVersion(engine, Version(str(version)))).behaviours, rule)
     with _profile_rule(engine, rule, off if now != off else on):
         run = run_contracts([good, refused, altered], f"--eagle3-{engine}-python={python}", f"--eagle3-engine={engine}",
                             "-k", "probe_load", target=target)

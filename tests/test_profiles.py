@@ -5,18 +5,19 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
-from pytest_eagle3.engines.profiles import profile, rule_for
 from pytest_eagle3.knowledge.behaviours import (
     BEHAVIOURS,
     RULES,
     TABLES,
     VALUES,
+    rule_for,
     segment_starts,
     value_fits,
 )
 from pytest_eagle3.knowledge.capture import CAPTURE_TABLES, capture_support
 from pytest_eagle3.knowledge.releases import KNOWN_RANGES, RELEASES, EngineVersion
 from pytest_eagle3.knowledge.selection import EngineSelectionError, parse_selection
+from pytest_eagle3.knowledge.snapshot import snapshot_of
 
 #: The newest vLLM release read (the default a bare "vllm" selects).
 NEWEST_VLLM = RELEASES["vllm"][-1]
@@ -71,8 +72,8 @@ def test_selection_every_segment() -> None:
 def test_selection_unknown_version_inside_a_range_resolves_to_its_profile() -> None:
     (engine,) = parse_selection("sglang==0.5.15")
     assert engine.version == Version("0.5.15")
-    assert profile(engine).behaviours.aux_transform_deepseek == "+1-if-first-is-1"
-    assert profile(engine).row("aux_transform_gpt_oss").since == "0.4.4.post2"
+    assert snapshot_of(engine).behaviours.aux_transform_deepseek == "+1-if-first-is-1"
+    assert snapshot_of(engine).row("aux_transform_gpt_oss").since == "0.4.4.post2"
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -89,7 +90,7 @@ def test_selection_errors_name_the_known_range(text: str, message: str) -> None:
 
 
 def test_profile_source_names_the_range() -> None:
-    prof = profile(EngineVersion("sglang", Version("0.5.11")))
+    prof = snapshot_of(EngineVersion("sglang", Version("0.5.11")))
     assert prof.source("first_layer").endswith("[SGLang 0.4.4.post2-0.5.11]")
     assert prof.behaviours.first_layer == "midlayer"
 

@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 from packaging.version import Version
 
-from pytest_eagle3.engines import profiles
-from pytest_eagle3.knowledge import behaviours, capture, draft_classes, runtime
+from pytest_eagle3.knowledge import behaviours, capture, draft_classes, runtime, snapshot
 from pytest_eagle3.knowledge import cpu_serving as cpu_serving_rows
 from pytest_eagle3.knowledge.table import table
 from pytest_eagle3.live import cpu_serving
@@ -105,14 +104,14 @@ PICKED = (
 
 @contextmanager
 def _removed(picked: Picked) -> Iterator[None]:
-    profiles.profile.cache_clear()
+    snapshot.snapshot_of.cache_clear()
     with pytest.MonkeyPatch.context() as mp:
         picked.remove(mp)
         try:
             yield
         finally:
-            profiles.profile.cache_clear()
-    profiles.profile.cache_clear()
+            snapshot.snapshot_of.cache_clear()
+    snapshot.snapshot_of.cache_clear()
 
 
 def _case(picked: Picked) -> Case:

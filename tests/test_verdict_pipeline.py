@@ -12,7 +12,7 @@ import pytest
 from packaging.version import Version
 
 from pytest_eagle3.checkpoint import Checkpoint
-from pytest_eagle3.engines.profiles import segment_starts
+from pytest_eagle3.knowledge.behaviours import segment_starts
 from pytest_eagle3.knowledge.releases import KNOWN_RANGES, EngineVersion, release_text
 from pytest_eagle3.shell.cli import main
 from pytest_eagle3.testing.synth import SPECFORGE, SynthSpec, write_checkpoint, write_target

@@ -26,33 +26,28 @@ from packaging.version import Version
 from pytest_eagle3.engines import habit
 from pytest_eagle3.engines.facts import FactSheet, lookup
 from pytest_eagle3.engines.plan_types import AuxPlan, Filed, Filing, Measured, describe_inputs
-from pytest_eagle3.engines.profiles import Profile, profile
 from pytest_eagle3.findings import FAILS, MEASURED, PASSES, Evidence, Finding
-from pytest_eagle3.knowledge.advice import first_release, other_engine, release_words, serve_with
-from pytest_eagle3.knowledge.capture import (
+from pytest_eagle3.knowledge.snapshot import (
     ALLOWLIST,
     ALLOWLIST_SOURCE,
     CAPTURES,
-    REFUSED,
-    SILENT,
-    allowlisted,
-    capture_since,
-    capture_support,
-)
-from pytest_eagle3.knowledge.engines.shared import AuxField, Transform
-from pytest_eagle3.knowledge.launch_settings import LAYERS_PATH, captured_layers, launch_fix
-from pytest_eagle3.knowledge.reach import (
     CRASH,
     EMBEDDINGS,
     INDEX_ERROR,
+    LAYERS_PATH,
     RANGE_REACH,
+    SILENT,
     UNREACHED,
+    AuxField,
+    EngineVersion,
     Reach,
-    first_reaching,
-    reach_at,
+    Snapshot,
+    Support,
+    Transform,
+    launch_fix,
+    newest_snapshot,
+    snapshot_of,
 )
-from pytest_eagle3.knowledge.reach import label as reach_label
-from pytest_eagle3.knowledge.releases import DISPLAY, RELEASES, EngineVersion, newest, release_text
 from pytest_eagle3.producers.aux_defaults import AuxDefault, candidate_defaults, release_of
 from pytest_eagle3.producers.capture_routes import TRANSFORMERS, CaptureRoute, routes_of
 from pytest_eagle3.producers.formats import (
@@ -89,16 +84,16 @@ class Aux:
     filed: Filed = dataclasses.field(default_factory=Filed)
 
 
-def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: Measured | None = None) -> Aux:
+def plan_aux(sheet: FactSheet, snapshot: Snapshot, convention: str | None, measured: Measured | None = None) -> Aux:
     """What the target captures for the draft and what the draft was trained on (area ``aux_layers``)."""
     out = Filing()
     layers = sheet.target_layers
     arch = sheet.target_architecture
-    support = capture_support(prof.engine, prof.version, arch) if arch else None
+    support = snapshot.capture(arch) if arch else None
     family = support.family if support else "llama"
-    capture_range, reach_source = reach_for(prof, arch, family)
-    fields = prof.behaviours.aux_id_fields
-    field, configured, used, requested = resolve_ids(prof, fields, first_ids(sheet.aux_ids, fields), family, layers,
+    capture_range, reach_source = reach_for(snapshot, arch, family)
+    fields = snapshot.behaviours.aux_id_fields
+    field, configured, used, requested = resolve_ids(snapshot, fields, first_ids(sheet.aux_ids, fields), family, layers,
                                                      sheet.default_inputs)
     captured: tuple[int, ...] | None = None
     never_fire: tuple[int, ...] = ()
@@ -106,13 +101,13 @@ def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: 
     if requested is not None:
         captured, never_fire, crash = firing(requested, layers, capture_range)
     other_mode = None
-    other_fields = prof.behaviours.aux_id_fields_other_mode
+    other_fields = snapshot.behaviours.aux_id_fields_other_mode
     if other_fields is not None:
-        _, _, _, other = resolve_ids(prof, other_fields, first_ids(sheet.aux_ids, other_fields), family, layers,
+        _, _, _, other = resolve_ids(snapshot, other_fields, first_ids(sheet.aux_ids, other_fields), family, layers,
                                      sheet.default_inputs)
         other_mode = firing(other, layers, capture_range)[0] if other is not None else None
     graph_mode = None
-    if prof.behaviours.graph_mode_default_layers and configured and layers is not None:
+    if snapshot.behaviours.graph_mode_default_layers and configured and layers is not None:
         graph_mode = firing(sheet.default_inputs or (), layers, capture_range)[0]
     trained: tuple[int, ...] | None
     routes: tuple[RouteReading, ...] = ()
@@ -125,41 +120,41 @@ def plan_aux(sheet: FactSheet, prof: Profile, convention: str | None, measured: 
     aux = AuxPlan(field=field, configured=configured, transform=used, requested=requested, captured=captured,
                   never_fire=never_fire, trained=trained, trained_from=trained_from, basis=basis,
                   other_mode=other_mode, graph_mode=graph_mode, target_layers=layers, support=support,
-                  reach=_reach_words(prof, arch, capture_range, reach_source, never_fire, layers))
+                  reach=_reach_words(snapshot, arch, capture_range, reach_source, never_fire, layers))
     call = None
     if measured is None and _ids_missing(sheet):
-        aux, call = _default_habit(aux, sheet, prof, _fed(aux))
+        aux, call = _default_habit(aux, sheet, snapshot, _fed(aux))
     split = None
     if len({r.inputs for r in routes}) > 1 and aux.captured is not None:
-        aux, split = _join_routes(aux, prof, routes)
+        aux, split = _join_routes(aux, snapshot, routes)
     elif routes and aux.trained is not None and aux.trained == _fed(aux) and not aux.assumed and \
             aux.trained != _convention_inputs(sheet, layers):
         aux = dataclasses.replace(aux, assumed=aux.trained_from)  # a pass resting on a route, not the record, names it
     if _feeds_other_layers(aux, sheet):
-        aux = dataclasses.replace(aux, fix_edit=fix_edit(aux, prof))
-    _support_issues(out, prof, support, arch)
-    _allowlist(out, prof, sheet.target_model_type)
+        aux = dataclasses.replace(aux, fix_edit=fix_edit(aux, snapshot))
+    _support_issues(out, snapshot, support, arch)
+    _allowlist(out, snapshot, sheet.target_model_type)
     if crash:
         out.refuse("aux_layers", Finding(
             "aux-index-zero",
-            f"{prof.label} would capture the input of layer 0 (residual is None there): the first forward fails",
+            f"{snapshot.label} would capture the input of layer 0 (residual is None there): the first forward fails",
             (Evidence("aux ids", str(list(aux.configured or ())), "ids whose captured layer input is >= 1"),),
-            "drop the id that maps to layer input 0" + _later(prof, arch, "zero", "captures the embeddings there"),
+            "drop the id that maps to layer input 0" + _later(snapshot, arch, "zero", "captures the embeddings there"),
             (f"rule: {reach_source}",),
         ))
     if capture_range.past == INDEX_ERROR and layers is not None and any(j >= layers for j in never_fire):
         out.refuse("aux_layers", Finding(
             "aux-index-past-end",
-            f"{prof.label}'s {arch} flags self.layers[j] for every requested layer input j; "
+            f"{snapshot.label}'s {arch} flags self.layers[j] for every requested layer input j; "
             f"{[j for j in never_fire if j >= layers]} is past its {layers} layers: IndexError at startup",
             (Evidence("aux ids", str(list(aux.configured or ())), f"ids whose captured layer input is < {layers}"),),
             f"drop the ids that map to layer input {layers} or beyond", (f"rule: {reach_source}",),
         ))
     if split is not None:
         out.unknown("aux_layers", split)
-    elif not _launch_no_default(out, prof, layers, aux.trained):
-        _compare(out, aux, prof, sheet, call)
-    _hard_coded_without_target(out, aux, prof)
+    elif not _launch_no_default(out, snapshot, layers, aux.trained):
+        _compare(out, aux, snapshot, sheet, call)
+    _hard_coded_without_target(out, aux, snapshot)
     return Aux(aux, out.filed())
 
 
@@ -219,14 +214,14 @@ def trained_inputs(ids: Sequence[int], convention: str) -> tuple[int, ...]:
     return tuple(sorted({i + shift for i in ids}))
 
 
-def resolve_ids(prof: Profile, fields: Sequence[AuxField], found: tuple[AuxField | None, tuple[int, ...] | None],
+def resolve_ids(snapshot: Snapshot, fields: Sequence[AuxField], found: tuple[AuxField | None, tuple[int, ...] | None],
                 family: str, layers: int | None, defaults: tuple[int, ...] | None
                 ) -> tuple[AuxField | None, tuple[int, ...] | None, str, tuple[int, ...] | None]:
     """(field, ids read, transform used, requested layer inputs) for the ids a resolver ``found``."""
     name, ids = found
     if name is None or ids is None:
         return None, None, "default", defaults
-    rule = str(prof.behaviours.aux_transform(family))
+    rule = str(snapshot.behaviours.aux_transform(family))
     shift = name.shift
     if shift:  # the resolver's own +1 comes before the target's transform
         used = "+1" if rule == "as-is" else f"+{shift}, then {rule}"
@@ -234,10 +229,10 @@ def resolve_ids(prof: Profile, fields: Sequence[AuxField], found: tuple[AuxField
     return name, ids, rule, transform(rule, ids, layers)
 
 
-def resolve_capture(prof: Profile, fields: Sequence[AuxField], config: Mapping[str, Any], family: str,
+def resolve_capture(snapshot: Snapshot, fields: Sequence[AuxField], config: Mapping[str, Any], family: str,
                     layers: int | None) -> tuple[AuxField | None, tuple[int, ...] | None, str, tuple[int, ...] | None]:
     """(field, ids read, transform used, requested layer inputs) for one resolver."""
-    return resolve_ids(prof, fields, read_ids(config, fields), family, layers,
+    return resolve_ids(snapshot, fields, read_ids(config, fields), family, layers,
                        default_aux_inputs(layers) if layers is not None else None)
 
 
@@ -261,41 +256,41 @@ def firing(requested: Sequence[int], layers: int | None, capture_range: str | Re
     return captured, never, crash
 
 
-def capture_range_for(prof: Profile, family: str) -> str:
+def capture_range_for(snapshot: Snapshot, family: str) -> str:
     """The profile's reach for a target the scan did not read: gpt-oss from SGLang 0.5.17 captures at
     every block boundary 0..L (models/gpt_oss.py forward)."""
-    if family == "gpt_oss" and prof.behaviours.aux_transform_gpt_oss == "+1-unless-max-is-L":
+    if family == "gpt_oss" and snapshot.behaviours.aux_transform_gpt_oss == "+1-unless-max-is-L":
         return "all"
-    return str(prof.behaviours.capture_range)
+    return str(snapshot.behaviours.capture_range)
 
 
-def reach_for(prof: Profile, architecture: str | None, family: str) -> tuple[Reach, str]:
-    """The reach of the target's capture loop at ``prof``'s version and its source: the scanned row for the
+def reach_for(snapshot: Snapshot, architecture: str | None, family: str) -> tuple[Reach, str]:
+    """The reach of the target's capture loop at ``snapshot``'s version and its source: the scanned row for the
     architecture, else the profile's ``capture_range``."""
-    row = reach_at(prof.engine, prof.version, architecture) if architecture else None
+    row = snapshot.reach(architecture) if architecture else None
     if row is not None and architecture:
-        return row.value, reach_label(prof.engine, architecture, row)
-    return RANGE_REACH[capture_range_for(prof, family)], prof.source("capture_range")
+        return row.value, snapshot.reach_label(architecture, row)
+    return RANGE_REACH[capture_range_for(snapshot, family)], snapshot.source("capture_range")
 
 
-def _later(prof: Profile, arch: str | None, index: str, what: str) -> str:
+def _later(snapshot: Snapshot, arch: str | None, index: str, what: str) -> str:
     """``, or serve with vLLM 0.18.0 (its ARCH loop WHAT)``: the first later release of the engine that reaches it."""
-    since = first_reaching(prof.engine, arch, index, prof.version) if arch else None
+    since = snapshot.first_reaching(arch, index) if arch else None
     return f", or serve with {since} (its {arch} loop {what})" if since else ""
 
 
-def _reach_words(prof: Profile, arch: str | None, reach: Reach, source: str, never: Sequence[int],
+def _reach_words(snapshot: Snapshot, arch: str | None, reach: Reach, source: str, never: Sequence[int],
                  layers: int | None) -> str:
     """What the loop reaches, and for an index past it the release that adds it (empty when all fire)."""
     if not never:
         return ""
-    words = f"{arch or 'the target'}'s capture loop in {prof.label} reaches {reach.words}"
+    words = f"{arch or 'the target'}'s capture loop in {snapshot.label} reaches {reach.words}"
     if layers is not None and layers in never and arch:
-        since = first_reaching(prof.engine, arch, "last", prof.version)
-        other = prof.kind.reach_peer
-        elsewhere = first_reaching(other, arch, "last", Version("0")) if other else None
+        since = snapshot.first_reaching(arch, "last")
+        other = snapshot.kind.reach_peer
+        elsewhere = snapshot.first_reaching(arch, "last", engine=other, after=Version("0")) if other else None
         words += (f"; L (the last layer's output) is reached from {since}" if since else
-                  f"; no {prof.label.split()[0]} release read reaches L for {arch}"
+                  f"; no {snapshot.label.split()[0]} release read reaches L for {arch}"
                   + (f", {elsewhere} does" if elsewhere else ""))
     return f"{words} (rule: {source})"
 
@@ -303,55 +298,55 @@ def _reach_words(prof: Profile, arch: str | None, reach: Reach, source: str, nev
 # -- 3. The target's class: whether it captures at all (the capture table, vLLM's allowlist)
 
 
-def _support_issues(out: Filing, prof: Profile, support: Any, arch: str | None) -> None:
+def _support_issues(out: Filing, snapshot: Snapshot, support: Any, arch: str | None) -> None:
     if support is None:
         return
-    if support.support == REFUSED:
+    if support.support == Support.REFUSED:
         out.refuse("aux_layers", Finding(
             "target-no-capture",
-            f"{prof.label} cannot capture aux hidden states from target {arch}: startup fails",
+            f"{snapshot.label} cannot capture aux hidden states from target {arch}: startup fails",
             (Evidence("target architecture", str(arch), "a target class that captures EAGLE-3 aux states"),),
-            f"serve this target with {_capturing(prof, arch)}", (f"rule: {support.source}",),
+            f"serve this target with {_capturing(snapshot, arch)}", (f"rule: {support.source}",),
         ))
     elif support.support == SILENT:
         out.lose("aux_layers", Finding(
             "target-silent-no-capture",
-            f"{prof.label}'s {arch} never captures the configured aux layers: the draft gets one hidden state",
+            f"{snapshot.label}'s {arch} never captures the configured aux layers: the draft gets one hidden state",
             (Evidence("target architecture", str(arch), "a target class that captures EAGLE-3 aux states"),),
-            f"serve this target with {_capturing(prof, arch)}", (f"rule: {support.source}",),
+            f"serve this target with {_capturing(snapshot, arch)}", (f"rule: {support.source}",),
         ))
     elif support.support != CAPTURES:
         out.unknown("aux_layers", Finding(
             "target-unknown",
-            f"{prof.label}: target architecture {arch} is in no capture table row (hand-checked or scanned from the "
+            f"{snapshot.label}: target architecture {arch} is in no capture table row (hand-checked or scanned from the "
             "released wheels): whether it captures EAGLE-3 aux states is unknown",
             (Evidence("target architecture", str(arch), "an architecture the profiles know"),),
             "check the engine's model file for the target (SupportsEagle3 / set_eagle3_layers_to_capture), or run "
             "the engine's own loader on it",
             (f"rule: {support.source}",),
-            readings=((f"{prof.label}'s {arch} captures the configured aux layers", PASSES),
-                      (f"{prof.label}'s {arch} captures none (the draft gets one hidden state)", FAILS)),
+            readings=((f"{snapshot.label}'s {arch} captures the configured aux layers", PASSES),
+                      (f"{snapshot.label}'s {arch} captures none (the draft gets one hidden state)", FAILS)),
         ))
 
 
-def _capturing(prof: Profile, arch: str | None) -> str:
+def _capturing(snapshot: Snapshot, arch: str | None) -> str:
     """The first release whose class for ``arch`` captures from then on (the other engine's, where none does)."""
-    since = capture_since(prof.engine, arch) if arch else None
-    elsewhere = capture_since(other_engine(prof.engine), arch) if arch and not since else None
-    return release_words(prof.engine, since, elsewhere) + (f", whose {arch} captures aux states" if arch else "")
+    since = snapshot.capture_since(arch) if arch else None
+    elsewhere = snapshot.capture_since(arch, engine=snapshot.other_engine) if arch and not since else None
+    return snapshot.release_words(since, elsewhere) + (f", whose {arch} captures aux states" if arch else "")
 
 
-def _allowlist(out: Filing, prof: Profile, model_type: str) -> None:
+def _allowlist(out: Filing, snapshot: Snapshot, model_type: str) -> None:
     """vLLM before 0.17 refuses EAGLE-3 for a target model_type outside its allowlist."""
-    names = allowlisted(prof.version, model_type, prof.engine) if model_type else None
+    names = snapshot.allowlisted(model_type) if model_type else None
     if names is None:
         return
     out.refuse("aux_layers", Finding(
         "target-not-allowed",
-        f"{prof.label} allows EAGLE-3 only for {list(names)} targets; this target is {model_type!r}: "
+        f"{snapshot.label} allows EAGLE-3 only for {list(names)} targets; this target is {model_type!r}: "
         "ValueError 'Eagle3 is only supported for ... models' at startup",
         (Evidence("target model_type", model_type, " / ".join(names)),),
-        f"serve this target with {serve_with(ALLOWLIST, prof.engine, lambda v: not v or any(n in model_type for n in v))}"
+        f"serve this target with {snapshot.serve_with(ALLOWLIST, lambda v: not v or any(n in model_type for n in v))}"
         f" (its allowlist admits {model_type!r}), if its class captures aux states",
         (f"rule: {ALLOWLIST_SOURCE}",),
     ))
@@ -454,17 +449,17 @@ def _engine_readings(route: CaptureRoute, arch: str, ids: Sequence[int], layers:
     found = []
     for release in route.releases:
         version = Version(release)
-        support = capture_support(str(route.engine), version, arch)
+        snapshot = snapshot_of(EngineVersion(str(route.engine), version))
+        support = snapshot.capture(arch)
         if support.support != CAPTURES:
             continue
-        prof = profile(EngineVersion(str(route.engine), version))
-        rule = str(prof.behaviours.aux_transform(support.family))
+        rule = str(snapshot.behaviours.aux_transform(support.family))
         inputs = transform(rule, ids, layers)
         if inputs is None:
             continue
-        label = f"{route.producer} {route.releases_words} through {prof.label}'s {arch} ({rule})"
+        label = f"{route.producer} {route.releases_words} through {snapshot.label}'s {arch} ({rule})"
         found.append(RouteReading(label, tuple(sorted(set(inputs))), f"{route.source}; rule: {support.source}; "
-                                  f"{prof.source(_transform_behaviour(support.family))}"))
+                                  f"{snapshot.source(_transform_behaviour(support.family))}"))
     return found
 
 
@@ -506,13 +501,13 @@ def _routes_words(written: Any, routes: Sequence[RouteReading], producer: str) -
             f"{producer} may have trained through reads them: {'; '.join(r.label for r in routes)}")
 
 
-def _join_routes(aux: AuxPlan, prof: Profile, routes: Sequence[RouteReading]) -> tuple[AuxPlan, Finding | None]:
+def _join_routes(aux: AuxPlan, snapshot: Snapshot, routes: Sequence[RouteReading]) -> tuple[AuxPlan, Finding | None]:
     """Routes that read the ids as different layers, each judged against what the engine feeds: all pass, the plan
     passes naming them; all fail, the first route's layers stand (and fail); else undecided, naming two."""
     fed = tuple(_fed(aux) or ())
     outcomes = [(r, PASSES if r.inputs == fed else FAILS) for r in routes]
     if all(o == PASSES for _, o in outcomes):
-        words = (f"assumed: every capture route reads the ids as {describe_inputs(fed)}, what {prof.label} feeds "
+        words = (f"assumed: every capture route reads the ids as {describe_inputs(fed)}, what {snapshot.label} feeds "
                  f"({'; '.join(r.label for r in routes)})")
         return dataclasses.replace(aux, trained=fed, trained_from=words, assumed=words), None
     if all(o == FAILS for _, o in outcomes):
@@ -522,7 +517,7 @@ def _join_routes(aux: AuxPlan, prof: Profile, routes: Sequence[RouteReading]) ->
     failing = next(r for r, o in outcomes if o == FAILS)
     finding = Finding(
         "aux-route-undecided",
-        f"{prof.label} feeds {describe_inputs(fed)}: right if the draft was trained {passing.label}, wrong if "
+        f"{snapshot.label} feeds {describe_inputs(fed)}: right if the draft was trained {passing.label}, wrong if "
         f"{failing.label} ({describe_inputs(failing.inputs)}); the checkpoint records neither its producer release "
         "nor the backend it trained through",
         (Evidence("aux ids", f"{list(aux.configured or ())} ({aux.field})", "ids read the same way by every route"),),
@@ -550,7 +545,7 @@ def _producers(rows: Sequence[AuxDefault]) -> str:
     return "; ".join(dict.fromkeys(f"{r.producer} ({r.releases})" for r in rows))
 
 
-def _default_habit(aux: AuxPlan, sheet: FactSheet, prof: Profile,
+def _default_habit(aux: AuxPlan, sheet: FactSheet, snapshot: Snapshot,
                    fed: Sequence[int] | None) -> tuple[AuxPlan, habit.Call[AuxDefault] | None]:
     """The aux plan with the training layers the producer's default gives (None where it does not decide them)
     and the rule's call; ``fed``: the layer inputs the engine feeds."""
@@ -561,12 +556,12 @@ def _default_habit(aux: AuxPlan, sheet: FactSheet, prof: Profile,
     call = habit.judge(sheet.producer, rows, lambda r: r.inputs(layers) == tuple(fed))
     sets = {r.inputs(layers) for r in rows}
     if call.outcome == habit.AGREES:
-        pin = fix_edit(dataclasses.replace(aux, trained=tuple(fed)), prof)
+        pin = fix_edit(dataclasses.replace(aux, trained=tuple(fed)), snapshot)
         how = (f"pin them: write {list(pin[1])} into {pin[0]}" if pin is not None
-               else f"nothing to pin: {prof.label} reads no aux-id field")
+               else f"nothing to pin: {snapshot.label} reads no aux-id field")
         rule = " / ".join(dict.fromkeys(r.rule for r in rows))
         words = (f"assumed: no ids in config.json; the default of {_producers(rows)}, {rule}, is "
-                 f"{describe_inputs(fed)}, what {prof.label} feeds; {how}")
+                 f"{describe_inputs(fed)}, what {snapshot.label} feeds; {how}")
         return dataclasses.replace(aux, trained=tuple(fed), trained_from=words, assumed=words), call
     if call.outcome == habit.DIFFERS and len(sets) == 1:
         (inputs,) = sets
@@ -575,7 +570,7 @@ def _default_habit(aux: AuxPlan, sheet: FactSheet, prof: Profile,
     return dataclasses.replace(aux, trained=None, trained_from=""), call
 
 
-def _differs_finding(prof: Profile, sheet: FactSheet, call: habit.Call[AuxDefault], fed: Sequence[int],
+def _differs_finding(snapshot: Snapshot, sheet: FactSheet, call: habit.Call[AuxDefault], fed: Sequence[int],
                     fix: str | None) -> Finding:
     """No ids, and the producer's default is not what the engine feeds: both layer sets named."""
     layers = sheet.target_layers or 0
@@ -583,16 +578,16 @@ def _differs_finding(prof: Profile, sheet: FactSheet, call: habit.Call[AuxDefaul
                                       f"({r.rule})" for r in call.candidates))
     return Finding(
         "aux-ids-missing",
-        f"config.json names no aux layer ids: {prof.label} feeds its defaults ({describe_inputs(fed)}); {trains}: "
+        f"config.json names no aux layer ids: {snapshot.label} feeds its defaults ({describe_inputs(fed)}); {trains}: "
         "the draft sees the wrong layers, acceptance drops",
         (Evidence("eagle_aux_hidden_state_layer_ids", "absent", "the ids used in training"),
          Evidence("layer inputs fed", str(list(fed)), " / ".join(str(list(r.inputs(layers))) for r in call.candidates))),
-        fix or f"write the ids the draft was trained on into {_id_field_words(prof)}",
-        (*(f"producer default: {r.source}" for r in call.candidates), f"rule: {prof.source('aux_id_fields')}"),
+        fix or f"write the ids the draft was trained on into {_id_field_words(snapshot)}",
+        (*(f"producer default: {r.source}" for r in call.candidates), f"rule: {snapshot.source('aux_id_fields')}"),
     )
 
 
-def _undecided_finding(prof: Profile, sheet: FactSheet, call: habit.Call[AuxDefault], fed: Sequence[int]) -> Finding:
+def _undecided_finding(snapshot: Snapshot, sheet: FactSheet, call: habit.Call[AuxDefault], fed: Sequence[int]) -> Finding:
     """No ids, and nothing says which default applies: what decides it."""
     layers = sheet.target_layers or 0
     who = "the producer is unknown" if sheet.producer == UNKNOWN else (
@@ -604,25 +599,25 @@ def _undecided_finding(prof: Profile, sheet: FactSheet, call: habit.Call[AuxDefa
                if sheet.producer != UNKNOWN and call.candidates else "")
     return Finding(
         "aux-ids-undecided",
-        f"config.json names no aux layer ids: {prof.label} feeds its defaults ({describe_inputs(fed)}), and whether "
+        f"config.json names no aux layer ids: {snapshot.label} feeds its defaults ({describe_inputs(fed)}), and whether "
         f"the draft was trained on them is not known: {who}",
         (Evidence("eagle_aux_hidden_state_layer_ids", "absent", "the ids used in training"),),
-        f"{release}write the ids the draft was trained on into {_id_field_words(prof)}, or pass --eagle3-target=DIR "
+        f"{release}write the ids the draft was trained on into {_id_field_words(snapshot)}, or pass --eagle3-target=DIR "
         "with the target's weights (the reference measures which layers the draft was trained on)",
         (*each[:6], *((f"and {len(each) - 6} more defaults",) if len(each) > 6 else ()),
-         *_ruled_out(sheet), f"rule: {prof.source('aux_id_fields')}"),
-        readings=_default_readings(sheet, prof, call, fed),
+         *_ruled_out(sheet), f"rule: {snapshot.source('aux_id_fields')}"),
+        readings=_default_readings(sheet, snapshot, call, fed),
     )
 
 
-def _default_readings(sheet: FactSheet, prof: Profile, call: habit.Call[AuxDefault],
+def _default_readings(sheet: FactSheet, snapshot: Snapshot, call: habit.Call[AuxDefault],
                      fed: Sequence[int]) -> tuple[tuple[str, str], ...]:
     """Each default that may have applied, with the verdict under it (:func:`habit.readings`)."""
     layers = sheet.target_layers or 0
     who = "a producer not on record" if sheet.producer == UNKNOWN else f"{sheet.producer}, its default not on record"
     return habit.readings([(f"{r.producer} {r.releases}, its default {describe_inputs(r.inputs(layers))}",
                             r.inputs(layers) == tuple(fed)) for r in call.candidates],
-                          who, f"trained on what {prof.label} feeds ({describe_inputs(fed)})", "trained on other layers")
+                          who, f"trained on what {snapshot.label} feeds ({describe_inputs(fed)})", "trained on other layers")
 
 
 def _ruled_out(sheet: FactSheet) -> tuple[str, ...]:
@@ -634,9 +629,9 @@ def _ruled_out(sheet: FactSheet) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _id_field_words(prof: Profile) -> str:
+def _id_field_words(snapshot: Snapshot) -> str:
     """The first field the engine reads aux ids from, as a message names it."""
-    fields = prof.behaviours.aux_id_fields or ()
+    fields = snapshot.behaviours.aux_id_fields or ()
     return field_text(fields[0]) if fields else "the engine's launch setting"
 
 
@@ -647,17 +642,17 @@ def _id_field_words(prof: Profile) -> str:
 #    ``default_inputs`` already holds the layer inputs it feeds. A fix here is a launch, never a copy.
 
 
-def launched(prof: Profile) -> bool:
-    """Whether ``prof``'s engine takes its aux layers from a launch setting."""
-    return prof.behaviours.aux_default == LAUNCH_SETTING
+def launched(snapshot: Snapshot) -> bool:
+    """Whether ``snapshot``'s engine takes its aux layers from a launch setting."""
+    return snapshot.behaviours.aux_default == LAUNCH_SETTING
 
 
-def _launch_how_read(prof: Profile, requested: Sequence[int] | None) -> str:
+def _launch_how_read(snapshot: Snapshot, requested: Sequence[int] | None) -> str:
     """What the engine reads instead of the draft's ids, for a headline."""
-    ids = captured_layers(prof.target)
+    ids = snapshot.launched_layers
     given = (f"{LAYERS_PATH} = {list(ids)} (layer outputs)" if ids is not None
              else f"no {LAYERS_PATH} at launch, so its default {DEFAULT_WORDS}")
-    return (f"{prof.label} never reads the draft config's aux ids; it captures {given} -> inputs of layers "
+    return (f"{snapshot.label} never reads the draft config's aux ids; it captures {given} -> inputs of layers "
             f"{list(requested or ())}")
 
 
@@ -667,18 +662,18 @@ def _launch_fix(trained: Sequence[int]) -> str | None:
     return launch_fix(ids) if ids and min(ids) >= 0 else None
 
 
-def _launch_no_default(out: Filing, prof: Profile, layers: int | None, trained: Sequence[int] | None) -> bool:
+def _launch_no_default(out: Filing, snapshot: Snapshot, layers: int | None, trained: Sequence[int] | None) -> bool:
     """File the startup failure of the default on a target of <= 5 layers; True when filed."""
-    if not launched(prof) or captured_layers(prof.target) is not None or layers is None or layers > NO_DEFAULT_BELOW:
+    if not launched(snapshot) or snapshot.launched_layers is not None or layers is None or layers > NO_DEFAULT_BELOW:
         return False
     wanted = _launch_fix(trained) if trained else None
     out.refuse("aux_layers", Finding(
         "aux-no-default",
-        f"{prof.label} has no default aux layers for a target of {layers} layers: ValueError 'Not enough hidden "
+        f"{snapshot.label} has no default aux layers for a target of {layers} layers: ValueError 'Not enough hidden "
         "layers for default EAGLE3 capture' at startup",
         (Evidence(LAYERS_PATH, "not set at launch", f"the layers the draft was trained on ({describe_inputs(trained)})"),),
         wanted or f"launch with {LAYERS_PATH} naming the layers the draft was trained on",
-        (f"rule: {prof.source('aux_default')}",),
+        (f"rule: {snapshot.source('aux_default')}",),
     ))
     return True
 
@@ -704,41 +699,41 @@ def _feeds_other_layers(aux: AuxPlan, sheet: FactSheet) -> bool:
     return tuple(_fed(aux) or ()) != tuple(aux.trained)
 
 
-def _compare(out: Filing, aux: AuxPlan, prof: Profile, sheet: FactSheet,
+def _compare(out: Filing, aux: AuxPlan, snapshot: Snapshot, sheet: FactSheet,
              call: habit.Call[AuxDefault] | None = None) -> None:
     if call is not None and call.outcome == habit.UNDECIDED:
-        out.unknown("aux_layers", _undecided_finding(prof, sheet, call, _fed(aux) or ()))
+        out.unknown("aux_layers", _undecided_finding(snapshot, sheet, call, _fed(aux) or ()))
         return
     if call is not None and call.outcome == habit.DIFFERS:
-        fix = _aux_fix(aux, prof, sheet.target_architecture) if aux.trained is not None else None
-        out.lose("aux_layers", _differs_finding(prof, sheet, call, _fed(aux) or (), fix))
+        fix = _aux_fix(aux, snapshot, sheet.target_architecture) if aux.trained is not None else None
+        out.lose("aux_layers", _differs_finding(snapshot, sheet, call, _fed(aux) or (), fix))
         return
     if not _feeds_other_layers(aux, sheet):
         return
     fed = _fed(aux) or ()
-    out.lose("aux_layers", Finding("aux-layers", _aux_headline(aux, prof, fed), _aux_evidence(aux),
-                                   _aux_fix(aux, prof, sheet.target_architecture), _aux_details(aux, prof)))
+    out.lose("aux_layers", Finding("aux-layers", _aux_headline(aux, snapshot, fed), _aux_evidence(aux),
+                                   _aux_fix(aux, snapshot, sheet.target_architecture), _aux_details(aux, snapshot)))
 
 
-def _how_read(aux: AuxPlan, prof: Profile) -> str:
-    if launched(prof):
-        return _launch_how_read(prof, aux.requested)
+def _how_read(aux: AuxPlan, snapshot: Snapshot) -> str:
+    if launched(snapshot):
+        return _launch_how_read(snapshot, aux.requested)
     if aux.configured is None:
-        fields = prof.behaviours.aux_id_fields
-        rule = DEFAULT_AUX_RULE if prof.behaviours.aux_default == "target-layers" else DRAFT_DEFAULT_RULE
+        fields = snapshot.behaviours.aux_id_fields
+        rule = DEFAULT_AUX_RULE if snapshot.behaviours.aux_default == "target-layers" else DRAFT_DEFAULT_RULE
         if not fields:
-            return f"{prof.label} hard-codes the aux layers (no draft config field is read): {rule}"
+            return f"{snapshot.label} hard-codes the aux layers (no draft config field is read): {rule}"
         where = " or ".join(map(field_text, fields)) if len(fields) <= 2 else \
             f"{field_text(fields[0])} and {len(fields) - 1} other fields"
-        return f"{prof.label} reads aux ids from {where}; none there, so it uses its defaults ({rule})"
+        return f"{snapshot.label} reads aux ids from {where}; none there, so it uses its defaults ({rule})"
     if aux.transform == "+1" or (aux.transform != "as-is" and tuple(aux.requested or ()) != aux.configured):
-        return f"{prof.label} adds +1 to {list(aux.configured)} -> captures inputs of layers {list(aux.requested or ())}"
-    return f"{prof.label} uses {list(aux.configured)} as-is -> captures inputs of layers {list(aux.requested or ())}"
+        return f"{snapshot.label} adds +1 to {list(aux.configured)} -> captures inputs of layers {list(aux.requested or ())}"
+    return f"{snapshot.label} uses {list(aux.configured)} as-is -> captures inputs of layers {list(aux.requested or ())}"
 
 
-def _aux_headline(aux: AuxPlan, prof: Profile, fed: Sequence[int]) -> str:
+def _aux_headline(aux: AuxPlan, snapshot: Snapshot, fed: Sequence[int]) -> str:
     mode = " in CUDA-graph decode" if aux.graph_mode is not None else ""
-    return (f"{_how_read(aux, prof)} = {describe_inputs(fed)}{mode}; the draft was trained on "
+    return (f"{_how_read(aux, snapshot)} = {describe_inputs(fed)}{mode}; the draft was trained on "
             f"{describe_inputs(aux.trained)}: the draft sees the wrong layers, acceptance drops")
 
 
@@ -748,21 +743,21 @@ def _aux_evidence(aux: AuxPlan) -> tuple[Evidence, ...]:
                      f"{list(aux.trained or ())} ({aux.trained_from})"),)
 
 
-def _aux_details(aux: AuxPlan, prof: Profile) -> tuple[str, ...]:
-    details = [f"rule: {prof.source('aux_id_fields')}"]
+def _aux_details(aux: AuxPlan, snapshot: Snapshot) -> tuple[str, ...]:
+    details = [f"rule: {snapshot.source('aux_id_fields')}"]
     if aux.reach:
         details.append(aux.reach)
-    fields = prof.behaviours.aux_id_fields or ()
+    fields = snapshot.behaviours.aux_id_fields or ()
     if len(fields) > 2:
-        details.append(f"aux-id fields {prof.label} reads, in order: {', '.join(map(field_text, fields))}")
+        details.append(f"aux-id fields {snapshot.label} reads, in order: {', '.join(map(field_text, fields))}")
     if aux.configured is not None:
-        details.append(f"rule: {prof.source('aux_transform_llama')}")
+        details.append(f"rule: {snapshot.source('aux_transform_llama')}")
     if aux.other_mode is not None and aux.other_mode != aux.captured:
-        details.append(f"in the other runtime mode ({prof.source('aux_id_fields_other_mode')}) the target captures "
+        details.append(f"in the other runtime mode ({snapshot.source('aux_id_fields_other_mode')}) the target captures "
                        f"{describe_inputs(aux.other_mode)}")
     if aux.graph_mode is not None:
         details.append(f"eager prefill captures {describe_inputs(aux.captured)}; "
-                       f"rule: {prof.source('graph_mode_default_layers')}")
+                       f"rule: {snapshot.source('graph_mode_default_layers')}")
     return tuple(details)
 
 
@@ -771,64 +766,64 @@ def _aux_details(aux: AuxPlan, prof: Profile) -> tuple[str, ...]:
 #    whose class for the target captures, with the ids to write there, that engine's own transform inverted)
 
 
-def fix_edit(aux: AuxPlan, prof: Profile) -> tuple[str, tuple[int, ...]] | None:
+def fix_edit(aux: AuxPlan, snapshot: Snapshot) -> tuple[str, tuple[int, ...]] | None:
     """The config edit that feeds the trained layers: the ids written into the engine's first aux-id field,
     which it reads with the target family's transform; None where no field edit can (graph mode, no field)."""
     if aux.trained is None or (aux.graph_mode is not None and aux.captured == aux.trained):
         return None
-    fields = prof.behaviours.aux_id_fields
+    fields = snapshot.behaviours.aux_id_fields
     if not fields:
         return None
     family = aux.support.family if aux.support else "llama"
     path, shift = fields[0].path, fields[0].shift
-    rule = str(prof.behaviours.aux_transform(family))
+    rule = str(snapshot.behaviours.aux_transform(family))
     configured = inverse_transform(rule, aux.trained, aux.target_layers)
     return None if configured is None else (path, tuple(i - shift for i in configured))
 
 
-def _aux_fix(aux: AuxPlan, prof: Profile, arch: str | None) -> str:
+def _aux_fix(aux: AuxPlan, snapshot: Snapshot, arch: str | None) -> str:
     trained = list(aux.trained or ())
     unreachable = sorted(set(aux.never_fire) & set(trained))
     if unreachable and aux.reach:
         return f"the draft was trained on layer inputs {unreachable}, out of this target's reach: {aux.reach}"
     if aux.graph_mode is not None and aux.captured == aux.trained:
-        return f"serve with {serve_with('graph_mode_default_layers', prof.engine, lambda v: not v)} (or --disable-cuda-graph, slow)"
-    if launched(prof):
+        return f"serve with {snapshot.serve_with('graph_mode_default_layers', lambda v: not v)} (or --disable-cuda-graph, slow)"
+    if launched(snapshot):
         return _launch_aux_fix(aux)
     if aux.fix_edit is None:
-        since = first_release("aux_id_fields", prof.engine, bool) if prof.kind.aux_fix_names_own_release else None
+        since = snapshot.first_release("aux_id_fields", bool) if snapshot.kind.aux_fix_names_own_release else None
         if since is not None:  # a later release of the same engine reads them: name it (computed from the rows)
-            return (f"serve with {release_words(prof.engine, since, None)}, which reads configured aux ids, and "
-                    f"write the trained layer inputs {trained} there ({prof.label} ignores them)")
-        if not prof.behaviours.aux_id_fields:  # no release of this engine reads them: another engine's, or retrain
-            return _hard_coded_fix(aux, prof, _fed(aux) or (), arch)
-        return f"serve with a version that reads configured aux ids ({prof.label} ignores them)"
+            return (f"serve with {snapshot.release_words(since, None)}, which reads configured aux ids, and "
+                    f"write the trained layer inputs {trained} there ({snapshot.label} ignores them)")
+        if not snapshot.behaviours.aux_id_fields:  # no release of this engine reads them: another engine's, or retrain
+            return _hard_coded_fix(aux, snapshot, _fed(aux) or (), arch)
+        return f"serve with a version that reads configured aux ids ({snapshot.label} ignores them)"
     path, ids = aux.fix_edit
-    return f"write {list(ids)} into {path} (for {prof.label}: layer inputs {trained})"
+    return f"write {list(ids)} into {path} (for {snapshot.label}: layer inputs {trained})"
 
 
-def _elsewhere(aux: AuxPlan, prof: Profile, architecture: str | None) -> str | None:
+def _elsewhere(aux: AuxPlan, snapshot: Snapshot, architecture: str | None) -> str | None:
     """``vLLM >= 0.8.5 with [3, 5, 6] in eagle_aux_hidden_state_layer_ids``: the first engine (release-list order)
     that reads configured ids and captures for the target; None when no engine's rows do."""
-    for engine in (prof.engine, *(e for e in RELEASES if e != prof.engine)):  # a later release of its own first
-        since = first_release("aux_id_fields", engine, bool)
-        if since is None or (engine == prof.engine and Version(since) <= prof.version):
+    for engine in (snapshot.engine, *snapshot.other_engines):  # a later release of its own first
+        since = snapshot.first_release("aux_id_fields", bool, engine=engine)
+        if since is None or (engine == snapshot.engine and Version(since) <= snapshot.version):
             continue
-        other = profile(newest(engine))
-        support = capture_support(engine, other.version, architecture) if architecture else None
+        other = newest_snapshot(engine)
+        support = other.capture(architecture) if architecture else None
         if support is not None and support.support != CAPTURES:
             continue
         found = fix_edit(dataclasses.replace(aux, support=support, graph_mode=None), other)
         if found is not None:
-            return f"{DISPLAY[engine]} >= {release_text(engine, since)} with {list(found[1])} in {found[0]}"
+            return f"{other.display} >= {other.release(since)} with {list(found[1])} in {found[0]}"
     return None
 
 
-def _hard_coded_fix(aux: AuxPlan, prof: Profile, fed: Sequence[int], architecture: str | None) -> str:
+def _hard_coded_fix(aux: AuxPlan, snapshot: Snapshot, fed: Sequence[int], architecture: str | None) -> str:
     """The fix for a draft trained on other layers than an engine that reads no aux-id field feeds."""
-    other = _elsewhere(aux, prof, architecture)
+    other = _elsewhere(aux, snapshot, architecture)
     serve = f"serve with {other}, or " if other else ""
-    return (f"no config edit changes it: {prof.label} feeds {describe_inputs(fed)} to every draft of this target; "
+    return (f"no config edit changes it: {snapshot.label} feeds {describe_inputs(fed)} to every draft of this target; "
             f"{serve}retrain the draft on {describe_inputs(fed)}")
 
 
@@ -840,21 +835,21 @@ def _matching_layer_count(trained: Sequence[int]) -> int | None:
     return layers if layers // 2 == trained[1] else None
 
 
-def _hard_coded_without_target(out: Filing, aux: AuxPlan, prof: Profile) -> None:
+def _hard_coded_without_target(out: Filing, aux: AuxPlan, snapshot: Snapshot) -> None:
     """Without the target's layer count: an engine that reads no aux-id field feeds (2, L // 2, L - 3); training
     layers no L gives are never fed, whatever the target (a loss, decided from the config alone)."""
-    if prof.behaviours.aux_id_fields or prof.behaviours.aux_default != "target-layers" or aux.target_layers \
+    if snapshot.behaviours.aux_id_fields or snapshot.behaviours.aux_default != "target-layers" or aux.target_layers \
             is not None or aux.trained is None or _matching_layer_count(aux.trained) is not None:
         return
-    other = _elsewhere(aux, prof, None)
+    other = _elsewhere(aux, snapshot, None)
     out.lose("aux_layers", Finding(
         "aux-layers",
-        f"{prof.label} hard-codes the aux layers (no draft config field is read): inputs of layers 2, L//2, L-3 for "
+        f"{snapshot.label} hard-codes the aux layers (no draft config field is read): inputs of layers 2, L//2, L-3 for "
         f"an L-layer target; the draft was trained on {describe_inputs(aux.trained)}, which no L gives: the draft "
         "sees the wrong layers, acceptance drops",
         (Evidence("layer inputs fed", "[2, L//2, L-3]", f"{list(aux.trained)} ({aux.trained_from})"),),
         f"no config edit changes it: {('serve with ' + other + ', or ') if other else ''}retrain the draft on "
         "inputs of layers 2, L//2, L-3 of its target (give --eagle3-target for the layer numbers)",
-        (f"rule: {prof.source('aux_id_fields')}",),
+        (f"rule: {snapshot.source('aux_id_fields')}",),
     ))
 

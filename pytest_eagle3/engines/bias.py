@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_eagle3.knowledge.draft_classes import LLAMA, QWEN3
+from pytest_eagle3.knowledge.snapshot import LLAMA, QWEN3
 
 QKV, O_PROJ = "self_attn.qkv_proj.bias", "self_attn.o_proj.bias"
 GATE_UP, DOWN = "mlp.gate_up_proj.bias", "mlp.down_proj.bias"

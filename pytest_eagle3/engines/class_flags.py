@@ -17,10 +17,8 @@ from dataclasses import dataclass
 
 from pytest_eagle3.engines.facts import FactSheet, lookup
 from pytest_eagle3.engines.plan_types import Filed, Filing
-from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
-from pytest_eagle3.knowledge import draft_class_rows, draft_classes
-from pytest_eagle3.knowledge.table import Row
+from pytest_eagle3.knowledge.snapshot import FLAG_FIELDS, READ, UNUSED, Row, Snapshot
 from pytest_eagle3.words import plural
 
 
@@ -37,31 +35,31 @@ class ClassFlags:
     def unused(self, name: str) -> bool:
         """The class builds and loads the flag's module (or reads the flag) and never applies it."""
         row = self.rows.get(name)
-        return row is not None and row.value == draft_class_rows.UNUSED
+        return row is not None and row.value == UNUSED
 
 
-def class_flags(sheet: FactSheet, prof: Profile, draft_class: str | None) -> ClassFlags:
-    """The norm flags of ``draft_class`` at ``prof``'s release (the engine-level ones where no scan covers it)."""
+def class_flags(sheet: FactSheet, snapshot: Snapshot, draft_class: str | None) -> ClassFlags:
+    """The norm flags of ``draft_class`` at ``snapshot``'s release (the engine-level ones where no scan covers it)."""
     applied: dict[str, bool] = {}
     built: dict[str, bool] = {}
     notes: dict[str, str] = {}
     rows: dict[str, Row[str]] = {}
-    klass = draft_classes.draft_class(prof.engine, prof.version, draft_class or "")
+    klass = snapshot.draft_class(draft_class)
     own = klass.reads if klass is not None else ()
     for name, engine_applied in sheet.flags.items():
-        row = draft_class_rows.class_row(prof.engine, prof.version, draft_class, name)
+        row = snapshot.class_row(draft_class, name)
         if row is None:
             value = _configured(sheet.config, _names(name)) if name in own else engine_applied
             applied[name], built[name], notes[name] = value, value, sheet.flag_notes[name]
             continue
         rows[name] = row
-        fields = _fields(prof, draft_class, name)
+        fields = _fields(snapshot, draft_class, name)
         configured = _configured(sheet.config, fields)
-        if row.value == draft_class_rows.READ:
+        if row.value == READ:
             applied[name], built[name] = configured, configured
             notes[name] = f"{draft_class} reads {' / '.join(fields)} ({row.source})"
-        elif row.value == draft_class_rows.UNUSED:
-            applied[name], built[name] = False, configured and name in draft_class_rows.FLAG_FIELDS
+        elif row.value == UNUSED:
+            applied[name], built[name] = False, configured and name in FLAG_FIELDS
             notes[name] = f"{draft_class} builds and loads it, never applies it: loaded, not applied ({row.source})"
         else:
             applied[name], built[name] = False, False
@@ -73,11 +71,11 @@ def _names(name: str) -> tuple[str, ...]:
     return (name, "use_aux_norm") if name == "fc_norm" else (name,)
 
 
-def _fields(prof: Profile, draft_class: str | None, name: str) -> tuple[str, ...]:
+def _fields(snapshot: Snapshot, draft_class: str | None, name: str) -> tuple[str, ...]:
     """The config fields that gate the flag's module in this class (eagle_config's first: it wins where both are
     written); the flag's own name where the class reads it into an attribute."""
-    behaviour = draft_class_rows.FLAG_FIELDS.get(name)
-    row = draft_class_rows.class_row(prof.engine, prof.version, draft_class, behaviour) if behaviour else None
+    behaviour = FLAG_FIELDS.get(name)
+    row = snapshot.class_row(draft_class, behaviour) if behaviour else None
     fields = tuple(row.value) if row is not None and row.value else (name,)
     return tuple(sorted(fields, key=lambda f: (not f.startswith("eagle_config."), f)))
 
@@ -94,13 +92,13 @@ def _configured(config: Mapping[str, object], fields: tuple[str, ...]) -> bool:
     return False
 
 
-def plan_unreached(prof: Profile, draft_class: str | None, parameters: Mapping[str, object],
+def plan_unreached(snapshot: Snapshot, draft_class: str | None, parameters: Mapping[str, object],
                    flags: ClassFlags) -> Filed:
     """Weights of the class's own module that its forward path never reaches (the scan's ``unreached``), filled by
     this checkpoint: loaded, not applied; a loss under ``keys`` with the class's row. The norm-flag modules
     (fc_norm, input_norm) are the norms area's (``flags.unused``)."""
     out = Filing()
-    row = draft_class_rows.class_row(prof.engine, prof.version, draft_class, "unreached")
+    row = snapshot.class_row(draft_class, "unreached")
     if row is None or not row.value:
         return out.filed()
     for module in row.value:
@@ -113,7 +111,7 @@ def plan_unreached(prof: Profile, draft_class: str | None, parameters: Mapping[s
             continue
         out.lose("keys", Finding(
             "loaded-not-applied",
-            f"{prof.label}'s {draft_class} loads {module} ({plural(len(filled), 'tensor')}) but its forward path never uses it "
+            f"{snapshot.label}'s {draft_class} loads {module} ({plural(len(filled), 'tensor')}) but its forward path never uses it "
             "(loaded, not applied): acceptance is what the draft gets without that module",
             (Evidence(module, f"loaded into {', '.join(filled[:3])}{' ...' if len(filled) > 3 else ''}",
                       "a module the forward path applies"),),

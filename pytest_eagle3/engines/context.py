@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_eagle3.knowledge.engines import engine_named
+from pytest_eagle3.knowledge.snapshot import Engine
 
 SGLANG_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
 VLLM_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
@@ -54,10 +54,10 @@ def _factor(params: Mapping[str, Any]) -> float:
     return float(factor) if isinstance(factor, (int, float)) and not isinstance(factor, bool) and factor > 0 else 1.0
 
 
-def context_length(config: Mapping[str, Any], engine: str) -> int | None:
+def context_length(config: Mapping[str, Any], engine: Engine) -> int | None:
     """The context ``engine`` derives from ``config``; None when no key is written (the engine then takes a default)."""
     params = rope_parameters(config)
-    if engine_named(engine).context_rule == "first-key-scaled":
+    if engine.context_rule == "first-key-scaled":
         base = next((v for v in (_positive(config.get(k)) for k in SGLANG_KEYS) if v is not None), None)
         if base is None:
             return None

@@ -1,6 +1,6 @@
 """The fact sheet: what every engine area reads from the checkpoint and the target, extracted once.
 
-``fact_sheet(ckpt, profile, target)`` flattens the draft config the way the profile's engine reads it
+``fact_sheet(ckpt, snapshot, target)`` flattens the draft config the way the snapshot's engine reads it
 (vLLM converts a speculators config with ``speculators/algos.py update_eagle3``; SGLang reads the HF
 config as it is), resolves the norm flags as the engine applies them, and reads every config field,
 tensor shape and target property an area needs. Areas read the sheet, never the raw config.
@@ -24,11 +24,9 @@ from pytest_eagle3.checkpoint.tensorfiles import WeightsNotDownloaded, index_saf
 from pytest_eagle3.engines.context import context_length, rope_types
 from pytest_eagle3.engines.draft_geometry import draft_geometry
 from pytest_eagle3.engines.frozen import FrozenDict, JsonValue, freeze, freeze_object
-from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.engines.runtime import LayerKv, target_layers
 from pytest_eagle3.findings import Finding
-from pytest_eagle3.knowledge.launch_settings import captured_layers
-from pytest_eagle3.knowledge.speculators import is_peagle, peagle_rule, speculators_copies
+from pytest_eagle3.knowledge.snapshot import Engine, Snapshot, is_peagle
 from pytest_eagle3.producers.formats import AuxLayers, default_aux_inputs, is_speculators, lookup
 from pytest_eagle3.producers.habits import (
     Rope,
@@ -77,6 +75,8 @@ class FactSheet:
     target_usable: bool
     #: The draft config as written (empty without one).
     raw: Mapping[str, JsonValue]
+    #: A speculators P-EAGLE config (``speculators_model_type: peagle``).
+    peagle: bool
     #: Why this is not a draft at all (a target or another method's checkpoint), else None.
     not_a_draft: Finding | None
     # ---- the draft config, as the engine sees it
@@ -178,15 +178,15 @@ def _ids(value: object) -> tuple[int, ...] | None:
     return None
 
 
-def _default_inputs(profile: Profile, target_layers: int | None, draft_layers: int | None) -> tuple[int, ...] | None:
+def _default_inputs(snapshot: Snapshot, target_layers: int | None, draft_layers: int | None) -> tuple[int, ...] | None:
     """The layer inputs the engine captures when the config names no ids (behaviour ``aux_default``): the
     target's [2, L//2, L-3]; or mlx-vlm's from the draft's own layer count, captured at max(id - 1, 0)'s output;
     or the layers TensorRT-LLM's launch setting names (``knowledge.launch_settings``)."""
-    if profile.behaviours.aux_default == "draft-layers":
+    if snapshot.behaviours.aux_default == "draft-layers":
         n = draft_layers or 1
         return tuple(max(i, 1) for i in (2, n // 2, max(n - 3, 0)))
-    if profile.behaviours.aux_default == "launch-setting":  # TensorRT-LLM: layer outputs, -1 the final state (L)
-        launched = captured_layers(profile.target)
+    if snapshot.behaviours.aux_default == "launch-setting":  # TensorRT-LLM: layer outputs, -1 the final state (L)
+        launched = snapshot.launched_layers
         if launched is None:  # its default (1, L//2 - 1, L - 4) raises for L <= 5: nothing is captured
             return default_aux_inputs(target_layers) if target_layers is not None and target_layers > 5 else None
         return tuple(sorted({i + 1 for i in launched if i >= 0} | ({target_layers} if -1 in launched and
@@ -194,20 +194,20 @@ def _default_inputs(profile: Profile, target_layers: int | None, draft_layers: i
     return default_aux_inputs(target_layers) if target_layers is not None else None
 
 
-def _aux_ids(config: Mapping[str, object], profile: Profile) -> dict[str, tuple[int, ...] | None]:
-    """The ids in every field the profile's aux-id resolvers read (a shifted field: read at its path)."""
-    fields = [*(profile.behaviours.aux_id_fields or ()), *(profile.behaviours.aux_id_fields_other_mode or ())]
+def _aux_ids(config: Mapping[str, object], snapshot: Snapshot) -> dict[str, tuple[int, ...] | None]:
+    """The ids in every field the snapshot's aux-id resolvers read (a shifted field: read at its path)."""
+    fields = [*(snapshot.behaviours.aux_id_fields or ()), *(snapshot.behaviours.aux_id_fields_other_mode or ())]
     paths = dict.fromkeys(field.path for field in fields)
     return {path: _ids(lookup(config, path)) for path in paths}
 
 
-def fact_sheet(ckpt: Checkpoint, profile: Profile, target: TargetModel | None = None,
+def fact_sheet(ckpt: Checkpoint, snapshot: Snapshot, target: TargetModel | None = None,
                producer: str | None = None) -> FactSheet:
-    """Read once what every area of ``profile``'s plan needs from ``ckpt`` and ``target`` (``producer``: read
+    """Read once what every area of ``snapshot``'s plan needs from ``ckpt`` and ``target`` (``producer``: read
     the files as it writes them; the detected producer without one)."""
     read = ckpt.as_read_by(producer or ckpt.format.producer)
     raw = ckpt.config_raw or {}
-    view = engine_view(raw, profile)
+    view = engine_view(raw, snapshot)
     config = view.config
     archs = raw.get("architectures")
     hidden = _int(config, "hidden_size")
@@ -230,7 +230,7 @@ def fact_sheet(ckpt: Checkpoint, profile: Profile, target: TargetModel | None = 
     return FactSheet(
         config=config, speculators=view.speculators, flags=view.flags, flag_notes=view.flag_notes,
         contents=tensor_contents(ckpt, target), target_given=target is not None, target_usable=usable,
-        raw=freeze_object(raw),
+        raw=freeze_object(raw), peagle=is_peagle(raw),
         not_a_draft=not_a_draft_finding(classify_checkpoint(ckpt)),
         architectures=freeze(archs), architecture=str(archs[0]) if isinstance(archs, list) and archs else "",
         model_type=str(config.get("model_type") or ""),
@@ -244,8 +244,8 @@ def fact_sheet(ckpt: Checkpoint, profile: Profile, target: TargetModel | None = 
         bias=bool(config.get("bias", False)),
         rope_scaling=freeze(config.get("rope_scaling") or config.get("rope_parameters")),
         explicit_norms=FrozenDict({name: _explicit_flag(raw, name) for name in NORM_FLAGS}),
-        draft_geometry=draft_geometry(profile.engine, config, view.speculators),
-        aux_ids=FrozenDict(_aux_ids(config, profile)),
+        draft_geometry=draft_geometry(snapshot.kind, config, view.speculators),
+        aux_ids=FrozenDict(_aux_ids(config, snapshot)),
         tensors=tuple(ckpt.tensors), shapes=shapes,
         fc_width=fc_shape[1] if fc_shape and len(fc_shape) == 2 else None,
         layer_count=cfg.layer_count if cfg is not None else 1,
@@ -262,10 +262,10 @@ def fact_sheet(ckpt: Checkpoint, profile: Profile, target: TargetModel | None = 
         target_architecture=target.architectures[0] if target is not None and target.architectures else None,
         target_vocab=target_vocab, target_hidden_reported=reported, target_width=reported or None,
         target_model_type=str(text.get("model_type") or ""),
-        default_inputs=_default_inputs(profile, layers, _int(config, "num_hidden_layers")),
+        default_inputs=_default_inputs(snapshot, layers, _int(config, "num_hidden_layers")),
         target_kv=target_layers(text, derive(text, ROUTE_CONFIG_CLASS)) if usable else None,
         **_serving_facts(raw, config, text if usable else None,
-                         target.config if target is not None else {}, profile.engine),
+                         target.config if target is not None else {}, snapshot.kind),
         stored_dtypes=stored_dtypes(ckpt),
     )
 
@@ -324,7 +324,7 @@ class ServingFacts(TypedDict):
 
 
 def _serving_facts(raw: Mapping[str, object], config: Mapping[str, JsonValue], text: Mapping[str, object] | None,
-                   target_raw: Mapping[str, object], engine: str) -> ServingFacts:
+                   target_raw: Mapping[str, object], engine: Engine) -> ServingFacts:
     """What engines.serving reads: positions, quantization, sliding window, dtype of draft and target."""
     kinds = config.get("layer_types")
     window = config.get("sliding_window")
@@ -346,14 +346,14 @@ def _serving_facts(raw: Mapping[str, object], config: Mapping[str, JsonValue], t
     }
 
 
-def engine_view(raw: Mapping[str, object], profile: Profile) -> EngineView:
-    """Flatten the config the way ``profile``'s engine does, and resolve the norm flags."""
+def engine_view(raw: Mapping[str, object], snapshot: Snapshot) -> EngineView:
+    """Flatten the config the way ``snapshot``'s engine does, and resolve the norm flags."""
     speculators = is_speculators(raw)
-    reader = profile.kind.speculators_reader
+    reader = snapshot.kind.speculators_reader
     config = (_speculators_own(raw) if reader == "own-config-class" else
               _speculators_merged(raw) if reader == "merged-over-top" else
-              _speculators_to_eagle(raw, profile)) if speculators else dict(raw)
-    flags, notes = _flags(raw, config, speculators, profile)
+              _speculators_to_eagle(raw, snapshot)) if speculators else dict(raw)
+    flags, notes = _flags(raw, config, speculators, snapshot)
     return EngineView(freeze_object(config), speculators, FrozenDict(flags), FrozenDict(notes))
 
 
@@ -384,7 +384,7 @@ def _speculators_merged(raw: Mapping[str, object]) -> dict[str, object]:
     return {**raw, **(layer if isinstance(layer, dict) else {})}
 
 
-def _speculators_to_eagle(raw: Mapping[str, object], profile: Profile) -> dict[str, object]:
+def _speculators_to_eagle(raw: Mapping[str, object], snapshot: Snapshot) -> dict[str, object]:
     """vLLM speculators/algos.py update_eagle3: the layer config plus the fields it copies (update_peagle for a
     P-EAGLE config: norm_before_residual defaults to False, fc_norm and norm_output are not copied)."""
     layer = raw.get("transformer_layer_config")
@@ -393,9 +393,9 @@ def _speculators_to_eagle(raw: Mapping[str, object], profile: Profile) -> dict[s
     for name in ("target_hidden_size",):
         if name in raw:
             config[name] = raw[name]
-    peagle = is_peagle(raw) and peagle_rule(profile.target) == "parallel-drafting"
+    peagle = is_peagle(raw) and snapshot.peagle == "parallel-drafting"
     config["norm_before_residual"] = raw.get("norm_before_residual", not peagle)
-    copied = speculators_copies(profile.target)
+    copied = snapshot.speculators_copies
     if "norm_before_fc" in copied:
         config["norm_before_fc"] = raw.get("norm_before_fc", False)
     if "fc_norm" in copied and not peagle:
@@ -415,10 +415,10 @@ def _flag(config: Mapping[str, object], *names: str) -> bool:
 
 
 def _flags(raw: Mapping[str, object], config: Mapping[str, object], speculators: bool,
-           profile: Profile) -> tuple[dict[str, bool], dict[str, str]]:
+           snapshot: Snapshot) -> tuple[dict[str, bool], dict[str, str]]:
     flags: dict[str, bool] = {}
     notes: dict[str, str] = {}
-    rule = profile.behaviours.norm_before_residual
+    rule = snapshot.behaviours.norm_before_residual
     if rule == "top-level":  # llama.cpp: the raw config.json's own field, default False in every format
         flags["norm_before_residual"] = bool(raw.get("norm_before_residual", False))
         notes["norm_before_residual"] = "read from config.json's top level (default False)"
@@ -429,7 +429,7 @@ def _flags(raw: Mapping[str, object], config: Mapping[str, object], speculators:
                                       " (speculators format: default True)" if speculators else " (default False)")
             if rule == "read" else "not read: the residual is always the raw fc output"
         )
-    rule = profile.behaviours.norm_before_fc
+    rule = snapshot.behaviours.norm_before_fc
     fields = {"read": ("eagle_config.norm_before_fc", "norm_before_fc"), "top-level": ("norm_before_fc",),
               "eagle-format-only": () if speculators else ("norm_before_fc",)}.get(rule, ())
     flags["norm_before_fc"] = bool(fields) and _flag(config, *fields)
@@ -437,9 +437,9 @@ def _flags(raw: Mapping[str, object], config: Mapping[str, object], speculators:
                                "not propagated from a speculators config" if rule == "eagle-format-only"
                                else "not read: no input_norm")
     for name in ("fc_norm", "norm_output"):
-        rule = profile.behaviours.fc_norm if name == "fc_norm" else profile.behaviours.norm_output
+        rule = snapshot.behaviours.fc_norm if name == "fc_norm" else snapshot.behaviours.norm_output
         reads = rule == "read" or (rule == "eagle-format-only" and not speculators)
-        names = (name, *profile.kind.fc_norm_aliases) if name == "fc_norm" else (name,)
+        names = (name, *snapshot.kind.fc_norm_aliases) if name == "fc_norm" else (name,)
         flags[name] = reads and _flag(config, *names)
         notes[name] = "read" if reads else (
             "not propagated from a speculators config in this version" if rule == "eagle-format-only" else "not read"

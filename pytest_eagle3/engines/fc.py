@@ -12,9 +12,8 @@ from dataclasses import dataclass
 
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.plan_types import AuxPlan, FcPlan, Filed, Filing
-from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
-from pytest_eagle3.knowledge.advice import serve_with
+from pytest_eagle3.knowledge.snapshot import Snapshot
 from pytest_eagle3.rules.vocab_map import ACCEPTANCE_NOTE
 
 
@@ -26,7 +25,7 @@ class Fc:
     filed: Filed = Filed()
 
 
-def plan_fc_shape(sheet: FactSheet, prof: Profile, fc_states: int, parameters: Mapping[str, object]) -> Fc:
+def plan_fc_shape(sheet: FactSheet, snapshot: Snapshot, fc_states: int, parameters: Mapping[str, object]) -> Fc:
     """fc as the class builds it (``fc_states`` x target_hidden_size) against the checkpoint's fc width."""
     out = Filing()
     target_hidden = sheet.target_hidden_size
@@ -36,22 +35,22 @@ def plan_fc_shape(sheet: FactSheet, prof: Profile, fc_states: int, parameters: M
     if "model.fc.weight" in parameters and width and expects and width != expects:
         trained = width // target_hidden if target_hidden else "?"
         written = sheet.aux_written.ids if sheet.aux_written is not None else ()
-        if prof.behaviours.fc_aux_count == "3":
-            fix = f"{prof.label} always builds fc for 3 aux states: serve with a version that reads num_aux_hidden_states"
+        if snapshot.behaviours.fc_aux_count == "3":
+            fix = f"{snapshot.label} always builds fc for 3 aux states: serve with a version that reads num_aux_hidden_states"
         elif written and len(written) != trained:  # the ids disagree with fc: one edit makes both agree
             fix = (f"config.json names {len(written)} aux ids {list(written)} but fc was trained on {trained} states: "
-                   f"write the {trained} ids the draft was trained on ({prof.label} sizes fc from them and captures "
+                   f"write the {trained} ids the draft was trained on ({snapshot.label} sizes fc from them and captures "
                    "them; see config.shapes)")
         else:
-            fix = (f"write num_aux_hidden_states: {trained} into config.json ({prof.label} reads num_aux_hidden_states, "
+            fix = (f"write num_aux_hidden_states: {trained} into config.json ({snapshot.label} reads num_aux_hidden_states, "
                    "else len(eagle_config.eagle_aux_hidden_state_layer_ids), else 3; never the top-level ids)")
         out.refuse("fc", Finding(
             "fc-shape",
-            f"{prof.label} builds fc for {fc_states} aux states ({expects} wide) but the checkpoint's fc "
+            f"{snapshot.label} builds fc for {fc_states} aux states ({expects} wide) but the checkpoint's fc "
             f"takes {width}: the weight loader's shape assert stops startup",
             (Evidence("fc.weight.shape[1]", str(width), f"{fc_states} x target_hidden_size {target_hidden} = {expects}"),),
             fix,
-            (f"rule: {prof.source('fc_aux_count')}",),
+            (f"rule: {snapshot.source('fc_aux_count')}",),
         ))
     return Fc(fc, out.filed())
 
@@ -59,29 +58,29 @@ def plan_fc_shape(sheet: FactSheet, prof: Profile, fc_states: int, parameters: M
 #: What the engine's ``fc_without_aux`` does to a trained fc, in a finding's words.
 FC_WITHOUT_AUX = {"bypassed": "skips fc silently", "disabled": "drops fc at load"}
 
-def plan_fc(sheet: FactSheet, prof: Profile, built: FcPlan, aux: AuxPlan) -> Fc:
+def plan_fc(sheet: FactSheet, snapshot: Snapshot, built: FcPlan, aux: AuxPlan) -> Fc:
     """What reaches fc: the states the target captures (``aux``, the aux area's result), and fc's action."""
     out = Filing()
     hidden, target_hidden = sheet.hidden_size, sheet.target_hidden_size
-    honoured = prof.behaviours.use_aux_hidden_state == "honoured"
+    honoured = snapshot.behaviours.use_aux_hidden_state == "honoured"
     if sheet.use_aux_hidden_state is False and honoured:
         fc = dataclasses.replace(built, states_sent=1, width_sent=target_hidden,
-                                 action=prof.kind.fc_without_aux)
+                                 action=snapshot.kind.fc_without_aux)
         if fc.checkpoint_width and fc.checkpoint_width != target_hidden:
             out.lose("fc", Finding(
                 "fc-unused",
-                f"eagle_config.use_aux_hidden_state is false, so {prof.label} sends one {target_hidden}-wide hidden "
-                f"state and {FC_WITHOUT_AUX[prof.kind.fc_without_aux]}; the checkpoint's "
+                f"eagle_config.use_aux_hidden_state is false, so {snapshot.label} sends one {target_hidden}-wide hidden "
+                f"state and {FC_WITHOUT_AUX[snapshot.kind.fc_without_aux]}; the checkpoint's "
                 f"fc was trained on {fc.checkpoint_width // target_hidden if target_hidden else '?'} concatenated "
                 f"states: {ACCEPTANCE_NOTE}",
                 (Evidence("eagle_config.use_aux_hidden_state", "false", "true (fc.weight is "
                           f"{fc.checkpoint_width} wide)"),),
                 "set eagle_config.use_aux_hidden_state: true (or remove it)",
-                (f"rule: {prof.source('use_aux_hidden_state')}", f"rule: {prof.source('fc_applied')}"),
+                (f"rule: {snapshot.source('use_aux_hidden_state')}", f"rule: {snapshot.source('fc_applied')}"),
             ))
         return Fc(fc, out.filed())
     if sheet.use_aux_hidden_state is False:
-        _flag_ignored(out, sheet, prof, built)
+        _flag_ignored(out, sheet, snapshot, built)
     states = built.states_sent
     if aux.support is not None and aux.support.support == "silent-no-capture":
         states = 1
@@ -93,41 +92,41 @@ def plan_fc(sheet: FactSheet, prof: Profile, built: FcPlan, aux: AuxPlan) -> Fc:
     fc = dataclasses.replace(built, states_sent=states, width_sent=width)
     if width == fc.expects_width:
         return Fc(dataclasses.replace(fc, action="fc"), out.filed())
-    if prof.behaviours.fc_applied == "when-width-differs" and width == hidden:
+    if snapshot.behaviours.fc_applied == "when-width-differs" and width == hidden:
         out.lose("fc", Finding(
             "fc-bypassed",
-            f"{prof.label} receives {states} hidden state ({width} wide = the draft's hidden size) "
+            f"{snapshot.label} receives {states} hidden state ({width} wide = the draft's hidden size) "
             f"and skips fc silently: the draft runs on unfused features, {ACCEPTANCE_NOTE}",
             (Evidence("width reaching fc", str(width), f"{fc.expects_states} x {target_hidden} = {fc.expects_width}"),),
             _capture_fix(aux),
-            (f"rule: {prof.source('fc_applied')}",),
+            (f"rule: {snapshot.source('fc_applied')}",),
         ))
         return Fc(dataclasses.replace(fc, action="bypassed"), out.filed())
     out.refuse("fc", Finding(
         "fc-width",
-        f"{prof.label} concatenates {states} captured states ({width} wide) but fc expects "
+        f"{snapshot.label} concatenates {states} captured states ({width} wide) but fc expects "
         f"{fc.expects_states} ({fc.expects_width}): the first draft step fails with a shape error",
         (Evidence("states captured", str(states), str(fc.expects_states)),),
         _capture_fix(aux),
-        (f"rule: {prof.source('fc_applied')}", f"rule: {prof.source('fc_aux_count')}"),
+        (f"rule: {snapshot.source('fc_applied')}", f"rule: {snapshot.source('fc_aux_count')}"),
     ))
     return Fc(dataclasses.replace(fc, action="crash"), out.filed())
 
 
-def _flag_ignored(out: Filing, sheet: FactSheet, prof: Profile, built: FcPlan) -> None:
+def _flag_ignored(out: Filing, sheet: FactSheet, snapshot: Snapshot, built: FcPlan) -> None:
     """``use_aux_hidden_state: false`` where the release does not read it: it captures aux states and runs fc."""
     if built.checkpoint_width and sheet.target_hidden_size and built.checkpoint_width != sheet.target_hidden_size:
         return  # the checkpoint's fc takes several states: the width rules below judge it
     out.lose("fc", Finding(
         "aux-flag-ignored",
         f"eagle_config.use_aux_hidden_state is false (the draft was trained on the target's last hidden state), but "
-        f"{prof.label} does not read it: it captures aux states and runs them through fc, which this draft "
+        f"{snapshot.label} does not read it: it captures aux states and runs them through fc, which this draft "
         f"{'does not have (fc stays at its initial values)' if not built.checkpoint_width else 'was not trained with'}: "
         f"{ACCEPTANCE_NOTE}",
         (Evidence("eagle_config.use_aux_hidden_state", "false (no fc.weight)" if not built.checkpoint_width else "false",
-                  f"a release that honours it ({serve_with('use_aux_hidden_state', prof.engine, _honoured)})"),),
-        f"serve with {serve_with('use_aux_hidden_state', prof.engine, _honoured)}",
-        (f"rule: {prof.source('use_aux_hidden_state')}", f"rule: {prof.source('fc_applied')}"),
+                  f"a release that honours it ({snapshot.serve_with('use_aux_hidden_state', _honoured)})"),),
+        f"serve with {snapshot.serve_with('use_aux_hidden_state', _honoured)}",
+        (f"rule: {snapshot.source('use_aux_hidden_state')}", f"rule: {snapshot.source('fc_applied')}"),
     ))
 
 

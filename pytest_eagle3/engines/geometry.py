@@ -14,9 +14,8 @@ from pytest_eagle3.engines.draft_geometry import draft_geometry
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.frozen import FrozenDict
 from pytest_eagle3.engines.plan_types import Filed, Filing
-from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
-from pytest_eagle3.knowledge.engines import REGISTRY, engine_named
+from pytest_eagle3.knowledge.snapshot import Engine, Snapshot
 from pytest_eagle3.rules.attention import (
     CLASS_DEFAULTS,
     ROUTE_AS_WRITTEN,
@@ -29,23 +28,22 @@ from pytest_eagle3.rules.attention import (
 )
 from pytest_eagle3.words import plural
 
-__all__ = ["CLASS_DEFAULTS", "LOAD_ASSERT", "ROUTE_AS_WRITTEN", "ROUTE_CONFIG_CLASS", "Disagreement", "Geometry",
+__all__ = ["CLASS_DEFAULTS", "ROUTE_AS_WRITTEN", "ROUTE_CONFIG_CLASS", "Disagreement", "Geometry",
            "derive", "disagreements", "geometry_finding", "implied", "plan_geometry"]
 
 
-#: What a disagreement does at load, per engine (its ``load_assert``). The weight loaders first narrow the
-#: checkpoint tensor to the parameter's tensor-parallel shard (``loaded_weight.narrow(output_dim, tp_rank *
-#: shard_size, shard_size)``; input_dim for RowParallelLinear), then assert equal shapes: a tensor larger along that
-#: dim is cut to its first rows without a word, a smaller one fails the narrow, any other difference fails the
-#: assert. Engines whose loader checks shapes exactly (``exact_shapes``: no shard narrow) refuse a larger one.
-LOAD_ASSERT = {engine.name: engine.load_assert for engine in REGISTRY if engine.load_assert}
+# What a disagreement does at load (an engine's ``load_assert``). The weight loaders first narrow the
+# checkpoint tensor to the parameter's tensor-parallel shard (``loaded_weight.narrow(output_dim, tp_rank *
+# shard_size, shard_size)``; input_dim for RowParallelLinear), then assert equal shapes: a tensor larger along that
+# dim is cut to its first rows without a word, a smaller one fails the narrow, any other difference fails the
+# assert. Engines whose loader checks shapes exactly (``exact_shapes``: no shard narrow) refuse a larger one.
 
 
 #: "Derive it from the config" (a derived geometry may itself be None).
 DERIVE: Any = object()
 
 
-def geometry_finding(label: str, engine: str, config: Mapping[str, Any], speculators: bool,
+def geometry_finding(label: str, engine: Engine, config: Mapping[str, Any], speculators: bool,
                      shape_of: Callable[[str], tuple[int, ...] | None], names: list[str] | set[str],
                      derived: Geometry | None = DERIVE) -> Finding | None:
     """A refusal finding when the engine's geometry contradicts the attention tensors, else None
@@ -60,7 +58,7 @@ def geometry_finding(label: str, engine: str, config: Mapping[str, Any], specula
     first = found[0]
     fix = ("write " + ", ".join(f"{k}: {v}" for k, v in sorted(fields.items())) + " into the draft's config.json"
            if fields else "make num_attention_heads, num_key_value_heads and head_dim describe the saved q/k/v/o")
-    silent = all(d.truncated for d in found) and not engine_named(engine).exact_shapes
+    silent = all(d.truncated for d in found) and not engine.exact_shapes
     effect = (f"the loader cuts {plural(len(found), 'tensor')} to their first rows without a word: attention runs on a "
               "truncated copy and acceptance collapses" if silent
               else "the weight loader's narrow / shape assert stops startup")
@@ -72,7 +70,7 @@ def geometry_finding(label: str, engine: str, config: Mapping[str, Any], specula
         tuple(Evidence(d.tensor, str(list(d.shape)), f"{list(d.expected)} ({d.fields})") for d in found[:6]),
         fix,
         tuple(f"{k}: {v}" for k, v in sorted(geometry.sources.items()))
-        + tuple(f"rule: {rule}" for rule in (engine_named(engine).load_assert,) if rule),
+        + tuple(f"rule: {rule}" for rule in (engine.load_assert,) if rule),
     )
 
 
@@ -84,9 +82,9 @@ class GeometryArea:
     cut: FrozenDict[str, str] = field(default_factory=FrozenDict)
 
 
-def plan_geometry(sheet: FactSheet, prof: Profile) -> GeometryArea:
+def plan_geometry(sheet: FactSheet, snapshot: Snapshot) -> GeometryArea:
     """The engine's attention-geometry refusal (or silent truncation), if any: area ``geometry``."""
-    finding = geometry_finding(prof.label, prof.engine, sheet.config, sheet.speculators, sheet.shapes.get,
+    finding = geometry_finding(snapshot.label, snapshot.kind, sheet.config, sheet.speculators, sheet.shapes.get,
                                set(sheet.tensors), sheet.draft_geometry)
     if finding is None:
         return GeometryArea()

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pytest_eagle3.engines.profiles import Profile
-from pytest_eagle3.knowledge.draft_classes import LLAMA_ATTENTION
+from pytest_eagle3.knowledge.snapshot import LLAMA_ATTENTION, Snapshot
 
 #: Checkpoint sub-names stacked into one engine parameter, with the shard they fill.
 #: Source: sglang llama_eagle3.py / vllm llama_eagle3.py stacked_params_mapping.
@@ -78,7 +77,7 @@ class KeyResolution:
     d2t_name: str | None = None
 
 
-def engine_parameters(profile: Profile, shape: DraftShape) -> set[str]:
+def engine_parameters(profile: Snapshot, shape: DraftShape) -> set[str]:
     """The parameter names the engine's draft module has."""
     first_layer = shape.first_layer or profile.behaviours.first_layer
     params = {"model.norm.weight"}
@@ -109,14 +108,14 @@ def never_read(name: str) -> bool:
     return ".hidden_norm." in name and not name.startswith(("model.layers.0.", "model.midlayer."))
 
 
-def unused_parameters(profile: Profile, shape: DraftShape) -> set[str]:
+def unused_parameters(profile: Snapshot, shape: DraftShape) -> set[str]:
     """Parameters the engine builds but never uses (see :func:`never_read`)."""
     if profile.behaviours.later_layer_norm != "input_layernorm" or profile.behaviours.first_layer == "midlayer":
         return set()
     return {name for name in engine_parameters(profile, shape) if never_read(name)}
 
 
-def resolve_keys(profile: Profile, names: list[str], params: set[str], shape: DraftShape | None = None) -> KeyResolution:
+def resolve_keys(profile: Snapshot, names: list[str], params: set[str], shape: DraftShape | None = None) -> KeyResolution:
     """Send each checkpoint name through the engine's loader rules (the draft class's, where ``shape`` has them)."""
     out = KeyResolution()
     skipped = shape.input_norm_skipped if shape is not None else None
@@ -158,7 +157,7 @@ def _load(out: KeyResolution, param: str, source: str, shard: str | None) -> Non
         out.shards.setdefault(param, set()).add(shard)
 
 
-def _sglang_name(profile: Profile, rules: _ClassRules, name: str, params: set[str], out: KeyResolution) -> None:
+def _sglang_name(profile: Snapshot, rules: _ClassRules, name: str, params: set[str], out: KeyResolution) -> None:
     if profile.behaviours.key_prefix == "add-model":
         _sglang_legacy_name(rules, name, params, out)
         return
@@ -197,7 +196,7 @@ def _sglang_legacy_name(rules: _ClassRules, name: str, params: set[str], out: Ke
         out.dropped.append((name, f"no parameter {prefixed} (logged 'Parameter {prefixed} not found in params_dict')"))
 
 
-def _vllm_name(profile: Profile, rules: _ClassRules, name: str, params: set[str], out: KeyResolution) -> None:
+def _vllm_name(profile: Snapshot, rules: _ClassRules, name: str, params: set[str], out: KeyResolution) -> None:
     if "t2d" in name:
         out.ignored.append((name, "t2d is skipped by the loader (never used)"))
         return
@@ -238,7 +237,7 @@ def _vllm_name(profile: Profile, rules: _ClassRules, name: str, params: set[str]
 _RESOLVERS = {"as-named-or-model-prefixed": _sglang_name, "model-prefixed": _vllm_name}
 
 
-def _why_dropped(renamed: str, params: set[str], profile: Profile) -> str:
+def _why_dropped(renamed: str, params: set[str], profile: Snapshot) -> str:
     if renamed.startswith(("layers.", "model.layers.")) and profile.behaviours.first_layer == "midlayer":
         return "the first draft layer is model.midlayer.* in this version; layers.* names match nothing"
     if "q_norm." in renamed or "k_norm." in renamed:
@@ -269,7 +268,7 @@ class KeyLoad:
     incomplete: tuple[str, ...]
 
 
-def load_keys(profile: Profile, names: list[str], shape: DraftShape) -> KeyLoad:
+def load_keys(profile: Snapshot, names: list[str], shape: DraftShape) -> KeyLoad:
     """Everything key resolution says about ``names`` for the class ``shape`` describes, in one call."""
     params = engine_parameters(profile, shape)
     res = resolve_keys(profile, names, params, shape)

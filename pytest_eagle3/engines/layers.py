@@ -6,17 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_eagle3.engines.architecture import draft_class_row
 from pytest_eagle3.engines.bias import layer_bias
 from pytest_eagle3.engines.class_flags import class_flags
 from pytest_eagle3.engines.facts import FactSheet, lookup
 from pytest_eagle3.engines.key_resolution import DraftShape
 from pytest_eagle3.engines.plan_types import Filed, Filing
-from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
-from pytest_eagle3.knowledge import draft_class_rows, draft_classes
-from pytest_eagle3.knowledge.advice import serve_with
-from pytest_eagle3.knowledge.releases import SGLANG
+from pytest_eagle3.knowledge.snapshot import LLAMA, LLAMA_COUNT, SGLANG, DraftClass, Snapshot
 
 
 @dataclass(frozen=True)
@@ -37,51 +33,51 @@ CLASS_LAYERS = {"one": "one-layer", "config": "supported", "one-or-raise": "refu
 CLASS_UNKNOWN_KEY = {"skipped": "drop", "raises": "raise"}
 
 
-def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Layers:
-    """What ``draft_class`` builds in ``prof``'s engine for this config (area ``layers``)."""
+def plan_layers(sheet: FactSheet, snapshot: Snapshot, draft_class: str | None) -> Layers:
+    """What ``draft_class`` builds in ``snapshot``'s engine for this config (area ``layers``)."""
     out = Filing()
     config = sheet.config
     layers = sheet.num_hidden_layers or 1
-    klass = draft_class_row(prof, draft_class)
-    scanned = draft_class_rows.class_row(prof.engine, prof.version, draft_class, "layer_count")
+    klass = snapshot.any_draft_class(draft_class)
+    scanned = snapshot.class_row(draft_class, "layer_count")
     by_class = bool(klass and klass.max_layers == 1)
-    rule = "refused" if by_class else CLASS_LAYERS.get(scanned.value, prof.behaviours.multi_layer) \
-        if scanned is not None else prof.behaviours.multi_layer
+    rule = "refused" if by_class else CLASS_LAYERS.get(scanned.value, snapshot.behaviours.multi_layer) \
+        if scanned is not None else snapshot.behaviours.multi_layer
     layer_rule = f"rule: {scanned.source}" if scanned is not None else \
-        f"rule: {klass.source}" if by_class and klass else f"rule: {prof.source('multi_layer')}"
+        f"rule: {klass.source}" if by_class and klass else f"rule: {snapshot.source('multi_layer')}"
     if layers != 1 and rule == "refused":
         out.refuse("layers", Finding(
             "multi-layer",
-            f"{prof.label} builds one-layer EAGLE-3 drafts only: num_hidden_layers={layers} raises "
-            + prof.kind.one_layer_error,
+            f"{snapshot.label} builds one-layer EAGLE-3 drafts only: num_hidden_layers={layers} raises "
+            + snapshot.kind.one_layer_error,
             (Evidence("config.json num_hidden_layers", str(layers), "1"),),
             "train a one-layer draft" if by_class
-            else f"serve with {serve_with('multi_layer', SGLANG, lambda v: v == 'supported')}, or train a one-layer draft",
+            else f"serve with {snapshot.serve_with('multi_layer', lambda v: v == 'supported', engine=SGLANG)}, or train a one-layer draft",
             (layer_rule,),
         ))
     in_checkpoint = sheet.layer_count
     if rule == "one-layer" and in_checkpoint > 1:
         out.refuse("layers", Finding(
             "multi-layer",
-            f"{prof.label} builds one draft layer whatever num_hidden_layers says; the checkpoint has "
+            f"{snapshot.label} builds one draft layer whatever num_hidden_layers says; the checkpoint has "
             f"{in_checkpoint}: loading layers.1.* raises KeyError",
             (Evidence("draft layers", str(in_checkpoint), "1"),),
-            f"serve with {serve_with('multi_layer', prof.engine, lambda v: v == 'supported')}, or train a one-layer draft",
+            f"serve with {snapshot.serve_with('multi_layer', lambda v: v == 'supported')}, or train a one-layer draft",
             (layer_rule,),
         ))
     built = 1 if rule in ("refused", "one-layer") else layers
     use_aux = sheet.use_aux_hidden_state
-    has_fc = not (use_aux is False and prof.behaviours.use_aux_hidden_state == "honoured"
-                  and prof.kind.fc_without_aux == "disabled")
-    count = fc_state_count(prof, config, klass)
-    fc_bias_rule = prof.behaviours.fc_bias
-    has_lm_head = not (prof.kind.ties_lm_head_to_embed and sheet.tie_word_embeddings) and not (
-        prof.behaviours.lm_head_source == "draft-else-embed" and not any("lm_head" in t for t in sheet.tensors))
-    has_embed = prof.behaviours.embed_source != "target-always-key-raises"  # vLLM 0.8.5's rows: no module
-    has_d2t = not (prof.behaviours.d2t_full_vocab in ("refused", "ignored") and sheet.full_vocab)
-    flags = class_flags(sheet, prof, draft_class)
+    has_fc = not (use_aux is False and snapshot.behaviours.use_aux_hidden_state == "honoured"
+                  and snapshot.kind.fc_without_aux == "disabled")
+    count = fc_state_count(snapshot, config, klass)
+    fc_bias_rule = snapshot.behaviours.fc_bias
+    has_lm_head = not (snapshot.kind.ties_lm_head_to_embed and sheet.tie_word_embeddings) and not (
+        snapshot.behaviours.lm_head_source == "draft-else-embed" and not any("lm_head" in t for t in sheet.tensors))
+    has_embed = snapshot.behaviours.embed_source != "target-always-key-raises"  # vLLM 0.8.5's rows: no module
+    has_d2t = not (snapshot.behaviours.d2t_full_vocab in ("refused", "ignored") and sheet.full_vocab)
+    flags = class_flags(sheet, snapshot, draft_class)
     input_norm = flags.rows.get("norm_before_fc")
-    loader = draft_class_rows.class_row(prof.engine, prof.version, draft_class, "unknown_key")
+    loader = snapshot.class_row(draft_class, "unknown_key")
     own_loader = (CLASS_UNKNOWN_KEY[loader.value], loader.source) \
         if loader is not None and loader.value in CLASS_UNKNOWN_KEY else None
     shape = DraftShape(
@@ -96,25 +92,25 @@ def plan_layers(sheet: FactSheet, prof: Profile, draft_class: str | None) -> Lay
         has_embed=has_embed,
         has_d2t=has_d2t,
         extra_layer_params=klass.extra_layer_params if klass else (),
-        layer_bias=tuple(layer_bias(prof.behaviours.layer_bias, klass.family if klass else draft_classes.LLAMA,
+        layer_bias=tuple(layer_bias(snapshot.behaviours.layer_bias, klass.family if klass else LLAMA,
                                     config).items()),
         **_class_layout(klass),
     )
     return Layers(shape, built, count, out.filed())
 
 
-def _class_layout(klass: draft_classes.DraftClass | None) -> dict[str, Any]:
+def _class_layout(klass: DraftClass | None) -> dict[str, Any]:
     if klass is None:
         return {}
     return {"attention": klass.attention, "stacked": klass.stacked, "renames": klass.renames,
             "first_layer": klass.first_layer, "plain_fc": klass.plain_fc}
 
 
-def fc_state_count(prof: Profile, config: Any, klass: draft_classes.DraftClass | None) -> int:
+def fc_state_count(snapshot: Snapshot, config: Any, klass: DraftClass | None) -> int:
     """The aux-state count fc is built for: the fields the draft class reads, in its order."""
-    if prof.behaviours.fc_aux_count == "3":
+    if snapshot.behaviours.fc_aux_count == "3":
         return 3
-    for name in klass.fc_count_fields if klass else draft_classes.LLAMA_COUNT:
+    for name in klass.fc_count_fields if klass else LLAMA_COUNT:
         value = lookup(config, name)
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.param_shapes import mlp_width
 from pytest_eagle3.engines.plan_types import Filed, Filing
-from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.knowledge.snapshot import Snapshot
 
 #: Checkpoint sub-names of the MLP and the axis that holds the intermediate width.
 MLP_AXIS = {".mlp.gate_proj.": 0, ".mlp.up_proj.": 0, ".mlp.down_proj.": 1}
@@ -31,9 +31,9 @@ def _mismatch(sheet: FactSheet, parameters: Mapping[str, tuple[str, ...]], width
     return None
 
 
-def plan_mlp(sheet: FactSheet, prof: Profile, parameters: Mapping[str, tuple[str, ...]]) -> Filed:
+def plan_mlp(sheet: FactSheet, snapshot: Snapshot, parameters: Mapping[str, tuple[str, ...]]) -> Filed:
     """A llama4_text draft whose MLP tensors are not the intermediate_size_mlp the engine builds."""
-    rule = prof.behaviours.mlp_width
+    rule = snapshot.behaviours.mlp_width
     width, field = mlp_width(rule, sheet.config)
     if width is None or field != "intermediate_size_mlp":
         return Filed()  # a plain intermediate_size mismatch is the config.shapes contract's (rules/shapes.py)
@@ -44,13 +44,13 @@ def plan_mlp(sheet: FactSheet, prof: Profile, parameters: Mapping[str, tuple[str
     out = Filing()
     written = sheet.config.get(field)
     value = f"{written}" if written is not None else f"absent: Llama4TextConfig's default {width}"
-    built = (f"{prof.label} builds the draft's MLP {width} wide from {field} ({value}) because model_type is "
+    built = (f"{snapshot.label} builds the draft's MLP {width} wide from {field} ({value}) because model_type is "
              f"llama4_text, but {name} is {actual} wide")
     fix = (f'set "intermediate_size_mlp": {actual} in the draft\'s config.json (SGLang reads it for model_type '
            'llama4_text), or set "model_type": "llama"')
     evidence = (Evidence(f"config.json {field}", value, str(actual)),
                 Evidence(f"{name} intermediate width", str(actual), str(width)))
-    sources = (f"rule: {prof.source('mlp_width')}",)
+    sources = (f"rule: {snapshot.source('mlp_width')}",)
     if actual < width and rule.endswith("-padded"):
         out.note(f"{built}: the loader zero-pads it on GPU (the same MLP, {width / actual:.0f}x its memory and "
                  f"compute; {fix})")

@@ -12,9 +12,8 @@ from pytest_eagle3.engines.class_flags import class_flags
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.frozen import FrozenDict
 from pytest_eagle3.engines.plan_types import Filed, Filing
-from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
-from pytest_eagle3.knowledge.behaviours import read_behaviour
+from pytest_eagle3.knowledge.snapshot import Snapshot, read_behaviour
 from pytest_eagle3.producers.formats import NORM_FLAG_DEFAULTS, UNKNOWN
 
 NORM_FIX = {
@@ -36,14 +35,14 @@ class Norms:
     assumed: str = ""
 
 
-def plan_norms(sheet: FactSheet, prof: Profile, draft_class: str | None = None) -> Norms:
+def plan_norms(sheet: FactSheet, snapshot: Snapshot, draft_class: str | None = None) -> Norms:
     """Each norm flag the engine applies differently from training (flags left implicit by the config and
     read only by one format are not judged). The draft class's own rows decide where the source scan read it
     (``engines.class_flags``): a flag another class of the release reads is not read by this one, and a module the
     class loads but never applies is a loss with that row as its source."""
     out = Filing()
     edits: dict[str, bool] = {}
-    resolved = class_flags(sheet, prof, draft_class)
+    resolved = class_flags(sheet, snapshot, draft_class)
     flags = dict(resolved.applied)
     assumed: list[str] = []
     for name, applied in flags.items():
@@ -61,31 +60,31 @@ def plan_norms(sheet: FactSheet, prof: Profile, draft_class: str | None = None) 
                                f"pin it: write {name}: {str(applied).lower()} into config.json")
                 continue
             if call.outcome == habit.UNDECIDED:
-                out.unknown("norms", _undecided(prof, name, applied, sheet))
+                out.unknown("norms", _undecided(snapshot, name, applied, sheet))
                 continue
         if want == applied:
             continue
         source = sheet.norm_sources.get(name, "")
         row = resolved.rows.get(name)
-        rule = f"rule: {row.source}" if row is not None else f"rule: {prof.source(read_behaviour(name))}"
+        rule = f"rule: {row.source}" if row is not None else f"rule: {snapshot.source(read_behaviour(name))}"
         if resolved.unused(name) and want:
             out.lose("norms", Finding(
                 "loaded-not-applied",
-                f"{prof.label}'s {draft_class} builds {name} and loads its weights, but its forward path never "
+                f"{snapshot.label}'s {draft_class} builds {name} and loads its weights, but its forward path never "
                 f"applies it (loaded, not applied): {NORM_FIX[name]}; acceptance drops as without {name}",
                 (Evidence(name, f"loaded, not applied ({resolved.notes[name]})", f"{want} ({source})"),),
                 f"serve with an engine version whose {draft_class} applies {name}, or retrain with {name}=false",
                 (rule,),
             ))
             continue
-        reads = _reads(prof, name) if row is None else row.value == "read" and not (
-            sheet.speculators and prof.behaviours.read(read_behaviour(name)) == "eagle-format-only")
+        reads = _reads(snapshot, name) if row is None else row.value == "read" and not (
+            sheet.speculators and snapshot.behaviours.read(read_behaviour(name)) == "eagle-format-only")
         out.lose("norms", Finding(
             "norm-flag",
-            f"{prof.label} applies {name}={applied}, the draft was trained with {name}={want}: "
+            f"{snapshot.label} applies {name}={applied}, the draft was trained with {name}={want}: "
             f"{NORM_FIX[name] if not applied else 'the engine adds a norm the draft never saw'}; acceptance drops",
             (Evidence(name, f"{applied} ({resolved.notes[name]})", f"{want} ({source})"),),
-            _norm_fix(prof, name, want, reads, draft_class if row is not None else None),
+            _norm_fix(snapshot, name, want, reads, draft_class if row is not None else None),
             (rule,),
         ))
         if reads:
@@ -99,7 +98,7 @@ def _defaults(producer: str, name: str) -> list[bool]:
     return [record[name][0] for record in records if name in record]
 
 
-def _undecided(prof: Profile, name: str, applied: bool, sheet: FactSheet) -> Finding:
+def _undecided(snapshot: Snapshot, name: str, applied: bool, sheet: FactSheet) -> Finding:
     records = NORM_FLAG_DEFAULTS.items() if sheet.producer == UNKNOWN else [
         (sheet.producer, NORM_FLAG_DEFAULTS.get(sheet.producer, {}))]
     found = [(f"{producer}'s default {name}={str(record[name][0]).lower()}", record[name][0] == applied)
@@ -108,20 +107,20 @@ def _undecided(prof: Profile, name: str, applied: bool, sheet: FactSheet) -> Fin
     value = str(applied).lower()
     return Finding(
         "norm-default-undecided",
-        f"{prof.label} applies {name}={applied}; config.json does not say what the draft was trained with, and "
+        f"{snapshot.label} applies {name}={applied}; config.json does not say what the draft was trained with, and "
         f"{'the producer is unknown' if sheet.producer == UNKNOWN else 'no default of ' + sheet.producer + ' is on record'}",
         (Evidence(name, f"{applied} ({sheet.flag_notes.get(name, '')})", "the value the draft was trained with"),),
         f"write {name}: true|false into config.json (the value used in training)",
-        (f"rule: {prof.source(read_behaviour(name))}",),
+        (f"rule: {snapshot.source(read_behaviour(name))}",),
         readings=habit.readings(found, who, f"trained with {name}={value}", f"trained with {name}={str(not applied).lower()}"),
     )
 
 
-def _reads(prof: Profile, name: str) -> bool:
-    return prof.behaviours.read(read_behaviour(name)) not in ("not-read", "eagle-format-only")
+def _reads(snapshot: Snapshot, name: str) -> bool:
+    return snapshot.behaviours.read(read_behaviour(name)) not in ("not-read", "eagle-format-only")
 
 
-def _norm_fix(prof: Profile, name: str, want: bool, reads: bool, draft_class: str | None) -> str:
+def _norm_fix(snapshot: Snapshot, name: str, want: bool, reads: bool, draft_class: str | None) -> str:
     if not reads:
         where = f"whose {draft_class} honours {name}" if draft_class else f"that honours {name}"
         return f"serve with an engine version {where}, or retrain with {name}={not want}"

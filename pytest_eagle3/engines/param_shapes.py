@@ -25,6 +25,7 @@ from typing import Any
 
 from pytest_eagle3.engines.draft_geometry import draft_geometry
 from pytest_eagle3.engines.key_resolution import D2T_PARAM
+from pytest_eagle3.knowledge.snapshot import Engine
 from pytest_eagle3.rules.attention import Geometry
 
 VOCAB_PADDING = 64
@@ -58,7 +59,7 @@ def mlp_width(rule: str, config: Mapping[str, Any]) -> tuple[int | None, str]:
     return _int(config, "intermediate_size"), "intermediate_size"
 
 
-def parameter_shapes(engine: str, config: Mapping[str, Any], speculators: bool, params: Collection[str],
+def parameter_shapes(engine: Engine, config: Mapping[str, Any], speculators: bool, params: Collection[str],
                      fc_states: int, derived: Geometry | None = DERIVE,
                      mlp_rule: str = "intermediate_size") -> dict[str, Shape]:
     """Shape of each name in ``params`` the class builds; names whose size the config does not give are left out

@@ -1,7 +1,7 @@
-"""Load plans: what one engine version will do with a checkpoint, computed from its profile.
+"""Load plans: what one engine version will do with a checkpoint, computed from its snapshot.
 
 ``load_plan(ckpt, engine_version, target=None)`` reads the fact sheet once (``engines.facts``) and
-assembles the areas, each a pure function of the sheet and the profile (and, where an area needs
+assembles the areas, each a pure function of the sheet and the snapshot (and, where an area needs
 another's result, that result passed in): architecture, layers, keys, fc, geometry, vocab, aux layers,
 norms, embeddings, producer habits, runtime,
 serving beside the target (positions, quantization, sliding window, dtype). The result is a frozen :class:`LoadPlan`: tensor ->
@@ -39,19 +39,16 @@ from pytest_eagle3.engines.plan_types import (
     Measured,
 )
 from pytest_eagle3.engines.producer import plan_producer
-from pytest_eagle3.engines.profiles import profile
 from pytest_eagle3.engines.runtime import plan_runtime
 from pytest_eagle3.engines.serving import plan_serving
 from pytest_eagle3.engines.vocab import plan_vocab
-from pytest_eagle3.knowledge.advice import one_upgrade
-from pytest_eagle3.knowledge.draft_classes import LLAMA_ATTENTION
-from pytest_eagle3.knowledge.releases import EngineVersion
+from pytest_eagle3.knowledge.snapshot import LLAMA_ATTENTION, EngineVersion, Snapshot, snapshot_of
 
 __all__ = ["LOADS", "LOADS_WITH_LOSS", "LOSS", "REFUSED", "AuxPlan", "FcPlan", "Issue", "LoadPlan", "Measured",
            "load_plan"]
 
 
-def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | None = None,
+def load_plan(ckpt: Checkpoint, engine: EngineVersion | Snapshot, target: TargetModel | None = None,
               convention: str | None = None, measured: Measured | None = None,
               read_as: str | None = None) -> LoadPlan:
     """Compute what ``engine`` will do with ``ckpt`` (and the target, when known).
@@ -60,28 +57,28 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
     measurement settled them; it overrules every convention assumption (``plan.aux.basis``).
     ``read_as``: the producer whose writing the checkpoint is read as (one reading; the detected one without).
     """
-    prof = profile(engine)
-    sheet = fact_sheet(ckpt, prof, target, read_as)
-    arch = plan_architecture(sheet, prof)
+    snapshot = engine if isinstance(engine, Snapshot) else snapshot_of(engine)
+    sheet = fact_sheet(ckpt, snapshot, target, read_as)
+    arch = plan_architecture(sheet, snapshot)
     if not arch.builds:
-        return _assembled(LoadPlan(engine, arch.draft_class, measured=measured), arch.filed)
-    layers = plan_layers(sheet, prof, arch.draft_class)
-    keys = plan_keys(sheet, prof, layers.shape, layers.fc_states)
-    unreached = plan_unreached(prof, arch.draft_class, keys.parameters, class_flags(sheet, prof, arch.draft_class))
-    fc_shape = plan_fc_shape(sheet, prof, layers.fc_states, keys.parameters)
-    mlp = plan_mlp(sheet, prof, keys.parameters)
-    mla_rope = plan_mla_rope(sheet, prof, arch.draft_class)
-    geometry = plan_geometry(sheet, prof) if layers.shape.attention == LLAMA_ATTENTION else GeometryArea()
-    vocab = plan_vocab(sheet, prof, keys.parameters, keys.d2t_name, arch.draft_class)
-    aux = plan_aux(sheet, prof, convention, measured)
-    fc = plan_fc(sheet, prof, fc_shape.fc, aux.aux)
-    norms = plan_norms(sheet, prof, arch.draft_class)
-    sharing = plan_embeddings(sheet, prof, measured)
-    producer = plan_producer(sheet, prof, keys.params)
-    runtime, runtime_filed = plan_runtime(sheet, prof, layers.fc_states)
-    serving = plan_serving(sheet, prof)
+        return _assembled(LoadPlan(snapshot.target, arch.draft_class, measured=measured), arch.filed, snapshot)
+    layers = plan_layers(sheet, snapshot, arch.draft_class)
+    keys = plan_keys(sheet, snapshot, layers.shape, layers.fc_states)
+    unreached = plan_unreached(snapshot, arch.draft_class, keys.parameters, class_flags(sheet, snapshot, arch.draft_class))
+    fc_shape = plan_fc_shape(sheet, snapshot, layers.fc_states, keys.parameters)
+    mlp = plan_mlp(sheet, snapshot, keys.parameters)
+    mla_rope = plan_mla_rope(sheet, snapshot, arch.draft_class)
+    geometry = plan_geometry(sheet, snapshot) if layers.shape.attention == LLAMA_ATTENTION else GeometryArea()
+    vocab = plan_vocab(sheet, snapshot, keys.parameters, keys.d2t_name, arch.draft_class)
+    aux = plan_aux(sheet, snapshot, convention, measured)
+    fc = plan_fc(sheet, snapshot, fc_shape.fc, aux.aux)
+    norms = plan_norms(sheet, snapshot, arch.draft_class)
+    sharing = plan_embeddings(sheet, snapshot, measured)
+    producer = plan_producer(sheet, snapshot, keys.params)
+    runtime, runtime_filed = plan_runtime(sheet, snapshot, layers.fc_states)
+    serving = plan_serving(sheet, snapshot)
     plan = LoadPlan(
-        engine, arch.draft_class,
+        snapshot.target, arch.draft_class,
         parameters=keys.parameters, built=keys.built, shapes=keys.shapes,
         dropped={**keys.dropped, **geometry.cut}, uninitialised=keys.uninitialised,
         draft_to_target=vocab.draft_to_target, map_reading=vocab.map_reading,
@@ -94,12 +91,12 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | Non
     # in the order the areas were always filed: the findings of one contract keep their order
     return _assembled(plan, arch.filed + layers.filed + keys.filed + unreached + fc_shape.filed + mlp + mla_rope + geometry.filed
                       + vocab.filed + aux.filed + fc.filed + norms.filed + sharing.filed + producer.filed
-                      + runtime_filed + serving)
+                      + runtime_filed + serving, snapshot)
 
 
-def _assembled(plan: LoadPlan, filed: Filed) -> LoadPlan:
+def _assembled(plan: LoadPlan, filed: Filed, snapshot: Snapshot) -> LoadPlan:
     """``plan`` with the areas' issues, notes and unknowns (the last unknown of an area wins)."""
-    lifted = one_upgrade([i.finding for i in filed.issues], plan.engine.engine)
+    lifted = snapshot.one_upgrade([i.finding for i in filed.issues])
     issues = tuple(dataclasses.replace(i, finding=f) for i, f in zip(filed.issues, lifted))
     plan = dataclasses.replace(plan, issues=issues, notes=filed.notes, unknown=dict(filed.unknown))
     return plan.with_assumed(filed.assumed)

@@ -18,10 +18,7 @@ from typing import Any
 from pytest_eagle3.engines.frozen import FrozenDict
 from pytest_eagle3.engines.issue import LOSS, REFUSED, Issue
 from pytest_eagle3.findings import PASSES, UNJUDGED, Finding
-from pytest_eagle3.knowledge.capture import CaptureSupport
-from pytest_eagle3.knowledge.costs import RecordedCost
-from pytest_eagle3.knowledge.engines.shared import AuxField
-from pytest_eagle3.knowledge.releases import EngineVersion
+from pytest_eagle3.knowledge.snapshot import AuxField, CaptureSupport, EngineVersion, RecordedCost
 from pytest_eagle3.producers.habits import RopeKey
 from pytest_eagle3.words import plural
 

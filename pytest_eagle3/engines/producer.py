@@ -29,9 +29,8 @@ from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.frozen import FrozenDict
 from pytest_eagle3.engines.key_resolution import resolve_keys
 from pytest_eagle3.engines.plan_types import Filed, Filing
-from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding, short
-from pytest_eagle3.knowledge.costs import recorded_cost, recorded_for
+from pytest_eagle3.knowledge.snapshot import Snapshot
 from pytest_eagle3.producers.habits import NORM_HABITS, RopeKey
 from pytest_eagle3.words import plural
 
@@ -50,22 +49,22 @@ class ProducerArea:
     filed: Filed = field(default_factory=Filed)
 
 
-def plan_producer(sheet: FactSheet, prof: Profile, params: frozenset[str]) -> ProducerArea:
-    """The producer findings of ``prof``'s engine version for the checkpoint (``params``: what the class builds)."""
+def plan_producer(sheet: FactSheet, snapshot: Snapshot, params: frozenset[str]) -> ProducerArea:
+    """The producer findings of ``snapshot``'s engine version for the checkpoint (``params``: what the class builds)."""
     out = Filing()
     producer = sheet.producer
     for row, value in sheet.unread_fields:
         out.assume(AREA, Finding(
             "field-not-read",
-            f"{sheet.format_label} trained with {row.field} = {_json(value)}, which {prof.label} never reads: "
+            f"{sheet.format_label} trained with {row.field} = {_json(value)}, which {snapshot.label} never reads: "
             f"{row.engine}; {row.trained}",
             (Evidence(row.field, f"{_json(value)} (trained with)", f"{_json(row.engine_value)} (what the engine does)"),),
             f"retrain with {row.field} = {_json(row.engine_value)}, or serve with an engine that reads it",
-            (f"producer: {row.source}", f"rule: no {prof.engine} release reads {row.field}"),
+            (f"producer: {row.source}", f"rule: no {snapshot.engine} release reads {row.field}"),
         ), None)
-    rope_edit = _rope(out, prof, sheet, producer, sheet.format_label)
-    _norm_habit(out, prof, sheet)
-    _extra_weights(out, prof, sheet, params)
+    rope_edit = _rope(out, snapshot, sheet, producer, sheet.format_label)
+    _norm_habit(out, snapshot, sheet)
+    _extra_weights(out, snapshot, sheet, params)
     return ProducerArea(sheet.served_rope, FrozenDict(rope_edit), out.filed())
 
 
@@ -73,7 +72,7 @@ def plan_producer(sheet: FactSheet, prof: Profile, params: frozenset[str]) -> Pr
 UNIFORM_RATIO = 1.01
 
 
-def _norm_habit(out: Filing, prof: Profile, sheet: FactSheet) -> None:
+def _norm_habit(out: Filing, snapshot: Snapshot, sheet: FactSheet) -> None:
     habit = NORM_HABITS.get(sheet.producer)
     prefix = sheet.first_layer_prefix
     name = f"{prefix}{habit.tensor}" if habit is not None and prefix else None
@@ -84,21 +83,21 @@ def _norm_habit(out: Filing, prof: Profile, sheet: FactSheet) -> None:
         return
     spread = f"{low:.3g}..{high:.3g}"
     ratio = high / low if low > 0 else float("inf")
-    recorded = recorded_cost(sheet.producer, HIDDEN_PRENORM, ratio)
-    row = recorded_for(sheet.producer, HIDDEN_PRENORM)
+    recorded = snapshot.recorded_cost(sheet.producer, HIDDEN_PRENORM, ratio)
+    row = snapshot.recorded_for(sheet.producer, HIDDEN_PRENORM)
     may_cost = (f"an RMSNorm with weights {spread} in front of hidden_norm moves the normalised state; drafts "
                 f"trained this way lost {row.words}, with weights spread up to {row.max_spread:g} (this one: "
                 f"{ratio:.3g}, outside that range)" if row is not None and recorded is None else
                 f"an RMSNorm with weights {spread} in front of hidden_norm moves the normalised state")
     out.assume(AREA, Finding(
         "norm-not-applied",
-        f"{prof.label} feeds the first layer hidden_norm(fc output); {sheet.format_label} trained it with "
+        f"{snapshot.label} feeds the first layer hidden_norm(fc output); {sheet.format_label} trained it with "
         f"{habit.trained}: {name} ({spread}) is missing from the hidden path",
         (Evidence(name, f"ranges {spread} (not uniform): the engine skips it on the hidden path",
                   "a uniform weight (then skipping it changes nothing)"),),
         "no engine applies this norm: where its price exceeds --eagle3-max-loss, serve the draft where it is "
         "applied, or retrain with a draft whose first layer normalises the hidden path once",
-        (f"producer: {habit.source}", f"rule: {prof.source('first_layer_hidden_path')}"),
+        (f"producer: {habit.source}", f"rule: {snapshot.source('first_layer_hidden_path')}"),
     ), HIDDEN_PRENORM, known=True, recorded=recorded, may_cost=may_cost)
 
 
@@ -106,7 +105,7 @@ def _json(value: Any) -> str:
     return "true" if value is True else "false" if value is False else "null" if value is None else str(value)
 
 
-def _rope(out: Filing, prof: Profile, sheet: FactSheet, producer: str, label: str) -> dict[str, Any]:
+def _rope(out: Filing, snapshot: Snapshot, sheet: FactSheet, producer: str, label: str) -> dict[str, Any]:
     """File the trained-rope finding; the config edit that gives the trained rope (empty where none is certain)."""
     found = sheet.trained_rope
     if found is None:
@@ -118,11 +117,11 @@ def _rope(out: Filing, prof: Profile, sheet: FactSheet, producer: str, label: st
                if abs(scale - 1) > 1e-3 else "")
     finding = Finding(
         "rope-trained",
-        f"{prof.label} applies the config's rope ({served.describe()}) to the draft; {label} trained it with "
+        f"{snapshot.label} applies the config's rope ({served.describe()}) to the draft; {label} trained it with "
         f"{rope.describe()} ({habit.why}): every attention score over earlier positions differs from training{sharper}",
-        (Evidence("draft rope", f"{served.describe()} (what {prof.label} applies)", f"{rope.describe()} (trained)"),),
+        (Evidence("draft rope", f"{served.describe()} (what {snapshot.label} applies)", f"{rope.describe()} (trained)"),),
         _rope_fix(rope, habit.certain),
-        (f"producer: {habit.source}", f"rule: {prof.source('draft_rope')}"),
+        (f"producer: {habit.source}", f"rule: {snapshot.source('draft_rope')}"),
     )
     if habit.certain:
         out.assume(AREA, finding, ROPE, known=True,
@@ -144,35 +143,35 @@ def _rope_fix(rope: Any, certain: bool) -> str:
             "draft is meant to extrapolate beyond its training window")
 
 
-def _extra_weights(out: Filing, prof: Profile, sheet: FactSheet, params: frozenset[str]) -> None:
+def _extra_weights(out: Filing, snapshot: Snapshot, sheet: FactSheet, params: frozenset[str]) -> None:
     """vLLM and SGLang read every *.safetensors of the folder when no index lists the shards."""
-    if prof.behaviours.weight_files != "all-safetensors":
+    if snapshot.behaviours.weight_files != "all-safetensors":
         return
     for file_name, names in sheet.stray_weight_files:
-        _one_extra_file(out, prof, file_name, list(names), params)
+        _one_extra_file(out, snapshot, file_name, list(names), params)
 
 
-def _one_extra_file(out: Filing, prof: Profile, file_name: str, names: list[str], params: frozenset[str]) -> None:
+def _one_extra_file(out: Filing, snapshot: Snapshot, file_name: str, names: list[str], params: frozenset[str]) -> None:
     if not names:
         return
-    res = resolve_keys(prof, names, set(params))
-    why = f"rule: {prof.source('weight_files')}"
+    res = resolve_keys(snapshot, names, set(params))
+    why = f"rule: {snapshot.source('weight_files')}"
     if res.refused:
         refused = [name for name, _ in res.refused]
         out.refuse(AREA, Finding(
             "extra-weights-loaded",
-            f"{prof.label} loads every *.safetensors in the folder, {file_name} too: {len(refused)} of its tensors "
+            f"{snapshot.label} loads every *.safetensors in the folder, {file_name} too: {len(refused)} of its tensors "
             f"name no draft parameter ({refused[0]}): {res.refused[0][1]}",
             (Evidence(file_name, f"{plural(len(names), 'tensor')} read as draft weights", "only the draft's weight files"),),
             f"move {file_name} out of the draft folder (or list the draft's shards in model.safetensors.index.json)",
-            (why, f"rule: {prof.source('unknown_key')}"),
+            (why, f"rule: {snapshot.source('unknown_key')}"),
         ))
     elif res.loaded:
         out.lose(AREA, Finding(
             "extra-weights-loaded",
-            f"{prof.label} loads {file_name} as draft weights too: it overwrites {short(sorted(res.loaded))}",
+            f"{snapshot.label} loads {file_name} as draft weights too: it overwrites {short(sorted(res.loaded))}",
             (Evidence(file_name, "read as draft weights", "only the draft's weight files"),),
             f"move {file_name} out of the draft folder", (why,),
         ))
     else:
-        out.note(f"{prof.label} reads {file_name} and drops its {plural(len(names), 'tensor')} (no draft parameter)")
+        out.note(f"{snapshot.label} reads {file_name} and drops its {plural(len(names), 'tensor')} (no draft parameter)")

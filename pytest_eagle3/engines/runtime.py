@@ -14,23 +14,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from packaging.version import Version
-
 from pytest_eagle3.engines.param_shapes import VOCAB_PADDING, padded
 from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.findings import Evidence, Finding
-from pytest_eagle3.knowledge.advice import last_release_before, serve_with
-from pytest_eagle3.knowledge.releases import SGLANG
-from pytest_eagle3.knowledge.runtime import (
-    DTYPE_SOURCE,
+from pytest_eagle3.knowledge.snapshot import (
     EQUAL_PAGE,
     OK,
     REFUSED,
     SEPARATE_POOL,
+    SGLANG,
     UNIFORM_TYPE_ELSE_EQUAL,
     UNIFORM_TYPE_ELSE_PADDED,
     UNKNOWN,
-    kv_rule,
+    KvRule,
+    Snapshot,
 )
 from pytest_eagle3.rules.attention import Geometry
 
@@ -76,9 +73,8 @@ class KvVerdict:
     source: str
 
 
-def kv_verdict(engine: str, version: Version, draft: Geometry, target: tuple[LayerKv, ...]) -> KvVerdict:
-    """Whether the engine version can put this draft's KV layers next to the target's."""
-    rule = kv_rule(engine, version)
+def kv_verdict(rule: KvRule, draft: Geometry, target: tuple[LayerKv, ...]) -> KvVerdict:
+    """Whether an engine version grouping KV layers by ``rule`` can put this draft's KV layers next to the target's."""
     page = 2 * draft.kv_width
     pages = sorted({t.per_token for t in target} | {page})
     kinds = {t.kind for t in target}
@@ -109,65 +105,65 @@ def _refusal(page: int, target: tuple[LayerKv, ...], error: str) -> str:
             f"manager with the target's ({theirs}): engine start fails with {error} while sizing the KV cache")
 
 
-def plan_runtime(sheet: Any, prof: Any, fc_states: int = 3) -> tuple[KvVerdict | None, Filed]:
+def plan_runtime(sheet: Any, snapshot: Snapshot, fc_states: int = 3) -> tuple[KvVerdict | None, Filed]:
     """The KV-cache verdict (None without a usable target) and the ``runtime`` area's refusals (``fc_states``: the
     aux-state count the draft's fc is built for)."""
     out = Filing()
-    _graph_width(out, prof, sheet.config)
-    _graph_aux_count(out, prof, fc_states, sheet.use_aux_hidden_state)
-    _graph_logits(out, prof, sheet.config)
+    _graph_width(out, snapshot, sheet.config)
+    _graph_aux_count(out, snapshot, fc_states, sheet.use_aux_hidden_state)
+    _graph_logits(out, snapshot, sheet.config)
     draft, layers = sheet.draft_geometry, sheet.target_kv
     if draft is None or layers is None:
         return None, out.filed()
-    verdict = kv_verdict(prof.engine, prof.version, draft, layers)
+    verdict = kv_verdict(snapshot.kv, draft, layers)
     if verdict.status == REFUSED:
         theirs = ", ".join(f"{t.kind}: {t.per_token}" for t in layers)
         out.refuse("runtime", Finding(
             "kv-page",
-            f"{prof.label}: {verdict.message}",
+            f"{snapshot.label}: {verdict.message}",
             (Evidence("draft KV elements per token (2 x KV heads x head_dim)", str(2 * draft.kv_width),
                       f"compatible with the target's ({theirs})"),),
             "give the draft the target's KV geometry (num_key_value_heads x head_dim), or serve with a version "
             "that unifies page sizes",
-            (f"rule: {verdict.source}", f"dtype: {DTYPE_SOURCE[prof.engine]}"),
+            (f"rule: {verdict.source}", f"dtype: {snapshot.kind.draft_dtype_source}"),
         ))
     return verdict, out.filed()
 
 
-def _graph_logits(out: Any, prof: Any, config: Mapping[str, Any]) -> None:
+def _graph_logits(out: Any, snapshot: Any, config: Mapping[str, Any]) -> None:
     """SGLang 0.5.1-0.5.14 copy the 64-padded draft logits into a draft_vocab_size-wide CUDA-graph buffer
     (sglang#10106): a draft vocab that is not a multiple of 64 fails the graph capture at start."""
     rows = _int(config, "draft_vocab_size")
-    if prof.behaviours.draft_extend_logits_buffer != "draft-vocab" or not rows or padded(rows) == rows:
+    if snapshot.behaviours.draft_extend_logits_buffer != "draft-vocab" or not rows or padded(rows) == rows:
         return
     out.refuse("runtime", Finding(
         "graph-logits",
-        f"{prof.label} copies the draft's logits ({padded(rows)} wide: draft_vocab_size {rows} padded to a multiple "
+        f"{snapshot.label} copies the draft's logits ({padded(rows)} wide: draft_vocab_size {rows} padded to a multiple "
         f"of {VOCAB_PADDING}) into a CUDA-graph buffer {rows} wide: the draft-extend graph capture fails at start "
         "while CUDA graphs are on (the default)",
         (Evidence("draft logits width / buffer width", f"{padded(rows)} / {rows}", "equal (a multiple of 64)"),),
-        f"serve with {serve_with('draft_extend_logits_buffer', SGLANG, lambda v: v != 'draft-vocab')}, launch with "
+        f"serve with {snapshot.serve_with('draft_extend_logits_buffer', lambda v: v != 'draft-vocab', engine=SGLANG)}, launch with "
         "--disable-cuda-graph, or train the draft with a vocab that is "
         f"a multiple of {VOCAB_PADDING}",
-        (f"rule: {prof.source('draft_extend_logits_buffer')}",),
+        (f"rule: {snapshot.source('draft_extend_logits_buffer')}",),
     ))
 
 
-def _graph_width(out: Any, prof: Any, config: Mapping[str, Any]) -> None:
+def _graph_width(out: Any, snapshot: Any, config: Mapping[str, Any]) -> None:
     """SGLang <= 0.4.9 sized the draft-extend CUDA-graph buffer from the draft's hidden size (sglang#8163)."""
     hidden, target_hidden = _int(config, "hidden_size"), _int(config, "target_hidden_size")
-    if prof.behaviours.draft_extend_graph_width != "draft-hidden" or not hidden or not target_hidden \
+    if snapshot.behaviours.draft_extend_graph_width != "draft-hidden" or not hidden or not target_hidden \
             or hidden == target_hidden:
         return
     out.refuse("runtime", Finding(
         "graph-width",
-        f"{prof.label} sizes its CUDA-graph draft-extend buffer as hidden_size x 3 = {3 * hidden}, but this draft's "
+        f"{snapshot.label} sizes its CUDA-graph draft-extend buffer as hidden_size x 3 = {3 * hidden}, but this draft's "
         f"target sends target_hidden_size x 3 = {3 * target_hidden}: the first draft extend fails with a shape "
         "error while CUDA graphs are on (the default)",
         (Evidence("draft-extend buffer width", str(3 * hidden), str(3 * target_hidden)),),
-        f"serve with {serve_with('draft_extend_graph_width', SGLANG, lambda v: v != 'draft-hidden')}, or launch with "
+        f"serve with {snapshot.serve_with('draft_extend_graph_width', lambda v: v != 'draft-hidden', engine=SGLANG)}, or launch with "
         "--disable-cuda-graph",
-        (f"rule: {prof.source('draft_extend_graph_width')}",),
+        (f"rule: {snapshot.source('draft_extend_graph_width')}",),
     ))
 
 
@@ -175,20 +171,20 @@ def _not_x3(value: object) -> bool:
     return value != "target-config-x3"
 
 
-def _graph_aux_count(out: Any, prof: Any, fc_states: int, use_aux: bool | None) -> None:
+def _graph_aux_count(out: Any, snapshot: Any, fc_states: int, use_aux: bool | None) -> None:
     """SGLang 0.5.12-0.5.14 size the draft-extend CUDA-graph buffer from the TARGET's config (3 aux states)
     while fc takes the draft's aux count: a draft with 2 or 4 aux ids fails the graph capture."""
-    if prof.behaviours.draft_extend_graph_width != "target-config-x3" or fc_states == 3 or use_aux is False:
+    if snapshot.behaviours.draft_extend_graph_width != "target-config-x3" or fc_states == 3 or use_aux is False:
         return
     out.refuse("runtime", Finding(
         "graph-aux-count",
-        f"{prof.label} sizes its CUDA-graph draft-extend buffer from the target's config (3 aux states x its hidden "
+        f"{snapshot.label} sizes its CUDA-graph draft-extend buffer from the target's config (3 aux states x its hidden "
         f"size), but this draft's fc takes {fc_states} aux states: the draft-extend graph capture fails at start "
         "with a shape error while CUDA graphs are on (the default)",
         (Evidence("aux states: draft-extend buffer / fc", f"3 / {fc_states}", "equal"),),
-        f"serve with {serve_with('draft_extend_graph_width', SGLANG, _not_x3)} (or <= "
-        f"{last_release_before('draft_extend_graph_width', SGLANG, _not_x3)} with 3 aux ids), launch with "
+        f"serve with {snapshot.serve_with('draft_extend_graph_width', _not_x3, engine=SGLANG)} (or <= "
+        f"{snapshot.last_release_before('draft_extend_graph_width', _not_x3, engine=SGLANG)} with 3 aux ids), launch with "
         "--disable-cuda-graph, or train the "
         "draft on 3 aux layers",
-        (f"rule: {prof.source('draft_extend_graph_width')}", f"rule: {prof.source('fc_aux_count')}"),
+        (f"rule: {snapshot.source('draft_extend_graph_width')}", f"rule: {snapshot.source('fc_aux_count')}"),
     ))

@@ -13,11 +13,8 @@ from __future__ import annotations
 from pytest_eagle3.engines.context import CACHE_ONLY_ROPE_TYPES
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.plan_types import Filed, Filing
-from pytest_eagle3.engines.profiles import Profile
 from pytest_eagle3.findings import Evidence, Finding
-from pytest_eagle3.knowledge.advice import serve_with
-from pytest_eagle3.knowledge.launch import VLLM_MODE, OtherMode
-from pytest_eagle3.knowledge.releases import VLLM
+from pytest_eagle3.knowledge.snapshot import VLLM, OtherMode, Snapshot
 from pytest_eagle3.words import plural
 
 AREA = "runtime"
@@ -29,22 +26,22 @@ SGLANG_AUTO: dict[str | None, str] = {"float32": "float16", "float": "float16", 
 HALF = ("bfloat16", "float16", "half")
 
 
-def plan_serving(sheet: FactSheet, prof: Profile) -> Filed:
+def plan_serving(sheet: FactSheet, snapshot: Snapshot) -> Filed:
     """What the four serving behaviours do with this draft beside this target."""
     out = Filing()
-    _positions(out, sheet, prof)
-    _quantization(out, sheet, prof)
-    _sliding_window(out, sheet, prof)
-    _dtype(out, sheet, prof)
+    _positions(out, sheet, snapshot)
+    _quantization(out, sheet, snapshot)
+    _sliding_window(out, sheet, snapshot)
+    _dtype(out, sheet, snapshot)
     return out.filed()
 
 
 # ---------------------------------------------------------------- draft_positions
-def _positions(out: Filing, sheet: FactSheet, prof: Profile) -> None:
+def _positions(out: Filing, sheet: FactSheet, snapshot: Snapshot) -> None:
     draft, served = sheet.draft_context, sheet.target_context
     if draft is None or served is None or draft >= served:
         return
-    rule = prof.behaviours.draft_positions
+    rule = snapshot.behaviours.draft_positions
     if rule == "unbounded":
         return  # the draft's rope has no table: every position is computed
     table_only = set(sheet.draft_rope_types) <= CACHE_ONLY_ROPE_TYPES
@@ -54,10 +51,10 @@ def _positions(out: Filing, sheet: FactSheet, prof: Profile) -> None:
             f"{'/'.join(sheet.draft_rope_types)}: it only lengthens the rotary table)" if table_only else
             f"serve a draft whose rope covers {served} positions (rope {'/'.join(sheet.draft_rope_types)}: "
             "max_position_embeddings alone does not size its table)")
-    shorter = prof.kind.context_length_flag
+    shorter = snapshot.kind.context_length_flag
     fix = f"{edit}, or serve with {shorter} {draft}"
-    details = (f"rule: {prof.source('draft_positions')}",)
-    head = f"{prof.label}: the draft's config gives it {draft} positions, the target is served with {served}"
+    details = (f"rule: {snapshot.source('draft_positions')}",)
+    head = f"{snapshot.label}: the draft's config gives it {draft} positions, the target is served with {served}"
     if rule in ("refuses", "refuses-or-raises"):
         after = ("raises the draft's max_position_embeddings to it" if rule == "refuses-or-raises"
                  else "starts, and the draft reads past its rotary table beyond position " + str(draft))
@@ -86,9 +83,9 @@ def _positions(out: Filing, sheet: FactSheet, prof: Profile) -> None:
             f"runner drafts at every position: past {draft} at positions the draft's config does not cover (its "
             f"acceptance there was never measured)"
             + (f"; where vLLM runs the V1 runner instead, it proposes nothing past {draft} (the draft's max_model_len "
-               "is derived before the raise)" if _has_v1_runner(prof) else "")
+               "is derived before the raise)" if _has_v1_runner(snapshot) else "")
             + f"; to cover them, {edit} "
-            f"(rule: {prof.source('draft_positions')})")
+            f"(rule: {snapshot.source('draft_positions')})")
     elif rule == "skips-drafting":
         out.lose(AREA, Finding(
             "draft-positions-no-draft",
@@ -100,23 +97,23 @@ def _positions(out: Filing, sheet: FactSheet, prof: Profile) -> None:
             "draft-positions-context-cut",
             f"{head}: with rope {'/'.join(sheet.draft_rope_types)} it does not raise the draft's range but cuts the "
             f"whole server's max_model_len to {draft} "
-            + ("(the V2 runner; the V1 runner stops drafting past it)" if _has_v1_runner(prof) else
+            + ("(the V2 runner; the V1 runner stops drafting past it)" if _has_v1_runner(snapshot) else
                "(its one model runner)"),
             evidence, fix, details))
 
 
-def _has_v1_runner(prof: Profile) -> bool:
+def _has_v1_runner(snapshot: Snapshot) -> bool:
     """Whether this vLLM release still has the V1 model runner beside V2 (launch.VLLM_MODE: 0.34.0 removed it)."""
-    row = VLLM_MODE.find(prof.engine, prof.version)
+    row = snapshot.other_runner
     return row is not None and row.value != OtherMode.NEVER
 
 
 # ---------------------------------------------------------------- target_quantization
-def draft_built_with(prof: Profile, sheet: FactSheet) -> str | None:
+def draft_built_with(snapshot: Snapshot, sheet: FactSheet) -> str | None:
     """The quantization the engine builds the draft's layers with (behaviour ``target_quantization``), the one rule
     the serving area and the key plan read: none, the target's, or the draft's own quantization_config (the launch's
     flags aside, which default to it)."""
-    rule = prof.behaviours.target_quantization
+    rule = snapshot.behaviours.target_quantization
     if rule == "none":
         return None
     if rule == "target":
@@ -124,14 +121,14 @@ def draft_built_with(prof: Profile, sheet: FactSheet) -> str | None:
     return sheet.draft_quantization
 
 
-def _quantization(out: Filing, sheet: FactSheet, prof: Profile) -> None:
-    rule = prof.behaviours.target_quantization
+def _quantization(out: Filing, sheet: FactSheet, snapshot: Snapshot) -> None:
+    rule = snapshot.behaviours.target_quantization
     target, draft = sheet.target_quantization, sheet.draft_quantization
     if target is None and draft is None:
         return
-    details = (f"rule: {prof.source('target_quantization')}",)
+    details = (f"rule: {snapshot.source('target_quantization')}",)
     if rule in ("none", "target"):
-        built = draft_built_with(prof, sheet)
+        built = draft_built_with(snapshot, sheet)
         if built == draft:
             return
         what = (f"builds the draft's layers with the target's quantization ({built})" if built is not None
@@ -142,9 +139,9 @@ def _quantization(out: Filing, sheet: FactSheet, prof: Profile) -> None:
                        "no parameter)")
         out.refuse(AREA, Finding(
             "draft-quantization",
-            f"{prof.label} {what}, but the draft is {trained}: {consequence}",
+            f"{snapshot.label} {what}, but the draft is {trained}: {consequence}",
             (Evidence("draft layers' quantization (engine / draft config)", str(built), str(draft)),),
-            f"serve with {serve_with('target_quantization', VLLM, lambda v: v == 'draft')} (the draft's own quantization)" + (
+            f"serve with {snapshot.serve_with('target_quantization', lambda v: v == 'draft', engine=VLLM)} (the draft's own quantization)" + (
                 ", or ship an unquantized draft" if draft is not None else
                 " (0.11.0 applies the target's quantization_config to every draft)"),
             details))
@@ -154,7 +151,7 @@ def _quantization(out: Filing, sheet: FactSheet, prof: Profile) -> None:
                 "server-flag-or-draft-flag": ("--speculative-draft-model-quantization (default: the launch's "
                                               "--quantization; 'unquant' keeps the draft unquantized)"),
                 }.get(rule, "its own quantization_config or the speculative config's quantization")
-        out.note(NOTE_PREFIX + f"{prof.label}: the target's quantization_config ({target}) does not reach the draft; only {flag} "
+        out.note(NOTE_PREFIX + f"{snapshot.label}: the target's quantization_config ({target}) does not reach the draft; only {flag} "
                  "would quantize it")
 
 
@@ -174,26 +171,26 @@ def _window(sheet: FactSheet, rule: str) -> int | None:
     return None
 
 
-def _sliding_window(out: Filing, sheet: FactSheet, prof: Profile) -> None:
-    rule = prof.behaviours.draft_sliding_window
-    details = (f"rule: {prof.source('draft_sliding_window')}",)
+def _sliding_window(out: Filing, sheet: FactSheet, snapshot: Snapshot) -> None:
+    rule = snapshot.behaviours.draft_sliding_window
+    details = (f"rule: {snapshot.source('draft_sliding_window')}",)
     kinds = sheet.draft_layer_types
     if rule == "layer-types-at-target-index":
         if kinds is not None and sheet.target_layers is not None and len(kinds) <= sheet.target_layers:
             out.refuse(AREA, Finding(
                 "draft-sliding-window-index",
-                f"{prof.label} reads the draft's layer_types at index {sheet.target_layers} (the target's layer "
+                f"{snapshot.label} reads the draft's layer_types at index {sheet.target_layers} (the target's layer "
                 f"count), but it has {plural(len(kinds), 'entry')}: start fails with IndexError while building the draft layer",
                 (Evidence("len(layer_types)", str(len(kinds)), f"> {sheet.target_layers}"),),
                 "remove layer_types from the draft's config.json, or serve with "
-                f"{serve_with('draft_sliding_window', VLLM, lambda v: v == 'layer-types')}", details))
+                f"{snapshot.serve_with('draft_sliding_window', lambda v: v == 'layer-types', engine=VLLM)}", details))
         return
     window = _window(sheet, rule)
     if window is not None and (sheet.target_context is None or window < sheet.target_context):
         field = "interleaved_sliding_window" if rule == "interleaved-only" else "layer_types[0] / sliding_window"
         out.lose(AREA, Finding(
             "draft-sliding-window",
-            f"{prof.label} gives the draft layer a sliding window of {window} tokens from its config ({field}): "
+            f"{snapshot.label} gives the draft layer a sliding window of {window} tokens from its config ({field}): "
             "EAGLE-3 drafts are trained with full attention, so past that many tokens the draft sees less than it "
             "was trained on and acceptance drops on long sequences",
             (Evidence("draft attention window", str(window), "none (full attention)"),),
@@ -205,7 +202,7 @@ def _sliding_window(out: Filing, sheet: FactSheet, prof: Profile) -> None:
                                         ("interleaved_sliding_window", sheet.draft_interleaved_window))
                if value not in (None, False)]
     if written and window is None:
-        out.note(NOTE_PREFIX + f"{prof.label} does not give the draft layer a sliding window from {', '.join(written)}"
+        out.note(NOTE_PREFIX + f"{snapshot.label} does not give the draft layer a sliding window from {', '.join(written)}"
                  + (" (only --speculative-draft-window-size does)" if rule == "server-flag" else ""))
 
 
@@ -217,7 +214,7 @@ def sglang_auto_dtype(declared: str | None, model_type: str = "") -> str:
     return SGLANG_AUTO.get(declared, declared or "float16")
 
 
-def _stored(out: Filing, sheet: FactSheet, prof: Profile, runs_in: str | None) -> None:
+def _stored(out: Filing, sheet: FactSheet, snapshot: Snapshot, runs_in: str | None) -> None:
     """Tensors stored in another dtype than the draft's config declares: what the engine does with them."""
     declared = sheet.draft_dtype
     other = {dtype: names for dtype, names in sheet.stored_dtypes.items() if dtype != declared}
@@ -228,24 +225,24 @@ def _stored(out: Filing, sheet: FactSheet, prof: Profile, runs_in: str | None) -
                     "logits NaN)" if dtype == "bfloat16" and runs_in == "float16" else "")
         cast = f"casts them to {runs_in} on load" if runs_in else "casts them to the dtype it runs the draft in"
         out.note(NOTE_PREFIX + f"{plural(len(names), 'tensor')} (first {names[0]}) stored in {dtype}, but "
-                 f"config.json declares {declared}: {prof.label} {cast}{overflow}; write the dtype the draft was "
+                 f"config.json declares {declared}: {snapshot.label} {cast}{overflow}; write the dtype the draft was "
                  f"trained and saved in (\"torch_dtype\": \"{dtype}\") so the config says what the weights are")
 
 
-def _dtype(out: Filing, sheet: FactSheet, prof: Profile) -> None:
-    rule = prof.behaviours.draft_dtype
+def _dtype(out: Filing, sheet: FactSheet, snapshot: Snapshot) -> None:
+    rule = snapshot.behaviours.draft_dtype
     draft, target = sheet.draft_dtype, sheet.target_dtype
-    _stored(out, sheet, prof, (target or draft) if rule == "target" else sglang_auto_dtype(draft, sheet.model_type))
+    _stored(out, sheet, snapshot, (target or draft) if rule == "target" else sglang_auto_dtype(draft, sheet.model_type))
     if rule == "target":
         if draft is not None and target is not None and draft != target:
-            out.note(NOTE_PREFIX + f"{prof.label} runs the draft in the target's dtype: its {draft} weights are cast")
+            out.note(NOTE_PREFIX + f"{snapshot.label} runs the draft in the target's dtype: its {draft} weights are cast")
         return
     if not sheet.target_usable:
         return
     ran, fed = sglang_auto_dtype(draft, sheet.model_type), sglang_auto_dtype(target, sheet.target_model_type)
     if ran == fed:
         return
-    head = (f"{prof.label} under --dtype auto (the default) runs the draft in {ran} (its config: {draft or 'no dtype'}) "
+    head = (f"{snapshot.label} under --dtype auto (the default) runs the draft in {ran} (its config: {draft or 'no dtype'}) "
             f"and the target in {fed} (its config: {target or 'no dtype'})")
     fix = (f"launch with --dtype {fed} (one dtype for both), or write \"torch_dtype\": \"{fed}\" in the draft's "
            "config.json")
@@ -255,6 +252,6 @@ def _dtype(out: Filing, sheet: FactSheet, prof: Profile) -> None:
             f"{head}: the target's {fed} hidden states reach the draft's {ran} fc, and the draft worker fails with "
             "\"expected mat1 and mat2 to have the same dtype\"",
             (Evidence("draft dtype / target dtype (served)", f"{ran} / {fed}", "equal"),),
-            fix, (f"rule: {prof.source('draft_dtype')}",)))
+            fix, (f"rule: {snapshot.source('draft_dtype')}",)))
     else:
         out.note(NOTE_PREFIX + f"{head}: unless the launch passes --dtype, the draft worker fails with a dtype mismatch ({fix})")

@@ -142,23 +142,23 @@ def sglang_cuda_graph_on(argv: Sequence[str], device: str) -> bool:
 
 def runtime_mode_findings(plan: LoadPlan, argv: Sequence[str], env: Mapping[str, str], device: str) -> list[Finding]:
     """The runtime mode this launch selects feeds the layers the draft was trained on."""
-    from pytest_eagle3.engines.profiles import profile
+    from pytest_eagle3.knowledge.snapshot import snapshot_of
 
-    aux, prof = plan.aux, profile(plan.engine)
+    aux, snapshot = plan.aux, snapshot_of(plan.engine)
     if aux.trained is None:
         return []
     fed, how = None, ""
-    switch = prof.kind.runtime_mode_switch
+    switch = snapshot.kind.runtime_mode_switch
     if switch == "cuda-graph" and aux.graph_mode is not None and sglang_cuda_graph_on(argv, device):
-        fed, how = aux.graph_mode, f"CUDA-graph decode ({prof.source('graph_mode_default_layers')})"
-    elif switch == "model-runner" and aux.other_mode is not None and vllm_uses_other_mode(prof.version, device, env):
-        rule = VLLM_MODE.at(prof.target)
+        fed, how = aux.graph_mode, f"CUDA-graph decode ({snapshot.source('graph_mode_default_layers')})"
+    elif switch == "model-runner" and aux.other_mode is not None and vllm_uses_other_mode(snapshot.version, device, env):
+        rule = VLLM_MODE.at(snapshot.target)
         fed, how = aux.other_mode, f"the other model runner ({rule.value}; {rule.source})"
     if fed is None or tuple(fed) == tuple(aux.trained) or tuple(fed) == tuple(aux.captured or ()):
         return []  # the mode changes nothing, or the default mode is wrong too (the engine.* contracts say so)
     return [Finding(
         "launch-runtime-mode",
-        f"{prof.label} in this launch feeds the draft layer inputs {list(fed)}, trained on {list(aux.trained)}: "
+        f"{snapshot.label} in this launch feeds the draft layer inputs {list(fed)}, trained on {list(aux.trained)}: "
         "acceptance will drop",
         (Evidence("captured layer inputs", str(list(fed)), str(list(aux.trained))),),
         "disable the mode (SGLang: --disable-cuda-graph; vLLM: set the ids in the field this runner reads)",

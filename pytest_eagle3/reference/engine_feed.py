@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pytest_eagle3.engines.plan import REFUSED, LoadPlan
-from pytest_eagle3.engines.profiles import profile
 from pytest_eagle3.knowledge.draft_budget import draft_budget
+from pytest_eagle3.knowledge.snapshot import snapshot_of
 from pytest_eagle3.reference.simulate import (
     DRAFT,
     FC_BYPASSED,
@@ -67,7 +67,7 @@ def engine_feed(plan: LoadPlan, draft: ReferenceDraft, target_layers: int) -> En
     for source, what in ((embed, "embed_tokens"), (lm_head, "lm_head")):
         if source == RANDOM:
             notes.append(f"{what} is left uninitialised by {plan.engine.label}: simulated as a seeded random init")
-    later = str(profile(plan.engine).behaviours.later_layer_norm) if (plan.draft_layers or 1) > 1 else "input_layernorm"
+    later = str(snapshot_of(plan.engine).behaviours.later_layer_norm) if (plan.draft_layers or 1) > 1 else "input_layernorm"
     uninit = tuple(sorted({n for p in plan.uninitialised for n in canonical_parameters(p)}))
     if uninit:
         notes.append(f"{len(uninit)} uninitialised parameters simulated as a seeded random init (norms: ones)")

@@ -278,13 +278,13 @@ def _aux_misplaced(solution: Solution, plans: dict[str, LoadPlan]) -> list[tuple
     """Engines whose first aux-id field does not hold the ids that feed the training layers (checked even
     without a target, when the plans cannot see which layers are fed): the plan's own aux fix, which inverts
     the engine's rule for the target's family (a Llama default without a target)."""
-    from pytest_eagle3.engines.profiles import profile
+    from pytest_eagle3.knowledge.snapshot import snapshot_of
 
     if solution.trained.inputs is None:
         return []
     out = []
     for plan in plans.values():  # each plan is judged against the training inputs (``_plans``)
-        wanted = plan.aux.fix_edit or fix_edit(plan.aux, profile(plan.engine))
+        wanted = plan.aux.fix_edit or fix_edit(plan.aux, snapshot_of(plan.engine))
         if wanted is not None and configs.get(solution.draft.config, wanted[0]) != list(wanted[1]):
             out.append((plan, *wanted))
     return out
@@ -397,7 +397,7 @@ def _raise_positions(solution: Solution, plan: LoadPlan, claims: _Claims, why: s
     scope = configs.layer_scope(config)
     layer = configs.get(config, scope.rstrip(".")) if scope else config
     layer = layer if isinstance(layer, dict) else config
-    served = context_length(solution.target.text_config, plan.engine.engine) if solution.target is not None else None
+    served = context_length(solution.target.text_config, plan.engine.kind) if solution.target is not None else None
     before = configs.get(config, scope + "max_position_embeddings")
     if served is None or not set(rope_types(layer)) <= CACHE_ONLY_ROPE_TYPES:
         return False

@@ -6,7 +6,7 @@ SOURCE is a wheel (``vllm-0.35.0-...whl``), an unpacked release (a directory hol
 every place a knowledge row cites is fingerprinted (:mod:`pytest_eagle3.scanners.fingerprint`), and the record is
 written to the user's knowledge directory (:mod:`pytest_eagle3.knowledge.learned`). Afterwards
 ``--eagle3-engine=ENGINE==VERSION`` judges that release: a hand row is carried over from the nearest release read
-only where every place it cites kept its fingerprint (:mod:`pytest_eagle3.engines.resting`).
+only where every place it cites kept its fingerprint (:mod:`pytest_eagle3.verdict.resting`).
 """
 
 from __future__ import annotations
@@ -228,7 +228,7 @@ def learn(source: Source) -> LearnedRelease:
     prints = {cite.key: fingerprint(source.root, cite) for cite in cites_of(source.engine)}
     record = LearnedRelease(source.engine, source.release, source.given, prints, scans(source))
     record.write()
-    from pytest_eagle3.engines.resting import forget
+    from pytest_eagle3.verdict.resting import forget
 
     forget()
     return record
@@ -236,8 +236,8 @@ def learn(source: Source) -> LearnedRelease:
 
 def summary(record: LearnedRelease) -> list[str]:
     """What ``learn`` tells the user: where the knowledge went, what the scans found, what is not carried over."""
-    from pytest_eagle3.engines.resting import changed
     from pytest_eagle3.knowledge.releases import EngineVersion
+    from pytest_eagle3.verdict.resting import changed
 
     spec = f"{record.engine}=={release_text(record.engine, record.release)}"
     lines = [f"learned {DISPLAY[record.engine]} {record.release} from {record.source}: {record.path}"]

@@ -1,8 +1,9 @@
 """pytest hooks only: options, markers, collection, parametrisation, header, report, summary.
 
 Nothing heavy is imported here: an installed pytest-eagle3 costs an unrelated pytest run (no checkpoint
-given) 10 modules of its own, the package, its option table and the shell's light ones (``pytest_eagle3``,
-``pytest_eagle3.option_table``, ``pytest_eagle3.shell``, and its ``plugin``, ``options``, ``fixtures``,
+given) 11 modules of its own, the package, its option table (with the generated interpreter options) and the
+shell's light ones (``pytest_eagle3``, ``pytest_eagle3.option_table``, ``pytest_eagle3.interpreter_options``,
+``pytest_eagle3.shell``, and its ``plugin``, ``options``, ``fixtures``,
 ``live_fixtures``, ``verdicts``, ``contract``, ``require``: the count of GPU / engine tests that could not run),
 next to the stdlib and pytest; ``tests/test_own_tests.py`` counts them.
 

@@ -67,7 +67,7 @@ def contracts(row: Judged) -> list[tuple[str, Contract]]:
 
 def _carried(row: Judged, contract: str) -> None:
     """Not modelled where the contract rests on a behaviour whose cited function changed in a learned release."""
-    from pytest_eagle3.engines.resting import not_carried
+    from pytest_eagle3.verdict.resting import not_carried
 
     why = not_carried(row.plan.engine, contract)
     if why is not None:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from pytest_eagle3.engines.issue import Issue
     from pytest_eagle3.engines.plan_types import LoadPlan, Measured
     from pytest_eagle3.knowledge.releases import EngineVersion
+    from pytest_eagle3.knowledge.snapshot import Snapshot
 
 #: The finding code of an area whose verdict depends on the reading.
 UNDECIDED = "reading-undecided"
@@ -69,7 +70,7 @@ def plausible_readings(ckpt: Checkpoint, convention: str | None = None,
     return tuple(dict.fromkeys(readings))
 
 
-def plans_per_reading(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | None,
+def plans_per_reading(ckpt: Checkpoint, engine: EngineVersion | Snapshot, target: TargetModel | None,
                       readings: tuple[Reading, ...], measured: Measured | None) -> dict[Reading, LoadPlan]:
     """The load plan under each reading (the checkpoint read as that producer writes it)."""
     return {r: plan_for(ckpt, engine, target, r, _given(r), measured) for r in readings}
@@ -82,7 +83,7 @@ def _given(reading: Reading) -> str | None:
     return None if own is not None and own == reading.convention else reading.convention
 
 
-def plan_for(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | None, reading: Reading,
+def plan_for(ckpt: Checkpoint, engine: EngineVersion | Snapshot, target: TargetModel | None, reading: Reading,
              convention: str | None, measured: Measured | None, stated: bool = False) -> LoadPlan:
     """The load plan of one reading; the aux plan says which reading when the option did not state it."""
     from pytest_eagle3.engines.plan import load_plan
@@ -97,12 +98,16 @@ def plan_for(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | None
 def judged_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | None = None,
                 convention: str | None = None, measured: Measured | None = None) -> LoadPlan:
     """The load plan every engine contract reads: the first reading's plan, with each area's verdict
-    joined over every plausible reading (see the module docstring)."""
+    joined over every plausible reading (see the module docstring). The engine version's knowledge is read once,
+    before planning (its :class:`~pytest_eagle3.knowledge.snapshot.Snapshot`), and every reading's plan reads it."""
+    from pytest_eagle3.knowledge.snapshot import snapshot_of
+
+    snapshot = snapshot_of(engine)
     readings = plausible_readings(ckpt, convention, measured)
     if convention is not None:
-        plans = {r: plan_for(ckpt, engine, target, r, convention, measured, stated=True) for r in readings}
+        plans = {r: plan_for(ckpt, snapshot, target, r, convention, measured, stated=True) for r in readings}
     else:
-        plans = plans_per_reading(ckpt, engine, target, readings, measured)
+        plans = plans_per_reading(ckpt, snapshot, target, readings, measured)
     return join(plans, ckpt) if len(plans) > 1 else next(iter(plans.values()))
 
 

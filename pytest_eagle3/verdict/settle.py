@@ -83,17 +83,17 @@ def _figure(predictor: DraftPredictor, plan: LoadPlan) -> float | None:
 def _pins(ckpt: Checkpoint, plans: dict[str, LoadPlan], failing: EngineVersion, fields: Sequence[str]) -> dict[str, Any]:
     """Fields that keep every other engine reading what it reads now: its first id field, when the
     failing engine does not read it, set to the ids it uses as-is today."""
-    from pytest_eagle3.engines.profiles import profile
+    from pytest_eagle3.knowledge.snapshot import snapshot_of
 
     pins: dict[str, Any] = {}
     for spec, plan in plans.items():
-        prof = profile(plan.engine)
-        own = prof.behaviours.aux_id_fields or ()
+        snapshot = snapshot_of(plan.engine)
+        own = snapshot.behaviours.aux_id_fields or ()
         # a field the engine shifts (its own +1) takes no pin: the ids there are not the ids it uses
         if spec == failing.spec or not own or own[0].shift or own[0].path in fields or plan.aux.captured is None:
             continue
         as_written = plan.aux.configured if plan.aux.field and not plan.aux.field.shift else None
-        if as_written is None and str(prof.behaviours.aux_transform_llama) != "as-is":
+        if as_written is None and str(snapshot.behaviours.aux_transform_llama) != "as-is":
             continue
         pins[own[0].path] = tuple(as_written) if as_written else tuple(plan.aux.captured)
     return pins
@@ -105,11 +105,11 @@ def prove_aux_fix(predictor: DraftPredictor, ckpt: Checkpoint, target: TargetMod
     """The first field of ``failing``'s aux-id fields whose edit wins without hurting another engine;
     then the first field with the other engines' ids pinned where they read first."""
     from pytest_eagle3.engines.plan import load_plan
-    from pytest_eagle3.engines.profiles import profile
+    from pytest_eagle3.knowledge.snapshot import snapshot_of
 
     plans = {e.spec: load_plan(ckpt, e, target, convention, measured) for e in engines}
     # a fix writes ids as the engine uses them: into the fields it reads without its own +1
-    fields = tuple(f.path for f in profile(failing).behaviours.aux_id_fields or () if not f.shift)
+    fields = tuple(f.path for f in snapshot_of(failing).behaviours.aux_id_fields or () if not f.shift)
     pins = _pins(ckpt, plans, failing, fields)
     candidates = [{f: tuple(ids)} for f in fields] + ([{fields[0]: tuple(ids), **pins}] if pins and fields else [])
     return prove_edits(predictor, ckpt, target, failing, engines, candidates, convention, measured)

@@ -30,7 +30,7 @@ from pytest_eagle3.knowledge.releases import EngineVersion
 from pytest_eagle3.knowledge.table import Row, Table, TableError, table
 
 __all__ = ["BEHAVIOURS", "NAMES", "RULES", "TABLES", "VALUES", "BehaviourName", "Behaviours", "FcAuxCount",
-           "ReadBehaviour", "Rule", "behaviours_at", "read_behaviour", "segment_starts",
+           "ReadBehaviour", "Rule", "behaviours_at", "read_behaviour", "rule_for", "segment_starts",
            "value_fits"]
 
 #: One behaviour row: a behaviour's value for one engine from ``since`` on.
@@ -72,3 +72,8 @@ def behaviours_at(target: EngineVersion) -> tuple[Behaviours, Mapping[BehaviourN
 def segment_starts(engine: str) -> tuple[Version, ...]:
     """The first version of every range over which all of an engine's behaviours stay constant."""
     return tuple(sorted({v for t in TABLES.values() for v in t.starts(engine)}))
+
+
+def rule_for(engine: str, behaviour: BehaviourName, version: Version) -> Rule:
+    """The row of ``behaviour`` in force for ``engine`` at ``version``: the one with the latest ``since`` not after it."""
+    return TABLES[behaviour].at(EngineVersion(engine, version))

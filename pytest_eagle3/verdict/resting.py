@@ -1,7 +1,7 @@
 """Which behaviours each engine contract rests on, and which of them a learned release does not carry over.
 
 The map is derived from the areas' own source (an AST scan of ``engines/*.py``): contract ``engine.<area>`` rests on
-every behaviour its module ``engines/<area>.py`` reads (``prof.behaviours.NAME``, ``prof.source("NAME")``,
+every behaviour its module ``engines/<area>.py`` reads (``snapshot.behaviours.NAME``, ``snapshot.source("NAME")``,
 ``rule_for(..., "NAME", ...)``), on those of the ``engines/`` modules it imports (transitively), and on those the
 fact sheet reads (every area reads the sheet); ``engine.acceptance`` prices the whole plan, so it rests on all of them.
 
@@ -27,14 +27,14 @@ from pytest_eagle3.knowledge.releases import RELEASES, EngineVersion, release_te
 AREAS = ("architecture", "keys", "vocab", "aux_layers", "fc", "norms", "embeddings", "layers", "geometry", "runtime",
          "producer")
 #: Modules that build or carry the plan rather than judge an area: not followed.
-_NOT_AREAS = frozenset({"profiles", "plan", "plan_types", "resting", "__init__"})
-_HERE = Path(__file__).parent
+_NOT_AREAS = frozenset({"plan", "plan_types", "__init__"})
+_ENGINES = Path(__file__).resolve().parent.parent / "engines"
 
 
 @cache
 def _reads(module: str) -> tuple[frozenset[str], frozenset[str]]:
     """The behaviours ``engines/<module>.py`` reads, and the ``engines`` modules it imports."""
-    tree = ast.parse((_HERE / f"{module}.py").read_text(encoding="utf-8"))
+    tree = ast.parse((_ENGINES / f"{module}.py").read_text(encoding="utf-8"))
     found: set[str] = set()
     imports: set[str] = set()
     for node in ast.walk(tree):
@@ -52,7 +52,7 @@ def _reads(module: str) -> tuple[frozenset[str], frozenset[str]]:
 
 
 def _closure(module: str, seen: set[str]) -> set[str]:
-    if module in seen or not (_HERE / f"{module}.py").is_file():
+    if module in seen or not (_ENGINES / f"{module}.py").is_file():
         return set()
     seen.add(module)
     found, imports = _reads(module)
