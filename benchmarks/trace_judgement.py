@@ -174,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", default=str(ROOT / "examples" / "demo-target" / "config.json"))
     parser.add_argument("--engine", default=None, help="an engine version, e.g. vllm==0.33.0 (default: newest vLLM)")
     parser.add_argument("--files", action="store_true", help="list the files in order of first entry")
+    parser.add_argument("--without-snapshot", action="store_true",
+                        help="seed only the EngineVersion and its Engine (the choice before it is read into a snapshot)")
     parser.add_argument("--seed-files", action="store_true",
                         help="list the files of the stops receiving a seed itself, in order of first entry")
     args = parser.parse_args(argv)
@@ -186,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     from pytest_eagle3.verdict.rows import judgement
 
     ev = parse_selection(args.engine)[0] if args.engine else newest("vllm")
-    seeds = [ev, ev.kind, snapshot_of(ev)]
+    seeds = [ev, ev.kind] if args.without_snapshot else [ev, ev.kind, snapshot_of(ev)]
     cleared = clear_caches()
     pipeline = pipeline_for(RunSettings(engines=(ev,)))
     ckpt = Checkpoint.open(args.draft)

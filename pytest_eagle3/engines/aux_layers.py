@@ -221,7 +221,7 @@ def resolve_ids(snapshot: Snapshot, fields: Sequence[AuxField], found: tuple[Aux
     name, ids = found
     if name is None or ids is None:
         return None, None, "default", defaults
-    rule = str(snapshot.behaviours.aux_transform(family))
+    rule = snapshot.aux_transform(family)
     shift = name.shift
     if shift:  # the resolver's own +1 comes before the target's transform
         used = "+1" if rule == "as-is" else f"+{shift}, then {rule}"
@@ -453,7 +453,7 @@ def _engine_readings(route: CaptureRoute, arch: str, ids: Sequence[int], layers:
         support = snapshot.capture(arch)
         if support.support != CAPTURES:
             continue
-        rule = str(snapshot.behaviours.aux_transform(support.family))
+        rule = snapshot.aux_transform(support.family)
         inputs = transform(rule, ids, layers)
         if inputs is None:
             continue
@@ -776,7 +776,7 @@ def fix_edit(aux: AuxPlan, snapshot: Snapshot) -> tuple[str, tuple[int, ...]] | 
         return None
     family = aux.support.family if aux.support else "llama"
     path, shift = fields[0].path, fields[0].shift
-    rule = str(snapshot.behaviours.aux_transform(family))
+    rule = snapshot.aux_transform(family)
     configured = inverse_transform(rule, aux.trained, aux.target_layers)
     return None if configured is None else (path, tuple(i - shift for i in configured))
 

@@ -69,7 +69,7 @@ def _embed(out: Filing, sheet: FactSheet, snapshot: Snapshot, measured: Measured
             "raises AttributeError at the first round",
             (Evidence("embed_tokens.weight", "absent", f"[vocab, {hidden}] (the target's, copied)"),),
             "ship embed_tokens.weight (a copy of the target's; python -m pytest_eagle3 fix --to "
-            f"{snapshot.target.spec} writes it)", (f"rule: {snapshot.source('embed_source')}",),
+            f"{snapshot.spec} writes it)", (f"rule: {snapshot.source('embed_source')}",),
         ))
         return "none"
     if rule == "target-if-same-shape-required":

@@ -13,7 +13,7 @@ from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.frozen import FrozenDict
 from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.findings import Evidence, Finding
-from pytest_eagle3.knowledge.snapshot import Snapshot, read_behaviour
+from pytest_eagle3.knowledge.snapshot import Snapshot
 from pytest_eagle3.producers.formats import NORM_FLAG_DEFAULTS, UNKNOWN
 
 NORM_FIX = {
@@ -66,7 +66,7 @@ def plan_norms(sheet: FactSheet, snapshot: Snapshot, draft_class: str | None = N
             continue
         source = sheet.norm_sources.get(name, "")
         row = resolved.rows.get(name)
-        rule = f"rule: {row.source}" if row is not None else f"rule: {snapshot.source(read_behaviour(name))}"
+        rule = f"rule: {row.source}" if row is not None else f"rule: {snapshot.flag_source(name)}"
         if resolved.unused(name) and want:
             out.lose("norms", Finding(
                 "loaded-not-applied",
@@ -78,7 +78,7 @@ def plan_norms(sheet: FactSheet, snapshot: Snapshot, draft_class: str | None = N
             ))
             continue
         reads = _reads(snapshot, name) if row is None else row.value == "read" and not (
-            sheet.speculators and snapshot.behaviours.read(read_behaviour(name)) == "eagle-format-only")
+            sheet.speculators and snapshot.flag_read(name) == "eagle-format-only")
         out.lose("norms", Finding(
             "norm-flag",
             f"{snapshot.label} applies {name}={applied}, the draft was trained with {name}={want}: "
@@ -111,13 +111,13 @@ def _undecided(snapshot: Snapshot, name: str, applied: bool, sheet: FactSheet) -
         f"{'the producer is unknown' if sheet.producer == UNKNOWN else 'no default of ' + sheet.producer + ' is on record'}",
         (Evidence(name, f"{applied} ({sheet.flag_notes.get(name, '')})", "the value the draft was trained with"),),
         f"write {name}: true|false into config.json (the value used in training)",
-        (f"rule: {snapshot.source(read_behaviour(name))}",),
+        (f"rule: {snapshot.flag_source(name)}",),
         readings=habit.readings(found, who, f"trained with {name}={value}", f"trained with {name}={str(not applied).lower()}"),
     )
 
 
 def _reads(snapshot: Snapshot, name: str) -> bool:
-    return snapshot.behaviours.read(read_behaviour(name)) not in ("not-read", "eagle-format-only")
+    return snapshot.flag_read(name) not in ("not-read", "eagle-format-only")
 
 
 def _norm_fix(snapshot: Snapshot, name: str, want: bool, reads: bool, draft_class: str | None) -> str:

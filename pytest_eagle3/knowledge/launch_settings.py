@@ -91,9 +91,10 @@ def with_launch(engines: Sequence[EngineVersion], text: str | None) -> tuple[Eng
                  for e in engines)
 
 
-def captured_layers(engine: EngineVersion) -> tuple[int, ...] | None:
-    """The layer ids the launch tells TensorRT-LLM to capture (layer OUTPUTS; -1: the final state), or None."""
-    value = dict(engine.launch).get(LAYERS_PATH)
+def captured_layers(launch: Sequence[tuple[str, str]]) -> tuple[int, ...] | None:
+    """The layer ids a launch (an engine version's settings, ``EngineVersion.launch``) tells TensorRT-LLM to capture
+    (layer OUTPUTS; -1: the final state), or None."""
+    value = dict(launch).get(LAYERS_PATH)
     return layer_ids(value) if value is not None else None
 
 

@@ -126,6 +126,8 @@ class Snapshot:
     kind: Engine
     #: The display label, ``vLLM 0.34.0`` (read, learned or not read; with its launch settings).
     label: str
+    #: The version as typed on the command line, ``vllm==0.34.0``.
+    spec: str
     #: How the engine groups draft and target layers in its KV cache at this release.
     kv: KvRule
     #: What this release does with a speculators P-EAGLE config (None: the engine reads no speculators config).
@@ -159,6 +161,19 @@ class Snapshot:
     def source(self, behaviour: BehaviourName) -> str:
         """The source label of the row behind ``behaviour`` at this version."""
         return TABLES[behaviour].label(self.rows[behaviour])
+
+    def aux_transform(self, family: str) -> str:
+        """How this release turns configured aux ids into captured layers for a target ``family`` (``llama``,
+        ``deepseek``, ``gpt_oss``)."""
+        return str(self.behaviours.aux_transform(family))
+
+    def flag_read(self, flag: str) -> str:
+        """How this release reads the norm flag ``flag`` from the draft config (``read``, ``not-read``, ...)."""
+        return str(self.behaviours.read(read_behaviour(flag)))
+
+    def flag_source(self, flag: str) -> str:
+        """The source label of the row saying how this release reads the norm flag ``flag``."""
+        return self.source(read_behaviour(flag))
 
     def release(self, version: Version | str) -> str:
         """A release as this engine writes it (``0.5.23``, llama.cpp's ``b11312``)."""
@@ -281,7 +296,8 @@ def snapshot_of(target: EngineVersion) -> Snapshot:
     behaviours, rows = behaviours_at(target)
     runner = VLLM_MODE.find(target.engine, target.version)
     return Snapshot(
-        target=target, behaviours=behaviours, rows=rows, kind=target.kind, label=target.label,
-        kv=kv_rule(target.engine, target.version), peagle=peagle_rule(target), other_runner=runner,
-        launched_layers=captured_layers(target), speculators_copies=speculators_copies(target),
+        target=target, behaviours=behaviours, rows=rows, kind=target.kind, label=target.label, spec=target.spec,
+        kv=kv_rule(target.engine, target.version), peagle=peagle_rule(target.engine, target.version), other_runner=runner,
+        launched_layers=captured_layers(target.launch),
+        speculators_copies=speculators_copies(target.engine, target.version),
     )

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from packaging.version import Version
+
 from pytest_eagle3.knowledge.evidence import Cite
-from pytest_eagle3.knowledge.releases import VLLM, EngineVersion
+from pytest_eagle3.knowledge.releases import VLLM
 from pytest_eagle3.knowledge.table import Row, Table, table
 
 ALGOS = "vllm transformers_utils/configs/speculators/algos.py update_eagle3"
@@ -33,9 +35,9 @@ SPECULATORS_COPIES: Table[tuple[str, ...]] = table("vllm speculators fields copi
 ))
 
 
-def speculators_copies(target: EngineVersion) -> tuple[str, ...]:
-    """The fields the engine version copies from a speculators config on top of the three always copied."""
-    row = SPECULATORS_COPIES.find(target.engine, target.version)
+def speculators_copies(engine: str, version: Version) -> tuple[str, ...]:
+    """The fields ``engine`` at ``version`` copies from a speculators config on top of the three always copied."""
+    row = SPECULATORS_COPIES.find(engine, version)
     return () if row is None else row.value
 
 
@@ -68,9 +70,9 @@ PEAGLE_ERRORS = {
 }
 
 
-def peagle_rule(target: EngineVersion) -> str | None:
-    """What the engine version does with a speculators P-EAGLE config; None where no row says (other engines)."""
-    row = PEAGLE.find(target.engine, target.version)
+def peagle_rule(engine: str, version: Version) -> str | None:
+    """What ``engine`` at ``version`` does with a speculators P-EAGLE config; None where no row says (other engines)."""
+    row = PEAGLE.find(engine, version)
     return None if row is None else row.value
 
 

@@ -9,7 +9,7 @@ judge the area or its verdict depends on an undecided reading.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from pytest_eagle3.findings import Finding, check
@@ -41,6 +41,11 @@ class Judged:
     side: TargetSide
     min_acceptance: float
     max_loss: float
+    #: The engine version's display label (``vLLM 0.34.0``), as every message writes it.
+    label: str
+    #: Contract id -> why it is not modelled at a learned release (a behaviour it rests on changed); empty for a
+    #: bundled release (``verdict.resting.not_carried``).
+    not_carried: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def plan(self) -> LoadPlan:
@@ -67,9 +72,7 @@ def contracts(row: Judged) -> list[tuple[str, Contract]]:
 
 def _carried(row: Judged, contract: str) -> None:
     """Not modelled where the contract rests on a behaviour whose cited function changed in a learned release."""
-    from pytest_eagle3.verdict.resting import not_carried
-
-    why = not_carried(row.plan.engine, contract)
+    why = row.not_carried.get(contract)
     if why is not None:
         not_modelled(Finding("not-carried-over", why, fix=f"read the change and add a row for {row.plan.engine.spec} "
                                                           "(docs/development.md: adding a release)"))
@@ -82,7 +85,7 @@ def _judge(row: Judged, area: str, *, with_plan: bool = True, needs_class: bool 
     if row.verdict.target_mismatch and area in row.verdict.target_areas:
         raise NotRun(f"not run: {row.verdict.target_mismatch}")
     if area != "architecture" and plan.draft_class is None:
-        raise NotRun(f"{plan.engine.label} does not build a draft from this config: see engine.architecture")
+        raise NotRun(f"{row.label} does not build a draft from this config: see engine.architecture")
     if needs_class and plan.draft_class and not _key_map_modelled(plan.engine.engine, plan.draft_class):
         raise NotRun(f"the key map of {plan.draft_class} (MLA draft) is not simulated: the knowledge has no rows "
                      "for its parameters")
@@ -112,7 +115,7 @@ def _for_target(row: Judged, reason: str) -> NotRun:
 def architecture(hand: Assessment, row: Judged) -> str:
     """The engine builds an EAGLE-3 draft class from this config format and architecture."""
     _judge(row, "architecture", with_plan=False)
-    return f"{row.plan.engine.label} builds {row.plan.draft_class}"
+    return f"{row.label} builds {row.plan.draft_class}"
 
 
 def keys(hand: Assessment, row: Judged) -> str:
@@ -122,14 +125,14 @@ def keys(hand: Assessment, row: Judged) -> str:
     _judge(row, "keys", needs_class=True)
     loaded = sum(len(v) for v in plan.parameters.values())
     hand.measure(f"{plan.engine.test_id}.tensors_loaded", loaded)
-    return (f"{plan.engine.label}: {plural(loaded, 'tensor')} into {plural(len(plan.parameters), 'parameter')}, none dropped, "
+    return (f"{row.label}: {plural(loaded, 'tensor')} into {plural(len(plan.parameters), 'parameter')}, none dropped, "
             + (plan.harmless or "none uninitialised"))
 
 
 def vocab(hand: Assessment, row: Judged) -> str:
     """The engine reads the draft->target map the way it was written."""
     _judge(row, "vocab")
-    return f"{row.plan.engine.label}: {row.plan.map_reading}"
+    return f"{row.label}: {row.plan.map_reading}"
 
 
 def aux_layers(hand: Assessment, row: Judged) -> str:
@@ -139,7 +142,7 @@ def aux_layers(hand: Assessment, row: Judged) -> str:
     plan, aux = row.plan, row.plan.aux
     _judge(row, "aux_layers")
     if aux.captured is None:
-        raise _for_target(row, f"{plan.engine.label} uses its default aux layers [2, L//2, L-3] or a rule that needs "
+        raise _for_target(row, f"{row.label} uses its default aux layers [2, L//2, L-3] or a rule that needs "
                                "the target's layer count: pass --eagle3-target=DIR")
     if aux.trained is None:
         raise NotRun(f"cannot tell which layers the draft was trained on ({aux.trained_from}): state the "
@@ -149,7 +152,7 @@ def aux_layers(hand: Assessment, row: Judged) -> str:
     other = ""
     if aux.other_mode is not None and aux.other_mode != aux.captured:
         other = f"; the other runtime mode would feed {describe_inputs(aux.other_mode)}"
-    return (f"{plan.engine.label} feeds {describe_inputs(aux.captured)} = training{other}"
+    return (f"{row.label} feeds {describe_inputs(aux.captured)} = training{other}"
             + (f" ({plan.assumptions['aux_layers']})" if "aux_layers" in plan.assumptions else ""))
 
 
@@ -160,14 +163,14 @@ def fc(hand: Assessment, row: Judged) -> str:
     if plan.fc.action == "unknown":
         raise _for_target(row, "how many states the target captures depends on its layer count and architecture: "
                                "pass --eagle3-target=DIR")
-    return f"{plan.engine.label}: {plan.fc.states_sent} states, {plan.fc.width_sent} wide -> fc ({plan.fc.action})"
+    return f"{row.label}: {plan.fc.states_sent} states, {plan.fc.width_sent} wide -> fc ({plan.fc.action})"
 
 
 def norms(hand: Assessment, row: Judged) -> str:
     """The engine applies the norms the draft was trained with."""
     _judge(row, "norms")
     plan = row.plan
-    return (f"{plan.engine.label}: " + ", ".join(f"{k}={v}" for k, v in plan.norms.items())
+    return (f"{row.label}: " + ", ".join(f"{k}={v}" for k, v in plan.norms.items())
             + (f" ({plan.assumptions['norms']})" if "norms" in plan.assumptions else ""))
 
 
@@ -175,19 +178,19 @@ def embeddings(hand: Assessment, row: Judged) -> str:
     """embed_tokens and lm_head come from where the draft was trained with them."""
     _judge(row, "embeddings")
     plan = row.plan
-    return f"{plan.engine.label}: embed_tokens from {plan.embed_tokens}, lm_head from {plan.lm_head}"
+    return f"{row.label}: embed_tokens from {plan.embed_tokens}, lm_head from {plan.lm_head}"
 
 
 def layers(hand: Assessment, row: Judged) -> str:
     """The engine builds as many draft layers as the checkpoint has."""
     _judge(row, "layers")
-    return f"{row.plan.engine.label}: {row.plan.draft_layers} draft layer(s)"
+    return f"{row.label}: {row.plan.draft_layers} draft layer(s)"
 
 
 def geometry(hand: Assessment, row: Judged) -> str:
     """The attention the engine builds (heads, KV heads, head_dim as it derives them) fits the q/k/v/o tensors."""
     _judge(row, "geometry", needs_class=True)
-    return f"{row.plan.engine.label}: q/k/v/o fit the heads and head_dim it derives"
+    return f"{row.label}: q/k/v/o fit the heads and head_dim it derives"
 
 
 def runtime(hand: Assessment, row: Judged) -> str:
@@ -202,10 +205,10 @@ def runtime(hand: Assessment, row: Judged) -> str:
     if verdict is None:
         raise _for_target(row, "the KV-cache check needs the target's attention geometry: pass --eagle3-target=DIR")
     if verdict.status == "unknown":
-        not_modelled(Finding("runtime-unknown", f"{plan.engine.label}: {verdict.message}", fix="",
+        not_modelled(Finding("runtime-unknown", f"{row.label}: {verdict.message}", fix="",
                              details=(f"rule: {verdict.source}",)))
     serving = [n.removeprefix(NOTE_PREFIX) for n in plan.notes if n.startswith(NOTE_PREFIX)]
-    return f"{plan.engine.label}: {verdict.message}" + "".join(f"; {n}" for n in serving)
+    return f"{row.label}: {verdict.message}" + "".join(f"; {n}" for n in serving)
 
 
 def producer(hand: Assessment, row: Judged) -> str:
@@ -223,7 +226,7 @@ def producer(hand: Assessment, row: Judged) -> str:
     what = (f"nothing {fmt.label} is known to train with is {lost} (fields, rope, norms)" if fmt.producer != "unknown"
             else "producer unknown: only the files beside the weights are checked")
     priced = f"; {'; '.join(plan.priced)}" if plan.priced else ""
-    return (f"{plan.engine.label}: {what}" + (f"; {'; '.join(extra)}" if extra else "") + priced
+    return (f"{row.label}: {what}" + (f"; {'; '.join(extra)}" if extra else "") + priced
             + "".join(f"; {n}" for n in notes))
 
 

@@ -118,16 +118,19 @@ def changed(target: EngineVersion) -> dict[BehaviourName, str]:
     return out
 
 
-def not_carried(target: EngineVersion, contract: str) -> str | None:
-    """Why ``contract`` is not modelled at a learned release (a behaviour it rests on changed), or None."""
+def not_carried(target: EngineVersion) -> dict[str, str]:
+    """Contract id -> why it is not modelled at a learned release (a behaviour it rests on changed); empty for a
+    bundled release, or a learned one whose every cited place kept its fingerprint."""
     stale = changed(target)
     if not stale:
-        return None
-    hit = [name for name in sorted(resting().get(contract, ())) if name in stale]
-    if not hit:
-        return None
-    return f"not modelled: {stale[hit[0]]}" + (f" (behaviour {hit[0]}" + (f" and {len(hit) - 1} more)" if len(hit) > 1
-                                                                        else ")"))
+        return {}
+    out: dict[str, str] = {}
+    for contract, names in resting().items():
+        hit = [name for name in sorted(names) if name in stale]
+        if hit:
+            more = f" and {len(hit) - 1} more)" if len(hit) > 1 else ")"
+            out[contract] = f"not modelled: {stale[hit[0]]} (behaviour {hit[0]}{more}"
+    return out
 
 
 def forget() -> None:

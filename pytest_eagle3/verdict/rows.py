@@ -74,7 +74,10 @@ def judge_engine(pipeline: Pipeline, ckpt: Checkpoint, engine: EngineVersion, si
         outcomes = tuple(assess(cid, subject, _unread(engine.unread), unknown_fails=fails) for cid in ENGINE_CONTRACTS)
         return Judgement(ckpt.path, engine, _format(ckpt), outcomes)
     verdict = pipeline.verdict(ckpt, engine, side)
-    rows = engine_contracts(Judged(verdict, ckpt, side, pipeline.settings.min_acceptance, pipeline.settings.max_loss))
+    from pytest_eagle3.verdict.resting import not_carried
+
+    rows = engine_contracts(Judged(verdict, ckpt, side, pipeline.settings.min_acceptance, pipeline.settings.max_loss,
+                                   engine.label, not_carried(engine)))
     outcomes = tuple(assess(cid, subject, run, unknown_fails=fails, measured_required=measured, plan=verdict.plan)
                      for cid, run in rows)
     if pipeline.at_floor(ckpt, side):  # the target comes first: no draft-side fix before it is the draft's
