@@ -9,10 +9,40 @@ from typing import Any
 from pytest_eagle3.engines.bias import layer_bias
 from pytest_eagle3.engines.class_flags import class_flags
 from pytest_eagle3.engines.facts import FactSheet, lookup
-from pytest_eagle3.engines.key_resolution import DraftShape
 from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.findings import Evidence, Finding
-from pytest_eagle3.knowledge.snapshot import LLAMA, LLAMA_COUNT, SGLANG, DraftClass, Snapshot
+from pytest_eagle3.knowledge.snapshot import LLAMA, LLAMA_ATTENTION, LLAMA_COUNT, SGLANG, DraftClass, Snapshot
+
+
+@dataclass(frozen=True)
+class DraftShape:
+    """What the engine builds, from the config as the engine reads it."""
+
+    layers: int
+    norm_before_fc: bool
+    fc_norm_count: int
+    fc_bias: bool
+    has_fc: bool
+    has_lm_head: bool
+    has_embed: bool
+    has_d2t: bool
+    #: Per-layer parameters the engine's draft class adds to the Llama layer (draft_classes.py).
+    extra_layer_params: tuple[str, ...] = ()
+    #: The class's attention parameters, fused tensors, renames and first-layer module (draft_classes.py).
+    attention: tuple[str, ...] = LLAMA_ATTENTION
+    stacked: tuple[tuple[str, str, str], ...] = ()
+    renames: tuple[tuple[str, str], ...] | None = None
+    first_layer: str | None = None
+    #: Per-layer bias parameters the config asks for, with the field that does (behaviour layer_bias, bias.py).
+    layer_bias: tuple[tuple[str, str], ...] = ()
+    #: The source line where the class builds fc as a plain torch Linear, never quantized (draft_classes.py).
+    plain_fc: str | None = None
+    #: Whether the class's loader skips input_norm.* when it builds no input_norm (its class row,
+    #: knowledge.draft_class_rows); None: the profile's norm_before_fc row says.
+    input_norm_skipped: bool | None = None
+    #: The class's own loader rule for a tensor no parameter has, and its source (its class row,
+    #: knowledge.draft_class_rows ``unknown_key``); None: the profile's ``unknown_key`` row says.
+    unknown_key: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)

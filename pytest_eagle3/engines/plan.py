@@ -25,9 +25,8 @@ from pytest_eagle3.engines.facts import fact_sheet
 from pytest_eagle3.engines.fc import plan_fc, plan_fc_shape
 from pytest_eagle3.engines.geometry import GeometryArea, plan_geometry
 from pytest_eagle3.engines.issue import LOSS, REFUSED, Issue
-from pytest_eagle3.engines.keys import plan_keys
+from pytest_eagle3.engines.keys import plan_keys, plan_mlp
 from pytest_eagle3.engines.layers import plan_layers
-from pytest_eagle3.engines.mlp import plan_mlp
 from pytest_eagle3.engines.norms import plan_norms
 from pytest_eagle3.engines.plan_types import (
     LOADS,
