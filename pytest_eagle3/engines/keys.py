@@ -12,17 +12,18 @@ what area ``layers`` found the class builds). Read top-down:
    ``renames``, ``unknown_key``) or the draft class's own rows where it has them.
 4. What the load leaves: quantization companions, unset biases, a bypassed fc; the messages and fixes.
 5. :func:`plan_mlp`: a llama4_text draft's MLP tensors against the width the engine builds (``mlp_width``).
+6. :func:`plan_unreached`: weights of a module the class loads and its forward path never reaches.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from pytest_eagle3.engines.bias import field_of, is_layer_bias
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.frozen import FrozenDict
-from pytest_eagle3.engines.layers import DraftShape
+from pytest_eagle3.engines.layers import ClassFlags, DraftShape, field_of, is_layer_bias
 from pytest_eagle3.engines.param_shapes import D2T_PARAM, mlp_width, parameter_shapes
 from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.engines.serving import draft_built_with
@@ -546,3 +547,37 @@ def _mismatch(sheet: FactSheet, parameters: Mapping[str, tuple[str, ...]], width
         if axis is not None and shape and len(shape) == 2 and shape[axis] != width:
             return name, shape[axis]
     return None
+
+
+# ---------------------------------------------------------------- modules the class loads and never reaches
+def plan_unreached(snapshot: Snapshot, draft_class: str | None, parameters: Mapping[str, object],
+                   flags: ClassFlags) -> Filed:
+    """Weights of the class's own module that its forward path never reaches (the scan's ``unreached``), filled by
+    this checkpoint: loaded, not applied; a loss under ``keys`` with the class's row. The norm-flag modules
+    (fc_norm, input_norm) are the norms area's (``flags.unused``)."""
+    out = Filing()
+    row = snapshot.class_row(draft_class, "unreached")
+    if row is None or not row.value:
+        return out.filed()
+    for module in row.value:
+        name = [part for part in module.split(".") if part != "*"][-1]
+        if name in _FLAG_MODULES.values() and any(f in flags.rows for f in _FLAG_MODULES):
+            continue
+        pattern = re.compile("^" + re.escape(module).replace(r"\*", r"\d+") + r"\.")
+        filled = sorted(p for p in parameters if pattern.match(p))
+        if not filled:
+            continue
+        out.lose("keys", Finding(
+            "loaded-not-applied",
+            f"{snapshot.label}'s {draft_class} loads {module} ({plural(len(filled), 'tensor')}) but its forward path never uses it "
+            "(loaded, not applied): acceptance is what the draft gets without that module",
+            (Evidence(module, f"loaded into {', '.join(filled[:3])}{' ...' if len(filled) > 3 else ''}",
+                      "a module the forward path applies"),),
+            f"serve with an engine version whose {draft_class} applies {module}",
+            (f"rule: {row.source}",),
+        ))
+    return out.filed()
+
+
+#: The norm flags whose modules the norms area judges (their rows say loaded, not applied), and the modules.
+_FLAG_MODULES = {"fc_norm": "fc_norm", "norm_before_fc": "input_norm"}

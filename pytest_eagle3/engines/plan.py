@@ -19,14 +19,13 @@ import dataclasses
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
 from pytest_eagle3.engines.architecture import plan_architecture, plan_mla_rope
 from pytest_eagle3.engines.aux_layers import plan_aux
-from pytest_eagle3.engines.class_flags import class_flags, plan_unreached
 from pytest_eagle3.engines.embeddings import plan_embeddings
 from pytest_eagle3.engines.facts import fact_sheet
 from pytest_eagle3.engines.fc import plan_fc, plan_fc_shape
 from pytest_eagle3.engines.geometry import GeometryArea, plan_geometry
 from pytest_eagle3.engines.issue import LOSS, REFUSED, Issue
-from pytest_eagle3.engines.keys import plan_keys, plan_mlp
-from pytest_eagle3.engines.layers import plan_layers
+from pytest_eagle3.engines.keys import plan_keys, plan_mlp, plan_unreached
+from pytest_eagle3.engines.layers import class_flags, plan_layers
 from pytest_eagle3.engines.norms import plan_norms
 from pytest_eagle3.engines.plan_types import (
     LOADS,
