@@ -26,7 +26,7 @@ from pytest_eagle3.engines.frozen import FrozenDict
 from pytest_eagle3.engines.layers import ClassFlags, DraftShape, field_of, is_layer_bias
 from pytest_eagle3.engines.param_shapes import D2T_PARAM, mlp_width, parameter_shapes
 from pytest_eagle3.engines.plan_types import Filed, Filing
-from pytest_eagle3.engines.serving import draft_built_with
+from pytest_eagle3.engines.runtime import draft_built_with
 from pytest_eagle3.findings import Evidence, Finding, short
 from pytest_eagle3.knowledge.snapshot import VLLM, Snapshot
 from pytest_eagle3.rules.quantized import PACKED_SUFFIX, is_scale, not_modelled
