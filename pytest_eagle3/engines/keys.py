@@ -1,7 +1,7 @@
 """Area ``keys``: where every checkpoint tensor lands in the engine's draft class, and what the load leaves.
 
-A pure function of the fact sheet, the profile and the draft's shape (:class:`~pytest_eagle3.engines.layers.DraftShape`,
-what area ``layers`` found the class builds). Read top-down:
+A pure function of the fact sheet, the profile and the draft's shape (the
+:class:`~pytest_eagle3.engines.layers.DraftShape` area ``layers`` found the class builds). Read top-down:
 
 1. :func:`plan_keys`, the area: the class's parameters, each checkpoint name through the loader, then what is
    refused, silently dropped or left uninitialised, each filed under ``keys`` with its fix.

@@ -5,10 +5,10 @@ A pure function of the fact sheet, the profile and the draft class. Read top-dow
 1. :func:`plan_layers`, the area: the layer count the class builds (a multi-layer draft refused, or cut to one
    layer), and the :class:`DraftShape` area ``keys`` resolves the checkpoint against: fc (the aux-state count it is
    built for, its bias), lm_head, embed_tokens, d2t, the class's attention layout and loader rules.
-2. Per-layer bias (behaviour ``layer_bias``): the bias parameters the decoder layers build from config fields.
-3. The norm flags as the class builds and applies them (:func:`class_flags`, from the class rows of
+2. The norm flags as the class builds and applies them (:func:`class_flags`, from the class rows of
    ``knowledge.draft_class_rows``): which norm modules the shape has; area ``norms`` judges what they do, and
    area ``keys`` the modules a class loads and never reaches.
+3. Per-layer bias (behaviour ``layer_bias``): the bias parameters the decoder layers build from config fields.
 """
 
 from __future__ import annotations
@@ -170,57 +170,14 @@ def _fc_state_count(snapshot: Snapshot, config: Any, klass: DraftClass | None) -
     return 3
 
 
-# ---------------------------------------------------------------- per-layer bias (behaviour layer_bias)
-# The bias parameters the decoder layers build from the config. Sources: the profile rows of ``layer_bias``,
-# ``unset_bias`` and ``unloaded_parameter`` (vllm / sglang ``models/llama.py`` LlamaDecoderLayer, ``llama_eagle3.py``
-# LlamaDecoderLayer's qkv_proj override, ``layers/linear.py`` bias creation). The MLA classes build their own
-# attention (no bias read); the vLLM Qwen3 class (``qwen3_eagle3.py``) gives only qkv_proj a bias, from
-# ``attention_bias``.
-
-_QKV, _O_PROJ = "self_attn.qkv_proj.bias", "self_attn.o_proj.bias"
-_GATE_UP, _DOWN = "mlp.gate_up_proj.bias", "mlp.down_proj.bias"
-
-
-def _true(config: Mapping[str, Any], name: str) -> bool:
-    return config.get(name) is True
-
-
-def _layer_bias(rule: str, family: str, config: Mapping[str, Any]) -> dict[str, str]:
-    """Each per-layer bias parameter (sub-name under ``layers.N.``) the class builds, with the config field that
-    asks for it."""
-    out: dict[str, str] = {}
-    if family == QWEN3:
-        return {_QKV: "attention_bias"} if "qkv" in rule and _true(config, "attention_bias") else {}
-    if family != LLAMA:
-        return {}
-    if "qkv" in rule and _true(config, "attention_bias"):
-        out[_QKV] = "attention_bias"
-    attention = next((f for f in ("attention_bias", "bias") if _true(config, f)), None)
-    if attention:
-        out[_O_PROJ] = attention
-    if "mlp" in rule and _true(config, "mlp_bias"):
-        out[_GATE_UP] = out[_DOWN] = "mlp_bias"
-    return out
-
-
-def is_layer_bias(param: str) -> bool:
-    """Whether an engine parameter name is one of the layers' bias parameters."""
-    return param.endswith((_QKV, _O_PROJ, _GATE_UP, _DOWN))
-
-
-def field_of(param: str, fields: Mapping[str, str]) -> str:
-    """The config field that made the class build ``param`` (a full parameter name)."""
-    return next((f for sub, f in fields.items() if param.endswith(sub)), "attention_bias")
-
-
 # ---------------------------------------------------------------- the norm flags the class builds and applies
-# As one draft class of one release builds and applies them (knowledge.draft_class_rows). Where the source scan
-# read the class, its rows decide: a flag the class does not read is off whatever the config says; a module the class builds and loads but never
-# uses on its forward path ("loaded, not applied") is built (its tensors load) and not applied; a flag the class reads
-# is applied as its fields say in the config the class sees (the fact sheet's, already turned from a speculators
-# config the way the engine does, so what the engine drops there the class never sees). Where no scan covers the class
-# (TensorRT-LLM, llama.cpp, a release newer than every one read without a row) the engine-level rows decide, as the
-# fact sheet resolved them.
+# As one draft class of one release builds and applies them (knowledge.draft_class_rows). Where the source scan read
+# the class, its rows decide: a flag the class does not read is off whatever the config says; a module the class
+# builds and loads but never uses on its forward path ("loaded, not applied") is built (its tensors load) and not
+# applied; a flag the class reads is applied as its fields say in the config the class sees (the fact sheet's, already
+# turned from a speculators config the way the engine does, so what the engine drops there the class never sees).
+# Where no scan covers the class (TensorRT-LLM, llama.cpp, a release newer than every one read without a row) the
+# engine-level rows decide, as the fact sheet resolved them.
 
 @dataclass(frozen=True)
 class ClassFlags:
@@ -290,3 +247,46 @@ def _configured(config: Mapping[str, object], fields: tuple[str, ...]) -> bool:
         if value is not None:
             return bool(value)
     return False
+
+
+# ---------------------------------------------------------------- per-layer bias (behaviour layer_bias)
+# The bias parameters the decoder layers build from the config. Sources: the profile rows of ``layer_bias``,
+# ``unset_bias`` and ``unloaded_parameter`` (vllm / sglang ``models/llama.py`` LlamaDecoderLayer, ``llama_eagle3.py``
+# LlamaDecoderLayer's qkv_proj override, ``layers/linear.py`` bias creation). The MLA classes build their own
+# attention (no bias read); the vLLM Qwen3 class (``qwen3_eagle3.py``) gives only qkv_proj a bias, from
+# ``attention_bias``.
+
+_QKV, _O_PROJ = "self_attn.qkv_proj.bias", "self_attn.o_proj.bias"
+_GATE_UP, _DOWN = "mlp.gate_up_proj.bias", "mlp.down_proj.bias"
+
+
+def _true(config: Mapping[str, Any], name: str) -> bool:
+    return config.get(name) is True
+
+
+def _layer_bias(rule: str, family: str, config: Mapping[str, Any]) -> dict[str, str]:
+    """Each per-layer bias parameter (sub-name under ``layers.N.``) the class builds, with the config field that
+    asks for it."""
+    out: dict[str, str] = {}
+    if family == QWEN3:
+        return {_QKV: "attention_bias"} if "qkv" in rule and _true(config, "attention_bias") else {}
+    if family != LLAMA:
+        return {}
+    if "qkv" in rule and _true(config, "attention_bias"):
+        out[_QKV] = "attention_bias"
+    attention = next((f for f in ("attention_bias", "bias") if _true(config, f)), None)
+    if attention:
+        out[_O_PROJ] = attention
+    if "mlp" in rule and _true(config, "mlp_bias"):
+        out[_GATE_UP] = out[_DOWN] = "mlp_bias"
+    return out
+
+
+def is_layer_bias(param: str) -> bool:
+    """Whether an engine parameter name is one of the layers' bias parameters."""
+    return param.endswith((_QKV, _O_PROJ, _GATE_UP, _DOWN))
+
+
+def field_of(param: str, fields: Mapping[str, str]) -> str:
+    """The config field that made the class build ``param`` (a full parameter name)."""
+    return next((f for sub, f in fields.items() if param.endswith(sub)), "attention_bias")

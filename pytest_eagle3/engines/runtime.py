@@ -2,16 +2,16 @@
 
 A pure function of the fact sheet and the profile. Read top-down:
 
-1. :func:`plan_runtime`, the area: the KV-cache verdict, the CUDA-graph buffers sized at start, and what the four
+1. :func:`plan_runtime`, the area: the CUDA-graph buffers sized at start, the KV-cache verdict, and what the four
    serving behaviours do; ``refused`` where the engine will not start or serve, ``loss`` where it serves and the
    draft's acceptance drops, a note (``NOTE_PREFIX``) where only the launch's flags decide.
-2. KV-cache pages (:func:`kv_verdict`): vLLM (V1) puts the draft's attention layers into the target's KV-cache
+2. SGLang's draft-extend CUDA-graph buffers: their width, aux-state count and logits width.
+3. KV-cache pages (:func:`kv_verdict`): vLLM (V1) puts the draft's attention layers into the target's KV-cache
    manager: the layers' KV specs (block x KV heads x head_dim x dtype, MLA: block x latent) must be grouped, and
    which mixes a version accepts changed three times. The draft always runs in the target's dtype
    (``config/speculative.py``: ``dtype=self.target_model_config.dtype``), so dtype cancels out of the page
    comparison. SGLang builds a separate KV pool for the draft worker from the draft's own config, sharing only the
    request-to-token map and the slot allocator.
-3. SGLang's draft-extend CUDA-graph buffers: their width, aux-state count and logits width.
 4. Serving beside the target (behaviours ``draft_positions``, ``target_quantization``, ``draft_sliding_window``,
    ``draft_dtype``): the draft's position range, the quantization its layers are built with
    (:func:`draft_built_with`, which the keys area reads too), its sliding window and its dtype.
@@ -47,10 +47,6 @@ from pytest_eagle3.words import plural
 _AREA = "runtime"
 #: The prefix of this area's notes: engine.runtime shows them in its passing message.
 NOTE_PREFIX = "serving: "
-#: The dtype SGLang serves a config in under --dtype auto (configs/model_config.py _get_and_verify_dtype:
-#: float32, or no dtype written, becomes float16; Gemma configs aside).
-_SGLANG_AUTO: dict[str | None, str] = {"float32": "float16", "float": "float16", "half": "float16", None: "float16"}
-_HALF = ("bfloat16", "float16", "half")
 
 
 # ---------------------------------------------------------------- the area
@@ -69,90 +65,10 @@ def plan_runtime(sheet: FactSheet, snapshot: Snapshot, fc_states: int = 3) -> tu
     return verdict, out.filed()
 
 
-def _kv_pages(out: Filing, sheet: FactSheet, snapshot: Snapshot) -> KvVerdict | None:
-    """The KV-cache verdict for this draft beside the target's KV layers; a refusal filed."""
-    draft, layers = sheet.draft_geometry, sheet.target_kv
-    if draft is None or layers is None:
-        return None
-    verdict = kv_verdict(snapshot.kv, draft, layers)
-    if verdict.status == REFUSED:
-        theirs = ", ".join(f"{t.kind}: {t.per_token}" for t in layers)
-        out.refuse("runtime", Finding(
-            "kv-page",
-            f"{snapshot.label}: {verdict.message}",
-            (Evidence("draft KV elements per token (2 x KV heads x head_dim)", str(2 * draft.kv_width),
-                      f"compatible with the target's ({theirs})"),),
-            "give the draft the target's KV geometry (num_key_value_heads x head_dim), or serve with a version "
-            "that unifies page sizes",
-            (f"rule: {verdict.source}", f"dtype: {snapshot.kind.draft_dtype_source}"),
-        ))
-    return verdict
-
-
-# ---------------------------------------------------------------- KV-cache pages
-@dataclass(frozen=True)
-class KvVerdict:
-    """The KV-cache verdict for a draft and target: status, message, and the row's source."""
-    status: str
-    message: str
-    source: str
-
-
-def kv_verdict(rule: KvRule, draft: Geometry, target: tuple[LayerKv, ...]) -> KvVerdict:
-    """Whether an engine version grouping KV layers by ``rule`` can put this draft's KV layers next to the target's."""
-    page = 2 * draft.kv_width
-    pages = sorted({t.per_token for t in target} | {page})
-    kinds = {t.kind for t in target}
-    if rule.value == SEPARATE_POOL:
-        return KvVerdict(OK, "the draft gets its own KV pool", rule.source)
-    if LINEAR in kinds:
-        return KvVerdict(UNKNOWN, "the target has linear-attention (Mamba-like) layers: not modelled", rule.source)
-    all_full = kinds <= {FULL, MLA}
-    if rule.value != EQUAL_PAGE and all_full:
-        return KvVerdict(OK, "every layer is full attention: one group of any head geometry", rule.source)
-    if len(pages) == 1:
-        return KvVerdict(OK, "draft and target pages are equal", rule.source)
-    largest = pages[-1]
-    if rule.value in (EQUAL_PAGE, UNIFORM_TYPE_ELSE_EQUAL):
-        return KvVerdict(REFUSED, _refusal(page, target, "NotImplementedError (no common page size)"), rule.source)
-    blocked = [p for p in pages if largest % p]
-    if rule.value == UNIFORM_TYPE_ELSE_PADDED:
-        blocked = [t.per_token for t in target if t.kind == MLA and largest % t.per_token]
-    if not blocked:
-        return KvVerdict(OK, f"pages unified to the largest ({largest} elements per token)", rule.source)
-    return KvVerdict(REFUSED, _refusal(page, target, "NotImplementedError('page size is not divisible by the "
-                                       "maximum page size')"), rule.source)
-
-
-def _refusal(page: int, target: tuple[LayerKv, ...], error: str) -> str:
-    theirs = ", ".join(f"{t.kind} {t.per_token}" for t in target)
-    return (f"the draft's KV page ({page} elements per token: 2 x KV heads x head_dim) cannot share the KV-cache "
-            f"manager with the target's ({theirs}): engine start fails with {error} while sizing the KV cache")
-
-
 # ---------------------------------------------------------------- CUDA-graph buffers
 def _int(config: Mapping[str, Any], name: str) -> int | None:
     value = config.get(name)
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
-def _graph_logits(out: Filing, snapshot: Snapshot, config: Mapping[str, Any]) -> None:
-    """SGLang 0.5.1-0.5.14 copy the 64-padded draft logits into a draft_vocab_size-wide CUDA-graph buffer
-    (sglang#10106): a draft vocab that is not a multiple of 64 fails the graph capture at start."""
-    rows = _int(config, "draft_vocab_size")
-    if snapshot.behaviours.draft_extend_logits_buffer != "draft-vocab" or not rows or padded(rows) == rows:
-        return
-    out.refuse("runtime", Finding(
-        "graph-logits",
-        f"{snapshot.label} copies the draft's logits ({padded(rows)} wide: draft_vocab_size {rows} padded to a multiple "
-        f"of {VOCAB_PADDING}) into a CUDA-graph buffer {rows} wide: the draft-extend graph capture fails at start "
-        "while CUDA graphs are on (the default)",
-        (Evidence("draft logits width / buffer width", f"{padded(rows)} / {rows}", "equal (a multiple of 64)"),),
-        f"serve with {snapshot.serve_with('draft_extend_logits_buffer', lambda v: v != 'draft-vocab', engine=SGLANG)}, launch with "
-        "--disable-cuda-graph, or train the draft with a vocab that is "
-        f"a multiple of {VOCAB_PADDING}",
-        (f"rule: {snapshot.source('draft_extend_logits_buffer')}",),
-    ))
 
 
 def _graph_width(out: Filing, snapshot: Snapshot, config: Mapping[str, Any]) -> None:
@@ -196,7 +112,87 @@ def _graph_aux_count(out: Filing, snapshot: Snapshot, fc_states: int, use_aux: o
     ))
 
 
-# ---------------------------------------------------------------- draft_positions
+def _graph_logits(out: Filing, snapshot: Snapshot, config: Mapping[str, Any]) -> None:
+    """SGLang 0.5.1-0.5.14 copy the 64-padded draft logits into a draft_vocab_size-wide CUDA-graph buffer
+    (sglang#10106): a draft vocab that is not a multiple of 64 fails the graph capture at start."""
+    rows = _int(config, "draft_vocab_size")
+    if snapshot.behaviours.draft_extend_logits_buffer != "draft-vocab" or not rows or padded(rows) == rows:
+        return
+    out.refuse("runtime", Finding(
+        "graph-logits",
+        f"{snapshot.label} copies the draft's logits ({padded(rows)} wide: draft_vocab_size {rows} padded to a multiple "
+        f"of {VOCAB_PADDING}) into a CUDA-graph buffer {rows} wide: the draft-extend graph capture fails at start "
+        "while CUDA graphs are on (the default)",
+        (Evidence("draft logits width / buffer width", f"{padded(rows)} / {rows}", "equal (a multiple of 64)"),),
+        f"serve with {snapshot.serve_with('draft_extend_logits_buffer', lambda v: v != 'draft-vocab', engine=SGLANG)}, launch with "
+        "--disable-cuda-graph, or train the draft with a vocab that is "
+        f"a multiple of {VOCAB_PADDING}",
+        (f"rule: {snapshot.source('draft_extend_logits_buffer')}",),
+    ))
+
+
+# ---------------------------------------------------------------- KV-cache pages
+def _kv_pages(out: Filing, sheet: FactSheet, snapshot: Snapshot) -> KvVerdict | None:
+    """The KV-cache verdict for this draft beside the target's KV layers; a refusal filed."""
+    draft, layers = sheet.draft_geometry, sheet.target_kv
+    if draft is None or layers is None:
+        return None
+    verdict = kv_verdict(snapshot.kv, draft, layers)
+    if verdict.status == REFUSED:
+        theirs = ", ".join(f"{t.kind}: {t.per_token}" for t in layers)
+        out.refuse("runtime", Finding(
+            "kv-page",
+            f"{snapshot.label}: {verdict.message}",
+            (Evidence("draft KV elements per token (2 x KV heads x head_dim)", str(2 * draft.kv_width),
+                      f"compatible with the target's ({theirs})"),),
+            "give the draft the target's KV geometry (num_key_value_heads x head_dim), or serve with a version "
+            "that unifies page sizes",
+            (f"rule: {verdict.source}", f"dtype: {snapshot.kind.draft_dtype_source}"),
+        ))
+    return verdict
+
+
+@dataclass(frozen=True)
+class KvVerdict:
+    """The KV-cache verdict for a draft and target: status, message, and the row's source."""
+    status: str
+    message: str
+    source: str
+
+
+def kv_verdict(rule: KvRule, draft: Geometry, target: tuple[LayerKv, ...]) -> KvVerdict:
+    """Whether an engine version grouping KV layers by ``rule`` can put this draft's KV layers next to the target's."""
+    page = 2 * draft.kv_width
+    pages = sorted({t.per_token for t in target} | {page})
+    kinds = {t.kind for t in target}
+    if rule.value == SEPARATE_POOL:
+        return KvVerdict(OK, "the draft gets its own KV pool", rule.source)
+    if LINEAR in kinds:
+        return KvVerdict(UNKNOWN, "the target has linear-attention (Mamba-like) layers: not modelled", rule.source)
+    all_full = kinds <= {FULL, MLA}
+    if rule.value != EQUAL_PAGE and all_full:
+        return KvVerdict(OK, "every layer is full attention: one group of any head geometry", rule.source)
+    if len(pages) == 1:
+        return KvVerdict(OK, "draft and target pages are equal", rule.source)
+    largest = pages[-1]
+    if rule.value in (EQUAL_PAGE, UNIFORM_TYPE_ELSE_EQUAL):
+        return KvVerdict(REFUSED, _refusal(page, target, "NotImplementedError (no common page size)"), rule.source)
+    blocked = [p for p in pages if largest % p]
+    if rule.value == UNIFORM_TYPE_ELSE_PADDED:
+        blocked = [t.per_token for t in target if t.kind == MLA and largest % t.per_token]
+    if not blocked:
+        return KvVerdict(OK, f"pages unified to the largest ({largest} elements per token)", rule.source)
+    return KvVerdict(REFUSED, _refusal(page, target, "NotImplementedError('page size is not divisible by the "
+                                       "maximum page size')"), rule.source)
+
+
+def _refusal(page: int, target: tuple[LayerKv, ...], error: str) -> str:
+    theirs = ", ".join(f"{t.kind} {t.per_token}" for t in target)
+    return (f"the draft's KV page ({page} elements per token: 2 x KV heads x head_dim) cannot share the KV-cache "
+            f"manager with the target's ({theirs}): engine start fails with {error} while sizing the KV cache")
+
+
+# ---------------------------------------------------------------- serving beside the target: draft_positions
 def _positions(out: Filing, sheet: FactSheet, snapshot: Snapshot) -> None:
     draft, served = sheet.draft_context, sheet.target_context
     if draft is None or served is None or draft >= served:
@@ -367,6 +363,12 @@ def _sliding_window(out: Filing, sheet: FactSheet, snapshot: Snapshot) -> None:
 
 
 # ---------------------------------------------------------------- draft_dtype
+#: The dtype SGLang serves a config in under --dtype auto (configs/model_config.py _get_and_verify_dtype:
+#: float32, or no dtype written, becomes float16; Gemma configs aside).
+_SGLANG_AUTO: dict[str | None, str] = {"float32": "float16", "float": "float16", "half": "float16", None: "float16"}
+_HALF = ("bfloat16", "float16", "half")
+
+
 def sglang_auto_dtype(declared: str | None, model_type: str = "") -> str:
     """The dtype SGLang serves a config in under --dtype auto (a float32 Gemma config: bfloat16)."""
     if declared in ("float32", "float", None) and model_type.startswith("gemma"):
