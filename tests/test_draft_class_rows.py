@@ -15,8 +15,8 @@ import pytest
 from packaging.version import Version
 
 from pytest_eagle3.checkpoint import Checkpoint
-from pytest_eagle3.engines.class_flags import class_flags
 from pytest_eagle3.engines.facts import fact_sheet
+from pytest_eagle3.engines.layers import class_flags
 from pytest_eagle3.knowledge import draft_class_rows as rows
 from pytest_eagle3.knowledge import draft_classes
 from pytest_eagle3.knowledge.releases import RELEASES, EngineVersion

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from packaging.version import Version
 
+from pytest_eagle3.engines.facts import FULL, MLA, SLIDING, LayerKv, target_layers
 from pytest_eagle3.engines.geometry import (
     CLASS_DEFAULTS,
     ROUTE_AS_WRITTEN,
@@ -19,17 +20,7 @@ from pytest_eagle3.engines.geometry import (
     geometry_finding,
     implied,
 )
-from pytest_eagle3.engines.runtime import (
-    FULL,
-    MLA,
-    OK,
-    REFUSED,
-    SLIDING,
-    UNKNOWN,
-    LayerKv,
-    kv_verdict,
-    target_layers,
-)
+from pytest_eagle3.engines.runtime import OK, REFUSED, UNKNOWN, kv_verdict
 from pytest_eagle3.knowledge.engines import engine_named
 from pytest_eagle3.knowledge.runtime import KV_RULES, kv_rule
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+from pytest_eagle3.engines.facts import LayerKv
 from pytest_eagle3.engines.geometry import Geometry
-from pytest_eagle3.engines.runtime import OK, LayerKv, kv_verdict
+from pytest_eagle3.engines.runtime import OK, kv_verdict
 from pytest_eagle3.knowledge.runtime import kv_rule
 from pytest_eagle3.probes import vllm_kv
 from pytest_eagle3.probes.run import env_variable, find_engine_python

@@ -1,4 +1,4 @@
-"""The serving rules (engines.serving): the draft's position range against the target's context, the target's
+"""The serving rules (engines.runtime): the draft's position range against the target's context, the target's
 quantization, the draft's sliding window and dtype, judged per engine version with the message checked.
 
 The verdict changes are also boundary cases in tests/test_engine_plans.py; here are the changes that only a
@@ -18,7 +18,7 @@ import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.checkpoint.target import TargetModel
-from pytest_eagle3.engines.context import context_length
+from pytest_eagle3.engines.facts import context_length
 from pytest_eagle3.engines.plan import LOSS, REFUSED, load_plan
 from pytest_eagle3.engines.plan_types import LoadPlan
 from pytest_eagle3.knowledge.behaviours import TABLES, segment_starts
@@ -64,7 +64,7 @@ def _serving(plan: LoadPlan) -> dict[str, tuple[str, str, str]]:
 # ---------------------------------------------------------------- draft_positions
 def test_context_length_follows_each_engine_rule() -> None:
     """SGLang takes the first key and skips the factor for llama3 / original_max_position_embeddings; vLLM the
-    smallest key, yarn from original_max_position_embeddings (engines.context)."""
+    smallest key, yarn from original_max_position_embeddings (engines.facts)."""
     llama3 = {"max_position_embeddings": 131072, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}
     linear = {"max_position_embeddings": 2048, "rope_scaling": {"rope_type": "linear", "factor": 2.0}}
     yarn = {"max_position_embeddings": 32768,

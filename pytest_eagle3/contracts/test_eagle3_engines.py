@@ -81,7 +81,7 @@ class TestEagle3Engine:
                     request: pytest.FixtureRequest) -> None:
         """Draft and target can run together: the draft's KV pages fit the engine's KV-cache manager, its
         position range covers the target's context, and its quantization, sliding window and dtype are the ones it
-        was trained with (engines.serving)."""
+        was trained with (engines.runtime)."""
         assert_outcome(request, eagle3_result, eagle3_judgement)
 
     @pytest.mark.eagle3_contract("engine.producer")

@@ -8,7 +8,9 @@ The sheet holds plain values only, never the checkpoint or the target: tensor *c
 weight, embeddings compared with the target's) come through ``sheet.contents`` (:class:`TensorContents`, below),
 each read on an area's first question and kept, since they can be large and only some areas need them.
 ``producer`` reads the files as that producer writes them (``Checkpoint.as_read_by``: one reading of
-``engines.readings``).
+``engines.readings``). Two target-and-config readings live with the sheet, since it is what reads them: the
+target's KV layers (:func:`target_layers`) and the context length an engine derives, with the rope types
+(:func:`context_length`, :func:`rope_types`).
 """
 
 from __future__ import annotations
@@ -16,15 +18,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from pytest_eagle3.checkpoint import Checkpoint, CheckpointReadError, TargetModel
 from pytest_eagle3.checkpoint.draft import NOT_DRAFT_WEIGHTS, SAFETENSORS_INDEX
 from pytest_eagle3.checkpoint.tensorfiles import WeightsNotDownloaded, index_safetensors
-from pytest_eagle3.engines.context import context_length, rope_types
 from pytest_eagle3.engines.draft_geometry import draft_geometry
 from pytest_eagle3.engines.frozen import FrozenDict, JsonValue, freeze, freeze_object
-from pytest_eagle3.engines.runtime import LayerKv, target_layers
 from pytest_eagle3.findings import Finding
 from pytest_eagle3.knowledge.snapshot import Engine, Snapshot, is_peagle
 from pytest_eagle3.producers.formats import AuxLayers, default_aux_inputs, is_speculators, lookup
@@ -135,11 +135,11 @@ class FactSheet:
     target_model_type: str
     #: The producers' default aux layers for the target's layer count (layer inputs).
     default_inputs: tuple[int, ...] | None
-    #: The target's KV layers (engines.runtime), None without a target geometry.
+    #: The target's KV layers (below; area ``runtime`` reads them), None without a target geometry.
     target_kv: tuple[LayerKv, ...] | None
-    # ---- serving beside the target (engines.serving)
+    # ---- serving beside the target (area ``runtime``)
     #: The context the engine derives from the draft config (its rotary table's rows) and from the target's
-    #: (the served context without a flag), None where no key is written (engines.context).
+    #: (the served context without a flag), None where no key is written (below).
     draft_context: int | None = None
     target_context: int | None = None
     #: The draft's max_position_embeddings as written, and its rope types.
@@ -325,7 +325,7 @@ class ServingFacts(TypedDict):
 
 def _serving_facts(raw: Mapping[str, object], config: Mapping[str, JsonValue], text: Mapping[str, object] | None,
                    target_raw: Mapping[str, object], engine: Engine) -> ServingFacts:
-    """What engines.serving reads: positions, quantization, sliding window, dtype of draft and target."""
+    """What the runtime area's serving rules read: positions, quantization, sliding window, dtype of draft and target."""
     kinds = config.get("layer_types")
     window = config.get("sliding_window")
     use = config.get("use_sliding_window")
@@ -344,6 +344,110 @@ def _serving_facts(raw: Mapping[str, object], config: Mapping[str, JsonValue], t
         "draft_dtype": _dtype(config) or _dtype(raw),
         "target_dtype": _dtype(target_raw) or (_dtype(text) if text is not None else None),
     }
+
+
+# -- The target's KV layers: each kind of attention layer the target has and its per-token KV width (elements;
+#    dtype cancels), which area ``runtime`` compares with the draft's KV page.
+FULL = "full"
+SLIDING = "sliding"
+MLA = "mla"
+LINEAR = "linear"
+
+
+@dataclass(frozen=True)
+class LayerKv:
+    """One kind of target attention layer and its per-token KV width (elements, dtype cancels)."""
+
+    kind: str
+    per_token: int
+
+
+def target_layers(config: Mapping[str, Any], geometry: Geometry | None) -> tuple[LayerKv, ...] | None:
+    """The target's KV layer kinds from its (text) config; None when the config cannot say."""
+    latent, rope = _positive(config.get("kv_lora_rank")), _positive(config.get("qk_rope_head_dim"))
+    if latent is not None:
+        return (LayerKv(MLA, latent + (rope or 0)),)
+    if geometry is None:
+        return None
+    per_token = 2 * geometry.kv_width
+    kinds = config.get("layer_types")
+    found = {FULL}
+    if isinstance(kinds, list):
+        found = {SLIDING if k == "sliding_attention" else LINEAR if k == "linear_attention" else FULL for k in kinds}
+    return tuple(LayerKv(kind, per_token) for kind in sorted(found))
+
+
+# -- The context length an engine derives from a config, and the rope types it builds.
+#    Both engines size a model's context from its config alone when no flag says otherwise; the draft's
+#    derived length is also the length of its rotary table (its ``cos_sin_cache`` rows), which is why a
+#    draft config with a smaller ``max_position_embeddings`` than its target's context matters
+#    (area ``runtime``).
+#
+#    * SGLang (``utils/hf_transformers/common.py`` ``get_context_length``, 0.4.4.post2-0.5.23 read): the
+#      first of ``max_sequence_length``, ``seq_length``, ``max_seq_len``, ``model_max_length``,
+#      ``max_position_embeddings``, times ``rope_scaling.factor`` unless the rope has
+#      ``original_max_position_embeddings`` or is ``llama3``.
+#    * vLLM (``config/model.py`` ``_get_and_verify_max_len``, 0.11.0 and 0.27.0 read): the smallest of its
+#      possible keys, times the rope factor except for ``su`` / ``longrope`` / ``llama3``; ``yarn`` starts
+#      from ``original_max_position_embeddings``.
+
+_SGLANG_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
+_VLLM_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
+             "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")
+#: Rope types whose rotary table is sized by max_position_embeddings alone (vllm 0.33.0 config/speculative.py
+#: _CACHE_ONLY_ROPE_TYPES): raising it changes nothing but the table's length.
+CACHE_ONLY_ROPE_TYPES = frozenset({"default", "linear", "llama3", "ntk", "proportional"})
+
+
+def _positive(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _rope_parameters(config: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
+    """The rope parameter sets of a config (``rope_scaling`` or ``rope_parameters``, nested per layer type or not)."""
+    rope = config.get("rope_scaling") or config.get("rope_parameters")
+    if not isinstance(rope, Mapping) or not rope:
+        return ()
+    if all(isinstance(v, Mapping) for v in rope.values()):
+        return tuple(rope.values())
+    return (rope,)
+
+
+def rope_types(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The rope type of each parameter set (``type`` in older configs); ``default`` without one."""
+    found = tuple(str(p.get("rope_type") or p.get("type") or "default") for p in _rope_parameters(config))
+    return found or ("default",)
+
+
+def _factor(params: Mapping[str, Any]) -> float:
+    factor = params.get("factor", 1)
+    return float(factor) if isinstance(factor, (int, float)) and not isinstance(factor, bool) and factor > 0 else 1.0
+
+
+def context_length(config: Mapping[str, Any], engine: Engine) -> int | None:
+    """The context ``engine`` derives from ``config``; None when no key is written (the engine then takes a default)."""
+    params = _rope_parameters(config)
+    if engine.context_rule == "first-key-scaled":
+        base = next((v for v in (_positive(config.get(k)) for k in _SGLANG_KEYS) if v is not None), None)
+        if base is None:
+            return None
+        first = params[0] if params else {}
+        scale = 1.0 if (not first or "original_max_position_embeddings" in first
+                        or first.get("rope_type") == "llama3") else _factor(first)
+        return int(scale * base)
+    present = [v for v in (_positive(config.get(k)) for k in _VLLM_KEYS) if v is not None]
+    if not present:
+        return None
+    derived: float = min(present)
+    for p in params:
+        kind = str(p.get("rope_type") or p.get("type") or "default")
+        if kind in ("su", "longrope", "llama3"):
+            continue
+        if kind == "yarn" and _positive(p.get("original_max_position_embeddings")) is not None:
+            derived = p["original_max_position_embeddings"]
+        derived *= _factor(p)
+        break
+    return int(derived)
 
 
 def engine_view(raw: Mapping[str, object], snapshot: Snapshot) -> EngineView:

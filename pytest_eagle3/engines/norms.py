@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pytest_eagle3.engines import habit
-from pytest_eagle3.engines.class_flags import class_flags
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.frozen import FrozenDict
+from pytest_eagle3.engines.layers import class_flags
 from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.findings import Evidence, Finding
 from pytest_eagle3.knowledge.snapshot import Snapshot
@@ -38,8 +38,8 @@ class Norms:
 def plan_norms(sheet: FactSheet, snapshot: Snapshot, draft_class: str | None = None) -> Norms:
     """Each norm flag the engine applies differently from training (flags left implicit by the config and
     read only by one format are not judged). The draft class's own rows decide where the source scan read it
-    (``engines.class_flags``): a flag another class of the release reads is not read by this one, and a module the
-    class loads but never applies is a loss with that row as its source."""
+    (``engines.layers.class_flags``): a flag another class of the release reads is not read by this one, and a
+    module the class loads but never applies is a loss with that row as its source."""
     out = Filing()
     edits: dict[str, bool] = {}
     resolved = class_flags(sheet, snapshot, draft_class)

@@ -24,11 +24,12 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from pytest_eagle3.engines.draft_geometry import draft_geometry
-from pytest_eagle3.engines.key_resolution import D2T_PARAM
 from pytest_eagle3.knowledge.snapshot import Engine
 from pytest_eagle3.rules.attention import Geometry
 
 VOCAB_PADDING = 64
+#: vLLM's draft -> target id map, a parameter of the draft class (llama_eagle3.py).
+D2T_PARAM = "draft_id_to_target_id"
 Shape = tuple[int, ...]
 
 

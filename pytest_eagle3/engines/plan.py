@@ -3,8 +3,8 @@
 ``load_plan(ckpt, engine_version, target=None)`` reads the fact sheet once (``engines.facts``) and
 assembles the areas, each a pure function of the sheet and the snapshot (and, where an area needs
 another's result, that result passed in): architecture, layers, keys, fc, geometry, vocab, aux layers,
-norms, embeddings, producer habits, runtime,
-serving beside the target (positions, quantization, sliding window, dtype). The result is a frozen :class:`LoadPlan`: tensor ->
+norms, embeddings, producer habits, runtime (KV cache, CUDA graphs, serving beside the target: positions,
+quantization, sliding window, dtype). The result is a frozen :class:`LoadPlan`: tensor ->
 parameter, dropped tensors, parameters left uninitialised, the effective draft -> target map, the
 physical target layers fed to the draft, the width reaching ``fc`` and whether ``fc`` runs, the norms
 applied, where embed_tokens and lm_head come from; plus :class:`Issue` s, each a finding filed under
@@ -19,15 +19,13 @@ import dataclasses
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
 from pytest_eagle3.engines.architecture import plan_architecture, plan_mla_rope
 from pytest_eagle3.engines.aux_layers import plan_aux
-from pytest_eagle3.engines.class_flags import class_flags, plan_unreached
 from pytest_eagle3.engines.embeddings import plan_embeddings
 from pytest_eagle3.engines.facts import fact_sheet
 from pytest_eagle3.engines.fc import plan_fc, plan_fc_shape
 from pytest_eagle3.engines.geometry import GeometryArea, plan_geometry
 from pytest_eagle3.engines.issue import LOSS, REFUSED, Issue
-from pytest_eagle3.engines.keys import plan_keys
-from pytest_eagle3.engines.layers import plan_layers
-from pytest_eagle3.engines.mlp import plan_mlp
+from pytest_eagle3.engines.keys import plan_keys, plan_mlp, plan_unreached
+from pytest_eagle3.engines.layers import class_flags, plan_layers
 from pytest_eagle3.engines.norms import plan_norms
 from pytest_eagle3.engines.plan_types import (
     LOADS,
@@ -40,7 +38,6 @@ from pytest_eagle3.engines.plan_types import (
 )
 from pytest_eagle3.engines.producer import plan_producer
 from pytest_eagle3.engines.runtime import plan_runtime
-from pytest_eagle3.engines.serving import plan_serving
 from pytest_eagle3.engines.vocab import plan_vocab
 from pytest_eagle3.knowledge.snapshot import LLAMA_ATTENTION, EngineVersion, Snapshot, snapshot_of
 
@@ -76,7 +73,6 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion | Snapshot, target: Target
     sharing = plan_embeddings(sheet, snapshot, measured)
     producer = plan_producer(sheet, snapshot, keys.params)
     runtime, runtime_filed = plan_runtime(sheet, snapshot, layers.fc_states)
-    serving = plan_serving(sheet, snapshot)
     plan = LoadPlan(
         snapshot.target, arch.draft_class,
         parameters=keys.parameters, built=keys.built, shapes=keys.shapes,
@@ -91,7 +87,7 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion | Snapshot, target: Target
     # in the order the areas were always filed: the findings of one contract keep their order
     return _assembled(plan, arch.filed + layers.filed + keys.filed + unreached + fc_shape.filed + mlp + mla_rope + geometry.filed
                       + vocab.filed + aux.filed + fc.filed + norms.filed + sharing.filed + producer.filed
-                      + runtime_filed + serving, snapshot)
+                      + runtime_filed, snapshot)
 
 
 def _assembled(plan: LoadPlan, filed: Filed, snapshot: Snapshot) -> LoadPlan:

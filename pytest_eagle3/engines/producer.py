@@ -27,7 +27,7 @@ from typing import Any
 
 from pytest_eagle3.engines.facts import FactSheet
 from pytest_eagle3.engines.frozen import FrozenDict
-from pytest_eagle3.engines.key_resolution import resolve_keys
+from pytest_eagle3.engines.keys import resolve_keys
 from pytest_eagle3.engines.plan_types import Filed, Filing
 from pytest_eagle3.findings import Evidence, Finding, short
 from pytest_eagle3.knowledge.snapshot import Snapshot

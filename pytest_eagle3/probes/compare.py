@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_eagle3.engines.key_resolution import never_read
+from pytest_eagle3.engines.keys import never_read
 from pytest_eagle3.engines.plan import REFUSED, LoadPlan
 from pytest_eagle3.findings import short
 from pytest_eagle3.knowledge.engines import engine_named

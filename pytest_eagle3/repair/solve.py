@@ -391,7 +391,7 @@ def _raise_positions(solution: Solution, plan: LoadPlan, claims: _Claims, why: s
     """Give the draft the target's context where its rope only sizes a rotary table (``max_position_embeddings``
     alone decides it); the change says the positions past the old length were never trained. False for a rope
     whose frequencies depend on the length (yarn, dynamic, longrope) or without the target's context."""
-    from pytest_eagle3.engines.context import CACHE_ONLY_ROPE_TYPES, context_length, rope_types
+    from pytest_eagle3.engines.facts import CACHE_ONLY_ROPE_TYPES, context_length, rope_types
 
     config = solution.draft.config
     scope = configs.layer_scope(config)
@@ -413,7 +413,7 @@ def _raise_positions(solution: Solution, plan: LoadPlan, claims: _Claims, why: s
 
 def _serve_dtype(solution: Solution, plan: LoadPlan, claims: _Claims, why: str) -> bool:
     """Declare the dtype the engine serves the target in, so that draft and target run in one dtype."""
-    from pytest_eagle3.engines.serving import sglang_auto_dtype
+    from pytest_eagle3.engines.runtime import sglang_auto_dtype
 
     if solution.target is None:
         return False

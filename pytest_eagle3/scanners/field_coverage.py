@@ -182,7 +182,7 @@ COVERAGE: tuple[Coverage, ...] = (
        "(behaviour fc_bias)"),
     _m(("model_type", "intermediate_size_mlp"), D, "behaviour:mlp_width",
        "sglang 0.4.9+ llama_eagle3.py LlamaDecoderLayer.__init__: model_type llama4_text sizes the MLP from "
-       "intermediate_size_mlp (engines/mlp.py mlp-width; param_shapes.py mlp_width; 0.5.3+ layers/linear.py zero-pads "
+       "intermediate_size_mlp (engines/keys.py mlp-width; param_shapes.py mlp_width; 0.5.3+ layers/linear.py zero-pads "
        "narrower tensors)", SV),
     # ---------------------------------------------------------------- ruled out: set like the trainer, or by the engine
     _out(("hidden_act", "rms_norm_eps"), D,

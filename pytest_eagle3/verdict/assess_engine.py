@@ -196,8 +196,8 @@ def geometry(hand: Assessment, row: Judged) -> str:
 def runtime(hand: Assessment, row: Judged) -> str:
     """Draft and target can run together: the draft's KV pages fit the engine's KV-cache manager, its position range
     covers the target's context, and its quantization, sliding window and dtype are the ones it was trained with
-    (engines.serving)."""
-    from pytest_eagle3.engines.serving import NOTE_PREFIX
+    (engines.runtime)."""
+    from pytest_eagle3.engines.runtime import NOTE_PREFIX
 
     plan = row.plan
     _judge(row, "runtime")
