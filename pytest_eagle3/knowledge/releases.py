@@ -4,6 +4,7 @@ one version (:class:`EngineVersion`, whose :attr:`~EngineVersion.kind` is its re
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from packaging.version import Version
 
@@ -44,12 +45,12 @@ class EngineVersion:
     #: ``speculative_config.eagle3_layers_to_capture``; empty: the engine's defaults.
     launch: tuple[tuple[str, str], ...] = ()
 
-    @property
+    @cached_property
     def kind(self) -> Engine:
         """The registered engine (its name is :attr:`engine`): what the areas and commands ask."""
         return engine_named(self.engine)
 
-    @property
+    @cached_property
     def spec(self) -> str:
         """The version as typed on the command line, ``vllm==0.33.0``."""
         return f"{self.engine}=={release_text(self.engine, self.version)}"
@@ -76,7 +77,7 @@ class EngineVersion:
         return (f"{self.spec} is newer than every {DISPLAY[self.engine]} release read (newest "
                 f"{release_text(self.engine, newest)}): not judged; read it first: {learn_command(self.spec)}")
 
-    @property
+    @cached_property
     def test_id(self) -> str:
         """The pytest id part, ``vllm-0.33.0``."""
         return f"{self.engine}-{release_text(self.engine, self.version)}"
