@@ -84,22 +84,24 @@ def interpreter_option(engine: str, dest: str, help_text: str) -> OptionSpec:
                       judges=False, engine=engine)
 
 
+def interpreter_dest(engine: str) -> str:
+    """The interpreter option an engine installed from another package gets: ``eagle3_<name>_python`` (its
+    ``python_option``, which the registry holds it to)."""
+    return f"eagle3_{engine.replace('-', '_')}_python"
+
+
 def installed_engine_options(bundled: tuple[OptionSpec, ...]) -> tuple[OptionSpec, ...]:
-    """The interpreter options of the engines other packages register (entry points of
-    :data:`ENGINE_ENTRY_POINTS`), read from the engine registry, which loads them; where none is installed, nothing
-    is imported. An engine whose option is bundled (``bundled``) or that has no ``python_option`` adds none."""
+    """The interpreter options of the engines other packages register (entry points of :data:`ENGINE_ENTRY_POINTS`,
+    each named after its engine), read from the entry points' names alone: no engine module is imported (the option
+    table stays below the knowledge; the registry holds each such engine's ``python_option`` to
+    :func:`interpreter_dest`). An engine whose option is bundled (``bundled``) adds none."""
     from importlib.metadata import entry_points
 
-    if not entry_points(group=ENGINE_ENTRY_POINTS):
-        return ()
-    import importlib
-
-    # the registry discovers them (an engine module imports the registry's package: loaded here first, it would
-    # find itself half-initialised); imported by name, only here: the idle plugin's table is standard library only
-    registry = importlib.import_module("pytest_eagle3.knowledge.engines").REGISTRY
-    taken = {spec.dest for spec in bundled}
-    return tuple(interpreter_option(engine.name, engine.python_option, engine.interpreter_help)
-                 for engine in registry if engine.python_option and engine.python_option not in taken)
+    taken = {spec.engine for spec in bundled}
+    return tuple(interpreter_option(point.name, interpreter_dest(point.name),
+                                    f"python interpreter of the venv where the {point.name} engine is installed: its "
+                                    "probes and live tests run with it, where it has them (default: this interpreter)")
+                 for point in entry_points(group=ENGINE_ENTRY_POINTS) if point.name not in taken)
 
 
 #: Each engine's interpreter option: the bundled engines' (generated), then those of the engines installed from

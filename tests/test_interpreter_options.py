@@ -1,7 +1,8 @@
 """Each engine's interpreter option comes from its module (issue 48): the bundled engines' options are generated
 from the registry into a standard-library module the idle plugin reads (``pytest_eagle3/interpreter_options.py``),
-and an engine another package registers (entry point ``pytest_eagle3.engines``) brings its own option, env variable
-and ini key, whose value reaches ``RunSettings.interpreters`` under the engine's name."""
+and an engine another package registers (entry point ``pytest_eagle3.engines``, named after the engine) brings its
+own option, env variable and ini key, named from the entry point alone (the option table imports no engine module),
+whose value reaches ``RunSettings.interpreters`` under the engine's name."""
 
 from __future__ import annotations
 
@@ -142,7 +143,7 @@ def test_an_installed_engine_brings_its_interpreter_option(
 ) -> None:
     helped = pytester.runpytest_subprocess("--help")
     text = _flat(helped.stdout.str())
-    assert f"{FLAG}=PYTHON python interpreter of the venv where TokenSpeed is installed" in text, text[-3000:]
+    assert f"{FLAG}=PYTHON python interpreter of the venv where the {NAME} engine is installed" in text, text[-3000:]
     assert "--eagle3-vllm-python=PYTHON" in text, "the bundled options stay"
 
     pytester.makepyfile(test_show=SHOW_INTERPRETERS)
@@ -167,6 +168,24 @@ def test_an_installed_engine_brings_its_interpreter_option(
     checked = subprocess.run([sys.executable, "-m", "pytest_eagle3", "check", "--help"], capture_output=True,
                              text=True, env={**os.environ, "COLUMNS": "200"}, check=False)
     assert f"--other-engine-python PYTHON, {FLAG} PYTHON" in checked.stdout, checked.stderr[-2000:]
+
+
+def test_an_installed_engine_named_otherwise_than_its_entry_point_is_refused(
+    installed_engine: Path, tmp_path: Path
+) -> None:
+    """The option table names the option from the entry point, the registry holds the engine to it."""
+    points = installed_engine / "other_engine-1.0.dist-info" / "entry_points.txt"
+    points.write_text("[pytest_eagle3.engines]\nsome-engine = other_engine:ENGINE\n")
+    done = subprocess.run([sys.executable, "-m", "pytest_eagle3", "matrix"], capture_output=True, text=True,
+                          cwd=tmp_path, check=False)
+    assert done.returncode != 0
+    assert "entry point some-engine = other_engine:ENGINE: the entry point is named after its engine, " \
+           f"'{NAME}'" in done.stderr, done.stderr[-2000:]
+    points.write_text(f"[pytest_eagle3.engines]\n{NAME} = other_engine:ENGINE\n")
+    (installed_engine / "other_engine.py").write_text(_engine_module().replace(INI, "eagle3_elsewhere_python"))
+    done = subprocess.run([sys.executable, "-m", "pytest_eagle3", "matrix"], capture_output=True, text=True,
+                          cwd=tmp_path, check=False)
+    assert f"an installed engine's interpreter option is '{INI}'" in done.stderr, done.stderr[-2000:]
 
 
 def test_without_the_installed_engine_its_option_is_unknown(pytester: pytest.Pytester) -> None:

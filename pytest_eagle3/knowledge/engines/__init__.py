@@ -15,11 +15,11 @@ from importlib.metadata import entry_points
 from types import ModuleType
 
 from pytest_eagle3.knowledge.engine import Engine
+from pytest_eagle3.option_table import ENGINE_ENTRY_POINTS, interpreter_dest
 
-#: The entry-point group a third-party package registers an engine in (``name = "package.module"`` or
-#: ``"package.module:ENGINE"``); ``option_table.ENGINE_ENTRY_POINTS`` names it too (the option table, imported by
-#: the registry's users, asks the registry for these engines' interpreter options: it cannot be imported here).
-ENTRY_POINT_GROUP = "pytest_eagle3.engines"
+#: The entry-point group a third-party package registers an engine in (``NAME = "package.module"`` or
+#: ``"package.module:ENGINE"``, NAME its engine's name): the option table's, which gives each its interpreter option.
+ENTRY_POINT_GROUP = ENGINE_ENTRY_POINTS
 
 
 def _engine_of(found: object, where: str) -> Engine:
@@ -42,7 +42,14 @@ def package_engines() -> Iterable[Engine]:
 def _entry_point_engines() -> Iterable[Engine]:
     """Every engine a distribution registers under :data:`ENTRY_POINT_GROUP`."""
     for point in entry_points(group=ENTRY_POINT_GROUP):
-        yield _engine_of(point.load(), f"entry point {point.name} = {point.value}")
+        where = f"entry point {point.name} = {point.value}"
+        engine = _engine_of(point.load(), where)
+        if engine.name != point.name:
+            raise ValueError(f"{where}: the entry point is named after its engine, {engine.name!r}")
+        if engine.python_option not in (None, interpreter_dest(engine.name)):
+            raise ValueError(f"{where}: an installed engine's interpreter option is {interpreter_dest(engine.name)!r} "
+                             f"(the option table gives it from the entry point's name), not {engine.python_option!r}")
+        yield engine
 
 
 def _discover() -> tuple[Engine, ...]:
