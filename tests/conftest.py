@@ -27,7 +27,7 @@ import torch
 # import reach`` (knowledge/snapshot.py) takes that stale module while ``from pytest_eagle3.knowledge.reach import
 # Reach`` imports a fresh one: two Reach classes, and aux_layers.firing's isinstance check fails (KeyError). The
 # full suite imports it at collection; a run of a few files (tox -e producers) did not.
-import pytest_eagle3.knowledge.snapshot  # noqa: F401
+import pytest_eagle3.knowledge.snapshot
 from pytest_eagle3.probes.cases import write_all
 from pytest_eagle3.probes.run import env_variable, find_engine_python, run_probes
 from pytest_eagle3.testing.synth import SynthSpec, write_checkpoint, write_target

@@ -14,6 +14,7 @@ the vision tower that is then not built: 0.29.0 ``models/qwen2_5_vl.py:1364`` ``
 ``cached_get_processor(...)``; the processor needs ``preprocessor_config.json`` and then torchvision. The probe
 turns the option off wherever ``EngineArgs`` has it (0.28.0 on): both builders then return the identity norm before
 any processor is touched (0.29.0 ``vision.py:656``, 0.31.0 ``mm_input_norm.py:353``).
+Before 0.17.0 ``EngineArgs`` has no ``language_model_only``: the test skips there, naming why (tox -e vllm0110).
 """
 
 from __future__ import annotations
@@ -31,12 +32,24 @@ from pytest_eagle3.knowledge.releases import EngineVersion
 from pytest_eagle3.probes.cases import CASES_BY_NAME, write_case
 from pytest_eagle3.probes.compare import differences
 from pytest_eagle3.probes.record import verdict
-from pytest_eagle3.probes.run import env_variable, find_engine_python, run_probe
+from pytest_eagle3.probes.run import engine_version, env_variable, find_engine_python, run_probe
 from pytest_eagle3.testing.synth import SynthSpec
 from pytest_eagle3.verdict.judge import judged_plan
 
 #: The first vLLM release whose ``EngineArgs`` has ``mm_device_do_normalize`` (module docstring).
 DEVICE_NORM_OPTION = Version("0.28.0")
+#: The first vLLM release whose ``EngineArgs`` has ``language_model_only`` (0.17.0 ``engine/arg_utils.py:475``).
+LANGUAGE_MODEL_ONLY = Version("0.17.0")
+
+
+def no_language_model_only(version: str | None) -> str | None:
+    """Why the installed vLLM cannot load the tiny Qwen2.5-VL target on CPU, or None when it can."""
+    if version is None or Version(version) >= LANGUAGE_MODEL_ONLY:
+        return None
+    return (f"vLLM {version} has no EngineArgs.language_model_only (from {LANGUAGE_MODEL_ONLY}): it builds the vision "
+            "tower and the multimodal processor, which need torchvision and a tokenizer this CPU env lacks; up to "
+            "0.11.2 it also refuses the config transformers 5 writes (transformers_utils/config.py "
+            "patch_rope_scaling_dict: rope_type=default beside type=mrope, accepted from 0.12.0)")
 
 
 def write_qwen25_vl_target(out: Path, spec: SynthSpec | None = None) -> Path:
@@ -66,6 +79,9 @@ def vl_probe(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict
     python = find_engine_python("vllm")
     if python is None:
         pytest.skip(f"no vllm interpreter: set {env_variable('vllm')} or run tox -e vllm0320")
+    reason = no_language_model_only(engine_version("vllm", python))
+    if reason is not None:
+        pytest.skip(reason)
     root = tmp_path_factory.mktemp("multimodal")
     target = write_qwen25_vl_target(root / "target")
     draft = write_case(CASES_BY_NAME["specforge"], root / "draft")
