@@ -22,6 +22,12 @@ import pytest
 import safetensors.torch  # noqa: F401
 import torch
 
+# The knowledge layer too: a module imported during an in-process run leaves itself as an attribute of its package
+# (pytest_eagle3.knowledge) when pytester drops it from sys.modules, and the next run's ``from pytest_eagle3.knowledge
+# import reach`` (knowledge/snapshot.py) takes that stale module while ``from pytest_eagle3.knowledge.reach import
+# Reach`` imports a fresh one: two Reach classes, and aux_layers.firing's isinstance check fails (KeyError). The
+# full suite imports it at collection; a run of a few files (tox -e producers) did not.
+import pytest_eagle3.knowledge.snapshot
 from pytest_eagle3.probes.cases import write_all
 from pytest_eagle3.probes.run import env_variable, find_engine_python, run_probes
 from pytest_eagle3.testing.synth import SynthSpec, write_checkpoint, write_target

@@ -11,9 +11,10 @@ vLLM 0.28.0 to 0.31.x build the image processor even in language-model-only mode
 the vision tower that is then not built: 0.29.0 ``models/qwen2_5_vl.py:1364`` ``FusedInputNorm.from_model_config``
 -> ``models/vision.py:672`` ``get_processor(model, ...)`` (0.28.0 and 0.30.0 the same), 0.31.0
 ``models/qwen2_5_vl.py:1439`` ``build_mm_input_norm`` -> ``layers/fusion/mm_input_norm.py:156``
-``cached_get_processor(...)``. The processor needs ``preprocessor_config.json`` and then torchvision for its video
-processor. From 0.32.0 ``mm_input_norm.py:148-154`` ``_load_norm_params`` reads only the processor's config files
-(``get_processor_config``, ``hf_image_processor_config``): no processor is built, and the test runs.
+``cached_get_processor(...)``; the processor needs ``preprocessor_config.json`` and then torchvision. The probe
+turns the option off wherever ``EngineArgs`` has it (0.28.0 on): both builders then return the identity norm before
+any processor is touched (0.29.0 ``vision.py:656``, 0.31.0 ``mm_input_norm.py:353``).
+Before 0.17.0 ``EngineArgs`` has no ``language_model_only``: the test skips there, naming why (tox -e vllm0110).
 """
 
 from __future__ import annotations
@@ -35,21 +36,20 @@ from pytest_eagle3.probes.run import engine_version, env_variable, find_engine_p
 from pytest_eagle3.testing.synth import SynthSpec
 from pytest_eagle3.verdict.judge import judged_plan
 
-#: vLLM releases whose Qwen2.5-VL constructor builds the image processor under ``language_model_only`` (module
-#: docstring): [first, fixed).
-PROCESSOR_BUILT_LM_ONLY = (Version("0.28.0"), Version("0.32.0"))
+#: The first vLLM release whose ``EngineArgs`` has ``mm_device_do_normalize`` (module docstring).
+DEVICE_NORM_OPTION = Version("0.28.0")
+#: The first vLLM release whose ``EngineArgs`` has ``language_model_only`` (0.17.0 ``engine/arg_utils.py:475``).
+LANGUAGE_MODEL_ONLY = Version("0.17.0")
 
 
-def processor_skip_reason(version: str | None) -> str | None:
+def no_language_model_only(version: str | None) -> str | None:
     """Why the installed vLLM cannot load the tiny Qwen2.5-VL target on CPU, or None when it can."""
-    if version is None:
+    if version is None or Version(version) >= LANGUAGE_MODEL_ONLY:
         return None
-    first, fixed = PROCESSOR_BUILT_LM_ONLY
-    if not first <= Version(version) < fixed:
-        return None
-    return (f"vLLM {version} builds the Qwen2.5-VL image processor even with language_model_only=True (the "
-            f"device-side input norm, mm_device_do_normalize): it needs preprocessor_config.json and torchvision, "
-            f"which this CPU env lacks; vLLM {fixed} reads only the processor's config (tox -e vllm0320)")
+    return (f"vLLM {version} has no EngineArgs.language_model_only (from {LANGUAGE_MODEL_ONLY}): it builds the vision "
+            "tower and the multimodal processor, which need torchvision and a tokenizer this CPU env lacks; up to "
+            "0.11.2 it also refuses the config transformers 5 writes (transformers_utils/config.py "
+            "patch_rope_scaling_dict: rope_type=default beside type=mrope, accepted from 0.12.0)")
 
 
 def write_qwen25_vl_target(out: Path, spec: SynthSpec | None = None) -> Path:
@@ -79,7 +79,7 @@ def vl_probe(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict
     python = find_engine_python("vllm")
     if python is None:
         pytest.skip(f"no vllm interpreter: set {env_variable('vllm')} or run tox -e vllm0320")
-    reason = processor_skip_reason(engine_version("vllm", python))
+    reason = no_language_model_only(engine_version("vllm", python))
     if reason is not None:
         pytest.skip(reason)
     root = tmp_path_factory.mktemp("multimodal")
@@ -93,6 +93,8 @@ def test_vllm_loads_a_draft_for_a_multimodal_target_as_the_plan_says(vl_probe: t
     target, draft, probe = vl_probe
     assert probe["outcome"] == "loaded", probe.get("error") or probe.get("stderr_tail")
     assert "multimodal target: language_model_only=True (vision tower not built)" in probe["notes"]
+    normalize_off = "multimodal target: mm_device_do_normalize=False (no image processor built)"
+    assert (normalize_off in probe["notes"]) == (Version(probe["version"]) >= DEVICE_NORM_OPTION), probe["notes"]
     assert verdict("vllm", probe, reduced_vocab=True) == "loads"
     assert probe["embed_tokens"] == "target" and probe["captured_inputs_of"]  # the language model's, unwrapped
     engine = EngineVersion("vllm", Version(probe["version"]))

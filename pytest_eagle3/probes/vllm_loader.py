@@ -67,12 +67,22 @@ def _engine_config(draft: str, target: str, notes: list[str] | None = None) -> A
     from vllm.engine.arg_utils import EngineArgs
 
     extra: dict[str, Any] = {}
-    if _multimodal(target) and "language_model_only" in {f.name for f in dataclasses.fields(EngineArgs)}:
+    fields = {f.name for f in dataclasses.fields(EngineArgs)}
+    if _multimodal(target) and "language_model_only" in fields:
         # the multimodal processor needs a tokenizer and torchvision's image ops; the decoder, the drafter and the
         # aux layers load the same without the vision tower (EngineArgs.language_model_only, 0.3x)
         extra["language_model_only"] = True
         if notes is not None:
             notes.append("multimodal target: language_model_only=True (vision tower not built)")
+        if "mm_device_do_normalize" in fields:
+            # 0.28.0-0.31.x build the image processor even then, for the device-side input norm (on by default for
+            # Qwen2.5-VL): 0.29.0 models/qwen2_5_vl.py:1364 FusedInputNorm.from_model_config -> models/vision.py:672
+            # get_processor; 0.31.0 qwen2_5_vl.py:1439 build_mm_input_norm -> layers/fusion/mm_input_norm.py:156.
+            # Off, both return the identity norm first (0.29.0 vision.py:656, 0.31.0 mm_input_norm.py:353); the
+            # input norm only scales pixels for the vision tower, so nothing the draft loads depends on it.
+            extra["mm_device_do_normalize"] = False
+            if notes is not None:
+                notes.append("multimodal target: mm_device_do_normalize=False (no image processor built)")
     args = EngineArgs(
         model=target,
         skip_tokenizer_init=True,
