@@ -164,3 +164,20 @@ def test_an_mla_draft_is_not_modelled(tmp_path: Path) -> None:
     text = _plan(tmp_path / "specforge-mla", target=TARGET_CONFIG)
     assert "[architecture/undecided] not modelled: TensorRT-LLM 1.2.1 builds MLA attention for this draft" in text
     assert "outcome:              refused" not in text
+
+
+def test_one_pipeline_judges_each_launch_of_a_release_on_its_own() -> None:
+    """A pipeline held across versions (the Python API) caches by the engine version with its launch settings: the
+    launched release is not handed the default launch's verdict."""
+    from pytest_eagle3.checkpoint import Checkpoint
+    from pytest_eagle3.verdict import TargetSide, pipeline_for
+    from pytest_eagle3.verdict.rows import judgement
+
+    default = parse_selection("trtllm")[0]
+    (launched,) = with_launch([default], TRAINED)
+    pipeline, ckpt, side = pipeline_for(), Checkpoint.open(str(SGLANG_DRAFT)), TargetSide(str(TARGET_CONFIG))
+    first = {o.contract: o.status for o in judgement(pipeline, ckpt, default, side).outcomes}
+    again = {o.contract: o.status for o in judgement(pipeline, ckpt, launched, side).outcomes}
+    assert first["engine.aux_layers"] == "fail" and again["engine.aux_layers"] == "pass", (first, again)
+    assert pipeline.verdict(ckpt, launched, side).plan.label.endswith(
+        "(launched with speculative_config.eagle3_layers_to_capture: [2, 4, 5])")

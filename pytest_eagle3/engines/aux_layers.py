@@ -39,14 +39,13 @@ from pytest_eagle3.knowledge.snapshot import (
     SILENT,
     UNREACHED,
     AuxField,
-    EngineVersion,
     Reach,
     Snapshot,
     Support,
     Transform,
     launch_fix,
     newest_snapshot,
-    snapshot_of,
+    snapshot_at,
 )
 from pytest_eagle3.producers.aux_defaults import AuxDefault, candidate_defaults, release_of
 from pytest_eagle3.producers.capture_routes import TRANSFORMERS, CaptureRoute, routes_of
@@ -448,8 +447,7 @@ def _engine_readings(route: CaptureRoute, arch: str, ids: Sequence[int], layers:
     """One reading per pinned release whose class for ``arch`` captures: the engine's rule for its family."""
     found = []
     for release in route.releases:
-        version = Version(release)
-        snapshot = snapshot_of(EngineVersion(str(route.engine), version))
+        snapshot = snapshot_at(str(route.engine), release)
         support = snapshot.capture(arch)
         if support.support != CAPTURES:
             continue

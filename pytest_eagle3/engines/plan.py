@@ -58,7 +58,9 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion | Snapshot, target: Target
     sheet = fact_sheet(ckpt, snapshot, target, read_as)
     arch = plan_architecture(sheet, snapshot)
     if not arch.builds:
-        return _assembled(LoadPlan(snapshot.target, arch.draft_class, measured=measured), arch.filed, snapshot)
+        return LoadPlan(snapshot.target, arch.draft_class, snapshot.label, measured=measured,
+                        issues=_lifted(arch.filed, snapshot), notes=arch.filed.notes,
+                        unknown=dict(arch.filed.unknown)).with_assumed(arch.filed.assumed)
     layers = plan_layers(sheet, snapshot, arch.draft_class)
     keys = plan_keys(sheet, snapshot, layers.shape, layers.fc_states)
     unreached = plan_unreached(snapshot, arch.draft_class, keys.parameters, class_flags(sheet, snapshot, arch.draft_class))
@@ -73,8 +75,11 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion | Snapshot, target: Target
     sharing = plan_embeddings(sheet, snapshot, measured)
     producer = plan_producer(sheet, snapshot, keys.params)
     runtime, runtime_filed = plan_runtime(sheet, snapshot, layers.fc_states)
-    plan = LoadPlan(
-        snapshot.target, arch.draft_class,
+    # in the order the areas were always filed: the findings of one contract keep their order
+    filed = (arch.filed + layers.filed + keys.filed + unreached + fc_shape.filed + mlp + mla_rope + geometry.filed
+             + vocab.filed + aux.filed + fc.filed + norms.filed + sharing.filed + producer.filed + runtime_filed)
+    return LoadPlan(
+        snapshot.target, arch.draft_class, snapshot.label,
         parameters=keys.parameters, built=keys.built, shapes=keys.shapes,
         dropped={**keys.dropped, **geometry.cut}, uninitialised=keys.uninitialised,
         draft_to_target=vocab.draft_to_target, map_reading=vocab.map_reading,
@@ -83,16 +88,12 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion | Snapshot, target: Target
         measured=measured, draft_rope=producer.draft_rope, rope_edit=producer.rope_edit, runtime=runtime,
         assumptions={area: words for area, words in (("aux_layers", aux.aux.assumed), ("norms", norms.assumed))
                      if words},
-    )
-    # in the order the areas were always filed: the findings of one contract keep their order
-    return _assembled(plan, arch.filed + layers.filed + keys.filed + unreached + fc_shape.filed + mlp + mla_rope + geometry.filed
-                      + vocab.filed + aux.filed + fc.filed + norms.filed + sharing.filed + producer.filed
-                      + runtime_filed, snapshot)
+        issues=_lifted(filed, snapshot), notes=filed.notes, unknown=dict(filed.unknown),  # the last unknown of an area wins
+    ).with_assumed(filed.assumed)
 
 
-def _assembled(plan: LoadPlan, filed: Filed, snapshot: Snapshot) -> LoadPlan:
-    """``plan`` with the areas' issues, notes and unknowns (the last unknown of an area wins)."""
+def _lifted(filed: Filed, snapshot: Snapshot) -> tuple[Issue, ...]:
+    """The areas' issues, each fix lifted to one upgrade where the snapshot knows one (the plan's notes and unknowns
+    are the areas' own; its assumed deviations go through :meth:`LoadPlan.with_assumed`)."""
     lifted = snapshot.one_upgrade([i.finding for i in filed.issues])
-    issues = tuple(dataclasses.replace(i, finding=f) for i, f in zip(filed.issues, lifted))
-    plan = dataclasses.replace(plan, issues=issues, notes=filed.notes, unknown=dict(filed.unknown))
-    return plan.with_assumed(filed.assumed)
+    return tuple(dataclasses.replace(i, finding=f) for i, f in zip(filed.issues, lifted))

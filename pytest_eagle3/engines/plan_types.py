@@ -214,6 +214,8 @@ class LoadPlan:
 
     engine: EngineVersion
     draft_class: str | None
+    #: The engine version as the verdicts name it (``vLLM 0.33.0``; read or learned), from its snapshot.
+    label: str
     parameters: Mapping[str, tuple[str, ...]] = field(default_factory=FrozenDict)
     #: Every parameter the engine's draft class builds (empty where the class is not simulated).
     built: tuple[str, ...] = ()
@@ -298,7 +300,7 @@ class LoadPlan:
 
     def describe(self) -> list[str]:
         """The plan in a few lines, for failure messages."""
-        lines = [f"load plan, {self.engine.label} ({self.draft_class or 'no draft class'}): {self.outcome}"]
+        lines = [f"load plan, {self.label} ({self.draft_class or 'no draft class'}): {self.outcome}"]
         loaded = sum(len(v) for v in self.parameters.values())
         lines.append(f"  tensors -> parameters: {loaded} loaded into {plural(len(self.parameters), 'parameter')}; "
                      f"dropped {len(self.dropped)}; uninitialised {len(self.uninitialised)}")

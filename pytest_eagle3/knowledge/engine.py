@@ -279,7 +279,3 @@ class Engine:
         if not uses:
             return text + ": the engine tests run with it"
         return text + ": " + "; ".join(uses) + (" (default for those: this interpreter)" if self.serves_live else "")
-
-    def release_text(self, version: object) -> str:
-        """A release as the engine writes it: ``0.5.23``, or llama.cpp's ``b11312``."""
-        return f"{self.release_prefix}{version}"

@@ -3,7 +3,7 @@ one version (:class:`EngineVersion`, whose :attr:`~EngineVersion.kind` is its re
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from packaging.version import Version
@@ -44,16 +44,20 @@ class EngineVersion:
     #: Launch settings that change the plan, as (setting, value) (knowledge.launch_settings): e.g. TensorRT-LLM's
     #: ``speculative_config.eagle3_layers_to_capture``; empty: the engine's defaults.
     launch: tuple[tuple[str, str], ...] = ()
+    #: The version as typed on the command line, ``vllm==0.33.0`` (launch settings left out).
+    spec: str = field(init=False, compare=False, repr=False)
+    #: The pytest id part, ``vllm-0.33.0``.
+    test_id: str = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        release = release_text(self.engine, self.version)
+        object.__setattr__(self, "spec", f"{self.engine}=={release}")
+        object.__setattr__(self, "test_id", f"{self.engine}-{release}")
 
     @cached_property
     def kind(self) -> Engine:
         """The registered engine (its name is :attr:`engine`): what the areas and commands ask."""
         return engine_named(self.engine)
-
-    @cached_property
-    def spec(self) -> str:
-        """The version as typed on the command line, ``vllm==0.33.0``."""
-        return f"{self.engine}=={release_text(self.engine, self.version)}"
 
     @property
     def label(self) -> str:
@@ -77,18 +81,14 @@ class EngineVersion:
         return (f"{self.spec} is newer than every {DISPLAY[self.engine]} release read (newest "
                 f"{release_text(self.engine, newest)}): not judged; read it first: {learn_command(self.spec)}")
 
-    @cached_property
-    def test_id(self) -> str:
-        """The pytest id part, ``vllm-0.33.0``."""
-        return f"{self.engine}-{release_text(self.engine, self.version)}"
-
     def __str__(self) -> str:
         return self.spec
 
 
 def release_text(engine: str, version: Version | str) -> str:
     """A release as its engine writes it: ``0.5.23``, or llama.cpp's ``b11312``."""
-    return BY_NAME[engine].release_text(version) if engine in BY_NAME else str(version)
+    kind = BY_NAME.get(engine)
+    return f"{kind.release_prefix}{version}" if kind is not None else str(version)
 
 
 def newest(engine: str) -> EngineVersion:

@@ -47,6 +47,7 @@ from pytest_eagle3.knowledge.reach import CRASH, EMBEDDINGS, INDEX_ERROR, RANGE_
 from pytest_eagle3.knowledge.releases import DISPLAY, RELEASES, SGLANG, VLLM, EngineVersion, newest, release_text
 from pytest_eagle3.knowledge.runtime import (
     EQUAL_PAGE,
+    KV_TABLE,
     OK,
     REFUSED,
     SEPARATE_POOL,
@@ -54,7 +55,6 @@ from pytest_eagle3.knowledge.runtime import (
     UNIFORM_TYPE_ELSE_PADDED,
     UNKNOWN,
     KvRule,
-    kv_rule,
 )
 from pytest_eagle3.knowledge.speculators import PEAGLE, PEAGLE_ERRORS, is_peagle, peagle_rule, speculators_copies
 from pytest_eagle3.knowledge.table import Row, Table
@@ -290,14 +290,21 @@ def newest_snapshot(engine: str) -> Snapshot:
     return snapshot_of(newest(engine))
 
 
+def snapshot_at(engine: str, release: str) -> Snapshot:
+    """The snapshot of ``engine`` at ``release`` (its default launch): another engine version a plan reads, such as
+    the release a producer's capture route was pinned to."""
+    return snapshot_of(EngineVersion(engine, Version(release)))
+
+
 @cache
 def snapshot_of(target: EngineVersion) -> Snapshot:
     """The snapshot of one engine version (read once per process)."""
+    label = target.label  # read or learned: the learned store as it is now
     behaviours, rows = behaviours_at(target)
     runner = VLLM_MODE.find(target.engine, target.version)
     return Snapshot(
-        target=target, behaviours=behaviours, rows=rows, kind=target.kind, label=target.label, spec=target.spec,
-        kv=kv_rule(target.engine, target.version), peagle=peagle_rule(target.engine, target.version), other_runner=runner,
+        target=target, behaviours=behaviours, rows=rows, kind=target.kind, label=label, spec=target.spec,
+        kv=KV_TABLE.at(target), peagle=peagle_rule(target.engine, target.version), other_runner=runner,
         launched_layers=captured_layers(target.launch),
         speculators_copies=speculators_copies(target.engine, target.version),
     )

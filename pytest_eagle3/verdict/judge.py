@@ -160,10 +160,10 @@ def undecided(first: LoadPlan, area: str, plans: dict[Reading, LoadPlan], ckpt: 
     for reading, plan in plans.items():
         found = plan.issues_for(area) or ([plan.unknown[area]] if area in plan.unknown else [])
         said = f": {found[0].summary}" if found else ""
-        per_reading.append(f"under {reading.label} {first.engine.label} {verdict(plan, area)}{said}")
+        per_reading.append(f"under {reading.label} {first.label} {verdict(plan, area)}{said}")
     return Finding(
         UNDECIDED,
-        f"{first.engine.label}: the verdict depends on how the checkpoint is read "
+        f"{first.label}: the verdict depends on how the checkpoint is read "
         f"({' / '.join(r.label for r in readings)}), which no evidence here decides",
         (Evidence("readings", ", ".join(f"{r.label}: {verdict(p, area)}" for r, p in plans.items()),
                   "the same verdict under every reading"),),

@@ -52,10 +52,10 @@ class Pipeline:
         self._passes: TargetPasses | None = None
         self._targets: dict[str, TargetModel] = {}
         self._predictors: dict[tuple[str, str | None, str | None], DraftPredictor | str] = {}
-        self._verdicts: dict[tuple[str, str, TargetSide], Verdict] = {}
-        #: Each row's judgement, keyed by checkpoint, engine spec (None: the ``any`` row) and target side: filled
-        #: by :func:`pytest_eagle3.verdict.rows.judgement`, the one place a judgement is made.
-        self.judgements: dict[tuple[str, str | None, TargetSide], Judgement] = {}
+        self._verdicts: dict[tuple[str, EngineVersion, TargetSide], Verdict] = {}
+        #: Each row's judgement, keyed by checkpoint, engine version (its launch settings too; None: the ``any`` row)
+        #: and target side: filled by :func:`pytest_eagle3.verdict.rows.judgement`, the one place a judgement is made.
+        self.judgements: dict[tuple[str, EngineVersion | None, TargetSide], Judgement] = {}
         self._health: dict[str, list[TensorHealth]] = {}
         self._references: dict[tuple[str, TargetSide], ReferenceResult | Finding | str] = {}
         self._named: dict[str, NamedTarget | None] = {}
@@ -207,7 +207,7 @@ class Pipeline:
     def verdict(self, ckpt: Checkpoint, engine: EngineVersion, side: TargetSide = TargetSide()) -> Verdict:
         """Every step: measure, judge, settle, predict (cached per checkpoint, engine and target side)."""
         side = self.side_for(ckpt, side)
-        key = (str(ckpt.path), engine.spec, side)
+        key = (str(ckpt.path), engine, side)
         if key not in self._verdicts:
             with progress.step(f"predicting {engine.label}"):  # the long part: the target run, the readings
                 self._verdicts[key] = self._verdict(ckpt, engine, side)

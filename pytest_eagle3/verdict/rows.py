@@ -40,7 +40,7 @@ def judgement(pipeline: Pipeline, ckpt: Checkpoint, engine: EngineVersion | None
     engine), computed once per run (``Pipeline.judgements``): what the contract tests assert and every command
     renders."""
     side = pipeline.side_for(ckpt, side)
-    key = (str(ckpt.path), engine.spec if engine is not None else None, side)
+    key = (str(ckpt.path), engine, side)
     if key not in pipeline.judgements:
         pipeline.judgements[key] = (judge_checkpoint(pipeline, ckpt, side) if engine is None
                                     else judge_engine(pipeline, ckpt, engine, side))
@@ -77,7 +77,7 @@ def judge_engine(pipeline: Pipeline, ckpt: Checkpoint, engine: EngineVersion, si
     from pytest_eagle3.verdict.resting import not_carried
 
     rows = engine_contracts(Judged(verdict, ckpt, side, pipeline.settings.min_acceptance, pipeline.settings.max_loss,
-                                   engine.label, not_carried(engine)))
+                                   verdict.plan.label, not_carried(engine)))
     outcomes = tuple(assess(cid, subject, run, unknown_fails=fails, measured_required=measured, plan=verdict.plan)
                      for cid, run in rows)
     if pipeline.at_floor(ckpt, side):  # the target comes first: no draft-side fix before it is the draft's

@@ -196,7 +196,7 @@ def prove_plan_fixes(plan: LoadPlan, area: str, predictor: DraftPredictor, ckpt:
         proof = prove_aux_fix(predictor, ckpt, target, plan.engine, engines, value, convention, measured)
     else:
         proof = prove_edits(predictor, ckpt, target, plan.engine, engines, [dict(value)], convention, measured)
-    text = proven_fix_text(proof, plan.engine.label)
+    text = proven_fix_text(proof, plan.label)
     if text is None:
         text = unproven_fix_text(proof, predictor.training.acceptance.mean_acceptance_length)
     elif plan.engine.kind.converts_checkpoint:  # a config edit reaches llama.cpp through its converter
@@ -217,7 +217,7 @@ def drop_harmless_uninitialised(plan: LoadPlan, predictor: DraftPredictor, max_l
     cost = next((d.cost for d in prediction.deviations if d.field == "uninitialised"), None)
     if prediction.acceptance is None or cost is None or cost > max_loss:
         return plan
-    harmless = f"{', '.join(plan.uninitialised)} left at {plan.engine.label}'s init: simulated cost {cost:.2f} (measured)"
+    harmless = f"{', '.join(plan.uninitialised)} left at {plan.label}'s init: simulated cost {cost:.2f} (measured)"
     return dataclasses.replace(plan, issues=tuple(i for i in plan.issues if i not in keys), harmless=harmless)
 
 
