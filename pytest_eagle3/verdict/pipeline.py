@@ -22,25 +22,38 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+import torch
 
 from pytest_eagle3 import progress
-from pytest_eagle3.findings import MEASURED
+from pytest_eagle3.checkpoint import Checkpoint, TargetModel
+from pytest_eagle3.checkpoint.hub import NOT_DOWNLOADED
+from pytest_eagle3.checkpoint.named_target import NamedTarget, named_target
+from pytest_eagle3.engines.plan_types import LoadPlan, Measured
+from pytest_eagle3.findings import MEASURED, Evidence, Finding
+from pytest_eagle3.knowledge.releases import EngineVersion
+from pytest_eagle3.knowledge.selection import parse_selection
+from pytest_eagle3.reference.acceptance import ReferenceInputError
 from pytest_eagle3.reference.defaults import DEFAULT_NEW_TOKENS, DEFAULT_STEPS
+from pytest_eagle3.reference.draft_setting import DraftSetting
+from pytest_eagle3.reference.predict import DraftPredictor, Prediction, PredictionSession, PredictionUnavailable
+from pytest_eagle3.reference.readings import ReferenceResult, ReferenceUnavailable, measure_reference
+from pytest_eagle3.reference.targets.passes import TargetPasses
+from pytest_eagle3.rules.shapes import target_findings
+from pytest_eagle3.rules.weights import TensorHealth, scan_weights
+from pytest_eagle3.verdict.assess import (
+    NEEDS_TARGET,
+    NotRun,
+    WeightsMissing,
+    require_config,
+    require_tensors,
+    require_weights,
+)
+from pytest_eagle3.verdict.judge import judged_plan, plausible_readings
+from pytest_eagle3.verdict.judgement import Judgement
 from pytest_eagle3.verdict.records import TargetSide, Verdict
 from pytest_eagle3.verdict.settings import RunSettings
-
-if TYPE_CHECKING:
-    from pytest_eagle3.checkpoint import Checkpoint, TargetModel
-    from pytest_eagle3.checkpoint.named_target import NamedTarget
-    from pytest_eagle3.engines.plan_types import LoadPlan, Measured
-    from pytest_eagle3.findings import Finding
-    from pytest_eagle3.knowledge.releases import EngineVersion
-    from pytest_eagle3.reference.predict import DraftPredictor, Prediction, PredictionSession
-    from pytest_eagle3.reference.readings import ReferenceResult
-    from pytest_eagle3.reference.targets.passes import TargetPasses
-    from pytest_eagle3.rules.weights import TensorHealth
-    from pytest_eagle3.verdict.judgement import Judgement
+from pytest_eagle3.verdict.settle import price_recorded, settle
 
 
 class Pipeline:
@@ -76,8 +89,6 @@ class Pipeline:
     # -- the target side ---------------------------------------------------------------------------
     def target_model(self, path: str) -> TargetModel:
         """The target at ``path`` as opened (once per run; ``problem`` set when it cannot be read)."""
-        from pytest_eagle3.checkpoint import TargetModel
-
         if path not in self._targets:
             self._targets[path] = TargetModel.open(path)
         return self._targets[path]
@@ -93,8 +104,6 @@ class Pipeline:
     def passes(self) -> TargetPasses:
         """The run's target passes: the target run once per prompts, for the longest length any consumer
         needs (``continuation + k``), shared by the reference measurement and every predictor."""
-        from pytest_eagle3.reference.targets.passes import TargetPasses
-
         if self._passes is None:
             session, s = self._session, self.settings
             if session is None:
@@ -109,8 +118,6 @@ class Pipeline:
         """Why the target is another model than the draft's (target.consistent's ``target-mismatch``: vocab or hidden
         size), "" when it is the draft's or none usable was given. Aux ids out of range are not a mismatch: they
         fail target.consistent, and the engine contracts say what each engine's boundary rule makes of them."""
-        from pytest_eagle3.rules.shapes import target_findings
-
         model = self.target(side)
         if model is None or ckpt.config_raw is None:
             return ""
@@ -135,8 +142,6 @@ class Pipeline:
 
     def session(self, hidden_states: str | None = None) -> PredictionSession:
         """The prediction session: one target run shared by every engine and checkpoint."""
-        from pytest_eagle3.reference.predict import PredictionSession
-
         if self._session is None:
             s = self.settings
             self._session = PredictionSession(s.device, s.steps, s.continuation, s.prompts,
@@ -155,12 +160,8 @@ class Pipeline:
         return self._predictors[key]
 
     def _build_predictor(self, ckpt: Checkpoint, side: TargetSide, convention: str | None) -> DraftPredictor | str:
-        from pytest_eagle3.verdict.assess import WeightsMissing
-
         model = self.target(side)
         if model is not None and not ckpt.weights_local:
-            from pytest_eagle3.checkpoint.hub import NOT_DOWNLOADED
-
             return WeightsMissing(NOT_DOWNLOADED)
         if model is not None and side.hidden_states is None and model.on_hub and model.no_weights:
             return WeightsMissing(f"not run: {model.no_weights}")
@@ -172,9 +173,6 @@ class Pipeline:
             return WeightsMissing(needs)
         if importlib.util.find_spec("transformers") is None:
             return "needs transformers (pip install 'pytest-eagle3[target]')"
-        from pytest_eagle3.reference.acceptance import ReferenceInputError
-        from pytest_eagle3.reference.predict import PredictionUnavailable
-
         try:
             where = str(model.weights_dir) if side.hidden_states is None else model.path
             return self.session(side.hidden_states).predictor(ckpt, where, convention)
@@ -184,8 +182,6 @@ class Pipeline:
     # -- the steps ---------------------------------------------------------------------------------
     def measure(self, ckpt: Checkpoint, side: TargetSide) -> Measured | None:
         """Step 1: the training layers (and embedding) when the reference measurement settles them."""
-        from pytest_eagle3.engines.plan_types import Measured
-
         predictor = self.predictor(ckpt, side)
         if isinstance(predictor, str) or predictor.training.basis != MEASURED or self.at_floor(ckpt, side):
             return None
@@ -199,8 +195,6 @@ class Pipeline:
         """Step 2: the load plan under every plausible reading, joined area by area (no simulation).
 
         ``convention`` defaults to ``--eagle3-aux-convention`` (``use_option``)."""
-        from pytest_eagle3.verdict.judge import judged_plan
-
         given = convention if convention is not None or not use_option else self.settings.aux_convention
         return judged_plan(ckpt, engine, self.target(side), given, measured)
 
@@ -215,8 +209,6 @@ class Pipeline:
 
     def named_target(self, ckpt: Checkpoint) -> NamedTarget | None:
         """The target the draft's config names (``checkpoint.named_target``), resolved once; None when none."""
-        from pytest_eagle3.checkpoint.named_target import named_target
-
         if ckpt.path not in self._named:
             self._named[ckpt.path] = named_target(ckpt.config_raw, ckpt.root)
         return self._named[ckpt.path]
@@ -232,9 +224,6 @@ class Pipeline:
     def weight_health(self, ckpt: Checkpoint) -> list[TensorHealth]:
         """One chunked scan of every floating-point tensor, shared by the weight contracts (raises
         ``assess.NotRun`` when the files are damaged or the weights stayed on the Hub)."""
-        from pytest_eagle3.rules.weights import scan_weights
-        from pytest_eagle3.verdict.assess import require_tensors, require_weights
-
         require_tensors(ckpt)
         require_weights(ckpt)
         if str(ckpt.path) not in self._health:
@@ -250,14 +239,9 @@ class Pipeline:
         return self._references[key]
 
     def _reference(self, ckpt: Checkpoint, side: TargetSide) -> ReferenceResult | Finding | str:
-        from pytest_eagle3.findings import Evidence, Finding
-
         why = self.reference_inputs(ckpt, side)
         if why is not None or side.path is None:
             return why or ""
-        from pytest_eagle3.reference.acceptance import ReferenceInputError
-        from pytest_eagle3.reference.readings import ReferenceUnavailable, measure_reference
-
         s, model = self.settings, self.target_model(side.path)
         try:
             where = str(model.weights_dir) if side.hidden_states is None else model.path
@@ -274,15 +258,6 @@ class Pipeline:
     def reference_inputs(self, ckpt: Checkpoint, side: TargetSide) -> str | None:
         """Why the reference cannot run on this checkpoint and target (None when it can), checked in the order
         ``reference.acceptance`` reports them: the target, the files, the config, a mismatch, the weights."""
-        from pytest_eagle3.verdict.assess import (
-            NEEDS_TARGET,
-            NotRun,
-            WeightsMissing,
-            require_config,
-            require_tensors,
-            require_weights,
-        )
-
         if side.path is None:
             return NEEDS_TARGET
         try:
@@ -309,8 +284,6 @@ class Pipeline:
         return None
 
     def _verdict(self, ckpt: Checkpoint, engine: EngineVersion, side: TargetSide) -> Verdict:
-        from pytest_eagle3.verdict.settle import price_recorded, settle
-
         s = self.settings
         mismatch = self.mismatch(ckpt, side)
         if mismatch:  # judged as if no target were given; what the target would change is not run
@@ -335,9 +308,6 @@ class Pipeline:
                      predictor: DraftPredictor) -> dict[str, Prediction]:
         """Step 4: the prediction, and under each plausible aux-id convention when neither the option nor the
         measurement decides it (``verdict.judge``)."""
-        from pytest_eagle3.reference.predict import PredictionUnavailable
-        from pytest_eagle3.verdict.judge import plausible_readings
-
         prediction = predictor.predict(plan)
         only = {prediction.training.source.split(":")[0]: prediction}
         conventions = list(dict.fromkeys(r.convention for r in plausible_readings(ckpt, self.settings.aux_convention)
@@ -389,14 +359,6 @@ def predict_acceptance(checkpoint: str | Path | Checkpoint, target: str | Path, 
     run the draft on this target; a plan the engine refuses gives a Prediction with ``acceptance=None``.
     ``topk`` > 1 (with ``draft_tokens``): SGLang's tree, for an engine that drafts one (a new session's setting).
     """
-    import torch
-
-    from pytest_eagle3.checkpoint import Checkpoint
-    from pytest_eagle3.knowledge.releases import EngineVersion
-    from pytest_eagle3.knowledge.selection import parse_selection
-    from pytest_eagle3.reference.draft_setting import DraftSetting
-    from pytest_eagle3.reference.predict import PredictionSession
-
     ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else Checkpoint.open(str(checkpoint))
     version = engine if isinstance(engine, EngineVersion) else parse_selection(str(engine))[0]
     session = session or PredictionSession(device, steps, continuation, prompts,
