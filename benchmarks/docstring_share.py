@@ -1,9 +1,9 @@
 """The share of public names in ``pytest_eagle3/`` without a docstring.
 
 A public name is a module-level function or class, or a method of a public class, whose name has no leading
-underscore (dunder methods aside); the generated scans, the scanners and the engine knowledge modules are data
-and are left out. ``python benchmarks/docstring_share.py`` prints the share and each name without one;
-``tests/test_docstrings.py`` holds the share at zero.
+underscore (dunder methods aside); the generated scans are data and are left out.
+``python benchmarks/docstring_share.py`` prints the share and each name without one; ``tests/test_docstrings.py``
+holds the share at zero.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pytest_eagle3"
-#: Folders of data, not API: the generated scans, the scanners and each engine's knowledge module.
-LEFT_OUT = ("knowledge/generated", "scanners", "knowledge/engines")
+#: Folders of data, not API: the generated scans.
+LEFT_OUT = ("knowledge/generated",)
 
 
 def modules(package: Path = PACKAGE) -> Iterator[Path]:

@@ -1,6 +1,5 @@
 """Every public name of the package says what it is: ``benchmarks/docstring_share.py`` measures the share of public
-functions, classes and methods without a docstring (the generated scans, the scanners and the engine knowledge
-modules aside), and it stays at zero."""
+functions, classes and methods without a docstring (the generated scans aside), and it stays at zero."""
 
 from __future__ import annotations
 
@@ -30,8 +29,8 @@ def test_every_public_name_has_a_docstring() -> None:
 def test_the_measure_finds_a_missing_docstring_and_skips_private_names(tmp_path: Path) -> None:
     measure = _measure()
     package = tmp_path / "pytest_eagle3"
-    (package / "scanners").mkdir(parents=True)
-    (package / "scanners" / "scan.py").write_text("def read():\n    pass\n")  # data, left out
+    (package / "knowledge" / "generated").mkdir(parents=True)
+    (package / "knowledge" / "generated" / "scan.py").write_text("def read():\n    pass\n")  # data, left out
     (package / "api.py").write_text('''
 def said():
     """Said."""

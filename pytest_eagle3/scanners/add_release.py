@@ -176,6 +176,8 @@ def add(source: Source, *, write: bool) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Add the release named ``ENGINE==VERSION`` on the command line to the generated tables and print the lines to
+    review (``--dry-run``: write nothing)."""
     parser = argparse.ArgumentParser(prog="python -m pytest_eagle3.scanners.add_release",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("spec", metavar="ENGINE==VERSION")

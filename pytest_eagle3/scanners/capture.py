@@ -95,6 +95,8 @@ class Release:
         return None
 
     def base_refs(self, ref: ClassRef) -> Iterator[ClassRef]:
+        """The class's bases resolved from its module (a ``module.Class`` base by its class name alone); a base not
+        found is left out."""
         module, node = ref
         for base in node.bases:
             while isinstance(base, ast.Subscript):
@@ -109,6 +111,7 @@ class Release:
                 yield found
 
     def by_name(self, name: str) -> ClassRef | None:
+        """The first class named ``name`` in any module of the release, or None."""
         for module in self.modules.values():
             if name in module.classes:
                 return module.name, module.classes[name]
@@ -134,6 +137,7 @@ class Release:
         return out
 
     def method(self, ref: ClassRef, name: str) -> tuple[ClassRef, ast.FunctionDef] | None:
+        """The first method ``name`` along the class's MRO, with the class that defines it; None where none does."""
         for r in self.mro(ref):
             for node in r[1].body:
                 if isinstance(node, ast.FunctionDef) and node.name == name:
@@ -194,6 +198,7 @@ class Release:
     registry: dict[str, tuple[str, str]] = {}
 
     def registered(self, arch: str) -> ClassRef | None:
+        """The class the registry maps ``arch`` to, resolved; None where it is not registered or not resolved."""
         entry = self.registry.get(arch)
         return self.resolve(*entry) if entry else None
 
@@ -227,6 +232,7 @@ class Scanner:
         self.memo: dict[int, bool] = {}
 
     def captures(self, ref: ClassRef, depth: int = 0) -> bool:
+        """Whether the class captures (kept per class; a class reached again while it is being judged does not)."""
         key = id(ref[1])
         if key not in self.memo:
             self.memo[key] = False  # a cycle does not capture
@@ -528,6 +534,8 @@ def render(found: dict[str, tuple[list[str], Runs, set[str], Runs, Notes]], unav
 
 
 def main(argv: list[str]) -> int:
+    """Scan the ``--vllm`` / ``--sglang`` / ``--tokenspeed`` release roots and write the capture table to ``--out``
+    (``--unavailable``: the releases with no archive to read)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--vllm", nargs="*", type=Path, default=[])

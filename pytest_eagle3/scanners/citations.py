@@ -141,6 +141,8 @@ def parse_root(text: str) -> tuple[str, Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Check every cite of ENGINE's hand rows in the given release trees and print each failure (exit 1 if any;
+    ``--record``: write their fingerprints too)."""
     parser = argparse.ArgumentParser(prog="python -m pytest_eagle3.scanners.citations", description=__doc__.split(
         "\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("engine", choices=ENGINES)

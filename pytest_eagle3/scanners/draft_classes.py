@@ -194,6 +194,7 @@ class ClassScan:
 
 
 def scan_class(release: DraftRelease, ref: ClassRef) -> ClassScan:
+    """What one draft class does in one release (the behaviours the module docstring lists), as a :class:`ClassScan`."""
     engine = release.engine
     graphs = Graphs(release)
     reach = Reach(graphs)
@@ -348,6 +349,7 @@ def registry(release: DraftRelease) -> dict[str, ClassRef]:
 
 # ---------------------------------------------------------------- runs over releases
 def scan_release(engine: str, root: Path) -> tuple[dict[str, str], dict[str, ClassScan]]:
+    """(architecture -> its draft class's name, class name -> its :class:`ClassScan`) in one release."""
     release = DraftRelease(engine, root)
     archs = registry(release)
     classes: dict[str, ClassScan] = {}
@@ -368,6 +370,8 @@ def _extend(runs: list[Run], version: str, previous: str | None, value: Any, whe
 
 def scan_engine(engine: str, roots: list[Path]) -> tuple[list[str], dict[str, list[Run]],
                                                         dict[str, dict[str, list[Run]]]]:
+    """(releases read, architecture -> runs of its class, class -> behaviour -> runs of its value) over one engine's
+    release roots, oldest first."""
     releases = known_roots(engine, roots) if engine in ("vllm", "sglang") else sorted(
         ((Version(r.name.rsplit("-", 1)[-1]), r) for r in roots), key=lambda x: x[0])
     registered: dict[str, list[Run]] = {}
@@ -416,6 +420,7 @@ def _repr(value: Any) -> str:
 
 
 def render(found: dict[str, tuple[list[str], dict[str, list[Run]], dict[str, dict[str, list[Run]]]]]) -> str:
+    """The generated ``draft_class_table.py`` from each engine's :func:`scan_engine`."""
     counts = "; ".join(f"{e}: {len(r)} releases, {r[0]} to {r[-1]}" for e, (r, _, _) in found.items() if r)
     out = [HEADER.format(counts=counts)]
     for engine, (releases, registered, classes) in found.items():
@@ -439,6 +444,8 @@ def render(found: dict[str, tuple[list[str], dict[str, list[Run]], dict[str, dic
 
 
 def main(argv: list[str]) -> int:
+    """Scan the release roots given per engine (``--vllm ROOT...``, one option per engine) and write the draft-class
+    table to ``--out``."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--out", type=Path, required=True)
     for engine in MODELS:

@@ -27,6 +27,9 @@ class Built:
 
 @dataclass
 class ClassGraph:
+    """What one class's ``__init__`` builds: each ``self`` attribute's builds, the config fields they are set from or
+    gated by, and the fields tested around a raise."""
+
     ref: ClassRef
     attrs: dict[str, list[Built]] = field(default_factory=dict)
     #: field -> attributes set from it (their value reads the field) / gated by it (built under an if reading it)
@@ -46,6 +49,8 @@ class Graphs:
         self.defaults: dict[str, str] = {}
 
     def of(self, ref: ClassRef, seed: tuple[tuple[str, frozenset[str]], ...] = ()) -> ClassGraph:
+        """``ref``'s :class:`ClassGraph`, read once (``seed``, on that first read: the config fields each ``__init__``
+        parameter is given)."""
         key = id(ref[1])
         if key not in self.cache:
             graph = ClassGraph(ref)
@@ -56,6 +61,7 @@ class Graphs:
         return self.cache[key]
 
     def built_graph(self, built: Built) -> ClassGraph:
+        """The :class:`ClassGraph` of the class a ``class`` build makes, seeded with the fields its call passes."""
         return self.of(built.target, built.seed)
 
     def _seed(self, ref: ClassRef, call: ast.Call, local: dict[str, set[str]],

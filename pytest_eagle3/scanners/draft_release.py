@@ -47,6 +47,8 @@ class DraftRelease(Release):
         return _Lazy(self)
 
     def by_name(self, name: str) -> ClassRef | None:
+        """The first class named ``name`` in any module of the release (each module parsed as the search reaches it), or
+        None."""
         for module in list(self.paths):
             found = self.modules.get(module)
             if found is not None and name in found.classes:
@@ -158,5 +160,6 @@ def _callee(call: ast.Call) -> ast.expr:
 
 
 def name_of(node: ast.expr) -> str:
+    """The last name of ``a.b.name`` / ``name``; "" for any other expression."""
     return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
 

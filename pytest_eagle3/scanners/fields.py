@@ -190,6 +190,8 @@ class Base:
     prefix: str = ""
 
     def sub(self, name: str) -> Base:
+        """The config of this one's sub-config ``name``: this one itself for a text part (:data:`PASSTHROUGH`), else
+        the same role with ``name.`` added to the prefix."""
         return self if name in PASSTHROUGH else Base(self.role, f"{self.prefix}{name}.")
 
 
@@ -460,6 +462,7 @@ def scan_engine(engine: str, roots: list[Path], where_per_field: int = 3) -> dic
 
 
 def merge(parts: list[dict[str, dict[str, object]]]) -> dict[str, dict[str, object]]:
+    """The engines' scans (:func:`scan_engine` output) as one: their releases and field records side by side."""
     out: dict[str, dict[str, object]] = {"releases": {}, "fields": {}}
     for part in parts:
         for key in out:
@@ -468,6 +471,8 @@ def merge(parts: list[dict[str, dict[str, object]]]) -> dict[str, dict[str, obje
 
 
 def main(argv: list[str]) -> int:
+    """Scan the release roots of the engine named first and print the JSON (``--merge FILE...``: print the files' scans
+    merged); 2 on a usage error."""
     if len(argv) < 2 or (argv[0] not in SCOPES and argv[0] != "--merge"):
         print(__doc__, file=sys.stderr)
         return 2

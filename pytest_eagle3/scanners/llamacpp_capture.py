@@ -199,6 +199,7 @@ from __future__ import annotations
 
 
 def render(builds: list[str], runs: dict[str, list[tuple[str, str, str, str]]]) -> str:
+    """The generated ``llamacpp_capture_table.py`` from the builds read and each architecture's runs."""
     out = [HEADER.format(count=len(builds), first=builds[0], last=builds[-1])]
     out.append(f"LLAMACPP_BUILDS: tuple[str, ...] = ({', '.join(repr(b) for b in builds)},)")
     out.append("LLAMACPP_CAPTURE: dict[str, tuple[tuple[str, str, str, str], ...]] = {")
@@ -210,6 +211,8 @@ def render(builds: list[str], runs: dict[str, list[tuple[str, str, str, str]]]) 
 
 
 def main(argv: list[str]) -> int:
+    """Scan each llama-cpp-python sdist tree given, by the build it vendors (``knowledge/llamacpp_builds.py``; a tree of
+    no known build is skipped), and write the capture table to ``--out``."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from pytest_eagle3.knowledge.llamacpp_builds import vendored_build
 

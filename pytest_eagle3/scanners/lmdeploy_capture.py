@@ -36,6 +36,9 @@ CAPTURES, REFUSED, SILENT = "captures", "refused", "silent-no-capture"
 
 @dataclass
 class Builder:
+    """One LMDeploy config builder: the architectures and model types its ``condition`` matches, and whether under
+    eagle3 its ``build`` sets the aux layers or refuses."""
+
     name: str
     archs: set[str] = field(default_factory=set)
     model_types: set[str] = field(default_factory=set)
@@ -244,6 +247,7 @@ from __future__ import annotations
 
 
 def render(releases: list[str], runs: dict[str, dict[str, list[tuple[str, str]]]], transformers: str) -> str:
+    """The generated ``lmdeploy_capture_table.py`` from :func:`spans`."""
     count = f"{len(releases)} releases, {releases[0]} to {releases[-1]}" if releases else "none"
     never = sorted(set(runs["registered"]) - set(runs[CAPTURES]))
     out = [HEADER.format(count=count, transformers=transformers),

@@ -154,6 +154,7 @@ from __future__ import annotations
 
 def render(releases: list[str], runs: dict[str, list[tuple[str, str]]], listed: dict[str, list[tuple[str, str]]],
            ambiguous: set[str], transformers: str, packages: dict[str, str]) -> str:
+    """The generated ``mlx_vlm_capture_table.py`` from :func:`spans`."""
     count = f"{len(releases)} releases, {releases[0]} to {releases[-1]}" if releases else "none"
     out = [HEADER.format(count=count, transformers=transformers, ambiguous=", ".join(sorted(ambiguous)) or "none"),
            f"\nMLX_VLM_RELEASES: tuple[str, ...] = {_tuple(releases)}",

@@ -49,6 +49,9 @@ INNER = ("model", "language_model", "llm", "transformer", "text_model")
 
 @dataclass(frozen=True)
 class Loop:
+    """One capture loop's reading: ``zero``, ``last``, ``index``, ``past`` and ``where``, as the module docstring
+    defines them."""
+
     zero: str
     last: bool
     index: str
@@ -58,6 +61,9 @@ class Loop:
 
 @dataclass
 class ClassInfo:
+    """One class of a model package: its base names, method names, the inner-model classes its ``__init__`` builds, and
+    its capture loop."""
+
     bases: list[str]
     methods: set[str]
     inner: list[str] = field(default_factory=list)
@@ -301,6 +307,8 @@ def module(sglang: dict[str, object], vllm: dict[str, object]) -> str:
 
 
 def main(argv: list[str]) -> int:
+    """Scan an engine's release roots and print the reach JSON (``--module SGLANG.json VLLM.json``: print the generated
+    ``reach_table.py`` from the two scans)."""
     if argv[0] == "--module":
         sglang, vllm = (json.loads(Path(a).read_text(encoding="utf-8")) for a in argv[1:3])
         sys.stdout.write(module(sglang, vllm))
