@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from packaging.version import Version
 
 from pytest_eagle3.findings import Finding
-from pytest_eagle3.knowledge import advice, capture, draft_class_rows, draft_classes, reach
+from pytest_eagle3.knowledge import advice, capture, draft_class_rows, draft_classes, reach, runtime
 from pytest_eagle3.knowledge.behaviours import TABLES, BehaviourName, Behaviours, Rule, behaviours_at, read_behaviour
 from pytest_eagle3.knowledge.capture import (
     ALLOWLIST,
@@ -47,7 +47,6 @@ from pytest_eagle3.knowledge.reach import CRASH, EMBEDDINGS, INDEX_ERROR, RANGE_
 from pytest_eagle3.knowledge.releases import DISPLAY, RELEASES, SGLANG, VLLM, EngineVersion, newest, release_text
 from pytest_eagle3.knowledge.runtime import (
     EQUAL_PAGE,
-    KV_TABLE,
     OK,
     REFUSED,
     SEPARATE_POOL,
@@ -304,7 +303,8 @@ def snapshot_of(target: EngineVersion) -> Snapshot:
     runner = VLLM_MODE.find(target.engine, target.version)
     return Snapshot(
         target=target, behaviours=behaviours, rows=rows, kind=target.kind, label=label, spec=target.spec,
-        kv=KV_TABLE.at(target), peagle=peagle_rule(target.engine, target.version), other_runner=runner,
+        kv=runtime.KV_TABLE.at(target),  # through its module, where a test swaps the table
+        peagle=peagle_rule(target.engine, target.version), other_runner=runner,
         launched_layers=captured_layers(target.launch),
         speculators_copies=speculators_copies(target.engine, target.version),
     )
