@@ -32,6 +32,13 @@ from pytest_eagle3.probes.cases import write_all
 from pytest_eagle3.probes.run import env_variable, find_engine_python, run_probes
 from pytest_eagle3.testing.synth import SynthSpec, write_checkpoint, write_target
 
+# One OpenMP thread per xdist worker and for every process it starts (a CLI run, a probe): `-n 2` puts two workers on
+# two cores, and each torch would take both. Oversubscribed, the fast tier took 7-9 minutes on 2 cores; with one
+# thread each, 4 min 41 s (docs/development.md). A serial run keeps torch's own default; OMP_NUM_THREADS, where set,
+# wins.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    torch.set_num_threads(int(os.environ.setdefault("OMP_NUM_THREADS", "1")))
+
 try:  # the same for transformers, and the reference module keeps its loaded targets across runs
     import transformers.models.llama.modeling_llama  # noqa: F401
     from transformers import AutoModelForCausalLM  # noqa: F401
