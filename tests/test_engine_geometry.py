@@ -22,6 +22,7 @@ from pytest_eagle3.engines.geometry import (
 )
 from pytest_eagle3.engines.runtime import OK, REFUSED, UNKNOWN, kv_verdict
 from pytest_eagle3.knowledge.engines import engine_named
+from pytest_eagle3.knowledge.releases import EngineVersion
 from pytest_eagle3.knowledge.runtime import KV_RULES, kv_rule
 
 LLAMA = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 2}
@@ -116,26 +117,26 @@ HYBRID_NOT = (LayerKv(FULL, 96), LayerKv(SLIDING, 96))
 ])
 def test_vllm_kv_boundaries(before: str, after: str, target: tuple[LayerKv, ...], expect_before: str,
                             expect_after: str) -> None:
-    assert kv_verdict(kv_rule("vllm", Version(before)), DRAFT, target).status == expect_before
-    assert kv_verdict(kv_rule("vllm", Version(after)), DRAFT, target).status == expect_after
+    assert kv_verdict(kv_rule(EngineVersion("vllm", Version(before))), DRAFT, target).status == expect_before
+    assert kv_verdict(kv_rule(EngineVersion("vllm", Version(after))), DRAFT, target).status == expect_after
 
 
 def test_equal_pages_work_in_every_version() -> None:
     for rule in KV_RULES:
-        assert kv_verdict(kv_rule(rule.engine, Version(rule.since)), DRAFT, SAME).status == OK
+        assert kv_verdict(kv_rule(EngineVersion(rule.engine, Version(rule.since))), DRAFT, SAME).status == OK
 
 
 def test_sglang_builds_a_separate_pool() -> None:
-    assert kv_verdict(kv_rule("sglang", Version("0.5.23")), DRAFT, HYBRID_NOT).status == OK
+    assert kv_verdict(kv_rule(EngineVersion("sglang", Version("0.5.23"))), DRAFT, HYBRID_NOT).status == OK
 
 
 def test_mla_target_that_cannot_divide_is_refused_even_when_padding_exists() -> None:
     target = (LayerKv(MLA, 576), LayerKv(SLIDING, 640))
-    assert kv_verdict(kv_rule("vllm", Version("0.32.0")), DRAFT, target).status == REFUSED
+    assert kv_verdict(kv_rule(EngineVersion("vllm", Version("0.32.0"))), DRAFT, target).status == REFUSED
 
 
 def test_refusal_says_what_the_engine_raises() -> None:
-    verdict = kv_verdict(kv_rule("vllm", Version("0.9.2")), DRAFT, WIDER)
+    verdict = kv_verdict(kv_rule(EngineVersion("vllm", Version("0.9.2"))), DRAFT, WIDER)
     assert "NotImplementedError" in verdict.message and "kv_cache_utils.py" in verdict.source
 
 
@@ -146,7 +147,7 @@ def test_target_layers_from_configs() -> None:
     assert target_layers({"layer_types": ["sliding_attention", "full_attention"]}, geometry) == (
         LayerKv(FULL, 64), LayerKv(SLIDING, 64))
     linear = target_layers({"layer_types": ["linear_attention", "full_attention"]}, geometry)
-    assert linear is not None and kv_verdict(kv_rule("vllm", Version("0.32.0")), DRAFT, linear).status == UNKNOWN
+    assert linear is not None and kv_verdict(kv_rule(EngineVersion("vllm", Version("0.32.0"))), DRAFT, linear).status == UNKNOWN
 
 
 def test_class_defaults_match_the_installed_transformers() -> None:

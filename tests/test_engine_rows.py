@@ -43,8 +43,8 @@ def test_the_rows_still_answer_as_before() -> None:
     """A few answers the moved rows give (the released sources' words, not re-derived from the rows)."""
     from packaging.version import Version
 
-    assert runtime.kv_rule("vllm", Version("0.12.0")).value == runtime.UNIFORM_TYPE_ELSE_DIVISIBLE
-    assert runtime.kv_rule("llamacpp", Version("9625")).value == runtime.SEPARATE_POOL
+    assert runtime.kv_rule(EngineVersion("vllm", Version("0.12.0"))).value == runtime.UNIFORM_TYPE_ELSE_DIVISIBLE
+    assert runtime.kv_rule(EngineVersion("llamacpp", Version("9625"))).value == runtime.SEPARATE_POOL
     assert draft_classes.ARCHITECTURE_READ.at(EngineVersion("vllm", Version("0.8.5"))).value is False
     assert draft_classes.ARCHITECTURE_READ.at(EngineVersion("trtllm", Version("1.2.1"))).value is False
     assert "PEagleDraftModel" not in draft_classes.accepted("vllm", Version("0.34.0"))

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from packaging.version import Version
-
 from pytest_eagle3.knowledge.engines import REGISTRY
 from pytest_eagle3.knowledge.releases import (
     EngineVersion,
@@ -46,6 +44,6 @@ KV_RULES: tuple[KvRule, ...] = KV_TABLE.rows
 DTYPE_SOURCE = {engine.name: engine.draft_dtype_source for engine in REGISTRY}
 
 
-def kv_rule(engine: str, version: Version) -> KvRule:
+def kv_rule(target: EngineVersion) -> KvRule:
     """The KV-cache grouping rule of one engine version."""
-    return KV_TABLE.at(EngineVersion(engine, version))
+    return KV_TABLE.at(target)

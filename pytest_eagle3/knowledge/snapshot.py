@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from packaging.version import Version
 
 from pytest_eagle3.findings import Finding
-from pytest_eagle3.knowledge import advice, capture, draft_class_rows, draft_classes, reach, runtime
+from pytest_eagle3.knowledge import advice, capture, draft_class_rows, draft_classes, reach
 from pytest_eagle3.knowledge.behaviours import TABLES, BehaviourName, Behaviours, Rule, behaviours_at, read_behaviour
 from pytest_eagle3.knowledge.capture import (
     ALLOWLIST,
@@ -54,6 +54,7 @@ from pytest_eagle3.knowledge.runtime import (
     UNIFORM_TYPE_ELSE_PADDED,
     UNKNOWN,
     KvRule,
+    kv_rule,
 )
 from pytest_eagle3.knowledge.speculators import PEAGLE, PEAGLE_ERRORS, is_peagle, peagle_rule, speculators_copies
 from pytest_eagle3.knowledge.table import Row, Table
@@ -303,7 +304,7 @@ def snapshot_of(target: EngineVersion) -> Snapshot:
     runner = VLLM_MODE.find(target.engine, target.version)
     return Snapshot(
         target=target, behaviours=behaviours, rows=rows, kind=target.kind, label=label, spec=target.spec,
-        kv=runtime.KV_TABLE.at(target),  # through its module, where a test swaps the table
+        kv=kv_rule(target),
         peagle=peagle_rule(target.engine, target.version), other_runner=runner,
         launched_layers=captured_layers(target.launch),
         speculators_copies=speculators_copies(target.engine, target.version),
