@@ -127,7 +127,7 @@ def test_tokenspeed_rows_live_in_its_module_only() -> None:
     assert engine.scan_of == "tokenspeed" and engine.scan_prefix == "TOKENSPEED"
     assert [k for k in draft_classes.CLASSES if k[0] == "tokenspeed"] == [(k.engine, k.name) for k in engine.draft_classes]
     assert draft_classes.ARCHITECTURE_READ.at(EngineVersion("tokenspeed", _v("0.1.1"))).value is True
-    assert runtime.kv_rule("tokenspeed", _v("0.1.1")).value == runtime.SEPARATE_POOL
+    assert runtime.kv_rule(EngineVersion("tokenspeed", _v("0.1.1"))).value == runtime.SEPARATE_POOL
     assert [r for r in confirmation.ROWS if r.engine == "tokenspeed"] == list(engine.confirmation)
     assert [e for e in capture_engines.ENTRIES if e.engine == "tokenspeed"] == list(engine.capture_rows)
 

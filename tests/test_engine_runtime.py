@@ -17,6 +17,7 @@ from packaging.version import Version
 from pytest_eagle3.engines.facts import LayerKv
 from pytest_eagle3.engines.geometry import Geometry
 from pytest_eagle3.engines.runtime import OK, kv_verdict
+from pytest_eagle3.knowledge.releases import EngineVersion
 from pytest_eagle3.knowledge.runtime import kv_rule
 from pytest_eagle3.probes import vllm_kv
 from pytest_eagle3.probes.run import env_variable, find_engine_python
@@ -61,6 +62,6 @@ def test_static_kv_verdict_matches_the_engine(name: str, engine_kv: dict[str, ob
     result = next(r for r in engine_kv["results"] if r["name"] == name)  # type: ignore[union-attr]
     target, (kv, head_dim) = JOBS[name]
     draft = Geometry(heads=kv, kv_heads=kv, head_dim=head_dim, hidden=kv * head_dim, sources={})
-    verdict = kv_verdict(kv_rule("vllm", version), draft, _layers(target))
+    verdict = kv_verdict(kv_rule(EngineVersion("vllm", version)), draft, _layers(target))
     engine_ok = result["outcome"] == "ok"
     assert (verdict.status == OK) == engine_ok, f"vLLM {version} {name}: engine {result}, plan {verdict}"
