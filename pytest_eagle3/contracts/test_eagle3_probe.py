@@ -66,6 +66,6 @@ class TestEagle3Probe:
         verdict = judge_probe(probe, engine, plan, reduced_vocab=reduced, python=installed.python)
         eagle3_result.probe(verdict)
         if verdict.status in (PROBE_ERROR, UNPLANNED) and not verdict.failed:
-            unknown(verdict.findings[0], settings(request.config).unknown_fails)
+            unknown(verdict.findings[0], settings(request.config).unknown_fails, eagle3_result)
         check(list(verdict.findings))
         eagle3_result.passed(verdict.message)

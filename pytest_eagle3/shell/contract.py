@@ -72,6 +72,10 @@ class Eagle3Result:
         """The one-line message the report shows for the passing contract."""
         self._update(message=message)
 
+    def failed_by(self, option: str) -> None:
+        """The option that makes this contract fail where it would skip (``--eagle3-unknown=fail``)."""
+        self._update(failed_by=option)
+
     def measured(self, name: str, value: Measured) -> None:
         """A measured value: in the report's ``properties`` and in JUnit XML under ``name`` (a sequence as a list)."""
         if isinstance(value, Sequence) and not isinstance(value, str):
@@ -104,6 +108,7 @@ class Eagle3Result:
         self._update(measured=(*self.record.measured, *outcome.measured), basis=outcome.basis,
                      reference=outcome.reference, prediction=outcome.prediction, load_outcome=outcome.load_outcome,
                      consequence_of=outcome.consequence_of, root_cause=outcome.root_cause, status=outcome.status,
+                     failed_by=outcome.failed_by,
                      findings=tuple(f.to_json() for f in outcome.findings) if outcome.status != "fail" else ())
 
 
@@ -167,12 +172,15 @@ def require_draft(ckpt: Checkpoint) -> None:
     _skip_unless(ready, ckpt)
 
 
-def unknown(finding: Finding, fail: bool) -> None:
-    """A case the profiles do not know: fail with the reason when ``fail`` (``--eagle3-unknown=fail``), else skip."""
+def unknown(finding: Finding, fail: bool, result: Eagle3Result | None = None) -> None:
+    """A case the profiles do not know: fail with the reason when ``fail`` (``--eagle3-unknown=fail``, said to
+    ``result``'s record), else skip."""
     from pytest_eagle3.findings import ContractViolation
-    from pytest_eagle3.verdict.assess import UNKNOWN_HINT
+    from pytest_eagle3.verdict.assess import UNKNOWN_FAIL_OPTION, UNKNOWN_HINT
 
     __tracebackhide__ = True
     if fail:
+        if result is not None:
+            result.failed_by(UNKNOWN_FAIL_OPTION)
         raise ContractViolation([finding])
     pytest.skip(f"{finding.summary} {UNKNOWN_HINT}")

@@ -58,7 +58,9 @@ class MarkedSkips:
             then = (f"--eagle3-require={marker} fails the run" if fails
                     else f"--eagle3-require={marker} makes this fail the run")
             reasons = sorted(self.skipped[marker].items(), key=lambda item: -item[1])
-            said = "; ".join(f"{reason} ({n})" if n > 1 else reason for reason, n in reasons[:SHOWN_REASONS])
+            # a count per reason only where there are several: one reason's count is the line's own
+            said = "; ".join(f"{reason} ({n})" if n > 1 and len(reasons) > 1 else reason
+                             for reason, n in reasons[:SHOWN_REASONS])
             more = f"; +{len(reasons) - SHOWN_REASONS} more reasons" if len(reasons) > SHOWN_REASONS else ""
             tests = "test" if count == 1 else "tests"
             out.append((f"eagle3: {count} {tests} marked {marker} did not run ({then}): {said}{more}", fails))

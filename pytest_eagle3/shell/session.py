@@ -203,7 +203,8 @@ class Eagle3Session:
         from pytest_eagle3.shell.repair_hint import repair_lines
         from pytest_eagle3.shell.verdicts import pipeline
 
-        under = [*self.collector.named_lines(), *cause_lines(self.collector), *partial_lines(self.collector),
+        under = [*self.collector.named_lines(), *cause_lines(self.collector),
+                 *partial_lines(self.collector, self.options.not_judged_fails),
                  *reference_lines(self.collector),
                  *probe_lines(self.collector),
                  *repair_lines(self.collector, pipeline(self.config), self.options.aux_convention,
@@ -221,6 +222,20 @@ class Eagle3Session:
                 terminalreporter.write_line(line)
         for line in self.summary_lines:
             terminalreporter.write_line(line, red=" NOT " in line)
+        self._say_gate(terminalreporter, width)
+
+    def _say_gate(self, terminalreporter: Any, width: int | None) -> None:
+        """The run's last lines before pytest's own: each option that failed rows, and the rows (``shell.gate``);
+        pytest's count line then counts the NOT JUDGED rows ``--eagle3-not-judged=fail`` failed."""
+        from pytest_eagle3.shell.gate import NOT_JUDGED_STAT, gate_lines, not_judged_failed
+        from pytest_eagle3.shell.terminal import wrap
+
+        for line in (part for text in gate_lines(self.collector, self.options.not_judged_fails)
+                     for part in wrap(text, width)):
+            terminalreporter.write_line(line, red=True)
+        count = not_judged_failed(self.collector, self.options.not_judged_fails)
+        if count:
+            terminalreporter.stats.setdefault(NOT_JUDGED_STAT, []).extend(NotJudgedRow() for _ in range(count))
 
 
 #: The worker output key carrying a worker's deselected count to the controller.
@@ -229,6 +244,10 @@ DESELECTED_OUTPUT = "eagle3_deselected"
 
 class DeselectedOnWorker:
     """A test a worker deselected, counted in the controller's summary line as pytest counts its own."""
+
+
+class NotJudgedRow:
+    """A NOT JUDGED row ``--eagle3-not-judged=fail`` failed, counted in pytest's last line."""
 
 
 def _format_label(path: str) -> str:

@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 SUBJECT_SEPARATOR = "@"
 #: What a not-modelled skip says about the option that turns it into a failure.
 UNKNOWN_HINT = "(--eagle3-unknown=fail makes this a failure)"
+#: The options that turn a contract that would skip into a failure (a failure's ``failed_by``).
+UNKNOWN_FAIL_OPTION = "--eagle3-unknown=fail"
+REQUIRE_MEASURED_OPTION = "--eagle3-require=measured"
 NEEDS_TARGET = "needs the target model: pass --eagle3-target=DIR (or its config.json)"
 #: An unreadable checkpoint's problems shown as evidence; the others are counted ("+3 more") and listed once.
 SHOWN_PROBLEMS = 8
@@ -88,11 +91,12 @@ def assess(contract: str, subject: str, run: Contract, *, unknown_fails: bool = 
     ``measured_required`` (``--eagle3-require=measured``): an unmeasured acceptance fails, naming what to give."""
     hand = Assessment()
     findings: tuple[Finding, ...] = ()
+    failed_by = ""
     try:
         message, status = run(hand), PASS
     except Unmeasured as exc:
         if measured_required and contract in REQUIRED_MEASURED:
-            findings, status = (unmeasured_finding(contract, str(exc)),), FAIL
+            findings, status, failed_by = (unmeasured_finding(contract, str(exc)),), FAIL, REQUIRE_MEASURED_OPTION
             message = failure_line(contract, subject, findings)
         else:
             message, status = str(exc), UNMEASURED
@@ -100,7 +104,7 @@ def assess(contract: str, subject: str, run: Contract, *, unknown_fails: bool = 
         message, status = str(exc), NOT_RUN
     except NotModelled as exc:
         if unknown_fails:
-            findings, status = (exc.finding,), FAIL
+            findings, status, failed_by = (exc.finding,), FAIL, UNKNOWN_FAIL_OPTION
             message = failure_line(contract, subject, findings)
         else:  # the finding stays: an undecided one names its readings and what decides (the JSON report keeps it)
             findings, message, status = (exc.finding,), f"{exc.finding.summary} {UNKNOWN_HINT}", NOT_MODELLED
@@ -109,7 +113,7 @@ def assess(contract: str, subject: str, run: Contract, *, unknown_fails: bool = 
         message = failure_line(contract, subject, findings)
     basis = hand.basis or (basis_of(plan.aux.basis) if plan is not None else None)
     return ContractOutcome(contract, status, message, findings, basis, tuple(hand.measured), hand.reference,
-                           hand.prediction, plan.outcome if plan is not None else None)
+                           hand.prediction, plan.outcome if plan is not None else None, failed_by=failed_by)
 
 
 def unmeasured_finding(contract: str, why: str) -> Finding:

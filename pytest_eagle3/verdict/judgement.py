@@ -57,10 +57,10 @@ ENGINE_CONTRACTS = ("engine.acceptance", "engine.architecture", "engine.keys", "
 #: one of these could not be judged reads NOT JUDGED, never PASS (``--eagle3-not-judged=fail`` fails the run); an
 #: acceptance left unmeasured for want of the target's weights alone (:data:`UNMEASURED`) reads ``PASS (static)``.
 ESSENTIAL = ("engine.aux_layers", "engine.acceptance")
-#: The contracts that measure with the target's weights: without them they are :data:`UNMEASURED`, and
-#: ``--eagle3-require=measured`` fails the first two.
+#: The contracts that measure with the target's weights: without them they are :data:`UNMEASURED` (what PASS (static)
+#: lists as not measured), and ``--eagle3-require=measured`` fails each of them.
 MEASURING = ("engine.acceptance", "reference.acceptance", "reference.convention")
-REQUIRED_MEASURED = ("engine.acceptance", "reference.acceptance")
+REQUIRED_MEASURED = MEASURING
 #: What measures acceptance where only the target's config was given (the report's ``measure_with``).
 MEASURE_WITH = ("the target's weights (--eagle3-target=DIR, the model directory; hf:// ids with "
                 "--eagle3-download-weights), or a dump of its side captured where it is served (python -m "
@@ -97,6 +97,9 @@ class ContractOutcome:
     consequence_of: str = ""
     #: The row's root cause, "contract [code]: summary" (the same on each engine contract of the row; "" for none).
     root_cause: str = ""
+    #: The option that made this contract fail where it would have skipped (``--eagle3-unknown=fail``,
+    #: ``--eagle3-require=measured``); "" for a failure of the rules themselves.
+    failed_by: str = ""
 
     @property
     def test_outcome(self) -> str:

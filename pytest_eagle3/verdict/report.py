@@ -71,6 +71,8 @@ class ContractRecord:
     root_cause: str = ""
     #: The judgement's status ("unmeasured", "not modelled", "not run", ...; "" when not judged by the pipeline).
     status: str = ""
+    #: The option that made this contract fail where it would have skipped ("" for a failure of the rules).
+    failed_by: str = ""
     #: (name, value) in the order measured; a name measured twice keeps its last value in the report.
     measured: tuple[tuple[str, Measured], ...] = ()
     #: The finding of a skipped contract (not modelled, undecided: its readings), in JSON; a failure's come with it.
@@ -116,7 +118,8 @@ class ContractReport:
                 "record": {"message": record.message, "basis": record.basis, "reference": record.reference,
                            "prediction": record.prediction, "probe": record.probe, "load_outcome": record.load_outcome,
                            "consequence_of": record.consequence_of, "root_cause": record.root_cause,
-                           "status": record.status, "measured": [[k, v] for k, v in record.measured]}}
+                           "status": record.status, "failed_by": record.failed_by,
+                           "measured": [[k, v] for k, v in record.measured]}}
 
     @classmethod
     def of(cls, outcome: ContractOutcome, judgement: Judgement) -> ContractReport:
@@ -125,7 +128,7 @@ class ContractReport:
                                 reference=outcome.reference, prediction=outcome.prediction,
                                 load_outcome=outcome.load_outcome, measured=outcome.measured,
                                 consequence_of=outcome.consequence_of, root_cause=outcome.root_cause,
-                                status=outcome.status)
+                                status=outcome.status, failed_by=outcome.failed_by)
         message = (outcome.message if outcome.status == "pass" else
                    one_line(outcome.message) if outcome.status == "fail" else one_line(outcome.message, None))
         return cls(checkpoint=judgement.checkpoint, contract=outcome.contract, engine=judgement.spec,
@@ -140,7 +143,7 @@ class ContractReport:
         record = ContractRecord(message=raw["message"], basis=basis_of(raw["basis"]), reference=raw["reference"],
                                 prediction=raw["prediction"], probe=raw["probe"], load_outcome=raw.get("load_outcome"),
                                 consequence_of=raw.get("consequence_of", ""), root_cause=raw.get("root_cause", ""),
-                                status=raw.get("status", ""), measured=tuple((str(k), v) for k, v in raw["measured"]))
+                                status=raw.get("status", ""), failed_by=raw.get("failed_by", ""), measured=tuple((str(k), v) for k, v in raw["measured"]))
         rank = data["rank"]
         return cls(checkpoint=str(data["checkpoint"]), contract=str(data["contract"]), engine=str(data["engine"]),
                    rank=(str(rank[0]), int(rank[1])), outcome=_outcome(data["outcome"]),
@@ -170,6 +173,8 @@ class ContractResult:
     consequence_of: str = ""
     #: The judgement's status ("unmeasured": skipped for want of weights alone; "" when unknown).
     status: str = ""
+    #: The option that made this contract fail where it would have skipped ("" for a failure of the rules).
+    failed_by: str = ""
 
     @property
     def unmeasured(self) -> bool:
@@ -184,7 +189,7 @@ class ContractResult:
         if SEVERITY[other.outcome] > SEVERITY[self.outcome] or (
                 other.outcome == self.outcome == "skipped" and self.unmeasured and not other.unmeasured):
             self.outcome, self.message, self.findings = other.outcome, other.message, other.findings
-            self.consequence_of, self.status = other.consequence_of, other.status
+            self.consequence_of, self.status, self.failed_by = other.consequence_of, other.status, other.failed_by
 
     def to_json(self) -> dict[str, Any]:
         """The result as the JSON report writes it."""
@@ -436,7 +441,8 @@ class Collector:
         table = result.contracts if engine == ANY_ENGINE else result.engines.setdefault(engine, {})
         _merge_into(table, ContractResult(entry.contract, entry.outcome, entry.message,
                                           [dict(f) for f in entry.findings], dict(properties),
-                                          entry.basis or "assumed", record.consequence_of, record.status))
+                                          entry.basis or "assumed", record.consequence_of, record.status,
+                                          record.failed_by))
         if record.root_cause and engine != ANY_ENGINE:
             result.root_causes[engine] = record.root_cause
         if record.prediction is not None and engine != ANY_ENGINE:

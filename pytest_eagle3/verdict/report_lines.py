@@ -18,6 +18,9 @@ from pytest_eagle3.verdict.report import (
 )
 from pytest_eagle3.words import plural
 
+#: The option that fails a run with a NOT JUDGED row.
+NOT_JUDGED_OPTION = "--eagle3-not-judged=fail"
+
 
 def table(collector: Collector) -> list[str]:
     """The verdict table, whole (``shell.terminal.fit_table`` fits it to a terminal)."""
@@ -38,32 +41,46 @@ def table_rows(collector: Collector) -> list[tuple[str, str, str, str, str, str]
             rows.append((*first, engine, shown(ckpt.engine_verdict(spec)), cell, failing))
     return rows
 
-def partial_lines(collector: Collector) -> list[str]:
-    """What did not run, per checkpoint, and why: a PASS (partial) is not a pass, NOT RUN is no verdict."""
+def partial_lines(collector: Collector, not_judged_fails: bool = False) -> list[str]:
+    """What did not run, per checkpoint, and why: a PASS (partial) is not a pass, NOT RUN is no verdict.
+
+    Each heading lists exactly the contracts it names, each with its reason: NOT JUDGED names the essential
+    contracts it could not judge (the others that did not run follow under their own heading), PASS (static) the
+    ones left unmeasured. ``not_judged_fails``: ``--eagle3-not-judged=fail`` was given (no hint to give it)."""
     lines = []
     for ckpt in collector.checkpoints.values():
         said: set[tuple[str, str]] = set()  # a reason is said once per checkpoint, under its worst row
         for verdict in (NOT_RUN, NOT_JUDGED, PARTIAL, STATIC):
-            skipped: dict[str, str] = {}
             specs = [s for s in (ANY_ENGINE, *ckpt.engine_specs(collector.engines)) if ckpt.engine_verdict(s) == verdict]
-            for spec in specs:
-                skipped.update({c: r for c, r in ckpt.not_run_reasons(spec) if (c, r) not in said})
-            said.update(skipped.items())
-            if not skipped:
+            reasons = {c: r for spec in specs for c, r in ckpt.not_run_reasons(spec)}
+            if verdict == NOT_JUDGED:
+                essential = dict.fromkeys(c for s in specs for c in ckpt.not_judged(s))
+                named = {c: reasons[c] for c in essential if c in reasons}
+            elif verdict == STATIC:
+                named = {c: reasons[c] for c in dict.fromkeys(c for s in specs for c in ckpt.unmeasured(s))
+                         if c in reasons}
+            else:
+                named = {}
+            rest = {c: r for c, r in reasons.items() if c not in named and (c, r) not in said}
+            said.update({*named.items(), *rest.items()})
+            where = f"{ckpt.path} ({', '.join(specs)})"
+            if named and verdict == NOT_JUDGED:
+                then = (f"{NOT_JUDGED_OPTION} fails the run" if not_judged_fails
+                        else f"{NOT_JUDGED_OPTION} makes this fail the run")
+                lines.append(f"NOT JUDGED for {where}: {', '.join(named)} could not be judged, so no PASS ({then}):")
+            elif named:
+                lines.append(f"PASS (static) for {where}: every rule ran and passed; {', '.join(named)} not measured "
+                             "(--eagle3-require=measured makes this fail):")
+            lines.extend(f"  {cid}: {reason}" for cid, reason in named.items())
+            if not rest:
                 continue
             if verdict == NOT_RUN:
-                lines.append(f"not run for {ckpt.path} ({', '.join(specs)}): no contract ran:")
-            elif verdict == NOT_JUDGED:
-                essential = dict.fromkeys(c for s in specs for c in ckpt.not_judged(s))
-                lines.append(f"NOT JUDGED for {ckpt.path} ({', '.join(specs)}): {', '.join(essential)} could not be "
-                             "judged, so no PASS (--eagle3-not-judged=fail makes this fail the run):")
-            elif verdict == STATIC:
-                unmeasured = dict.fromkeys(c for s in specs for c in ckpt.unmeasured(s))
-                lines.append(f"PASS (static) for {ckpt.path} ({', '.join(specs)}): every rule ran and passed; "
-                             f"{', '.join(unmeasured)} not measured (--eagle3-require=measured makes this fail):")
+                lines.append(f"not run for {where}: no contract ran:")
+            elif named:
+                lines.append(f"also not run for {where}: {plural(len(rest), 'contract')}:")
             else:
-                lines.append(f"partial verdict for {ckpt.path}: {plural(len(skipped), 'contract')} did not run:")
-            lines.extend(f"  {cid}: {reason}" for cid, reason in skipped.items())
+                lines.append(f"partial verdict for {ckpt.path}: {plural(len(rest), 'contract')} did not run:")
+            lines.extend(f"  {cid}: {reason}" for cid, reason in rest.items())
     return lines
 
 
