@@ -72,7 +72,7 @@ def test_sglang_export_needs_lmdeploys_architecture(spec: str, capsys: pytest.Ca
 
 def test_pytest_verdict_row_for_the_sglang_export() -> None:
     """``pytest --eagle3-ckpt=... --eagle3-target=... --eagle3-engine=lmdeploy``: the FAIL row, the architecture
-    fix, and under the table why no copy serves it (the aux layers LMDeploy hard-codes, measured)."""
+    fix, and under the table the same fix, then why no copy serves it (the aux layers LMDeploy hard-codes, measured)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
                            f"--eagle3-ckpt={EXAMPLES / 'demo-draft-sglang'}", f"--eagle3-target={DEMO_TARGET}",
@@ -83,7 +83,8 @@ def test_pytest_verdict_row_for_the_sglang_export() -> None:
     assert re.search(r"lmdeploy==0\.18\.0\s+FAIL\s+refused\s+engine\.architecture", out), out[-3000:]
     assert 'fix: set architectures to ["LlamaForCausalLM"]' in out
     assert re.search(r"repair \S+demo-draft-sglang \(lmdeploy==0\.18\.0\) by hand, python -m pytest_eagle3 fix cannot: "
-                     r".*hard-codes the aux layers.*LMDeploy 0\.18\.0 feeds outputs of layers \[1, 3, 4\]", out), out[-3000:]
+                     r"set architectures to \[\"LlamaForCausalLM\"\]; then no config edit changes the layers fed: "
+                     r"LMDeploy 0\.18\.0 feeds outputs of layers \[1, 3, 4\]", out), out[-3000:]
 
 
 def test_hard_coded_aux_layers_are_said_so(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -95,7 +96,7 @@ def test_hard_coded_aux_layers_are_said_so(capsys: pytest.CaptureFixture[str], t
     assert ("LMDeploy 0.18.0 hard-codes the aux layers (no draft config field is read): inputs of layers 2, L//2, "
             "L-3 = outputs of layers [1, 3, 4]; the draft was trained on outputs of layers [2, 4, 5]") in out
     since = first_release("aux_id_fields", "vllm", bool)
-    assert (f"no config edit changes it: LMDeploy 0.18.0 feeds outputs of layers [1, 3, 4] to every draft of this "
+    assert (f"no config edit changes the layers fed: LMDeploy 0.18.0 feeds outputs of layers [1, 3, 4] to every draft of this "
             f"target; serve with vLLM >= {since} with [3, 5, 6] in eagle_aux_hidden_state_layer_ids") in out
 
 
@@ -111,7 +112,7 @@ def test_hard_coded_aux_layers_without_a_target(make_variant: Callable[..., Path
     assert code == 0 and "outcome:              loads with loss" in out
     assert ("[aux_layers/aux-layers] LMDeploy 0.18.0 hard-codes the aux layers (no draft config field is read): "
             "inputs of layers 2, L//2, L-3 for an L-layer target") in out
-    assert "which no L gives" in out and "fix: no config edit changes it: serve with vLLM >= " in out
+    assert "which no L gives" in out and "fix: no config edit changes the layers fed: serve with vLLM >= " in out
 
 
 @pytest.mark.slow

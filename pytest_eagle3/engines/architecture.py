@@ -161,8 +161,7 @@ def _speculators_only(out: Filing, sheet: FactSheet, snapshot: Snapshot) -> None
                   "speculators_model_type: eagle3 with transformer_layer_config"),),
         "write a speculators-format config (speculators_model_type: eagle3, the layer fields under "
         "transformer_layer_config, the aux ids at the top level), rename midlayer.* tensors to layers.0.* and ship "
-        f"embed_tokens.weight (python -m pytest_eagle3 fix DRAFT OUT --to {snapshot.engine}=={snapshot.version} --target TARGET "
-        "writes this copy, for a target whose class captures)",
+        "embed_tokens.weight",
         (f"rule: {snapshot.source('architectures')}", f"rule: {snapshot.source('speculators_format')}"),
     ))
 

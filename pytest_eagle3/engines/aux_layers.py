@@ -821,7 +821,7 @@ def _hard_coded_fix(aux: AuxPlan, snapshot: Snapshot, fed: Sequence[int], archit
     """The fix for a draft trained on other layers than an engine that reads no aux-id field feeds."""
     other = _elsewhere(aux, snapshot, architecture)
     serve = f"serve with {other}, or " if other else ""
-    return (f"no config edit changes it: {snapshot.label} feeds {describe_inputs(fed)} to every draft of this target; "
+    return (f"no config edit changes the layers fed: {snapshot.label} feeds {describe_inputs(fed)} to every draft of this target; "
             f"{serve}retrain the draft on {describe_inputs(fed)}")
 
 
@@ -846,7 +846,7 @@ def _hard_coded_without_target(out: Filing, aux: AuxPlan, snapshot: Snapshot) ->
         f"an L-layer target; the draft was trained on {describe_inputs(aux.trained)}, which no L gives: the draft "
         "sees the wrong layers, acceptance drops",
         (Evidence("layer inputs fed", "[2, L//2, L-3]", f"{list(aux.trained)} ({aux.trained_from})"),),
-        f"no config edit changes it: {('serve with ' + other + ', or ') if other else ''}retrain the draft on "
+        f"no config edit changes the layers fed: {('serve with ' + other + ', or ') if other else ''}retrain the draft on "
         "inputs of layers 2, L//2, L-3 of its target (give --eagle3-target for the layer numbers)",
         (f"rule: {snapshot.source('aux_id_fields')}",),
     ))

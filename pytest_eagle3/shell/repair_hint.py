@@ -1,9 +1,11 @@
 """The lines under the verdict table that say how to repair the failing rows.
 
 A row gets the ``python -m pytest_eagle3 fix`` command only when the repair solver (``repair.solve``, what
-``fix`` runs) writes a copy that changes something for it; every other failing row says what to change by
-hand: the failing contracts' own fixes (else the solver's reason), rows of one cause on one line. A row whose target does not match the draft
-gets neither a copy nor an edit of the draft: the target is what to check first.
+``fix`` runs) writes a copy that changes something for it; every other failing row says what to change by hand:
+the failing findings' own fix lines, then what the solver found left (:func:`by_hand_text`), rows of one cause on
+one line. Whether ``fix`` writes a copy is decided here alone (a finding's fix says what to change, never what the
+``fix`` command does), so the findings and the repair line tell one story. A row whose target does not match the
+draft gets neither a copy nor an edit of the draft: the target is what to check first.
 """
 
 from __future__ import annotations
@@ -102,34 +104,50 @@ def _sort(ckpt: CheckpointResult, rows: list[str], target: str | None, conventio
     for spec in rest:
         assert solve is not None
         alone = solve([spec])
-        if isinstance(alone, str):  # refused: the fixes its reasons name (shared by the rows of one cause)
-            by_hand[spec] = _fixes_named(alone)
-        elif not alone.changes:  # nothing a copy changes helps: the failing contracts' own fixes
-            by_hand[spec] = "; ".join(ckpt.fixes(spec)) or f"{', '.join(ckpt.engine_failing(spec))} fail as it is"
+        if isinstance(alone, list) or not alone.changes:  # no copy: the row's findings, then what a copy leaves
+            by_hand[spec] = by_hand_text(row_fixes(ckpt, spec), alone if isinstance(alone, list) else []) or \
+                f"{', '.join(ckpt.engine_failing(spec))} fail as it is"
         else:
             fixable.append(spec)
     if not fixable or solve is None:
         return [], by_hand
     together = solve(fixable)
-    return ([fixable] if not isinstance(together, str) else [[s] for s in fixable]), by_hand
+    return ([fixable] if not isinstance(together, list) else [[s] for s in fixable]), by_hand
 
 
-def _fixes_named(refusal: str) -> str:
-    """The fixes a refusal's reasons name ("... (fix: serve with SGLang >= 0.5.11)"), each once; else the
-    refusal itself."""
-    fixes = []
-    for reason in refusal.split("; "):
-        for mark in (" (fix: ", " (fix by hand: "):
-            if mark in reason and reason.endswith(")"):
-                fixes.append(reason[reason.rindex(mark) + len(mark):-1])
-                break
-    return "; ".join(dict.fromkeys(fixes)) or refusal
+def row_fixes(ckpt: CheckpointResult, spec: str) -> list[str]:
+    """A row's failing findings' own fix lines, each once, in contract order (a pointer such as engine.acceptance's
+    "see the engine contracts ..." only where no finding names an edit)."""
+    from pytest_eagle3.verdict.report import edits_first
+
+    fixes = edits_first(ckpt.fixes(spec))
+    return [f for f in fixes if not f.startswith("see ")] or fixes
+
+
+def by_hand_text(fixes: list[str], refusal: list[str]) -> str:
+    """What a row no copy repairs is told: its findings' fix lines (what the rows above say), then what the repair
+    solver found left once it made every edit it could (each refusal reason's fix, else the reason), unless a
+    finding said it already: the repair line extends the findings' story and never contradicts it."""
+    further = [f for f in dict.fromkeys(_fix_of(reason) for reason in refusal) if f not in fixes]
+    if not fixes:
+        return "; ".join(further)
+    return "; ".join(fixes) + ("; then " + "; ".join(further) if further else "")
+
+
+def _fix_of(reason: str) -> str:
+    """A refusal reason's fix ("... (fix: serve with SGLang >= 0.5.11)" -> "serve with SGLang >= 0.5.11"), else
+    the reason itself."""
+    for mark in (" (fix: ", " (fix by hand: "):
+        if mark in reason and reason.endswith(")"):
+            return reason[reason.index(mark) + len(mark):-1]
+    return reason
 
 
 def _solver(result: CheckpointResult, target: str | None, convention: str | None, pipeline: Pipeline,
-            hidden_states: str | None = None) -> Callable[[list[str]], Solution | str] | str:
+            hidden_states: str | None = None) -> Callable[[list[str]], Solution | list[str]] | str:
     """What the repair solver makes of the draft for some engine versions (the copy, or why none), once the
-    engine-independent refusals (unreadable, unhealthy weights) are out of the way; else why it writes no copy.
+    engine-independent refusals (unreadable, unhealthy weights) are out of the way (a refusal: its reasons); else
+    why it writes no copy.
     The weights are scanned again only when this run's weight contracts did not pass."""
     from pytest_eagle3.checkpoint import Checkpoint
     from pytest_eagle3.knowledge.selection import parse_selection
@@ -159,13 +177,13 @@ def _solver(result: CheckpointResult, target: str | None, convention: str | None
     measured = pipeline.measure(ckpt, TargetSide(target, hidden_states)) if model is not None else None
     trained = Trained(measured.inputs, measured.words) if measured is not None else None
 
-    def run(specs: list[str]) -> Solution | str:
+    def run(specs: list[str]) -> Solution | list[str]:
         try:
             return solve(ckpt, [parse_selection(s)[0] for s in specs], model, convention, measured=trained,
                          pipeline=pipeline, scanned=True)
         except RepairRefused as exc:
-            return "; ".join(exc.reasons)
+            return list(exc.reasons)
         except (ValueError, OSError, RuntimeError) as exc:
-            return f"the repair solver cannot read it: {exc}"
+            return [f"the repair solver cannot read it: {exc}"]
 
     return run
