@@ -256,6 +256,11 @@ class Engine:
         return (self.scan_of or self.name).upper().replace("-", "_")
 
     @property
+    def distributions(self) -> tuple[str, ...]:
+        """The distributions whose installed version names its release: its probe's, else its own name."""
+        return self.probe.distributions if self.probe is not None else (self.name,)
+
+    @property
     def serves_live(self) -> bool:
         """The live fixtures start servers of it."""
         return self.live_client is not None

