@@ -1,5 +1,5 @@
 """An engine is one module (issue 48): a copy of ``knowledge/engines/tokenspeed.py`` under another module name,
-with its ``NAME`` changed and no other edit, is listed by ``matrix``, judged with TokenSpeed's verdicts, and passes
+with its ``NAME`` changed and no other edit, is listed by ``matrix`` and in both help texts, judged with TokenSpeed's verdicts, and passes
 the layout tests; a third-party package's engine comes in through the ``pytest_eagle3.engines`` entry points.
 
 Each check runs the command line on a copy of the package (the discovery reads the package's own folder).
@@ -74,6 +74,12 @@ def test_a_copy_of_tokenspeed_py_is_an_engine_judged_as_tokenspeed(tmp_path: Pat
                   "print(' '.join(e.name for e in REGISTRY))", path=path)
     assert listed.stdout.split() == ["sglang", "vllm", "tokenspeed", COPY, "mlx-vlm", "trtllm", "lmdeploy",
                                      "llamacpp"], listed.stderr[-3000:]
+
+    pytest_help = _run(root, "-m", "pytest", "--help", path=path).stdout
+    engine_help = " ".join(pytest_help.split("--eagle3-engine=LIST")[1].split("--eagle3-")[0].split())
+    assert f"tokenspeed, {COPY}, mlx-vlm" in engine_help, engine_help
+    cli_help = " ".join(_run(root, "-m", "pytest_eagle3", "--help", path=path).stdout.split())
+    assert f"TokenSpeed, TokenSpeed ({COPY}), mlx-vlm" in cli_help, cli_help
 
     matrix = _run(root, "-m", "pytest_eagle3", "matrix", path=path)
     assert matrix.returncode == 0, matrix.stderr[-3000:]

@@ -24,13 +24,20 @@ from pytest_eagle3.words import plural
 #: ``sweep --fail-on``: what makes the sweep exit 1 (``verdict.sweep.Sweep.gate``).
 FAIL_ON = ("best", "any", "never")
 
-DESCRIPTION = ("Judge EAGLE-3 draft checkpoints against engine versions (SGLang, vLLM, TensorRT-LLM, LMDeploy, "
-               "llama.cpp, mlx-vlm, TokenSpeed) and repair them: python -m pytest_eagle3 COMMAND --help for each "
-               "command.")
+
+
+def description() -> str:
+    """The command line's description, naming every engine the registry holds."""
+    from pytest_eagle3.knowledge.engines import REGISTRY
+
+    names = ", ".join(engine.display if engine.display.lower() == engine.name else f"{engine.display} ({engine.name})"
+                      for engine in REGISTRY)
+    return (f"Judge EAGLE-3 draft checkpoints against engine versions ({names}) and repair them: python -m "
+            "pytest_eagle3 COMMAND --help for each command.")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pytest-eagle3", description=DESCRIPTION)
+    parser = argparse.ArgumentParser(prog="pytest-eagle3", description=description())
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="run the contract suite on checkpoints (same as pytest --eagle3-ckpt)",
                            epilog="Any other pytest option (-q, -x, -rs, --tb=short, -n 2, ...) is passed to the "
