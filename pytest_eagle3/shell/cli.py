@@ -417,7 +417,7 @@ def _fix_steps(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     again = dataclasses.replace(settings, checkpoints=(str(out),), engines=tuple(served),
                                 aux_convention=copy_flag(out, solution.convention), engine_args=None)
     _say(f"  check again: {check_command(out, again)}")
-    if any(e.kind.converts_checkpoint for e in served):
+    if any(e.kind.serving.converts_checkpoint for e in served):
         gguf = out.with_name(out.name + ".gguf")
         _say(f"  convert for llama.cpp (its own converter, from the llama.cpp tree of that build): "
               f"{CONVERT_COMMAND.format(draft=out, target=target or 'TARGET', gguf=gguf)}")

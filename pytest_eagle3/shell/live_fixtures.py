@@ -97,7 +97,7 @@ def live_engines() -> tuple[str, ...]:
 
 def _server_binary(engine: str) -> bool:
     kind = _kind(engine)
-    return kind is not None and kind.server_binary
+    return kind is not None and kind.live.server_binary
 
 
 def engine_python(config: pytest.Config, engine: str) -> str:
@@ -287,7 +287,7 @@ def _server(request: pytest.FixtureRequest, engine: str, target: str, draft: str
                 state.servers[key] = GenerateLoop(install, target, draft, log_dir, steps=settings(config).steps,
                                                   device=live_device(config), timeout=max(timeout, 900.0))
             else:  # llama.cpp: given the GGUFs its converter writes of the target and the draft
-                served = _gguf_pair(request, install, target, draft) if kind and kind.converts_checkpoint else None
+                served = _gguf_pair(request, install, target, draft) if kind and kind.serving.converts_checkpoint else None
                 state.servers[key] = start_server(install, target, draft, log_dir,
                                                   timeout=timeout, steps=settings(config).steps, extra_args=extra,
                                                   env=cpu_memory_env(install, dict(os.environ), extra),
