@@ -243,3 +243,19 @@ def test_the_layout_check_sees_each_way_of_deciding_by_name() -> None:
             'serve_with("multi_layer", SGLANG, ok)', "engine_named(name).display"]
     seen = {code: any(_decides_by_name(n, names) for n in ast.walk(ast.parse(code))) for code in decides + fine}
     assert seen == {**dict.fromkeys(decides, True), **dict.fromkeys(fine, False)}
+
+
+def test_the_engine_record_is_grouped_by_concern() -> None:
+    """An engine author reads a short record: its identity and releases, then one group per concern, each a record
+    of its own with a default for every field (an engine fills only the groups that apply)."""
+    import dataclasses
+
+    from pytest_eagle3.knowledge.engine import Engine
+
+    fields = dataclasses.fields(Engine)
+    assert len(fields) <= 25, [f.name for f in fields]
+    groups = [f for f in fields if dataclasses.is_dataclass(f.default)]
+    assert {f.name for f in groups} >= {"loading", "serving", "live", "interpreter", "scans", "tables"}
+    for group in groups:
+        assert all(f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+                   for f in dataclasses.fields(group.default)), group.name  # type: ignore[arg-type]
