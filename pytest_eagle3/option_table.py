@@ -11,6 +11,7 @@ registry (``interpreter_options.py``); an engine another package registers bring
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,6 +77,31 @@ class OptionSpec:
 #: The entry-point group another package registers an engine in (``knowledge.engines`` reads the same).
 ENGINE_ENTRY_POINTS = "pytest_eagle3.engines"
 
+#: The bundled engines' folder (``knowledge/engines``): a module there with ``ENGINE = Engine(`` is an engine.
+ENGINES_FOLDER = Path(__file__).with_name("knowledge") / "engines"
+_NAME_LINE = re.compile(r'^NAME = "([^"]+)"$', re.M)
+_ENGINE_LINE = re.compile(r"^ENGINE = Engine\(", re.M)
+_RANK = re.compile(r"\brank=(\d+)")
+
+
+def engine_names(folder: Path = ENGINES_FOLDER) -> tuple[str, ...]:
+    """Every engine's name as the registry orders them (``rank``, then name; an entry point's engine last), read
+    from the engine modules' text and the entry points' names: no engine module is imported, so the help texts
+    built at every pytest start name each engine the registry finds, a copied module included."""
+    from importlib.metadata import entry_points
+
+    found: dict[str, int] = {}
+    for module in sorted(folder.glob("*.py")):
+        text = module.read_text(encoding="utf-8")
+        name, engine = _NAME_LINE.search(text), _ENGINE_LINE.search(text)
+        if name and engine:
+            rank = _RANK.search(text, engine.end())
+            found[name.group(1)] = int(rank.group(1)) if rank else 100
+    for point in entry_points(group=ENGINE_ENTRY_POINTS):
+        found.setdefault(point.name, 1000)
+    return tuple(sorted(found, key=lambda name: (found[name], name)))
+
+
 
 def interpreter_option(engine: str, dest: str, help_text: str) -> OptionSpec:
     """The option naming ``engine``'s interpreter from its ``python_option`` ``dest`` (``eagle3_vllm_python``):
@@ -126,8 +152,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "write the verdicts as a markdown table to this path (a CI job summary; with $GITHUB_STEP_SUMMARY "
                "set, the table is appended there too)", judges=False),
     OptionSpec("eagle3_engines", "--eagle3-engine", "EAGLE3_ENGINES", "eagle3_engines",
-               "engine versions to judge against: comma list of sglang, vllm, tokenspeed, mlx-vlm, trtllm, lmdeploy, "
-               "llamacpp, all (every engine's newest), NAME==VERSION or NAME==* (the first version of every profile "
+               f"engine versions to judge against: comma list of {', '.join(engine_names())}, all (every engine's "
+               "newest), NAME==VERSION or NAME==* (the first version of every profile "
                "segment, and the "
                "newest); a bare name is the newest known version (default: sglang,vllm; the known versions: "
                "python -m pytest_eagle3 matrix; llama.cpp's are builds, llamacpp==bNNNN, or a llama-cpp-python "

@@ -15,7 +15,7 @@ from pytest_eagle3.verdict.settings import RunSettings, build
 
 
 def test_each_interpreter_option_is_one_engines() -> None:
-    owned = {engine.python_option: engine.name for engine in REGISTRY if engine.python_option}
+    owned = {engine.interpreter.python_option: engine.name for engine in REGISTRY if engine.interpreter.python_option}
     assert sorted(spec.dest for spec in OPTIONS if spec.interpreter) == sorted(owned)
     assert {owned[s.dest]: (s.flag, s.env, s.ini) for s in OPTIONS if s.interpreter} == {
         "vllm": ("--eagle3-vllm-python", "EAGLE3_VLLM_PYTHON", "eagle3_vllm_python"),

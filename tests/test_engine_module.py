@@ -1,5 +1,5 @@
 """An engine is one module (issue 48): a copy of ``knowledge/engines/tokenspeed.py`` under another module name,
-with its ``NAME`` changed and no other edit, is listed by ``matrix``, judged with TokenSpeed's verdicts, and passes
+with its ``NAME`` changed and no other edit, is listed by ``matrix`` and in both help texts, judged with TokenSpeed's verdicts, and passes
 the layout tests; a third-party package's engine comes in through the ``pytest_eagle3.engines`` entry points.
 
 Each check runs the command line on a copy of the package (the discovery reads the package's own folder).
@@ -75,6 +75,12 @@ def test_a_copy_of_tokenspeed_py_is_an_engine_judged_as_tokenspeed(tmp_path: Pat
     assert listed.stdout.split() == ["sglang", "vllm", "tokenspeed", COPY, "mlx-vlm", "trtllm", "lmdeploy",
                                      "llamacpp"], listed.stderr[-3000:]
 
+    pytest_help = _run(root, "-m", "pytest", "--help", path=path).stdout
+    engine_help = " ".join(pytest_help.split("--eagle3-engine=LIST")[1].split("--eagle3-")[0].split())
+    assert f"tokenspeed, {COPY}, mlx-vlm" in engine_help, engine_help
+    cli_help = " ".join(_run(root, "-m", "pytest_eagle3", "--help", path=path).stdout.split())
+    assert f"TokenSpeed, TokenSpeed ({COPY}), mlx-vlm" in cli_help, cli_help
+
     matrix = _run(root, "-m", "pytest_eagle3", "matrix", path=path)
     assert matrix.returncode == 0, matrix.stderr[-3000:]
     original = _run(ROOT, "-m", "pytest_eagle3", "matrix", path=(ROOT,))
@@ -124,12 +130,12 @@ def test_tokenspeed_rows_live_in_its_module_only() -> None:
     engine = engine_named("tokenspeed")
     for module in (capture_engines, confirmation, draft_classes, runtime):
         assert "TOKENSPEED" not in Path(module.__file__ or "").read_text(), module.__name__
-    assert engine.scan_of == "tokenspeed" and engine.scan_prefix == "TOKENSPEED"
-    assert [k for k in draft_classes.CLASSES if k[0] == "tokenspeed"] == [(k.engine, k.name) for k in engine.draft_classes]
+    assert engine.scans.scan_of == "tokenspeed" and engine.scan_prefix == "TOKENSPEED"
+    assert [k for k in draft_classes.CLASSES if k[0] == "tokenspeed"] == [(k.engine, k.name) for k in engine.tables.draft_classes]
     assert draft_classes.ARCHITECTURE_READ.at(EngineVersion("tokenspeed", _v("0.1.1"))).value is True
     assert runtime.kv_rule(EngineVersion("tokenspeed", _v("0.1.1"))).value == runtime.SEPARATE_POOL
-    assert [r for r in confirmation.ROWS if r.engine == "tokenspeed"] == list(engine.confirmation)
-    assert [e for e in capture_engines.ENTRIES if e.engine == "tokenspeed"] == list(engine.capture_rows)
+    assert [r for r in confirmation.ROWS if r.engine == "tokenspeed"] == list(engine.tables.confirmation)
+    assert [e for e in capture_engines.ENTRIES if e.engine == "tokenspeed"] == list(engine.tables.capture_rows)
 
 
 def _v(text: str) -> Any:

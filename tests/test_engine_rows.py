@@ -29,14 +29,14 @@ def test_each_engine_table_rows_are_its_modules(engine: object) -> None:
 
     assert isinstance(engine, Engine)
     name = engine.name
-    assert [k for k in draft_classes.CLASSES if k[0] == name] == [(c.engine, c.name) for c in engine.draft_classes]
-    assert all(c.engine == name for c in engine.draft_classes)
-    assert [r for r in confirmation.ROWS if r.engine == name] == list(engine.confirmation)
-    assert [e for e in capture_engines.ENTRIES if e.engine == name] == list(engine.capture_rows)
-    assert [r.since for r in runtime.KV_TABLE.rows_of(name)] == [r.since for r in engine.kv_rows]
-    assert [r.since for r in draft_classes.ARCHITECTURE_READ.rows_of(name)] == [r.since for r in engine.architecture_read]
+    assert [k for k in draft_classes.CLASSES if k[0] == name] == [(c.engine, c.name) for c in engine.tables.draft_classes]
+    assert all(c.engine == name for c in engine.tables.draft_classes)
+    assert [r for r in confirmation.ROWS if r.engine == name] == list(engine.tables.confirmation)
+    assert [e for e in capture_engines.ENTRIES if e.engine == name] == list(engine.tables.capture_rows)
+    assert [r.since for r in runtime.KV_TABLE.rows_of(name)] == [r.since for r in engine.tables.kv_rows]
+    assert [r.since for r in draft_classes.ARCHITECTURE_READ.rows_of(name)] == [r.since for r in engine.tables.architecture_read]
     registered = {(arch, row.since) for (eng, arch), t in draft_classes.REGISTRY.items() if eng == name for row in t.rows}
-    assert registered == {(arch, row.since) for arch, row in engine.registry_rows}
+    assert registered == {(arch, row.since) for arch, row in engine.tables.registry_rows}
 
 
 def test_the_rows_still_answer_as_before() -> None:
@@ -52,4 +52,4 @@ def test_the_rows_still_answer_as_before() -> None:
     assert draft_classes.accepted("lmdeploy", Version("0.16.0")) == ("LlamaForCausalLM", "Eagle3LlamaForCausalLM")
     klass = draft_classes.draft_class("lmdeploy", Version("0.17.0"), "Eagle3DeepseekV2ForCausalLM")
     assert klass is not None and klass.model_types == ("kimi_k2",)
-    assert [r.engine for r in confirmation.ROWS] == [e.name for e in REGISTRY if e.confirmation]
+    assert [r.engine for r in confirmation.ROWS] == [e.name for e in REGISTRY if e.tables.confirmation]

@@ -66,3 +66,13 @@ def test_help_names_every_engine(tmp_path: Path) -> None:
     done = run_python(["-m", "pytest_eagle3", "--help"], tmp_path, COLUMNS="200")
     for name in ("SGLang", "vLLM", "TensorRT-LLM", "LMDeploy", "llama.cpp", "mlx-vlm", "TokenSpeed"):
         assert name in done.stdout
+
+
+def test_the_engine_options_help_names_the_registrys_engines_in_its_order() -> None:
+    """``--eagle3-engine``'s help is built at every pytest start without importing an engine module: the names it
+    reads from the modules' text are the registry's, in the registry's order."""
+    from pytest_eagle3.knowledge.engines import REGISTRY
+    from pytest_eagle3.option_table import BY_DEST, engine_names
+
+    assert engine_names() == tuple(engine.name for engine in REGISTRY)
+    assert f"comma list of {', '.join(engine_names())}, all" in BY_DEST["eagle3_engines"].help

@@ -44,7 +44,7 @@ def _engine_module() -> str:
     source = (ENGINES / "tokenspeed.py").read_text()
     renamed, count = re.subn(r'^NAME = "tokenspeed"$', f'NAME = "{NAME}"', source, flags=re.M)
     assert count == 1, "tokenspeed.py has no NAME line to change"
-    return renamed + f'\nENGINE = __import__("dataclasses").replace(ENGINE, python_option="{INI}")\n'
+    return renamed + f'\nENGINE = __import__("dataclasses").replace(ENGINE, interpreter=__import__("dataclasses").replace(ENGINE.interpreter, python_option="{INI}"))\n'
 
 
 def _flat(text: str) -> str:

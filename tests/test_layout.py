@@ -218,7 +218,7 @@ def _decides_by_name(node: ast.AST, names: frozenset[str]) -> str | None:
 
 def test_no_module_outside_the_engines_own_decides_by_an_engines_name() -> None:
     """An engine is an object (knowledge/engine.py): the areas, the verdict, the probes, the live code and the
-    commands ask it (``prof.kind.fc_without_aux``, ``engine.kind.converts_checkpoint``), never compare its name or
+    commands ask it (``prof.kind.loading.fc_without_aux``, ``engine.kind.serving.converts_checkpoint``), never compare its name or
     lineage. Only the registry and the engines' modules (knowledge/engines/) may; a row naming its engine
     (``Row(VLLM, ...)``) or a fix naming another engine's release is not a decision by name."""
     from pytest_eagle3.knowledge.engines import REGISTRY
@@ -239,7 +239,23 @@ def test_the_layout_check_sees_each_way_of_deciding_by_name() -> None:
     names = frozenset({"vllm", "llamacpp"})
     decides = ['engine == "vllm"', "e.engine != LLAMACPP", "engine in (SGLANG, VLLM)", "LINEAGE[engine]",
                '{"vllm": 1}', "TEXT[VLLM]", "TEXT.get(LMDEPLOY)", 'match e:\n    case "llamacpp":\n        pass']
-    fine = ["Row(VLLM, '0.8.5', 1, 'source')", "engine == other", "prof.kind.converts_checkpoint",
+    fine = ["Row(VLLM, '0.8.5', 1, 'source')", "engine == other", "prof.kind.serving.converts_checkpoint",
             'serve_with("multi_layer", SGLANG, ok)', "engine_named(name).display"]
     seen = {code: any(_decides_by_name(n, names) for n in ast.walk(ast.parse(code))) for code in decides + fine}
     assert seen == {**dict.fromkeys(decides, True), **dict.fromkeys(fine, False)}
+
+
+def test_the_engine_record_is_grouped_by_concern() -> None:
+    """An engine author reads a short record: its identity and releases, then one group per concern, each a record
+    of its own with a default for every field (an engine fills only the groups that apply)."""
+    import dataclasses
+
+    from pytest_eagle3.knowledge.engine import Engine
+
+    fields = dataclasses.fields(Engine)
+    assert len(fields) <= 25, [f.name for f in fields]
+    groups = [f for f in fields if dataclasses.is_dataclass(f.default)]
+    assert {f.name for f in groups} >= {"loading", "serving", "live", "interpreter", "scans", "tables"}
+    for group in groups:
+        assert all(f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+                   for f in dataclasses.fields(group.default)), group.name  # type: ignore[arg-type]

@@ -57,7 +57,7 @@ def test_server_dies_during_start(vllm: EngineInstall, tmp_path: Path, marker: s
 
 @pytest.mark.engine("sglang")
 def test_sglang_dies_during_start_on_cpu(request: pytest.FixtureRequest, tmp_path: Path, marker: str) -> None:
-    from pytest_eagle3.live.devices import cuda_devices
+    from pytest_eagle3.devices import cuda_devices
     from pytest_eagle3.shell.live_fixtures import engine_python
 
     if cuda_devices().count:

@@ -13,7 +13,7 @@ import psutil
 import pytest
 from packaging.version import Version
 
-from pytest_eagle3.live.devices import cuda_devices
+from pytest_eagle3.devices import cuda_devices
 from pytest_eagle3.live.errors import PortTaken, ServerDied, ServerNeverHealthy
 from pytest_eagle3.live.expected import Expected
 from pytest_eagle3.live.interpreter import inspect_engine

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import uuid
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 import psutil
 import pytest
 
+from pytest_eagle3.live.launch_checks import flag_value
 from pytest_eagle3.live.live_verdict import RATE_TOLERANCE
 from tests.conftest import validate_report
 from tests.reference_cases import EXAMPLES
@@ -156,7 +158,10 @@ def test_the_server_drafts_the_chain_predicted(live_run: dict[str, Any], name: s
     """vLLM is launched with num_speculative_tokens = k, the chain its prediction is for (k = 3 here): the live
     contract compares the server's counters with the prediction for those 3 positions."""
     props = contracts(live_run, name)["_properties"]
-    assert '"num_speculative_tokens": 3' in props["live_command"]
+    argv = shlex.split(props["live_command"])
+    speculative = json.loads(flag_value(argv, ("--speculative-config", "-sc")) or "{}")
+    assert speculative["method"] == "eagle3" and speculative["num_speculative_tokens"] == 3, argv
+    assert Path(speculative["model"]).name == name, argv
     assert len(props["live_expected_per_position"]) == len(props["live_per_position"]) == 3
 
 

@@ -235,4 +235,28 @@ def test_every_code_is_covered() -> None:
 
     assert set(_TYPES) <= set(_CODES)
     assert {"F8_E8M0", "F4"} <= set(_CODES)
-    assert torch.float8_e4m3fn is not None
+
+
+def test_every_torch_dtype_reads_back_as_written(tmp_path: Path) -> None:
+    """Each dtype safetensors' torch bindings write: a file written by safetensors itself is indexed under that
+    dtype's code, and the values read back through the checkpoint view are the values written."""
+    from safetensors.torch import _TYPES, save_file
+
+    from pytest_eagle3.checkpoint.tensorfiles import index_safetensors, read_safetensors_tensor
+
+    tensors = {}
+    for code, dtype in _TYPES.items():
+        if code in SUB_BYTE_BITS or dtype == torch.bool:
+            continue
+        tensors[code.lower()] = torch.arange(6, dtype=torch.float32).reshape(2, 3).to(dtype)
+    tensors["bool"] = torch.tensor([[True, False, True], [False, True, False]])
+    path = tmp_path / "model.safetensors"
+    save_file(tensors, str(path))
+    index = index_safetensors(path)
+    entries = {entry.name: entry for entry in index.entries}
+    for name, written in tensors.items():
+        entry = entries[name]
+        assert SAFETENSORS_DTYPES[entry.dtype][0] == str(written.dtype).removeprefix("torch."), (name, entry.dtype)
+        read = read_safetensors_tensor(entry)
+        assert read.dtype == written.dtype and read.shape == written.shape, name
+        assert torch.equal(read.view(torch.uint8), written.view(torch.uint8)), name

@@ -130,3 +130,14 @@ def test_vllms_own_figure_for_the_demo_pair_is_the_recorded_one() -> None:
     for name, text in DOCS.items():
         for stale in ("2.615", "reached 2.66"):
             assert stale not in text, (name, stale)
+
+
+def test_the_readmes_engine_list_is_the_registrys() -> None:
+    """The engines the README's opening names are the engines the registry holds: a new engine module fails this
+    test until the README names it."""
+    from pytest_eagle3.knowledge.engines import REGISTRY
+
+    opening = re.search(r"and served by another \(([^)]+)\)", README)
+    assert opening is not None, "the README's opening no longer names the serving engines"
+    named = {name.strip() for name in opening.group(1).split(",")}
+    assert named == {engine.display for engine in REGISTRY}

@@ -8,6 +8,7 @@ installed version selects the profile. Needs ``--eagle3-target`` (a model direct
 from __future__ import annotations
 
 import importlib.util
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -62,7 +63,7 @@ class TestEagle3Live:
 
         require_config(eagle3_checkpoint)
         argv, findings = launch_preview(request, eagle3_checkpoint, eagle3_live_engine)
-        eagle3_result.measured("live_command", " ".join(argv))
+        eagle3_result.measured("live_command", shlex.join(argv))
         check(findings)
         eagle3_result.passed(f"{eagle3_live_engine.label}: " + " ".join(argv[2:4]))
 

@@ -48,10 +48,10 @@ def _architecture(out: Filing, sheet: FactSheet, snapshot: Snapshot) -> str | No
             out.refuse("architecture", Finding(
                 "speculators-format",
                 f"{snapshot.label} cannot read a speculators-format config: startup fails "
-                + snapshot.kind.speculators_error,
+                + snapshot.kind.loading.speculators_error,
                 (Evidence("config.json", "speculators_model_type / transformer_layer_config",
                           f"a flat HF config with architectures ['{flat}']"),),
-                f"convert the config for {snapshot.kind.flat_config_for}: flatten "
+                f"convert the config for {snapshot.kind.loading.flat_config_for}: flatten "
                 f"transformer_layer_config, set architectures ['{flat}']{aux}",
                 (f"rule: {snapshot.source('speculators_format')}",),
             ))
@@ -68,7 +68,7 @@ def _architecture(out: Filing, sheet: FactSheet, snapshot: Snapshot) -> str | No
                 "use a supported layer config (llama or qwen3)", (f"rule: {snapshot.source('speculators_model_types')}",),
             ))
             return None
-        own = snapshot.kind.speculators_class
+        own = snapshot.kind.loading.speculators_class
         if own is not None:
             return own
         has_qwen3 = "Eagle3Qwen3ForCausalLM" in snapshot.behaviours.architectures  # algos.py update_eagle3, 0.24+
@@ -83,7 +83,7 @@ def _architecture(out: Filing, sheet: FactSheet, snapshot: Snapshot) -> str | No
     if not accepted and snapshot.behaviours.speculators_format:
         _speculators_only(out, sheet, snapshot)
         return None
-    if arch in snapshot.kind.plain_target_classes:
+    if arch in snapshot.kind.loading.plain_target_classes:
         consequence = (f"{snapshot.kind.display} builds the plain target class instead: startup fails (vocab-row assert / "
                        "KeyError)")
     elif snapshot.behaviours.arch_rewrite == "nextn-unless-eagle" and resolved != arch:
@@ -138,7 +138,7 @@ def _peagle_served(out: Filing, sheet: FactSheet, snapshot: Snapshot) -> bool:
 def _mla_unmodelled(out: Filing, sheet: FactSheet, snapshot: Snapshot) -> str | None:
     """The class an engine that ignores architectures builds: its Llama class, unless it builds MLA attention for an
     MLA draft by a key plan not read here (the engine's ``mla_unmodelled``): then not modelled."""
-    source = snapshot.kind.mla_unmodelled
+    source = snapshot.kind.loading.mla_unmodelled
     if source is None or attention_family(sheet.tensors) != FAMILY_MLA:
         return "Eagle3LlamaForCausalLM"
     out.unknown("architecture", Finding(

@@ -286,7 +286,7 @@ def _reach_words(snapshot: Snapshot, arch: str | None, reach: Reach, source: str
     words = f"{arch or 'the target'}'s capture loop in {snapshot.label} reaches {reach.words}"
     if layers is not None and layers in never and arch:
         since = snapshot.first_reaching(arch, "last")
-        other = snapshot.kind.reach_peer
+        other = snapshot.kind.serving.reach_peer
         elsewhere = snapshot.first_reaching(arch, "last", engine=other, after=Version("0")) if other else None
         words += (f"; L (the last layer's output) is reached from {since}" if since else
                   f"; no {snapshot.label.split()[0]} release read reaches L for {arch}"
@@ -789,7 +789,7 @@ def _aux_fix(aux: AuxPlan, snapshot: Snapshot, arch: str | None) -> str:
     if launched(snapshot):
         return _launch_aux_fix(aux)
     if aux.fix_edit is None:
-        since = snapshot.first_release("aux_id_fields", bool) if snapshot.kind.aux_fix_names_own_release else None
+        since = snapshot.first_release("aux_id_fields", bool) if snapshot.kind.serving.aux_fix_names_own_release else None
         if since is not None:  # a later release of the same engine reads them: name it (computed from the rows)
             return (f"serve with {snapshot.release_words(since, None)}, which reads configured aux ids, and "
                     f"write the trained layer inputs {trained} there ({snapshot.label} ignores them)")

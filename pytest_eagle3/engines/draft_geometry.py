@@ -16,7 +16,7 @@ from pytest_eagle3.rules.attention import ROUTE_AS_WRITTEN, ROUTE_CONFIG_CLASS, 
 def route_for(engine: Engine, speculators: bool) -> str:
     """vLLM reads a speculators config as written (speculators/base.py SpeculatorsConfig(**config)); every
     other draft config goes through AutoConfig and its model_type's class."""
-    return ROUTE_AS_WRITTEN if engine.reads_speculators_geometry_as_written and speculators \
+    return ROUTE_AS_WRITTEN if engine.loading.reads_speculators_geometry_as_written and speculators \
         else ROUTE_CONFIG_CLASS
 
 

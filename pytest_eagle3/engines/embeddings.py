@@ -204,7 +204,7 @@ def _lm_head(out: Filing, sheet: FactSheet, snapshot: Snapshot, embed_tokens: st
                 f"write draft_vocab_size: {draft_vocab} into config.json", (f"rule: {snapshot.source('draft_vocab_size_missing')}",),
             ))
         return "target"
-    if snapshot.kind.ties_lm_head_to_embed and config.get("tie_word_embeddings"):
+    if snapshot.kind.loading.ties_lm_head_to_embed and config.get("tie_word_embeddings"):
         # lm_head is the draft's embed_tokens module, which set_embed swaps for the target's only
         # when the hidden sizes agree (models/llama.py set_embed).
         return "target (tied to embed_tokens)" if embed_tokens == "target" else "draft (tied to its embed_tokens)"

@@ -427,7 +427,7 @@ def _factor(params: Mapping[str, Any]) -> float:
 def context_length(config: Mapping[str, Any], engine: Engine) -> int | None:
     """The context ``engine`` derives from ``config``; None when no key is written (the engine then takes a default)."""
     params = _rope_parameters(config)
-    if engine.context_rule == "first-key-scaled":
+    if engine.serving.context_rule == "first-key-scaled":
         base = next((v for v in (_positive(config.get(k)) for k in _SGLANG_KEYS) if v is not None), None)
         if base is None:
             return None
@@ -453,7 +453,7 @@ def context_length(config: Mapping[str, Any], engine: Engine) -> int | None:
 def engine_view(raw: Mapping[str, object], snapshot: Snapshot) -> EngineView:
     """Flatten the config the way ``snapshot``'s engine does, and resolve the norm flags."""
     speculators = is_speculators(raw)
-    reader = snapshot.kind.speculators_reader
+    reader = snapshot.kind.loading.speculators_reader
     config = (_speculators_own(raw) if reader == "own-config-class" else
               _speculators_merged(raw) if reader == "merged-over-top" else
               _speculators_to_eagle(raw, snapshot)) if speculators else dict(raw)
@@ -543,7 +543,7 @@ def _flags(raw: Mapping[str, object], config: Mapping[str, object], speculators:
     for name in ("fc_norm", "norm_output"):
         rule = snapshot.behaviours.fc_norm if name == "fc_norm" else snapshot.behaviours.norm_output
         reads = rule == "read" or (rule == "eagle-format-only" and not speculators)
-        names = (name, *snapshot.kind.fc_norm_aliases) if name == "fc_norm" else (name,)
+        names = (name, *snapshot.kind.loading.fc_norm_aliases) if name == "fc_norm" else (name,)
         flags[name] = reads and _flag(config, *names)
         notes[name] = "read" if reads else (
             "not propagated from a speculators config in this version" if rule == "eagle-format-only" else "not read"

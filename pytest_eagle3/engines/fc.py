@@ -65,12 +65,12 @@ def plan_fc(sheet: FactSheet, snapshot: Snapshot, built: FcPlan, aux: AuxPlan) -
     honoured = snapshot.behaviours.use_aux_hidden_state == "honoured"
     if sheet.use_aux_hidden_state is False and honoured:
         fc = dataclasses.replace(built, states_sent=1, width_sent=target_hidden,
-                                 action=snapshot.kind.fc_without_aux)
+                                 action=snapshot.kind.loading.fc_without_aux)
         if fc.checkpoint_width and fc.checkpoint_width != target_hidden:
             out.lose("fc", Finding(
                 "fc-unused",
                 f"eagle_config.use_aux_hidden_state is false, so {snapshot.label} sends one {target_hidden}-wide hidden "
-                f"state and {FC_WITHOUT_AUX[snapshot.kind.fc_without_aux]}; the checkpoint's "
+                f"state and {FC_WITHOUT_AUX[snapshot.kind.loading.fc_without_aux]}; the checkpoint's "
                 f"fc was trained on {fc.checkpoint_width // target_hidden if target_hidden else '?'} concatenated "
                 f"states: {ACCEPTANCE_NOTE}",
                 (Evidence("eagle_config.use_aux_hidden_state", "false", "true (fc.weight is "

@@ -58,7 +58,7 @@ def geometry_finding(label: str, engine: Engine, config: Mapping[str, Any], spec
     first = found[0]
     fix = ("write " + ", ".join(f"{k}: {v}" for k, v in sorted(fields.items())) + " into the draft's config.json"
            if fields else "make num_attention_heads, num_key_value_heads and head_dim describe the saved q/k/v/o")
-    silent = all(d.truncated for d in found) and not engine.exact_shapes
+    silent = all(d.truncated for d in found) and not engine.loading.exact_shapes
     effect = (f"the loader cuts {plural(len(found), 'tensor')} to their first rows without a word: attention runs on a "
               "truncated copy and acceptance collapses" if silent
               else "the weight loader's narrow / shape assert stops startup")
@@ -70,7 +70,7 @@ def geometry_finding(label: str, engine: Engine, config: Mapping[str, Any], spec
         tuple(Evidence(d.tensor, str(list(d.shape)), f"{list(d.expected)} ({d.fields})") for d in found[:6]),
         fix,
         tuple(f"{k}: {v}" for k, v in sorted(geometry.sources.items()))
-        + tuple(f"rule: {rule}" for rule in (engine.load_assert,) if rule),
+        + tuple(f"rule: {rule}" for rule in (engine.loading.load_assert,) if rule),
     )
 
 

@@ -163,7 +163,7 @@ def _engine_parameters(profile: Snapshot, shape: DraftShape) -> set[str]:
     params |= {f"model.fc_norm.{i}.weight" for i in range(shape.fc_norm_count)}
     if shape.has_lm_head:
         params.add("lm_head.weight")
-    if shape.has_d2t and profile.kind.d2t_is_parameter:
+    if shape.has_d2t and profile.kind.loading.d2t_is_parameter:
         params.add(D2T_PARAM)
     for index in range(shape.layers):
         prefix = "model.midlayer." if first_layer == "midlayer" else f"model.layers.{index}."
@@ -228,7 +228,7 @@ def resolve_keys(profile: Snapshot, names: list[str], params: set[str], shape: D
                         shape.renames if shape and shape.renames is not None else profile.behaviours.renames,
                         profile.behaviours.norm_before_fc != "not-read" if skipped is None else skipped,
                         own[0] if own else profile.behaviours.unknown_key)
-    resolver = _RESOLVERS[profile.kind.key_resolver]
+    resolver = _RESOLVERS[profile.kind.loading.key_resolver]
     for name in sorted(names):
         resolver(profile, rules, name, params, out)
     return out
@@ -361,7 +361,7 @@ def _not_required(sheet: FactSheet, snapshot: Snapshot, name: str) -> bool:
     embed_source, d2t_absent."""
     b = snapshot.behaviours
     if name == D2T_PARAM:
-        return snapshot.kind.d2t_is_converted_tensor or b.d2t_absent == "identity"
+        return snapshot.kind.loading.d2t_is_converted_tensor or b.d2t_absent == "identity"
     if name == "lm_head.weight":
         return b.lm_head_source == "target-if-absent"
     return name == "model.embed_tokens.weight" and (b.embed_source == "target-if-absent" or (
@@ -492,12 +492,12 @@ def _key_fix(snapshot: Snapshot, names: list[str] | None = None) -> str:
     if names and all(_is_fc_norm(n) for n in names):  # the module is absent in this release: no name loads them
         return ("no name loads them: this release's draft class builds no fc_norm; serve with an engine version "
                 "that applies fc_norm (see engine.norms), or retrain with fc_norm=False")
-    if snapshot.kind.key_fix_renames_first_layer and snapshot.behaviours.first_layer == "midlayer" and any(
+    if snapshot.kind.loading.key_fix_renames_first_layer and snapshot.behaviours.first_layer == "midlayer" and any(
         n.startswith(("layers.", "model.layers.")) for n in names
     ):
         return ("rename layers.0.* -> midlayer.* in a copy of the checkpoint, or serve with "
                 f"{snapshot.serve_with('first_layer', lambda v: v == 'layers')}")
-    if snapshot.kind.key_fix_strips_model_prefix and any(n.startswith("model.") for n in names):
+    if snapshot.kind.loading.key_fix_strips_model_prefix and any(n.startswith("model.") for n in names):
         return "strip the model. prefix from the draft's tensor names (vLLM adds it)"
     return "rename the tensors to the engine's names: midlayer.* or layers.N.*, fc.weight, norm.weight, lm_head.weight, d2t"
 

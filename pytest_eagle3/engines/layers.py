@@ -100,7 +100,7 @@ def plan_layers(sheet: FactSheet, snapshot: Snapshot, draft_class: str | None) -
         out.refuse("layers", Finding(
             "multi-layer",
             f"{snapshot.label} builds one-layer EAGLE-3 drafts only: num_hidden_layers={layers} raises "
-            + snapshot.kind.one_layer_error,
+            + snapshot.kind.loading.one_layer_error,
             (Evidence("config.json num_hidden_layers", str(layers), "1"),),
             "train a one-layer draft" if by_class
             else f"serve with {snapshot.serve_with('multi_layer', lambda v: v == 'supported', engine=SGLANG)}, or train a one-layer draft",
@@ -119,10 +119,10 @@ def plan_layers(sheet: FactSheet, snapshot: Snapshot, draft_class: str | None) -
     built = 1 if rule in ("refused", "one-layer") else layers
     use_aux = sheet.use_aux_hidden_state
     has_fc = not (use_aux is False and snapshot.behaviours.use_aux_hidden_state == "honoured"
-                  and snapshot.kind.fc_without_aux == "disabled")
+                  and snapshot.kind.loading.fc_without_aux == "disabled")
     count = _fc_state_count(snapshot, config, klass)
     fc_bias_rule = snapshot.behaviours.fc_bias
-    has_lm_head = not (snapshot.kind.ties_lm_head_to_embed and sheet.tie_word_embeddings) and not (
+    has_lm_head = not (snapshot.kind.loading.ties_lm_head_to_embed and sheet.tie_word_embeddings) and not (
         snapshot.behaviours.lm_head_source == "draft-else-embed" and not any("lm_head" in t for t in sheet.tensors))
     has_embed = snapshot.behaviours.embed_source != "target-always-key-raises"  # vLLM 0.8.5's rows: no module
     has_d2t = not (snapshot.behaviours.d2t_full_vocab in ("refused", "ignored") and sheet.full_vocab)

@@ -147,7 +147,7 @@ def _kv_pages(out: Filing, sheet: FactSheet, snapshot: Snapshot) -> KvVerdict | 
                       f"compatible with the target's ({theirs})"),),
             "give the draft the target's KV geometry (num_key_value_heads x head_dim), or serve with a version "
             "that unifies page sizes",
-            (f"rule: {verdict.source}", f"dtype: {snapshot.kind.draft_dtype_source}"),
+            (f"rule: {verdict.source}", f"dtype: {snapshot.kind.loading.draft_dtype_source}"),
         ))
     return verdict
 
@@ -207,7 +207,7 @@ def _positions(out: Filing, sheet: FactSheet, snapshot: Snapshot) -> None:
             f"{'/'.join(sheet.draft_rope_types)}: it only lengthens the rotary table)" if table_only else
             f"serve a draft whose rope covers {served} positions (rope {'/'.join(sheet.draft_rope_types)}: "
             "max_position_embeddings alone does not size its table)")
-    shorter = snapshot.kind.context_length_flag
+    shorter = snapshot.kind.serving.context_length_flag
     fix = f"{edit}, or serve with {shorter} {draft}"
     details = (f"rule: {snapshot.source('draft_positions')}",)
     head = f"{snapshot.label}: the draft's config gives it {draft} positions, the target is served with {served}"

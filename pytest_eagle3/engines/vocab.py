@@ -132,8 +132,8 @@ def _no_map(out: Filing, snapshot: Snapshot, draft_vocab: int, vocab: int | None
         out.refuse("vocab", Finding(
             "d2t-missing-crash",
             f"{snapshot.label} needs d2t for a reduced draft vocab ({draft_vocab} of {vocab}): " + (
-                snapshot.kind.missing_d2t_error.format(vocab=vocab, draft_vocab=draft_vocab)
-                if snapshot.kind.missing_d2t_error is not None else
+                snapshot.kind.loading.missing_d2t_error.format(vocab=vocab, draft_vocab=draft_vocab)
+                if snapshot.kind.loading.missing_d2t_error is not None else
                 "its d2t parameter is left unfilled: the strict load fails ('Missing parameters: d2t')"
                 if snapshot.behaviours.unloaded_parameter == "refused" else
                 "the map is set to None and compute_logits asserts the logits are vocab_size wide: AssertionError "

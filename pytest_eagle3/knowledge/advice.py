@@ -48,7 +48,7 @@ def last_release_before(source: Table[T] | BehaviourName, engine: str, predicate
 
 def other_engine(engine: str) -> str:
     """The engine a fix names where no release of ``engine`` works (its registered alternative)."""
-    return engine_named(engine).alternative
+    return engine_named(engine).serving.alternative
 
 
 def release_words(engine: str, since: str | None, elsewhere: str | None) -> str:

@@ -232,7 +232,7 @@ def allowlisted(version: Version, model_type: str, engine: str = VLLM) -> tuple[
 
 #: The engines whose target classes a source scan read (pytest_eagle3/scanners/capture.py; llama.cpp:
 #: pytest_eagle3/scanners/llamacpp_capture.py, by the architectures its converter registers).
-SCANNED = tuple(engine.name for engine in REGISTRY if engine.capture_scan is not None)
+SCANNED = tuple(engine.name for engine in REGISTRY if engine.scans.capture_scan is not None)
 
 
 #: The generated wheel scans: ``capture_table`` (pytest_eagle3/scanners/capture.py: vLLM, SGLang, TokenSpeed),
@@ -262,7 +262,7 @@ def _scan(engine: str) -> tuple[tuple[str, ...], dict[str, tuple[tuple[str, str]
 def registered_runs(engine: str) -> dict[str, tuple[tuple[str, str], ...]]:
     """architecture -> runs (first, last) of the releases read whose registry lists it (llama.cpp: whose converter
     registers it)."""
-    scan = engine_named(engine).capture_scan
+    scan = engine_named(engine).scans.capture_scan
     if scan == "graphs":
         return {arch: tuple((a, b) for a, b, _, _ in runs)
                 for arch, runs in llamacpp_capture_table.LLAMACPP_CAPTURE.items()}
@@ -273,7 +273,7 @@ def registered_runs(engine: str) -> dict[str, tuple[tuple[str, str], ...]]:
 
 def scanned_releases(engine: str) -> tuple[str, ...]:
     """The releases (or llama.cpp builds) the engine's capture scan read; empty without a scan."""
-    scan = engine_named(engine).capture_scan
+    scan = engine_named(engine).scans.capture_scan
     if scan == "graphs":
         return llamacpp_capture_table.LLAMACPP_BUILDS
     return _scan(engine)[0] if scan == "wheels" else ()
@@ -326,7 +326,7 @@ def scanned_table(engine: str, architecture: str) -> Table[Capture] | None:
 
     Consecutive releases read with one support make one row; a release between two read ones takes the earlier
     row, and the first row holds from the engine's first known release."""
-    scan = engine_named(engine).capture_scan
+    scan = engine_named(engine).scans.capture_scan
     if scan == "graphs":
         return _llamacpp_table(architecture)
     if scan is None:

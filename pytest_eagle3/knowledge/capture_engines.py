@@ -12,5 +12,5 @@ from __future__ import annotations
 from pytest_eagle3.knowledge.engine import CaptureEntry
 from pytest_eagle3.knowledge.engines import REGISTRY
 
-#: Every hand-read capture row: the engines' own (``Engine.capture_rows``, in the registry's order).
-ENTRIES: tuple[CaptureEntry, ...] = tuple(row for engine in REGISTRY for row in engine.capture_rows)
+#: Every hand-read capture row: the engines' own (``Engine.tables.capture_rows``, in the registry's order).
+ENTRIES: tuple[CaptureEntry, ...] = tuple(row for engine in REGISTRY for row in engine.tables.capture_rows)

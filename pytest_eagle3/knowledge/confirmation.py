@@ -9,5 +9,5 @@ from pytest_eagle3.knowledge.engine import Confirmation as Confirmation
 from pytest_eagle3.knowledge.engines import REGISTRY
 from pytest_eagle3.knowledge.engines.shared import NO as NO
 
-#: Every engine's confirmation rows (``Engine.confirmation``, in the registry's order).
-ROWS: tuple[Confirmation, ...] = tuple(row for engine in REGISTRY for row in engine.confirmation)
+#: Every engine's confirmation rows (``Engine.tables.confirmation``, in the registry's order).
+ROWS: tuple[Confirmation, ...] = tuple(row for engine in REGISTRY for row in engine.tables.confirmation)

@@ -1,5 +1,5 @@
 """What an engine's EAGLE-3 draft class holds (:class:`DraftClass`), without the tables: each engine's module
-writes its own classes (``Engine.draft_classes``) and :mod:`pytest_eagle3.knowledge.draft_classes` gathers them."""
+writes its own classes (``Engine.tables.draft_classes``) and :mod:`pytest_eagle3.knowledge.draft_classes` gathers them."""
 
 from __future__ import annotations
 

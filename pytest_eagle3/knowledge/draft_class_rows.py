@@ -47,7 +47,7 @@ def _scan(engine: Engine) -> tuple[tuple[str, ...], dict[str, Any], dict[str, An
             getattr(generated, f"{prefix}_CLASSES"))
 
 
-_SCANS = {engine.name: _scan(engine) for engine in REGISTRY if engine.draft_class_scan}
+_SCANS = {engine.name: _scan(engine) for engine in REGISTRY if engine.scans.draft_class_scan}
 #: The engines whose draft classes the scan read.
 SCANNED = tuple(_SCANS)
 

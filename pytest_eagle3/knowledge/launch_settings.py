@@ -22,7 +22,7 @@ from pytest_eagle3.knowledge.releases import KNOWN_RANGES, EngineVersion
 LAYERS_TO_CAPTURE = "eagle3_layers_to_capture"
 LAYERS_PATH = f"speculative_config.{LAYERS_TO_CAPTURE}"
 #: The settings each engine's static plan reads (the path a fix names).
-SETTINGS: dict[str, tuple[str, ...]] = {engine.name: engine.launch_settings for engine in REGISTRY if engine.launch_settings}
+SETTINGS: dict[str, tuple[str, ...]] = {engine.name: engine.serving.launch_settings for engine in REGISTRY if engine.serving.launch_settings}
 #: How a fix that only a launch can make begins (no fixed copy is offered for it).
 LAUNCH_FIX = "launch with "
 

@@ -68,7 +68,7 @@ RANGE_REACH = {"inner": Reach(CRASH, False), "all": Reach(EMBEDDINGS, True),
 _SCANS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     engine.name: (getattr(reach_table, f"{engine.scan_prefix}_RELEASES"),
                   getattr(reach_table, f"{engine.scan_prefix}_REACH"))
-    for engine in REGISTRY if engine.reach_scan}
+    for engine in REGISTRY if engine.scans.reach_scan}
 
 
 @cache

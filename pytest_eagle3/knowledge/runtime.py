@@ -35,13 +35,13 @@ UNKNOWN = "unknown"
 KvRule = Row[KvGrouping]
 
 KV_TABLE: Table[KvGrouping] = table("KV-cache grouping of draft and target layers", (
-    # the engines' own rows (``Engine.kv_rows``, in the registry's order)
+    # the engines' own rows (``Engine.tables.kv_rows``, in the registry's order)
     *(Row(engine.name, row.since, KvGrouping(row.value), row.source, until=row.until, read_to=row.read_to,
-          cites=row.cites, unmodelled=row.unmodelled) for engine in REGISTRY for row in engine.kv_rows),
+          cites=row.cites, unmodelled=row.unmodelled) for engine in REGISTRY for row in engine.tables.kv_rows),
 ))
 KV_RULES: tuple[KvRule, ...] = KV_TABLE.rows
 #: Where each engine's draft dtype comes from (its ``draft_dtype_source``).
-DTYPE_SOURCE = {engine.name: engine.draft_dtype_source for engine in REGISTRY}
+DTYPE_SOURCE = {engine.name: engine.loading.draft_dtype_source for engine in REGISTRY}
 
 
 def kv_rule(target: EngineVersion) -> KvRule:

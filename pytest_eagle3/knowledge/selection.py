@@ -1,7 +1,7 @@
 """Parsing of ``--eagle3-engine``: which engine versions a run judges against.
 
-A selection is a comma list of engine names (``sglang``, ``vllm``, ``tokenspeed``, ``mlx-vlm``, ``trtllm``,
-``lmdeploy``, ``llamacpp``), ``all`` (every engine's newest release) or ``NAME==VERSION``. A bare name means the newest
+A selection is a comma list of engine names (each engine's ``NAME`` in the registry, ``knowledge/engines``),
+``all`` (every engine's newest release) or ``NAME==VERSION``. A bare name means the newest
 known version; ``NAME==*`` means one version per distinct profile segment. llama.cpp's versions are builds
 (``llamacpp==b11312``) or the llama-cpp-python release that vendors one (``llamacpp==0.3.36``). Unset, a run judges
 :data:`DEFAULT_SELECTION`.

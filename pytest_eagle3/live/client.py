@@ -60,7 +60,7 @@ def generate(engine: str, base_url: str, prompts: Sequence[Sequence[int]], new_t
              model: str | None = None) -> Generation:
     """Temperature 0, ``new_tokens`` per prompt, end-of-sequence ignored (asked the way the engine's
     ``live_client`` says)."""
-    client = BY_NAME[engine].live_client if engine in BY_NAME else None
+    client = BY_NAME[engine].live.live_client if engine in BY_NAME else None
     if client == "openai-completions":
         return _vllm_generate(base_url, prompts, new_tokens, model)
     if client == "generate-endpoint":

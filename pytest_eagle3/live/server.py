@@ -126,7 +126,7 @@ class LiveServer:
         one at a time 0.908/0.890/0.887, the reference 0.904/0.886/0.882; both deterministic.
         """
         began = time.monotonic()
-        read = engine_named(self.engine).live_acceptance
+        read = engine_named(self.engine).live.live_acceptance
         if read in ("spec-decode-counters", "llama-server-counters"):
             names = LLAMACPP_NAMES if read == "llama-server-counters" else VLLM_NAMES
             before = parse_vllm_metrics(vllm_metrics_text(self.base_url), names)

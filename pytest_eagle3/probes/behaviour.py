@@ -39,9 +39,9 @@ SCHEMA = "pytest-eagle3/behaviour-results/1"
 DEFAULT_OUT = Path(__file__).with_name("behaviour_results.json")
 #: The engines with a behaviour probe (``Probe.behaviour_script``): the script each one's interpreter runs, and the
 #: cases whose draft the reference forward reads (Llama decoder layer) and the engine loads.
-_PROBED = [e for e in REGISTRY if e.probe is not None and e.probe.behaviour_script is not None]
-SCRIPTS = {e.name: Path(__file__).with_name(str(e.probe.behaviour_script)) for e in _PROBED if e.probe is not None}
-CASES = {e.name: e.probe.behaviour_cases for e in _PROBED if e.probe is not None}
+_PROBED = [e for e in REGISTRY if e.interpreter.probe is not None and e.interpreter.probe.behaviour_script is not None]
+SCRIPTS = {e.name: Path(__file__).with_name(str(e.interpreter.probe.behaviour_script)) for e in _PROBED if e.interpreter.probe is not None}
+CASES = {e.name: e.interpreter.probe.behaviour_cases for e in _PROBED if e.interpreter.probe is not None}
 #: Modules of the fc path the comparison can find missing, and the checkpoint tensors they are.
 MODULES = {"fc_norm": "fc_norm.", "input_norm": "input_norm."}
 #: Relative tolerance of a match (bfloat16 / float32 round-off of one RMSNorm and one matmul).

@@ -179,7 +179,7 @@ def losses(engine: str, result: dict[str, Any], reduced_vocab: bool) -> list[str
 def _lists_unread_norms(engine: str) -> bool:
     """Whether the engine's loader lists parameters built and never read (later layers' hidden_norm) as left at
     their initial values (its probe's ``lists_unread_norms``)."""
-    probe = engine_named(engine).probe
+    probe = engine_named(engine).interpreter.probe
     return probe is not None and probe.lists_unread_norms
 
 

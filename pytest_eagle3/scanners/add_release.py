@@ -144,7 +144,7 @@ def add(source: Source, *, write: bool) -> list[str]:
 
     lines: list[str] = []
     kind = EngineVersion(source.engine, Version(source.release)).kind
-    if source.engine in CAPTURE_ENGINES and kind.capture_scan == "wheels":
+    if source.engine in CAPTURE_ENGINES and kind.scans.capture_scan == "wheels":
         scanned = capture.scan_release(source.engine, source.root)
         text, changes = fold_capture(source.engine, source.release, set(scanned.capturing), scanned.registered,
                                      platforms=scanned.platforms)
@@ -158,11 +158,11 @@ def add(source: Source, *, write: bool) -> list[str]:
     lines += changes
     if write:
         field_path.write_text(fields.dumps(data), encoding="utf-8")
-    if kind.draft_class_scan:
+    if kind.scans.draft_class_scan:
         archs, classes = draft_classes.scan_release(source.engine, source.root)
         lines.append(f"draft classes: {len(archs)} architectures, {len(classes)} classes (regenerate "
                      "generated/draft_class_table.py with python -m pytest_eagle3.scanners.draft_classes)")
-    if kind.reach_scan:
+    if kind.scans.reach_scan:
         lines.append(f"reach: {len(reach.scan(source.engine, source.root))} capturing architectures (regenerate "
                      "generated/reach_table.py with python -m pytest_eagle3.scanners.reach)")
     lines += changed_hand_rows(source)

@@ -39,8 +39,8 @@ def rows() -> list[tuple[str, str, str]]:
     from pytest_eagle3.knowledge.releases import RELEASES
 
     bundled = {engine.name: engine for engine in package_engines()}
-    return [(engine.name, engine.python_option, engine.interpreter_help)
-            for engine in (bundled[name] for name in RELEASES if name in bundled) if engine.python_option]
+    return [(engine.name, engine.interpreter.python_option, engine.interpreter_help)
+            for engine in (bundled[name] for name in RELEASES if name in bundled) if engine.interpreter.python_option]
 
 
 def _literal(text: str, indent: str) -> list[str]:

@@ -35,7 +35,7 @@ from pytest_eagle3.scanners.fingerprint import fingerprint
 #: Each engine's distribution on the package index, where it has one (the probes' first distribution; the others
 #: from the engines' own modules: TensorRT-LLM's index package is a stub, llama.cpp ships builds).
 DISTRIBUTIONS: dict[str, str] = {
-    **{e.name: e.probe.distributions[0] for e in REGISTRY if e.probe is not None and e.name != "llamacpp"},
+    **{e.name: e.interpreter.probe.distributions[0] for e in REGISTRY if e.interpreter.probe is not None and e.name != "llamacpp"},
     "lmdeploy": "lmdeploy", "tokenspeed": "tokenspeed"}
 #: Where ``releases`` looks each engine up: its distribution, and TensorRT-LLM's index name, whose releases are
 #: listed though its files are stubs (``learn`` then needs an unpacked source tree).
@@ -133,7 +133,7 @@ def download(engine: str, version: str, into: Path, pip: Callable[[list[str]], s
 def interpreter_root(python: str, engine: str) -> Source:
     """The package directory of ``engine`` installed in interpreter ``python`` (asked in a subprocess)."""
     dist = DISTRIBUTIONS.get(engine, engine)
-    probe = BY_NAME[engine].probe
+    probe = BY_NAME[engine].interpreter.probe
     module = probe.module if probe is not None else engine.replace("-", "_")
     code = ("import importlib.metadata as m, importlib.util as u, json, os, sys\n"
             f"spec = u.find_spec({module!r})\n"
@@ -208,11 +208,11 @@ def scans(source: Source) -> dict[str, Any]:
     kind = BY_NAME[source.engine]
     runs: dict[str, Callable[[], Any]] = {"fields": lambda: fields.scan(source.engine, source.root,
                                                                           Version(source.release))}
-    if kind.capture_scan == "wheels" and source.engine in ("vllm", "sglang", "tokenspeed"):
+    if kind.scans.capture_scan == "wheels" and source.engine in ("vllm", "sglang", "tokenspeed"):
         runs["capture"] = lambda: capture.scan(source.engine, source.root)
-    if kind.draft_class_scan:
+    if kind.scans.draft_class_scan:
         runs["draft_classes"] = lambda: draft_classes.scan_release(source.engine, source.root)
-    if kind.reach_scan:
+    if kind.scans.reach_scan:
         runs["reach"] = lambda: reach.scan(source.engine, source.root)
     out: dict[str, Any] = {}
     for name, run in runs.items():

@@ -24,13 +24,20 @@ from pytest_eagle3.words import plural
 #: ``sweep --fail-on``: what makes the sweep exit 1 (``verdict.sweep.Sweep.gate``).
 FAIL_ON = ("best", "any", "never")
 
-DESCRIPTION = ("Judge EAGLE-3 draft checkpoints against engine versions (SGLang, vLLM, TensorRT-LLM, LMDeploy, "
-               "llama.cpp, mlx-vlm, TokenSpeed) and repair them: python -m pytest_eagle3 COMMAND --help for each "
-               "command.")
+
+
+def description() -> str:
+    """The command line's description, naming every engine the registry holds."""
+    from pytest_eagle3.knowledge.engines import REGISTRY
+
+    names = ", ".join(engine.display if engine.display.lower() == engine.name else f"{engine.display} ({engine.name})"
+                      for engine in REGISTRY)
+    return (f"Judge EAGLE-3 draft checkpoints against engine versions ({names}) and repair them: python -m "
+            "pytest_eagle3 COMMAND --help for each command.")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pytest-eagle3", description=DESCRIPTION)
+    parser = argparse.ArgumentParser(prog="pytest-eagle3", description=description())
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="run the contract suite on checkpoints (same as pytest --eagle3-ckpt)",
                            epilog="Any other pytest option (-q, -x, -rs, --tb=short, -n 2, ...) is passed to the "
@@ -410,7 +417,7 @@ def _fix_steps(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     again = dataclasses.replace(settings, checkpoints=(str(out),), engines=tuple(served),
                                 aux_convention=copy_flag(out, solution.convention), engine_args=None)
     _say(f"  check again: {check_command(out, again)}")
-    if any(e.kind.converts_checkpoint for e in served):
+    if any(e.kind.serving.converts_checkpoint for e in served):
         gguf = out.with_name(out.name + ".gguf")
         _say(f"  convert for llama.cpp (its own converter, from the llama.cpp tree of that build): "
               f"{CONVERT_COMMAND.format(draft=out, target=target or 'TARGET', gguf=gguf)}")

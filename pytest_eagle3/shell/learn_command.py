@@ -155,7 +155,7 @@ def learn_interpreters(settings: RunSettings) -> list[str]:
 
     lines = []
     for engine in REGISTRY:
-        python = settings.python_for(engine.name) if engine.python_option else None
+        python = settings.python_for(engine.name) if engine.interpreter.python_option else None
         if python is None:
             continue
         try:

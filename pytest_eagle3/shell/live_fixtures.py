@@ -33,9 +33,9 @@ from pytest_eagle3.shell.options import (
 )
 
 if TYPE_CHECKING:
+    from pytest_eagle3.devices import CudaDevices
     from pytest_eagle3.knowledge.engine import Engine
     from pytest_eagle3.knowledge.releases import EngineVersion
-    from pytest_eagle3.live.devices import CudaDevices
     from pytest_eagle3.live.interpreter import EngineInstall
     from pytest_eagle3.live.server import LiveRun, Served
 
@@ -97,7 +97,7 @@ def live_engines() -> tuple[str, ...]:
 
 def _server_binary(engine: str) -> bool:
     kind = _kind(engine)
-    return kind is not None and kind.server_binary
+    return kind is not None and kind.live.server_binary
 
 
 def engine_python(config: pytest.Config, engine: str) -> str:
@@ -187,7 +187,7 @@ def item_engine(item: pytest.Item) -> str | None:
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Skip ``gpu`` items without a visible CUDA device and ``engine`` items whose engine does not import."""
     if item.get_closest_marker("gpu") is not None:
-        from pytest_eagle3.live.devices import cuda_devices
+        from pytest_eagle3.devices import cuda_devices
 
         state = live_state(item.config)
         if state.cuda is None:
@@ -287,7 +287,7 @@ def _server(request: pytest.FixtureRequest, engine: str, target: str, draft: str
                 state.servers[key] = GenerateLoop(install, target, draft, log_dir, steps=settings(config).steps,
                                                   device=live_device(config), timeout=max(timeout, 900.0))
             else:  # llama.cpp: given the GGUFs its converter writes of the target and the draft
-                served = _gguf_pair(request, install, target, draft) if kind and kind.converts_checkpoint else None
+                served = _gguf_pair(request, install, target, draft) if kind and kind.serving.converts_checkpoint else None
                 state.servers[key] = start_server(install, target, draft, log_dir,
                                                   timeout=timeout, steps=settings(config).steps, extra_args=extra,
                                                   env=cpu_memory_env(install, dict(os.environ), extra),

@@ -39,7 +39,7 @@ def launch_preview(request: pytest.FixtureRequest, ckpt: Any, engine: EngineVers
         argv = loop_command(install.python, model, draft, prompts, settings(config).steps,
                             settings(config).continuation, live_device(config))
         return argv, []
-    if engine.kind.converts_checkpoint:  # what the server is given: the GGUFs the converter writes of them
+    if engine.kind.serving.converts_checkpoint:  # what the server is given: the GGUFs the converter writes of them
         model, draft = f"{Path(target).name}.gguf", f"{Path(draft).name}.gguf"
     argv = list(build_command(LaunchRequest(
         engine.engine, engine.version, install.python, model, draft, 0, steps=settings(config).steps,

@@ -52,7 +52,7 @@ def matrix_rows() -> dict[str, Rows]:
 
 #: The synthetic target's architecture per engine whose Llama class feeds no EAGLE-3 draft (capture rows; each
 #: engine's ``matrix_target``).
-CAPTURING_TARGET = {engine.name: engine.matrix_target for engine in REGISTRY if engine.matrix_target}
+CAPTURING_TARGET = {engine.name: engine.tables.matrix_target for engine in REGISTRY if engine.tables.matrix_target}
 
 
 def _target_as(root: Path, architecture: str) -> TargetSide:

@@ -238,7 +238,7 @@ def device(flag: str, text: str, gpu_selected: bool) -> str:
 def cuda_visible(flag: str, device: str, gpu_selected: bool) -> None:
     """``--eagle3-device=cuda`` on a machine with no visible CUDA device is a usage error, found without
     initialising CUDA here. Under ``-m gpu`` it is not: there the gpu-marked contracts skip with the reason."""
-    from pytest_eagle3.live.devices import cuda_devices
+    from pytest_eagle3.devices import cuda_devices
 
     if not device.startswith("cuda") or gpu_selected:
         return

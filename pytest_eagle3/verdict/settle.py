@@ -199,7 +199,7 @@ def prove_plan_fixes(plan: LoadPlan, area: str, predictor: DraftPredictor, ckpt:
     text = proven_fix_text(proof, plan.label)
     if text is None:
         text = unproven_fix_text(proof, predictor.training.acceptance.mean_acceptance_length)
-    elif plan.engine.kind.converts_checkpoint:  # a config edit reaches llama.cpp through its converter
+    elif plan.engine.kind.serving.converts_checkpoint:  # a config edit reaches llama.cpp through its converter
         text += "; then convert: " + CONVERT_COMMAND.format(draft="DRAFT", target="TARGET", gguf="DRAFT.gguf")
     fixed = tuple(dataclasses.replace(i, finding=dataclasses.replace(i.finding, fix=text)) if i in issues else i
                   for i in plan.issues)

@@ -46,9 +46,9 @@ def _entry_point_engines() -> Iterable[Engine]:
         engine = _engine_of(point.load(), where)
         if engine.name != point.name:
             raise ValueError(f"{where}: the entry point is named after its engine, {engine.name!r}")
-        if engine.python_option not in (None, interpreter_dest(engine.name)):
+        if engine.interpreter.python_option not in (None, interpreter_dest(engine.name)):
             raise ValueError(f"{where}: an installed engine's interpreter option is {interpreter_dest(engine.name)!r} "
-                             f"(the option table gives it from the entry point's name), not {engine.python_option!r}")
+                             f"(the option table gives it from the entry point's name), not {engine.interpreter.python_option!r}")
         yield engine
 
 

@@ -15,7 +15,21 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_eagle3.knowledge.draft_class import LLAMA, DraftClass
-from pytest_eagle3.knowledge.engine import BehaviourSpan, CaptureEntry, Confirmation, Engine, Probe, TableRow, spans
+from pytest_eagle3.knowledge.engine import (
+    BehaviourSpan,
+    CaptureEntry,
+    Confirmation,
+    Engine,
+    Interpreter,
+    Live,
+    Loading,
+    Probe,
+    Scans,
+    Serving,
+    TableRow,
+    Tables,
+    spans,
+)
 from pytest_eagle3.knowledge.engines.shared import (
     CAPTURES,
     MIDLAYER_RENAMES,
@@ -174,18 +188,38 @@ CAPTURE_ROWS: tuple[CaptureEntry, ...] = (
 )
 
 ENGINE = Engine(
-    NAME, "llama.cpp", RELEASES, lineage=NAME, release_prefix="b", behaviour_rows=tuple(SPANS),
-    draft_classes=DRAFT_CLASSES, registry_rows=REGISTRY_ROWS, architecture_read=ARCHITECTURE_READ, kv_rows=KV_ROWS,
-    confirmation=CONFIRMATION, capture_rows=CAPTURE_ROWS,
-    draft_dtype_source="llama.cpp convert_hf_to_gguf.py --outtype: the GGUF's tensor types",
-    d2t_is_converted_tensor=True,
-    missing_d2t_error=("without d2t the output is sized to the target vocab ({vocab}); the draft's lm_head has "
-                       "{draft_vocab} rows: the load fails (check_tensor_dims 'wrong shape')"),
-    speculators_reader="merged-over-top", speculators_class="LlamaModel",
-    load_assert=("llama.cpp src/llama-model.cpp create_tensor: the GGUF tensor's shape must equal the one "
-                 "the hparams give (llama_model_loader check_tensor_dims)"),
-    exact_shapes=True, converts_checkpoint=True, server_binary=True,
-    live_client="llama-server-completion", live_acceptance="llama-server-counters",
-    probe=Probe("llamacpp_converter.py", "convert_hf_to_gguf", ("llama-cpp-python",)), capture_scan="graphs",
-    rank=70,
+    NAME, "llama.cpp", RELEASES, lineage=NAME, release_prefix="b", behaviour_rows=tuple(SPANS), rank=70,
+    tables=Tables(
+        draft_classes=DRAFT_CLASSES,
+        registry_rows=REGISTRY_ROWS,
+        architecture_read=ARCHITECTURE_READ,
+        kv_rows=KV_ROWS,
+        confirmation=CONFIRMATION,
+        capture_rows=CAPTURE_ROWS,
+    ),
+    loading=Loading(
+        draft_dtype_source="llama.cpp convert_hf_to_gguf.py --outtype: the GGUF's tensor types",
+        d2t_is_converted_tensor=True,
+        missing_d2t_error="without d2t the output is sized to the target vocab ({vocab}); the draft's lm_head has "
+                           "{draft_vocab} rows: the load fails (check_tensor_dims 'wrong shape')",
+        speculators_reader="merged-over-top",
+        speculators_class="LlamaModel",
+        load_assert="llama.cpp src/llama-model.cpp create_tensor: the GGUF tensor's shape must equal the one "
+                     "the hparams give (llama_model_loader check_tensor_dims)",
+        exact_shapes=True,
+    ),
+    serving=Serving(
+        converts_checkpoint=True,
+    ),
+    live=Live(
+        server_binary=True,
+        live_client="llama-server-completion",
+        live_acceptance="llama-server-counters",
+    ),
+    interpreter=Interpreter(
+        probe=Probe("llamacpp_converter.py", "convert_hf_to_gguf", ("llama-cpp-python",)),
+    ),
+    scans=Scans(
+        capture_scan="graphs",
+    ),
 )

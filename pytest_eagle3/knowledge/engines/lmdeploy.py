@@ -14,7 +14,17 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_eagle3.knowledge.draft_class import LLAMA, MLA, MLA_NORMS_AND_B, DraftClass
-from pytest_eagle3.knowledge.engine import BehaviourSpan, CaptureEntry, Confirmation, Engine, TableRow, spans
+from pytest_eagle3.knowledge.engine import (
+            BehaviourSpan,
+            CaptureEntry,
+            Confirmation,
+            Engine,
+            Loading,
+            Scans,
+            TableRow,
+            Tables,
+            spans,
+)
 from pytest_eagle3.knowledge.engines.shared import CAPTURES, NO, REFUSED, SEPARATE_POOL, SILENT, FcAuxCount, Transform
 from pytest_eagle3.knowledge.evidence import Cite
 
@@ -260,17 +270,27 @@ CAPTURE_ROWS: tuple[CaptureEntry, ...] = (
 )
 
 ENGINE = Engine(
-    NAME, "LMDeploy", RELEASES, lineage=NAME, behaviour_rows=tuple(SPANS),
-    draft_classes=DRAFT_CLASSES, registry_rows=REGISTRY_ROWS, architecture_read=ARCHITECTURE_READ, kv_rows=KV_ROWS,
-    confirmation=CONFIRMATION, capture_rows=CAPTURE_ROWS,
-    draft_dtype_source=("lmdeploy pytorch/config.py _update_torch_dtype: the draft config's own dtype (float16 / bfloat16, "
-                       "else float16)"),
-    speculators_error=("(no model_type: ValueError 'Unrecognized model', or where the loader falls back to a bare "
-                       "PretrainedConfig, AttributeError on hidden_size, which sits under transformer_layer_config)"),
-    flat_config_for="LMDeploy",
-    # it sets its draft vocab only on the LlamaForCausalLM path
-    preferred_architectures=(("llama", "LlamaForCausalLM"),),
-    one_layer_error="ValueError('eagle3 only supports 1 decode layer')", draft_class_scan=True,
-    capture_scan="wheels",
-    rank=60,
+    NAME, "LMDeploy", RELEASES, lineage=NAME, behaviour_rows=tuple(SPANS), rank=60,
+    tables=Tables(
+        draft_classes=DRAFT_CLASSES,
+        registry_rows=REGISTRY_ROWS,
+        architecture_read=ARCHITECTURE_READ,
+        kv_rows=KV_ROWS,
+        confirmation=CONFIRMATION,
+        capture_rows=CAPTURE_ROWS,
+    ),
+    loading=Loading(
+        draft_dtype_source="lmdeploy pytorch/config.py _update_torch_dtype: the draft config's own dtype (float16 / bfloat16, "
+                           "else float16)",
+        speculators_error="(no model_type: ValueError 'Unrecognized model', or where the loader falls back to a bare "
+                           "PretrainedConfig, AttributeError on hidden_size, which sits under transformer_layer_config)",
+        flat_config_for="LMDeploy",
+        # it sets its draft vocab only on the LlamaForCausalLM path
+        preferred_architectures=(("llama", "LlamaForCausalLM"),),
+        one_layer_error="ValueError('eagle3 only supports 1 decode layer')",
+    ),
+    scans=Scans(
+        draft_class_scan=True,
+        capture_scan="wheels",
+    ),
 )

@@ -12,7 +12,20 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_eagle3.knowledge.draft_class import LLAMA, DraftClass
-from pytest_eagle3.knowledge.engine import BehaviourSpan, CaptureEntry, Confirmation, Engine, Probe, TableRow, spans
+from pytest_eagle3.knowledge.engine import (
+    BehaviourSpan,
+    CaptureEntry,
+    Confirmation,
+    Engine,
+    Interpreter,
+    Live,
+    Loading,
+    Probe,
+    Scans,
+    TableRow,
+    Tables,
+    spans,
+)
 from pytest_eagle3.knowledge.engines.shared import (
     CAPTURES,
     NO,
@@ -211,19 +224,36 @@ CAPTURE_ROWS: tuple[CaptureEntry, ...] = (
 )
 
 ENGINE = Engine(
-    NAME, "mlx-vlm", RELEASES, lineage=NAME, behaviour_rows=tuple(SPANS),
-    draft_classes=DRAFT_CLASSES, architecture_read=ARCHITECTURE_READ, kv_rows=KV_ROWS,
-    confirmation=CONFIRMATION, capture_rows=CAPTURE_ROWS,
-    draft_dtype_source="mlx_vlm utils.py load_model: the drafter's tensors as stored",
-    speculators_reader="own-config-class", speculators_class="Eagle3DraftModel",
-    load_assert="mlx nn.Module.load_weights(strict=True): every tensor's shape must equal its parameter's",
-    exact_shapes=True,
-    # the behaviour probe's cases: the speculators format only (a flat config builds the plain model)
-    probe=Probe("mlx_loader.py", "mlx_vlm", ("mlx-vlm",), behaviour_script="mlx_behaviour.py",
-                behaviour_cases=("speculators", "speculators-norm-before-fc", "speculators-full-vocab")),
-    matrix_target="Qwen3_5ForConditionalGeneration", draft_class_scan=True, capture_scan="wheels",
+    NAME, "mlx-vlm", RELEASES, lineage=NAME, behaviour_rows=tuple(SPANS), rank=40,
+    tables=Tables(
+        draft_classes=DRAFT_CLASSES,
+        architecture_read=ARCHITECTURE_READ,
+        kv_rows=KV_ROWS,
+        confirmation=CONFIRMATION,
+        capture_rows=CAPTURE_ROWS,
+        matrix_target="Qwen3_5ForConditionalGeneration",
+    ),
+    loading=Loading(
+        draft_dtype_source="mlx_vlm utils.py load_model: the drafter's tensors as stored",
+        speculators_reader="own-config-class",
+        speculators_class="Eagle3DraftModel",
+        load_assert="mlx nn.Module.load_weights(strict=True): every tensor's shape must equal its parameter's",
+        exact_shapes=True,
+    ),
     # live: mlx_vlm.generate.ar.generate_step with the EAGLE-3 drafter (pytest_eagle3/live/mlx_generate.py); the
     # acceptance is the drafter's accept_lens (speculative/common.py _record_speculative_round)
-    python_option="eagle3_mlx_vlm_python", live_client="generate-loop", live_acceptance="drafter-rounds",
-    rank=40,
+    live=Live(
+        live_client="generate-loop",
+        live_acceptance="drafter-rounds",
+    ),
+    interpreter=Interpreter(
+        # the behaviour probe's cases: the speculators format only (a flat config builds the plain model)
+        probe=Probe("mlx_loader.py", "mlx_vlm", ("mlx-vlm",), behaviour_script="mlx_behaviour.py",
+                    behaviour_cases=("speculators", "speculators-norm-before-fc", "speculators-full-vocab")),
+        python_option="eagle3_mlx_vlm_python",
+    ),
+    scans=Scans(
+        draft_class_scan=True,
+        capture_scan="wheels",
+    ),
 )

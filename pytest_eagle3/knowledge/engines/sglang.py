@@ -5,7 +5,20 @@ layers). One ``(since, read_to, value, source)`` span per range of releases; eac
 from __future__ import annotations
 
 from pytest_eagle3.knowledge.draft_class import LLAMA, MLA, MLA_NORMS_AND_B, DraftClass
-from pytest_eagle3.knowledge.engine import BehaviourSpan, Confirmation, Engine, Probe, TableRow, spans
+from pytest_eagle3.knowledge.engine import (
+    BehaviourSpan,
+    Confirmation,
+    Engine,
+    Interpreter,
+    Live,
+    Loading,
+    Probe,
+    Scans,
+    Serving,
+    TableRow,
+    Tables,
+    spans,
+)
 from pytest_eagle3.knowledge.engines.shared import (
     EAGLE_CONFIG_FIELD,
     GPU_READY,
@@ -471,23 +484,49 @@ CONFIRMATION: tuple[Confirmation, ...] = (
 )
 
 ENGINE = Engine(
-    NAME, "SGLang", RELEASES, lineage=NAME, default=True, release_list_rank=1, behaviour_rows=tuple(SPANS),
-    draft_classes=DRAFT_CLASSES, registry_rows=REGISTRY_ROWS, architecture_read=ARCHITECTURE_READ, kv_rows=KV_ROWS,
-    confirmation=CONFIRMATION,
-    draft_dtype_source=("sglang configs/model_config.py ModelConfig.from_server_args(is_draft_model=True): the server's "
-                       "--dtype"),
-    key_resolver="as-named-or-model-prefixed", d2t_is_parameter=False,
-    missing_d2t_error="startup fails (hot_token_id is None)", key_fix_renames_first_layer=True,
-    plain_target_classes=("LlamaForCausalLM", "Qwen3ForCausalLM", "Qwen2ForCausalLM"),
-    fc_without_aux="bypassed", ties_lm_head_to_embed=True, fc_norm_aliases=("use_aux_norm",),
-    load_assert=("sglang layers/linear.py QKVParallelLinear.weight_loader / RowParallelLinear.weight_loader: "
-                 "narrow to the shard, then assert param_data.shape == loaded_weight.shape (0.5.11, 0.5.23)"),
-    context_rule="first-key-scaled", context_length_flag="--context-length", alternative="vllm", reach_peer="vllm",
-    aux_fix_names_own_release=False,
-    speculative_flags="--speculative-algorithm", runtime_mode_switch="cuda-graph",
-    python_option="eagle3_sglang_python", live_client="generate-endpoint", live_acceptance="request-meta",
-    probe=Probe("sglang_loader.py", "sglang", ("sglang",), behaviour_script="sglang_behaviour.py",
-                behaviour_cases=("specforge", "specforge-norm-flags", "specforge-full-vocab-d2t")),
-    capture_scan="wheels", draft_class_scan=True, reach_scan=True,
-    rank=10,
+    NAME, "SGLang", RELEASES, lineage=NAME, default=True, release_list_rank=1, behaviour_rows=tuple(SPANS), rank=10,
+    tables=Tables(
+        draft_classes=DRAFT_CLASSES,
+        registry_rows=REGISTRY_ROWS,
+        architecture_read=ARCHITECTURE_READ,
+        kv_rows=KV_ROWS,
+        confirmation=CONFIRMATION,
+    ),
+    loading=Loading(
+        draft_dtype_source="sglang configs/model_config.py ModelConfig.from_server_args(is_draft_model=True): the server's "
+                           "--dtype",
+        key_resolver="as-named-or-model-prefixed",
+        d2t_is_parameter=False,
+        missing_d2t_error="startup fails (hot_token_id is None)",
+        key_fix_renames_first_layer=True,
+        plain_target_classes=("LlamaForCausalLM", "Qwen3ForCausalLM", "Qwen2ForCausalLM"),
+        fc_without_aux="bypassed",
+        ties_lm_head_to_embed=True,
+        fc_norm_aliases=("use_aux_norm",),
+        load_assert="sglang layers/linear.py QKVParallelLinear.weight_loader / RowParallelLinear.weight_loader: "
+                     "narrow to the shard, then assert param_data.shape == loaded_weight.shape (0.5.11, 0.5.23)",
+    ),
+    serving=Serving(
+        context_rule="first-key-scaled",
+        context_length_flag="--context-length",
+        alternative="vllm",
+        reach_peer="vllm",
+        aux_fix_names_own_release=False,
+    ),
+    live=Live(
+        speculative_flags="--speculative-algorithm",
+        runtime_mode_switch="cuda-graph",
+        live_client="generate-endpoint",
+        live_acceptance="request-meta",
+    ),
+    interpreter=Interpreter(
+        python_option="eagle3_sglang_python",
+        probe=Probe("sglang_loader.py", "sglang", ("sglang",), behaviour_script="sglang_behaviour.py",
+                    behaviour_cases=("specforge", "specforge-norm-flags", "specforge-full-vocab-d2t")),
+    ),
+    scans=Scans(
+        capture_scan="wheels",
+        draft_class_scan=True,
+        reach_scan=True,
+    ),
 )

@@ -11,7 +11,17 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_eagle3.knowledge.draft_class import LLAMA, DraftClass
-from pytest_eagle3.knowledge.engine import BehaviourSpan, CaptureEntry, Confirmation, Engine, TableRow
+from pytest_eagle3.knowledge.engine import (
+    BehaviourSpan,
+    CaptureEntry,
+    Confirmation,
+    Engine,
+    Loading,
+    Scans,
+    Serving,
+    TableRow,
+    Tables,
+)
 from pytest_eagle3.knowledge.engines.shared import (
     CAPTURES,
     EAGLE_CONFIG_FIELD,
@@ -217,14 +227,31 @@ CAPTURE_ROWS: tuple[CaptureEntry, ...] = (
 )
 
 ENGINE = Engine(
-    NAME, "TokenSpeed", RELEASES, lineage="sglang", behaviour_rows=tuple(SPANS), scan_of="tokenspeed",
-    draft_classes=DRAFT_CLASSES, registry_rows=REGISTRY_ROWS, architecture_read=ARCHITECTURE_READ, kv_rows=KV_ROWS,
-    confirmation=CONFIRMATION, capture_rows=CAPTURE_ROWS,
-    draft_dtype_source="tokenspeed runtime/configs/model_config.py (as SGLang: the server's --dtype)",
-    key_resolver="as-named-or-model-prefixed", d2t_is_parameter=False,
-    missing_d2t_error="startup fails (hot_token_id is None)", fc_without_aux="bypassed", ties_lm_head_to_embed=True,
-    load_assert="tokenspeed runtime/layers/linear.py weight_loader (SGLang's: narrow to the shard, then assert)",
-    context_rule="first-key-scaled", context_length_flag="--context-length",
-    capture_scan="wheels", draft_class_scan=True,
-    rank=30,
+    NAME, "TokenSpeed", RELEASES, lineage="sglang", behaviour_rows=tuple(SPANS), rank=30,
+    tables=Tables(
+        draft_classes=DRAFT_CLASSES,
+        registry_rows=REGISTRY_ROWS,
+        architecture_read=ARCHITECTURE_READ,
+        kv_rows=KV_ROWS,
+        confirmation=CONFIRMATION,
+        capture_rows=CAPTURE_ROWS,
+    ),
+    loading=Loading(
+        draft_dtype_source="tokenspeed runtime/configs/model_config.py (as SGLang: the server's --dtype)",
+        key_resolver="as-named-or-model-prefixed",
+        d2t_is_parameter=False,
+        missing_d2t_error="startup fails (hot_token_id is None)",
+        fc_without_aux="bypassed",
+        ties_lm_head_to_embed=True,
+        load_assert="tokenspeed runtime/layers/linear.py weight_loader (SGLang's: narrow to the shard, then assert)",
+    ),
+    serving=Serving(
+        context_rule="first-key-scaled",
+        context_length_flag="--context-length",
+    ),
+    scans=Scans(
+        scan_of="tokenspeed",
+        capture_scan="wheels",
+        draft_class_scan=True,
+    ),
 )

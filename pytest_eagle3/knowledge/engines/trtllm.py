@@ -20,7 +20,17 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_eagle3.knowledge.draft_class import LLAMA, DraftClass
-from pytest_eagle3.knowledge.engine import BehaviourSpan, CaptureEntry, Confirmation, Engine, TableRow, spans
+from pytest_eagle3.knowledge.engine import (
+    BehaviourSpan,
+    CaptureEntry,
+    Confirmation,
+    Engine,
+    Loading,
+    Serving,
+    TableRow,
+    Tables,
+    spans,
+)
 from pytest_eagle3.knowledge.engines.shared import CAPTURES, MIDLAYER_RENAMES, NO, SEPARATE_POOL, FcAuxCount, Transform
 
 NAME = "trtllm"
@@ -223,15 +233,24 @@ CAPTURE_ROWS: tuple[CaptureEntry, ...] = (
 )
 
 ENGINE = Engine(
-    NAME, "TensorRT-LLM", RELEASES, lineage=NAME, behaviour_rows=tuple(SPANS),
-    draft_classes=DRAFT_CLASSES, architecture_read=ARCHITECTURE_READ, kv_rows=KV_ROWS,
-    confirmation=CONFIRMATION, capture_rows=CAPTURE_ROWS,
-    draft_dtype_source=("tensorrt_llm _torch/models/modeling_speculative.py Eagle3DraftModel: dtype=config.torch_dtype (the "
-                       "draft's)"),
-    mla_unmodelled=("tensorrt_llm _torch/models/modeling_speculative.py Eagle3ForCausalLM: _use_mla when "
-                    "kv_lora_rank is set, Eagle3MLAttention, weights through DeepseekV3WeightLoader (main read)"),
-    load_assert=("tensorrt_llm _torch/modules/linear.py load_weight_shard, then param.data.copy_: another shape raises "
-                 "(one tensor-parallel rank; main read)"),
-    exact_shapes=True, launch_settings=("speculative_config.eagle3_layers_to_capture",),
-    rank=50,
+    NAME, "TensorRT-LLM", RELEASES, lineage=NAME, behaviour_rows=tuple(SPANS), rank=50,
+    tables=Tables(
+        draft_classes=DRAFT_CLASSES,
+        architecture_read=ARCHITECTURE_READ,
+        kv_rows=KV_ROWS,
+        confirmation=CONFIRMATION,
+        capture_rows=CAPTURE_ROWS,
+    ),
+    loading=Loading(
+        draft_dtype_source="tensorrt_llm _torch/models/modeling_speculative.py Eagle3DraftModel: dtype=config.torch_dtype (the "
+                           "draft's)",
+        mla_unmodelled="tensorrt_llm _torch/models/modeling_speculative.py Eagle3ForCausalLM: _use_mla when "
+                        "kv_lora_rank is set, Eagle3MLAttention, weights through DeepseekV3WeightLoader (main read)",
+        load_assert="tensorrt_llm _torch/modules/linear.py load_weight_shard, then param.data.copy_: another shape raises "
+                     "(one tensor-parallel rank; main read)",
+        exact_shapes=True,
+    ),
+    serving=Serving(
+        launch_settings=("speculative_config.eagle3_layers_to_capture",),
+    ),
 )

