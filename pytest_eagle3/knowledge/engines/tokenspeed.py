@@ -14,7 +14,7 @@ from pytest_eagle3.knowledge.draft_class import LLAMA, DraftClass
 from pytest_eagle3.knowledge.engine import BehaviourSpan, CaptureEntry, Confirmation, Engine, TableRow, spans
 from pytest_eagle3.knowledge.engines.shared import (
     CAPTURES,
-    EAGLE_CONFIG_FIELD,
+    EAGLE_CONFIG_ONLY,
     NO,
     SEPARATE_POOL,
     SILENT,
@@ -68,9 +68,9 @@ _ROWS: tuple[tuple[Any, ...], ...] = (
      (Cite("tokenspeed/runtime/models/llama_eagle3.py"),)),
     ("draft_vocab_size_null", "target-lm_head", f"{TS} __init__: getattr(config, 'draft_vocab_size', None) is None",
      (Cite("tokenspeed/runtime/models/llama_eagle3.py"),)),
-    ("aux_id_fields", (EAGLE_CONFIG_FIELD, TOP_FIELD),
-     (f"{FACTORY}: an eagle_config dict gives its ids (the top level is then not read, even when it has none: not "
-      "modelled), else the top level"),
+    ("aux_id_fields", (EAGLE_CONFIG_ONLY, TOP_FIELD),
+     (f"{FACTORY}: an eagle_config (dict or object, not None) gives its ids, and the top-level ids beside it are "
+      "never read, even when it holds none (the target's defaults then); without eagle_config, the top level"),
      (Cite("tokenspeed/runtime/execution/factory.py"),)),
     ("aux_id_fields_other_mode", None, "tokenspeed: one aux-id resolver",
      (Cite("tokenspeed/runtime/models/base/causal_lm.py", "BaseCausalLM.set_eagle3_layers_to_capture"),)),
