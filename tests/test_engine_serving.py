@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.checkpoint.target import TargetModel
@@ -236,6 +237,69 @@ def test_dtype_that_agrees_or_an_engine_that_casts_is_quiet(plan_for: Plan) -> N
     plan = plan_for("sglang==0.5.23", draft=bf16, target={"torch_dtype": "float32"})
     assert "draft-dtype" not in _serving(plan)
     assert any(n.startswith("serving: SGLang 0.5.23 under --dtype auto") for n in plan.notes)
+
+
+#: Per engine version: the producer layout it loads, and what a draft of one half dtype beside a target of the other
+#: gets (a refusal only where the engine's own fc raises on two dtypes).
+DTYPE_PAIRS: dict[str, tuple[SynthSpec, str]] = {
+    "sglang==0.5.23": (SF, "refused: expected mat1 and mat2 to have the same dtype"),
+    "vllm==0.34.0": (SynthSpec(producer="speculators"), "note: runs the draft in the target's dtype"),
+    "tokenspeed==0.1.1": (SF, "note: runs the draft in the target's dtype"),
+    "tokenspeed==0.1.0": (SF, "not judged: whether its matmul raises on two dtypes is not in the source read"),
+    "lmdeploy==0.18.0": (EA, "note: casts the target's hidden states to the draft's dtype before the fc"),
+    "trtllm==1.2.1": (SF, "note: casts the target's hidden states to the draft's dtype before the fc"),
+    "llamacpp": (SF, "note: multiplies F32 activations by the fc whatever the weights' type"),
+    "mlx-vlm==0.7.10": (SynthSpec(producer="speculators"), "note: MLX promotes float16 x bfloat16 to float32"),
+}
+
+
+@pytest.mark.parametrize(("draft_dtype", "target_dtype"), [("bfloat16", "float16"), ("float16", "bfloat16")])
+@pytest.mark.parametrize("engine", list(DTYPE_PAIRS))
+def test_a_draft_of_the_other_half_dtype_fails_only_where_the_engine_raises(
+        engine: str, draft_dtype: str, target_dtype: str, make_variant: Callable[..., Path],
+        make_target: Callable[..., Path]) -> None:
+    """Real safetensors drafts whose every float tensor is stored in ``draft_dtype`` (and declared so) beside a target
+    in the other half dtype: FAIL on SGLang, whose fc raises; a note where the engine casts, converts or promotes;
+    not judged where the fc's kernel is not in the source read (TokenSpeed 0.1.0)."""
+    spec, expected = DTYPE_PAIRS[engine]
+    cast = {name: tensor.to(getattr(torch, draft_dtype)) if tensor.is_floating_point() else tensor
+            for name, tensor in _weights(make_variant(spec, name="as-written")).items()}
+    path = make_variant(spec, config=_set(torch_dtype=draft_dtype), replace=cast, name=f"dtype-{draft_dtype}")
+    target_dir = make_target()
+    config = json.loads((target_dir / "config.json").read_text())
+    (target_dir / "config.json").write_text(json.dumps({**config, "torch_dtype": target_dtype}))
+    ckpt = Checkpoint.open(path)
+    assert {ckpt.tensors[name].dtype for name in cast if cast[name].is_floating_point()} == {
+        {"bfloat16": "BF16", "float16": "F16"}[draft_dtype]}
+    plan = load_plan(ckpt, parse_selection(engine)[0], TargetModel.open(target_dir))
+    assert plan.draft_class is not None, f"{engine} builds no draft of this layout: {plan.issues}"
+    kind, words = expected.split(": ", 1)
+    runtime = [i for i in plan.issues if i.area == "runtime"]
+    if kind == "refused":
+        ((issue,),) = (runtime,)
+        assert issue.kind == REFUSED and issue.finding.code == "draft-dtype" and words in issue.finding.summary
+        return
+    assert runtime == [], [i.finding.summary for i in runtime]
+    if kind == "not judged":
+        finding = plan.unknown["runtime"]
+        assert finding.code == "draft-dtype-unchecked" and words in finding.summary
+        assert finding.summary.startswith(f"TokenSpeed 0.1.0 under --dtype auto (the default) runs the draft in "
+                                          f"{draft_dtype}")
+        return
+    assert "runtime" not in plan.unknown
+    (note,) = [n for n in plan.notes if words in n]
+    assert note.startswith(f"serving: {plan.label}")
+
+
+def _weights(folder: Path) -> dict[str, torch.Tensor]:
+    """A synthetic draft's tensors, from its safetensors file or its pickle (weights_only)."""
+    from safetensors.torch import load_file
+
+    single = folder / "model.safetensors"
+    if single.exists():
+        return load_file(str(single))
+    loaded: dict[str, torch.Tensor] = torch.load(folder / "pytorch_model.bin", weights_only=True)
+    return loaded
 
 
 def test_every_serving_behaviour_has_rows_for_both_engines() -> None:

@@ -101,3 +101,27 @@ def test_tokenspeed_renames_plain_llama_to_nextn(make_variant: Callable[..., Pat
     plan = load_plan(Checkpoint.open(path), parse_selection("tokenspeed")[0], DEMO_TARGET)
     assert plan.outcome == REFUSED
     assert any("LlamaForCausalLMNextN" in i.finding.summary for i in plan.issues)
+
+
+@pytest.mark.parametrize("release", RELEASES["tokenspeed"])
+def test_tokenspeed_reads_only_eagle_config_once_it_exists(release: str, make_variant: Callable[..., Path],
+                                                          make_target: Callable[..., Path]) -> None:
+    """An eagle_config without ids hides the top-level ids beside it (0.1.0 model_executor.py _eagle_aux_layer_ids,
+    0.1.1 factory.py): the 32-layer target's defaults are captured; vLLM reads the top-level ids there."""
+    def both(config: dict[str, object]) -> None:
+        config["eagle_aux_hidden_state_layer_ids"] = [1, 15, 28]
+        config["eagle_config"] = {"use_aux_hidden_state": True}
+    target = TargetModel.open(make_target(layers=32))
+    path = make_variant(SynthSpec(producer=SPECFORGE), config=both, name="ts-eagle-config")
+    plan = load_plan(Checkpoint.open(path), parse_selection(f"tokenspeed=={release}")[0], target)
+    assert plan.aux.field is None and plan.aux.configured is None
+    assert plan.aux.captured == (2, 16, 29)  # [2, L // 2, L - 3] at layer inputs
+    vllm = load_plan(Checkpoint.open(path), parse_selection("vllm==0.34.0")[0], target)
+    assert vllm.aux.configured == (1, 15, 28)
+
+    def nested(config: dict[str, object]) -> None:
+        config["eagle_aux_hidden_state_layer_ids"] = [1, 15, 28]
+        config["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": [3, 16, 27]}
+    path = make_variant(SynthSpec(producer=SPECFORGE), config=nested, name="ts-eagle-config-ids")
+    plan = load_plan(Checkpoint.open(path), parse_selection(f"tokenspeed=={release}")[0], target)
+    assert plan.aux.configured == (3, 16, 27) and plan.aux.captured == (4, 17, 28)

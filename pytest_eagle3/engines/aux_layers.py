@@ -24,7 +24,7 @@ from typing import Any
 from packaging.version import Version
 
 from pytest_eagle3.engines import habit
-from pytest_eagle3.engines.facts import FactSheet, lookup
+from pytest_eagle3.engines.facts import FactSheet, written_ids
 from pytest_eagle3.engines.plan_types import AuxPlan, Filed, Filing, Measured, describe_inputs
 from pytest_eagle3.findings import FAILS, MEASURED, PASSES, Evidence, Finding
 from pytest_eagle3.knowledge.snapshot import (
@@ -174,16 +174,19 @@ def field_text(field: AuxField) -> str:
 def read_ids(config: Mapping[str, Any],
              fields: Sequence[AuxField]) -> tuple[AuxField | None, tuple[int, ...] | None]:
     """The first field in ``fields`` that holds ids, as the engine's resolver reads it (ids as written)."""
-    return first_ids({field.path: _ids(lookup(config, field.path)) for field in fields}, fields)
+    return first_ids({field.path: written_ids(config, field) for field in fields}, fields)
 
 
 def first_ids(written: Mapping[str, tuple[int, ...] | None],
               fields: Sequence[AuxField]) -> tuple[AuxField | None, tuple[int, ...] | None]:
-    """The first field in ``fields`` whose path holds ids in ``written`` (path -> ids, the fact sheet's)."""
+    """The first field in ``fields`` whose path holds ids in ``written`` (path -> ids, the fact sheet's); none past an
+    exclusive field whose object exists (``()`` in ``written``: TokenSpeed reads only ``eagle_config``'s ids then)."""
     for field in fields:
         ids = written.get(field.path)
         if ids:
             return field, ids
+        if field.exclusive and ids is not None:
+            return None, None
     return None, None
 
 

@@ -26,7 +26,7 @@ from pytest_eagle3.checkpoint.tensorfiles import WeightsNotDownloaded, index_saf
 from pytest_eagle3.engines.draft_geometry import draft_geometry
 from pytest_eagle3.engines.frozen import FrozenDict, JsonValue, freeze, freeze_object
 from pytest_eagle3.findings import Finding
-from pytest_eagle3.knowledge.snapshot import Engine, Snapshot, is_peagle
+from pytest_eagle3.knowledge.snapshot import AuxField, Engine, Snapshot, is_peagle
 from pytest_eagle3.producers.formats import AuxLayers, default_aux_inputs, is_speculators, lookup
 from pytest_eagle3.producers.habits import (
     Rope,
@@ -197,8 +197,16 @@ def _default_inputs(snapshot: Snapshot, target_layers: int | None, draft_layers:
 def _aux_ids(config: Mapping[str, object], snapshot: Snapshot) -> dict[str, tuple[int, ...] | None]:
     """The ids in every field the snapshot's aux-id resolvers read (a shifted field: read at its path)."""
     fields = [*(snapshot.behaviours.aux_id_fields or ()), *(snapshot.behaviours.aux_id_fields_other_mode or ())]
-    paths = dict.fromkeys(field.path for field in fields)
-    return {path: _ids(lookup(config, path)) for path in paths}
+    return {field.path: written_ids(config, field) for field in fields}
+
+
+def written_ids(config: Mapping[str, object], field: AuxField) -> tuple[int, ...] | None:
+    """The ids ``field`` holds in ``config``; for an exclusive field whose object exists without ids, ``()`` (the
+    engine then reads no later field: ``aux_layers.first_ids``)."""
+    ids = _ids(lookup(config, field.path))
+    if ids is None and field.exclusive and lookup(config, field.parent) is not None:
+        return ()
+    return ids
 
 
 def fact_sheet(ckpt: Checkpoint, snapshot: Snapshot, target: TargetModel | None = None,

@@ -39,7 +39,11 @@ from pytest_eagle3.engines.plan_types import (
 from pytest_eagle3.engines.producer import plan_producer
 from pytest_eagle3.engines.runtime import plan_runtime
 from pytest_eagle3.engines.vocab import plan_vocab
-from pytest_eagle3.knowledge.snapshot import LLAMA_ATTENTION, EngineVersion, Snapshot, snapshot_of
+from pytest_eagle3.findings import FAILS, PASSES, Finding
+from pytest_eagle3.knowledge.snapshot import LLAMA_ATTENTION, BehaviourName, EngineVersion, Snapshot, snapshot_of
+
+#: The code of a finding that rests on a rule borrowed from another engine (not judged, never a failure).
+BORROWED = "borrowed-rule"
 
 __all__ = ["LOADS", "LOADS_WITH_LOSS", "LOSS", "REFUSED", "AuxPlan", "FcPlan", "Issue", "LoadPlan", "Measured",
            "load_plan"]
@@ -58,9 +62,10 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion | Snapshot, target: Target
     sheet = fact_sheet(ckpt, snapshot, target, read_as)
     arch = plan_architecture(sheet, snapshot)
     if not arch.builds:
+        own = own_rules(arch.filed, snapshot)
         return LoadPlan(snapshot.target, arch.draft_class, snapshot.label, measured=measured,
-                        issues=_lifted(arch.filed, snapshot), notes=arch.filed.notes,
-                        unknown=dict(arch.filed.unknown)).with_assumed(arch.filed.assumed)
+                        issues=_lifted(own, snapshot), notes=own.notes,
+                        unknown=dict(own.unknown)).with_assumed(own.assumed)
     layers = plan_layers(sheet, snapshot, arch.draft_class)
     keys = plan_keys(sheet, snapshot, layers.shape, layers.fc_states)
     unreached = plan_unreached(snapshot, arch.draft_class, keys.parameters, class_flags(sheet, snapshot, arch.draft_class))
@@ -76,8 +81,9 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion | Snapshot, target: Target
     producer = plan_producer(sheet, snapshot, keys.params)
     runtime, runtime_filed = plan_runtime(sheet, snapshot, layers.fc_states)
     # in the order the areas were always filed: the findings of one contract keep their order
-    filed = (arch.filed + layers.filed + keys.filed + unreached + fc_shape.filed + mlp + mla_rope + geometry.filed
-             + vocab.filed + aux.filed + fc.filed + norms.filed + sharing.filed + producer.filed + runtime_filed)
+    filed = own_rules(arch.filed + layers.filed + keys.filed + unreached + fc_shape.filed + mlp + mla_rope
+                      + geometry.filed + vocab.filed + aux.filed + fc.filed + norms.filed + sharing.filed
+                      + producer.filed + runtime_filed, snapshot)
     return LoadPlan(
         snapshot.target, arch.draft_class, snapshot.label,
         parameters=keys.parameters, built=keys.built, shapes=keys.shapes,
@@ -90,6 +96,43 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion | Snapshot, target: Target
                      if words},
         issues=_lifted(filed, snapshot), notes=filed.notes, unknown=dict(filed.unknown),  # the last unknown of an area wins
     ).with_assumed(filed.assumed)
+
+
+def own_rules(filed: Filed, snapshot: Snapshot) -> Filed:
+    """The areas' filing with every issue that rests on a rule borrowed from another engine (a row whose
+    ``origin`` is not this engine: a fork's parent's, read in its source) made not judged: a rule read in another
+    engine is a reading for this one, never evidence. The finding says whose rule it is and what in this engine's
+    own source would decide."""
+    kept: list[Issue] = []
+    unknown = list(filed.unknown)
+    for issue in filed.issues:
+        names = snapshot.borrowed_rules(issue.finding)
+        if names:
+            unknown.append((issue.area, borrowed(issue, names, snapshot)))
+        else:
+            kept.append(issue)
+    if len(kept) == len(filed.issues):
+        return filed
+    return Filed(tuple(kept), filed.notes, tuple(unknown), filed.assumed)
+
+
+def borrowed(issue: Issue, names: tuple[BehaviourName, ...], snapshot: Snapshot) -> Finding:
+    """The not-judged finding of an issue resting on borrowed rules ``names``: whose rules, what would decide."""
+    whose = sorted({snapshot.read_in(name) for name in names})
+    own = snapshot.display
+    cites = sorted({str(cite) for name in names for cite in snapshot.row(name).cites})
+    where = f" ({', '.join(cites)})" if cites else ""
+    finding = issue.finding
+    return Finding(
+        BORROWED,
+        f"not judged: {finding.summary}; this rests on {' and '.join(whose)}'s rule ({', '.join(names)}), not read "
+        f"in {own}'s own source",
+        finding.evidence,
+        (f"what decides: {own}'s own released source for {', '.join(names)}{where}"
+         + (f"; if it does as {' and '.join(whose)} does: {finding.fix}" if finding.fix else "")),
+        (*finding.details, f"borrowed: {', '.join(f'{name} read in {snapshot.read_in(name)}' for name in names)}"),
+        readings=((f"{own} does as {' and '.join(whose)} does", FAILS), (f"{own}'s own code differs", PASSES)),
+    )
 
 
 def _lifted(filed: Filed, snapshot: Snapshot) -> tuple[Issue, ...]:

@@ -26,7 +26,7 @@ from typing import Any
 from pytest_eagle3.engines.facts import CACHE_ONLY_ROPE_TYPES, FULL, LINEAR, MLA, FactSheet, LayerKv
 from pytest_eagle3.engines.param_shapes import VOCAB_PADDING, padded
 from pytest_eagle3.engines.plan_types import Filed, Filing
-from pytest_eagle3.findings import Evidence, Finding
+from pytest_eagle3.findings import FAILS, PASSES, Evidence, Finding
 from pytest_eagle3.knowledge.snapshot import (
     EQUAL_PAGE,
     OK,
@@ -369,11 +369,14 @@ _SGLANG_AUTO: dict[str | None, str] = {"float32": "float16", "float": "float16",
 _HALF = ("bfloat16", "float16", "half")
 
 
-def sglang_auto_dtype(declared: str | None, model_type: str = "") -> str:
-    """The dtype SGLang serves a config in under --dtype auto (a float32 Gemma config: bfloat16)."""
+def sglang_auto_dtype(declared: str | None, model_type: str = "", absent: str = "float16") -> str:
+    """The dtype SGLang serves a config in under --dtype auto (a float32 Gemma config: bfloat16); ``absent``: what a
+    config without a dtype gets (SGLang: float16; TokenSpeed 0.1.0: bfloat16, ``Engine.dtype_when_absent``)."""
     if declared in ("float32", "float", None) and model_type.startswith("gemma"):
         return "bfloat16"
-    return _SGLANG_AUTO.get(declared, declared or "float16")
+    if declared is None:
+        return absent
+    return _SGLANG_AUTO.get(declared, declared)
 
 
 def _stored(out: Filing, sheet: FactSheet, snapshot: Snapshot, runs_in: str | None) -> None:
@@ -391,29 +394,56 @@ def _stored(out: Filing, sheet: FactSheet, snapshot: Snapshot, runs_in: str | No
                  f"trained and saved in (\"torch_dtype\": \"{dtype}\") so the config says what the weights are")
 
 
+#: The draft_dtype rules under which the fc multiplies tensors of one dtype whatever the pair's (a note at most).
+_NEVER_MIXED = {
+    "cast-to-draft": "casts the target's hidden states to the draft's dtype before the fc: nothing raises",
+    "gguf-f32": ("runs the draft from its GGUF (the converter's --outtype) and multiplies F32 activations by the fc "
+                 "whatever the weights' type: no dtype mismatch can arise"),
+    "promoted": "multiplies the pair as they are, and MLX promotes float16 x bfloat16 to float32: nothing raises",
+}
+
+
 def _dtype(out: Filing, sheet: FactSheet, snapshot: Snapshot) -> None:
+    """The draft's dtype beside the target's: a refusal only where this engine's own fc raises on the pair."""
     rule = snapshot.behaviours.draft_dtype
     draft, target = sheet.draft_dtype, sheet.target_dtype
-    _stored(out, sheet, snapshot, (target or draft) if rule == "target" else sglang_auto_dtype(draft, sheet.model_type))
+    absent = snapshot.kind.loading.dtype_when_absent
     if rule == "target":
+        _stored(out, sheet, snapshot, target or draft)
         if draft is not None and target is not None and draft != target:
             out.note(NOTE_PREFIX + f"{snapshot.label} runs the draft in the target's dtype: its {draft} weights are cast")
         return
+    if rule in _NEVER_MIXED:
+        if rule == "cast-to-draft":
+            _stored(out, sheet, snapshot, sglang_auto_dtype(draft, sheet.model_type, absent))
+        if draft is not None and target is not None and draft != target:
+            out.note(NOTE_PREFIX + f"{snapshot.label}: the draft is {draft}, the target {target}; it {_NEVER_MIXED[rule]} "
+                     f"(rule: {snapshot.source('draft_dtype')})")
+        return
+    _stored(out, sheet, snapshot, sglang_auto_dtype(draft, sheet.model_type, absent))
     if not sheet.target_usable:
         return
-    ran, fed = sglang_auto_dtype(draft, sheet.model_type), sglang_auto_dtype(target, sheet.target_model_type)
+    ran, fed = sglang_auto_dtype(draft, sheet.model_type, absent), sglang_auto_dtype(target, sheet.target_model_type, absent)
     if ran == fed:
         return
     head = (f"{snapshot.label} under --dtype auto (the default) runs the draft in {ran} (its config: {draft or 'no dtype'}) "
             f"and the target in {fed} (its config: {target or 'no dtype'})")
     fix = (f"launch with --dtype {fed} (one dtype for both), or write \"torch_dtype\": \"{fed}\" in the draft's "
            "config.json")
-    if target in _HALF:
+    evidence = (Evidence("draft dtype / target dtype (served)", f"{ran} / {fed}", "equal"),)
+    details = (f"rule: {snapshot.source('draft_dtype')}",)
+    if rule == "draft-config-unchecked":
+        out.unknown(_AREA, Finding(
+            "draft-dtype-unchecked",
+            f"{head}: the target's {fed} hidden states reach the draft's {ran} fc, and whether its matmul raises on "
+            "two dtypes is not in the source read (not judged)",
+            evidence, f"what decides: the fc's kernel in {snapshot.display}'s release; meanwhile {fix}", details,
+            readings=(("the fc's kernel refuses two dtypes", FAILS), ("it casts or promotes them", PASSES))))
+    elif target in _HALF:
         out.refuse(_AREA, Finding(
             "draft-dtype",
             f"{head}: the target's {fed} hidden states reach the draft's {ran} fc, and the draft worker fails with "
             "\"expected mat1 and mat2 to have the same dtype\"",
-            (Evidence("draft dtype / target dtype (served)", f"{ran} / {fed}", "equal"),),
-            fix, (f"rule: {snapshot.source('draft_dtype')}",)))
+            evidence, fix, details))
     else:
         out.note(NOTE_PREFIX + f"{head}: unless the launch passes --dtype, the draft worker fails with a dtype mismatch ({fix})")

@@ -34,7 +34,7 @@ class CaptureEntry:
 class BehaviourSpan(NamedTuple):
     """One behaviour row as an engine's module writes it; the behaviour tables (``knowledge.behaviours``) turn it
     into a ``Row`` of the engine (``cites``: the source places it rests on; ``unmodelled``: what of the prose the
-    value cannot say)."""
+    value cannot say; ``origin``: the engine whose source the rule was read in, where not this one's)."""
 
     behaviour: str
     since: str
@@ -43,6 +43,9 @@ class BehaviourSpan(NamedTuple):
     source: str
     cites: tuple[Cite, ...] = ()
     unmodelled: str | None = None
+    #: The engine whose released source the rule was read in, where not this engine's own (a fork's parent): the
+    #: row is then a reading for this engine, never evidence (``knowledge.table.Row.origin``).
+    origin: str | None = None
 
 
 class TableRow(NamedTuple):
@@ -185,6 +188,8 @@ class Loading:
     ties_lm_head_to_embed: bool = False
     #: Where the draft's dtype comes from (the source line a dtype finding cites).
     draft_dtype_source: str = ""
+    #: The dtype its ``auto`` gives a config that names none (SGLang: float16; TokenSpeed: bfloat16).
+    dtype_when_absent: str = "float16"
     #: Other config names of fc_norm the engine reads (SGLang: use_aux_norm).
     fc_norm_aliases: tuple[str, ...] = ()
     #: The route a speculators config's geometry takes: as written (vLLM SpeculatorsConfig), else its config class.

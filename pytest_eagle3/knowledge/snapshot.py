@@ -162,6 +162,16 @@ class Snapshot:
         """The source label of the row behind ``behaviour`` at this version."""
         return TABLES[behaviour].label(self.rows[behaviour])
 
+    def borrowed_rules(self, finding: Finding) -> tuple[BehaviourName, ...]:
+        """The behaviours whose row at this release was read in another engine's source (``Row.origin``) and that
+        ``finding`` cites as a rule it rests on (their source label in its summary or details, ``rule: SOURCE``)."""
+        cited = "\n".join((finding.summary, *finding.details))
+        return tuple(name for name, row in self.rows.items() if row.borrowed and self.source(name) in cited)
+
+    def read_in(self, behaviour: BehaviourName) -> str:
+        """The display name of the engine whose source the row behind ``behaviour`` was read in (``SGLang``)."""
+        return DISPLAY[self.rows[behaviour].read_in]
+
     def aux_transform(self, family: str) -> str:
         """How this release turns configured aux ids into captured layers for a target ``family`` (``llama``,
         ``deepseek``, ``gpt_oss``)."""

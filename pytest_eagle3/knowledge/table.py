@@ -56,10 +56,17 @@ class Row(Generic[T]):
     cites: tuple[Cite, ...] = ()
     #: Why the knowledge cannot express what the source does here (a rule that lives only in prose); None: modelled.
     unmodelled: str | None = None
+    #: The engine whose released source the rule was read in, where it is not ``engine`` (a rule borrowed from a
+    #: fork's parent); None: read in ``engine``'s own source. A borrowed row is a reading for ``engine``, never
+    #: evidence: a finding that rests on it is not judged (``engines.plan``), never a failure.
+    origin: str | None = None
 
     def __post_init__(self) -> None:
         if self.engine not in KNOWN_RANGES:
             raise TableError(f"row {self.since} {self.value!r}: unknown engine {self.engine!r}")
+        if self.origin is not None and (self.origin == self.engine or self.origin not in KNOWN_RANGES):
+            raise TableError(f"{self.engine} {self.since} {self.value!r}: origin {self.origin!r} is not another "
+                             "known engine")
         if len(self.source.strip()) < 10:
             raise TableError(f"{self.engine} {self.since} {self.value!r}: a row needs a source line")
         start = self.start
@@ -67,6 +74,16 @@ class Row(Generic[T]):
             _version(self.read_to, f"{self.engine} {self.since} read_to")
         if self.until is not None and _version(self.until, "until") <= start:
             raise TableError(f"{self.engine} {self.since}: until {self.until} is not after since")
+
+    @property
+    def read_in(self) -> str:
+        """The engine whose released source this rule was read in: its own, or the one it was borrowed from."""
+        return self.origin or self.engine
+
+    @property
+    def borrowed(self) -> bool:
+        """The rule was read in another engine's source: a reading for this engine, not evidence."""
+        return self.origin is not None
 
     @cached_property
     def start(self) -> Version:

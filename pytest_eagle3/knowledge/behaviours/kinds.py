@@ -78,7 +78,7 @@ class Behaviours:
                              "unbounded"]
     target_quantization: Literal["none", "target", "draft", "server-flag", "server-flag-or-draft-flag"]
     draft_sliding_window: Literal["none", "interleaved-only", "layer-types-at-target-index", "layer-types", "server-flag"]
-    draft_dtype: Literal["target", "draft-config"]
+    draft_dtype: Literal["target", "draft-config", "draft-config-unchecked", "cast-to-draft", "gguf-f32", "promoted"]
     aux_default: Literal["target-layers", "draft-layers", "launch-setting"]
 
     def aux_transform(self, family: str) -> AuxTransform:
@@ -251,8 +251,14 @@ BEHAVIOURS: dict[str, str] = {
                              "(layer_types indexed at the target's layer count: IndexError) / layer-types "
                              "(layer_types[0] == 'sliding_attention' gives the layer sliding_window) / server-flag "
                              "(only --speculative-draft-window-size)"),
-    "draft_dtype": ("the dtype the draft runs in: target (the target's, whatever the draft config says) / "
-                    "draft-config (the draft's own config under --dtype auto: float32 or absent becomes float16)"),
+    "draft_dtype": ("the dtype the draft runs in and what a target of another dtype does to its fc: target (the "
+                    "target's, whatever the draft config says) / draft-config (the draft's own config under --dtype "
+                    "auto: float32 or absent becomes float16; the fc's matmul raises on the target's other dtype) / "
+                    "draft-config-unchecked (the draft's own config's dtype; whether the fc raises on another dtype "
+                    "is in a kernel not read) / cast-to-draft (the draft's own dtype; the target's hidden states are "
+                    "cast to it before the fc) / gguf-f32 (the converter's --outtype; the fc multiplies F32 "
+                    "activations, whatever the weights' type) / promoted (the tensors as stored; a matmul of two "
+                    "dtypes promotes, MLX: float16 x bfloat16 -> float32)"),
     "aux_default": ("whose layer count the default aux ids (2, n//2, n-3) come from when the config names none: "
                     "target-layers (the target's) / draft-layers (the draft's own num_hidden_layers: [2, 0, 0] for a "
                     "one-layer draft) / launch-setting (the draft config's ids are not read: a launch setting names "

@@ -122,7 +122,9 @@ _ROWS: tuple[tuple[str, Any, str], ...] = (
     ("draft_positions", "unbounded", f"{MODEL}: ggml_rope_ext computes every position (no table)"),
     ("target_quantization", "none", "llama.cpp: the GGUF's own tensor types (the converter's --outtype)"),
     ("draft_sliding_window", "none", f"{MODEL}: no sliding window"),
-    ("draft_dtype", "draft-config", "llama.cpp convert_hf_to_gguf.py --outtype auto: the checkpoint's dtype"),
+    ("draft_dtype", "gguf-f32",
+     (f"llama.cpp convert_hf_to_gguf.py --outtype (auto: the checkpoint's dtype) sets the GGUF's tensor types; {MODEL}: "
+      "the fc is a ggml_mul_mat of the draft's weights by the target's F32 hidden states (ggml activations are F32)")),
     ("aux_default", "target-layers",
      f"{CONV}.__init__: [2, L // 2, L - 3] with L the TARGET's num_hidden_layers (--target-model-dir config.json)"),
 )

@@ -159,9 +159,12 @@ _ROWS: tuple[tuple[Any, ...], ...] = (
      (Cite("lmdeploy/pytorch/models/llama_eagle3.py", "Eagle3LlamaDecoderLayer"),)),
     ("draft_sliding_window", "none", "lmdeploy pytorch/models/llama.py: no sliding_window read",
      (Cite("lmdeploy/pytorch/models/llama.py"),)),
-    ("draft_dtype", "draft-config",
-     "lmdeploy pytorch/config.py _update_torch_dtype: the draft config's dtype under auto; float32 or absent -> float16",
-     (Cite("lmdeploy/pytorch/config.py", "_update_torch_dtype"),)),
+    ("draft_dtype", "cast-to-draft",
+     ("lmdeploy pytorch/config.py _update_torch_dtype: the draft config's dtype under auto; float32 or absent -> "
+      f"float16; {LM} Eagle3LlamaModel.forward: previous_hidden_states.to(inputs_embeds) (the draft's dtype) before "
+      "self.fc"),
+     (Cite("lmdeploy/pytorch/config.py", "_update_torch_dtype"),
+      Cite("lmdeploy/pytorch/models/llama_eagle3.py", "Eagle3LlamaModel.forward"))),
     ("aux_default", "target-layers", f"{CFG}: (2, L // 2, L - 3) of the target's num_layers",
      (Cite("lmdeploy/pytorch/configurations/llama.py", "LlamaModelConfigBuilder.build"),)),
 )

@@ -149,8 +149,10 @@ _ROWS: tuple[tuple[Any, ...], ...] = (
      (Cite("mlx_vlm/utils.py", "load_model"),)),
     ("draft_sliding_window", "none", f"{MX}: no sliding window",
      (Cite("mlx_vlm/speculative/drafters/eagle3/eagle3.py"),)),
-    ("draft_dtype", "draft-config", f"{LOAD}: the checkpoint's tensors as stored (closest modelled value)",
-     (Cite("mlx_vlm/utils.py", "load_model"),)),
+    ("draft_dtype", "promoted",
+     (f"{LOAD}: the checkpoint's tensors as stored; {MX} Eagle3 fc is an mlx nn.Linear, and MLX promotes a float16 x "
+      "bfloat16 matmul to float32 (mlx 0.32.4, run on CPU: no error)"),
+     (Cite("mlx_vlm/utils.py", "load_model"), Cite("mlx_vlm/speculative/drafters/eagle3/eagle3.py"))),
     ("aux_default", "draft-layers",
      f"{CFG} __post_init__: [2, n // 2, max(n - 3, 0)] with n the DRAFT's num_hidden_layers ([2, 0, 0] for one layer)",
      (Cite("mlx_vlm/speculative/drafters/eagle3/config.py", "Eagle3Config.__post_init__"),)),

@@ -27,10 +27,17 @@ SGLANG_LEGACY_RENAMES = (
 @dataclass(frozen=True)
 class AuxField:
     """An aux-id field an engine reads: the config ``path`` and what the engine adds to each id read there
-    (DFlash / DSpark ids name the layer whose *output* is captured: ``shift=1``)."""
+    (DFlash / DSpark ids name the layer whose *output* is captured: ``shift=1``); ``exclusive``: where the object
+    holding the field exists (``eagle_config``), the engine reads no later field, even when this one holds no ids."""
 
     path: str
     shift: int = 0
+    exclusive: bool = False
+
+    @property
+    def parent(self) -> str:
+        """The dotted path of the object holding the field (empty at the top level)."""
+        return self.path.rpartition(".")[0]
 
     def __str__(self) -> str:
         """The field as the rows' prose writes it: ``dflash_config.target_layer_ids+1``."""
@@ -75,6 +82,8 @@ class Transform(StrEnum):
 #: Aux-id fields an engine reads, in its order.
 TOP_FIELD = AuxField("eagle_aux_hidden_state_layer_ids")
 EAGLE_CONFIG_FIELD = AuxField("eagle_config.eagle_aux_hidden_state_layer_ids")
+#: The same, read as the only field whenever ``eagle_config`` exists (TokenSpeed).
+EAGLE_CONFIG_ONLY = AuxField(EAGLE_CONFIG_FIELD.path, exclusive=True)
 DFLASH_PLUS_1 = AuxField("dflash_config.target_layer_ids", 1)
 ALL_FIELDS = (TOP_FIELD, EAGLE_CONFIG_FIELD, DFLASH_PLUS_1)
 V2_FIELDS_0_24 = (TOP_FIELD, DFLASH_PLUS_1)

@@ -2,8 +2,8 @@
 release on.
 
 Read in the wheels 0.1.0 and 0.1.1 (the only releases on the index; both have the EAGLE-3 path and the
-same loader). Rows marked "as SGLang" were not read in TokenSpeed's own code: the value is the SGLang
-class's it was derived from (its llama_eagle3.py keeps SGLang's structure), stated so.
+same loader). Every row is read in TokenSpeed's own code: a rule borrowed from SGLang (its parent) would be a
+reading, not evidence (``BehaviourSpan.origin``), and none is left.
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ from pytest_eagle3.knowledge.engine import (
     Serving,
     TableRow,
     Tables,
+    spans,
 )
 from pytest_eagle3.knowledge.engines.shared import (
     CAPTURES,
-    EAGLE_CONFIG_FIELD,
+    EAGLE_CONFIG_ONLY,
     NO,
     SEPARATE_POOL,
     SILENT,
@@ -43,7 +44,7 @@ TS = "tokenspeed runtime/models/llama_eagle3.py"
 FACTORY = ("tokenspeed 0.1.0 runtime/execution/model_executor.py _eagle_aux_layer_ids (0.1.1 "
            "runtime/execution/factory.py, which also reads text_config and takes --eagle3-layers-to-capture first)")
 CAPTURE = "tokenspeed runtime/models/base/causal_lm.py set_eagle3_layers_to_capture: [val + 1 for val in layer_ids]"
-AS_SGLANG = "as SGLang (not read in tokenspeed; its llama_eagle3.py is SGLang's class)"
+LOAD_CONFIG = "tokenspeed runtime/engine/event_loop.py EventLoop._load_model_config"
 
 #: (behaviour, value, source, cites[, unmodelled]): one row each from 0.1.0, read to 0.1.1.
 _ROWS: tuple[tuple[Any, ...], ...] = (
@@ -78,9 +79,9 @@ _ROWS: tuple[tuple[Any, ...], ...] = (
      (Cite("tokenspeed/runtime/models/llama_eagle3.py"),)),
     ("draft_vocab_size_null", "target-lm_head", f"{TS} __init__: getattr(config, 'draft_vocab_size', None) is None",
      (Cite("tokenspeed/runtime/models/llama_eagle3.py"),)),
-    ("aux_id_fields", (EAGLE_CONFIG_FIELD, TOP_FIELD),
-     (f"{FACTORY}: an eagle_config dict gives its ids (the top level is then not read, even when it has none: not "
-      "modelled), else the top level"),
+    ("aux_id_fields", (EAGLE_CONFIG_ONLY, TOP_FIELD),
+     (f"{FACTORY}: an eagle_config (dict or object, not None) gives its ids, and the top-level ids beside it are "
+      "never read, even when it holds none (the target's defaults then); without eagle_config, the top level"),
      (Cite("tokenspeed/runtime/execution/factory.py"),)),
     ("aux_id_fields_other_mode", None, "tokenspeed: one aux-id resolver",
      (Cite("tokenspeed/runtime/models/base/causal_lm.py", "BaseCausalLM.set_eagle3_layers_to_capture"),)),
@@ -141,21 +142,35 @@ _ROWS: tuple[tuple[Any, ...], ...] = (
     ("mlp_width", "intermediate_size_mlp-if-llama4_text",
      f"{TS} Eagle3DecoderLayer.resolve_mlp: intermediate_size_mlp if model_type == 'llama4_text'",
      (Cite("tokenspeed/runtime/models/llama_eagle3.py", "Eagle3DecoderLayer.resolve_mlp"),)),
-    ("layer_bias", "o_proj", AS_SGLANG,
-     (Cite("tokenspeed/runtime/models/llama_eagle3.py"),)),
-    ("unset_bias", "empty", AS_SGLANG,
-     (Cite("tokenspeed/runtime/models/llama_eagle3.py"),)),
+    ("layer_bias", "qkv+o_proj",
+     ("tokenspeed runtime/models/llama.py LlamaAttention.__init__: qkv_proj and o_proj bias=getattr(config, "
+      f"'attention_bias', False) (the draft's attention subclasses it); {TS} LlamaMLP: gate_up / down bias=False"),
+     (Cite("tokenspeed/runtime/models/llama.py", "LlamaAttention.__init__"),
+      Cite("tokenspeed/runtime/models/llama_eagle3.py", "LlamaMLP.__init__"))),
+    ("unset_bias", "empty",
+     (f"tokenspeed runtime/layers/linear.py: a bias is Parameter(torch.empty(...)); {TS} load_weights fills only the "
+      "names the checkpoint has"),
+     (Cite("tokenspeed/runtime/layers/linear.py"),
+      Cite("tokenspeed/runtime/models/llama_eagle3.py", "LlamaForCausalLMEagle3.load_weights"))),
     ("unloaded_parameter", "kept", f"{TS} load_weights: no check that every parameter was filled",
      (Cite("tokenspeed/runtime/models/llama_eagle3.py", "LlamaForCausalLMEagle3.load_weights"),)),
-    ("weight_files", "all-safetensors", AS_SGLANG,
-     (Cite("tokenspeed/runtime/models/llama_eagle3.py"),)),
-    ("draft_positions", "refuses-or-raises", AS_SGLANG,
-     (Cite("tokenspeed/runtime/models/llama_eagle3.py"),)),
-    ("target_quantization", "server-flag", AS_SGLANG,
-     (Cite("tokenspeed/runtime/models/llama_eagle3.py"),)),
+    ("weight_files", "all-safetensors",
+     "tokenspeed runtime/model_loader/loader.py DefaultModelLoader._prepare_weights: *.safetensors, else *.bin",
+     (Cite("tokenspeed/runtime/model_loader/loader.py", "DefaultModelLoader._prepare_weights"),)),
+    ("draft_positions", "reads-past",
+     (f"{LOAD_CONFIG}: the draft's ModelConfig takes the launch's --max-model-len (unset by default: each model "
+      "derives its own context; the draft's is never compared with the target's, no startup refusal); "
+      "runtime/layers/rotary_embedding.py RotaryEmbedding: a cos_sin_cache of max_position_embeddings rows, "
+      "indexed by position (no raise, no extension)"),
+     (Cite("tokenspeed/runtime/engine/event_loop.py", "EventLoop._load_model_config"),
+      Cite("tokenspeed/runtime/layers/rotary_embedding.py", "RotaryEmbedding._compute_cos_sin_cache"))),
+    ("target_quantization", "draft",
+     (f"{LOAD_CONFIG}: the draft's quantization is --speculative-draft-model-quantization (default 'unquant', "
+      "None); runtime/configs/model_config.py ModelConfig._verify_quantization then takes the draft checkpoint's "
+      "own quantization_config"),
+     (Cite("tokenspeed/runtime/engine/event_loop.py", "EventLoop._load_model_config"),
+      Cite("tokenspeed/runtime/configs/model_config.py", "ModelConfig._verify_quantization"))),
     ("draft_sliding_window", "none", f"{TS}: no sliding_window read",
-     (Cite("tokenspeed/runtime/models/llama_eagle3.py"),)),
-    ("draft_dtype", "draft-config", AS_SGLANG,
      (Cite("tokenspeed/runtime/models/llama_eagle3.py"),)),
     ("aux_default", "target-layers", "tokenspeed runtime/models/base/causal_lm.py: [2, L // 2, L - 3] of the target",
      (Cite("tokenspeed/runtime/models/base/causal_lm.py"),)),
@@ -163,6 +178,22 @@ _ROWS: tuple[tuple[Any, ...], ...] = (
 
 SPANS: list[BehaviourSpan] = [BehaviourSpan(name, "0.1.0", "0.1.1", value, source, *more)
                               for name, value, source, *more in _ROWS]
+# ---------------------------------------------------------------- draft_dtype
+SPANS += spans("draft_dtype",
+               ("0.1.0", None, "draft-config-unchecked",
+                (f"tokenspeed 0.1.0 {LOAD_CONFIG}: the draft's ModelConfig gets the launch's --dtype; under auto "
+                 "runtime/configs/model_config.py _get_and_verify_dtype gives the draft its own config's dtype "
+                 "(absent: bfloat16; float32: float16). Its fc (runtime/layers/dense/unquant.py "
+                 "UnquantizedLinearMethod.apply) runs tokenspeed_kernel.mm, whose check of mixed dtypes is not in "
+                 "the wheel read"),
+                (Cite("tokenspeed/runtime/engine/event_loop.py", "EventLoop._load_model_config"),
+                 Cite("tokenspeed/runtime/configs/model_config.py", "_get_and_verify_dtype"),
+                 Cite("tokenspeed/runtime/layers/dense/unquant.py", "UnquantizedLinearMethod.apply"))),
+               ("0.1.1", None, "target",
+                (f"tokenspeed 0.1.1 {LOAD_CONFIG}: under --dtype auto the draft gets the target's dtype ('A draft "
+                 "is fed the target's hidden states and borrows its embedding and LM head, so the two dtypes have "
+                 "to agree'); another --dtype is both models'"),
+                (Cite("tokenspeed/runtime/engine/event_loop.py", "EventLoop._load_model_config"),)))
 
 # ---------------------------------------------------------------- its rows in the cross-engine tables
 #: Its draft class (knowledge.draft_classes.CLASSES).
@@ -237,17 +268,19 @@ ENGINE = Engine(
         capture_rows=CAPTURE_ROWS,
     ),
     loading=Loading(
-        draft_dtype_source="tokenspeed runtime/configs/model_config.py (as SGLang: the server's --dtype)",
+        draft_dtype_source=("tokenspeed runtime/engine/event_loop.py EventLoop._load_model_config: the launch's --dtype; "
+                            "under auto the draft's own config (0.1.0) or the target's dtype (0.1.1)"),
+        dtype_when_absent="bfloat16",
         key_resolver="as-named-or-model-prefixed",
         d2t_is_parameter=False,
         missing_d2t_error="startup fails (hot_token_id is None)",
         fc_without_aux="bypassed",
         ties_lm_head_to_embed=True,
-        load_assert="tokenspeed runtime/layers/linear.py weight_loader (SGLang's: narrow to the shard, then assert)",
+        load_assert="tokenspeed runtime/layers/linear.py weight_loader: narrow to the shard, then assert",
     ),
     serving=Serving(
         context_rule="first-key-scaled",
-        context_length_flag="--context-length",
+        context_length_flag="--max-model-len",
     ),
     scans=Scans(
         scan_of="tokenspeed",

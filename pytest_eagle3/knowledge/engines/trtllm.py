@@ -163,7 +163,9 @@ _ROWS: tuple[tuple[str, Any, str], ...] = (
     ("target_quantization", "draft",
      f"{SPEC} Eagle3DraftModel: quant_config=model_config.get_quant_config() of the draft's own ModelConfig"),
     ("draft_sliding_window", "none", f"{SPEC} Eagle3Attention: no sliding window"),
-    ("draft_dtype", "draft-config", f"{SPEC} Eagle3DraftModel: dtype=config.torch_dtype (the draft's)"),
+    ("draft_dtype", "cast-to-draft",
+     (f"{SPEC} Eagle3DraftModel: dtype=config.torch_dtype (the draft's); Eagle3ForCausalLM.apply_eagle3_fc: "
+      "hidden_states.to(self.model.dtype) before self.model.fc")),
     ("aux_default", "launch-setting",
      (f"{ARGS}.eagle3_layers_to_capture (Set[int], 'Defaults to {{1, num_layers//2-1, num_layers-4}}'); "
       f"{META} __post_init__: layers_to_capture = (1, L // 2 - 1, L - 4) when unset, ValueError 'Not enough hidden "
