@@ -179,5 +179,5 @@ def test_one_pipeline_judges_each_launch_of_a_release_on_its_own() -> None:
     first = {o.contract: o.status for o in judgement(pipeline, ckpt, default, side).outcomes}
     again = {o.contract: o.status for o in judgement(pipeline, ckpt, launched, side).outcomes}
     assert first["engine.aux_layers"] == "fail" and again["engine.aux_layers"] == "pass", (first, again)
-    assert pipeline.verdict(ckpt, launched, side).plan.label.endswith(
+    assert pipeline.forecast(ckpt, launched, side).plan.label.endswith(
         "(launched with speculative_config.eagle3_layers_to_capture: [2, 4, 5])")

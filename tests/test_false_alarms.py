@@ -26,7 +26,7 @@ from pytest_eagle3.engines.plan import LOADS, REFUSED
 from pytest_eagle3.knowledge.releases import EngineVersion
 from pytest_eagle3.probes.cases import CASES, NEWEST_ONLY
 from pytest_eagle3.probes.compare import HARMLESS_DROPS, cpu_backend_limit
-from pytest_eagle3.probes.record import verdict as probe_verdict_word
+from pytest_eagle3.probes.record import outcome_word as probe_verdict_word
 from pytest_eagle3.verdict.judge import judged_plan
 from tests.test_profiles_vs_engines import RECORDED, RUNS
 
@@ -45,7 +45,7 @@ def _false_alarms(engine: str, version: str, results: dict[str, dict[str, Any]],
             continue
         ckpt = Checkpoint.open(drafts[case])
         plan = judged_plan(ckpt, EngineVersion(engine, Version(version)), target_model)
-        # a live probe carries no verdict word yet: the recorder's own rule gives it (probes.record.verdict)
+        # a live probe carries no verdict word yet: the recorder's own rule gives it (probes.record.outcome_word)
         reduced = (ckpt.config.draft_vocab_size or 0) < (ckpt.config.vocab_size or 0)
         probe = {**probe, "verdict": probe.get("verdict") or probe_verdict_word(engine, probe, reduced)}
         if cpu_backend_limit(probe):

@@ -31,7 +31,7 @@ from pytest_eagle3.engines.plan import LOADS, load_plan
 from pytest_eagle3.knowledge.releases import EngineVersion
 from pytest_eagle3.probes.cases import CASES_BY_NAME, write_case
 from pytest_eagle3.probes.compare import differences
-from pytest_eagle3.probes.record import verdict
+from pytest_eagle3.probes.record import outcome_word
 from pytest_eagle3.probes.run import engine_version, env_variable, find_engine_python, run_probe
 from pytest_eagle3.testing.synth import SynthSpec
 from pytest_eagle3.verdict.judge import judged_plan
@@ -95,7 +95,7 @@ def test_vllm_loads_a_draft_for_a_multimodal_target_as_the_plan_says(vl_probe: t
     assert "multimodal target: language_model_only=True (vision tower not built)" in probe["notes"]
     normalize_off = "multimodal target: mm_device_do_normalize=False (no image processor built)"
     assert (normalize_off in probe["notes"]) == (Version(probe["version"]) >= DEVICE_NORM_OPTION), probe["notes"]
-    assert verdict("vllm", probe, reduced_vocab=True) == "loads"
+    assert outcome_word("vllm", probe, reduced_vocab=True) == "loads"
     assert probe["embed_tokens"] == "target" and probe["captured_inputs_of"]  # the language model's, unwrapped
     engine = EngineVersion("vllm", Version(probe["version"]))
     ckpt, model = Checkpoint.open(draft), TargetModel.open(target)

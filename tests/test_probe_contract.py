@@ -36,7 +36,7 @@ from pytest_eagle3.probes.probe_verdict import (
     UNPLANNED,
     judge_probe,
 )
-from pytest_eagle3.probes.record import DEFAULT_OUT, NOT_ON_CPU, verdict
+from pytest_eagle3.probes.record import DEFAULT_OUT, NOT_ON_CPU, outcome_word
 from pytest_eagle3.probes.run import engine_version, env_variable, find_engine_python
 from tests.conftest import HOW_TO, ContractRun
 
@@ -81,7 +81,7 @@ def test_recorded_engine_results_get_the_verdict_their_outcome_calls_for(
         spec = CASES_BY_NAME[name].spec
         judged = judge_probe(result, engine, load_plan(ckpt, engine, model),
                              reduced_vocab=spec.draft_vocab_size < spec.vocab_size, python="PYTHON")
-        expected = STATUS[verdict(engine.engine, result, spec.draft_vocab_size < spec.vocab_size)]
+        expected = STATUS[outcome_word(engine.engine, result, spec.draft_vocab_size < spec.vocab_size)]
         if judged.status != expected or (expected in (LOSSY, REFUSED_BY_ENGINE)) != judged.failed:
             wrong.append(f"{name}: {judged.status} (expected {expected}): {judged.message}")
     assert not wrong, f"{run}:\n  " + "\n  ".join(wrong)

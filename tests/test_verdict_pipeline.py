@@ -111,7 +111,7 @@ def test_every_example_at_every_matrix_version_the_contracts_say_what_the_pipeli
     ckpt = Checkpoint.open(path)
     independent = set(run.engine_entry(path, "any")["failing"])
     for engine in MATRIX:
-        plan = pipeline.verdict(ckpt, engine).plan
+        plan = pipeline.forecast(ckpt, engine).plan
         entry = run.engine_entry(path, engine.spec)
         failing = set(entry["failing"]) - independent
         assert failing == {f"engine.{i.area}" for i in plan.issues}, (engine.spec, entry["failing"], plan.issues)

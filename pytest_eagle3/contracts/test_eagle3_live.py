@@ -34,7 +34,7 @@ def eagle3_expected(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoin
     from pytest_eagle3.knowledge.releases import in_known_range
     from pytest_eagle3.live.expected import NoExpectation, expected_acceptance
     from pytest_eagle3.shell.live_fixtures import engine_install
-    from pytest_eagle3.shell.verdicts import verdict_of
+    from pytest_eagle3.shell.verdicts import forecast_of
 
     options = settings(request.config)
     target = options.target
@@ -46,9 +46,9 @@ def eagle3_expected(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoin
     if not in_known_range(eagle3_live_engine.engine, eagle3_live_engine.version):
         return f"{eagle3_live_engine.label} is outside the profiles' range: no prediction"
     try:
-        verdict = verdict_of(request.config, eagle3_checkpoint, eagle3_live_engine)
-        return expected_acceptance(verdict.prediction, eagle3_live_engine, cpu_backend=cpu_backend,
-                                   missing=verdict.no_prediction)
+        forecast = forecast_of(request.config, eagle3_checkpoint, eagle3_live_engine)
+        return expected_acceptance(forecast.prediction, eagle3_live_engine, cpu_backend=cpu_backend,
+                                   missing=forecast.no_prediction)
     except NoExpectation as exc:
         return str(exc)
 

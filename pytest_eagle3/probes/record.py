@@ -37,7 +37,7 @@ DEFAULT_OUT = Path(__file__).with_name("results.json")
 NOT_ON_CPU = "not on CPU"
 
 
-def verdict(engine: str, result: dict[str, Any], reduced_vocab: bool) -> str:
+def outcome_word(engine: str, result: dict[str, Any], reduced_vocab: bool) -> str:
     """A probe result in one word: its outcome, "loads with loss" or "loads"."""
     if cpu_backend_limit(result):
         return NOT_ON_CPU
@@ -50,7 +50,7 @@ def summary(engine: str, result: dict[str, Any], reduced_vocab: bool) -> dict[st
     """The facts of one probe, without the long lists (the map is summarised)."""
     mapping = result["draft_to_target"]
     return {
-        "verdict": verdict(engine, result, reduced_vocab),
+        "verdict": outcome_word(engine, result, reduced_vocab),
         "outcome": result["outcome"],
         "stage": result["stage"],
         "error": (result["error"] or "")[:300] or None,
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         for run in runs.values():
             for name, result in run["results"].items():
                 spec = CASES_BY_NAME[name].spec
-                result["verdict"] = verdict(run["engine"], result, spec.draft_vocab_size < spec.vocab_size)
+                result["verdict"] = outcome_word(run["engine"], result, spec.draft_vocab_size < spec.vocab_size)
     for python in args.python or ():
         names = tuple(args.case) if args.case else None
         with tempfile.TemporaryDirectory(prefix="eagle3-matrix-") as tmp:

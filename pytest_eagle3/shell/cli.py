@@ -261,7 +261,7 @@ def _plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     with on_stderr(), step(f"judging {draft}"):
         by_spec = {row["engine"] + "==" + str(row["version"]): row for row in _report_rows(pipeline, ckpt, side)}
         texts = [(f"load plan, {engine.label}: {engine.unread}" if engine.unread  # no rules of its own to plan by
-                  else render_plan(ckpt, pipeline.verdict(ckpt, engine, side).plan))
+                  else render_plan(ckpt, pipeline.forecast(ckpt, engine, side).plan))
                  + "\n" + _verdict_line(by_spec[engine.spec]) for engine in settings.engines]
     width = stream_width(sys.stdout)
     print("\n".join(part for line in "\n\n".join(texts).splitlines() for part in wrap(line, width)))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_eagle3.shell.options import settings
-from pytest_eagle3.shell.verdicts import pipeline, target_side, verdict_of
+from pytest_eagle3.shell.verdicts import forecast_of, pipeline, target_side
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint, TargetModel
@@ -127,7 +127,7 @@ def eagle3_engine(request: pytest.FixtureRequest) -> EngineVersion:
 def eagle3_load_plan(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoint,
                      eagle3_engine: EngineVersion) -> LoadPlan:
     """What ``eagle3_engine`` will do with ``eagle3_checkpoint`` (and the target, when given)."""
-    return verdict_of(request.config, eagle3_checkpoint, eagle3_engine).plan
+    return forecast_of(request.config, eagle3_checkpoint, eagle3_engine).plan
 
 
 @pytest.fixture

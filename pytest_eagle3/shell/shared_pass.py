@@ -74,7 +74,7 @@ def _compute(settings: RunSettings, pipeline: Pipeline, out: Path) -> None:
             for engine in (None, *settings.engines):
                 judgement(pipeline, ckpt, engine, side)
             for engine in settings.engines:
-                pipeline.verdict(ckpt, engine, side)
+                pipeline.forecast(ckpt, engine, side)
         partial = out.with_suffix(".partial")
         partial.write_bytes(pickle.dumps(pipeline.computed()))
         partial.replace(out)

@@ -15,7 +15,7 @@ from pytest_eagle3.shell.options import settings
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
     from pytest_eagle3.knowledge.releases import EngineVersion
-    from pytest_eagle3.verdict import Pipeline, TargetSide, Verdict
+    from pytest_eagle3.verdict import Forecast, Pipeline, TargetSide
 
 PIPELINE_KEY = pytest.StashKey["Pipeline"]()
 
@@ -42,8 +42,8 @@ def target_side(config: pytest.Config) -> TargetSide:
     return TargetSide(options.target, options.hidden_states)
 
 
-def verdict_of(config: pytest.Config, ckpt: Checkpoint, engine: EngineVersion) -> Verdict:
+def forecast_of(config: pytest.Config, ckpt: Checkpoint, engine: EngineVersion) -> Forecast:
     """The pipeline's verdict for ``engine`` on ``ckpt``; skips where the files or the config are unusable."""
     require_tensors(ckpt)
     require_config(ckpt)
-    return pipeline(config).verdict(ckpt, engine, target_side(config))
+    return pipeline(config).forecast(ckpt, engine, target_side(config))

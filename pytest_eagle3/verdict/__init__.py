@@ -11,13 +11,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pytest_eagle3.verdict.pipeline import Pipeline, pipeline_for, predict_acceptance, verdict
-    from pytest_eagle3.verdict.records import TargetSide, Verdict
+    from pytest_eagle3.verdict.pipeline import Pipeline, forecast, pipeline_for, predict_acceptance
+    from pytest_eagle3.verdict.records import Forecast, TargetSide
     from pytest_eagle3.verdict.settings import RunSettings
 
-__all__ = ["Pipeline", "RunSettings", "TargetSide", "Verdict", "pipeline_for", "predict_acceptance", "verdict"]
+__all__ = ["Forecast", "Pipeline", "RunSettings", "TargetSide", "forecast", "pipeline_for", "predict_acceptance"]
 _HOME = {"RunSettings": "pytest_eagle3.verdict.settings", "TargetSide": "pytest_eagle3.verdict.records",
-         "Verdict": "pytest_eagle3.verdict.records"}
+         "Forecast": "pytest_eagle3.verdict.records"}
 
 
 def __getattr__(name: str) -> Any:

@@ -28,7 +28,7 @@ from pytest_eagle3.words import plural
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
     from pytest_eagle3.engines.plan_types import LoadPlan
-    from pytest_eagle3.verdict.records import TargetSide, Verdict
+    from pytest_eagle3.verdict.records import Forecast, TargetSide
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,7 +36,7 @@ class Judged:
     """What every engine contract of one row reads: the engine version's verdict, the checkpoint, the target side
     and the run's acceptance bounds (``--eagle3-min-acceptance``, ``--eagle3-max-loss``)."""
 
-    verdict: Verdict
+    forecast: Forecast
     ckpt: Checkpoint
     side: TargetSide
     min_acceptance: float
@@ -50,7 +50,7 @@ class Judged:
     @property
     def plan(self) -> LoadPlan:
         """The load plan of the engine version."""
-        return self.verdict.plan
+        return self.forecast.plan
 
 
 def contracts(row: Judged) -> list[tuple[str, Contract]]:
@@ -82,8 +82,8 @@ def _judge(row: Judged, area: str, *, with_plan: bool = True, needs_class: bool 
     """Fail with the plan's findings for ``area``; not run where the target given is not this draft's and would
     change the area's verdict, or the engine builds no draft; not modelled where the profiles cannot judge it."""
     plan = row.plan
-    if row.verdict.target_mismatch and area in row.verdict.target_areas:
-        raise NotRun(f"not run: {row.verdict.target_mismatch}")
+    if row.forecast.target_mismatch and area in row.forecast.target_areas:
+        raise NotRun(f"not run: {row.forecast.target_mismatch}")
     if area != "architecture" and plan.draft_class is None:
         raise NotRun(f"{row.label} does not build a draft from this config: see engine.architecture")
     if needs_class and plan.draft_class and not _key_map_modelled(plan.engine.engine, plan.draft_class):
@@ -108,7 +108,7 @@ def _key_map_modelled(engine: str, draft_class: str) -> bool:
 
 def _for_target(row: Judged, reason: str) -> NotRun:
     """Not run for want of the target: the mismatch when the target given is not this draft's, else ``reason``."""
-    mismatch = row.verdict.target_mismatch
+    mismatch = row.forecast.target_mismatch
     return NotRun(f"not run: {mismatch}" if mismatch else reason)
 
 
@@ -237,17 +237,17 @@ def acceptance(hand: Assessment, row: Judged) -> str:
 
     if row.side.path is None:
         raise NotRun(NEEDS_TARGET)
-    verdict = row.verdict
-    prediction = verdict.prediction
-    if prediction is None and isinstance(verdict.no_prediction, WeightsMissing):
-        raise Unmeasured(f"engine.acceptance {verdict.no_prediction}")
+    forecast = row.forecast
+    prediction = forecast.prediction
+    if prediction is None and isinstance(forecast.no_prediction, WeightsMissing):
+        raise Unmeasured(f"engine.acceptance {forecast.no_prediction}")
     if prediction is None:
-        raise NotRun(f"engine.acceptance {verdict.no_prediction}")
+        raise NotRun(f"engine.acceptance {forecast.no_prediction}")
     hand.prediction = prediction.to_json()
     hand.basis = basis_of(prediction.basis)
     if prediction.acceptance is None:
         raise NotRun(prediction.unavailable)
-    findings, undecided = judged_findings(verdict.predictions, row.min_acceptance, row.max_loss)
+    findings, undecided = judged_findings(forecast.predictions, row.min_acceptance, row.max_loss)
     check(findings)
     if undecided is not None:
         not_modelled(undecided)

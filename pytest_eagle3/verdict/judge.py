@@ -111,7 +111,7 @@ def judged_plan(ckpt: Checkpoint, engine: EngineVersion, target: TargetModel | N
     return join(plans, ckpt) if len(plans) > 1 else next(iter(plans.values()))
 
 
-def verdict(plan: LoadPlan, area: str) -> str:
+def area_outcome(plan: LoadPlan, area: str) -> str:
     """What ``plan`` says of ``area``: fails, passes, or cannot be judged (an unknown)."""
     if plan.issues_for(area):
         return FAIL
@@ -134,7 +134,7 @@ def join(plans: dict[Reading, LoadPlan], ckpt: Checkpoint) -> LoadPlan:
     issues: list[Issue] = list(first.issues)
     unknown = dict(first.unknown)
     for area in areas:
-        verdicts = {r: verdict(p, area) for r, p in plans.items()}
+        verdicts = {r: area_outcome(p, area) for r, p in plans.items()}
         if set(verdicts.values()) == {FAIL}:
             words = whatever(readings)
             issues = [_stated(i, words, readings) if i.area == area else i for i in issues]
@@ -160,16 +160,16 @@ def undecided(first: LoadPlan, area: str, plans: dict[Reading, LoadPlan], ckpt: 
     for reading, plan in plans.items():
         found = plan.issues_for(area) or ([plan.unknown[area]] if area in plan.unknown else [])
         said = f": {found[0].summary}" if found else ""
-        per_reading.append(f"under {reading.label} {first.label} {verdict(plan, area)}{said}")
+        per_reading.append(f"under {reading.label} {first.label} {area_outcome(plan, area)}{said}")
     return Finding(
         UNDECIDED,
         f"{first.label}: the verdict depends on how the checkpoint is read "
         f"({' / '.join(r.label for r in readings)}), which no evidence here decides",
-        (Evidence("readings", ", ".join(f"{r.label}: {verdict(p, area)}" for r, p in plans.items()),
+        (Evidence("readings", ", ".join(f"{r.label}: {area_outcome(p, area)}" for r, p in plans.items()),
                   "the same verdict under every reading"),),
         deciders(readings, ckpt),
         (*per_reading, f"producers: {ckpt.candidates.why}"),
-        readings=tuple((r.label, verdict(p, area)) for r, p in plans.items()),
+        readings=tuple((r.label, area_outcome(p, area)) for r, p in plans.items()),
     )
 
 

@@ -1,4 +1,4 @@
-"""The one verdict pipeline: checkpoint x engine version x target side -> a frozen :class:`Verdict`.
+"""The one pipeline: checkpoint x engine version x target side -> a frozen :class:`Forecast` (what the engine will do with the draft, and reach).
 
 Four steps, always in this order and nowhere else:
 
@@ -51,13 +51,13 @@ from pytest_eagle3.verdict.assess import (
 )
 from pytest_eagle3.verdict.judge import judged_plan, plausible_readings
 from pytest_eagle3.verdict.judgement import Judgement
-from pytest_eagle3.verdict.records import TargetSide, Verdict
+from pytest_eagle3.verdict.records import Forecast, TargetSide
 from pytest_eagle3.verdict.settings import RunSettings
 from pytest_eagle3.verdict.settle import price_recorded, settle
 
 
 class Pipeline:
-    """One run's verdicts: the target measured and run once, each draft's predictor built once."""
+    """One run's forecasts and judgements: the target measured and run once, each draft's predictor built once."""
 
     def __init__(self, settings: RunSettings, session: PredictionSession | None = None) -> None:
         self.settings = settings
@@ -65,7 +65,7 @@ class Pipeline:
         self._passes: TargetPasses | None = None
         self._targets: dict[str, TargetModel] = {}
         self._predictors: dict[tuple[str, str | None, str | None], DraftPredictor | str] = {}
-        self._verdicts: dict[tuple[str, EngineVersion, TargetSide], Verdict] = {}
+        self._forecasts: dict[tuple[str, EngineVersion, TargetSide], Forecast] = {}
         #: Each row's judgement, keyed by checkpoint, engine version (its launch settings too; None: the ``any`` row)
         #: and target side: filled by :func:`pytest_eagle3.verdict.rows.judgement`, the one place a judgement is made.
         self.judgements: dict[tuple[str, EngineVersion | None, TargetSide], Judgement] = {}
@@ -75,10 +75,10 @@ class Pipeline:
 
     # -- what a run computed, handed to another process (pytest-xdist's workers) ---------------------------
     #: The caches :meth:`computed` hands over: every one holds plain frozen data (no tensors, no open files).
-    SHAREABLE = ("_verdicts", "judgements", "_health", "_references", "_named")
+    SHAREABLE = ("_forecasts", "judgements", "_health", "_references", "_named")
 
     def computed(self) -> dict[str, dict[object, object]]:
-        """The verdicts, judgements, weight scans, references and named targets computed so far."""
+        """The forecasts, judgements, weight scans, references and named targets computed so far."""
         return {name: dict(getattr(self, name)) for name in self.SHAREABLE}
 
     def adopt(self, computed: dict[str, dict[object, object]]) -> None:
@@ -198,14 +198,14 @@ class Pipeline:
         given = convention if convention is not None or not use_option else self.settings.aux_convention
         return judged_plan(ckpt, engine, self.target(side), given, measured)
 
-    def verdict(self, ckpt: Checkpoint, engine: EngineVersion, side: TargetSide = TargetSide()) -> Verdict:
+    def forecast(self, ckpt: Checkpoint, engine: EngineVersion, side: TargetSide = TargetSide()) -> Forecast:
         """Every step: measure, judge, settle, predict (cached per checkpoint, engine and target side)."""
         side = self.side_for(ckpt, side)
         key = (str(ckpt.path), engine, side)
-        if key not in self._verdicts:
+        if key not in self._forecasts:
             with progress.step(f"predicting {engine.label}"):  # the long part: the target run, the readings
-                self._verdicts[key] = self._verdict(ckpt, engine, side)
-        return self._verdicts[key]
+                self._forecasts[key] = self._forecast(ckpt, engine, side)
+        return self._forecasts[key]
 
     def named_target(self, ckpt: Checkpoint) -> NamedTarget | None:
         """The target the draft's config names (``checkpoint.named_target``), resolved once; None when none."""
@@ -283,7 +283,7 @@ class Pipeline:
             return "reference acceptance needs transformers (pip install 'pytest-eagle3[target]')"
         return None
 
-    def _verdict(self, ckpt: Checkpoint, engine: EngineVersion, side: TargetSide) -> Verdict:
+    def _forecast(self, ckpt: Checkpoint, engine: EngineVersion, side: TargetSide) -> Forecast:
         s = self.settings
         mismatch = self.mismatch(ckpt, side)
         if mismatch:  # judged as if no target were given; what the target would change is not run
@@ -291,7 +291,7 @@ class Pipeline:
             areas = {i.area for i in (*plan.issues, *wrong.issues)} | set(plan.unknown) | set(wrong.unknown)
             changed = frozenset(a for a in areas if (plan.issues_for(a), plan.unknown.get(a))
                                 != (wrong.issues_for(a), wrong.unknown.get(a)))
-            return Verdict(engine, price_recorded(plan, s.max_loss), no_prediction=f"not run: {mismatch}",
+            return Forecast(engine, price_recorded(plan, s.max_loss), no_prediction=f"not run: {mismatch}",
                            target_mismatch=mismatch, target_areas=changed)
         measured = self.measure(ckpt, side)
         # a draft that accepts nothing on this target: its weights are no evidence (the target may be another
@@ -299,10 +299,10 @@ class Pipeline:
         plan = self.judge(ckpt, engine, _config_only(side) if self.at_floor(ckpt, side) else side, measured)
         predictor = self.predictor(ckpt, side)
         if isinstance(predictor, str):  # no simulation: a recorded cost prices what it covers
-            return Verdict(engine, price_recorded(plan, s.max_loss), measured, no_prediction=predictor)
+            return Forecast(engine, price_recorded(plan, s.max_loss), measured, no_prediction=predictor)
         engines = s.engines or (engine,)
         plan = settle(plan, predictor, ckpt, self.target(side), engines, s.aux_convention, measured, s.max_loss)
-        return Verdict(engine, plan, measured, self._predictions(ckpt, side, plan, predictor))
+        return Forecast(engine, plan, measured, self._predictions(ckpt, side, plan, predictor))
 
     def _predictions(self, ckpt: Checkpoint, side: TargetSide, plan: LoadPlan,
                      predictor: DraftPredictor) -> dict[str, Prediction]:
@@ -340,10 +340,10 @@ def pipeline_for(settings: RunSettings | None = None, session: PredictionSession
     return Pipeline(settings or RunSettings(), session)
 
 
-def verdict(checkpoint: Checkpoint, engine: EngineVersion, side: TargetSide | None = None,
-            settings: RunSettings | None = None) -> Verdict:
-    """The verdict of one engine version on one checkpoint (a fresh :class:`Pipeline`; hold one to share work)."""
-    return pipeline_for(settings).verdict(checkpoint, engine, side or TargetSide())
+def forecast(checkpoint: Checkpoint, engine: EngineVersion, side: TargetSide | None = None,
+            settings: RunSettings | None = None) -> Forecast:
+    """The forecast of one engine version on one checkpoint (a fresh :class:`Pipeline`; hold one to share work)."""
+    return pipeline_for(settings).forecast(checkpoint, engine, side or TargetSide())
 
 
 def predict_acceptance(checkpoint: str | Path | Checkpoint, target: str | Path, engine: str | EngineVersion, *,

@@ -1,5 +1,5 @@
 """The records the verdict's steps hand on: the target side a checkpoint is judged with, and one engine version's
-frozen :class:`Verdict` (plain frozen data, below the pipeline that makes them and the contracts that read them)."""
+frozen :class:`Forecast` (plain frozen data, below the pipeline that makes them and the contracts that read them)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class TargetSide:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Forecast:
     """What one engine version will do with one checkpoint, and what it is predicted to reach.
 
     ``plan`` is the judged and settled load plan every engine contract reads; ``predictions`` the

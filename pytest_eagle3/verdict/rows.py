@@ -73,16 +73,16 @@ def judge_engine(pipeline: Pipeline, ckpt: Checkpoint, engine: EngineVersion, si
     if engine.unread:  # no rules of its own: every engine contract says which command reads it
         outcomes = tuple(assess(cid, subject, _unread(engine.unread), unknown_fails=fails) for cid in ENGINE_CONTRACTS)
         return Judgement(ckpt.path, engine, _format(ckpt), outcomes)
-    verdict = pipeline.verdict(ckpt, engine, side)
+    forecast = pipeline.forecast(ckpt, engine, side)
     from pytest_eagle3.verdict.resting import not_carried
 
-    rows = engine_contracts(Judged(verdict, ckpt, side, pipeline.settings.min_acceptance, pipeline.settings.max_loss,
-                                   verdict.plan.label, not_carried(engine)))
-    outcomes = tuple(assess(cid, subject, run, unknown_fails=fails, measured_required=measured, plan=verdict.plan)
+    rows = engine_contracts(Judged(forecast, ckpt, side, pipeline.settings.min_acceptance, pipeline.settings.max_loss,
+                                   forecast.plan.label, not_carried(engine)))
+    outcomes = tuple(assess(cid, subject, run, unknown_fails=fails, measured_required=measured, plan=forecast.plan)
                      for cid, run in rows)
     if pipeline.at_floor(ckpt, side):  # the target comes first: no draft-side fix before it is the draft's
         return Judgement(ckpt.path, engine, _format(ckpt), target_first(outcomes))
-    return Judgement(ckpt.path, engine, _format(ckpt), with_causes(outcomes, verdict.plan))
+    return Judgement(ckpt.path, engine, _format(ckpt), with_causes(outcomes, forecast.plan))
 
 
 def _unread(why: str) -> Contract:

@@ -27,7 +27,7 @@ from pytest_eagle3.words import plural
 if TYPE_CHECKING:
     from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.verdict.pipeline import Pipeline
-    from pytest_eagle3.verdict.records import TargetSide, Verdict
+    from pytest_eagle3.verdict.records import Forecast, TargetSide
 
 SCHEMA = "pytest-eagle3/sweep/1"
 FILES = ("sweep.json", "sweep.md", "sweep.png")
@@ -206,11 +206,11 @@ def run_sweep(paths: Sequence[Path | str], engines: Sequence[EngineVersion], sid
             for engine in (None, *engines):
                 collector.add_judgement(judgement(pipeline, ckpt, engine, side))
             row = collector.checkpoints[ckpt.path]
-            verdicts = [pipeline.verdict(ckpt, engine, side) for engine in engines]
-            trained = next((v.prediction.training.acceptance.mean_acceptance_length for v in verdicts
+            forecasts = [pipeline.forecast(ckpt, engine, side) for engine in engines]
+            trained = next((v.prediction.training.acceptance.mean_acceptance_length for v in forecasts
                             if v.prediction is not None), None)
             rows.append(CheckpointRow(str(path), trained, tuple(_engine_row(v, row.entry(v.engine.spec))
-                                                                for v in verdicts)))
+                                                                for v in forecasts)))
         if progress is not None:
             progress(done, len(paths))
     session = pipeline.session(side.hidden_states) if side.given else None
@@ -218,13 +218,13 @@ def run_sweep(paths: Sequence[Path | str], engines: Sequence[EngineVersion], sid
                  len(session.targets) if session is not None else 0)
 
 
-def _engine_row(verdict: Verdict, entry: dict[str, Any]) -> EngineRow:
+def _engine_row(forecast: Forecast, entry: dict[str, Any]) -> EngineRow:
     """The report's row for one engine version (``Collector`` over the judgements), with the prediction."""
     from pytest_eagle3.verdict.report import edits_first, row_verdict
 
-    prediction = verdict.prediction
-    unavailable = verdict.no_prediction if prediction is None else prediction.unavailable
-    return EngineRow(verdict.engine.spec, row_verdict(entry), verdict.plan.outcome,
+    prediction = forecast.prediction
+    unavailable = forecast.no_prediction if prediction is None else prediction.unavailable
+    return EngineRow(forecast.engine.spec, row_verdict(entry), forecast.plan.outcome,
                      tuple(entry["failing"]), None if prediction is None else prediction.mean_acceptance_length,
                      None if prediction is None else prediction.basis, next(iter(edits_first(entry["fix"])), None),
                      unavailable)
