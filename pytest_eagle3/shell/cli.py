@@ -48,8 +48,8 @@ def _parser() -> argparse.ArgumentParser:
     matrix.add_argument("--markdown", action="store_true",
                         help="print it as the markdown docs/engines.md holds, with each cell's contract codes")
     matrix.add_argument("--readme", type=Path,
-                        help="rewrite the matrix blocks (profiles and recorded probes) of this markdown file in place "
-                             "(docs/engines.md)")
+                        help="rewrite the generated blocks of this markdown file in place: the matrix, the recorded "
+                             "probes (docs/engines.md), the engines to name per format (docs/ci.md)")
     synth = sub.add_parser("synth", help="write a synthetic draft checkpoint (optionally with faults)")
     synth.add_argument("out", nargs="?", type=Path, help="output directory (must not exist yet)")
     synth.add_argument("--producer", default=SPECULATORS, choices=synthetic.PRODUCERS,
@@ -170,8 +170,13 @@ def _matrix(parser: argparse.ArgumentParser, readme: Path | None, markdown: bool
     from pytest_eagle3.probes.record import probes_markdown
     from pytest_eagle3.verdict import confirmation
     from pytest_eagle3.verdict.matrix import (
+        END,
+        FORMATS_END,
+        FORMATS_START,
         PROBES_END,
         PROBES_START,
+        START,
+        render_formats,
         render_matrix,
         render_text,
         splice,
@@ -183,13 +188,16 @@ def _matrix(parser: argparse.ArgumentParser, readme: Path | None, markdown: bool
         print(render_matrix() if markdown else render_text(), end="")
         print("\n" + (confirmation.confirmation_markdown() if markdown else confirmation.confirmation_text()), end="")
         return 0
-    table = render_matrix()
-    try:
-        text = splice(readme.read_text(encoding="utf-8"), table)
-        text = splice(text, probes_markdown(), PROBES_START, PROBES_END)
-        text = splice(text, confirmation.confirmation_markdown(), confirmation.START, confirmation.END)
-    except ValueError as exc:
-        parser.error(f"--readme: {readme}: {exc}")
+    blocks = ((START, END, render_matrix), (PROBES_START, PROBES_END, probes_markdown),
+              (confirmation.START, confirmation.END, confirmation.confirmation_markdown),
+              (FORMATS_START, FORMATS_END, render_formats))
+    text = readme.read_text(encoding="utf-8")
+    present = [(start, end, render) for start, end, render in blocks if start in text and end in text]
+    if not present:
+        markers = ", ".join(f"{start.strip()} ... {end}" for start, end, _ in blocks)
+        parser.error(f"--readme: {readme}: no generated block to replace (needs one of {markers})")
+    for start, end, render in present:
+        text = splice(text, render(), start, end)
     readme.write_text(text, encoding="utf-8")
     return 0
 
