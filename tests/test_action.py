@@ -177,7 +177,6 @@ def test_the_action_installs_torch_as_the_readme_pins_it(action: dict[str, Any])
     assert action["inputs"]["torch-index"]["default"] == readme_pin.group(2)
 
 
-@pytest.mark.slow
 def test_the_formats_each_engine_reads_are_the_profiles(action: dict[str, Any]) -> None:
     """The Action's message and docs/ci.md's table say what each engine's newest release does with each producer's
     good draft, as the profiles judge it (regenerate the table: python -m pytest_eagle3 matrix --readme docs/ci.md)."""
