@@ -9,7 +9,6 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
-import psutil
 import pytest
 from packaging.version import Version
 
@@ -22,6 +21,9 @@ from pytest_eagle3.live.launch_checks import algorithm_findings, draft_path_find
 from pytest_eagle3.live.live_verdict import acceptance_findings, greedy_findings
 from pytest_eagle3.live.metrics import LiveAcceptance, parse_vllm_metrics, sglang_request_acceptance
 from pytest_eagle3.live.process import MARKER_ENV, ServerProcess, free_port, marked_processes
+from pytest_eagle3.shell.live_fixtures import LIVE_EXTRA
+
+psutil = pytest.importorskip("psutil", reason=f"the live layer's tests need psutil: {LIVE_EXTRA}")
 
 DATA = Path(__file__).parent / "data"
 EAGLE3_ARCH = ("LlamaForCausalLMEagle3",)

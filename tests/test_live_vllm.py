@@ -18,13 +18,16 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
 from pytest_eagle3.live.launch_checks import flag_value
 from pytest_eagle3.live.live_verdict import RATE_TOLERANCE
+from pytest_eagle3.shell.live_fixtures import LIVE_EXTRA
 from tests.conftest import validate_report
 from tests.reference_cases import EXAMPLES
+
+#: Every live test finds the processes it left by their environment (psutil); the modules importing this one skip with it.
+psutil = pytest.importorskip("psutil", reason=f"the live tests need psutil: {LIVE_EXTRA}")
 
 pytest.importorskip("transformers", reason="the live prediction needs transformers (pip install -e '.[test]')")
 

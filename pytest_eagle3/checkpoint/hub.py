@@ -43,6 +43,18 @@ def is_hub(path: object) -> bool:
     return isinstance(path, str) and path.startswith(PREFIX)
 
 
+#: A Hub id mistyped: ``hf:`` in any case with any number of slashes before ``ORG/NAME[@REVISION]``.
+_MISTYPED = re.compile(r"(?i)hf:/*([A-Za-z0-9][\w.\-]*/[\w.\-]+(?:@\S+)?)")
+
+
+def meant_hub_id(path: str) -> str | None:
+    """The Hub id a mistyped one was meant as (``hf:/org/name``, ``HF://org/name``, ``hf:///org/name`` ->
+    ``hf://org/name``); None for a well-typed id or anything else."""
+    found = _MISTYPED.fullmatch(path)
+    meant = f"{PREFIX}{found.group(1)}" if found else None
+    return meant if meant != path else None
+
+
 def parse(spec: str) -> tuple[str, str | None]:
     """``hf://ORG/NAME[@REVISION]`` -> (repo id, revision or None); HubError when it is not one."""
     from huggingface_hub.errors import HFValidationError
@@ -53,7 +65,9 @@ def parse(spec: str) -> tuple[str, str | None]:
     try:
         validate_repo_id(repo)
     except HFValidationError as exc:
-        raise HubError(f"{spec} is not a Hub id hf://ORG/NAME[@REVISION] ({exc})") from None
+        meant = meant_hub_id(spec)
+        hint = f"did you mean {meant}?" if meant else str(exc)
+        raise HubError(f"{spec} is not a Hub id hf://ORG/NAME[@REVISION] ({hint})") from None
     if at and not revision:
         raise HubError(f"{spec}: nothing after @ (give a branch, tag or commit, or drop the @)")
     return repo, revision or None

@@ -46,8 +46,10 @@ def parse_selection(text: str) -> tuple[EngineVersion, ...]:
     chosen: list[EngineVersion] = []
     for raw in text.split(","):
         item = raw.strip().lower()
-        if not item:
-            continue
+        if not item:  # ``vllm,``: an entry lost (an unset variable), never passed over in silence
+            raise EngineSelectionError(
+                f"--eagle3-engine: {text.strip()!r} has an empty entry (a comma with no engine beside it); name an "
+                f"engine in every entry: sglang,vllm")
         if item == ALL:
             chosen.extend(newest(e) for e in KNOWN_RANGES)
             continue
@@ -64,6 +66,10 @@ def parse_selection(text: str) -> tuple[EngineVersion, ...]:
                 f"known: {', '.join(KNOWN_RANGES)} or {ALL}, optionally NAME==VERSION"
             )
         version = version.strip()
+        if not version and "==" in item:  # ``vllm==``: a version lost, never the newest by default
+            raise EngineSelectionError(
+                f"--eagle3-engine: {raw.strip()!r} gives no version after ==; give one ({newest(name).spec}), "
+                f"{name}=={EVERY_SEGMENT} for one per profile segment, or {name} alone for the newest read")
         if not version:
             chosen.append(newest(name))
         elif version == EVERY_SEGMENT:

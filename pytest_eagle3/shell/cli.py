@@ -55,8 +55,8 @@ def _parser() -> argparse.ArgumentParser:
     matrix.add_argument("--markdown", action="store_true",
                         help="print it as the markdown docs/engines.md holds, with each cell's contract codes")
     matrix.add_argument("--readme", type=Path,
-                        help="rewrite the matrix blocks (profiles and recorded probes) of this markdown file in place "
-                             "(docs/engines.md)")
+                        help="rewrite the generated blocks of this markdown file in place: the matrix, the recorded "
+                             "probes (docs/engines.md), the engines to name per format (docs/ci.md)")
     synth = sub.add_parser("synth", help="write a synthetic draft checkpoint (optionally with faults)")
     synth.add_argument("out", nargs="?", type=Path, help="output directory (must not exist yet)")
     synth.add_argument("--producer", default=SPECULATORS, choices=synthetic.PRODUCERS,
@@ -153,16 +153,18 @@ def _main(argv: Sequence[str] | None = None) -> int:
 
 def _check_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """``check``'s own arguments are named in its usage errors (PATH, --target, --report), not pytest's options."""
+    from pytest_eagle3.verdict.setting_values import absent
+
     for path in args.checkpoints:
         if not path.startswith("hf://") and (not path.strip() or not Path(path).is_dir()):
-            what = "is empty" if not path.strip() else "does not exist" if not Path(path).exists() else "is a file"
+            what = "is empty" if not path.strip() else absent(path) if not Path(path).exists() else "is a file"
             parser.error(f"PATH: {path!r} {what}; give the draft checkpoint's directory")
     if args.engine is not None and not args.engine.strip():
         parser.error("--engine: empty; name the engines (sglang, vllm, NAME==VERSION, all), or leave it out for "
                      "the default")
     target = args.eagle3_target
     if target is not None and not target.startswith("hf://") and not Path(target).exists():
-        parser.error(f"--target: {target} does not exist (give the target model's directory or its config.json)")
+        parser.error(f"--target: {target} {absent(target)} (give the target model's directory or its config.json)")
     if args.report is not None and (not args.report.strip() or Path(args.report).is_dir()):
         parser.error(f"--report: {args.report!r} is not a file path; give one such as verdict.json")
     if args.report is not None:
@@ -177,8 +179,13 @@ def _matrix(parser: argparse.ArgumentParser, readme: Path | None, markdown: bool
     from pytest_eagle3.probes.record import probes_markdown
     from pytest_eagle3.verdict import confirmation
     from pytest_eagle3.verdict.matrix import (
+        END,
+        FORMATS_END,
+        FORMATS_START,
         PROBES_END,
         PROBES_START,
+        START,
+        render_formats,
         render_matrix,
         render_text,
         splice,
@@ -190,13 +197,16 @@ def _matrix(parser: argparse.ArgumentParser, readme: Path | None, markdown: bool
         print(render_matrix() if markdown else render_text(), end="")
         print("\n" + (confirmation.confirmation_markdown() if markdown else confirmation.confirmation_text()), end="")
         return 0
-    table = render_matrix()
-    try:
-        text = splice(readme.read_text(encoding="utf-8"), table)
-        text = splice(text, probes_markdown(), PROBES_START, PROBES_END)
-        text = splice(text, confirmation.confirmation_markdown(), confirmation.START, confirmation.END)
-    except ValueError as exc:
-        parser.error(f"--readme: {readme}: {exc}")
+    blocks = ((START, END, render_matrix), (PROBES_START, PROBES_END, probes_markdown),
+              (confirmation.START, confirmation.END, confirmation.confirmation_markdown),
+              (FORMATS_START, FORMATS_END, render_formats))
+    text = readme.read_text(encoding="utf-8")
+    present = [(start, end, render) for start, end, render in blocks if start in text and end in text]
+    if not present:
+        markers = ", ".join(f"{start.strip()} ... {end}" for start, end, _ in blocks)
+        parser.error(f"--readme: {readme}: no generated block to replace (needs one of {markers})")
+    for start, end, render in present:
+        text = splice(text, render(), start, end)
     readme.write_text(text, encoding="utf-8")
     return 0
 
@@ -246,7 +256,9 @@ def _plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     _target_model(parser, settings.target)
     draft = pinned(parser, "DRAFT", args.draft, settings.download_weights) or args.draft
     if not draft.startswith("hf://") and not Path(draft).exists():
-        parser.error(f"DRAFT: {draft} does not exist")
+        from pytest_eagle3.verdict.setting_values import absent
+
+        parser.error(f"DRAFT: {draft} {absent(draft)}")
     pipeline, side = pipeline_for(settings), TargetSide(settings.target, settings.hidden_states)
     ckpt = Checkpoint.open(draft)
     if args.json:
@@ -305,9 +317,10 @@ def _sweep(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
     from pytest_eagle3.progress import step, tick
     from pytest_eagle3.shell.progress import on_stderr
+    from pytest_eagle3.shell.terminal import fit_table, stream_width
     from pytest_eagle3.verdict import TargetSide, pipeline_for
     from pytest_eagle3.verdict.setting_values import unwritable
-    from pytest_eagle3.verdict.sweep import SweepInputError, checkpoints_from, run_sweep, write
+    from pytest_eagle3.verdict.sweep import SweepInputError, checkpoints_from, run_sweep, table_rows, write
 
     if args.out.exists():
         parser.error(f"--out: {args.out} already exists; sweep never overwrites (choose a new folder)")
@@ -328,6 +341,7 @@ def _sweep(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         result = run_sweep(paths, settings.engines, TargetSide(settings.target, settings.hidden_states), pipeline,
                            progress=lambda done, total: tick(f"{done}/{total} checkpoints"))
     _say("\n".join(write(result, args.out)))
+    print("\n".join(fit_table(table_rows(result), stream_width(sys.stdout))))
     _say(f"sweep: {plural(len(paths), 'checkpoint')} x {plural(len(settings.engines), 'engine version')} in "
           f"{time.monotonic() - start:.0f} s, {result.target_runs} target run{'s' if result.target_runs != 1 else ''}")
     for engine, best in result.best().items():
@@ -380,7 +394,9 @@ def _fix_steps(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     dump = settings.hidden_states
     draft = Path(local(parser, "DRAFT", args.draft, "fix writes a copy of every tensor"))
     if not draft.exists():
-        parser.error(f"DRAFT: {draft} does not exist")
+        from pytest_eagle3.verdict.setting_values import absent
+
+        parser.error(f"DRAFT: {draft} {absent(draft)}")
     # the measurement needs the target's weights or a dump of its side: a config.json alone gives layer counts only
     measurement = (Measurement(target, dump, settings) if target and (dump or Path(target).is_dir()) else None)
     with step("measuring the training layers"):

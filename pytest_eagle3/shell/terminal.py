@@ -44,13 +44,14 @@ def stream_width(stream: Any) -> int | None:
     return max(shutil.get_terminal_size().columns, MIN_WIDTH) if callable(isatty) and isatty() else None
 
 
-def wrap(line: str, width: int | None) -> list[str]:
-    """One line as lines no wider than ``width``: continuations keep the line's indentation plus :data:`HANG`."""
+def wrap(line: str, width: int | None, whole_words: bool = False) -> list[str]:
+    """One line as lines no wider than ``width``: continuations keep the line's indentation plus :data:`HANG`;
+    ``whole_words``: a word longer than the width (a path, a contract name) overflows, never split."""
     if width is None or len(line) <= width:
         return [line]
     indent = line[: len(line) - len(line.lstrip())]
     return textwrap.wrap(line.strip(), width, initial_indent=indent, subsequent_indent=indent + HANG,
-                         break_on_hyphens=False) or [line]
+                         break_on_hyphens=False, break_long_words=not whole_words) or [line]
 
 
 def wrap_text(text: str, width: int | None) -> str:
@@ -61,7 +62,9 @@ def wrap_text(text: str, width: int | None) -> str:
 def fit_table(rows: Sequence[tuple[str, str, str, str, str, str]], width: int | None) -> list[str]:
     """The verdict table: wide when it fits (or no width), else compact.
 
-    ``rows[0]`` is the heading; a row whose first cell is empty continues the checkpoint above it."""
+    ``rows[0]`` is the heading; a row whose first cell is empty continues the checkpoint above it. A name (a path,
+    a contract id) is never split: the failing contracts wrap between names, in their column when the longest name
+    fits it, else on lines of their own under the row."""
     wide = _columns(rows)
     if width is None or max(len(line) for line in wide) <= width:
         return wide
@@ -71,14 +74,19 @@ def fit_table(rows: Sequence[tuple[str, str, str, str, str, str]], width: int | 
     lead = "  "
     failing_at = len(lead) + sum(cells) + 2 * 3
     room = width - failing_at
+    longest = max(len(name) for r in body for name in r[3].split() or [""])
     for index, row in enumerate(rows):
         if row[0]:
-            compact.extend(wrap(f"{row[0]}  {row[1]}", width))
+            compact.extend(wrap(f"{row[0]}  {row[1]}", width, whole_words=True))
         head = lead + "  ".join(cell.ljust(w) for cell, w in zip(body[index][:3], cells))
-        if room < len("failing contracts") // 2:  # too narrow for a column: the failing contracts wrap under it
-            compact.extend(wrap(f"{head}  {body[index][3]}".rstrip(), width))
+        line = f"{head}  {body[index][3]}".rstrip()
+        if room < longest:  # too narrow for a column: the failing contracts go under the row
+            under = textwrap.wrap(body[index][3], width, initial_indent=lead + HANG, subsequent_indent=lead + HANG,
+                                  break_on_hyphens=False, break_long_words=False)
+            compact.extend([line] if len(line) <= width else [head.rstrip()] if body[index][3] == "-" else
+                           [head.rstrip(), *under])
             continue
-        parts = textwrap.wrap(body[index][3], room, break_on_hyphens=False) or [""]
+        parts = textwrap.wrap(body[index][3], room, break_on_hyphens=False, break_long_words=False) or [""]
         compact.append(f"{head}  {parts[0]}".rstrip())
         compact.extend(" " * failing_at + part for part in parts[1:])
     return compact

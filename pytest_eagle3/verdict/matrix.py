@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import tempfile
 import textwrap
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from packaging.version import Version
 
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.knowledge.behaviours import segment_starts
 from pytest_eagle3.knowledge.engines import REGISTRY
-from pytest_eagle3.knowledge.releases import DISPLAY, KNOWN_RANGES, EngineVersion, release_text
+from pytest_eagle3.knowledge.releases import DISPLAY, KNOWN_RANGES, EngineVersion, newest, release_text
 from pytest_eagle3.testing.synth import PRODUCERS, SynthSpec, write_checkpoint, write_target
 from pytest_eagle3.verdict.pipeline import pipeline_for
 from pytest_eagle3.verdict.records import TargetSide
@@ -32,6 +35,17 @@ Rows = list[tuple[str, list[tuple[str, list[str]]]]]
 
 def matrix_rows() -> dict[str, Rows]:
     """Per engine, each profile segment's first release x producer -> (plan outcome, issue codes)."""
+    return _judged({engine: segment_starts(engine) for engine in KNOWN_RANGES})
+
+
+def newest_rows() -> dict[str, Rows]:
+    """Per engine, its newest release read x producer -> (plan outcome, issue codes)."""
+    return _judged({engine: (newest(engine).version,) for engine in KNOWN_RANGES})
+
+
+def _judged(versions: Mapping[str, Sequence[Version]]) -> dict[str, Rows]:
+    """Per engine, each of its ``versions`` x producer -> (plan outcome, issue codes), on each producer's good
+    synthetic draft against the synthetic target."""
     found: dict[str, Rows] = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -39,9 +53,9 @@ def matrix_rows() -> dict[str, Rows]:
         sides = {engine: _target_as(root, arch) for engine, arch in CAPTURING_TARGET.items()}
         judge = pipeline_for().judge
         drafts = {p: Checkpoint.open(write_checkpoint(SynthSpec(producer=p), root / p)) for p in PRODUCERS}
-        for engine in KNOWN_RANGES:
+        for engine, engine_versions in versions.items():
             found[engine] = []
-            for version in segment_starts(engine):
+            for version in engine_versions:
                 cells = []
                 for producer in PRODUCERS:
                     plan = judge(drafts[producer], EngineVersion(engine, version), sides.get(engine, side))
@@ -85,6 +99,50 @@ def render_matrix() -> str:
             lines.append(f"| {version} | " + " | ".join(_cell(o, c) for o, c in cells) + " |")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+#: Where docs/ci.md holds :func:`render_formats`' table.
+FORMATS_START = "<!-- formats:start -->\n"
+FORMATS_END = "<!-- formats:end -->"
+
+
+def formats_read(rows: Mapping[str, Rows]) -> dict[str, tuple[str, ...]]:
+    """Per engine, the producer layouts whose good synthetic draft the last release of its ``rows`` loads (no loss,
+    no refusal): the formats a CI job serving that engine can name it for."""
+    return {engine: tuple(p for p, (outcome, _) in zip(PRODUCERS, judged[-1][1]) if outcome == "loads")
+            for engine, judged in rows.items()}
+
+
+def formats_line(rows: Mapping[str, Rows]) -> str:
+    """One line, per engine, the formats its newest release loads (the GitHub Action's message when ``engines`` is
+    not set)."""
+    read = formats_read(rows)
+    return "; ".join(f"{engine}: {'every one' if len(layouts) == len(PRODUCERS) else ', '.join(layouts) or 'none'}"
+                     for engine, layouts in read.items())
+
+
+def format_labels() -> dict[str, str]:
+    """Each producer layout's format as the verdict table's ``format`` column names it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return {p: Checkpoint.open(write_checkpoint(SynthSpec(producer=p), Path(tmp) / p)).format.label
+                for p in PRODUCERS}
+
+
+def render_formats(rows: Mapping[str, Rows] | None = None) -> str:
+    """A markdown table: per producer layout, the engines whose newest release loads its good draft (the ones to
+    name for it) and what the others do with it."""
+    rows = newest_rows() if rows is None else rows
+    labels = format_labels()
+    newest_read = ", ".join(f"`{engine}=={judged[-1][0]}`" for engine, judged in rows.items())
+    lines = [HEADER, "", f"Each producer's good synthetic draft judged against each engine's newest release read "
+             f"({newest_read}):", "",
+             "| layout | the verdict table's `format` | loads it: name these | the others |", "|---|---|---|---|"]
+    for column, producer in enumerate(PRODUCERS):
+        cells = {engine: judged[-1][1][column] for engine, judged in rows.items()}
+        loads = [f"`{engine}`" for engine, (outcome, _) in cells.items() if outcome == "loads"]
+        others = [f"`{engine}`: {_cell(*cell)}" for engine, cell in cells.items() if cell[0] != "loads"]
+        lines.append(f"| {producer} | {labels[producer]} | {', '.join(loads) or '-'} | {'; '.join(others) or '-'} |")
+    return "\n".join(lines) + "\n"
 
 
 #: The text form's width (the tables themselves are narrower).

@@ -4,6 +4,7 @@ argparse error). Imported by ``verdict.settings.build`` only: the idle plugin ne
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 from pathlib import Path
@@ -20,9 +21,31 @@ def usage(flag: str, message: str) -> SettingError:
     return SettingError(f"{flag}: {message}")
 
 
+def absent(path: str | Path) -> str:
+    """Why nothing can be opened at ``path``, after its name: "does not exist", or what the file system says instead
+    (a symlink loop, a link to nothing), with the Hub id a mistyped one was meant as."""
+    from pytest_eagle3.checkpoint.hub import meant_hub_id
+
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "is a symlink loop (a link that leads back to itself, directly or through others)"
+        if os.path.islink(path):
+            return f"is a link to {os.readlink(path)}, which does not exist"
+        if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+            return f"cannot be opened ({exc.strerror or exc})"
+    meant = meant_hub_id(str(path))
+    return f"does not exist; a Hub id is written {meant}" if meant else "does not exist"
+
+
 def checkpoints(flag: str, paths: tuple[str, ...], download: bool = False) -> tuple[str, ...]:
-    """Each checkpoint path checked (``checkpoint_dir``)."""
-    return tuple(checkpoint_dir(flag, p, download) for p in paths)
+    """Each checkpoint path checked (``checkpoint_dir``), each checkpoint once: ``X``, ``X/`` and a link to ``X`` are
+    one folder, two revisions of a Hub id that pin one commit one id (the first spelling given is kept)."""
+    once: dict[str, str] = {}
+    for path in (checkpoint_dir(flag, p, download) for p in paths):
+        once.setdefault(path if path.startswith("hf://") else str(Path(path).resolve()), path)
+    return tuple(once.values())
 
 
 def hub_id(flag: str, spec: str, download: bool) -> str:
@@ -44,7 +67,7 @@ def checkpoint_dir(flag: str, path: str, download: bool = False) -> str:
         return hub_id(flag, path, download)
     given = Path(path)
     if not given.exists():
-        raise usage(flag, f"{path} does not exist (give the draft checkpoint's directory)")
+        raise usage(flag, f"{path} {absent(path)} (give the draft checkpoint's directory)")
     if not given.is_dir():
         raise usage(flag, f"{path} is a file; give the draft checkpoint's directory ({given.parent})")
     return path
@@ -61,7 +84,7 @@ def target_path(flag: str, path: str | None, download: bool = False) -> str | No
     else:
         given = Path(path)
         if not given.exists():
-            raise usage(flag, f"{path} does not exist (give the target model's directory or its config.json)")
+            raise usage(flag, f"{path} {absent(path)} (give the target model's directory or its config.json)")
         if given.is_file() and given.suffix != ".json":
             raise usage(flag, f"{path} is a file but not a config.json; give the target model's "
                                f"directory ({given.parent}) or its config.json")
@@ -117,7 +140,7 @@ def unwritable(path: Path) -> str | None:
 def existing(flag: str, path: str | None, how: str) -> str | None:
     """A path that must exist (a file or a folder); the usage error says ``how`` to make it."""
     if path is not None and not Path(path).exists():
-        raise usage(flag, f"{path} does not exist ({how})")
+        raise usage(flag, f"{path} {absent(path)} ({how})")
     return path
 
 

@@ -54,6 +54,7 @@ def checkpoints_from(given: Sequence[str], download: bool = False) -> list[Path 
     checkpoint folders, or a glob (both sorted naturally). Nothing found, or an argument matching nothing,
     is a :class:`SweepInputError`."""
     from pytest_eagle3.checkpoint.hub import HubError, is_hub, pin
+    from pytest_eagle3.verdict.setting_values import absent
 
     found: list[Path | str] = []
     for arg in given:
@@ -77,7 +78,7 @@ def checkpoints_from(given: Sequence[str], download: bool = False) -> list[Path 
                 raise SweepInputError(f"{arg}: neither a checkpoint (no config.json) nor a folder of checkpoints")
             found.extend(inside)
         else:
-            raise SweepInputError(f"{arg}: {'is a file' if path.exists() else 'does not exist'}; give checkpoint "
+            raise SweepInputError(f"{arg}: {'is a file' if path.exists() else absent(arg)}; give checkpoint "
                                   "folders, a folder of them, or a glob")
     if not found:
         raise SweepInputError("no checkpoints given")
@@ -251,6 +252,27 @@ def markdown(sweep: Sweep, plot: str | None) -> str:
     lines += ["", CELLS]
     lines += ["", f"![predicted acceptance per checkpoint]({plot})" if plot else ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+#: The terminal table's heading: the verdict table's six columns, the format's place taken by the acceptance as trained.
+TABLE_HEAD = ("checkpoint", "as trained", "engine", "verdict", "predicted", "failing contracts")
+
+
+def table_rows(sweep: Sweep) -> list[tuple[str, str, str, str, str, str]]:
+    """The sweep as the terminal shows it, in the verdict table's shape (``shell.terminal.fit_table``): one row per
+    checkpoint and engine version, the checkpoint and its acceptance as trained on its first row."""
+    from pytest_eagle3.verdict.report import shown
+
+    rows = [TABLE_HEAD]
+    for ckpt in sweep.checkpoints:
+        if ckpt.problem:
+            rows.append((ckpt.name, "unreadable", "-", "-", "-", ckpt.problem))
+            continue
+        for index, row in enumerate(ckpt.engines):
+            figure = "refused" if row.outcome == "refused" else _figure(row.predicted)
+            first = (ckpt.name, _figure(ckpt.as_trained)) if index == 0 else ("", "")
+            rows.append((*first, row.engine, shown(row.verdict), figure, ", ".join(row.failing) or "-"))
+    return rows
 
 
 def _cell(row: EngineRow) -> str:
