@@ -14,6 +14,7 @@ from packaging.version import InvalidVersion, Version
 from pytest_eagle3.knowledge.behaviours import segment_starts
 from pytest_eagle3.knowledge.engines import engine_named
 from pytest_eagle3.knowledge.llamacpp_builds import PYTHON_PACKAGE, VENDORED, vendored_build
+from pytest_eagle3.knowledge.package_index import missing_release
 from pytest_eagle3.knowledge.releases import (
     DEFAULT_ENGINES,
     DISPLAY,
@@ -85,6 +86,8 @@ def _known_version(engine: str, text: str, raw: str) -> Version:
     except InvalidVersion:
         raise EngineSelectionError(f"--eagle3-engine: {raw!r} is not a version number") from None
     problem = not_a_release(engine, text, version)
+    if problem is None and EngineVersion(engine, version).unread is not None:  # newer than every release read
+        problem = missing_release(engine, version, text)
     if problem is not None:
         raise EngineSelectionError(f"--eagle3-engine: {problem}")
     return version
