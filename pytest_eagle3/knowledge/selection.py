@@ -4,7 +4,8 @@ A selection is a comma list of engine names (``sglang``, ``vllm``, ``tokenspeed`
 ``lmdeploy``, ``llamacpp``), ``all`` (every engine's newest release) or ``NAME==VERSION``. A bare name means the newest
 known version; ``NAME==*`` means one version per distinct profile segment. llama.cpp's versions are builds
 (``llamacpp==b11312``) or the llama-cpp-python release that vendors one (``llamacpp==0.3.36``). Unset, a run judges
-:data:`DEFAULT_SELECTION`.
+:data:`DEFAULT_SELECTION`. A version newer than every release read is one the package index lists, where it can be
+asked (:mod:`~pytest_eagle3.knowledge.package_index`): a typo is an error, not a release nobody has read yet.
 """
 
 from __future__ import annotations
