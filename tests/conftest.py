@@ -28,6 +28,7 @@ import torch
 # Reach`` imports a fresh one: two Reach classes, and aux_layers.firing's isinstance check fails (KeyError). The
 # full suite imports it at collection; a run of a few files (tox -e producers) did not.
 import pytest_eagle3.knowledge.snapshot
+from pytest_eagle3.knowledge.package_index import INDEX_ENV, OFF
 from pytest_eagle3.probes.cases import write_all
 from pytest_eagle3.probes.run import env_variable, find_engine_python, run_probes
 from pytest_eagle3.testing.synth import SynthSpec, write_checkpoint, write_target
@@ -38,6 +39,10 @@ from pytest_eagle3.testing.synth import SynthSpec, write_checkpoint, write_targe
 # wins.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     torch.set_num_threads(int(os.environ.setdefault("OMP_NUM_THREADS", "1")))
+
+# No test asks the real package index (pytest_eagle3.knowledge.package_index): a version newer than every release read
+# is "unknown", as offline, and the lookup's own tests point it at a local index (tests/index_server.py).
+os.environ[INDEX_ENV] = OFF
 
 try:  # the same for transformers, and the reference module keeps its loaded targets across runs
     import transformers.models.llama.modeling_llama  # noqa: F401

@@ -11,6 +11,7 @@ from packaging.version import Version
 from pytest_eagle3.knowledge.engine import Engine
 from pytest_eagle3.knowledge.engines import BY_NAME, REGISTRY, engine_named
 from pytest_eagle3.knowledge.learned import learned_release, learned_versions
+from pytest_eagle3.knowledge.package_index import unasked
 
 #: The engines' names, for the tables that name one in their rows (each engine's module holds its own name).
 SGLANG = "sglang"
@@ -78,8 +79,10 @@ class EngineVersion:
         newest = newest_read(self.engine)
         if self.version <= newest or self.learned:
             return None
-        return (f"{self.spec} is newer than every {DISPLAY[self.engine]} release read (newest "
+        said = (f"{self.spec} is newer than every {DISPLAY[self.engine]} release read (newest "
                 f"{release_text(self.engine, newest)}): not judged; read it first: {learn_command(self.spec)}")
+        unknown = unasked(self.engine)
+        return said if unknown is None else f"{said}. Whether it is a release at all is unknown: {unknown}"
 
     def __str__(self) -> str:
         return self.spec

@@ -4,7 +4,8 @@ A selection is a comma list of engine names (each engine's ``NAME`` in the regis
 ``all`` (every engine's newest release) or ``NAME==VERSION``. A bare name means the newest
 known version; ``NAME==*`` means one version per distinct profile segment. llama.cpp's versions are builds
 (``llamacpp==b11312``) or the llama-cpp-python release that vendors one (``llamacpp==0.3.36``). Unset, a run judges
-:data:`DEFAULT_SELECTION`.
+:data:`DEFAULT_SELECTION`. A version newer than every release read is one the package index lists, where it can be
+asked (:mod:`~pytest_eagle3.knowledge.package_index`): a typo is an error, not a release nobody has read yet.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from packaging.version import InvalidVersion, Version
 from pytest_eagle3.knowledge.behaviours import segment_starts
 from pytest_eagle3.knowledge.engines import engine_named
 from pytest_eagle3.knowledge.llamacpp_builds import PYTHON_PACKAGE, VENDORED, vendored_build
+from pytest_eagle3.knowledge.package_index import missing_release
 from pytest_eagle3.knowledge.releases import (
     DEFAULT_ENGINES,
     DISPLAY,
@@ -91,6 +93,8 @@ def _known_version(engine: str, text: str, raw: str) -> Version:
     except InvalidVersion:
         raise EngineSelectionError(f"--eagle3-engine: {raw!r} is not a version number") from None
     problem = not_a_release(engine, text, version)
+    if problem is None and EngineVersion(engine, version).unread is not None:  # newer than every release read
+        problem = missing_release(engine, version, text)
     if problem is not None:
         raise EngineSelectionError(f"--eagle3-engine: {problem}")
     return version

@@ -29,17 +29,17 @@ from pytest_eagle3.knowledge.behaviours import TABLES
 from pytest_eagle3.knowledge.engines import BY_NAME, REGISTRY
 from pytest_eagle3.knowledge.evidence import Cite
 from pytest_eagle3.knowledge.learned import LearnedRelease, knowledge_dir
+from pytest_eagle3.knowledge.package_index import missing_release, unasked
 from pytest_eagle3.knowledge.releases import DISPLAY, release_text
 from pytest_eagle3.scanners.fingerprint import fingerprint
 
-#: Each engine's distribution on the package index, where it has one (the probes' first distribution; the others
-#: from the engines' own modules: TensorRT-LLM's index package is a stub, llama.cpp ships builds).
+#: Each engine's distribution on the package index that ``learn`` downloads, where it has one (the probes' first
+#: distribution; the others from the engines' own modules: TensorRT-LLM's index package is a stub, llama.cpp ships
+#: builds). :data:`~pytest_eagle3.knowledge.package_index.INDEX_NAMES` (where a release is looked
+#: up) adds TensorRT-LLM's.
 DISTRIBUTIONS: dict[str, str] = {
     **{e.name: e.interpreter.probe.distributions[0] for e in REGISTRY if e.interpreter.probe is not None and e.name != "llamacpp"},
     "lmdeploy": "lmdeploy", "tokenspeed": "tokenspeed"}
-#: Where ``releases`` looks each engine up: its distribution, and TensorRT-LLM's index name, whose releases are
-#: listed though its files are stubs (``learn`` then needs an unpacked source tree).
-INDEX_NAMES: dict[str, str] = {**DISTRIBUTIONS, "trtllm": "tensorrt-llm"}
 
 
 class LearnError(Exception):
@@ -123,7 +123,10 @@ def download(engine: str, version: str, into: Path, pip: Callable[[list[str]], s
     if done.returncode != 0 or not wheels:
         said = (done.stderr or done.stdout or "").strip()
         last = (said.splitlines()[-1:] or ["no wheel came"])[0][:200]
-        raise LearnError(f"could not download {dist}=={version} ({last}). Where there is network, run: "
+        unknown = unasked(engine)
+        why = (f"{unknown}: no network here? Where there is network, run" if unknown is not None
+               else "a release the package index lists; download it yourself")
+        raise LearnError(f"could not download {dist}=={version} ({last}); {why}: "
                          f"pip download {dist}=={version} --no-deps -d DIR, then here: "
                          f"python -m pytest_eagle3 learn DIR/<the {dist} wheel> (python -m pytest_eagle3 releases "
                          "lists the newest release on the index)")
@@ -166,6 +169,13 @@ def resolve(given: str, *, engine: str | None = None, release: str | None = None
         name = name if name in BY_NAME else engine_of(name) or name
         if name not in BY_NAME:
             raise LearnError(f"{given}: unknown engine {name!r} (one of {', '.join(BY_NAME)})")
+        try:
+            absent = missing_release(name, Version(version), version)
+        except InvalidVersion:
+            raise LearnError(f"{given}: {version!r} is not a version number") from None
+        if absent is not None:
+            raise LearnError(f"no such release: {absent} (python -m pytest_eagle3 releases lists the newest "
+                             "release of every engine)")
         wheel = download(name, version, cache)
         return _from_root(unpack_wheel(wheel, cache / "unpacked"), f"{wheel.name}", name, version)
     if path.is_file() and path.suffix == ".whl":

@@ -9,11 +9,12 @@ import json
 import sys
 import urllib.error
 import urllib.request
-from html.parser import HTMLParser
 from typing import TYPE_CHECKING
 
-from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
+
+from pytest_eagle3.knowledge.package_index import file_names, version_of
 
 if TYPE_CHECKING:
     from pytest_eagle3.verdict.settings import RunSettings
@@ -47,31 +48,6 @@ def learn(args: argparse.Namespace) -> int:
     return run(args)
 
 
-class _Links(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.names: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        href = dict(attrs).get("href") if tag == "a" else None
-        if href:
-            self.names.append(href.split("#")[0].rstrip("/").rsplit("/", 1)[-1])
-
-
-def _version_of(filename: str, dist: str) -> Version | None:
-    try:
-        if filename.endswith(".whl"):
-            name, version, _, _ = parse_wheel_filename(filename)
-            return version if name == canonicalize_name(dist) else None
-        for suffix in (".tar.gz", ".zip"):
-            if filename.endswith(suffix):
-                stem, _, text = filename.removesuffix(suffix).rpartition("-")
-                return Version(text) if canonicalize_name(stem) == canonicalize_name(dist) else None
-    except (InvalidVersion, ValueError):
-        return None
-    return None
-
-
 def newest_on_index(index: str, dist: str) -> Version | None:
     """The newest final release of ``dist`` on the index (None: not there); URLError/OSError when unreachable."""
     base = index.rstrip("/")
@@ -87,9 +63,7 @@ def newest_on_index(index: str, dist: str) -> Version | None:
     except FileNotFoundError:
         return None
     if simple:
-        links = _Links()
-        links.feed(body)
-        versions = [v for v in (_version_of(n, dist) for n in links.names) if v is not None]
+        versions = [v for v in (version_of(n, dist) for n in file_names(body, "text/html")) if v is not None]
     else:
         data = json.loads(body)
         versions = []
@@ -105,8 +79,9 @@ def newest_on_index(index: str, dist: str) -> Version | None:
 def releases(args: argparse.Namespace) -> int:
     """Run ``releases``: one line per engine; 2 with one line when the index cannot be reached."""
     from pytest_eagle3.knowledge.learned import learned_versions
+    from pytest_eagle3.knowledge.package_index import INDEX_NAMES
     from pytest_eagle3.knowledge.releases import DISPLAY, ENGINES, learn_command, newest_read, release_text
-    from pytest_eagle3.scanners.learn import DISTRIBUTIONS, INDEX_NAMES
+    from pytest_eagle3.scanners.learn import DISTRIBUTIONS
 
     rows = [("engine", "on the index", "newest read", "")]
     reached = 0
