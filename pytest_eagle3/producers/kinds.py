@@ -31,6 +31,9 @@ class FormatSignal:
     #: well enough for its habits to apply alone; a shared one is judged under each producer it names.
     shared_with: tuple[str, ...] = ()
     shared_source: str = ""
+    #: The config.json keys whose presence fires the signal: each must be one no other producer's export writes
+    #: (``SHARED_CONFIG_KEYS``; tests/test_producer_keys.py reads every producer's released code for them).
+    keys: tuple[str, ...] = ()
 
     @property
     def unique(self) -> bool:
@@ -47,6 +50,8 @@ class Mark:
     evidence: str
     test: Signal
     source: str
+    #: The config.json keys whose presence the mark tests (as ``FormatSignal.keys``).
+    keys: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
