@@ -19,6 +19,7 @@ from pytest_eagle3.producers.kinds import (
     NormHabit,
     NormOutputReading,
     Producer,
+    Provenance,
     RopeHabit,
     TrainedField,
 )
@@ -145,6 +146,27 @@ SPECULATORS_RECORD = Producer(
                   "speculators 0.9.0 train/checkpointer.py SingleGPUCheckpointer.save_checkpoint"),
         ExtraFile(SPECULATORS, "config.py", "a copy of the config class source (auto_map)", False,
                   "speculators 0.9.0 save_pretrained with auto_map"),
+    ),
+    provenance=(
+        Provenance(SPECULATORS, "0.1.0", "0.3.0", False, (EAGLE, SPECFORGE),
+                   "no aux ids (0.1.0 has no field; 0.2.0 writes eagle_aux_hidden_state_layer_ids only when the user "
+                   "passes them): the original trainer's hard-coded layers stand",
+                   "speculators 0.1.0 and 0.2.0 wheels: no train/ package, the only writer of an Eagle3SpeculatorConfig "
+                   "is convert/eagle/eagle3_converter.py Eagle3Converter (midlayer.* -> layers.0.*, t2d required; "
+                   "convert/entrypoints.py: eagle3 from SafeAILab/EAGLE; SpecForge's export has the same midlayer.* + t2d layout), "
+                   "speculators_version = the converter's "
+                   "release (config.py SpeculatorModelConfig default version('speculators'))"),
+        Provenance(SPECULATORS, "0.3.0", None, True, (EAGLE, SPECFORGE),
+                   "eagle_aux_hidden_state_layer_ids only when the user passes them (Eagle3Converter.convert "
+                   "eagle_aux_hidden_state_layer_ids=None)",
+                   "speculators 0.3.0-0.9.0 convert/eagle/eagle3_converter.py beside the trainer (0.3.0 train/, "
+                   "0.4.0+ models/eagle3/core.py Eagle3DraftModel.from_training_args): both write the same fields",
+                   trained_signs=(Mark(SPECULATORS, "config.json embed_requires_grad: true",
+                                       lambda c, k, f: c.get("embed_requires_grad") is True,
+                                       "speculators 0.4.0-0.9.0 models/eagle3/core.py from_training_args passes "
+                                       "embed_requires_grad (the trainer's option); convert/eagle/eagle3_converter.py "
+                                       "never does, so the field keeps its default False (models/eagle3/config.py)",
+                                       keys=("embed_requires_grad",)),)),
     ),
 )
 
