@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.probes.cases import CASES_BY_NAME, write_case
 from pytest_eagle3.probes.record import DEFAULT_OUT as RESULTS_PATH
+from pytest_eagle3.reference.predict import PredictionUnavailable, build_predictor, build_target_feed
 from pytest_eagle3.reference.readings import ReferenceUnavailable, measure_reference
 from pytest_eagle3.reference.targets.passes import TargetPasses
 from pytest_eagle3.testing.synth import SynthSpec, write_target
@@ -130,6 +131,10 @@ def test_a_narrow_draft_without_embed_tokens_says_why_the_reference_cannot_run(d
 
     kept = {n: t for n, t in load_file(str(tensors)).items() if not n.endswith("embed_tokens.weight")}
     save_file(kept, str(tensors), metadata={"format": "pt"})
-    with pytest.raises(ReferenceUnavailable, match="ships no embed_tokens and runs 32 wide: the target's embedding is 64"):
+    words = "ships no embed_tokens and runs 32 wide: the target's embedding is 64"
+    with pytest.raises(ReferenceUnavailable, match=words):
         measure_reference(Checkpoint.open(draft), str(drafts.target), passes=drafts.passes,
                           new_tokens=NEW_TOKENS)
+    feed = build_target_feed(str(drafts.target), "cpu", None, NEW_TOKENS, 3, passes=drafts.passes)
+    with pytest.raises(PredictionUnavailable, match=words):
+        build_predictor(Checkpoint.open(draft), feed, 3)
