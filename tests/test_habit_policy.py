@@ -65,8 +65,9 @@ def _torchspec(config: dict[str, Any]) -> None:
 CASES: dict[tuple[str, str], dict[str, tuple[SynthSpec, Any, Any]]] = {
     ("aux_layers", "aux-ids-missing"): {
         AGREES: (SynthSpec(producer="modelopt", write_aux_ids=False), None, None),
+        # trained, not converted (the converter never writes embed_requires_grad: true): 0.4.0's output-of default
         DIFFERS: (SynthSpec(producer="speculators", write_aux_ids=False),
-                  lambda c: c.update(speculators_version="0.4.0"), None),
+                  lambda c: c.update(speculators_version="0.4.0", embed_requires_grad=True), {"embed_tokens.weight": EMBED}),
         UNDECIDED: (SynthSpec(producer="angelslim", write_aux_ids=False), None, None),
     },
     ("norms", "norm-flag"): {

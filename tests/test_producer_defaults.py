@@ -55,10 +55,14 @@ def test_modelopt_clamps_tiny_targets() -> None:
     assert new.written(4) == (0, 1) and new.inputs(4) == (1, 2)
 
 
+def _own(rows: tuple[AuxDefault, ...]) -> list[str | None]:
+    return [r.since for r in rows if not r.via]
+
+
 def test_the_checkpoint_names_the_release_where_the_producer_writes_it() -> None:
-    assert [r.since for r in candidate_defaults(SPECULATORS, {"speculators_version": "0.4.0"})] == ["0.3.0"]
-    assert [r.since for r in candidate_defaults(SPECULATORS, {"speculators_version": "0.9.0"})] == ["0.5.0"]
-    assert candidate_defaults(SPECULATORS, {"speculators_version": "0.2.0"}) == ()  # no trainer before 0.3.0
+    assert _own(candidate_defaults(SPECULATORS, {"speculators_version": "0.4.0"})) == ["0.3.0"]
+    assert _own(candidate_defaults(SPECULATORS, {"speculators_version": "0.9.0"})) == ["0.5.0"]
+    assert _own(candidate_defaults(SPECULATORS, {"speculators_version": "0.2.0"})) == []  # no trainer before 0.3.0
     assert len(candidate_defaults(ANGELSLIM, {})) == 2  # AngelSlim writes no release: every one is a candidate
     assert candidate_defaults(UNKNOWN, {}) == AUX_DEFAULTS
 
@@ -77,3 +81,19 @@ def test_a_row_is_checked_when_built() -> None:
         AuxDefault(MODELOPT, None, None, ("N*2",), INPUT_OF, "nvidia-modelopt somewhere in its source")
     with pytest.raises(ValueError, match="source"):
         AuxDefault(MODELOPT, None, None, ("1",), INPUT_OF, "x")
+
+
+def test_a_speculators_release_without_a_trainer_converted_the_head() -> None:
+    """speculators 0.1.x / 0.2.x ship only the converter: the head keeps its original trainer's layers (EAGLE's, or
+    SpecForge's, whose outputs [1, N//2-1, N-4] are the same layer inputs), the engines' shared default."""
+    rows = candidate_defaults(SPECULATORS, {"speculators_version": "0.2.0"})
+    assert {r.producer for r in rows} == {EAGLE, SPECFORGE}
+    assert all(r.via == "speculators convert (0.1.0 up to 0.3.0, no trainer in the release)" for r in rows)
+    assert {r.inputs(32) for r in rows} == {default_aux_inputs(32)}
+
+
+def test_a_release_that_trains_and_converts_keeps_both_readings_unless_the_config_shows_training() -> None:
+    converted = candidate_defaults(SPECULATORS, {"speculators_version": "0.4.0"})
+    assert {r.inputs(32) for r in converted} == {(3, 17, 30), default_aux_inputs(32)}
+    trained = candidate_defaults(SPECULATORS, {"speculators_version": "0.4.0", "embed_requires_grad": True})
+    assert [(r.producer, r.since, r.via) for r in trained] == [(SPECULATORS, "0.3.0", "")]

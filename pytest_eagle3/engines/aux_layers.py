@@ -543,7 +543,7 @@ def _ids_missing(sheet: FactSheet) -> bool:
 
 def _producers(rows: Sequence[AuxDefault]) -> str:
     """``modelopt (>= 0.35.0)``; several rows joined."""
-    return "; ".join(dict.fromkeys(f"{r.producer} ({r.releases})" for r in rows))
+    return "; ".join(dict.fromkeys(r.who for r in rows))
 
 
 def _default_habit(aux: AuxPlan, sheet: FactSheet, snapshot: Snapshot,
@@ -575,7 +575,7 @@ def _differs_finding(snapshot: Snapshot, sheet: FactSheet, call: habit.Call[AuxD
                     fix: str | None) -> Finding:
     """No ids, and the producer's default is not what the engine feeds: both layer sets named."""
     layers = sheet.target_layers or 0
-    trains = "; ".join(dict.fromkeys(f"{r.producer} ({r.releases}) trains on {describe_inputs(r.inputs(layers))} "
+    trains = "; ".join(dict.fromkeys(f"{r.who} trains on {describe_inputs(r.inputs(layers))} "
                                       f"({r.rule})" for r in call.candidates))
     return Finding(
         "aux-ids-missing",
@@ -593,8 +593,10 @@ def _undecided_finding(snapshot: Snapshot, sheet: FactSheet, call: habit.Call[Au
     layers = sheet.target_layers or 0
     who = "the producer is unknown" if sheet.producer == UNKNOWN else (
         f"no default of {sheet.producer} is on record" if not call.candidates
-        else f"{sheet.producer}'s releases disagree and the checkpoint names none")
-    each = [f"{r.producer} ({r.releases}): {describe_inputs(r.inputs(layers))} "
+        else f"{sheet.producer}'s releases and the heads its converter carries disagree, and the checkpoint names "
+        "neither its release nor whether the draft was trained or converted"
+        if any(r.via for r in call.candidates) else f"{sheet.producer}'s releases disagree and the checkpoint names none")
+    each = [f"{r.who}: {describe_inputs(r.inputs(layers))} "
             f"({'agrees' if r.inputs(layers) == tuple(fed) else 'differs'})" for r in call.candidates]
     release = (f"name the {sheet.producer} release the draft was trained with (its releases' defaults differ), "
                if sheet.producer != UNKNOWN and call.candidates else "")
@@ -616,7 +618,7 @@ def _default_readings(sheet: FactSheet, snapshot: Snapshot, call: habit.Call[Aux
     """Each default that may have applied, with the verdict under it (:func:`habit.readings`)."""
     layers = sheet.target_layers or 0
     who = "a producer not on record" if sheet.producer == UNKNOWN else f"{sheet.producer}, its default not on record"
-    return habit.readings([(f"{r.producer} {r.releases}, its default {describe_inputs(r.inputs(layers))}",
+    return habit.readings([(f"{r.who}, its default {describe_inputs(r.inputs(layers))}",
                             r.inputs(layers) == tuple(fed)) for r in call.candidates],
                           who, f"trained on what {snapshot.label} feeds ({describe_inputs(fed)})", "trained on other layers")
 

@@ -9,6 +9,7 @@ only where the producer writes it (:data:`RELEASE_FIELDS`); otherwise every rele
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from pytest_eagle3.producers.names import (
     TORCHSPEC,
     UNKNOWN,
 )
+from pytest_eagle3.producers.records import RECORDS
 
 #: One id over N: a constant, or N, N//2 or (N+1)//2 plus an offset.
 TERM = re.compile(r"^(?:(?P<base>N|N//2|\(N\+1\)//2)(?P<offset>[+-]\d+)?|(?P<const>\d+))$")
@@ -58,6 +60,9 @@ class AuxDefault:
     source: str
     #: The ids are clamped at 0 and deduplicated (ModelOpt >= 0.35: ``sorted({1, max(0, ...), ...})``).
     clamped: bool = False
+    #: The converter that carried a head trained with this default into another producer's format
+    #: (``Provenance.label``); empty for the producer's own training.
+    via: str = ""
 
     def __post_init__(self) -> None:
         if self.meaning not in (INPUT_OF, OUTPUT_OF):
@@ -89,6 +94,11 @@ class AuxDefault:
         if self.since is None:
             return f"before {self.until}" if self.until else "every release on record"
         return f"{self.since} up to {self.until}" if self.until else f">= {self.since}"
+
+    @property
+    def who(self) -> str:
+        """``eagle (every release on record), converted by speculators convert (before 0.3.0, ...)``."""
+        return f"{self.producer} ({self.releases})" + (f", converted by {self.via}" if self.via else "")
 
     def covers(self, release: Version) -> bool:
         """Whether the producer's ``release`` falls in this default's range."""
@@ -157,7 +167,29 @@ def candidate_defaults(producer: str, config: Mapping[str, Any],
         return tuple(r for r in AUX_DEFAULTS if ruled_out(r.producer, config, names) is None)
     rows = tuple(r for r in AUX_DEFAULTS if r.producer == producer)
     release = release_of(producer, config)
-    return tuple(r for r in rows if r.covers(release)) if release is not None else rows
+    own = tuple(r for r in rows if r.covers(release)) if release is not None else rows
+    return own + converted_defaults(producer, release, config, set(keys or ()))
+
+
+def _in_range(since: str | None, until: str | None, release: Version) -> bool:
+    return (since is None or Version(since) <= release) and (until is None or release < Version(until))
+
+
+def converted_defaults(producer: str, release: Version | None, config: Mapping[str, Any],
+                       keys: set[str]) -> tuple[AuxDefault, ...]:
+    """The defaults of the trainers whose heads ``producer``'s converter (at ``release``, else at any release) carries
+    into its format, each marked with the converter (``AuxDefault.via``): a converted head was trained on them. None
+    where the config shows what only the producer's trainer writes (``Provenance.trained_signs``)."""
+    record = RECORDS.get(producer)
+    found: list[AuxDefault] = []
+    for prov in record.provenance if record is not None else ():
+        if release is not None and not _in_range(prov.since, prov.until, release):
+            continue
+        if not prov.converted(config, keys):
+            continue
+        via = prov.label if release is not None else f"{producer} convert (release not named)"
+        found += [dataclasses.replace(r, via=via) for r in AUX_DEFAULTS if r.producer in prov.converts_from]
+    return tuple(dict.fromkeys(found))
 
 
 def markdown_table() -> str:

@@ -31,6 +31,9 @@ class FormatSignal:
     #: well enough for its habits to apply alone; a shared one is judged under each producer it names.
     shared_with: tuple[str, ...] = ()
     shared_source: str = ""
+    #: The config.json keys whose presence fires the signal: each must be one no other producer's export writes
+    #: (``SHARED_CONFIG_KEYS``; tests/test_producer_keys.py reads every producer's released code for them).
+    keys: tuple[str, ...] = ()
 
     @property
     def unique(self) -> bool:
@@ -47,6 +50,8 @@ class Mark:
     evidence: str
     test: Signal
     source: str
+    #: The config.json keys whose presence the mark tests (as ``FormatSignal.keys``).
+    keys: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -147,6 +152,35 @@ class ExtraFile:
 
 
 @dataclass(frozen=True)
+class Provenance:
+    """How releases ``since`` (inclusive) to ``until`` (exclusive) of ``producer`` come to write a draft: its own
+    trainer (``trains``), its converter from the checkpoints of ``converts_from`` (their trainers' conventions ride
+    along: a converted head was trained on its original trainer's layers), or both. None: no bound on record."""
+
+    producer: str
+    since: str | None
+    until: str | None
+    trains: bool
+    converts_from: tuple[str, ...]
+    #: What the converter writes of the original's aux layers, in words.
+    writes: str
+    source: str
+    #: What only the trainer writes: a checkpoint that shows one of these was trained, not converted.
+    trained_signs: tuple[Mark, ...] = ()
+
+    def converted(self, config: Config, keys: set[str], files: tuple[Path, ...] = ()) -> bool:
+        """The converter may have written this checkpoint (no sign that only the trainer leaves shows)."""
+        return bool(self.converts_from) and not any(sign.test(config, keys, files) for sign in self.trained_signs)
+
+    @property
+    def label(self) -> str:
+        """``speculators convert (before 0.3.0, no trainer in the release)``."""
+        span = (f"{self.since} up to {self.until}" if self.since and self.until else f"before {self.until}"
+                if self.until else f">= {self.since}" if self.since else "every release on record")
+        return f"{self.producer} convert ({span}{'' if self.trains else ', no trainer in the release'})"
+
+
+@dataclass(frozen=True)
 class Producer:
     """Everything known about one producer: how to recognise its checkpoints, what it writes and how,
     and the habits in which its training differs from what the engines serve."""
@@ -173,3 +207,5 @@ class Producer:
     norm_habit: NormHabit | None = None
     export_bug: ExportBug | None = None
     extra_files: tuple[ExtraFile, ...] = field(default_factory=tuple)
+    #: Per release range: does it train, convert, or both (a converted head keeps its original trainer's habits).
+    provenance: tuple[Provenance, ...] = ()

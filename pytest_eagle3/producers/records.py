@@ -19,6 +19,7 @@ from pytest_eagle3.producers.kinds import (
     NormHabit,
     NormOutputReading,
     Producer,
+    Provenance,
     RopeHabit,
     TrainedField,
 )
@@ -31,6 +32,7 @@ from pytest_eagle3.producers.names import (
     OUTPUT_OF,
     SPECFORGE,
     SPECULATORS,
+    SPECULATORS_MARKERS,
     TORCHSPEC,
     UNKNOWN,
     architectures,
@@ -60,6 +62,17 @@ MODELOPT_EAGLE_CONFIG_KEYS = frozenset(
         "parallel_draft_heads_num_layers",
     }
 )
+
+
+#: Config keys more than one producer writes: none of them recognises a producer (a FormatSignal's or Mark's ``keys``
+#: never names one; tests/test_producer_keys.py). key -> (the producers that write it, where each does).
+SHARED_CONFIG_KEYS: dict[str, tuple[tuple[str, ...], str]] = {
+    "target_model_type": ((ANGELSLIM, SPECFORGE),
+                          "angelslim 0.5.0 compressor/speculative/train/models/model_utils.py:175 (the target's type "
+                          "\"typically from draft_model_config.target_model_type\"); specforge 0.2.0 modeling/auto.py "
+                          "AutoDraftModelConfig.from_file keeps every key of the draft config file, and sgl-project/SpecForge "
+                          "cc26bed configs/qwen3-vl-8b-eagle3.json writes \"target_model_type\": \"qwen3_vl\""),
+}
 
 
 def _has_prefix(keys: set[str], prefix: str) -> bool:
@@ -104,16 +117,18 @@ SPECULATORS_RECORD = Producer(
     signals=(
         FormatSignal(SPECULATORS, 10, "config has speculators_model_type / speculators_config",
                      lambda c, k, f: is_speculators(c),
-                     "speculators 0.9.0 models/eagle3/config.py Eagle3SpeculatorConfig"),
+                     "speculators 0.9.0 models/eagle3/config.py Eagle3SpeculatorConfig", keys=SPECULATORS_MARKERS),
         FormatSignal(SPECULATORS, 5, "config nests the layer config in transformer_layer_config",
                      lambda c, k, f: isinstance(c.get("transformer_layer_config"), dict),
-                     "speculators 0.9.0 Eagle3SpeculatorConfig.transformer_layer_config"),
+                     "speculators 0.9.0 Eagle3SpeculatorConfig.transformer_layer_config",
+                     keys=("transformer_layer_config",)),
     ),
     aux_convention=(INPUT_OF, "speculators >= 0.5 captures through vLLM: id k = input of decoder layer k"),
     marks=(Mark(SPECULATORS, "config.json has speculators_model_type",
                 lambda c, k, f: "speculators_model_type" in c,
                 "speculators 0.9.0 config.py SpeculatorModelConfig: schema_discriminator 'speculators_model_type' "
-                "(L257; from_dict raises without it, L236), written into every saved config.json"),),
+                "(L257; from_dict raises without it, L236), written into every saved config.json",
+                keys=("speculators_model_type",)),),
     norm_defaults={
         "norm_before_residual": (False, "speculators 0.9.0 Eagle3SpeculatorConfig default"),
         "norm_before_fc": (False, "speculators 0.9.0 Eagle3SpeculatorConfig default"),
@@ -132,6 +147,27 @@ SPECULATORS_RECORD = Producer(
         ExtraFile(SPECULATORS, "config.py", "a copy of the config class source (auto_map)", False,
                   "speculators 0.9.0 save_pretrained with auto_map"),
     ),
+    provenance=(
+        Provenance(SPECULATORS, "0.1.0", "0.3.0", False, (EAGLE, SPECFORGE),
+                   "no aux ids (0.1.0 has no field; 0.2.0 writes eagle_aux_hidden_state_layer_ids only when the user "
+                   "passes them): the original trainer's hard-coded layers stand",
+                   "speculators 0.1.0 and 0.2.0 wheels: no train/ package, the only writer of an Eagle3SpeculatorConfig "
+                   "is convert/eagle/eagle3_converter.py Eagle3Converter (midlayer.* -> layers.0.*, t2d required; "
+                   "convert/entrypoints.py: eagle3 from SafeAILab/EAGLE; SpecForge's export has the same midlayer.* + t2d layout), "
+                   "speculators_version = the converter's "
+                   "release (config.py SpeculatorModelConfig default version('speculators'))"),
+        Provenance(SPECULATORS, "0.3.0", None, True, (EAGLE, SPECFORGE),
+                   "eagle_aux_hidden_state_layer_ids only when the user passes them (Eagle3Converter.convert "
+                   "eagle_aux_hidden_state_layer_ids=None)",
+                   "speculators 0.3.0-0.9.0 convert/eagle/eagle3_converter.py beside the trainer (0.3.0 train/, "
+                   "0.4.0+ models/eagle3/core.py Eagle3DraftModel.from_training_args): both write the same fields",
+                   trained_signs=(Mark(SPECULATORS, "config.json embed_requires_grad: true",
+                                       lambda c, k, f: c.get("embed_requires_grad") is True,
+                                       "speculators 0.4.0-0.9.0 models/eagle3/core.py from_training_args passes "
+                                       "embed_requires_grad (the trainer's option); convert/eagle/eagle3_converter.py "
+                                       "never does, so the field keeps its default False (models/eagle3/config.py)",
+                                       keys=("embed_requires_grad",)),)),
+    ),
 )
 
 MODELOPT_RECORD = Producer(
@@ -139,7 +175,8 @@ MODELOPT_RECORD = Producer(
     signals=(
         FormatSignal(MODELOPT, 10, "eagle_config carries ModelOpt's layer-norm switches",
                      lambda c, k, f: bool(MODELOPT_EAGLE_CONFIG_KEYS & set(eagle_config(c))),
-                     "ModelOpt export/plugins/hf_spec_configs.py llama_eagle_template_config"),
+                     "ModelOpt export/plugins/hf_spec_configs.py llama_eagle_template_config",
+                     keys=tuple(sorted(MODELOPT_EAGLE_CONFIG_KEYS))),
         FormatSignal(MODELOPT, 3, "layers.0.* keys with d2t and no t2d",
                      lambda c, k, f: _has_prefix(k, "layers.0.") and "d2t" in k and "t2d" not in k,
                      "ModelOpt export/plugins/hf_spec_export.py EagleExporter (no t2d)"),
@@ -198,18 +235,18 @@ MODELOPT_RECORD = Producer(
 ANGELSLIM_RECORD = Producer(
     ANGELSLIM,
     signals=(
-        FormatSignal(ANGELSLIM, 10, "architectures Eagle3LlamaForCausalLM, or target_model_type / modal_type in config",
-                     lambda c, k, f: "Eagle3LlamaForCausalLM" in architectures(c) or "target_model_type" in c
-                     or "modal_type" in c,
-                     "AngelSlim train/configs/*-eagle3.json (qwen3-vl-4b-eagle3-mrope.json: modal_type)"),
+        FormatSignal(ANGELSLIM, 10, "architectures Eagle3LlamaForCausalLM, or modal_type in config",
+                     lambda c, k, f: "Eagle3LlamaForCausalLM" in architectures(c) or "modal_type" in c,
+                     "AngelSlim train/configs/*-eagle3.json (qwen3-vl-4b-eagle3-mrope.json: modal_type)",
+                     keys=("modal_type",)),
     ),
     aux_convention=(OUTPUT_OF, "AngelSlim target_model_wrapper.py reads hidden_states[id + 1] (output of layer id)"),
-    marks=(Mark(ANGELSLIM, "architectures Eagle3LlamaForCausalLM, or target_model_type / modal_type in config",
-                lambda c, k, f: "Eagle3LlamaForCausalLM" in architectures(c) or "target_model_type" in c
-                or "modal_type" in c,
+    marks=(Mark(ANGELSLIM, "architectures Eagle3LlamaForCausalLM, or modal_type in config",
+                lambda c, k, f: "Eagle3LlamaForCausalLM" in architectures(c) or "modal_type" in c,
                 "angelslim 0.2.0 compressor/speculative/train/trainer/eagle3_trainer.py: self.model.save_pretrained "
                 "of models/draft/llama_eagle3.py Eagle3LlamaForCausalLM(Eagle3BaseDraftModel(PreTrainedModel)), so "
-                "transformers writes architectures [\"Eagle3LlamaForCausalLM\"] (0.5.0: the same class)"),),
+                "transformers writes architectures [\"Eagle3LlamaForCausalLM\"] (0.5.0: the same class)",
+                keys=("modal_type",)),),
     aux_field=("aux_hidden_states_layer_ids",
                ("angelslim 0.5.0 train/trainer/online_eagle3_trainer.py OnlineEagle3Trainer.__init__ "
                 "(getattr(draft_model_config, 'aux_hidden_states_layer_ids', None))")),
@@ -307,7 +344,8 @@ TORCHSPEC_RECORD = Producer(
     signals=(
         FormatSignal(TORCHSPEC, 12, "config.json has _torchspec_version",
                      lambda c, k, f: "_torchspec_version" in c,
-                     "lightseekorg/TorchSpec 6f21829 tools/convert_to_hf.py _save_with_vocab_pruning"),
+                     "lightseekorg/TorchSpec 6f21829 tools/convert_to_hf.py _save_with_vocab_pruning",
+                     keys=("_torchspec_version",)),
     ),
     aux_convention=(OUTPUT_OF, ("TorchSpec captures through SGLang / vLLM as SpecForge does (output of layer id); "
                                 "tools/convert_to_hf.py adds +1 to kimi_k2 ids for vLLM")),

@@ -126,6 +126,14 @@ class ReferenceDraft:
         if w["fc.weight"].shape[0] != s.hidden_size:
             raise DraftLoadError(f"fc.weight has {w['fc.weight'].shape[0]} rows, hidden size is {s.hidden_size}")
 
+    def missing_embedding(self, target_width: int) -> str | None:
+        """Why the draft cannot run on a target whose embedding is ``target_width`` wide (it ships no embed_tokens and
+        runs at another width: the embedding it was trained with is not in the files), else None."""
+        if "embed_tokens.weight" in self.weights or target_width == self.spec.hidden_size:
+            return None
+        return (f"the draft ships no embed_tokens and runs {self.spec.hidden_size} wide: the target's embedding is "
+                f"{target_width} wide, so the embedding it was trained with is not in the files (see engine.embeddings)")
+
     @property
     def fc_in(self) -> int:
         """The fc's input width (aux states x hidden size)."""

@@ -291,6 +291,9 @@ def build_predictor(ckpt: Checkpoint, target: TargetFeed, steps: int, device: st
                                     f"{len(ids)} aux states of this target give {len(ids) * width}")
     if draft.draft_vocab > target.lm_head.shape[0]:
         raise PredictionUnavailable(f"the draft vocab ({draft.draft_vocab}) is larger than the target's")
+    missing = draft.missing_embedding(width) if target.runs else None
+    if missing is not None:
+        raise PredictionUnavailable(missing)
     simulator = Simulator(draft, target, steps)
     try:
         with torch.no_grad():

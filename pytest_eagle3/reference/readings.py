@@ -90,6 +90,9 @@ def measure_reference(ckpt: Checkpoint, target_path: str, device: str = "cpu", p
         raise ReferenceUnavailable(f"the draft vocab ({draft.draft_vocab}) is larger than the target's ({target.vocab_size})")
     runs, prompt_source = target.runs, target.prompts
     embed = draft.weights.get("embed_tokens.weight", target.head.embed)
+    missing = draft.missing_embedding(int(target.head.embed.shape[-1]))
+    if missing is not None:
+        raise ReferenceUnavailable(missing)
     convention = ckpt.config.aux.convention_on(target.layers) if ckpt.config.aux.ids is not None else INPUT_OF
     untried = untried_readings(ids, target.layers, target.available)
     declared_offset = CONVENTION_OFFSETS.get(convention or "", 0)
