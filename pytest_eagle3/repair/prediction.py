@@ -26,6 +26,8 @@ class Measurement:
         self.session = self.pipeline.session(hidden_states)
         self.predictors: dict[str, Any] = {}
         self.problems: dict[str, str] = {}
+        #: What the layer search found where it settled nothing (no set beat the config's ids clearly), in words.
+        self.undecided_search: str | None = None
 
     def predictor(self, path: Path, convention: str | None) -> Any:
         """The predictor of the checkpoint at ``path``, built once; None when it cannot be built (the problem is kept)."""
@@ -56,6 +58,7 @@ class Measurement:
             return Trained(search.inputs, f"measured: {search.words}", search.best.mean_acceptance_length)
         training = predictor.training
         if training.basis != MEASURED:
+            self.undecided_search = search.words if search is not None else None
             return None
         words = training.source + (f"; {search.words}" if search is not None else "")
         return Trained(tuple(training.feed.indices), words, training.acceptance.mean_acceptance_length)

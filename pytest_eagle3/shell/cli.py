@@ -389,6 +389,9 @@ def _fix_steps(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
         print(f"fix: {exc}", file=sys.stderr)
         return 1
     _say("\n".join(render(solution, out)))
+    if measurement is not None and trained is None and measurement.undecided_search:
+        _say(f"  layers not measured: no layer set beats the config's ids by more than the noise "
+             f"({measurement.undecided_search})")
     served = [e for e in engines if e.spec not in solution.not_served]
     if measurement is not None:
         _say("\n".join(predicted_lines(measurement, draft, out, served, settings.aux_convention,
