@@ -143,7 +143,7 @@ def test_fix_to_llamacpp_names_the_converter(tmp_path: Path) -> None:
     done = _cli("fix", str(EXAMPLES / "demo-draft-sglang"), str(out), "--to", "llamacpp==0.3.36",
                 "--target", str(EXAMPLES / "demo-target"))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "eagle_aux_hidden_state_layer_ids: None -> [3, 5, 6]" in done.stdout
+    assert "eagle_aux_hidden_state_layer_ids: (not set) -> [3, 5, 6]" in done.stdout
     assert (f"python convert_hf_to_gguf.py {out} --target-model-dir {EXAMPLES / 'demo-target'} "
             f"--outfile {out}.gguf") in done.stdout
     assert json.loads((out / "config.json").read_text())["eagle_aux_hidden_state_layer_ids"] == [3, 5, 6]

@@ -119,7 +119,7 @@ def test_fix_writes_no_copy_where_only_the_launch_can(tmp_path: Path) -> None:
     code, text = _cli("fix", SGLANG_DRAFT, tmp_path / "launched", "--to", "trtllm", "--target", TARGET_CONFIG,
                       "--engine-args", TRAINED)
     assert code == 0, text
-    assert "proof: the contracts pass" in text and f"'--eagle3-engine-args={TRAINED}'" in text
+    assert "the rules pass on" in text and f"'--eagle3-engine-args={TRAINED}'" in text
 
 
 def test_fix_writes_a_copy_where_a_copy_can(tmp_path: Path) -> None:
@@ -128,7 +128,7 @@ def test_fix_writes_a_copy_where_a_copy_can(tmp_path: Path) -> None:
     assert "speculators-format" in _plan(SPECULATORS_DRAFT)
     code, text = _cli("fix", SPECULATORS_DRAFT, tmp_path / "out", "--to", "trtllm", "--target", TARGET_CONFIG)
     assert code == 0, text
-    assert "config: speculators config -> flat" in text and "proof: the contracts pass" in text
+    assert "config: speculators config -> flat" in text and "the rules pass on" in text
 
 
 @pytest.mark.parametrize(("before", "after"), [("1.1.0", "1.2.0")])

@@ -127,14 +127,20 @@ def test_aux_ids_are_translated_per_engine_and_the_record_says_from_what(tmp_pat
 
 
 def test_proof_only_where_the_recheck_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Without a target the copy's re-check reads NOT JUDGED (the aux layers cannot be judged): ``fix`` says it is
-    not proven, in the re-check's own words; with the target's config the re-check passes and the proof says so."""
+    """Without a target the copy's re-check reads NOT JUDGED: ``fix`` says it is not proven and what each undecided
+    contract needs; with the target's config only the rules pass (the acceptance unmeasured: no proof), naming the
+    weights that would prove it."""
     code, out, _ = fix(capsys, str(EXAMPLES / "demo-draft-sglang"), str(tmp_path / "bare"), "--to", "vllm==0.33.0")
     assert code == 0 and "proof:" not in out
-    assert "not proven: no contract fails" in out and "vllm==0.33.0 NOT JUDGED" in out and "give --target" in out
+    assert "not proven: no contract fails" in out and "vllm==0.33.0 NOT JUDGED" in out
+    assert "engine.acceptance (vllm==0.33.0): needs the target model: pass --eagle3-target=DIR" in out
     code, out, _ = fix(capsys, str(EXAMPLES / "demo-draft-sglang"), str(tmp_path / "with-target"), "--to",
                        "vllm==0.33.0", "--target", str(EXAMPLES / "demo-target" / "config.json"))
-    assert code == 0 and "proof: the contracts pass" in out and "vllm==0.33.0 PASS (static)" in out
+    assert code == 0 and "proof:" not in out
+    assert f"the rules pass on {tmp_path / 'with-target'} for vllm==0.33.0: any PASS (static), vllm==0.33.0 PASS " \
+           "(static)" in out
+    assert "not measured: reference.acceptance, reference.convention, engine.acceptance: the acceptance and the " \
+           "layers the draft was trained on; the target's weights prove them: --target DIR" in out
 
 
 def test_a_draft_with_fewer_positions_gets_the_target_s_and_the_line_that_says_what_was_never_trained(
@@ -157,7 +163,7 @@ def test_a_draft_with_fewer_positions_gets_the_target_s_and_the_line_that_says_w
     assert "max_position_embeddings: 2048 -> 131072 (positions past 2048, the draft's configured length, were never " \
            "trained" in out
     assert json.loads((tmp_path / "fixed" / "config.json").read_text())["max_position_embeddings"] == 131072
-    assert "proof: the contracts pass" in out
+    assert "the rules pass on" in out and "proof:" not in out
 
 
 def test_aux_convention_option_changes_the_ids_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -398,7 +404,7 @@ def test_with_a_config_only_target_and_a_dump_the_training_layers_come_from_the_
                          "--target", str(EXAMPLES / "demo-target" / "config.json"), "--hidden-states", str(dump))
     assert code == 0, err
     assert "training layer inputs: [3, 5, 6] (measured: output-of [2,4,5] " in out
-    assert "config: eagle_aux_hidden_state_layer_ids: None -> [3, 5, 6]" in out
+    assert "config: eagle_aux_hidden_state_layer_ids: (not set) -> [3, 5, 6]" in out
     line = next(x for x in out.splitlines() if x.startswith("predicted acceptance, vLLM 0.32.0: "))
     found = re.search(r"before (\d+\.\d+), after (\d+\.\d+) \(as trained (\d+\.\d+)\)$", line)
     assert found, line

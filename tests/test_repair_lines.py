@@ -57,7 +57,7 @@ def test_the_summary_offers_fix_only_for_the_rows_a_copy_repairs_and_says_the_re
          "0.5.11 (or --disable-cuda-graph, slow)")], repair
     words = repair[0].split(": ", 1)[1].split()
     fixed = run_python([*words[1:]], tmp_path)  # the command as offered, OUT and all
-    assert fixed.returncode == 0 and "proof: the contracts pass on OUT for vllm==0.33.0" in fixed.stdout, fixed.stderr
+    assert fixed.returncode == 0 and "the rules pass on OUT for vllm==0.33.0" in fixed.stdout, fixed.stderr
 
 
 @pytest.mark.slow

@@ -77,4 +77,7 @@ def test_fix_claims_a_proof_only_where_the_recheck_passes(tmp_path: Path) -> Non
     assert "proof:" not in bare and "not proven: no contract fails on bare, but the re-check reads" in bare
     assert "vllm==0.33.0 NOT JUDGED" in bare
     proven = fix("with-config", "--target", str(CONFIG))
-    assert "proof: the contracts pass on with-config for vllm==0.33.0: any PASS (static), vllm==0.33.0 PASS (static)" in proven
+    assert "proof:" not in proven
+    assert "the rules pass on with-config for vllm==0.33.0: any PASS (static), vllm==0.33.0 PASS (static)" in proven
+    assert "not measured: reference.acceptance, reference.convention, engine.acceptance" in proven
+    assert "--target DIR (the model directory, with its weights)" in proven

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.producers.formats import DetectedFormat
     from pytest_eagle3.verdict import Pipeline, RunSettings, TargetSide
+    from pytest_eagle3.verdict.judgement import ContractOutcome
 
 SCHEMA = "pytest-eagle3/fix/1"
 
@@ -33,6 +34,10 @@ class Proof:
     failures: tuple[tuple[str, str, str], ...]
     #: The row's verdict per engine version ("any" first), as the table shows it.
     verdicts: tuple[tuple[str, str], ...]
+    #: (contract, engine version or "any", what decides it) of every contract the re-check could not judge.
+    undecided: tuple[tuple[str, str, str], ...] = ()
+    #: The measuring contracts left unmeasured for want of the target's weights, each once.
+    unmeasured: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -41,11 +46,23 @@ class Proof:
 
     @property
     def proven(self) -> bool:
-        """Every row of the re-check passes (``PASS``, or ``PASS (static)`` where only the acceptance is unmeasured):
-        what a user running the printed check command sees. A NOT JUDGED or partial row proves nothing."""
+        """Every row of the re-check reads ``PASS``: the rules pass and the acceptance was measured. A row that
+        reads ``PASS (static)`` passed the rules only; a NOT JUDGED or partial row proves nothing."""
+        return self.passed and all(verdict == "pass" for _, verdict in self.verdicts)
+
+    @property
+    def rules_pass(self) -> bool:
+        """Every rule ran and passed; only the measurement with the target's weights is missing (``PASS (static)``)."""
         from pytest_eagle3.verdict.report import STATIC
 
         return self.passed and all(verdict in ("pass", STATIC) for _, verdict in self.verdicts)
+
+    @property
+    def not_judged(self) -> bool:
+        """Some row reads NOT JUDGED (``--not-judged=fail`` makes ``fix`` exit 1, as it makes ``check``)."""
+        from pytest_eagle3.verdict.report import NOT_JUDGED
+
+        return any(verdict == NOT_JUDGED for _, verdict in self.verdicts)
 
     @property
     def words(self) -> str:
@@ -58,6 +75,27 @@ class Proof:
     def output(self) -> str:
         """What failed, one line per contract and engine version."""
         return "\n".join(f"  {contract} ({engine}): {line}" for contract, engine, line in self.failures)
+
+    def lines(self, out: Path, engines: str) -> list[str]:
+        """What the re-check proves, in words: ``proof:`` only where every row reads PASS (the acceptance measured);
+        ``the rules pass`` where only the measurement is missing, naming what would prove it; ``not proven``
+        otherwise, each undecided contract with what decides it."""
+        if self.proven:
+            return [f"proof: the contracts pass on {out} for {engines}, the acceptance measured: {self.words}"]
+        unmeasured = ([f"  not measured: {', '.join(self.unmeasured)}: the acceptance and the layers the draft was "
+                       f"trained on; the target's weights prove them: {MEASURE_WITH}"] if self.unmeasured else [])
+        if self.rules_pass:
+            return [f"the rules pass on {out} for {engines}: {self.words}", *unmeasured]
+        said: dict[str, list[str]] = {}  # one line per reason, naming every contract it holds back
+        for contract, engine, what in self.undecided:
+            said.setdefault(what, []).append(f"{contract} ({engine})")
+        return [f"not proven: no contract fails on {out}, but the re-check reads {self.words}:",
+                *(f"  {', '.join(where)}: {what}" for what, where in said.items()), *unmeasured]
+
+
+#: What measures the acceptance of a copy where only the target's config was given, in fix's own options.
+MEASURE_WITH = ("--target DIR (the model directory, with its weights), or --hidden-states DUMP (a capture of its "
+                "hidden states: python -m pytest_eagle3 capture TARGET DUMP)")
 
 
 def _refuse_paths(source: Path, out: Path) -> None:
@@ -97,7 +135,7 @@ def prove(out: Path, engines: Sequence[EngineVersion], pipeline: Pipeline, side:
     """The judgement of every contract on ``out`` for ``engines`` (the copy read as its record says): the same rows
     ``check`` reports, computed by ``pipeline`` (its settings, the copy's convention; the target's run shared)."""
     from pytest_eagle3.checkpoint import Checkpoint
-    from pytest_eagle3.verdict.judgement import FAIL
+    from pytest_eagle3.verdict.judgement import FAIL, NOT_MODELLED, NOT_RUN, UNMEASURED
     from pytest_eagle3.verdict.report import Collector
     from pytest_eagle3.verdict.rows import judgement
 
@@ -109,7 +147,17 @@ def prove(out: Path, engines: Sequence[EngineVersion], pipeline: Pipeline, side:
         collector.add_judgement(judged)
     row = collector.checkpoints[ckpt.path]
     failures = tuple((o.contract, j.spec, o.message) for j in judgements for o in j if o.status == FAIL)
-    return Proof(failures, tuple((spec, row.engine_verdict(spec)) for spec in ("any", *row.engine_specs([]))))
+    undecided = tuple((o.contract, j.spec, _decides(o)) for j in judgements for o in j
+                      if o.status in (NOT_MODELLED, NOT_RUN))
+    unmeasured = tuple(dict.fromkeys(o.contract for j in judgements for o in j if o.status == UNMEASURED))
+    return Proof(failures, tuple((spec, row.engine_verdict(spec)) for spec in ("any", *row.engine_specs([]))),
+                 undecided, unmeasured)
+
+
+def _decides(outcome: ContractOutcome) -> str:
+    """Why a contract could not judge the copy, and what decides it (its finding's fix) where one is named."""
+    fixes = [f.fix for f in outcome.findings if f.fix]
+    return f"{outcome.message}; decides: {fixes[0]}" if fixes else outcome.message
 
 
 def check_command(out: Path, settings: RunSettings) -> str:

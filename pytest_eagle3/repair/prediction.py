@@ -26,6 +26,8 @@ class Measurement:
         self.session = self.pipeline.session(hidden_states)
         self.predictors: dict[str, Any] = {}
         self.problems: dict[str, str] = {}
+        #: What the layer search found where it settled nothing (no set beat the config's ids clearly), in words.
+        self.undecided_search: str | None = None
 
     def predictor(self, path: Path, convention: str | None) -> Any:
         """The predictor of the checkpoint at ``path``, built once; None when it cannot be built (the problem is kept)."""
@@ -41,13 +43,25 @@ class Measurement:
         return self.predictors.get(key)
 
     def trained(self, path: Path, convention: str | None) -> Trained | None:
-        """The measured training layer inputs, when the measurement settles them."""
+        """The measured training layer inputs: the layer set the search finds (``reference.layer_search``) where it
+        beats every reading of the config's ids clearly, else the reading the measurement settles; None when
+        neither settles them."""
         from pytest_eagle3.findings import MEASURED
+        from pytest_eagle3.reference.layer_search import search_layers
 
         predictor = self.predictor(path, convention)
-        if predictor is None or predictor.training.basis != MEASURED:
+        if predictor is None:
             return None
-        return Trained(tuple(predictor.training.feed.indices), predictor.training.source)
+        with step("searching the layer sets the draft could have been trained on"):
+            search = search_layers(predictor)
+        if search is not None and search.found:
+            return Trained(search.inputs, f"measured: {search.words}", search.best.mean_acceptance_length)
+        training = predictor.training
+        if training.basis != MEASURED:
+            self.undecided_search = search.words if search is not None else None
+            return None
+        words = training.source + (f"; {search.words}" if search is not None else "")
+        return Trained(tuple(training.feed.indices), words, training.acceptance.mean_acceptance_length)
 
     def figure(self, path: Path, engine: EngineVersion, convention: str | None) -> str:
         """The predicted acceptance of the checkpoint at ``path`` on ``engine``, in words."""
@@ -65,15 +79,17 @@ class Measurement:
 
 
 def predicted_lines(measurement: Measurement, source: Path, out: Path, engines: Sequence[EngineVersion],
-                    convention: str | None, copy_convention: str | None) -> list[str]:
-    """'predicted acceptance, sglang==0.5.23: before none (refused ...), after 3.10 (as trained 3.12)'."""
+                    convention: str | None, copy_convention: str | None, trained: Trained | None = None) -> list[str]:
+    """'predicted acceptance, sglang==0.5.23: before none (refused ...), after 3.10 (as trained 3.12)'; the
+    as-trained figure is the measured training layers' (``trained``), else the source's own reading."""
+    predictor = measurement.predictor(source, convention)
+    figure = (trained.acceptance if trained is not None and trained.acceptance is not None
+              else predictor.training.acceptance.mean_acceptance_length if predictor is not None else None)
     lines = []
     for engine in engines:
         with step(f"predicting {engine.label}"):
             before = measurement.figure(source, engine, convention)
             after = measurement.figure(out, engine, copy_convention)
-        predictor = measurement.predictor(source, convention)
-        trained = (f" (as trained {predictor.training.acceptance.mean_acceptance_length:.2f})"
-                   if predictor is not None else "")
-        lines.append(f"predicted acceptance, {engine.label}: before {before}, after {after}{trained}")
+        as_trained = f" (as trained {figure:.2f})" if figure is not None else ""
+        lines.append(f"predicted acceptance, {engine.label}: before {before}, after {after}{as_trained}")
     return lines

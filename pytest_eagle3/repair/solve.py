@@ -38,6 +38,8 @@ class Trained:
 
     inputs: tuple[int, ...] | None
     words: str
+    #: The draft's mean acceptance length fed those layers as trained, where the target's side measured it.
+    acceptance: float | None = None
 
 
 @dataclass
@@ -309,7 +311,8 @@ def _config_edit(solution: Solution, plan: LoadPlan, claims: _Claims, dotted: st
     before = configs.get(config, dotted)
     configs.put(config, dotted, value)
     shown = list(value) if isinstance(value, tuple) else value
-    solution.changes.append(Change("config", f"{dotted}: {before!r} -> {shown!r}", why, (plan.engine.spec,)))
+    was = "(not set)" if before is None else repr(before)  # an absent field, never a raw None
+    solution.changes.append(Change("config", f"{dotted}: {was} -> {shown!r}", why, (plan.engine.spec,)))
     return True
 
 

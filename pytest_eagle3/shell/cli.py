@@ -412,24 +412,23 @@ def _fix_steps(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
         print(f"fix: {exc}", file=sys.stderr)
         return 1
     _say("\n".join(render(solution, out)))
+    if measurement is not None and trained is None and measurement.undecided_search:
+        _say(f"  layers not measured: no layer set beats the config's ids by more than the noise "
+             f"({measurement.undecided_search})")
     served = [e for e in engines if e.spec not in solution.not_served]
     if measurement is not None:
         _say("\n".join(predicted_lines(measurement, draft, out, served, settings.aux_convention,
-                                         solution.convention)))
+                                       solution.convention, solution.trained)))
     # the copy judged as check would judge it: its own convention, the served engines, the target run shared
     proving = dataclasses.replace(settings, engines=tuple(served), aux_convention=solution.convention, target=resolved)
     proof = prove(out, served, pipeline_for(proving, measurement.session if measurement else None),
                   TargetSide(resolved, dump))
     if not proof.passed:
         _say(f"proof FAILED: the contracts do not pass on {out} for {', '.join(e.spec for e in served)}:",
-              file=sys.stderr)
+             file=sys.stderr)
         _say(proof.output, file=sys.stderr)
         return 1
-    if proof.proven:
-        _say(f"proof: the contracts pass on {out} for {', '.join(e.spec for e in served)}: {proof.words}")
-    else:
-        _say(f"not proven: no contract fails on {out}, but the re-check reads {proof.words}: give --target TARGET "
-              "(its directory, or its config.json) to judge the aux layers and the acceptance")
+    _say("\n".join(proof.lines(out, ", ".join(e.spec for e in served))))
     again = dataclasses.replace(settings, checkpoints=(str(out),), engines=tuple(served),
                                 aux_convention=copy_flag(out, solution.convention), engine_args=None)
     _say(f"  check again: {check_command(out, again)}")
@@ -437,7 +436,8 @@ def _fix_steps(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
         gguf = out.with_name(out.name + ".gguf")
         _say(f"  convert for llama.cpp (its own converter, from the llama.cpp tree of that build): "
               f"{CONVERT_COMMAND.format(draft=out, target=target or 'TARGET', gguf=gguf)}")
-    return 1 if solution.not_served else 0
+    # as check exits on the copy (a NOT JUDGED row fails only under --not-judged=fail), and 1 for an engine not served
+    return 1 if solution.not_served or (proof.not_judged and settings.not_judged_fails) else 0
 
 
 def _say(text: str, file: TextIO | None = None) -> None:
