@@ -155,7 +155,7 @@ def run_engine(python: str, count: int, chunk: int, out: Path, shared: Path | No
         save_record(record, out)
         print(f"  chunk {start // chunk + 1}: {len(batch)} variants, write {wrote - began:.1f} s, engine "
               f"{probed - wrote:.1f} s ({(probed - wrote) / len(batch):.2f} s each), agree {tally.agree}/{tally.runs}"
-              + "".join(f"\n    {line[:400]}" for line in tally.disagreements), flush=True)
+              + "".join(f"\n    {n}: {'; '.join(lines)[:400]}" for n, lines in tally.disagreements.items()), flush=True)
 
 
 def _scratch() -> str | None:
@@ -164,8 +164,9 @@ def _scratch() -> str | None:
     return str(shm) if shm.is_dir() and shutil.disk_usage(shm).free > 2**30 else None
 
 
-def replay_record(record_path: Path, sample: int) -> int:
-    """Replay the record (every ``sample``-th variant) and print the figures."""
+def replay_record(record_path: Path, sample: int, shared: Path | None = None, update: bool = False) -> int:
+    """Replay the record (every ``sample``-th variant) and print the figures; with ``update``, store the differences
+    found as the record's."""
     record = load_record(record_path)
     names = list(record["variants"])[::sample]
     with tempfile.TemporaryDirectory(prefix="replay-", dir=_scratch()) as tmp:
@@ -173,11 +174,18 @@ def replay_record(record_path: Path, sample: int) -> int:
         written: dict[str, tuple[Path, Path]] = {}
 
         def folders(name: str) -> tuple[Path, Path]:
+            variant = Variant(record["variants"][name]["params"])
+            if shared is not None and (shared / name / DONE).is_file():
+                return _written(variant, shared)
             if name not in written:
-                written[name] = Variant(record["variants"][name]["params"]).write(root, targets)
+                written[name] = variant.write(root, targets)
             return written[name]
 
         tallies = replay(record, folders, names)
+    if update:
+        for key, tally in tallies.items():
+            record["runs"][key]["disagreements"] = tally.disagreements
+        save_record(record, record_path)
     runs = sum(t.runs for t in tallies.values())
     agree = sum(t.agree for t in tallies.values())
     engines = {record["runs"][k]["engine"] for k, t in tallies.items() if t.runs}
@@ -186,8 +194,8 @@ def replay_record(record_path: Path, sample: int) -> int:
     print(f"checkpoints: {len(names)}; per engine release: "
           + ", ".join(f"{k} {t.agree}/{t.runs}" for k, t in tallies.items()))
     for key, tally in tallies.items():
-        for line in tally.disagreements:
-            print(f"  {key} {line}")
+        for name, lines in tally.disagreements.items():
+            print(f"  {key} {name}: " + "; ".join(lines))
     return 0
 
 
@@ -219,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shared", help="a folder the variants are written to once (by --write-only) and read from")
     parser.add_argument("--write-only", action="store_true", help="write the variants into --shared, run nothing")
     parser.add_argument("--merge", nargs="+", help="records made apart, merged into --record")
+    parser.add_argument("--update", action="store_true", help="with --replay: record the differences found now")
     args = parser.parse_args(argv)
     if args.merge:
         merge([Path(p) for p in args.merge], Path(args.record))
@@ -228,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     for python in args.python or ():
         run_engine(str(Path(python).absolute()), args.count, args.chunk, Path(args.record), shared)
     if args.replay:
-        return replay_record(Path(args.record), args.sample)
+        return replay_record(Path(args.record), args.sample, shared, args.update)
     return 0
 
 

@@ -159,13 +159,14 @@ class Tally:
 
     runs: int = 0
     agree: int = 0
-    disagreements: list[str] = field(default_factory=list)
+    #: variant name -> the differences found, one line each
+    disagreements: dict[str, list[str]] = field(default_factory=dict)
 
     def add(self, name: str, found: list[Difference]) -> None:
         """Count one variant run and its differences."""
         self.runs += 1
         if found:
-            self.disagreements.append(f"{name}: " + "; ".join(str(d) for d in found))
+            self.disagreements[name] = [str(d) for d in found]
         else:
             self.agree += 1
 

@@ -182,22 +182,37 @@ def valid(params: Mapping[str, Any]) -> bool:
         return False
 
 
+#: Hypothesis' example budget for every draw: generation depends on it, so a draw of any count is a prefix of the
+#: recorded one only when the budget is the same (the draw stops once it has its count).
+DRAW_BUDGET = 20000
+
+
+class _Enough(Exception):
+    """Raised inside the draw once it has its count."""
+
+
 def generate(count: int, seed_value: int = SEED) -> list[dict[str, Any]]:
-    """``count`` distinct valid variants, drawn by Hypothesis from ``variant_params`` with a fixed seed."""
+    """The first ``count`` distinct valid variants of Hypothesis' draw from ``variant_params`` with a fixed seed
+    (at most ``DRAW_BUDGET // 4``)."""
     drawn: list[dict[str, Any]] = []
     seen: set[str] = set()
 
     @seed(seed_value)
-    @settings(max_examples=count * 4, database=None, deadline=None, phases=[Phase.generate], derandomize=False,
-              suppress_health_check=list(HealthCheck))
+    @settings(max_examples=DRAW_BUDGET, database=None, deadline=None, phases=[Phase.generate], derandomize=False,
+              suppress_health_check=list(HealthCheck), report_multiple_bugs=False, print_blob=False)
     @given(variant_params())
     def collect(params: dict[str, Any]) -> None:
         key = json.dumps(params, sort_keys=True)
         if len(drawn) < count and key not in seen and valid(params):
             seen.add(key)
             drawn.append(params)
+        if len(drawn) >= count:
+            raise _Enough
 
-    collect()
+    try:
+        collect()
+    except _Enough:
+        pass
     return drawn
 
 
