@@ -28,20 +28,30 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from pytest_eagle3.checkpoint import Checkpoint  # noqa: E402
+from pytest_eagle3.checkpoint.target import TargetModel  # noqa: E402
+from pytest_eagle3.engines.plan import LoadPlan, load_plan  # noqa: E402
+from pytest_eagle3.knowledge.releases import EngineVersion  # noqa: E402
 from pytest_eagle3.probes.differential import (  # noqa: E402
     DEFAULT_RECORD,
     RECORD_SCHEMA,
     Tally,
+    differences,
     engine_of,
     facts,
     load_record,
     packed,
-    plan_differences,
     replay,
     save_record,
 )
 from pytest_eagle3.probes.run import ENGINES, engine_version, run_probes  # noqa: E402
 from pytest_eagle3.probes.variants import SEED, Variant, fingerprint, generate  # noqa: E402
+
+
+def plan(engine: EngineVersion, draft: Path, target: Path) -> LoadPlan:
+    """The load plan of a written variant on its target."""
+    return load_plan(Checkpoint.open(draft), engine, TargetModel.open(target))
+
 
 #: Seconds a probe may take per variant before the batch counts as stuck.
 PER_VARIANT_TIMEOUT = 120.0
@@ -147,7 +157,7 @@ def run_engine(python: str, count: int, chunk: int, out: Path, shared: Path | No
                     print(f"  {variant.name}: probe error {result.get('error')}", flush=True)
                     continue
                 seen = facts(result)
-                found = plan_differences(engine_of(run), draft, target, seen)
+                found = differences(plan(engine_of(key), draft, target), seen)
                 tally.add(variant.name, found)
                 run["results"][variant.name] = packed(seen, run["strings"], index)
                 if found:
@@ -181,7 +191,7 @@ def replay_record(record_path: Path, sample: int, shared: Path | None = None, up
                 written[name] = variant.write(root, targets)
             return written[name]
 
-        tallies = replay(record, folders, names)
+        tallies = replay(record, folders, plan, names)
     if update:
         for key, tally in tallies.items():
             record["runs"][key]["disagreements"] = tally.disagreements

@@ -15,6 +15,7 @@ captured layers, the layers, the norms and the fc width; every engine the fc wid
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -22,11 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from packaging.version import Version
-
-from pytest_eagle3.checkpoint import Checkpoint
-from pytest_eagle3.checkpoint.target import TargetModel
-from pytest_eagle3.engines.plan import REFUSED, LoadPlan, load_plan
+from pytest_eagle3.engines.plan import REFUSED, LoadPlan
+from pytest_eagle3.knowledge.engines import engine_named
 from pytest_eagle3.knowledge.releases import EngineVersion
 from pytest_eagle3.knowledge.selection import parse_selection
 from pytest_eagle3.probes.compare import Difference, compare, cpu_backend_limit, map_summary
@@ -39,33 +37,37 @@ FACTS = ("outcome", "stage", "error", "draft_class", "uninitialised", "dropped",
          "lm_head", "draft_layers", "shapes")
 #: Facts interned in the run's ``strings`` table (long, and shared by many variants).
 INTERNED = ("error", "shapes", "norms", "uninitialised", "dropped")
-#: Engines whose probe reports every fact ``probes.compare`` checks; the others are compared on ``SHORT_FACTS``.
-FULL_COMPARE = ("vllm", "sglang")
 ERROR_CHARS = 300
 #: Refusals the plan files for the first draft step (``engines.fc``: "the first draft step fails with a shape
 #: error"): a probe that stops after loading runs no step, so for it they are compared as the layers captured and
 #: the fc width, not as the outcome.
 STEP_REFUSALS = frozenset({"fc-width"})
-#: Engines whose probe runs the first draft step too (mlx-vlm's: fc on the captured states, ``mlx_loader``).
-FIRST_STEP_PROBES = ("mlx-vlm",)
-#: Engines whose probe reports the layers the drafter asks the target for, with no target forward (mlx-vlm's:
-#: ``captured_inputs_of`` from the drafter's ``capture_layer_ids``): compared with the layers the plan requests.
-NO_TARGET_FORWARD = ("mlx-vlm",)
+#: What each probe script may say, read from its module (``mlx_loader.RUNS_FIRST_STEP``), with these defaults: it
+#: reports every fact ``probes.compare`` checks, stops after loading, and its target runs (or resolves) the capture.
+TRAITS = {"REPORTS_EVERY_FACT": True, "RUNS_FIRST_STEP": False, "RUNS_TARGET_FORWARD": True}
 
 
-def engine_of(run: Mapping[str, Any]) -> EngineVersion:
-    """The engine release a recorded run was made with, as the planner names it."""
-    if run["engine"] == "llamacpp":
-        return parse_selection(f"llamacpp=={run['build']}")[0]
-    return EngineVersion(run["engine"], Version(run["version"]))
+def engine_of(key: str) -> EngineVersion:
+    """The engine release of a recorded run, from its key (``vllm==0.32.0``, ``llamacpp==b11312``)."""
+    return parse_selection(key)[0]
+
+
+def trait(engine: str, name: str) -> bool:
+    """What the engine's probe script says of itself (``TRAITS``)."""
+    probe = engine_named(engine).probe
+    if probe is None:
+        return TRAITS[name]
+    module = importlib.import_module(f"pytest_eagle3.probes.{Path(probe.script).stem}")
+    return bool(getattr(module, name, TRAITS[name]))
 
 
 def facts(result: Mapping[str, Any]) -> dict[str, Any]:
     """The facts of one probe result a record keeps: the map summarised, the error cut, no machine path."""
     out = {name: result.get(name) for name in FACTS}
-    if result.get("engine") == "sglang" and out["captured_inputs_of"]:
-        # the list as configured; the forward captures in layer order, each layer once (sglang 0.5.23
-        # models/llama.py:492 ``if i in self.layers_to_capture`` in the layer loop)
+    if out["captured_inputs_of"]:
+        # in layer order, each layer once, as the forward captures them (the vLLM, mlx-vlm and llama.cpp probes
+        # report them so; SGLang's lists them as configured, and sglang 0.5.23 models/llama.py:492 captures
+        # ``if i in self.layers_to_capture`` in the layer loop)
         out["captured_inputs_of"] = sorted(set(out["captured_inputs_of"]))
     out["draft_to_target"] = map_summary(out["draft_to_target"])
     error = out["error"]
@@ -108,10 +110,10 @@ def differences(plan: LoadPlan, probe: Mapping[str, Any]) -> list[Difference]:
     rule = plan.engine.label
     if cpu_backend_limit(dict(probe)):
         return []
-    if plan.engine.engine not in FIRST_STEP_PROBES or _probe_feeds_what_fc_expects(plan):
+    if not trait(plan.engine.engine, "RUNS_FIRST_STEP") or _probe_feeds_what_fc_expects(plan):
         plan = dataclasses.replace(plan, issues=tuple(
             i for i in plan.issues if not (i.kind == REFUSED and i.finding.code in STEP_REFUSALS)))
-    if plan.engine.engine in FULL_COMPARE:
+    if trait(plan.engine.engine, "REPORTS_EVERY_FACT"):
         out = compare(plan, dict(probe))
     else:
         out = _short_compare(plan, probe, rule)
@@ -138,7 +140,7 @@ def _short_compare(plan: LoadPlan, probe: Mapping[str, Any], rule: str) -> list[
     if refused:
         return []
     out = []
-    if plan.engine.engine in NO_TARGET_FORWARD:
+    if not trait(plan.engine.engine, "RUNS_TARGET_FORWARD"):
         captured = sorted(set(plan.aux.requested)) if plan.aux.requested is not None else None
     else:
         captured = list(plan.aux.captured) if plan.aux.captured is not None else None
@@ -171,25 +173,23 @@ class Tally:
             self.agree += 1
 
 
-def plan_differences(engine: EngineVersion, draft: Path, target: Path, probe: Mapping[str, Any]) -> list[Difference]:
-    """Plan the draft for this engine release and compare with what the engine did."""
-    plan = load_plan(Checkpoint.open(draft), engine, TargetModel.open(target))
-    return differences(plan, probe)
+#: Plans a written draft for an engine release on its target: ``load_plan`` (the verdict pipeline's; the caller's).
+Planner = Callable[[EngineVersion, Path, Path], LoadPlan]
 
 
-def replay(record: Mapping[str, Any], folders: Callable[[str], tuple[Path, Path]],
+def replay(record: Mapping[str, Any], folders: Callable[[str], tuple[Path, Path]], planner: Planner,
            names: Iterable[str] | None = None) -> dict[str, Tally]:
     """Per recorded run, the agreement of today's plans with the recorded facts (every variant, or ``names``)."""
     wanted = None if names is None else set(names)
     tallies: dict[str, Tally] = {}
     for key, run in record["runs"].items():
-        engine = engine_of(run)
+        engine = engine_of(key)
         tally = tallies.setdefault(key, Tally())
         for name, row in run["results"].items():
             if wanted is not None and name not in wanted:
                 continue
             draft, target = folders(name)
-            tally.add(name, plan_differences(engine, draft, target, unpacked(row, run["strings"])))
+            tally.add(name, differences(planner(engine, draft, target), unpacked(row, run["strings"])))
     return tallies
 
 
