@@ -131,10 +131,40 @@ def _float16_embedding_copy(key: str, name: str) -> bool:
             and bool(lines) and all("embed_tokens source: plan 'target', engine 'draft'" in line for line in lines))
 
 
+#: llama.cpp b11312's converter has no Eagle3MiniMaxM2ForCausalLM: it stops before writing a GGUF.
+LLAMACPP_NO_MINIMAX_ARCHITECTURE = (
+    "llama.cpp b11312 convert_hf_to_gguf.py looks the draft's architectures up in its model registry and exits "
+    "'architecture 'Eagle3MiniMaxM2ForCausalLM' not supported'; the llamacpp plan does not read the draft's "
+    "architecture name and says it loads.")
+#: Kinds where the probe cannot see what the plan judges (a probe's limit, not the engine's behaviour):
+#: (engine key prefix, text of every difference line, the reason).
+PROBE_LIMITS: tuple[tuple[str, str, str], ...] = (
+    ("llamacpp==", "captured layer inputs", "the converter probe counts as captured only ids below the target's "
+     "layer count (probes/llamacpp_converter.py: `i < layers`); the plan reads an id equal to L as the last layer's "
+     "output; which the graph captures shows only at runtime (llama-server), not run here"),
+    ("mlx-vlm==", "first round, fc on the captured states", "the mlx-vlm probe runs no target: its first round feeds fc "
+     "one state per distinct configured id (probes/mlx_loader.py), where the target reaches fewer (ids past its "
+     "end): the plan's fc bypass or width for what the target delivers is not what that round sees"),
+)
+
+
+def _minimax_on_llamacpp(key: str, name: str) -> bool:
+    params = RECORD["variants"][name]["params"]
+    return key.startswith("llamacpp==") and params["architecture"] == "Eagle3MiniMaxM2ForCausalLM"
+
+
+def _probe_limit(key: str, name: str) -> str | None:
+    lines = RECORD["runs"][key].get("disagreements", {}).get(name, [])
+    return next((reason for prefix, text, reason in PROBE_LIMITS
+                 if key.startswith(prefix) and lines and all(text in line for line in lines)), None)
+
+
 def _kind_of(key: str, name: str) -> str | None:
     if _fc_norm_without_aux(key, name):
         return VLLM_FC_NORM_WITHOUT_AUX
-    return VLLM_EMBED_COMPARED_AS_SERVED if _float16_embedding_copy(key, name) else None
+    if _minimax_on_llamacpp(key, name):
+        return LLAMACPP_NO_MINIMAX_ARCHITECTURE
+    return VLLM_EMBED_COMPARED_AS_SERVED if _float16_embedding_copy(key, name) else _probe_limit(key, name)
 
 
 def test_every_disagreement_is_a_known_kind() -> None:
@@ -178,6 +208,20 @@ def test_the_plan_compares_a_float16_embedding_copy_as_served(folders: Any) -> N
     run = RECORD["runs"][key]
     probe = unpacked(run["results"][name], run["strings"])
     assert probe["embed_tokens"] == "draft"
+    draft, target = folders(name)
+    found = differences(_plan(engine_of(key), draft, target), probe)
+    assert not found, found
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=LLAMACPP_NO_MINIMAX_ARCHITECTURE)
+def test_the_llamacpp_plan_reads_the_converters_architectures(folders: Any) -> None:
+    cases = [c for c in _cases(_minimax_on_llamacpp) if c in _disagreements()]
+    if not cases:
+        pytest.skip("the record has no llama.cpp run of an Eagle3MiniMaxM2ForCausalLM draft the plan loads")
+    key, name = cases[0]
+    run = RECORD["runs"][key]
+    probe = unpacked(run["results"][name], run["strings"])
+    assert probe["outcome"] == "refused"
     draft, target = folders(name)
     found = differences(_plan(engine_of(key), draft, target), probe)
     assert not found, found
