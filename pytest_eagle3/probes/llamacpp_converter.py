@@ -31,6 +31,9 @@ else:  # run by path in the converter's interpreter: the harness next to this fi
     from harness import empty_result, error_text, main  # type: ignore[import-not-found,no-redef]
 
 ENGINE = "llamacpp"
+#: What a comparison with the plan may read from this probe (``probes.differential``): the refusal, the aux layers
+#: written, layers and norms; the converter builds no engine parameters to compare names and shapes with.
+REPORTS_EVERY_FACT = False
 #: The llama.cpp tree (convert_hf_to_gguf.py, conversion/, gguf-py/).
 DIR_VARIABLE = "EAGLE3_LLAMACPP_DIR"
 ARCH = "eagle3"

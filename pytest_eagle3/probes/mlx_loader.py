@@ -22,6 +22,12 @@ else:  # run by path in mlx-vlm's interpreter: the harness next to this file
     from harness import empty_result, error_text, main  # type: ignore[import-not-found,no-redef]
 
 ENGINE = "mlx-vlm"
+#: What a comparison with the plan may read from this probe (``probes.differential``): the refusal, the layers the
+#: drafter asks the target for (no target forward runs), layers and norms, not every parameter's source; and its
+#: first step, fc on one state per distinct configured id.
+REPORTS_EVERY_FACT = False
+RUNS_TARGET_FORWARD = False
+RUNS_FIRST_STEP = True
 
 
 class _Target:

@@ -400,7 +400,8 @@ def _fill_from_models(result: dict[str, Any], state: _State, target: Any, propos
     ids = _aux_layers(target)
     result["aux_layer_ids"] = ids
     result["captured_inputs_of"] = _captured(target, ids)
-    result["aux_layer_ids_other_mode"] = _other_mode(config, target, notes)
+    # what the other runner's ids capture, as for the CPU runner's: an id past the target's end never fires
+    result["aux_layer_ids_other_mode"] = _captured(target, _other_mode(config, target, notes))
 
 
 def main(argv: list[str] | None = None) -> int:
