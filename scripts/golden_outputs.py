@@ -38,9 +38,11 @@ _TIMING = re.compile(r"\b\d+(\.\d+)?s\b( \(\d+:\d\d:\d\d\))?")
 
 
 def normalised(text: str) -> str:
-    """The output without what changes from run to run: pytest's timings, this interpreter's path, the rootdir."""
+    """The output without what changes from run to run: pytest's timings (and the padding of its ``=`` lines, whose
+    width follows them), this interpreter's path, the rootdir."""
     text = text.replace(sys.executable, "PYTHON").replace(str(ROOT), "ROOT")
-    lines = [_TIMING.sub("T", line) if line.startswith("=") else line for line in text.splitlines()]
+    lines = [f"== {_TIMING.sub('T', line).strip('= ')} ==" if line.startswith("=") else line
+             for line in text.splitlines()]
     return "\n".join(line for line in lines if not line.startswith(("platform ", "plugins: ", "rootdir: ",
                                                                      "configfile: ", "cachedir: ")))
 

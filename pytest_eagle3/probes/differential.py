@@ -54,7 +54,7 @@ def engine_of(key: str) -> EngineVersion:
 
 def trait(engine: str, name: str) -> bool:
     """What the engine's probe script says of itself (``TRAITS``)."""
-    probe = engine_named(engine).probe
+    probe = engine_named(engine).interpreter.probe
     if probe is None:
         return TRAITS[name]
     module = importlib.import_module(f"pytest_eagle3.probes.{Path(probe.script).stem}")
