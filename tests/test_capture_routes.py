@@ -151,7 +151,7 @@ def test_an_undecided_no_ids_default_carries_its_readings(tmp_path: Path) -> Non
     (engine,) = parse_selection(VLLM)
     finding = judged_plan(Checkpoint.open(out), engine, target).unknown["aux_layers"]
     assert finding.to_json()["readings"] == [
-        {"reading": "angelslim 0.2.0 up to 0.3.0, its default outputs of layers [1, 15, 29]", "outcome": FAILS},
-        {"reading": "angelslim >= 0.3.0, its default outputs of layers [1, 15, 28]", "outcome": PASSES}]
+        {"reading": "angelslim (0.2.0 up to 0.3.0), its default outputs of layers [1, 15, 29]", "outcome": FAILS},
+        {"reading": "angelslim (>= 0.3.0), its default outputs of layers [1, 15, 28]", "outcome": PASSES}]
     assert finding.fix.startswith("name the angelslim release the draft was trained with")
     assert {FAILS, PASSES, UNJUDGED} >= {o for _, o in finding.readings}
