@@ -9,6 +9,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,8 @@ def _normalise(line: str) -> str:
 def _run(command: str, *extra: str) -> str:
     words = shlex.split(command)
     assert words[0] in ("pytest", "python"), f"README command {command!r}: only pytest / python commands run here"
+    if "--out" in words:  # a command that writes a folder writes it outside the clone (it must not exist yet)
+        words[words.index("--out") + 1] = str(Path(tempfile.mkdtemp()) / "out")
     argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *words[1:]] if words[0] == "pytest" else \
         [sys.executable, *words[1:]]
     done = subprocess.run([*argv, *extra], cwd=ROOT, capture_output=True, text=True, check=False, timeout=900)
