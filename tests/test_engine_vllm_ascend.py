@@ -1,0 +1,99 @@
+"""vLLM-Ascend (0.11.0-0.23.0.post1): the plans and messages a user sees, where its own code departs from the vLLM
+release it pins, and where a rule is vLLM's (borrowed: not judged, never a failure).
+
+It needs NPUs, so no probe runs here: these tests hold the rows (knowledge/engines/vllm_ascend.py) to what
+``load_plan`` and ``plan`` print. Boundaries: 0.18.0 / 0.23.0 (its model runner reads the draft's aux ids from
+0.23.0 on; before, the target's defaults) and 0.11.0 / 0.13.0 (the target's embed_tokens replaces the draft's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pytest_eagle3.checkpoint import Checkpoint
+from pytest_eagle3.checkpoint.target import TargetModel
+from pytest_eagle3.engines.plan import BORROWED, load_plan
+from pytest_eagle3.engines.plan_types import LoadPlan
+from pytest_eagle3.knowledge.releases import RELEASES
+from pytest_eagle3.knowledge.selection import EngineSelectionError, parse_selection
+from pytest_eagle3.knowledge.snapshot import snapshot_of
+from pytest_eagle3.shell.cli import main
+from pytest_eagle3.testing.layouts import SPECFORGE_HF
+from pytest_eagle3.testing.synth import SynthSpec
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+DEMO_TARGET = EXAMPLES / "demo-target"
+NEWEST = "vllm-ascend==0.23.0.post1"
+
+
+def _plan(path: Path, spec: str, target: Path = DEMO_TARGET) -> LoadPlan:
+    return load_plan(Checkpoint.open(path), parse_selection(spec)[0], TargetModel.open(target))
+
+
+def test_releases_are_those_with_an_eagle3_path() -> None:
+    assert RELEASES["vllm-ascend"] == ("0.11.0", "0.13.0", "0.18.0", "0.23.0", "0.23.0.post1")
+    with pytest.raises(EngineSelectionError, match="outside the known range 0.11.0"):
+        parse_selection("vllm-ascend==0.9.1")
+
+
+@pytest.mark.parametrize("release", ["0.11.0", "0.13.0", "0.18.0"])
+def test_before_0_23_its_runner_feeds_the_targets_defaults_whatever_the_draft_says(release: str) -> None:
+    """Its NPUModelRunner.load_model sets the target's default aux layers (vLLM 0.13.0 and 0.18.0, which it pins,
+    read the draft's top-level ids): the SGLang-exported demo draft, trained on outputs of [2, 4, 5], is fed
+    inputs of [2, 4, 5]."""
+    plan = _plan(EXAMPLES / "demo-draft-sglang", f"vllm-ascend=={release}")
+    (issue,) = plan.issues_for("aux_layers")
+    assert issue.summary.startswith(f"vLLM-Ascend {release} hard-codes the aux layers (no draft config "
+                                            "field is read): inputs of layers 2, L//2, L-3 = outputs of layers "
+                                            "[1, 3, 4]; the draft was trained on outputs of layers [2, 4, 5]")
+    assert "serve with vLLM-Ascend >= 0.23.0, which reads configured aux ids" in issue.fix
+    assert any("NPUModelRunner.load_model" in d for d in issue.details)
+
+
+def test_from_0_23_the_ids_are_read_by_vllms_inherited_method_a_borrowed_rule() -> None:
+    plan = _plan(EXAMPLES / "demo-draft", NEWEST)
+    assert not plan.issues_for("aux_layers") and "aux_layers" not in plan.unknown
+    assert plan.aux.captured == (2, 4, 5)
+    snapshot = snapshot_of(parse_selection(NEWEST)[0])
+    assert snapshot.read_in("aux_id_fields") == "vLLM"
+    assert snapshot.source("aux_id_fields").startswith("vllm-ascend 0.23.0 vllm_ascend/worker/model_runner_v1.py "
+                                                       "NPUModelRunner.load_model")
+
+
+def test_a_loss_resting_on_vllms_rule_is_not_judged_naming_whose_rule_it_is() -> None:
+    """The SGLang-exported demo draft (output-of ids in eagle_config) on the newest release: vLLM's reading of the
+    ids would cost acceptance, but that reading is vLLM's, so the area is not judged."""
+    plan = _plan(EXAMPLES / "demo-draft-sglang", NEWEST)
+    assert not plan.issues_for("aux_layers")
+    finding = plan.unknown["aux_layers"]
+    assert finding.code == BORROWED
+    assert finding.summary.endswith("this rests on vLLM's rule (aux_id_fields, aux_transform_llama), not read in "
+                                    "vLLM-Ascend's own source")
+
+
+def test_borrowed_rows_name_the_pinned_vllm_release() -> None:
+    snapshot = snapshot_of(parse_selection(NEWEST)[0])
+    assert snapshot.read_in("key_prefix") == "vLLM"
+    assert snapshot.source("key_prefix").startswith("as vLLM 0.23.0 (pinned by vllm-ascend 0.23.0.post1; its "
+                                                    "vllm_ascend/spec_decode/llm_base_proposer.py:"
+                                                    "AscendSpecDecodeBaseProposer._get_model builds the draft")
+    assert snapshot.read_in("lm_head_source") == "vLLM-Ascend"
+
+
+@pytest.mark.parametrize(("release", "embed"), [("0.11.0", "target"), ("0.13.0", "draft")])
+def test_0_11_replaces_the_drafts_own_embedding_with_the_targets(
+        release: str, embed: str, make_variant: Callable[..., Path]) -> None:
+    path = make_variant(SynthSpec(producer=SPECFORGE_HF), name="ascend-embed")
+    assert Checkpoint.open(path).shape("embed_tokens.weight") is not None
+    assert _plan(path, f"vllm-ascend=={release}").embed_tokens.startswith(embed)
+
+
+def test_plan_prints_the_newest_release_for_the_demo_pair(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["plan", "--engine", NEWEST, str(EXAMPLES / "demo-draft")])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "load plan, vLLM-Ascend 0.23.0.post1 (Eagle3LlamaForCausalLM): loads" in out
+    assert "lm_head from:         draft" in out
