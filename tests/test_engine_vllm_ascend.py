@@ -8,21 +8,26 @@ It needs NPUs, so no probe runs here: these tests hold the rows (knowledge/engin
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
 
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.checkpoint.target import TargetModel
 from pytest_eagle3.engines.plan import BORROWED, load_plan
 from pytest_eagle3.engines.plan_types import LoadPlan
+from pytest_eagle3.knowledge.engines.vllm_ascend import INIT_PATCH
+from pytest_eagle3.knowledge.learned import KNOWLEDGE_DIR_ENV, learned_release
 from pytest_eagle3.knowledge.releases import RELEASES
 from pytest_eagle3.knowledge.selection import EngineSelectionError, parse_selection
 from pytest_eagle3.knowledge.snapshot import snapshot_of
+from pytest_eagle3.scanners import learn
 from pytest_eagle3.shell.cli import main
 from pytest_eagle3.testing.layouts import SPECFORGE_HF
 from pytest_eagle3.testing.synth import SynthSpec
+from pytest_eagle3.verdict import resting
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DEMO_TARGET = EXAMPLES / "demo-target"
@@ -97,3 +102,56 @@ def test_plan_prints_the_newest_release_for_the_demo_pair(capsys: pytest.Capture
     assert code == 0
     assert "load plan, vLLM-Ascend 0.23.0.post1 (Eagle3LlamaForCausalLM): loads" in out
     assert "lm_head from:         draft" in out
+
+
+# ---------------------------------------------------------------- learn
+@pytest.fixture
+def knowledge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    where = tmp_path / "knowledge"
+    monkeypatch.setenv(KNOWLEDGE_DIR_ENV, str(where))
+    resting.forget()
+    yield where
+    resting.forget()
+
+
+def test_learn_of_the_newest_release_says_it_is_bundled_without_downloading(
+        knowledge: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """0.23.0.post1 is on the index only as an sdist, which pip cannot download without building it (torch-npu,
+    CANN): a bundled release is answered without a download."""
+    def no_download(*args: object, **kw: object) -> Path:
+        raise AssertionError("a bundled release needs no download")
+    monkeypatch.setattr(learn, "download", no_download)
+    assert learn.main([NEWEST]) == 0
+    assert capsys.readouterr().out.strip() == ("vLLM-Ascend 0.23.0.post1 is bundled: its own rows judge it, "
+                                               "nothing to learn")
+
+
+PATCH = '''
+class Eagle3LlamaForCausalLM:
+    pass
+
+
+def _patched_eagle3_llama_init(self, *, vllm_config, prefix=""):
+    self.config = vllm_config.speculative_config.draft_model_config.hf_config
+    if getattr(self.config, "draft_vocab_size", None) is None:
+        self.config.draft_vocab_size = getattr(self.config, "vocab_size", None)
+'''
+
+
+def test_learn_reads_an_unpacked_sdist_by_its_pkg_info_and_scans_its_eagle3_patches(
+        knowledge: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tree = tmp_path / "vllm_ascend-0.24.0"
+    (tree / "vllm_ascend/patch/worker").mkdir(parents=True)
+    (tree / "vllm_ascend/patch/worker/patch_eagle3_init.py").write_text(PATCH, encoding="utf-8")
+    (tree / "PKG-INFO").write_text("Metadata-Version: 2.4\nName: vllm_ascend\nVersion: 0.24.0\n\nThe plugin.\n",
+                                   encoding="utf-8")
+    assert learn.main([str(tree)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("learned vLLM-Ascend 0.24.0 from ")
+    assert ("config fields read that no coverage entry classifies (scanners/field_coverage.py): draft_vocab_size "
+            "(draft), vocab_size (draft)") in out
+    assert ("not carried over: aux_id_fields: vllm_ascend/worker/model_runner_v1.py:NPUModelRunner.load_model "
+            "changed in 0.24.0 (read up to 0.23.0.post1)") in out
+    record = learned_release("vllm-ascend", Version("0.24.0"))
+    assert record is not None
+    assert record.fingerprints[f"{INIT_PATCH}:_patched_eagle3_llama_init"] is not None
