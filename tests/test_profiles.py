@@ -53,7 +53,8 @@ def test_an_unread_patch_release_takes_the_earlier_rule() -> None:
 
 
 def test_selection_bare_names_and_all() -> None:
-    assert [e.spec for e in parse_selection("all")][:4] == ["sglang==0.5.23", f"vllm=={NEWEST_VLLM}", "tokenspeed==0.1.1",
+    assert [e.spec for e in parse_selection("all")][:5] == ["sglang==0.5.23", f"vllm=={NEWEST_VLLM}",
+                                                          "vllm-ascend==0.23.0.post1", "tokenspeed==0.1.1",
                                                           "mlx-vlm==0.7.10"]
     assert {"trtllm==1.2.1", "lmdeploy==0.18.0"} <= {e.spec for e in parse_selection("all")}
     assert [e.spec for e in parse_selection("sglang==0.5.11,sglang,vllm==0.11.0,vllm")] == [

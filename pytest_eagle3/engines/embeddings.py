@@ -87,6 +87,8 @@ def _embed(out: Filing, sheet: FactSheet, snapshot: Snapshot, measured: Measured
         return "target"
     if target_width != hidden:  # vLLM: a draft narrower or wider than its target, release by release
         return _narrow_embed(out, snapshot, embed, hidden, target_width)
+    if rule == "target-always":  # the target's replaces whatever the draft shipped
+        return "target"
     if embed is None:
         return "target"
     if rule == "target-if-absent":

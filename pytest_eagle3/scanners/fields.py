@@ -130,6 +130,21 @@ SCOPES: dict[str, tuple[Scope, ...]] = {
         # the dtype each model config (the draft's too) takes from its config.json when --dtype auto
         Scope("sglang/srt/configs/model_config.py", names=r"^_get_and_verify_dtype$"),
     ),
+    "vllm-ascend": (
+        # its patches of vLLM's EAGLE-3 draft classes and its own draft class: a bare config is the draft's
+        Scope("vllm_ascend/patch/worker/patch_eagle3*.py", bare=DRAFT,
+              roles=((r"(^|\.)model_config\.hf_(text_)?config$", TARGET),)),
+        Scope("vllm_ascend/models/*eagle3*.py", bare=DRAFT,
+              roles=((r"(^|\.)model_config\.hf_(text_)?config$", TARGET),)),
+        # its proposers (spec_decode/eagle_proposer.py; 0.23.0 on llm_base_proposer.py)
+        Scope("vllm_ascend/spec_decode/eagle_proposer.py"),
+        Scope("vllm_ascend/spec_decode/llm_base_proposer.py"),
+        # the aux-layer code and drafter set-up of its model runner
+        Scope("vllm_ascend/worker/model_runner_v1.py", names=EAGLE_PATH + r"|load_model",
+              body=r"eagle3|aux_hidden"),
+        # its patch of SpeculativeConfig (0.11.0)
+        Scope("vllm_ascend/patch/platform/patch_config.py", bare_in=((r"hf_config_override", DRAFT),)),
+    ),
 }
 
 #: Engine-wide role rules, after the scope's (regex over the dotted expression the field is read from).
@@ -143,6 +158,11 @@ ROLE_RULES: dict[str, tuple[tuple[str, str], ...]] = {
     "sglang": (
         (r"draft", DRAFT),
         (r"target", TARGET),
+    ),
+    "vllm-ascend": (
+        (r"draft", DRAFT),
+        (r"target|verifier", TARGET),
+        (r"(^|\.)model_config\.hf_(text_)?config$", TARGET),
     ),
 }
 

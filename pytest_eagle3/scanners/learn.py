@@ -39,7 +39,7 @@ from pytest_eagle3.scanners.fingerprint import fingerprint
 #: up) adds TensorRT-LLM's.
 DISTRIBUTIONS: dict[str, str] = {
     **{e.name: e.interpreter.probe.distributions[0] for e in REGISTRY if e.interpreter.probe is not None and e.name != "llamacpp"},
-    "lmdeploy": "lmdeploy", "tokenspeed": "tokenspeed"}
+    "lmdeploy": "lmdeploy", "tokenspeed": "tokenspeed", "vllm-ascend": "vllm-ascend"}
 
 
 class LearnError(Exception):
@@ -64,11 +64,18 @@ def engine_of(distribution: str) -> str | None:
 
 
 def _dist_info(root: Path) -> tuple[str, str] | None:
-    """(distribution, version) from the ``*.dist-info`` directory of an unpacked release."""
+    """(distribution, version) from the ``*.dist-info`` directory of an unpacked release, else from the
+    ``PKG-INFO`` of an unpacked sdist (vLLM-Ascend 0.23.0.post1 ships only one)."""
     for info in sorted(root.glob("*.dist-info")):
         name, _, version = info.name.removesuffix(".dist-info").rpartition("-")
         if name and version:
             return name, version
+    pkg_info = root / "PKG-INFO"
+    if pkg_info.is_file():
+        headers = dict(line.split(": ", 1) for line in pkg_info.read_text(encoding="utf-8", errors="replace")
+                       .split("\n\n", 1)[0].splitlines() if ": " in line)
+        if headers.get("Name") and headers.get("Version"):
+            return headers["Name"], headers["Version"]
     return None
 
 
@@ -176,6 +183,8 @@ def resolve(given: str, *, engine: str | None = None, release: str | None = None
         if absent is not None:
             raise LearnError(f"no such release: {absent} (python -m pytest_eagle3 releases lists the newest "
                              "release of every engine)")
+        if bundled(name, version):  # read already: its own rows judge it (no download: some ship only an sdist)
+            return Source(name, version, path, given)
         wheel = download(name, version, cache)
         return _from_root(unpack_wheel(wheel, cache / "unpacked"), f"{wheel.name}", name, version)
     if path.is_file() and path.suffix == ".whl":

@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+from pytest_eagle3.engines.plan import BORROWED
 from pytest_eagle3.findings import Finding, check
 from pytest_eagle3.verdict.assess import (
     NEEDS_TARGET,
@@ -230,6 +231,16 @@ def producer(hand: Assessment, row: Judged) -> str:
             + "".join(f"; {n}" for n in notes))
 
 
+def _resting_on_borrowed(failed: Finding, borrowed: list[Finding]) -> Finding:
+    """The not-judged finding of a failing prediction whose plan rests on rules borrowed from another engine (the
+    plan's ``engines.plan.borrowed`` findings): whose rules, and what decides."""
+    rests = "; ".join(b.summary.rpartition("; ")[2].removeprefix("this ") for b in borrowed)
+    return Finding(
+        BORROWED, f"not judged: {failed.summary}; the plan it predicts {rests}", failed.evidence, borrowed[0].fix,
+        (*failed.details, *(d for b in borrowed for d in b.details if d.startswith("borrowed: "))),
+        readings=borrowed[0].readings)
+
+
 def acceptance(hand: Assessment, row: Judged) -> str:
     """The engine's predicted mean acceptance length reaches the minimum and loses at most --eagle3-max-loss against
     the draft as trained."""
@@ -248,6 +259,9 @@ def acceptance(hand: Assessment, row: Judged) -> str:
     if prediction.acceptance is None:
         raise NotRun(prediction.unavailable)
     findings, undecided = judged_findings(forecast.predictions, row.min_acceptance, row.max_loss)
+    borrowed = [f for f in forecast.plan.unknown.values() if f.code == BORROWED]
+    if findings and borrowed:  # the loss rests on a rule read in another engine: a reading, never a failure
+        not_modelled(_resting_on_borrowed(findings[0], borrowed))
     check(findings)
     if undecided is not None:
         not_modelled(undecided)

@@ -22,7 +22,8 @@ AuxTransform = Transform
 AuxFields = tuple[AuxField, ...]
 Sharing = Literal["draft", "target-unless-hidden-differs", "target-if-absent", "target-always-key-raises",
                   "target-if-same-shape", "target-if-absent-or-equal", "target-if-absent-or-equal-unpacked",
-                  "target-if-same-shape-required", "draft-else-embed"]
+                  "target-if-same-shape-required", "draft-else-embed",
+                  "target-always"]
 Refusal = Literal["refused", "vocab_size", "vocab_size-if-tied", "target-lm_head"]
 
 
