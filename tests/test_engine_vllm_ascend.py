@@ -1,5 +1,5 @@
 """vLLM-Ascend (0.11.0-0.23.0.post1): the plans and messages a user sees, where its own code departs from the vLLM
-release it pins, and where a rule is vLLM's (borrowed: not judged, never a failure).
+release it pins, and where it runs vLLM's code at that release (the rows carried over: evidence, as for vLLM).
 
 It needs NPUs, so no probe runs here: these tests hold the rows (knowledge/engines/vllm_ascend.py) to what
 ``load_plan`` and ``plan`` print. Boundaries: 0.18.0 / 0.23.0 (its model runner reads the draft's aux ids from
@@ -8,9 +8,11 @@ It needs NPUs, so no probe runs here: these tests hold the rows (knowledge/engin
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from packaging.version import Version
@@ -19,6 +21,7 @@ from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.checkpoint.target import TargetModel
 from pytest_eagle3.engines.plan import BORROWED, load_plan
 from pytest_eagle3.engines.plan_types import LoadPlan
+from pytest_eagle3.knowledge.behaviours import TABLES
 from pytest_eagle3.knowledge.engines.vllm_ascend import INIT_PATCH
 from pytest_eagle3.knowledge.learned import KNOWLEDGE_DIR_ENV, learned_release
 from pytest_eagle3.knowledge.releases import RELEASES
@@ -59,7 +62,7 @@ def test_before_0_23_its_runner_feeds_the_targets_defaults_whatever_the_draft_sa
     assert any("NPUModelRunner.load_model" in d for d in issue.details)
 
 
-def test_from_0_23_the_ids_are_read_by_vllms_inherited_method_a_borrowed_rule() -> None:
+def test_from_0_23_the_ids_are_read_by_vllms_inherited_method_carried_over() -> None:
     plan = _plan(EXAMPLES / "demo-draft", NEWEST)
     assert not plan.issues_for("aux_layers") and "aux_layers" not in plan.unknown
     assert plan.aux.captured == (2, 4, 5)
@@ -69,18 +72,22 @@ def test_from_0_23_the_ids_are_read_by_vllms_inherited_method_a_borrowed_rule() 
                                                        "NPUModelRunner.load_model")
 
 
-def test_a_loss_resting_on_vllms_rule_is_not_judged_naming_whose_rule_it_is() -> None:
-    """The SGLang-exported demo draft (output-of ids in eagle_config) on the newest release: vLLM's reading of the
-    ids would cost acceptance, but that reading is vLLM's, so the area is not judged."""
+def test_a_rule_carried_over_from_the_pinned_vllm_fails_the_draft_as_vllm_does() -> None:
+    """The SGLang-exported demo draft (output-of ids in eagle_config) on the newest release: its model runner calls
+    vLLM 0.23.0's own reading of the ids (the code that runs), which feeds layers the draft was not trained on: a
+    failure, with vLLM's rule and the vLLM-Ascend call that hands it over, as on vLLM 0.23.0 itself."""
     plan = _plan(EXAMPLES / "demo-draft-sglang", NEWEST)
-    assert not plan.issues_for("aux_layers")
-    finding = plan.unknown["aux_layers"]
-    assert finding.code == BORROWED
-    assert finding.summary.endswith("this rests on vLLM's rule (aux_id_fields, aux_transform_llama), not read in "
-                                    "vLLM-Ascend's own source")
+    assert "aux_layers" not in plan.unknown
+    (issue,) = plan.issues_for("aux_layers")
+    assert issue.code == "aux-layers"
+    assert "the draft sees the wrong layers" in issue.summary
+    assert any(d.startswith("rule: as vLLM 0.23.0 (pinned by vllm-ascend 0.23.0.post1") or "NPUModelRunner.load_model"
+               in d for d in issue.details), issue.details
+    vllm = _plan(EXAMPLES / "demo-draft-sglang", "vllm==0.23.0")
+    assert [i.code for i in vllm.issues_for("aux_layers")] == ["aux-layers"]
 
 
-def test_borrowed_rows_name_the_pinned_vllm_release() -> None:
+def test_carried_rows_name_the_pinned_vllm_release() -> None:
     snapshot = snapshot_of(parse_selection(NEWEST)[0])
     assert snapshot.read_in("key_prefix") == "vLLM"
     assert snapshot.source("key_prefix").startswith("as vLLM 0.23.0 (pinned by vllm-ascend 0.23.0.post1; its "
@@ -158,15 +165,42 @@ def test_learn_reads_an_unpacked_sdist_by_its_pkg_info_and_scans_its_eagle3_patc
     assert record.fingerprints[f"{INIT_PATCH}:_patched_eagle3_llama_init"] is not None
 
 
-@pytest.mark.slow  # the reference forward and the simulation on the demo target: ~18 s on 2 cores
-def test_a_loss_predicted_on_vllms_rules_is_not_judged_never_a_failure(capsys: pytest.CaptureFixture[str]) -> None:
-    """The SGLang-exported demo pair on the newest release: the prediction (2.68 against 3.67 as trained) rests on
-    vLLM's reading of the aux ids, so engine.acceptance is not judged, and says whose rule it rests on."""
+def _plan_json(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     code = main(["plan", "--engine", NEWEST, "--target", str(DEMO_TARGET), str(EXAMPLES / "demo-draft-sglang"),
                  "--json"])
     out = capsys.readouterr().out
     assert code in (0, 1)
-    row = json.loads(out[out.index("{"):])
+    row: dict[str, Any] = json.loads(out[out.index("{"):])
+    return row
+
+
+@pytest.mark.slow  # the reference forward and the simulation on the demo target: ~18 s on 2 cores
+def test_the_demo_pair_on_the_newest_release_fails_on_the_layers_vllm_feeds(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The SGLang-exported demo pair on the newest release: vLLM 0.23.0's reading of the aux ids, which vLLM-Ascend's
+    runner calls, feeds layers the draft was not trained on: 2.68 against 3.67 as trained, a failure."""
+    row = _plan_json(capsys)
+    contracts = {c["id"]: c for c in row["contracts"]}
+    assert row["verdict"] == "fail"
+    (finding,) = contracts["engine.acceptance"]["findings"]
+    assert finding["summary"].startswith("vLLM-Ascend 0.23.0.post1 will reach 2.68 mean acceptance length"), finding
+
+
+@pytest.mark.slow  # as above
+def test_a_loss_predicted_on_a_rule_read_by_analogy_is_not_judged_never_a_failure(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same rows read in vLLM by analogy (no pinned release): the prediction rests on vLLM's reading of the aux
+    ids, so engine.acceptance is not judged, and says whose rule it rests on."""
+    for name in ("aux_id_fields", "aux_transform_llama"):
+        table = TABLES[name]
+        monkeypatch.setitem(TABLES, name, dataclasses.replace(table, rows=tuple(
+            dataclasses.replace(r, pinned=None) if r.engine == "vllm-ascend" else r for r in table.rows)))
+    snapshot_of.cache_clear()
+    try:
+        row = _plan_json(capsys)
+    finally:
+        monkeypatch.undo()
+        snapshot_of.cache_clear()
     contracts = {c["id"]: c for c in row["contracts"]}
     assert row["verdict"] == "not judged"
     (finding,) = contracts["engine.acceptance"]["findings"]

@@ -46,6 +46,9 @@ class BehaviourSpan(NamedTuple):
     #: The engine whose released source the rule was read in, where not this engine's own (a fork's parent): the
     #: row is then a reading for this engine, never evidence (``knowledge.table.Row.origin``).
     origin: str | None = None
+    #: The release of ``origin`` whose code this engine runs for the rule (a plugin calling its host at the release it
+    #: pins): carried over, evidence (``knowledge.table.Row.pinned``).
+    pinned: str | None = None
 
 
 class TableRow(NamedTuple):

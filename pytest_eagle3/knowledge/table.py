@@ -60,6 +60,10 @@ class Row(Generic[T]):
     #: fork's parent); None: read in ``engine``'s own source. A borrowed row is a reading for ``engine``, never
     #: evidence: a finding that rests on it is not judged (``engines.plan``), never a failure.
     origin: str | None = None
+    #: The release of ``origin`` whose code ``engine`` runs for this rule: a platform plugin that calls its host's
+    #: code at the release it pins, the call cited in its own source (``cites``). The rule is then carried over, not
+    #: borrowed: evidence for ``engine``, as the host's row at that release is for the host. None: read by analogy.
+    pinned: str | None = None
 
     def __post_init__(self) -> None:
         if self.engine not in KNOWN_RANGES:
@@ -67,6 +71,9 @@ class Row(Generic[T]):
         if self.origin is not None and (self.origin == self.engine or self.origin not in KNOWN_RANGES):
             raise TableError(f"{self.engine} {self.since} {self.value!r}: origin {self.origin!r} is not another "
                              "known engine")
+        if self.pinned is not None and (self.origin is None or not self.cites):
+            raise TableError(f"{self.engine} {self.since} {self.value!r}: a row carried over from a pinned release "
+                             "names its origin and cites the place in its own source that calls the origin's code")
         if len(self.source.strip()) < 10:
             raise TableError(f"{self.engine} {self.since} {self.value!r}: a row needs a source line")
         start = self.start
@@ -82,8 +89,9 @@ class Row(Generic[T]):
 
     @property
     def borrowed(self) -> bool:
-        """The rule was read in another engine's source: a reading for this engine, not evidence."""
-        return self.origin is not None
+        """The rule was read in another engine's source by analogy (not carried over from a release this engine
+        runs): a reading for this engine, not evidence."""
+        return self.origin is not None and self.pinned is None
 
     @cached_property
     def start(self) -> Version:

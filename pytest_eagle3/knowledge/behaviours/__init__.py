@@ -39,7 +39,8 @@ Rule = Row[Any]
 #: Every engine's behaviour rows, as ``(behaviour, row)``, in the registry's order.
 _SPANS: tuple[tuple[str, Rule], ...] = tuple(
     (span.behaviour, Row(engine.name, span.since, span.value, span.source, read_to=span.read_to, cites=span.cites,
-                         unmodelled=span.unmodelled, origin=span.origin))
+                         unmodelled=span.unmodelled, origin=span.origin,
+                         pinned=span.pinned))
     for engine in REGISTRY for span in engine.behaviour_rows)
 
 

@@ -8,11 +8,11 @@ versioning_policy.md``: 0.23.0.post1 pins vLLM 0.23.0). It needs NPUs to run: ju
 vLLM-Ascend brings its own model runner (``worker/model_runner_v1.py NPUModelRunner``), its own EAGLE-3 proposer
 (``spec_decode/eagle_proposer.py``; 0.23.0 on ``spec_decode/llm_base_proposer.py``) and patches (``patch/``), and
 builds and loads the draft through vLLM's ``get_model`` and vLLM's draft classes. A behaviour its own code decides
-is a row cited in ``vllm_ascend``; every other row is vLLM's row at the pinned release, taken from
-``knowledge/engines/vllm.py`` (:func:`_borrowed`) with ``origin`` vLLM: a reading for vLLM-Ascend, never evidence
-(a finding resting on it is not judged, ``engines/plan.own_rules``). A borrowed row cites the ``vllm_ascend`` place
-that hands the behaviour to vLLM (its ``get_model`` call); the vLLM cites stay on the vLLM row, checked against
-vLLM's wheels.
+is a row cited in ``vllm_ascend``; every other row is vLLM's row at the pinned release, carried over from
+``knowledge/engines/vllm.py`` (:func:`_carried`) with ``origin`` vLLM and ``pinned`` that release: the code that
+runs is vLLM's at the release vLLM-Ascend pins, called from vLLM-Ascend's own cited place (its ``get_model`` call),
+so the row is evidence, not a rule borrowed by analogy (``knowledge.table.Row.pinned``). The vLLM cites stay on the
+vLLM row, checked against vLLM's wheels.
 """
 
 from __future__ import annotations
@@ -67,7 +67,8 @@ GET_MODEL = {
 }
 
 # ---------------------------------------------------------------- its own rows
-#: (behaviour, since, read_to, value, source, cites[, origin]): what vllm_ascend's own code decides.
+#: (behaviour, since, read_to, value, source, cites[, origin]): what vllm_ascend's own code decides; with origin vLLM,
+#: what it hands to the pinned vLLM release's code from the cited place (carried over: pinned that release).
 _OWN: tuple[tuple[Any, ...], ...] = (
     # ======================== aux: the fields read, the runner
     ("aux_id_fields", "0.11.0", "0.18.0", (),
@@ -158,7 +159,9 @@ _OWN: tuple[tuple[Any, ...], ...] = (
 def _own_spans() -> list[BehaviourSpan]:
     out = []
     for name, since, read_to, value, source, cites, *origin in _OWN:
-        out.append(BehaviourSpan(name, since, read_to, value, source, cites, origin=origin[0] if origin else None))
+        # a row whose rule is the pinned vLLM's code, called from the cited vllm_ascend place: carried over
+        out.append(BehaviourSpan(name, since, read_to, value, source, cites, origin=origin[0] if origin else None,
+                                 pinned=VLLM_PIN[since] if origin else None))
     return out
 
 
@@ -176,9 +179,9 @@ def _covered(behaviour: str, release: str, own: list[BehaviourSpan]) -> bool:
                and (s.read_to is None or v <= Version(s.read_to)) for s in own)
 
 
-def _borrowed(own: list[BehaviourSpan]) -> list[BehaviourSpan]:
+def _carried(own: list[BehaviourSpan]) -> list[BehaviourSpan]:
     """Every behaviour its own code leaves to vLLM: vLLM's row at the pinned release, one span per release, origin
-    vLLM, citing the vllm_ascend place that hands the draft to vLLM's get_model."""
+    vLLM and pinned that release, citing the vllm_ascend place that hands the draft to vLLM's get_model."""
     names = sorted({s.behaviour for s in vllm.SPANS})
     out = []
     for name in names:
@@ -190,12 +193,12 @@ def _borrowed(own: list[BehaviourSpan]) -> list[BehaviourSpan]:
             source = (f"as vLLM {pin} (pinned by vllm-ascend {release}; its {GET_MODEL[release].key} builds the draft "
                       f"with vLLM's get_model and classes): {row.source}")
             out.append(BehaviourSpan(name, release, release, row.value, source, (GET_MODEL[release],),
-                                     row.unmodelled, origin="vllm"))
+                                     row.unmodelled, origin="vllm", pinned=pin))
     return out
 
 
 _OWN_SPANS = _own_spans()
-SPANS: list[BehaviourSpan] = sorted(_OWN_SPANS + _borrowed(_OWN_SPANS),
+SPANS: list[BehaviourSpan] = sorted(_OWN_SPANS + _carried(_OWN_SPANS),
                                     key=lambda s: (s.behaviour, Version(s.since)))
 
 # ---------------------------------------------------------------- its rows in the cross-engine tables
