@@ -197,6 +197,12 @@ class Loading:
     #: What a tensor of another shape than its parameter does at load; an exact check refuses a larger one.
     load_assert: str = ""
     exact_shapes: bool = False
+    #: The config field the draft's lm_head rows come from: draft_vocab_size, or vocab_size where the engine never
+    #: reads draft_vocab_size (ATOM).
+    lm_head_rows_field: Literal["draft_vocab_size", "vocab_size"] = "draft_vocab_size"
+    #: Where the weight loader's errors are dropped (ATOM's loader thread pool): what a mismatched tensor then does,
+    #: instead of failing startup; None where a load error fails startup.
+    load_errors_dropped: str | None = None
 
 
 @dataclass(frozen=True)
