@@ -137,3 +137,20 @@ def test_fc_norm_read_from_0_1_5(full_vocab: Callable[..., Path], gpt_oss: Path,
     assert outcome == LOADS_WITH_LOSS and set(found) == {"dropped", "norm-flag"}
     assert found["norm-flag"] == ("ROCm ATOM 0.1.4 applies fc_norm=False, the draft was trained with fc_norm=True: the "
                                   "engine skips the per-chunk fc_norm; acceptance drops")
+
+
+def test_an_eagle_config_without_use_aux_hidden_state_turns_aux_states_off(full_vocab: Callable[..., Path],
+                                                                           gpt_oss: Path) -> None:
+    """ATOM reads eagle_config.get('use_aux_hidden_state', False): the key missing, fc is skipped and the draft is fed
+    the last hidden state; vLLM-style readers take a missing key as true."""
+    def no_flag(config: dict[str, object]) -> None:
+        eagle = config["eagle_config"]
+        assert isinstance(eagle, dict)
+        eagle.pop("use_aux_hidden_state")
+
+    outcome, found = _plan(full_vocab(no_flag), NEWEST, gpt_oss)
+    assert outcome == LOADS_WITH_LOSS
+    assert found["fc-unused"].startswith(
+        "eagle_config has no use_aux_hidden_state, which ROCm ATOM 0.1.5 reads as false (atom/config.py "
+        "SpeculativeConfig.__post_init__: eagle_cfg.get('use_aux_hidden_state', False)), so ROCm ATOM 0.1.5 sends one "
+        "64-wide hidden state and skips fc silently")

@@ -182,6 +182,9 @@ class Loading:
     #: The architecture a fix names first per attention family, where not the shared choice: (family, class).
     preferred_architectures: tuple[tuple[str, str], ...] | None = None
     one_layer_error: str = ONE_LAYER_ERROR
+    #: An ``eagle_config`` without ``use_aux_hidden_state`` reads as false (ATOM: ``eagle_cfg.get(..., False)``): the
+    #: source line; None where a missing key means aux states are used.
+    use_aux_missing_is_false: str | None = None
     #: What the engine does with fc when use_aux_hidden_state is false: skips it (SGLang) or builds none.
     fc_without_aux: Literal["bypassed", "disabled"] = "disabled"
     #: A tied draft's lm_head is its embed_tokens module (SGLang's class).

@@ -144,9 +144,7 @@ _ROWS: tuple[tuple[Any, ...], ...] = (
      (f"{SPEC}.__post_init__: use_aux_hidden_state = eagle_config.get('use_aux_hidden_state', False) when eagle_config "
       f"exists, else True; {PROP}.propose: without aux states the target's last hidden state goes to the layer, fc "
       "unused"),
-     (Cite(CONFIG, "SpeculativeConfig.__post_init__"), Cite(PROPOSER, "EagleProposer.propose")),
-     "an eagle_config without use_aux_hidden_state counts as false (the key's default is False): no aux states, fc "
-     "unused; the model reads a missing key as true"),
+     (Cite(CONFIG, "SpeculativeConfig.__post_init__"), Cite(PROPOSER, "EagleProposer.propose"))),
     ("norm_before_residual", "not-read",
      f"{D} Eagle3LlamaDecoderLayer.forward: residual = hidden_states before hidden_norm, no flag",
      (Cite(DRAFT, "Eagle3LlamaDecoderLayer.forward"),)),
@@ -354,6 +352,7 @@ ENGINE = Engine(
         preferred_architectures=(("llama", "LlamaForCausalLMEagle3"),),
         one_layer_error="(none: one midlayer is built and layers.N tensors are dropped)",
         fc_without_aux="bypassed",
+        use_aux_missing_is_false=f"{SPEC}.__post_init__: eagle_cfg.get('use_aux_hidden_state', False)",
         load_assert=(f"atom/model_ops/linear.py / embed_head.py weight_loader: narrow, then assert; {POOL}: the "
                      "parameter keeps its torch.empty memory, silently"),
         lm_head_rows_field="vocab_size",
