@@ -135,6 +135,9 @@ def test_fc_norm_read_from_0_1_5(full_vocab: Callable[..., Path], gpt_oss: Path,
     assert _plan(out, NEWEST, gpt_oss) == (LOADS, {})
     outcome, found = _plan(out, BEFORE_31, gpt_oss)
     assert outcome == LOADS_WITH_LOSS and set(found) == {"dropped", "norm-flag"}
+    assert found["dropped"] == ("ROCm ATOM 0.1.4 will drop 3 tensors: fc_norm.0.weight ... (3) (this release's "
+                                "draft class builds no fc_norm; the loader skips it and warns after the load "
+                                "(dropped_ckpt_keys))")
     assert found["norm-flag"] == ("ROCm ATOM 0.1.4 applies fc_norm=False, the draft was trained with fc_norm=True: the "
                                   "engine skips the per-chunk fc_norm; acceptance drops")
 

@@ -182,6 +182,8 @@ class Loading:
     #: The architecture a fix names first per attention family, where not the shared choice: (family, class).
     preferred_architectures: tuple[tuple[str, str], ...] | None = None
     one_layer_error: str = ONE_LAYER_ERROR
+    #: Where the loader logs a tensor no parameter has, how (in a dropped tensor's words); None: it skips it without a log.
+    drop_logged: str | None = None
     #: An ``eagle_config`` without ``use_aux_hidden_state`` reads as false (ATOM: ``eagle_cfg.get(..., False)``): the
     #: source line; None where a missing key means aux states are used.
     use_aux_missing_is_false: str | None = None

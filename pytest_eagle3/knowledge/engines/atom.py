@@ -352,6 +352,7 @@ ENGINE = Engine(
         preferred_architectures=(("llama", "LlamaForCausalLMEagle3"),),
         one_layer_error="(none: one midlayer is built and layers.N tensors are dropped)",
         fc_without_aux="bypassed",
+        drop_logged="the loader skips it and warns after the load (dropped_ckpt_keys)",
         use_aux_missing_is_false=f"{SPEC}.__post_init__: eagle_cfg.get('use_aux_hidden_state', False)",
         load_assert=(f"atom/model_ops/linear.py / embed_head.py weight_loader: narrow, then assert; {POOL}: the "
                      "parameter keeps its torch.empty memory, silently"),
