@@ -20,8 +20,8 @@ from pytest_eagle3.scanners import citations
 from pytest_eagle3.scanners.citations import UNREACHABLE, CitedRow, check, hand_rows, main, record
 from pytest_eagle3.scanners.fingerprint import fingerprint
 
-#: Engines whose wheels the check reads (the others it names as unreachable).
-CHECKABLE = ("vllm", "sglang", "tokenspeed", "lmdeploy", "mlx-vlm")
+#: Engines whose released trees the check reads (wheels; ATOM: its release tags' trees), the others it names as unreachable.
+CHECKABLE = ("vllm", "sglang", "tokenspeed", "lmdeploy", "mlx-vlm", "atom")
 FIRST, SECOND = RELEASES["lmdeploy"][:2]
 ALGOS = "lmdeploy/pytorch/models/llama_eagle3.py"
 

@@ -85,6 +85,18 @@ def _embed(out: Filing, sheet: FactSheet, snapshot: Snapshot, measured: Measured
         elif target_width != hidden:  # shared at PP == 1 whatever the width
             return _narrow_embed(out, snapshot, embed, hidden, target_width)
         return "target"
+    if rule == "draft":  # never the target's (ATOM): an absent embed_tokens keeps the module's initial memory
+        if embed is None:
+            out.lose("embeddings", Finding(
+                "embed-uninitialised",
+                f"{snapshot.label} keeps the draft's own embed_tokens module and never shares the target's; the "
+                "checkpoint does not fill it, so it keeps its uninitialised (torch.empty) memory and the loader only "
+                "warns: every draft token is embedded as garbage",
+                (Evidence("embed_tokens.weight", "absent", f"[vocab, {hidden}] (the target's, copied)"),),
+                "ship embed_tokens.weight (a copy of the target's)", (f"rule: {snapshot.source('embed_source')}",),
+            ))
+            return "none"
+        return "draft"
     if target_width != hidden:  # vLLM: a draft narrower or wider than its target, release by release
         return _narrow_embed(out, snapshot, embed, hidden, target_width)
     if rule == "target-always":  # the target's replaces whatever the draft shipped

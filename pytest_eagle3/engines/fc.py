@@ -63,19 +63,24 @@ def plan_fc(sheet: FactSheet, snapshot: Snapshot, built: FcPlan, aux: AuxPlan) -
     out = Filing()
     hidden, target_hidden = sheet.hidden_size, sheet.target_hidden_size
     honoured = snapshot.behaviours.use_aux_hidden_state == "honoured"
-    if sheet.use_aux_hidden_state is False and honoured:
+    missing_is_false = (snapshot.kind.loading.use_aux_missing_is_false is not None and sheet.use_aux_hidden_state is None
+                        and bool(sheet.config.get("eagle_config")))  # ATOM: `if eagle_cfg:`
+    if (sheet.use_aux_hidden_state is False or missing_is_false) and honoured:
         fc = dataclasses.replace(built, states_sent=1, width_sent=target_hidden,
                                  action=snapshot.kind.loading.fc_without_aux)
+        said = (f"eagle_config has no use_aux_hidden_state, which {snapshot.label} reads as false "
+                f"({snapshot.kind.loading.use_aux_missing_is_false})" if missing_is_false
+                else "eagle_config.use_aux_hidden_state is false")
         if fc.checkpoint_width and fc.checkpoint_width != target_hidden:
             out.lose("fc", Finding(
                 "fc-unused",
-                f"eagle_config.use_aux_hidden_state is false, so {snapshot.label} sends one {target_hidden}-wide hidden "
+                f"{said}, so {snapshot.label} sends one {target_hidden}-wide hidden "
                 f"state and {FC_WITHOUT_AUX[snapshot.kind.loading.fc_without_aux]}; the checkpoint's "
                 f"fc was trained on {fc.checkpoint_width // target_hidden if target_hidden else '?'} concatenated "
                 f"states: {ACCEPTANCE_NOTE}",
-                (Evidence("eagle_config.use_aux_hidden_state", "false", "true (fc.weight is "
-                          f"{fc.checkpoint_width} wide)"),),
-                "set eagle_config.use_aux_hidden_state: true (or remove it)",
+                (Evidence("eagle_config.use_aux_hidden_state", "absent" if missing_is_false else "false",
+                          f"true (fc.weight is {fc.checkpoint_width} wide)"),),
+                "set eagle_config.use_aux_hidden_state: true" + ("" if missing_is_false else " (or remove it)"),
                 (f"rule: {snapshot.source('use_aux_hidden_state')}", f"rule: {snapshot.source('fc_applied')}"),
             ))
         return Fc(fc, out.filed())

@@ -96,7 +96,8 @@ def plan_keys(sheet: FactSheet, snapshot: Snapshot, shape: DraftShape, fc_states
         names = sorted(lost)
         out.lose("keys", Finding(
             "dropped",
-            f"{snapshot.label} will silently drop {plural(len(names), 'tensor')}: {names[0]}"
+            f"{snapshot.label} will {'silently ' if snapshot.kind.loading.drop_logged is None else ''}drop "
+            f"{plural(len(names), 'tensor')}: {names[0]}"
             + (f" ... ({len(names)})" if len(names) > 1 else "") + f" ({lost[names[0]]})",
             (Evidence("dropped", short(names), "every tensor loaded into a parameter"),),
             _key_fix(snapshot, names),
@@ -348,9 +349,11 @@ def _why_dropped(renamed: str, params: set[str], profile: Snapshot) -> str:
         return "this engine's draft class has no per-head q/k norm (a Llama layer): the attention runs without it"
     if renamed.startswith("model.model."):
         return "a doubled model. prefix matches nothing"
-    if renamed.startswith("model.fc_norm.") and not any(p.startswith("model.fc_norm.") for p in params):
-        return "this release's draft class builds no fc_norm; the loader skips it without a log"
-    return "no parameter has this name; the loader skips it without a log"
+    skipped = profile.kind.loading.drop_logged or "the loader skips it without a log"
+    if renamed.removeprefix("model.").startswith("fc_norm.") and not any(
+            p.removeprefix("model.").startswith("fc_norm.") for p in params):
+        return f"this release's draft class builds no fc_norm; {skipped}"
+    return f"no parameter has this name; {skipped}"
 
 
 # ---------------------------------------------------------------- what the load leaves, filed

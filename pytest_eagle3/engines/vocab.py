@@ -87,6 +87,8 @@ def plan_vocab(sheet: FactSheet, snapshot: Snapshot, parameters: Mapping[str, ob
 def _draft_vocab(out: Filing, sheet: FactSheet, snapshot: Snapshot) -> tuple[int | None, bool]:
     """The draft vocab the engine builds, and whether it borrows the target's lm_head; None when refused."""
     present, draft_vocab = sheet.draft_vocab_present, sheet.draft_vocab_size
+    if snapshot.kind.loading.lm_head_rows_field == "vocab_size":  # draft_vocab_size never read (ATOM)
+        return sheet.vocab_size, False
     if present and draft_vocab is not None:
         return (draft_vocab if isinstance(draft_vocab, int) else None), False
     behaviour: BehaviourName = "draft_vocab_size_missing" if not present else "draft_vocab_size_null"
@@ -114,6 +116,19 @@ def _draft_vocab(out: Filing, sheet: FactSheet, snapshot: Snapshot) -> tuple[int
 def _lm_head_rows(out: Filing, sheet: FactSheet, snapshot: Snapshot, parameters: Mapping[str, object],
                   draft_vocab: int) -> None:
     lm_head = sheet.shapes.get("lm_head.weight")
+    field = snapshot.kind.loading.lm_head_rows_field
+    dropped = snapshot.kind.loading.load_errors_dropped
+    if lm_head and lm_head[0] != draft_vocab and "lm_head.weight" in parameters and dropped is not None:
+        out.lose("vocab", Finding(
+            "lm-head-rows-dropped",
+            f"{snapshot.label} builds lm_head with {field} ({draft_vocab}) rows; the checkpoint's has {lm_head[0]}: "
+            f"loading it fails and {dropped}: every draft token is scored by garbage",
+            (Evidence("lm_head.weight.shape[0]", str(lm_head[0]), f"{field} {draft_vocab}"),),
+            f"serve a draft whose lm_head has {field} rows, or serve with "
+            f"{snapshot.serve_with('d2t_present', lambda v: v == 'offsets')}",
+            (f"rule: {snapshot.source('draft_vocab_size_missing')}",),
+        ))
+        return
     if lm_head and lm_head[0] != draft_vocab and "lm_head.weight" in parameters:
         out.refuse("vocab", Finding(
             "lm-head-rows",

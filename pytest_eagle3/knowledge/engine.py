@@ -185,6 +185,11 @@ class Loading:
     #: The architecture a fix names first per attention family, where not the shared choice: (family, class).
     preferred_architectures: tuple[tuple[str, str], ...] | None = None
     one_layer_error: str = ONE_LAYER_ERROR
+    #: Where the loader logs a tensor no parameter has, how (in a dropped tensor's words); None: it skips it without a log.
+    drop_logged: str | None = None
+    #: An ``eagle_config`` without ``use_aux_hidden_state`` reads as false (ATOM: ``eagle_cfg.get(..., False)``): the
+    #: source line; None where a missing key means aux states are used.
+    use_aux_missing_is_false: str | None = None
     #: What the engine does with fc when use_aux_hidden_state is false: skips it (SGLang) or builds none.
     fc_without_aux: Literal["bypassed", "disabled"] = "disabled"
     #: A tied draft's lm_head is its embed_tokens module (SGLang's class).
@@ -200,6 +205,12 @@ class Loading:
     #: What a tensor of another shape than its parameter does at load; an exact check refuses a larger one.
     load_assert: str = ""
     exact_shapes: bool = False
+    #: The config field the draft's lm_head rows come from: draft_vocab_size, or vocab_size where the engine never
+    #: reads draft_vocab_size (ATOM).
+    lm_head_rows_field: Literal["draft_vocab_size", "vocab_size"] = "draft_vocab_size"
+    #: Where the weight loader's errors are dropped (ATOM's loader thread pool): what a mismatched tensor then does,
+    #: instead of failing startup; None where a load error fails startup.
+    load_errors_dropped: str | None = None
 
 
 @dataclass(frozen=True)
