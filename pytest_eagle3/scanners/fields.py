@@ -130,6 +130,15 @@ SCOPES: dict[str, tuple[Scope, ...]] = {
         # the dtype each model config (the draft's too) takes from its config.json when --dtype auto
         Scope("sglang/srt/configs/model_config.py", names=r"^_get_and_verify_dtype$"),
     ),
+    "tpu-inference": (
+        # the JAX draft class: its hf_config is the draft's (speculative_config.draft_model_config)
+        Scope("tpu_inference/models/jax/llama_eagle3.py", bare=DRAFT,
+              roles=((r"(^|\.)vllm_config\.model_config", TARGET),)),
+        # the target's capture (the aux ids it sets) and the proposer
+        Scope("tpu_inference/models/jax/llama3.py", names=EAGLE_PATH, body=r"eagle3|aux_hidden", bare=TARGET),
+        Scope("tpu_inference/spec_decode/jax/eagle3.py"),
+        Scope("tpu_inference/models/common/model_loader.py", names=r"architecture|impl_type"),
+    ),
 }
 
 #: Engine-wide role rules, after the scope's (regex over the dotted expression the field is read from).
@@ -143,6 +152,11 @@ ROLE_RULES: dict[str, tuple[tuple[str, str], ...]] = {
     "sglang": (
         (r"draft", DRAFT),
         (r"target", TARGET),
+    ),
+    "tpu-inference": (
+        (r"draft", DRAFT),
+        (r"target", TARGET),
+        (r"(^|\.)model_config\.hf_(text_)?config$", TARGET),
     ),
 }
 

@@ -268,7 +268,7 @@ CAPTURE_ROWS: tuple[CaptureEntry, ...] = (
 )
 
 ENGINE = Engine(
-    NAME, "vLLM on TPU", RELEASES, lineage="vllm", behaviour_rows=tuple(SPANS), rank=24,
+    NAME, "tpu-inference", RELEASES, lineage="vllm", behaviour_rows=tuple(SPANS), rank=24,
     tables=Tables(
         draft_classes=DRAFT_CLASSES,
         registry_rows=REGISTRY_ROWS,
