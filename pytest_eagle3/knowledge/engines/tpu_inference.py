@@ -230,12 +230,27 @@ DRAFT_CLASSES = (
                (f"{TI} EagleLlama3ForCausalLM: one Eagle3LlamaDecoderLayer (q/k/v over 2 x hidden, gate/up/down, "
                 "input_layernorm / hidden_norm / post_attention_layernorm), fc 3 x target_hidden_size, lm_head "
                 f"draft_vocab_size ({READ})"), max_layers=1),
+    DraftClass(NAME, "Eagle3LlamaForCausalLM", LLAMA, (), ("eagle_aux_hidden_state_layer_ids",),
+               ("tpu_inference models/common/model_loader.py get_model: an architecture the JAX registry lacks "
+                "(UnsupportedArchitectureError) falls back to vLLM's torch class through torchax "
+                "(models/vllm/vllm_model_wrapper.py); vllm model_executor/models/llama_eagle3.py Eagle3LlamaForCausalLM "
+                "(model. prefix, midlayer. -> layers.0.): vLLM's class, its rules read in vLLM"),
+               renames=(("midlayer.", "layers.0."),), first_layer="layers"),
 )
 #: Which class each draft architecture builds (knowledge.draft_classes.REGISTRY).
 REGISTRY_ROWS = (
     ("Eagle3LlamaForCausalLM", TableRow(FIRST, "EagleLlama3ForCausalLM",
                                         f"tpu_inference models/common/model_loader.py _MODEL_REGISTRY ({READ})",
                                         cites=(Cite(MODELS, "_get_model_architecture"),))),
+    ("LlamaForCausalLMEagle3", TableRow("0.22.1", "Eagle3LlamaForCausalLM",
+                                        ("tpu_inference models/common/model_loader.py get_model: not in _MODEL_REGISTRY, "
+                                         "falls back to vLLM's class through torchax; spec_decode/jax/eagle3.py "
+                                         "Eagle3Proposer.load_model looks the embeddings up by path, tolerating its "
+                                         "state (0.22.1-0.32.0 read)"),
+                                        cites=(Cite(MODELS, "get_model"), Cite(PROPOSER, "Eagle3Proposer.load_model")),
+                                        unmodelled=("the proposer finds no embedding to share in a vLLM-built draft "
+                                                    "beside a JAX target (its paths are the JAX state's): a draft "
+                                                    "without embed_tokens may keep an unloaded one"))),
 )
 #: It reads architectures (knowledge.draft_classes.ARCHITECTURE_READ).
 ARCHITECTURE_READ = (
