@@ -21,7 +21,7 @@ from pytest_eagle3.scanners.citations import UNREACHABLE, CitedRow, check, hand_
 from pytest_eagle3.scanners.fingerprint import fingerprint
 
 #: Engines whose released trees the check reads (wheels; ATOM: its release tags' trees), the others it names as unreachable.
-CHECKABLE = ("vllm", "sglang", "tokenspeed", "lmdeploy", "mlx-vlm", "atom")
+CHECKABLE = ("vllm", "sglang", "tokenspeed", "lmdeploy", "mlx-vlm", "atom", "tpu-inference", "vllm-ascend")
 FIRST, SECOND = RELEASES["lmdeploy"][:2]
 ALGOS = "lmdeploy/pytorch/models/llama_eagle3.py"
 

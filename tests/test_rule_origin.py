@@ -25,7 +25,7 @@ from pytest_eagle3.engines.plan import BORROWED, load_plan, own_rules
 from pytest_eagle3.engines.plan_types import Filed
 from pytest_eagle3.findings import Finding
 from pytest_eagle3.knowledge.behaviours import RULES, TABLES
-from pytest_eagle3.knowledge.engines import BY_NAME
+from pytest_eagle3.knowledge.engines import engine_named
 from pytest_eagle3.knowledge.releases import RELEASES, EngineVersion
 from pytest_eagle3.knowledge.snapshot import BehaviourName, Snapshot, snapshot_of
 from pytest_eagle3.knowledge.table import Row, TableError
@@ -88,14 +88,17 @@ def test_a_row_names_another_known_engine_as_its_origin() -> None:
     assert not Row("sglang", "0.4.4.post2", "x", "a source line long enough").borrowed
 
 
-def test_a_behaviour_row_is_borrowed_only_from_the_engine_whose_code_runs_it() -> None:
-    """Every engine's behaviour rows are read in its own released source (TokenSpeed's in its wheels, not SGLang's);
-    a plugin that hands a behaviour to its parent's code (vLLM-Ascend to the vLLM it pins) borrows from that parent
-    alone, and cites the place in its own source that hands it over."""
-    wrong = [(name, row.engine, row.since, row.origin) for name, row in RULES
-             if row.borrowed and (row.origin != BY_NAME[row.engine].lineage or not row.cites)]
-    assert wrong == []
-    assert not [row for _, row in RULES if row.borrowed and row.engine in ("tokenspeed", "sglang", "vllm")]
+def test_a_behaviour_row_from_another_engine_is_its_parents_at_a_release_it_pins() -> None:
+    """Every engine's behaviour rows are read in its own released source (TokenSpeed's in its wheels, not SGLang's),
+    but for a plugin's rules that its parent's code decides (vLLM-Ascend and tpu-inference hand the draft to the vLLM
+    they pin): those are carried over, naming the parent (the engine's lineage), the parent's release they run
+    (``Row.pinned``), and the place in the plugin's own source that hands them over. No row is borrowed by analogy."""
+    from_parent = [(name, row) for name, row in RULES if row.origin is not None]
+    assert {row.engine for _, row in from_parent} <= {"tpu-inference", "vllm-ascend"}
+    assert [(name, row.engine, row.since) for name, row in from_parent
+            if row.origin != engine_named(row.engine).lineage or not row.cites or row.pinned is None
+            or row.pinned not in row.source] == []
+    assert [(name, row.engine, row.since) for name, row in RULES if row.borrowed] == []
 
 
 # ---------------------------------------------------------------- the downgrade

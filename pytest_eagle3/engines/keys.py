@@ -367,7 +367,7 @@ def _not_required(sheet: FactSheet, snapshot: Snapshot, name: str) -> bool:
         return snapshot.kind.loading.d2t_is_converted_tensor or b.d2t_absent == "identity"
     if name == "lm_head.weight":
         return b.lm_head_source == "target-if-absent"
-    return name == "model.embed_tokens.weight" and (b.embed_source == "target-if-absent" or (
+    return name == "model.embed_tokens.weight" and (b.embed_source in ("target-if-absent", "target-if-absent-or-equal") or (
         b.embed_source == "target-unless-hidden-differs" and sheet.target_hidden_size == sheet.hidden_size))
 
 

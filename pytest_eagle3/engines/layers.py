@@ -268,6 +268,8 @@ def _layer_bias(rule: str, family: str, config: Mapping[str, Any]) -> dict[str, 
     """Each per-layer bias parameter (sub-name under ``layers.N.``) the class builds, with the config field that
     asks for it."""
     out: dict[str, str] = {}
+    if rule == "none":
+        return out
     if family == QWEN3:
         return {_QKV: "attention_bias"} if "qkv" in rule and _true(config, "attention_bias") else {}
     if family != LLAMA:

@@ -145,6 +145,15 @@ SCOPES: dict[str, tuple[Scope, ...]] = {
         # its patch of SpeculativeConfig (0.11.0)
         Scope("vllm_ascend/patch/platform/patch_config.py", bare_in=((r"hf_config_override", DRAFT),)),
     ),
+    "tpu-inference": (
+        # the JAX draft class: its hf_config is the draft's (speculative_config.draft_model_config)
+        Scope("tpu_inference/models/jax/llama_eagle3.py", bare=DRAFT,
+              roles=((r"(^|\.)vllm_config\.model_config", TARGET),)),
+        # the target's capture (the aux ids it sets) and the proposer
+        Scope("tpu_inference/models/jax/llama3.py", names=EAGLE_PATH, body=r"eagle3|aux_hidden", bare=TARGET),
+        Scope("tpu_inference/spec_decode/jax/eagle3.py"),
+        Scope("tpu_inference/models/common/model_loader.py", names=r"architecture|impl_type"),
+    ),
 }
 
 #: Engine-wide role rules, after the scope's (regex over the dotted expression the field is read from).
@@ -162,6 +171,11 @@ ROLE_RULES: dict[str, tuple[tuple[str, str], ...]] = {
     "vllm-ascend": (
         (r"draft", DRAFT),
         (r"target|verifier", TARGET),
+        (r"(^|\.)model_config\.hf_(text_)?config$", TARGET),
+    ),
+    "tpu-inference": (
+        (r"draft", DRAFT),
+        (r"target", TARGET),
         (r"(^|\.)model_config\.hf_(text_)?config$", TARGET),
     ),
 }

@@ -39,7 +39,8 @@ from pytest_eagle3.scanners.fingerprint import fingerprint
 #: up) adds TensorRT-LLM's.
 DISTRIBUTIONS: dict[str, str] = {
     **{e.name: e.interpreter.probe.distributions[0] for e in REGISTRY if e.interpreter.probe is not None and e.name != "llamacpp"},
-    "lmdeploy": "lmdeploy", "tokenspeed": "tokenspeed", "vllm-ascend": "vllm-ascend"}
+    "lmdeploy": "lmdeploy", "tokenspeed": "tokenspeed", "vllm-ascend": "vllm-ascend",
+    "tpu-inference": "tpu-inference"}
 
 
 class LearnError(Exception):

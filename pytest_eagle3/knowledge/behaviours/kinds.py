@@ -71,7 +71,8 @@ class Behaviours:
     draft_rope: Literal["config"]
     first_layer_hidden_path: Literal["hidden_norm"]
     mlp_width: Literal["intermediate_size", "intermediate_size_mlp-if-llama4_text", "intermediate_size_mlp-if-llama4_text-padded"]
-    layer_bias: Literal["o_proj", "o_proj+mlp", "qkv+o_proj+mlp", "qkv+o_proj"]
+    layer_bias: Literal["o_proj", "o_proj+mlp", "qkv+o_proj+mlp", "qkv+o_proj",
+                        "none"]
     unset_bias: Literal["empty", "zeros"]
     unloaded_parameter: Literal["kept", "refused"]
     weight_files: Literal["all-safetensors"]
@@ -228,7 +229,8 @@ BEHAVIOURS: dict[str, str] = {
                   "intermediate_size_mlp-if-llama4_text-padded (the same, narrower tensors zero-padded on GPU)"),
     "layer_bias": ("the bias parameters the draft's decoder layers build from its config: o_proj (o_proj.bias when "
                    "attention_bias or bias is true) / o_proj+mlp (also gate_up_proj / down_proj bias when mlp_bias is "
-                   "true) / qkv+o_proj+mlp (also qkv_proj bias when attention_bias is true)"),
+                   "true) / qkv+o_proj+mlp (also qkv_proj bias when attention_bias is true) / none (no bias, whatever the "
+                   "config)"),
     "unset_bias": ("what a bias parameter no checkpoint tensor fills holds: empty (torch.empty, arbitrary memory) / "
                    "zeros (the same as no bias)"),
     "unloaded_parameter": ("a draft parameter no checkpoint tensor fills: kept (left at its initial values) / refused "
