@@ -129,11 +129,15 @@ def test_only_the_verdict_pipeline_builds_load_plans() -> None:
 
 
 def test_each_engine_contract_has_the_area_module_of_its_name() -> None:
-    contracts = "\n".join(p.read_text(encoding="utf-8") for p in (PACKAGE / "contracts").glob("test_*.py"))
-    areas = sorted(set(re.findall(r'eagle3_contract\("engine\.(\w+)"\)', contracts)) - {"acceptance"})
-    assert len(areas) >= 10
-    missing = [a for a in areas if not (PACKAGE / "engines" / f"{a}.py").is_file()]
-    assert missing == [], f"engine contracts without engines/<area>.py: {missing}"
+    """``engine.<area>`` rests on ``engines/<area>.py`` (``verdict.resting``); only the acceptance, which prices the
+    whole plan, has none."""
+    from pytest_eagle3.verdict.contract_table import ENGINE, of_scope
+    from pytest_eagle3.verdict.resting import area_module
+
+    engine_contracts = of_scope(ENGINE)
+    assert len(engine_contracts) >= 10
+    missing = [c.id for c in engine_contracts if area_module(c.id) is None]
+    assert missing == ["engine.acceptance"], f"engine contracts without engines/<area>.py: {missing}"
 
 
 def test_no_logic_module_grows_past_the_bound() -> None:

@@ -45,9 +45,10 @@ def test_the_reference_cut_from_the_pipelines_pass_is_the_one_of_its_own_length(
         own = measure_reference(ckpt, str(TARGET)).to_json()
     pipeline = pipeline_for(RunSettings())
     with counted_forwards() as shared:
-        predictor = pipeline.predictor(ckpt, TargetSide(str(TARGET)))
+        simulation = pipeline.simulation(ckpt, TargetSide(str(TARGET)))
         cut = measure_reference(ckpt, str(TARGET), passes=pipeline.passes).to_json()
-    assert not isinstance(predictor, str), predictor
+    predictor = simulation.predictor
+    assert predictor is not None, simulation.unavailable
     assert cut == own
     assert pipeline.passes.computed == 1
     # one prompt-length group: the continuation token by token, then one capturing forward

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_eagle3.shell.terminal import fit_table
-from pytest_eagle3.verdict.judgement import CONTRACTS
+from pytest_eagle3.verdict.contract_table import CONTRACTS
 from tests.user_runs import DEMO, DEMO_SGLANG, ROOT, TARGET, run_python
 
 CONFIG = TARGET / "config.json"

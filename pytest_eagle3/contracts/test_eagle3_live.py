@@ -16,7 +16,7 @@ import pytest
 
 from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.findings import Evidence, Finding, check
-from pytest_eagle3.shell.contract import Eagle3Result, require_config
+from pytest_eagle3.shell.contract import Eagle3Result, contract_test, require_config
 from pytest_eagle3.shell.options import settings
 
 if TYPE_CHECKING:
@@ -55,10 +55,9 @@ def eagle3_expected(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoin
 
 class TestEagle3Live:
     """The live contracts: the engine serving the draft (marker ``engine``)."""
-    @pytest.mark.eagle3_contract("live.launch")
+    @contract_test
     def test_live_launch(self, request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoint,
                          eagle3_live_engine: EngineVersion, eagle3_result: Eagle3Result) -> None:
-        """The launch command runs the draft as EAGLE-3, names it, and selects a mode that feeds its layers."""
         from pytest_eagle3.shell.live_launch import launch_preview
 
         require_config(eagle3_checkpoint)
@@ -67,12 +66,10 @@ class TestEagle3Live:
         check(findings)
         eagle3_result.passed(f"{eagle3_live_engine.label}: " + " ".join(argv[2:4]))
 
-    @pytest.mark.eagle3_contract("live.acceptance")
+    @contract_test
     def test_live_acceptance(self, request: pytest.FixtureRequest, eagle3_server: Served,
                              eagle3_expected: Expected | str, eagle3_live_engine: EngineVersion,
                              eagle3_result: Eagle3Result) -> None:
-        """The engine's own acceptance matches the prediction per position, loses at most --eagle3-max-loss
-        against the draft as trained, and reaches the minimum."""
         from pytest_eagle3.live.live_verdict import acceptance_findings
         from pytest_eagle3.shell.live_fixtures import live_run
 
@@ -102,11 +99,10 @@ class TestEagle3Live:
         eagle3_result.passed(f"{eagle3_live_engine.label} reached {run.acceptance.mean_acceptance_length:.2f} "
                              f"(per position {[round(p, 3) for p in run.acceptance.per_position]}); {against}")
 
-    @pytest.mark.eagle3_contract("live.greedy")
+    @contract_test
     def test_live_greedy(self, request: pytest.FixtureRequest, eagle3_server: Served,
                          eagle3_baseline_server: Served, eagle3_live_engine: EngineVersion,
                          eagle3_result: Eagle3Result) -> None:
-        """At temperature 0 the outputs with the draft equal the target's outputs without it."""
         from pytest_eagle3.live.live_verdict import greedy_findings
         from pytest_eagle3.shell.live_fixtures import live_run
 

@@ -16,6 +16,7 @@ from pytest_eagle3.checkpoint import Checkpoint
 from pytest_eagle3.findings import check
 from pytest_eagle3.shell.contract import (
     Eagle3Result,
+    contract_test,
     require_config,
     require_draft,
     require_tensors,
@@ -38,11 +39,9 @@ def _target_dir(request: pytest.FixtureRequest, label: str) -> str:
 
 class TestEagle3Probe:
     """``probe.load``: the installed engine's own loader on the draft."""
-    @pytest.mark.eagle3_contract("probe.load")
+    @contract_test
     def test_probe_load(self, request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoint,
                         eagle3_installed_engine: InstalledEngine, eagle3_result: Eagle3Result) -> None:
-        """The installed engine's own loader (sentinel weights, CPU) loads the draft, loses nothing, and does
-        what the static plan for that version says, fact by fact."""
         from pytest_eagle3.knowledge.releases import DISPLAY, in_known_range
         from pytest_eagle3.probes.probe_verdict import PROBE_ERROR, UNPLANNED, judge_probe
 

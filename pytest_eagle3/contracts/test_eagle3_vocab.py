@@ -3,16 +3,6 @@ and agrees with ``t2d`` when both are saved (judged by ``verdict.assess_checkpoi
 
 from __future__ import annotations
 
-import pytest
+from pytest_eagle3.shell.contract import contract_class
 
-from pytest_eagle3.shell.contract import Eagle3Result, assert_outcome
-from pytest_eagle3.verdict.judgement import Judgement
-
-
-class TestEagle3VocabMap:
-    """``vocab.map``: the draft-to-target token map."""
-    @pytest.mark.eagle3_contract("vocab.map")
-    def test_vocab_map(self, eagle3_judgement: Judgement, eagle3_result: Eagle3Result,
-                       request: pytest.FixtureRequest) -> None:
-        """The draft->target token map is what engines expect."""
-        assert_outcome(request, eagle3_result, eagle3_judgement)
+TestEagle3VocabMap = contract_class("TestEagle3VocabMap", "The draft-to-target token map.")

@@ -1,5 +1,5 @@
-"""What the contract modules share: the result they hand the report, skips for unusable inputs, and
-engine-plan verdicts.
+"""What the contract modules share: their tests, built from the contract table; the result they hand the report;
+skips for unusable inputs, and engine-plan verdicts.
 
 The plugin imports this module in every pytest run (for the marker name): the domain modules are
 imported inside the functions the contracts call.
@@ -16,11 +16,15 @@ import pytest
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
     from pytest_eagle3.findings import Finding
+    from pytest_eagle3.verdict.contract_table import ContractDefinition, Scope
     from pytest_eagle3.verdict.judgement import ContractOutcome, Judgement, Measured
     from pytest_eagle3.verdict.report import ContractRecord
 
 CONTRACT_MARKER = "eagle3_contract"
-ENGINE_CONTRACT_PREFIX = "engine."
+#: The row a test of the user's own belongs to, by the first of these fixtures it takes (a contract's is declared in
+#: the contract table): the installed engine's (probe.load's), the serving engine's, an engine version's.
+OWN_TEST_SCOPES: tuple[tuple[str, Scope], ...] = (
+    ("eagle3_installed_engine", "probe"), ("eagle3_live_engine", "live"), ("eagle3_engine", "engine"))
 
 
 def contracts_dir() -> str:
@@ -38,6 +42,73 @@ def contract_id(node: pytest.Item) -> str:
     if marker is None or not marker.args:
         raise pytest.UsageError(f"{node.nodeid} has no @pytest.mark.{CONTRACT_MARKER}(id) marker")
     return str(marker.args[0])
+
+
+def _declared(node: pytest.Item | pytest.Function) -> ContractDefinition | None:
+    """The contract table's row for the test's ``eagle3_contract`` marker; None for a test of the user's own."""
+    marker = node.get_closest_marker(CONTRACT_MARKER)
+    if marker is None or not marker.args:
+        return None
+    from pytest_eagle3.verdict.contract_table import BY_ID
+
+    return BY_ID.get(str(marker.args[0]))
+
+
+def contract_scope(node: pytest.Item | pytest.Function, fixturenames: Sequence[str]) -> Scope | None:
+    """The row a test is parametrised for and judged in: a contract's scope, as the contract table declares it; for a
+    test of the user's own, the row its fixtures ask for (``checkpoint`` for the checkpoint alone); None for a test
+    that takes neither a checkpoint nor an engine version."""
+    if "eagle3_checkpoint" not in fixturenames and "eagle3_engine" not in fixturenames:
+        return None
+    declared = _declared(node)
+    if declared is not None:
+        return declared.scope
+    return next((scope for fixture, scope in OWN_TEST_SCOPES if fixture in fixturenames), "checkpoint")
+
+
+def contract_class(name: str, doc: str) -> type:
+    """The test class ``name`` of a contract module: one test per contract the table gives it, each asserting the
+    judgement (:func:`assert_outcome`), marked with its id, documented with its description, and taking the engine
+    version where its scope is an engine's row."""
+    from pytest_eagle3.verdict.contract_table import ENGINE, TABLE
+
+    def test_of(contract: ContractDefinition) -> Callable[..., None]:
+        def test(self: object, eagle3_judgement: Judgement, eagle3_result: Eagle3Result,
+                 request: pytest.FixtureRequest) -> None:
+            assert_outcome(request, eagle3_result, eagle3_judgement)
+
+        test.__name__, test.__qualname__, test.__doc__ = contract.test_name, contract.test, contract.description
+        marked = pytest.mark.eagle3_contract(contract.id)(test)
+        return pytest.mark.usefixtures("eagle3_engine")(marked) if contract.scope == ENGINE else marked
+
+    tests = {c.test_name: test_of(c) for c in TABLE if c.test_class == name and c.area is not None}
+    if not tests:
+        raise LookupError(f"the contract table gives {name} no contract")
+    return type(name, (), {"__doc__": doc, **tests})
+
+
+def built_location(item: pytest.Item) -> tuple[str, int] | None:
+    """Where a test :func:`contract_class` built points a skip: its contract's row in the contract table (the file
+    and the line, so that ``-rs`` names each contract's own place); None for any other test."""
+    contract = _declared(item)
+    if contract is None or contract.area is None:
+        return None
+    from pytest_eagle3.verdict import contract_table
+
+    return str(contract_table.__file__), contract_table.defined_at(contract.id)
+
+
+def contract_test(test: Callable[..., None]) -> Callable[..., None]:
+    """A contract whose test judges it itself (live, probe): marked with the id and documented with the description
+    the contract table gives its ``Class.method``."""
+    from pytest_eagle3.verdict.contract_table import TABLE
+
+    contract = next((c for c in TABLE if c.test == test.__qualname__), None)
+    if contract is None:
+        raise LookupError(f"the contract table has no contract for {test.__qualname__}")
+    test.__doc__ = contract.description
+    marked: Callable[..., None] = pytest.mark.eagle3_contract(contract.id)(test)
+    return marked
 
 
 #: Each running test's record, by node id, until the plugin takes it for the test's report.

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_eagle3.shell.contract import contract_scope
 from pytest_eagle3.shell.options import settings
 from pytest_eagle3.shell.verdicts import forecast_of, pipeline, target_side
 
@@ -132,9 +133,10 @@ def eagle3_load_plan(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoi
 
 @pytest.fixture
 def eagle3_judgement(request: pytest.FixtureRequest, eagle3_checkpoint: Checkpoint) -> Judgement:
-    """Every contract's outcome for this checkpoint and, when the test takes ``eagle3_engine``, that engine
-    version: the pipeline's judgement, which the contracts assert on and every command renders."""
-    engine = request.getfixturevalue("eagle3_engine") if "eagle3_engine" in request.fixturenames else None
+    """Every contract's outcome for this checkpoint and, for a test in an engine version's row (its scope), that
+    engine version: the pipeline's judgement, which the contracts assert on and every command renders."""
+    in_row = contract_scope(request.node, request.fixturenames) == "engine"
+    engine = request.getfixturevalue("eagle3_engine") if in_row else None
     from pytest_eagle3.verdict.rows import judgement
 
     return judgement(pipeline(request.config), eagle3_checkpoint, engine, target_side(request.config))

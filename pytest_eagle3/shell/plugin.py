@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_eagle3.shell.contract import CONTRACT_MARKER, contracts_dir, eagle3_result, take_record
+from pytest_eagle3.shell.contract import (
+    CONTRACT_MARKER,
+    built_location,
+    contract_scope,
+    contracts_dir,
+    eagle3_result,
+    take_record,
+)
 from pytest_eagle3.shell.fixtures import (
     checkpoint_ids,
     eagle3_checkpoint,
@@ -233,15 +240,18 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """One test per checkpoint (id: its folder name) and engine version (``demo-draft@vllm==0.33.0``)."""
-    wants_ckpt = "eagle3_checkpoint" in metafunc.fixturenames
-    wants_engine = "eagle3_engine" in metafunc.fixturenames
-    if not wants_ckpt and not wants_engine:
+    """One test per checkpoint (id: its folder name) and, for a test in an engine version's row (its scope: the
+    contract table's, or for a test of the user's own the engine fixture it takes), engine version
+    (``demo-draft@vllm==0.33.0``)."""
+    scope = contract_scope(metafunc.definition, metafunc.fixturenames)
+    if scope is None:
         return
+    wants_ckpt = "eagle3_checkpoint" in metafunc.fixturenames
+    wants_engine = scope != "checkpoint"
     options = settings(metafunc.config)
     paths, engines = options.checkpoints, options.engines
     names = checkpoint_ids(paths)
-    if "eagle3_installed_engine" in metafunc.fixturenames:  # probe.load: the installed engine's version
+    if scope == "probe":  # probe.load: the installed engine's version
         installed = installed_engines(metafunc.config) if paths else ()
         if installed:
             probes = [(path, engine) for path in paths for engine in installed]
@@ -249,7 +259,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             metafunc.parametrize(("eagle3_checkpoint", "eagle3_installed_engine"), probes, ids=ids, indirect=True,
                                  scope="session")
         return
-    if "eagle3_live_engine" in metafunc.fixturenames:  # live contracts: the version that will serve
+    if scope == "live":  # live contracts: the version that will serve
         from pytest_eagle3.shell.live_fixtures import serving_versions
 
         engines = serving_versions(metafunc.config, engines)
@@ -293,6 +303,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if excinfo is not None and isinstance(excinfo.value, ContractViolation) and report.failed:
         report.longrepr = excinfo.value.render(str(marker.args[0]), _subject(callspec.params))
         findings = tuple(f.to_json() for f in excinfo.value.findings)
+    where = built_location(item) if report.when == "call" and report.skipped else None
+    if where is not None and isinstance(report.longrepr, tuple):  # the skip raised in the built test's body
+        report.longrepr = (*where, report.longrepr[2])
     if report.when == "call" or (report.when == "setup" and not report.passed):
         entry = _contract_report(item, report, str(marker.args[0]), callspec.params, findings)
         # JUnit XML reads the teardown report's properties, copied from the item's
@@ -319,8 +332,9 @@ def _subject(params: dict[str, Any]) -> str:
 def _contract_report(item: pytest.Item, report: pytest.TestReport, contract: str, params: dict[str, Any],
                      findings: tuple[dict[str, object], ...]) -> ContractReport:
     """The test's record (taken from the run's store) with its outcome, checkpoint and engine."""
-    from pytest_eagle3.verdict.judgement import CONTRACTS, basis_of
-    from pytest_eagle3.verdict.judgement import rank as contract_rank
+    from pytest_eagle3.verdict.contract_table import BY_ID
+    from pytest_eagle3.verdict.contract_table import rank as contract_rank
+    from pytest_eagle3.verdict.judgement import basis_of
     from pytest_eagle3.verdict.report import ANY_ENGINE, ContractReport, one_line
 
     record = take_record(item)
@@ -340,7 +354,7 @@ def _contract_report(item: pytest.Item, report: pytest.TestReport, contract: str
         checkpoint=str(params["eagle3_checkpoint"]), contract=contract,
         engine=engine_version.spec if engine_version is not None else ANY_ENGINE,
         # the report lists contracts in this order, not in run order: the judgement's, then a user's own by place
-        rank=contract_rank(contract) if contract in CONTRACTS else ("~" + Path(item.location[0]).name,
+        rank=contract_rank(contract) if contract in BY_ID else ("~" + Path(item.location[0]).name,
                                                                      item.location[1] or 0),
         outcome=report.outcome, message=message, format=fmt,
         findings=findings or (record.findings if report.skipped else ()), basis=basis, record=record,

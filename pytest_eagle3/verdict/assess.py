@@ -20,7 +20,6 @@ from pytest_eagle3.verdict.judgement import (
     NOT_MODELLED,
     NOT_RUN,
     PASS,
-    REQUIRED_MEASURED,
     UNMEASURED,
     ContractOutcome,
     Measured,
@@ -69,6 +68,8 @@ class NotModelled(Exception):
 class Assessment:
     """What a running contract hands over besides its outcome."""
 
+    #: The contract's id, as its messages name it.
+    contract: str
     measured: list[tuple[str, Measured]] = dataclasses.field(default_factory=list)
     basis: Basis | None = None
     reference: dict[str, Any] | None = None
@@ -88,14 +89,15 @@ def assess(contract: str, subject: str, run: Contract, *, unknown_fails: bool = 
            measured_required: bool = False, plan: LoadPlan | None = None) -> ContractOutcome:
     """One contract's outcome: ``run``'s message, or how it ended (unmeasured, not run, not modelled, failed).
 
-    ``measured_required`` (``--eagle3-require=measured``): an unmeasured acceptance fails, naming what to give."""
-    hand = Assessment()
+    ``measured_required`` (``--eagle3-require=measured``, for a contract that measures with the target's weights): an
+    unmeasured acceptance fails, naming what to give."""
+    hand = Assessment(contract)
     findings: tuple[Finding, ...] = ()
     failed_by = ""
     try:
         message, status = run(hand), PASS
     except Unmeasured as exc:
-        if measured_required and contract in REQUIRED_MEASURED:
+        if measured_required:
             findings, status, failed_by = (unmeasured_finding(contract, str(exc)),), FAIL, REQUIRE_MEASURED_OPTION
             message = failure_line(contract, subject, findings)
         else:

@@ -3,7 +3,7 @@ target, the vocab map, the weights and the reference acceptance (the table's ``a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -47,17 +47,11 @@ class Checked:
     reference: Callable[[], ReferenceResult | Finding | str]
 
 
-def contracts(row: Checked) -> list[tuple[str, Contract]]:
-    """(contract id, its function) in the report's order."""
-    def bound(fn: Callable[[Assessment, Checked], str]) -> Contract:
-        return lambda hand: fn(hand, row)
-
-    return [("checkpoint.readable", bound(files_readable)), ("config.parseable", bound(config_parseable)),
-            ("format.detected", bound(format_detected)), ("config.shapes", bound(shapes_match_config)),
-            ("target.consistent", bound(consistent_with_target)),
-            ("reference.acceptance", bound(reference_acceptance)),
-            ("reference.convention", bound(reference_convention)), ("vocab.map", bound(vocab_map)),
-            ("weights.finite", bound(weights_finite)), ("weights.initialised", bound(weights_initialised))]
+def bound(row: Checked, areas: Sequence[Callable[[Assessment, Checked], str]]) -> list[Contract]:
+    """Each of ``areas`` judging ``row``."""
+    def judging(area: Callable[[Assessment, Checked], str]) -> Contract:
+        return lambda hand: area(hand, row)
+    return [judging(area) for area in areas]
 
 
 def files_readable(hand: Assessment, row: Checked) -> str:

@@ -9,7 +9,7 @@ judge the area or its verdict depends on an undecided reading.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from pytest_eagle3.engines.plan import BORROWED
@@ -54,21 +54,15 @@ class Judged:
         return self.forecast.plan
 
 
-def contracts(row: Judged) -> list[tuple[str, Contract]]:
-    """(contract id, its function) in the report's order."""
-
-    def bound(cid: str, fn: Callable[[Assessment, Judged], str]) -> Contract:
+def bound(row: Judged, areas: Sequence[Callable[[Assessment, Judged], str]]) -> list[Contract]:
+    """Each of ``areas`` judging ``row``: not modelled first where its contract rests on a behaviour a learned release
+    does not carry over."""
+    def judging(area: Callable[[Assessment, Judged], str]) -> Contract:
         def run(hand: Assessment) -> str:
-            _carried(row, cid)
-            return fn(hand, row)
+            _carried(row, hand.contract)
+            return area(hand, row)
         return run
-
-    areas: list[tuple[str, Callable[[Assessment, Judged], str]]] = [
-        ("engine.acceptance", acceptance), ("engine.architecture", architecture), ("engine.keys", keys),
-        ("engine.vocab", vocab), ("engine.aux_layers", aux_layers), ("engine.fc", fc), ("engine.norms", norms),
-        ("engine.embeddings", embeddings), ("engine.layers", layers), ("engine.geometry", geometry),
-        ("engine.runtime", runtime), ("engine.producer", producer)]
-    return [(cid, bound(cid, fn)) for cid, fn in areas]
+    return [judging(area) for area in areas]
 
 
 def _carried(row: Judged, contract: str) -> None:
@@ -251,9 +245,9 @@ def acceptance(hand: Assessment, row: Judged) -> str:
     forecast = row.forecast
     prediction = forecast.prediction
     if prediction is None and isinstance(forecast.no_prediction, WeightsMissing):
-        raise Unmeasured(f"engine.acceptance {forecast.no_prediction}")
+        raise Unmeasured(f"{hand.contract} {forecast.no_prediction}")
     if prediction is None:
-        raise NotRun(f"engine.acceptance {forecast.no_prediction}")
+        raise NotRun(f"{hand.contract} {forecast.no_prediction}")
     hand.prediction = prediction.to_json()
     hand.basis = basis_of(prediction.basis)
     if prediction.acceptance is None:

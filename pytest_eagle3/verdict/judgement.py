@@ -1,6 +1,7 @@
 """A judgement is data: per checkpoint x engine version, every contract's outcome, computed once.
 
-The contract test functions assert on a :class:`Judgement` (``shell.contract.assert_outcome``); the report, the
+The contracts and their order are :mod:`pytest_eagle3.verdict.contract_table`'s. The contract test functions assert
+on a :class:`Judgement` (``shell.contract.assert_outcome``); the report, the
 table, the JSON, the summary and every command (``check``, ``plan``, ``plan --json``, ``fix``'s proof, ``sweep``)
 render or compare it, so they cannot disagree. :func:`pytest_eagle3.verdict.rows.judgement` builds one
 (:mod:`pytest_eagle3.verdict.assess`).
@@ -33,34 +34,6 @@ Measured: TypeAlias = int | float | str | bool | Sequence[int | float | str]
 #: The test outcome pytest reports for each status (a not-run or not-modelled contract is a skip).
 TEST_OUTCOME = {PASS: "passed", FAIL: "failed", NOT_RUN: "skipped", NOT_MODELLED: "skipped", UNMEASURED: "skipped"}
 
-#: Every contract, in the report's order (the order the installed contract modules define them). A contract
-#: outside this list (a user's own ``eagle3_contract`` test) is reported after these, by its module and line.
-CONTRACTS = (
-    "checkpoint.readable", "config.parseable", "format.detected", "config.shapes", "target.consistent",
-    "engine.acceptance",
-    "engine.architecture", "engine.keys", "engine.vocab", "engine.aux_layers", "engine.fc", "engine.norms",
-    "engine.embeddings", "engine.layers", "engine.geometry", "engine.runtime", "engine.producer",
-    "live.launch", "live.acceptance", "live.greedy",
-    "probe.load",
-    "reference.acceptance", "reference.convention",
-    "vocab.map",
-    "weights.finite", "weights.initialised",
-)
-#: The contracts a judgement computes (the live and probe contracts start engines: pytest runs them alone).
-CHECKPOINT_CONTRACTS = ("checkpoint.readable", "config.parseable", "format.detected", "config.shapes",
-                        "target.consistent", "reference.acceptance", "reference.convention", "vocab.map",
-                        "weights.finite", "weights.initialised")
-ENGINE_CONTRACTS = ("engine.acceptance", "engine.architecture", "engine.keys", "engine.vocab", "engine.aux_layers",
-                    "engine.fc", "engine.norms", "engine.embeddings", "engine.layers", "engine.geometry",
-                    "engine.runtime", "engine.producer")
-#: What a row cannot be green without: the layers the engine feeds and the acceptance it reaches. A row where
-#: one of these could not be judged reads NOT JUDGED, never PASS (``--eagle3-not-judged=fail`` fails the run); an
-#: acceptance left unmeasured for want of the target's weights alone (:data:`UNMEASURED`) reads ``PASS (static)``.
-ESSENTIAL = ("engine.aux_layers", "engine.acceptance")
-#: The contracts that measure with the target's weights: without them they are :data:`UNMEASURED` (what PASS (static)
-#: lists as not measured), and ``--eagle3-require=measured`` fails each of them.
-MEASURING = ("engine.acceptance", "reference.acceptance", "reference.convention")
-REQUIRED_MEASURED = MEASURING
 #: What measures acceptance where only the target's config was given (the report's ``measure_with``).
 MEASURE_WITH = ("the target's weights (--eagle3-target=DIR, the model directory; hf:// ids with "
                 "--eagle3-download-weights), or a dump of its side captured where it is served (python -m "
@@ -70,11 +43,6 @@ MEASURE_WITH = ("the target's weights (--eagle3-target=DIR, the model directory;
 def basis_of(value: object) -> Basis | None:
     """``measured`` or ``assumed``; anything else is no basis."""
     return MEASURED if value == MEASURED else ASSUMED if value == ASSUMED else None
-
-
-def rank(contract: str) -> tuple[str, int]:
-    """Where a contract sorts in the report: its place in :data:`CONTRACTS` (others after, by id)."""
-    return ("", CONTRACTS.index(contract)) if contract in CONTRACTS else ("~" + contract, 0)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ measurement, the predictions, the fix proofs and every checkpoint.
 from __future__ import annotations
 
 import importlib.util
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -53,7 +54,16 @@ from pytest_eagle3.verdict.judge import judged_plan, plausible_readings
 from pytest_eagle3.verdict.judgement import Judgement
 from pytest_eagle3.verdict.records import Forecast, TargetSide
 from pytest_eagle3.verdict.settings import RunSettings
-from pytest_eagle3.verdict.settle import price_recorded, settle
+from pytest_eagle3.verdict.settle import Settling, price_recorded, settle
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """The draft's predictor against the target's weights (or its dump), or why there is none."""
+
+    predictor: DraftPredictor | None = None
+    #: Why there is no predictor, "" when there is (a ``WeightsMissing`` when only the weights are missing).
+    unavailable: str = ""
 
 
 class Pipeline:
@@ -64,7 +74,7 @@ class Pipeline:
         self._session = session
         self._passes: TargetPasses | None = None
         self._targets: dict[str, TargetModel] = {}
-        self._predictors: dict[tuple[str, str | None, str | None], DraftPredictor | str] = {}
+        self._simulations: dict[tuple[str, str | None, str | None], Simulation] = {}
         self._forecasts: dict[tuple[str, EngineVersion, TargetSide], Forecast] = {}
         #: Each row's judgement, keyed by checkpoint, engine version (its launch settings too; None: the ``any`` row)
         #: and target side: filled by :func:`pytest_eagle3.verdict.rows.judgement`, the one place a judgement is made.
@@ -131,8 +141,8 @@ class Pipeline:
         """Whether the draft accepts nothing on this target under any reading, with its own embedding or the target's
         (below ``--eagle3-min-acceptance``): then no reading is measured (each leads the others by noise), so nothing
         is concluded from the measurement; the target may not be the draft's, or the draft untrained."""
-        predictor = self.predictor(ckpt, side) if self.target(side) is not None else "no target"
-        if isinstance(predictor, str):
+        predictor = self.simulation(ckpt, side).predictor if self.target(side) is not None else None
+        if predictor is None:
             return False
         training = predictor.training
         best = training.acceptance.mean_acceptance_length
@@ -148,16 +158,17 @@ class Pipeline:
                                               hidden_states=hidden_states, passes=self.passes, tree=s.draft_setting)
         return self._session
 
-    def predictor(self, ckpt: Checkpoint, side: TargetSide, convention: str | None = None,
-                  *, use_option: bool = True) -> DraftPredictor | str:
+    def simulation(self, ckpt: Checkpoint, side: TargetSide, convention: str | None = None,
+                   *, use_option: bool = True) -> Simulation:
         """The draft's predictor against the target's weights (or its dump), or why there is none.
 
         ``convention`` defaults to ``--eagle3-aux-convention`` (``use_option``)."""
         given = convention if convention is not None or not use_option else self.settings.aux_convention
         key = (str(ckpt.path), side.path, given)
-        if key not in self._predictors:
-            self._predictors[key] = self._build_predictor(ckpt, side, given)
-        return self._predictors[key]
+        if key not in self._simulations:
+            built = self._build_predictor(ckpt, side, given)
+            self._simulations[key] = Simulation(unavailable=built) if isinstance(built, str) else Simulation(built)
+        return self._simulations[key]
 
     def _build_predictor(self, ckpt: Checkpoint, side: TargetSide, convention: str | None) -> DraftPredictor | str:
         model = self.target(side)
@@ -182,8 +193,8 @@ class Pipeline:
     # -- the steps ---------------------------------------------------------------------------------
     def measure(self, ckpt: Checkpoint, side: TargetSide) -> Measured | None:
         """Step 1: the training layers (and embedding) when the reference measurement settles them."""
-        predictor = self.predictor(ckpt, side)
-        if isinstance(predictor, str) or predictor.training.basis != MEASURED or self.at_floor(ckpt, side):
+        predictor = self.simulation(ckpt, side).predictor
+        if predictor is None or predictor.training.basis != MEASURED or self.at_floor(ckpt, side):
             return None
         feed = predictor.training.feed
         return Measured(feed.indices, predictor.training.source,
@@ -297,11 +308,13 @@ class Pipeline:
         # a draft that accepts nothing on this target: its weights are no evidence (the target may be another
         # model's), so the plan reads the target's config only
         plan = self.judge(ckpt, engine, _config_only(side) if self.at_floor(ckpt, side) else side, measured)
-        predictor = self.predictor(ckpt, side)
-        if isinstance(predictor, str):  # no simulation: a recorded cost prices what it covers
-            return Forecast(engine, price_recorded(plan, s.max_loss), measured, no_prediction=predictor)
+        simulation = self.simulation(ckpt, side)
+        predictor = simulation.predictor
+        if predictor is None:  # no simulation: a recorded cost prices what it covers
+            return Forecast(engine, price_recorded(plan, s.max_loss), measured, no_prediction=simulation.unavailable)
         engines = s.engines or (engine,)
-        plan = settle(plan, predictor, ckpt, self.target(side), engines, s.aux_convention, measured, s.max_loss)
+        plan = settle(plan, Settling(predictor, ckpt, self.target(side), engines, s.aux_convention, measured,
+                                     s.max_loss))
         return Forecast(engine, plan, measured, self._predictions(ckpt, side, plan, predictor))
 
     def _predictions(self, ckpt: Checkpoint, side: TargetSide, plan: LoadPlan,
@@ -317,8 +330,8 @@ class Pipeline:
             return only
         readings: dict[str, Prediction] = {}
         for convention in conventions:
-            other = self.predictor(ckpt, side, convention)
-            if isinstance(other, str):
+            other = self.simulation(ckpt, side, convention).predictor
+            if other is None:
                 return only
             try:
                 readings[convention] = other.predict(plan)

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 
 from pytest_eagle3.findings import MEASURED, Basis
-from pytest_eagle3.verdict.judgement import ESSENTIAL, MEASURE_WITH, UNMEASURED, Measured, basis_of, rank
+from pytest_eagle3.verdict.contract_table import ESSENTIAL, rank
+from pytest_eagle3.verdict.judgement import MEASURE_WITH, UNMEASURED, Measured, basis_of
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint.named_target import NamedTarget
@@ -36,7 +37,7 @@ PARTIAL = "pass (partial)"
 STATIC = "pass (static)"
 #: A row where no contract ran (all skipped, or none selected by ``-m``): never a pass.
 NOT_RUN = "not run"
-#: A row where none failed but an essential contract (``judgement.ESSENTIAL``: the aux layers fed, the acceptance
+#: A row where none failed but an essential contract (``contract_table.ESSENTIAL``: the aux layers fed, the acceptance
 #: reached) did not run: never a pass (``--eagle3-not-judged=fail`` fails the run).
 NOT_JUDGED = "not judged"
 #: The reason a row gives when ``-m`` (or ``-k``) selected none of its contracts.

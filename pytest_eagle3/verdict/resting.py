@@ -22,10 +22,8 @@ from pytest_eagle3.knowledge.behaviours import NAMES, TABLES, BehaviourName
 from pytest_eagle3.knowledge.evidence import Cite
 from pytest_eagle3.knowledge.learned import NOT_RECORDED, learned_release, learned_versions, recorded_fingerprint
 from pytest_eagle3.knowledge.releases import RELEASES, EngineVersion, release_text
+from pytest_eagle3.verdict.contract_table import ENGINE, of_scope
 
-#: The engine contracts whose area module is ``engines/<area>.py``.
-AREAS = ("architecture", "keys", "vocab", "aux_layers", "fc", "norms", "embeddings", "layers", "geometry", "runtime",
-         "producer")
 #: Modules that build or carry the plan rather than judge an area: not followed.
 _NOT_AREAS = frozenset({"plan", "plan_types", "__init__"})
 _ENGINES = Path(__file__).resolve().parent.parent / "engines"
@@ -62,14 +60,22 @@ def _closure(module: str, seen: set[str]) -> set[str]:
     return out
 
 
+def area_module(contract: str) -> str | None:
+    """The module ``engines/<area>.py`` of the engine contract ``engine.<area>``; None for one without (the
+    acceptance, which prices the whole plan)."""
+    area = contract.partition(".")[2]
+    return area if (_ENGINES / f"{area}.py").is_file() else None
+
+
 @cache
 def resting() -> dict[str, frozenset[BehaviourName]]:
-    """Contract id (``engine.keys``) -> the behaviours it rests on."""
+    """Contract id (``engine.keys``) -> the behaviours it rests on (every area's, for one without a module)."""
     sheet = _closure("facts", set())
-    read = {area: _closure(area, set()) | sheet for area in AREAS}
-    areas = {f"engine.{area}": frozenset(n for n in NAMES if n in read[area]) for area in AREAS}
+    modules = {c.id: area_module(c.id) for c in of_scope(ENGINE)}
+    areas = {cid: frozenset(n for n in NAMES if n in _closure(module, set()) | sheet)
+             for cid, module in modules.items() if module is not None}
     every = frozenset(n for names in areas.values() for n in names)
-    return {"engine.acceptance": every, **areas}
+    return {cid: areas.get(cid, every) for cid in modules}
 
 
 def _read_below(engine: str, version: Version) -> Version | None:

@@ -1,15 +1,18 @@
 """A row's judgement: every contract of the table's ``any`` row, or of one engine version's row, judged once.
 
 :func:`judgement` is the one place a judgement is made (the contract tests assert on it; ``check``, ``plan``,
-``fix``'s proof, ``sweep`` and the shared pass render it). It reads the pipeline's steps and hands each contract a
+``fix``'s proof, ``sweep`` and the shared pass render it). A row's contracts, their order and the function judging
+each are the contract table's (``verdict.contract_table``). It reads the pipeline's steps and hands each contract a
 record of what it reads (``assess_checkpoint.Checked``, ``assess_engine.Judged``), never the pipeline: the imports
 run one way, rows -> assess_* -> pipeline -> records.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
+from pytest_eagle3.verdict import assess_checkpoint, assess_engine
 from pytest_eagle3.verdict.assess import (
     SUBJECT_SEPARATOR,
     Assessment,
@@ -21,10 +24,9 @@ from pytest_eagle3.verdict.assess import (
     require_tensors,
 )
 from pytest_eagle3.verdict.assess_checkpoint import Checked
-from pytest_eagle3.verdict.assess_checkpoint import contracts as checkpoint_contracts
 from pytest_eagle3.verdict.assess_engine import Judged
-from pytest_eagle3.verdict.assess_engine import contracts as engine_contracts
-from pytest_eagle3.verdict.judgement import ENGINE_CONTRACTS, FAIL, NOT_RUN, ContractOutcome, Judgement
+from pytest_eagle3.verdict.contract_table import CHECKPOINT, ENGINE, ContractDefinition, id_of, of_scope
+from pytest_eagle3.verdict.judgement import FAIL, NOT_RUN, ContractOutcome, Judgement
 from pytest_eagle3.verdict.records import TargetSide
 
 if TYPE_CHECKING:
@@ -55,8 +57,10 @@ def judge_checkpoint(pipeline: Pipeline, ckpt: Checkpoint, side: TargetSide) -> 
     fails, measured = s.unknown_fails, s.measured_required
     row = Checked(ckpt, side, s.min_acceptance, pipeline.target_model, partial(pipeline.weight_health, ckpt),
                   partial(pipeline.reference, ckpt, side))
-    rows = checkpoint_contracts(row)
-    outcomes = tuple(assess(cid, ckpt.path, run, unknown_fails=fails, measured_required=measured) for cid, run in rows)
+    contracts = of_scope(CHECKPOINT)
+    runs = assess_checkpoint.bound(row, [_area(c) for c in contracts])
+    outcomes = tuple(assess(c.id, ckpt.path, run, unknown_fails=fails, measured_required=measured and c.measures)
+                     for c, run in zip(contracts, runs))
     return Judgement(ckpt.path, None, _format(ckpt), outcomes)
 
 
@@ -64,25 +68,32 @@ def judge_engine(pipeline: Pipeline, ckpt: Checkpoint, engine: EngineVersion, si
     """The engine contracts of one engine version (its row)."""
     fails, measured = pipeline.settings.unknown_fails, pipeline.settings.measured_required
     subject = f"{ckpt.path}{SUBJECT_SEPARATOR}{engine.spec}"
+    contracts = of_scope(ENGINE)
     try:
         require_tensors(ckpt)
         require_config(ckpt)
     except NotRun as exc:  # no plan: every engine contract says why
-        outcomes = tuple(ContractOutcome(cid, NOT_RUN, str(exc)) for cid in ENGINE_CONTRACTS)
+        outcomes = tuple(ContractOutcome(c.id, NOT_RUN, str(exc)) for c in contracts)
         return Judgement(ckpt.path, engine, _format(ckpt), outcomes)
     if engine.unread:  # no rules of its own: every engine contract says which command reads it
-        outcomes = tuple(assess(cid, subject, _unread(engine.unread), unknown_fails=fails) for cid in ENGINE_CONTRACTS)
+        outcomes = tuple(assess(c.id, subject, _unread(engine.unread), unknown_fails=fails) for c in contracts)
         return Judgement(ckpt.path, engine, _format(ckpt), outcomes)
     forecast = pipeline.forecast(ckpt, engine, side)
     from pytest_eagle3.verdict.resting import not_carried
 
-    rows = engine_contracts(Judged(forecast, ckpt, side, pipeline.settings.min_acceptance, pipeline.settings.max_loss,
-                                   forecast.plan.label, not_carried(engine)))
-    outcomes = tuple(assess(cid, subject, run, unknown_fails=fails, measured_required=measured, plan=forecast.plan)
-                     for cid, run in rows)
+    row = Judged(forecast, ckpt, side, pipeline.settings.min_acceptance, pipeline.settings.max_loss,
+                 forecast.plan.label, not_carried(engine))
+    runs = assess_engine.bound(row, [_area(c) for c in contracts])
+    outcomes = tuple(assess(c.id, subject, run, unknown_fails=fails, measured_required=measured and c.measures,
+                            plan=forecast.plan) for c, run in zip(contracts, runs))
     if pipeline.at_floor(ckpt, side):  # the target comes first: no draft-side fix before it is the draft's
         return Judgement(ckpt.path, engine, _format(ckpt), target_first(outcomes))
     return Judgement(ckpt.path, engine, _format(ckpt), with_causes(outcomes, forecast.plan))
+
+
+def _area(contract: ContractDefinition) -> Callable[[Assessment, Any], str]:
+    assert contract.area is not None, f"{contract.id} is judged by its test, not in a row"
+    return contract.area
 
 
 def _unread(why: str) -> Contract:
@@ -132,7 +143,7 @@ def with_causes(outcomes: tuple[ContractOutcome, ...], plan: LoadPlan) -> tuple[
     out = []
     for outcome in outcomes:
         cause = ""
-        if outcome.status == FAIL and outcome.contract == "engine.acceptance":
+        if outcome.status == FAIL and outcome.contract == id_of(assess_engine.acceptance):
             cause = f"engine.{root.area} [{root.code}]"  # the prediction prices the plan's losses
         elif outcome.status == FAIL:
             pairs = {(outcome.contract.removeprefix("engine."), f.code) for f in outcome.findings}

@@ -32,6 +32,27 @@ TOLERANCE = 0.05
 
 
 @dataclass(frozen=True)
+class Settling:
+    """What settling a plan reads: the draft's predictor (the simulation), the checkpoint and the target the plans
+    are built with, every selected engine version (a proven fix costs none of them), the aux-id convention the
+    option gives, the measured training layers, and ``--eagle3-max-loss``."""
+
+    predictor: DraftPredictor
+    ckpt: Checkpoint
+    target: TargetModel | None
+    engines: Sequence[EngineVersion]
+    convention: str | None
+    measured: Measured | None
+    max_loss: float
+
+    def plan_for(self, ckpt: Checkpoint, engine: EngineVersion) -> LoadPlan:
+        """``engine``'s load plan of ``ckpt`` (the checkpoint or an edited copy) with this target and readings."""
+        from pytest_eagle3.engines.plan import load_plan
+
+        return load_plan(ckpt, engine, self.target, self.convention, self.measured)
+
+
+@dataclass(frozen=True)
 class Proof:
     """An edit, the failing engine's predicted figure under it, and whether it is the best reading."""
 
@@ -99,39 +120,34 @@ def _pins(ckpt: Checkpoint, plans: dict[str, LoadPlan], failing: EngineVersion, 
     return pins
 
 
-def prove_aux_fix(predictor: DraftPredictor, ckpt: Checkpoint, target: TargetModel | None, failing: EngineVersion,
-                  engines: Sequence[EngineVersion], ids: Sequence[int], convention: str | None,
-                  measured: Measured | None) -> Proof | None:
+def prove_aux_fix(settling: Settling, failing: EngineVersion, ids: Sequence[int]) -> Proof | None:
     """The first field of ``failing``'s aux-id fields whose edit wins without hurting another engine;
     then the first field with the other engines' ids pinned where they read first."""
-    from pytest_eagle3.engines.plan import load_plan
     from pytest_eagle3.knowledge.snapshot import snapshot_of
 
-    plans = {e.spec: load_plan(ckpt, e, target, convention, measured) for e in engines}
+    ckpt = settling.ckpt
+    plans = {e.spec: settling.plan_for(ckpt, e) for e in settling.engines}
     # a fix writes ids as the engine uses them: into the fields it reads without its own +1
     fields = tuple(f.path for f in snapshot_of(failing).behaviours.aux_id_fields or () if not f.shift)
     pins = _pins(ckpt, plans, failing, fields)
     candidates = [{f: tuple(ids)} for f in fields] + ([{fields[0]: tuple(ids), **pins}] if pins and fields else [])
-    return prove_edits(predictor, ckpt, target, failing, engines, candidates, convention, measured)
+    return prove_edits(settling, failing, candidates)
 
 
-def prove_edits(predictor: DraftPredictor, ckpt: Checkpoint, target: TargetModel | None, failing: EngineVersion,
-                engines: Sequence[EngineVersion], candidates: Sequence[dict[str, Any]], convention: str | None,
-                measured: Measured | None) -> Proof | None:
+def prove_edits(settling: Settling, failing: EngineVersion, candidates: Sequence[dict[str, Any]]) -> Proof | None:
     """The first config edit under which ``failing`` reaches the as-trained figure and no engine loses."""
-    from pytest_eagle3.engines.plan import load_plan
-
+    ckpt, predictor, engines = settling.ckpt, settling.predictor, settling.engines
     training = predictor.training.acceptance
     best = training.mean_acceptance_length
     floor = best - max(TOLERANCE, 3 * standard_error(training))
-    before = {e.spec: _figure(predictor, load_plan(ckpt, e, target, convention, measured)) for e in engines}
+    before = {e.spec: _figure(predictor, settling.plan_for(ckpt, e)) for e in engines}
     last: Proof | None = None
     for edit in candidates:
         raw = ckpt.config_raw or {}
         for field, value in edit.items():
             raw = config_with(raw, field, value)
         copy_ = edited_copy(ckpt, raw)
-        after = {e.spec: _figure(predictor, load_plan(copy_, e, target, convention, measured)) for e in engines}
+        after = {e.spec: _figure(predictor, settling.plan_for(copy_, e)) for e in engines}
         predicted = after.get(failing.spec)
         others = tuple((spec, before[spec], after[spec]) for spec in before if spec != failing.spec)
         hurt = any(b is not None and (a is None or a < b - TOLERANCE) for _, b, a in others)
@@ -183,9 +199,7 @@ def pending_edit(plan: LoadPlan, area: str) -> tuple[tuple[Any, ...], list[Any]]
     return edit, issues
 
 
-def prove_plan_fixes(plan: LoadPlan, area: str, predictor: DraftPredictor, ckpt: Checkpoint,
-                     target: TargetModel | None, engines: Sequence[EngineVersion], convention: str | None,
-                     measured: Measured | None) -> LoadPlan:
+def prove_plan_fixes(plan: LoadPlan, area: str, settling: Settling) -> LoadPlan:
     """A new plan whose ``area`` findings carry the proven fix ('...: predicted 3.80'), or say that none is
     proven; ``plan`` itself when nothing is pending."""
     pending = pending_edit(plan, area)
@@ -193,12 +207,12 @@ def prove_plan_fixes(plan: LoadPlan, area: str, predictor: DraftPredictor, ckpt:
         return plan
     (_, value), issues = pending
     if area == "aux":
-        proof = prove_aux_fix(predictor, ckpt, target, plan.engine, engines, value, convention, measured)
+        proof = prove_aux_fix(settling, plan.engine, value)
     else:
-        proof = prove_edits(predictor, ckpt, target, plan.engine, engines, [dict(value)], convention, measured)
+        proof = prove_edits(settling, plan.engine, [dict(value)])
     text = proven_fix_text(proof, plan.label)
     if text is None:
-        text = unproven_fix_text(proof, predictor.training.acceptance.mean_acceptance_length)
+        text = unproven_fix_text(proof, settling.predictor.training.acceptance.mean_acceptance_length)
     elif plan.engine.kind.serving.converts_checkpoint:  # a config edit reaches llama.cpp through its converter
         text += "; then convert: " + CONVERT_COMMAND.format(draft="DRAFT", target="TARGET", gguf="DRAFT.gguf")
     fixed = tuple(dataclasses.replace(i, finding=dataclasses.replace(i.finding, fix=text)) if i in issues else i
@@ -288,13 +302,12 @@ def price_recorded(plan: LoadPlan, max_loss: float) -> LoadPlan:
     return dataclasses.replace(plan, issues=tuple(issues), priced=tuple(priced)).with_assumed(left)
 
 
-def settle(plan: LoadPlan, predictor: DraftPredictor, ckpt: Checkpoint, target: TargetModel | None,
-           engines: Sequence[EngineVersion], convention: str | None, measured: Measured | None,
-           max_loss: float) -> LoadPlan:
+def settle(plan: LoadPlan, settling: Settling) -> LoadPlan:
     """The plan as every contract reads it: each assumed loss priced by simulation (else by a recorded cost), each
     provable config fix proven by simulation, and the 'uninitialised' findings the simulation shows harmless
     dropped. Computed once, where the plan is built; a new plan, never an edit of ``plan``."""
+    predictor, max_loss = settling.predictor, settling.max_loss
     plan = price_recorded(price_deviations(plan, predictor, max_loss), max_loss)
     for area in PROVABLE:
-        plan = prove_plan_fixes(plan, area, predictor, ckpt, target, engines, convention, measured)
+        plan = prove_plan_fixes(plan, area, settling)
     return drop_harmless_uninitialised(plan, predictor, max_loss)
