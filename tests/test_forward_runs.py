@@ -23,6 +23,7 @@ from pytest_eagle3.knowledge import forward_runs, reach
 from pytest_eagle3.knowledge.capture import CAPTURES, capture_support
 from pytest_eagle3.knowledge.forward_runs import DELIVERED, NOT_RUN, RAISED, UNDER_DELIVERED, ForwardRun
 from pytest_eagle3.knowledge.selection import parse_selection
+from pytest_eagle3.knowledge.snapshot import snapshot_at
 from pytest_eagle3.probes import forward
 from pytest_eagle3.probes.run import env_variable, find_engine_python
 from pytest_eagle3.testing.synth import SPECULATORS, SynthSpec
@@ -31,7 +32,12 @@ RUNS = [(engine, release) for engine in ("vllm",) for release in forward_runs.re
 RECORDED = {(e, r, arch): run for e, r in RUNS for arch, run in forward_runs.forward_runs(e, r).items()}
 #: Classes whose probe saw index 0 or L otherwise than the source scan of the reach (``scanners/reach.py``) reads
 #: it, and why: the run is the knowledge of its release (``Snapshot.reach`` takes it).
-MEASURED_OVER_SCAN: dict[tuple[str, str, str], str] = {}
+_DEEPSEEK_ZERO = ("the reach scan has no row for the class, and vLLM's capture_range profile reads 0..L; "
+                  "models/deepseek_v2.py DeepseekV2Model.forward (0.32.0) appends hidden_states + residual at layer "
+                  "input 0 while residual is None: TypeError, the reach's crash")
+MEASURED_OVER_SCAN: dict[tuple[str, str, str], str] = {
+    ("vllm", "0.32.0", arch): _DEEPSEEK_ZERO for arch in (
+        "DeepseekForCausalLM", "DeepseekV2ForCausalLM", "DeepseekV3BidirectionalModel", "DeepseekV3ForCausalLM")}
 
 
 def _runs(*outcomes: str) -> list[tuple[str, str, str]]:
@@ -57,12 +63,17 @@ def test_a_delivering_class_agrees_with_the_capture_table(key: tuple[str, str, s
 
 
 def _scan_disagrees(run: ForwardRun) -> bool:
+    """Whether the run saw index 0 or L otherwise than the reach scan's row (the profile's ``capture_range`` where
+    the scan has none) says."""
     row = reach.reach_at(run.engine, Version(run.release), run.architecture)
-    return row is not None and forward_runs.measured_reach(run, row.value) is not None
+    said = row.value if row is not None else reach.RANGE_REACH[
+        str(snapshot_at(run.engine, run.release).behaviours.capture_range)]
+    return forward_runs.measured_reach(run, said) is not None
 
 
 def test_the_reach_scan_disagreements_are_the_listed_ones() -> None:
-    """Where a run saw index 0 or L otherwise than the reach scan, the disagreement is listed with its reason."""
+    """Where a run saw index 0 or L otherwise than the reach scan (or the profile), the disagreement is listed with
+    its reason; the plan takes the run (the tests above)."""
     found = {key for key, run in RECORDED.items() if run.outcome != NOT_RUN and _scan_disagrees(run)}
     assert found == set(MEASURED_OVER_SCAN), sorted(found ^ set(MEASURED_OVER_SCAN))
 
@@ -134,8 +145,9 @@ def test_the_plan_feeds_a_delivering_class_what_it_delivered(plan_on: Callable[.
     assert plan.aux.captured == run.requested  # type: ignore[attr-defined]
 
 
-#: Classes the engine test probes again: a dense decoder, the Transformers modeling backend, and the first that raised.
-AGAIN = ("LlamaForCausalLM", "ArceeForCausalLM", *(arch for _, _, arch in _runs(RAISED)[:1]))
+#: Classes the engine test probes again: a dense decoder, the Transformers modeling backend (index 0 raises), DeepSeek
+#: (index 0 crashes on a None residual), and the first class that raised, if one did.
+AGAIN = ("LlamaForCausalLM", "ArceeForCausalLM", "DeepseekV3ForCausalLM", *(arch for _, _, arch in _runs(RAISED)[:1]))
 
 
 @pytest.mark.engine
@@ -155,4 +167,8 @@ def test_the_engine_forward_is_as_recorded() -> None:
         recorded = runs[arch]
         assert (result["outcome"], result["error"], result["delivered"]) == \
             (recorded.outcome, recorded.error, recorded.delivered), arch
-        assert {int(k): v for k, v in (result["per_id"] or {}).items()} == dict(recorded.per_id), arch
+        # which layer input a state equals is matched bit for bit, and the warm-up attention writes an uninitialised
+        # buffer (v1/attention/backends/cpu_attn.py returns ``output`` without metadata): compare what fired
+        again_run = dataclasses.replace(recorded, per_id={int(k): v for k, v in (result["per_id"] or {}).items()})
+        assert [again_run.status(i) for i in range(recorded.layers + 1)] == \
+            [recorded.status(i) for i in range(recorded.layers + 1)], arch

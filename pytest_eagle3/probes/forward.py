@@ -114,12 +114,14 @@ def _env() -> dict[str, str]:
     return env
 
 
-def merge(out: Path, engine: str, release: str, results: dict[str, dict[str, Any]], seconds: float) -> None:
-    """Merge one run's results into the record at ``out`` (its other runs and classes kept)."""
+def merge(out: Path, engine: str, release: str, results: dict[str, dict[str, Any]], seconds: float | None) -> None:
+    """Merge one run's results into the record at ``out`` (its other runs and classes kept); ``seconds``: how long a
+    run of every class took (None for a run of some, which keeps the figure recorded)."""
     record: dict[str, Any] = json.loads(out.read_text()) if out.is_file() else {"schema": SCHEMA, "runs": {}}
     run = record["runs"].setdefault(engine, {}).setdefault(release, {"classes": {}})
-    run.update(layers=LAYERS, draft_ids=list(DRAFT_IDS), recorded=datetime.date.today().isoformat(),
-               seconds=round(seconds))
+    run.update(layers=LAYERS, draft_ids=list(DRAFT_IDS), recorded=datetime.date.today().isoformat())
+    if seconds is not None:
+        run["seconds"] = round(seconds)
     run["classes"].update(results)
     run["classes"] = dict(sorted(run["classes"].items()))
     out.write_text(json.dumps(record, indent=1, sort_keys=False) + "\n")
@@ -141,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.monotonic()
     results = run_forward(args.python, archs, progress=True)
     seconds = time.monotonic() - start
-    merge(args.out, VLLM, release, results, seconds)
+    merge(args.out, VLLM, release, results, None if args.arch else seconds)
     counts: dict[str, int] = {}
     for result in results.values():
         counts[str(result["outcome"])] = counts.get(str(result["outcome"]), 0) + 1

@@ -10,20 +10,21 @@ is ``{"architecture", "draft", "folder", "layers", "out"}``. For each:
    tiny vocabulary (:func:`tiny_config`); vLLM's dummy loader gives it random weights.
 2. The engine's own path builds it with the draft (``vllm_loader.py``: ``EngineArgs(speculative_config={"method":
    "eagle3", ...})``, the CPU model runner's ``load_model``: target, drafter and the aux-layer setup).
-3. The target's forward runs three times on 8 tokens, as the runner's warm-up does (no attention metadata):
-   ``off`` with no aux layers (a failure there has nothing to do with capture: "not run on CPU"); ``all`` with every
-   layer input 0..L requested (``set_aux_hidden_state_layers``: which ones fire, matched bit for bit with the
-   residual stream hooks take at each decoder layer); ``draft`` with the layers the runner set from the draft's ids,
-   then the runner's own lines: ``hidden_states, aux_hidden_states = model_output`` (v1/worker/gpu_model_runner.py
-   _model_forward postprocess), ``torch.cat(aux_hidden_states, dim=-1)`` (propose_draft_token_ids) and the
-   drafter's ``combine_hidden_states`` (v1/spec_decode/llm_base_proposer.py propose).
+3. The target's forward runs on 8 tokens as the runner's warm-up does (no attention metadata): ``off`` with no aux
+   layer (a failure there has nothing to do with capture: "not run on CPU"); once per layer input k = 0..L requested
+   alone (``set_aux_hidden_state_layers((k,))``: the layer input its state equals, matched bit for bit with the
+   residual stream hooks take at each decoder layer, ``silent``, or the words it raises; ``per_id``); ``draft`` with
+   the layers the runner set from the draft's ids, then the runner's own lines: ``hidden_states, aux_hidden_states =
+   model_output`` (v1/worker/gpu_model_runner.py _model_forward postprocess), ``torch.cat(aux_hidden_states,
+   dim=-1)`` (propose_draft_token_ids) and the drafter's ``combine_hidden_states`` (v1/spec_decode/
+   llm_base_proposer.py propose).
 
 The result (schema :data:`SCHEMA`): ``outcome`` ``delivered`` (every requested state reached the draft's fc),
 ``under-delivered`` (fewer states than requested: the fc's words), ``raised`` (the forward or the runner's lines
 raised with capture on, or the aux-layer setup at load), ``not run on CPU`` (the class fails without capture too,
 or its tiny config could not be built or loaded for reasons unrelated to capture), with ``error``, ``requested``,
-``delivered`` (count), ``shapes``, ``fired`` (the layer inputs that fire when all are requested; None where the
-states could not be told apart) and ``notes``.
+``delivered`` (count), ``shapes``, ``per_id``, ``fired`` (the layer inputs that fired alone; None where some could
+not be told apart) and ``notes``.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ SIZES: dict[str, Any] = {
     "n_groups": 1, "global_head_dim": 16, "kv_channels": 16, "rotary_dim": 16, "partial_rotary_factor": 1.0,
     "num_nextn_predict_layers": 0, "tie_word_embeddings": False, "torch_dtype": "float32", "dtype": "float32",
 }
+#: Special token ids, moved into the tiny vocabulary where they lie past it.
+TOKEN_FIELDS = ("pad_token_id", "bos_token_id", "eos_token_id")
 #: Layer-count fields.
 LAYER_FIELDS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
 #: Sub-configs a composite config holds its decoder in.
@@ -114,6 +117,9 @@ def _shrink(config: Any, layers: int) -> None:
     for field in LAYER_FIELDS:
         if isinstance(getattr(config, field, None), int):
             setattr(config, field, layers)
+    for index, field in enumerate(TOKEN_FIELDS):  # special token ids inside the tiny vocabulary
+        if isinstance(getattr(config, field, None), int) and getattr(config, field) >= SIZES["vocab_size"]:
+            setattr(config, field, index)
     for key, value in list(vars(config).items()):
         if isinstance(value, list) and before and len(value) == before and before != layers:
             setattr(config, key, value[:layers])
@@ -252,6 +258,15 @@ def _one_id(target: Any, config: Any, k: int, taps: _Taps | None, initial: tuple
     return found if found is not None else "unmatched"
 
 
+def _fresh_groups() -> None:
+    """Model-parallel groups made for this job's config: the expert-parallel group exists only when the config that
+    created the groups is a MoE one (distributed/parallel_state.py), and jobs of a batch share the process."""
+    from vllm.distributed.parallel_state import destroy_model_parallel, model_parallel_is_initialized
+
+    if model_parallel_is_initialized():
+        destroy_model_parallel()
+
+
 def _capture_frames(exc: BaseException) -> bool:
     """Whether the failure was raised in vLLM's aux-layer setup (a function of vLLM's own whose name says so)."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if "/vllm/" in f.filename
@@ -289,6 +304,7 @@ def forward(job: dict[str, Any]) -> dict[str, Any]:
     from vllm.config import set_current_vllm_config
 
     with set_current_vllm_config(config):
+        _fresh_groups()
         loader._init_distributed()
         try:
             target, proposer = loader._load_with_runner(config, notes)
