@@ -35,6 +35,7 @@ from pytest_eagle3.knowledge.snapshot import (
     EMBEDDINGS,
     INDEX_ERROR,
     LAYERS_PATH,
+    RAISED,
     RANGE_REACH,
     SILENT,
     UNREACHED,
@@ -132,6 +133,8 @@ def plan_aux(sheet: FactSheet, snapshot: Snapshot, convention: str | None, measu
     if _feeds_other_layers(aux, sheet):
         aux = dataclasses.replace(aux, fix_edit=fix_edit(aux, snapshot))
     _support_issues(out, snapshot, support, arch)
+    if support is not None and support.support == CAPTURES and arch:
+        _forward_issues(out, snapshot, arch, requested, layers)
     _allowlist(out, snapshot, sheet.target_model_type)
     if crash:
         out.refuse("aux_layers", Finding(
@@ -329,6 +332,32 @@ def _support_issues(out: Filing, snapshot: Snapshot, support: Any, arch: str | N
             readings=((f"{snapshot.label}'s {arch} captures the configured aux layers", PASSES),
                       (f"{snapshot.label}'s {arch} captures none (the draft gets one hidden state)", FAILS)),
         ))
+
+
+def _forward_issues(out: Filing, snapshot: Snapshot, arch: str, requested: Sequence[int] | None,
+                    layers: int | None) -> None:
+    """A class whose own forward raised with capture on, in a forward probe of this release: for any draft fed aux
+    states, or for one that requests index 0 or L where requesting that index alone raised there."""
+    run = snapshot.forward_run(arch)
+    if run is None or not requested:
+        return
+    if run.outcome == RAISED:
+        summary = f"{snapshot.label}'s {arch} raises with EAGLE-3 capture on ({run.stage}): {run.error}"
+        fix = f"serve this target with another release or engine whose {arch} forward delivers the aux states"
+    else:
+        roles = {0: 0, layers: run.layers} if layers is not None else {}
+        raised = [(j, words) for j in sorted(set(requested)) if j in roles
+                  and (words := run.raised_at(roles[j])) is not None]
+        if not raised:
+            return
+        j, words = raised[0]
+        summary = f"{snapshot.label}'s {arch} raises when layer input {j} is requested: {words}"
+        fix = f"drop the aux id that maps to layer input {j}"
+    out.refuse("aux_layers", Finding(
+        "target-forward-raises", summary,
+        (Evidence("target architecture", arch, "a target class whose forward delivers the aux states"),),
+        fix, (f"rule: {run.source}",),
+    ))
 
 
 def _capturing(snapshot: Snapshot, arch: str | None) -> str:

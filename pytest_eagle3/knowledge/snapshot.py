@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from packaging.version import Version
 
 from pytest_eagle3.findings import Finding
-from pytest_eagle3.knowledge import advice, capture, draft_class_rows, draft_classes, reach
+from pytest_eagle3.knowledge import advice, capture, draft_class_rows, draft_classes, forward_runs, reach
 from pytest_eagle3.knowledge.behaviours import TABLES, BehaviourName, Behaviours, Rule, behaviours_at, read_behaviour
 from pytest_eagle3.knowledge.capture import (
     ALLOWLIST,
@@ -41,6 +41,7 @@ from pytest_eagle3.knowledge.draft_classes import (
 )
 from pytest_eagle3.knowledge.engine import Engine
 from pytest_eagle3.knowledge.engines.shared import AuxField, Transform
+from pytest_eagle3.knowledge.forward_runs import RAISED, ForwardRun
 from pytest_eagle3.knowledge.launch import VLLM_MODE, OtherMode
 from pytest_eagle3.knowledge.launch_settings import LAYERS_PATH, captured_layers, launch_fix
 from pytest_eagle3.knowledge.reach import CRASH, EMBEDDINGS, INDEX_ERROR, RANGE_REACH, UNREACHED, Reach
@@ -76,6 +77,7 @@ __all__ = [
     "OK",
     "PEAGLE_ERRORS",
     "QWEN3",
+    "RAISED",
     "RANGE_REACH",
     "READ",
     "REFUSED",
@@ -95,6 +97,7 @@ __all__ = [
     "DraftClass",
     "Engine",
     "EngineVersion",
+    "ForwardRun",
     "KvRule",
     "OtherMode",
     "Reach",
@@ -225,8 +228,22 @@ class Snapshot:
         return capture.allowlisted(self.version, model_type, self.engine)
 
     def reach(self, architecture: str) -> Row[Reach] | None:
-        """Which layer inputs ``architecture``'s capture loop reaches at this release (None: not scanned)."""
-        return reach.reach_at(self.engine, self.version, architecture)
+        """Which layer inputs ``architecture``'s capture loop reaches at this release (None: not scanned); where a
+        forward probe of this release saw index 0 or L otherwise, what it saw."""
+        row = reach.reach_at(self.engine, self.version, architecture)
+        run = self.forward_run(architecture)
+        if run is None:
+            return row
+        scanned = row.value if row is not None else RANGE_REACH[str(self.behaviours.capture_range)]
+        measured = forward_runs.measured_reach(run, scanned)
+        if measured is None:
+            return row
+        return Row(self.engine, run.release, measured, f"{run.source}: {run.boundary_words}", read_to=run.release)
+
+    def forward_run(self, architecture: str) -> ForwardRun | None:
+        """What ``architecture``'s own forward delivered to the draft in a forward probe of exactly this release
+        (None: not probed, or not run on CPU)."""
+        return forward_runs.forward_run(self.engine, self.version, architecture)
 
     def reach_label(self, architecture: str, row: Row[Reach]) -> str:
         """A reach row's source with the releases it covers."""

@@ -61,7 +61,9 @@ def _install_load_hook() -> None:
     DefaultModelLoader.load_weights = load_weights
 
 
-def _engine_config(draft: str, target: str, notes: list[str] | None = None) -> Any:
+def _engine_config(draft: str, target: str, notes: list[str] | None = None, **overrides: Any) -> Any:
+    """The engine config of a (draft, target) pair; ``overrides`` go to ``EngineArgs`` (the forward probe's dummy
+    weights and float32)."""
     import dataclasses
 
     from vllm.engine.arg_utils import EngineArgs
@@ -91,6 +93,7 @@ def _engine_config(draft: str, target: str, notes: list[str] | None = None) -> A
         max_num_seqs=4,
         speculative_config={"method": "eagle3", "model": draft, "num_speculative_tokens": NUM_SPECULATIVE_TOKENS},
         **extra,
+        **overrides,
     )
     return args.create_engine_config()
 
@@ -261,6 +264,11 @@ def _aux_layers(target: Any) -> list[int] | None:
         value = getattr(owner, "aux_hidden_state_layers", None)
         if value is not None:
             return [int(i) for i in value]
+    # the Transformers modeling backend keeps one output_aux_hidden_state_{k} flag per id
+    # (models/transformers/base.py set_aux_hidden_state_layers, 0.32.0)
+    flags = getattr(target, "_output_aux_hidden_states_kwargs", None)
+    if flags:
+        return [int(key.rsplit("_", 1)[1]) for key in flags]
     return None
 
 
