@@ -1,7 +1,8 @@
 """Run in OpenVINO GenAI's interpreter: export a draft / target with optimum-intel's own exporter, or serve the
 converted pair with ``openvino_genai.LLMPipeline`` on CPU and print its speculative-decoding counts as JSON.
 
-``export SRC OUT [--no-trust-remote-code]``: ``optimum-cli export openvino`` (exit code and the last error line).
+``export SRC OUT [--no-trust-remote-code]``: ``optimum-cli export openvino`` (exit code, the last error line, and the
+names transformers' load report calls UNEXPECTED / MISSING).
 ``serve TARGET DRAFT LAYERS PROMPTS_JSON STEPS NEW_TOKENS``: LAYERS ``-`` for none, else ``2,4,5`` written into the
 converted draft's rt_info ``hidden_layers_list`` (the only way a Python caller reaches it: a list argument arrives
 as int64 and draft_model's property check wants int32).
@@ -21,7 +22,11 @@ def export(source: str, out: str, trust: bool) -> dict[str, object]:
                "--task=text-generation-with-past", "--weight-format", "fp32", *(["--trust-remote-code"] if trust else [])]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     errors = [line for line in done.stderr.splitlines() if "Error" in line]
-    return {"returncode": done.returncode, "error": errors[-1] if errors else None}
+    report = [line.split("|") for line in (done.stdout + done.stderr).splitlines() if line.count("|") >= 2]
+    named = {status: sorted(row[0].strip() for row in report if row[1].strip() == status)
+             for status in ("UNEXPECTED", "MISSING")}
+    return {"returncode": done.returncode, "error": errors[-1] if errors else None,
+            "unexpected": named["UNEXPECTED"], "missing": named["MISSING"]}
 
 
 def serve(target: str, draft: str, layers: str, prompts: list[list[int]], steps: int, new_tokens: int) -> dict[str, object]:

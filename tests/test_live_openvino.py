@@ -90,6 +90,29 @@ def test_the_exporter_needs_its_own_draft_class(ov_python: str, tmp_path: Path) 
     assert plan.outcome == "loads" and not plan.dropped
 
 
+def test_the_exporter_drops_and_leaves_what_the_plan_says(ov_python: str, tmp_path: Path) -> None:
+    """engine.keys: a SpecForge draft saved as layers.0.* exports (exit 0), its layer tensors UNEXPECTED (dropped)
+    and midlayer's parameters MISSING (newly initialised): the plan's dropped and uninitialised."""
+    from safetensors.torch import load_file, save_file
+
+    renamed = tmp_path / "layers0"
+    renamed.mkdir()
+    (renamed / "config.json").write_text((SPECFORGE / "config.json").read_text())
+    tensors = load_file(SPECFORGE / "model.safetensors")
+    save_file({k.replace("midlayer.", "layers.0."): v for k, v in tensors.items()}, renamed / "model.safetensors")
+    result = _run(ov_python, "export", str(renamed), str(tmp_path / "out"))
+    plan = _plan(renamed, "openvino: hidden_layers_list=[2,4,5]")
+    assert result["returncode"] == 0 and plan.outcome == "loads with loss"
+    assert result["unexpected"] == sorted(plan.dropped)
+    # embed_tokens is MISSING too: a SpecForge export ships none, and the pipeline puts the target's in its place
+    # (share_vocabulary), as the plan's embed_tokens source says
+    missing = [name for name in result["missing"] if name != "model.embed_tokens.weight"]
+    assert len(missing) == len(result["missing"]) - 1 and plan.embed_tokens == "target"
+    assert {name.rsplit(".", 2)[0] for name in missing} >= {"model.midlayer.self_attn", "model.midlayer.mlp"}
+    assert all(name.startswith("model.midlayer.") for name in [*missing, *plan.uninitialised])
+    assert len(missing) == len(plan.dropped)
+
+
 def test_the_default_layers_refuse_a_shallow_target_as_the_plan_does(ov_python: str, converted: Path) -> None:
     """engine.aux_layers: no hidden_layers_list and a target of 8 layers: the pipeline's assert, and the plan's."""
     result = _run(ov_python, "serve", str(converted / TARGET.name), str(converted / SPECFORGE.name), "-",
