@@ -18,4 +18,6 @@ INTERPRETERS: tuple[tuple[str, str, str], ...] = (
      'python interpreter of the venv where mlx-vlm is installed: probe.load runs its loader on each '
      'checkpoint; the live mlx-vlm tests run its generate loop with it (default for those: this '
      'interpreter)'),
+    ('openvino', 'eagle3_openvino_python',
+     'python interpreter of the venv where OpenVINO GenAI is installed: the engine tests run with it'),
 )

@@ -20,7 +20,8 @@ def test_each_interpreter_option_is_one_engines() -> None:
     assert {owned[s.dest]: (s.flag, s.env, s.ini) for s in OPTIONS if s.interpreter} == {
         "vllm": ("--eagle3-vllm-python", "EAGLE3_VLLM_PYTHON", "eagle3_vllm_python"),
         "sglang": ("--eagle3-sglang-python", "EAGLE3_SGLANG_PYTHON", "eagle3_sglang_python"),
-        "mlx-vlm": ("--eagle3-mlx-vlm-python", "EAGLE3_MLX_VLM_PYTHON", "eagle3_mlx_vlm_python")}
+        "mlx-vlm": ("--eagle3-mlx-vlm-python", "EAGLE3_MLX_VLM_PYTHON", "eagle3_mlx_vlm_python"),
+        "openvino": ("--eagle3-openvino-python", "EAGLE3_OPENVINO_PYTHON", "eagle3_openvino_python")}
 
 
 def _given(**values: str) -> dict[str, Resolved]:

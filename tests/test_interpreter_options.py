@@ -36,6 +36,9 @@ HISTORIC = {
                                 "python interpreter of the venv where mlx-vlm is installed: probe.load runs its loader "
                                 "on each checkpoint; the live mlx-vlm tests run its generate loop with it (default for "
                                 "those: this interpreter)"),
+    "--eagle3-openvino-python": ("EAGLE3_OPENVINO_PYTHON", "eagle3_openvino_python",
+                                 "python interpreter of the venv where OpenVINO GenAI is installed: the engine tests "
+                                 "run with it"),
 }
 
 
@@ -83,7 +86,7 @@ def test_each_historic_option_keeps_its_flag_env_ini_and_help() -> None:
 
     interpreters = {spec.flag: (spec.env, spec.ini, spec.help) for spec in OPTIONS if spec.interpreter}
     assert interpreters == HISTORIC
-    assert [spec.engine for spec in OPTIONS if spec.interpreter] == ["vllm", "sglang", "mlx-vlm"]
+    assert [spec.engine for spec in OPTIONS if spec.interpreter] == ["vllm", "sglang", "mlx-vlm", "openvino"]
 
 
 def test_pytest_help_shows_each_bundled_engines_option(pytester: pytest.Pytester) -> None:

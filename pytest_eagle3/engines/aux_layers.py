@@ -681,40 +681,46 @@ def launched(snapshot: Snapshot) -> bool:
 
 def _launch_how_read(snapshot: Snapshot, requested: Sequence[int] | None) -> str:
     """What the engine reads instead of the draft's ids, for a headline."""
+    spec = snapshot.kind.serving.launch_layers
+    path, words = (spec.path, spec.default_words) if spec is not None else (LAYERS_PATH, DEFAULT_WORDS)
     ids = snapshot.launched_layers
-    given = (f"{LAYERS_PATH} = {list(ids)} (layer outputs)" if ids is not None
-             else f"no {LAYERS_PATH} at launch, so its default {DEFAULT_WORDS}")
+    given = (f"{path} = {list(ids)} (layer outputs)" if ids is not None
+             else f"no {path} at launch, so its default {words}")
     return (f"{snapshot.label} never reads the draft config's aux ids; it captures {given} -> inputs of layers "
             f"{list(requested or ())}")
 
 
-def _launch_fix(trained: Sequence[int]) -> str | None:
+def _launch_fix(snapshot: Snapshot, trained: Sequence[int]) -> str | None:
     """The launch that feeds the layer inputs ``trained`` (setting ids = inputs - 1); None for the embeddings."""
     ids = [j - 1 for j in trained]
-    return launch_fix(ids) if ids and min(ids) >= 0 else None
+    return launch_fix(ids, snapshot.kind.name) if ids and min(ids) >= 0 else None
 
 
 def _launch_no_default(out: Filing, snapshot: Snapshot, layers: int | None, trained: Sequence[int] | None) -> bool:
-    """File the startup failure of the default on a target of <= 5 layers; True when filed."""
-    if not launched(snapshot) or snapshot.launched_layers is not None or layers is None or layers > NO_DEFAULT_BELOW:
+    """File the startup failure of the default on a target too shallow for it; True when filed."""
+    spec = snapshot.kind.serving.launch_layers
+    fewest = spec.fewest_layers if spec is not None else NO_DEFAULT_BELOW + 1
+    if not launched(snapshot) or snapshot.launched_layers is not None or layers is None or layers >= fewest:
         return False
-    wanted = _launch_fix(trained) if trained else None
+    path = spec.path if spec is not None else LAYERS_PATH
+    error = spec.no_default_error if spec is not None else "ValueError 'Not enough hidden layers for default EAGLE3 capture'"
+    wanted = _launch_fix(snapshot, trained) if trained else None
     out.refuse("aux_layers", Finding(
         "aux-no-default",
-        f"{snapshot.label} has no default aux layers for a target of {layers} layers: ValueError 'Not enough hidden "
-        "layers for default EAGLE3 capture' at startup",
-        (Evidence(LAYERS_PATH, "not set at launch", f"the layers the draft was trained on ({describe_inputs(trained)})"),),
-        wanted or f"launch with {LAYERS_PATH} naming the layers the draft was trained on",
+        f"{snapshot.label} has no default aux layers for a target of {layers} layers: {error} at startup",
+        (Evidence(path, "not set at launch", f"the layers the draft was trained on ({describe_inputs(trained)})"),),
+        wanted or f"launch with {path} naming the layers the draft was trained on",
         (f"rule: {snapshot.source('aux_default')}",),
     ))
     return True
 
 
-def _launch_aux_fix(aux: AuxPlan) -> str:
+def _launch_aux_fix(aux: AuxPlan, snapshot: Snapshot) -> str:
     """The fix line of an aux-layers finding for a launch-setting engine."""
-    wanted = _launch_fix(aux.trained or ())
+    spec = snapshot.kind.serving.launch_layers
+    wanted = _launch_fix(snapshot, aux.trained or ())
     return wanted or (f"the draft was trained on layer inputs {list(aux.trained or ())}: input 0 (the embeddings) "
-                      f"is no layer output, so no {LAYERS_PATH} feeds it")
+                      f"is no layer output, so no {spec.path if spec is not None else LAYERS_PATH} feeds it")
 
 
 # -- 7. Fed against trained: the finding
@@ -821,7 +827,7 @@ def _aux_fix(aux: AuxPlan, snapshot: Snapshot, arch: str | None) -> str:
     if aux.graph_mode is not None and aux.captured == aux.trained:
         return f"serve with {snapshot.serve_with('graph_mode_default_layers', lambda v: not v)} (or --disable-cuda-graph, slow)"
     if launched(snapshot):
-        return _launch_aux_fix(aux)
+        return _launch_aux_fix(aux, snapshot)
     if aux.fix_edit is None:
         since = snapshot.first_release("aux_id_fields", bool) if snapshot.kind.serving.aux_fix_names_own_release else None
         if since is not None:  # a later release of the same engine reads them: name it (computed from the rows)

@@ -185,10 +185,14 @@ def _default_inputs(snapshot: Snapshot, target_layers: int | None, draft_layers:
     if snapshot.behaviours.aux_default == "draft-layers":
         n = draft_layers or 1
         return tuple(max(i, 1) for i in (2, n // 2, max(n - 3, 0)))
-    if snapshot.behaviours.aux_default == "launch-setting":  # TensorRT-LLM: layer outputs, -1 the final state (L)
+    if snapshot.behaviours.aux_default == "launch-setting":  # layer outputs, -1 the final state (L)
         launched = snapshot.launched_layers
-        if launched is None:  # its default (1, L//2 - 1, L - 4) raises for L <= 5: nothing is captured
-            return default_aux_inputs(target_layers) if target_layers is not None and target_layers > 5 else None
+        spec = snapshot.kind.serving.launch_layers
+        shift, fewest = (spec.default_input_shift, spec.fewest_layers) if spec is not None else (0, 6)
+        if launched is None:  # the default raises below its fewest layers: nothing is captured
+            if target_layers is None or target_layers < fewest:
+                return None
+            return tuple(i + shift for i in default_aux_inputs(target_layers))
         return tuple(sorted({i + 1 for i in launched if i >= 0} | ({target_layers} if -1 in launched and
                                                                     target_layers is not None else set())))
     return default_aux_inputs(target_layers) if target_layers is not None else None

@@ -214,6 +214,26 @@ class Loading:
 
 
 @dataclass(frozen=True)
+class LaunchLayers:
+    """Aux layers an engine takes from a launch setting (layer OUTPUTS), never from the draft config (behaviour
+    ``aux_default`` launch-setting): the setting, its default and the target depth below which it has none."""
+
+    #: The name ``--eagle3-engine-args`` takes (``trtllm: eagle3_layers_to_capture=[1,3,4]``).
+    setting: str
+    #: Where the engine reads it, as a fix names it.
+    path: str
+    #: How the engine is launched with it (the fix's tail).
+    how: str
+    #: The default as the engine writes it (layer outputs).
+    default_words: str
+    #: The default's layer inputs are EAGLE's [2, L//2, L-3] shifted by this (TensorRT-LLM 0, OpenVINO GenAI 1).
+    default_input_shift: int
+    #: The fewest target layers with a default; fewer fail at startup with ``no_default_error``.
+    fewest_layers: int
+    no_default_error: str
+
+
+@dataclass(frozen=True)
 class Serving:
     """How it serves the draft beside its target: the context, the aux layers' fixes, the launch settings a plan
     reads (``engines/runtime``, ``engines/aux_layers``)."""
@@ -232,6 +252,8 @@ class Serving:
     launch_settings: tuple[str, ...] = ()
     #: A config edit reaches the engine through its converter (llama.cpp: the fix adds the convert command).
     converts_checkpoint: bool = False
+    #: Where its aux layers come from when a launch setting names them (TensorRT-LLM, OpenVINO GenAI).
+    launch_layers: LaunchLayers | None = None
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,10 @@ LAYERS_TO_CAPTURE = "eagle3_layers_to_capture"
 LAYERS_PATH = f"speculative_config.{LAYERS_TO_CAPTURE}"
 #: The settings each engine's static plan reads (the path a fix names).
 SETTINGS: dict[str, tuple[str, ...]] = {engine.name: engine.serving.launch_settings for engine in REGISTRY if engine.serving.launch_settings}
+#: Each engine's aux-layer setting: the name --eagle3-engine-args takes -> the path it is read at.
+LAYER_SETTINGS: dict[str, tuple[str, str]] = {
+    engine.name: (engine.serving.launch_layers.setting, engine.serving.launch_layers.path)
+    for engine in REGISTRY if engine.serving.launch_layers is not None}
 #: How a fix that only a launch can make begins (no fixed copy is offered for it).
 LAUNCH_FIX = "launch with "
 
@@ -79,7 +83,8 @@ def settings_for(engine: str, text: str | None) -> tuple[tuple[str, str], ...]:
     for word in parsed.get(engine, ()):  # its own section only: the common words go to every live server
         name, sep, value = word.partition("=")
         name = name.strip().lstrip("-").replace("-", "_")
-        path = LAYERS_PATH if name in (LAYERS_TO_CAPTURE, LAYERS_PATH) else None
+        setting, layers_path = LAYER_SETTINGS.get(engine, (LAYERS_TO_CAPTURE, LAYERS_PATH))
+        path = layers_path if name in (setting, layers_path) else None
         if sep and path in wanted:
             found[path] = str(list(layer_ids(value)))
     return tuple(found.items())
@@ -94,14 +99,17 @@ def with_launch(engines: Sequence[EngineVersion], text: str | None) -> tuple[Eng
 def captured_layers(launch: Sequence[tuple[str, str]]) -> tuple[int, ...] | None:
     """The layer ids a launch (an engine version's settings, ``EngineVersion.launch``) tells TensorRT-LLM to capture
     (layer OUTPUTS; -1: the final state), or None."""
-    value = dict(launch).get(LAYERS_PATH)
+    paths = {path for _, path in LAYER_SETTINGS.values()}
+    value = next((v for name, v in launch if name in paths), None)
     return layer_ids(value) if value is not None else None
 
 
-def launch_fix(ids: Sequence[int]) -> str:
-    """The launch a fix names: the setting with ``ids`` and where TensorRT-LLM reads it."""
-    return (f"{LAUNCH_FIX}{LAYERS_PATH}: {list(ids)} (trtllm-serve --extra_llm_api_options FILE; here: "
-            f"--eagle3-engine-args 'trtllm: {LAYERS_TO_CAPTURE}=[{','.join(map(str, ids))}]')")
+def launch_fix(ids: Sequence[int], engine: str = "trtllm") -> str:
+    """The launch a fix names: the setting with ``ids`` and where ``engine`` reads it."""
+    spec = next(e.serving.launch_layers for e in REGISTRY if e.name == engine)
+    assert spec is not None, engine
+    return (f"{LAUNCH_FIX}{spec.path}: {list(ids)} ({spec.how}; here: "
+            f"--eagle3-engine-args '{engine}: {spec.setting}=[{','.join(map(str, ids))}]')")
 
 
 def engine_args(engines: Sequence[EngineVersion]) -> str | None:

@@ -43,7 +43,7 @@ def index_name(engine: Engine) -> str | None:
     """The engine's distribution on the package index: its display name as PEP 503 writes it (``TensorRT-LLM`` ->
     ``tensorrt-llm``); None for an engine whose releases are builds (llama.cpp's ``b11312``: its repository's tags).
     TensorRT-LLM's files there are stubs, but its releases are listed."""
-    return None if engine.release_prefix else canonicalize_name(engine.display)
+    return None if engine.release_prefix else canonicalize_name(engine.display.replace(" ", "-"))
 
 
 #: Where a release of each engine is looked up, by engine name (an engine without a package left out).

@@ -25,6 +25,7 @@ from pytest_eagle3.knowledge.engine import (
     CaptureEntry,
     Confirmation,
     Engine,
+    LaunchLayers,
     Loading,
     Serving,
     TableRow,
@@ -254,5 +255,9 @@ ENGINE = Engine(
     ),
     serving=Serving(
         launch_settings=("speculative_config.eagle3_layers_to_capture",),
+        launch_layers=LaunchLayers(
+            "eagle3_layers_to_capture", "speculative_config.eagle3_layers_to_capture",
+            "trtllm-serve --extra_llm_api_options FILE", "{1, L//2 - 1, L - 4} (layer outputs)", 0, 6,
+            "ValueError 'Not enough hidden layers for default EAGLE3 capture'"),
     ),
 )
