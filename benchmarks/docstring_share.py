@@ -44,10 +44,15 @@ def public_names(path: Path) -> Iterator[tuple[str, bool]]:
                         yield f"{where}:{node.name}.{inner.name}", ast.get_docstring(inner) is not None
 
 
+#: Decorators that give the function its docstring: ``@override`` (said where it is declared) and ``@contract_test``
+#: (the contract table's description, ``shell/contract.py``).
+DOCUMENTING = ("override", "contract_test")
+
+
 def _overrides(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """A method marked ``@override`` / ``@typing.override`` says what it does where it is declared."""
-    return any((isinstance(d, ast.Name) and d.id == "override") or (isinstance(d, ast.Attribute) and d.attr == "override")
-               for d in method.decorator_list)
+    """A method whose decorator documents it (:data:`DOCUMENTING`) says what it does elsewhere."""
+    return any((isinstance(d, ast.Name) and d.id in DOCUMENTING)
+               or (isinstance(d, ast.Attribute) and d.attr in DOCUMENTING) for d in method.decorator_list)
 
 
 def undocumented(package: Path = PACKAGE) -> tuple[list[str], int]:
