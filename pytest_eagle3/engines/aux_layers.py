@@ -34,7 +34,6 @@ from pytest_eagle3.knowledge.snapshot import (
     CRASH,
     EMBEDDINGS,
     INDEX_ERROR,
-    LAYERS_PATH,
     RAISED,
     RANGE_REACH,
     SILENT,
@@ -65,12 +64,6 @@ DRAFT_DEFAULT_RULE = "ids 2, n//2, max(n-3, 0) of the DRAFT's n layers, each the
 
 #: The ``aux_default`` of an engine that takes its aux layers from a launch setting (section 6).
 LAUNCH_SETTING = "launch-setting"
-
-#: TensorRT-LLM's default, as its own field description writes it (layer outputs).
-DEFAULT_WORDS = "{1, L//2 - 1, L - 4} (layer outputs)"
-
-#: The most target layers for which the default raises (eagle3.py: ``if self.num_layers <= 5``).
-NO_DEFAULT_BELOW = 5
 
 
 # -- The plan: what the target captures for the draft, what the draft was trained on, what the area files
@@ -681,8 +674,8 @@ def launched(snapshot: Snapshot) -> bool:
 
 def _launch_how_read(snapshot: Snapshot, requested: Sequence[int] | None) -> str:
     """What the engine reads instead of the draft's ids, for a headline."""
-    spec = snapshot.kind.serving.launch_layers
-    path, words = (spec.path, spec.default_words) if spec is not None else (LAYERS_PATH, DEFAULT_WORDS)
+    spec = snapshot.launch_layers
+    path, words = spec.path, spec.default_words
     ids = snapshot.launched_layers
     given = (f"{path} = {list(ids)} (layer outputs)" if ids is not None
              else f"no {path} at launch, so its default {words}")
@@ -698,12 +691,12 @@ def _launch_fix(snapshot: Snapshot, trained: Sequence[int]) -> str | None:
 
 def _launch_no_default(out: Filing, snapshot: Snapshot, layers: int | None, trained: Sequence[int] | None) -> bool:
     """File the startup failure of the default on a target too shallow for it; True when filed."""
-    spec = snapshot.kind.serving.launch_layers
-    fewest = spec.fewest_layers if spec is not None else NO_DEFAULT_BELOW + 1
-    if not launched(snapshot) or snapshot.launched_layers is not None or layers is None or layers >= fewest:
+    if not launched(snapshot) or snapshot.launched_layers is not None or layers is None:
         return False
-    path = spec.path if spec is not None else LAYERS_PATH
-    error = spec.no_default_error if spec is not None else "ValueError 'Not enough hidden layers for default EAGLE3 capture'"
+    spec = snapshot.launch_layers
+    if layers >= spec.fewest_layers:
+        return False
+    path, error = spec.path, spec.no_default_error
     wanted = _launch_fix(snapshot, trained) if trained else None
     out.refuse("aux_layers", Finding(
         "aux-no-default",
@@ -717,10 +710,9 @@ def _launch_no_default(out: Filing, snapshot: Snapshot, layers: int | None, trai
 
 def _launch_aux_fix(aux: AuxPlan, snapshot: Snapshot) -> str:
     """The fix line of an aux-layers finding for a launch-setting engine."""
-    spec = snapshot.kind.serving.launch_layers
     wanted = _launch_fix(snapshot, aux.trained or ())
     return wanted or (f"the draft was trained on layer inputs {list(aux.trained or ())}: input 0 (the embeddings) "
-                      f"is no layer output, so no {spec.path if spec is not None else LAYERS_PATH} feeds it")
+                      f"is no layer output, so no {snapshot.launch_layers.path} feeds it")
 
 
 # -- 7. Fed against trained: the finding

@@ -187,8 +187,8 @@ def _default_inputs(snapshot: Snapshot, target_layers: int | None, draft_layers:
         return tuple(max(i, 1) for i in (2, n // 2, max(n - 3, 0)))
     if snapshot.behaviours.aux_default == "launch-setting":  # layer outputs, -1 the final state (L)
         launched = snapshot.launched_layers
-        spec = snapshot.kind.serving.launch_layers
-        shift, fewest = (spec.default_input_shift, spec.fewest_layers) if spec is not None else (0, 6)
+        spec = snapshot.launch_layers
+        shift, fewest = spec.default_input_shift, spec.fewest_layers
         if launched is None:  # the default raises below its fewest layers: nothing is captured
             if target_layers is None or target_layers < fewest:
                 return None

@@ -39,7 +39,7 @@ from pytest_eagle3.knowledge.draft_classes import (
     DraftClass,
     speculators_class,
 )
-from pytest_eagle3.knowledge.engine import Engine
+from pytest_eagle3.knowledge.engine import Engine, LaunchLayers
 from pytest_eagle3.knowledge.engines.shared import AuxField, Transform
 from pytest_eagle3.knowledge.forward_runs import RAISED, ForwardRun
 from pytest_eagle3.knowledge.launch import VLLM_MODE, OtherMode
@@ -156,6 +156,16 @@ class Snapshot:
     def display(self) -> str:
         """The engine's display name (``vLLM``)."""
         return DISPLAY[self.engine]
+
+    @property
+    def launch_layers(self) -> LaunchLayers:
+        """The launch setting an engine whose ``aux_default`` is launch-setting takes its aux layers from (its
+        ``Engine.serving.launch_layers``: the setting, its default, the fewest target layers with one)."""
+        spec = self.kind.serving.launch_layers
+        if spec is None:
+            raise LookupError(f"{self.display} takes its aux layers from a launch setting, but its Engine declares no "
+                              "serving.launch_layers")
+        return spec
 
     def row(self, behaviour: BehaviourName) -> Rule:
         """The row a behaviour's value came from."""
