@@ -16,6 +16,7 @@ measurements it could not make (``unmeasured``) is a PASS.
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -122,12 +123,15 @@ def right(expected: dict[str, Any], row: Row | None) -> bool:
     return outcome(expected, row) == "right"
 
 
-def measure(source: bool = True) -> dict[str, Counter[str]]:
+def measure(source: bool = True, part: str | None = None) -> dict[str, Counter[str]]:
     """The outcomes per engine over the corpus (``OUTCOMES`` -> count), scored against what the source says
-    (``source``) or against the expectations as written; prints each expectation not right."""
+    (``source``) or against the expectations as written; prints each expectation not right. ``part``: only the
+    incidents of that part ("" for those in none)."""
     figures: dict[str, Counter[str]] = {}
     with tempfile.TemporaryDirectory(prefix="eagle3-incidents-") as tmp:
         for incident in INCIDENTS:
+            if part is not None and incident.get("part", "") != part:
+                continue
             run = run_incident(incident, Path(tmp) / incident["id"])
             if run.crashed:
                 print(f"{incident['id']}: the command crashed:\n{run.crashed}")
@@ -157,8 +161,16 @@ def summary(figures: dict[str, Counter[str]]) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
-    written = "--as-written" in sys.argv[1:]
-    print("scored against the expectations as written" if written
+def main(argv: list[str]) -> None:
+    """``[--as-written] [--part NAME]``: print the figures over the corpus, or over one part of it."""
+    parser = argparse.ArgumentParser(prog="python -m tests.incidents.measure", description=__doc__.split("\n")[0])
+    parser.add_argument("--as-written", action="store_true", help="score the expectations as written, not the source's")
+    parser.add_argument("--part", default=None, help="only the incidents of this part ('' for those in none)")
+    options = parser.parse_args(argv)
+    print("scored against the expectations as written" if options.as_written
           else "scored against the released source where it contradicts an expectation ('source' entries)")
-    print(summary(measure(source=not written)))
+    print(summary(measure(source=not options.as_written, part=options.part)))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
