@@ -246,7 +246,10 @@ class AuxLayers:
         """An id equal to L settles the reading: "the output of layer L" does not exist (ModelOpt's hook on
         ``layers[L]`` would raise, AngelSlim's ``hidden_states[L + 1]`` too), so every id is a hidden-state boundary,
         id k the state entering layer k and id L the last layer's output (SGLang models/gpt_oss.py
-        set_eagle3_layers_to_capture keeps such ids as given, v0.5.17 #32334). Decided before any reading is
+        set_eagle3_layers_to_capture keeps such ids as given, v0.5.17 #32334; nvidia-modelopt 0.47.0's online hook
+        loop plugins/hf_eagle.py:404-406 never reaches layers[L], and its vLLM streaming route
+        plugins/hf_streaming_dataset.py:590-597 takes a top aux layer equal to the final layer as the base's final
+        hidden state, final_aux_is_base_hidden). Decided before any reading is
         enumerated; a stated convention is kept, and an id past L is invalid under every reading (target.consistent).
         """
         return (not self.stated and self.convention != INPUT_OF and bool(self.ids) and layers is not None
