@@ -1,8 +1,8 @@
 """Aux ids whose largest is L under a producer's output-of habit (nvidia/gpt-oss-120b-Eagle3-v3: [24, 30, 36] on
-36 layers, lightseekorg/tokenspeed#526): no layer L has an output, so the habit cannot be what the files mean;
-read as block boundaries (SGLang models/gpt_oss.py set_eagle3_layers_to_capture) or as layer outputs with id L the
-last layer's output (TokenSpeed) they name real states. The verdict is the outcome over those two readings: an engine
-that feeds what one reading trained and not the other is undecided, naming both; one that feeds neither fails."""
+36 layers, lightseekorg/tokenspeed#526): no layer L has an output, so the habit cannot be what the files mean; the ids
+settle their own reading, hidden-state boundaries (id k the input of layer k, id L the last layer's output: SGLang
+models/gpt_oss.py set_eagle3_layers_to_capture), before any reading is enumerated. An engine that feeds those states
+passes, one that feeds others fails; an id past L names no state under any reading and fails target.consistent."""
 
 from __future__ import annotations
 
@@ -42,21 +42,26 @@ def _codes(contract: dict[str, Any]) -> list[str]:
     return [f["code"] for f in contract.get("findings") or ()]
 
 
-def test_an_output_of_habit_naming_l_is_judged_over_both_readings(tmp_path: Path) -> None:
-    """SGLang keeps the ids (block boundaries): right under that reading, wrong under the other, so NOT JUDGED naming
-    both; vLLM 0.33.0's default runner feeds its defaults [2, L//2, L-3], which neither reading trained: FAIL."""
+def test_an_id_equal_to_l_settles_the_reading_as_boundaries(tmp_path: Path) -> None:
+    """"The output of layer L" does not exist: ids [2, 4, L] under ModelOpt's output-of habit can only be block
+    boundaries, decided before any reading is enumerated. SGLang 0.5.23 keeps gpt-oss ids that reach L as boundaries:
+    PASS, not assumed; vLLM 0.33.0's default runner feeds its defaults [2, L//2, L-3]: FAIL, naming the boundaries."""
     contracts = _check(tmp_path, "modelopt", (2, 4, LAYERS))
     failed = {name: _codes(c) for name, c in contracts.items() if c["outcome"] == "failed"}
     assert failed == {"engine.aux_layers@vllm": ["aux-layers"]}, failed
-    assert "read as block boundaries" in json.dumps(contracts["engine.aux_layers@vllm"]["findings"])
-    aux = contracts["engine.aux_layers@sglang"]
-    assert aux["outcome"] == "skipped" and aux.get("status") == "not modelled", aux
-    (finding,) = aux["findings"]
-    assert finding["code"] == "aux-route-undecided", finding
-    readings = {r["reading"].split(":")[0]: r["outcome"] for r in finding["readings"]}
-    assert readings == {"read as block boundaries (id L = the last layer's output)": "passes",
-                        "read as layer outputs, id L clamped to the last layer's output": "fails"}, readings
-    assert "--eagle3-aux-convention" in finding["fix"] and "--eagle3-target=DIR" in finding["fix"], finding
+    vllm = json.dumps(contracts["engine.aux_layers@vllm"]["findings"])
+    assert f"the largest id is L = {LAYERS}: no layer has output L, so the ids are hidden-state boundaries" in vllm, vllm
+    assert "input-of" in vllm and "assumed" not in vllm.split("draft trained on")[-1].split(";")[0], vllm
+    sglang = contracts["engine.aux_layers@sglang"]
+    assert sglang["outcome"] == "passed" and sglang.get("status") != "not modelled", sglang
+    assert not any(f.get("code") == "aux-route-undecided" for c in contracts.values() for f in c.get("findings") or ())
+
+
+def test_specforge_with_an_id_equal_to_l_reads_boundaries_without_enumerating_routes(tmp_path: Path) -> None:
+    """SpecForge's ids are read through its capture routes elsewhere; an id equal to L settles them first."""
+    contracts = _check(tmp_path, "specforge", (2, 4, LAYERS))
+    outcomes = {name: c["outcome"] for name, c in contracts.items() if name.startswith("engine.aux_layers")}
+    assert outcomes == {"engine.aux_layers@vllm": "failed", "engine.aux_layers@sglang": "passed"}, outcomes
 
 
 @pytest.mark.parametrize("ids", [(2, 4, LAYERS + 1), (2, 4, LAYERS + 5)])

@@ -23,8 +23,6 @@ ABSTAINED: dict[tuple[str, str], str] = {
     "(SGLang's reading) TokenSpeed's +1 shifts two of them; read as layer outputs with 36 the final state, it feeds "
     "them exactly (#526 measures 2.39)",
     ("tokenspeed-gpt-oss-v3", "tokenspeed==0.1.1"): "as on 0.1.0",
-    ("vllm-gpt-oss-120b-v3", "sglang==0.5.23"): "ids [24, 30, 36]: SGLang keeps them (block boundaries); read as layer "
-    "outputs with 36 the final state, two are one layer off (#32334 measures 2.680)",
     ("qwen3-8b-angelslim", "vllm==0.33.0"): "no ids: AngelSlim 0.2.x's default counted the embeddings (fails), "
     ">= 0.3.0's is what the engine feeds (passes); the checkpoint names no release",
     ("qwen3-8b-angelslim", "llamacpp==11312"): "as on vLLM 0.33.0",

@@ -393,15 +393,13 @@ def _trained(sheet: FactSheet, layers: int | None, convention: str | None,
             return routes[0].inputs, _routes_words(written, routes, sheet.producer)
         return None, ""
     given = convention or (written.convention_on(layers) if written else None)
-    how = "--eagle3-aux-convention" if convention else written.convention_source if written else ""
+    how = "--eagle3-aux-convention" if convention else written.convention_source_on(layers) if written else ""
     if written and written.ids and given in CONVENTIONS:
+        settled = not convention and written.settled_on(layers)
         return (trained_inputs(written.ids, given),
-                f"assumed: {written.field} = {list(written.ids)}, {given} ({how})")
+                f"{'' if settled else 'assumed: '}{written.field} = {list(written.ids)}, {given} ({how})")
     if written and written.ids:
-        why = (f" (the largest id is L = {layers}: not {written.convention} ids, as {written.convention_source}, "
-               "since layer L has no output; read as block boundaries they name real states)"
-               if written.contradicted_on(layers) else "")
-        return None, f"{written.field} = {list(written.ids)}, convention unknown{why}"
+        return None, f"{written.field} = {list(written.ids)}, convention unknown"
     if layers is not None and sheet.use_aux_hidden_state is False:
         return default_aux_inputs(layers), "the draft uses no aux hidden states (eagle_config.use_aux_hidden_state)"
     return None, ""
@@ -418,10 +416,8 @@ def _routes(sheet: FactSheet, layers: int | None, convention: str | None) -> tup
     """The capture routes the producer may have trained through, each reading the written ids for this target's
     class (:func:`route_readings`); empty where a convention is stated or no route is on record for it."""
     written = sheet.aux_written
-    if convention is not None or written is None or not written.ids or written.stated:
+    if convention is not None or written is None or not written.ids or written.stated or written.settled_on(layers):
         return ()
-    if written.contradicted_on(layers) and layers is not None:
-        return boundary_readings(written.ids, layers, written.convention_source)
     found = route_readings(sheet.producer, sheet.raw, sheet.target_architecture, layers, written.ids)
     # a route under which an id names a state past the target's last layer output cannot have trained the draft
     return tuple(r for r in found or () if layers is None or max(r.inputs) <= layers)
@@ -499,23 +495,6 @@ def ships(arch: str) -> bool:
     except ImportError:  # pragma: no cover - transformers is a dependency of the reference rung
         return True
     return arch in set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values())
-
-
-def boundary_readings(ids: Sequence[int], layers: int, habit: str) -> tuple[RouteReading, ...]:
-    """Ids whose largest is L under an output-of habit (layer L has no output, so the habit cannot have trained
-    them): the two readings such ids admit, each the way an engine that serves them reads them. Block boundaries,
-    id k = the state entering layer k and id L the last layer's output (SGLang models/gpt_oss.py
-    set_eagle3_layers_to_capture keeps ids as given when max(ids) == L, v0.5.17 #32334); or layer outputs with id L
-    clamped to the last layer's output (TokenSpeed models/base/causal_lm.py adds 1 to every id and
-    base/transformer_model.py takes the final residual for index L + 1)."""
-    boundaries = tuple(ids)
-    outputs = tuple(min(i + 1, layers) for i in ids)
-    return (RouteReading("read as block boundaries (id L = the last layer's output)", boundaries,
-                         f"SGLang models/gpt_oss.py set_eagle3_layers_to_capture (ids kept when max(ids) == L); not "
-                         f"{habit}, since layer L has no output"),
-            RouteReading("read as layer outputs, id L clamped to the last layer's output", outputs,
-                         "TokenSpeed models/base/causal_lm.py (+1) and base/transformer_model.py (index L + 1 = the "
-                         "final residual)"))
 
 
 def _routes_words(written: Any, routes: Sequence[RouteReading], producer: str) -> str:

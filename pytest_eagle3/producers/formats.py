@@ -234,22 +234,32 @@ class AuxLayers:
     stated: bool = False
 
     def convention_on(self, layers: int | None) -> str | None:
-        """The ids' convention on a target of ``layers`` decoder layers; None where the files contradict it.
+        """The ids' convention on a target of ``layers`` decoder layers: the ids' own where they settle it
+        (:meth:`settled_on`), else the stated one or the producer's habit (None: unknown)."""
+        return INPUT_OF if self.settled_on(layers) else self.convention
 
-        An output-of habit whose largest id is L cannot be what these files mean: layer L has no output (ModelOpt's
-        hook on ``layers[L]`` would raise). Read as block boundaries (hidden-state index L = the last layer's output,
-        SGLang's reading of such ids: models/gpt_oss.py set_eagle3_layers_to_capture, +1 unless the largest id is L,
-        v0.5.17 #32334) they name real states, but nothing in the files says so: the convention is unknown, and a
-        target with weights (reference.convention) or ``--eagle3-aux-convention`` decides. A stated one is kept.
+    def convention_source_on(self, layers: int | None) -> str:
+        """Where :meth:`convention_on` comes from, in words."""
+        return BOUNDARY_SOURCE.format(layers=layers) if self.settled_on(layers) else self.convention_source
+
+    def settled_on(self, layers: int | None) -> bool:
+        """An id equal to L settles the reading: "the output of layer L" does not exist (ModelOpt's hook on
+        ``layers[L]`` would raise, AngelSlim's ``hidden_states[L + 1]`` too), so every id is a hidden-state boundary,
+        id k the state entering layer k and id L the last layer's output (SGLang models/gpt_oss.py
+        set_eagle3_layers_to_capture keeps such ids as given, v0.5.17 #32334; nvidia-modelopt 0.47.0's online hook
+        loop plugins/hf_eagle.py:404-406 never reaches layers[L], and its vLLM streaming route
+        plugins/hf_streaming_dataset.py:590-597 takes a top aux layer equal to the final layer as the base's final
+        hidden state, final_aux_is_base_hidden). Decided before any reading is
+        enumerated; a stated convention is kept, and an id past L is invalid under every reading (target.consistent).
         """
-        if self.contradicted_on(layers):
-            return None
-        return self.convention
-
-    def contradicted_on(self, layers: int | None) -> bool:
-        """The producer's output-of habit names layer L's output, which no layer has (see :meth:`convention_on`)."""
-        return (self.convention == OUTPUT_OF and not self.stated and bool(self.ids) and layers is not None
+        return (not self.stated and self.convention != INPUT_OF and bool(self.ids) and layers is not None
                 and max(self.ids or ()) == layers)
+
+
+#: Why ids whose largest is L are read as hidden-state boundaries (:meth:`AuxLayers.settled_on`).
+BOUNDARY_SOURCE = ("the largest id is L = {layers}: no layer has output L, so the ids are hidden-state boundaries "
+                   "(id k = the input of layer k, id L = the last layer's output; SGLang models/gpt_oss.py "
+                   "set_eagle3_layers_to_capture reads them so)")
 
 
 @dataclass(frozen=True)
