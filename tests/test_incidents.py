@@ -19,10 +19,6 @@ ABSTAINED_REASON = ("NOT JUDGED: the plausible readings disagree about the outco
                     "outcomes and what decides (the expectation rests on a figure measured on the real engine)")
 #: The rows NOT JUDGED on the current plugin: (incident id, engine versions) -> the readings that disagree.
 ABSTAINED: dict[tuple[str, str], str] = {
-    ("tokenspeed-gpt-oss-v3", "tokenspeed==0.1.0"): "ids [24, 30, 36] on 36 layers: read as block boundaries "
-    "(SGLang's reading) TokenSpeed's +1 shifts two of them; read as layer outputs with 36 the final state, it feeds "
-    "them exactly (#526 measures 2.39)",
-    ("tokenspeed-gpt-oss-v3", "tokenspeed==0.1.1"): "as on 0.1.0",
     ("qwen3-8b-angelslim", "vllm==0.33.0"): "no ids: AngelSlim 0.2.x's default counted the embeddings (fails), "
     ">= 0.3.0's is what the engine feeds (passes); the checkpoint names no release",
     ("qwen3-8b-angelslim", "llamacpp==11312"): "as on vLLM 0.33.0",
