@@ -165,3 +165,19 @@ def test_recorded_converter_results_agree_with_the_plans(tmp_path: Path) -> None
                 assert tuple(results[name]["captured_inputs_of"]) == plan.aux.captured, (run, name)
             checked += 1
     assert checked >= 2 * len(drafts)
+
+
+def test_an_unknown_tensor_is_refused_in_the_converters_words(tmp_path: Path) -> None:
+    """A tensor the converter cannot map fails with convert_hf_to_gguf's ValueError, not another loader's KeyError."""
+    from safetensors.torch import load_file, save_file
+
+    draft = tmp_path / "extra-tensor"
+    shutil.copytree(EXAMPLES / "demo-draft-sglang", draft)
+    weights = next(draft.glob("*.safetensors"))
+    tensors = load_file(weights)
+    tensors["extra_proj.weight"] = next(iter(tensors.values())).clone()
+    save_file(tensors, weights)
+    (engine,) = parse_selection("llamacpp")
+    plan = load_plan(Checkpoint.open(draft), engine, DEMO_TARGET)
+    summaries = [i.finding.summary for i in plan.issues if i.finding.code == "key-refused"]
+    assert summaries and "ValueError: Can not map tensor 'extra_proj.weight'" in summaries[0], summaries

@@ -333,9 +333,16 @@ def _vllm_name(profile: Snapshot, rules: _ClassRules, name: str, params: set[str
     if rules.unknown_key == "raise-except-bias" and name.endswith(".bias"):
         out.dropped.append((name, "unexpected *.bias tensors are ignored (debug log only)"))
         return
-    error = {"raise-except-bias": "ValueError: There is no module or parameter named",
-             "raise-strict": "ValueError: Received parameters not in model:"}.get(rules.unknown_key, "KeyError:")
-    out.refused.append((name, f"{error} '{stacked}'"))
+    words = REFUSAL_WORDS.get(rules.unknown_key, "KeyError: '{param}'")
+    out.refused.append((name, words.format(param=stacked, tensor=name)))
+
+
+#: The words each loader refuses an unknown tensor with (``unknown_key`` -> template; KeyError otherwise), naming
+#: the parameter it looked for (``param``) or the checkpoint's tensor (``tensor``) as that loader does.
+REFUSAL_WORDS = {"raise-except-bias": "ValueError: There is no module or parameter named '{param}'",
+                 "raise-strict": "ValueError: Received parameters not in model: '{param}'",
+                 "raise-param-path": "ValueError: '{param}' is not a valid param path",
+                 "raise-can-not-map": "ValueError: Can not map tensor '{tensor}'"}
 
 
 #: Each key resolver (the engine's ``key_resolver``), as its loader matches names.

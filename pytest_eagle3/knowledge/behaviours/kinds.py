@@ -38,7 +38,8 @@ class Behaviours:
     key_prefix: Literal["add-model", "optional-model", "add-model-except-lm_head", "as-is"]
     first_layer: Literal["midlayer", "layers"]
     renames: Renames
-    unknown_key: Literal["warn-or-raise-stacked", "drop", "raise", "raise-except-bias", "raise-strict"]
+    unknown_key: Literal["warn-or-raise-stacked", "drop", "raise", "raise-except-bias", "raise-strict",
+                         "raise-param-path", "raise-can-not-map"]
     multi_layer: Literal["refused", "one-layer", "supported"]
     later_layer_norm: Literal["hidden_norm", "input_layernorm"]
     d2t_present: Literal["offsets", "discarded", "offsets-checked"]
@@ -177,7 +178,8 @@ BEHAVIOURS: dict[str, str] = {
     "key_prefix": "how checkpoint names get the draft module prefix ('model.')",
     "first_layer": "the module the first draft layer lives in: midlayer or layers.0",
     "renames": "substring renames applied to checkpoint names before lookup",
-    "unknown_key": "what happens to a checkpoint tensor with no matching parameter",
+    "unknown_key": ("what happens to a checkpoint tensor with no matching parameter (raise-*: refused, each with the "
+                    "engine's own words)"),
     "multi_layer": "whether drafts with num_hidden_layers > 1 are built",
     "later_layer_norm": "the norm layers >= 1 apply to their input",
     "d2t_present": ("how a shipped d2t is used: offsets / discarded / offsets-checked (made absolute at conversion; "

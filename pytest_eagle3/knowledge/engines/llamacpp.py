@@ -64,7 +64,7 @@ _ROWS: tuple[tuple[str, Any, str], ...] = (
      "llama.cpp gguf-py tensor_mapping.py: model.embed_tokens / embed_tokens, model.norm / norm, lm_head all map"),
     ("first_layer", "layers", f"{CONV}.index_tensors: midlayer.* and layers.0.* renamed to model.layers.0.*"),
     ("renames", MIDLAYER_RENAMES, f"{CONV}.index_tensors: name.startswith('midlayer.') -> 'model.layers.0.'"),
-    ("unknown_key", "raise", "llama.cpp conversion/base.py map_tensor_name: ValueError 'Can not map tensor'"),
+    ("unknown_key", "raise-can-not-map", "llama.cpp conversion/base.py map_tensor_name: ValueError 'Can not map tensor'"),
     ("multi_layer", "refused",
      (f"{CONV}.__init__: EAGLE-3 only when num_hidden_layers == 1 (else a plain llama GGUF: fc.weight cannot be "
       f"mapped); {MODEL} graph: GGML_ASSERT(n_layer == 1)")),

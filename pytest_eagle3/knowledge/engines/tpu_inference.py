@@ -69,7 +69,7 @@ _ROWS: tuple[tuple[Any, ...], ...] = (
      (Cite(EAGLE3, "EagleLlama3ForCausalLM.load_weights"),)),
     ("renames", (), f"{MAP}: no rename of layers.0.* (it is looked up as is, and no parameter has that path)",
      (Cite(EAGLE3, "EagleLlama3ForCausalLM.load_weights"),)),
-    ("unknown_key", "raise",
+    ("unknown_key", "raise-param-path",
      ("tpu_inference models/jax/utils/weight_utils.py get_param_and_sharding: ValueError('... is not a valid param "
       "path') for a name the map does not know (t2d and an unmapped lm_head are skipped)"),
      (Cite(LOADER, "get_param_and_sharding"),)),
