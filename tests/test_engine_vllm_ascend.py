@@ -208,3 +208,48 @@ def test_a_loss_predicted_on_a_rule_read_by_analogy_is_not_judged_never_a_failur
     assert finding["summary"].startswith("not judged: vLLM-Ascend 0.23.0.post1 will reach 2.68 mean acceptance length")
     assert finding["summary"].endswith("the plan it predicts rests on vLLM's rule (aux_id_fields, aux_transform_llama), "
                                        "not read in vLLM-Ascend's own source")
+
+
+def _target(root: Path, architecture: str, model_type: str, text_model_type: str | None = None) -> Path:
+    """A target config.json of ``architecture`` sized for the speculators demo spec (nested in ``text_config`` where
+    the real one is a multimodal wrapper)."""
+    from pytest_eagle3.testing.synth import target_config
+
+    fields = target_config(SynthSpec(producer="speculators", target_layers=40)) | {
+        "architectures": [architecture], "model_type": model_type}
+    if text_model_type is not None:
+        text = {k: v for k, v in fields.items() if k != "architectures"} | {"model_type": text_model_type}
+        fields = {"architectures": [architecture], "model_type": model_type, "text_config": text}
+    root.mkdir(parents=True)
+    (root / "config.json").write_text(json.dumps(fields), encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def speculators_draft(tmp_path: Path) -> Path:
+    from pytest_eagle3.testing.synth import write_checkpoint
+
+    return write_checkpoint(SynthSpec(producer="speculators", target_layers=40), tmp_path / "draft")
+
+
+def test_a_qwen3_moe_target_captures_from_0_13_and_refuses_on_0_11s_pinned_vllm(
+        speculators_draft: Path, tmp_path: Path) -> None:
+    """Its runner calls set_aux_hidden_state_layers on vLLM's Qwen3MoeForCausalLM: present in the vLLM 0.13.0 and
+    0.23.0 it pins, absent in 0.11.0's (an AttributeError at startup)."""
+    target = _target(tmp_path / "qwen3-moe", "Qwen3MoeForCausalLM", "qwen3_moe")
+    assert not _plan(speculators_draft, "vllm-ascend==0.13.0", target).issues_for("aux_layers")
+    assert not _plan(speculators_draft, "vllm-ascend==0.23.0", target).issues_for("aux_layers")
+    (issue,) = _plan(speculators_draft, "vllm-ascend==0.11.0", target).issues_for("aux_layers")
+    assert (issue.code, issue.summary) == ("target-no-capture", "vLLM-Ascend 0.11.0 cannot capture aux hidden states "
+                                           "from target Qwen3MoeForCausalLM: startup fails")
+
+
+@pytest.mark.parametrize("release", ["0.23.0", "0.23.0.post1"])
+def test_a_gemma4_target_fails_its_own_proposers_image_token_mapping(
+        speculators_draft: Path, tmp_path: Path, release: str) -> None:
+    """Its AscendSpecDecodeBaseProposer.load_model reads image_token_index from a multimodal target outside its list;
+    Gemma4's config has only image_token_id: the drafter never loads, whatever vLLM's Gemma4 class captures."""
+    target = _target(tmp_path / "gemma4", "Gemma4ForConditionalGeneration", "gemma4", "gemma4_text")
+    (issue,) = _plan(speculators_draft, f"vllm-ascend=={release}", target).issues_for("aux_layers")
+    assert issue.code == "target-no-capture" and issue.summary.endswith("Gemma4ForConditionalGeneration: startup fails")
+    assert any("image_token_index" in line and "llm_base_proposer.py" in line for line in issue.details)

@@ -37,6 +37,7 @@ from pytest_eagle3.knowledge.engines.shared import (
     CAPTURES,
     LLAMA_COUNT,
     NO,
+    REFUSED,
     TOP_FIELD,
     UNIFORM_TYPE_ELSE_DIVISIBLE,
 )
@@ -239,6 +240,21 @@ CAPTURE_ROWS: tuple[CaptureEntry, ...] = (
                   "vLLM's models/llama.py (Llama, Qwen2, Qwen3: SupportsEagle3) capture at the pinned release"),
                  ("LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"),
                  (LOAD_MODEL,)),
+    CaptureEntry(NAME, "0.13.0", "llama", CAPTURES,
+                 (f"vllm-ascend {RUNNER} NPUModelRunner.load_model calls set_aux_hidden_state_layers on the target; "
+                  "vLLM's models/qwen3_moe.py Qwen3MoeForCausalLM (SupportsEagle3 from vLLM 0.11.1; the 0.11.0 that "
+                  "vllm-ascend 0.11.0 pins lacks it) captures at the pinned release; no vllm_ascend model replaces it "
+                  "(0.13.0-0.23.0 read: only its attention forward is patched)"),
+                 ("Qwen3MoeForCausalLM",),
+                 (LOAD_MODEL,)),
+    CaptureEntry(NAME, "0.23.0", "llama", REFUSED,
+                 (f"vllm-ascend {BASE} AscendSpecDecodeBaseProposer.load_model: a multimodal target outside its "
+                  "image-token list (Qwen2.5/3-VL, Qwen3.5, Step3p7, Pixtral, Kimi-K2.5) sets the draft's "
+                  "image_token_index from model.config.image_token_index; Gemma4Config has only image_token_id: "
+                  "AttributeError while loading the drafter (0.23.0 wheel, 0.23.0.post1 sdist read; the mapping "
+                  "that adds Gemma4 is in no release)"),
+                 ("Gemma4ForConditionalGeneration",),
+                 (Cite(BASE, "AscendSpecDecodeBaseProposer.load_model"),)),
 )
 
 ENGINE = Engine(
