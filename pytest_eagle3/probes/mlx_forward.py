@@ -46,6 +46,8 @@ ENGINE = "mlx-vlm"
 TOKENS = 8
 #: Fields a null leaves alone (a null there means "off"), as in the vLLM probe.
 NULL_MEANS_OFF = ("q_lora_rank", "sliding_window", "partial_rotary_factor")
+_LFM2 = {"block_dim": 64, "block_ff_dim": 128, "conv_L_cache": 3, "conv_bias": False, "norm_eps": 1e-5,
+         "layer_types": ["conv", "full_attention", "conv", "full_attention"], "full_attn_idxs": [1, 3]}
 #: model type -> fields a released checkpoint's config carries that transformers' defaults lack or name otherwise,
 #: at the tiny sizes (set on the text config where the config has one): mlx-vlm's config classes require them.
 COMPLETIONS: dict[str, dict[str, Any]] = {
@@ -56,9 +58,10 @@ COMPLETIONS: dict[str, dict[str, Any]] = {
                                         "mrope_section": [3, 3, 2], "mrope_interleaved": True}},
     # nemotron_h/config.py: the block pattern in its own letters (mamba, attention, mlp, moe)
     "nemotron_h": {"hybrid_override_pattern": "M*-E", "layers_block_type": None, "mtp_layers_block_type": None},
-    # lfm2/config.py ModelConfig: the conv blocks' fields (LFM2's released config.json)
-    "lfm2": {"block_dim": 64, "block_ff_dim": 128, "conv_L_cache": 3, "conv_bias": False, "norm_eps": 1e-5,
-             "layer_types": ["conv", "full_attention", "conv", "full_attention"]},
+    # lfm2/config.py ModelConfig: the conv blocks' fields (LFM2's released config.json); lfm2_vl's text model is one
+    "lfm2": _LFM2, "lfm2_vl": _LFM2, "lfm2_moe": _LFM2,
+    # glm_moe_dsa/config.py ModelConfig: the router fields GLM's released config.json writes
+    "glm_moe_dsa": {"topk_method": "noaux_tc", "scoring_func": "sigmoid", "moe_layer_freq": 1},
 }
 #: Per-id entry of layer input 0: mlx-vlm has no capture id for it.
 ZERO = "not probed: no capture id is layer input 0 (speculative/drafters/eagle3/config.py maps aux id 0 to capture 0)"
@@ -175,7 +178,7 @@ class _Taps:
                     self.states.setdefault(k + 1, [np.asarray(v.astype(_float32())).reshape(-1, self.hidden)
                                                    for v in values if _is_state(v, self.hidden)])
                 return out
-            cls.__call__ = call  # type: ignore[method-assign]
+            cls.__call__ = call
         return self
 
     def __exit__(self, *exc: Any) -> None:
