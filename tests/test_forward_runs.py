@@ -153,10 +153,11 @@ def test_the_plan_feeds_a_delivering_class_what_it_delivered(plan_on: Callable[.
 
 #: Classes the engine test probes again, per engine. vLLM: a dense decoder, the Transformers modeling backend (index 0
 #: raises), DeepSeek (index 0 crashes on a None residual), and the first class that raised, if one did. mlx-vlm: the
-#: Qwen3.5 text class (hybrid linear attention), a MoE decoder, and one whose forward does not run on CPU.
+#: Qwen3.5 text class (hybrid linear attention), a MoE decoder, DeepSeek-V4 (its loop raises: no rollback) and GLM-5
+#: (its prefill delivers no state).
 AGAIN = {"vllm": ("LlamaForCausalLM", "ArceeForCausalLM", "DeepseekV3ForCausalLM",
                   *[arch for e, _, arch in _runs(RAISED) if e == "vllm"][:1]),
-         "mlx-vlm": ("Qwen3_5ForCausalLM", "LagunaForCausalLM", "DeepseekV4ForCausalLM")}
+         "mlx-vlm": ("Qwen3_5ForCausalLM", "LagunaForCausalLM", "DeepseekV4ForCausalLM", "GlmMoeDsaForCausalLM")}
 
 
 @pytest.mark.engine

@@ -46,23 +46,34 @@ ENGINE = "mlx-vlm"
 TOKENS = 8
 #: Fields a null leaves alone (a null there means "off"), as in the vLLM probe.
 NULL_MEANS_OFF = ("q_lora_rank", "sliding_window", "partial_rotary_factor")
+_MROPE = {"type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 1.0, "mrope_section": [3, 3, 2],
+          "mrope_interleaved": True}
 _LFM2 = {"block_dim": 64, "block_ff_dim": 128, "conv_L_cache": 3, "conv_bias": False, "norm_eps": 1e-5,
          "layer_types": ["conv", "full_attention", "conv", "full_attention"], "full_attn_idxs": [1, 3]}
 #: model type -> fields a released checkpoint's config carries that transformers' defaults lack or name otherwise,
 #: at the tiny sizes (set on the text config where the config has one): mlx-vlm's config classes require them.
 COMPLETIONS: dict[str, dict[str, Any]] = {
     # qwen3_5/config.py TextConfig.__post_init__: rope_parameters needs mrope_section (rotary dim 16 / 2 = 3 + 3 + 2)
-    "qwen3_5": {"rope_parameters": {"type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 1.0,
-                                    "mrope_section": [3, 3, 2], "mrope_interleaved": True}},
-    "qwen3_5_moe": {"rope_parameters": {"type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 1.0,
-                                        "mrope_section": [3, 3, 2], "mrope_interleaved": True}},
+    "qwen3_5": {"rope_parameters": _MROPE}, "qwen3_5_moe": {"rope_parameters": _MROPE},
     # nemotron_h/config.py: the block pattern in its own letters (mamba, attention, mlp, moe)
     "nemotron_h": {"hybrid_override_pattern": "M*-E", "layers_block_type": None, "mtp_layers_block_type": None},
     # lfm2/config.py ModelConfig: the conv blocks' fields (LFM2's released config.json); lfm2_vl's text model is one
     "lfm2": _LFM2, "lfm2_vl": _LFM2, "lfm2_moe": _LFM2,
+    # qwen4_exp/config.py __post_init__: its full-attention layers written as full_attention (transformers' default
+    # names them indexed_attention, which 0.7.10 refuses)
+    "qwen4_exp": {"layer_types": ["linear_attention", "full_attention", "linear_attention", "full_attention"],
+                  "output_gate_type": "sigmoid", "rope_parameters": _MROPE},
+    # minicpmv4_7/language.py get_rope_index compares the tokens with the image and video token ids (None by default)
+    "minicpmv4_7": {"image_token_id": 500, "video_token_id": 501},
+    # deepseek_v4/config.py: the output projection's groups at 4 heads (its default 8 leaves none per group)
+    "deepseek_v4": {"o_groups": 2, "o_lora_rank": 32},
     # glm_moe_dsa/config.py ModelConfig: the router fields GLM's released config.json writes
     "glm_moe_dsa": {"topk_method": "noaux_tc", "scoring_func": "sigmoid", "moe_layer_freq": 1},
 }
+#: Model types whose completions are written at the top level of the config too.
+TOP_LEVEL = ("minicpmv4_7",)
+#: Model types whose transformers config writes None for fields mlx-vlm's config class defaults (the default kept).
+NONE_IS_UNSET = ("qwen4_exp",)
 #: Per-id entry of layer input 0: mlx-vlm has no capture id for it.
 ZERO = "not probed: no capture id is layer input 0 (speculative/drafters/eagle3/config.py maps aux id 0 to capture 0)"
 
@@ -122,6 +133,11 @@ def tiny_config(architecture: str, layers: int) -> dict[str, Any]:
         _shrink(config, layers)
         text: dict[str, Any] = config["text_config"] if isinstance(config.get("text_config"), dict) else config
         text.update(COMPLETIONS.get(model_type, {}))
+        if model_type in TOP_LEVEL:
+            config.update(COMPLETIONS[model_type])
+        if model_type in NONE_IS_UNSET:
+            for key in [k for k, v in text.items() if v is None]:
+                del text[key]
         config.update(architectures=[architecture], model_type=model_type)
         return config
     raise ValueError(f"no config class for {architecture} ({'; '.join(tried) or 'no model type maps to it'})")
@@ -133,8 +149,9 @@ def build(config: dict[str, Any]) -> Any:
 
     model_class, _ = get_model_and_args(config=config)
     config.setdefault("text_config", config.pop("llm_config", {}))
-    config.setdefault("vision_config", {})
-    config.setdefault("audio_config", {})
+    for part in ("vision_config", "audio_config"):  # transformers writes None where mlx-vlm builds the tower anyway
+        if config.get(part) is None:
+            config[part] = {}
     model_config = model_class.ModelConfig.from_dict(config)
     model_config = update_module_configs(model_config, model_class, config,
                                          ["text", "vision", "perceiver", "projector", "audio"])
