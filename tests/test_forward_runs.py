@@ -36,14 +36,8 @@ _DEEPSEEK_ZERO = ("the reach scan has no row for the class, and vLLM's capture_r
                   "models/deepseek_v2.py DeepseekV2Model.forward (0.32.0) appends hidden_states + residual at layer "
                   "input 0 while residual is None: TypeError, the reach's crash")
 MEASURED_OVER_SCAN: dict[tuple[str, str, str], str] = {
-    **{("vllm", "0.32.0", arch): _DEEPSEEK_ZERO for arch in (
-        "DeepseekForCausalLM", "DeepseekV2ForCausalLM", "DeepseekV3BidirectionalModel", "DeepseekV3ForCausalLM")},
-    ("mlx-vlm", "0.7.10", "GlmMoeDsaForCausalLM"): (
-        "the capture scan reads capture_layer_ids in the package (its speculative_verifier.py captures); "
-        "models/glm_moe_dsa/language.py LanguageModel.__call__ (0.7.10) hands them on only with speculative_verify=True, "
-        "and the prefill (generate/ar.py _step) passes none: hidden_states None, every layer input silent, "
-        "speculative_hidden_state's mx.concatenate raises TypeError; the plan refuses with the run's words"),
-}
+    ("vllm", "0.32.0", arch): _DEEPSEEK_ZERO for arch in (
+        "DeepseekForCausalLM", "DeepseekV2ForCausalLM", "DeepseekV3BidirectionalModel", "DeepseekV3ForCausalLM")}
 
 
 #: Classes the capture knowledge calls capturing whose recorded forward raised or under-delivered, and why (read in

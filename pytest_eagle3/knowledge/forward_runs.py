@@ -134,7 +134,10 @@ def forward_run(engine: str, version: Version, architecture: str) -> ForwardRun 
 def measured_reach(run: ForwardRun, scanned: Reach) -> Reach | None:
     """The reach the run measured at index 0 and L (the scanned row's other fields kept, and its own where the run
     could not tell or the request raised: :meth:`ForwardRun.raised_at` says that); None where it saw the same as
-    ``scanned``."""
+    ``scanned``, or where no layer input fired alone (a loop that captures nothing has no reach: the run's outcome
+    says what failed)."""
+    if not any(run.status(k) == "fires" for k in range(run.layers + 1)):
+        return None
     zero, last = run.status(0), run.status(run.layers)
     none_residual = zero is not None and zero.startswith(RAISES) and NONE_RESIDUAL in zero
     measured = Reach(EMBEDDINGS if zero == "fires" else UNREACHED if zero == SILENT else CRASH if none_residual
