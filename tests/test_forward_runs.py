@@ -3,8 +3,8 @@
 ``knowledge/generated/forward_runs.json`` holds, per (engine, release, architecture), what a tiny target of each class
 the capture knowledge calls capturing delivered to an EAGLE-3 draft in the engine's own code (``probes/forward.py``).
 Replayed here without the engine: a class that delivered agrees with the capture table and the reach; a class that
-raised or under-delivered fails the plan's aux layers with the exception's words. The ``engine`` test runs the probe
-again in the engine's env (``tox -e vllm0320``) for a few classes and finds what was recorded.
+raised or under-delivered fails the plan's aux layers with the exception's words. The ``engine`` tests run the probe
+again in the engine's env (``tox -e vllm0320``, ``tox -e mlxvlm0710``) for a few classes and find what was recorded.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pytest_eagle3.probes import forward
 from pytest_eagle3.probes.run import env_variable, find_engine_python
 from pytest_eagle3.testing.synth import SPECULATORS, SynthSpec
 
-RUNS = [(engine, release) for engine in ("vllm",) for release in forward_runs.recorded_releases(engine)]
+RUNS = [(engine, release) for engine in sorted(forward_runs.SCRIPTS) for release in forward_runs.recorded_releases(engine)]
 RECORDED = {(e, r, arch): run for e, r in RUNS for arch, run in forward_runs.forward_runs(e, r).items()}
 #: Classes whose probe saw index 0 or L otherwise than the source scan of the reach (``scanners/reach.py``) reads
 #: it, and why: the run is the knowledge of its release (``Snapshot.reach`` takes it).
@@ -40,14 +40,35 @@ MEASURED_OVER_SCAN: dict[tuple[str, str, str], str] = {
         "DeepseekForCausalLM", "DeepseekV2ForCausalLM", "DeepseekV3BidirectionalModel", "DeepseekV3ForCausalLM")}
 
 
+#: Classes the capture knowledge calls capturing whose recorded forward raised or under-delivered, and why (read in
+#: the release's source): the plan refuses them with the run's words (the tests below), the capture row stays as read.
+FORWARD_OVER_CAPTURE: dict[tuple[str, str, str], str] = {
+    ("mlx-vlm", "0.7.10", "GlmMoeDsaForCausalLM"): (
+        "models/glm_moe_dsa/language.py LanguageModel.__call__ hands capture_layer_ids to its speculative verifier "
+        "only with speculative_verify=True; generate/ar.py _step's prefill passes them without: hidden_states None"),
+    ("mlx-vlm", "0.7.10", "DeepseekV4ForCausalLM"): (
+        "speculative/eagle3.py _eagle3_rounds raises RuntimeError for a language model without "
+        "rollback_speculative_cache, and models/deepseek_v4 defines none"),
+    **{("mlx-vlm", "0.7.10", arch): (
+        "models/qwen4_exp's language model verifies through models/qwen3_5/speculative_verifier.py, whose _layer "
+        "reads layer.input_layernorm: Qwen4ExpDecoderLayer has none (AttributeError)")
+       for arch in ("Qwen4ExpForCausalLM", "Qwen4ExpForConditionalGeneration")},
+}
+
+
+def test_the_classes_whose_forward_fails_are_the_listed_ones() -> None:
+    """Every recorded class that raised or under-delivered is listed with its reason, and every listed one did."""
+    assert set(_runs(RAISED, UNDER_DELIVERED)) == set(FORWARD_OVER_CAPTURE)
+
+
 def _runs(*outcomes: str) -> list[tuple[str, str, str]]:
     return sorted(key for key, run in RECORDED.items() if run.outcome in outcomes)
 
 
 def test_every_capturing_class_was_probed() -> None:
     """Each release recorded covers every class its capture knowledge calls capturing (a class added to the capture
-    table is probed, or this fails)."""
-    assert RUNS, "no forward run recorded"
+    table is probed, or this fails); every engine with a forward script has a recorded release."""
+    assert {engine for engine, _ in RUNS} == set(forward_runs.SCRIPTS) == set(forward.SCRIPTS)
     for engine, release in RUNS:
         recorded = set(forward_runs.forward_runs(engine, release))
         assert set(forward.capturing_classes(engine, release)) <= recorded, (engine, release)
@@ -145,24 +166,30 @@ def test_the_plan_feeds_a_delivering_class_what_it_delivered(plan_on: Callable[.
     assert plan.aux.captured == run.requested  # type: ignore[attr-defined]
 
 
-#: Classes the engine test probes again: a dense decoder, the Transformers modeling backend (index 0 raises), DeepSeek
-#: (index 0 crashes on a None residual), and the first class that raised, if one did.
-AGAIN = ("LlamaForCausalLM", "ArceeForCausalLM", "DeepseekV3ForCausalLM", *(arch for _, _, arch in _runs(RAISED)[:1]))
+#: Classes the engine test probes again, per engine. vLLM: a dense decoder, the Transformers modeling backend (index 0
+#: raises), DeepSeek (index 0 crashes on a None residual), and the first class that raised, if one did. mlx-vlm: the
+#: Qwen3.5 text class (hybrid linear attention), a MoE decoder, DeepSeek-V4 (its loop raises: no rollback) and GLM-5
+#: (its prefill delivers no state).
+AGAIN = {"vllm": ("LlamaForCausalLM", "ArceeForCausalLM", "DeepseekV3ForCausalLM",
+                  *[arch for e, _, arch in _runs(RAISED) if e == "vllm"][:1]),
+         "mlx-vlm": ("Qwen3_5ForCausalLM", "LagunaForCausalLM", "DeepseekV4ForCausalLM", "GlmMoeDsaForCausalLM")}
 
 
 @pytest.mark.engine
-def test_the_engine_forward_is_as_recorded() -> None:
-    """In the engine's env (tox -e vllm0320): the probe runs again on a few classes and sees what was recorded."""
-    python = find_engine_python("vllm")
+@pytest.mark.parametrize("engine", sorted(AGAIN))
+def test_the_engine_forward_is_as_recorded(engine: str) -> None:
+    """In the engine's env (tox -e vllm0320, tox -e mlxvlm0710): the probe runs again on a few classes and sees what
+    was recorded."""
+    python = find_engine_python(engine)
     if python is None:
-        pytest.skip(f"no vllm interpreter ({env_variable('vllm')}, or run in the engine's tox env)")
+        pytest.skip(f"no {engine} interpreter ({env_variable(engine)}, or run in the engine's tox env)")
     from pytest_eagle3.probes.run import engine_version
 
-    release = engine_version("vllm", python)
-    runs = forward_runs.forward_runs("vllm", str(release))
+    release = engine_version(engine, python)
+    runs = forward_runs.forward_runs(engine, str(release))
     if not runs:
-        pytest.skip(f"vllm {release} has no recorded forward run (record it with probes/forward.py)")
-    again = forward.run_forward(python, [a for a in AGAIN if a in runs])
+        pytest.skip(f"{engine} {release} has no recorded forward run (record it with probes/forward.py)")
+    again = forward.run_forward(python, [a for a in AGAIN[engine] if a in runs], engine=engine)
     for arch, result in again.items():
         recorded = runs[arch]
         assert (result["outcome"], result["error"], result["delivered"]) == \

@@ -37,6 +37,7 @@ from pytest_eagle3.knowledge.snapshot import (
     RAISED,
     RANGE_REACH,
     SILENT,
+    UNDER_DELIVERED,
     UNREACHED,
     AuxField,
     Reach,
@@ -329,13 +330,15 @@ def _support_issues(out: Filing, snapshot: Snapshot, support: Any, arch: str | N
 
 def _forward_issues(out: Filing, snapshot: Snapshot, arch: str, requested: Sequence[int] | None,
                     layers: int | None) -> None:
-    """A class whose own forward raised with capture on, in a forward probe of this release: for any draft fed aux
-    states, or for one that requests index 0 or L where requesting that index alone raised there."""
+    """A class whose own forward raised or under-delivered with capture on, in a forward probe of this release: for
+    any draft fed aux states, or for one that requests index 0 or L where requesting that index alone raised there."""
     run = snapshot.forward_run(arch)
     if run is None or not requested:
         return
-    if run.outcome == RAISED:
-        summary = f"{snapshot.label}'s {arch} raises with EAGLE-3 capture on ({run.stage}): {run.error}"
+    if run.outcome in (RAISED, UNDER_DELIVERED):
+        seen = f"raises with EAGLE-3 capture on ({run.stage}): {run.error}" if run.outcome == RAISED \
+            else f"under-delivers with EAGLE-3 capture on ({run.stage}): {run.words}"
+        summary = f"{snapshot.label}'s {arch} {seen}"
         fix = f"serve this target with another release or engine whose {arch} forward delivers the aux states"
     else:
         roles = {0: 0, layers: run.layers} if layers is not None else {}

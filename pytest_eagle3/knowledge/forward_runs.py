@@ -3,8 +3,8 @@
 The capture table (``capture.py``) says whether a class has the capture hook; the reach table (``reach.py``) what its
 loop reaches, both read from source. A forward probe (``pytest_eagle3/probes/forward.py``, run in the engine's env)
 builds a tiny random-weight target of each capturing class (4 decoder layers, hidden 64) with a tiny Llama EAGLE-3
-draft whose aux ids are 1, 2 and 4 (4 = L: the last layer's output), runs the class's forward and the runner's lines
-up to the draft's fc, and records per (engine, release, architecture) what reached the fc or the exception's words
+draft whose aux ids are 1, 2 and 4 (4 = L: the last layer's output), runs the class's forward and the engine's lines
+up to the draft's fc (vLLM: the runner's; mlx-vlm: its prefill step, the drafter's fc and one round of its loop), and records per (engine, release, architecture) what reached the fc or the exception's words
 (``generated/forward_runs.json``). A recorded run is the knowledge of that exact release: it decides the reach at
 index 0 and L (:func:`measured_reach`), and a class that raised fails the aux-layer area with the words.
 """
@@ -33,7 +33,8 @@ OUTCOMES = (DELIVERED, UNDER_DELIVERED, RAISED, NOT_RUN)
 SILENT = "silent"
 #: The prefix of a layer input's entry whose request raised.
 RAISES = "raises: "
-SCRIPT = "pytest_eagle3/probes/vllm_forward.py"
+#: engine -> the probe script that ran its classes.
+SCRIPTS = {"vllm": "pytest_eagle3/probes/vllm_forward.py", "mlx-vlm": "pytest_eagle3/probes/mlx_forward.py"}
 #: The words of index 0's failure where the loop adds a None residual to the embeddings (the reach's ``crash``).
 NONE_RESIDUAL = "'NoneType'"
 
@@ -63,7 +64,7 @@ class ForwardRun:
     def source(self) -> str:
         """Where the facts come from, as a rule cites it."""
         return (f"forward probe of {DISPLAY[self.engine]} {self.release}: a tiny {self.layers}-layer {self.architecture} "
-                f"target, draft aux ids {list(self.draft_ids)} ({SCRIPT})")
+                f"target, draft aux ids {list(self.draft_ids)} ({SCRIPTS[self.engine]})")
 
     @property
     def words(self) -> str:
@@ -133,7 +134,10 @@ def forward_run(engine: str, version: Version, architecture: str) -> ForwardRun 
 def measured_reach(run: ForwardRun, scanned: Reach) -> Reach | None:
     """The reach the run measured at index 0 and L (the scanned row's other fields kept, and its own where the run
     could not tell or the request raised: :meth:`ForwardRun.raised_at` says that); None where it saw the same as
-    ``scanned``."""
+    ``scanned``, or where no layer input fired alone (a loop that captures nothing has no reach: the run's outcome
+    says what failed)."""
+    if not any(run.status(k) == "fires" for k in range(run.layers + 1)):
+        return None
     zero, last = run.status(0), run.status(run.layers)
     none_residual = zero is not None and zero.startswith(RAISES) and NONE_RESIDUAL in zero
     measured = Reach(EMBEDDINGS if zero == "fires" else UNREACHED if zero == SILENT else CRASH if none_residual

