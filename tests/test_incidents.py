@@ -37,14 +37,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {row: f"{ABSTAINED_REASON}: {why}" fo
     ("vllm-modelopt-no-ids", "vllm==0.33.0"): "by policy (engines.habit): ModelOpt's default, the outputs of layers 1, "
     "N//2-1, N-4, is what vLLM feeds, so a head without ids passes marked assumed; this head was trained on other "
     "layers, which only a target with weights (the reference measurement) can show",
-    ("qwen3-8b-tengyunw", "vllm==0.10.0"): "the FAIL is right, its cause is not: vLLM 0.10.0 config.py L720-733 appends "
-    "TransformersForCausalLM to the draft's architectures, so its registry check passes at config time and _verify_args "
-    "(config.py L3027-3031) raises the model_type allowlist error first (#22152 quotes it); the plan stops at 'no "
-    "draft class named Eagle3LlamaForCausalLMEagle3' (transformers_utils/configs/eagle.py L58-61) and never files "
-    "target-not-allowed",
-    ("redhat-qwen3-8b-speculators", "vllm==0.11.0"): "abstained: the corpus's draft names speculators_version "
-    "0.1.0.dev21, a pre-release of 0.1.0 that the converter-only provenance row (producers/records.py, 0.1.0 up to "
-    "0.3.0) does not cover, so no trainer's default is on record; the pre-release line has no wheel to read",
     ("redhat-qwen3-8b-speculators", "tokenspeed==0.1.1"): "the same engine.architecture FAIL, filed under the "
     "plugin's code speculators-format where the expectation named the generic code architecture",
 }
