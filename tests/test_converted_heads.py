@@ -21,7 +21,7 @@ from pytest_eagle3.verdict.judge import judged_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 VLLM = "vllm==0.33.0"
-CONVERTED_02 = "speculators convert (0.1.0 up to 0.3.0, no trainer in the release)"
+CONVERTED_02 = "speculators convert (before 0.3.0, no trainer in the release)"
 
 
 def _converted(out: Path, version: str, **config: Any) -> Path:
@@ -52,7 +52,7 @@ def _plan(draft: Path, target: Path) -> Any:
     return judged_plan(Checkpoint.open(draft), engine, TargetModel.open(target))
 
 
-@pytest.mark.parametrize("version", ["0.1.0", "0.2.0"])
+@pytest.mark.parametrize("version", ["0.1.0.dev21", "0.1.0", "0.2.0"])
 def test_a_head_an_early_converter_wrote_passes_on_its_original_trainers_layers(
         tmp_path: Path, target: Path, version: str) -> None:
     plan = _plan(_converted(tmp_path / "draft", version), target)

@@ -88,7 +88,7 @@ def test_a_speculators_release_without_a_trainer_converted_the_head() -> None:
     SpecForge's, whose outputs [1, N//2-1, N-4] are the same layer inputs), the engines' shared default."""
     rows = candidate_defaults(SPECULATORS, {"speculators_version": "0.2.0"})
     assert {r.producer for r in rows} == {EAGLE, SPECFORGE}
-    assert all(r.via == "speculators convert (0.1.0 up to 0.3.0, no trainer in the release)" for r in rows)
+    assert all(r.via == "speculators convert (before 0.3.0, no trainer in the release)" for r in rows)
     assert {r.inputs(32) for r in rows} == {default_aux_inputs(32)}
 
 

@@ -86,6 +86,17 @@ def test_real_cases_name_the_root_cause_first(incident_id: str, spec: str, root:
     assert all((c.area, c.code) not in explained for c in plan.causes), "a consequence is also listed as a cause"
 
 
+def test_the_allowlist_is_met_before_a_missing_draft_class(tmp_path: Path) -> None:
+    """vLLM 0.10.0 validates the speculative config (its allowlist) before it builds the draft: a draft class it lacks
+    still reports the allowlist refusal, first, with the release that admits the target."""
+    plan = _plan("qwen3-8b-tengyunw", "vllm==0.10.0", tmp_path)
+    assert plan.draft_class is None
+    assert [(c.area, c.code) for c in plan.causes] == [("aux_layers", "target-not-allowed"),
+                                                       ("architecture", "architecture")]
+    (allowlist,) = plan.issues_for("aux_layers")
+    assert "vLLM >= 0.10.1" in allowlist.fix and "'qwen3'" in allowlist.summary
+
+
 def test_a_registered_class_is_not_blamed_on_the_architecture(tmp_path: Path) -> None:
     """A class the release registers builds: an EAGLE-3.1 draft refused for its fc_norm tensors fails under keys,
     never under engine.architecture."""

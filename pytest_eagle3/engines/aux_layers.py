@@ -363,6 +363,14 @@ def _capturing(snapshot: Snapshot, arch: str | None) -> str:
     return snapshot.release_words(since, elsewhere) + (f", whose {arch} captures aux states" if arch else "")
 
 
+def plan_allowlist(sheet: FactSheet, snapshot: Snapshot) -> Filed:
+    """The allowlist refusal alone, for a plan that stops before its aux layers (no draft class): the engine validates
+    the speculative config, where the allowlist is checked, before it builds either model."""
+    out = Filing()
+    _allowlist(out, snapshot, sheet.target_model_type)
+    return out.filed()
+
+
 def _allowlist(out: Filing, snapshot: Snapshot, model_type: str) -> None:
     """vLLM before 0.17 refuses EAGLE-3 for a target model_type outside its allowlist."""
     names = snapshot.allowlisted(model_type) if model_type else None

@@ -18,7 +18,7 @@ import dataclasses
 
 from pytest_eagle3.checkpoint import Checkpoint, TargetModel
 from pytest_eagle3.engines.architecture import plan_architecture, plan_mla_rope
-from pytest_eagle3.engines.aux_layers import plan_aux
+from pytest_eagle3.engines.aux_layers import plan_allowlist, plan_aux
 from pytest_eagle3.engines.embeddings import plan_embeddings
 from pytest_eagle3.engines.facts import fact_sheet
 from pytest_eagle3.engines.fc import plan_fc, plan_fc_shape
@@ -62,7 +62,7 @@ def load_plan(ckpt: Checkpoint, engine: EngineVersion | Snapshot, target: Target
     sheet = fact_sheet(ckpt, snapshot, target, read_as)
     arch = plan_architecture(sheet, snapshot)
     if not arch.builds:
-        own = own_rules(arch.filed, snapshot)
+        own = own_rules(arch.filed + plan_allowlist(sheet, snapshot), snapshot)
         return LoadPlan(snapshot.target, arch.draft_class, snapshot.label, measured=measured,
                         issues=_lifted(own, snapshot), notes=own.notes,
                         unknown=dict(own.unknown)).with_assumed(own.assumed)

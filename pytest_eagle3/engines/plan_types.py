@@ -353,8 +353,10 @@ ANY: frozenset[str] = frozenset()
 PRECEDENCE = ("architecture", "layers", "aux_layers", "keys", "geometry", "mlp", "fc", "vocab", "norms", "embeddings",
               "producer", "runtime", "serving")
 NO_CAPTURE = frozenset({"target-no-capture", "target-silent-no-capture", "target-not-allowed"})
-#: Within an area, the finding an engine meets first: vLLM < 0.17 refuses a target outside its allowlist while it
-#: validates the speculative config (config/speculative.py, 0.13.0 lines 621-631), before it builds the target class
+#: The findings an engine meets before any other refusal: vLLM < 0.17 refuses a target outside its allowlist while it
+#: validates the speculative config (config/speculative.py, 0.13.0 lines 621-631; 0.10.0 config.py lines 3027-3031,
+#: in the validator that runs after the draft's ModelConfig passed its registry check, which the Transformers
+#: fallback class config.py lines 720-733 appends always lets pass), before it builds the draft or the target class
 #: whose capture support is checked at load (v1/worker/gpu_model_runner.py).
 FIRST_MET = ("target-not-allowed",)
 
@@ -425,7 +427,7 @@ class Cause:
 def _rank(issue: Issue) -> tuple[int, int, int]:
     area = PRECEDENCE.index(issue.area) if issue.area in PRECEDENCE else len(PRECEDENCE)
     first = FIRST_MET.index(issue.finding.code) if issue.finding.code in FIRST_MET else len(FIRST_MET)
-    return (0 if issue.kind == REFUSED else 1, area, first)
+    return (0 if issue.kind == REFUSED else 1, first, area)
 
 
 def _explains(cause: Issue, issue: Issue) -> bool:

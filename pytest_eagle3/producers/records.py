@@ -148,9 +148,11 @@ SPECULATORS_RECORD = Producer(
                   "speculators 0.9.0 save_pretrained with auto_map"),
     ),
     provenance=(
-        Provenance(SPECULATORS, "0.1.0", "0.3.0", False, (EAGLE, SPECFORGE),
+        Provenance(SPECULATORS, None, "0.3.0", False, (EAGLE, SPECFORGE),
                    "no aux ids (0.1.0 has no field; 0.2.0 writes eagle_aux_hidden_state_layer_ids only when the user "
                    "passes them): the original trainer's hard-coded layers stand",
+                   "speculators 0.0.1 wheel: __init__.py and version.py only (no writer); so a pre-release between it and "
+                   "0.1.0 (0.1.0.devN) had no trainer either. "
                    "speculators 0.1.0 and 0.2.0 wheels: no train/ package, the only writer of an Eagle3SpeculatorConfig "
                    "is convert/eagle/eagle3_converter.py Eagle3Converter (midlayer.* -> layers.0.*, t2d required; "
                    "convert/entrypoints.py: eagle3 from SafeAILab/EAGLE; SpecForge's export has the same midlayer.* + t2d layout), "

@@ -75,11 +75,12 @@ def _carried(row: Judged, contract: str) -> None:
 
 def _judge(row: Judged, area: str, *, with_plan: bool = True, needs_class: bool = False) -> None:
     """Fail with the plan's findings for ``area``; not run where the target given is not this draft's and would
-    change the area's verdict, or the engine builds no draft; not modelled where the profiles cannot judge it."""
+    change the area's verdict, or the engine builds no draft (unless it refuses the area first: vLLM's allowlist);
+    not modelled where the profiles cannot judge it."""
     plan = row.plan
     if row.forecast.target_mismatch and area in row.forecast.target_areas:
         raise NotRun(f"not run: {row.forecast.target_mismatch}")
-    if area != "architecture" and plan.draft_class is None:
+    if area != "architecture" and plan.draft_class is None and not plan.issues_for(area):
         raise NotRun(f"{row.label} does not build a draft from this config: see engine.architecture")
     if needs_class and plan.draft_class and not _key_map_modelled(plan.engine.engine, plan.draft_class):
         raise NotRun(f"the key map of {plan.draft_class} (MLA draft) is not simulated: the knowledge has no rows "
