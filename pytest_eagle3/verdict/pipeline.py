@@ -66,6 +66,23 @@ class Simulation:
     unavailable: str = ""
 
 
+@dataclass(frozen=True)
+class TargetUse:
+    """What every engine's plan of one checkpoint reads of its target side, decided once before any is planned
+    (:meth:`Pipeline.target_use`): the target's config as given; the config alone when the draft accepts nothing on
+    it (its weights are no evidence: the target may be another model's, ``Pipeline.at_floor``); none when it is
+    another model than the draft's (``mismatch``: judged as if no target were given); and the training layers the
+    reference measurement settled."""
+
+    #: The side judged with (``Pipeline.side_for``).
+    side: TargetSide
+    #: The target's config the plans read (None: none given, unreadable, or another model's).
+    model: TargetModel | None
+    #: Why the target is another model than the draft's, "" when it is not (``Pipeline.mismatch``).
+    mismatch: str = ""
+    measured: Measured | None = None
+
+
 class Pipeline:
     """One run's forecasts and judgements: the target measured and run once, each draft's predictor built once."""
 
@@ -75,9 +92,11 @@ class Pipeline:
         self._passes: TargetPasses | None = None
         self._targets: dict[str, TargetModel] = {}
         self._simulations: dict[tuple[str, str | None, str | None], Simulation] = {}
+        self._uses: dict[tuple[str, TargetSide], TargetUse] = {}
         self._forecasts: dict[tuple[str, EngineVersion, TargetSide], Forecast] = {}
         #: Each row's judgement, keyed by checkpoint, engine version (its launch settings too; None: the ``any`` row)
-        #: and target side: filled by :func:`pytest_eagle3.verdict.rows.judgement`, the one place a judgement is made.
+        #: and target side as given: filled by :func:`pytest_eagle3.verdict.rows.judgement`, the one place a judgement
+        #: is made.
         self.judgements: dict[tuple[str, EngineVersion | None, TargetSide], Judgement] = {}
         self._health: dict[str, list[TensorHealth]] = {}
         self._references: dict[tuple[str, TargetSide], ReferenceResult | Finding | str] = {}
@@ -210,7 +229,8 @@ class Pipeline:
         return judged_plan(ckpt, engine, self.target(side), given, measured)
 
     def forecast(self, ckpt: Checkpoint, engine: EngineVersion, side: TargetSide = TargetSide()) -> Forecast:
-        """Every step: measure, judge, settle, predict (cached per checkpoint, engine and target side)."""
+        """Every step: measure, judge, settle, predict (cached per checkpoint, engine and target side; the side
+        normalised here, :meth:`side_for`, and carried by the forecast)."""
         side = self.side_for(ckpt, side)
         key = (str(ckpt.path), engine, side)
         if key not in self._forecasts:
@@ -294,28 +314,48 @@ class Pipeline:
             return "reference acceptance needs transformers (pip install 'pytest-eagle3[target]')"
         return None
 
-    def _forecast(self, ckpt: Checkpoint, engine: EngineVersion, side: TargetSide) -> Forecast:
-        s = self.settings
+    def target_use(self, ckpt: Checkpoint, side: TargetSide) -> TargetUse:
+        """Step 1, and what the plans read of the target side (``side`` as :meth:`side_for` gives it): decided once
+        per checkpoint and side, for every engine."""
+        key = (str(ckpt.path), side)
+        if key not in self._uses:
+            self._uses[key] = self._target_use(ckpt, side)
+        return self._uses[key]
+
+    def _target_use(self, ckpt: Checkpoint, side: TargetSide) -> TargetUse:
         mismatch = self.mismatch(ckpt, side)
         if mismatch:  # judged as if no target were given; what the target would change is not run
-            plan, wrong = self.judge(ckpt, engine), self.judge(ckpt, engine, side)
-            areas = {i.area for i in (*plan.issues, *wrong.issues)} | set(plan.unknown) | set(wrong.unknown)
-            changed = frozenset(a for a in areas if (plan.issues_for(a), plan.unknown.get(a))
-                                != (wrong.issues_for(a), wrong.unknown.get(a)))
-            return Forecast(engine, price_recorded(plan, s.max_loss), no_prediction=f"not run: {mismatch}",
-                           target_mismatch=mismatch, target_areas=changed)
+            return TargetUse(side, None, mismatch)
         measured = self.measure(ckpt, side)
-        # a draft that accepts nothing on this target: its weights are no evidence (the target may be another
-        # model's), so the plan reads the target's config only
-        plan = self.judge(ckpt, engine, _config_only(side) if self.at_floor(ckpt, side) else side, measured)
+        model = self.target(side)
+        if model is not None and self.at_floor(ckpt, side):  # its weights are no evidence: its config alone
+            return TargetUse(side, model.config_only())
+        return TargetUse(side, model, measured=measured)
+
+    def _forecast(self, ckpt: Checkpoint, engine: EngineVersion, side: TargetSide) -> Forecast:
+        s = self.settings
+        use = self.target_use(ckpt, side)
+        plan = judged_plan(ckpt, engine, use.model, s.aux_convention, use.measured)
+        if use.mismatch:
+            return Forecast(engine, price_recorded(plan, s.max_loss), no_prediction=f"not run: {use.mismatch}",
+                            target_mismatch=use.mismatch, target_areas=self._changed_by(ckpt, engine, side, plan),
+                            side=side)
         simulation = self.simulation(ckpt, side)
         predictor = simulation.predictor
         if predictor is None:  # no simulation: a recorded cost prices what it covers
-            return Forecast(engine, price_recorded(plan, s.max_loss), measured, no_prediction=simulation.unavailable)
-        engines = s.engines or (engine,)
-        plan = settle(plan, Settling(predictor, ckpt, self.target(side), engines, s.aux_convention, measured,
-                                     s.max_loss))
-        return Forecast(engine, plan, measured, self._predictions(ckpt, side, plan, predictor))
+            return Forecast(engine, price_recorded(plan, s.max_loss), use.measured,
+                            no_prediction=simulation.unavailable, side=side)
+        plan = settle(plan, Settling(predictor, ckpt, self.target(side), s.engines or (engine,), s.aux_convention,
+                                     use.measured, s.max_loss))
+        return Forecast(engine, plan, use.measured, self._predictions(ckpt, side, plan, predictor), side=side)
+
+    def _changed_by(self, ckpt: Checkpoint, engine: EngineVersion, side: TargetSide, plan: LoadPlan) -> frozenset[str]:
+        """The areas of ``plan`` (judged without the target) whose verdict the target given, another model than the
+        draft's, would change: the only plan read with that target."""
+        wrong = judged_plan(ckpt, engine, self.target(side), self.settings.aux_convention)
+        areas = {i.area for i in (*plan.issues, *wrong.issues)} | set(plan.unknown) | set(wrong.unknown)
+        return frozenset(a for a in areas if (plan.issues_for(a), plan.unknown.get(a))
+                         != (wrong.issues_for(a), wrong.unknown.get(a)))
 
     def _predictions(self, ckpt: Checkpoint, side: TargetSide, plan: LoadPlan,
                      predictor: DraftPredictor) -> dict[str, Prediction]:
@@ -338,13 +378,6 @@ class Pipeline:
             except PredictionUnavailable:  # a dump lacking one reading's states: the one prediction
                 return only
         return readings
-
-
-def _config_only(side: TargetSide) -> TargetSide:
-    """The target side with the target's config alone (its weights left out)."""
-    if side.path is None or side.path.startswith("hf://") or not Path(side.path).is_dir():
-        return side
-    return TargetSide(str(Path(side.path) / "config.json"), side.hidden_states)
 
 
 def pipeline_for(settings: RunSettings | None = None, session: PredictionSession | None = None) -> Pipeline:
