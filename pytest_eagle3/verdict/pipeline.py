@@ -4,6 +4,7 @@ Four steps, always in this order and nowhere else:
 
 1. **measure**: with the target's weights (or a dump of its side), the reference forward settles which
    layers (and embedding) the draft was trained with (:class:`~pytest_eagle3.engines.plan_types.Measured`);
+   with it, what every engine's plan reads of the target side is decided once (:class:`TargetUse`);
 2. **judge**: the engine's load plan under every plausible reading, joined area by area
    (:mod:`pytest_eagle3.verdict.judge`);
 3. **settle**: with a predictor, assumed losses priced, config fixes proven, harmless uninitialised
@@ -13,7 +14,7 @@ Four steps, always in this order and nowhere else:
 
 The contracts' fixture, ``check``, ``plan``, ``fix``, the live expectation and ``probe.load`` all ask a
 :class:`Pipeline`; nothing else builds a load plan. A pipeline caches what it computed (the target run,
-each draft's predictor, each verdict) for the life of one run: the target's config is opened once, and the
+each draft's simulation, each forecast and judgement) for the life of one run: the target's config is opened once, and the
 target is run once (:attr:`Pipeline.passes`, at the longest length any consumer needs) for the reference
 measurement, the predictions, the fix proofs and every checkpoint.
 """
@@ -185,29 +186,28 @@ class Pipeline:
         given = convention if convention is not None or not use_option else self.settings.aux_convention
         key = (str(ckpt.path), side.path, given)
         if key not in self._simulations:
-            built = self._build_predictor(ckpt, side, given)
-            self._simulations[key] = Simulation(unavailable=built) if isinstance(built, str) else Simulation(built)
+            self._simulations[key] = self._simulate(ckpt, side, given)
         return self._simulations[key]
 
-    def _build_predictor(self, ckpt: Checkpoint, side: TargetSide, convention: str | None) -> DraftPredictor | str:
+    def _simulate(self, ckpt: Checkpoint, side: TargetSide, convention: str | None) -> Simulation:
         model = self.target(side)
         if model is not None and not ckpt.weights_local:
-            return WeightsMissing(NOT_DOWNLOADED)
+            return Simulation(unavailable=WeightsMissing(NOT_DOWNLOADED))
         if model is not None and side.hidden_states is None and model.on_hub and model.no_weights:
-            return WeightsMissing(f"not run: {model.no_weights}")
+            return Simulation(unavailable=WeightsMissing(f"not run: {model.no_weights}"))
         needs = ("needs the target's weights: pass --eagle3-target=DIR (the model directory), or a dump of its "
                  "hidden states with --eagle3-hidden-states=DIR")
         if model is None:
-            return needs
+            return Simulation(unavailable=needs)
         if side.hidden_states is None and (model.weights_dir is None or Path(model.path).is_file()):
-            return WeightsMissing(needs)
+            return Simulation(unavailable=WeightsMissing(needs))
         if importlib.util.find_spec("transformers") is None:
-            return "needs transformers (pip install 'pytest-eagle3[target]')"
+            return Simulation(unavailable="needs transformers (pip install 'pytest-eagle3[target]')")
         try:
             where = str(model.weights_dir) if side.hidden_states is None else model.path
-            return self.session(side.hidden_states).predictor(ckpt, where, convention)
+            return Simulation(self.session(side.hidden_states).predictor(ckpt, where, convention))
         except (PredictionUnavailable, ReferenceInputError) as exc:
-            return str(exc)
+            return Simulation(unavailable=str(exc))
 
     # -- the steps ---------------------------------------------------------------------------------
     def measure(self, ckpt: Checkpoint, side: TargetSide) -> Measured | None:
