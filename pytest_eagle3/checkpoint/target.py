@@ -124,6 +124,13 @@ class TargetModel:
             return f"{NOT_DOWNLOADED.removeprefix('not run: ')} for the target {self.path}"
         return f"--eagle3-target={self.path} names only a config"
 
+    def config_only(self) -> TargetModel:
+        """This target's config alone, its weights left out: a local model directory read as its ``config.json``;
+        itself when it names none (a ``config.json`` already, or a Hub id)."""
+        if self.on_hub or not Path(self.path).is_dir():
+            return self
+        return TargetModel(str(Path(self.path) / "config.json"), self.config, self.problem)
+
     @cached_property
     def weights(self) -> Checkpoint | None:
         """The target's tensors, indexed once from their headers (on the Hub: by range); None when only a

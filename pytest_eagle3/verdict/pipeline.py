@@ -4,6 +4,7 @@ Four steps, always in this order and nowhere else:
 
 1. **measure**: with the target's weights (or a dump of its side), the reference forward settles which
    layers (and embedding) the draft was trained with (:class:`~pytest_eagle3.engines.plan_types.Measured`);
+   with it, what every engine's plan reads of the target side is decided once (:class:`TargetUse`);
 2. **judge**: the engine's load plan under every plausible reading, joined area by area
    (:mod:`pytest_eagle3.verdict.judge`);
 3. **settle**: with a predictor, assumed losses priced, config fixes proven, harmless uninitialised
@@ -13,7 +14,7 @@ Four steps, always in this order and nowhere else:
 
 The contracts' fixture, ``check``, ``plan``, ``fix``, the live expectation and ``probe.load`` all ask a
 :class:`Pipeline`; nothing else builds a load plan. A pipeline caches what it computed (the target run,
-each draft's predictor, each verdict) for the life of one run: the target's config is opened once, and the
+each draft's simulation, each forecast and judgement) for the life of one run: the target's config is opened once, and the
 target is run once (:attr:`Pipeline.passes`, at the longest length any consumer needs) for the reference
 measurement, the predictions, the fix proofs and every checkpoint.
 """
@@ -66,6 +67,23 @@ class Simulation:
     unavailable: str = ""
 
 
+@dataclass(frozen=True)
+class TargetUse:
+    """What every engine's plan of one checkpoint reads of its target side, decided once before any is planned
+    (:meth:`Pipeline.target_use`): the target's config as given; the config alone when the draft accepts nothing on
+    it (its weights are no evidence: the target may be another model's, ``Pipeline.at_floor``); none when it is
+    another model than the draft's (``mismatch``: judged as if no target were given); and the training layers the
+    reference measurement settled."""
+
+    #: The side judged with (``Pipeline.side_for``).
+    side: TargetSide
+    #: The target's config the plans read (None: none given, unreadable, or another model's).
+    model: TargetModel | None
+    #: Why the target is another model than the draft's, "" when it is not (``Pipeline.mismatch``).
+    mismatch: str = ""
+    measured: Measured | None = None
+
+
 class Pipeline:
     """One run's forecasts and judgements: the target measured and run once, each draft's predictor built once."""
 
@@ -75,9 +93,11 @@ class Pipeline:
         self._passes: TargetPasses | None = None
         self._targets: dict[str, TargetModel] = {}
         self._simulations: dict[tuple[str, str | None, str | None], Simulation] = {}
+        self._uses: dict[tuple[str, TargetSide], TargetUse] = {}
         self._forecasts: dict[tuple[str, EngineVersion, TargetSide], Forecast] = {}
         #: Each row's judgement, keyed by checkpoint, engine version (its launch settings too; None: the ``any`` row)
-        #: and target side: filled by :func:`pytest_eagle3.verdict.rows.judgement`, the one place a judgement is made.
+        #: and target side as given: filled by :func:`pytest_eagle3.verdict.rows.judgement`, the one place a judgement
+        #: is made.
         self.judgements: dict[tuple[str, EngineVersion | None, TargetSide], Judgement] = {}
         self._health: dict[str, list[TensorHealth]] = {}
         self._references: dict[tuple[str, TargetSide], ReferenceResult | Finding | str] = {}
@@ -166,29 +186,28 @@ class Pipeline:
         given = convention if convention is not None or not use_option else self.settings.aux_convention
         key = (str(ckpt.path), side.path, given)
         if key not in self._simulations:
-            built = self._build_predictor(ckpt, side, given)
-            self._simulations[key] = Simulation(unavailable=built) if isinstance(built, str) else Simulation(built)
+            self._simulations[key] = self._simulate(ckpt, side, given)
         return self._simulations[key]
 
-    def _build_predictor(self, ckpt: Checkpoint, side: TargetSide, convention: str | None) -> DraftPredictor | str:
+    def _simulate(self, ckpt: Checkpoint, side: TargetSide, convention: str | None) -> Simulation:
         model = self.target(side)
         if model is not None and not ckpt.weights_local:
-            return WeightsMissing(NOT_DOWNLOADED)
+            return Simulation(unavailable=WeightsMissing(NOT_DOWNLOADED))
         if model is not None and side.hidden_states is None and model.on_hub and model.no_weights:
-            return WeightsMissing(f"not run: {model.no_weights}")
+            return Simulation(unavailable=WeightsMissing(f"not run: {model.no_weights}"))
         needs = ("needs the target's weights: pass --eagle3-target=DIR (the model directory), or a dump of its "
                  "hidden states with --eagle3-hidden-states=DIR")
         if model is None:
-            return needs
+            return Simulation(unavailable=needs)
         if side.hidden_states is None and (model.weights_dir is None or Path(model.path).is_file()):
-            return WeightsMissing(needs)
+            return Simulation(unavailable=WeightsMissing(needs))
         if importlib.util.find_spec("transformers") is None:
-            return "needs transformers (pip install 'pytest-eagle3[target]')"
+            return Simulation(unavailable="needs transformers (pip install 'pytest-eagle3[target]')")
         try:
             where = str(model.weights_dir) if side.hidden_states is None else model.path
-            return self.session(side.hidden_states).predictor(ckpt, where, convention)
+            return Simulation(self.session(side.hidden_states).predictor(ckpt, where, convention))
         except (PredictionUnavailable, ReferenceInputError) as exc:
-            return str(exc)
+            return Simulation(unavailable=str(exc))
 
     # -- the steps ---------------------------------------------------------------------------------
     def measure(self, ckpt: Checkpoint, side: TargetSide) -> Measured | None:
@@ -210,7 +229,8 @@ class Pipeline:
         return judged_plan(ckpt, engine, self.target(side), given, measured)
 
     def forecast(self, ckpt: Checkpoint, engine: EngineVersion, side: TargetSide = TargetSide()) -> Forecast:
-        """Every step: measure, judge, settle, predict (cached per checkpoint, engine and target side)."""
+        """Every step: measure, judge, settle, predict (cached per checkpoint, engine and target side; the side
+        normalised here, :meth:`side_for`, and carried by the forecast)."""
         side = self.side_for(ckpt, side)
         key = (str(ckpt.path), engine, side)
         if key not in self._forecasts:
@@ -294,28 +314,48 @@ class Pipeline:
             return "reference acceptance needs transformers (pip install 'pytest-eagle3[target]')"
         return None
 
-    def _forecast(self, ckpt: Checkpoint, engine: EngineVersion, side: TargetSide) -> Forecast:
-        s = self.settings
+    def target_use(self, ckpt: Checkpoint, side: TargetSide) -> TargetUse:
+        """Step 1, and what the plans read of the target side (``side`` as :meth:`side_for` gives it): decided once
+        per checkpoint and side, for every engine."""
+        key = (str(ckpt.path), side)
+        if key not in self._uses:
+            self._uses[key] = self._target_use(ckpt, side)
+        return self._uses[key]
+
+    def _target_use(self, ckpt: Checkpoint, side: TargetSide) -> TargetUse:
         mismatch = self.mismatch(ckpt, side)
         if mismatch:  # judged as if no target were given; what the target would change is not run
-            plan, wrong = self.judge(ckpt, engine), self.judge(ckpt, engine, side)
-            areas = {i.area for i in (*plan.issues, *wrong.issues)} | set(plan.unknown) | set(wrong.unknown)
-            changed = frozenset(a for a in areas if (plan.issues_for(a), plan.unknown.get(a))
-                                != (wrong.issues_for(a), wrong.unknown.get(a)))
-            return Forecast(engine, price_recorded(plan, s.max_loss), no_prediction=f"not run: {mismatch}",
-                           target_mismatch=mismatch, target_areas=changed)
+            return TargetUse(side, None, mismatch)
         measured = self.measure(ckpt, side)
-        # a draft that accepts nothing on this target: its weights are no evidence (the target may be another
-        # model's), so the plan reads the target's config only
-        plan = self.judge(ckpt, engine, _config_only(side) if self.at_floor(ckpt, side) else side, measured)
+        model = self.target(side)
+        if model is not None and self.at_floor(ckpt, side):  # its weights are no evidence: its config alone
+            return TargetUse(side, model.config_only())
+        return TargetUse(side, model, measured=measured)
+
+    def _forecast(self, ckpt: Checkpoint, engine: EngineVersion, side: TargetSide) -> Forecast:
+        s = self.settings
+        use = self.target_use(ckpt, side)
+        plan = judged_plan(ckpt, engine, use.model, s.aux_convention, use.measured)
+        if use.mismatch:
+            return Forecast(engine, price_recorded(plan, s.max_loss), no_prediction=f"not run: {use.mismatch}",
+                            target_mismatch=use.mismatch, target_areas=self._changed_by(ckpt, engine, side, plan),
+                            side=side)
         simulation = self.simulation(ckpt, side)
         predictor = simulation.predictor
         if predictor is None:  # no simulation: a recorded cost prices what it covers
-            return Forecast(engine, price_recorded(plan, s.max_loss), measured, no_prediction=simulation.unavailable)
-        engines = s.engines or (engine,)
-        plan = settle(plan, Settling(predictor, ckpt, self.target(side), engines, s.aux_convention, measured,
-                                     s.max_loss))
-        return Forecast(engine, plan, measured, self._predictions(ckpt, side, plan, predictor))
+            return Forecast(engine, price_recorded(plan, s.max_loss), use.measured,
+                            no_prediction=simulation.unavailable, side=side)
+        plan = settle(plan, Settling(predictor, ckpt, self.target(side), s.engines or (engine,), s.aux_convention,
+                                     use.measured, s.max_loss))
+        return Forecast(engine, plan, use.measured, self._predictions(ckpt, side, plan, predictor), side=side)
+
+    def _changed_by(self, ckpt: Checkpoint, engine: EngineVersion, side: TargetSide, plan: LoadPlan) -> frozenset[str]:
+        """The areas of ``plan`` (judged without the target) whose verdict the target given, another model than the
+        draft's, would change: the only plan read with that target."""
+        wrong = judged_plan(ckpt, engine, self.target(side), self.settings.aux_convention)
+        areas = {i.area for i in (*plan.issues, *wrong.issues)} | set(plan.unknown) | set(wrong.unknown)
+        return frozenset(a for a in areas if (plan.issues_for(a), plan.unknown.get(a))
+                         != (wrong.issues_for(a), wrong.unknown.get(a)))
 
     def _predictions(self, ckpt: Checkpoint, side: TargetSide, plan: LoadPlan,
                      predictor: DraftPredictor) -> dict[str, Prediction]:
@@ -338,13 +378,6 @@ class Pipeline:
             except PredictionUnavailable:  # a dump lacking one reading's states: the one prediction
                 return only
         return readings
-
-
-def _config_only(side: TargetSide) -> TargetSide:
-    """The target side with the target's config alone (its weights left out)."""
-    if side.path is None or side.path.startswith("hf://") or not Path(side.path).is_dir():
-        return side
-    return TargetSide(str(Path(side.path) / "config.json"), side.hidden_states)
 
 
 def pipeline_for(settings: RunSettings | None = None, session: PredictionSession | None = None) -> Pipeline:

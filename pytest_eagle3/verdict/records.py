@@ -48,6 +48,8 @@ class Forecast:
     target_mismatch: str = ""
     #: With a mismatched target: the plan areas whose verdict the target would have changed (not run).
     target_areas: frozenset[str] = frozenset()
+    #: The target side it was made with (``Pipeline.side_for``: the one given, else the one the config names).
+    side: TargetSide = TargetSide()
 
     @property
     def prediction(self) -> Prediction | None:

@@ -39,9 +39,8 @@ if TYPE_CHECKING:
 def judgement(pipeline: Pipeline, ckpt: Checkpoint, engine: EngineVersion | None,
               side: TargetSide = TargetSide()) -> Judgement:
     """Every contract's outcome for ``engine`` on ``ckpt`` (``engine`` None: the contracts that do not depend on an
-    engine), computed once per run (``Pipeline.judgements``): what the contract tests assert and every command
-    renders."""
-    side = pipeline.side_for(ckpt, side)
+    engine), computed once per run (``Pipeline.judgements``, keyed by the side as given): what the contract tests
+    assert and every command renders."""
     key = (str(ckpt.path), engine, side)
     if key not in pipeline.judgements:
         pipeline.judgements[key] = (judge_checkpoint(pipeline, ckpt, side) if engine is None
@@ -50,9 +49,11 @@ def judgement(pipeline: Pipeline, ckpt: Checkpoint, engine: EngineVersion | None
 
 
 def judge_checkpoint(pipeline: Pipeline, ckpt: Checkpoint, side: TargetSide) -> Judgement:
-    """The contracts that do not depend on an engine (the table's ``any`` row)."""
+    """The contracts that do not depend on an engine (the table's ``any`` row), with the target side as given
+    (normalised here: ``Pipeline.side_for``)."""
     from functools import partial
 
+    side = pipeline.side_for(ckpt, side)
     s = pipeline.settings
     fails, measured = s.unknown_fails, s.measured_required
     row = Checked(ckpt, side, s.min_acceptance, pipeline.target_model, partial(pipeline.weight_health, ckpt),
@@ -65,7 +66,8 @@ def judge_checkpoint(pipeline: Pipeline, ckpt: Checkpoint, side: TargetSide) -> 
 
 
 def judge_engine(pipeline: Pipeline, ckpt: Checkpoint, engine: EngineVersion, side: TargetSide) -> Judgement:
-    """The engine contracts of one engine version (its row)."""
+    """The engine contracts of one engine version (its row), with the target side as given (the forecast
+    normalises it and says which it used)."""
     fails, measured = pipeline.settings.unknown_fails, pipeline.settings.measured_required
     subject = f"{ckpt.path}{SUBJECT_SEPARATOR}{engine.spec}"
     contracts = of_scope(ENGINE)
@@ -81,12 +83,12 @@ def judge_engine(pipeline: Pipeline, ckpt: Checkpoint, engine: EngineVersion, si
     forecast = pipeline.forecast(ckpt, engine, side)
     from pytest_eagle3.verdict.resting import not_carried
 
-    row = Judged(forecast, ckpt, side, pipeline.settings.min_acceptance, pipeline.settings.max_loss,
+    row = Judged(forecast, ckpt, forecast.side, pipeline.settings.min_acceptance, pipeline.settings.max_loss,
                  forecast.plan.label, not_carried(engine))
     runs = assess_engine.bound(row, [_area(c) for c in contracts])
     outcomes = tuple(assess(c.id, subject, run, unknown_fails=fails, measured_required=measured and c.measures,
                             plan=forecast.plan) for c, run in zip(contracts, runs))
-    if pipeline.at_floor(ckpt, side):  # the target comes first: no draft-side fix before it is the draft's
+    if pipeline.at_floor(ckpt, forecast.side):  # the target comes first: no draft-side fix before it is the draft's
         return Judgement(ckpt.path, engine, _format(ckpt), target_first(outcomes))
     return Judgement(ckpt.path, engine, _format(ckpt), with_causes(outcomes, forecast.plan))
 
