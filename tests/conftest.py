@@ -154,6 +154,10 @@ def validate_report(data: dict[str, Any]) -> None:
 def run_contracts(pytester: pytest.Pytester) -> Callable[..., ContractRun]:
     """Run ``pytest --eagle3-ckpt=...`` in-process and return the outcome and JSON report."""
 
+    # pytester drops the modules an in-process run imported; a second run in one test would then raise a fresh
+    # NotRun class that the first run's cached judgement code does not catch: keep the exceptions' module loaded
+    import pytest_eagle3.verdict.assess  # noqa: F401
+
     def run(checkpoints: Sequence[str | Path], *args: str, target: str | Path | None = None) -> ContractRun:
         report = pytester.path / "eagle3-report.json"
         argv = [f"--eagle3-ckpt={c}" for c in checkpoints] + [f"--eagle3-report={report}", "-p", "no:cacheprovider"]
