@@ -1,6 +1,6 @@
 """Trace one judgement file by file: how far the engine choice travels (issue 48's measure).
 
-    python benchmarks/trace_judgement.py [--engine vllm==X] [--files]
+    python benchmarks/trace_judgement.py [--engine vllm==X] [--files] [--from-verdict]
 
 Runs ``verdict.rows.judgement`` once, in this fresh process, for the demo draft (examples/demo-draft-sglang)
 against the demo target's config.json and one engine version (default: the newest vLLM read), under
@@ -21,6 +21,13 @@ frame). The same figures are printed for the stops that receive a seed itself (n
 after the seeds are made, so a cached answer does not hide a call. Import-time code is not on the path (it never
 receives the engine choice). The figures are a measure, not a gate: the target is at most 15 files and at most
 10 returns, with engines/ <-> knowledge/ crossed only through the snapshot.
+
+``--from-verdict`` measures from the other side: it makes the row's word as ``plan`` does (the ``any`` row's and the
+engine version's judgements, ``verdict.rows.judgement``, into a ``verdict.report.Collector``, then the row's word),
+and follows the way from that verdict entry back to the engine choice: the calls into ``pytest_eagle3/`` that are on
+the stack when a stop receiving the EngineVersion, its Engine or its Snapshot itself is called (the stop included),
+in order of entry. Files are those calls' distinct files; returns, in that sequence (repeats collapsed), each file
+met again after being left.
 """
 
 from __future__ import annotations
@@ -71,6 +78,9 @@ class Tracer:
         self.seed_stops: list[str] = []  # the stops that receive a seed itself (no derived value)
         self.direct: Counter[str] = Counter()  # "engines -> knowledge": direct calls between the two
         self.around: Counter[str] = Counter()  # direct engines -> knowledge calls into a file other than the snapshot
+        self.stack: list[tuple[int, int]] = []  # (frame id, entry index) of the package's calls still running
+        self.entered: list[str] = []  # the file of each call into the package, in order of entry
+        self.way: set[int] = set()  # entry indexes of the calls on the stack when a seed itself was received
 
     def _is_tainted(self, value: Any, seeds_only: bool = False) -> bool:
         if isinstance(value, SCALARS):
@@ -111,7 +121,17 @@ class Tracer:
         if not isinstance(value, SCALARS):
             self.tainted[id(value)] = value
 
+    def way_back(self) -> list[str]:
+        """The files of the calls from the verdict entry to each stop receiving a seed itself, in order of entry."""
+        return [self.entered[i] for i in sorted(self.way)]
+
     def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code.co_filename.startswith(PACKAGE_DIR) \
+                and frame.f_code.co_name != "<module>":
+            self.stack.append((id(frame), len(self.entered)))
+            self.entered.append(frame.f_code.co_filename[len(PACKAGE_DIR):])
+        elif event == "return" and self.stack and self.stack[-1][0] == id(frame):
+            self.stack.pop()
         if event == "call":
             path = frame.f_code.co_filename
             ours = path.startswith(PACKAGE_DIR)
@@ -125,6 +145,7 @@ class Tracer:
             self.stops.append(path[len(PACKAGE_DIR):])
             if self._receives(frame, seeds_only=True):
                 self.seed_stops.append(self.stops[-1])
+                self.way.update(index for _, index in self.stack)
             callee = _area(path)
             caller = frame.f_back
             while caller is not None and not caller.f_code.co_filename.startswith(PACKAGE_DIR):
@@ -178,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="seed only the EngineVersion and its Engine (the choice before it is read into a snapshot)")
     parser.add_argument("--seed-files", action="store_true",
                         help="list the files of the stops receiving a seed itself, in order of first entry")
+    parser.add_argument("--from-verdict", action="store_true",
+                        help="make the row's word as plan does and follow the way from it back to the engine choice")
     args = parser.parse_args(argv)
 
     from pytest_eagle3.checkpoint import Checkpoint
@@ -193,9 +216,12 @@ def main(argv: list[str] | None = None) -> int:
     pipeline = pipeline_for(RunSettings(engines=(ev,)))
     ckpt = Checkpoint.open(args.draft)
     tracer = Tracer(seeds)
+    side = TargetSide(args.target)
     sys.setprofile(tracer)
     try:
-        verdict = judgement(pipeline, ckpt, ev, TargetSide(args.target))
+        if args.from_verdict:
+            word = row_word(pipeline, ckpt, ev, side)
+        verdict = judgement(pipeline, ckpt, ev, side)
     finally:
         sys.setprofile(None)
 
@@ -214,12 +240,28 @@ def main(argv: list[str] | None = None) -> int:
     seed = figures(tracer.seed_stops)
     print(f"receiving the EngineVersion, Engine or Snapshot itself (no derived value): {seed['stops']} stops, "
           f"{seed['files']} files, {seed['returns']} returns, crossings {seed['e2k']} / {seed['k2e']}")
-    for wanted, stops in ((args.files, tracer.stops), (args.seed_files, tracer.seed_stops)):
+    if args.from_verdict:
+        back = figures(tracer.way_back())
+        print(f"from the verdict entry (the row's word, {word}) back to the engine choice: {back['stops']} calls, "
+              f"{back['files']} files, {back['returns']} returns, crossings {back['e2k']} / {back['k2e']}")
+    for wanted, stops in ((args.files, tracer.stops), (args.seed_files, tracer.seed_stops),
+                          (args.files and args.from_verdict, tracer.way_back())):
         if wanted:
             counts = Counter(stops)
             for f in dict.fromkeys(stops):
                 print(f"  {counts[f]:5d}  {f}")
     return 0
+
+
+def row_word(pipeline: Any, ckpt: Any, ev: Any, side: Any) -> str:
+    """The row's word as ``plan`` makes it: both judgements of the row into a report, then the row's word."""
+    from pytest_eagle3.verdict.report import Collector
+    from pytest_eagle3.verdict.rows import judgement
+
+    collector = Collector(target=side.path, engines=[ev.spec])
+    for engine in (None, ev):
+        collector.add_judgement(judgement(pipeline, ckpt, engine, side))
+    return str(collector.checkpoints[ckpt.path].engine_verdict(ev.spec))
 
 
 if __name__ == "__main__":
