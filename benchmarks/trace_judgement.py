@@ -1,6 +1,6 @@
 """Trace one judgement file by file: how far the engine choice travels (issue 48's measure).
 
-    python benchmarks/trace_judgement.py [--engine vllm==X] [--files] [--from-verdict]
+    python benchmarks/trace_judgement.py [--engine vllm==X] [--files] [--from-verdict | --way-out]
 
 Runs ``verdict.rows.judgement`` once, in this fresh process, for the demo draft (examples/demo-draft-sglang)
 against the demo target's config.json and one engine version (default: the newest vLLM read), under
@@ -28,6 +28,13 @@ and follows the way from that verdict entry back to the engine choice: the calls
 the stack when a stop receiving the EngineVersion, its Engine or its Snapshot itself is called (the stop included),
 in order of entry. Files are those calls' distinct files; returns, in that sequence (repeats collapsed), each file
 met again after being left.
+
+``--way-out`` follows the judgement the other way, out to the words a user reads, as ``pytest`` gives them: it runs
+one contract in this process (``pytest.main``, the same draft, target and engine version, the test of ``--contract``,
+default ``engine.aux_layers``, selected with ``-k``) and counts
+every call into ``pytest_eagle3/`` that receives a record of the way out (:data:`WAY_OUT`: the judgement, a contract's
+outcome, what a test hands the report, the report's rows), by the same rule as a stop, in call order: calls, files,
+returns.
 """
 
 from __future__ import annotations
@@ -44,6 +51,10 @@ PACKAGE_DIR = str(ROOT / "pytest_eagle3") + "/"
 SCALARS = (type(None), bool, int, float, complex, str, bytes)
 CONTAINERS = (tuple, list, set, frozenset)
 SNAPSHOT = "knowledge/snapshot.py"
+#: The records a judgement's outcome travels in on its way out to the row's word (old names kept, to measure an
+#: older tree by the same rule).
+WAY_OUT = frozenset({"Judgement", "ContractOutcome", "ContractRecord", "ContractReport", "ContractResult",
+                     "CheckpointResult", "Collector", "RowWord", "Eagle3Result"})
 
 
 def _area(path: str) -> str | None:
@@ -162,6 +173,64 @@ class Tracer:
                 self._taint(frame.f_locals.get(frame.f_code.co_varnames[0]))
 
 
+class WayOut:
+    """Counts the calls into the package that receive a record of :data:`WAY_OUT` (the stop rule, by type)."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
+        code = frame.f_code
+        if event != "call" or not code.co_filename.startswith(PACKAGE_DIR) or code.co_name == "<module>":
+            return
+        names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount
+                                 + bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)]
+        for i, name in enumerate(names):
+            value = frame.f_locals.get(name)
+            items: list[Any] = [value]
+            if isinstance(value, CONTAINERS):
+                items += list(value)[:64]
+            elif isinstance(value, dict):
+                items += list(value.values())[:64]
+            elif i == 0 and name in ("self", "cls"):
+                items += _attributes(value)
+            if any(type(item).__name__ in WAY_OUT for item in items):
+                self.calls.append(code.co_filename[len(PACKAGE_DIR):])
+                return
+
+
+def way_out(draft: str, target: str, spec: str, contract: str, files: bool) -> int:
+    """The contracts run by pytest in this process under :class:`WayOut`; its figures printed."""
+    import contextlib
+    import io
+
+    import pytest
+
+    from pytest_eagle3.verdict.contract_table import BY_ID
+
+    tracer = WayOut()
+    out = io.StringIO()
+    sys.setprofile(tracer)
+    try:
+        with contextlib.redirect_stdout(out):
+            status = pytest.main([f"--eagle3-ckpt={draft}", f"--eagle3-target={target}", f"--eagle3-engine={spec}",
+                                  "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:xdist", "-q",
+                                  "-k", BY_ID[contract].test_name])
+    finally:
+        sys.setprofile(None)
+    word = next((line.split()[-3] for line in out.getvalue().splitlines() if f" {spec} " in f" {line} "), "?")
+    got = figures(tracer.calls)
+    print(f"pytest on {Path(draft).name}, {spec}, target {Path(target).parent.name}, {contract} alone: exit "
+          f"{int(status)}, the row reads {word}")
+    print(f"the way out (calls receiving a judgement, an outcome or a report record): {got['stops']} calls, "
+          f"{got['files']} files, {got['returns']} returns")
+    if files:
+        counts = Counter(tracer.calls)
+        for f in dict.fromkeys(tracer.calls):
+            print(f"  {counts[f]:5d}  {f}")
+    return 0
+
+
 def clear_caches() -> int:
     """Clear every ``functools`` cache held at module level by a loaded ``pytest_eagle3`` module; how many."""
     cleared = 0
@@ -199,6 +268,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="seed only the EngineVersion and its Engine (the choice before it is read into a snapshot)")
     parser.add_argument("--seed-files", action="store_true",
                         help="list the files of the stops receiving a seed itself, in order of first entry")
+    parser.add_argument("--way-out", action="store_true",
+                        help="run the contracts with pytest here and follow the judgement out to the words")
+    parser.add_argument("--contract", default="engine.aux_layers", help="--way-out: the contract whose test runs")
     parser.add_argument("--from-verdict", action="store_true",
                         help="make the row's word as plan does and follow the way from it back to the engine choice")
     args = parser.parse_args(argv)
@@ -211,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     from pytest_eagle3.verdict.rows import judgement
 
     ev = parse_selection(args.engine)[0] if args.engine else newest("vllm")
+    if args.way_out:
+        return way_out(args.draft, args.target, ev.spec, args.contract, args.files)
     seeds = [ev, ev.kind] if args.without_snapshot else [ev, ev.kind, snapshot_of(ev)]
     cleared = clear_caches()
     pipeline = pipeline_for(RunSettings(engines=(ev,)))

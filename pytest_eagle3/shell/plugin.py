@@ -310,7 +310,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if report.when == "call" or (report.when == "setup" and not report.passed):
         entry = _contract_report(item, finished(item, report, findings), callspec.params)
         # JUnit XML reads the teardown report's properties, copied from the item's
-        item.user_properties.extend(entry.outcome.junit_properties())
+        item.user_properties.extend(junit_properties(entry.outcome))
         if hasattr(item.config, "workerinput"):  # the controller's report: the record as data, with the test report
             report.eagle3 = entry.to_json()  # type: ignore[attr-defined]
         else:
@@ -321,6 +321,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         from pytest_eagle3.shell.terminal import width_of, wrap_text
 
         report.longrepr = wrap_text(report.longrepr, width_of(item.config))
+
+
+def junit_properties(outcome: ContractOutcome) -> list[tuple[str, object]]:
+    """Everything a contract's record holds, as JUnit XML ``<property>`` pairs: the measured values, then the typed
+    fields (the message of a pass)."""
+    message = outcome.message if outcome.status == "pass" else None
+    typed = [("eagle3.reference", outcome.reference), ("eagle3.predicted", outcome.prediction),
+             ("eagle3.probe", outcome.probe), ("eagle3.basis", outcome.basis), ("eagle3.message", message)]
+    return [*outcome.measured, *((name, value) for name, value in typed if value is not None)]
 
 
 def _engine_param(params: dict[str, Any]) -> Any:

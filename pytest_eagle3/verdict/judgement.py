@@ -81,20 +81,6 @@ class ContractOutcome:
         """It did not run (not run, not modelled, unmeasured): a skip under pytest."""
         return self.status not in (PASS, FAIL)
 
-    def properties(self) -> dict[str, Measured]:
-        """The measured values the JSON report keeps (JSON scalars and lists; a name measured twice keeps its last
-        value)."""
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in dict(self.measured).items()
-                if isinstance(v, (int, float, str, bool, list, tuple))}
-
-    def junit_properties(self) -> list[tuple[str, object]]:
-        """Everything recorded, as JUnit XML ``<property>`` pairs: the measured values, then the typed fields (the
-        message of a pass)."""
-        message = self.message if self.status == PASS else None
-        typed = [("eagle3.reference", self.reference), ("eagle3.predicted", self.prediction),
-                 ("eagle3.probe", self.probe), ("eagle3.basis", self.basis), ("eagle3.message", message)]
-        return [*self.measured, *((name, value) for name, value in typed if value is not None)]
-
     def to_json(self) -> dict[str, Any]:
         """The outcome as plain data (a pytest-xdist worker ships it to the controller with its test report)."""
         return {"contract": self.contract, "status": self.status, "message": self.message,

@@ -30,6 +30,7 @@ from pytest_eagle3.verdict.judgement import (
     STATIC,
     UNMEASURED,
     ContractOutcome,
+    Measured,
     RowWord,
 )
 from pytest_eagle3.verdict.rows import word_of
@@ -84,6 +85,13 @@ class ContractReport:
         return cls(judgement.checkpoint, judgement.spec, rank(outcome.contract), judgement.format, outcome)
 
 
+def properties_of(outcome: ContractOutcome) -> dict[str, Measured]:
+    """The measured values the JSON report keeps (JSON scalars and lists; a name measured twice keeps its last
+    value)."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in dict(outcome.measured).items()
+            if isinstance(v, (int, float, str, bool, list, tuple))}
+
+
 def reported(outcome: ContractOutcome) -> ContractOutcome:
     """The outcome as the report shows it: a failure's message its first line (bounded), a skip's its first line."""
     message = (outcome.message if outcome.status == PASS else
@@ -106,7 +114,7 @@ def contract_json(outcome: ContractOutcome) -> dict[str, Any]:
     cause = {"consequence_of": outcome.consequence_of} if outcome.consequence_of else {}
     status = {"status": outcome.status} if outcome.skipped else {}
     return {"id": outcome.contract, "outcome": outcome.test_outcome, "message": outcome.message,
-            "findings": [f.to_json() for f in outcome.findings], "properties": outcome.properties(),
+            "findings": [f.to_json() for f in outcome.findings], "properties": properties_of(outcome),
             "basis": outcome.basis or "assumed", **status, **cause}
 
 
@@ -134,6 +142,8 @@ class CheckpointResult:
     #: The target the draft's config names, when none was given: {"path": what was read (None: not found),
     #: "named": the name as written, "field": where}.
     named_target: dict[str, Any] | None = None
+    #: Each row's word, made once from the outcomes held (forgotten when an outcome is added).
+    words: dict[str, RowWord] = field(default_factory=dict, repr=False, compare=False)
 
     def ordered(self, table: dict[str, ContractOutcome]) -> list[ContractOutcome]:
         """A table's outcomes in selection order (contract module, then line), not in execution order."""
@@ -149,8 +159,10 @@ class CheckpointResult:
 
     def row(self, engine: str) -> RowWord:
         """The row's word and its reasons (``verdict.rows.word_of``, from the outcomes the run reported)."""
-        own = self.ordered(self.engines.get(engine, {})) if engine != ANY_ENGINE else None
-        return word_of(self.ordered(self.contracts), own)
+        if engine not in self.words:
+            own = self.ordered(self.engines.get(engine, {})) if engine != ANY_ENGINE else None
+            self.words[engine] = word_of(self.ordered(self.contracts), own)
+        return self.words[engine]
 
     @property
     def failing(self) -> list[str]:
@@ -305,13 +317,14 @@ class Collector:
         if entry.format:
             result.format = entry.format
         outcome = reported(entry.outcome)
-        result.properties.update(outcome.properties())
+        result.properties.update(properties_of(outcome))
         if outcome.reference is not None:
             result.reference = dict(outcome.reference)
-        result.ranks.setdefault(entry.contract, entry.rank)
+        result.ranks.setdefault(outcome.contract, entry.rank)
         engine = entry.engine or ANY_ENGINE
         table = result.contracts if engine == ANY_ENGINE else result.engines.setdefault(engine, {})
         held = table.get(outcome.contract)
+        result.words.clear()
         table[outcome.contract] = outcome if held is None else merged(held, outcome)
         if engine == ANY_ENGINE:
             return
