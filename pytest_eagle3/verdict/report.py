@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_eagle3.findings import MEASURED
-from pytest_eagle3.verdict.contract_table import rank
+from pytest_eagle3.verdict.contract_table import BY_ID, PROBE, rank
 from pytest_eagle3.verdict.judgement import (
     FAIL,
     MEASURE_WITH,
@@ -265,6 +265,11 @@ def edits_first(fixes: list[str]) -> list[str]:
     return [f for f in fixes if not f.startswith("see ")] + [f for f in fixes if f.startswith("see ")]
 
 
+def _probes(contract: str) -> bool:
+    """Whether the contract runs the installed engine's loader (its plan's outcome is not the row's)."""
+    return contract in BY_ID and BY_ID[contract].scope == PROBE
+
+
 def _json_verdict(verdict: str) -> str:
     """The JSON's word: fail, not run, not judged, or pass (a partial pass is ``pass`` with ``complete: false``; a
     static one ``pass`` with ``unmeasured``)."""
@@ -334,7 +339,7 @@ class Collector:
             result.predicted[engine] = dict(outcome.prediction)
         if outcome.probe is not None:
             result.probes[engine] = dict(outcome.probe)
-        if outcome.load_outcome is not None and outcome.contract != "probe.load":
+        if outcome.load_outcome is not None and not _probes(outcome.contract):
             result.outcomes[engine] = outcome.load_outcome
 
     def to_json(self) -> dict[str, Any]:
