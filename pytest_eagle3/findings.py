@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 #: What a verdict rests on: the reference measurement settled it, or a convention, default or habit was assumed.
 Basis: TypeAlias = Literal["measured", "assumed"]
@@ -49,6 +49,14 @@ class Finding:
         if self.readings:
             data["readings"] = [{"reading": label, "outcome": outcome} for label, outcome in self.readings]
         return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Finding:
+        """The finding :meth:`to_json` wrote (a pytest-xdist worker's, on the controller)."""
+        return cls(str(data["code"]), str(data["summary"]),
+                   tuple(Evidence(str(e["key"]), str(e["obtained"]), str(e["expected"])) for e in data["evidence"]),
+                   str(data["fix"]), tuple(str(d) for d in data["details"]),
+                   tuple((str(r["reading"]), str(r["outcome"])) for r in data.get("readings", ())))
 
     def render(self, headline: str | None = None) -> str:
         """The finding as text: the headline, then each evidence item's obtained and expected values."""

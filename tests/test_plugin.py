@@ -221,17 +221,21 @@ def test_xdist_report_is_the_serial_report(
 
 def test_a_contract_record_survives_its_codec() -> None:
     """The record a worker serialises with its TestReport is the record the controller rebuilds."""
-    from pytest_eagle3.verdict.report import ContractRecord, ContractReport
+    from pytest_eagle3.findings import Evidence, Finding
+    from pytest_eagle3.shell.plugin import junit_properties
+    from pytest_eagle3.verdict.judgement import ContractOutcome
+    from pytest_eagle3.verdict.report import ContractReport, properties_of
 
-    record = ContractRecord(message="ok here", basis="measured", reference={"mean_acceptance_length": 3.5},
-                            prediction={"mean_acceptance_length": 2.5, "basis": "measured"}, probe={"status": "ok"},
-                            measured=(("vocab_size", 1024), ("aux_layer_ids", [1, 2, 3]), ("vocab_size", 2048)))
-    entry = ContractReport(checkpoint="ckpt", contract="vocab.map", engine="vllm==0.33.0",
-                           rank=("test_eagle3_vocab.py", 17), outcome="failed", message="vocab.map [x]: y",
-                           format="speculators", findings=({"code": "x"},), basis="measured", record=record)
+    finding = Finding("x", "y", (Evidence("d2t", "absolute", "offsets"),), "fix it", ("a detail",),
+                      (("offsets", "passes"), ("absolute", "fails")))
+    outcome = ContractOutcome("vocab.map", "pass", "ok here", (finding,), "measured",
+                              (("vocab_size", 1024), ("aux_layer_ids", [1, 2, 3]), ("vocab_size", 2048)),
+                              {"mean_acceptance_length": 3.5}, {"mean_acceptance_length": 2.5, "basis": "measured"},
+                              "loads", "engine.fc [x]", "engine.fc [x]: y", "--eagle3-unknown=fail", {"status": "ok"})
+    entry = ContractReport("ckpt", "vllm==0.33.0", ("test_eagle3_vocab.py", 17), "speculators", outcome)
     assert ContractReport.from_json(json.loads(json.dumps(entry.to_json()))) == entry
-    assert record.properties() == {"vocab_size": 2048, "aux_layer_ids": [1, 2, 3]}
-    assert [name for name, _ in record.junit_properties()] == [
+    assert properties_of(outcome) == {"vocab_size": 2048, "aux_layer_ids": [1, 2, 3]}
+    assert [name for name, _ in junit_properties(outcome)] == [
         "vocab_size", "aux_layer_ids", "vocab_size", "eagle3.reference", "eagle3.predicted", "eagle3.probe",
         "eagle3.basis", "eagle3.message"]
 

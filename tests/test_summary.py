@@ -117,10 +117,15 @@ def test_the_env_variable_and_step_summary_alone(pytester: pytest.Pytester, monk
 
 def test_cells_never_break_the_table() -> None:
     """A pipe or a newline in a value is escaped; the predicted cell says refused where the engine refuses."""
-    entry = {"engine": "vllm", "version": "0.33.0", "verdict": "fail", "complete": True, "failing": ["engine.keys"],
-             "predicted_acceptance": {"mean_acceptance_length": None, "basis": "measured"}, "outcome": "refused",
-             "fix": ["rename a|b\nto c"]}
-    report = {"target": None, "engines": ["vllm==0.33.0"],
-              "checkpoints": [{"path": "x|y", "verdict": "fail", "engines": [entry]}]}
-    rows = _rows(render(report))
-    assert rows == [["`x\\|y`", "vllm==0.33.0", "**FAIL**", "engine.keys", "refused", "refused", "rename a\\|b to c"]]
+    from pytest_eagle3.findings import Finding
+    from pytest_eagle3.verdict.contract_table import rank
+    from pytest_eagle3.verdict.judgement import ContractOutcome
+    from pytest_eagle3.verdict.report import Collector, ContractReport
+
+    refused = ContractOutcome("engine.keys", "fail", "engine.keys [x]: y", (Finding("x", "y", fix="rename a|b\nto c"),),
+                              prediction={"mean_acceptance_length": None, "basis": "measured"}, load_outcome="refused")
+    collector = Collector(engines=["vllm==0.33.0"])
+    collector.add(ContractReport("x|y", "vllm==0.33.0", rank("engine.keys"), "speculators", refused))
+    rows = _rows(render(collector))
+    assert rows[1:] == [["", "vllm==0.33.0", "**FAIL**", "engine.keys", "refused", "refused", "rename a\\|b to c"]]
+    assert rows[0][:3] == ["`x\\|y`", "any", "NOT RUN"]

@@ -11,7 +11,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from pytest_eagle3.option_table import BY_DEST, OPTIONS, Resolved, as_argv
 from pytest_eagle3.producers.formats import SPECULATORS
@@ -20,6 +20,10 @@ from pytest_eagle3.shell.cli_settings import OWN_ENGINE, add_settings, settings_
 from pytest_eagle3.shell.learn_command import learn, learn_parser, releases
 from pytest_eagle3.testing import synth as synthetic
 from pytest_eagle3.words import plural
+
+if TYPE_CHECKING:
+    from pytest_eagle3.verdict.judgement import RowWord
+    from pytest_eagle3.verdict.report import Collector
 
 #: ``sweep --fail-on``: what makes the sweep exit 1 (``verdict.sweep.Sweep.gate``).
 FAIL_ON = ("best", "any", "never")
@@ -263,7 +267,8 @@ def _plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     ckpt = Checkpoint.open(draft)
     if args.json:
         with on_stderr(), step(f"judging {draft}"):
-            rows = _report_rows(pipeline, ckpt, side)
+            data = _report(pipeline, ckpt, side).to_json()
+        rows = [row for c in data["checkpoints"] for row in c["engines"] if row["engine"] != "any"]
         print(json.dumps(rows[0] if len(rows) == 1 else rows, indent=2))
         return 0
     problems = ckpt.problems + ([ckpt.config_problem] if ckpt.config_problem else [])
@@ -271,33 +276,33 @@ def _plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         print(f"plan: {draft} cannot be read: " + "; ".join(problems), file=sys.stderr)
         return 1
     with on_stderr(), step(f"judging {draft}"):
-        by_spec = {row["engine"] + "==" + str(row["version"]): row for row in _report_rows(pipeline, ckpt, side)}
+        judged = _report(pipeline, ckpt, side).checkpoints[ckpt.path]
         texts = [(f"load plan, {engine.label}: {engine.unread}" if engine.unread  # no rules of its own to plan by
                   else render_plan(ckpt, pipeline.forecast(ckpt, engine, side).plan))
-                 + "\n" + _verdict_line(by_spec[engine.spec]) for engine in settings.engines]
+                 + "\n" + _verdict_line(judged.row(engine.spec)) for engine in settings.engines]
     width = stream_width(sys.stdout)
     print("\n".join(part for line in "\n\n".join(texts).splitlines() for part in wrap(line, width)))
     return 0
 
 
-def _verdict_line(row: dict[str, Any]) -> str:
+def _verdict_line(row: RowWord) -> str:
     """The row's verdict as ``check`` reports it, and what it rests without."""
-    from pytest_eagle3.verdict.report import row_verdict, shown
+    from pytest_eagle3.verdict.judgement import MEASURE_WITH
+    from pytest_eagle3.verdict.report import shown
 
-    line = f"verdict:              {shown(row_verdict(row))}"
-    reasons = {n["id"]: n["reason"] for n in row["not_run"]}
-    if row["failing"]:
-        line += f": failing {', '.join(row['failing'])}"
-    elif row["not_judged"]:
-        line += "; not judged: " + "; ".join(f"{c} ({reasons.get(c, 'not run')})" for c in row["not_judged"])
-    elif row.get("unmeasured"):
-        line += f"; not measured: {', '.join(row['unmeasured'])} (measure with {row['measure_with']})"
+    line = f"verdict:              {shown(row.word)}"
+    reasons = dict(row.not_run)
+    if row.failing:
+        line += f": failing {', '.join(row.failing)}"
+    elif row.not_judged:
+        line += "; not judged: " + "; ".join(f"{c} ({reasons.get(c, 'not run')})" for c in row.not_judged)
+    elif row.unmeasured:
+        line += f"; not measured: {', '.join(row.unmeasured)} (measure with {MEASURE_WITH})"
     return line
 
 
-def _report_rows(pipeline: Any, ckpt: Any, side: Any) -> list[dict[str, Any]]:
-    """Each engine's row of the JSON report, from the pipeline's judgements (exactly as ``pytest --eagle3-report``
-    writes it)."""
+def _report(pipeline: Any, ckpt: Any, side: Any) -> Collector:
+    """The report of the pipeline's judgements of ``ckpt`` (exactly what ``pytest --eagle3-report`` reports)."""
     from pytest_eagle3.verdict.report import Collector
     from pytest_eagle3.verdict.rows import judgement
 
@@ -308,8 +313,7 @@ def _report_rows(pipeline: Any, ckpt: Any, side: Any) -> list[dict[str, Any]]:
         collector.name_target(ckpt.path, pipeline.named_target(ckpt))
     for engine in (None, *engines):
         collector.add_judgement(judgement(pipeline, ckpt, engine, side))
-    data = collector.to_json()
-    return [row for c in data["checkpoints"] for row in c["engines"] if row["engine"] != "any"]
+    return collector
 
 
 def _sweep(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

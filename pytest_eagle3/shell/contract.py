@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from pytest_eagle3.findings import Finding
     from pytest_eagle3.verdict.contract_table import ContractDefinition, Scope
     from pytest_eagle3.verdict.judgement import ContractOutcome, Judgement, Measured
-    from pytest_eagle3.verdict.report import ContractRecord
 
 CONTRACT_MARKER = "eagle3_contract"
 #: The row a test of the user's own belongs to, by the first of these fixtures it takes (a contract's is declared in
@@ -73,9 +72,8 @@ def contract_class(name: str, doc: str) -> type:
     from pytest_eagle3.verdict.contract_table import ENGINE, TABLE
 
     def test_of(contract: ContractDefinition) -> Callable[..., None]:
-        def test(self: object, eagle3_judgement: Judgement, eagle3_result: Eagle3Result,
-                 request: pytest.FixtureRequest) -> None:
-            assert_outcome(request, eagle3_result, eagle3_judgement)
+        def test(self: object, eagle3_judgement: Judgement, request: pytest.FixtureRequest) -> None:
+            assert_outcome(request, eagle3_judgement)
 
         test.__name__, test.__qualname__, test.__doc__ = contract.test_name, contract.test, contract.description
         marked = pytest.mark.eagle3_contract(contract.id)(test)
@@ -111,8 +109,10 @@ def contract_test(test: Callable[..., None]) -> Callable[..., None]:
     return marked
 
 
-#: Each running test's record, by node id, until the plugin takes it for the test's report.
-RECORDS_KEY = pytest.StashKey[dict[str, "ContractRecord"]]()
+#: What each running test that judges itself (live, probe, a user's own) wrote so far, by node id, until it finishes.
+NOTES_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()
+#: Each running contract test's outcome as its judgement gave it, by node id, until the plugin reports it.
+JUDGED_KEY = pytest.StashKey[dict[str, "ContractOutcome"]]()
 
 
 class ToJson(Protocol):
@@ -123,21 +123,15 @@ class ToJson(Protocol):
 
 
 class Eagle3Result:
-    """What a contract hands the report, written into its :class:`ContractRecord` (the ``eagle3_result`` fixture)."""
+    """What a test that judges itself hands the report while it runs (the ``eagle3_result`` fixture): the fields of
+    the :class:`~pytest_eagle3.verdict.judgement.ContractOutcome` it finishes with (:func:`finished`)."""
 
     def __init__(self, config: pytest.Config, nodeid: str) -> None:
-        self._records = config.stash.setdefault(RECORDS_KEY, {})
+        self._notes = config.stash.setdefault(NOTES_KEY, {})
         self._nodeid = nodeid
 
-    @property
-    def record(self) -> ContractRecord:
-        """What was handed over so far."""
-        from pytest_eagle3.verdict.report import ContractRecord
-
-        return self._records.get(self._nodeid, ContractRecord())
-
     def _update(self, **fields: Any) -> None:
-        self._records[self._nodeid] = dataclasses.replace(self.record, **fields)
+        self._notes[self._nodeid] = {**self._notes.get(self._nodeid, {}), **fields}
 
     def passed(self, message: str) -> None:
         """The one-line message the report shows for the passing contract."""
@@ -151,7 +145,7 @@ class Eagle3Result:
         """A measured value: in the report's ``properties`` and in JUnit XML under ``name`` (a sequence as a list)."""
         if isinstance(value, Sequence) and not isinstance(value, str):
             value = list(value)
-        self._update(measured=(*self.record.measured, (name, value)))
+        self._update(measured=(*self._notes.get(self._nodeid, {}).get("measured", ()), (name, value)))
 
     def basis(self, basis: str) -> None:
         """Whether the training reading the verdict rests on was ``measured`` or ``assumed``."""
@@ -174,14 +168,6 @@ class Eagle3Result:
         """probe.load's verdict on the installed engine's loader."""
         self._update(probe=verdict.to_json())
 
-    def hand_over(self, outcome: ContractOutcome) -> None:
-        """Everything a judged contract measured, its basis, reference, prediction and the plan's outcome."""
-        self._update(measured=(*self.record.measured, *outcome.measured), basis=outcome.basis,
-                     reference=outcome.reference, prediction=outcome.prediction, load_outcome=outcome.load_outcome,
-                     consequence_of=outcome.consequence_of, root_cause=outcome.root_cause, status=outcome.status,
-                     failed_by=outcome.failed_by,
-                     findings=tuple(f.to_json() for f in outcome.findings) if outcome.status != "fail" else ())
-
 
 @pytest.fixture
 def eagle3_result(request: pytest.FixtureRequest) -> Eagle3Result:
@@ -189,27 +175,47 @@ def eagle3_result(request: pytest.FixtureRequest) -> Eagle3Result:
     return Eagle3Result(request.config, request.node.nodeid)
 
 
-def take_record(item: pytest.Item) -> ContractRecord:
-    """The record the test wrote (empty when none), removed from the run's store."""
-    from pytest_eagle3.verdict.report import ContractRecord
+def finished(item: pytest.Item, report: pytest.TestReport, findings: tuple[Finding, ...] = ()) -> ContractOutcome:
+    """The record of how a contract test finished: a judged contract's call, the judgement's outcome itself (its
+    pytest outcome followed from it); any other test (live, probe, a user's own, a setup that did not pass), the
+    outcome pytest gives it (a skip is ``not run``) with what it wrote (:class:`Eagle3Result`) and ``findings``, the
+    failure's. What it wrote is taken from the run's store."""
 
-    return item.config.stash.get(RECORDS_KEY, {}).pop(item.nodeid, ContractRecord())
+    from pytest_eagle3.verdict.judgement import FAIL, NOT_RUN, PASS, ContractOutcome, basis_of
+    from pytest_eagle3.verdict.report import one_line
+
+    notes = item.config.stash.get(NOTES_KEY, {}).pop(item.nodeid, {})
+    judged = item.config.stash.get(JUDGED_KEY, {}).pop(item.nodeid, None)
+    if judged is not None and report.when == "call":
+        return judged
+    if report.failed:
+        status, message = FAIL, one_line(str(report.longrepr))
+    elif report.skipped and isinstance(report.longrepr, tuple):
+        status, message = NOT_RUN, one_line(str(report.longrepr[2]).removeprefix("Skipped: "), None)
+    else:
+        status, message = NOT_RUN if report.skipped else PASS, notes.get("message", "ok")
+    plan = getattr(item, "funcargs", {}).get("eagle3_load_plan")  # a user's own contract test may judge a plan
+    basis = notes.get("basis") or (basis_of(plan.aux.basis) if plan is not None else None)
+    fields = {k: v for k, v in notes.items() if k != "message"}
+    outcome = ContractOutcome(contract_id(item), status, message, findings if report.failed else (),
+                              load_outcome=plan.outcome if plan is not None else None)
+    return dataclasses.replace(outcome, **{**fields, "basis": basis})
 
 
-def assert_outcome(request: pytest.FixtureRequest, result: Eagle3Result, judgement: Judgement) -> None:
-    """The running contract's outcome, as pytest reports it: what it measured handed to the report, then a pass
-    with its message, a failure with its findings, or a skip with its reason (not run, not modelled)."""
+def assert_outcome(request: pytest.FixtureRequest, judgement: Judgement) -> None:
+    """The running contract's outcome, as pytest reports it: its judgement's outcome kept for the report (the record
+    the plugin reports, :func:`finished`), then a pass, a failure with its findings, or a skip with its reason (not
+    run, not modelled)."""
     from pytest_eagle3.findings import ContractViolation
     from pytest_eagle3.verdict.judgement import FAIL, PASS
 
     __tracebackhide__ = True
     outcome = judgement[contract_id(request.node)]
-    result.hand_over(outcome)
+    request.config.stash.setdefault(JUDGED_KEY, {})[request.node.nodeid] = outcome
     if outcome.status == FAIL:
         raise ContractViolation(outcome.findings)
     if outcome.status != PASS:
         pytest.skip(outcome.message)
-    result.passed(outcome.message)
 
 
 def _skip_unless(ready: Callable[[Checkpoint], None], ckpt: Checkpoint) -> None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from pytest_eagle3.verdict.assess import REQUIRE_MEASURED_OPTION, UNKNOWN_FAIL_OPTION
-from pytest_eagle3.verdict.report import ANY_ENGINE, NOT_JUDGED, CheckpointResult, Collector, ContractResult
+from pytest_eagle3.verdict.judgement import FAIL, ContractOutcome
+from pytest_eagle3.verdict.report import ANY_ENGINE, NOT_JUDGED, CheckpointResult, Collector
 from pytest_eagle3.verdict.report_lines import NOT_JUDGED_OPTION
 
 #: The key of the NOT JUDGED rows ``--eagle3-not-judged=fail`` failed, in pytest's last line ("2 NOT JUDGED ...").
@@ -52,5 +53,5 @@ def _failed_rows(ckpt: CheckpointResult, engines: list[str], option: str,
     return {s: contracts for s, contracts in rows.items() if contracts}
 
 
-def _by(results: Iterable[ContractResult], option: str) -> list[str]:
-    return [r.id for r in results if r.outcome == "failed" and r.failed_by == option]
+def _by(results: Iterable[ContractOutcome], option: str) -> list[str]:
+    return [r.contract for r in results if r.status == FAIL and r.failed_by == option]

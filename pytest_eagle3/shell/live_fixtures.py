@@ -46,8 +46,6 @@ LIVE_EXTRA = "pip install 'pytest-eagle3[live]' (from a clone: pip install -e '.
 #: What llama.cpp's converter needs beside it, from the ``llamacpp`` extra.
 LLAMACPP_EXTRA = "pip install 'pytest-eagle3[llamacpp]' (from a clone: pip install -e '.[llamacpp]')"
 GPU_WHEN_CUDA = SERVER_FIXTURES
-#: The contracts that run the draft (and the target) on the run's device: ``gpu`` on CUDA.
-GPU_CONTRACTS = ("reference.acceptance", "reference.convention")
 LOG_SECTION_LINES = 120
 LIVE_CONTRACTS = "test_eagle3_live.py"
 
@@ -158,9 +156,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         names = getattr(item, "fixturenames", ())
         if any(n in names for n in SERVER_FIXTURES) and item.get_closest_marker("engine") is None:
             item.add_marker(pytest.mark.engine)
-        on_device = any(n in names for n in GPU_WHEN_CUDA) or _contract(item) in GPU_CONTRACTS
+        contract = _contract(item) if cuda else None
+        on_device = any(n in names for n in GPU_WHEN_CUDA) or (contract is not None and _on_device(contract))
         if cuda and on_device and item.get_closest_marker("gpu") is None:
             item.add_marker(pytest.mark.gpu)
+
+
+def _on_device(contract: str) -> bool:
+    """Whether the contract runs the draft (and the target) on the run's device (``contract_table.ON_DEVICE``)."""
+    from pytest_eagle3.verdict.contract_table import ON_DEVICE
+
+    return contract in ON_DEVICE
 
 
 def _contract(item: pytest.Item) -> str | None:

@@ -29,7 +29,7 @@ from pytest_eagle3.shell.contract import (
     contract_scope,
     contracts_dir,
     eagle3_result,
-    take_record,
+    finished,
 )
 from pytest_eagle3.shell.fixtures import (
     checkpoint_ids,
@@ -54,6 +54,7 @@ from pytest_eagle3.shell.options import (
 )
 
 if TYPE_CHECKING:
+    from pytest_eagle3.verdict.judgement import ContractOutcome
     from pytest_eagle3.verdict.report import ContractReport
 
 __all__ = ["eagle3_checkpoint", "eagle3_engine", "eagle3_installed_engine", "eagle3_judgement", "eagle3_load_plan",
@@ -296,25 +297,39 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     callspec = getattr(item, "callspec", None)
     if marker is None or callspec is None or "eagle3_checkpoint" not in callspec.params:
         return
-    from pytest_eagle3.findings import ContractViolation
+    from pytest_eagle3.findings import ContractViolation, Finding
 
     excinfo = call.excinfo
-    findings: tuple[dict[str, object], ...] = ()
+    findings: tuple[Finding, ...] = ()
     if excinfo is not None and isinstance(excinfo.value, ContractViolation) and report.failed:
         report.longrepr = excinfo.value.render(str(marker.args[0]), _subject(callspec.params))
-        findings = tuple(f.to_json() for f in excinfo.value.findings)
+        findings = excinfo.value.findings
     where = built_location(item) if report.when == "call" and report.skipped else None
     if where is not None and isinstance(report.longrepr, tuple):  # the skip raised in the built test's body
         report.longrepr = (*where, report.longrepr[2])
     if report.when == "call" or (report.when == "setup" and not report.passed):
-        entry = _contract_report(item, report, str(marker.args[0]), callspec.params, findings)
+        entry = _contract_report(item, finished(item, report, findings), callspec.params)
         # JUnit XML reads the teardown report's properties, copied from the item's
-        item.user_properties.extend(entry.record.junit_properties())
-        report.eagle3 = entry.to_json()  # type: ignore[attr-defined]
+        item.user_properties.extend(junit_properties(entry.outcome))
+        if hasattr(item.config, "workerinput"):  # the controller's report: the record as data, with the test report
+            report.eagle3 = entry.to_json()  # type: ignore[attr-defined]
+        else:
+            session = item.config.pluginmanager.get_plugin("eagle3-session")
+            if session is not None:
+                session.collector.add(entry)
     if findings and isinstance(report.longrepr, str):  # the report took the whole lines; the terminal fits them
         from pytest_eagle3.shell.terminal import width_of, wrap_text
 
         report.longrepr = wrap_text(report.longrepr, width_of(item.config))
+
+
+def junit_properties(outcome: ContractOutcome) -> list[tuple[str, object]]:
+    """Everything a contract's record holds, as JUnit XML ``<property>`` pairs: the measured values, then the typed
+    fields (the message of a pass)."""
+    message = outcome.message if outcome.status == "pass" else None
+    typed = [("eagle3.reference", outcome.reference), ("eagle3.predicted", outcome.prediction),
+             ("eagle3.probe", outcome.probe), ("eagle3.basis", outcome.basis), ("eagle3.message", message)]
+    return [*outcome.measured, *((name, value) for name, value in typed if value is not None)]
 
 
 def _engine_param(params: dict[str, Any]) -> Any:
@@ -329,33 +344,17 @@ def _subject(params: dict[str, Any]) -> str:
     return f"{where}{ENGINE_ID_SEPARATOR}{engine.spec}" if engine is not None else where
 
 
-def _contract_report(item: pytest.Item, report: pytest.TestReport, contract: str, params: dict[str, Any],
-                     findings: tuple[dict[str, object], ...]) -> ContractReport:
-    """The test's record (taken from the run's store) with its outcome, checkpoint and engine."""
+def _contract_report(item: pytest.Item, outcome: ContractOutcome, params: dict[str, Any]) -> ContractReport:
+    """The test's outcome where it belongs: its checkpoint (and format), its engine version, its place."""
     from pytest_eagle3.verdict.contract_table import BY_ID
     from pytest_eagle3.verdict.contract_table import rank as contract_rank
-    from pytest_eagle3.verdict.judgement import basis_of
-    from pytest_eagle3.verdict.report import ANY_ENGINE, ContractReport, one_line
+    from pytest_eagle3.verdict.report import ANY_ENGINE, ContractReport
 
-    record = take_record(item)
-    funcargs = getattr(item, "funcargs", {})
-    ckpt = funcargs.get("eagle3_checkpoint")
+    ckpt = getattr(item, "funcargs", {}).get("eagle3_checkpoint")
     fmt = ckpt.format.label if ckpt is not None and getattr(ckpt, "tensors", None) else ""
-    if report.failed:
-        message = one_line(str(report.longrepr))
-    elif report.skipped and isinstance(report.longrepr, tuple):
-        message = one_line(str(report.longrepr[2]).removeprefix("Skipped: "), None)  # shown whole under the table
-    else:
-        message = record.message if record.message is not None else "ok"
-    plan = funcargs.get("eagle3_load_plan")  # a user's own contract test may judge the plan itself
-    basis = record.basis or (basis_of(plan.aux.basis) if plan is not None else None)
     engine_version = _engine_param(params)
-    return ContractReport(
-        checkpoint=str(params["eagle3_checkpoint"]), contract=contract,
-        engine=engine_version.spec if engine_version is not None else ANY_ENGINE,
-        # the report lists contracts in this order, not in run order: the judgement's, then a user's own by place
-        rank=contract_rank(contract) if contract in BY_ID else ("~" + Path(item.location[0]).name,
-                                                                     item.location[1] or 0),
-        outcome=report.outcome, message=message, format=fmt,
-        findings=findings or (record.findings if report.skipped else ()), basis=basis, record=record,
-        load_outcome=plan.outcome if plan is not None else record.load_outcome)
+    contract = outcome.contract
+    # the report lists contracts in this order, not in run order: the judgement's, then a user's own by place
+    place = contract_rank(contract) if contract in BY_ID else ("~" + Path(item.location[0]).name, item.location[1] or 0)
+    return ContractReport(str(params["eagle3_checkpoint"]), engine_version.spec if engine_version is not None
+                          else ANY_ENGINE, place, fmt, outcome)

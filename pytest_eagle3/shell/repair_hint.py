@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from pytest_eagle3.verdict.contract_table import HEALTH, REFERENCE_ACCEPTANCE, TARGET_CONSISTENT
+from pytest_eagle3.verdict.judgement import FAIL, PASS
 from pytest_eagle3.verdict.report import ANY_ENGINE, CheckpointResult, Collector
 
 #: The finding code of an acceptance ``--eagle3-require=measured`` wanted measured (``verdict.assess``).
@@ -22,8 +24,6 @@ if TYPE_CHECKING:
     from pytest_eagle3.repair.solve import Solution
     from pytest_eagle3.verdict import Pipeline
 
-#: The contracts whose pass means the weights were scanned healthy in this run (the solver need not scan again).
-HEALTH_CONTRACTS = ("weights.finite", "weights.initialised")
 
 def repair_lines(collector: Collector, pipeline: Pipeline, convention: str | None = None,
                  hidden_states: str | None = None) -> list[str]:
@@ -58,7 +58,7 @@ def _draft_fails(ckpt: CheckpointResult, spec: str) -> bool:
     """A contract of the row fails on the draft, not only for an acceptance ``--eagle3-require=measured`` wanted
     measured (what to give is said in its failure, and no copy of the draft gives it)."""
     table = [*ckpt.contracts.values(), *ckpt.engines.get(spec, {}).values()]
-    return any(c.outcome == "failed" and any(f.get("code") != UNMEASURED_CODE for f in c.findings) for c in table)
+    return any(c.status == FAIL and any(f.code != UNMEASURED_CODE for f in c.findings) for c in table)
 
 
 def _command(path: str, specs: list[str], target: str | None, hidden_states: str | None, convention: str | None) -> str:
@@ -75,7 +75,7 @@ def _weights_here(path: str) -> bool:
 
 
 #: What a draft that accepts nothing on the target under any reading needs before any engine's fix.
-NOTHING_ACCEPTED = ("the draft accepts nothing on it under any reading (see reference.acceptance): check that "
+NOTHING_ACCEPTED = (f"the draft accepts nothing on it under any reading (see {REFERENCE_ACCEPTANCE}): check that "
                     "--eagle3-target names the model it was trained for, or retrain it; no engine fix is offered "
                     "until it does")
 
@@ -85,8 +85,8 @@ def _accepts_nothing(result: CheckpointResult, pipeline: Pipeline, target: str |
     from pytest_eagle3.checkpoint import Checkpoint
     from pytest_eagle3.verdict import TargetSide
 
-    reference = result.contracts.get("reference.acceptance")
-    if reference is None or reference.outcome != "failed":
+    reference = result.contracts.get(REFERENCE_ACCEPTANCE)
+    if reference is None or reference.status != FAIL:
         return False
     return pipeline.at_floor(Checkpoint.open(result.path), TargetSide(target, hidden_states))
 
@@ -95,7 +95,7 @@ def _sort(ckpt: CheckpointResult, rows: list[str], target: str | None, conventio
           pipeline: Pipeline, hidden_states: str | None = None) -> tuple[list[list[str]], dict[str, str]]:
     """The copies that repair rows (their engine versions), and what to change by hand for each other row."""
     by_hand = {s: "the target does not match the draft: check --eagle3-target names the model it was trained "
-                  "for (see target.consistent)" for s in rows if "target.consistent" in ckpt.engine_failing(s)}
+                  f"for (see {TARGET_CONSISTENT})" for s in rows if TARGET_CONSISTENT in ckpt.engine_failing(s)}
     rest = [s for s in rows if s not in by_hand]
     solve = _solver(ckpt, target, convention, pipeline, hidden_states) if rest else None
     if isinstance(solve, str):
@@ -164,7 +164,7 @@ def _solver(result: CheckpointResult, target: str | None, convention: str | None
                 "reading its files (see checkpoint.readable)")
     try:
         # a Hub id read by its headers: its weights are not here to scan (fix downloads them, then scans)
-        scanned = all(c in result.contracts and result.contracts[c].outcome == "passed" for c in HEALTH_CONTRACTS)
+        scanned = all(c in result.contracts and result.contracts[c].status == PASS for c in HEALTH)
         if ckpt.weights_local and not scanned:
             refuse_unhealthy(ckpt)
     except RepairRefused as exc:

@@ -153,9 +153,10 @@ class Eagle3Session:
         return module
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Collect a contract's result from its report (on the controller under xdist)."""
+        """Under pytest-xdist, on the controller: a contract's record, shipped as data with a worker's report (a run
+        in one process hands the record over directly, ``plugin.pytest_runtest_makereport``)."""
         data = getattr(report, "eagle3", None)
-        if isinstance(data, dict):
+        if isinstance(data, dict) and not _is_xdist_worker(self.config):
             from pytest_eagle3.verdict.report import ContractReport
 
             self.collector.add(ContractReport.from_json(data))
@@ -178,7 +179,7 @@ class Eagle3Session:
         if self.options.summary or step_summary:
             from pytest_eagle3.shell.summary import publish, render
 
-            text = render(self.collector.to_json(), self.report_path)
+            text = render(self.collector, self.report_path)
             self.summary_lines = publish(text, self.options.summary, step_summary or None)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

@@ -1,19 +1,19 @@
 """The verdicts as a markdown table, for a CI job summary (``--eagle3-summary``, ``$GITHUB_STEP_SUMMARY``).
 
-Rendered from the JSON report's rows (``Collector.to_json``): one row per checkpoint and engine, with
-the failing contracts, the prediction, the load plan's outcome and the first fix. Cells stay short: a
-long fix is cut and points at the JSON report, which keeps every finding in full.
+Rendered from the run's report (``verdict.report.Collector``): one row per checkpoint and engine, with its word
+(``CheckpointResult.row``, the judgement's), the failing contracts, the prediction, the load plan's outcome and the
+first fix. Cells stay short: a long fix is cut and points at the JSON report, which keeps every finding in full.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
-from pytest_eagle3.verdict.report import PARTIAL, STATIC, row_verdict, shown
+from pytest_eagle3.verdict.judgement import FAIL, NOT_JUDGED, PARTIAL, PASS, STATIC
+from pytest_eagle3.verdict.report import ANY_ENGINE, CheckpointResult, Collector, shown
 
 #: The environment variable GitHub Actions sets to the job summary's file.
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
@@ -23,30 +23,30 @@ TITLE = "## EAGLE-3 verdict"
 HEADER = ("checkpoint", "engine", "verdict", "failing contracts", "predicted", "load plan", "fix")
 
 
-def render(report: Mapping[str, Any], json_report: str | None = None) -> str:
-    """The markdown summary of one report (``Collector.to_json()``); ``json_report`` is where the full report is."""
-    checkpoints: Sequence[Mapping[str, Any]] = report.get("checkpoints", [])
-    failed = sum(1 for c in checkpoints if c["verdict"] == "fail")
-    unjudged = sum(1 for c in checkpoints if c["verdict"] == "not judged")
-    statically = sum(1 for c in checkpoints if c["verdict"] == "pass" and all(
-        row_verdict(e) in ("pass", STATIC) for e in c["engines"]) and any(row_verdict(e) == STATIC for e in c["engines"]))
-    facts = [f"target `{report['target']}`" if report.get("target") else "no target",
-             "engines " + (", ".join(f"`{e}`" for e in report.get("engines", [])) or "-"),
+def render(collector: Collector, json_report: str | None = None) -> str:
+    """The markdown summary of one run's report; ``json_report`` is where the full report is."""
+    checkpoints = list(collector.checkpoints.values())
+    rows = {c.path: [ANY_ENGINE, *c.engine_specs(collector.engines)] for c in checkpoints}
+    words = {c.path: [c.engine_verdict(spec) for spec in rows[c.path]] for c in checkpoints}
+    failed = sum(1 for c in checkpoints if c.verdict == FAIL)
+    unjudged = sum(1 for c in checkpoints if c.verdict == NOT_JUDGED)
+    statically = sum(1 for c in checkpoints if c.verdict in (PASS, STATIC, PARTIAL) and all(
+        w in (PASS, STATIC) for w in words[c.path]) and STATIC in words[c.path])
+    facts = [f"target `{collector.target}`" if collector.target else "no target",
+             "engines " + (", ".join(f"`{e}`" for e in collector.engines) or "-"),
              f"{failed} of {len(checkpoints)} checkpoint{'s' if len(checkpoints) != 1 else ''} failing"
              + (f", {unjudged} not judged" if unjudged else "") + (f", {statically} passing statically" if statically else "")]
     lines = [TITLE, "", " · ".join(facts), "", _row(HEADER), _row(("---",) * len(HEADER))]
-    partial, static = [], []
+    partial: list[str] = []
+    static: list[str] = []
+    unjudged_rows: list[str] = []
     for ckpt in checkpoints:
-        for index, entry in enumerate(ckpt["engines"]):
-            lines.append(_row(_cells(ckpt, entry, index == 0)))
-        rows = [_engine(e) for e in ckpt["engines"] if row_verdict(e) == PARTIAL]
-        if rows:
-            partial.append(f"`{ckpt['path']}` ({', '.join(rows)})")
-        rows = [_engine(e) for e in ckpt["engines"] if row_verdict(e) == STATIC]
-        if rows:
-            static.append(f"`{ckpt['path']}` ({', '.join(rows)})")
-    unjudged_rows = [f"`{c['path']}` ({', '.join(_engine(e) for e in c['engines'] if e['verdict'] == 'not judged')})"
-                     for c in checkpoints if any(e["verdict"] == "not judged" for e in c["engines"])]
+        for index, spec in enumerate(rows[ckpt.path]):
+            lines.append(_row(_cells(ckpt, spec, index == 0)))
+        for word, said in ((PARTIAL, partial), (STATIC, static), (NOT_JUDGED, unjudged_rows)):
+            named = [spec for spec, w in zip(rows[ckpt.path], words[ckpt.path]) if w == word]
+            if named:
+                said.append(f"`{ckpt.path}` ({', '.join(named)})")
     if unjudged_rows:
         lines += ["", "NOT JUDGED: the aux layers fed or the acceptance reached could not be judged for "
                   + "; ".join(unjudged_rows) + " (no target, or a target without weights): no PASS. The JSON "
@@ -63,30 +63,21 @@ def render(report: Mapping[str, Any], json_report: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _cells(ckpt: Mapping[str, Any], entry: Mapping[str, Any], first: bool) -> tuple[str, ...]:
-    name = f"`{ckpt['path']}`" if first else ""
-    return (name, _engine(entry), _verdict(entry), ", ".join(entry["failing"]) or "-",
-            _predicted(ckpt, entry), entry.get("outcome") or "-", _fix(entry.get("fix") or []))
+def _cells(ckpt: CheckpointResult, spec: str, first: bool) -> tuple[str, ...]:
+    name = f"`{ckpt.path}`" if first else ""
+    word = ckpt.engine_verdict(spec)
+    return (name, spec, "**FAIL**" if word == FAIL else shown(word), ", ".join(ckpt.engine_failing(spec)) or "-",
+            _predicted(ckpt, spec), ckpt.outcomes.get(spec) or "-", _fix(ckpt.fixes(spec)))
 
 
-def _engine(entry: Mapping[str, Any]) -> str:
-    return entry["engine"] if entry["version"] is None else f"{entry['engine']}=={entry['version']}"
-
-
-def _verdict(entry: Mapping[str, Any]) -> str:
-    """The terminal's words (``verdict.report.shown``), FAIL in bold."""
-    verdict = row_verdict(entry)
-    return "**FAIL**" if verdict == "fail" else shown(verdict)
-
-
-def _predicted(ckpt: Mapping[str, Any], entry: Mapping[str, Any]) -> str:
+def _predicted(ckpt: CheckpointResult, spec: str) -> str:
     """An engine's predicted mean acceptance length (``refused`` when it will not load); on the ``any`` row,
     the reference acceptance of the draft as trained: the terminal table's cells."""
     from pytest_eagle3.verdict.report_lines import as_trained_cell, predicted_cell
 
-    if entry["version"] is None:
-        return as_trained_cell(ckpt.get("reference"))
-    return predicted_cell(entry.get("predicted_acceptance"))
+    if spec == ANY_ENGINE:
+        return as_trained_cell(ckpt.reference)
+    return predicted_cell(ckpt.predicted.get(spec))
 
 
 def _fix(fixes: Sequence[str]) -> str:

@@ -165,5 +165,13 @@ def rank(contract: str) -> tuple[str, int]:
 #: row where one of these could not be judged reads NOT JUDGED, never PASS (``--eagle3-not-judged=fail`` fails the
 #: run); an acceptance left unmeasured for want of the target's weights alone reads ``PASS (static)``.
 ESSENTIAL = (id_of(engine.aux_layers), id_of(engine.acceptance))
+#: The contracts that run the draft and the target's forward on the run's device (marked ``gpu`` on CUDA).
+ON_DEVICE = (id_of(checkpoint.reference_acceptance), id_of(checkpoint.reference_convention))
+#: The contracts whose pass means the run scanned the weights healthy (the repair solver need not scan again).
+HEALTH = (id_of(checkpoint.weights_finite), id_of(checkpoint.weights_initialised))
+#: The contracts a failing row's repair line reads: the reference acceptance (nothing accepted: the target first),
+#: the target's fit (a draft for another target: no copy helps).
+REFERENCE_ACCEPTANCE = id_of(checkpoint.reference_acceptance)
+TARGET_CONSISTENT = id_of(checkpoint.consistent_with_target)
 #: The contracts that measure with the target's weights (``--eagle3-require=measured`` fails each left unmeasured).
 MEASURING = tuple(c.id for c in TABLE if c.measures)

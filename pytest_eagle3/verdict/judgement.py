@@ -68,6 +68,8 @@ class ContractOutcome:
     #: The option that made this contract fail where it would have skipped (``--eagle3-unknown=fail``,
     #: ``--eagle3-require=measured``); "" for a failure of the rules themselves.
     failed_by: str = ""
+    #: probe.load's result on the installed engine's loader (``ProbeVerdict.to_json``).
+    probe: Mapping[str, Any] | None = None
 
     @property
     def test_outcome(self) -> str:
@@ -75,9 +77,64 @@ class ContractOutcome:
         return TEST_OUTCOME[self.status]
 
     @property
+    def skipped(self) -> bool:
+        """It did not run (not run, not modelled, unmeasured): a skip under pytest."""
+        return self.status not in (PASS, FAIL)
+
+    def to_json(self) -> dict[str, Any]:
+        """The outcome as plain data (a pytest-xdist worker ships it to the controller with its test report)."""
+        return {"contract": self.contract, "status": self.status, "message": self.message,
+                "findings": [f.to_json() for f in self.findings], "basis": self.basis,
+                "measured": [[k, v] for k, v in self.measured], "reference": self.reference,
+                "prediction": self.prediction, "load_outcome": self.load_outcome,
+                "consequence_of": self.consequence_of, "root_cause": self.root_cause, "failed_by": self.failed_by,
+                "probe": self.probe}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ContractOutcome:
+        """The outcome :meth:`to_json` wrote."""
+        from pytest_eagle3.findings import Finding
+
+        status = data["status"]
+        if status not in TEST_OUTCOME:
+            raise ValueError(f"not a contract's status: {status!r}")
+        return cls(str(data["contract"]), status, str(data["message"]),
+                   tuple(Finding.from_json(f) for f in data["findings"]), basis_of(data["basis"]),
+                   tuple((str(k), v) for k, v in data["measured"]), data["reference"], data["prediction"],
+                   data["load_outcome"], str(data["consequence_of"]), str(data["root_cause"]),
+                   str(data["failed_by"]), data["probe"])
+
+    @property
     def fixes(self) -> tuple[str, ...]:
         """The fixes of a failed contract, each once."""
         return tuple(dict.fromkeys(f.fix for f in self.findings if f.fix)) if self.status == FAIL else ()
+
+
+#: A row's word (``verdict.rows.word_of`` makes it from the row's outcomes): ``fail``, ``not run`` (no contract
+#: ran), ``not judged`` (an essential contract, ``contract_table.ESSENTIAL``, could not be judged), ``pass (partial)``
+#: (something else did not run), ``pass (static)`` (only the measurement needing the target's weights did not run),
+#: or ``pass``.
+Word: TypeAlias = Literal["pass", "pass (partial)", "pass (static)", "not judged", "not run", "fail"]
+PARTIAL: Word = "pass (partial)"
+STATIC: Word = "pass (static)"
+NOT_JUDGED: Word = "not judged"
+#: The reason a row gives when ``-m`` (or ``-k``) selected none of its contracts.
+NONE_SELECTED = "no contract selected (-m, -k or the test ids given left none for this row)"
+
+
+@dataclass(frozen=True)
+class RowWord:
+    """A row's word and its reasons: what failed, what could not be judged, what did not run and why."""
+
+    word: Word
+    #: The failing contracts (the ``any`` row's first: they count against every engine).
+    failing: tuple[str, ...] = ()
+    #: The essential contracts this engine row ran and could not judge.
+    not_judged: tuple[str, ...] = ()
+    #: (contract, reason) for each that did not run; a row with no contract at all says why (``*``).
+    not_run: tuple[tuple[str, str], ...] = ()
+    #: The measuring contracts left unmeasured for want of the target's weights alone.
+    unmeasured: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,203 +1,121 @@
-"""Verdicts per (checkpoint, engine, contract): collected from judgements or test reports, written as JSON and a
-table.
+"""The report of a run: every row's contracts, as the judgement gave their outcomes, written as JSON and a table.
 
-Every command adds the pipeline's judgements (:meth:`Collector.add_judgement`); under pytest a contract hands its
-outcome over in a typed :class:`ContractRecord` (written through ``shell.contract``'s ``eagle3_result``) and the
-plugin joins it with the test's outcome in a :class:`ContractReport`, the same one :meth:`ContractReport.of` makes
-from a judgement, so both give the same row. Works under pytest-xdist: workers attach ``report.eagle3``
-(``ContractReport.to_json``, serialised with the report) and the controller rebuilds the record
-(``ContractReport.from_json``) and aggregates.
+Every command adds the pipeline's judgements (:meth:`Collector.add_judgement`); under pytest each contract test
+hands the report its :class:`~pytest_eagle3.verdict.judgement.ContractOutcome` in a :class:`ContractReport` (where it
+belongs: checkpoint, engine version, place): a judged contract its judgement's outcome, the one its pytest outcome
+follows from; a test that judges itself (live, probe, a user's own) the record of how it finished. The row's word is
+``verdict.rows.word_of``'s, from those outcomes. Under pytest-xdist a worker ships the record as data
+(:meth:`ContractReport.to_json`) and the controller rebuilds it (:meth:`ContractReport.from_json`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Any
 
-from pytest_eagle3.findings import MEASURED, Basis
-from pytest_eagle3.verdict.contract_table import ESSENTIAL, rank
-from pytest_eagle3.verdict.judgement import MEASURE_WITH, UNMEASURED, Measured, basis_of
+from pytest_eagle3.findings import MEASURED
+from pytest_eagle3.verdict.contract_table import BY_ID, PROBE, rank
+from pytest_eagle3.verdict.judgement import (
+    FAIL,
+    MEASURE_WITH,
+    NONE_SELECTED,
+    NOT_JUDGED,
+    NOT_RUN,
+    PARTIAL,
+    PASS,
+    STATIC,
+    UNMEASURED,
+    ContractOutcome,
+    Measured,
+    RowWord,
+)
+from pytest_eagle3.verdict.rows import word_of
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint.named_target import NamedTarget
-    from pytest_eagle3.verdict.judgement import ContractOutcome, Judgement
+    from pytest_eagle3.verdict.judgement import Judgement
+
+__all__ = ["NONE_SELECTED", "NOT_JUDGED", "NOT_RUN", "PARTIAL", "STATIC", "Collector", "ContractReport"]
 
 SCHEMA = "pytest-eagle3/report/3"
 #: The JSON Schema every written report follows (shipped in the package).
 SCHEMA_FILE = Path(__file__).with_name("report.schema.json")
 ANY_ENGINE = "any"
-#: When one contract has several test items for a checkpoint, the worst outcome wins.
-SEVERITY = {"skipped": 0, "passed": 1, "failed": 2}
-PARTIAL = "pass (partial)"
-#: A row where every rule ran and passed and only the measured acceptance is missing (a config-only target): a pass,
-#: exit 0; the JSON's ``unmeasured`` names what did not run and ``measure_with`` what would measure it.
-STATIC = "pass (static)"
-#: A row where no contract ran (all skipped, or none selected by ``-m``): never a pass.
-NOT_RUN = "not run"
-#: A row where none failed but an essential contract (``contract_table.ESSENTIAL``: the aux layers fed, the acceptance
-#: reached) did not run: never a pass (``--eagle3-not-judged=fail`` fails the run).
-NOT_JUDGED = "not judged"
-#: The reason a row gives when ``-m`` (or ``-k``) selected none of its contracts.
-NONE_SELECTED = "no contract selected (-m, -k or the test ids given left none for this row)"
-
-
-Outcome: TypeAlias = Literal["passed", "failed", "skipped"]
-JsonObject: TypeAlias = Mapping[str, Any]
-#: The JUnit XML property names of the record's typed fields, in the order they are written.
-JUNIT_NAMES = (("reference", "eagle3.reference"), ("prediction", "eagle3.predicted"), ("probe", "eagle3.probe"),
-               ("basis", "eagle3.basis"), ("message", "eagle3.message"))
-
-
-@dataclass(frozen=True)
-class ContractRecord:
-    """What one contract test hands the report while it runs; every field is optional."""
-
-    #: The one-line message of a passing contract (a failure or skip says its own).
-    message: str | None = None
-    #: Set by the contracts that settle or read the training reading; else the load plan's.
-    basis: Basis | None = None
-    #: reference.acceptance's figures (``ReferenceResult.to_json``).
-    reference: JsonObject | None = None
-    #: engine.acceptance's prediction (``Prediction.to_json``).
-    prediction: JsonObject | None = None
-    #: probe.load's verdict (``ProbeVerdict.to_json``).
-    probe: JsonObject | None = None
-    #: The load plan's outcome (loads / loads with loss / refused) when the contract judged an engine's plan.
-    load_outcome: str | None = None
-    #: The root cause this failing contract follows from ("contract [code]"), and the row's root cause.
-    consequence_of: str = ""
-    root_cause: str = ""
-    #: The judgement's status ("unmeasured", "not modelled", "not run", ...; "" when not judged by the pipeline).
-    status: str = ""
-    #: The option that made this contract fail where it would have skipped ("" for a failure of the rules).
-    failed_by: str = ""
-    #: (name, value) in the order measured; a name measured twice keeps its last value in the report.
-    measured: tuple[tuple[str, Measured], ...] = ()
-    #: The finding of a skipped contract (not modelled, undecided: its readings), in JSON; a failure's come with it.
-    findings: tuple[JsonObject, ...] = ()
-
-    def properties(self) -> dict[str, Measured]:
-        """The measured values the JSON report keeps (JSON scalars and lists)."""
-        return {k: v for k, v in dict(self.measured).items() if isinstance(v, (int, float, str, bool, list))}
-
-    def junit_properties(self) -> list[tuple[str, object]]:
-        """Everything recorded, as JUnit XML ``<property>`` pairs: the measured values, then the typed fields."""
-        typed = [(name, getattr(self, attr)) for attr, name in JUNIT_NAMES if getattr(self, attr) is not None]
-        return [*self.measured, *typed]
+#: When one contract has several test items for a checkpoint, the worst status wins (a skip of any kind lowest).
+SEVERITY = {PASS: 1, FAIL: 2}
 
 
 @dataclass(frozen=True)
 class ContractReport:
-    """One test report's contribution: which contract, checkpoint and engine, its outcome, and its record."""
+    """One contract's outcome where it belongs: the checkpoint, the row (an engine version, or ``any``), the
+    contract's place in the report and the checkpoint's format."""
 
     checkpoint: str
-    contract: str
     engine: str
-    #: Where the contract is defined (module file, line): the report lists contracts in this order.
+    #: Where the contract sorts (``contract_table.rank``; a user's own contract: its module file and line).
     rank: tuple[str, int]
-    outcome: Outcome
-    #: The failure's or skip's first line, else the record's message (``ok`` when none).
-    message: str
     #: The checkpoint's producer format ("" when no readable checkpoint was opened).
     format: str
-    findings: tuple[JsonObject, ...]
-    #: The record's basis, else the load plan's (none for engine-independent contracts).
-    basis: Basis | None
-    record: ContractRecord
-    #: The load plan's outcome (loads / loads with loss / refused) when the contract read the engine's plan.
-    load_outcome: str | None = None
+    outcome: ContractOutcome
+
+    @property
+    def contract(self) -> str:
+        """The contract's id."""
+        return self.outcome.contract
 
     def to_json(self) -> dict[str, Any]:
-        """A plain dict that travels with the TestReport (pytest-xdist serialises it)."""
-        record = self.record
-        return {"checkpoint": self.checkpoint, "contract": self.contract, "engine": self.engine,
-                "rank": list(self.rank), "outcome": self.outcome, "message": self.message, "format": self.format,
-                "findings": [dict(f) for f in self.findings], "basis": self.basis, "load_outcome": self.load_outcome,
-                "record": {"message": record.message, "basis": record.basis, "reference": record.reference,
-                           "prediction": record.prediction, "probe": record.probe, "load_outcome": record.load_outcome,
-                           "consequence_of": record.consequence_of, "root_cause": record.root_cause,
-                           "status": record.status, "failed_by": record.failed_by,
-                           "measured": [[k, v] for k, v in record.measured]}}
-
-    @classmethod
-    def of(cls, outcome: ContractOutcome, judgement: Judgement) -> ContractReport:
-        """The report a contract test asserting ``outcome`` gives (shell.contract.assert_outcome), without pytest."""
-        record = ContractRecord(message=outcome.message if outcome.status == "pass" else None, basis=outcome.basis,
-                                reference=outcome.reference, prediction=outcome.prediction,
-                                load_outcome=outcome.load_outcome, measured=outcome.measured,
-                                consequence_of=outcome.consequence_of, root_cause=outcome.root_cause,
-                                status=outcome.status, failed_by=outcome.failed_by)
-        message = (outcome.message if outcome.status == "pass" else
-                   one_line(outcome.message) if outcome.status == "fail" else one_line(outcome.message, None))
-        return cls(checkpoint=judgement.checkpoint, contract=outcome.contract, engine=judgement.spec,
-                   rank=rank(outcome.contract), outcome=_outcome(outcome.test_outcome), message=message,
-                   format=judgement.format, findings=tuple(f.to_json() for f in outcome.findings),
-                   basis=outcome.basis, record=record, load_outcome=outcome.load_outcome)
+        """Plain data that travels with the TestReport (pytest-xdist serialises it)."""
+        return {"checkpoint": self.checkpoint, "engine": self.engine, "rank": list(self.rank), "format": self.format,
+                "outcome": self.outcome.to_json()}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ContractReport:
         """The report :meth:`to_json` wrote (on the controller, from a worker's TestReport)."""
-        raw = data["record"]
-        record = ContractRecord(message=raw["message"], basis=basis_of(raw["basis"]), reference=raw["reference"],
-                                prediction=raw["prediction"], probe=raw["probe"], load_outcome=raw.get("load_outcome"),
-                                consequence_of=raw.get("consequence_of", ""), root_cause=raw.get("root_cause", ""),
-                                status=raw.get("status", ""), failed_by=raw.get("failed_by", ""), measured=tuple((str(k), v) for k, v in raw["measured"]))
-        rank = data["rank"]
-        return cls(checkpoint=str(data["checkpoint"]), contract=str(data["contract"]), engine=str(data["engine"]),
-                   rank=(str(rank[0]), int(rank[1])), outcome=_outcome(data["outcome"]),
-                   message=str(data["message"]), format=str(data["format"]),
-                   findings=tuple(data["findings"]), basis=basis_of(data["basis"]), record=record,
-                   load_outcome=data.get("load_outcome"))
+        place = data["rank"]
+        return cls(str(data["checkpoint"]), str(data["engine"]), (str(place[0]), int(place[1])), str(data["format"]),
+                   ContractOutcome.from_json(data["outcome"]))
+
+    @classmethod
+    def of(cls, outcome: ContractOutcome, judgement: Judgement) -> ContractReport:
+        """A judgement's outcome where it belongs."""
+        return cls(judgement.checkpoint, judgement.spec, rank(outcome.contract), judgement.format, outcome)
 
 
-def _outcome(value: object) -> Outcome:
-    if value not in SEVERITY:
-        raise ValueError(f"not a test outcome: {value!r}")
-    return cast(Outcome, value)
+def properties_of(outcome: ContractOutcome) -> dict[str, Measured]:
+    """The measured values the JSON report keeps (JSON scalars and lists; a name measured twice keeps its last
+    value)."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in dict(outcome.measured).items()
+            if isinstance(v, (int, float, str, bool, list, tuple))}
 
 
-@dataclass
-class ContractResult:
-    """The aggregated outcome of one contract on one checkpoint, with its findings and measured values."""
+def reported(outcome: ContractOutcome) -> ContractOutcome:
+    """The outcome as the report shows it: a failure's message its first line (bounded), a skip's its first line."""
+    message = (outcome.message if outcome.status == PASS else
+               one_line(outcome.message) if outcome.status == FAIL else one_line(outcome.message, None))
+    return dataclasses.replace(outcome, message=message) if message != outcome.message else outcome
 
-    id: str
-    outcome: str
-    message: str
-    findings: list[dict[str, Any]] = field(default_factory=list)
-    properties: dict[str, Any] = field(default_factory=dict)
-    #: "measured" when the reference measurement settled the training reading judged against, else "assumed".
-    basis: str = "assumed"
-    #: The root cause this failure follows from ("contract [code]"), "" when it is one itself or passed.
-    consequence_of: str = ""
-    #: The judgement's status ("unmeasured": skipped for want of weights alone; "" when unknown).
-    status: str = ""
-    #: The option that made this contract fail where it would have skipped ("" for a failure of the rules).
-    failed_by: str = ""
 
-    @property
-    def unmeasured(self) -> bool:
-        """Skipped only because the measurement needs weights that were not given."""
-        return self.outcome == "skipped" and self.status == UNMEASURED
+def merged(one: ContractOutcome, other: ContractOutcome) -> ContractOutcome:
+    """Two outcomes of one contract on one row (several test items): the worse one, with both's measured values and
+    a measured basis if either has one."""
+    worse = SEVERITY.get(other.status, 0) > SEVERITY.get(one.status, 0) or (
+        other.skipped and one.status == UNMEASURED and other.status != UNMEASURED)
+    kept = other if worse else one
+    basis = MEASURED if MEASURED in (one.basis, other.basis) else kept.basis
+    return dataclasses.replace(kept, measured=(*one.measured, *other.measured), basis=basis)
 
-    def merge(self, other: ContractResult) -> None:
-        """Merge another result of the same contract and row: the worse outcome wins."""
-        self.properties.update(other.properties)
-        if other.basis == MEASURED:
-            self.basis = other.basis
-        if SEVERITY[other.outcome] > SEVERITY[self.outcome] or (
-                other.outcome == self.outcome == "skipped" and self.unmeasured and not other.unmeasured):
-            self.outcome, self.message, self.findings = other.outcome, other.message, other.findings
-            self.consequence_of, self.status, self.failed_by = other.consequence_of, other.status, other.failed_by
 
-    def to_json(self) -> dict[str, Any]:
-        """The result as the JSON report writes it."""
-        cause = {"consequence_of": self.consequence_of} if self.consequence_of else {}
-        status = {"status": self.status} if self.outcome == "skipped" and self.status else {}
-        return {"id": self.id, "outcome": self.outcome, "message": self.message, "findings": self.findings,
-                "properties": self.properties, "basis": self.basis, **status, **cause}
+def contract_json(outcome: ContractOutcome) -> dict[str, Any]:
+    """One contract of a row as the JSON report writes it."""
+    cause = {"consequence_of": outcome.consequence_of} if outcome.consequence_of else {}
+    status = {"status": outcome.status} if outcome.skipped else {}
+    return {"id": outcome.contract, "outcome": outcome.test_outcome, "message": outcome.message,
+            "findings": [f.to_json() for f in outcome.findings], "properties": properties_of(outcome),
+            "basis": outcome.basis or "assumed", **status, **cause}
 
 
 @dataclass
@@ -207,8 +125,8 @@ class CheckpointResult:
     path: str
     #: The producer format, read from the checkpoint whether or not a contract ran ("" until read).
     format: str = ""
-    contracts: dict[str, ContractResult] = field(default_factory=dict)
-    engines: dict[str, dict[str, ContractResult]] = field(default_factory=dict)
+    contracts: dict[str, ContractOutcome] = field(default_factory=dict)
+    engines: dict[str, dict[str, ContractOutcome]] = field(default_factory=dict)
     properties: dict[str, Any] = field(default_factory=dict)
     reference: dict[str, Any] | None = None
     #: engine.acceptance's prediction per engine spec.
@@ -224,18 +142,27 @@ class CheckpointResult:
     #: The target the draft's config names, when none was given: {"path": what was read (None: not found),
     #: "named": the name as written, "field": where}.
     named_target: dict[str, Any] | None = None
+    #: Each row's word, made once from the outcomes held (forgotten when an outcome is added).
+    words: dict[str, RowWord] = field(default_factory=dict, repr=False, compare=False)
 
-    def ordered(self, table: dict[str, ContractResult]) -> list[ContractResult]:
-        """A table's results in selection order (contract module, then line), not in execution order."""
-        return sorted(table.values(), key=lambda c: (self.ranks.get(c.id, ("~", 0)), c.id))
+    def ordered(self, table: dict[str, ContractOutcome]) -> list[ContractOutcome]:
+        """A table's outcomes in selection order (contract module, then line), not in execution order."""
+        return sorted(table.values(), key=lambda c: (self.ranks.get(c.contract, ("~", 0)), c.contract))
 
     def engine_specs(self, selected: list[str]) -> list[str]:
         """The engines reported on, in selection order (then the others, e.g. an installed version, by name)."""
         return [e for e in selected if e in self.engines] + sorted(e for e in self.engines if e not in selected)
 
-    def _table(self, engine: str) -> list[ContractResult]:
+    def _table(self, engine: str) -> list[ContractOutcome]:
         own = self.ordered(self.engines.get(engine, {})) if engine != ANY_ENGINE else []
         return [*self.ordered(self.contracts), *own]
+
+    def row(self, engine: str) -> RowWord:
+        """The row's word and its reasons (``verdict.rows.word_of``, from the outcomes the run reported)."""
+        if engine not in self.words:
+            own = self.ordered(self.engines.get(engine, {})) if engine != ANY_ENGINE else None
+            self.words[engine] = word_of(self.ordered(self.contracts), own)
+        return self.words[engine]
 
     @property
     def failing(self) -> list[str]:
@@ -244,86 +171,62 @@ class CheckpointResult:
 
     def engine_failing(self, engine: str) -> list[str]:
         """Engine-independent failures count against every engine, then the engine's own."""
-        return [c.id for c in self._table(engine) if c.outcome == "failed"]
+        return list(self.row(engine).failing)
 
-    def not_run(self, engine: str) -> list[ContractResult]:
+    def not_run(self, engine: str) -> list[ContractOutcome]:
         """Contracts that skipped for this engine (and engine-independent ones): what the verdict rests without."""
-        return [c for c in self._table(engine) if c.outcome == "skipped"]
+        return [c for c in self._table(engine) if c.skipped]
 
     def unmeasured(self, engine: str) -> list[str]:
         """The measuring contracts of this row (and the ``any`` row) left unmeasured for want of weights alone."""
-        return [c.id for c in self._table(engine) if c.unmeasured]
-
-    def ran_nothing(self, engine: str) -> bool:
-        """No contract of this row ran: every one skipped, or ``-m`` selected none."""
-        return all(c.outcome == "skipped" for c in self._table(engine))
+        return list(self.row(engine).unmeasured)
 
     def not_run_reasons(self, engine: str) -> list[tuple[str, str]]:
         """(contract, reason) for what did not run in this row; a row with no contract at all says why."""
-        if not self._table(engine):
-            return [("*", NONE_SELECTED)]
-        return [(c.id, c.message) for c in self.not_run(engine)]
+        return list(self.row(engine).not_run)
 
     def not_judged(self, engine: str) -> list[str]:
         """The essential contracts this engine row ran and could not judge (skipped: no target, no weights, not
         modelled); one ``-m`` or ``-k`` left out is the user's choice, not a verdict the run could not give."""
-        if engine == ANY_ENGINE:
-            return []
-        own = self.engines.get(engine, {})
-        return [cid for cid in ESSENTIAL if cid in own and own[cid].outcome == "skipped" and not own[cid].unmeasured]
-
-    def unread(self, engine: str) -> bool:
-        """Every contract of this row skipped as not modelled (a release nobody read): NOT JUDGED, not NOT RUN."""
-        own = list(self.engines.get(engine, {}).values()) if engine != ANY_ENGINE else []
-        return bool(own) and all(c.outcome == "skipped" and c.status == "not modelled" for c in own)
+        return list(self.row(engine).not_judged)
 
     def engine_verdict(self, engine: str) -> str:
-        """fail, not run, not judged, pass (partial) (something else did not run), pass (static) (only the
-        measurement needing weights did not run), or pass."""
-        if self.engine_failing(engine):
-            return "fail"
-        if self.ran_nothing(engine) and not self.unread(engine):
-            return NOT_RUN
-        if self.not_judged(engine):
-            return NOT_JUDGED
-        skipped = self.not_run(engine)
-        if any(not c.unmeasured for c in skipped):
-            return PARTIAL
-        return STATIC if skipped else "pass"
+        """The row's word: fail, not run, not judged, pass (partial), pass (static) or pass."""
+        return self.row(engine).word
 
     @property
     def verdict(self) -> str:
         """Overall: fail when any engine (or the checkpoint itself) fails; not run when no row ran a contract;
         partial when anything did not run."""
         verdicts = [self.engine_verdict(e) for e in (ANY_ENGINE, *self.engines)]
-        if "fail" in verdicts:
-            return "fail"
+        if FAIL in verdicts:
+            return FAIL
         if all(v == NOT_RUN for v in verdicts):
             return NOT_RUN
         if NOT_JUDGED in verdicts:
             return NOT_JUDGED
         if PARTIAL in verdicts or NOT_RUN in verdicts:
             return PARTIAL
-        return STATIC if STATIC in verdicts else "pass"
+        return STATIC if STATIC in verdicts else PASS
 
     def complete(self, engine: str) -> bool:
         """Whether every contract of the row ran."""
-        return not self.ran_nothing(engine) and not self.not_run(engine)
+        table = self._table(engine)
+        return bool(table) and not any(c.skipped for c in table)
 
     def entry(self, engine: str) -> dict[str, Any]:
         """One row of the JSON report."""
         name, _, version = engine.partition("==")
         table = self.contracts if engine == ANY_ENGINE else self.engines[engine]
-        verdict = self.engine_verdict(engine)
-        unmeasured = self.unmeasured(engine)
-        static = {"unmeasured": unmeasured, "measure_with": MEASURE_WITH} if unmeasured else {}
+        row = self.row(engine)
+        static = {"unmeasured": list(row.unmeasured), "measure_with": MEASURE_WITH} if row.unmeasured else {}
         return {
             "engine": name, "version": version or None, "rules_from": rules_from(engine),
-            "verdict": _json_verdict(verdict), "complete": self.complete(engine), "basis": self.basis(engine),
+            "verdict": _json_verdict(row.word), "complete": self.complete(engine), "basis": self.basis(engine),
             **static,
-            "failing": self.engine_failing(engine), "not_judged": self.not_judged(engine),
-            "not_run": [{"id": cid, "reason": reason} for cid, reason in self.not_run_reasons(engine)],
-            "contracts": [c.to_json() for c in self.ordered(table)],
+            "failing": list(row.failing), "not_judged": list(row.not_judged),
+            "not_run": [{"id": cid, "reason": reason} for cid, reason in row.not_run],
+            "contracts": [contract_json(c) for c in self.ordered(table)],
             "predicted_acceptance": _predicted_json(self.predicted.get(engine)) if engine != ANY_ENGINE else None,
             "probe": self.probes.get(engine),
             "outcome": self.outcomes.get(engine),
@@ -336,31 +239,19 @@ class CheckpointResult:
         trained), ``assumed`` (the rules under the readings the checkpoint declares or leaves open), or None
         (nothing ran)."""
         table = self.contracts if engine == ANY_ENGINE else self.engines.get(engine, {})
-        ran = [c for c in table.values() if c.outcome != "skipped"]
+        ran = [c for c in table.values() if not c.skipped]
         if not ran:
             return None
         return MEASURED if any(c.basis == MEASURED for c in ran) else "assumed"
 
     def fixes(self, engine: str) -> list[str]:
         """The fixes the row's failing contracts name, each once, in contract order."""
-        found = [str(f["fix"]) for c in self._table(engine) if c.outcome == "failed" for f in c.findings
-                 if f.get("fix")]
-        return list(dict.fromkeys(found))
+        return list(dict.fromkeys(fix for c in self._table(engine) for fix in c.fixes))
 
 
 #: The words every screen and summary shows for a row's verdict.
-WORDS = {"fail": "FAIL", "pass": "PASS", PARTIAL: "PASS (partial)", STATIC: "PASS (static)", NOT_JUDGED: "NOT JUDGED",
+WORDS: dict[str, str] = {FAIL: "FAIL", PASS: "PASS", PARTIAL: "PASS (partial)", STATIC: "PASS (static)", NOT_JUDGED: "NOT JUDGED",
          NOT_RUN: "NOT RUN"}
-
-
-def row_verdict(entry: Mapping[str, Any]) -> str:
-    """A JSON row's verdict in full: ``pass (static)`` (only what needs weights did not run), ``pass (partial)``
-    (something else did not run), or the JSON's own word."""
-    if entry["verdict"] != "pass" or entry["complete"]:
-        return str(entry["verdict"])
-    unmeasured = set(entry.get("unmeasured") or ())
-    skipped = {n["id"] for n in entry.get("not_run") or ()}
-    return STATIC if unmeasured and skipped <= unmeasured else PARTIAL
 
 
 def shown(verdict: str) -> str:
@@ -374,17 +265,15 @@ def edits_first(fixes: list[str]) -> list[str]:
     return [f for f in fixes if not f.startswith("see ")] + [f for f in fixes if f.startswith("see ")]
 
 
+def _probes(contract: str) -> bool:
+    """Whether the contract runs the installed engine's loader (its plan's outcome is not the row's)."""
+    return contract in BY_ID and BY_ID[contract].scope == PROBE
+
+
 def _json_verdict(verdict: str) -> str:
     """The JSON's word: fail, not run, not judged, or pass (a partial pass is ``pass`` with ``complete: false``; a
     static one ``pass`` with ``unmeasured``)."""
-    return verdict if verdict in ("fail", NOT_RUN, NOT_JUDGED) else "pass"
-
-
-def _merge_into(table: dict[str, ContractResult], result: ContractResult) -> None:
-    if result.id in table:
-        table[result.id].merge(result)
-    else:
-        table[result.id] = result
+    return verdict if verdict in (FAIL, NOT_RUN, NOT_JUDGED) else PASS
 
 
 @dataclass
@@ -427,31 +316,31 @@ class Collector:
         return lines
 
     def add(self, entry: ContractReport) -> None:
-        """Add one contract's result to its checkpoint's row."""
+        """Add one contract's outcome to its checkpoint's row."""
         path = entry.checkpoint
         result = self.checkpoints.setdefault(path, CheckpointResult(path))
         if entry.format:
             result.format = entry.format
-        record = entry.record
-        properties = record.properties()
-        result.properties.update(properties)
-        if record.reference is not None:
-            result.reference = dict(record.reference)
-        result.ranks.setdefault(entry.contract, entry.rank)
+        outcome = reported(entry.outcome)
+        result.properties.update(properties_of(outcome))
+        if outcome.reference is not None:
+            result.reference = dict(outcome.reference)
+        result.ranks.setdefault(outcome.contract, entry.rank)
         engine = entry.engine or ANY_ENGINE
         table = result.contracts if engine == ANY_ENGINE else result.engines.setdefault(engine, {})
-        _merge_into(table, ContractResult(entry.contract, entry.outcome, entry.message,
-                                          [dict(f) for f in entry.findings], dict(properties),
-                                          entry.basis or "assumed", record.consequence_of, record.status,
-                                          record.failed_by))
-        if record.root_cause and engine != ANY_ENGINE:
-            result.root_causes[engine] = record.root_cause
-        if record.prediction is not None and engine != ANY_ENGINE:
-            result.predicted[engine] = dict(record.prediction)
-        if record.probe is not None and engine != ANY_ENGINE:
-            result.probes[engine] = dict(record.probe)
-        if entry.load_outcome is not None and engine != ANY_ENGINE and entry.contract != "probe.load":
-            result.outcomes[engine] = entry.load_outcome
+        held = table.get(outcome.contract)
+        result.words.clear()
+        table[outcome.contract] = outcome if held is None else merged(held, outcome)
+        if engine == ANY_ENGINE:
+            return
+        if outcome.root_cause:
+            result.root_causes[engine] = outcome.root_cause
+        if outcome.prediction is not None:
+            result.predicted[engine] = dict(outcome.prediction)
+        if outcome.probe is not None:
+            result.probes[engine] = dict(outcome.probe)
+        if outcome.load_outcome is not None and not _probes(outcome.contract):
+            result.outcomes[engine] = outcome.load_outcome
 
     def to_json(self) -> dict[str, Any]:
         """The JSON report (``report.schema.json``)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_eagle3.verdict.judgement import FAIL
 from pytest_eagle3.verdict.report import (
     ANY_ENGINE,
     NOT_JUDGED,
@@ -156,7 +157,7 @@ def cause_lines(collector: Collector) -> list[str]:
             if not root or len(ckpt.engine_failing(spec)) < 2:
                 continue
             table = ckpt.engines.get(spec, {})
-            follow = [c.id for c in ckpt.ordered(table) if c.outcome == "failed" and c.consequence_of]
+            follow = [c.contract for c in ckpt.ordered(table) if c.status == FAIL and c.consequence_of]
             then = f"; {', '.join(follow)} follow{'s' if len(follow) == 1 else ''} from it" if follow else ""
             lines.append(f"root cause for {ckpt.path} ({spec}): {root}{then}")
     return lines

@@ -9,7 +9,7 @@ run one way, rows -> assess_* -> pipeline -> records.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_eagle3.verdict import assess_checkpoint, assess_engine
@@ -25,8 +25,28 @@ from pytest_eagle3.verdict.assess import (
 )
 from pytest_eagle3.verdict.assess_checkpoint import Checked
 from pytest_eagle3.verdict.assess_engine import Judged
-from pytest_eagle3.verdict.contract_table import CHECKPOINT, ENGINE, ContractDefinition, id_of, of_scope
-from pytest_eagle3.verdict.judgement import FAIL, NOT_RUN, ContractOutcome, Judgement
+from pytest_eagle3.verdict.contract_table import (
+    CHECKPOINT,
+    ENGINE,
+    ESSENTIAL,
+    ContractDefinition,
+    id_of,
+    of_scope,
+)
+from pytest_eagle3.verdict.judgement import (
+    FAIL,
+    NONE_SELECTED,
+    NOT_JUDGED,
+    NOT_MODELLED,
+    NOT_RUN,
+    PARTIAL,
+    STATIC,
+    UNMEASURED,
+    ContractOutcome,
+    Judgement,
+    RowWord,
+    Word,
+)
 from pytest_eagle3.verdict.records import TargetSide
 
 if TYPE_CHECKING:
@@ -153,6 +173,25 @@ def with_causes(outcomes: tuple[ContractOutcome, ...], plan: LoadPlan) -> tuple[
                 cause = explained[next(iter(pairs))]
         out.append(dataclasses.replace(outcome, consequence_of=cause, root_cause=words))
     return tuple(out)
+
+
+def word_of(checkpoint_row: Sequence[ContractOutcome], engine_row: Sequence[ContractOutcome] | None = None) -> RowWord:
+    """A row's word and its reasons, from its outcomes: the ``any`` row's (``checkpoint_row``, which count against
+    every engine) and, for an engine version's row, its own (``engine_row``), each in the report's order. The one
+    place the word is made: the report, the summary, ``check``, ``plan``, ``sweep`` and ``fix``'s proof read it."""
+    own = tuple(engine_row or ())
+    table = (*checkpoint_row, *own)
+    failing = tuple(o.contract for o in table if o.status == FAIL)
+    skipped = [o for o in table if o.skipped]
+    not_run = tuple((o.contract, o.message) for o in skipped) if table else (("*", NONE_SELECTED),)
+    unmeasured = tuple(o.contract for o in skipped if o.status == UNMEASURED)
+    by_id = {o.contract: o for o in own}
+    not_judged = tuple(c for c in ESSENTIAL if c in by_id and by_id[c].skipped and by_id[c].status != UNMEASURED)
+    unread = bool(own) and all(o.status == NOT_MODELLED for o in own)  # a release nobody read: NOT JUDGED
+    word: Word = ("fail" if failing else "not run" if len(skipped) == len(table) and not unread
+                  else NOT_JUDGED if not_judged else PARTIAL if any(o.status != UNMEASURED for o in skipped)
+                  else STATIC if skipped else "pass")
+    return RowWord(word, failing, not_judged, not_run, unmeasured)
 
 
 def _format(ckpt: Checkpoint) -> str:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from pytest_eagle3.knowledge.releases import EngineVersion
     from pytest_eagle3.verdict.pipeline import Pipeline
     from pytest_eagle3.verdict.records import Forecast, TargetSide
+    from pytest_eagle3.verdict.report import CheckpointResult
 
 SCHEMA = "pytest-eagle3/sweep/1"
 FILES = ("sweep.json", "sweep.md", "sweep.png")
@@ -210,8 +211,7 @@ def run_sweep(paths: Sequence[Path | str], engines: Sequence[EngineVersion], sid
             forecasts = [pipeline.forecast(ckpt, engine, side) for engine in engines]
             trained = next((v.prediction.training.acceptance.mean_acceptance_length for v in forecasts
                             if v.prediction is not None), None)
-            rows.append(CheckpointRow(str(path), trained, tuple(_engine_row(v, row.entry(v.engine.spec))
-                                                                for v in forecasts)))
+            rows.append(CheckpointRow(str(path), trained, tuple(_engine_row(v, row) for v in forecasts)))
         if progress is not None:
             progress(done, len(paths))
     session = pipeline.session(side.hidden_states) if side.given else None
@@ -219,16 +219,19 @@ def run_sweep(paths: Sequence[Path | str], engines: Sequence[EngineVersion], sid
                  len(session.targets) if session is not None else 0)
 
 
-def _engine_row(forecast: Forecast, entry: dict[str, Any]) -> EngineRow:
-    """The report's row for one engine version (``Collector`` over the judgements), with the prediction."""
-    from pytest_eagle3.verdict.report import edits_first, row_verdict
+def _engine_row(forecast: Forecast, judged: CheckpointResult) -> EngineRow:
+    """The report's row for one engine version (its word and reasons, ``CheckpointResult.row``), with the
+    prediction."""
+    from pytest_eagle3.verdict.report import edits_first
 
     prediction = forecast.prediction
     unavailable = forecast.no_prediction if prediction is None else prediction.unavailable
-    return EngineRow(forecast.engine.spec, row_verdict(entry), forecast.plan.outcome,
-                     tuple(entry["failing"]), None if prediction is None else prediction.mean_acceptance_length,
-                     None if prediction is None else prediction.basis, next(iter(edits_first(entry["fix"])), None),
-                     unavailable)
+    spec = forecast.engine.spec
+    return EngineRow(spec, judged.engine_verdict(spec), forecast.plan.outcome,
+                     tuple(judged.engine_failing(spec)),
+                     None if prediction is None else prediction.mean_acceptance_length,
+                     None if prediction is None else prediction.basis,
+                     next(iter(edits_first(judged.fixes(spec))), None), unavailable)
 
 
 def markdown(sweep: Sweep, plot: str | None) -> str:
