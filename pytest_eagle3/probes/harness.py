@@ -395,6 +395,40 @@ def logits_record(argmax: Iterable[Any], finite: int) -> dict[str, Any]:
     return {"argmax": [int(i) for i in argmax], "normed": True, "finite": finite}
 
 
+def transformers_model_types(architecture: str) -> list[str]:
+    """The model types transformers' auto mappings give an architecture (its ``*_MAPPING_NAMES``), in their order."""
+    from transformers.models.auto import modeling_auto
+
+    found: list[str] = []
+    for name in dir(modeling_auto):
+        mapping = getattr(modeling_auto, name)
+        if not name.endswith("_MAPPING_NAMES") or not isinstance(mapping, dict):
+            continue
+        for model_type, classes in mapping.items():
+            names = classes if isinstance(classes, (list, tuple)) else (classes,)
+            if architecture in names and model_type not in found:
+                found.append(model_type)
+    return found
+
+
+def forward_main(forward: Callable[[dict[str, Any]], dict[str, Any]], schema: str, argv: list[str] | None,
+                 doc: str | None) -> int:
+    """Command line of the target-forward scripts (vllm_, mlx_forward.py): ``--jobs JOBS.json``, each job's result
+    written to its ``out``; a probe bug in one job is written as that job's ``probe-error`` result."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0] if doc else None)
+    parser.add_argument("--jobs", required=True)
+    args = parser.parse_args(argv)
+    for job in json.loads(Path(args.jobs).read_text()):
+        with quiet_stdout():
+            try:
+                result = forward(job)
+            except Exception as exc:
+                result = {"schema": schema, "architecture": job["architecture"], "outcome": "probe-error",
+                          "error": error_text(exc), "notes": [crash_note(exc)]}
+        write_result(result, job["out"])
+    return 0
+
+
 def behaviour_main(behaviour: Callable[[str, str], dict[str, Any]], argv: list[str] | None, doc: str | None) -> int:
     """Command line of the behaviour scripts (vllm_, mlx_, sglang_behaviour.py): ``--draft --target --out``."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0] if doc else None)

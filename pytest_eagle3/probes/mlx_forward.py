@@ -27,8 +27,6 @@ on CPU``; ``error``, ``stage``, ``requested``, ``delivered``, ``shapes``, ``per_
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -80,18 +78,7 @@ ZERO = "not probed: no capture id is layer input 0 (speculative/drafters/eagle3/
 
 def _model_types(architecture: str) -> list[str]:
     """The model types transformers' auto mappings give the architecture."""
-    from transformers.models.auto import modeling_auto
-
-    found: list[str] = []
-    for name in dir(modeling_auto):
-        mapping = getattr(modeling_auto, name)
-        if not name.endswith("_MAPPING_NAMES") or not isinstance(mapping, dict):
-            continue
-        for model_type, classes in mapping.items():
-            names = classes if isinstance(classes, (list, tuple)) else (classes,)
-            if architecture in names and model_type not in found:
-                found.append(model_type)
-    return found
+    return common.transformers_model_types(architecture)
 
 
 def _shrink(config: dict[str, Any], layers: int) -> None:
@@ -351,18 +338,7 @@ def _run(result: dict[str, Any], model: Any, draft: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """The command line: ``--jobs JOBS.json``, each job's result written to its ``out``."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--jobs", required=True)
-    args = parser.parse_args(argv)
-    for job in json.loads(Path(args.jobs).read_text()):
-        with common.quiet_stdout():
-            try:
-                result = forward(job)
-            except Exception as exc:
-                result = {"schema": SCHEMA, "architecture": job["architecture"], "outcome": "probe-error",
-                          "error": common.error_text(exc), "notes": [common.crash_note(exc)]}
-        common.write_result(result, job["out"])
-    return 0
+    return common.forward_main(forward, SCHEMA, argv, __doc__)
 
 
 if __name__ == "__main__":

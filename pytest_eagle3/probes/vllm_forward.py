@@ -29,8 +29,6 @@ not be told apart) and ``notes``.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import traceback
 from pathlib import Path
@@ -74,17 +72,7 @@ CAPTURE_FRAMES = ("aux_hidden_state", "eagle3")
 
 def _model_types(architecture: str) -> list[str]:
     """The model types transformers' auto mappings (then vLLM's registry module) give the architecture."""
-    from transformers.models.auto import modeling_auto
-
-    found: list[str] = []
-    for name in dir(modeling_auto):
-        mapping = getattr(modeling_auto, name)
-        if not name.endswith("_MAPPING_NAMES") or not isinstance(mapping, dict):
-            continue
-        for model_type, classes in mapping.items():
-            names = classes if isinstance(classes, (list, tuple)) else (classes,)
-            if architecture in names and model_type not in found:
-                found.append(model_type)
+    found = common.transformers_model_types(architecture)
     from vllm.model_executor.models.registry import _VLLM_MODELS
 
     entry = _VLLM_MODELS.get(architecture)
@@ -356,18 +344,7 @@ def _run(result: dict[str, Any], target: Any, proposer: Any, config: Any, torch:
 
 def main(argv: list[str] | None = None) -> int:
     """The command line: ``--jobs JOBS.json``, each job's result written to its ``out``."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--jobs", required=True)
-    args = parser.parse_args(argv)
-    for job in json.loads(Path(args.jobs).read_text()):
-        with common.quiet_stdout():
-            try:
-                result = forward(job)
-            except Exception as exc:
-                result = {"schema": SCHEMA, "architecture": job["architecture"], "outcome": "probe-error",
-                          "error": common.error_text(exc), "notes": [common.crash_note(exc)]}
-        common.write_result(result, job["out"])
-    return 0
+    return common.forward_main(forward, SCHEMA, argv, __doc__)
 
 
 if __name__ == "__main__":
