@@ -28,7 +28,7 @@ from pytest_eagle3.probes import forward
 from pytest_eagle3.probes.run import env_variable, find_engine_python
 from pytest_eagle3.testing.synth import SPECULATORS, SynthSpec
 
-RUNS = [(engine, release) for engine in sorted(forward_runs.SCRIPTS) for release in forward_runs.recorded_releases(engine)]
+RUNS = [(engine, release) for engine in sorted(forward_runs.scripts()) for release in forward_runs.recorded_releases(engine)]
 RECORDED = {(e, r, arch): run for e, r in RUNS for arch, run in forward_runs.forward_runs(e, r).items()}
 #: Classes whose probe saw index 0 or L otherwise than the source scan of the reach (``scanners/reach.py``) reads
 #: it, and why: the run is the knowledge of its release (``Snapshot.reach`` takes it).
@@ -68,7 +68,7 @@ def _runs(*outcomes: str) -> list[tuple[str, str, str]]:
 def test_every_capturing_class_was_probed() -> None:
     """Each release recorded covers every class its capture knowledge calls capturing (a class added to the capture
     table is probed, or this fails); every engine with a forward script has a recorded release."""
-    assert {engine for engine, _ in RUNS} == set(forward_runs.SCRIPTS) == set(forward.SCRIPTS)
+    assert {engine for engine, _ in RUNS} == set(forward_runs.scripts()) == set(forward.SCRIPTS)
     for engine, release in RUNS:
         recorded = set(forward_runs.forward_runs(engine, release))
         assert set(forward.capturing_classes(engine, release)) <= recorded, (engine, release)

@@ -130,6 +130,9 @@ class Probe:
     #: and the probe cases it runs: those the reference reads and the engine loads.
     behaviour_script: str | None = None
     behaviour_cases: tuple[str, ...] = ()
+    #: The target-forward probe's script beside ``probes/forward.py`` (each capturing class's own forward with
+    #: capture on, on a tiny config), where the engine's forward runs on CPU.
+    forward_script: str | None = None
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,15 @@ OUTCOMES = (DELIVERED, UNDER_DELIVERED, RAISED, NOT_RUN)
 SILENT = "silent"
 #: The prefix of a layer input's entry whose request raised.
 RAISES = "raises: "
-#: engine -> the probe script that ran its classes.
-SCRIPTS = {"vllm": "pytest_eagle3/probes/vllm_forward.py", "mlx-vlm": "pytest_eagle3/probes/mlx_forward.py"}
+
+
+@cache
+def scripts() -> dict[str, str]:
+    """engine -> the probe script that ran its classes (its ``Probe.forward_script``)."""
+    from pytest_eagle3.knowledge.engines import REGISTRY
+
+    return {e.name: f"pytest_eagle3/probes/{e.interpreter.probe.forward_script}" for e in REGISTRY
+            if e.interpreter.probe is not None and e.interpreter.probe.forward_script is not None}
 #: The words of index 0's failure where the loop adds a None residual to the embeddings (the reach's ``crash``).
 NONE_RESIDUAL = "'NoneType'"
 
@@ -64,7 +71,7 @@ class ForwardRun:
     def source(self) -> str:
         """Where the facts come from, as a rule cites it."""
         return (f"forward probe of {DISPLAY[self.engine]} {self.release}: a tiny {self.layers}-layer {self.architecture} "
-                f"target, draft aux ids {list(self.draft_ids)} ({SCRIPTS[self.engine]})")
+                f"target, draft aux ids {list(self.draft_ids)} ({scripts()[self.engine]})")
 
     @property
     def words(self) -> str:

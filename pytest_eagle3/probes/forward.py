@@ -27,12 +27,14 @@ from typing import Any
 
 from packaging.version import Version
 
-from pytest_eagle3.knowledge.releases import MLX_VLM, VLLM
+from pytest_eagle3.knowledge.engines import REGISTRY
+from pytest_eagle3.knowledge.releases import VLLM
 
 SCHEMA = "pytest-eagle3/forward-results/1"
 DEFAULT_OUT = Path(__file__).parents[1] / "knowledge" / "generated" / "forward_runs.json"
 #: engine -> the script its interpreter runs.
-SCRIPTS = {VLLM: Path(__file__).with_name("vllm_forward.py"), MLX_VLM: Path(__file__).with_name("mlx_forward.py")}
+SCRIPTS = {e.name: Path(__file__).with_name(e.interpreter.probe.forward_script) for e in REGISTRY
+           if e.interpreter.probe is not None and e.interpreter.probe.forward_script is not None}
 #: The tiny target's decoder layers, and the draft's aux ids (input of layer 1, of layer L // 2, and L).
 LAYERS = 4
 DRAFT_IDS = (1, LAYERS // 2, LAYERS)

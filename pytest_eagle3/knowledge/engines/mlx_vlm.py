@@ -251,6 +251,7 @@ ENGINE = Engine(
     interpreter=Interpreter(
         # the behaviour probe's cases: the speculators format only (a flat config builds the plain model)
         probe=Probe("mlx_loader.py", "mlx_vlm", ("mlx-vlm",), behaviour_script="mlx_behaviour.py",
+                    forward_script="mlx_forward.py",
                     behaviour_cases=("speculators", "speculators-norm-before-fc", "speculators-full-vocab")),
         python_option="eagle3_mlx_vlm_python",
     ),

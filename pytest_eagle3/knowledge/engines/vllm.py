@@ -777,7 +777,7 @@ ENGINE = Engine(
         cpu_distribution=CPU_DISTRIBUTION,
         python_option="eagle3_vllm_python",
         probe=Probe("vllm_loader.py", "vllm", ("vllm", CPU_DISTRIBUTION), lists_unread_norms=True,
-                    behaviour_script="vllm_behaviour.py",
+                    behaviour_script="vllm_behaviour.py", forward_script="vllm_forward.py",
                     behaviour_cases=("specforge", "specforge-norm-flags", "speculators-norm-before-fc")),
     ),
     scans=Scans(
