@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_eagle3.shell.contract import contract_scope
-from pytest_eagle3.shell.options import settings
+from pytest_eagle3.shell.options import is_xdist_worker, settings
 from pytest_eagle3.shell.verdicts import forecast_of, pipeline, target_side
 
 if TYPE_CHECKING:
@@ -188,7 +188,7 @@ def probe_result(config: pytest.Config, ckpt: Checkpoint, installed: InstalledEn
     key = (installed.engine, installed.python, target)
     here = str(ckpt.path)
     if (*key, here) not in state.probes:
-        others = [] if hasattr(config, "workerinput") else [state.checkpoint(p) for p in options.checkpoints]
+        others = [] if is_xdist_worker(config) else [state.checkpoint(p) for p in options.checkpoints]
         paths = [here, *(str(c.path) for c in others if probe_ready(c) and (*key, str(c.path)) not in state.probes)]
         paths = list(dict.fromkeys(paths))
         results = run_probes(installed.engine, installed.python, [(p, target) for p in paths])

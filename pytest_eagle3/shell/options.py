@@ -129,3 +129,8 @@ def check_interpreters(config: pytest.Config) -> None:
             interpreter(where(dest, resolved), resolved.value)
         except SettingError as exc:
             raise pytest.UsageError(str(exc)) from None
+
+
+def is_xdist_worker(config: pytest.Config) -> bool:
+    """Whether this process is a pytest-xdist worker (the controller gives each worker its ``workerinput``)."""
+    return hasattr(config, "workerinput")

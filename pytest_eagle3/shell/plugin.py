@@ -48,6 +48,7 @@ from pytest_eagle3.shell.options import (
     add_options,
     check_interpreters,
     early_checkpoints,
+    is_xdist_worker,
     marker_selected,
     parse_settings,
     settings,
@@ -197,7 +198,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     session = Eagle3Session(config, options, collector)
     session.workers_unused = workers
-    if not hasattr(config, "workerinput"):  # the controller learns an engine interpreter's unread release once
+    if not is_xdist_worker(config):  # the controller learns an engine interpreter's unread release once
         from pytest_eagle3.shell.learn_command import learn_interpreters
 
         session.learned = learn_interpreters(options)
@@ -216,7 +217,7 @@ def _contracts_in_process(config: pytest.Config) -> int:
     verdicts the controller computed once: ``shell.shared_pass``)."""
     option = config.option
     kept = config.stash.get(COLLECTED_KEY, "contracts")
-    if hasattr(config, "workerinput") or getattr(option, "dist", "no") == "no" or not getattr(option, "tx", None):
+    if is_xdist_worker(config) or getattr(option, "dist", "no") == "no" or not getattr(option, "tx", None):
         return 0
     if kept not in ("contracts",) and not kept.startswith("left out: "):
         return 0
@@ -311,7 +312,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         entry = _contract_report(item, finished(item, report, findings), callspec.params)
         # JUnit XML reads the teardown report's properties, copied from the item's
         item.user_properties.extend(junit_properties(entry.outcome))
-        if hasattr(item.config, "workerinput"):  # the controller's report: the record as data, with the test report
+        if is_xdist_worker(item.config):  # the controller's report: the record as data, with the test report
             report.eagle3 = entry.to_json()  # type: ignore[attr-defined]
         else:
             session = item.config.pluginmanager.get_plugin("eagle3-session")

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from pytest_eagle3.shell.options import is_xdist_worker
+
 #: The markers whose skipped tests the summary counts, and what ``--eagle3-require`` names them.
 MARKED = ("gpu", "engine")
 #: Reasons shown per marker (the rest are counted).
@@ -68,7 +70,7 @@ class MarkedSkips:
 
     def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
         """Say how many marked tests did not run, and why."""
-        if hasattr(config, "workerinput"):
+        if is_xdist_worker(config):
             return
         from pytest_eagle3.shell.terminal import width_of, wrap
 

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_eagle3.option_table import OPTIONS
 from pytest_eagle3.shell.contract import contracts_dir
-from pytest_eagle3.shell.options import COLLECTED_KEY, WITH_TESTPATHS_INI
+from pytest_eagle3.shell.options import COLLECTED_KEY, WITH_TESTPATHS_INI, is_xdist_worker
 
 if TYPE_CHECKING:
     from pytest_eagle3.verdict.report import Collector
@@ -156,14 +156,14 @@ class Eagle3Session:
         """Under pytest-xdist, on the controller: a contract's record, shipped as data with a worker's report (a run
         in one process hands the record over directly, ``plugin.pytest_runtest_makereport``)."""
         data = getattr(report, "eagle3", None)
-        if isinstance(data, dict) and not _is_xdist_worker(self.config):
+        if isinstance(data, dict) and not is_xdist_worker(self.config):
             from pytest_eagle3.verdict.report import ContractReport
 
             self.collector.add(ContractReport.from_json(data))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Settle the run's exit status (``--eagle3-not-judged=fail``) and write the JSON report and summary."""
-        if _is_xdist_worker(self.config):
+        if is_xdist_worker(self.config):
             self.config.workeroutput[DESELECTED_OUTPUT] = self.deselected  # type: ignore[attr-defined]
             return
         self.collector.fill_formats(_format_label)
@@ -184,7 +184,7 @@ class Eagle3Session:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """Print the EAGLE-3 verdict table and the lines under it."""
-        if _is_xdist_worker(self.config) or self.config.option.collectonly:
+        if is_xdist_worker(self.config) or self.config.option.collectonly:
             return
         from pytest_eagle3.shell.terminal import fit_table, width_of, wrap
 
@@ -258,6 +258,3 @@ def _format_label(path: str) -> str:
     ckpt = Checkpoint.open(path)
     return ckpt.format.label if ckpt.tensors else "unreadable"
 
-
-def _is_xdist_worker(config: pytest.Config) -> bool:
-    return hasattr(config, "workerinput")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_eagle3.shell.contract import require_config, require_tensors
-from pytest_eagle3.shell.options import settings
+from pytest_eagle3.shell.options import is_xdist_worker, settings
 
 if TYPE_CHECKING:
     from pytest_eagle3.checkpoint import Checkpoint
@@ -26,7 +26,7 @@ def pipeline(config: pytest.Config) -> Pipeline:
 
     if PIPELINE_KEY not in config.stash:
         built = config.stash[PIPELINE_KEY] = pipeline_for(settings(config))
-        if hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller's verdicts and target pass
+        if is_xdist_worker(config):  # a pytest-xdist worker: the controller's verdicts and target pass
             from pytest_eagle3.shell.shared_pass import adopt_verdicts, share
 
             adopt_verdicts(config, built)
